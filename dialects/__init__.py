@@ -1,1 +1,19 @@
+"""qaccel's dialects, registered lazily by name (one dialect per module)."""
 
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+
+
+def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
+    def get_quant():
+        from qaccel.dialects.quant import Quant
+
+        return Quant
+
+    def get_tfl():
+        from qaccel.dialects.tfl import TFL
+
+        return TFL
+
+    return {"quant": get_quant, "tfl": get_tfl}

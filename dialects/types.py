@@ -1,0 +1,56 @@
+"""Element types <-> numpy dtypes, for values the interpreter and the frontend hold as arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    Signedness,
+    TensorType,
+    f16,
+    f32,
+    f64,
+    i1,
+)
+from xdsl.ir import Attribute
+
+from qaccel.dialects.quant import UniformQuantizedType
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The numpy dtype a value of this element type is stored as (quantized: its storage)."""
+    if isinstance(element_type, UniformQuantizedType):
+        element_type = element_type.storage_type
+    if isinstance(element_type, IntegerType):
+        width = element_type.width.data
+        if width == 1:
+            return np.dtype(np.bool_)
+        unsigned = element_type.signedness.data == Signedness.UNSIGNED
+        return np.dtype(f"{'u' if unsigned else 'i'}{width // 8}")
+    if isinstance(element_type, Float32Type):
+        return np.dtype(np.float32)
+    if isinstance(element_type, Float16Type):
+        return np.dtype(np.float16)
+    if isinstance(element_type, Float64Type):
+        return np.dtype(np.float64)
+    raise ValueError(f"no numpy dtype for element type {element_type}")
+
+
+def element_type_for(dtype: np.dtype) -> Attribute:
+    """The builtin element type of a numpy dtype (signed integers are signless, as in MLIR)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return i1
+    if dtype.kind == "i":
+        return IntegerType(dtype.itemsize * 8)
+    if dtype.kind == "u":
+        return IntegerType(dtype.itemsize * 8, Signedness.UNSIGNED)
+    return {np.dtype(np.float32): f32, np.dtype(np.float16): f16, np.dtype(np.float64): f64}[dtype]
+
+
+def tensor_dtype(t: Attribute) -> np.dtype:
+    assert isinstance(t, TensorType), f"expected a tensor type, got {t}"
+    return numpy_dtype(t.element_type)

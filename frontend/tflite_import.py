@@ -1,0 +1,416 @@
+"""Import a `.tflite` flatbuffer into a `builtin.module` of `tfl` ops, one `func.func` per subgraph.
+
+Subgraph 0 becomes the public entry function, named by its signature key (else `main`); the
+other subgraphs (composite decompositions, control-flow bodies) become private functions.
+The IR is built straight from the flatbuffer: weights become `tfl.const` ops whose
+`DenseIntOrFPElementsAttr` wraps the buffer's bytes, never Python lists. Tensor names are kept
+as `NameLoc` locations of the ops (and block arguments) that define them.
+
+Every way a file can be malformed raises `TFLiteImportError` with one line naming the
+problem (and the subgraph, operator or tensor), never a stray Python exception.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import tflite
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FusedLoc,
+    IntegerAttr,
+    LocationAttr,
+    ModuleOp,
+    NameLoc,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    UnknownLoc,
+    ArrayAttr,
+    NoneAttr,
+    i32,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from qaccel.dialects.quant import UniformQuantizedType
+from qaccel.dialects.tfl import (
+    OPS_BY_TFLITE_NAME,
+    ConstOp,
+    NoValueOp,
+    OpaqueOp,
+    StableHLOCompositeOp,
+    TflOp,
+    py_to_attr,
+)
+from qaccel.dialects.types import element_type_for
+from qaccel.frontend import tflite_schema
+
+_MAX_ELEMENTS = 1 << 40  # no real tensor comes near this; larger counts are corrupt files
+
+
+class TFLiteImportError(ValueError):
+    """A `.tflite` file that cannot be imported, with a one-line reason."""
+
+
+def import_tflite_file(path: str) -> ModuleOp:
+    with open(path, "rb") as f:
+        data = f.read()
+    return import_tflite(data, path)
+
+
+def import_tflite(data: bytes, source: str = "<bytes>") -> ModuleOp:
+    """Parse `.tflite` bytes into a module of `tfl` ops."""
+    if len(data) == 0:
+        raise TFLiteImportError(f"{source}: the file is empty")
+    if len(data) < 8:
+        raise TFLiteImportError(f"{source}: too short to be a TFLite model ({len(data)} bytes)")
+    ident = bytes(data[4:8])
+    if ident != b"TFL3":
+        raise TFLiteImportError(
+            f"{source}: not a TFLite model (file identifier {ident!r}, expected b'TFL3')"
+        )
+    try:
+        return _Importer(data, source).run()
+    except TFLiteImportError:
+        raise
+    except Exception as e:
+        if not _raised_by_reader(e):
+            raise
+        raise TFLiteImportError(
+            f"{source}: truncated or malformed flatbuffer ({type(e).__name__}: {e})"
+        ) from e
+
+
+def _raised_by_reader(e: Exception) -> bool:
+    """Whether an exception comes from reading bad bytes (flatbuffers, tflite, numpy).
+
+    Only those become "malformed flatbuffer" diagnostics; our own bugs keep their traceback.
+    """
+    import traceback
+
+    frames = traceback.extract_tb(e.__traceback__)
+    last = frames[-1].filename if frames else ""
+    return any(part in last for part in ("/flatbuffers/", "/tflite/", "/numpy/", "struct"))
+
+
+def _name_loc(name: str) -> NameLoc:
+    return NameLoc(StringAttr(name), UnknownLoc())
+
+
+@dataclass
+class _Subgraph:
+    index: int
+    name: str
+    graph: tflite.SubGraph
+    func: func.FuncOp | None = None
+    values: dict[int, SSAValue] = field(default_factory=dict)
+
+
+def _symbol_name(name: str, fallback: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z_][\w.$-]*", name or "") else fallback
+
+
+class _Importer:
+    def __init__(self, data: bytes, source: str):
+        self.data = data
+        self.source = source
+        root = int.from_bytes(data[0:4], "little")
+        if root + 4 > len(data):
+            raise TFLiteImportError(f"{source}: truncated flatbuffer (root offset {root})")
+        self.model = tflite.Model.GetRootAs(data, 0)
+        self.buffers_len = self.model.BuffersLength()
+        self.opcodes = [self.model.OperatorCodes(i) for i in range(self.model.OperatorCodesLength())]
+
+    # -- model structure -----------------------------------------------------------------
+
+    def run(self) -> ModuleOp:
+        n_subgraphs = self.model.SubgraphsLength()
+        if n_subgraphs == 0:
+            raise TFLiteImportError(f"{self.source}: the model has no subgraphs")
+        entry_name = "main"
+        for i in range(self.model.SignatureDefsLength()):
+            sig = self.model.SignatureDefs(i)
+            if sig.SubgraphIndex() == 0 and sig.SignatureKey():
+                entry_name = _symbol_name(sig.SignatureKey().decode(), "main")
+        taken = {entry_name}
+        self.subgraphs: list[_Subgraph] = []
+        for i in range(n_subgraphs):
+            graph = self.model.Subgraphs(i)
+            if i == 0:
+                name = entry_name
+            else:
+                raw = graph.Name().decode() if graph.Name() else ""
+                name = _symbol_name(raw, f"subgraph_{i}")
+                if name in taken:
+                    name = f"{name}_{i}"
+                taken.add(name)
+            self.subgraphs.append(_Subgraph(i, name, graph))
+        functions = [self._import_subgraph(sg) for sg in self.subgraphs]
+        return ModuleOp(functions)
+
+    def _import_subgraph(self, sg: _Subgraph) -> func.FuncOp:
+        graph = sg.graph
+        self.where = f"{self.source}: subgraph {sg.index}"
+        n_tensors = graph.TensorsLength()
+        self.types = [self._tensor_type(graph, t) for t in range(n_tensors)]
+        self.names = [
+            (graph.Tensors(t).Name() or b"").decode("utf-8", "replace") for t in range(n_tensors)
+        ]
+        inputs = [self._check_tensor(graph.Inputs(i), n_tensors, "input") for i in range(graph.InputsLength())]
+        outputs = [self._check_tensor(graph.Outputs(i), n_tensors, "output") for i in range(graph.OutputsLength())]
+
+        block = Block(arg_types=[self.types[t] for t in inputs])
+        for arg, t in zip(block.args, inputs):
+            arg.location = _name_loc(self.names[t])
+            sg.values[t] = arg
+        body: list[Operation] = []
+        self.consts: list[Operation] = []
+        self.no_value: SSAValue | None = None
+        self.graph, self.sg = graph, sg
+        for k in range(graph.OperatorsLength()):
+            body.append(self._import_operator(k, graph.Operators(k), n_tensors))
+        results = [self._value(t, f"output of subgraph {sg.index}") for t in outputs]
+        ret = func.ReturnOp(*results)
+        block.add_ops([*self.consts, *body, ret])
+        function = func.FuncOp(
+            sg.name,
+            ([self.types[t] for t in inputs], [self.types[t] for t in outputs]),
+            Region(block),
+            visibility="public" if sg.index == 0 else "private",
+        )
+        sg.func = function
+        return function
+
+    def _check_tensor(self, t: int, n_tensors: int, what: str) -> int:
+        if not 0 <= t < n_tensors:
+            raise TFLiteImportError(
+                f"{self.where}: {what} tensor index {t} out of range "
+                f"(the subgraph has {n_tensors} tensors)"
+            )
+        return t
+
+    # -- tensors -------------------------------------------------------------------------
+
+    def _tensor_type(self, graph: tflite.SubGraph, t: int) -> TensorType:
+        tensor = graph.Tensors(t)
+        name = (tensor.Name() or b"").decode("utf-8", "replace")
+        what = f"{self.where}: tensor {t} '{name}'"
+        shape = tensor.ShapeAsNumpy() if tensor.ShapeLength() else np.zeros(0, np.int32)
+        shape = [int(d) for d in shape]
+        if any(d < 0 for d in shape):
+            raise TFLiteImportError(f"{what}: negative dimension in shape {shape}")
+        if math.prod(shape) > _MAX_ELEMENTS:
+            raise TFLiteImportError(f"{what}: element count of shape {shape} overflows")
+        dtype = tflite_schema.TENSOR_TYPES.get(tensor.Type())
+        if not isinstance(dtype, np.dtype):
+            type_name = dtype if isinstance(dtype, str) else f"#{tensor.Type()}"
+            raise TFLiteImportError(f"{what}: tensor type {type_name} is not supported")
+        element = element_type_for(dtype)
+        quant = tensor.Quantization()
+        if quant is not None and quant.ScaleLength() > 0 and dtype.kind in "iu":
+            scales = quant.ScaleAsNumpy().astype(np.float32)
+            zps = (
+                quant.ZeroPointAsNumpy().astype(np.int64)
+                if quant.ZeroPointLength()
+                else np.zeros(len(scales), np.int64)
+            )
+            if len(zps) != len(scales):
+                raise TFLiteImportError(
+                    f"{what}: {len(scales)} quantization scales but {len(zps)} zero points"
+                )
+            axis = -1
+            if len(scales) > 1:
+                axis = quant.QuantizedDimension()
+                if not 0 <= axis < len(shape) or shape[axis] != len(scales):
+                    raise TFLiteImportError(
+                        f"{what}: {len(scales)} per-axis scales do not fit dimension {axis} "
+                        f"of shape {shape}"
+                    )
+            try:
+                element = UniformQuantizedType(element, scales, zps, axis)
+            except Exception as e:
+                raise TFLiteImportError(f"{what}: {e}") from None
+        return TensorType(element, shape)
+
+    def _buffer_bytes(self, t: int) -> bytes | None:
+        tensor = self.graph.Tensors(t)
+        b = tensor.Buffer()
+        what = f"{self.where}: tensor {t} '{self.names[t]}'"
+        if b == 0:
+            return None
+        if not 0 <= b < self.buffers_len:
+            raise TFLiteImportError(
+                f"{what}: buffer index {b} out of range (the model has {self.buffers_len} buffers)"
+            )
+        buffer = self.model.Buffers(b)
+        offset, size = buffer.Offset(), buffer.Size()
+        if offset > 1:
+            if offset + size > len(self.data):
+                raise TFLiteImportError(
+                    f"{what}: buffer {b} lies beyond the end of the file "
+                    f"(offset {offset} + size {size} > {len(self.data)} bytes)"
+                )
+            return bytes(self.data[offset : offset + size])
+        if buffer.DataLength() == 0:
+            return None
+        return buffer.DataAsNumpy().tobytes()
+
+    def _value(self, t: int, user: str) -> SSAValue:
+        if t in self.sg.values:
+            return self.sg.values[t]
+        data = self._buffer_bytes(t)
+        if data is None:
+            raise TFLiteImportError(
+                f"{self.where}: tensor {t} '{self.names[t]}' ({user}) is used but never "
+                "produced, is no input and has no data"
+            )
+        result_type = self.types[t]
+        storage = TensorType(_storage(result_type.element_type), result_type.get_shape())
+        itemsize = _itemsize(storage)
+        expected = math.prod(result_type.get_shape()) * itemsize
+        if len(data) != expected:
+            raise TFLiteImportError(
+                f"{self.where}: tensor {t} '{self.names[t]}' has {len(data)} bytes of data, "
+                f"its type needs {expected}"
+            )
+        const = ConstOp(DenseIntOrFPElementsAttr(storage, BytesAttr(data)), result_type)
+        const.location = _name_loc(self.names[t])
+        self.consts.append(const)
+        self.sg.values[t] = const.output
+        return const.output
+
+    def _none(self) -> SSAValue:
+        if self.no_value is None:
+            op = NoValueOp()
+            self.consts.append(op)
+            self.no_value = op.output
+        return self.no_value
+
+    # -- operators -----------------------------------------------------------------------
+
+    def _import_operator(self, k: int, operator: tflite.Operator, n_tensors: int) -> Operation:
+        index = operator.OpcodeIndex()
+        if not 0 <= index < len(self.opcodes):
+            raise TFLiteImportError(
+                f"{self.where}: operator {k}: opcode index {index} out of range "
+                f"(the model has {len(self.opcodes)} operator codes)"
+            )
+        code = self.opcodes[index]
+        opcode = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+        op_name = tflite_schema.BUILTIN_OPERATORS.get(opcode, f"OPCODE_{opcode}")
+        what = f"{self.where}: operator {k} ({op_name})"
+        in_idx = [int(t) for t in operator.InputsAsNumpy()] if operator.InputsLength() else []
+        out_idx = [int(t) for t in operator.OutputsAsNumpy()] if operator.OutputsLength() else []
+        for t in (*in_idx, *out_idx):
+            if t != -1 and not 0 <= t < n_tensors:
+                raise TFLiteImportError(
+                    f"{what}: tensor index {t} out of range (the subgraph has {n_tensors} tensors)"
+                )
+        if -1 in out_idx:
+            raise TFLiteImportError(f"{what}: an output tensor index is -1")
+        operands = [self._none() if t == -1 else self._value(t, f"input of {op_name}") for t in in_idx]
+        result_types = [self.types[t] for t in out_idx]
+        version = code.Version()
+        try:
+            options = tflite_schema.decode_options(operator)
+        except Exception as e:
+            raise TFLiteImportError(f"{what}: cannot read its options ({e})") from None
+
+        op = self._make_op(op_name, opcode, code, operands, result_types, options, version, operator)
+        for t, result in zip(out_idx, op.results):
+            if t in self.sg.values:
+                raise TFLiteImportError(f"{what}: tensor {t} '{self.names[t]}' is defined twice")
+            self.sg.values[t] = result
+        locs: list[LocationAttr] = [_name_loc(self.names[t]) for t in out_idx]
+        op.location = locs[0] if len(locs) == 1 else FusedLoc(ArrayAttr(locs), NoneAttr())
+        return op
+
+    def _make_op(self, op_name, opcode, code, operands, result_types, options, version, operator):
+        cls = OPS_BY_TFLITE_NAME.get(op_name)
+        if cls is not None and len(result_types) == 1:
+            fitted = _fit_operands(cls, operands, self._none)
+            if fitted is not None:
+                props = cls.properties_from_options(options)
+                if version > 1:
+                    props["version"] = IntegerAttr(version, i32)
+                return cls.create(operands=fitted, result_types=result_types, properties=props)
+        if op_name == "STABLEHLO_COMPOSITE":
+            return self._make_composite(operands, result_types, options, version)
+        props = {
+            "op_name": StringAttr(op_name),
+            "opcode": IntegerAttr(opcode, i32),
+            "options": py_to_attr(options),
+        }
+        if version > 1:
+            props["version"] = IntegerAttr(version, i32)
+        if code.CustomCode():
+            props["custom_code"] = StringAttr(code.CustomCode().decode("utf-8", "replace"))
+        if operator.CustomOptionsLength():
+            props["custom_options"] = py_to_attr(operator.CustomOptionsAsNumpy().tobytes())
+        return OpaqueOp.create(operands=operands, result_types=result_types, properties=props)
+
+    def _make_composite(self, operands, result_types, options, version):
+        where = f"{self.where}: STABLEHLO_COMPOSITE"
+        index = options.get("decomposition_subgraph_index", -1)
+        if not 0 < index < len(self.subgraphs):
+            raise TFLiteImportError(f"{where}: decomposition subgraph {index} does not exist")
+        attrs = options.get("composite_attributes", b"")
+        decoded = _decode_flexbuffer(attrs) if attrs else {}
+        if not isinstance(decoded, dict):
+            raise TFLiteImportError(f"{where}: composite_attributes is not a flexbuffer map")
+        decoded = {k: v for k, v in decoded.items() if v is not None}
+        props = {
+            "name": StringAttr(options.get("name", "")),
+            "decomposition": SymbolRefAttr(self.subgraphs[index].name),
+            "composite_attributes": DictionaryAttr({k: py_to_attr(v) for k, v in decoded.items()}),
+            "version": IntegerAttr(options.get("version", 0), i32),
+        }
+        return StableHLOCompositeOp.create(
+            operands=operands, result_types=result_types, properties=props
+        )
+
+
+def _decode_flexbuffer(data: bytes):
+    from flatbuffers import flexbuffers
+
+    return flexbuffers.Loads(bytearray(data))
+
+
+def _fit_operands(cls: type[TflOp], operands: Sequence[SSAValue], none) -> list[SSAValue] | None:
+    """Operands laid out for `cls`, padding omitted trailing optional inputs; None if they don't fit."""
+    op_def = cls.get_irdl_definition()
+    defs = [d for _, d in op_def.operands]
+    from xdsl.irdl import OptOperandDef, VarOperandDef
+
+    if any(isinstance(d, VarOperandDef) and not isinstance(d, OptOperandDef) for d in defs):
+        return list(operands)
+    required = [d for d in defs if not isinstance(d, OptOperandDef)]
+    optional = len(defs) - len(required)
+    if len(required) <= len(operands) <= len(defs):
+        return list(operands)
+    if len(operands) < len(required) and optional == 0:
+        # TFLite lets a trailing bias be left out entirely (CONV_2D with two inputs).
+        missing = len(required) - len(operands)
+        if missing == 1 and cls.__name__ in _OPTIONAL_BIAS:
+            return [*operands, none()]
+    return None
+
+
+_OPTIONAL_BIAS = {"Conv2DOp", "DepthwiseConv2DOp", "FullyConnectedOp"}
+
+
+def _storage(element):
+    return element.storage_type if isinstance(element, UniformQuantizedType) else element
+
+
+def _itemsize(t: TensorType) -> int:
+    from qaccel.dialects.types import numpy_dtype
+
+    return numpy_dtype(t.element_type).itemsize

@@ -1,0 +1,12 @@
+"""qaccel's xDSL universe: lets plain `xdsl-opt` (and `qaccel-opt`) see our dialects and passes.
+
+Registered through the `xdsl.universe` entry point. Everything is imported lazily, so
+listing the universe costs nothing until a dialect or pass is used.
+"""
+
+from xdsl.universe import Universe
+
+from qaccel.dialects import get_all_dialects
+from qaccel.passes import get_all_passes
+
+QACCEL_UNIVERSE = Universe(all_dialects=get_all_dialects(), all_passes=get_all_passes())
