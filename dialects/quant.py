@@ -144,11 +144,11 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
         with parser.in_angle_brackets():
-            storage = parser.parse_type()
-            if not isinstance(storage, IntegerType) or _storage_name(storage) not in (
-                _STORAGE_NAMES
-            ):
+            storage_name = parser.parse_optional_identifier()
+            if storage_name not in _STORAGE_NAMES:
                 parser.raise_error("quant.uniform: storage type must be i8, u8, i16 or i32")
+            width, signed = _STORAGE_NAMES[storage_name]
+            storage = IntegerType(width, Signedness.SIGNLESS if signed else Signedness.UNSIGNED)
             parser.parse_punctuation(":")
             expressed = parser.parse_type()
             if expressed not in (f32, f64):

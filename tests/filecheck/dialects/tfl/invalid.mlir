@@ -1,0 +1,63 @@
+// RUN: qaccel-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @bad_padding(%x: tensor<1x4x4x2x!q>) -> tensor<1x2x2x2x!q> {
+  %0 = tfl.max_pool_2d %x {padding = "FULL", stride_w = 2 : i32, stride_h = 2 : i32, filter_width = 2 : i32, filter_height = 2 : i32, fused_activation_function = "NONE"} : (tensor<1x4x4x2x!q>) -> tensor<1x2x2x2x!q>
+  func.return %0 : tensor<1x2x2x2x!q>
+}
+// CHECK: tfl.max_pool_2d: padding = "FULL" is not one of SAME, VALID
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @bad_activation(%x: tensor<1x4x!q>) -> tensor<1x4x!q> {
+  %0 = tfl.add %x, %x {fused_activation_function = "GELU", pot_scale_int16 = true} : (tensor<1x4x!q>, tensor<1x4x!q>) -> tensor<1x4x!q>
+  func.return %0 : tensor<1x4x!q>
+}
+// CHECK: tfl.add: fused_activation_function = "GELU" is not one of NONE, RELU, RELU_N1_TO_1, RELU6, TANH, SIGN_BIT
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @zero_stride(%x: tensor<1x4x4x2x!q>) -> tensor<1x2x2x2x!q> {
+  %0 = tfl.average_pool_2d %x {padding = "VALID", stride_w = 0 : i32, stride_h = 2 : i32, filter_width = 2 : i32, filter_height = 2 : i32, fused_activation_function = "NONE"} : (tensor<1x4x4x2x!q>) -> tensor<1x2x2x2x!q>
+  func.return %0 : tensor<1x2x2x2x!q>
+}
+// CHECK: tfl.average_pool_2d: stride_w must be at least 1
+
+// -----
+
+func.func @const_shape_mismatch() -> tensor<3xi32> {
+  %0 = tfl.const dense<1> : tensor<2xi32> -> tensor<3xi32>
+  func.return %0 : tensor<3xi32>
+}
+// CHECK: tfl.const: value shape (2,) does not match the result shape (3,)
+
+// -----
+
+func.func @const_storage_mismatch() -> tensor<2x!quant.uniform<i8:f32, 0.5:0>> {
+  %0 = tfl.const dense<1> : tensor<2xi32> -> tensor<2x!quant.uniform<i8:f32, 0.5:0>>
+  func.return %0 : tensor<2x!quant.uniform<i8:f32, 0.5:0>>
+}
+// CHECK: tfl.const: value element type i32 is not the storage type of !quant.uniform<i8:f32, 0.5:0>
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @composite_without_decomposition(%x: tensor<1x4x!q>) -> tensor<1x4x!q> {
+  %0 = tfl.stablehlo_composite %x {name = "odml.foo", decomposition = @missing, composite_attributes = {}, version = 0 : i32} : (tensor<1x4x!q>) -> tensor<1x4x!q>
+  func.return %0 : tensor<1x4x!q>
+}
+// CHECK: tfl.stablehlo_composite 'odml.foo': decomposition @missing is not a function in this module
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @composite_arity(%x: tensor<1x4x!q>) -> tensor<1x4x!q> {
+  %0 = tfl.stablehlo_composite %x, %x {name = "odml.foo", decomposition = @one, composite_attributes = {}, version = 0 : i32} : (tensor<1x4x!q>, tensor<1x4x!q>) -> tensor<1x4x!q>
+  func.return %0 : tensor<1x4x!q>
+}
+func.func private @one(%x: tensor<1x4x!q>) -> tensor<1x4x!q> {
+  func.return %x : tensor<1x4x!q>
+}
+// CHECK: tfl.stablehlo_composite 'odml.foo': 2 operands but decomposition @one takes 1
