@@ -208,6 +208,11 @@ class _Importer:
             raise TFLiteImportError(f"{what}: negative dimension in shape {shape}")
         if math.prod(shape) > _MAX_ELEMENTS:
             raise TFLiteImportError(f"{what}: element count of shape {shape} overflows")
+        if not 0 <= tensor.Buffer() < max(self.buffers_len, 1):
+            raise TFLiteImportError(
+                f"{what}: buffer index {tensor.Buffer()} out of range "
+                f"(the model has {self.buffers_len} buffers)"
+            )
         dtype = tflite_schema.TENSOR_TYPES.get(tensor.Type())
         if not isinstance(dtype, np.dtype):
             type_name = dtype if isinstance(dtype, str) else f"#{tensor.Type()}"
@@ -245,10 +250,6 @@ class _Importer:
         what = f"{self.where}: tensor {t} '{self.names[t]}'"
         if b == 0:
             return None
-        if not 0 <= b < self.buffers_len:
-            raise TFLiteImportError(
-                f"{what}: buffer index {b} out of range (the model has {self.buffers_len} buffers)"
-            )
         buffer = self.model.Buffers(b)
         offset, size = buffer.Offset(), buffer.Size()
         if offset > 1:

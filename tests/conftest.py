@@ -1,0 +1,51 @@
+"""Shared test helpers: fixture models, IR parsing/printing, and the LiteRT oracle."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+
+FIXTURE_MODELS = Path(__file__).parent / "fixtures" / "models"
+
+
+def fixture_models() -> list[Path]:
+    """Every committed fixture model."""
+    return sorted(FIXTURE_MODELS.glob("*.tflite"))
+
+
+def context() -> Context:
+    from qaccel.universe import QACCEL_UNIVERSE
+    from xdsl.universe import Universe
+
+    ctx = Context()
+    for name, factory in Universe.get_multiverse().all_dialects.items():
+        ctx.register_dialect(name, factory)
+    assert QACCEL_UNIVERSE.all_dialects.keys() <= set(ctx.registered_dialect_names)
+    return ctx
+
+
+def parse_module(text: str) -> ModuleOp:
+    module = Parser(context(), text).parse_module()
+    module.verify()
+    return module
+
+
+def print_module(module: ModuleOp) -> str:
+    out = io.StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="session")
+def oracle():
+    """`run_reference(model, input_sets)`: LiteRT's reference kernels, in a subprocess."""
+    pytest.importorskip("ai_edge_litert")
+    from qaccel.backends.litert import run_reference
+
+    return run_reference
