@@ -30,7 +30,7 @@ Several ops, or several subgraphs (e.g. a STABLEHLO_COMPOSITE and its decomposit
     body.output(body.op("ADD", [a, b], TensorSpec("s", (1, 4), np.int8, q)))
     x, y = main.input("x", (1, 4), q=q), main.input("y", (1, 4), q=q)
     out = main.op("STABLEHLO_COMPOSITE", [x, y], TensorSpec("z", (1, 4), np.int8, q),
-                  {"name": "my.add", "decomposition_subgraph_index": 1, "version": 0})
+                  composite_options("my.add", body, {"alpha": 1.0}))
     main.output(out)
     model = mb.build()
 
@@ -68,6 +68,7 @@ __all__ = [
     "random_bias",
     "bias_tensor",
     "weights_tensor",
+    "composite_options",
 ]
 
 
@@ -192,6 +193,23 @@ def single_op_model(
                    custom_code=custom_code, custom_options=custom_options)
     g.output(out_idx)
     return mb.build()
+
+
+def composite_options(
+    name: str, decomposition: GraphBuilder | int, attributes: dict | None = None, version: int = 0
+) -> dict[str, Any]:
+    """Options of a STABLEHLO_COMPOSITE: LiteRT requires `composite_attributes`, a
+    flexbuffer map (empty by default)."""
+    from flatbuffers import flexbuffers
+
+    index = decomposition.index if isinstance(decomposition, GraphBuilder) else int(decomposition)
+    return {
+        "name": name,
+        "decomposition_subgraph_index": index,
+        "composite_attributes": bytes(flexbuffers.Dumps(dict(attributes or {}))),
+        "composite_attributes_format": "FLEXBUFFERS",
+        "version": version,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
