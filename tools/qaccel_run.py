@@ -1,0 +1,150 @@
+"""`qaccel-run`: execute a model with qaccel's interpreter, optionally against LiteRT.
+
+    qaccel-run model.tflite --random-inputs 0 --outputs-dir out --compare-litert
+    qaccel-run ir.mlir --inputs x.npy --outputs-dir out
+    qaccel-run model.tflite -p legalize-tfl-to-q --outputs-dir out --compare-litert
+
+MODEL is a `.tflite` (imported first) or `.mlir` file; `-p` runs a pass pipeline before
+executing. Outputs are written as DIR/output_0.npy, output_1.npy, ... in the model's output
+order. `--compare-litert` (for `.tflite` input) runs LiteRT's reference kernels in a subprocess
+on the same inputs, prints per-output mismatch counts and max |diff| (and the first
+intermediate tensor that differs), and exits 1 on any mismatch.
+
+Bad input (wrong number, shape or dtype of inputs, unreadable files, a model the reference
+kernels refuse) ends with one line on stderr and exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+
+from qaccel.backends.cpu import kernels
+from qaccel.backends.cpu.interpreter import (
+    ExecutionError,
+    entry_function,
+    random_inputs,
+    run_function,
+)
+from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
+from qaccel.passes.pipeline import PipelineError, build_pipeline, qaccel_context
+from qaccel.tools.qaccel_opt import parse_error_line
+
+PROG = "qaccel-run"
+
+
+class RunError(Exception):
+    """One line for the user."""
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"{PROG}: error: {message.strip().splitlines()[0]}", file=sys.stderr)
+    sys.exit(1)
+
+
+def load_model(path: Path, ctx: Context) -> tuple[ModuleOp, bytes | None]:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise RunError(f"cannot open model '{path}': {e.strerror}") from None
+    if path.suffix == ".tflite":
+        return import_tflite(data, str(path)), data
+    if path.suffix == ".mlir":
+        module = Parser(ctx, data.decode("utf-8", "replace"), str(path)).parse_module()
+        module.verify()
+        return module, None
+    raise RunError(f"'{path}': unknown model extension '{path.suffix}' (expected .tflite or .mlir)")
+
+
+def load_inputs(paths: Sequence[str]) -> list[np.ndarray]:
+    arrays = []
+    for p in paths:
+        try:
+            arrays.append(np.load(p, allow_pickle=False))
+        except (OSError, ValueError) as e:
+            raise RunError(f"cannot read input '{p}': {e}") from None
+    return arrays
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    ap.add_argument("model", help="a .tflite or .mlir file")
+    ap.add_argument("-p", "--passes", default="", help="pass pipeline to run before executing")
+    ap.add_argument("--inputs", nargs="+", default=None, metavar="A.npy", help="input arrays")
+    ap.add_argument("--random-inputs", type=int, default=None, metavar="SEED",
+                    help="seeded random inputs (the default, with seed 0, without --inputs)")
+    ap.add_argument("--outputs-dir", required=True, metavar="DIR")
+    ap.add_argument("--compare-litert", action="store_true",
+                    help="compare with LiteRT's reference kernels (for .tflite models)")
+
+    def error(message: str) -> NoReturn:
+        _fail(message)
+
+    ap.error = error  # type: ignore[method-assign]
+    return ap
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    ctx = qaccel_context()
+    model_path = Path(args.model)
+    module, model_bytes = load_model(model_path, ctx)
+    if args.passes:
+        build_pipeline(args.passes).apply(ctx, module)
+        module.verify()
+    function = entry_function(module)
+    if args.inputs is not None and args.random_inputs is not None:
+        raise RunError("give either --inputs or --random-inputs, not both")
+    inputs = (
+        load_inputs(args.inputs)
+        if args.inputs is not None
+        else random_inputs(function, args.random_inputs or 0)
+    )
+    outputs = run_function(module, inputs)
+    out_dir = Path(args.outputs_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for i, y in enumerate(outputs):
+        np.save(out_dir / f"output_{i}.npy", y)
+    print(f"wrote {len(outputs)} output(s) to {out_dir}")
+    if not args.compare_litert:
+        return 0
+    if model_bytes is None:
+        raise RunError("--compare-litert needs a .tflite model (LiteRT runs the original file)")
+    from qaccel.backends.cpu.compare import compare_with_reference
+    from qaccel.backends.litert import LiteRTUnavailable
+
+    try:
+        report = compare_with_reference(model_bytes, module, [inputs])
+    except LiteRTUnavailable as e:
+        raise RunError(str(e)) from None
+    print(report.summary())
+    if report.refused is not None:
+        raise RunError(f"LiteRT refused {model_path}: {report.refused}")
+    return 0 if report.bit_exact else 1
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        code = run(argv)
+    except (RunError, ExecutionError, PipelineError, TFLiteImportError, DiagnosticException) as e:
+        _fail(str(e))
+    except kernels.Refusal as e:
+        _fail(f"LiteRT's reference kernels refuse this model: {e}")
+    except ParseError as e:
+        _fail(parse_error_line(e))
+    except ArgSpecParseError as e:
+        _fail(f"invalid pass pipeline: {str(e).splitlines()[-1].strip()}")
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
