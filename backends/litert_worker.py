@@ -12,6 +12,7 @@ a crash here says nothing about the compiler.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import traceback
 
@@ -27,10 +28,12 @@ def _stage(progress, text: str) -> None:
     progress.flush()
 
 
-def _first_line(err: BaseException) -> str:
-    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    # LiteRT's messages end with the useful part ("Node number 3 (SOFTMAX) failed to prepare.").
-    return " ".join(lines[-2:]) if lines else type(err).__name__
+def _one_line(err: BaseException, limit: int = 400) -> str:
+    """LiteRT's error text on one line: its reports are glued together without separators
+    ("... (3 != 0)Node number 0 (CONV_2D) failed to prepare.")."""
+    text = re.sub(r"(?<=\S)(Node number \d+)", r"; \1", str(err))
+    text = "; ".join(ln.strip() for ln in text.splitlines() if ln.strip()) or type(err).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _set_inputs(interp, details, arrays, set_index: int) -> None:
@@ -90,7 +93,7 @@ def run(request: dict, progress) -> dict:
         _stage(progress, "preparing the model")
         interp.allocate_tensors()
     except (RuntimeError, ValueError) as err:
-        return {"status": "refused", "message": _first_line(err)}
+        return {"status": "refused", "message": _one_line(err)}
 
     input_details = interp.get_input_details()
     output_indices = [int(d["index"]) for d in interp.get_output_details()]
@@ -113,7 +116,7 @@ def run(request: dict, progress) -> dict:
         except _BadInput as err:
             return {"status": "bad_input", "message": str(err)}
         except (RuntimeError, ValueError) as err:
-            return {"status": "refused", "message": _first_line(err)}
+            return {"status": "refused", "message": _one_line(err)}
         for k, t in enumerate(output_indices):
             results[f"o{i}_{k}"] = interp.get_tensor(t)
         if keep:
