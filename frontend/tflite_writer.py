@@ -202,12 +202,7 @@ def write_model(spec: ModelSpec) -> bytes:
     """Serialize `spec` to a `.tflite` flatbuffer."""
     import flatbuffers
 
-    B, MD, M, OC, SD, SG, TM = (
-        schema.generated_module(m)
-        for m in ("Buffer", "Metadata", "Model", "OperatorCode", "SignatureDef", "SubGraph",
-                  "TensorMap")
-    )
-
+    M = schema.generated_module("Model")
     constant_bytes = [
         t.data_bytes() for sg in spec.subgraphs for t in sg.tensors if t.data is not None
     ]
@@ -215,21 +210,12 @@ def write_model(spec: ModelSpec) -> bytes:
     size_hint = sum(len(d) + 2 * _BUFFER_ALIGNMENT for d in constant_bytes) + 256 * n_tensors
     builder = flatbuffers.Builder(min(size_hint + 65536, 2**31 - 1))
 
-    # Buffers: 0 is the empty sentinel, then one per constant in tensor order; written first
-    # (they are the bulk) so everything else sits in one small region at the front of the file.
-    buffer_offsets = [_empty_table(builder, B, "Buffer")]
-    for raw in constant_bytes:
-        data = _aligned_byte_vector(builder, raw)
-        B.BufferStart(builder)
-        B.BufferAddData(builder, data)
-        buffer_offsets.append(B.BufferEnd(builder))
-    metadata_buffers = []
-    for raw in spec.metadata.values():
-        data = _aligned_byte_vector(builder, raw)
-        B.BufferStart(builder)
-        B.BufferAddData(builder, data)
-        metadata_buffers.append(len(buffer_offsets))
-        buffer_offsets.append(B.BufferEnd(builder))
+    # Buffers: 0 is the empty sentinel, then one per constant in tensor order, then metadata;
+    # written first (they are the bulk) so the tables sit together at the front of the file.
+    buffer_offsets = [_write_buffer(builder, None)]
+    buffer_offsets += [_write_buffer(builder, raw) for raw in constant_bytes]
+    metadata_buffers = list(range(len(buffer_offsets), len(buffer_offsets) + len(spec.metadata)))
+    buffer_offsets += [_write_buffer(builder, raw) for raw in spec.metadata.values()]
 
     opcode_index: dict[tuple[str, int, str | None], int] = {}
     for sg in spec.subgraphs:
@@ -237,74 +223,16 @@ def write_model(spec: ModelSpec) -> bytes:
             opcode_index.setdefault((op.op, op.version, op.custom_code), len(opcode_index))
 
     subgraph_offsets = []
-    next_buffer = 1
+    first_buffer = 1
     for sg_index, sg in enumerate(spec.subgraphs):
-        tensor_offsets = []
-        for t in sg.tensors:
-            buffer = 0
-            if t.data is not None:
-                buffer, next_buffer = next_buffer, next_buffer + 1
-            tensor_offsets.append(_write_tensor(builder, t, buffer))
-        operator_offsets = [
-            _write_operator(builder, op, opcode_index[(op.op, op.version, op.custom_code)],
-                            f"subgraph {sg_index} operator {i} ({op.op})")
-            for i, op in enumerate(sg.operators)
-        ]
-        tensors_vec = _offset_vector(builder, tensor_offsets)
-        operators_vec = _offset_vector(builder, operator_offsets)
-        inputs_vec = builder.CreateNumpyVector(np.asarray(sg.inputs, dtype=np.int32))
-        outputs_vec = builder.CreateNumpyVector(np.asarray(sg.outputs, dtype=np.int32))
-        name = builder.CreateString(sg.name)
-        SG.SubGraphStart(builder)
-        SG.SubGraphAddTensors(builder, tensors_vec)
-        SG.SubGraphAddInputs(builder, inputs_vec)
-        SG.SubGraphAddOutputs(builder, outputs_vec)
-        SG.SubGraphAddOperators(builder, operators_vec)
-        SG.SubGraphAddName(builder, name)
-        subgraph_offsets.append(SG.SubGraphEnd(builder))
-
-    codes = schema.BUILTIN_OPERATOR_CODES
-    opcode_offsets = []
-    for op_name, version, custom_code in opcode_index:
-        if op_name not in codes:
-            raise ValueError(f"unknown operator {op_name!r} (not a BuiltinOperator member)")
-        code = codes[op_name]
-        custom = builder.CreateString(custom_code) if custom_code is not None else None
-        OC.OperatorCodeStart(builder)
-        OC.OperatorCodeAddDeprecatedBuiltinCode(builder, min(code, 127))
-        if custom is not None:
-            OC.OperatorCodeAddCustomCode(builder, custom)
-        OC.OperatorCodeAddVersion(builder, version)
-        OC.OperatorCodeAddBuiltinCode(builder, code)
-        opcode_offsets.append(OC.OperatorCodeEnd(builder))
-
-    signature_offsets = []
-    for sig in spec.signature_defs:
-        maps = []
-        for aliases in (sig.inputs, sig.outputs):
-            entries = []
-            for alias, index in aliases.items():
-                alias_off = builder.CreateString(alias)
-                TM.TensorMapStart(builder)
-                TM.TensorMapAddName(builder, alias_off)
-                TM.TensorMapAddTensorIndex(builder, index)
-                entries.append(TM.TensorMapEnd(builder))
-            maps.append(_offset_vector(builder, entries))
-        key = builder.CreateString(sig.key)
-        SD.SignatureDefStart(builder)
-        SD.SignatureDefAddInputs(builder, maps[0])
-        SD.SignatureDefAddOutputs(builder, maps[1])
-        SD.SignatureDefAddSignatureKey(builder, key)
-        SD.SignatureDefAddSubgraphIndex(builder, sig.subgraph_index)
-        signature_offsets.append(SD.SignatureDefEnd(builder))
-
-    metadata_offsets = []
-    for name, buffer in zip(spec.metadata, metadata_buffers):
-        name_off = builder.CreateString(name)
-        MD.MetadataStart(builder)
-        MD.MetadataAddName(builder, name_off)
-        MD.MetadataAddBuffer(builder, buffer)
-        metadata_offsets.append(MD.MetadataEnd(builder))
+        subgraph_offsets.append(_write_subgraph(builder, sg, sg_index, opcode_index, first_buffer))
+        first_buffer += sum(t.data is not None for t in sg.tensors)
+    opcode_offsets = [_write_operator_code(builder, *key) for key in opcode_index]
+    signature_offsets = [_write_signature_def(builder, sig) for sig in spec.signature_defs]
+    metadata_offsets = [
+        _write_metadata(builder, name, buffer)
+        for name, buffer in zip(spec.metadata, metadata_buffers)
+    ]
 
     opcodes_vec = _offset_vector(builder, opcode_offsets)
     subgraphs_vec = _offset_vector(builder, subgraph_offsets)
@@ -326,9 +254,86 @@ def write_model(spec: ModelSpec) -> bytes:
     return bytes(memoryview(builder.Bytes)[builder.Head() :])
 
 
-def _empty_table(builder, module, name: str) -> int:
-    getattr(module, f"{name}Start")(builder)
-    return getattr(module, f"{name}End")(builder)
+def _write_buffer(builder, raw) -> int:
+    B = schema.generated_module("Buffer")
+    data = _aligned_byte_vector(builder, raw) if raw is not None else None
+    B.BufferStart(builder)
+    if data is not None:
+        B.BufferAddData(builder, data)
+    return B.BufferEnd(builder)
+
+
+def _write_subgraph(builder, sg: SubgraphSpec, sg_index: int, opcode_index, first_buffer: int) -> int:
+    SG = schema.generated_module("SubGraph")
+    tensor_offsets = []
+    buffer = first_buffer
+    for t in sg.tensors:
+        tensor_offsets.append(_write_tensor(builder, t, buffer if t.data is not None else 0))
+        buffer += t.data is not None
+    operator_offsets = [
+        _write_operator(builder, op, opcode_index[(op.op, op.version, op.custom_code)],
+                        f"subgraph {sg_index} operator {i} ({op.op})")
+        for i, op in enumerate(sg.operators)
+    ]
+    tensors_vec = _offset_vector(builder, tensor_offsets)
+    operators_vec = _offset_vector(builder, operator_offsets)
+    inputs_vec = builder.CreateNumpyVector(np.asarray(sg.inputs, dtype=np.int32).reshape(-1))
+    outputs_vec = builder.CreateNumpyVector(np.asarray(sg.outputs, dtype=np.int32).reshape(-1))
+    name = builder.CreateString(sg.name)
+    SG.SubGraphStart(builder)
+    SG.SubGraphAddTensors(builder, tensors_vec)
+    SG.SubGraphAddInputs(builder, inputs_vec)
+    SG.SubGraphAddOutputs(builder, outputs_vec)
+    SG.SubGraphAddOperators(builder, operators_vec)
+    SG.SubGraphAddName(builder, name)
+    return SG.SubGraphEnd(builder)
+
+
+def _write_operator_code(builder, op_name: str, version: int, custom_code: str | None) -> int:
+    OC = schema.generated_module("OperatorCode")
+    code = schema.BUILTIN_OPERATOR_CODES.get(op_name)
+    if code is None:
+        raise ValueError(f"unknown operator {op_name!r} (not a BuiltinOperator member)")
+    custom = builder.CreateString(custom_code) if custom_code is not None else None
+    OC.OperatorCodeStart(builder)
+    # Readers take max(deprecated_builtin_code, builtin_code); the byte-sized field saturates
+    # at 127 (PLACEHOLDER_FOR_GREATER_OP_CODES) for newer operators.
+    OC.OperatorCodeAddDeprecatedBuiltinCode(builder, min(code, 127))
+    if custom is not None:
+        OC.OperatorCodeAddCustomCode(builder, custom)
+    OC.OperatorCodeAddVersion(builder, version)
+    OC.OperatorCodeAddBuiltinCode(builder, code)
+    return OC.OperatorCodeEnd(builder)
+
+
+def _write_signature_def(builder, sig: SignatureDefSpec) -> int:
+    SD, TM = schema.generated_module("SignatureDef"), schema.generated_module("TensorMap")
+    maps = []
+    for aliases in (sig.inputs, sig.outputs):
+        entries = []
+        for alias, index in aliases.items():
+            alias_off = builder.CreateString(alias)
+            TM.TensorMapStart(builder)
+            TM.TensorMapAddName(builder, alias_off)
+            TM.TensorMapAddTensorIndex(builder, index)
+            entries.append(TM.TensorMapEnd(builder))
+        maps.append(_offset_vector(builder, entries))
+    key = builder.CreateString(sig.key)
+    SD.SignatureDefStart(builder)
+    SD.SignatureDefAddInputs(builder, maps[0])
+    SD.SignatureDefAddOutputs(builder, maps[1])
+    SD.SignatureDefAddSignatureKey(builder, key)
+    SD.SignatureDefAddSubgraphIndex(builder, sig.subgraph_index)
+    return SD.SignatureDefEnd(builder)
+
+
+def _write_metadata(builder, name: str, buffer: int) -> int:
+    MD = schema.generated_module("Metadata")
+    name_off = builder.CreateString(name)
+    MD.MetadataStart(builder)
+    MD.MetadataAddName(builder, name_off)
+    MD.MetadataAddBuffer(builder, buffer)
+    return MD.MetadataEnd(builder)
 
 
 def _aligned_byte_vector(builder, raw) -> int:
