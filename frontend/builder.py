@@ -24,6 +24,7 @@ inputs in order; `None` is an omitted optional input.
 
 Several ops, or several subgraphs (e.g. a STABLEHLO_COMPOSITE and its decomposition):
 
+    q = QParams.per_tensor(0.1, 0)
     mb = ModelBuilder()
     main, body = mb.subgraph("main"), mb.subgraph("add_decomposition")
     a, b = body.input("a", (1, 4), q=q), body.input("b", (1, 4), q=q)
