@@ -220,7 +220,7 @@ def encode(fields: np.ndarray, config: HardwareConfig | None = None) -> np.ndarr
     return words
 
 
-def validate(program, config: HardwareConfig | None = None) -> list[tuple[int, str]]:
+def validate(program, config: HardwareConfig | None = None, fields=None) -> list[tuple[int, str]]:
     """Every malformed encoding as `(instruction index, message)`, in program order.
 
     Checks: known opcode, reserved bits zero, memory type legal for LOAD/STORE, dependency
@@ -229,7 +229,7 @@ def validate(program, config: HardwareConfig | None = None) -> list[tuple[int, s
     """
     layout = _layout(config)
     words = as_words(program)
-    f = decode(words, config)
+    f = decode(words, config) if fields is None else fields
     errors: list[tuple[int, str]] = []
     opcode = f["opcode"]
     known = np.isin(opcode, [int(o) for o in Opcode])

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from qaccel.backends.vta._blas import single_threaded_blas
 from qaccel.backends.vta.alu import ALU_FUNCTIONS, AluRangeError
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.backends.vta.isa import (
@@ -194,13 +195,58 @@ def gemm_roofline(rows, inner, cols, config: HardwareConfig | None = None) -> Ro
 _CHUNK = 1 << 21  # elements of the gathered operand per matmul batch
 
 
+def loop_offsets(n_out: int, n_in: int, f_out: int, f_in: int) -> np.ndarray:
+    """`o * f_out + i * f_in` for every (outer o, inner i) in loop order, flattened."""
+    o = np.arange(n_out, dtype=np.int64)[:, None] * f_out
+    return (o + np.arange(n_in, dtype=np.int64)[None, :] * f_in).reshape(-1)
+
+
+def distinct_offsets(n_out: int, n_in: int, f_out: int, f_in: int) -> np.ndarray:
+    """The distinct values of `loop_offsets`, cheaply for the common loop shapes."""
+    if f_out == 0 or n_out == 1:
+        return np.arange(n_in if f_in else 1, dtype=np.int64) * f_in
+    if f_in == 0 or n_in == 1:
+        return np.arange(n_out, dtype=np.int64) * f_out
+    if f_out >= f_in * n_in or f_in >= f_out * n_out:  # no two (o, i) collide
+        return loop_offsets(n_out, n_in, f_out, f_in)
+    return np.unique(loop_offsets(n_out, n_in, f_out, f_in))
+
+
+def _dst_groups(n_out, n_in, dfo, dfi):
+    """Blocks (flattened (o, i) iterations) grouped by destination offset.
+
+    Returns (offsets, blocks) with `blocks` a (groups, m) array when every group has m blocks,
+    else (offsets, inverse) with `inverse` the group of each block."""
+    b = np.arange(n_out * n_in).reshape(n_out, n_in)
+    if dfo == 0 and dfi == 0:
+        return np.zeros(1, np.int64), b.reshape(1, -1)
+    if dfi == 0 or n_in == 1:
+        return np.arange(n_out, dtype=np.int64) * dfo, b
+    if dfo == 0 or n_out == 1:
+        return np.arange(n_in, dtype=np.int64) * dfi, b.T
+    if dfo >= dfi * n_in or dfi >= dfo * n_out:  # all offsets distinct
+        return loop_offsets(n_out, n_in, dfo, dfi), b.reshape(-1, 1)
+    uniq, inv = np.unique(loop_offsets(n_out, n_in, dfo, dfi), return_inverse=True)
+    counts = np.bincount(inv)
+    if np.all(counts == counts[0]):
+        return uniq, np.argsort(inv, kind="stable").reshape(len(uniq), -1)
+    return uniq, inv
+
+
 def _scatter_add(acc: np.ndarray, rows: np.ndarray, values: np.ndarray):
-    """acc[rows] += values modulo 2**32 (values exact integers, possibly float)."""
+    """acc[rows] += values modulo 2**32 (values: exact integers, possibly float)."""
     rows = rows.reshape(-1)
     values = values.reshape(len(rows), -1)
-    counts = np.bincount(rows, minlength=1)
+    counts = np.bincount(rows)
     if counts.max(initial=0) <= 1:
-        acc[rows] += np.asarray(values).astype(np.int64).astype(np.int32)
+        if values.dtype == np.float32:  # |values| < 2**24
+            add = values.astype(np.int32)
+        else:
+            add = values.astype(np.int64).astype(np.int32)
+        new = np.take(acc, rows, axis=0)
+        new += add
+        rowv = np.dtype((np.void, acc.shape[1] * 4))
+        np.put(acc.view(rowv).reshape(-1), rows, new.view(rowv).reshape(-1))
         return
     uniq = np.flatnonzero(counts)
     sums = np.empty((len(uniq), values.shape[1]), np.int64)
@@ -209,65 +255,87 @@ def _scatter_add(acc: np.ndarray, rows: np.ndarray, values: np.ndarray):
     acc[uniq] += sums.astype(np.int32)
 
 
-def _gemm_group(acc, inp, wgt, dk, sk, w_base, doff, soff, woff):
+def _gemm_group(acc, inp, wgt, dk, sk, w_base, groups, soff, woff):
     """All iterations of the micro-ops (dk, sk) that share the weight field `w_base`."""
-    n_blocks, k = len(doff), len(dk)
-    uniq, inv = np.unique(doff, return_inverse=True)
-    counts = np.bincount(inv)
-    order = np.argsort(inv, kind="stable")
-    g = len(uniq)
-    if np.all(counts == counts[0]):
+    k = len(dk)
+    blk = inp.shape[1]
+    uniq, blocks = groups
+    if blocks.ndim == 2:
         # Blocks that write the same rows are folded into the matmul's reduction dimension.
-        m = int(counts[0])
-        gblocks = order.reshape(g, m)
-        dtype = np.float32 if m * 16 <= 1024 else np.float64  # exact: |sum| < 2**24 or 2**53
-        step = max(1, _CHUNK // max(1, m * k * 16))
+        g, m = blocks.shape
+        dtype = np.float32 if m * blk * 128 * 128 < 1 << 24 else np.float64  # exact sums
+        step = max(1, _CHUNK // max(1, m * k * blk))
         for lo in range(0, g, step):
-            gb = gblocks[lo : lo + step]
-            x = inp[soff[gb][:, :, None] + sk[None, None, :]]  # (c, m, k, 16)
-            x = x.transpose(0, 2, 1, 3).reshape(len(gb), k, m * 16).astype(dtype)
-            w = wgt[w_base + woff[gb]]  # (c, m, out, in)
-            w = w.transpose(0, 1, 3, 2).reshape(len(gb), m * 16, 16).astype(dtype)
-            s = np.matmul(x, w)  # (c, k, 16)
+            gb = blocks[lo : lo + step]
+            c = len(gb)
+            idx = soff[gb][:, None, :] + sk[None, :, None]  # (c, k, m)
+            x = np.take(inp, idx.reshape(-1), axis=0).reshape(c, k, m * blk).astype(dtype)
+            w = np.take(wgt, w_base + woff[gb].reshape(-1), axis=0)  # (c*m, out, in)
+            w = w.reshape(c, m, blk, blk).transpose(0, 1, 3, 2).reshape(c, m * blk, blk)
+            s = np.matmul(x, w.astype(dtype))  # (c, k, out)
             _scatter_add(acc, uniq[lo : lo + step, None] + dk[None, :], s)
         return
-    sums = np.zeros((g, k, 16), np.float64)
-    step = max(1, _CHUNK // max(1, k * 16))
+    inv = blocks
+    n_blocks = len(inv)
+    sums = np.zeros((len(uniq), k, blk), np.float64)
+    step = max(1, _CHUNK // max(1, k * blk))
     for lo in range(0, n_blocks, step):
         b = np.arange(lo, min(n_blocks, lo + step))
-        x = inp[soff[b][:, None] + sk[None, :]].astype(np.float32)  # (c, k, 16)
-        w = wgt[w_base + woff[b]].transpose(0, 2, 1).astype(np.float32)  # (c, in, out)
+        idx = soff[b][:, None] + sk[None, :]
+        x = np.take(inp, idx.reshape(-1), axis=0).reshape(len(b), k, blk).astype(np.float32)
+        w = np.take(wgt, w_base + woff[b], axis=0).transpose(0, 2, 1).astype(np.float32)
         np.add.at(sums, inv[b], np.matmul(x, w))
     _scatter_add(acc, uniq[:, None] + dk[None, :], sums)
 
 
-def gemm_accumulate(acc, inp, wgt, dk, sk, wk, n_out, n_in, factors):
-    """acc[d] += inp[s] @ wgt[w].T over every (outer, inner, uop) iteration, modulo 2**32.
+class GemmPlan:
+    """Index arithmetic of one GEMM shape (micro-ops, loop counts, factors), computed once.
 
-    `factors` = (dst_out, dst_in, src_out, src_in, wgt_out, wgt_in). Indices must be in range.
+    `run(acc, inp, wgt)` performs acc[d] += inp[s] @ wgt[w].T over every (outer, inner, uop)
+    iteration, modulo 2**32: `acc` (rows, 16) int32, `inp` (rows, 16) int8, `wgt` (rows, 16 out,
+    16 in) int8. Indices must be in range. Accumulation order does not matter: int32 addition
+    modulo 2**32 is associative.
     """
-    dfo, dfi, sfo, sfi, wfo, wfi = factors
-    o = np.arange(n_out, dtype=np.int64)[:, None]
-    i = np.arange(n_in, dtype=np.int64)[None, :]
-    doff = (o * dfo + i * dfi).reshape(-1)
-    soff = (o * sfo + i * sfi).reshape(-1)
-    woff = (o * wfo + i * wfi).reshape(-1)
-    values, inverse = np.unique(wk, return_inverse=True)
-    if len(values) <= 64:
-        for j, w_base in enumerate(values):
-            sel = np.flatnonzero(inverse == j)
-            _gemm_group(acc, inp, wgt, dk[sel], sk[sel], int(w_base), doff, soff, woff)
-        return
-    # Many distinct weight tiles per micro-op range: gather a tile per iteration.
-    d = (doff[:, None] + dk[None, :]).reshape(-1)
-    s = (soff[:, None] + sk[None, :]).reshape(-1)
-    w = (woff[:, None] + wk[None, :]).reshape(-1)
-    step = max(1, _CHUNK // 256)
-    for lo in range(0, len(d), step):
-        sl = slice(lo, lo + step)
-        x = inp[s[sl]].astype(np.float32)[:, None, :]
-        t = wgt[w[sl]].transpose(0, 2, 1).astype(np.float32)
-        _scatter_add(acc, d[sl], np.matmul(x, t)[:, 0, :])
+
+    def __init__(self, dk, sk, wk, n_out, n_in, factors):
+        dfo, dfi, sfo, sfi, wfo, wfi = factors
+        self.dk, self.sk, self.wk = dk, sk, wk
+        self.soff = loop_offsets(n_out, n_in, sfo, sfi)
+        self.woff = loop_offsets(n_out, n_in, wfo, wfi)
+        self.groups = _dst_groups(n_out, n_in, dfo, dfi)
+        self.parts = None  # None: one tile per iteration (gather path)
+        if wk.min() == wk.max():
+            self.parts = [(None, int(wk[0]))]
+        else:
+            values, inverse = np.unique(wk, return_inverse=True)
+            if len(values) <= 64:
+                self.parts = [(np.flatnonzero(inverse == j), int(v)) for j, v in enumerate(values)]
+        if self.parts is None:
+            doff = loop_offsets(n_out, n_in, dfo, dfi)
+            self.d = (doff[:, None] + dk[None, :]).reshape(-1)
+            self.s = (self.soff[:, None] + sk[None, :]).reshape(-1)
+            self.w = (self.woff[:, None] + wk[None, :]).reshape(-1)
+
+    def run(self, acc, inp, wgt):
+        if self.parts is not None:
+            for sel, w_base in self.parts:
+                dk = self.dk if sel is None else self.dk[sel]
+                sk = self.sk if sel is None else self.sk[sel]
+                _gemm_group(acc, inp, wgt, dk, sk, w_base, self.groups, self.soff, self.woff)
+            return
+        # Many distinct weight tiles per micro-op range: gather a tile per iteration.
+        step = max(1, _CHUNK // 256)
+        for lo in range(0, len(self.d), step):
+            sl = slice(lo, lo + step)
+            x = np.take(inp, self.s[sl], axis=0).astype(np.float32)[:, None, :]
+            t = np.take(wgt, self.w[sl], axis=0).transpose(0, 2, 1).astype(np.float32)
+            _scatter_add(acc, self.d[sl], np.matmul(x, t)[:, 0, :])
+
+
+def gemm_accumulate(acc, inp, wgt, dk, sk, wk, n_out, n_in, factors):
+    """One-shot `GemmPlan(dk, sk, wk, n_out, n_in, factors).run(acc, inp, wgt)`; `factors` =
+    (dst_out, dst_in, src_out, src_in, wgt_out, wgt_in)."""
+    GemmPlan(dk, sk, wk, n_out, n_in, factors).run(acc, inp, wgt)
 
 
 # --------------------------------------------------------------------------------------------
@@ -288,7 +356,7 @@ class _Machine:
         self.f = decode(self.program.words, c)
         self.n = len(self.f)
         self.functional = functional
-        for index, message in validate(self.program.words, c):
+        for index, message in validate(self.program.words, c, self.f):
             kind = describe(self.f[index]) if index < self.n else None
             raise SimulationError(f"malformed instruction: {message}", index, kind)
         self.rows = [dict(zip(FIELD_NAMES, t)) for t in self.f.tolist()]
@@ -337,6 +405,9 @@ class _Machine:
         self.dram = dram.copy()
         self.uop_mem = np.zeros(c.depth("uop"), np.uint32)
         self.uop_valid = np.zeros(c.depth("uop"), bool)
+        self.uop_fields = tuple(np.zeros(c.depth("uop"), np.int64) for _ in range(3))
+        self.uop_generation = 0
+        self.shape_cache = {}
         self.inp = np.zeros((c.depth("inp"), blk), np.int8)
         self.wgt = np.zeros((c.depth("wgt"), blk, blk), np.int8)
         self.acc = np.zeros((c.depth("acc"), blk), np.int32)
@@ -370,7 +441,9 @@ class _Machine:
 
     def _read_rows(self, i, me, writer, rows, buf, writer_module):
         w = writer[rows]
-        if len(w) and w.min() < 0:
+        if len(w) == 0 or (w.min() >= 0 and (writer_module == me or w.max() <= self.vc[me][writer_module])):
+            return
+        if w.min() < 0:
             r = int(rows[np.flatnonzero(w < 0)[0]])
             raise self.error(i, f"reads {buf} row {r} before any instruction wrote it (uninitialized, "
                 f"or a missing dependency token lets this instruction run first)",
@@ -588,6 +661,9 @@ class _Machine:
             el = self._dram_elements(i, r, 4, 4 * len(self.uop_image), "micro-op image")
             self.uop_mem[rows] = self.uop_image[el.reshape(-1)]
             self.uop_valid[rows] = True
+            for mine, new in zip(self.uop_fields, decode_uops(self.uop_mem[rows], self.config)):
+                mine[rows] = new
+            self.uop_generation += 1
             return
         eb = self._dram_elem_bytes(mem)
         el = self._dram_elements(i, r, eb, len(self.dram), "DRAM")
@@ -624,6 +700,8 @@ class _Machine:
             self.acc_writer[rows] = i
 
     def _war(self, i, me, other, readers, buf, rows):
+        if len(readers) == 0 or readers.max() <= self.vc[me][other]:
+            return
         bad = readers > self.vc[me][other]
         if bad.any():
             j = np.flatnonzero(bad)[0]
@@ -658,19 +736,22 @@ class _Machine:
         usable = len(self.dram) // eb * eb
         self.dram[:usable].reshape(-1, eb)[el.reshape(-1)] = out.view(np.uint8).reshape(n, eb)
 
-    def _loop_indices(self, i, r, base, fo, fi, depth, buf):
-        """Range-check `base[k] + o*fo + i*fi` and return the distinct offsets o*fo + i*fi."""
-        n_out, n_in = r["iter_out"], r["iter_in"]
-        hi = int(base.max()) + (n_out - 1) * fo + (n_in - 1) * fi
+    def _check_range(self, i, r, base, fo, fi, depth, buf):
+        """Range-check every `base[k] + o*fo + i*fi` (factors are unsigned: check the max)."""
+        hi = int(base.max()) + (r["iter_out"] - 1) * fo + (r["iter_in"] - 1) * fi
         if hi >= depth:
             raise self.error(
                 i,
                 f"{buf} SRAM index {hi} out of range (depth {depth}): micro-op index + "
                 f"iter_out*factor_out + iter_in*factor_in",
             )
-        o = np.arange(n_out, dtype=np.int64)[:, None]
-        ii = np.arange(n_in, dtype=np.int64)[None, :]
-        return (o * fo + ii * fi).reshape(-1)
+
+    def _rows(self, i, r, base, role, depth, buf):
+        """Range-checked distinct rows touched through `base` with the `role` factors."""
+        fo, fi = r[role + "_factor_out"], r[role + "_factor_in"]
+        self._check_range(i, r, base, fo, fi, depth, buf)
+        off = distinct_offsets(r["iter_out"], r["iter_in"], fo, fi)
+        return (off[:, None] + base[None, :]).reshape(-1)
 
     def _uops(self, i, r):
         bgn, end = r["uop_bgn"], r["uop_end"]
@@ -681,39 +762,57 @@ class _Machine:
         if not valid.all():
             k = bgn + int(np.flatnonzero(~valid)[0])
             raise self.error(i, f"micro-op {k} was never loaded (LOAD UOP)")
-        return decode_uops(self.uop_mem[bgn:end], self.config)
+        return tuple(f[bgn:end] for f in self.uop_fields)
 
-    def _gemm(self, i, r):
+    _LOOP_KEYS = ("reset", "uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out",
+                  "dst_factor_in", "src_factor_out", "src_factor_in", "wgt_factor_out",
+                  "wgt_factor_in", "alu_opcode", "use_imm")  # fmt: skip
+
+    def _shape(self, i, r, build):
+        """Per-shape derived index arrays, cached until the next LOAD UOP (programs repeat
+        the same GEMM/ALU shapes tile after tile)."""
+        key = (r["opcode"], self.uop_generation) + tuple(r[k] for k in self._LOOP_KEYS)
+        shape = self.shape_cache.get(key)
+        if shape is None:
+            shape = build(i, r)
+            self.shape_cache[key] = shape
+        return shape
+
+    def _gemm_shape(self, i, r):
         c = self.config
         dk, sk, wk = self._uops(i, r)
-        if r["iter_out"] == 0 or r["iter_in"] == 0:
-            return
-        doff = self._loop_indices(i, r, dk, r["dst_factor_out"], r["dst_factor_in"],
-                                  c.depth("acc"), "ACC")  # fmt: skip
-        acc_rows = (np.unique(doff)[:, None] + dk[None, :]).reshape(-1)
-        self._war(i, COMPUTE, STORE, self.acc_store_reader[acc_rows], "ACC", acc_rows)
+        n_out, n_in = r["iter_out"], r["iter_in"]
+        if n_out == 0 or n_in == 0:
+            return None
+        acc_rows = self._rows(i, r, dk, "dst", c.depth("acc"), "ACC")
         if r["reset"]:
-            self.acc[acc_rows] = 0
-            self.acc_writer[acc_rows] = i
-            return
-        soff = self._loop_indices(i, r, sk, r["src_factor_out"], r["src_factor_in"],
-                                  c.depth("inp"), "INP")  # fmt: skip
-        woff = self._loop_indices(i, r, wk, r["wgt_factor_out"], r["wgt_factor_in"],
-                                  c.depth("wgt"), "WGT")  # fmt: skip
+            return acc_rows, None, None, None
+        inp_rows = self._rows(i, r, sk, "src", c.depth("inp"), "INP")
+        wgt_rows = self._rows(i, r, wk, "wgt", c.depth("wgt"), "WGT")
+        doff = loop_offsets(n_out, n_in, r["dst_factor_out"], r["dst_factor_in"])
         self._check_consecutive(i, r, dk, doff)
-        self._read_rows(i, COMPUTE, self.acc_writer, acc_rows, "ACC", COMPUTE)
-        inp_rows = (np.unique(soff)[:, None] + sk[None, :]).reshape(-1)
-        wgt_rows = (np.unique(woff)[:, None] + wk[None, :]).reshape(-1)
-        self._read_rows(i, COMPUTE, self.inp_writer, inp_rows, "INP", LOAD)
-        self._read_rows(i, COMPUTE, self.wgt_writer, wgt_rows, "WGT", LOAD)
-        self.inp_reader[inp_rows] = i
-        self.wgt_reader[wgt_rows] = i
         factors = tuple(
             r[k] for k in ("dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
                            "wgt_factor_out", "wgt_factor_in")
         )  # fmt: skip
-        gemm_accumulate(self.acc, self.inp, self.wgt, dk, sk, wk, r["iter_out"], r["iter_in"],
-                        factors)  # fmt: skip
+        return acc_rows, inp_rows, wgt_rows, GemmPlan(dk, sk, wk, n_out, n_in, factors)
+
+    def _gemm(self, i, r):
+        shape = self._shape(i, r, self._gemm_shape)
+        if shape is None:
+            return
+        acc_rows, inp_rows, wgt_rows, plan = shape
+        self._war(i, COMPUTE, STORE, self.acc_store_reader[acc_rows], "ACC", acc_rows)
+        if plan is None:  # reset
+            self.acc[acc_rows] = 0
+            self.acc_writer[acc_rows] = i
+            return
+        self._read_rows(i, COMPUTE, self.acc_writer, acc_rows, "ACC", COMPUTE)
+        self._read_rows(i, COMPUTE, self.inp_writer, inp_rows, "INP", LOAD)
+        self._read_rows(i, COMPUTE, self.wgt_writer, wgt_rows, "WGT", LOAD)
+        self.inp_reader[inp_rows] = i
+        self.wgt_reader[wgt_rows] = i
+        plan.run(self.acc, self.inp, self.wgt)
         self.acc_writer[acc_rows] = i
 
     def _check_consecutive(self, i, r, dk, doff):
@@ -738,20 +837,21 @@ class _Machine:
     def _alu(self, i, r):
         c = self.config
         dk, sk, _ = self._uops(i, r)
-        if r["iter_out"] == 0 or r["iter_in"] == 0:
+        n_out, n_in = r["iter_out"], r["iter_in"]
+        if n_out == 0 or n_in == 0:
             return
         depth = c.depth("acc")
-        doff = self._loop_indices(i, r, dk, r["dst_factor_out"], r["dst_factor_in"], depth, "ACC")
-        dst = (doff[:, None] + dk[None, :]).reshape(-1)
         use_imm = bool(r["use_imm"])
-        self._read_rows(i, COMPUTE, self.acc_writer, np.unique(dst), "ACC", COMPUTE)
-        if use_imm:
-            src = None
-        else:
-            soff = self._loop_indices(i, r, sk, r["src_factor_out"], r["src_factor_in"], depth,
-                                      "ACC")  # fmt: skip
+        self._read_rows(i, COMPUTE, self.acc_writer, self._rows(i, r, dk, "dst", depth, "ACC"),
+                        "ACC", COMPUTE)  # fmt: skip
+        doff = loop_offsets(n_out, n_in, r["dst_factor_out"], r["dst_factor_in"])
+        dst = (doff[:, None] + dk[None, :]).reshape(-1)
+        src = None
+        if not use_imm:
+            src_rows = self._rows(i, r, sk, "src", depth, "ACC")
+            self._read_rows(i, COMPUTE, self.acc_writer, src_rows, "ACC", COMPUTE)
+            soff = loop_offsets(n_out, n_in, r["src_factor_out"], r["src_factor_in"])
             src = (soff[:, None] + sk[None, :]).reshape(-1)
-            self._read_rows(i, COMPUTE, self.acc_writer, np.unique(src), "ACC", COMPUTE)
         self._war(i, COMPUTE, STORE, self.acc_store_reader[dst], "ACC", dst)
         fn = ALU_FUNCTIONS[AluOp(r["alu_opcode"])]
         imm = np.int32(r["imm"])
@@ -762,8 +862,10 @@ class _Machine:
             independent = bool(np.all(~written | (src == dst)))
         try:
             if independent:
-                y = imm if use_imm else self.acc[src]
-                self.acc[dst] = fn(self.acc[dst], y)
+                y = imm if use_imm else np.take(self.acc, src, axis=0)
+                new = fn(np.take(self.acc, dst, axis=0), y)
+                rowv = np.dtype((np.void, self.blk * 4))
+                np.put(self.acc.view(rowv).reshape(-1), dst, new.view(rowv).reshape(-1))
             else:  # an iteration reads a row an earlier one wrote: keep the sequential order
                 for n, d in enumerate(dst):
                     y = imm if use_imm else self.acc[src[n]]
@@ -792,7 +894,8 @@ def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None
     Returns the DRAM after FINISH and the timing report; raises `SimulationError`.
     """
     machine = _Machine(program, config, uops, dram, functional=True)
-    report, leftover = machine.run()
+    with single_threaded_blas():
+        report, leftover = machine.run()
     sram = {"uop": machine.uop_mem, "inp": machine.inp, "wgt": machine.wgt, "acc": machine.acc}
     return SimResult(machine.dram, report, leftover, sram)
 
