@@ -16,4 +16,9 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return TFL
 
-    return {"quant": get_quant, "tfl": get_tfl}
+    def get_q():
+        from qaccel.dialects.q import Q
+
+        return Q
+
+    return {"quant": get_quant, "tfl": get_tfl, "q": get_q}

@@ -28,6 +28,7 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
 from qaccel.backends.cpu import kernels
+from qaccel.backends.cpu.q_semantics import QFunctions
 from qaccel.dialects.quant import element_qparams
 from qaccel.dialects.tfl import (
     TFL_OPS,
@@ -184,6 +185,7 @@ def make_interpreter(module: ModuleOp, listeners: Sequence[Interpreter.Listener]
     interpreter = Interpreter(module, listeners=tuple(listeners))
     interpreter.register_implementations(FuncFunctions())
     interpreter.register_implementations(TflFunctions())
+    interpreter.register_implementations(QFunctions())
     return interpreter
 
 

@@ -1,0 +1,397 @@
+"""The `q` dialect: quantized operators that carry their integer arithmetic explicitly.
+
+The method's "q operators": one level above the accelerator, below TFLite. Where a `tfl` op
+derives its arithmetic from tensor scales at run time, a `q` op holds the integers that
+arithmetic needs (zero points, fixed-point multipliers and shifts, explicit paddings,
+activation bounds) as typed properties, so later passes can match, split and lower it
+without knowing TFLite's rules. `legalize-tfl-to-q` computes them.
+
+Accumulating ops (`q.conv2d`, `q.depthwise_conv2d`, `q.dense`) produce int32 accumulators;
+`q.bias_add` adds an int32 bias along the last (channel) axis; `q.requantize` brings int32
+back to int8; `q.relu` clamps to an activation range. A TFLite convolution becomes:
+
+    %acc = q.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>,
+                            padding = array<i64: 1, 1, 1, 1>, input_zero_point = -1 : i32,
+                            filter_zero_point = 0 : i32} : (...) -> tensor<1x8x8x16xi32>
+    %b   = q.bias_add %acc, %bias : (...) -> tensor<1x8x8x16xi32>
+    %y   = q.requantize %b {multiplier = array<i32: ...>, shift = array<i32: ...>,
+                            input_zero_point = 0 : i32, output_zero_point = -128 : i32} : ...
+    %r   = q.relu %y {min = -128 : i32, max = 127 : i32} : ...
+
+Operands and results are tensors of integers or of `!quant.uniform` types; only their storage
+matters to the arithmetic, the quantized types document it. Every op saturates its result to
+the result's storage range; int32 results wrap as TFLite's int32 arithmetic does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    I32,
+    BytesAttr,
+    DenseArrayBase,
+    IntegerAttr,
+    TensorType,
+    f64,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from qaccel.dialects.types import tensor_dtype
+
+# --------------------------------------------------------------------------------------------
+# Property helpers
+
+
+def i64_array(values: Sequence[int] | np.ndarray) -> DenseArrayBase:
+    return DenseArrayBase(i64, BytesAttr(np.asarray(values, dtype="<i8").tobytes()))
+
+
+def i32_array(values: Sequence[int] | np.ndarray) -> DenseArrayBase:
+    return DenseArrayBase(i32, BytesAttr(np.asarray(values, dtype="<i4").tobytes()))
+
+
+def f64_array(values: Sequence[float] | np.ndarray) -> DenseArrayBase:
+    return DenseArrayBase(f64, BytesAttr(np.asarray(values, dtype="<f8").tobytes()))
+
+
+def array_values(attr: DenseArrayBase) -> np.ndarray:
+    """A dense array property as a numpy array of its element type."""
+    dtype = {i64: "<i8", i32: "<i4", f64: "<f8"}[attr.elt_type]
+    return np.frombuffer(attr.data.data, dtype=dtype)
+
+
+def i32_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(int(value), i32)
+
+
+def storage_bounds(t: Attribute) -> tuple[int, int]:
+    """The range of a tensor type's storage (int8: -128..127)."""
+    info = np.iinfo(tensor_dtype(t))
+    return int(info.min), int(info.max)
+
+
+class QOp(IRDLOperation):
+    """A `q` op: generic operand list, properties in the attribute dictionary."""
+
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+    assembly_format = "operands attr-dict `:` functional-type(operands, results)"
+
+    def int_prop(self, name: str) -> int:
+        return self.properties[name].value.data  # type: ignore[attr-defined]
+
+    def array_prop(self, name: str) -> np.ndarray:
+        return array_values(self.properties[name])  # type: ignore[arg-type]
+
+
+def _check_len(op: QOp, name: str, expected: int) -> None:
+    got = len(op.array_prop(name))
+    if got != expected:
+        raise VerifyException(f"{op.name}: {name} needs {expected} values, got {got}")
+
+
+def _check_positive(op: QOp, name: str) -> None:
+    values = op.array_prop(name)
+    if np.any(values < 1):
+        raise VerifyException(f"{op.name}: {name} must be positive, got {values.tolist()}")
+
+
+def _check_channels(op: QOp, names: Sequence[str], channels: int) -> None:
+    for name in names:
+        n = len(op.array_prop(name))
+        if n not in (1, channels):
+            raise VerifyException(
+                f"{op.name}: {name} has {n} values for {channels} channels (need 1 or {channels})"
+            )
+
+
+class _WindowOp(QOp):
+    strides = prop_def(DenseArrayBase)
+    """[stride_h, stride_w]"""
+    padding = prop_def(DenseArrayBase)
+    """[top, bottom, left, right]: explicit padding."""
+
+    def verify_window(self) -> None:
+        _check_len(self, "strides", 2)
+        _check_positive(self, "strides")
+        _check_len(self, "padding", 4)
+        if np.any(self.array_prop("padding") < 0):
+            raise VerifyException(f"{self.name}: padding must not be negative")
+
+
+class _ConvOp(_WindowOp):
+    input = operand_def(TensorType)
+    filter = operand_def(TensorType)
+    output = result_def(TensorType)
+    dilations = prop_def(DenseArrayBase)
+    input_zero_point = prop_def(IntegerAttr[I32])
+    filter_zero_point = prop_def(IntegerAttr[I32])
+
+    def verify_(self) -> None:
+        self.verify_window()
+        _check_len(self, "dilations", 2)
+        _check_positive(self, "dilations")
+        if tensor_dtype(self.output.type) != np.int32:
+            raise VerifyException(f"{self.name}: the result must be int32 accumulators")
+        if len(self.input.type.get_shape()) != 4 or len(self.filter.type.get_shape()) != 4:
+            raise VerifyException(f"{self.name}: input and filter must be 4-D")
+
+
+@irdl_op_definition
+class Conv2DOp(_ConvOp):
+    """2-D convolution to int32 accumulators: `acc = Σ (w - wzp) * (x - xzp)`.
+
+    NHWC input, OHWI filter (grouped when the input has a multiple of the filter's input
+    channels). Padding taps count as the input zero point, i.e. contribute nothing.
+    """
+
+    name = "q.conv2d"
+
+
+@irdl_op_definition
+class DepthwiseConv2DOp(_ConvOp):
+    """Depthwise convolution to int32 accumulators; filter `[1, KH, KW, C * depth_multiplier]`."""
+
+    name = "q.depthwise_conv2d"
+    depth_multiplier = prop_def(IntegerAttr[I32])
+
+
+@irdl_op_definition
+class DenseOp(QOp):
+    """Matrix product to int32 accumulators: rows of the input (its last dimension is the
+    filter's `I`) times `[O, I]` weights, `acc = Σ (w - wzp) * (x - xzp)`."""
+
+    name = "q.dense"
+    input = operand_def(TensorType)
+    filter = operand_def(TensorType)
+    output = result_def(TensorType)
+    input_zero_point = prop_def(IntegerAttr[I32])
+    filter_zero_point = prop_def(IntegerAttr[I32])
+
+    def verify_(self) -> None:
+        if tensor_dtype(self.output.type) != np.int32:
+            raise VerifyException("q.dense: the result must be int32 accumulators")
+        if len(self.filter.type.get_shape()) != 2:
+            raise VerifyException("q.dense: the filter must be 2-D [O, I]")
+
+
+@irdl_op_definition
+class BiasAddOp(QOp):
+    """int32 accumulators plus an int32 bias along the last axis (wrapping as int32 does)."""
+
+    name = "q.bias_add"
+    input = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    output = result_def(TensorType)
+
+    def verify_(self) -> None:
+        channels = self.input.type.get_shape()[-1]
+        if self.bias.type.get_shape() != (channels,):
+            raise VerifyException(
+                f"q.bias_add: bias shape {list(self.bias.type.get_shape())} does not match "
+                f"the {channels} channels of the input"
+            )
+
+
+@irdl_op_definition
+class RequantizeOp(QOp):
+    """Rescale integers to the result's quantization, per tensor or per last-axis channel.
+
+    Fixed point (`multiplier`, `shift`: TFLite's `MultiplyByQuantizedMultiplier`, shift > 0
+    is a left shift): `y = MBQM(x - input_zero_point, M, shift) + output_zero_point`.
+    Double (`scale`, the current reference FULLY_CONNECTED):
+    `y = int32(round(double(x - input_zero_point) * scale)) + output_zero_point`.
+    Either way the result saturates to the result's storage range.
+    """
+
+    name = "q.requantize"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    multiplier = opt_prop_def(DenseArrayBase)
+    shift = opt_prop_def(DenseArrayBase)
+    scale = opt_prop_def(DenseArrayBase)
+    input_zero_point = prop_def(IntegerAttr[I32])
+    output_zero_point = prop_def(IntegerAttr[I32])
+
+    @property
+    def is_double(self) -> bool:
+        return self.scale is not None
+
+    def verify_(self) -> None:
+        channels = self.input.type.get_shape()[-1] if self.input.type.get_shape() else 1
+        if self.is_double:
+            if self.multiplier is not None or self.shift is not None:
+                raise VerifyException("q.requantize: give either scale or multiplier+shift")
+            _check_channels(self, ["scale"], channels)
+            return
+        if self.multiplier is None or self.shift is None:
+            raise VerifyException("q.requantize: needs multiplier and shift, or scale")
+        _check_channels(self, ["multiplier", "shift"], channels)
+        if len(self.array_prop("multiplier")) != len(self.array_prop("shift")):
+            raise VerifyException("q.requantize: multiplier and shift differ in length")
+        if np.any(self.array_prop("multiplier") < 0):
+            raise VerifyException("q.requantize: multipliers must not be negative")
+
+
+@irdl_op_definition
+class ReluOp(QOp):
+    """Clamp to the activation range `[min, max]` (TFLite's fused activation, quantized)."""
+
+    name = "q.relu"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    min = prop_def(IntegerAttr[I32])
+    max = prop_def(IntegerAttr[I32])
+
+    def verify_(self) -> None:
+        if self.int_prop("min") > self.int_prop("max"):
+            raise VerifyException(
+                f"q.relu: min {self.int_prop('min')} is above max {self.int_prop('max')}"
+            )
+
+
+class _AddSubOp(QOp):
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    lhs_zero_point = prop_def(IntegerAttr[I32])
+    rhs_zero_point = prop_def(IntegerAttr[I32])
+    left_shift = prop_def(IntegerAttr[I32])
+    lhs_multiplier = prop_def(IntegerAttr[I32])
+    lhs_shift = prop_def(IntegerAttr[I32])
+    rhs_multiplier = prop_def(IntegerAttr[I32])
+    rhs_shift = prop_def(IntegerAttr[I32])
+    output_multiplier = prop_def(IntegerAttr[I32])
+    output_shift = prop_def(IntegerAttr[I32])
+    output_zero_point = prop_def(IntegerAttr[I32])
+
+    def verify_(self) -> None:
+        # TFLite's int8 ADD/SUB divide by a power of two at the end; a left shift there
+        # (an output multiplier above 1) is undefined behaviour in LiteRT, so not ours.
+        if self.int_prop("output_shift") > 0:
+            raise VerifyException(
+                f"{self.name}: output_shift must not be positive, got {self.int_prop('output_shift')}"
+            )
+
+
+@irdl_op_definition
+class AddOp(_AddSubOp):
+    """Quantized addition with broadcasting, TFLite's way: each input is centred, shifted
+    left by `left_shift` and rescaled (`MBQM`), the sum is rescaled to the output."""
+
+    name = "q.add"
+
+
+@irdl_op_definition
+class SubOp(_AddSubOp):
+    """Quantized subtraction with broadcasting, as `q.add` with the difference."""
+
+    name = "q.sub"
+
+
+@irdl_op_definition
+class MulOp(QOp):
+    """Quantized multiplication: `MBQM((a - azp) * (b - bzp), M, shift) + output_zero_point`."""
+
+    name = "q.mul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    lhs_zero_point = prop_def(IntegerAttr[I32])
+    rhs_zero_point = prop_def(IntegerAttr[I32])
+    multiplier = prop_def(IntegerAttr[I32])
+    shift = prop_def(IntegerAttr[I32])
+    output_zero_point = prop_def(IntegerAttr[I32])
+
+
+class _PoolOp(_WindowOp):
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    filter = prop_def(DenseArrayBase)
+    """[filter_h, filter_w]"""
+
+    def verify_(self) -> None:
+        self.verify_window()
+        _check_len(self, "filter", 2)
+        _check_positive(self, "filter")
+
+
+@irdl_op_definition
+class AvgPool2DOp(_PoolOp):
+    """Average of the in-image taps (padding does not count), halves away from zero."""
+
+    name = "q.avg_pool2d"
+
+
+@irdl_op_definition
+class MaxPool2DOp(_PoolOp):
+    """Maximum of the in-image taps."""
+
+    name = "q.max_pool2d"
+
+
+@irdl_op_definition
+class MeanOp(QOp):
+    """Quantized mean over `axes`, TFLite's reference formula:
+    `MBQM(Σx - input_zero_point * num_elements, M, shift) + output_zero_point`, where M and
+    shift already include the division by `num_elements`."""
+
+    name = "q.mean"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    axes = prop_def(DenseArrayBase)
+    num_elements = prop_def(IntegerAttr[I32])
+    input_zero_point = prop_def(IntegerAttr[I32])
+    multiplier = prop_def(IntegerAttr[I32])
+    shift = prop_def(IntegerAttr[I32])
+    output_zero_point = prop_def(IntegerAttr[I32])
+
+
+@irdl_op_definition
+class PadOp(QOp):
+    """Pad with `pad_value`; `padding` holds (before, after) for each dimension."""
+
+    name = "q.pad"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    padding = prop_def(DenseArrayBase)
+    pad_value = prop_def(IntegerAttr[I32])
+
+    def verify_(self) -> None:
+        rank = len(self.input.type.get_shape())
+        _check_len(self, "padding", 2 * rank)
+
+
+@irdl_op_definition
+class ConcatOp(QOp):
+    """Concatenate along `axis` (inputs and result share one quantization)."""
+
+    name = "q.concat"
+    inputs = var_operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I32])
+
+
+Q_OPS = (
+    Conv2DOp, DepthwiseConv2DOp, DenseOp, BiasAddOp, RequantizeOp, ReluOp, AddOp, SubOp, MulOp,
+    AvgPool2DOp, MaxPool2DOp, MeanOp, PadOp, ConcatOp,
+)  # fmt: skip
+
+Q = Dialect("q", list(Q_OPS), [])

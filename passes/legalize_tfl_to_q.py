@@ -1,0 +1,444 @@
+"""`legalize-tfl-to-q`: rewrite int8 `tfl` ops into `q` ops that carry their integer arithmetic.
+
+The method's step 1: TFLite operators become "q operators", whose zero points, fixed-point
+multipliers, shifts, explicit paddings and activation bounds are computed here, once, with
+the same functions the CPU kernels use, so the result is bit-exact with the `tfl` IR by
+construction. A convolution with a fused activation becomes the method's example group:
+
+    %y = tfl.conv_2d %x, %w, %b {padding = "SAME", fused_activation_function = "RELU6", ...}
+
+becomes
+
+    %acc = q.conv2d %x, %w {strides = ..., padding = array<i64: 1, 1, 1, 1>,
+                            input_zero_point = -1 : i32, filter_zero_point = 0 : i32, ...}
+    %sum = q.bias_add %acc, %b
+    %req = q.requantize %sum {multiplier = array<i32: ...>, shift = array<i32: ...>, ...}
+    %y   = q.relu %req {min = -128 : i32, max = 70 : i32}
+
+(`q.relu` only when the activation range is narrower than int8's). FULLY_CONNECTED becomes
+`q.dense + q.bias_add + q.requantize (+ q.relu)` whose requantize keeps the reference kernel's
+double-precision scale. Also DEPTHWISE_CONV_2D, ADD, SUB, MUL, AVERAGE_POOL_2D, MAX_POOL_2D,
+MEAN (constant axes), PAD/PADV2 (constant paddings) and CONCATENATION.
+
+An op stays `tfl` (and runs on the CPU) when it is not int8, when an operand that must be
+constant is not, or when LiteRT's reference kernel would refuse it (the interpreter then
+reports the refusal). Option `ops` limits the rewrite to some op kinds, e.g.
+`legalize-tfl-to-q{ops=conv_2d,fully_connected}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, NoneType, TensorType, i32
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.utils.exceptions import PassFailedException
+
+from qaccel.backends.cpu import arithmetic as ar
+from qaccel.backends.cpu import kernels
+from qaccel.backends.cpu.interpreter import ExecutionError, prepare_op
+from qaccel.backends.cpu.kernel_base import window_geometry
+from qaccel.backends.cpu.kernels_conv import per_channel_multipliers
+from qaccel.backends.cpu.kernels_elementwise import add_sub_params
+from qaccel.backends.cpu.kernels_reduce import resolve_axes
+from qaccel.dialects import q, tfl
+from qaccel.dialects.quant import element_qparams
+from qaccel.dialects.types import tensor_dtype
+
+# --------------------------------------------------------------------------------------------
+# Shared helpers
+
+
+def _is_int8(v: SSAValue) -> bool:
+    return isinstance(v.type, TensorType) and tensor_dtype(v.type) == np.int8 and (
+        element_qparams(v.type) is not None
+    )
+
+
+def _const(v: SSAValue) -> np.ndarray | None:
+    return v.owner.as_array() if isinstance(v.owner, tfl.ConstOp) else None
+
+
+def _static_call(op: tfl.TflOp) -> kernels.OpCall | None:
+    """The op's static call if LiteRT's reference kernel accepts it, else None."""
+    try:
+        return prepare_op(op)
+    except (kernels.Refusal, ExecutionError):
+        return None
+
+
+def _acc_type(like: SSAValue) -> TensorType:
+    return TensorType(i32, like.type.get_shape())
+
+
+def _activation_bounds(op: tfl.TflOp) -> tuple[int, int]:
+    out_q = element_qparams(op.results[0].type)
+    return ar.activation_range_quantized(
+        op.options.get("fused_activation_function", "NONE"), out_q.s, out_q.zp, np.int8
+    )
+
+
+def _per_channel(multiplier: np.ndarray, shift: np.ndarray) -> dict[str, np.ndarray]:
+    """Requantize arrays, one entry when every channel has the same (a per-tensor scale)."""
+    m, s = np.asarray(multiplier), np.asarray(shift)
+    if m.size and np.all(m == m[0]) and np.all(s == s[0]):
+        m, s = m[:1], s[:1]
+    return {"multiplier": m, "shift": s}
+
+
+def _explicit_padding(
+    padding: str, in_hw: tuple[int, int], k_hw: tuple[int, int], strides, dilations
+) -> list[int]:
+    """[top, bottom, left, right] of TFLite's SAME/VALID padding."""
+    pads: list[int] = []
+    for size, k, s, d in zip(in_hw, k_hw, strides, dilations):
+        out, before = window_geometry(padding, size, k, s, d)
+        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+        pads += [before, total - before]
+    return pads
+
+
+def _finish(rewriter: PatternRewriter, op: tfl.TflOp, ops: list[Operation], bounds) -> None:
+    """Insert `ops`, add `q.relu` when the activation range is narrower than int8, and
+    replace `op` by the last result."""
+    lo, hi = bounds
+    if (lo, hi) != (-128, 127):
+        last = ops[-1].results[0]
+        ops.append(
+            q.ReluOp.create(
+                operands=[last],
+                result_types=[last.type],
+                properties={"min": q.i32_attr(lo), "max": q.i32_attr(hi)},
+            )
+        )
+    rewriter.replace_op(op, ops, [ops[-1].results[0]])
+
+
+def _requantize(acc: SSAValue, result_type, out_zp: int, **arrays) -> q.RequantizeOp:
+    props = {"input_zero_point": q.i32_attr(0), "output_zero_point": q.i32_attr(out_zp)}
+    for name, values in arrays.items():
+        props[name] = q.f64_array(values) if name == "scale" else q.i32_array(values)
+    return q.RequantizeOp.create(operands=[acc], result_types=[result_type], properties=props)
+
+
+def _accumulate_group(
+    rewriter: PatternRewriter, op: tfl.TflOp, accumulate: Operation, **requantize_arrays
+) -> None:
+    """`accumulate` (+ `q.bias_add`) + `q.requantize` (+ `q.relu`) in place of `op`."""
+    ops = [accumulate]
+    bias = op.operands[2]
+    if not isinstance(bias.type, NoneType):
+        acc = accumulate.results[0]
+        ops.append(q.BiasAddOp.create(operands=[acc, bias], result_types=[acc.type]))
+    out_q = element_qparams(op.results[0].type)
+    ops.append(_requantize(ops[-1].results[0], op.results[0].type, out_q.zp, **requantize_arrays))
+    _finish(rewriter, op, ops, _activation_bounds(op))
+
+
+# --------------------------------------------------------------------------------------------
+# Patterns
+
+
+class _Legalize(RewritePattern):
+    def legal_int8(self, op: tfl.TflOp, *operands: SSAValue) -> kernels.OpCall | None:
+        if not all(_is_int8(v) for v in (*operands, *op.results)):
+            return None
+        return _static_call(op)
+
+
+class LegalizeConv2D(_Legalize):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.Conv2DOp, rewriter: PatternRewriter):
+        if self.legal_int8(op, op.input, op.filter) is None:
+            return
+        o = op.options
+        _, h, w, _ = op.input.type.get_shape()
+        cout, kh, kw, _ = op.filter.type.get_shape()
+        strides = [o["stride_h"], o["stride_w"]]
+        dilations = [o["dilation_h_factor"], o["dilation_w_factor"]]
+        in_q, w_q = element_qparams(op.input.type), element_qparams(op.filter.type)
+        out_q = element_qparams(op.output.type)
+        conv = q.Conv2DOp.create(
+            operands=[op.input, op.filter],
+            result_types=[_acc_type(op.output)],
+            properties={
+                "strides": q.i64_array(strides),
+                "dilations": q.i64_array(dilations),
+                "padding": q.i64_array(
+                    _explicit_padding(o["padding"], (h, w), (kh, kw), strides, dilations)
+                ),
+                "input_zero_point": q.i32_attr(in_q.zp),
+                "filter_zero_point": q.i32_attr(0),
+            },
+        )
+        m, s = per_channel_multipliers(in_q, w_q, out_q, cout)
+        _accumulate_group(rewriter, op, conv, **_per_channel(m, s))
+
+
+class LegalizeDepthwiseConv2D(_Legalize):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.DepthwiseConv2DOp, rewriter: PatternRewriter):
+        if self.legal_int8(op, op.input, op.filter) is None:
+            return
+        o = op.options
+        _, h, w, cin = op.input.type.get_shape()
+        _, kh, kw, cout = op.filter.type.get_shape()
+        strides = [o["stride_h"], o["stride_w"]]
+        dilations = [o["dilation_h_factor"], o["dilation_w_factor"]]
+        in_q, w_q = element_qparams(op.input.type), element_qparams(op.filter.type)
+        out_q = element_qparams(op.output.type)
+        conv = q.DepthwiseConv2DOp.create(
+            operands=[op.input, op.filter],
+            result_types=[_acc_type(op.output)],
+            properties={
+                "strides": q.i64_array(strides),
+                "dilations": q.i64_array(dilations),
+                "padding": q.i64_array(
+                    _explicit_padding(o["padding"], (h, w), (kh, kw), strides, dilations)
+                ),
+                "input_zero_point": q.i32_attr(in_q.zp),
+                "filter_zero_point": q.i32_attr(0),
+                "depth_multiplier": q.i32_attr(cout // cin),
+            },
+        )
+        m, s = per_channel_multipliers(in_q, w_q, out_q, cout)
+        _accumulate_group(rewriter, op, conv, **_per_channel(m, s))
+
+
+class LegalizeFullyConnected(_Legalize):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.FullyConnectedOp, rewriter: PatternRewriter):
+        if self.legal_int8(op, op.input, op.filter) is None:
+            return
+        in_q, w_q = element_qparams(op.input.type), element_qparams(op.filter.type)
+        out_q = element_qparams(op.output.type)
+        per_channel = w_q.scale.size > 1
+        dense = q.DenseOp.create(
+            operands=[op.input, op.filter],
+            result_types=[_acc_type(op.output)],
+            properties={
+                "input_zero_point": q.i32_attr(in_q.zp),
+                "filter_zero_point": q.i32_attr(0 if per_channel else w_q.zp),
+            },
+        )
+        # The reference kernel requantizes in double: round(acc * in_s * w_s / out_s).
+        w_scales = w_q.scale.astype(np.float32).astype(np.float64)
+        scale = float(np.float32(in_q.s)) * w_scales / float(np.float32(out_q.s))
+        _accumulate_group(rewriter, op, dense, scale=scale)
+
+
+class _LegalizeAddSub(_Legalize):
+    q_op: type[q._AddSubOp]
+    name: str
+
+    def rewrite(self, op: tfl.AddOp | tfl.SubOp, rewriter: PatternRewriter) -> None:
+        call = self.legal_int8(op, op.lhs, op.rhs)
+        if call is None:
+            return
+        left_shift, (m1, s1), (m2, s2), (mo, so) = add_sub_params(self.name, call)
+        if so > 0:
+            return  # undefined behaviour in LiteRT's kernel: leave it to the CPU kernel
+        props = {
+            "lhs_zero_point": element_qparams(op.lhs.type).zp,
+            "rhs_zero_point": element_qparams(op.rhs.type).zp,
+            "left_shift": left_shift,
+            "lhs_multiplier": m1,
+            "lhs_shift": s1,
+            "rhs_multiplier": m2,
+            "rhs_shift": s2,
+            "output_multiplier": mo,
+            "output_shift": so,
+            "output_zero_point": element_qparams(op.output.type).zp,
+        }
+        new = self.q_op.create(
+            operands=[op.lhs, op.rhs],
+            result_types=[op.output.type],
+            properties={k: q.i32_attr(v) for k, v in props.items()},
+        )
+        _finish(rewriter, op, [new], _activation_bounds(op))
+
+
+class LegalizeAdd(_LegalizeAddSub):
+    q_op, name = q.AddOp, "ADD"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.AddOp, rewriter: PatternRewriter):
+        self.rewrite(op, rewriter)
+
+
+class LegalizeSub(_LegalizeAddSub):
+    q_op, name = q.SubOp, "SUB"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.SubOp, rewriter: PatternRewriter):
+        self.rewrite(op, rewriter)
+
+
+class LegalizeMul(_Legalize):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.MulOp, rewriter: PatternRewriter):
+        if self.legal_int8(op, op.lhs, op.rhs) is None:
+            return
+        a, b = element_qparams(op.lhs.type), element_qparams(op.rhs.type)
+        out = element_qparams(op.output.type)
+        # TFLite computes this multiplier in float, then widens it.
+        real = float(np.float32(a.s) * np.float32(b.s) / np.float32(out.s))
+        m, s = ar.quantize_multiplier_scalar(real)
+        props = {
+            "lhs_zero_point": a.zp,
+            "rhs_zero_point": b.zp,
+            "multiplier": m,
+            "shift": s,
+            "output_zero_point": out.zp,
+        }
+        new = q.MulOp.create(
+            operands=[op.lhs, op.rhs],
+            result_types=[op.output.type],
+            properties={k: q.i32_attr(v) for k, v in props.items()},
+        )
+        _finish(rewriter, op, [new], _activation_bounds(op))
+
+
+@dataclass
+class LegalizePool(_Legalize):
+    kind: type[tfl.AveragePool2DOp] | type[tfl.MaxPool2DOp]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if not isinstance(op, self.kind) or self.legal_int8(op, op.input) is None:
+            return
+        o = op.options
+        _, h, w, _ = op.input.type.get_shape()
+        k = [o["filter_height"], o["filter_width"]]
+        strides = [o["stride_h"], o["stride_w"]]
+        q_op = q.AvgPool2DOp if isinstance(op, tfl.AveragePool2DOp) else q.MaxPool2DOp
+        new = q_op.create(
+            operands=[op.input],
+            result_types=[op.output.type],
+            properties={
+                "filter": q.i64_array(k),
+                "strides": q.i64_array(strides),
+                "padding": q.i64_array(_explicit_padding(o["padding"], (h, w), k, strides, [1, 1])),
+            },
+        )
+        _finish(rewriter, op, [new], _activation_bounds(op))
+
+
+class LegalizeMean(_Legalize):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.MeanOp, rewriter: PatternRewriter):
+        axes_value = _const(op.axis)
+        if axes_value is None or self.legal_int8(op, op.input) is None:
+            return
+        shape = op.input.type.get_shape()
+        axes = resolve_axes(axes_value, len(shape))
+        n = int(np.prod([shape[a] for a in axes])) if axes else 1
+        if n == 0:
+            return
+        in_q, out_q = element_qparams(op.input.type), element_qparams(op.output.type)
+        m, s = ar.quantize_multiplier_scalar(float(np.float32(in_q.s)) / float(np.float32(out_q.s)))
+        k = min(n.bit_length() - 1, 32, 31 + s)
+        if k >= 0:
+            m, s = (m << k) // n, s - k
+        props = {
+            "axes": q.i64_array(axes),
+            "num_elements": q.i32_attr(n),
+            "input_zero_point": q.i32_attr(in_q.zp),
+            "multiplier": q.i32_attr(m),
+            "shift": q.i32_attr(s),
+            "output_zero_point": q.i32_attr(out_q.zp),
+        }
+        new = q.MeanOp.create(operands=[op.input], result_types=[op.output.type], properties=props)
+        rewriter.replace_op(op, new)
+
+
+@dataclass
+class LegalizePad(_Legalize):
+    kind: type[tfl.PadOp] | type[tfl.PadV2Op]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if not isinstance(op, self.kind):
+            return
+        paddings = _const(op.padding)
+        if paddings is None or self.legal_int8(op, op.input) is None:
+            return
+        if isinstance(op, tfl.PadV2Op):
+            value = _const(op.constant_values)
+            if value is None:
+                return
+            pad_value = int(value.reshape(-1)[0])
+        else:
+            pad_value = element_qparams(op.output.type).zp
+        new = q.PadOp.create(
+            operands=[op.input],
+            result_types=[op.output.type],
+            properties={
+                "padding": q.i64_array(np.asarray(paddings).reshape(-1)),
+                "pad_value": q.i32_attr(pad_value),
+            },
+        )
+        rewriter.replace_op(op, new)
+
+
+class LegalizeConcatenation(_Legalize):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.ConcatenationOp, rewriter: PatternRewriter):
+        if self.legal_int8(op, *op.values) is None:
+            return
+        rank = len(op.output.type.get_shape())
+        axis = op.options["axis"]
+        new = q.ConcatOp.create(
+            operands=list(op.values),
+            result_types=[op.output.type],
+            properties={"axis": IntegerAttr(axis + rank if axis < 0 else axis, i32)},
+        )
+        rewriter.replace_op(op, new)
+
+
+# tfl op name (as in the `ops` option) -> pattern
+PATTERNS: dict[str, Callable[[], RewritePattern]] = {
+    "conv_2d": LegalizeConv2D,
+    "depthwise_conv_2d": LegalizeDepthwiseConv2D,
+    "fully_connected": LegalizeFullyConnected,
+    "add": LegalizeAdd,
+    "sub": LegalizeSub,
+    "mul": LegalizeMul,
+    "average_pool_2d": lambda: LegalizePool(tfl.AveragePool2DOp),
+    "max_pool_2d": lambda: LegalizePool(tfl.MaxPool2DOp),
+    "mean": LegalizeMean,
+    "pad": lambda: LegalizePad(tfl.PadOp),
+    "padv2": lambda: LegalizePad(tfl.PadV2Op),
+    "concatenation": LegalizeConcatenation,
+}
+
+
+@dataclass(frozen=True)
+class LegalizeTflToQPass(ModulePass):
+    """Rewrite int8 tfl ops into q ops carrying explicit integer arithmetic."""
+
+    name = "legalize-tfl-to-q"
+
+    ops: tuple[str, ...] = ()
+    """Op kinds to legalize (tfl op names without `tfl.`, e.g. conv_2d,add); all when empty."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        unknown = [name for name in self.ops if name not in PATTERNS]
+        if unknown:
+            raise PassFailedException(
+                f"legalize-tfl-to-q: unknown op kind '{unknown[0]}' in ops "
+                f"(known: {', '.join(sorted(PATTERNS))})"
+            )
+        patterns = [PATTERNS[name]() for name in dict.fromkeys(self.ops or PATTERNS)]
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(patterns, dce_enabled=False), apply_recursively=False
+        ).rewrite_module(op)
