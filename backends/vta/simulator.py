@@ -834,32 +834,39 @@ class _Machine:
                 f"write the same accumulator row {int(dk[-1] + doff[b])} consecutively",
             )
 
-    def _alu(self, i, r):
-        c = self.config
+    def _alu_shape(self, i, r):
         dk, sk, _ = self._uops(i, r)
         n_out, n_in = r["iter_out"], r["iter_in"]
         if n_out == 0 or n_in == 0:
-            return
-        depth = c.depth("acc")
-        use_imm = bool(r["use_imm"])
-        self._read_rows(i, COMPUTE, self.acc_writer, self._rows(i, r, dk, "dst", depth, "ACC"),
-                        "ACC", COMPUTE)  # fmt: skip
+            return None
+        depth = self.config.depth("acc")
+        dst_rows = self._rows(i, r, dk, "dst", depth, "ACC")
         doff = loop_offsets(n_out, n_in, r["dst_factor_out"], r["dst_factor_in"])
         dst = (doff[:, None] + dk[None, :]).reshape(-1)
-        src = None
-        if not use_imm:
+        src = src_rows = None
+        if not r["use_imm"]:
             src_rows = self._rows(i, r, sk, "src", depth, "ACC")
-            self._read_rows(i, COMPUTE, self.acc_writer, src_rows, "ACC", COMPUTE)
             soff = loop_offsets(n_out, n_in, r["src_factor_out"], r["src_factor_in"])
             src = (soff[:, None] + sk[None, :]).reshape(-1)
-        self._war(i, COMPUTE, STORE, self.acc_store_reader[dst], "ACC", dst)
-        fn = ALU_FUNCTIONS[AluOp(r["alu_opcode"])]
-        imm = np.int32(r["imm"])
         counts = np.bincount(dst)
-        independent = counts.max() <= 1
+        independent = bool(counts.max() <= 1)
         if independent and src is not None:
             written = (src < len(counts)) & (counts[np.minimum(src, len(counts) - 1)] > 0)
             independent = bool(np.all(~written | (src == dst)))
+        return dk, dst_rows, dst, src_rows, src, independent
+
+    def _alu(self, i, r):
+        shape = self._shape(i, r, self._alu_shape)
+        if shape is None:
+            return
+        dk, dst_rows, dst, src_rows, src, independent = shape
+        use_imm = src is None
+        self._read_rows(i, COMPUTE, self.acc_writer, dst_rows, "ACC", COMPUTE)
+        if not use_imm:
+            self._read_rows(i, COMPUTE, self.acc_writer, src_rows, "ACC", COMPUTE)
+        self._war(i, COMPUTE, STORE, self.acc_store_reader[dst_rows], "ACC", dst_rows)
+        fn = ALU_FUNCTIONS[AluOp(r["alu_opcode"])]
+        imm = np.int32(r["imm"])
         try:
             if independent:
                 y = imm if use_imm else np.take(self.acc, src, axis=0)
@@ -883,7 +890,7 @@ class _Machine:
                 f"{e} (iteration outer {o}, inner {ii}, micro-op {r['uop_bgn'] + k}, lane "
                 f"{lane}, accumulator row {int(dst[n])}); the hardware result is undefined",
             ) from None
-        self.acc_writer[dst] = i
+        self.acc_writer[dst_rows] = i
 
 
 def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None) -> SimResult:

@@ -1,0 +1,131 @@
+"""qaccel-sim: run a VTA-like program on the functional simulator and print the timing report.
+
+    qaccel-sim PROGRAM [--dram IMAGE.npz] [--config HW.json] [--trace] [--dump OFF:COUNT[:TYPE]]
+    qaccel-sim PROGRAM --disasm          # print the canonical assembly and stop
+    qaccel-sim PROGRAM --timing-only     # cycle counts from the instruction stream alone
+
+PROGRAM is assembly text (see docs/isa.md) or a binary stream of 16-byte little-endian
+instructions (`.bin`, or any file that is not UTF-8 text). IMAGE.npz holds `dram` (flat uint8)
+and optionally `uops` (uint32 micro-op image); without it the program's `.dram`/`.i8`/`.i32`/
+`.uop` directives build them. `--output OUT.npz` saves the final DRAM. Errors are one line
+naming the file and the instruction index, with exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+_DUMP_TYPES = {"i8": "i1", "u8": "u1", "i32": "<i4", "u32": "<u4"}
+
+
+def _load_program(path: Path, fmt: str, config):
+    from qaccel.backends.vta.asm import assemble
+    from qaccel.backends.vta.isa import Program
+
+    data = path.read_bytes()
+    if fmt == "auto":
+        fmt = "bin" if path.suffix == ".bin" else "asm"
+        if fmt == "asm":
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                fmt = "bin"
+    if fmt == "bin":
+        return Program.from_bytes(data, config)
+    return assemble(data.decode("utf-8"), config)
+
+
+def _parse_dump(spec: str):
+    parts = spec.split(":")
+    if len(parts) not in (2, 3):
+        raise ValueError(f"--dump {spec!r}: expected OFFSET:COUNT[:i8|u8|i32|u32]")
+    kind = parts[2] if len(parts) == 3 else "u8"
+    if kind not in _DUMP_TYPES:
+        raise ValueError(f"--dump {spec!r}: unknown type {kind!r}")
+    return int(parts[0], 0), int(parts[1], 0), kind
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="qaccel-sim", description=__doc__.splitlines()[0])
+    ap.add_argument("program", type=Path)
+    ap.add_argument("--dram", type=Path, help=".npz with 'dram' (uint8) and optional 'uops'")
+    ap.add_argument("--config", type=Path, help="hardware config JSON (default: VTA default)")
+    ap.add_argument("--format", choices=("auto", "asm", "bin"), default="auto")
+    ap.add_argument("--disasm", action="store_true", help="print the canonical assembly only")
+    ap.add_argument("--timing-only", action="store_true", help="no data, no hazard checks")
+    ap.add_argument("--trace", action="store_true", help="each instruction's start/end cycle")
+    ap.add_argument("--dump", action="append", default=[], metavar="OFF:COUNT[:TYPE]",
+                    help="print COUNT elements of the final DRAM from byte OFF")  # fmt: skip
+    ap.add_argument("--output", type=Path, help="write the final DRAM to this .npz")
+    args = ap.parse_args(argv)
+
+    from qaccel.backends.vta.asm import AsmError, disassemble
+    from qaccel.backends.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
+    from qaccel.backends.vta.simulator import SimulationError, simulate, timing
+
+    def fail(message: str) -> int:
+        print(f"qaccel-sim: error: {message}", file=sys.stderr)
+        return 1
+
+    try:
+        config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
+        dumps = [_parse_dump(d) for d in args.dump]
+    except (ConfigError, ValueError) as e:
+        return fail(str(e))
+    try:
+        program = _load_program(args.program, args.format, config)
+    except OSError as e:
+        return fail(f"{args.program}: {e.strerror or e}")
+    except (AsmError, ValueError) as e:
+        return fail(f"{args.program}: {e}")
+    if args.disasm:
+        sys.stdout.write(disassemble(program))
+        return 0
+    uops = dram = None
+    if args.dram:
+        try:
+            with np.load(args.dram) as image:
+                if "dram" not in image:
+                    return fail(f"{args.dram}: no 'dram' array in the image")
+                dram = np.ascontiguousarray(image["dram"]).reshape(-1)
+                if dram.dtype != np.uint8:
+                    return fail(f"{args.dram}: 'dram' must be uint8, got {dram.dtype}")
+                if "uops" in image:
+                    uops = np.asarray(image["uops"]).astype(np.uint32).reshape(-1)
+        except (OSError, ValueError) as e:
+            return fail(f"{args.dram}: cannot read DRAM image: {e}")
+    try:
+        if args.timing_only:
+            report, result = timing(program, config), None
+        else:
+            result = simulate(program, uops, dram, config)
+            report = result.timing
+    except SimulationError as e:
+        return fail(f"{args.program}: {e}")
+    print(report.format())
+    if result is not None:
+        leftover = {k: v for k, v in result.leftover_tokens.items() if v}
+        if leftover:
+            print("leftover tokens:   " + " ".join(f"{k}={v}" for k, v in leftover.items()))
+    if args.trace:
+        print("trace:  index module        start        end  instruction")
+        print(report.format_trace(program))
+    if result is not None:
+        for offset, count, kind in dumps:
+            dt = np.dtype(_DUMP_TYPES[kind])
+            end = offset + count * dt.itemsize
+            if offset < 0 or end > len(result.dram):
+                return fail(f"--dump {offset}:{count}: outside the {len(result.dram)}-byte DRAM")
+            values = result.dram[offset:end].view(dt)
+            print(f"dram[{offset}:{end}] {kind}: " + " ".join(str(int(v)) for v in values))
+        if args.output:
+            np.savez(args.output, dram=result.dram)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
