@@ -332,3 +332,140 @@ def activation_range_int32(activation: str) -> tuple[int, int]:
     if activation == "RELU_N1_TO_1":
         return -1, 1
     raise ValueError(f"unsupported fused activation {activation!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# libm float functions whose rounding the float kernels inherit
+#
+# LiteRT's float TANH calls the system libm's tanhf. glibc (2.36 here) implements it with the
+# fdlibm algorithm below, which is not correctly rounded, so numpy's tanh differs from it in
+# the last bit for a few percent of inputs. expf, by contrast, is correctly rounded in
+# practice (glibc >= 2.28), so float64 exp rounded to float32 reproduces it.
+
+
+def _f32_bits(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float32).view(np.int32).astype(np.int64)
+
+
+def _from_bits(bits: np.ndarray) -> np.ndarray:
+    return (bits & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+
+
+def libm_expm1f(x) -> np.ndarray:
+    """fdlibm `expm1f` (glibc's s_expm1f.c), float32 operation by operation."""
+    f = np.float32
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        hx_signed = _f32_bits(x)
+        negative = hx_signed < 0
+        hx = hx_signed & 0x7FFFFFFF
+        ln2_hi, ln2_lo, invln2 = f(6.9313812256e-01), f(9.0580006145e-06), f(1.4426950216e+00)
+        q1, q2, q3 = f(-3.3333335072e-02), f(1.5873016091e-03), f(-7.9365076090e-05)
+        q4, q5 = f(4.0082177293e-06), f(-2.0109921195e-07)
+        one, half = f(1.0), f(0.5)
+
+        # argument reduction
+        reduce_ = hx > 0x3EB17218
+        near = reduce_ & (hx < 0x3F851592)
+        k_far = float_to_int32(invln2 * x + np.where(negative, f(-0.5), f(0.5)))
+        k = np.where(near, np.where(negative, -1, 1), np.where(reduce_, k_far, 0))
+        t_far = k_far.astype(np.float32)
+        hi = np.where(near, np.where(negative, x + ln2_hi, x - ln2_hi), x - t_far * ln2_hi)
+        lo = np.where(near, np.where(negative, -ln2_lo, ln2_lo), t_far * ln2_lo)
+        xr = np.where(reduce_, hi - lo, x).astype(np.float32)
+        c = np.where(reduce_, (hi - xr) - lo, f(0.0)).astype(np.float32)
+
+        hfx = (half * xr).astype(np.float32)
+        hxs = (xr * hfx).astype(np.float32)
+        r1 = one + hxs * (q1 + hxs * (q2 + hxs * (q3 + hxs * (q4 + hxs * q5))))
+        t = f(3.0) - r1 * hfx
+        e = hxs * ((r1 - t) / (f(6.0) - xr * t))
+        result_k0 = xr - (xr * e - hxs)
+
+        e2 = (xr * (e - c) - c) - hxs
+        result_km1 = half * (xr - e2) - half
+        result_k1 = np.where(xr < f(-0.25), -f(2.0) * (e2 - (xr + half)), one + f(2.0) * (xr - e2))
+        big = (k <= -2) | (k > 56)
+        y_big = one - (e2 - xr)
+        y_big = _from_bits(_f32_bits(y_big) + (k << 23)) - one
+        kk = np.clip(k, 0, 31)
+        t_small = _from_bits(0x3F800000 - (0x1000000 >> kk))
+        y_small = _from_bits(_f32_bits(t_small - (e2 - xr)) + (k << 23))
+        t_mid = _from_bits((0x7F - np.clip(k, 0, 127)) << 23)
+        y_mid = _from_bits(_f32_bits((xr - (e2 + t_mid)) + one) + (k << 23))
+        result = np.where(k == 0, result_k0,
+                          np.where(k == -1, result_km1,
+                                   np.where(k == 1, result_k1,
+                                            np.where(big, y_big,
+                                                     np.where(k < 23, y_small, y_mid)))))
+        # special ranges
+        result = np.where(hx < 0x33000000, x, result)  # |x| < 2**-25
+        result = np.where((hx >= 0x4195B844) & negative, f(-1.0), result)  # x < -27 ln 2
+        result = np.where((hx >= 0x42B17218) & ~negative & (x > f(8.8721679688e+01)),
+                          np.float32(np.inf), result)
+        result = np.where(np.isnan(x), x, result)
+        result = np.where(np.isinf(x), np.where(negative, f(-1.0), x), result)
+    return result.astype(np.float32)
+
+
+def libm_tanhf(x) -> np.ndarray:
+    """fdlibm `tanhf` (glibc's s_tanhf.c) on top of `libm_expm1f`."""
+    f = np.float32
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        ix = _f32_bits(x) & 0x7FFFFFFF
+        ax = np.abs(x)
+        one, two = f(1.0), f(2.0)
+        t_big = libm_expm1f(two * ax)
+        z_big = one - two / (t_big + two)
+        t_small = libm_expm1f(-two * ax)
+        z_small = -t_small / (t_small + two)
+        z = np.where(ix >= 0x3F800000, z_big, z_small)
+        z = np.where(ix >= 0x41B00000, one, z)  # |x| >= 22: 1 - tiny rounds to 1
+        result = np.where(x < 0, -z, z)
+        result = np.where(ix < 0x24000000, x * (one + x), result)  # |x| < 2**-55 (and 0)
+        result = np.where(np.isnan(x), x, result)
+    return result.astype(np.float32)
+
+
+_EXP2F_TABLE = np.array([
+    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
+], dtype=np.uint64)  # bits of 2**(i/32), minus i << 47 (glibc e_exp2f_data.c)
+_EXPF_INV_LN2_N = float.fromhex("0x1.71547652b82fep+0") * 32
+_EXPF_SHIFT = float.fromhex("0x1.8p+52")
+_EXPF_POLY = (float.fromhex("0x1.c6af84b912394p-5") / 32 / 32 / 32,
+              float.fromhex("0x1.ebfce50fac4f3p-3") / 32 / 32,
+              float.fromhex("0x1.62e42ff0c52d6p-1") / 32)
+
+
+def libm_expf(x) -> np.ndarray:
+    """glibc's `expf` (2.27 and later): a 32-entry table and a cubic in double precision,
+    then one rounding to float. It is not correctly rounded, so float64 exp rounded to
+    float32 differs from it for about 3 inputs in 10,000. (glibc's FMA variant changes the
+    double result by an ulp at most, which float rounding practically never sees.)"""
+    x = np.asarray(x, dtype=np.float32)
+    xd = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        z = _EXPF_INV_LN2_N * xd
+        kd = z + _EXPF_SHIFT
+        ki = kd.view(np.uint64)
+        kd = kd - _EXPF_SHIFT
+        r = z - kd
+        t = _EXP2F_TABLE[(ki % np.uint64(32)).astype(np.int64)] + (ki << np.uint64(47))
+        s = t.view(np.float64)
+        c0, c1, c2 = _EXPF_POLY
+        y = (c0 * r + c1) * (r * r) + (c2 * r + 1.0)
+        result = (y * s).astype(np.float32)
+        result = np.where(x > np.float32(float.fromhex("0x1.62e42ep6")), np.float32(np.inf),
+                          result)
+        result = np.where(x < np.float32(float.fromhex("-0x1.9fe368p6")), np.float32(0.0),
+                          result)
+        result = np.where(np.isnan(x), x, result)
+    return result.astype(np.float32)

@@ -297,12 +297,12 @@ def leaky_relu(call: OpCall) -> list[np.ndarray]:
 
 
 def _logistic_f32(v: np.ndarray) -> np.ndarray:
-    e = np.exp(-v.astype(np.float64)).astype(np.float32)
+    e = ar.libm_expf(-v)
     return (f32(1.0) / (f32(1.0) + e)).astype(np.float32)
 
 
 def _tanh_f32(v: np.ndarray) -> np.ndarray:
-    return np.tanh(v.astype(np.float64)).astype(np.float32)
+    return ar.libm_tanhf(v)
 
 
 def lut_int8(in_s: float, in_zp: int, out_s: float, out_zp: int, fn) -> np.ndarray:
@@ -347,7 +347,7 @@ def _float_activation(op: str, x: np.ndarray) -> np.ndarray:
     # reference_ops::Logistic (float) cuts off both tails.
     upper, lower = f32(16.619047164916992188), f32(-9.0)
     mid = _logistic_f32(np.clip(x, lower, upper))
-    low = np.exp(x.astype(np.float64)).astype(np.float32)
+    low = ar.libm_expf(x)
     return np.where(x > upper, f32(1.0), np.where(x < lower, low, mid)).astype(np.float32)
 
 
@@ -407,7 +407,8 @@ def hard_swish(call: OpCall) -> list[np.ndarray]:
     if dtype == np.float32:
         xf = x.astype(np.float32)
         relu6 = np.minimum(f32(6.0), np.maximum(f32(0.0), xf + f32(3.0)))
-        return [((xf * relu6) / f32(6.0)).astype(np.float32)]
+        with np.errstate(invalid="ignore"):  # -inf * 0 is NaN in C++ too
+            return [((xf * relu6) / f32(6.0)).astype(np.float32)]
     raise UnsupportedOp(f"HARD_SWISH: no kernel for {dtype} tensors")
 
 
@@ -556,7 +557,7 @@ def _softmax_float(x: np.ndarray, beta: float) -> np.ndarray:
     """reference_ops::Softmax (float): exp((x - max) * beta) in float, sum in order, divide."""
     xf = x.astype(np.float32)
     mx = xf.max(axis=-1, keepdims=True)
-    e = np.exp(((xf - mx) * f32(beta)).astype(np.float64)).astype(np.float32)
+    e = ar.libm_expf(((xf - mx) * f32(beta)).astype(np.float32))
     total = np.zeros(e.shape[:-1] + (1,), dtype=np.float32)
     for c in range(e.shape[-1]):
         total = total + e[..., c:c + 1]

@@ -168,7 +168,8 @@ def mean(call: OpCall) -> list[np.ndarray]:
     x, axes, out_shape = _reduce_setup(call)
     dtype = np.dtype(call.output_dtypes[0])
     if dtype == np.int8:
-        return [_quantized_mean_or_sum(x.astype(np.int64), axes, out_shape, call, False)]
+        out = _quantized_mean_or_sum(x.astype(np.int64), axes, out_shape, call, False)
+        return [out.astype(np.int8)]
     if dtype == np.float32:
         n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
         total = _sequential_float_sum(x.astype(np.float32), axes)

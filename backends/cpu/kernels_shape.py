@@ -290,7 +290,11 @@ def strided_slice_plan(call: OpCall, x_shape):
         if (bmask >> i) & 1:
             start = 0 if step > 0 else size - 1
         if (smask >> i) & 1:
-            stop = start if start >= size else start + 1
+            if start >= size:
+                # LiteRT then writes nothing into a non-empty output (garbage); TF refuses.
+                raise KernelError(f"STRIDED_SLICE: shrunk index {starts[i]} out of range "
+                                  f"for dimension {i} of size {size}")
+            stop = start + 1
         else:
             stop = stops[i] + start if offset else stops[i]
             stop = stop + size if stop < 0 else stop
@@ -437,6 +441,10 @@ def embedding_lookup(call: OpCall) -> list[np.ndarray]:
 
 
 def _check_resize(op: str, call: OpCall) -> None:
+    if op == "RESIZE_BILINEAR":
+        require(not (call.options.get("half_pixel_centers", False) and
+                     call.options.get("align_corners", False)), op,
+                "half_pixel_centers and align_corners cannot both be true")
     xs = input_shape(call, 0)
     if xs is not None:
         require(len(xs) == 4, op, f"input must be 4-D, got shape {xs}")
