@@ -4,6 +4,16 @@ MLIR or writes `-t tflite`.
     qaccel-opt model.tflite                       # import and print the tfl IR
     qaccel-opt model.tflite | qaccel-opt          # print-parse round trip
     qaccel-opt in.mlir -t tflite -o out.tflite    # export
+    qaccel-opt --list-passes                      # every pass and named pipeline, with options
+    qaccel-opt model.tflite -p 'vta-pipeline{max-partitions=4}' --verify-semantics \
+        --pass-timing --print-ir-after=legalize-tfl-to-q
+
+Pass-manager flags (named pipelines are expanded first, so these see the passes inside):
+`--print-ir-after-all`, `--print-ir-after=PASS` (repeatable, or comma-separated; PASS may be a
+named pipeline) dump the IR to stderr; `--pass-timing` prints MLIR's execution time table to
+stderr; `--verify-semantics[=SEED]` runs the entry function on seeded random inputs with the
+interpreter before the first pass and after every pass that changed the IR, and fails naming
+the first pass after which an output differs bit for bit.
 
 Every bad input (missing or malformed file, unknown pass or option, invalid IR) ends with one
 line on stderr, `qaccel-opt: error: ...`, and exit code 1; never a Python traceback.
@@ -13,15 +23,31 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qaccel.frontend.tflite_export import TFLiteExportError, TFLiteTarget, export_tflite
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
+from qaccel.passes.pipeline import (
+    IRPrinter,
+    PassInfo,
+    PassInstrumentation,
+    PassManager,
+    PassTiming,
+    PipelineError,
+    SemanticsError,
+    SemanticsVerifier,
+    expand,
+    parse_passes,
+    pass_info,
+    qaccel_pass_names,
+)
 
 PROG = "qaccel-opt"
 
@@ -45,9 +71,108 @@ def parse_error_line(e: ParseError) -> str:
         return e.msg
 
 
+def add_pass_manager_arguments(ap: argparse.ArgumentParser, semantics: bool = True) -> None:
+    """The pass-manager flags shared by qaccel's drivers."""
+    ap.add_argument("--print-ir-after-all", action="store_true",
+                    help="print the IR to stderr after every pass (inside named pipelines too)")
+    ap.add_argument("--print-ir-after", action="append", default=[], metavar="PASS",
+                    help="print the IR to stderr after each run of PASS (a pass or named "
+                    "pipeline; repeatable or comma-separated)")
+    ap.add_argument("--pass-timing", action="store_true",
+                    help="print wall time per pass to stderr (MLIR's execution time table)")
+    if semantics:
+        ap.add_argument("--verify-semantics", nargs="?", const=0, default=None, type=int,
+                        metavar="SEED",
+                        help="after every pass, run the entry function on random inputs "
+                        "(seed SEED, default 0) with the interpreter; fail naming the pass "
+                        "if any output changed bit for bit (write --verify-semantics=SEED)")
+    ap.add_argument("--list-passes", action="store_true",
+                    help="list every pass and named pipeline with its summary and options")
+
+
+def normalize_argv(argv: Sequence[str] | None) -> list[str]:
+    """A bare `--verify-semantics` must not swallow the input file as its SEED."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return ["--verify-semantics=0" if a == "--verify-semantics" else a for a in argv]
+
+
+def print_ir_after_names(values: Sequence[str]) -> list[str]:
+    return [name.strip() for v in values for name in v.split(",") if name.strip()]
+
+
+def pass_manager_for(
+    args: argparse.Namespace,
+    available: Mapping[str, Callable[[], type[ModulePass]]],
+    prog: str,
+    printer_options: Mapping[str, object] | None = None,
+) -> tuple[PassManager, PassTiming | None]:
+    """The `PassManager` for `args.passes` and the pass-manager flags; notes about skipped
+    passes go to stderr. Raises PipelineError (a ValueError) for bad pipelines or flags."""
+    expansion = expand(parse_passes(args.passes, available), available)
+    for note in expansion.notes():
+        print(f"{prog}: note: {note}", file=sys.stderr)
+    after = print_ir_after_names(args.print_ir_after)
+    IRPrinter.check_names(after, expansion.passes, "--print-ir-after")
+    instrumentations: list[PassInstrumentation] = []
+    if args.print_ir_after_all or after:
+        instrumentations.append(
+            IRPrinter(args.print_ir_after_all, after, printer_options=printer_options)
+        )
+    if getattr(args, "verify_semantics", None) is not None:
+        instrumentations.append(SemanticsVerifier(args.verify_semantics))
+    timing = PassTiming() if args.pass_timing else None
+    verify = not getattr(args, "disable_verify", False)
+    return PassManager(expansion.passes, instrumentations, verify, timing), timing
+
+
+NAME_WIDTH = 24
+
+
+def list_passes(available: Mapping[str, Callable[[], type[ModulePass]]], stream: IO[str]) -> None:
+    """`--list-passes`: qaccel's pipelines, qaccel's passes, then every other registered pass,
+    each sorted by name, with summary, options and (pipelines) the passes they run."""
+    ours = qaccel_pass_names()
+    infos = [pass_info(name, available, with_option_docs=name in ours) for name in available]
+    groups: list[tuple[str, list[PassInfo]]] = [
+        ("qaccel named pipelines", [i for i in infos if i.name in ours and i.is_pipeline]),
+        ("qaccel passes", [i for i in infos if i.name in ours and not i.is_pipeline]),
+        ("other passes (xDSL and plugins)", [i for i in infos if i.name not in ours]),
+    ]
+    lines: list[str] = []
+    for title, group in groups:
+        if not group:
+            continue
+        lines.append(f"{title}:")
+        for info in sorted(group, key=lambda i: i.name):
+            if info.error is not None:
+                lines.append(f"  {info.name:<{NAME_WIDTH}}  (not available: {info.error})")
+                continue
+            lines.append(f"  {info.name:<{NAME_WIDTH}}  {info.summary}".rstrip())
+            for o in info.options:
+                default = "required" if o.default is None else f"= {o.default}"
+                lines.append(f"      {o.name}: {o.type} {default}  {o.doc}".rstrip())
+            if info.expansion is not None:
+                lines.append(f"      runs: {', '.join(info.expansion) or '(nothing)'}")
+    stream.write("\n".join(lines) + "\n")
+
+
 class QaccelOptMain(xDSLOptMain):
-    def __init__(self, description: str = "qaccel modular optimizer driver", args=None):
-        super().__init__(description=description, args=args)
+    """xdsl-opt with qaccel's frontends, targets, one-line diagnostics and pass manager.
+
+    `extra_passes` registers more passes (name -> factory of the pass class), e.g. a
+    researcher's own driver or a test's deliberately wrong pass."""
+
+    pass_manager: PassManager
+    timing: PassTiming | None = None
+
+    def __init__(
+        self,
+        description: str = "qaccel modular optimizer driver",
+        args: Sequence[str] | None = None,
+        extra_passes: Mapping[str, Callable[[], type[ModulePass]]] | None = None,
+    ):
+        self.extra_passes = dict(extra_passes or {})
+        super().__init__(description=description, args=normalize_argv(args))
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         def error(message: str) -> NoReturn:
@@ -55,6 +180,12 @@ class QaccelOptMain(xDSLOptMain):
 
         arg_parser.error = error  # type: ignore[method-assign]
         super().register_all_arguments(arg_parser)
+        add_pass_manager_arguments(arg_parser)
+
+    def register_all_passes(self):
+        super().register_all_passes()
+        for name, factory in self.extra_passes.items():
+            self.register_pass(name, factory)
 
     def register_all_frontends(self):
         super().register_all_frontends()
@@ -65,6 +196,25 @@ class QaccelOptMain(xDSLOptMain):
     def register_all_targets(self):
         super().register_all_targets()
         self.available_targets["tflite"] = lambda: TFLiteTarget
+
+    def setup_pipeline(self):
+        # xDSL's --print-between-passes and --time-passes become ours.
+        self.args.print_ir_after_all |= self.args.print_between_passes
+        self.args.pass_timing |= self.args.time_passes
+        self.pass_manager, self.timing = pass_manager_for(
+            self.args,
+            self.available_passes,
+            PROG,
+            printer_options={
+                "print_generic_format": self.args.print_op_generic,
+                "print_properties_as_attributes": self.args.print_no_properties,
+                "print_debuginfo": self.args.print_debuginfo,
+            },
+        )
+        self.pipeline = PassPipeline(tuple(s.pass_ for s in self.pass_manager.passes))
+
+    def apply_passes(self, prog: ModuleOp):
+        self.pass_manager.run(self.ctx, prog)
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         path = self.args.input_file
@@ -81,9 +231,36 @@ class QaccelOptMain(xDSLOptMain):
             )
         return stream, ext
 
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
+        start = time.perf_counter()
+        module = super().parse_chunk(chunk, file_extension, start_offset)
+        if self.timing is not None:
+            what = "Import" if file_extension == "tflite" else "Parse"
+            self.timing.add(("input",), f"{what} ({file_extension})", time.perf_counter() - start)
+        return module
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        start = time.perf_counter()
+        text = super().output_resulting_program(prog)
+        if self.timing is not None:
+            self.timing.add(("output",), f"Output ({self.args.target})", time.perf_counter() - start)
+        return text
+
     def run(self):
+        if self.args.list_passes:
+            list_passes(self.available_passes, sys.stdout)
+            return
+        start = time.perf_counter()
         if self.args.target.split("{")[0] != "tflite":
-            return super().run()
+            super().run()
+        else:
+            self._run_tflite_target()
+        if self.timing is not None:
+            self.timing.total = time.perf_counter() - start
+            sys.stdout.flush()
+            self.timing.report(sys.stderr)
+
+    def _run_tflite_target(self):
         chunks, ext = self.prepare_input()
         (chunk, offset), *rest = chunks
         if rest:
@@ -91,7 +268,10 @@ class QaccelOptMain(xDSLOptMain):
         module = self.parse_chunk(chunk, ext, offset)
         assert isinstance(module, ModuleOp)
         self.apply_passes(module)
+        start = time.perf_counter()
         data = export_tflite(module)
+        if self.timing is not None:
+            self.timing.add(("output",), "Output (tflite)", time.perf_counter() - start)
         if self.args.output_file is None:
             if sys.stdout.isatty():
                 raise UsageError("-t tflite writes binary data: give an output file with -o")
@@ -101,10 +281,14 @@ class QaccelOptMain(xDSLOptMain):
                 f.write(data)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(
+    argv: Sequence[str] | None = None,
+    extra_passes: Mapping[str, Callable[[], type[ModulePass]]] | None = None,
+) -> None:
+    """The `qaccel-opt` command; `extra_passes` as for `QaccelOptMain`."""
     try:
         try:
-            opt = QaccelOptMain(args=argv)
+            opt = QaccelOptMain(args=argv, extra_passes=extra_passes)
         except ValueError as e:  # xDSL reports unknown passes and pass options this way
             raise UsageError(str(e)) from None
         opt.run()
@@ -114,7 +298,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         fail(f"invalid pass pipeline: {str(e).splitlines()[-1].strip()}")
     except ParseError as e:
         fail(parse_error_line(e))
-    except (TFLiteImportError, TFLiteExportError, DiagnosticException) as e:
+    except (TFLiteImportError, TFLiteExportError, DiagnosticException, SemanticsError,
+            PipelineError) as e:
         fail(str(e))
     except BrokenPipeError:
         sys.exit(1)
