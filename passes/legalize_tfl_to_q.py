@@ -122,7 +122,7 @@ def _finish(rewriter: PatternRewriter, op: tfl.TflOp, ops: list[Operation], boun
                 properties={"min": q.i32_attr(lo), "max": q.i32_attr(hi)},
             )
         )
-    rewriter.replace_op(op, ops, [ops[-1].results[0]])
+    rewriter.replace(op, ops, [ops[-1].results[0]])
 
 
 def _requantize(acc: SSAValue, result_type, out_zp: int, **arrays) -> q.RequantizeOp:
@@ -359,7 +359,7 @@ class LegalizeMean(_Legalize):
             "output_zero_point": q.i32_attr(out_q.zp),
         }
         new = q.MeanOp.create(operands=[op.input], result_types=[op.output.type], properties=props)
-        rewriter.replace_op(op, new)
+        rewriter.replace(op, new)
 
 
 @dataclass
@@ -387,7 +387,7 @@ class LegalizePad(_Legalize):
                 "pad_value": q.i32_attr(pad_value),
             },
         )
-        rewriter.replace_op(op, new)
+        rewriter.replace(op, new)
 
 
 class LegalizeConcatenation(_Legalize):
@@ -402,7 +402,7 @@ class LegalizeConcatenation(_Legalize):
             result_types=[op.output.type],
             properties={"axis": IntegerAttr(axis + rank if axis < 0 else axis, i32)},
         )
-        rewriter.replace_op(op, new)
+        rewriter.replace(op, new)
 
 
 # tfl op name (as in the `ops` option) -> pattern

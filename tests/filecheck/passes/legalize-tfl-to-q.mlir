@@ -1,0 +1,135 @@
+// RUN: qaccel-opt %s --split-input-file -p legalize-tfl-to-q | filecheck %s
+// RUN: qaccel-opt %s --split-input-file -p 'legalize-tfl-to-q{ops=add}' | filecheck %s --check-prefix=ONLY-ADD
+
+!qx = !quant.uniform<i8:f32, 0.5:-1>
+!qy = !quant.uniform<i8:f32, 0.25:-128>
+!qw = !quant.uniform<i8:f32:0, {0.01:0, 0.02:0}>
+!qb = !quant.uniform<i32:f32:0, {0.005:0, 0.01:0}>
+
+// The method's example group. Multipliers come from float32 scales: 0.5 * 0.01f / 0.25.
+// CHECK-LABEL: func.func @conv_relu6
+// CHECK-NEXT:    %w = tfl.const
+// CHECK-NEXT:    %b = tfl.const
+// CHECK-NEXT:    %y = q.conv2d %x, %w {strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 1, 0, 1>, input_zero_point = -1 : i32, filter_zero_point = 0 : i32} : ({{.*}}) -> tensor<1x2x2x2xi32>
+// CHECK-NEXT:    %y_1 = q.bias_add %y, %b : {{.*}} -> tensor<1x2x2x2xi32>
+// CHECK-NEXT:    %y_2 = q.requantize %y_1 {input_zero_point = 0 : i32, output_zero_point = -128 : i32, multiplier = array<i32: 1374389504, 1374389504>, shift = array<i32: -5, -4>}
+// CHECK-NEXT:    %y_3 = q.relu %y_2 {min = -128 : i32, max = -104 : i32}
+// CHECK-NEXT:    func.return %y_3
+// ONLY-ADD-LABEL: func.func @conv_relu6
+// ONLY-ADD:         tfl.conv_2d
+func.func @conv_relu6(%x: tensor<1x4x4x3x!qx>) -> tensor<1x2x2x2x!qy> {
+  %w = tfl.const dense<1> : tensor<2x3x3x3xi8> -> tensor<2x3x3x3x!qw>
+  %b = tfl.const dense<[10, -20]> : tensor<2xi32> -> tensor<2x!qb>
+  %y = tfl.conv_2d %x, %w, %b {padding = "SAME", stride_w = 2 : i32, stride_h = 2 : i32, fused_activation_function = "RELU6", dilation_w_factor = 1 : i32, dilation_h_factor = 1 : i32} : (tensor<1x4x4x3x!qx>, tensor<2x3x3x3x!qw>, tensor<2x!qb>) -> tensor<1x2x2x2x!qy>
+  func.return %y : tensor<1x2x2x2x!qy>
+}
+
+// -----
+
+!qx = !quant.uniform<i8:f32, 0.5:-1>
+!qy = !quant.uniform<i8:f32, 0.25:-128>
+!qd = !quant.uniform<i8:f32:3, {0.01:0, 0.01:0, 0.01:0}>
+!qb = !quant.uniform<i32:f32:0, {0.005:0, 0.005:0, 0.005:0}>
+
+// Per-channel scales that are all equal give a single multiplier; no q.relu without
+// an activation; VALID padding with dilation is explicit zero padding.
+// CHECK-LABEL: func.func @depthwise
+// CHECK:         q.depthwise_conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, input_zero_point = -1 : i32, filter_zero_point = 0 : i32, depth_multiplier = 1 : i32}
+// CHECK-NEXT:    q.bias_add
+// CHECK-NEXT:    q.requantize {{.*}} {input_zero_point = 0 : i32, output_zero_point = -128 : i32, multiplier = array<i32: 1374389504>, shift = array<i32: -5>}
+// CHECK-NOT:     q.relu
+// CHECK:         func.return
+func.func @depthwise(%x: tensor<1x5x5x3x!qx>) -> tensor<1x3x3x3x!qy> {
+  %w = tfl.const dense<1> : tensor<1x2x2x3xi8> -> tensor<1x2x2x3x!qd>
+  %b = tfl.const dense<1> : tensor<3xi32> -> tensor<3x!qb>
+  %y = tfl.depthwise_conv_2d %x, %w, %b {padding = "VALID", stride_w = 1 : i32, stride_h = 1 : i32, fused_activation_function = "NONE", dilation_w_factor = 2 : i32, dilation_h_factor = 2 : i32, depth_multiplier = 1 : i32} : (tensor<1x5x5x3x!qx>, tensor<1x2x2x3x!qd>, tensor<3x!qb>) -> tensor<1x3x3x3x!qy>
+  func.return %y : tensor<1x3x3x3x!qy>
+}
+
+// -----
+
+!qx = !quant.uniform<i8:f32, 0.5:3>
+!qy = !quant.uniform<i8:f32, 0.25:0>
+!qw = !quant.uniform<i8:f32, 0.125:0>
+
+// FULLY_CONNECTED keeps the reference kernel's double-precision requantization (scale =
+// 0.5 * 0.125 / 0.25); without a bias there is no q.bias_add; RELU clamps at the zero point.
+// CHECK-LABEL: func.func @fully_connected
+// CHECK:         %none = tfl.no_value
+// CHECK-NEXT:    %y = q.dense %x, %w {input_zero_point = 3 : i32, filter_zero_point = 0 : i32} : ({{.*}}) -> tensor<2x4xi32>
+// CHECK-NEXT:    %y_1 = q.requantize %y {input_zero_point = 0 : i32, output_zero_point = 0 : i32, scale = array<f64: 2.500000e-01>}
+// CHECK-NEXT:    %y_2 = q.relu %y_1 {min = 0 : i32, max = 127 : i32}
+func.func @fully_connected(%x: tensor<2x8x!qx>) -> tensor<2x4x!qy> {
+  %w = tfl.const dense<3> : tensor<4x8xi8> -> tensor<4x8x!qw>
+  %none = tfl.no_value
+  %y = tfl.fully_connected %x, %w, %none {fused_activation_function = "RELU", weights_format = "DEFAULT", keep_num_dims = false, asymmetric_quantize_inputs = false} : (tensor<2x8x!qx>, tensor<4x8x!qw>, none) -> tensor<2x4x!qy>
+  func.return %y : tensor<2x4x!qy>
+}
+
+// -----
+
+!qa = !quant.uniform<i8:f32, 0.5:-1>
+!qb = !quant.uniform<i8:f32, 0.25:2>
+!qo = !quant.uniform<i8:f32, 1.0:-5>
+
+// ADD/SUB: left shift 20, input multipliers s_i / (2 max s), output 2 max s / (2^20 s_out).
+// CHECK-LABEL: func.func @add_sub_mul
+// CHECK:         %0 = q.add %a, %b {lhs_zero_point = -1 : i32, rhs_zero_point = 2 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = -1 : i32, output_multiplier = 1073741824 : i32, output_shift = -19 : i32, output_zero_point = -5 : i32}
+// CHECK-NEXT:    %1 = q.sub %a, %b {{.*}}output_zero_point = -5 : i32}
+// CHECK-NEXT:    %2 = q.mul %a, %b {lhs_zero_point = -1 : i32, rhs_zero_point = 2 : i32, multiplier = 1073741824 : i32, shift = -2 : i32, output_zero_point = -5 : i32}
+// CHECK-NEXT:    %3 = q.relu %2 {min = -5 : i32, max = 127 : i32}
+// ONLY-ADD-LABEL: func.func @add_sub_mul
+// ONLY-ADD:         q.add
+// ONLY-ADD-NEXT:    tfl.sub
+// ONLY-ADD-NEXT:    tfl.mul
+func.func @add_sub_mul(%a: tensor<1x4x!qa>, %b: tensor<1x4x!qb>) -> (tensor<1x4x!qo>, tensor<1x4x!qo>, tensor<1x4x!qo>) {
+  %0 = tfl.add %a, %b {fused_activation_function = "NONE", pot_scale_int16 = true} : (tensor<1x4x!qa>, tensor<1x4x!qb>) -> tensor<1x4x!qo>
+  %1 = tfl.sub %a, %b {fused_activation_function = "NONE", pot_scale_int16 = true} : (tensor<1x4x!qa>, tensor<1x4x!qb>) -> tensor<1x4x!qo>
+  %2 = tfl.mul %a, %b {fused_activation_function = "RELU"} : (tensor<1x4x!qa>, tensor<1x4x!qb>) -> tensor<1x4x!qo>
+  func.return %0, %1, %2 : tensor<1x4x!qo>, tensor<1x4x!qo>, tensor<1x4x!qo>
+}
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+!qm = !quant.uniform<i8:f32, 0.25:3>
+
+// CHECK-LABEL: func.func @pool_mean_pad_concat
+// CHECK:         %0 = q.avg_pool2d %x {filter = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>}
+// CHECK-NEXT:    %1 = q.max_pool2d %0 {filter = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>}
+// MEAN over 16 elements: QuantizeMultiplier(0.5 / 0.25) = (2^30, 2), then k = 4: (2^34 / 16, -2).
+// CHECK:         %2 = q.mean %x {axes = array<i64: 1, 2>, num_elements = 16 : i32, input_zero_point = -1 : i32, multiplier = 1073741824 : i32, shift = -2 : i32, output_zero_point = 3 : i32}
+// CHECK:         %3 = q.pad %x {padding = array<i64: 0, 0, 1, 1, 0, 0, 0, 0>, pad_value = -1 : i32}
+// CHECK:         %4 = q.pad %x {padding = array<i64: 0, 0, 1, 1, 0, 0, 0, 0>, pad_value = 9 : i32}
+// CHECK-NEXT:    %5 = q.concat %x, %x {axis = 3 : i32}
+func.func @pool_mean_pad_concat(%x: tensor<1x4x4x2x!q>) -> (tensor<1x2x2x2x!q>, tensor<1x2x!qm>, tensor<1x6x4x2x!q>, tensor<1x6x4x2x!q>, tensor<1x4x4x4x!q>) {
+  %0 = tfl.average_pool_2d %x {padding = "SAME", stride_w = 1 : i32, stride_h = 1 : i32, filter_width = 3 : i32, filter_height = 3 : i32, fused_activation_function = "NONE"} : (tensor<1x4x4x2x!q>) -> tensor<1x4x4x2x!q>
+  %1 = tfl.max_pool_2d %0 {padding = "VALID", stride_w = 2 : i32, stride_h = 2 : i32, filter_width = 2 : i32, filter_height = 2 : i32, fused_activation_function = "NONE"} : (tensor<1x4x4x2x!q>) -> tensor<1x2x2x2x!q>
+  %axes = tfl.const dense<[1, 2]> : tensor<2xi32> -> tensor<2xi32>
+  %2 = tfl.mean %x, %axes {keep_dims = false} : (tensor<1x4x4x2x!q>, tensor<2xi32>) -> tensor<1x2x!qm>
+  %pads = tfl.const dense<[[0, 0], [1, 1], [0, 0], [0, 0]]> : tensor<4x2xi32> -> tensor<4x2xi32>
+  %3 = tfl.pad %x, %pads : (tensor<1x4x4x2x!q>, tensor<4x2xi32>) -> tensor<1x6x4x2x!q>
+  %nine = tfl.const dense<9> : tensor<i8> -> tensor<!q>
+  %4 = tfl.padv2 %x, %pads, %nine : (tensor<1x4x4x2x!q>, tensor<4x2xi32>, tensor<!q>) -> tensor<1x6x4x2x!q>
+  %5 = tfl.concatenation %x, %x {axis = -1 : i32, fused_activation_function = "NONE"} : (tensor<1x4x4x2x!q>, tensor<1x4x4x2x!q>) -> tensor<1x4x4x4x!q>
+  func.return %1, %2, %3, %4, %5 : tensor<1x2x2x2x!q>, tensor<1x2x!qm>, tensor<1x6x4x2x!q>, tensor<1x6x4x2x!q>, tensor<1x4x4x4x!q>
+}
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+!q2 = !quant.uniform<i8:f32, 0.25:-1>
+
+// What stays tfl: float ops, non-constant axes, and concatenation of inputs whose
+// quantization differs from the output's (LiteRT's reference kernel refuses it).
+// CHECK-LABEL: func.func @not_legalized
+// CHECK:         tfl.add
+// CHECK:         tfl.mean
+// CHECK:         tfl.concatenation
+// CHECK-NOT:     q.
+func.func @not_legalized(%f: tensor<4xf32>, %x: tensor<1x4x!q>, %axes: tensor<1xi32>, %y: tensor<1x4x!q2>) -> (tensor<4xf32>, tensor<1x!q>, tensor<1x8x!q>) {
+  %0 = tfl.add %f, %f {fused_activation_function = "NONE", pot_scale_int16 = true} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = tfl.mean %x, %axes {keep_dims = false} : (tensor<1x4x!q>, tensor<1xi32>) -> tensor<1x!q>
+  %2 = tfl.concatenation %x, %y {axis = 1 : i32, fused_activation_function = "NONE"} : (tensor<1x4x!q>, tensor<1x4x!q2>) -> tensor<1x8x!q>
+  func.return %0, %1, %2 : tensor<4xf32>, tensor<1x!q>, tensor<1x8x!q>
+}
