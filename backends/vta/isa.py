@@ -225,7 +225,8 @@ def validate(program, config: HardwareConfig | None = None, fields=None) -> list
 
     Checks: known opcode, reserved bits zero, memory type legal for LOAD/STORE, dependency
     flags the issuing module has, padding only where defined, ALU opcode and immediate range,
-    reset bit only on GEMM, uop_bgn < uop_end, exactly one FINISH as the last instruction.
+    reset bit only on GEMM, imm zero unless use_imm, uop_bgn < uop_end, exactly one FINISH as
+    the last instruction.
     """
     layout = _layout(config)
     words = as_words(program)
@@ -267,6 +268,8 @@ def validate(program, config: HardwareConfig | None = None, fields=None) -> list
             (int(i), f"{_kind(f[i])}: empty micro-op range {f['uop_bgn'][i]}:{f['uop_end'][i]}")
         )
     alu_op, imm, use_imm = f["alu_opcode"], f["imm"], f["use_imm"] != 0
+    for i in np.flatnonzero(is_alu & ~use_imm & (imm != 0)):
+        errors.append((int(i), "ALU: imm must be zero when use_imm is 0"))
     for i in np.flatnonzero(is_alu & (alu_op > AluOp.RSHR)):
         errors.append((int(i), f"ALU: unknown ALU opcode {int(alu_op[i])}"))
     bad_shr = is_alu & use_imm & (alu_op == AluOp.SHR) & ((imm < -31) | (imm > 31))
