@@ -278,6 +278,7 @@ def test_finish_must_wait_for_the_last_store():
          "DRAM access out of range", 0),
         (lambda p: p.load(MemType.UOP, 0, 5, 1, 1), "micro-op image access out of range", 0),
         (lambda p: p.store(MemType.ACC, 2040, 0, 1, 9, push_prev=True), "ACC SRAM out of range", 0),
+        (lambda p: p.store(MemType.OUT, 0, 0, 2, 4, 3, push_prev=True), "rows overlap in DRAM", 0),
     ],
 )
 def test_out_of_range_accesses(build, match, index):

@@ -718,6 +718,10 @@ class _Machine:
             raise self.error(
                 i, f"ACC SRAM out of range: rows {base}..{base + n - 1} (depth {depth})"
             )
+        if r["y_size"] > 1 and r["x_stride"] < r["x_size"]:
+            raise self.error(
+                i, f"x_stride {r['x_stride']} < x_size {r['x_size']}: the rows overlap in DRAM"
+            )
         rows = np.arange(base, base + n)
         self._read_rows(i, STORE, self.acc_writer, rows, "ACC", COMPUTE)
         eb = self._dram_elem_bytes(mem)
