@@ -142,12 +142,16 @@ class FusionBuilder:
     def __init__(self, insert_point: InsertPoint, location: LocationAttr):
         self.insert_point = insert_point
         self.location = location
-        self.base_name = _loc_name(location)
         self.inserted: list[Operation] = []
 
-    def derived_location(self, suffix: str, base: str | None = None) -> NameLoc:
-        base = base if base is not None else self.base_name
-        return NameLoc(StringAttr(f"{base}/{suffix}" if base else suffix), UnknownLoc())
+    def derived_location(self, suffix: str, base: Attribute | None = None) -> NameLoc:
+        """`<base name>/<suffix>`, printed the way the base location is."""
+        base = self.location if base is None else base
+        if isinstance(base, FusedLoc) and base.locations.data:
+            base = base.locations.data[0]
+        if not isinstance(base, NameLoc):
+            return NameLoc(StringAttr(suffix), UnknownLoc())
+        return NameLoc(StringAttr(f"{base.desc.data}/{suffix}"), base.location)
 
     def insert(self, op: _OpT, name: str | None = None) -> _OpT:
         """Insert `op`; a helper op is given a `name`, the fused op none (it takes the
@@ -192,9 +196,8 @@ class FusionBuilder:
         data = self.constant_value(value)
         if data is not None:
             folded = self.const(np.transpose(data, perm), result_type, name)
-            own = _loc_name(value.owner.location)
-            if own:
-                folded.owner.location = self.derived_location(name, own)
+            if _loc_name(value.owner.location):
+                folded.owner.location = self.derived_location(name, value.owner.location)
             return folded
         perm_value = self.const(np.asarray(perm, np.int32), name=f"{name}/perm")
         return self.insert(TransposeOp.create(operands=[value, perm_value],
