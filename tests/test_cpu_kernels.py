@@ -52,7 +52,7 @@ class Case:
             elif spec.data is not None:
                 arrays.append(np.asarray(spec.data).reshape(spec.shape))
             else:
-                arrays.append(next(feeds))
+                arrays.append(next(feeds, None))  # None: unknown at Prepare time
         return OpCall(
             inputs=arrays,
             input_q=[None if s is None else s.quant for s in self.inputs],
