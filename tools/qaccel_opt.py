@@ -86,8 +86,6 @@ def add_pass_manager_arguments(ap: argparse.ArgumentParser, semantics: bool = Tr
                         help="after every pass, run the entry function on random inputs "
                         "(seed SEED, default 0) with the interpreter; fail naming the pass "
                         "if any output changed bit for bit (write --verify-semantics=SEED)")
-    ap.add_argument("--list-passes", action="store_true",
-                    help="list every pass and named pipeline with its summary and options")
 
 
 def normalize_argv(argv: Sequence[str] | None) -> list[str]:
@@ -181,6 +179,9 @@ class QaccelOptMain(xDSLOptMain):
         arg_parser.error = error  # type: ignore[method-assign]
         super().register_all_arguments(arg_parser)
         add_pass_manager_arguments(arg_parser)
+        arg_parser.add_argument("--list-passes", action="store_true",
+                                help="list every pass and named pipeline with its summary and "
+                                "options, then exit")
 
     def register_all_passes(self):
         super().register_all_passes()

@@ -3,12 +3,15 @@
     qaccel-run model.tflite --random-inputs 0 --outputs-dir out --compare-litert
     qaccel-run ir.mlir --inputs x.npy --outputs-dir out
     qaccel-run model.tflite -p legalize-tfl-to-q --outputs-dir out --compare-litert
+    qaccel-run model.tflite -p vta-pipeline --verify-semantics --pass-timing --outputs-dir out
 
 MODEL is a `.tflite` (imported first) or `.mlir` file; `-p` runs a pass pipeline before
 executing. Outputs are written as DIR/output_0.npy, output_1.npy, ... in the model's output
 order. `--compare-litert` (for `.tflite` input) runs LiteRT's reference kernels in a subprocess
 on the same inputs, prints per-output mismatch counts and max |diff| (and the first
-intermediate tensor that differs), and exits 1 on any mismatch.
+intermediate tensor that differs), and exits 1 on any mismatch. The pass-manager flags of
+qaccel-opt (`--print-ir-after-all`, `--print-ir-after=PASS`, `--pass-timing`,
+`--verify-semantics[=SEED]`) work here too.
 
 Bad input (wrong number, shape or dtype of inputs, unreadable files, a model the reference
 kernels refuse) ends with one line on stderr and exit code 1.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -36,8 +40,18 @@ from qaccel.backends.cpu.interpreter import (
     run_function,
 )
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
-from qaccel.passes.pipeline import PipelineError, build_pipeline, qaccel_context
-from qaccel.tools.qaccel_opt import parse_error_line
+from qaccel.passes.pipeline import (
+    PipelineError,
+    SemanticsError,
+    available_passes,
+    qaccel_context,
+)
+from qaccel.tools.qaccel_opt import (
+    add_pass_manager_arguments,
+    normalize_argv,
+    parse_error_line,
+    pass_manager_for,
+)
 
 PROG = "qaccel-run"
 
@@ -85,6 +99,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--outputs-dir", required=True, metavar="DIR")
     ap.add_argument("--compare-litert", action="store_true",
                     help="compare with LiteRT's reference kernels (for .tflite models)")
+    add_pass_manager_arguments(ap)
 
     def error(message: str) -> NoReturn:
         _fail(message)
@@ -94,13 +109,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parser().parse_args(normalize_argv(argv))
     ctx = qaccel_context()
+    manager, timing = pass_manager_for(args, available_passes(), PROG)
+    start = time.perf_counter()
     model_path = Path(args.model)
     module, model_bytes = load_model(model_path, ctx)
-    if args.passes:
-        build_pipeline(args.passes).apply(ctx, module)
-        module.verify()
+    if timing is not None:
+        timing.add(("input",), f"Load ({model_path.suffix[1:]})", time.perf_counter() - start)
+    manager.run(ctx, module)
     function = entry_function(module)
     if args.inputs is not None and args.random_inputs is not None:
         raise RunError("give either --inputs or --random-inputs, not both")
@@ -109,7 +126,12 @@ def run(argv: Sequence[str] | None = None) -> int:
         if args.inputs is not None
         else random_inputs(function, args.random_inputs or 0)
     )
+    run_start = time.perf_counter()
     outputs = run_function(module, inputs)
+    if timing is not None:
+        timing.add(("output",), "Run (interpreter)", time.perf_counter() - run_start)
+        timing.total = time.perf_counter() - start
+        timing.report(sys.stderr)
     out_dir = Path(args.outputs_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for i, y in enumerate(outputs):
@@ -135,7 +157,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     try:
         code = run(argv)
-    except (RunError, ExecutionError, PipelineError, TFLiteImportError, DiagnosticException) as e:
+    except (RunError, ExecutionError, PipelineError, TFLiteImportError, DiagnosticException,
+            SemanticsError) as e:
         _fail(str(e))
     except kernels.Refusal as e:
         _fail(f"LiteRT's reference kernels refuse this model: {e}")
