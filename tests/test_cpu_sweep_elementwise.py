@@ -154,6 +154,10 @@ def quantize_cases(seed: int) -> list[Case]:
     w = ALL_INT8.reshape(4, 64)
     scales = np.float32([0.1, 0.003, 1.7, 1e-5])
     pq = QParams.per_axis(scales, np.zeros(4, np.int64), 0)
+    f = (rng.standard_normal((3, 4, 5)) * 2).astype(np.float32)
+    fq = QParams.per_axis(np.float32([0.01, 0.02, 0.05, 0.5]), np.array([0, 3, -7, 100]), 1)
+    cases.append(Case("QUANTIZE", [spec("x", f.shape, np.float32)], [spec("y", f.shape, q=fq)],
+                      {}, [f], "QUANTIZE float -> per-axis int8"))
     cases.append(Case("DEQUANTIZE", [spec("w", w.shape, q=pq, data=w)],
                       [spec("y", w.shape, np.float32)], {}, [], "DEQUANTIZE per-axis"))
     return cases

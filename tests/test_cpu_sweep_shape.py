@@ -213,8 +213,19 @@ def movement_cases(seed: int) -> list[Case]:
                                            spec("t", table.shape, q=hq, data=table)],
                       [spec("y", (4, 3, 2), np.float32)], {}, [],
                       "EMBEDDING_LOOKUP per-row hybrid -> float"))
+    for k in range(6):  # offset: end holds sizes relative to begin
+        begin = [int(rng.integers(0, d)) for d in x.shape]
+        sizes = [int(rng.integers(1, d - b + 1)) for d, b in zip(x.shape, begin)]
+        strides = [int(rng.choice([1, 2])) for _ in x.shape]
+        out = tuple(-(-sz // st) for sz, st in zip(sizes, strides))
+        cases.append(Case("STRIDED_SLICE", [spec("x", x.shape, q=q),
+                                            spec("b", (4,), np.int32, data=_i32(begin)),
+                                            spec("e", (4,), np.int32, data=_i32(sizes)),
+                                            spec("s", (4,), np.int32, data=_i32(strides))],
+                          [spec("y", out, q=q)], {"offset": True}, [x],
+                          f"STRIDED_SLICE offset b{begin} sizes{sizes} s{strides}"))
     i = 0
-    while sum(c.op == "STRIDED_SLICE" for c in cases) < 60:
+    while sum(c.op == "STRIDED_SLICE" for c in cases) < 66:
         case = _strided_slice_case(rng, i)
         i += 1
         if case is not None:
