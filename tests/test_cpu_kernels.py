@@ -126,7 +126,11 @@ def assert_bit_exact(oracle, cases: list[Case]) -> int:
                 problems.append(f"{case.describe()} output {k}: ours {g.dtype}{list(g.shape)}, "
                                 f"LiteRT {w.dtype}{list(w.shape)}")
                 continue
-            same = (g == w) | (np.isnan(g) & np.isnan(w)) if g.dtype.kind == "f" else g == w
+            if g.dtype.kind == "f":  # bit for bit: -0.0 is not 0.0; any NaN matches any NaN
+                bits = np.dtype(f"u{g.dtype.itemsize}")
+                same = (g.view(bits) == w.view(bits)) | (np.isnan(g) & np.isnan(w))
+            else:
+                same = g == w
             if not np.all(same):
                 bad = np.argwhere(~same)[0]
                 problems.append(

@@ -66,6 +66,28 @@ def test_float_conv_fc_sweep(oracle):
     assert_bit_exact(oracle, conv_like_cases(51, 60))
 
 
+def test_float_conv_signed_zeros(oracle):
+    """Zero inputs, negative weights, a -0.0 bias: the sign of a zero result depends on the
+    reference kernel skipping out-of-image taps instead of adding padded zeros."""
+    x = np.zeros((1, 3, 3, 2), F32)
+    x[0, 1, 1, 0] = -0.0
+    w = -np.ones((2, 3, 3, 2), F32)
+    cases = []
+    for op, w_shape in (("CONV_2D", (2, 3, 3, 2)), ("DEPTHWISE_CONV_2D", (1, 3, 3, 2))):
+        for bias in (F32([-0.0, 0.0]), F32([-0.0, -0.0])):
+            options = {"padding": "SAME", "stride_h": 1, "stride_w": 1,
+                       "fused_activation_function": "NONE"}
+            if op == "DEPTHWISE_CONV_2D":
+                options["depth_multiplier"] = 1
+            cases.append(Case(op, [spec("x", x.shape, F32),
+                                   spec("w", w_shape, F32, data=-np.ones(w_shape, F32)),
+                                   spec("b", (2,), F32, data=bias)],
+                              [spec("y", (1, 3, 3, 2), F32)], options, [x],
+                              f"{op} signed zeros bias {bias}"))
+    assert_bit_exact(oracle, cases)
+    assert w is not None
+
+
 def elementwise_cases(seed: int) -> list[Case]:
     rng = np.random.default_rng(seed)
     cases = []
@@ -80,7 +102,7 @@ def elementwise_cases(seed: int) -> list[Case]:
     # libm's expf and tanhf are not correctly rounded: thousands of samples catch a kernel
     # that rounds exp or tanh differently (about 3 in 10,000 values differ).
     specials = F32([0, -0.0, 20, -20, 16.7, -9.5, 3, -3, 6, 1e-30, -1e-30, 88.8, -104, 30,
-                    np.inf, -np.inf])
+                    np.inf, -np.inf, np.nan])
     x = np.concatenate([_f32(rng, (40000,), 6), rng.uniform(-30, 30, 10000).astype(F32),
                         specials])
     x = x.reshape(1, -1)

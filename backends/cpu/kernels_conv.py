@@ -194,25 +194,45 @@ def _conv_float(x, w, bias, groups, geometry, call) -> np.ndarray:
     per_group = cout // groups
     xp = pad_spatial(x.astype(np.float32), pad_h, pad_w, out_h, out_w, kh, kw, sh, sw, dh, dw,
                      0.0)
+    wf = w.astype(np.float32)
+    masks = _skip_masks(geometry, kh, kw, x.shape[1], x.shape[2], bias)
     total = np.zeros((n, out_h, out_w, cout), dtype=np.float32)
-    # Which output positions see tap (ky, kx) inside the image: outside taps are skipped by
-    # the reference kernel (adding a +0.0 product would flip a -0.0 total).
-    valid_y = [_tap_inside(out_h, sh, dh, ky, pad_h, x.shape[1]) for ky in range(kh)]
-    valid_x = [_tap_inside(out_w, sw, dw, kx, pad_w, x.shape[2]) for kx in range(kw)]
-    w_by_group = w.astype(np.float32).reshape(groups, per_group, kh, kw, cin_g)
+    prod = np.empty((n, out_h, out_w, per_group), dtype=np.float32)
     for ky in range(kh):
         for kx in range(kw):
             rows = xp[:, ky * dh: ky * dh + (out_h - 1) * sh + 1: sh,
                       kx * dw: kx * dw + (out_w - 1) * sw + 1: sw, :]
-            inside = (valid_y[ky][:, None] & valid_x[kx][None, :])[None, :, :, None]
-            for ci in range(cin_g):
-                for g in range(groups):
-                    xin = rows[..., g * cin_g + ci: g * cin_g + ci + 1]
-                    prod = xin * w_by_group[g, :, ky, kx, ci]
-                    sl = slice(g * per_group, (g + 1) * per_group)
-                    total[..., sl] = np.where(inside, total[..., sl] + prod, total[..., sl])
+            for g in range(groups):
+                sl = slice(g * per_group, (g + 1) * per_group)
+                for ci in range(cin_g):
+                    c = g * cin_g + ci
+                    np.multiply(rows[..., c: c + 1], wf[sl, ky, kx, ci], out=prod)
+                    if masks is None:
+                        total[..., sl] += prod
+                    else:
+                        total[..., sl] = np.where(masks[ky][kx], total[..., sl] + prod,
+                                                  total[..., sl])
+    return _bias_and_clamp(total, bias, call)
+
+
+def _skip_masks(geometry, kh: int, kw: int, h: int, w: int, bias):
+    """Where each tap lies inside the image, or None when adding the zero padding's products
+    is exact: an outside tap then adds +-0.0, which only flips the sign of a total of -0.0,
+    and adding the bias (0.0 when absent) erases that unless the bias is -0.0 itself."""
+    if bias is None or not np.any((bias == 0) & np.signbit(bias)):
+        return None
+    out_h, out_w, pad_h, pad_w, sh, sw, dh, dw = geometry
+    ys = [_tap_inside(out_h, sh, dh, ky, pad_h, h) for ky in range(kh)]
+    xs = [_tap_inside(out_w, sw, dw, kx, pad_w, w) for kx in range(kw)]
+    return [[(ys[ky][:, None] & xs[kx][None, :])[None, :, :, None] for kx in range(kw)]
+            for ky in range(kh)]
+
+
+def _bias_and_clamp(total: np.ndarray, bias, call) -> np.ndarray:
     if bias is not None:
         total = total + bias.astype(np.float32)
+    else:
+        total = total + np.float32(0.0)
     lo, hi = ar.activation_range_float(activation(call))
     return np.minimum(np.maximum(total, np.float32(lo)), np.float32(hi))
 
@@ -290,20 +310,18 @@ def _depthwise_float(x, w, bias, mult, geometry, call) -> np.ndarray:
     if mult > 1:
         xf = np.repeat(xf, mult, axis=3)
     xp = pad_spatial(xf, pad_h, pad_w, out_h, out_w, kh, kw, sh, sw, dh, dw, 0.0)
-    valid_y = [_tap_inside(out_h, sh, dh, ky, pad_h, x.shape[1]) for ky in range(kh)]
-    valid_x = [_tap_inside(out_w, sw, dw, kx, pad_w, x.shape[2]) for kx in range(kw)]
+    masks = _skip_masks(geometry, kh, kw, x.shape[1], x.shape[2], bias)
     wf = w.astype(np.float32)
     total = np.zeros((n, out_h, out_w, cout), dtype=np.float32)
     for ky in range(kh):
         for kx in range(kw):
             tap = xp[:, ky * dh: ky * dh + (out_h - 1) * sh + 1: sh,
                      kx * dw: kx * dw + (out_w - 1) * sw + 1: sw, :]
-            inside = (valid_y[ky][:, None] & valid_x[kx][None, :])[None, :, :, None]
-            total = np.where(inside, total + tap * wf[0, ky, kx], total)
-    if bias is not None:
-        total = total + bias.astype(np.float32)
-    lo, hi = ar.activation_range_float(activation(call))
-    return np.minimum(np.maximum(total, np.float32(lo)), np.float32(hi))
+            if masks is None:
+                total += tap * wf[0, ky, kx]
+            else:
+                total = np.where(masks[ky][kx], total + tap * wf[0, ky, kx], total)
+    return _bias_and_clamp(total, bias, call)
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,7 +413,4 @@ def _fc_float(rows, w, bias, call) -> np.ndarray:
     total = np.zeros((rows.shape[0], wf.shape[0]), dtype=np.float32)
     for d in range(wf.shape[1]):
         total += rows[:, d: d + 1] * wf[:, d]
-    if bias is not None:
-        total = total + bias.astype(np.float32)
-    lo, hi = ar.activation_range_float(activation(call))
-    return np.minimum(np.maximum(total, np.float32(lo)), np.float32(hi))
+    return _bias_and_clamp(total, bias, call)

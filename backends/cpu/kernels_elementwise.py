@@ -244,7 +244,8 @@ def _relu_kernel(op: str):
         if dtype == np.float32:
             x = call.inputs[0].astype(np.float32)
             lo, hi = _RELU_BOUNDS[op]
-            r = np.maximum(x, np.float32(lo)) if np.isinf(hi) else \
+            # Compare-and-select like the C++ code: -0.0 and NaN pass through unchanged.
+            r = np.where(x < lo, np.float32(lo), x) if np.isinf(hi) else \
                 np.where(x > hi, np.float32(hi), np.where(x < lo, np.float32(lo), x))
             return [r.astype(np.float32)]
         raise UnsupportedOp(f"{op}: no kernel for {dtype} tensors")
