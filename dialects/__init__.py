@@ -21,4 +21,9 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Q
 
-    return {"quant": get_quant, "tfl": get_tfl, "q": get_q}
+    def get_accel():
+        from qaccel.dialects.accel import Accel
+
+        return Accel
+
+    return {"quant": get_quant, "tfl": get_tfl, "q": get_q, "accel": get_accel}

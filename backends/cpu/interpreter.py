@@ -28,6 +28,7 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
 from qaccel.backends.cpu import kernels
+from qaccel.backends.cpu.accel_semantics import AccelFunctions
 from qaccel.backends.cpu.q_semantics import QFunctions
 from qaccel.dialects.quant import element_qparams
 from qaccel.dialects.tfl import (
@@ -186,6 +187,8 @@ def make_interpreter(module: ModuleOp, listeners: Sequence[Interpreter.Listener]
     interpreter.register_implementations(FuncFunctions())
     interpreter.register_implementations(TflFunctions())
     interpreter.register_implementations(QFunctions())
+    # Overrides func.call with a call that checks types at partition borders.
+    interpreter.register_implementations(AccelFunctions(), override=True)
     return interpreter
 
 
