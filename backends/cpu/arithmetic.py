@@ -325,31 +325,27 @@ def activation_range_quantized(activation: str, scale: float, zero_point: int,
     raise ValueError(f"unsupported fused activation {activation!r}")
 
 
+# `CalculateActivationRange<T>`: the clamp bounds of a fused activation for float and int32
+# tensors (None = the type's own limit).
+_ACTIVATION_BOUNDS = {None: (None, None), "NONE": (None, None), "RELU": (0, None),
+                      "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}
+
+
+def _activation_bounds(activation: str, lowest, highest):
+    if activation not in _ACTIVATION_BOUNDS:
+        raise ValueError(f"unsupported fused activation {activation!r}")
+    lo, hi = _ACTIVATION_BOUNDS[activation]
+    return (lowest if lo is None else lo), (highest if hi is None else hi)
+
+
 def activation_range_float(activation: str) -> tuple[float, float]:
-    """`CalculateActivationRange<float>`: the clamp bounds of a float fused activation."""
-    lo, hi = float(np.finfo(np.float32).min), float(np.finfo(np.float32).max)
-    if activation in (None, "NONE"):
-        return lo, hi
-    if activation == "RELU":
-        return 0.0, hi
-    if activation == "RELU6":
-        return 0.0, 6.0
-    if activation == "RELU_N1_TO_1":
-        return -1.0, 1.0
-    raise ValueError(f"unsupported fused activation {activation!r}")
+    f32_max = float(np.finfo(np.float32).max)
+    lo, hi = _activation_bounds(activation, -f32_max, f32_max)
+    return float(lo), float(hi)
 
 
 def activation_range_int32(activation: str) -> tuple[int, int]:
-    """`CalculateActivationRange<int32_t>` (the bounds are the float ones cast to int)."""
-    if activation in (None, "NONE"):
-        return INT32_MIN, INT32_MAX
-    if activation == "RELU":
-        return 0, INT32_MAX
-    if activation == "RELU6":
-        return 0, 6
-    if activation == "RELU_N1_TO_1":
-        return -1, 1
-    raise ValueError(f"unsupported fused activation {activation!r}")
+    return _activation_bounds(activation, INT32_MIN, INT32_MAX)
 
 
 # --------------------------------------------------------------------------------------------

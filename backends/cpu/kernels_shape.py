@@ -455,20 +455,28 @@ def _check_resize(op: str, call: OpCall) -> None:
                 f"size must have 2 elements, got shape {list(size.shape)}")
 
 
-def _output_size(call: OpCall) -> tuple[int, int]:
+def _resize_args(call: OpCall) -> tuple[np.ndarray, int, int, bool, bool]:
+    """(input, output height, output width, align_corners, half_pixel_centers)."""
     size = call.inputs[1] if len(call.inputs) > 1 and call.inputs[1] is not None else None
     if size is not None:
-        return int(size.reshape(-1)[0]), int(size.reshape(-1)[1])
-    return tuple(call.output_shapes[0][1:3])
+        out_h, out_w = int(size.reshape(-1)[0]), int(size.reshape(-1)[1])
+    else:
+        out_h, out_w = call.output_shapes[0][1:3]
+    return (call.inputs[0], out_h, out_w, bool(call.options.get("align_corners", False)),
+            bool(call.options.get("half_pixel_centers", False)))
+
+
+def _resize_scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
+    """input / output size in float; (in - 1) / (out - 1) with align_corners."""
+    if align_corners and out_size > 1:
+        return f32(in_size - 1) / f32(out_size - 1)
+    return f32(in_size) / f32(out_size)
 
 
 def nearest_indices(in_size: int, out_size: int, align_corners: bool,
                     half_pixel_centers: bool) -> np.ndarray:
     """`GetNearestNeighbor` for every output coordinate, in float like the C++ code."""
-    if align_corners and out_size > 1:
-        scale = f32(in_size - 1) / f32(out_size - 1)
-    else:
-        scale = f32(in_size) / f32(out_size)
+    scale = _resize_scale(in_size, out_size, align_corners)
     offset = f32(0.5) if half_pixel_centers else f32(0.0)
     pos = ((np.arange(out_size, dtype=np.float32) + offset) * scale).astype(np.float32)
     idx = ar.float_to_int32(ar.round_half_away(pos) if align_corners else np.floor(pos))
@@ -480,27 +488,15 @@ def nearest_indices(in_size: int, out_size: int, align_corners: bool,
 
 @register("RESIZE_NEAREST_NEIGHBOR", check=_check_resize)
 def resize_nearest_neighbor(call: OpCall) -> list[np.ndarray]:
-    x = call.inputs[0]
-    out_h, out_w = _output_size(call)
-    ac = bool(call.options.get("align_corners", False))
-    hp = bool(call.options.get("half_pixel_centers", False))
+    x, out_h, out_w, ac, hp = _resize_args(call)
     ys = nearest_indices(x.shape[1], out_h, ac, hp)
     xs = nearest_indices(x.shape[2], out_w, ac, hp)
     return [x[:, ys][:, :, xs].copy()]
 
 
-def _bilinear_scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
-    if align_corners and out_size > 1:
-        return f32(in_size - 1) / f32(out_size - 1)
-    return f32(in_size) / f32(out_size)
-
-
 @register("RESIZE_BILINEAR", check=_check_resize)
 def resize_bilinear(call: OpCall) -> list[np.ndarray]:
-    x = call.inputs[0]
-    out_h, out_w = _output_size(call)
-    ac = bool(call.options.get("align_corners", False))
-    hp = bool(call.options.get("half_pixel_centers", False))
+    x, out_h, out_w, ac, hp = _resize_args(call)
     dtype = np.dtype(call.output_dtypes[0])
     if dtype in (np.int8, np.int16):
         return [_resize_bilinear_integer(x, out_h, out_w, ac, hp).astype(dtype)]
@@ -543,7 +539,7 @@ def _resize_bilinear_float(x, out_h, out_w, ac, hp) -> np.ndarray:
     _, in_h, in_w, _ = x.shape
 
     def coords(in_size, out_size):
-        scale = _bilinear_scale(in_size, out_size, ac)
+        scale = _resize_scale(in_size, out_size, ac)
         v = np.arange(out_size, dtype=np.float32)
         scaled = ((v + f32(0.5)) * scale - f32(0.5)) if hp else v * scale
         scaled = scaled.astype(np.float32)
