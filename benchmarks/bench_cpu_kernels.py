@@ -149,8 +149,10 @@ def resnet50(batch: int = 1) -> list[Layer]:
     return net.layers
 
 
-def run_layers(layers: list[Layer], rng) -> dict[str, float]:
+def run_layers(layers: list[Layer], rng) -> tuple[dict[str, float], list[tuple[float, str]]]:
+    """Run every layer once: seconds per op type, and (seconds, label) per layer."""
     times: dict[str, float] = defaultdict(float)
+    per_layer = []
     for layer in layers:
         call = layer.call
         inputs = [rng.integers(-128, 127, size=layer.in_shape, dtype=np.int8) if x is None else x
@@ -160,15 +162,18 @@ def run_layers(layers: list[Layer], rng) -> dict[str, float]:
                                  call.output_dtypes, call.options))
         out = KERNELS[layer.op](OpCall(inputs, call.input_q, call.output_q, call.output_shapes,
                                        call.output_dtypes, call.options))[0]
-        times[layer.op] += time.perf_counter() - t0
+        elapsed = time.perf_counter() - t0
+        times[layer.op] += elapsed
+        per_layer.append((elapsed, layer.label))
         assert out.shape == tuple(call.output_shapes[0]), (layer.label, out.shape)
-    return times
+    return times, per_layer
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--model", default="all", choices=["all", "mobilenet_v2", "resnet50"])
+    parser.add_argument("--slowest", type=int, default=5, help="list the N slowest layers")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     models = {"mobilenet_v2": mobilenet_v2, "resnet50": resnet50}
@@ -176,15 +181,18 @@ def main() -> None:
         if args.model not in ("all", name):
             continue
         layers = build()
-        best, best_times = float("inf"), {}
+        best, best_times, best_layers = float("inf"), {}, []
         for _ in range(args.repeat):
-            times = run_layers(layers, rng)
+            times, per_layer = run_layers(layers, rng)
             total = sum(times.values())
             if total < best:
-                best, best_times = total, times
+                best, best_times, best_layers = total, times, per_layer
         print(f"{name}: {len(layers)} layers, best of {args.repeat}: {best:.3f} s")
         for op, t in sorted(best_times.items(), key=lambda kv: -kv[1]):
             print(f"  {op:20s} {t:7.3f} s")
+        print("  slowest layers:")
+        for t, label in sorted(best_layers, reverse=True)[: args.slowest]:
+            print(f"    {t * 1000:7.1f} ms  {label}")
 
 
 if __name__ == "__main__":
