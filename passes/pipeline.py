@@ -98,7 +98,7 @@ def pass_spec(pass_name: str, **options: Any) -> ArgSpec:
     return ArgSpec(pass_name, parameters)
 
 
-_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")  # what the pipeline lexer reads as a word
 
 
 def _format_value(value: Any) -> str:
@@ -571,29 +571,39 @@ def compare_outputs(before: Sequence[Any], after: Sequence[Any], function: str) 
 
 
 class SemanticsVerifier(PassInstrumentation):
-    """`--verify-semantics[=SEED]`: run the entry function on the same seeded random inputs
-    before the first pass and after each pass that changed the IR, with qaccel's interpreter;
+    """`--verify-semantics[=SEED]`: run the entry function with qaccel's interpreter on the
+    same seeded random inputs before the first pass and after each pass that changed the IR;
     raise SemanticsError naming the first pass after which an output differs bit for bit or
-    the module cannot run."""
+    the module cannot run.
+
+    The interpreter only runs once some pass changed the IR (the input is run then, from a
+    snapshot), and never after a pass that left the IR as it was, so passes that do nothing
+    cost a clone and a comparison."""
 
     timing_label = "Semantics verifier (interpreter)"
 
     def __init__(self, seed: int = 0):
         self.seed = seed
         self.runs = 0
+        self.reference: list[Any] | None = None
 
     def run_before_pipeline(self, module: ModuleOp, passes: Sequence[ScheduledPass]) -> None:
+        self.reference = None
+        self.snapshot = module.clone() if passes else None
+
+    def _start(self) -> None:
+        """Run the input (the snapshot taken before the first pass) for the reference."""
         from qaccel.backends.cpu import interpreter
 
         self._interpreter = interpreter
+        assert self.snapshot is not None
         try:
-            function = interpreter.entry_function(module)
+            function = interpreter.entry_function(self.snapshot)
         except interpreter.ExecutionError as e:
             raise SemanticsError(f"--verify-semantics: cannot run the input: {e}") from None
         self.entry = function.sym_name.data
         self.inputs = interpreter.random_inputs(function, self.seed)
-        self.reference = self._run(module, None)
-        self.snapshot = module.clone()
+        self.reference = self._run(self.snapshot, None)
 
     def _run(self, module: ModuleOp, after: ScheduledPass | None) -> list[Any]:
         self.runs += 1
@@ -607,8 +617,11 @@ class SemanticsVerifier(PassInstrumentation):
             raise SemanticsError(f"--verify-semantics: cannot run {where}: {reason}") from None
 
     def run_after_pass(self, index: int, scheduled: ScheduledPass, module: ModuleOp) -> None:
+        assert self.snapshot is not None
         if same_ir(module, self.snapshot):
             return  # an unchanged module computes the same outputs
+        if self.reference is None:
+            self._start()
         outputs = self._run(module, scheduled)
         difference = compare_outputs(self.reference, outputs, self.entry)
         if difference is not None:

@@ -315,6 +315,8 @@ def test_verify_semantics_reports_a_module_it_cannot_run(capsys, add_ir, tmp_pat
     no_function = tmp_path / "empty.mlir"
     no_function.write_text("builtin.module {}\n")
     code, _, err = run_opt(capsys, [str(no_function), "-p", "cse", "--verify-semantics"])
+    assert code == 0  # nothing changed: nothing to run
+    code, _, err = run_opt(capsys, [str(no_function), "-p", "test-set-attr", "--verify-semantics"])
     assert code == 1
     assert err == ("qaccel-opt: error: --verify-semantics: cannot run the input: the module "
                    "has no public function to run\n")  # fmt: skip
@@ -336,6 +338,8 @@ def test_unchanged_modules_are_not_run_again():
     verifier = SemanticsVerifier(seed=3)
     PassManager(scheduled.passes, [verifier]).run(context(), module)
     assert verifier.runs == 2  # the input, and after cse (the only pass that changed the IR)
+    PassManager(scheduled.passes, [verifier]).run(context(), module)
+    assert verifier.runs == 2  # nothing changed this time: the interpreter never ran
 
 
 def test_same_ir_sees_result_types():
