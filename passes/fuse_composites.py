@@ -1,46 +1,15 @@
 """`fuse-composites`: composite ops and implements-functions become fused ops.
 
-TensorFlow's prepare-composite-functions for qaccel. Every `tfl.stablehlo_composite` op, and
-every `func.func` with an implements attribute (`qaccel.implements`, `tf._implements`,
-`tf.api_implements`), is looked up by name in the fusion registry (`fusion_registry.py`;
-built-ins in `fusions.py`, more through the `qaccel.fusions` entry point group):
+TensorFlow's prepare-composite-functions for qaccel (see `FuseCompositesPass` for the rules
+and `fusions.py` for the built-in fusions). The fusion registry and its `qaccel.fusions`
+entry points are in `fusion_registry.py`.
 
-- a registered fusion first checks the interface (operand and result types, attributes) and
-  then replaces the composite op, or the function's body, by the fused op plus any static
-  operand transforms; a signature that does not fit fails the pass with a one-line reason;
-- an unregistered composite is inlined from its decomposition (kept with
-  `keep-unregistered=true`); an unregistered implements-function is left as it is.
-
-Decompositions no longer referenced are erased (public functions are kept).
-
-    %y = tfl.stablehlo_composite %ids, %table {name = "odml.embedding_lookup",
-           decomposition = @lookup, composite_attributes = {}, version = 0 : i32}
-           : (tensor<4xi32>, tensor<10x8x!q>) -> tensor<4x8x!q>
-    func.func private @lookup(%ids: tensor<4xi32>, %table: tensor<10x8x!q>) -> tensor<4x8x!q> {
-      %0 = tfl.gather %table, %ids {axis = 0 : i32, batch_dims = 0 : i32} : ...
-      func.return %0 : tensor<4x8x!q>
-    }
-
-becomes
-
-    %y = tfl.embedding_lookup %ids, %table : (tensor<4xi32>, tensor<10x8x!q>) -> tensor<4x8x!q>
-
-and a function
-
-    func.func @hswish(%x: tensor<8x!q>) -> tensor<8x!q> attributes {tf._implements = "hard_swish"} {
-      ... tfl.add, tfl.mul, tfl.mul ...
-    }
-
-becomes
-
-    func.func @hswish(%x: tensor<8x!q>) -> tensor<8x!q> attributes {qaccel.fused = "hard_swish"} {
-      %0 = tfl.hard_swish %x : (tensor<8x!q>) -> tensor<8x!q>
-      func.return %0 : tensor<8x!q>
-    }
-
-A fused op computes what the interface means, which is what its decomposition computes only
-where their integer arithmetic agrees (see `fusions.py` for each built-in); like TensorFlow's
-fusion, it may change an int8 model's numbers elsewhere.
+Composites are processed decompositions first, so an inlined decomposition brings its own
+composites already fused; a decomposition that (indirectly) uses itself fails the pass.
+Inlining moves a composite's location (its output's tensor name) to the op that now makes
+the value, and a constant operand a static transform replaced (an HWIO filter folded to
+OHWI) is erased with the composite, so exported models keep their tensor names and no dead
+weights.
 """
 
 from __future__ import annotations
@@ -87,16 +56,59 @@ FUSED_ATTRIBUTE = "qaccel.fused"
 class FuseCompositesPass(ModulePass):
     """Replace composite ops and implements-functions by the fused ops of the fusion registry.
 
-    Options: `keep-unregistered` keeps composites without a registered fusion instead of
-    inlining their decompositions.
+    Every `tfl.stablehlo_composite` op, and every `func.func` with an implements attribute
+    (`qaccel.implements`, `tf._implements`, `tf.api_implements`; attributes from TensorFlow's
+    `name: "..." attr {...}` form or a `qaccel.implements_attributes` dictionary), is looked
+    up by name in the fusion registry. A registered fusion checks the interface (operand and
+    result types, attributes) first, and a signature that does not fit fails the pass with a
+    one-line reason. Then, if the fused op computes bit for bit what the decomposition
+    computes (each fusion knows or proves it; `allow-inexact=true` skips that test), the
+    fused op plus any static operand transforms replace the composite op, or the body of the
+    function (which is kept, marked `qaccel.fused`). Composites without such a fusion are
+    inlined from their decomposition (or kept: `keep-unregistered=true`); other
+    implements-functions stay as they are. Private decompositions left unused are erased.
+
+        %y = tfl.stablehlo_composite %ids, %table {name = "odml.embedding_lookup",
+               decomposition = @lookup, composite_attributes = {}, version = 0 : i32}
+               : (tensor<4xi32>, tensor<10x8x!q>) -> tensor<4x8x!q>
+        func.func private @lookup(%ids: tensor<4xi32>, %table: tensor<10x8x!q>) -> tensor<4x8x!q> {
+          %0 = tfl.gather %table, %ids {axis = 0 : i32, batch_dims = 0 : i32} : ...
+          func.return %0 : tensor<4x8x!q>
+        }
+
+    becomes
+
+        %y = tfl.embedding_lookup %ids, %table : (tensor<4xi32>, tensor<10x8x!q>) -> tensor<4x8x!q>
+
+    and, with `allow-inexact=true` (an int8 ADD/MUL chain rounds differently from HARD_SWISH),
+
+        func.func @hswish(%x: tensor<8x!q>) -> tensor<8x!p> attributes {tf._implements = "hard_swish"} {
+          ... tfl.add, tfl.mul, tfl.mul ...
+        }
+
+    becomes
+
+        func.func @hswish(%x: tensor<8x!q>) -> tensor<8x!p> attributes {qaccel.fused = "hard_swish"} {
+          %0 = tfl.hard_swish %x : (tensor<8x!q>) -> tensor<8x!p>
+          func.return %0 : tensor<8x!p>
+        }
+
+    Built-in fusions: `embedding_lookup` (`odml.embedding_lookup`), `hard_swish`
+    (`aten.hardswish.default`), `conv2d_bias_relu`; other packages add theirs through the
+    `qaccel.fusions` entry point group.
     """
 
     name = "fuse-composites"
 
     keep_unregistered: bool = False
+    """Keep composites without an (exact) fusion instead of inlining their decompositions."""
+
+    allow_inexact: bool = False
+    """Also apply fusions whose fused op rounds differently from the decomposition, as
+    TensorFlow's converter does (e.g. one HARD_SWISH for an int8 ADD/MUL chain)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _Fuser(op, default_registry(), self.keep_unregistered).run()
+        _Fuser(op, default_registry(), self.keep_unregistered, self.allow_inexact).run()
 
 
 def _fail(message: str) -> PassFailedException:
@@ -130,10 +142,12 @@ def _is_public(f: func.FuncOp) -> bool:
 
 
 class _Fuser:
-    def __init__(self, module: ModuleOp, registry: FusionRegistry, keep_unregistered: bool):
+    def __init__(self, module: ModuleOp, registry: FusionRegistry, keep_unregistered: bool,
+                 allow_inexact: bool):
         self.module = module
         self.registry = registry
         self.keep_unregistered = keep_unregistered
+        self.allow_inexact = allow_inexact
         self.functions: dict[str, func.FuncOp] = {
             f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)
         }
@@ -185,8 +199,10 @@ class _Fuser:
             result_types=tuple(f.function_type.outputs.data),
             attributes=arguments,
             constants=(None,) * len(f.function_type.inputs.data),
+            decomposition=f,
         )
-        self.check(fusion, sig)
+        if not self.applies(fusion, sig):
+            return
         block = f.body.blocks.first
         assert block is not None
         location = self.function_result_location(f)
@@ -256,11 +272,8 @@ class _Fuser:
         name = op.composite_name.data
         decomposition = self.decomposition_of(op)
         fusion = self.registry.lookup(name)
-        if fusion is None:
-            if self.keep_unregistered:
-                return
-            results = self.inline(op, decomposition)
-        else:
+        sig = None
+        if fusion is not None:
             sig = Signature(
                 name=name,
                 where=_describe_composite(op),
@@ -272,10 +285,15 @@ class _Fuser:
                     for v in op.operands
                 ),
                 version=op.composite_version.value.data,
+                decomposition=decomposition,
             )
-            self.check(fusion, sig)
+        if fusion is not None and self.applies(fusion, sig):
             results = self.build(fusion, sig, list(op.operands), InsertPoint.before(op),
                                  op.location)
+        elif self.keep_unregistered:
+            return
+        else:
+            results = self.inline(op, decomposition)
         for old, new in zip(op.results, results, strict=True):
             old.replace_all_uses_with(new)
         operands = set(op.operands)
@@ -335,7 +353,9 @@ class _Fuser:
 
     # -- fusing --------------------------------------------------------------------------------
 
-    def check(self, fusion: Fusion, sig: Signature) -> None:
+    def applies(self, fusion: Fusion, sig: Signature) -> bool:
+        """Whether `fusion` replaces `sig`'s composite or function: it must fit the signature
+        (else the pass fails) and, unless inexact fusions are allowed, be exact."""
         try:
             reason = fusion.check(sig)
         except Exception as e:
@@ -344,6 +364,13 @@ class _Fuser:
         if reason:
             raise _fail(f"{sig.where} implements '{sig.name}', which does not fit the fused "
                         f"op: {reason}")
+        if self.allow_inexact:
+            return True
+        try:
+            return bool(fusion.exact(sig))
+        except Exception as e:
+            raise _fail(f"{sig.where}: fusion {fusion!r} failed deciding whether '{sig.name}' "
+                        f"is exact: {type(e).__name__}: {e}") from e
 
     def build(self, fusion: Fusion, sig: Signature, operands: Sequence[SSAValue],
               where: InsertPoint, location: LocationAttr) -> list[SSAValue]:

@@ -45,17 +45,20 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
     FusedLoc,
     LocationAttr,
+    ModuleOp,
     NameLoc,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     UnknownLoc,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -88,6 +91,9 @@ class Signature:
     constants: tuple[np.ndarray | None, ...] = ()
     """Each operand's value when it is a `tfl.const` (storage dtype), else None."""
     version: int = 0
+    decomposition: func.FuncOp | None = field(default=None, compare=False)
+    """The composite's decomposition, or the implements-function itself before fusion; only
+    for deciding exactness (`Fusion.exact`): fusions never rewrite from it."""
 
     # Small checks shared by fusions; each returns a reason, or None when the check passes.
 
@@ -222,7 +228,13 @@ def transposed_type(t: TensorType, perm: Sequence[int]) -> TensorType:
 
 
 class Fusion:
-    """One interface -> fused op conversion. Subclass and override `check` and `build`."""
+    """One interface -> fused op conversion. Subclass and override `check`, `build` and,
+    for a fusion that keeps the decomposition's numbers, `exact`.
+
+    By default `fuse-composites` applies a fusion only where `exact` says the fused op
+    computes bit for bit what the decomposition computes; the others also apply with
+    `fuse-composites{allow-inexact=true}` (TensorFlow's behaviour: the fused op's numerics).
+    """
 
     name: str = ""
     """The canonical interface name."""
@@ -243,6 +255,13 @@ class Fusion:
         """Emit the fused op for operands typed as `sig` says; return values of the result types."""
         raise NotImplementedError(f"fusion '{self.name}' has no build method")
 
+    def exact(self, sig: Signature) -> bool:
+        """Whether the fused op computes bit for bit what `sig.decomposition` computes (called
+        after `check` accepted `sig`). False, the safe answer, unless a fusion knows better:
+        by construction (a lookup copies bytes either way), by the decomposition's structure,
+        or by proof (`agrees_on_every_int8_value`)."""
+        return False
+
     def __repr__(self) -> str:
         return f"<fusion {self.name} ({type(self).__module__}.{type(self).__qualname__})>"
 
@@ -252,11 +271,13 @@ class FunctionFusion(Fusion):
 
     def __init__(self, name: str, build: Callable[..., Sequence[SSAValue]],
                  check: Callable[[Signature], str | None] | None = None,
-                 aliases: Sequence[str] = ()):
+                 aliases: Sequence[str] = (),
+                 exact: bool | Callable[[Signature], bool] = False):
         self.name = name
         self.aliases = tuple(aliases)
         self._build = build
         self._check = check
+        self._exact = exact
 
     @property
     def summary(self) -> str:
@@ -269,8 +290,86 @@ class FunctionFusion(Fusion):
     def build(self, b, operands, sig):
         return self._build(b, operands, sig)
 
+    def exact(self, sig: Signature) -> bool:
+        return bool(self._exact(sig) if callable(self._exact) else self._exact)
+
     def __repr__(self) -> str:
         return f"<fusion {self.name} ({self._build.__module__}.{self._build.__qualname__})>"
+
+
+# --------------------------------------------------------------------------------------------
+# Proving exactness
+
+
+def agrees_on_every_int8_value(fusion: Fusion, sig: Signature) -> bool:
+    """Whether the fused op and the decomposition agree on every possible input, for an
+    element-wise interface of one 8-bit per-tensor quantized operand (hard-swish, GELU, ...).
+
+    Both run in the CPU interpreter on all 256 input values; since each output element of an
+    element-wise op depends on its input element alone, agreement is a proof of exactness.
+    Anything that keeps the comparison from running (a decomposition the interpreter cannot
+    execute, a shape mismatch) answers False.
+    """
+    d = sig.decomposition
+    if d is None or d.is_declaration or len(sig.operand_types) != 1 or len(sig.result_types) != 1:
+        return False
+    if (tuple(d.function_type.inputs.data) != tuple(sig.operand_types)
+            or tuple(d.function_type.outputs.data) != tuple(sig.result_types)):
+        return False
+    x = sig.tensor(0)
+    element = x.element_type
+    if not (isinstance(element, UniformQuantizedType) and not element.is_per_axis
+            and element.storage_type.width.data == 8):
+        return False
+    from qaccel.backends.cpu.interpreter import run_function
+    from qaccel.dialects.types import numpy_dtype
+
+    n = int(np.prod(x.get_shape()))
+    if n == 0:
+        return True
+    dtype = numpy_dtype(element)
+    info = np.iinfo(dtype)
+    values = np.arange(info.min, info.max + 1).astype(dtype)
+    batches = np.resize(values, -(-len(values) // n) * n).reshape(-1, *x.get_shape())
+    try:
+        module, fused_name = _proof_module(fusion, sig, d)
+        for batch in batches:
+            ours = run_function(module, [batch], entry=fused_name)
+            theirs = run_function(module, [batch], entry=d.sym_name.data)
+            if not all(np.array_equal(a, b) for a, b in zip(ours, theirs, strict=True)):
+                return False
+    except Exception:
+        return False
+    return True
+
+
+def _proof_module(fusion: Fusion, sig: Signature, d: func.FuncOp) -> tuple[ModuleOp, str]:
+    """A module with the decomposition, every function it refers to, and the fused op alone
+    in a function of the interface's type."""
+    parent = d.parent_op()
+    functions = {f.sym_name.data: f for f in parent.ops if isinstance(f, func.FuncOp)} \
+        if isinstance(parent, ModuleOp) else {d.sym_name.data: d}
+    needed, todo = [], [d.sym_name.data]
+    while todo:
+        name = todo.pop()
+        if name in needed or name not in functions:
+            continue
+        needed.append(name)
+        for op in functions[name].walk():
+            for attr in (*op.properties.values(), *op.attributes.values()):
+                if isinstance(attr, SymbolRefAttr):
+                    todo.append(attr.root_reference.data)
+    fused_name = "__fused"
+    while fused_name in functions:
+        fused_name += "_"
+    block = Block(arg_types=sig.operand_types)
+    placeholder = func.ReturnOp()
+    block.add_op(placeholder)
+    results = fusion.build(FusionBuilder(InsertPoint.before(placeholder), UnknownLoc()),
+                           list(block.args), sig)
+    Rewriter.replace_op(placeholder, func.ReturnOp(*results))
+    fused = func.FuncOp(fused_name, (sig.operand_types, sig.result_types), Region(block))
+    return ModuleOp([*(functions[n].clone() for n in needed), fused]), fused_name
 
 
 # --------------------------------------------------------------------------------------------
@@ -434,6 +533,7 @@ def register_fusion(
     *,
     aliases: Sequence[str] = (),
     check: Callable[[Signature], str | None] | None = None,
+    exact: bool | Callable[[Signature], bool] = False,
     replace: bool = False,
     registry: FusionRegistry | None = None,
 ):
@@ -441,7 +541,8 @@ def register_fusion(
 
     - `register_fusion(MyFusion())` or `@register_fusion` on a `Fusion` subclass;
     - `@register_fusion("name", aliases=...)` on a `Fusion` subclass: sets its name;
-    - `@register_fusion("name", check=fn)` on a function `build(builder, operands, sig)`.
+    - `@register_fusion("name", check=fn, exact=...)` on a function
+      `build(builder, operands, sig)`; `exact` is a bool or a function of the signature.
 
     Returns what it decorates (the instance when given an instance).
     """
@@ -468,7 +569,7 @@ def register_fusion(
                 raise FusionRegistryError(
                     f"register_fusion: give a name to register the build function {obj!r}"
                 )
-            reg.register(FunctionFusion(name, obj, check, aliases), replace=replace)
+            reg.register(FunctionFusion(name, obj, check, aliases, exact), replace=replace)
             return obj
         raise FusionRegistryError(f"register_fusion: cannot register {obj!r}")
 
@@ -527,5 +628,6 @@ __all__ = [
     "ENTRY_POINT_GROUP", "FusionRegistryError", "Signature", "FusionBuilder", "Fusion",
     "FunctionFusion", "FusionRegistry", "default_registry", "set_default_registry",
     "lookup_fusion", "register_fusion", "transposed_type", "parse_implements",
+    "agrees_on_every_int8_value",
     "IMPLEMENTS_ATTRIBUTES", "IMPLEMENTS_ARGUMENTS",
 ]  # fmt: skip

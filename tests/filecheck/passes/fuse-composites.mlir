@@ -1,5 +1,6 @@
 // RUN: qaccel-opt %s -p fuse-composites --split-input-file --verify-diagnostics --print-debuginfo | filecheck %s
 // RUN: qaccel-opt %s -p 'fuse-composites{keep-unregistered=true}' --split-input-file --verify-diagnostics | filecheck %s --check-prefix=KEEP
+// RUN: qaccel-opt %s -p 'fuse-composites{allow-inexact=true}' --split-input-file --verify-diagnostics --print-debuginfo | filecheck %s --check-prefix=INEXACT
 
 // embedding_lookup, as ai-edge-torch writes it: (ids, table). The decomposition goes away.
 
@@ -59,16 +60,23 @@ func.func @hybrid_lookup(%ids: tensor<2xi32>, %table: tensor<3x4x!t>) -> tensor<
 
 // -----
 
-// hard_swish from an int8 decomposition (as ai-edge-torch names it): one tfl.hard_swish
-// named after the composite's output.
+// hard_swish from an int8 decomposition (as ai-edge-torch names it). HARD_SWISH rounds once
+// where the ADD/MUL/MUL chain rounds three times, so by default the composite is inlined
+// (its output name moving to the last op); with allow-inexact=true it becomes one
+// tfl.hard_swish named after the composite's output.
 
 !x = !quant.uniform<i8:f32, 0.06:5>
 !y = !quant.uniform<i8:f32, 0.035:-110>
 
 // CHECK-LABEL: func.func @aten_hardswish
-// CHECK-NEXT:    %0 = tfl.hard_swish %x : (tensor<1x8x!quant.uniform<i8:f32, 0.06:5>>) -> tensor<1x8x!quant.uniform<i8:f32, 0.035:-110>> loc("y")
-// CHECK-NEXT:    func.return %0
+// CHECK:         tfl.add
+// CHECK-NEXT:    tfl.mul
+// CHECK-NEXT:    %{{.*}} = tfl.mul %x, {{.*}} loc("y")
 // CHECK-NOT:   func.func
+// INEXACT-LABEL: func.func @aten_hardswish
+// INEXACT-NEXT:    %0 = tfl.hard_swish %x : (tensor<1x8x!quant.uniform<i8:f32, 0.06:5>>) -> tensor<1x8x!quant.uniform<i8:f32, 0.035:-110>> loc("y")
+// INEXACT-NEXT:    func.return %0
+// INEXACT-NOT:   func.func
 func.func @aten_hardswish(%x: tensor<1x8x!x>) -> tensor<1x8x!y> {
   %0 = tfl.stablehlo_composite %x {name = "aten.hardswish.default", decomposition = @hswish_impl, composite_attributes = {}, version = 0 : i32} : (tensor<1x8x!x>) -> tensor<1x8x!y> loc("y")
   func.return %0 : tensor<1x8x!y>
@@ -84,17 +92,23 @@ func.func private @hswish_impl(%x: tensor<1x8x!x>) -> tensor<1x8x!y> {
 
 // -----
 
-// hard_swish as a float function (tf.api_implements); the fused op takes the location of
-// what the body returned.
+// hard_swish as a float function (tf.api_implements): not provably exact, so left alone by
+// default; with allow-inexact=true the fused op takes the location of what the body returned.
 
 // CHECK-LABEL: func.func @float_hswish
-// CHECK-SAME:    attributes {qaccel.fused = "hard_swish"}
-// CHECK-NEXT:    %0 = tfl.hard_swish %x : (tensor<5xf32>) -> tensor<5xf32> loc("hswish/out")
-// CHECK-NEXT:    func.return %0 : tensor<5xf32>
+// CHECK-SAME:    attributes {tf.api_implements = "hard_swish"}
+// CHECK:         tfl.add
+// INEXACT-LABEL: func.func @float_hswish
+// INEXACT-SAME:    attributes {qaccel.fused = "hard_swish"}
+// INEXACT-NEXT:    %0 = tfl.hard_swish %x : (tensor<5xf32>) -> tensor<5xf32> loc("hswish/out")
+// INEXACT-NEXT:    func.return %0 : tensor<5xf32>
 func.func @float_hswish(%x: tensor<5xf32>) -> tensor<5xf32> attributes {tf.api_implements = "hard_swish"} {
-  %0 = tfl.relu6 %x : (tensor<5xf32>) -> tensor<5xf32>
-  %1 = tfl.mul %x, %0 {fused_activation_function = "NONE"} : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32> loc("hswish/out")
-  func.return %1 : tensor<5xf32>
+  %three = tfl.const dense<3.0> : tensor<1xf32> -> tensor<1xf32>
+  %sixth = tfl.const dense<0.166666672> : tensor<1xf32> -> tensor<1xf32>
+  %0 = tfl.add %x, %three {fused_activation_function = "RELU6", pot_scale_int16 = true} : (tensor<5xf32>, tensor<1xf32>) -> tensor<5xf32>
+  %1 = tfl.mul %0, %sixth {fused_activation_function = "NONE"} : (tensor<5xf32>, tensor<1xf32>) -> tensor<5xf32>
+  %2 = tfl.mul %x, %1 {fused_activation_function = "NONE"} : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32> loc("hswish/out")
+  func.return %2 : tensor<5xf32>
 }
 
 // -----
@@ -178,9 +192,40 @@ func.func @conv_fn(%x: tensor<1x4x4x2xf32>, %w: tensor<3x3x2x5xf32>) -> tensor<1
 
 // -----
 
+// A conv2d_bias_relu whose decomposition rounds twice (the convolution's output has another
+// quantization than the RELU's) is not what one fused convolution computes: inlined by
+// default, fused only with allow-inexact=true.
+
+!x = !quant.uniform<i8:f32, 0.05:-3>
+!w = !quant.uniform<i8:f32:0, {0.01:0, 0.02:0}>
+!b = !quant.uniform<i32:f32:0, {0.0005:0, 0.001:0}>
+!m = !quant.uniform<i8:f32, 0.03:-7>
+!y = !quant.uniform<i8:f32, 0.04:-20>
+
+// CHECK-LABEL: func.func @conv_two_roundings
+// CHECK:         tfl.conv_2d {{.*}}fused_activation_function = "NONE"
+// CHECK-NEXT:    tfl.relu
+// INEXACT-LABEL: func.func @conv_two_roundings
+// INEXACT:         tfl.conv_2d {{.*}}fused_activation_function = "RELU"
+// INEXACT-NEXT:    func.return
+func.func @conv_two_roundings(%x: tensor<1x4x4x3x!x>) -> tensor<1x4x4x2x!y> {
+  %w = tfl.const dense<1> : tensor<2x3x3x3xi8> -> tensor<2x3x3x3x!w>
+  %b = tfl.const dense<[10, -10]> : tensor<2xi32> -> tensor<2x!b>
+  %0 = tfl.stablehlo_composite %x, %w, %b {name = "conv2d_bias_relu", decomposition = @conv_impl, composite_attributes = {padding = "SAME"}, version = 0 : i32} : (tensor<1x4x4x3x!x>, tensor<2x3x3x3x!w>, tensor<2x!b>) -> tensor<1x4x4x2x!y>
+  func.return %0 : tensor<1x4x4x2x!y>
+}
+func.func private @conv_impl(%x: tensor<1x4x4x3x!x>, %w: tensor<2x3x3x3x!w>, %b: tensor<2x!b>) -> tensor<1x4x4x2x!y> {
+  %0 = tfl.conv_2d %x, %w, %b {padding = "SAME", stride_w = 1 : i32, stride_h = 1 : i32, fused_activation_function = "NONE", dilation_w_factor = 1 : i32, dilation_h_factor = 1 : i32} : (tensor<1x4x4x3x!x>, tensor<2x3x3x3x!w>, tensor<2x!b>) -> tensor<1x4x4x2x!m>
+  %1 = tfl.relu %0 : (tensor<1x4x4x2x!m>) -> tensor<1x4x4x2x!y>
+  func.return %1 : tensor<1x4x4x2x!y>
+}
+
+// -----
+
 // An unregistered composite is inlined from its decomposition, its output name moving to
-// the op that now makes it; a registered composite inside it is then fused. With
-// keep-unregistered=true the outer composite stays, its inner composite is still fused.
+// the op that now makes it; a registered composite inside it is fused first (exactly: its
+// decomposition agrees with HARD_SWISH on all 256 inputs). With keep-unregistered=true the
+// outer composite stays, its inner composite is still fused.
 
 !q = !quant.uniform<i8:f32, 0.1:0>
 
@@ -205,7 +250,8 @@ func.func private @outer(%x: tensor<8x!q>) -> tensor<8x!q> {
   func.return %1 : tensor<8x!q>
 }
 func.func private @inner(%x: tensor<8x!q>) -> tensor<8x!q> {
-  func.return %x : tensor<8x!q>
+  %0 = tfl.hard_swish %x : (tensor<8x!q>) -> tensor<8x!q>
+  func.return %0 : tensor<8x!q>
 }
 
 // -----
@@ -289,7 +335,8 @@ func.func @hswish_mixed_types(%x: tensor<4x!q>) -> tensor<4xf32> attributes {qac
 
 // -----
 
-// LiteRT's HARD_SWISH refuses an input scale this large for its output scale.
+// LiteRT's HARD_SWISH refuses an input scale this large for its output scale: an error when
+// the fusion applies (allow-inexact=true); by default it does not, and the body stays.
 
 !x = !quant.uniform<i8:f32, 100.0:0>
 !y = !quant.uniform<i8:f32, 0.01:0>
@@ -297,7 +344,9 @@ func.func @hswish_refused(%x: tensor<4x!x>) -> tensor<4x!y> attributes {qaccel.i
   %0 = tfl.quantize %x : (tensor<4x!x>) -> tensor<4x!y>
   func.return %0 : tensor<4x!y>
 }
-// CHECK: fuse-composites: func @hswish_refused implements 'hard_swish', which does not fit the fused op: tfl.hard_swish "hswish_refused": HARD_SWISH: output multiplier exponent
+// CHECK-LABEL: func.func @hswish_refused
+// CHECK-NEXT:    tfl.quantize
+// INEXACT: fuse-composites: func @hswish_refused implements 'hard_swish', which does not fit the fused op: tfl.hard_swish "hswish_refused": HARD_SWISH: output multiplier exponent
 
 // -----
 
