@@ -106,12 +106,12 @@ def conv_cases(seed: int, count: int, depthwise: bool) -> list[Case]:
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_conv2d_sweep(oracle, seed):
-    assert_bit_exact(oracle, conv_cases(seed, 120, depthwise=False))
+    assert_bit_exact(oracle, conv_cases(seed, 250, depthwise=False))
 
 
 @pytest.mark.parametrize("seed", [3, 4])
 def test_depthwise_conv2d_sweep(oracle, seed):
-    assert_bit_exact(oracle, conv_cases(seed, 120, depthwise=True))
+    assert_bit_exact(oracle, conv_cases(seed, 250, depthwise=True))
 
 
 def fc_cases(seed: int, count: int) -> list[Case]:
@@ -149,4 +149,4 @@ def fc_cases(seed: int, count: int) -> list[Case]:
 
 
 def test_fully_connected_sweep(oracle):
-    assert_bit_exact(oracle, fc_cases(5, 150))
+    assert_bit_exact(oracle, fc_cases(5, 300))

@@ -66,7 +66,7 @@ def binary_cases(op: str, seed: int, count: int) -> list[Case]:
 
 @pytest.mark.parametrize("op,seed", [("ADD", 1), ("SUB", 2), ("MUL", 3)])
 def test_binary_sweep(oracle, op, seed):
-    assert_bit_exact(oracle, binary_cases(op, seed, 150))
+    assert_bit_exact(oracle, binary_cases(op, seed, 300))
 
 
 def test_sub_with_output_multiplier_above_one(oracle):
@@ -195,7 +195,7 @@ def softmax_cases(seed: int, count: int) -> list[Case]:
 
 
 def test_softmax_sweep(oracle):
-    assert_bit_exact(oracle, softmax_cases(31, 120))
+    assert_bit_exact(oracle, softmax_cases(31, 200))
 
 
 def test_softmax_wide_row_abort(oracle):

@@ -61,7 +61,7 @@ def pool_cases(seed: int, count: int) -> list[Case]:
 
 
 def test_pool_sweep(oracle):
-    assert_bit_exact(oracle, pool_cases(41, 150))
+    assert_bit_exact(oracle, pool_cases(41, 300))
 
 
 def reduce_cases(seed: int, count: int) -> list[Case]:
@@ -94,7 +94,7 @@ def reduce_cases(seed: int, count: int) -> list[Case]:
 
 
 def test_mean_sum_sweep(oracle):
-    assert_bit_exact(oracle, reduce_cases(42, 120))
+    assert_bit_exact(oracle, reduce_cases(42, 240))
 
 
 def _strided_slice_case(rng, i: int) -> Case | None:
