@@ -9,4 +9,15 @@ from xdsl.universe import Universe
 from qaccel.dialects import get_all_dialects
 from qaccel.passes import get_all_passes
 
-QACCEL_UNIVERSE = Universe(all_dialects=get_all_dialects(), all_passes=get_all_passes())
+
+def _dot_target():
+    from qaccel.backends.dot import DotTarget
+
+    return DotTarget
+
+
+QACCEL_UNIVERSE = Universe(
+    all_dialects=get_all_dialects(),
+    all_passes=get_all_passes(),
+    all_targets={"dot": _dot_target},
+)

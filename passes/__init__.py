@@ -13,6 +13,8 @@ from xdsl.passes import ModulePass
 _PASSES: dict[str, tuple[str, str]] = {
     "fuse-composites": ("fuse_composites", "FuseCompositesPass"),
     "legalize-tfl-to-q": ("legalize_tfl_to_q", "LegalizeTflToQPass"),
+    "annotate-target": ("annotate_target", "AnnotateTargetPass"),
+    "partition-graph": ("partition_graph", "PartitionGraphPass"),
     "insert-pack-unpack": ("insert_pack_unpack", "InsertPackUnpackPass"),
 }
 
