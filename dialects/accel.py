@@ -158,12 +158,15 @@ class Packing:
         return any(shape[d] % t for d, t in zip(self.inner_dims_pos, self.inner_tiles))
 
     def properties(self) -> dict[str, Attribute]:
-        """The `accel.pack` / `accel.unpack` properties of this layout."""
-        return {
+        """The `accel.pack` / `accel.unpack` properties of this layout (no `outer_dims_perm`
+        when it is the identity)."""
+        props = {
             "inner_dims_pos": _i64_array(self.inner_dims_pos),
             "inner_tiles": _i64_array(self.inner_tiles),
-            "outer_dims_perm": _i64_array(self.outer_dims_perm),
         }
+        if self.outer_dims_perm != tuple(range(self.rank)):
+            props["outer_dims_perm"] = _i64_array(self.outer_dims_perm)
+        return props
 
 
 def packed_type(t: TensorType, packing: Packing) -> TensorType:

@@ -385,6 +385,11 @@ def plan_pack_unpack(module: ModuleOp, block: int | None = None) -> list[HostPla
 # Rewriting (step 3.4)
 
 
+def _name(conv: Operation, value: SSAValue, suffix: str) -> None:
+    if value.name_hint is not None:
+        conv.results[0].name_hint = f"{value.name_hint}_{suffix}"
+
+
 def _rewrite_host(plan: HostPlan) -> None:
     body = plan.function.body.block
     ops = list(body.ops)
@@ -440,6 +445,7 @@ def _rewrite_host(plan: HostPlan) -> None:
         else:
             point = InsertPoint.after(after.get(owner, owner))
             after[owner] = conv
+        _name(conv, value, "unpacked" if packed else "packed")
         Rewriter.insert_op(conv, point)
         for user, operand in uses:
             user.operands[operand] = conv.results[0]
@@ -467,6 +473,8 @@ def _pack_weights(f: func.FuncOp, block: int) -> None:
             accel.packed_type(t, packing),
         )
         unpack = accel.UnpackOp(packed.output, packing, t)
+        _name(packed, op.filter, "packed")
+        _name(unpack, op.filter, "unpacked")
         Rewriter.insert_op([packed, unpack], InsertPoint.before(op))
         op.operands[1] = unpack.output
         if not const.output.uses:
@@ -484,6 +492,7 @@ def _rewrite_accelerator(f: func.FuncOp, block: int) -> None:
         plain_type = arg.type
         new_arg = Rewriter.replace_value_with_new_type(arg, accel.packed_type(plain_type, packing))
         unpack = accel.UnpackOp(new_arg, packing, plain_type)
+        _name(unpack, new_arg, "unpacked")
         point = InsertPoint.after(cursor) if cursor is not None else InsertPoint.at_start(body)
         Rewriter.insert_op(unpack, point)
         cursor = unpack
@@ -493,6 +502,7 @@ def _rewrite_accelerator(f: func.FuncOp, block: int) -> None:
             packing = activation_packing(v.type, block)
             if packing is not None:
                 pack_op = accel.PackOp(v, packing, accel.default_padding_value(v.type))
+                _name(pack_op, v, "packed")
                 Rewriter.insert_op(pack_op, InsertPoint.before(ret))
                 ret.operands[i] = pack_op.output
     _pack_weights(f, block)
