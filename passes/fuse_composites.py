@@ -82,13 +82,15 @@ class FuseCompositesPass(ModulePass):
 
     and, with `allow-inexact=true` (an int8 ADD/MUL chain rounds differently from HARD_SWISH),
 
-        func.func @hswish(%x: tensor<8x!q>) -> tensor<8x!p> attributes {tf._implements = "hard_swish"} {
+        func.func @hswish(%x: tensor<8x!q>) -> tensor<8x!p>
+            attributes {tf._implements = "hard_swish"} {
           ... tfl.add, tfl.mul, tfl.mul ...
         }
 
     becomes
 
-        func.func @hswish(%x: tensor<8x!q>) -> tensor<8x!p> attributes {qaccel.fused = "hard_swish"} {
+        func.func @hswish(%x: tensor<8x!q>) -> tensor<8x!p>
+            attributes {qaccel.fused = "hard_swish"} {
           %0 = tfl.hard_swish %x : (tensor<8x!q>) -> tensor<8x!p>
           func.return %0 : tensor<8x!p>
         }

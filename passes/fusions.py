@@ -1,10 +1,10 @@
 """The built-in fusions of `fuse-composites` (see `fusion_registry.py` for the API).
 
-| interface (aliases)                          | fused op                          | exact when |
-|----------------------------------------------|-----------------------------------|------------|
-| `embedding_lookup` (`odml.embedding_lookup`) | `tfl.embedding_lookup`            | always |
-| `hard_swish` (`aten.hardswish.default`)      | `tfl.hard_swish`                  | proved on all 256 int8 inputs |
-| `conv2d_bias_relu`                           | `tfl.conv_2d` + fused activation  | the decomposition rounds once |
+| interface (aliases)                          | fused op                     | exact when      |
+|----------------------------------------------|------------------------------|-----------------|
+| `embedding_lookup` (`odml.embedding_lookup`) | `tfl.embedding_lookup`       | always          |
+| `hard_swish` (`aten.hardswish.default`)      | `tfl.hard_swish`             | proved (int8)   |
+| `conv2d_bias_relu`                           | `tfl.conv_2d` + fused RELU.. | rounding once   |
 
 A fusion replaces the decomposition by what the interface means, as TensorFlow's
 prepare-composite-functions does; it keeps the decomposition's numbers only where the fused
@@ -146,7 +146,8 @@ class HardSwishFusion(Fusion):
             return reason
         x, y = sig.tensor(0), sig.result()
         if x.get_shape() != y.get_shape():
-            return f"the result shape {list(y.get_shape())} differs from the operand's {list(x.get_shape())}"
+            return (f"the result shape {list(y.get_shape())} differs from the operand's "
+                    f"{list(x.get_shape())}")
         xe, ye = x.element_type, y.element_type
         if isinstance(xe, Float32Type) and isinstance(ye, Float32Type):
             return None
@@ -296,9 +297,9 @@ class Conv2DBiasReluFusion(Fusion):
         filt: SSAValue = args[1]
         if opts["layout"] != "OHWI":
             transpose = ops.pop(0) if ops else None
-            if not (isinstance(transpose, TransposeOp) and transpose.input is filt
-                    and _constant(transpose.perm) is not None
-                    and _constant(transpose.perm).tolist() == list(_FILTER_LAYOUTS[opts["layout"]])):
+            perm = _constant(transpose.perm) if isinstance(transpose, TransposeOp) else None
+            if not (perm is not None and transpose.input is filt
+                    and perm.tolist() == list(_FILTER_LAYOUTS[opts["layout"]])):
                 return False
             filt = transpose.output
         conv = ops.pop(0) if ops else None

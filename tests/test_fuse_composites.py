@@ -362,7 +362,8 @@ def test_driver_fails_with_one_line_and_exit_1(tmp_path, capsys):
 
     bad = tmp_path / "bad.mlir"
     bad.write_text(textwrap.dedent("""
-        func.func @f(%x: tensor<4xf32>) -> tensor<4x2xf32> attributes {tf._implements = "hard_swish"} {
+        func.func @f(%x: tensor<4xf32>) -> tensor<4x2xf32>
+            attributes {tf._implements = "hard_swish"} {
           %0 = tfl.const dense<0.0> : tensor<4x2xf32> -> tensor<4x2xf32>
           func.return %0 : tensor<4x2xf32>
         }
