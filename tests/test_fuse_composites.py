@@ -386,3 +386,9 @@ def test_parse_implements():
     ) == ("my_op", {"tfl_fusable_op": True, "n": 10, "s": 'a"b', "f": 0.5})
     with pytest.raises(ValueError, match="cannot read implements signature"):
         parse_implements('name: "x" attr {key: "k" value { q: 1 } }')
+
+
+def test_composite_fixtures_are_what_their_generator_writes():
+    from qaccel.tools.make_composite_fixtures import main
+
+    assert main(["--check"]) == 0
