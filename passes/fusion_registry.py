@@ -2,13 +2,16 @@
 
 A *fusion* turns one interface, named by a composite op (`tfl.stablehlo_composite`) or by a
 function's implements attribute (`tf._implements`, `tf.api_implements`, `qaccel.implements`),
-into a fused op. It sees only the interface, never the decomposition's body: the operand and
-result types, the composite's attributes and any statically known operand values (a
-`Signature`). `check` says why a signature does not fit (or None); `build` emits the fused op,
-plus the static operand transforms it needs (a weight transpose, a zero bias), through a
-`FusionBuilder` that folds transforms of constants on the spot.
+into a fused op. It builds from the interface alone, never from the decomposition's body: the
+operand and result types, the composite's attributes and any statically known operand values
+(a `Signature`). `check` says why a signature does not fit (or None); `build` emits the fused
+op, plus the static operand transforms it needs (a weight transpose, a zero bias), through a
+`FusionBuilder` that folds transforms of constants on the spot; `exact` says whether the fused
+op computes bit for bit what the decomposition (`Signature.decomposition`) computes, which
+`fuse-composites` requires unless run with `allow-inexact=true`.
 
-    from qaccel.passes.fusion_registry import Fusion, FusionBuilder, Signature, register_fusion
+    from qaccel.passes.fusion_registry import (
+        Fusion, FusionBuilder, Signature, agrees_on_every_int8_value, register_fusion)
     from qaccel.dialects.tfl import HardSwishOp
 
     @register_fusion("my.hard_swish")
@@ -22,9 +25,12 @@ plus the static operand transforms it needs (a weight transpose, a zero bias), t
                 return "the result shape differs from the operand's"
             return None
 
+        def exact(self, sig: Signature) -> bool:
+            return agrees_on_every_int8_value(self, sig)
+
         def build(self, b: FusionBuilder, operands, sig):
-            return [b.insert(HardSwishOp.create(operands=[operands[0]],
-                                                result_types=[sig.result_types[0]])).output]
+            op = HardSwishOp.create(operands=[operands[0]], result_types=[sig.result()])
+            return [b.insert(op).output]
 
 Other packages add fusions without touching qaccel, through the `qaccel.fusions` entry point
 group; each entry point names a `Fusion` instance or subclass, a list of them, or a function
@@ -40,7 +46,7 @@ first lookup, so importing this module costs nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 

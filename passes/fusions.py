@@ -2,7 +2,7 @@
 
 | interface (aliases)                          | fused op                     | exact when      |
 |----------------------------------------------|------------------------------|-----------------|
-| `embedding_lookup` (`odml.embedding_lookup`) | `tfl.embedding_lookup`       | always          |
+| `embedding_lookup` (`odml.embedding_lookup`) | `tfl.embedding_lookup`       | copying rows    |
 | `hard_swish` (`aten.hardswish.default`)      | `tfl.hard_swish`             | proved (int8)   |
 | `conv2d_bias_relu`                           | `tfl.conv_2d` + fused RELU.. | rounding once   |
 
@@ -11,7 +11,8 @@ prepare-composite-functions does; it keeps the decomposition's numbers only wher
 op's integer arithmetic is the decomposition's, and `fuse-composites` applies it by default
 only there (`allow-inexact=true` applies it everywhere, as TensorFlow does):
 
-- an embedding lookup copies rows in both forms: always exact;
+- an embedding lookup copies rows: exact when the decomposition copies them too (GATHER, then
+  for a float result DEQUANTIZE, which rounds `scale * q` once as the hybrid lookup does);
 - HARD_SWISH computes `x * relu6(x + 3) / 6` in one int16 fixed-point pass, where an int8
   decomposition (ADD+RELU6, MUL by 1/6, MUL) rounds after every op: they differ by one output
   step on 1-2% of the elements of our fixtures, so such a composite is inlined unless
@@ -37,7 +38,9 @@ from qaccel.dialects.quant import UniformQuantizedType
 from qaccel.dialects.tfl import (
     ConstOp,
     Conv2DOp,
+    DequantizeOp,
     EmbeddingLookupOp,
+    GatherOp,
     HardSwishOp,
     NoValueOp,
     Relu6Op,
@@ -114,9 +117,35 @@ class EmbeddingLookupFusion(Fusion):
         return None
 
     def exact(self, sig: Signature) -> bool:
-        # Both forms copy the selected rows' bytes (the hybrid form dequantizes them as
-        # DEQUANTIZE does, zero points being 0).
-        return True
+        """Exact when the decomposition copies rows too: a GATHER of the table's rows (or an
+        EMBEDDING_LOOKUP), then for a hybrid lookup a DEQUANTIZE of them with the table's
+        per-tensor quantization (`scale * q` rounded once to float32, as the fused op does)."""
+        d = sig.decomposition
+        if d is None or len(d.body.blocks) != 1:
+            return False
+        ids_i, table_i = self._split(sig)
+        args = list(d.body.block.args)
+        ops = [op for op in d.body.block.ops if not isinstance(op, ConstOp | NoValueOp)]
+        ret = ops.pop() if ops else None
+        if not (isinstance(ret, func.ReturnOp) and len(ret.arguments) == 1 and ops):
+            return False
+        rows, rest = ops[0], ops[1:]
+        if isinstance(rows, GatherOp):
+            copies = (rows.params is args[table_i] and rows.indices is args[ids_i]
+                      and rows.options["axis"] == 0 and rows.options["batch_dims"] == 0)
+        elif isinstance(rows, EmbeddingLookupOp):
+            copies = rows.lookup is args[ids_i] and rows.value is args[table_i]
+        else:
+            copies = False
+        if not copies:
+            return False
+        if not rest:
+            return ret.arguments[0] is rows.output
+        table = sig.tensor(table_i).element_type
+        return (len(rest) == 1 and isinstance(rest[0], DequantizeOp)
+                and rest[0].input is rows.output and ret.arguments[0] is rest[0].output
+                and rows.output.type.element_type == table
+                and _is_per_tensor_int8(table))
 
     def build(self, b: FusionBuilder, operands: Sequence[SSAValue],
               sig: Signature) -> Sequence[SSAValue]:

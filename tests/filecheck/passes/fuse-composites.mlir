@@ -46,15 +46,26 @@ func.func private @EmbFprop(%embs: tensor<10x4xf32>, %ids: tensor<3xi32>) -> ten
 
 // -----
 
-// Hybrid lookup: int8 table, float rows.
+// Hybrid lookup: int8 table, float rows (GATHER + DEQUANTIZE round `scale * q` once, as the
+// fused op does). A per-channel table has no such decomposition: fused only when allowed.
 
-!t = !quant.uniform<i8:f32:0, {0.5:0, 0.25:0, 0.125:0}>
+!t = !quant.uniform<i8:f32, 0.5:0>
+!c = !quant.uniform<i8:f32:0, {0.5:0, 0.25:0, 0.125:0}>
 
 // CHECK-LABEL: func.func @hybrid_lookup
-// CHECK:         tfl.embedding_lookup %ids, %table : (tensor<2xi32>, tensor<3x4x!quant.uniform<i8:f32:0, {0.5:0, 0.25:0, 0.125:0}>>) -> tensor<2x4xf32>
+// CHECK:         tfl.embedding_lookup %ids, %table : (tensor<2xi32>, tensor<3x4x!quant.uniform<i8:f32, 0.5:0>>) -> tensor<2x4xf32>
+// CHECK-LABEL: func.func @per_channel_hybrid_lookup
+// CHECK-SAME:    attributes {qaccel.implements = "embedding_lookup"}
+// INEXACT-LABEL: func.func @per_channel_hybrid_lookup
+// INEXACT:         tfl.embedding_lookup %ids, %table : (tensor<2xi32>, tensor<3x4x!quant.uniform<i8:f32:0, {0.5:0, 0.25:0, 0.125:0}>>) -> tensor<2x4xf32>
 func.func @hybrid_lookup(%ids: tensor<2xi32>, %table: tensor<3x4x!t>) -> tensor<2x4xf32> attributes {qaccel.implements = "embedding_lookup"} {
   %0 = tfl.gather %table, %ids {axis = 0 : i32, batch_dims = 0 : i32} : (tensor<3x4x!t>, tensor<2xi32>) -> tensor<2x4x!t>
   %1 = tfl.dequantize %0 : (tensor<2x4x!t>) -> tensor<2x4xf32>
+  func.return %1 : tensor<2x4xf32>
+}
+func.func @per_channel_hybrid_lookup(%ids: tensor<2xi32>, %table: tensor<3x4x!c>) -> tensor<2x4xf32> attributes {qaccel.implements = "embedding_lookup"} {
+  %0 = tfl.dequantize %table : (tensor<3x4x!c>) -> tensor<3x4xf32>
+  %1 = tfl.gather %0, %ids {axis = 0 : i32, batch_dims = 0 : i32} : (tensor<3x4xf32>, tensor<2xi32>) -> tensor<2x4xf32>
   func.return %1 : tensor<2x4xf32>
 }
 
