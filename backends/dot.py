@@ -68,8 +68,21 @@ def _entry(module: ModuleOp) -> func.FuncOp | None:
     return (public or functions or [None])[0]
 
 
+def _is_weight(op: Operation, memo: dict[Operation, bool]) -> bool:
+    """Constants, and ops computed from constants only (e.g. weights unpacked at compile
+    time): drawn as nothing, they are part of the op that uses them."""
+    if op not in memo:
+        memo[op] = op.has_trait(ConstantLike) or bool(
+            op.operands
+            and not op.regions
+            and all(isinstance(v.owner, Operation) and _is_weight(v.owner, memo) for v in op.operands)
+        )
+    return memo[op]
+
+
 class _Graph:
     def __init__(self, module: ModuleOp):
+        self.weights: dict[Operation, bool] = {}
         self.functions = {
             op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)
         }
@@ -87,6 +100,10 @@ class _Graph:
         if callee is None or "qaccel.target" not in callee.attributes or not callee.body.blocks:
             return None
         return callee
+
+    def drawn(self, block: Block) -> list[Operation]:
+        return [op for op in block.ops
+                if not _is_weight(op, self.weights) and not isinstance(op, func.ReturnOp)]  # fmt: skip
 
     def node(self, op: Operation, indent: str) -> None:
         nid = f"n{len(self.node_ids)}"
@@ -120,7 +137,7 @@ class _Graph:
                 ret = callee.body.block.last_op
                 assert ret is not None
                 return self.source(ret.operands[owner.results.index(v)])
-            if owner.has_trait(ConstantLike):
+            if _is_weight(owner, self.weights):
                 return None
             return self.node_ids.get(owner)
         return None
@@ -132,8 +149,7 @@ class _Graph:
                 src = self.source(outer)
                 if src is not None:
                     self.inputs[arg] = src
-        ops = [op for op in block.ops if not op.has_trait(ConstantLike)
-               and not isinstance(op, func.ReturnOp)]  # fmt: skip
+        ops = self.drawn(block)
         groups: dict[tuple[str, int], list[Operation]] = {}
         for op in ops:
             target, group = op.attributes.get("qaccel.target"), op.attributes.get("qaccel.group")
@@ -166,12 +182,13 @@ class _Graph:
         self.expanded[call] = callee
         fill, border = _PALETTE[k % len(_PALETTE)]
         block = callee.body.block
-        inner = [op for op in block.ops if not op.has_trait(ConstantLike) and not isinstance(op, func.ReturnOp)]
+        inner = self.drawn(block)
         macs = sum(op_macs(op) for op in inner)
         share = f", {100.0 * macs / self.total_macs:.1f}% of MACs" if self.total_macs else ""
         target = callee.attributes["qaccel.target"]
         target_name = target.data if isinstance(target, StringAttr) else str(target)
-        title = f"@{callee.sym_name.data} on {target_name}: {len(inner)} ops{share}"
+        count = sum(op.name not in _PACK for op in inner)
+        title = f"@{callee.sym_name.data} on {target_name}: {count} ops{share}"
         self.lines.append(f"{indent}subgraph cluster_{callee.sym_name.data} {{")
         self.lines.append(
             f"{indent}  label={_quote(title)}; style=\"filled,rounded\"; "

@@ -722,11 +722,15 @@ def _mean_axes(m: Match) -> str | None:
 def _pad_axes(m: Match) -> str | None:
     op = m.ops[0]
     widths = np.asarray(_ints(op, "padding")).reshape(-1, 2)
-    if len(widths) != 4 or widths[0].any() or widths[3].any():
-        return (
-            f"pads {[list(map(int, w)) for w in widths]} (before, after per axis): only H and W "
-            "of NHWC can be padded by the DMA; batch or channel padding would move lanes"
-        )
+    if len(widths) != 4:
+        return f"pads a {len(widths)}-D tensor: only H and W of NHWC tensors can be padded by the DMA"
+    for axis, name in ((0, "batch"), (3, "channel")):
+        if widths[axis].any():
+            before, after = (int(v) for v in widths[axis])
+            return (
+                f"pads the {name} axis by {before}+{after}: only H and W of NHWC can be padded "
+                "by the DMA; batch or channel padding would move lanes"
+            )
     limit = _pad_limit(m.target.config)
     if widths.max() > limit:
         return f"padding {int(widths.max())} exceeds the {limit} rows/columns a LOAD can pad"

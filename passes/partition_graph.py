@@ -131,8 +131,10 @@ class RegionGraph:
         if len(order) != len(self.nodes):
             stuck = next(n for n, d in indegree.items() if d > 0 and self.nodes[n].region)
             ops = self.nodes[stuck].ops
+            gid = ops[0].attributes.get(GROUP_ATTR)
             raise PassFailedException(
-                f"partition-graph: the ops of group {ops[0].attributes.get(GROUP_ATTR)} "
+                f"partition-graph: the ops of group "
+                f"{gid.value.data if isinstance(gid, IntegerAttr) else '(none)'} "
                 f"(first: {describe_op(ops[0])}) cannot form one partition: a path leaves the "
                 "group and re-enters it through an op outside it"
             )
