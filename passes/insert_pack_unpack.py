@@ -86,8 +86,8 @@ from xdsl.utils.exceptions import PassFailedException
 
 from qaccel.dialects import accel, q, tfl
 from qaccel.dialects.quant import UniformQuantizedType
+from qaccel.passes.annotate_target import TARGET_ATTR, load_target
 
-TARGET_ATTR = "qaccel.target"
 
 # --------------------------------------------------------------------------------------------
 # What counts as element-wise
@@ -135,15 +135,24 @@ def activation_packing(t: Attribute, block: int) -> accel.Packing | None:
 # Targets
 
 
-def target_block(target: str) -> int:
-    """The channel block (BLOCK_IN = BLOCK_OUT) of the hardware behind `target`."""
-    if target == "vta":
-        from qaccel.backends.vta.config import DEFAULT_CONFIG
-
-        if DEFAULT_CONFIG.block_in != DEFAULT_CONFIG.block_out:
-            raise PassFailedException("insert-pack-unpack: needs BLOCK_IN == BLOCK_OUT")
-        return DEFAULT_CONFIG.block
-    raise PassFailedException(f"insert-pack-unpack: unknown target '{target}' (known: vta)")
+def target_block(target: str, hw_config: str = "") -> int:
+    """The channel block of `target`'s hardware (`backends/targets.py`; for `vta`, the
+    HardwareConfig's BLOCK_IN, which must equal BLOCK_OUT: one accelerator function's packed
+    output is the next one's packed input)."""
+    config = load_target(InsertPackUnpackPass.name, target, hw_config).config
+    block_in = getattr(config, "block_in", None)
+    block_out = getattr(config, "block_out", None)
+    if not isinstance(block_in, int) or not isinstance(block_out, int):
+        raise PassFailedException(
+            f"insert-pack-unpack: target {target} has no block size in its hardware config; "
+            "give one with block=N"
+        )
+    if block_in != block_out:
+        raise PassFailedException(
+            f"insert-pack-unpack: target {target} has BLOCK_IN {block_in} != BLOCK_OUT "
+            f"{block_out}; one packed layout cannot serve both sides"
+        )
+    return block_in
 
 
 def accelerator_functions(module: ModuleOp) -> dict[str, func.FuncOp]:
@@ -350,12 +359,15 @@ def _check_structure(module: ModuleOp, accelerators: dict[str, func.FuncOp]) -> 
             )
 
 
-def _module_block(accelerators: dict[str, func.FuncOp], block: int | None) -> int:
+def _module_block(
+    accelerators: dict[str, func.FuncOp], block: int | None, hw_config: str = ""
+) -> int:
     if block is not None:
         if block < 1:
             raise PassFailedException(f"insert-pack-unpack: block must be positive, got {block}")
         return block
-    blocks = {target_block(_target_of(f)) for f in accelerators.values()}
+    targets = {_target_of(f) for f in accelerators.values()}
+    blocks = {target_block(t, hw_config) for t in sorted(targets)}
     if len(blocks) > 1:
         raise PassFailedException(
             f"insert-pack-unpack: accelerator functions use different blocks {sorted(blocks)}"
@@ -363,12 +375,14 @@ def _module_block(accelerators: dict[str, func.FuncOp], block: int | None) -> in
     return blocks.pop() if blocks else 16
 
 
-def plan_pack_unpack(module: ModuleOp, block: int | None = None) -> list[HostPlan]:
+def plan_pack_unpack(
+    module: ModuleOp, block: int | None = None, hw_config: str = ""
+) -> list[HostPlan]:
     """Steps 3.1-3.3 for every host function that calls an accelerator function (the module is
     not changed). `block` overrides the targets' channel block."""
     accelerators = accelerator_functions(module)
     _check_structure(module, accelerators)
-    size = _module_block(accelerators, block)
+    size = _module_block(accelerators, block, hw_config)
     plans = []
     for f in module.ops:
         if not isinstance(f, func.FuncOp) or TARGET_ATTR in f.attributes or not f.body.blocks:
@@ -523,18 +537,21 @@ class InsertPackUnpackPass(ModulePass):
     block: int | None = None
     """Channel block of the packed layout; none: the target's (VTA: BLOCK_IN = BLOCK_OUT = 16)."""
 
+    hw_config: str = ""
+    """A hardware configuration file for the targets (as for annotate-target), for the block."""
+
     print_flags: bool = False
     """Print the calls, the accelerator calls and their (pack, unpack) flags to stderr."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        plans = plan_pack_unpack(op, self.block)
+        plans = plan_pack_unpack(op, self.block, self.hw_config)
         if self.print_flags:
             for plan in plans:
                 for line in plan.lines():
                     print(f"insert-pack-unpack: {line}", file=sys.stderr)
             sys.stderr.flush()
         accelerators = accelerator_functions(op)
-        size = _module_block(accelerators, self.block)
+        size = _module_block(accelerators, self.block, self.hw_config)
         for plan in plans:
             _rewrite_host(plan)
         for f in accelerators.values():

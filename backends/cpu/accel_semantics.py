@@ -7,8 +7,8 @@ time.
 
 `func.call` is re-implemented here to check, at every call, that the arguments and results
 have the callee's declared shapes and dtypes: once accelerator functions take packed tensors,
-a call site that forgot a pack would otherwise compute garbage silently instead of failing
-with a message naming the call.
+an op implementation that returns the wrong layout (or IR run without verification) would
+otherwise compute garbage silently instead of failing with a message naming the call.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+from xdsl.traits import SymbolTable
 
 from qaccel.dialects import accel
 from qaccel.dialects.types import tensor_dtype
@@ -89,15 +90,27 @@ class AccelFunctions(InterpreterFunctions):
     def run_unpack(self, interpreter: Interpreter, op: accel.UnpackOp, args: tuple[Any, ...]):
         return (unpack(args[0], op.packing, tuple(op.output.type.get_shape())),)
 
+    def __init__(self) -> None:
+        self._signatures: dict[func.CallOp, func.FunctionType] = {}
+
+    def _signature(self, op: func.CallOp) -> func.FunctionType:
+        signature = self._signatures.get(op)
+        if signature is None:
+            callee = SymbolTable.lookup_symbol(op, op.callee)
+            assert isinstance(callee, func.FuncOp), f"no function {op.callee}"
+            signature = self._signatures[op] = callee.function_type
+        return signature
+
     @impl(func.CallOp)
     def run_call(self, interpreter: Interpreter, op: func.CallOp, args: tuple[Any, ...]):
         from qaccel.backends.cpu.interpreter import ExecutionError
 
         callee = f"@{op.callee.string_value()}"
+        signature = self._signature(op)
         try:
-            _check_values(args, op.arguments.types, f"call of {callee}: argument")
+            _check_values(args, signature.inputs.data, f"call of {callee}: argument")
             results = interpreter.call_op(op.callee, args)
-            _check_values(tuple(results), op.res.types, f"call of {callee}: result")
+            _check_values(tuple(results), signature.outputs.data, f"call of {callee}: result")
         except CallTypeError as e:
             raise ExecutionError(str(e)) from None
         return results
