@@ -7,11 +7,12 @@ takes and returns *packed* tensors (`dialects/accel.py`: NHWC `[N, H, W, C]` bec
 `[N, ceil(C/B), H, W, 1, B]`, `[N, C]` becomes `[N, ceil(C/B), 1, B]`, B the target's block),
 and the host converts with `accel.pack` / `accel.unpack` only where the method says so:
 
-    %a = func.call @vta_fn_0(%x)          %p = accel.pack %x ...           (pack flag of vta_fn_0)
-    %b = q.add %a, %a {...}               %a = func.call @vta_fn_0(%p)     packed
-    %c = func.call @vta_fn_1(%b)    =>    %b = q.add %a, %a {...}          runs on packed data
-    %d = tfl.softmax %c                   %c = func.call @vta_fn_1(%b)     packed
-                                          %u = accel.unpack %c ...         (unpack flag of vta_fn_1)
+    %m = q.max_pool2d %x {...}            %m = q.max_pool2d %x {...}
+    %a = func.call @vta_fn_0(%m)          %p = accel.pack %m ...           pack flag of vta_fn_0
+    %b = q.add %a, %a {...}         =>    %a = func.call @vta_fn_0(%p)     packed result
+    %c = func.call @vta_fn_1(%b)          %b = q.add %a, %a {...}          runs on packed data
+    %d = tfl.softmax %c                   %c = func.call @vta_fn_1(%b)
+                                          %u = accel.unpack %c ...         unpack flag of vta_fn_1
                                           %d = tfl.softmax %u
 
 The accelerator function's body stays executable: it starts by unpacking each argument and
@@ -36,8 +37,8 @@ body in program order (`index` = position in the body):
 How we read "before", "after" and "between" on a DAG: host ops are *element-wise* (see
 `is_elementwise`: same-shape `q.add`/`q.sub`/`q.mul`, `q.relu`, per-tensor `q.requantize`,
 same-shape `tfl.add`/`tfl.sub`/`tfl.mul`, `tfl.relu`/`relu6`/`leaky_relu`/`logistic`/`tanh`/
-`hard_swish`/`quantize`, all on integer tensors of rank >= 2), *leaves* (`tfl.const`,
-`tfl.no_value`) or *non-element-wise* (everything else: reshapes, pooling, softmax,
+`hard_swish`/`quantize`, all on integer tensors of rank >= 2), *leaves* (constants:
+`tfl.const`, `tfl.no_value`) or *non-element-wise* (everything else: reshapes, pooling, softmax,
 broadcasting ops, calls of host functions, ...). Element-wise ops joined by data edges form
 *segments*; the ops between two accelerator functions are the segment that carries data from
 one to the other, and a non-element-wise op lies "between" them when it feeds or consumes that
@@ -82,6 +83,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import ConstantLike
 from xdsl.utils.exceptions import PassFailedException
 
 from qaccel.dialects import accel, q, tfl
@@ -255,7 +257,7 @@ class _Graph:
             return self.ACCEL
         if isinstance(op, func.ReturnOp):
             return self.RETURN
-        if isinstance(op, tfl.ConstOp | tfl.NoValueOp):
+        if op.has_trait(ConstantLike):
             return self.LEAF
         if is_elementwise(op) and all(
             activation_packing(v.type, self.block) is not None for v in (*op.operands, *op.results)

@@ -381,3 +381,60 @@ func.func private @vta_fn_1(%arg0: tensor<1x6x!q>) -> tensor<1x5x!q> attributes 
   %r = q.requantize %acc {scale = array<f64: 0.125>, input_zero_point = 0 : i32, output_zero_point = -1 : i32} : (tensor<1x5xi32>) -> tensor<1x5x!q>
   func.return %r : tensor<1x5x!q>
 }
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.05:-3>
+!l = !quant.uniform<i8:f32, 0.00390625:-128>
+!h = !quant.uniform<i8:f32, 0.0078125:0>
+!t = tensor<1x2x2x6x!q>
+
+// tfl's element-wise ops (not yet legalized to q, or without a q form) run packed too; their
+// CPU kernels compute the padded lanes as any others.
+// FLAGS: @tfl_elementwise flags: [(vta_fn_0, pack=0, unpack=0), (vta_fn_1, pack=0, unpack=0), (vta_fn_2, pack=0, unpack=0)]
+
+// CHECK-LABEL: func.func @tfl_elementwise
+// CHECK-NEXT:    %x_packed = accel.pack %x padding_value(-3)
+// CHECK-NEXT:    %a = func.call @vta_fn_0(%x_packed)
+// CHECK-NEXT:    %b = tfl.add %a, %a {{.*}} -> tensor<1x2x2x2x1x4x{{.*}}>
+// CHECK-NEXT:    %c = tfl.mul %b, %a {{.*}} -> tensor<1x2x2x2x1x4x{{.*}}>
+// CHECK-NEXT:    %d = tfl.sub %c, %a {{.*}} -> tensor<1x2x2x2x1x4x{{.*}}>
+// CHECK-NEXT:    %e = tfl.leaky_relu %d {{.*}} -> tensor<1x2x2x2x1x4x{{.*}}>
+// CHECK-NEXT:    %f = tfl.hard_swish %e {{.*}} -> tensor<1x2x2x2x1x4x{{.*}}>
+// CHECK-NEXT:    %g = tfl.relu %f {{.*}} -> tensor<1x2x2x2x1x4x{{.*}}>
+// CHECK-NEXT:    %h = tfl.relu6 %g {{.*}} -> tensor<1x2x2x2x1x4x{{.*}}>
+// CHECK-NEXT:    %i = func.call @vta_fn_1(%h)
+// CHECK-NEXT:    %j = tfl.logistic %i {{.*}} -> tensor<1x2x2x2x1x4x!quant.uniform<i8:f32, 0.00390625:-128>>
+// CHECK-NEXT:    %k = tfl.quantize %j {{.*}} -> tensor<1x2x2x2x1x4x{{.*}}>
+// CHECK-NEXT:    %m = tfl.tanh %k {{.*}} -> tensor<1x2x2x2x1x4x!quant.uniform<i8:f32, 0.0078125:0>>
+// CHECK-NEXT:    %n = func.call @vta_fn_2(%m)
+// CHECK-NEXT:    %n_unpacked = accel.unpack %n
+// CHECK-NEXT:    func.return %n_unpacked
+func.func @tfl_elementwise(%x: !t) -> tensor<1x2x2x6x!h> {
+  %a = func.call @vta_fn_0(%x) : (!t) -> !t
+  %b = tfl.add %a, %a {fused_activation_function = "RELU6", pot_scale_int16 = true} : (!t, !t) -> !t
+  %c = tfl.mul %b, %a {fused_activation_function = "NONE"} : (!t, !t) -> !t
+  %d = tfl.sub %c, %a {fused_activation_function = "NONE", pot_scale_int16 = true} : (!t, !t) -> !t
+  %e = tfl.leaky_relu %d {alpha = 0.2 : f32} : (!t) -> !t
+  %f = tfl.hard_swish %e : (!t) -> !t
+  %g = tfl.relu %f : (!t) -> !t
+  %h = tfl.relu6 %g : (!t) -> !t
+  %i = func.call @vta_fn_1(%h) : (!t) -> !t
+  %j = tfl.logistic %i : (!t) -> tensor<1x2x2x6x!l>
+  %k = tfl.quantize %j : (tensor<1x2x2x6x!l>) -> !t
+  %m = tfl.tanh %k : (!t) -> tensor<1x2x2x6x!h>
+  %n = func.call @vta_fn_2(%m) : (tensor<1x2x2x6x!h>) -> tensor<1x2x2x6x!h>
+  func.return %n : tensor<1x2x2x6x!h>
+}
+func.func private @vta_fn_0(%arg0: !t) -> !t attributes {qaccel.target = "vta"} {
+  %r = q.relu %arg0 {min = -100 : i32, max = 100 : i32} : (!t) -> !t
+  func.return %r : !t
+}
+func.func private @vta_fn_1(%arg0: !t) -> !t attributes {qaccel.target = "vta"} {
+  %r = q.relu %arg0 {min = -90 : i32, max = 90 : i32} : (!t) -> !t
+  func.return %r : !t
+}
+func.func private @vta_fn_2(%arg0: tensor<1x2x2x6x!h>) -> tensor<1x2x2x6x!h> attributes {qaccel.target = "vta"} {
+  %r = q.relu %arg0 {min = -90 : i32, max = 90 : i32} : (tensor<1x2x2x6x!h>) -> tensor<1x2x2x6x!h>
+  func.return %r : tensor<1x2x2x6x!h>
+}
