@@ -530,8 +530,19 @@ def _rewrite_accelerator(f: func.FuncOp, block: int) -> None:
 class InsertPackUnpackPass(ModulePass):
     """Pack/unpack at CPU/accelerator borders so accelerator functions get the packed layout.
 
-    None between two accelerator functions joined only by element-wise ops (the method's
-    function-level transformation); see the module docstring for the exact rules.
+    The method's function-level transformation. Accelerator functions (`qaccel.target`) take
+    and return tensors packed as `[N, ceil(C/B), H, W, 1, B]` (B: the target's block); their
+    bodies unpack on entry and pack before returning, and constant `q.conv2d` / `q.dense`
+    weights are packed at compile time (`[O/B, I/B, KH, KW, B, B]`). Per accelerator call, in
+    host program order: pack its inputs when a non-element-wise op lies before it (since the
+    previous accelerator function, or the graph's input for the first one); unpack its results
+    when one lies after it (until the next, or the graph's output for the last one).
+    Element-wise ops between accelerator functions with no such op around them run on packed
+    tensors, with no pack/unpack; graph inputs and outputs joined to accelerator functions
+    only through such ops are packed on entry and unpacked before returning, so the host
+    function's signature does not change.
+    `print-flags=true` prints the `(function, pack, unpack)` list. The module docstring gives
+    the exact reading on DAGs and what counts as element-wise.
     """
 
     name = "insert-pack-unpack"
