@@ -175,7 +175,8 @@ def parse_pattern(text: str) -> _Term:
     while pos < len(text.rstrip()):
         m = _TOKEN.match(text, pos)
         if m is None:
-            raise TargetError(f"pattern '{text}': unexpected '{text[pos:].strip()[:10]}'")
+            bad = len(text) - len(text[pos:].lstrip())
+            raise TargetError(f"pattern '{text}': unexpected '{text[bad]}' at offset {bad}")
         tokens.append(m.group("name") or m.group("punct"))
         pos = m.end()
     it = iter(tokens + ["<end>"])

@@ -91,8 +91,15 @@ def explain_lines(target: Target, block: Block, result: MatchResult) -> Iterator
             continue
         if other is not None:
             yield op, f"annotated for target {other}"
-        elif not any(op in m.ops for m, _ in result.groups):
+            continue
+        pattern = next((m.pattern.name for m, _ in result.groups if op in m.ops), None)
+        if pattern is None:
             yield op, target.explain(op, result)
+        else:
+            yield op, (
+                f"not annotated, although {target.name} pattern {pattern} matches it "
+                f"(run annotate-target{{target={target.name}}} first)"
+            )
 
 
 def print_explanations(target: Target, items, stream: IO[str]) -> None:
