@@ -42,16 +42,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from qaccel.dialects.q import array_values, i64_array
+from qaccel.dialects.quant import UniformQuantizedType, storage_range
 from xdsl.dialects.builtin import (
     I32,
     I64,
-    BytesAttr,
     DenseArrayBase,
     IntegerAttr,
     IntegerType,
     TensorType,
     i32,
-    i64,
 )
 from xdsl.ir import Attribute, Dialect
 from xdsl.irdl import (
@@ -67,8 +67,6 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from qaccel.dialects.quant import UniformQuantizedType, storage_range
-
 PACKED_FUNCTION_ATTR = "accel.packed"
 """Unit attribute `insert-pack-unpack` puts on an accelerator function once its arguments and
 results are packed (so the pass leaves it alone when run again)."""
@@ -77,12 +75,8 @@ results are packed (so the pass leaves it alone when run again)."""
 # Layouts
 
 
-def _i64_array(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase(i64, BytesAttr(np.asarray(values, dtype="<i8").tobytes()))
-
-
 def _values(attr: DenseArrayBase) -> tuple[int, ...]:
-    return tuple(int(v) for v in np.frombuffer(attr.data.data, dtype="<i8"))
+    return tuple(int(v) for v in array_values(attr))
 
 
 @dataclass(frozen=True)
@@ -103,7 +97,9 @@ class Packing:
         """Channels-last `[N, d1, ..., C]` -> `[N, ceil(C/block), d1, ..., 1, block]`: the
         batch is tiled by 1 (VTA's BATCH) and the channels by `block`. For NHWC, NCHW1n16c."""
         if rank < 2:
-            raise ValueError(f"activations to pack need a batch and a channel dimension, got rank {rank}")
+            raise ValueError(
+                f"activations to pack need a batch and a channel dimension, got rank {rank}"
+            )
         last = rank - 1
         return Packing((0, last), (1, block), (0, last, *range(1, last)))
 
@@ -161,11 +157,11 @@ class Packing:
         """The `accel.pack` / `accel.unpack` properties of this layout (no `outer_dims_perm`
         when it is the identity)."""
         props = {
-            "inner_dims_pos": _i64_array(self.inner_dims_pos),
-            "inner_tiles": _i64_array(self.inner_tiles),
+            "inner_dims_pos": i64_array(self.inner_dims_pos),
+            "inner_tiles": i64_array(self.inner_tiles),
         }
         if self.outer_dims_perm != tuple(range(self.rank)):
-            props["outer_dims_perm"] = _i64_array(self.outer_dims_perm)
+            props["outer_dims_perm"] = i64_array(self.outer_dims_perm)
         return props
 
 
@@ -285,9 +281,7 @@ class PackOp(_LayoutOp):
         props = packing.properties()
         if padding_value is not None:
             props["padding_value"] = IntegerAttr(int(padding_value), i32)
-        super().__init__(
-            operands=[value], result_types=[packed_type(t, packing)], properties=props
-        )
+        super().__init__(operands=[value], result_types=[packed_type(t, packing)], properties=props)
 
     @property
     def plain_type(self) -> TensorType:

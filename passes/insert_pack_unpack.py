@@ -69,6 +69,9 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from qaccel.dialects import accel, q, tfl
+from qaccel.dialects.quant import UniformQuantizedType
+from qaccel.passes.annotate_target import TARGET_ATTR, load_target
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -85,11 +88,6 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import ConstantLike
 from xdsl.utils.exceptions import PassFailedException
-
-from qaccel.dialects import accel, q, tfl
-from qaccel.dialects.quant import UniformQuantizedType
-from qaccel.passes.annotate_target import TARGET_ATTR, load_target
-
 
 # --------------------------------------------------------------------------------------------
 # What counts as element-wise
@@ -113,7 +111,9 @@ def is_elementwise(op: Operation) -> bool:
         values = op.scale if op.is_double else op.multiplier
         if len(q.array_values(values)) != 1:
             return False
-    shapes = {v.type.get_shape() for v in (*op.operands, *op.results) if isinstance(v.type, TensorType)}
+    shapes = {
+        v.type.get_shape() for v in (*op.operands, *op.results) if isinstance(v.type, TensorType)
+    }
     return len(shapes) == 1 and len(op.operands) == (2 if isinstance(op, _SAME_SHAPE_BINARY) else 1)
 
 
@@ -285,7 +285,9 @@ def _plan_host(host: func.FuncOp, accelerators: dict[str, func.FuncOp], block: i
     body = host.body.block
     graph = _Graph(body, accelerators, block)
     calls = [
-        (op.callee.string_value(), i) for i, op in enumerate(graph.ops) if isinstance(op, func.CallOp)
+        (op.callee.string_value(), i)
+        for i, op in enumerate(graph.ops)
+        if isinstance(op, func.CallOp)
     ]
     accel_calls = [(n, i) for n, i in calls if graph.kind[graph.ops[i]] == graph.ACCEL]
 
@@ -428,7 +430,9 @@ def _rewrite_host(plan: HostPlan) -> None:
         if packing is None:
             continue
         packed = produced_packed(value)
-        uses = [(u.operation, u.index) for u in value.uses if consumed_packed(u.operation) != packed]
+        uses = [
+            (u.operation, u.index) for u in value.uses if consumed_packed(u.operation) != packed
+        ]
         if uses:
             owner = None if isinstance(value, BlockArgument) else value.owner
             index = value.index
@@ -448,7 +452,9 @@ def _rewrite_host(plan: HostPlan) -> None:
     after: dict[Operation, Operation] = {}  # the last conversion inserted after a definition
     entry: Operation | None = None  # the last conversion of an argument
     for owner, index, plain_type, packing, packed, uses in conversions:
-        value = body.args[index] if owner is None else retyped.get((owner, index), owner.results[index])
+        value = (
+            body.args[index] if owner is None else retyped.get((owner, index), owner.results[index])
+        )
         if packed:
             conv: Operation = accel.UnpackOp(value, packing, plain_type)
         else:
@@ -512,7 +518,8 @@ def _rewrite_accelerator(f: func.FuncOp, block: int) -> None:
         point = InsertPoint.after(cursor) if cursor is not None else InsertPoint.at_start(body)
         Rewriter.insert_op(unpack, point)
         cursor = unpack
-        new_arg.replace_uses_with_if(unpack.output, lambda use: use.operation is not unpack)
+        new_arg.replace_all_uses_with(unpack.output)
+        unpack.operands[0] = new_arg
     for ret in [op for op in f.walk() if isinstance(op, func.ReturnOp)]:
         for i, v in enumerate(list(ret.operands)):
             packing = activation_packing(v.type, block)

@@ -11,10 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xdsl.context import Context
-from xdsl.dialects import func
-from xdsl.parser import Parser
-
+from conftest import FIXTURE_MODELS, context, fixture_models, parse_module, print_module
 from qaccel.backends.cpu.accel_semantics import pack, unpack
 from qaccel.backends.cpu.interpreter import (
     ExecutionError,
@@ -31,8 +28,9 @@ from qaccel.passes.insert_pack_unpack import (
 )
 from qaccel.passes.pipeline import build_pipeline
 from qaccel.tools.qaccel_run import main as qaccel_run
-
-from conftest import FIXTURE_MODELS, context, fixture_models, parse_module, print_module
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.parser import Parser
 
 # --------------------------------------------------------------------------------------------
 # Layouts
@@ -206,7 +204,9 @@ def test_chain_keeps_semantics_and_signature():
     assert [str(t) for t in main.function_type.inputs.data] == [
         "tensor<1x2x2x6x!quant.uniform<i8:f32, 0.5:-1>>"
     ]
-    callee = next(f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "vta_fn_0")
+    callee = next(
+        f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "vta_fn_0"
+    )
     assert callee.function_type.inputs.data[0].get_shape() == (1, 2, 2, 2, 1, 4)
     assert accel.PACKED_FUNCTION_ATTR in callee.attributes
     ops = [op.name for op in main.body.block.ops]
@@ -227,7 +227,9 @@ def test_pass_is_idempotent():
 
 def test_default_block_comes_from_the_target():
     module = assert_pass_keeps_semantics(CHAIN, block=None)  # type: ignore[arg-type]
-    callee = next(f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "vta_fn_0")
+    callee = next(
+        f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "vta_fn_0"
+    )
     assert callee.function_type.inputs.data[0].get_shape() == (1, 1, 2, 2, 1, 16)
 
 
@@ -265,7 +267,10 @@ func.func private @vta_fn_0(%arg0: tensor<1x2x2x2x1x4x!q>) -> tensor<1x2x2x2x1x4
 """,
     ).parse_module()
     x = random_inputs(entry_function(module), 0)
-    with pytest.raises(ExecutionError, match=r"call of @vta_fn_0: argument 0: expected int8\[1x2x2x2x1x4\], got int8\[1x2x2x6\]"):
+    with pytest.raises(
+        ExecutionError,
+        match=r"call of @vta_fn_0: argument 0: expected int8\[1x2x2x2x1x4\], got int8\[1x2x2x6\]",
+    ):
         run_function(module, x)
 
 
@@ -296,7 +301,11 @@ def chain_module(sequence: str) -> str:
             lines.append(f"%v{i} = " + (RELU if c == "E" else POOL).format(x=value))
         value = f"%v{i}"
     body = "\n  ".join(lines)
-    return HEADER + f"func.func @main(%x: !t) -> !t {{\n  {body}\n  func.return {value} : !t\n}}\n" + "".join(functions)
+    return (
+        HEADER
+        + f"func.func @main(%x: !t) -> !t {{\n  {body}\n  func.return {value} : !t\n}}\n"
+        + "".join(functions)
+    )
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -314,9 +323,12 @@ def dag_module(rng: random.Random) -> str:
     """A random host DAG of relus, same-shape adds, 1x1 pools and accelerator calls with one or
     two arguments and one or two results."""
     values, lines, functions = ["%x", "%y"], [], []
+
+    def pick() -> str:
+        return rng.choice(values[-4:])
+
     for i in range(rng.randint(3, 10)):
         kind = rng.choice("AAERPH")
-        pick = lambda: rng.choice(values[-4:])  # noqa: E731
         if kind == "A":
             name = f"vta_fn_{len(functions)}"
             args, results = rng.randint(1, 2), rng.randint(1, 2)
@@ -337,7 +349,7 @@ def dag_module(rng: random.Random) -> str:
         else:
             lines.append(f"%v{i} = " + POOL.format(x=pick()))
         values.append(f"%v{i}")
-    outputs = sorted(set([values[-1], rng.choice(values)]))
+    outputs = sorted({values[-1], rng.choice(values)})
     body = "\n  ".join(lines)
     types = ", ".join(["!t"] * len(outputs))
     return (
@@ -357,7 +369,9 @@ def test_random_dags_keep_semantics(seed):
 # --------------------------------------------------------------------------------------------
 # Fixture models through the partitioned pipeline
 
-PIPELINE = "legalize-tfl-to-q,annotate-target{target=vta},partition-graph{target=vta},insert-pack-unpack"
+PIPELINE = (
+    "legalize-tfl-to-q,annotate-target{target=vta},partition-graph{target=vta},insert-pack-unpack"
+)
 COLLAPSED = FIXTURE_MODELS / "mobilenetv2_035_96_collapsed.tflite"
 RUNNABLE = [p for p in fixture_models() if p != COLLAPSED]
 
