@@ -394,6 +394,56 @@ def test_fixture_is_bit_exact_after_insert_pack_unpack(path: Path, tmp_path, cap
     assert "(bit-exact)" in out and "MISMATCH" not in out
 
 
+def elementwise_between_model() -> bytes:
+    """conv (20 channels: padded lanes) -> LOGISTIC (the CPU's) -> conv -> TANH: the two
+    convolutions become accelerator functions joined by an element-wise op."""
+    from qaccel.frontend.builder import (
+        ModelBuilder,
+        QParams,
+        TensorSpec,
+        bias_tensor,
+        per_axis_qparams,
+        random_weights,
+    )
+
+    rng = np.random.default_rng(0)
+    g = (mb := ModelBuilder()).subgraph("main")
+    x_q, h_q, l_q = (QParams.per_tensor(s, z) for s, z in ((0.02, -3), (0.05, 4), (1 / 256, -128)))
+    w1_q, w2_q = per_axis_qparams(rng, 20, 0), per_axis_qparams(rng, 12, 0)
+    conv = {"padding": "SAME", "stride_w": 1, "stride_h": 1, "fused_activation_function": "RELU"}
+    x = g.input("x", (1, 6, 6, 8), q=x_q)
+    w1 = TensorSpec("w1", (20, 3, 3, 8), np.int8, w1_q, data=random_weights(rng, (20, 3, 3, 8)))
+    h = g.op("CONV_2D", [x, w1, bias_tensor("b1", rng, x_q, w1_q)],
+             TensorSpec("h", (1, 6, 6, 20), np.int8, h_q), conv)  # fmt: skip
+    lg = g.op("LOGISTIC", [h], TensorSpec("l", (1, 6, 6, 20), np.int8, l_q))
+    w2 = TensorSpec("w2", (12, 1, 1, 20), np.int8, w2_q, data=random_weights(rng, (12, 1, 1, 20)))
+    y = g.op("CONV_2D", [lg, w2, bias_tensor("b2", rng, l_q, w2_q)],
+             TensorSpec("y", (1, 6, 6, 12), np.int8, QParams.per_tensor(0.03, -1)), conv)  # fmt: skip
+    g.output(
+        g.op("TANH", [y], TensorSpec("t", (1, 6, 6, 12), np.int8, QParams.per_tensor(1 / 128, 0)))
+    )
+    return mb.build()
+
+
+def test_host_elementwise_op_on_packed_tensors_is_bit_exact(oracle):
+    from qaccel.backends.cpu.compare import compare_with_reference
+
+    model = elementwise_between_model()
+    module = import_tflite(model)
+    inputs = [random_inputs(entry_function(module), s) for s in range(2)]
+    build_pipeline(PIPELINE).apply(Context(), module)
+    host = entry_function(module)
+    host_ops = [op.name for op in host.body.block.ops]
+    assert host_ops == [
+        "accel.pack", "func.call", "tfl.logistic", "func.call", "tfl.tanh", "accel.unpack",
+        "func.return",
+    ]  # fmt: skip
+    logistic = next(op for op in host.body.block.ops if op.name == "tfl.logistic")
+    assert logistic.results[0].type.get_shape() == (1, 2, 6, 6, 1, 16)
+    report = compare_with_reference(model, module, inputs, layers=False)
+    assert report.bit_exact, report.summary()
+
+
 def test_collapsed_model_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         qaccel_run([str(COLLAPSED), "-p", PIPELINE, "--outputs-dir", str(tmp_path)])
