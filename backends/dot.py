@@ -75,7 +75,9 @@ def _is_weight(op: Operation, memo: dict[Operation, bool]) -> bool:
         memo[op] = op.has_trait(ConstantLike) or bool(
             op.operands
             and not op.regions
-            and all(isinstance(v.owner, Operation) and _is_weight(v.owner, memo) for v in op.operands)
+            and all(
+                isinstance(v.owner, Operation) and _is_weight(v.owner, memo) for v in op.operands
+            )
         )
     return memo[op]
 
@@ -83,9 +85,7 @@ def _is_weight(op: Operation, memo: dict[Operation, bool]) -> bool:
 class _Graph:
     def __init__(self, module: ModuleOp):
         self.weights: dict[Operation, bool] = {}
-        self.functions = {
-            op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)
-        }
+        self.functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
         self.node_ids: dict[Operation, str] = {}
         self.lines: list[str] = []
         self.edges: list[str] = []
@@ -102,8 +102,11 @@ class _Graph:
         return callee
 
     def drawn(self, block: Block) -> list[Operation]:
-        return [op for op in block.ops
-                if not _is_weight(op, self.weights) and not isinstance(op, func.ReturnOp)]  # fmt: skip
+        return [
+            op
+            for op in block.ops
+            if not _is_weight(op, self.weights) and not isinstance(op, func.ReturnOp)
+        ]
 
     def node(self, op: Operation, indent: str) -> None:
         nid = f"n{len(self.node_ids)}"
@@ -142,7 +145,9 @@ class _Graph:
             return self.node_ids.get(owner)
         return None
 
-    def ops_block(self, block: Block, indent: str, call_args: list[SSAValue] | None) -> list[Operation]:
+    def ops_block(
+        self, block: Block, indent: str, call_args: list[SSAValue] | None
+    ) -> list[Operation]:
         """Emit the nodes of `block` (clusters for annotated groups), return its ops."""
         if call_args is not None:
             for arg, outer in zip(block.args, call_args):
@@ -153,7 +158,11 @@ class _Graph:
         groups: dict[tuple[str, int], list[Operation]] = {}
         for op in ops:
             target, group = op.attributes.get("qaccel.target"), op.attributes.get("qaccel.group")
-            if call_args is None and isinstance(target, StringAttr) and isinstance(group, IntegerAttr):
+            if (
+                call_args is None
+                and isinstance(target, StringAttr)
+                and isinstance(group, IntegerAttr)
+            ):
                 groups.setdefault((target.data, group.value.data), []).append(op)
         grouped = {op: key for key, members in groups.items() for op in members}
         emitted: set[tuple[str, int]] = set()
@@ -169,9 +178,12 @@ class _Graph:
                 emitted.add(key)
                 members = groups[key]
                 pattern = members[0].attributes.get("qaccel.pattern")
-                title = f"group {key[1]}: {pattern.data if isinstance(pattern, StringAttr) else '?'} ({key[0]})"
+                kind = pattern.data if isinstance(pattern, StringAttr) else "?"
+                title = f"group {key[1]}: {kind} ({key[0]})"
                 self.lines.append(f"{indent}subgraph cluster_group_{key[1]} {{")
-                self.lines.append(f"{indent}  label={_quote(title)}; style=\"dashed,rounded\"; color=\"#4a7fb5\";")
+                self.lines.append(
+                    f'{indent}  label={_quote(title)}; style="dashed,rounded"; color="#4a7fb5";'
+                )
                 for m in members:
                     self.node(m, indent + "  ")
                 self.lines.append(f"{indent}}}")
@@ -191,8 +203,8 @@ class _Graph:
         title = f"@{callee.sym_name.data} on {target_name}: {count} ops{share}"
         self.lines.append(f"{indent}subgraph cluster_{callee.sym_name.data} {{")
         self.lines.append(
-            f"{indent}  label={_quote(title)}; style=\"filled,rounded\"; "
-            f"fillcolor=\"{fill}\"; color=\"{border}\"; penwidth=2;"
+            f'{indent}  label={_quote(title)}; style="filled,rounded"; '
+            f'fillcolor="{fill}"; color="{border}"; penwidth=2;'
         )
         self.ops_block(block, indent + "  ", list(call.operands))
         self.lines.append(f"{indent}}}")
@@ -235,8 +247,8 @@ def to_dot(module: ModuleOp) -> str:
     g.lines += [
         f"digraph {_quote(name)} {{",
         "  rankdir=TB;",
-        '  node [shape=box, style="rounded,filled", fillcolor=white, fontname="Helvetica", fontsize=10];',
-        '  edge [fontname="Helvetica", fontsize=8, color="#555555"];',
+        '  node [shape=box, style="rounded,filled", fillcolor=white, fontsize=10];',
+        '  edge [fontsize=8, color="#555555"];',
     ]
     for i, arg in enumerate(block.args):
         nid = f"in{i}"

@@ -374,7 +374,7 @@ class Target:
             if p.name in seen:
                 raise TargetError(f"target {self.name}: two patterns named '{p.name}'")
             seen.add(p.name)
-            p.term  # parse now: a malformed table fails when the target is built
+            _ = p.term  # parse now: a malformed table fails when the target is built
 
     @property
     def function_prefix(self) -> str:
@@ -473,7 +473,7 @@ def available_targets() -> dict[str, Callable[[], Target]]:
         def load(ep=ep) -> Target:
             try:
                 obj = ep.load()
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - any failure of another package's code
                 raise TargetError(
                     f"target {ep.name}: cannot load entry point '{ep.value}': {e}"
                 ) from None
@@ -491,7 +491,9 @@ def get_target(name: str, hw_config: str | None = None) -> Target:
         raise TargetError(f"unknown target '{name}' (known: {', '.join(sorted(targets))})")
     target = targets[name]()
     if not isinstance(target, Target):
-        raise TargetError(f"target {name}: the entry point gave {type(target).__name__}, not a Target")
+        raise TargetError(
+            f"target {name}: the entry point gave {type(target).__name__}, not a Target"
+        )
     if target.name != name:
         raise TargetError(f"target registered as '{name}' calls itself '{target.name}'")
     return target.with_config(hw_config) if hw_config else target
@@ -513,8 +515,12 @@ def _dtype_name(dtype: np.dtype | None) -> str:
     return "non-tensor" if dtype is None else str(np.dtype(dtype))
 
 
-_OPERAND_NAMES = {"q.conv2d": ("input", "filter"), "q.depthwise_conv2d": ("input", "filter"),
-                  "q.dense": ("input", "filter"), "q.bias_add": ("accumulators", "bias")}
+_OPERAND_NAMES = {
+    "q.conv2d": ("input", "filter"),
+    "q.depthwise_conv2d": ("input", "filter"),
+    "q.dense": ("input", "filter"),
+    "q.bias_add": ("accumulators", "bias"),
+}
 
 
 @check("int8")
@@ -529,7 +535,9 @@ def _int8_operands(m: Match) -> str | None:
             if dtype != np.int8:
                 names = _OPERAND_NAMES.get(op.name, ())
                 what = names[i] if i < len(names) else f"operand {i}"
-                return f"{what} of {op.name} is {_dtype_name(dtype)}: the accelerator loads int8 only"
+                return (
+                    f"{what} of {op.name} is {_dtype_name(dtype)}: the accelerator loads int8 only"
+                )
     out = storage_dtype(m.root.results[0])
     if out != np.int8:
         return f"result of {m.root.name} is {_dtype_name(out)}: the accelerator stores int8 only"
@@ -607,7 +615,8 @@ def _conv_buffers(m: Match) -> str | None:
     wgt_tiles, wgt_depth = kh * kw, c.depth("wgt")
     if wgt_tiles > wgt_depth:
         return (
-            f"a {kh}x{kw} filter needs {wgt_tiles} weight tiles ({_kib(wgt_tiles * c.elem_bytes('wgt'))}) "
+            f"a {kh}x{kw} filter needs {wgt_tiles} weight tiles "
+            f"({_kib(wgt_tiles * c.elem_bytes('wgt'))}) "
             f"per 16x16 channel block; the weight buffer holds {wgt_depth} "
             f"({_kib(wgt_depth * c.elem_bytes('wgt'))})"
         )
@@ -724,7 +733,9 @@ def _pad_axes(m: Match) -> str | None:
     op = m.ops[0]
     widths = np.asarray(_ints(op, "padding")).reshape(-1, 2)
     if len(widths) != 4:
-        return f"pads a {len(widths)}-D tensor: only H and W of NHWC tensors can be padded by the DMA"
+        return (
+            f"pads a {len(widths)}-D tensor: only H and W of NHWC tensors can be padded by the DMA"
+        )
     for axis, name in ((0, "batch"), (3, "channel")):
         if widths[axis].any():
             before, after = (int(v) for v in widths[axis])
@@ -806,18 +817,29 @@ def vta_target(config=None, alu_ops: Iterable[Any] | None = None) -> Target:
     Accepted (each with the checks listed in `VTA_PATTERNS`): convolution, depthwise
     convolution and dense groups, element-wise add/sub/mul, max and average pooling, spatial
     mean, spatial pad, concatenation and clamps. Partitions without GEMM work are refused.
-    Decisions, measured with `benchmarks/bench_partition.py`:
+    Decisions, measured with `benchmarks/bench_partition.py` on the fixtures and ResNet-50
+    (GEMM: one 1x16x16 block per cycle; ALU: one 16-lane row per 2 cycles; 333 MHz):
 
-    - **Small-channel convolutions are accepted.** A first layer with 3 input channels pads
-      to 16 lanes (19% of the GEMM lanes useful), but it is 20% of `cnn`'s MACs and sits at
-      the graph input, so refusing it saves no transfer; even at 3/16 utilization the GEMM
-      core does 48 useful MACs per cycle.
-    - **Depthwise convolutions are accepted.** Block-diagonal weight tiles use one lane in
-      16 (16 useful MACs per cycle, 5.3 GMAC/s at 333 MHz), but refusing them splits every
-      MobileNet block into accelerator/CPU/accelerator and adds two layout changes per block.
-    - **Pools, mean, pad, concat, add/sub/mul** have no MACs but sit between GEMM layers;
-      on the accelerator they keep partitions whole (fewer CPU round trips). Alone, they are
-      not worth a launch: the region check refuses partitions without MACs.
+    - **Convolutions whose input channels are not a multiple of 16 are accepted**, padded to
+      16 lanes (TVM's VTA refuses them). A 3-channel first layer uses 18.8% of the lanes
+      (48 useful MACs per cycle), MobileNetV2's 3- and 24-channel layers 37.5%. Refusing
+      them would leave on the CPU 20.1% of `cnn`'s MACs, 40.9% of `small_cnn`'s, 10.8% of
+      MobileNetV2's (3 partitions instead of 1, 1.5 MiB crossing CPU/accelerator borders
+      instead of 148 KiB) and 3.1% of ResNet-50's (785 KiB instead of 148 KiB). A first layer
+      sits at the graph input, so keeping it on the CPU saves no transfer either.
+    - **Depthwise convolutions are accepted**, as block-diagonal 16x16 weight tiles: 1 lane
+      in 16 is useful (16 MACs per cycle, 5.3 GMAC/s). In MobileNetV2 they are 6.9% of the
+      MACs but 49% of the GEMM cycles (1.29 M of 2.62 M); refusing them splits the model into
+      18 partitions with 6.3 MiB crossing borders (instead of 1 and 148 KiB). The ALU would
+      be slower still: a 3x3 tap loop of MUL and ADD costs 36 cycles per pixel and 16
+      channels, the GEMM 9.
+    - **Ops without MACs (add/sub/mul, pools, spatial mean and pad, concat, clamps) are
+      accepted inside partitions with GEMM work.** Without them MobileNetV2 splits into 12
+      partitions (770 KiB across borders) and ResNet-50 into 18 (13 MiB), each border a host
+      pack or unpack plus a DMA transfer. Their price is ALU time: on ResNet-50 they add about
+      9.9 M ALU cycles (30 ms), making the ALU (17.8 M cycles in all) as busy as the GEMM core
+      (17.1 M); on MobileNetV2 they add 0.4 M to 5.5 M. Alone they are not worth a launch,
+      which `region_check` refuses.
     """
     from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
     from qaccel.backends.vta.isa import AluOp
@@ -840,8 +862,21 @@ def vta_target(config=None, alu_ops: Iterable[Any] | None = None) -> Target:
 
 
 __all__ = [
-    "ENTRY_POINT_GROUP", "Check", "Match", "MatchResult", "Pattern", "RegionSummary",
-    "Rejection", "Target", "TargetError", "available_targets", "check", "describe_op",
-    "get_target", "parse_pattern", "register_target", "vta_target", "VTA_PATTERNS",
+    "ENTRY_POINT_GROUP",
+    "VTA_PATTERNS",
+    "Check",
+    "Match",
+    "MatchResult",
+    "Pattern",
+    "RegionSummary",
+    "Rejection",
+    "Target",
+    "TargetError",
+    "available_targets",
+    "check",
+    "describe_op",
+    "get_target",
+    "parse_pattern",
+    "register_target",
+    "vta_target",
 ]  # fmt: skip
-

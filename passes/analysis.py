@@ -62,4 +62,4 @@ def function_macs(function: func.FuncOp) -> int:
     return sum(op_macs(op) for op in function.body.walk())
 
 
-__all__ = ["op_macs", "function_macs"]
+__all__ = ["function_macs", "op_macs"]

@@ -1,27 +1,6 @@
 """`annotate-target{target=vta}`: mark the op groups a target can run (the method's grouping).
 
-The target's pattern table (`qaccel.backends.targets`) is matched over the host functions
-(the public ones, i.e. the entry function); each accepted match becomes a group whose ops get
-the discardable attributes `qaccel.target`, `qaccel.pattern` and `qaccel.group` (a module-wide
-id, increasing in program order), plus `qaccel.partition_index` when the pattern gives one:
-
-    %acc = q.conv2d %x, %w {...} : (...) -> tensor<1x8x8x16xi32>
-    %sum = q.bias_add %acc, %b : (...) -> tensor<1x8x8x16xi32>
-    %y   = q.requantize %sum {...} : (tensor<1x8x8x16xi32>) -> tensor<1x8x8x16xi8>
-    %r   = tfl.reshape %y, %shape : (...) -> tensor<1x1024xi8>
-
-becomes
-
-    %acc = q.conv2d %x, %w {qaccel.target = "vta", qaccel.pattern = "conv2d", qaccel.group = 0 : i64, ...}
-    %sum = q.bias_add %acc, %b {qaccel.target = "vta", qaccel.pattern = "conv2d", qaccel.group = 0 : i64}
-    %y   = q.requantize %sum {qaccel.target = "vta", qaccel.pattern = "conv2d", qaccel.group = 0 : i64, ...}
-    %r   = tfl.reshape %y, %shape : (...) -> tensor<1x1024xi8>
-
-Ops that already carry a `qaccel.target` (this target's or another's) are left alone, so the
-pass is idempotent and `annotate-target{target=a},annotate-target{target=b}` gives `a`
-priority. `explain=true` prints to stderr, for every op left unannotated, why (no pattern, or
-the pattern whose checks failed and the values that failed them). `hw-config=FILE` reads the
-target's hardware configuration (for `vta`, a `HardwareConfig` JSON).
+The pass and its IR before/after are documented on `AnnotateTargetPass`.
 """
 
 from __future__ import annotations
@@ -81,7 +60,9 @@ def annotated_target(op: Operation) -> str | None:
     return attr.data if isinstance(attr, StringAttr) else None
 
 
-def explain_lines(target: Target, block: Block, result: MatchResult) -> Iterator[tuple[Operation, str]]:
+def explain_lines(
+    target: Target, block: Block, result: MatchResult
+) -> Iterator[tuple[Operation, str]]:
     """(op, reason) for every compute op of `block` that `result` leaves unannotated."""
     for op in block.ops:
         if not is_compute_op(op):
@@ -96,9 +77,12 @@ def explain_lines(target: Target, block: Block, result: MatchResult) -> Iterator
         if pattern is None:
             yield op, target.explain(op, result)
         else:
-            yield op, (
-                f"not annotated, although {target.name} pattern {pattern} matches it "
-                f"(run annotate-target{{target={target.name}}} first)"
+            yield (
+                op,
+                (
+                    f"not annotated, although {target.name} pattern {pattern} matches it "
+                    f"(run annotate-target{{target={target.name}}} first)"
+                ),
             )
 
 
@@ -118,7 +102,34 @@ def _next_group_id(module: ModuleOp) -> int:
 
 @dataclass(frozen=True)
 class AnnotateTargetPass(ModulePass):
-    """Mark the op groups that match a target's pattern table (target, pattern, group id)."""
+    """Mark the op groups that match a target's pattern table (target, pattern, group id).
+
+    The target's pattern table (`qaccel.backends.targets`) is matched over the host functions
+    (the public ones, i.e. the entry function); each accepted match becomes a group whose ops get
+    the discardable attributes `qaccel.target`, `qaccel.pattern` and `qaccel.group` (a module-wide
+    id, increasing in program order), plus `qaccel.partition_index` when the pattern gives one:
+
+        %acc = q.conv2d %x, %w {...} : (...) -> tensor<1x8x8x16xi32>
+        %sum = q.bias_add %acc, %b : (...) -> tensor<1x8x8x16xi32>
+        %y   = q.requantize %sum {...} : (tensor<1x8x8x16xi32>) -> tensor<1x8x8x16xi8>
+        %r   = tfl.reshape %y, %shape : (...) -> tensor<1x1024xi8>
+
+    becomes
+
+        %acc = q.conv2d %x, %w {qaccel.target = "vta", qaccel.pattern = "conv2d",
+                                qaccel.group = 0 : i64, ...}
+        %sum = q.bias_add %acc, %b {qaccel.target = "vta", qaccel.pattern = "conv2d",
+                                    qaccel.group = 0 : i64}
+        %y   = q.requantize %sum {qaccel.target = "vta", qaccel.pattern = "conv2d",
+                                  qaccel.group = 0 : i64, ...}
+        %r   = tfl.reshape %y, %shape : (...) -> tensor<1x1024xi8>
+
+    Ops that already carry a `qaccel.target` (this target's or another's) are left alone, so the
+    pass is idempotent and `annotate-target{target=a},annotate-target{target=b}` gives `a`
+    priority. `explain=true` prints to stderr, for every op left unannotated, why (no pattern, or
+    the pattern whose checks failed and the values that failed them). `hw-config=FILE` reads the
+    target's hardware configuration (for `vta`, a `HardwareConfig` JSON).
+    """
 
     name = "annotate-target"
 

@@ -1,42 +1,6 @@
 """`partition-graph{target=vta max-partitions=N min-ops=K}`: outline annotated groups into
-accelerator functions.
 
-The groups `annotate-target` marked for the target are merged into maximal regions of the
-host function's DAG: two regions merge when they have the same partition index and no path
-leaves one and enters the other through an op outside both (that would make the outlined
-call depend on itself). Regions joined by an edge merge first, then independent ones (one
-accelerator launch instead of two). Each region becomes
-
-    func.func private @vta_fn_<k>(<inputs>) -> (<outputs>) attributes {qaccel.target = "vta"}
-
-(inputs: values defined outside and used inside, in order of first use; outputs: values
-defined inside and used outside, in program order; weights, i.e. constants, are cloned
-inside), called from the host by `func.call`. Ops keep their attributes and locations;
-regions are numbered in host program order.
-
-    %y = q.conv2d %x, %w {qaccel.target = "vta", qaccel.group = 0 : i64, ...}
-    ...
-    %z = q.requantize %s {qaccel.target = "vta", qaccel.group = 0 : i64, ...}
-    %o = tfl.softmax %z {...}
-
-becomes
-
-    %z = func.call @vta_fn_0(%x) : (tensor<1x8x8x16xi8>) -> tensor<1x8x8x16xi8>
-    %o = tfl.softmax %z {...}
-    ...
-    func.func private @vta_fn_0(%x: tensor<1x8x8x16xi8>) -> tensor<1x8x8x16xi8>
-        attributes {qaccel.target = "vta"} {
-      %w = tfl.const ...
-      %y = q.conv2d %x, %w {qaccel.target = "vta", ...}
-      ...
-      func.return %z : tensor<1x8x8x16xi8>
-    }
-
-A region stays on the CPU (its annotations removed) when it has fewer than `min-ops` ops, when
-the target's region check refuses it (for `vta`: no GEMM work), or when `max-partitions`
-keeps only the partitions with the most MACs. The pass reports on stderr, LiteRT-style,
-`vta: selected N of M ops (X% of MACs) into K partitions`, one line per dropped partition,
-and with `explain=true` the reason every op left on the CPU has.
+The pass and its IR before/after are documented on `PartitionGraphPass`.
 """
 
 from __future__ import annotations
@@ -253,7 +217,9 @@ def _host_order(block: Block, parts: Sequence[_Partition]) -> list[Operation | i
         item_of.update((op, k) for op in part.ops)
     items: list[Operation | int] = [op for op in ops if not isinstance(item_of[op], int)]
     items += list(range(len(parts)))
-    members: dict[Operation | int, list[Operation]] = {op: [op] for op in items if isinstance(op, Operation)}
+    members: dict[Operation | int, list[Operation]] = {
+        op: [op] for op in items if isinstance(op, Operation)
+    }
     members.update((k, part.ops) for k, part in enumerate(parts))
     key = {item: min(position[op] for op in members[item]) for item in items}
     users: dict[Operation | int, set[Operation | int]] = {item: set() for item in items}
@@ -282,7 +248,9 @@ def _host_order(block: Block, parts: Sequence[_Partition]) -> list[Operation | i
     return order
 
 
-def _outline_partition(part: _Partition, name: str, target: Target) -> tuple[func.FuncOp, func.CallOp]:
+def _outline_partition(
+    part: _Partition, name: str, target: Target
+) -> tuple[func.FuncOp, func.CallOp]:
     """Move the partition's ops into a new private function; return it and the call that
     replaces them (not inserted yet)."""
     ops = part.ops
@@ -316,7 +284,47 @@ def _outline_partition(part: _Partition, name: str, target: Target) -> tuple[fun
 
 @dataclass(frozen=True)
 class PartitionGraphPass(ModulePass):
-    """Outline a target's annotated groups into maximal, cycle-free accelerator functions."""
+    """Outline a target's annotated groups into maximal, cycle-free accelerator functions.
+
+    accelerator functions.
+
+    The groups `annotate-target` marked for the target are merged into maximal regions of the
+    host function's DAG: two regions merge when they have the same partition index and no path
+    leaves one and enters the other through an op outside both (that would make the outlined
+    call depend on itself). Regions joined by an edge merge first, then independent ones (one
+    accelerator launch instead of two). Each region becomes
+
+        func.func private @vta_fn_<k>(<inputs>) -> (<outputs>) attributes {qaccel.target = "vta"}
+
+    (inputs: values defined outside and used inside, in order of first use; outputs: values
+    defined inside and used outside, in program order; weights, i.e. constants, are cloned
+    inside), called from the host by `func.call`. Ops keep their attributes and locations;
+    regions are numbered in host program order.
+
+        %y = q.conv2d %x, %w {qaccel.target = "vta", qaccel.group = 0 : i64, ...}
+        ...
+        %z = q.requantize %s {qaccel.target = "vta", qaccel.group = 0 : i64, ...}
+        %o = tfl.softmax %z {...}
+
+    becomes
+
+        %z = func.call @vta_fn_0(%x) : (tensor<1x8x8x16xi8>) -> tensor<1x8x8x16xi8>
+        %o = tfl.softmax %z {...}
+        ...
+        func.func private @vta_fn_0(%x: tensor<1x8x8x16xi8>) -> tensor<1x8x8x16xi8>
+            attributes {qaccel.target = "vta"} {
+          %w = tfl.const ...
+          %y = q.conv2d %x, %w {qaccel.target = "vta", ...}
+          ...
+          func.return %z : tensor<1x8x8x16xi8>
+        }
+
+    A region stays on the CPU (its annotations removed) when it has fewer than `min-ops` ops, when
+    the target's region check refuses it (for `vta`: no GEMM work), or when `max-partitions`
+    keeps only the partitions with the most MACs. The pass reports on stderr, LiteRT-style,
+    `vta: selected N of M ops (X% of MACs) into K partitions`, one line per dropped partition,
+    and with `explain=true` the reason every op left on the CPU has.
+    """
 
     name = "partition-graph"
 
@@ -384,7 +392,8 @@ class PartitionGraphPass(ModulePass):
         for part in candidates:
             reason = None
             if len(part.ops) < self.min_ops:
-                reason = f"its partition of {_plural(len(part.ops), 'op')} is below min-ops={self.min_ops}"
+                size = _plural(len(part.ops), "op")
+                reason = f"its partition of {size} is below min-ops={self.min_ops}"
             elif target.region_check is not None:
                 refusal = target.region_check(part.summary)
                 if refusal is not None:
@@ -400,7 +409,8 @@ class PartitionGraphPass(ModulePass):
             kept = [p for p in kept if p not in dropped]
             for part in dropped:
                 reason = (
-                    f"its partition ({_plural(len(part.ops), 'op')}, {_percent(part.macs, total_macs)} "
+                    f"its partition ({_plural(len(part.ops), 'op')}, "
+                    f"{_percent(part.macs, total_macs)} "
                     f"of MACs) was dropped by max-partitions={self.max_partitions}"
                 )
                 reasons.update((o, reason) for o in part.ops)
@@ -464,7 +474,9 @@ class PartitionGraphPass(ModulePass):
         for item in order:
             block.add_op(calls[item] if isinstance(item, int) else item)
         for op in list(block.ops):
-            if not is_compute_op(op) and not isinstance(op, func.ReturnOp) and all(
-                not r.uses for r in op.results
+            if (
+                not is_compute_op(op)
+                and not isinstance(op, func.ReturnOp)
+                and all(not r.uses for r in op.results)
             ):
                 block.erase_op(op)

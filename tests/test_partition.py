@@ -39,7 +39,9 @@ def _legalized(path):
 
 
 def _accelerator_functions(module) -> list[func.FuncOp]:
-    return [op for op in module.ops if isinstance(op, func.FuncOp) and "qaccel.target" in op.attributes]
+    return [
+        op for op in module.ops if isinstance(op, func.FuncOp) and "qaccel.target" in op.attributes
+    ]
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURE_MODELS.glob("*.tflite")), ids=lambda p: p.stem)
@@ -79,16 +81,22 @@ def test_explain_names_every_cpu_op(capsys):
     PartitionGraphPass(explain=True).apply(qaccel_context(), module)
     assert capsys.readouterr().err.splitlines() == [
         "vta: selected 23 of 25 ops (100.0% of MACs) into 2 partitions",
-        'vta: kept on CPU: tfl.reshape "cnn_1/flatten_1/Reshape": no vta pattern for '
-        "tfl.reshape (the accelerator runs q ops only)",
-        'vta: kept on CPU: tfl.softmax "StatefulPartitionedCall_1:0": no vta pattern for '
-        "tfl.softmax (the accelerator runs q ops only)",
+        (
+            'vta: kept on CPU: tfl.reshape "cnn_1/flatten_1/Reshape": no vta pattern for '
+            "tfl.reshape (the accelerator runs q ops only)"
+        ),
+        (
+            'vta: kept on CPU: tfl.softmax "StatefulPartitionedCall_1:0": no vta pattern for '
+            "tfl.softmax (the accelerator runs q ops only)"
+        ),
     ]
 
 
 def test_max_partitions_keeps_the_most_macs(capsys):
     module = _legalized(FIXTURE_MODELS / "cnn.tflite")
-    build_pipeline("annotate-target,partition-graph{max-partitions=1}").apply(qaccel_context(), module)
+    build_pipeline("annotate-target,partition-graph{max-partitions=1}").apply(
+        qaccel_context(), module
+    )
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "vta: selected 18 of 25 ops (99.2% of MACs) into 1 partition"
     assert err[1].startswith(
@@ -154,7 +162,9 @@ def _random_dag(rng: random.Random, n_ops: int, n_indices: int) -> tuple[str, in
         if rng.random() < 0.5:
             a = rng.choice(values)
             used.add(a)
-            lines.append(f"{name} = q.relu {a} {{{attrs}min = {-100 + i} : i32, max = 100 : i32}} : ({T}) -> {T}")
+            lines.append(
+                f"{name} = q.relu {a} {{{attrs}min = {-100 + i} : i32, max = 100 : i32}} : ({T}) -> {T}"
+            )
         else:
             a, b = rng.choice(values), rng.choice(values)
             used.update((a, b))
