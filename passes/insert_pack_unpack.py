@@ -474,9 +474,11 @@ def _rewrite_host(plan: HostPlan) -> None:
 
 
 def _pack_weights(f: func.FuncOp, block: int) -> None:
-    """Constant `q.conv2d` / `q.dense` filters become packed constants plus an unpack."""
+    """Constant `q.conv2d` / `q.dense` filters become packed constants plus an unpack (one per
+    constant and filter zero point, right after the constant)."""
     from qaccel.backends.cpu.accel_semantics import pack
 
+    unpacked: dict[tuple[Operation, int], SSAValue] = {}
     for op in list(f.walk()):
         if isinstance(op, q.Conv2DOp):
             if op.filter.type.get_shape()[3] != op.input.type.get_shape()[3]:
@@ -486,20 +488,25 @@ def _pack_weights(f: func.FuncOp, block: int) -> None:
         const = op.filter.owner
         if not isinstance(const, tfl.ConstOp):
             continue
-        t = op.filter.type
-        packing = accel.Packing.weights(len(t.get_shape()), block, block)
-        data = pack(const.as_array(), packing, op.int_prop("filter_zero_point"))
-        storage = const.value.type.element_type
-        packed = tfl.ConstOp(
-            DenseIntOrFPElementsAttr(TensorType(storage, data.shape), BytesAttr(data.tobytes())),
-            accel.packed_type(t, packing),
-        )
-        unpack = accel.UnpackOp(packed.output, packing, t)
-        _name(packed, op.filter, "packed")
-        _name(unpack, op.filter, "unpacked")
-        Rewriter.insert_op([packed, unpack], InsertPoint.before(op))
-        op.operands[1] = unpack.output
-        if not const.output.uses:
+        zero_point = op.int_prop("filter_zero_point")
+        value = unpacked.get((const, zero_point))
+        if value is None:
+            t = const.output.type
+            packing = accel.Packing.weights(len(t.get_shape()), block, block)
+            data = pack(const.as_array(), packing, zero_point)
+            storage = const.value.type.element_type
+            attr = DenseIntOrFPElementsAttr(
+                TensorType(storage, data.shape), BytesAttr(data.tobytes())
+            )
+            packed = tfl.ConstOp(attr, accel.packed_type(t, packing))
+            unpack = accel.UnpackOp(packed.output, packing, t)
+            _name(packed, const.output, "packed")
+            _name(unpack, const.output, "unpacked")
+            Rewriter.insert_op([packed, unpack], InsertPoint.after(const))
+            value = unpacked[(const, zero_point)] = unpack.output
+        op.operands[1] = value
+    for const in {const for const, _ in unpacked}:
+        if not const.results[0].uses:
             Rewriter.erase_op(const)
 
 

@@ -438,3 +438,32 @@ func.func private @vta_fn_2(%arg0: tensor<1x2x2x6x!h>) -> tensor<1x2x2x6x!h> att
   %r = q.relu %arg0 {min = -90 : i32, max = 90 : i32} : (tensor<1x2x2x6x!h>) -> tensor<1x2x2x6x!h>
   func.return %r : tensor<1x2x2x6x!h>
 }
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+!t = tensor<1x2x2x4x!q>
+!w = !quant.uniform<i8:f32, 0.25:0>
+
+// A weight constant used by two convolutions is packed once.
+// CHECK-LABEL: func.func @shared_weights
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %arg0_unpacked = accel.unpack %arg0
+// CHECK-NEXT:    %w_packed = tfl.const {{.*}} -> tensor<1x1x1x1x4x4x!quant.uniform<i8:f32, 0.25:0>>
+// CHECK-NEXT:    %w_unpacked = accel.unpack %w_packed
+// CHECK-NEXT:    %a = q.conv2d %arg0_unpacked, %w_unpacked
+// CHECK-NEXT:    %r = q.requantize %a
+// CHECK-NEXT:    %b = q.conv2d %r, %w_unpacked
+// CHECK-NOT:     tfl.const
+func.func @shared_weights(%x: !t) -> !t {
+  %y = func.call @vta_fn_0(%x) : (!t) -> !t
+  func.return %y : !t
+}
+func.func private @vta_fn_0(%arg0: !t) -> !t attributes {qaccel.target = "vta"} {
+  %w = tfl.const dense<[[[[1, 2, 3, 4]]], [[[0, 1, 0, -1]]], [[[2, 2, 2, 2]]], [[[-3, 0, 3, 1]]]]> : tensor<4x1x1x4xi8> -> tensor<4x1x1x4x!w>
+  %a = q.conv2d %arg0, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, input_zero_point = -1 : i32, filter_zero_point = 0 : i32} : (!t, tensor<4x1x1x4x!w>) -> tensor<1x2x2x4xi32>
+  %r = q.requantize %a {multiplier = array<i32: 1073741824>, shift = array<i32: -2>, input_zero_point = 0 : i32, output_zero_point = -1 : i32} : (tensor<1x2x2x4xi32>) -> !t
+  %b = q.conv2d %r, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, input_zero_point = -1 : i32, filter_zero_point = 0 : i32} : (!t, tensor<4x1x1x4x!w>) -> tensor<1x2x2x4xi32>
+  %y = q.requantize %b {multiplier = array<i32: 1073741824>, shift = array<i32: -2>, input_zero_point = 0 : i32, output_zero_point = -1 : i32} : (tensor<1x2x2x4xi32>) -> !t
+  func.return %y : !t
+}
