@@ -544,13 +544,17 @@ def _int8_operands(m: Match) -> str | None:
     return None
 
 
+def _tile(m: Match) -> str:
+    return f"{m.target.config.block_out}x{m.target.config.block_in}"
+
+
 @check("constant-weights")
 def _constant_weights(m: Match) -> str | None:
     acc = m.ops[0]
     if not is_constant(acc.operands[1]):
         return (
             f"filter of {acc.name} is computed at run time ({describe_value(acc.operands[1])}): "
-            "weights are packed into 16x16 tiles at compile time"
+            f"weights are packed into {_tile(m)} tiles at compile time"
         )
     bias = m.get("q.bias_add")
     if bias is not None and not is_constant(bias.operands[1]):
@@ -604,8 +608,8 @@ def _kib(n: int) -> str:
 
 @check("buffers")
 def _conv_buffers(m: Match) -> str | None:
-    """The smallest tile the schedule can use must fit: one output pixel of one 16-channel
-    output block, accumulating over 16-channel input blocks (the accumulator stays on chip, so
+    """The smallest tile the schedule can use must fit: one output pixel of one output-channel
+    block, accumulating over input-channel blocks (the accumulator stays on chip, so
     input channels need not fit at once)."""
     acc = m.ops[0]
     c = m.target.config
@@ -617,7 +621,7 @@ def _conv_buffers(m: Match) -> str | None:
         return (
             f"a {kh}x{kw} filter needs {wgt_tiles} weight tiles "
             f"({_kib(wgt_tiles * c.elem_bytes('wgt'))}) "
-            f"per 16x16 channel block; the weight buffer holds {wgt_depth} "
+            f"per {_tile(m)} channel block; the weight buffer holds {wgt_depth} "
             f"({_kib(wgt_depth * c.elem_bytes('wgt'))})"
         )
     inp_rows, inp_depth = eff_h * eff_w, c.depth("inp")
