@@ -42,8 +42,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from qaccel.dialects.q import array_values, i64_array
-from qaccel.dialects.quant import UniformQuantizedType, storage_range
 from xdsl.dialects.builtin import (
     I32,
     I64,
@@ -66,6 +64,9 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
+
+from qaccel.dialects.q import array_values, i64_array
+from qaccel.dialects.quant import UniformQuantizedType, storage_range
 
 PACKED_FUNCTION_ATTR = "accel.packed"
 """Unit attribute `insert-pack-unpack` puts on an accelerator function once its arguments and
@@ -121,7 +122,8 @@ class Packing:
         """What is wrong with this description, or None."""
         rank = self.rank
         if sorted(self.outer_dims_perm) != list(range(rank)):
-            return f"outer_dims_perm {list(self.outer_dims_perm)} is not a permutation of {rank} dimensions"
+            perm = list(self.outer_dims_perm)
+            return f"outer_dims_perm {perm} is not a permutation of {rank} dimensions"
         if len(self.inner_tiles) != len(self.inner_dims_pos):
             return (
                 f"{len(self.inner_dims_pos)} inner_dims_pos but {len(self.inner_tiles)} inner_tiles"
@@ -129,7 +131,8 @@ class Packing:
         if len(set(self.inner_dims_pos)) != len(self.inner_dims_pos) or any(
             not 0 <= d < rank for d in self.inner_dims_pos
         ):
-            return f"inner_dims_pos {list(self.inner_dims_pos)} must be distinct dimensions below {rank}"
+            dims = list(self.inner_dims_pos)
+            return f"inner_dims_pos {dims} must be distinct dimensions below {rank}"
         if any(t < 1 for t in self.inner_tiles):
             return f"inner_tiles {list(self.inner_tiles)} must be positive"
         return None

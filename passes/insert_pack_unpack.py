@@ -69,9 +69,6 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from qaccel.dialects import accel, q, tfl
-from qaccel.dialects.quant import UniformQuantizedType
-from qaccel.passes.annotate_target import TARGET_ATTR, load_target
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -88,6 +85,10 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import ConstantLike
 from xdsl.utils.exceptions import PassFailedException
+
+from qaccel.dialects import accel, q, tfl
+from qaccel.dialects.quant import UniformQuantizedType
+from qaccel.passes.annotate_target import TARGET_ATTR, load_target
 
 # --------------------------------------------------------------------------------------------
 # What counts as element-wise

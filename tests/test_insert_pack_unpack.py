@@ -11,7 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FIXTURE_MODELS, context, fixture_models, parse_module, print_module
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.parser import Parser
+
 from qaccel.backends.cpu.accel_semantics import pack, unpack
 from qaccel.backends.cpu.interpreter import (
     ExecutionError,
@@ -28,9 +31,8 @@ from qaccel.passes.insert_pack_unpack import (
 )
 from qaccel.passes.pipeline import build_pipeline
 from qaccel.tools.qaccel_run import main as qaccel_run
-from xdsl.context import Context
-from xdsl.dialects import func
-from xdsl.parser import Parser
+
+from conftest import FIXTURE_MODELS, context, fixture_models, parse_module, print_module
 
 # --------------------------------------------------------------------------------------------
 # Layouts

@@ -16,12 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from qaccel.dialects import accel
-from qaccel.dialects.types import tensor_dtype
 from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 from xdsl.traits import SymbolTable
+
+from qaccel.dialects import accel
+from qaccel.dialects.types import tensor_dtype
 
 
 def _split_order(packing: accel.Packing) -> list[int]:
