@@ -42,7 +42,9 @@ same-shape `tfl.add`/`tfl.sub`/`tfl.mul`, `tfl.relu`/`relu6`/`leaky_relu`/`logis
 broadcasting ops, calls of host functions, ...). Element-wise ops joined by data edges form
 *segments*; the ops between two accelerator functions are the segment that carries data from
 one to the other, and a non-element-wise op lies "between" them when it feeds or consumes that
-segment (or sits directly between the calls). On a chain this is exactly the method's rule. So:
+segment (it *touches* the segment: it makes one of its operands or uses one of its results), or
+sits directly between the calls. On a chain this is exactly the method's rule (the tests check
+it against a literal implementation on random chains). So:
 
 - pack(A) = some input of A comes from a non-element-wise op, or from a segment that touches one;
 - unpack(A) = some result of A goes to a non-element-wise op, or to a segment that touches one.
@@ -53,7 +55,9 @@ graph's own inputs, outputs and constants are not ops: a first accelerator funct
 the inputs through element-wise ops only has pack = 0 and the inputs are packed at the function's
 entry instead (likewise unpack = 0 and an unpack before `func.return` for a last one), so the
 host function's signature never changes. Conversions are per value and shared: a value several
-users need in the other layout is converted once, right after it is defined.
+users need in the other layout is converted once, right after it is defined (arguments: at the
+function's entry; values only returned: right before `func.return`). Values that are not integer
+tensors of rank >= 2 (scalars, vectors, floats) cross unchanged and take no part in the rules.
 
 Element-wise ops on packed tensors compute on the padded channel lanes too. Those lanes start as
 the zero point and, for the ops above, mostly stay there (real 0.0 maps to real 0.0 through an
