@@ -43,6 +43,7 @@ FULLY_CONNECTED with LiteRT's double-precision requantization stores the int32 a
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -52,6 +53,7 @@ KINDS = ("conv", "depthwise", "dense")
 LOOP_ORDERS = ("spatial", "channel")
 BIAS_MODES = ("alu", "dma")
 MAX_PAD = 15  # LOAD's 4-bit padding fields
+MAX_STRIDE = 0xFFFF  # LOAD/STORE 16-bit x_stride
 
 
 class LayerError(ValueError):
@@ -155,28 +157,28 @@ class LayerGeometry:
     int32_output: bool  # STORE ACC (dense with double requantization)
     input_zero_point: int
 
-    @property
+    @cached_property
     def CIB(self) -> int:
         return _cdiv(self.C, self.block)
 
-    @property
+    @cached_property
     def COB(self) -> int:
         return _cdiv(self.O, self.block)
 
-    @property
+    @cached_property
     def taps(self) -> int:
         return self.KH * self.KW
 
-    @property
+    @cached_property
     def rows(self) -> int:  # dense: input rows
         return self.W
 
-    @property
+    @cached_property
     def diagonal(self) -> bool:
         """Output block b reads only input block b // depth_multiplier (depthwise)."""
         return self.kind == "depthwise"
 
-    @property
+    @cached_property
     def row_subsample(self) -> bool:
         """1-row kernels with a vertical stride load only the rows they use."""
         return self.kind != "dense" and self.KH == 1 and self.sh > 1
@@ -195,13 +197,13 @@ class LayerGeometry:
             return first, (co0 + nco - 1) // m - first + 1
         return ci0, nci
 
-    @property
+    @cached_property
     def macs(self) -> int:
         """MACs the GEMM core performs (channels padded to blocks, 256 per block)."""
         per_pixel = self.COB * (1 if self.diagonal else self.CIB) * self.taps
         return self.OH * self.OW * per_pixel * self.block * self.block
 
-    @property
+    @cached_property
     def useful_macs(self) -> int:
         cin = 1 if self.diagonal else self.C
         return self.OH * self.OW * self.O * cin * self.taps
@@ -575,100 +577,319 @@ def _tail_insns(g: LayerGeometry, bias_mode: str) -> int:
     return n + sum(2 if op == "clamp" else 1 for op in g.tail)
 
 
-def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
-    """Closed-form cycle estimate of a schedule: per-module busy time, DRAM bus time, and
-    the pipeline's prologue (first loads before any GEMM) and epilogue (last store)."""
+@lru_cache(maxsize=4096)
+def _axis_sums(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
+    """(real input positions, frame positions) summed over the tiles of one axis."""
+    n_out = g.OH if rows else g.OW
+    real = frame = 0
+    for i in range(_cdiv(n_out, tile)):
+        size = min(tile, n_out - i * tile)
+        if rows:
+            fr, _, _, (_, r) = frame_rows(g, i * tile, size)
+        else:
+            fr, _, (_, r) = frame_cols(g, i * tile, size)
+        real += r
+        frame += fr
+    return real, frame
+
+
+def frame_mode(g: LayerGeometry, st: Step) -> str:
+    """How the emitter loads a step's input frame: "dense" (one LOAD of [row][ci]),
+    "contiguous" (every block's frame is a contiguous run of DRAM rows: one LOAD, one frame
+    per LOAD row), "row" (one-row frames: one LOAD, one block per LOAD row, horizontal
+    padding per row), "padding" (the frame lies in the padding: one LOAD per block from a
+    row of zero points), "blocks" (one LOAD per input block, with padding)."""
+    if g.kind == "dense":
+        return "dense"
+    fr, _, ystep, (ypad0, yreal) = frame_rows(g, st.oy0, st.th)
+    fc, _, (xpad0, xreal) = frame_cols(g, st.ox0, st.tw)
+    if yreal == 0 or xreal == 0:
+        return "padding"
+    if g.H * g.W > MAX_STRIDE:  # a block's plane is too far for a LOAD's 16-bit row stride
+        return "blocks"
+    if fr == 1:
+        return "row"
+    if yreal == fr and xreal == fc == g.W and ystep == 1:
+        return "contiguous"
+    return "blocks"
+
+
+def frame_loads(g: LayerGeometry, st: Step) -> int:
+    """LOAD instructions of a step's input frame (see `frame_mode`)."""
+    mode = frame_mode(g, st)
+    if mode in ("dense", "contiguous", "row"):
+        return 1
+    if mode == "padding":
+        return st.nci
+    fr, _, _, (ypad0, yreal) = frame_rows(g, st.oy0, st.th)
+    extra = (ypad0 > MAX_PAD) + (fr - ypad0 - yreal > MAX_PAD)
+    return st.nci * (1 + extra)
+
+
+def _merged_frames(g: LayerGeometry, tw: int) -> bool:
+    """Whether a typical frame of `tw`-wide tiles loads in one LOAD (for the quick model)."""
+    if g.kind == "dense" or (g.KH == 1 and (g.row_subsample or g.OH == 1)):
+        return g.kind == "dense" or g.H * g.W <= MAX_STRIDE
+    return (g.KW == 1 and tw >= g.OW and g.pad_t == g.pad_b == 0 and not g.row_subsample
+            and g.H * g.W <= MAX_STRIDE)  # fmt: skip
+
+
+def quick_estimate(sched: Schedule, config: HardwareConfig | None = None) -> int:
+    """Closed-form cycle estimate used to prune the search: prologue + the busiest of compute,
+    load, store and the DRAM bus + epilogue (no transient stalls; see `estimate`)."""
     c = config or DEFAULT_CONFIG
     g = sched.geometry
     I, setup, bw = c.insn_issue_cycles, c.dma_setup_cycles, c.bus_width_bytes
     blk = g.block
     K = g.taps
-    th, tw, tco, tci = sched.tile_h, sched.tile_w, sched.tile_co, sched.tile_ci
+    th, tw, tco, tci = sched.tile_h, sched.tile_w, min(sched.tile_co, g.COB), sched.tile_ci
     Ty, Tx, G, R = sched.tiles_y, sched.tiles_x, sched.co_groups, sched.ci_groups
     T = Ty * Tx
-    # Real input elements of one pass over every tile (separable over rows and columns).
-    sy = sum(frame_rows(g, i * th, min(th, g.OH - i * th))[3][1] for i in range(Ty))
-    sx = sum(frame_cols(g, i * tw, min(tw, g.OW - i * tw))[2][1] for i in range(Tx))
-    fr_all = sum(frame_rows(g, i * th, min(th, g.OH - i * th))[0] for i in range(Ty))
-    fc_all = sum(frame_cols(g, i * tw, min(tw, g.OW - i * tw))[0] for i in range(Tx))
-    real_pass, frame_pass = sy * sx, fr_all * fc_all
-    if g.diagonal:
-        ci_per_pass = sum(g.ci_range(i * tco, min(tco, g.COB - i * tco), 0, 0)[1] for i in range(G))
-        chunk_ci = g.ci_range(0, tco, 0, 0)[1]
-    else:
-        ci_per_pass, chunk_ci = g.CIB, tci
-    # How many times the input / weights cross the bus.
+    sy, fy = _axis_sums(g, th, True)
+    sx, fx = _axis_sums(g, tw, False)
+    real_pass, frame_pass = sy * sx, fy * fx
+    chunk_ci = g.ci_range(0, tco, 0, 0)[1] if g.diagonal else min(tci, g.CIB)
+    ci_per_pass = (g.COB + g.depth_multiplier - 1) // g.depth_multiplier if g.diagonal else g.CIB
     if g.diagonal:
         inp_passes, inp_chunks = 1, T * G
         w_passes = 1 if (sched.loop_order == "channel" or sched.wgt_slots >= G) else T
     else:
-        n_inp = T * R
         if sched.loop_order == "spatial":
             inp_passes = 1 if (R == 1 or sched.inp_slots >= R + 1) else G
             w_passes = 1 if (G * R == 1 or sched.wgt_slots >= G * R) else T
         else:
-            inp_passes = 1 if (T * R == 1 or sched.inp_slots >= n_inp) else G
+            inp_passes = 1 if (T * R == 1 or sched.inp_slots >= T * R) else G
             w_passes = 1 if (R == 1 or sched.wgt_slots >= R + 1) else T
-        inp_chunks = n_inp * (inp_passes if inp_passes > 1 else 1)
+        inp_chunks = T * R * inp_passes
     inp_bytes = inp_passes * real_pass * ci_per_pass * blk
     pad_rows = inp_passes * (frame_pass - real_pass) * ci_per_pass
-    merged = g.kind == "dense" or (g.KW == 1 and g.pad_l == g.pad_r == 0 and tw >= g.OW
-                                   and g.pad_t == g.pad_b == 0 and not g.row_subsample)
+    merged = _merged_frames(g, tw)
     inp_loads = inp_chunks * (1 if merged else max(1, chunk_ci))
-    wgt_tiles = g.COB * (1 if g.diagonal else g.CIB) * K
-    wgt_bytes = w_passes * wgt_tiles * blk * blk
+    wgt_bytes = w_passes * g.COB * (1 if g.diagonal else g.CIB) * K * blk * blk
     wgt_loads = w_passes * G * R
-    load = (inp_loads + wgt_loads) * (I + setup) + _cdiv(inp_bytes + wgt_bytes, bw)
-    load += _cdiv(pad_rows * blk, bw)
-    # Stores: one per co block of a tile, or one per tile when tiles span whole rows.
+    inp_time = inp_loads * (I + setup) + _cdiv(inp_bytes + pad_rows * blk, bw)
+    wgt_time = wgt_loads * (I + setup) + _cdiv(wgt_bytes, bw)
+    load = inp_time + wgt_time
+    # With a single slot a reloaded chunk cannot overlap the GEMMs that read the previous one.
+    serial = (inp_time if sched.inp_slots == 1 and inp_chunks > 1 else 0) + (
+        wgt_time if sched.wgt_slots == 1 and wgt_loads > 1 else 0
+    )
     out_eb = 4 * blk if g.int32_output else blk
     out_bytes = g.OH * g.OW * g.COB * out_eb
     tiles = T * G
-    if g.kind == "dense" or tw >= g.OW:
-        n_store = tiles
-    else:
-        n_store = T * g.COB
+    n_store = tiles if (g.kind == "dense" or tw >= g.OW) else T * g.COB
     store = n_store * (I + setup) + _cdiv(out_bytes, bw)
-    # Compute: GEMM iterations are fixed; the tail costs a few cycles per accumulator row.
     rows = g.OH * g.OW * g.COB
     gemm = (g.macs // (blk * blk)) * c.gemm_cycles_per_uop
     tail = rows * tail_cycles_per_row(g, sched.bias_mode, c)
     insns = T * G * R + tiles * _tail_insns(g, sched.bias_mode)
     compute_dma = 0
-    if g.has_bias and sched.bias_mode == "dma":
-        per_tile_loads = 1 if g.kind == "dense" else tco
-        compute_dma = tiles * per_tile_loads * (I + setup) + _cdiv(rows * 4 * blk, bw)
+    dma_bias = g.has_bias and sched.bias_mode == "dma"
+    if dma_bias:
+        compute_dma = tiles * (1 if g.kind == "dense" else tco) * (I + setup)
+        compute_dma += _cdiv(rows * 4 * blk, bw)
     param_bytes = n_param_rows(g, sched.bias_mode) * 4 * blk
-    uop_bytes = 4 * _uop_estimate(sched)
-    preamble = 2 * (I + setup) + _cdiv(param_bytes + uop_bytes, bw)
-    compute = gemm + tail + insns * I + compute_dma + preamble
-    bus = _cdiv(inp_bytes + wgt_bytes + out_bytes + param_bytes + uop_bytes, bw)
-    if g.has_bias and sched.bias_mode == "dma":
+    red = K * (1 if g.diagonal else min(tci, g.CIB))
+    pb = pixel_block(tco, red, min(th, g.OH), min(tw, g.OW)) or (1, 1)
+    kernel = red * tco * pb[0] * pb[1]
+    combos = min(T * G * R, sched.inp_slots * sched.acc_slots * sched.wgt_slots, 8)
+    uops = kernel * combos
+    if uops > c.depth("uop"):  # kernels reloaded every step
+        compute_dma += T * G * R * (I + setup + _cdiv(kernel * 4, bw))
+        uops = c.depth("uop")
+    preamble = 2 * (I + setup) + _cdiv(param_bytes + 4 * uops, bw)
+    compute = gemm + tail + insns * I + compute_dma + preamble + serial
+    bus = _cdiv(inp_bytes + wgt_bytes + out_bytes + param_bytes + 4 * uops, bw)
+    if dma_bias:
         bus += _cdiv(rows * 4 * blk, bw)
-    # Prologue: the first step's loads; epilogue: the last tile's store.
     fr, fc = frame_shape(g, min(th, g.OH), min(tw, g.OW))
-    first_inp = chunk_ci * fr * fc * blk
-    first_w = min(tco, g.COB) * (1 if g.diagonal else min(tci, g.CIB)) * K * blk * blk
+    first_w = tco * (1 if g.diagonal else min(tci, g.CIB)) * K * blk * blk
     first_loads = (1 if merged else chunk_ci) + 1
-    prologue = first_loads * (I + setup) + _cdiv(first_inp + first_w + param_bytes + uop_bytes, bw)
-    last_rows = min(th, g.OH) * min(tw, g.OW) * min(tco, g.COB)
-    epilogue = (I + setup) * (1 if tw >= g.OW else min(tco, g.COB)) + _cdiv(last_rows * out_eb, bw)
+    prologue = first_loads * (I + setup) + _cdiv(
+        chunk_ci * fr * fc * blk + first_w + param_bytes + 4 * uops, bw
+    )
+    last_rows = min(th, g.OH) * min(tw, g.OW) * tco
+    epilogue = (I + setup) * (1 if tw >= g.OW else tco) + _cdiv(last_rows * out_eb, bw)
     steady = max(compute - preamble, load - first_loads * (I + setup), store, bus)
-    total = prologue + steady + epilogue
-    return Estimate(int(total), int(compute), int(load), int(store), int(bus), int(prologue),
-                    int(epilogue))  # fmt: skip
+    return int(prologue + steady + epilogue)
 
 
-def _uop_estimate(sched: Schedule) -> int:
-    """Micro-ops the emitter will load: GEMM kernels per slot combination, plus tails."""
+def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
+    """Cycle estimate of a schedule from a step-level model of the three modules.
+
+    Walks the loop nest as the emitter does (same slot assignment), with each step's load,
+    GEMM, tail and store durations from the timing model's formulas, and the dependencies the
+    tokens enforce: a load waits for the last GEMM that read its slot, a GEMM for its data,
+    a tile's first write for the store that last read its accumulator slot. The shared DRAM
+    bus is only a global bound. Micro-op kernels are counted exactly; when they do not fit the
+    buffer, every step pays a reload."""
+    c = config or DEFAULT_CONFIG
     g = sched.geometry
-    red = g.taps * (1 if g.diagonal else min(sched.tile_ci, g.CIB))
-    per_kernel = red * min(sched.tile_co, g.COB)
-    if sched.tile_co == 1 and red > 1:
-        per_kernel *= 2
-    combos = min(sched.inp_slots * sched.acc_slots, 4) * min(sched.wgt_slots, sched.co_groups * sched.ci_groups)
-    shapes = (1 + (g.OH % sched.tile_h != 0)) * (1 + (g.OW % sched.tile_w != 0))
-    return min(per_kernel * combos * shapes, 8192)
+    I, setup, bw = c.insn_issue_cycles, c.dma_setup_cycles, c.bus_width_bytes
+    blk = g.block
+    K = g.taps
+    alu, gemm_c = c.alu_cycles_per_uop, c.gemm_cycles_per_uop
+    dma_bias = g.has_bias and sched.bias_mode == "dma"
+    out_eb = 4 * blk if g.int32_output else blk
+    per_row = tail_cycles_per_row(g, sched.bias_mode, c)
+    n_tail = _tail_insns(g, sched.bias_mode)
+    slot_ready: dict = {}
+    last_use: dict = {}  # slot -> step index whose GEMM read it last
+    cend: list[int] = []
+    store_end: list[int] = []
+    kernels: dict = {}
+    l_end = s_free = bus_bytes = 0
+    load_busy = store_busy = compute_busy = 0
+    param_bytes = n_param_rows(g, sched.bias_mode) * 4 * blk
+    c_end = 2 * (I + setup) + _cdiv(param_bytes, bw)  # the parameter load (uops added below)
+    prologue = None
+    plans = plan_steps(sched)
+    n_steps = len(plans)
+    for n, sp in enumerate(plans):
+        st, islot, wslot = sp.step, sp.inp_slot, sp.wgt_slot
+        for kind, ch, slot in sp.loads:
+            if kind == "inp":
+                fr, _, _, (_, yreal) = frame_rows(g, ch.oy0, ch.th)
+                fc, _, (_, xreal) = frame_cols(g, ch.ox0, ch.tw)
+                nbytes = ch.nci * yreal * xreal * blk
+                pad = ch.nci * (fr * fc - yreal * xreal) * blk
+                ldur = frame_loads(g, ch) * (I + setup) + _cdiv(nbytes, bw) + _cdiv(pad, bw)
+            else:
+                nbytes = ch.nco * (1 if g.diagonal else ch.nci) * K * blk * blk
+                ldur = I + setup + _cdiv(nbytes, bw)
+            bus_bytes += nbytes
+            wait = last_use.get((kind, slot), -1)
+            l_end = max(l_end, cend[wait] if wait >= 0 else 0) + ldur
+            load_busy += ldur
+            slot_ready[(kind, slot)] = l_end
+        aslot = st.tile % sched.acc_slots
+        red = K * (1 if g.diagonal else st.nci)
+        pb = pixel_block(st.nco, red, st.th, st.tw)
+        kernels[(st.th, st.tw, st.nco, st.nci, islot, wslot, aslot)] = (
+            red if pb is None else red * st.nco * pb[0] * pb[1]
+        )
+        kernels[(aslot, st.co0)] = 6  # the tail's single micro-ops
+        rows = st.th * st.tw * st.nco
+        dur = I + red * rows * gemm_c
+        start = max(c_end, slot_ready[("inp", islot)], slot_ready[("wgt", wslot)])
+        if st.first:
+            if st.tile >= sched.acc_slots:
+                start = max(start, store_end[st.tile - sched.acc_slots])
+            if dma_bias:
+                nl = 1 if (g.kind == "dense" or st.th * st.tw == 1) else st.nco
+                dur += nl * (I + setup) + _cdiv(rows * 4 * blk, bw)
+                bus_bytes += rows * 4 * blk
+            else:
+                dur += I + rows * gemm_c
+        if st.last:
+            dur += n_tail * I + rows * (per_row - (0 if dma_bias else gemm_c))
+            if pb is None:
+                dur += I + alu
+        if prologue is None:
+            prologue = start
+        c_end = start + dur
+        compute_busy += dur
+        cend.append(c_end)
+        last_use[("inp", islot)] = last_use[("wgt", wslot)] = n
+        if st.last:
+            n_st = 1 if (g.kind == "dense" or (st.tw == g.OW and g.OH * g.OW <= MAX_STRIDE)) else st.nco
+            nbytes = rows * out_eb
+            sdur = n_st * (I + setup) + _cdiv(nbytes, bw)
+            s_free = max(s_free, c_end) + sdur
+            store_busy += sdur
+            store_end.append(s_free)
+            bus_bytes += nbytes
+    uops = sum(kernels.values())
+    depth = c.depth("uop")
+    if uops <= depth:
+        extra = _cdiv(4 * uops, bw)  # one LOAD UOP in the prologue
+    else:
+        biggest = max(v for k, v in kernels.items() if len(k) == 7)
+        extra = n_steps * (I + setup + _cdiv(4 * biggest, bw))
+    bus_bytes += 4 * min(uops, depth) + param_bytes
+    total = max(c_end + extra, s_free + (extra if uops > depth else 0)) + I
+    bus = _cdiv(bus_bytes, bw)
+    total = max(total, bus)
+    return Estimate(int(total), int(compute_busy + extra), int(load_busy), int(store_busy),
+                    int(bus), int(prologue or 0), int(total - c_end))  # fmt: skip
+
+
+def _lru_slot(lru: list, n_slots: int, key) -> tuple[int, bool]:
+    """Least-recently-used slot choice: (slot, whether the chunk must be loaded)."""
+    for i, (k, slot) in enumerate(lru):
+        if k == key:
+            lru.append(lru.pop(i))
+            return slot, False
+    if len(lru) < n_slots:
+        used = {slot for _, slot in lru}
+        slot = min(set(range(n_slots)) - used)
+    else:
+        _, slot = lru.pop(0)
+    lru.append((key, slot))
+    return slot, True
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """One step with its buffer slots and the loads to issue before its GEMM: `loads` holds
+    (kind "inp"/"wgt", the step whose chunk it loads, slot), the step's own chunks first, then
+    prefetches of the next chunks."""
+
+    step: Step
+    inp_slot: int
+    wgt_slot: int
+    acc_slot: int
+    loads: tuple[tuple[str, Step, int], ...]
+
+
+def plan_steps(sched: Schedule) -> list[StepPlan]:
+    """Slot assignment and load order of the whole loop nest (the emitter and `estimate`
+    both follow it). Chunks keep their slot while reused (LRU eviction). Loads issue in
+    program order on the in-order load module, so at the first step of a run of steps using
+    one chunk, the next different chunk of the same kind is loaded too: the weights of the
+    next output group do not wait behind input loads that wait for the GEMM to free a slot."""
+    steps = list(sched.steps())
+    n = len(steps)
+
+    def inp_key(st):
+        return (st.spatial, st.ci0, st.nci)
+
+    def wgt_key(st):
+        return (st.co0, st.nco, st.ci0, st.nci)
+
+    def next_different(keyf):
+        out = [-1] * n
+        nxt = -1
+        for i in range(n - 1, -1, -1):
+            if i + 1 < n and keyf(steps[i + 1]) != keyf(steps[i]):
+                nxt = i + 1
+            out[i] = nxt
+        return out
+
+    nxt_i, nxt_w = next_different(inp_key), next_different(wgt_key)
+    inp_lru: list = []
+    wgt_lru: list = []
+    plans = []
+    for i, st in enumerate(steps):
+        loads = []
+        islot, new = _lru_slot(inp_lru, sched.inp_slots, inp_key(st))
+        if new:
+            loads.append(("inp", st, islot))
+        wslot, new = _lru_slot(wgt_lru, sched.wgt_slots, wgt_key(st))
+        if new:
+            loads.append(("wgt", st, wslot))
+        for kind, lru, slots, keyf, nxt in (("inp", inp_lru, sched.inp_slots, inp_key, nxt_i),
+                                            ("wgt", wgt_lru, sched.wgt_slots, wgt_key, nxt_w)):  # fmt: skip
+            run_start = i == 0 or keyf(steps[i - 1]) != keyf(st)
+            if slots >= 2 and run_start and nxt[i] >= 0:
+                ahead = steps[nxt[i]]
+                if all(k != keyf(ahead) for k, _ in lru):
+                    slot, _ = _lru_slot(lru, slots, keyf(ahead))
+                    loads.append((kind, ahead, slot))
+                    # keep the chunk this step uses the most recent
+                    lru.append(lru.pop(next(j for j, (k, _) in enumerate(lru) if k == keyf(st))))
+        plans.append(StepPlan(st, islot, wslot, st.tile % sched.acc_slots, tuple(loads)))
+    return plans
 
 
 # --------------------------------------------------------------------------------------------
@@ -738,50 +959,63 @@ def plan_buffers(g: LayerGeometry, th: int, tw: int, tco: int, tci: int, loop_or
 
 def candidates(g: LayerGeometry, config: HardwareConfig, bias_modes=BIAS_MODES,
                loop_orders=LOOP_ORDERS) -> list[Schedule]:  # fmt: skip
-    """Every legal tiling of a pruned space: tile heights ceil(OH/k), widths full or ceil(OW/k)
-    for small k, co/ci group sizes ceil(COB/k), ceil(CIB/k); both loop orders and bias modes."""
-    out = []
+    """Every legal tiling of a pruned space: tile heights ceil(OH/k), widths full (or
+    ceil(OW/k), k <= 4, for rows wider than 16), co group sizes ceil(COB/k), the two largest
+    ci group sizes ceil(CIB/k) that fit; both loop orders when they differ; `bias_modes`."""
+    out: list[Schedule] = []
     ths = _distinct_splits(g.OH)
-    tws = _distinct_splits(g.OW, 4)
+    tws = _distinct_splits(g.OW, 4) if g.OW > 16 else [g.OW]
     tcos = _distinct_splits(g.COB)
-    tcis = [g.CIB] if g.diagonal else _distinct_splits(g.CIB, 6)
-    modes = [m for m in bias_modes if g.has_bias or m == "alu"]
+    tcis = [g.CIB] if g.diagonal else _distinct_splits(g.CIB)
+    modes = [m for m in bias_modes if g.has_bias or m == "alu"] or ["alu"]
     depth_acc = config.depth("acc")
+    ci_sizes_used = 0
     for tci in tcis:
+        found = len(out)
         for tco in tcos:
+            red = g.taps * (1 if g.diagonal else tci)
             for tw in tws:
                 for th in ths:
                     if th * tw * tco > depth_acc:
                         continue
+                    if pixel_block(tco, red, th, tw) is None and th * tw > 1:
+                        continue
+                    n_outer = _cdiv(g.OH, th) * _cdiv(g.OW, tw)
+                    orders = loop_orders if n_outer > 1 and tco < g.COB else loop_orders[:1]
                     for mode in modes:
-                        for order in loop_orders:
+                        for order in orders:
                             planned = plan_buffers(g, th, tw, tco, tci, order, mode, config)
-                            if planned is None:
+                            if planned is None or min(planned[:3]) < 1:
                                 continue
                             inp_slots, wgt_slots, acc_slots, plan = planned
-                            if acc_slots < 1 or inp_slots < 1 or wgt_slots < 1:
-                                continue
-                            red = g.taps * (1 if g.diagonal else tci)
-                            if pixel_block(tco, red, th, tw) is None and th * tw > 1:
-                                continue
                             out.append(Schedule(g, th, tw, tco, tci, order, mode, inp_slots,
                                                 wgt_slots, acc_slots, plan))  # fmt: skip
-            if out and not g.diagonal and tci < g.CIB:
-                break  # the largest ci group that fits is enough
-        if out and not g.diagonal:
-            break
+        if len(out) > found:
+            ci_sizes_used += 1
+            if ci_sizes_used == 2:
+                break
     return out
+
+
+def with_bias_mode(s: Schedule, bias_mode: str, config: HardwareConfig) -> Schedule | None:
+    """The same tiling with the other bias mode (None when it does not fit)."""
+    planned = plan_buffers(s.geometry, s.tile_h, s.tile_w, s.tile_co, s.tile_ci, s.loop_order,
+                           bias_mode, config)  # fmt: skip
+    if planned is None or min(planned[:3]) < 1:
+        return None
+    inp_slots, wgt_slots, acc_slots, plan = planned
+    return replace(s, bias_mode=bias_mode, inp_slots=inp_slots, wgt_slots=wgt_slots,
+                   acc_slots=acc_slots, buffers=plan)  # fmt: skip
 
 
 def schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | None = None, *,
              refine: int = 2, bias_mode: str | None = None, loop_order: str | None = None,
-             refine_budget: int = 6000) -> Schedule:  # fmt: skip
-    """The best legal schedule for `layer` by the cost model, then by the timing model.
-
-    `refine`: how many of the best-estimated candidates to emit and time with the simulator's
-    timing model (0: trust the estimate); candidates whose programs would exceed
-    `refine_budget` instructions are not timed. `bias_mode` / `loop_order` force a choice.
-    """
+             model_steps: int = 600, refine_insns: int = 2500) -> Schedule:  # fmt: skip
+    """The best legal schedule for `layer`: every candidate ranked by `quick_estimate`, the
+    best ones (until `model_steps` loop steps have been walked, at least 3) by `estimate`,
+    and the `refine` best of those emitted and run through the simulator's timing model
+    (only programs of about `refine_insns` instructions or fewer, beyond the first; 0: trust
+    `estimate`). `bias_mode` / `loop_order` force a choice."""
     c = config or DEFAULT_CONFIG
     g = layer.geometry if isinstance(layer, ConvLayer) else layer
     modes = BIAS_MODES if bias_mode is None else (bias_mode,)
@@ -792,28 +1026,51 @@ def schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | None = N
     for o in orders:
         if o not in LOOP_ORDERS:
             raise ValueError(f"loop_order {o!r} is not one of {', '.join(LOOP_ORDERS)}")
-    cands = candidates(g, c, modes, orders)
+    # The bias DMA (4 bus cycles per accumulator row on the compute module) rarely beats the
+    # ALU add (3 cycles): search with the ALU, then try the DMA on the best tilings only.
+    cands = candidates(g, c, ("alu",) if bias_mode is None else modes, orders)
     if not cands:
         raise LayerError(f"no tiling of {g.kind} layer {g.H}x{g.W}x{g.C}->{g.O} fits on chip")
-    scored = sorted(((estimate(s, c).cycles, i, s) for i, s in enumerate(cands)))
-    best = [replace(s, estimated_cycles=e) for e, _, s in scored[: max(1, refine)]]
+    quick = sorted((quick_estimate(s, c), i) for i, s in enumerate(cands))
+    if bias_mode is None and g.has_bias:
+        for _, i in quick[:4]:
+            other = with_bias_mode(cands[i], "dma", c)
+            if other is not None:
+                cands.append(other)
+                quick.append((quick_estimate(other, c), len(cands) - 1))
+        quick.sort()
+    modeled = []
+    walked = 0
+    for _, i in quick:
+        n = _step_count(cands[i])
+        if len(modeled) >= 3 and walked + n > model_steps:
+            break
+        walked += n
+        modeled.append((estimate(cands[i], c).cycles, i))
+    modeled.sort()
+    best = [replace(cands[i], estimated_cycles=e) for e, i in modeled]
     if refine <= 0 or not isinstance(layer, ConvLayer):
         return best[0]
     from qaccel.backends.vta.emit import emit
     from qaccel.backends.vta.simulator import timing
 
     timed = []
-    for s in best:
-        if _step_count(s) * 12 > refine_budget and timed:
+    for s in best[:refine]:
+        if timed and _insn_count(s) > refine_insns:
             continue
-        prog = emit(layer, s, c)
-        timed.append((timing(prog.program, c).total_cycles, s, prog))
-    cycles, s, _ = min(timed, key=lambda t: t[0])
+        timed.append((timing(emit(layer, s, c).program, c).total_cycles, len(timed), s))
+    cycles, _, s = min(timed)
     return replace(s, simulated_cycles=int(cycles))
 
 
 def _step_count(s: Schedule) -> int:
     return s.tiles_y * s.tiles_x * s.co_groups * s.ci_groups
+
+
+def _insn_count(s: Schedule) -> int:
+    g = s.geometry
+    per_step = 2 + (1 if _merged_frames(g, s.tile_w) else min(s.tile_ci, g.CIB))
+    return _step_count(s) * per_step + s.tiles_y * s.tiles_x * s.co_groups * (8 + s.tile_co)
 
 
 def roofline_cycles(g: LayerGeometry, config: HardwareConfig | None = None) -> int:
@@ -851,5 +1108,125 @@ def alu_bound_cycles(g: LayerGeometry, config: HardwareConfig | None = None) -> 
 __all__ = [
     "ConvLayer", "LayerGeometry", "LayerError", "Schedule", "BufferPlan", "Step", "Estimate",
     "schedule", "estimate", "candidates", "fused_bias", "dense_requantize_host",
-    "roofline_cycles", "alu_bound_cycles",
+    "roofline_cycles", "alu_bound_cycles", "layers_from_q", "reference",
 ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# Layers from q IR
+
+
+def layers_from_q(module) -> list[ConvLayer]:
+    """Every `q.conv2d` / `q.depthwise_conv2d` / `q.dense` group (+ `q.bias_add`) +
+    `q.requantize` (+ `q.relu`) of a module whose filter and bias are constants, as
+    `ConvLayer`s named after the group's position (for benchmarks and tests; the accel
+    lowering builds layers from its own ops)."""
+    from qaccel.dialects import q, tfl
+
+    def const(value):
+        owner = value.owner
+        return owner.as_array() if isinstance(owner, tfl.ConstOp) else None
+
+    def only_user(value):
+        users = list(value.uses)
+        return users[0].operation if len(users) == 1 else None
+
+    layers = []
+    for op in module.walk():
+        if not isinstance(op, (q.Conv2DOp, q.DepthwiseConv2DOp, q.DenseOp)):
+            continue
+        w = const(op.filter)
+        if w is None:
+            continue
+        nxt = only_user(op.output)
+        bias = None
+        if isinstance(nxt, q.BiasAddOp):
+            bias = const(nxt.bias)
+            if bias is None:
+                continue
+            nxt = only_user(nxt.output)
+        if not isinstance(nxt, q.RequantizeOp):
+            continue
+        rq = nxt
+        act = (-128, 127)
+        relu = only_user(rq.output)
+        if isinstance(relu, q.ReluOp):
+            act = (relu.int_prop("min"), relu.int_prop("max"))
+        kw = {}
+        if not isinstance(op, q.DenseOp):
+            kw = dict(
+                strides=tuple(int(v) for v in op.array_prop("strides")),
+                padding=tuple(int(v) for v in op.array_prop("padding")),
+                dilations=tuple(int(v) for v in op.array_prop("dilations")),
+            )
+        if isinstance(op, q.DepthwiseConv2DOp):
+            kw["depth_multiplier"] = op.int_prop("depth_multiplier")
+        if rq.is_double:
+            kw["scale"] = rq.array_prop("scale").copy()
+        else:
+            kw["multiplier"] = rq.array_prop("multiplier").copy()
+            kw["shift"] = rq.array_prop("shift").copy()
+        kind = {q.Conv2DOp: "conv", q.DepthwiseConv2DOp: "depthwise", q.DenseOp: "dense"}[type(op)]
+        layers.append(
+            ConvLayer(
+                kind, tuple(op.input.type.get_shape()), np.asarray(w).astype(np.int8),
+                None if bias is None else np.asarray(bias).astype(np.int32),
+                input_zero_point=op.int_prop("input_zero_point"),
+                filter_zero_point=op.int_prop("filter_zero_point"),
+                requant_input_zero_point=rq.int_prop("input_zero_point"),
+                output_zero_point=rq.int_prop("output_zero_point"),
+                act_min=act[0], act_max=act[1], name=f"{kind}{len(layers)}", **kw,
+            )  # fmt: skip
+        )
+    return layers
+
+
+def reference(layer: ConvLayer, x: np.ndarray) -> np.ndarray:
+    """The layer computed by the `q` dialect's semantics (`backends/cpu/q_semantics.py`, the
+    numeric reference the accelerator must match bit for bit): accumulate, bias, requantize,
+    clamp. `x` is the int8 input tensor; returns int8."""
+    from xdsl.dialects.builtin import TensorType, i8, i32
+    from xdsl.ir import Block
+
+    from qaccel.backends.cpu import q_semantics as qs
+    from qaccel.dialects import q
+
+    g = layer.geometry
+    x = np.asarray(x)
+    w = layer.weights
+
+    def t(shape, el=i32):
+        return TensorType(el, list(shape))
+
+    xv, wv, accv = Block(arg_types=[t(x.shape, i8), t(w.shape, i8), t((1,))]).args
+    zps = {"input_zero_point": q.i32_attr(layer.input_zero_point),
+           "filter_zero_point": q.i32_attr(layer.filter_zero_point)}  # fmt: skip
+    if g.kind == "dense":
+        out_shape = (*x.shape[:-1], g.O)
+        op = q.DenseOp.create(operands=[xv, wv], result_types=[t(out_shape)], properties=zps)
+        acc = qs.dense(op, x, w)
+    else:
+        out_shape = (1, g.OH, g.OW, g.O)
+        props = {"strides": q.i64_array(layer.strides), "dilations": q.i64_array(layer.dilations),
+                 "padding": q.i64_array(layer.padding), **zps}  # fmt: skip
+        if g.kind == "conv":
+            op = q.Conv2DOp.create(operands=[xv, wv], result_types=[t(out_shape)], properties=props)
+            acc = qs.conv2d(op, x, w)
+        else:
+            props["depth_multiplier"] = q.i32_attr(layer.depth_multiplier)
+            op = q.DepthwiseConv2DOp.create(
+                operands=[xv, wv], result_types=[t(out_shape)], properties=props
+            )
+            acc = qs.depthwise_conv2d(op, x, w)
+    if layer.bias is not None:
+        acc = (acc.astype(np.int64) + np.asarray(layer.bias, np.int64)).astype(np.int32)
+    props = {"input_zero_point": q.i32_attr(layer.requant_input_zero_point),
+             "output_zero_point": q.i32_attr(layer.output_zero_point)}  # fmt: skip
+    if layer.scale is not None:
+        props["scale"] = q.f64_array(np.asarray(layer.scale, np.float64).reshape(-1))
+    else:
+        props["multiplier"] = q.i32_array(np.asarray(layer.multiplier).reshape(-1))
+        props["shift"] = q.i32_array(np.asarray(layer.shift).reshape(-1))
+    rq = q.RequantizeOp.create(operands=[accv], result_types=[t(out_shape, i8)], properties=props)
+    y = qs.requantize(rq, acc)
+    return np.clip(y, layer.act_min, layer.act_max).astype(np.int8)

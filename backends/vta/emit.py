@@ -44,12 +44,15 @@ from qaccel.backends.vta.isa import (
 )
 from qaccel.lowering.vta_schedule import (
     ConvLayer,
+    MAX_STRIDE,
     LayerError,
     Schedule,
     Step,
+    plan_steps,
     dense_requantize_host,
     frame_cols,
     frame_rows,
+    frame_mode,
     frame_shape,
     fused_bias,
     param_layout,
@@ -353,13 +356,13 @@ class _Emitter:
         fr, y0, ystep, (ypad0, yreal) = frame_rows(g, st.oy0, st.th)
         fc, x0, (xpad0, xreal) = frame_cols(g, st.ox0, st.tw)
         frame = fr * fc
-        if g.kind == "dense":
-            # [row][ci] in DRAM -> [pixel][ci] frame in one LOAD
+        mode = frame_mode(g, st)
+        if mode == "dense":  # [row][ci] in DRAM -> [pixel][ci] frame
             self.load(MemType.INP, base, inp + st.ox0 * g.CIB + st.ci0, st.tw, st.nci, g.CIB,
                       module=LOAD, writes=(res,))  # fmt: skip
             return
         hw = g.H * g.W
-        if yreal == 0 or xreal == 0:  # the frame lies entirely in the padding
+        if mode == "padding":
             pad = self.elem("pad_row", blk)
             for k in range(st.nci):
                 self.load(MemType.INP, base + k * frame, pad, fr, fc, 0, module=LOAD,
@@ -367,10 +370,13 @@ class _Emitter:
             return
         ypad1, xpad1 = fr - ypad0 - yreal, fc - xpad0 - xreal
         first_row = y0 + ypad0 * ystep
-        if ypad0 == ypad1 == xpad0 == xpad1 == 0 and fc == g.W and ystep == 1:
-            # every input block's frame is contiguous: one LOAD for all of them
+        if mode == "contiguous":  # y = input block, x = its whole frame
             self.load(MemType.INP, base, inp + st.ci0 * hw + first_row * g.W, st.nci,
                       frame, hw, module=LOAD, writes=(res,))  # fmt: skip
+            return
+        if mode == "row":  # y = input block, x = the frame's one row, padded per block
+            self.load(MemType.INP, base, inp + st.ci0 * hw + first_row * g.W + x0 + xpad0,
+                      st.nci, xreal, hw, (0, 0), (xpad0, xpad1), module=LOAD, writes=(res,))  # fmt: skip
             return
         top, bottom = max(0, ypad0 - 15), max(0, ypad1 - 15)
         pad = self.elem("pad_row", blk)
@@ -556,7 +562,7 @@ class _Emitter:
             return
         plane = g.OH * g.OW
         npix = st.th * st.tw
-        if st.tw == g.OW:
+        if st.tw == g.OW and plane <= MAX_STRIDE:
             self.load_store(mem, acc_base, out + st.co0 * plane + st.oy0 * g.OW, st.nco,
                             npix, plane, res)  # fmt: skip
             return
@@ -570,6 +576,14 @@ class _Emitter:
                    x_size=x, x_stride=stride)  # fmt: skip
         self.add(STORE, row, reads=res)
 
+    def load_consts(self):
+        """The zero-point GEMM's constant input row and weight tile."""
+        plan, blk = self.plan, self.blk
+        self.load(MemType.INP, plan.inp_const, self.elem("one_row", blk), 1, 1, module=LOAD,
+                  writes=(("inpc",),))  # fmt: skip
+        self.load(MemType.WGT, plan.wgt_const, self.elem("zp_tile", blk * blk), 1, 1,
+                  module=LOAD, writes=(("wgtc",),))  # fmt: skip
+
     # --- the whole layer ---
     def run(self) -> LayerProgram:
         g, s, plan = self.g, self.s, self.plan
@@ -579,21 +593,21 @@ class _Emitter:
         if "params" in self.regions:
             off, n = self.regions["params"]
             self.load(MemType.ACC, 0, off // (4 * blk), 1, n // (4 * blk), module=COMPUTE)
-        inp_lru: list = []  # (key, slot) most recent last
-        wgt_lru: list = []
         consts_loaded = not self.zp
-        for n, st in enumerate(s.steps()):
-            islot = self._acquire(inp_lru, s.inp_slots, (st.spatial, st.ci0, st.nci),
-                                  lambda slot: self.load_frame(st, slot))  # fmt: skip
-            wslot = self._acquire(wgt_lru, s.wgt_slots, (st.co0, st.nco, st.ci0, st.nci),
-                                  lambda slot: self.load_weights(st, slot))  # fmt: skip
+        for sp in plan_steps(s):
+            st, islot, wslot = sp.step, sp.inp_slot, sp.wgt_slot
+            for kind, chunk, slot in sp.loads:
+                if chunk is not st and not consts_loaded:  # before the first prefetch
+                    self.load_consts()
+                    consts_loaded = True
+                if kind == "inp":
+                    self.load_frame(chunk, slot)
+                else:
+                    self.load_weights(chunk, slot)
             if not consts_loaded:
-                self.load(MemType.INP, plan.inp_const, self.elem("one_row", blk), 1, 1,
-                          module=LOAD, writes=(("inpc",),))  # fmt: skip
-                self.load(MemType.WGT, plan.wgt_const, self.elem("zp_tile", blk * blk), 1, 1,
-                          module=LOAD, writes=(("wgtc",),))  # fmt: skip
+                self.load_consts()
                 consts_loaded = True
-            aslot = st.tile % s.acc_slots
+            aslot = sp.acc_slot
             red = g.taps * (1 if g.diagonal else st.nci)
             split = pixel_block(st.nco, red, st.th, st.tw) is None
             if st.first:
@@ -606,20 +620,6 @@ class _Emitter:
         fin = self.add(COMPUTE, _row(Opcode.FINISH))
         self.recs[fin][2] = sorted(last.values())
         return self.finalize()
-
-    def _acquire(self, lru: list, n_slots: int, key, load) -> int:
-        for i, (k, slot) in enumerate(lru):
-            if k == key:
-                lru.append(lru.pop(i))
-                return slot
-        if len(lru) < n_slots:
-            used = {slot for _, slot in lru}
-            slot = min(set(range(n_slots)) - used)
-        else:
-            _, slot = lru.pop(0)
-        lru.append((key, slot))
-        load(slot)
-        return slot
 
     # --- tokens, micro-op placement, encoding ---
     def finalize(self) -> LayerProgram:
