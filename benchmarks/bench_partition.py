@@ -1,8 +1,9 @@
 """What the `vta` target's decisions cost or gain, per model: the measurements behind
 `qaccel.backends.targets.vta_target`'s docstring.
 
-    python benchmarks/bench_partition.py [MODEL.tflite ...]   # default: every fixture (+ resnet50
-                                                              # when tests/fixtures/generated has it)
+    python benchmarks/bench_partition.py [MODEL.tflite ...]
+
+Default: every fixture, and ResNet-50 when `tests/fixtures/generated/` has it.
 
 For the built-in `vta` target and for variants that drop one decision, it prints per model:
 ops selected, % of MACs on the accelerator, partitions, bytes crossing CPU/accelerator borders

@@ -1,4 +1,5 @@
 """`partition-graph{target=vta max-partitions=N min-ops=K}`: outline annotated groups into
+accelerator functions (the method's partitioning), cycle-free and as large as possible.
 
 The pass and its IR before/after are documented on `PartitionGraphPass`.
 """
@@ -180,7 +181,7 @@ def _region_values(ops: Sequence[Operation]) -> tuple[list[SSAValue], list[SSAVa
     return list(inputs), outputs
 
 
-@dataclass
+@dataclass(eq=False)
 class _Partition:
     ops: list[Operation]
     macs: int
@@ -285,8 +286,6 @@ def _outline_partition(
 @dataclass(frozen=True)
 class PartitionGraphPass(ModulePass):
     """Outline a target's annotated groups into maximal, cycle-free accelerator functions.
-
-    accelerator functions.
 
     The groups `annotate-target` marked for the target are merged into maximal regions of the
     host function's DAG: two regions merge when they have the same partition index and no path
