@@ -997,6 +997,44 @@ def candidates(g: LayerGeometry, config: HardwareConfig, bias_modes=BIAS_MODES,
     return out
 
 
+def make_schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | None = None, *,
+                  tile_h: int, tile_w: int, tile_co: int, tile_ci: int | None = None,
+                  loop_order: str = "spatial", bias_mode: str = "alu",
+                  inp_slots: int | None = None, wgt_slots: int | None = None,
+                  acc_slots: int | None = None) -> Schedule:  # fmt: skip
+    """A schedule with the given tiling (sizes clipped to the layer), buffer slots as the
+    search would choose them unless given; raises `LayerError` when it does not fit on chip.
+    Rebuilds a `Schedule` from its loop-structure fields (e.g. carried by an IR op)."""
+    c = config or DEFAULT_CONFIG
+    g = layer.geometry if isinstance(layer, ConvLayer) else layer
+    if loop_order not in LOOP_ORDERS or bias_mode not in BIAS_MODES:
+        raise ValueError(f"loop_order {loop_order!r} / bias_mode {bias_mode!r} unknown")
+    tci = g.CIB if tile_ci is None else tile_ci
+    if min(tile_h, tile_w, tile_co, tci) < 1:
+        raise LayerError("tile sizes must be positive")
+    th, tw, tco, tci = min(tile_h, g.OH), min(tile_w, g.OW), min(tile_co, g.COB), min(tci, g.CIB)
+    red = g.taps * (1 if g.diagonal else tci)
+    if pixel_block(tco, red, th, tw) is None and th * tw > 1:
+        raise LayerError(f"tile {th}x{tw} with one output block has no legal micro-op order")
+    planned = plan_buffers(g, th, tw, tco, tci, loop_order, bias_mode, c)
+    if planned is None:
+        raise LayerError(f"tile {th}x{tw} x {tco} co x {tci} ci blocks does not fit on chip")
+    slots = list(planned[:3])
+    plan = planned[3]
+    zp = 1 if uses_zp_gemm(g) else 0
+    for i, (want, rows, depth, reserved) in enumerate((
+        (inp_slots, plan.inp_slot_rows, c.depth("inp"), zp),
+        (wgt_slots, plan.wgt_slot_tiles, c.depth("wgt"), zp),
+        (acc_slots, plan.acc_slot_rows, c.depth("acc"), plan.param_rows),
+    )):  # fmt: skip
+        if want is not None:
+            if want < 1 or reserved + want * rows > depth:
+                raise LayerError(f"{want} slots of {rows} rows do not fit in {depth} rows")
+            slots[i] = want
+    sched = Schedule(g, th, tw, tco, tci, loop_order, bias_mode, *slots, plan)
+    return replace(sched, estimated_cycles=estimate(sched, c).cycles)
+
+
 def with_bias_mode(s: Schedule, bias_mode: str, config: HardwareConfig) -> Schedule | None:
     """The same tiling with the other bias mode (None when it does not fit)."""
     planned = plan_buffers(s.geometry, s.tile_h, s.tile_w, s.tile_co, s.tile_ci, s.loop_order,
@@ -1107,7 +1145,7 @@ def alu_bound_cycles(g: LayerGeometry, config: HardwareConfig | None = None) -> 
 
 __all__ = [
     "ConvLayer", "LayerGeometry", "LayerError", "Schedule", "BufferPlan", "Step", "Estimate",
-    "schedule", "estimate", "candidates", "fused_bias", "dense_requantize_host",
+    "schedule", "make_schedule", "estimate", "quick_estimate", "candidates", "plan_steps", "fused_bias", "dense_requantize_host",
     "roofline_cycles", "alu_bound_cycles", "layers_from_q", "reference",
 ]  # fmt: skip
 
