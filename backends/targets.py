@@ -425,9 +425,8 @@ class Target:
                         continue
                     taken.update(group)
                     result.groups.append((match, pattern.index_of(match)))
-        for o in list(result.rejected):
-            if o in taken and o not in set(claimed):
-                del result.rejected[o]
+        for o in [o for o in result.rejected if o in taken]:
+            del result.rejected[o]  # a lower-priority pattern took it after all
         result.groups.sort(key=lambda g: position[g[0].root])
         return result
 
