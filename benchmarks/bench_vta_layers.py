@@ -32,11 +32,10 @@ MODELS = {
 
 
 def model_layers(path):
-    from xdsl.context import Context
-
     from qaccel.frontend.tflite_import import import_tflite_file
     from qaccel.lowering.vta_schedule import layers_from_q
     from qaccel.passes.legalize_tfl_to_q import LegalizeTflToQPass
+    from xdsl.context import Context
 
     module = import_tflite_file(str(path))
     LegalizeTflToQPass().apply(Context(), module)
@@ -61,7 +60,7 @@ def main(argv=None):
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", choices=["mobilenet", "resnet", "all"], default="all")
-    ap.add_argument("--simulate", action="store_true", help="functional simulation + bit-exact check")
+    ap.add_argument("--simulate", action="store_true", help="functional run, bit-exact check")
     ap.add_argument("--refine", type=int, default=2, help="candidates timed by the timing model")
     ap.add_argument("--config", help="hardware config JSON (default: VTA's default)")
     ap.add_argument("--all-layers", action="store_true", help="also stem, depthwise, dense layers")
@@ -72,9 +71,11 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     for name in names:
         layers = model_layers(MODELS[name])
-        print(f"== {name}: {MODELS[name].name}, {len(layers)} accelerator layers, config {config.name}")
+        print(f"== {name}: {MODELS[name].name}, {len(layers)} accelerator layers, "
+              f"config {config.name}")  # fmt: skip
         print(f"{'layer':<12} {'shape':<46} {'cycles':>9} {'roofline':>9} {'x':>5} "
-              f"{'isa bnd':>9} {'x':>5} {'est':>9} {'ms':>6}" + (" sim_s" if args.simulate else ""))  # fmt: skip
+              f"{'isa bnd':>9} {'x':>5} {'est':>9} {'ms':>6}"
+              + (" sim_s" if args.simulate else ""))  # fmt: skip
         total = {"cycles": 0, "roof": 0, "isa": 0, "compile": 0.0}
         ratios, isa_ratios = [], []
         all_compile = 0.0
@@ -113,14 +114,16 @@ def main(argv=None):
                 isa_ratios.append(rep.total_cycles / isa)
         if ratios:
             print(
-                f"-- {name}: {len(ratios)} conv layers with >= 16 input channels: cycles / roofline "
+                f"-- {name}: {len(ratios)} conv layers with >= 16 input channels: "
+                f"cycles / roofline "
                 f"mean {np.mean(ratios):.3f}, whole set {total['cycles'] / total['roof']:.3f}; "
                 f"cycles / ISA bound mean {np.mean(isa_ratios):.3f}, whole set "
                 f"{total['cycles'] / total['isa']:.3f}"
             )
             print(
-                f"-- {name}: {total['cycles']} cycles = {total['cycles'] / config.clock_mhz / 1e3:.2f} ms "
-                f"at {config.clock_mhz:g} MHz; compile (schedule + emit) {total['compile']:.2f} s for "
+                f"-- {name}: {total['cycles']} cycles = "
+                f"{total['cycles'] / config.clock_mhz / 1e3:.2f} ms at {config.clock_mhz:g} MHz; "
+                f"compile (schedule + emit) {total['compile']:.2f} s for "
                 f"these, {all_compile:.2f} s for all {len(layers)} layers"
             )
 

@@ -46,7 +46,6 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
-
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
 
 KINDS = ("conv", "depthwise", "dense")
@@ -411,8 +410,10 @@ class Schedule:
     def steps(self):
         """The loop nest, in execution order: one `Step` per GEMM instruction."""
         g = self.geometry
-        ty = [(i * self.tile_h, min(self.tile_h, g.OH - i * self.tile_h)) for i in range(self.tiles_y)]
-        tx = [(i * self.tile_w, min(self.tile_w, g.OW - i * self.tile_w)) for i in range(self.tiles_x)]
+        ty = [(i * self.tile_h, min(self.tile_h, g.OH - i * self.tile_h))
+              for i in range(self.tiles_y)]  # fmt: skip
+        tx = [(i * self.tile_w, min(self.tile_w, g.OW - i * self.tile_w))
+              for i in range(self.tiles_x)]  # fmt: skip
         spatial = [(a, b) for a in ty for b in tx]
         cos = [(i * self.tile_co, min(self.tile_co, g.COB - i * self.tile_co))
                for i in range(self.co_groups)]  # fmt: skip
@@ -425,15 +426,13 @@ class Schedule:
             order = [(s, c) for s in range(len(spatial)) for c in range(len(cos))]
         else:
             order = [(s, c) for c in range(len(cos)) for s in range(len(spatial))]
-        tile = 0
-        for s, c in order:
+        for tile, (s, c) in enumerate(order):
             (oy0, th), (ox0, tw) = spatial[s]
             co0, nco = cos[c]
             for r, (ci0, nci) in enumerate(cis):
                 ci0, nci = g.ci_range(co0, nco, ci0, nci)
                 yield Step(tile, s, oy0, th, ox0, tw, c, co0, nco, ci0, nci,
                            r == 0, r == len(cis) - 1)  # fmt: skip
-            tile += 1
 
     def describe(self) -> str:
         return (
@@ -601,8 +600,8 @@ def frame_mode(g: LayerGeometry, st: Step) -> str:
     row of zero points), "blocks" (one LOAD per input block, with padding)."""
     if g.kind == "dense":
         return "dense"
-    fr, _, ystep, (ypad0, yreal) = frame_rows(g, st.oy0, st.th)
-    fc, _, (xpad0, xreal) = frame_cols(g, st.ox0, st.tw)
+    fr, _, ystep, (_, yreal) = frame_rows(g, st.oy0, st.th)
+    fc, _, (_, xreal) = frame_cols(g, st.ox0, st.tw)
     if yreal == 0 or xreal == 0:
         return "padding"
     if g.H * g.W > MAX_STRIDE:  # a block's plane is too far for a LOAD's 16-bit row stride
@@ -792,7 +791,8 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
         cend.append(c_end)
         last_use[("inp", islot)] = last_use[("wgt", wslot)] = n
         if st.last:
-            n_st = 1 if (g.kind == "dense" or (st.tw == g.OW and g.OH * g.OW <= MAX_STRIDE)) else st.nco
+            whole_rows = st.tw == g.OW and g.OH * g.OW <= MAX_STRIDE
+            n_st = 1 if (g.kind == "dense" or whole_rows) else st.nco
             nbytes = rows * out_eb
             sdur = n_st * (I + setup) + _cdiv(nbytes, bw)
             s_free = max(s_free, c_end) + sdur
@@ -878,8 +878,9 @@ def plan_steps(sched: Schedule) -> list[StepPlan]:
         wslot, new = _lru_slot(wgt_lru, sched.wgt_slots, wgt_key(st))
         if new:
             loads.append(("wgt", st, wslot))
-        for kind, lru, slots, keyf, nxt in (("inp", inp_lru, sched.inp_slots, inp_key, nxt_i),
-                                            ("wgt", wgt_lru, sched.wgt_slots, wgt_key, nxt_w)):  # fmt: skip
+        kinds = (("inp", inp_lru, sched.inp_slots, inp_key, nxt_i),
+                 ("wgt", wgt_lru, sched.wgt_slots, wgt_key, nxt_w))  # fmt: skip
+        for kind, lru, slots, keyf, nxt in kinds:
             run_start = i == 0 or keyf(steps[i - 1]) != keyf(st)
             if slots >= 2 and run_start and nxt[i] >= 0:
                 ahead = steps[nxt[i]]
@@ -902,8 +903,10 @@ def _distinct_splits(n: int, limit: int | None = None) -> list[int]:
     return out if limit is None else out[:limit]
 
 
-def plan_buffers(g: LayerGeometry, th: int, tw: int, tco: int, tci: int, loop_order: str,
-                 bias_mode: str, config: HardwareConfig) -> tuple[int, int, int, BufferPlan] | None:  # fmt: skip
+def plan_buffers(
+    g: LayerGeometry, th: int, tw: int, tco: int, tci: int, loop_order: str, bias_mode: str,
+    config: HardwareConfig,
+) -> tuple[int, int, int, BufferPlan] | None:
     """Slots and buffer bases for a tiling, or None when it does not fit on chip."""
     blk = g.block
     K = g.taps
@@ -1143,11 +1146,6 @@ def alu_bound_cycles(g: LayerGeometry, config: HardwareConfig | None = None) -> 
     return max(gemm + tail, roofline_cycles(g, c))
 
 
-__all__ = [
-    "ConvLayer", "LayerGeometry", "LayerError", "Schedule", "BufferPlan", "Step", "Estimate",
-    "schedule", "make_schedule", "estimate", "quick_estimate", "candidates", "plan_steps", "fused_bias", "dense_requantize_host",
-    "roofline_cycles", "alu_bound_cycles", "layers_from_q", "reference",
-]  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -1192,11 +1190,11 @@ def layers_from_q(module) -> list[ConvLayer]:
             act = (relu.int_prop("min"), relu.int_prop("max"))
         kw = {}
         if not isinstance(op, q.DenseOp):
-            kw = dict(
-                strides=tuple(int(v) for v in op.array_prop("strides")),
-                padding=tuple(int(v) for v in op.array_prop("padding")),
-                dilations=tuple(int(v) for v in op.array_prop("dilations")),
-            )
+            kw = {
+                "strides": tuple(int(v) for v in op.array_prop("strides")),
+                "padding": tuple(int(v) for v in op.array_prop("padding")),
+                "dilations": tuple(int(v) for v in op.array_prop("dilations")),
+            }
         if isinstance(op, q.DepthwiseConv2DOp):
             kw["depth_multiplier"] = op.int_prop("depth_multiplier")
         if rq.is_double:
@@ -1214,8 +1212,8 @@ def layers_from_q(module) -> list[ConvLayer]:
                 requant_input_zero_point=rq.int_prop("input_zero_point"),
                 output_zero_point=rq.int_prop("output_zero_point"),
                 act_min=act[0], act_max=act[1], name=f"{kind}{len(layers)}", **kw,
-            )  # fmt: skip
-        )
+            )
+        )  # fmt: skip
     return layers
 
 
@@ -1223,11 +1221,10 @@ def reference(layer: ConvLayer, x: np.ndarray) -> np.ndarray:
     """The layer computed by the `q` dialect's semantics (`backends/cpu/q_semantics.py`, the
     numeric reference the accelerator must match bit for bit): accumulate, bias, requantize,
     clamp. `x` is the int8 input tensor; returns int8."""
-    from xdsl.dialects.builtin import TensorType, i8, i32
-    from xdsl.ir import Block
-
     from qaccel.backends.cpu import q_semantics as qs
     from qaccel.dialects import q
+    from xdsl.dialects.builtin import TensorType, i8, i32
+    from xdsl.ir import Block
 
     g = layer.geometry
     x = np.asarray(x)
@@ -1268,3 +1265,11 @@ def reference(layer: ConvLayer, x: np.ndarray) -> np.ndarray:
     rq = q.RequantizeOp.create(operands=[accv], result_types=[t(out_shape, i8)], properties=props)
     y = qs.requantize(rq, acc)
     return np.clip(y, layer.act_min, layer.act_max).astype(np.int8)
+
+
+__all__ = [
+    "BufferPlan", "ConvLayer", "Estimate", "LayerError", "LayerGeometry", "Schedule", "Step",
+    "StepPlan", "alu_bound_cycles", "candidates", "dense_requantize_host", "estimate",
+    "fused_bias", "layers_from_q", "make_schedule", "plan_steps", "quick_estimate", "reference",
+    "roofline_cycles", "schedule",
+]  # fmt: skip

@@ -2,10 +2,10 @@
 hazard, deadlock and range checks) and match the q-dialect reference bit for bit."""
 
 from dataclasses import replace
+from itertools import pairwise
 
 import numpy as np
 import pytest
-
 from qaccel.backends.cpu import arithmetic as ar
 from qaccel.backends.vta.config import HardwareConfig
 from qaccel.backends.vta.emit import emit, pack_weights
@@ -150,12 +150,14 @@ def test_wraparound_and_saturation():
 @pytest.mark.parametrize(
     "tiling",
     [
-        dict(tile_h=3, tile_w=5, tile_co=1),  # boundary tiles in both axes, one output block
-        dict(tile_h=1, tile_w=1, tile_co=2),  # single-pixel tiles
-        dict(tile_h=4, tile_w=9, tile_co=2, loop_order="channel"),
-        dict(tile_h=2, tile_w=9, tile_co=3, tile_ci=1),  # reduction split over steps
-        dict(tile_h=2, tile_w=3, tile_co=1, tile_ci=1, loop_order="channel", bias_mode="dma"),
-        dict(tile_h=5, tile_w=9, tile_co=3, inp_slots=1, wgt_slots=1, acc_slots=1),
+        {"tile_h": 3, "tile_w": 5, "tile_co": 1},  # boundary tiles both ways, one output block
+        {"tile_h": 1, "tile_w": 1, "tile_co": 2},  # single-pixel tiles
+        {"tile_h": 4, "tile_w": 9, "tile_co": 2, "loop_order": "channel"},
+        {"tile_h": 2, "tile_w": 9, "tile_co": 3, "tile_ci": 1},  # reduction split over steps
+        {"tile_h": 2, "tile_w": 3, "tile_co": 1, "tile_ci": 1, "loop_order": "channel",
+         "bias_mode": "dma"},
+        {"tile_h": 5, "tile_w": 9, "tile_co": 3, "inp_slots": 1, "wgt_slots": 1,
+         "acc_slots": 1},  # no double buffering at all
     ],
 )
 def test_tile_boundaries_and_loop_orders(tiling):
@@ -299,7 +301,7 @@ def test_program_structure():
     assert prog.program.uops.dtype == np.uint32
     # regions do not overlap and are 256-byte aligned
     spans = sorted(prog.regions.values())
-    for (a, n), (b, _) in zip(spans, spans[1:]):
+    for (a, n), (b, _) in pairwise(spans):
         assert a % 256 == 0 and a + n <= b
     assert prog.dram_size >= prog.output_offset + prog.output_nbytes
 
@@ -324,11 +326,10 @@ def test_layers_of_a_fixture_model():
     """Real quantization parameters: every accelerator layer of the small CNN fixture."""
     from pathlib import Path
 
-    from xdsl.context import Context
-
     from qaccel.frontend.tflite_import import import_tflite_file
     from qaccel.lowering.vta_schedule import layers_from_q
     from qaccel.passes.legalize_tfl_to_q import LegalizeTflToQPass
+    from xdsl.context import Context
 
     root = Path(__file__).parent / "fixtures" / "models"
     kinds = set()

@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.backends.vta.isa import (
     FIELD_NAMES,
@@ -43,20 +42,20 @@ from qaccel.backends.vta.isa import (
     encode_uops,
 )
 from qaccel.lowering.vta_schedule import (
-    ConvLayer,
     MAX_STRIDE,
+    ConvLayer,
     LayerError,
     Schedule,
     Step,
-    plan_steps,
     dense_requantize_host,
     frame_cols,
-    frame_rows,
     frame_mode,
+    frame_rows,
     frame_shape,
     fused_bias,
     param_layout,
     pixel_block,
+    plan_steps,
     uses_zp_gemm,
 )
 
@@ -149,7 +148,8 @@ class LayerProgram:
             out = dense_requantize_host(self.layer, acc) if g.int32_output else acc
             return out.reshape(*self.layer.input_shape[:-1], g.O)
         y = np.frombuffer(raw.tobytes(), np.int8).reshape(g.COB, g.OH, g.OW, blk)
-        return np.ascontiguousarray(y.transpose(1, 2, 0, 3).reshape(g.OH, g.OW, -1)[:, :, : g.O])[None]
+        y = y.transpose(1, 2, 0, 3).reshape(g.OH, g.OW, -1)[:, :, : g.O]
+        return np.ascontiguousarray(y)[None]
 
     def dram_image(self, x: np.ndarray) -> np.ndarray:
         dram = np.zeros(self.dram_size, np.uint8)
@@ -259,7 +259,8 @@ class _Emitter:
     # --- DRAM ---
     def layout_dram(self):
         g, blk, layer = self.g, self.blk, self.layer
-        parts: list[tuple[str, np.ndarray]] = [("weights", pack_weights(layer).reshape(-1).view(np.uint8))]
+        weights = pack_weights(layer).reshape(-1).view(np.uint8)
+        parts: list[tuple[str, np.ndarray]] = [("weights", weights)]
         params = param_rows(layer, self.s.bias_mode)
         if len(params):
             parts.append(("params", params.reshape(-1).view(np.uint8)))
@@ -376,7 +377,8 @@ class _Emitter:
             return
         if mode == "row":  # y = input block, x = the frame's one row, padded per block
             self.load(MemType.INP, base, inp + st.ci0 * hw + first_row * g.W + x0 + xpad0,
-                      st.nci, xreal, hw, (0, 0), (xpad0, xpad1), module=LOAD, writes=(res,))  # fmt: skip
+                      st.nci, xreal, hw, (0, 0), (xpad0, xpad1), module=LOAD,
+                      writes=(res,))  # fmt: skip
             return
         top, bottom = max(0, ypad0 - 15), max(0, ypad1 - 15)
         pad = self.elem("pad_row", blk)
@@ -386,7 +388,8 @@ class _Emitter:
                 self.load(MemType.INP, at, pad, top, fc, 0, module=LOAD, writes=(res,))
             dram = inp + (st.ci0 + k) * hw + first_row * g.W + x0 + xpad0
             self.load(MemType.INP, at + top * fc, dram, yreal, xreal, g.W * ystep,
-                      (ypad0 - top, ypad1 - bottom), (xpad0, xpad1), module=LOAD, writes=(res,))  # fmt: skip
+                      (ypad0 - top, ypad1 - bottom), (xpad0, xpad1), module=LOAD,
+                      writes=(res,))  # fmt: skip
             if bottom:
                 self.load(MemType.INP, at + (fr - bottom) * fc, pad, bottom, fc, 0, module=LOAD,
                           writes=(res,))  # fmt: skip
@@ -472,7 +475,7 @@ class _Emitter:
 
     def tail_kernel(self, aslot: int, co0: int):
         """Single micro-ops the init/tail instructions use, as (kernel, index) pairs."""
-        g, plan, c = self.g, self.plan, self.c
+        plan, c = self.plan, self.c
         acc_base = plan.acc_base + aslot * plan.acc_slot_rows
         entries = [("row", plan.inp_const if self.zp else 0, plan.wgt_const if self.zp else 0)]
         entries.append(("split", acc_base + 1, 0))
@@ -528,7 +531,7 @@ class _Emitter:
             self.alu(AluOp.ADD, key, idx["split"], 1, 1, reads=res, writes=res)
         if "bias" in self.param_layout:
             self.alu(AluOp.ADD, key, idx["bias"], n_out, n_in, dst, psrc, reads=res, writes=res)
-        shift = np.asarray(self.layer.shift, np.int64).reshape(-1) if self.layer.shift is not None else None
+        shift = None if self.layer.shift is None else np.asarray(self.layer.shift).reshape(-1)
         for op in g.tail:
             if op in ("lsh", "rdmul", "rshr"):
                 alu_op = {"lsh": AluOp.SHR, "rdmul": AluOp.RDMUL, "rshr": AluOp.RSHR}[op]
@@ -586,7 +589,7 @@ class _Emitter:
 
     # --- the whole layer ---
     def run(self) -> LayerProgram:
-        g, s, plan = self.g, self.s, self.plan
+        g, s = self.g, self.s
         blk = self.blk
         if g.input_zero_point != 0 and g.kind != "dense":
             self.add(LOAD, _row(Opcode.SETPAD, pad_value=g.input_zero_point))
