@@ -33,7 +33,16 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, NoneType, TensorType, i32
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    ModuleOp,
+    NameLoc,
+    NoneType,
+    StringAttr,
+    TensorType,
+    UnknownLoc,
+    i32,
+)
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -47,7 +56,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from qaccel.backends.cpu import arithmetic as ar
 from qaccel.backends.cpu import kernels
-from qaccel.backends.cpu.interpreter import ExecutionError, prepare_op
+from qaccel.backends.cpu.interpreter import ExecutionError, location_name, prepare_op
 from qaccel.backends.cpu.kernel_base import window_geometry
 from qaccel.backends.cpu.kernels_conv import per_channel_multipliers
 from qaccel.backends.cpu.kernels_elementwise import add_sub_params
@@ -122,6 +131,7 @@ def _finish(rewriter: PatternRewriter, op: tfl.TflOp, ops: list[Operation], boun
                 properties={"min": q.i32_attr(lo), "max": q.i32_attr(hi)},
             )
         )
+    _name_group(op, ops)
     rewriter.replace(op, ops, [ops[-1].results[0]])
 
 
@@ -130,6 +140,22 @@ def _requantize(acc: SSAValue, result_type, out_zp: int, **arrays) -> q.Requanti
     for name, values in arrays.items():
         props[name] = q.f64_array(values) if name == "scale" else q.i32_array(values)
     return q.RequantizeOp.create(operands=[acc], result_types=[result_type], properties=props)
+
+
+def _name_group(op: Operation, ops: list[Operation]) -> None:
+    """The last op computes the TFLite tensor and takes its name; the ones before it are
+    named after it (`conv/Relu/q.requantize`), so reports name tensors and layer-by-layer
+    comparison never mistakes an intermediate for the tensor."""
+    ops[-1].location = op.location
+    name = location_name(op)
+    if name is not None:
+        for new in ops[:-1]:
+            new.location = NameLoc(StringAttr(f"{name}/{new.name}"), UnknownLoc())
+
+
+def _replace_one(rewriter: PatternRewriter, op: Operation, new: Operation) -> None:
+    new.location = op.location
+    rewriter.replace(op, new)
 
 
 def _accumulate_group(
@@ -359,7 +385,7 @@ class LegalizeMean(_Legalize):
             "output_zero_point": q.i32_attr(out_q.zp),
         }
         new = q.MeanOp.create(operands=[op.input], result_types=[op.output.type], properties=props)
-        rewriter.replace(op, new)
+        _replace_one(rewriter, op, new)
 
 
 @dataclass
@@ -387,7 +413,7 @@ class LegalizePad(_Legalize):
                 "pad_value": q.i32_attr(pad_value),
             },
         )
-        rewriter.replace(op, new)
+        _replace_one(rewriter, op, new)
 
 
 class LegalizeConcatenation(_Legalize):
@@ -402,7 +428,7 @@ class LegalizeConcatenation(_Legalize):
             result_types=[op.output.type],
             properties={"axis": IntegerAttr(axis + rank if axis < 0 else axis, i32)},
         )
-        rewriter.replace(op, new)
+        _replace_one(rewriter, op, new)
 
 
 # tfl op name (as in the `ops` option) -> pattern

@@ -86,6 +86,9 @@ def add_pass_manager_arguments(ap: argparse.ArgumentParser, semantics: bool = Tr
                         help="after every pass, run the entry function on random inputs "
                         "(seed SEED, default 0) with the interpreter; fail naming the pass "
                         "if any output changed bit for bit (write --verify-semantics=SEED)")
+    ap.add_argument("--explain-partitioning", action="store_true",
+                    help="print why every op left on the CPU was not partitioned (sets "
+                    "explain=true on every partition-graph pass)")
 
 
 def normalize_argv(argv: Sequence[str] | None) -> list[str]:
@@ -109,8 +112,11 @@ def pass_manager_for(
     expansion = expand(parse_passes(args.passes, available), available)
     for note in expansion.notes():
         print(f"{prog}: note: {note}", file=sys.stderr)
+    passes = list(expansion.passes)
+    if getattr(args, "explain_partitioning", False):
+        passes = [explaining(p) for p in passes]
     after = print_ir_after_names(args.print_ir_after)
-    IRPrinter.check_names(after, expansion.passes, "--print-ir-after")
+    IRPrinter.check_names(after, passes, "--print-ir-after")
     instrumentations: list[PassInstrumentation] = []
     if args.print_ir_after_all or after:
         instrumentations.append(
@@ -120,7 +126,16 @@ def pass_manager_for(
         instrumentations.append(SemanticsVerifier(args.verify_semantics))
     timing = PassTiming() if args.pass_timing else None
     verify = not getattr(args, "disable_verify", False)
-    return PassManager(expansion.passes, instrumentations, verify, timing), timing
+    return PassManager(passes, instrumentations, verify, timing), timing
+
+
+def explaining(scheduled):
+    """A scheduled partition-graph pass with explain=true; any other pass as it is."""
+    import dataclasses
+
+    if scheduled.name == "partition-graph":
+        return dataclasses.replace(scheduled, pass_=dataclasses.replace(scheduled.pass_, explain=True))
+    return scheduled
 
 
 NAME_WIDTH = 24
