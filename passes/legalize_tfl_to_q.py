@@ -43,7 +43,7 @@ from xdsl.dialects.builtin import (
     UnknownLoc,
     i32,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -183,63 +183,53 @@ class _Legalize(RewritePattern):
         return _static_call(op)
 
 
+def _legalize_conv(
+    rewriter: PatternRewriter, op: tfl.Conv2DOp | tfl.DepthwiseConv2DOp, q_op, channels_axis: int,
+    **extra: Attribute,
+) -> None:
+    """A (depthwise) convolution group; `channels_axis` is the filter's output-channel axis."""
+    o = op.options
+    _, h, w, _ = op.input.type.get_shape()
+    filter_shape = op.filter.type.get_shape()
+    kh, kw = filter_shape[1:3]
+    strides = [o["stride_h"], o["stride_w"]]
+    dilations = [o["dilation_h_factor"], o["dilation_w_factor"]]
+    in_q, w_q = element_qparams(op.input.type), element_qparams(op.filter.type)
+    conv = q_op.create(
+        operands=[op.input, op.filter],
+        result_types=[_acc_type(op.output)],
+        properties={
+            "strides": q.i64_array(strides),
+            "dilations": q.i64_array(dilations),
+            "padding": q.i64_array(
+                _explicit_padding(o["padding"], (h, w), (kh, kw), strides, dilations)
+            ),
+            "input_zero_point": q.i32_attr(in_q.zp),
+            "filter_zero_point": q.i32_attr(0),
+            **extra,
+        },
+    )
+    out_q = element_qparams(op.output.type)
+    m, s = per_channel_multipliers(in_q, w_q, out_q, filter_shape[channels_axis])
+    _accumulate_group(rewriter, op, conv, **_per_channel(m, s))
+
+
 class LegalizeConv2D(_Legalize):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tfl.Conv2DOp, rewriter: PatternRewriter):
-        if self.legal_int8(op, op.input, op.filter) is None:
-            return
-        o = op.options
-        _, h, w, _ = op.input.type.get_shape()
-        cout, kh, kw, _ = op.filter.type.get_shape()
-        strides = [o["stride_h"], o["stride_w"]]
-        dilations = [o["dilation_h_factor"], o["dilation_w_factor"]]
-        in_q, w_q = element_qparams(op.input.type), element_qparams(op.filter.type)
-        out_q = element_qparams(op.output.type)
-        conv = q.Conv2DOp.create(
-            operands=[op.input, op.filter],
-            result_types=[_acc_type(op.output)],
-            properties={
-                "strides": q.i64_array(strides),
-                "dilations": q.i64_array(dilations),
-                "padding": q.i64_array(
-                    _explicit_padding(o["padding"], (h, w), (kh, kw), strides, dilations)
-                ),
-                "input_zero_point": q.i32_attr(in_q.zp),
-                "filter_zero_point": q.i32_attr(0),
-            },
-        )
-        m, s = per_channel_multipliers(in_q, w_q, out_q, cout)
-        _accumulate_group(rewriter, op, conv, **_per_channel(m, s))
+        if self.legal_int8(op, op.input, op.filter) is not None:
+            _legalize_conv(rewriter, op, q.Conv2DOp, channels_axis=0)
 
 
 class LegalizeDepthwiseConv2D(_Legalize):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tfl.DepthwiseConv2DOp, rewriter: PatternRewriter):
-        if self.legal_int8(op, op.input, op.filter) is None:
-            return
-        o = op.options
-        _, h, w, cin = op.input.type.get_shape()
-        _, kh, kw, cout = op.filter.type.get_shape()
-        strides = [o["stride_h"], o["stride_w"]]
-        dilations = [o["dilation_h_factor"], o["dilation_w_factor"]]
-        in_q, w_q = element_qparams(op.input.type), element_qparams(op.filter.type)
-        out_q = element_qparams(op.output.type)
-        conv = q.DepthwiseConv2DOp.create(
-            operands=[op.input, op.filter],
-            result_types=[_acc_type(op.output)],
-            properties={
-                "strides": q.i64_array(strides),
-                "dilations": q.i64_array(dilations),
-                "padding": q.i64_array(
-                    _explicit_padding(o["padding"], (h, w), (kh, kw), strides, dilations)
-                ),
-                "input_zero_point": q.i32_attr(in_q.zp),
-                "filter_zero_point": q.i32_attr(0),
-                "depth_multiplier": q.i32_attr(cout // cin),
-            },
-        )
-        m, s = per_channel_multipliers(in_q, w_q, out_q, cout)
-        _accumulate_group(rewriter, op, conv, **_per_channel(m, s))
+        if self.legal_int8(op, op.input, op.filter) is not None:
+            cin, cout = op.input.type.get_shape()[3], op.filter.type.get_shape()[3]
+            _legalize_conv(
+                rewriter, op, q.DepthwiseConv2DOp, channels_axis=3,
+                depth_multiplier=q.i32_attr(cout // cin),
+            )
 
 
 class LegalizeFullyConnected(_Legalize):
