@@ -61,7 +61,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", choices=["mobilenet", "resnet", "all"], default="all")
     ap.add_argument("--simulate", action="store_true", help="functional run, bit-exact check")
-    ap.add_argument("--refine", type=int, default=2, help="candidates timed by the timing model")
+    ap.add_argument("--refine", type=int, default=0, help="candidates timed by the timing model")
     ap.add_argument("--config", help="hardware config JSON (default: VTA's default)")
     ap.add_argument("--all-layers", action="store_true", help="also stem, depthwise, dense layers")
     ap.add_argument("--verbose", action="store_true", help="print each layer's schedule")

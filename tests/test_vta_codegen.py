@@ -188,6 +188,14 @@ def test_large_and_degenerate_paddings():
     check(layer, make_schedule(layer, tile_h=2, tile_w=3, tile_co=2))
 
 
+def test_planes_beyond_16_bit_strides():
+    """H*W > 65535: blocks can no longer be merged into one LOAD/STORE (16-bit strides)."""
+    layer = conv_layer(H=257, W=257, C=20, O=18, k=1, pad=(0, 0, 0, 0), bias=False)
+    prog = check(layer)
+    f = decode(prog.program.words)
+    assert f["x_stride"].max() <= 0xFFFF
+
+
 def test_one_row_frames_and_row_subsampling():
     # 1x1 stride 2: only the used input rows are loaded; one-row frames in a single LOAD
     layer = conv_layer(H=14, W=13, C=40, O=20, k=1, s=2, pad=(0, 0, 0, 0))
@@ -288,6 +296,14 @@ def test_search_is_legal_and_picks_a_fast_candidate():
     others = [estimate(c).cycles for c in cands[:: max(1, len(cands) // 8)]]
     assert best.estimated_cycles <= max(others)
     check(layer, best)
+
+
+def test_schedule_round_trips_through_its_tiling():
+    layer = conv_layer(H=12, W=12, C=40, O=40, k=3)
+    sched = schedule(layer, refine=0)
+    again = make_schedule(layer, **sched.tiling())
+    assert again == sched
+    assert emit(layer, again).program.to_bytes() == emit(layer, sched).program.to_bytes()
 
 
 def test_program_structure():
