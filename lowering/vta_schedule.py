@@ -541,14 +541,37 @@ def pixel_block(nco: int, reduction: int, th: int, tw: int) -> tuple[int, int] |
     reduction longer than one, which needs a split accumulator."""
     if nco >= 2 or reduction == 1:
         return 1, 1
-    for uy, ux in ((1, 2), (2, 1)):
-        if th % uy == 0 and tw % ux == 0:
-            return uy, ux
-    if tw >= 2:
-        return 1, tw
-    if th >= 2:
-        return th, 1
+    dx, dy = _smallest_factor(tw), _smallest_factor(th)
+    if dx and (not dy or dx <= dy):
+        return 1, dx
+    if dy:
+        return dy, 1
     return None
+
+
+def _smallest_factor(n: int) -> int:
+    """The smallest divisor >= 2 of n (0 for n = 1)."""
+    for d in range(2, int(n**0.5) + 1):
+        if n % d == 0:
+            return d
+    return n if n > 1 else 0
+
+
+def max_kernel(g: LayerGeometry, th: int, tw: int, tco: int, tci: int) -> int:
+    """Micro-ops of the largest GEMM kernel of a tiling, over its edge tiles and groups."""
+    hs = {th, g.OH - (_cdiv(g.OH, th) - 1) * th}
+    ws = {tw, g.OW - (_cdiv(g.OW, tw) - 1) * tw}
+    cos = {tco, g.COB - (_cdiv(g.COB, tco) - 1) * tco}
+    cis = {1} if g.diagonal else {tci, g.CIB - (_cdiv(g.CIB, tci) - 1) * tci}
+    best = 0
+    for h in hs:
+        for w in ws:
+            for co in cos:
+                for ci in cis:
+                    red = g.taps * ci
+                    pb = pixel_block(co, red, h, w)
+                    best = max(best, red if pb is None else red * co * pb[0] * pb[1])
+    return best
 
 
 def param_layout(g: LayerGeometry, bias_mode: str) -> dict[str, tuple[int, int]]:
@@ -815,9 +838,11 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
                 bus_bytes += rows * 4 * blk
             else:
                 dur += I + rows * gemm_c
+        if st.first:
+            split = pb is None
         if st.last:
             dur += n_tail * I + rows * (per_row - (0 if dma_bias else gemm_c))
-            if pb is None:
+            if split:
                 dur += I + alu
         if prologue is None:
             prologue = start
@@ -964,6 +989,8 @@ def plan_buffers(
     params = n_param_rows(g, bias_mode)
     acc_free = depth_acc - params
     if inp_rows > inp_free or wgt_tiles > wgt_free or acc_rows > acc_free:
+        return None
+    if max_kernel(g, th, tw, tco, nci) > config.depth("uop") // 2:  # room for two at least
         return None
     # Micro-op fields: ACC/INP indices and loop factors must fit their widths (< depth).
     if fr * fc * nci > depth_inp or tco * (1 if g.diagonal else nci) * K > depth_wgt:

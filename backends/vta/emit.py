@@ -611,9 +611,11 @@ class _Emitter:
                 self.load_consts()
                 consts_loaded = True
             aslot = sp.acc_slot
-            red = g.taps * (1 if g.diagonal else st.nci)
-            split = pixel_block(st.nco, red, st.th, st.tw) is None
             if st.first:
+                # A one-row tile accumulates into two rows when its first (largest) reduction
+                # step needs it; later steps may use one row, the tail adds both either way.
+                red = g.taps * (1 if g.diagonal else st.nci)
+                split = pixel_block(st.nco, red, st.th, st.tw) is None
                 self.init_tile(st, aslot, split)
             self.gemm_step(st, islot, wslot, aslot)
             if st.last:
