@@ -30,7 +30,7 @@ Arithmetic (docs/isa.md §7). Inputs are fed raw and padded with the input zero 
 the zero-point term is folded into the bias, `qfused_bias = bias - zp_in * sum(w)`. The tail on
 each accumulator tile is
 
-    reset + ALU ADD bias   (bias_mode "alu")   or   LOAD ACC bias rows (bias_mode "dma")
+    reset + GEMM bias (bias_mode "gemm") | reset + ALU ADD bias ("alu") | LOAD ACC bias ("dma")
     GEMM ...               (the convolution accumulates onto the tile)
     [ALU SHR -left]  ALU RDMUL M  [ALU RSHR right]    TFLite's MultiplyByQuantizedMultiplier
     ALU MAX lo - zp_out ; ALU MIN hi - zp_out           clamp first: the zero point add can
@@ -48,9 +48,13 @@ therefore the bound to compare schedules with; the roofline (GEMM and DRAM only)
 by 3.2x on MobileNetV2's and 1.4x on ResNet-50's convolutions.
 
 Decisions:
-* bias: both modes are implemented; the ALU add (reset 1 + add 2 cycles per row) beats the
-  DMA (4 bus cycles per row, on the compute module) almost always, so the search tries the DMA
-  only on its best tilings.
+* bias: the method's two modes are implemented, (a) "alu": reset, GEMM, ALU ADD of a bias
+  row (3 cycles per row), (b) "dma": LOAD ACC of the bias rows into the tile, the GEMM
+  accumulates onto them (4 bus cycles per row, on the compute module), and a third, "gemm":
+  reset, then a one-cycle GEMM of the constant input row [127]*15 + [1] with per-block int8
+  "digit" tiles (`bias_tiles`) adds the bias (2 cycles per row), available when every
+  |fused bias| <= ~241,000 (97% of MobileNetV2's accumulator rows, 40% of ResNet-50's). The
+  search starts from the cheapest available mode and tries the others on its best tilings.
 * FULLY_CONNECTED: LiteRT's reference kernel requantizes in double; no fixed-point multiplier
   is provably equal over the accumulator range, so the accelerator stores the int32
   accumulators (bias included, STORE ACC) and `dense_requantize_host` finishes in double.
@@ -75,7 +79,8 @@ from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
 
 KINDS = ("conv", "depthwise", "dense")
 LOOP_ORDERS = ("spatial", "channel")
-BIAS_MODES = ("alu", "dma")
+BIAS_MODES = ("alu", "dma", "gemm")
+BIAS_DIGIT = 127  # the "gemm" bias mode's constant input row: [127] * 15 + [1]
 MAX_PAD = 15  # LOAD's 4-bit padding fields
 MAX_STRIDE = 0xFFFF  # LOAD/STORE 16-bit x_stride
 
@@ -178,6 +183,7 @@ class LayerGeometry:
     tail: tuple[str, ...]  # ALU/GEMM tail after the bias: "lsh", "rdmul", "rshr", "clamp", "zp"
     per_channel: bool  # multiplier/shift rows per output block (else one row / immediates)
     has_bias: bool  # some fused bias value is non-zero
+    small_bias: bool  # every fused bias fits the one-cycle bias GEMM (`bias_tiles`)
     int32_output: bool  # STORE ACC (dense with double requantization)
     input_zero_point: int
 
@@ -338,10 +344,12 @@ def _geometry(layer: ConvLayer) -> LayerGeometry:
         kind=kind, H=H, W=W, C=C, O=O, KH=KH, KW=KW, sh=sh, sw=sw, dh=dh, dw=dw,
         pad_t=pt, pad_b=pb, pad_l=pl, pad_r=pr, OH=OH, OW=OW, block=16,
         depth_multiplier=layer.depth_multiplier, tail=tuple(tail), per_channel=per_channel,
-        has_bias=True, int32_output=int32_output, input_zero_point=layer.input_zero_point,
+        has_bias=True, small_bias=False, int32_output=int32_output,
+        input_zero_point=layer.input_zero_point,
     )  # fmt: skip
     fused = fused_bias(layer, geometry)
-    return replace(geometry, has_bias=bool(np.any(fused != 0)))
+    small = bias_tiles(fused, geometry.COB, geometry.block) is not None
+    return replace(geometry, has_bias=bool(np.any(fused != 0)), small_bias=small)
 
 
 def fused_bias(layer: ConvLayer, g: LayerGeometry | None = None) -> np.ndarray:
@@ -359,6 +367,31 @@ def fused_bias(layer: ConvLayer, g: LayerGeometry | None = None) -> np.ndarray:
     bias = np.zeros(g.O, np.int64) if layer.bias is None else np.asarray(layer.bias, np.int64)
     total = bias - layer.input_zero_point * wsum - layer.requant_input_zero_point
     return total.astype(np.int32)  # int64 -> int32 keeps the low 32 bits
+
+
+def bias_tiles(fused: np.ndarray, cob: int, block: int = 16):
+    """Weight tiles `[cob][16 out][16 in]` (int8) that add `fused` to every accumulator row
+    in one GEMM cycle, with the constant input row `[127] * 15 + [1]`: lane j gets
+    127 * sum(w[j][:15]) + w[j][15]. None when some |bias| exceeds what int8 digits reach
+    (about 127 * 15 * 127)."""
+    b = np.zeros(cob * block, np.int64)
+    b[: len(fused)] = fused
+    high = np.round(b / BIAS_DIGIT).astype(np.int64)  # |low| <= 63
+    low = b - BIAS_DIGIT * high
+    n = block - 1
+    base, rem = np.divmod(high, n)  # high = n * base + rem, 0 <= rem < n
+    digits = base[:, None] + (np.arange(n)[None, :] < rem[:, None])
+    if digits.min(initial=0) < -128 or digits.max(initial=0) > 127:
+        return None
+    tiles = np.concatenate([digits, low[:, None]], axis=1).astype(np.int8)
+    return tiles.reshape(cob, block, block)
+
+
+def bias_row(block: int = 16) -> np.ndarray:
+    """The constant input row of the "gemm" bias mode."""
+    row = np.full(block, BIAS_DIGIT, np.int8)
+    row[-1] = 1
+    return row
 
 
 def dense_requantize_host(layer: ConvLayer, acc: np.ndarray) -> np.ndarray:
@@ -383,14 +416,17 @@ def dense_requantize_host(layer: ConvLayer, acc: np.ndarray) -> np.ndarray:
 class BufferPlan:
     """Where everything lives on chip (row indices of each buffer).
 
-    INP: [zp constant row][inp_slots x inp_slot_rows]; WGT: [zp constant tile][wgt_slots x
-    wgt_slot_tiles]; ACC: [parameter rows][acc_slots x acc_slot_rows]. Micro-op kernels are
-    placed by the emitter (all loaded once when they fit, else cached and reloaded)."""
+    INP: [zp constant row][bias constant row][inp_slots x inp_slot_rows]; WGT: [zp constant
+    tile][bias tiles][wgt_slots x wgt_slot_tiles]; ACC: [parameter rows][acc_slots x
+    acc_slot_rows] (constants only when used). Micro-op kernels are placed by the emitter
+    (all loaded once when they fit, else cached and reloaded)."""
 
     inp_const: int  # row of the constant [1, 0, ...] input (-1: none)
+    inp_bias: int  # row of the "gemm" bias mode's constant input (-1: none)
     inp_base: int
     inp_slot_rows: int
     wgt_const: int
+    wgt_bias: int  # first of the COB bias tiles of the "gemm" bias mode (-1: none)
     wgt_base: int
     wgt_slot_tiles: int
     param_rows: int  # ACC rows 0.. hold bias / shift / multiplier rows
@@ -620,17 +656,17 @@ def tail_cycles_per_row(g: LayerGeometry, bias_mode: str, config: HardwareConfig
     """Compute-module cycles per accumulator row of the init + tail (GEMM/ALU rows)."""
     alu, gemm = config.alu_cycles_per_uop, config.gemm_cycles_per_uop
     c = 0
-    if bias_mode == "alu" or not g.has_bias:
+    if bias_mode != "dma" or not g.has_bias:
         c += gemm  # reset
         if g.has_bias:
-            c += alu
+            c += gemm if bias_mode == "gemm" else alu
     for op in g.tail:
         c += {"lsh": alu, "rdmul": alu, "rshr": alu, "clamp": 2 * alu, "zp": gemm}[op]
     return c
 
 
 def _tail_insns(g: LayerGeometry, bias_mode: str) -> int:
-    n = 1 + (1 if g.has_bias and bias_mode == "alu" else 0)
+    n = 1 + (1 if g.has_bias and bias_mode != "dma" else 0)
     return n + sum(2 if op == "clamp" else 1 for op in g.tail)
 
 
@@ -983,9 +1019,14 @@ def plan_buffers(
     red = K * (1 if g.diagonal else nci)
     split = tco == 1 and th * tw == 1 and red > 1
     acc_rows = tco * th * tw + (1 if split else 0)
-    zp = uses_zp_gemm(g)
-    inp_free = depth_inp - (1 if zp else 0)
-    wgt_free = depth_wgt - (1 if zp else 0)
+    zp = 1 if uses_zp_gemm(g) else 0
+    gemm_bias = g.has_bias and bias_mode == "gemm"
+    if gemm_bias and not g.small_bias:
+        return None
+    inp_reserved = zp + (1 if gemm_bias else 0)
+    wgt_reserved = zp + (g.COB if gemm_bias else 0)
+    inp_free = depth_inp - inp_reserved
+    wgt_free = depth_wgt - wgt_reserved
     params = n_param_rows(g, bias_mode)
     acc_free = depth_acc - params
     if inp_rows > inp_free or wgt_tiles > wgt_free or acc_rows > acc_free:
@@ -1010,10 +1051,12 @@ def plan_buffers(
     del blk
     plan = BufferPlan(
         inp_const=0 if zp else -1,
-        inp_base=1 if zp else 0,
+        inp_bias=zp if gemm_bias else -1,
+        inp_base=inp_reserved,
         inp_slot_rows=inp_rows,
         wgt_const=0 if zp else -1,
-        wgt_base=1 if zp else 0,
+        wgt_bias=zp if gemm_bias else -1,
+        wgt_base=wgt_reserved,
         wgt_slot_tiles=wgt_tiles,
         param_rows=params,
         acc_base=params,
@@ -1023,16 +1066,22 @@ def plan_buffers(
 
 
 def candidates(g: LayerGeometry, config: HardwareConfig, bias_modes=BIAS_MODES,
-               loop_orders=LOOP_ORDERS) -> list[Schedule]:  # fmt: skip
+               loop_orders=LOOP_ORDERS, exhaustive: bool = False) -> list[Schedule]:  # fmt: skip
     """Every legal tiling of a pruned space: tile heights ceil(OH/k), widths full (or
     ceil(OW/k), k <= 4, for rows wider than 16), co group sizes ceil(COB/k), the two largest
-    ci group sizes ceil(CIB/k) that fit; both loop orders when they differ; `bias_modes`."""
+    ci group sizes ceil(CIB/k) that fit; both loop orders when they differ; `bias_modes`.
+    `exhaustive`: every width ceil(OW/k) and every ci group size (used when the pruned space
+    has no legal tiling, e.g. with small buffers)."""
     out: list[Schedule] = []
     ths = _distinct_splits(g.OH)
-    tws = _distinct_splits(g.OW, 4) if g.OW > 16 else [g.OW]
+    if exhaustive:
+        tws = _distinct_splits(g.OW)
+    else:
+        tws = _distinct_splits(g.OW, 4) if g.OW > 16 else [g.OW]
     tcos = _distinct_splits(g.COB)
     tcis = [g.CIB] if g.diagonal else _distinct_splits(g.CIB)
-    modes = [m for m in bias_modes if g.has_bias or m == "alu"] or ["alu"]
+    modes = [m for m in bias_modes if (g.has_bias or m == "alu")
+             and (m != "gemm" or g.small_bias)] or ["alu"]  # fmt: skip
     depth_acc = config.depth("acc")
     ci_sizes_used = 0
     for tci in tcis:
@@ -1057,7 +1106,7 @@ def candidates(g: LayerGeometry, config: HardwareConfig, bias_modes=BIAS_MODES,
                                                 wgt_slots, acc_slots, plan))  # fmt: skip
         if len(out) > found:
             ci_sizes_used += 1
-            if ci_sizes_used == 2:
+            if ci_sizes_used == 2 and not exhaustive:
                 break
     return out
 
@@ -1083,13 +1132,14 @@ def make_schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | Non
         raise LayerError(f"tile {th}x{tw} with one output block has no legal micro-op order")
     planned = plan_buffers(g, th, tw, tco, tci, loop_order, bias_mode, c)
     if planned is None:
+        if bias_mode == "gemm" and g.has_bias and not g.small_bias:
+            raise LayerError("a fused bias is too large for the one-cycle bias GEMM")
         raise LayerError(f"tile {th}x{tw} x {tco} co x {tci} ci blocks does not fit on chip")
     slots = list(planned[:3])
     plan = planned[3]
-    zp = 1 if uses_zp_gemm(g) else 0
     for i, (want, rows, depth, reserved) in enumerate((
-        (inp_slots, plan.inp_slot_rows, c.depth("inp"), zp),
-        (wgt_slots, plan.wgt_slot_tiles, c.depth("wgt"), zp),
+        (inp_slots, plan.inp_slot_rows, c.depth("inp"), plan.inp_base),
+        (wgt_slots, plan.wgt_slot_tiles, c.depth("wgt"), plan.wgt_base),
         (acc_slots, plan.acc_slot_rows, c.depth("acc"), plan.param_rows),
     )):  # fmt: skip
         if want is not None:
@@ -1130,18 +1180,23 @@ def schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | None = N
     for o in orders:
         if o not in LOOP_ORDERS:
             raise ValueError(f"loop_order {o!r} is not one of {', '.join(LOOP_ORDERS)}")
-    # The bias DMA (4 bus cycles per accumulator row on the compute module) rarely beats the
-    # ALU add (3 cycles): search with the ALU, then try the DMA on the best tilings only.
-    cands = candidates(g, c, ("alu",) if bias_mode is None else modes, orders)
+    # Per accumulator row, the bias GEMM costs 2 cycles (reset + add), the ALU 3, the DMA 4 bus
+    # cycles on the compute module: search with the cheapest available, then try the others
+    # on the best tilings only (they reserve different buffer space).
+    primary = "gemm" if g.has_bias and g.small_bias else "alu"
+    cands = candidates(g, c, (primary,) if bias_mode is None else modes, orders)
+    if not cands:
+        cands = candidates(g, c, modes, orders, exhaustive=True)
     if not cands:
         raise LayerError(f"no tiling of {g.kind} layer {g.H}x{g.W}x{g.C}->{g.O} fits on chip")
     quick = sorted((quick_estimate(s, c), i) for i, s in enumerate(cands))
     if bias_mode is None and g.has_bias:
         for _, i in quick[:4]:
-            other = with_bias_mode(cands[i], "dma", c)
-            if other is not None:
-                cands.append(other)
-                quick.append((quick_estimate(other, c), len(cands) - 1))
+            for mode in BIAS_MODES:
+                other = None if mode == primary else with_bias_mode(cands[i], mode, c)
+                if other is not None:
+                    cands.append(other)
+                    quick.append((quick_estimate(other, c), len(cands) - 1))
         quick.sort()
     modeled = []
     walked = 0
@@ -1201,10 +1256,12 @@ def roofline_cycles(g: LayerGeometry, config: HardwareConfig | None = None) -> i
 def alu_bound_cycles(g: LayerGeometry, config: HardwareConfig | None = None) -> int:
     """A tighter lower bound for this ISA: the compute module runs the GEMM iterations and the
     requantization tail (reset, bias, RDMUL, RSHR, clamp, zero point) of every accumulator row
-    back to back, so no schedule beats max(GEMM + tail, memory)."""
+    back to back, so no schedule beats max(GEMM + tail, memory) (the tail with the cheapest
+    bias mode the layer allows)."""
     c = config or DEFAULT_CONFIG
     rows = g.OH * g.OW * g.COB
-    tail = rows * min(tail_cycles_per_row(g, m, c) for m in ("alu",))
+    modes = ("alu", "gemm") if g.small_bias else ("alu",)
+    tail = rows * min(tail_cycles_per_row(g, m, c) for m in modes)
     gemm = g.macs // (g.block * g.block) * c.gemm_cycles_per_uop
     return max(gemm + tail, roofline_cycles(g, c))
 

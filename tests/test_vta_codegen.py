@@ -99,7 +99,7 @@ def test_conv_dilation(d):
     check(conv_layer(H=13, W=11, C=16, O=32, k=3, d=d, s=2, pad=(0, 0, 0, 0)))
 
 
-@pytest.mark.parametrize("bias_mode", ["alu", "dma"])
+@pytest.mark.parametrize("bias_mode", ["alu", "dma", "gemm"])
 @pytest.mark.parametrize("per_channel", [True, False])
 def test_requantization_modes(bias_mode, per_channel):
     layer = conv_layer(C=33, O=40, per_channel=per_channel)
@@ -127,6 +127,27 @@ def test_tail_variants(shift_range, zp_in, zp_out, act, bias):
     if shift_range[0] == shift_range[1]:
         uniform = conv_layer(C=19, O=21, shift_range=shift_range, per_channel=False, bias=bias)
         check(uniform)
+
+
+def test_bias_gemm_digits_and_limits():
+    """The one-cycle bias GEMM: [127]*15 + [1] times int8 digit tiles reproduces every bias up
+    to its limits; larger biases fall back to the ALU add."""
+    from qaccel.lowering.vta_schedule import bias_row, bias_tiles
+
+    b = np.array([0, 1, -1, 63, -64, 127, 241871, -243903, 100000, -5], np.int64)
+    tiles = bias_tiles(b, 1)
+    got = tiles[0].astype(np.int64) @ bias_row().astype(np.int64)
+    assert np.array_equal(got[: len(b)], b) and not np.any(got[len(b) :])
+    assert bias_tiles(np.array([241872 + 127]), 1) is None
+    assert bias_tiles(np.array([-243904 - 127]), 1) is None
+    layer = conv_layer(C=20, O=20)
+    big = replace(layer, bias=np.full(20, 10**6, np.int32))
+    assert layer.geometry.small_bias and not big.geometry.small_bias
+    assert schedule(layer).bias_mode == "gemm"
+    assert schedule(big).bias_mode != "gemm"
+    with pytest.raises(LayerError, match="too large"):
+        make_schedule(big, tile_h=4, tile_w=4, tile_co=1, bias_mode="gemm")
+    check(big)
 
 
 def test_per_tensor_left_shift_immediate():
@@ -158,6 +179,8 @@ def test_wraparound_and_saturation():
          "bias_mode": "dma"},
         {"tile_h": 5, "tile_w": 9, "tile_co": 3, "inp_slots": 1, "wgt_slots": 1,
          "acc_slots": 1},  # no double buffering at all
+        {"tile_h": 3, "tile_w": 4, "tile_co": 2, "tile_ci": 2, "bias_mode": "gemm",
+         "loop_order": "channel"},
     ],
 )
 def test_tile_boundaries_and_loop_orders(tiling):
@@ -182,7 +205,7 @@ def test_tiles_of_odd_sizes_with_one_output_block():
         check(layer, make_schedule(layer, tile_h=th, tile_w=tw, tile_co=1))
 
 
-@pytest.mark.parametrize("bias_mode", ["alu", "dma"])
+@pytest.mark.parametrize("bias_mode", ["alu", "dma", "gemm"])
 def test_single_output_row_split_accumulator(bias_mode):
     """A 1x1 output with at most 16 channels: the reduction alternates two accumulator rows."""
     layer = conv_layer(H=3, W=3, C=40, O=12, k=3, pad=(0, 0, 0, 0))
@@ -261,7 +284,7 @@ def test_depthwise_tilings():
     "rows,C,O,per_channel", [(1, 40, 20, True), (1, 16, 7, False), (3, 33, 50, True),
                              (1, 300, 130, True)],
 )  # fmt: skip
-@pytest.mark.parametrize("bias_mode", ["alu", "dma"])
+@pytest.mark.parametrize("bias_mode", ["alu", "dma", "gemm"])
 def test_dense(rows, C, O, per_channel, bias_mode):
     prog = check(dense_layer(rows, C, O, per_channel=per_channel), bias_mode=bias_mode)
     f = decode(prog.program.words)

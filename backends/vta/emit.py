@@ -47,6 +47,8 @@ from qaccel.lowering.vta_schedule import (
     LayerError,
     Schedule,
     Step,
+    bias_row,
+    bias_tiles,
     dense_requantize_host,
     frame_cols,
     frame_mode,
@@ -254,6 +256,7 @@ class _Emitter:
         self.tail_keys: dict = {}
         self.param_layout = param_layout(g, sched.bias_mode)
         self.zp = uses_zp_gemm(g)
+        self.gemm_bias = g.has_bias and sched.bias_mode == "gemm"
         self.layout_dram()
 
     # --- DRAM ---
@@ -266,6 +269,12 @@ class _Emitter:
             parts.append(("params", params.reshape(-1).view(np.uint8)))
         if g.has_bias and self.s.bias_mode == "dma":
             parts.append(("bias", _lanes(fused_bias(layer), g).astype(np.int32).view(np.uint8)))
+        if self.gemm_bias:
+            tiles = bias_tiles(fused_bias(layer), g.COB, blk)
+            if tiles is None:
+                raise LayerError("a fused bias is too large for the one-cycle bias GEMM")
+            parts.append(("bias_tiles", tiles.reshape(-1).view(np.uint8)))
+            parts.append(("bias_row", bias_row(blk).view(np.uint8)))
         if self.zp:
             tile = np.zeros((blk, blk), np.int8)
             tile[:, 0] = self.layer.output_zero_point
@@ -481,6 +490,8 @@ class _Emitter:
         entries.append(("split", acc_base + 1, 0))
         for kind, (start, per) in self.param_layout.items():
             entries.append((kind, start + (co0 if per else 0), 0))
+        if self.gemm_bias:
+            entries.append(("bias_gemm", plan.inp_bias, plan.wgt_bias + co0))
         key = ("tail", acc_base, co0)
         names = [e[0] for e in entries]
 
@@ -521,6 +532,10 @@ class _Emitter:
             return
         self.gemm(key, rows + (1 if split else 0), 1, dst=(1, 0), reset=True, writes=res,
                   sub=idx["row"])  # fmt: skip
+        if self.gemm_bias:  # [127]*15 + [1] times the block's digit tile: + bias, one cycle
+            n_out, n_in, dst, per_block = self.tile_loops(st)
+            self.gemm(key, n_out, n_in, dst=dst, wgt=per_block, reads=res + [("biasc",)],
+                      writes=res, sub=idx["bias_gemm"])  # fmt: skip
 
     def tail(self, st: Step, aslot: int, split: bool):
         g = self.g
@@ -580,12 +595,18 @@ class _Emitter:
         self.add(STORE, row, reads=res)
 
     def load_consts(self):
-        """The zero-point GEMM's constant input row and weight tile."""
+        """The zero-point GEMM's constant input row and weight tile, the bias GEMM's."""
         plan, blk = self.plan, self.blk
-        self.load(MemType.INP, plan.inp_const, self.elem("one_row", blk), 1, 1, module=LOAD,
-                  writes=(("inpc",),))  # fmt: skip
-        self.load(MemType.WGT, plan.wgt_const, self.elem("zp_tile", blk * blk), 1, 1,
-                  module=LOAD, writes=(("wgtc",),))  # fmt: skip
+        if self.zp:
+            self.load(MemType.INP, plan.inp_const, self.elem("one_row", blk), 1, 1,
+                      module=LOAD, writes=(("inpc",),))  # fmt: skip
+            self.load(MemType.WGT, plan.wgt_const, self.elem("zp_tile", blk * blk), 1, 1,
+                      module=LOAD, writes=(("wgtc",),))  # fmt: skip
+        if self.gemm_bias:
+            self.load(MemType.INP, plan.inp_bias, self.elem("bias_row", blk), 1, 1,
+                      module=LOAD, writes=(("biasc",),))  # fmt: skip
+            self.load(MemType.WGT, plan.wgt_bias, self.elem("bias_tiles", blk * blk), 1,
+                      self.g.COB, module=LOAD, writes=(("biasc",),))  # fmt: skip
 
     # --- the whole layer ---
     def run(self) -> LayerProgram:
@@ -596,7 +617,7 @@ class _Emitter:
         if "params" in self.regions:
             off, n = self.regions["params"]
             self.load(MemType.ACC, 0, off // (4 * blk), 1, n // (4 * blk), module=COMPUTE)
-        consts_loaded = not self.zp
+        consts_loaded = not (self.zp or self.gemm_bias)
         for sp in plan_steps(s):
             st, islot, wslot = sp.step, sp.inp_slot, sp.wgt_slot
             for kind, chunk, slot in sp.loads:
