@@ -40,32 +40,40 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
     I32,
     I64,
     DenseArrayBase,
+    Float64Type,
     IntegerAttr,
     IntegerType,
     TensorType,
     i32,
+    i64,
 )
-from xdsl.ir import Attribute, Dialect
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
+    VarConstraint,
+    base,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
-from xdsl.traits import Pure
+from xdsl.pattern_rewriter import RewritePattern
+from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from qaccel.dialects.q import array_values, i64_array
+from qaccel.dialects.q import array_values, f64_array, i32_array, i64_array
 from qaccel.dialects.quant import UniformQuantizedType, storage_range
 
 PACKED_FUNCTION_ATTR = "accel.packed"
@@ -339,6 +347,734 @@ class UnpackOp(_LayoutOp):
         return self.input.type  # type: ignore[return-value]
 
 
-ACCEL_OPS: tuple[type[AccelOp], ...] = (PackOp, UnpackOp)
+# --------------------------------------------------------------------------------------------
+# Compute ops
+#
+# They work on packed activations `[N, C/B, d1, ..., 1, B]` (`Packing.activations`): a value
+# "per lane" is one per channel lane, `C/B * B` of them (padded channels included), and a
+# per-tensor value is a single one. int8 data is what the DMA moves; int32 accumulators are what
+# the GEMM core produces and the vector ALU works on (`accel.widen` / `accel.narrow` are LOAD
+# ACC8 / STORE OUT). Padded lanes carry no meaning: no op mixes them into real lanes (weights
+# for padded input channels are zero).
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+class AccelCanonicalization(HasCanonicalizationPatternsTrait):
+    """The `accel` op's canonicalization patterns (`passes/canonicalize_accel.py`)."""
+
+    def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
+        from qaccel.passes.canonicalize_accel import patterns_for
+
+        return patterns_for(op.name)
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from qaccel.passes.canonicalize_accel import all_patterns
+
+        return all_patterns()
+
+
+def storage_width(t: Attribute) -> int | None:
+    """The bit width of a tensor type's integer (or quantized) storage, else None."""
+    element = t.element_type if isinstance(t, TensorType) else t
+    storage = _storage(element)
+    return None if storage is None else storage.width.data
+
+
+def packed_lanes(shape: Sequence[int]) -> int:
+    """The channel lanes of a packed activation `[N, C/B, ..., 1, B]`: `C/B * B`."""
+    return int(shape[1]) * int(shape[-1])
+
+
+def lane_values(values: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """One value per tensor or per lane, shaped to broadcast against a packed activation of
+    `shape`: `[1, C/B, 1, ..., 1, B]`."""
+    values = np.asarray(values)
+    if values.size == 1:
+        return values.reshape(())
+    rank = len(shape)
+    return values.reshape([1, shape[1]] + [1] * (rank - 3) + [shape[-1]])
+
+
+def _check_packed(op: AccelOp, what: str, t: Attribute, width: int | str) -> tuple[int, ...]:
+    """`t` is a packed activation whose storage is `width` bits ("narrow": below 32)."""
+    if not isinstance(t, TensorType):
+        raise VerifyException(f"{op.name}: {what} must be a tensor, got {t}")
+    shape = tuple(t.get_shape())
+    if len(shape) < 4 or shape[-2] != 1 or any(d < 0 for d in shape):
+        raise VerifyException(
+            f"{op.name}: {what} must be a static packed activation [N, C/B, ..., 1, B], got "
+            f"{list(shape)}"
+        )
+    got = storage_width(t)
+    if width == "narrow":
+        ok, expected = got is not None and got < 32, "integers narrower than 32 bits"
+    else:
+        ok, expected = got == width, f"{width}-bit integers"
+    if not ok:
+        raise VerifyException(f"{op.name}: {what} must hold {expected}, got {t.element_type}")
+    return shape
+
+
+def _check_lanes(
+    op: AccelOp, name: str, values: np.ndarray, shape: Sequence[int], bounds=None
+) -> None:
+    lanes = packed_lanes(shape)
+    if len(values) not in (1, lanes):
+        raise VerifyException(
+            f"{op.name}: {name} has {len(values)} values; needs 1 (per tensor) or {lanes} "
+            f"(per lane: {shape[1]} blocks of {shape[-1]})"
+        )
+    if bounds is not None and len(values) and (values.min() < bounds[0] or values.max() > bounds[1]):
+        raise VerifyException(
+            f"{op.name}: {name} must be in [{bounds[0]}, {bounds[1]}], got values in "
+            f"[{int(values.min())}, {int(values.max())}]"
+        )
+
+
+def _check_same_shape(op: AccelOp, a: Attribute, b: Attribute) -> None:
+    if a.get_shape() != b.get_shape():  # type: ignore[attr-defined]
+        raise VerifyException(
+            f"{op.name}: result shape {list(b.get_shape())} differs from the input's "  # type: ignore[attr-defined]
+            f"{list(a.get_shape())}"  # type: ignore[attr-defined]
+        )
+
+
+class _ComputeOp(AccelOp):
+    def array_prop(self, name: str) -> np.ndarray:
+        return array_values(self.properties[name])  # type: ignore[arg-type]
+
+
+class _LaneOp(_ComputeOp):
+    """int32 accumulators combined lane-wise with a constant (one per tensor or per lane)."""
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    output = result_def(T)
+    traits = traits_def(Pure(), AccelCanonicalization())
+    VALUES: ClassVar[str] = ""
+    BOUNDS: ClassVar[tuple[int, int] | None] = None
+
+    def __init__(self, value: SSAValue | Operation, values: Sequence[int] | np.ndarray):
+        v = SSAValue.get(value)
+        super().__init__(
+            operands=[v], result_types=[v.type], properties={self.VALUES: i32_array(values)}
+        )
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.array_prop(self.VALUES)
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, 32)
+        _check_lanes(self, self.VALUES, self.values, shape, self.BOUNDS)
+
+
+@irdl_op_definition
+class BiasAddZpOp(_LaneOp):
+    """Add the zero-point-fused bias to int32 accumulators, one value per output lane
+    (wrapping): `qfused_bias = qbias - zp_in * Σw`, folded at compile time, so that the GEMM
+    over raw (uncentred) inputs plus this bias is the centred convolution plus its bias. On the
+    accelerator, an ALU ADD with a LOAD ACC parameter row (method's variant (a))."""
+
+    name = "accel.bias_add_zp"
+    bias = prop_def(DenseArrayBase[I32])
+    VALUES: ClassVar[str] = "bias"
+    assembly_format = "$input `by` $bias attr-dict `:` type($input)"
+
+
+@irdl_op_definition
+class ShiftLeftOp(_LaneOp):
+    """`x << shift` keeping the low 32 bits (ALU SHR by a negative amount), shift in [0, 31]:
+    the left shift TFLite's `MultiplyByQuantizedMultiplier` applies *before* the rounding
+    multiply when its shift is positive, with the same int32 wraparound."""
+
+    name = "accel.shift_left"
+    shift = prop_def(DenseArrayBase[I32])
+    VALUES: ClassVar[str] = "shift"
+    BOUNDS: ClassVar[tuple[int, int] | None] = (0, 31)
+    assembly_format = "$input `by` $shift attr-dict `:` type($input)"
+
+
+@irdl_op_definition
+class RoundMultiplyOp(_LaneOp):
+    """gemmlowp's `SaturatingRoundingDoublingHighMul(x, M)` by a multiplier per tensor or per
+    lane (ALU RDMUL): `(x * M + 2^30) >> 31`, rounding as gemmlowp does (positive ties up,
+    negative ties toward zero), `INT32_MIN * INT32_MIN` saturating to `INT32_MAX`."""
+
+    name = "accel.round_multiply"
+    multiplier = prop_def(DenseArrayBase[I32])
+    VALUES: ClassVar[str] = "multiplier"
+    assembly_format = "$input `by` $multiplier attr-dict `:` type($input)"
+
+
+@irdl_op_definition
+class RoundRShiftOp(_LaneOp):
+    """gemmlowp's `RoundingDivideByPOT(x, shift)`, shift in [0, 31] per tensor or per lane
+    (ALU RSHR): an arithmetic shift right rounding halves away from zero."""
+
+    name = "accel.round_rshift"
+    shift = prop_def(DenseArrayBase[I32])
+    VALUES: ClassVar[str] = "shift"
+    BOUNDS: ClassVar[tuple[int, int] | None] = (0, 31)
+    assembly_format = "$input `by` $shift attr-dict `:` type($input)"
+
+
+class _BinaryOp(_ComputeOp):
+    """Lane-wise `f(lhs, rhs)` on int32 accumulators, where `rhs` is either a tensor (same
+    shape, or broadcast along any dimension of size 1: the ALU repeats its rows) or a constant
+    `by [...]`, one per tensor (an immediate) or per lane (a parameter row)."""
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    lhs = operand_def(T)
+    rhs = opt_operand_def(TensorType)
+    output = result_def(T)
+    value = opt_prop_def(DenseArrayBase[I32])
+    traits = traits_def(Pure(), AccelCanonicalization())
+    assembly_format = (
+        "$lhs (`,` $rhs^)? (`by` $value^)? attr-dict `:` type($lhs) (`,` type($rhs)^)?"
+    )
+
+    def __init__(
+        self,
+        lhs: SSAValue | Operation,
+        rhs: SSAValue | Operation | None = None,
+        value: Sequence[int] | np.ndarray | None = None,
+    ):
+        lhs = SSAValue.get(lhs)
+        props = {} if value is None else {"value": i32_array(value)}
+        super().__init__(
+            operands=[lhs, [] if rhs is None else [SSAValue.get(rhs)]],
+            result_types=[lhs.type],
+            properties=props,
+        )
+
+    @property
+    def values(self) -> np.ndarray | None:
+        return None if self.value is None else array_values(self.value)
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "lhs", self.lhs.type, 32)
+        if (self.rhs is None) == (self.value is None):
+            raise VerifyException(f"{self.name}: needs either a tensor rhs or a constant (by)")
+        if self.value is not None:
+            _check_lanes(self, "value", array_values(self.value), shape)
+            return
+        rhs_shape = _check_packed(self, "rhs", self.rhs.type, 32)
+        if len(rhs_shape) != len(shape) or any(
+            r not in (1, s) for r, s in zip(rhs_shape, shape)
+        ) or rhs_shape[-1] != shape[-1]:
+            raise VerifyException(
+                f"{self.name}: rhs {list(rhs_shape)} does not broadcast to lhs {list(shape)} "
+                "(same rank, each dimension equal or 1, whole blocks)"
+            )
+
+
+@irdl_op_definition
+class AddOp(_BinaryOp):
+    """`lhs + rhs` modulo 2^32 (ALU ADD)."""
+
+    name = "accel.add"
+
+
+@irdl_op_definition
+class MulOp(_BinaryOp):
+    """`lhs * rhs` modulo 2^32, the low 32 bits of the product (ALU MUL)."""
+
+    name = "accel.mul"
+
+
+@irdl_op_definition
+class MinOp(_BinaryOp):
+    """`min(lhs, rhs)` (ALU MIN)."""
+
+    name = "accel.min"
+
+
+@irdl_op_definition
+class MaxOp(_BinaryOp):
+    """`max(lhs, rhs)` (ALU MAX)."""
+
+    name = "accel.max"
+
+
+@irdl_op_definition
+class WidenOp(_ComputeOp):
+    """Sign-extend narrow integers (int8 activations) to int32 accumulators, as LOAD ACC8
+    does, so the ALU can work on them."""
+
+    name = "accel.widen"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure(), AccelCanonicalization())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType):
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_packed(self, "the input", self.input.type, "narrow")
+        _check_packed(self, "the result", self.output.type, 32)
+        _check_same_shape(self, self.input.type, self.output.type)
+
+
+@irdl_op_definition
+class NarrowOp(_ComputeOp):
+    """Keep the low bits of int32 accumulators (STORE OUT: truncation, **no saturation**; the
+    IR clamps with `accel.max` / `accel.min` first, as the hardware must)."""
+
+    name = "accel.narrow"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure(), AccelCanonicalization())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType):
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_packed(self, "the input", self.input.type, 32)
+        _check_packed(self, "the result", self.output.type, "narrow")
+        _check_same_shape(self, self.input.type, self.output.type)
+
+
+def _window_extent(size: int, pad: int, kernel: int, stride: int, dilation: int) -> int:
+    return (size + pad - ((kernel - 1) * dilation + 1)) // stride + 1
+
+
+@irdl_op_definition
+class Conv2DZpOp(_ComputeOp):
+    """2-D convolution of raw int8 inputs on the GEMM core, the spatial padding holding
+    `pad_value` (the input zero point: SETPAD before the padded LOAD INP), to int32:
+    `acc[o] = bias[o] + Σ w[o, tap, i] * x_padded[tap, i]` modulo 2^32.
+
+    Input `[N, I/B, H, W, 1, B]`, filter `[O/B, I/B/groups, KH, KW, B, B]` (OIHW16o16i tiles,
+    `[out lane][in lane]`), result `[N, O/B, OH, OW, 1, B]`. `groups` splits the channel
+    *blocks*: output block `ob` reads the `I/B/groups` input blocks of group
+    `ob // (O/B/groups)` (a depthwise convolution is one group per block, with diagonal tiles).
+    With `bias` the accumulators start from it instead of zero (method's variant (b): the bias
+    rows are loaded into the accumulator and the GEMM accumulates onto them). Subtracting the
+    zero-point term `zp_in * Σw` is `accel.bias_add_zp`'s job (or is folded into `bias`).
+    """
+
+    name = "accel.conv2d_zp"
+    input = operand_def(TensorType)
+    filter = operand_def(TensorType)
+    output = result_def(TensorType)
+    strides = prop_def(DenseArrayBase[I64])
+    dilations = prop_def(DenseArrayBase[I64])
+    padding = prop_def(DenseArrayBase[I64])
+    """[top, bottom, left, right]"""
+    pad_value = prop_def(IntegerAttr[I32])
+    groups = opt_prop_def(IntegerAttr[I64])
+    bias = opt_prop_def(DenseArrayBase[I32])
+    assembly_format = (
+        "$input `,` $filter `pad_value` `(` $pad_value `)` `strides` `=` $strides "
+        "`dilations` `=` $dilations `padding` `=` $padding (`groups` `=` $groups^)? "
+        "(`bias` `=` $bias^)? attr-dict `:` type($input) `,` type($filter) `->` type($output)"
+    )
+
+    def __init__(
+        self,
+        value: SSAValue | Operation,
+        filter: SSAValue | Operation,
+        result_type: TensorType,
+        *,
+        strides: Sequence[int],
+        dilations: Sequence[int],
+        padding: Sequence[int],
+        pad_value: int,
+        groups: int = 1,
+        bias: Sequence[int] | np.ndarray | None = None,
+    ):
+        props: dict[str, Attribute] = {
+            "strides": i64_array(strides),
+            "dilations": i64_array(dilations),
+            "padding": i64_array(padding),
+            "pad_value": IntegerAttr(int(pad_value), i32),
+        }
+        if groups != 1:
+            props["groups"] = IntegerAttr(int(groups), i64)
+        if bias is not None:
+            props["bias"] = i32_array(bias)
+        super().__init__(
+            operands=[SSAValue.get(value), SSAValue.get(filter)],
+            result_types=[result_type],
+            properties=props,
+        )
+
+    @property
+    def group_count(self) -> int:
+        return 1 if self.groups is None else self.groups.value.data
+
+    def verify_(self) -> None:
+        n, ib, h, w, _, block = _check_packed(self, "the input", self.input.type, 8)
+        out = _check_packed(self, "the result", self.output.type, 32)
+        ft = self.filter.type
+        fshape = tuple(ft.get_shape()) if isinstance(ft, TensorType) else ()
+        if len(fshape) != 6 or fshape[4:] != (block, block) or storage_width(ft) != 8:
+            raise VerifyException(
+                f"{self.name}: the filter must be int8 [O/B, I/B/groups, KH, KW, {block}, "
+                f"{block}] tiles, got {ft}"
+            )
+        if len(out) != 6 or out[-1] != block:
+            raise VerifyException(f"{self.name}: the result must be [N, O/B, OH, OW, 1, {block}]")
+        ob, ibg, kh, kw = fshape[:4]
+        groups = self.group_count
+        if groups < 1 or ib != ibg * groups or ob % groups:
+            raise VerifyException(
+                f"{self.name}: {groups} groups do not split {ib} input blocks into groups of "
+                f"{ibg} and {ob} output blocks evenly"
+            )
+        for name, n_values in (("strides", 2), ("dilations", 2), ("padding", 4)):
+            values = self.array_prop(name)
+            if len(values) != n_values or np.any(values < (0 if name == "padding" else 1)):
+                raise VerifyException(
+                    f"{self.name}: {name} needs {n_values} "
+                    f"{'non-negative' if name == 'padding' else 'positive'} values, got "
+                    f"{values.tolist()}"
+                )
+        sh, sw = self.array_prop("strides")
+        dh, dw = self.array_prop("dilations")
+        top, bottom, left, right = self.array_prop("padding")
+        expected = (
+            n, ob, _window_extent(h, top + bottom, kh, sh, dh),
+            _window_extent(w, left + right, kw, sw, dw), 1, block,
+        )  # fmt: skip
+        if out != expected:
+            raise VerifyException(
+                f"{self.name}: the result must be {list(expected)}, got {list(out)}"
+            )
+        lo, hi = storage_range(_storage(self.input.type.element_type))  # type: ignore[arg-type]
+        if not lo <= self.pad_value.value.data <= hi:
+            raise VerifyException(
+                f"{self.name}: pad_value {self.pad_value.value.data} does not fit the input's "
+                f"storage [{lo}, {hi}]"
+            )
+        if self.bias is not None:
+            _check_lanes(self, "bias", array_values(self.bias), out)
+
+
+@irdl_op_definition
+class DenseZpOp(_ComputeOp):
+    """Matrix product of raw int8 rows on the GEMM core, to int32:
+    `acc[o] = bias[o] + Σ w[o, i] * x[i]` modulo 2^32.
+
+    Input `[N, I/B, d1, ..., 1, B]` (every position but the channel blocks is a row), filter
+    `[O/B, I/B, B, B]`, result `[N, O/B, d1, ..., 1, B]`; `bias` as for `accel.conv2d_zp`.
+    """
+
+    name = "accel.dense_zp"
+    input = operand_def(TensorType)
+    filter = operand_def(TensorType)
+    output = result_def(TensorType)
+    bias = opt_prop_def(DenseArrayBase[I32])
+    assembly_format = (
+        "$input `,` $filter (`bias` `=` $bias^)? attr-dict "
+        "`:` type($input) `,` type($filter) `->` type($output)"
+    )
+
+    def __init__(
+        self,
+        value: SSAValue | Operation,
+        filter: SSAValue | Operation,
+        result_type: TensorType,
+        bias: Sequence[int] | np.ndarray | None = None,
+    ):
+        super().__init__(
+            operands=[SSAValue.get(value), SSAValue.get(filter)],
+            result_types=[result_type],
+            properties={} if bias is None else {"bias": i32_array(bias)},
+        )
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, 8)
+        out = _check_packed(self, "the result", self.output.type, 32)
+        block = shape[-1]
+        ft = self.filter.type
+        fshape = tuple(ft.get_shape()) if isinstance(ft, TensorType) else ()
+        if len(fshape) != 4 or fshape[1:] != (shape[1], block, block) or storage_width(ft) != 8:
+            raise VerifyException(
+                f"{self.name}: the filter must be int8 [O/B, {shape[1]}, {block}, {block}] "
+                f"tiles for this input, got {ft}"
+            )
+        expected = (shape[0], fshape[0], *shape[2:])
+        if out != expected:
+            raise VerifyException(
+                f"{self.name}: the result must be {list(expected)}, got {list(out)}"
+            )
+        if self.bias is not None:
+            _check_lanes(self, "bias", array_values(self.bias), out)
+
+
+@irdl_op_definition
+class HostRequantizeOp(_ComputeOp):
+    """Double-precision requantization **on the host CPU**, for LiteRT's reference
+    FULLY_CONNECTED: `clamp(int32(round(double(x - input_zero_point) * scale)) +
+    output_zero_point, min, max)`, halves away from zero, `scale` per tensor or per lane.
+
+    The accelerator stores the int32 accumulators (STORE ACC) and the host finishes: no integer
+    multiply-shift reproduces the double product's rounding for every accumulator (see
+    `lower-q-to-accel`). `[min, max]` is the clamp (saturation and activation range)."""
+
+    name = "accel.host_requantize"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    scale = prop_def(DenseArrayBase[Float64Type])
+    input_zero_point = prop_def(IntegerAttr[I32])
+    output_zero_point = prop_def(IntegerAttr[I32])
+    min = prop_def(IntegerAttr[I32])
+    max = prop_def(IntegerAttr[I32])
+    traits = traits_def(Pure(), AccelCanonicalization())
+    assembly_format = (
+        "$input `scale` `=` $scale `zero_points` `(` $input_zero_point `,` $output_zero_point "
+        "`)` `clamp` `(` $min `,` $max `)` attr-dict `:` type($input) `->` type($output)"
+    )
+
+    def __init__(
+        self,
+        value: SSAValue | Operation,
+        result_type: TensorType,
+        scale: Sequence[float] | np.ndarray,
+        zero_points: tuple[int, int],
+        clamp: tuple[int, int],
+    ):
+        super().__init__(
+            operands=[SSAValue.get(value)],
+            result_types=[result_type],
+            properties={
+                "scale": f64_array(scale),
+                "input_zero_point": IntegerAttr(int(zero_points[0]), i32),
+                "output_zero_point": IntegerAttr(int(zero_points[1]), i32),
+                "min": IntegerAttr(int(clamp[0]), i32),
+                "max": IntegerAttr(int(clamp[1]), i32),
+            },
+        )
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, 32)
+        _check_packed(self, "the result", self.output.type, "narrow")
+        _check_same_shape(self, self.input.type, self.output.type)
+        _check_lanes(self, "scale", array_values(self.scale), shape)
+        lo, hi = storage_range(_storage(self.output.type.element_type))  # type: ignore[arg-type]
+        low, high = self.int_prop("min"), self.int_prop("max")
+        if not lo <= low <= high <= hi:
+            raise VerifyException(
+                f"{self.name}: clamp [{low}, {high}] must be ordered and within the result's "
+                f"storage [{lo}, {hi}]"
+            )
+
+
+class _PoolOp(_ComputeOp):
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    window = prop_def(DenseArrayBase[I64])
+    strides = prop_def(DenseArrayBase[I64])
+    assembly_format = (
+        "$input `window` `=` $window `strides` `=` $strides attr-dict "
+        "`:` type($input) `->` type($output)"
+    )
+
+    def __init__(
+        self,
+        value: SSAValue | Operation,
+        result_type: TensorType,
+        window: Sequence[int],
+        strides: Sequence[int],
+    ):
+        super().__init__(
+            operands=[SSAValue.get(value)],
+            result_types=[result_type],
+            properties={"window": i64_array(window), "strides": i64_array(strides)},
+        )
+
+    def verify_(self) -> None:
+        n, cb, h, w, _, block = _check_packed(self, "the input", self.input.type, 32)
+        out = _check_packed(self, "the result", self.output.type, 32)
+        window, strides = self.array_prop("window"), self.array_prop("strides")
+        if len(window) != 2 or len(strides) != 2 or np.any(window < 1) or np.any(strides < 1):
+            raise VerifyException(
+                f"{self.name}: window and strides need 2 positive values each, got "
+                f"{window.tolist()} and {strides.tolist()}"
+            )
+        if window[0] > h or window[1] > w:
+            raise VerifyException(
+                f"{self.name}: window {window.tolist()} exceeds the {h}x{w} input"
+            )
+        expected = (
+            n, cb, _window_extent(h, 0, int(window[0]), int(strides[0]), 1),
+            _window_extent(w, 0, int(window[1]), int(strides[1]), 1), 1, block,
+        )  # fmt: skip
+        if out != expected:
+            raise VerifyException(
+                f"{self.name}: the result must be {list(expected)}, got {list(out)}"
+            )
+
+
+@irdl_op_definition
+class MaxPool2DOp(_PoolOp):
+    """Maximum over each window of int32 rows (ALU MAX; no padding: windows lie inside)."""
+
+    name = "accel.max_pool2d"
+
+
+@irdl_op_definition
+class SumPool2DOp(_PoolOp):
+    """Sum over each window of int32 rows, modulo 2^32 (ALU ADD; no padding)."""
+
+    name = "accel.sum_pool2d"
+
+
+@irdl_op_definition
+class ReduceSumOp(_ComputeOp):
+    """Sum of int32 rows over spatial `axes` of a packed activation (dimensions 2 .. rank-3),
+    modulo 2^32 (ALU ADD). The result drops those dimensions or keeps them with size 1."""
+
+    name = "accel.reduce_sum"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    axes = prop_def(DenseArrayBase[I64])
+    assembly_format = "$input `axes` `=` $axes attr-dict `:` type($input) `->` type($output)"
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType, axes: Sequence[int]):
+        super().__init__(
+            operands=[SSAValue.get(value)],
+            result_types=[result_type],
+            properties={"axes": i64_array(axes)},
+        )
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, 32)
+        out = _check_packed(self, "the result", self.output.type, 32)
+        axes = sorted(int(a) for a in self.array_prop("axes"))
+        rank = len(shape)
+        if not axes or len(set(axes)) != len(axes) or any(not 2 <= a <= rank - 3 for a in axes):
+            raise VerifyException(
+                f"{self.name}: axes {axes} must be distinct spatial dimensions in "
+                f"[2, {rank - 3}] (lanes and blocks never mix)"
+            )
+        kept = tuple(1 if d in axes else s for d, s in enumerate(shape))
+        dropped = tuple(s for d, s in enumerate(shape) if d not in axes)
+        if out not in (kept, dropped):
+            raise VerifyException(
+                f"{self.name}: the result must be {list(kept)} or {list(dropped)}, got "
+                f"{list(out)}"
+            )
+
+
+@irdl_op_definition
+class PadOp(_ComputeOp):
+    """Spatial padding with `pad_value` (done by the DMA: LOAD padding after SETPAD).
+    `padding` holds (before, after) for each spatial dimension (2 .. rank-3)."""
+
+    name = "accel.pad"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    padding = prop_def(DenseArrayBase[I64])
+    pad_value = prop_def(IntegerAttr[I32])
+    assembly_format = (
+        "$input `pad_value` `(` $pad_value `)` `padding` `=` $padding attr-dict "
+        "`:` type($input) `->` type($output)"
+    )
+
+    def __init__(
+        self,
+        value: SSAValue | Operation,
+        result_type: TensorType,
+        padding: Sequence[int],
+        pad_value: int,
+    ):
+        super().__init__(
+            operands=[SSAValue.get(value)],
+            result_types=[result_type],
+            properties={
+                "padding": i64_array(padding),
+                "pad_value": IntegerAttr(int(pad_value), i32),
+            },
+        )
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, "narrow")
+        out = _check_packed(self, "the result", self.output.type, "narrow")
+        if self.input.type.element_type != self.output.type.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        padding = self.array_prop("padding")
+        spatial = len(shape) - 4
+        if len(padding) != 2 * spatial or np.any(padding < 0):
+            raise VerifyException(
+                f"{self.name}: padding needs {2 * spatial} non-negative values (before, after "
+                f"per spatial dimension), got {padding.tolist()}"
+            )
+        expected = list(shape)
+        for k in range(spatial):
+            expected[2 + k] += int(padding[2 * k] + padding[2 * k + 1])
+        if list(out) != expected:
+            raise VerifyException(f"{self.name}: the result must be {expected}, got {list(out)}")
+        lo, hi = storage_range(_storage(self.input.type.element_type))  # type: ignore[arg-type]
+        if not lo <= self.pad_value.value.data <= hi:
+            raise VerifyException(
+                f"{self.name}: pad_value {self.pad_value.value.data} does not fit [{lo}, {hi}]"
+            )
+
+
+@irdl_op_definition
+class ConcatOp(_ComputeOp):
+    """Concatenation of packed tensors along dimension `axis` (placement in DRAM): batch,
+    channel blocks or a spatial dimension, never inside a block."""
+
+    name = "accel.concat"
+    inputs = var_operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    assembly_format = "$inputs `axis` `=` $axis attr-dict `:` type($inputs) `->` type($output)"
+
+    def __init__(
+        self, values: Sequence[SSAValue | Operation], result_type: TensorType, axis: int
+    ):
+        super().__init__(
+            operands=[[SSAValue.get(v) for v in values]],
+            result_types=[result_type],
+            properties={"axis": IntegerAttr(int(axis), i64)},
+        )
+
+    def verify_(self) -> None:
+        out = _check_packed(self, "the result", self.output.type, "narrow")
+        axis = self.int_prop("axis")
+        if not 0 <= axis <= len(out) - 3:
+            raise VerifyException(
+                f"{self.name}: axis {axis} must be in [0, {len(out) - 3}] (not inside a block)"
+            )
+        if not self.inputs:
+            raise VerifyException(f"{self.name}: needs at least one input")
+        total = 0
+        for i, v in enumerate(self.inputs):
+            shape = _check_packed(self, f"input {i}", v.type, "narrow")
+            if storage_width(v.type) != storage_width(self.output.type) or len(shape) != len(out):
+                raise VerifyException(
+                    f"{self.name}: input {i} has type {v.type}, not matching the result's"
+                )
+            if any(s != o for d, (s, o) in enumerate(zip(shape, out)) if d != axis):
+                raise VerifyException(
+                    f"{self.name}: input {i} {list(shape)} differs from the result {list(out)} "
+                    f"outside axis {axis}"
+                )
+            total += shape[axis]
+        if total != out[axis]:
+            raise VerifyException(
+                f"{self.name}: the inputs give {total} along axis {axis}, the result has "
+                f"{out[axis]}"
+            )
+
+
+COMPUTE_OPS: tuple[type[AccelOp], ...] = (
+    Conv2DZpOp, DenseZpOp, BiasAddZpOp, ShiftLeftOp, RoundMultiplyOp, RoundRShiftOp, AddOp,
+    MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, MaxPool2DOp, SumPool2DOp,
+    ReduceSumOp, PadOp, ConcatOp,
+)  # fmt: skip
+"""The ops `lower-q-to-accel` produces: what the accelerator computes on packed tensors."""
+
+
+ACCEL_OPS: tuple[type[AccelOp], ...] = (PackOp, UnpackOp, *COMPUTE_OPS)
 
 Accel = Dialect("accel", list(ACCEL_OPS), [])

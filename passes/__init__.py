@@ -16,6 +16,8 @@ _PASSES: dict[str, tuple[str, str]] = {
     "annotate-target": ("annotate_target", "AnnotateTargetPass"),
     "partition-graph": ("partition_graph", "PartitionGraphPass"),
     "insert-pack-unpack": ("insert_pack_unpack", "InsertPackUnpackPass"),
+    "lower-q-to-accel": ("lower_q_to_accel", "LowerQToAccelPass"),
+    "canonicalize-accel": ("canonicalize_accel", "CanonicalizeAccelPass"),
 }
 
 
