@@ -77,59 +77,62 @@ def _corners(fn: Callable, lo: int, hi: int, values: np.ndarray) -> tuple[int, i
     return int(out.min()), int(out.max())
 
 
-def _operand_values(op: accel._BinaryOp, depth: int) -> tuple[int, int]:
+def _operand_values(op: accel._BinaryOp, rng) -> tuple[int, int]:
     if op.rhs is not None:
-        return value_range(op.rhs, depth)
+        return rng(op.rhs)
     values = op.values
     assert values is not None
     return int(values.min()), int(values.max())
 
 
-def _range_of(op: Operation, depth: int) -> tuple[int, int] | None:
+def _range_of(op: Operation, rng: Callable[[SSAValue], tuple[int, int]]) -> tuple[int, int] | None:
     """The range of `op`'s result from its operands', None when nothing better than its type's
     range is known."""
     if isinstance(op, accel.WidenOp | accel.NarrowOp | accel.MaxPool2DOp):
-        lo, hi = value_range(op.operands[0], depth)
+        lo, hi = rng(op.operands[0])
         return (lo, hi) if _fits(lo, hi, _type_range(op.results[0])) else None
     if isinstance(op, accel.MaxOp | accel.MinOp):
-        lo, hi = value_range(op.lhs, depth)
-        a_lo, a_hi = _operand_values(op, depth)
+        lo, hi = rng(op.lhs)
+        a_lo, a_hi = _operand_values(op, rng)
         if isinstance(op, accel.MaxOp):
             return max(lo, a_lo), max(hi, a_hi)
         return min(lo, a_lo), min(hi, a_hi)
     if isinstance(op, accel.AddOp | accel.BiasAddZpOp):
-        lo, hi = value_range(op.operands[0], depth)
+        lo, hi = rng(op.operands[0])
         if isinstance(op, accel.AddOp):
-            a_lo, a_hi = _operand_values(op, depth)
+            a_lo, a_hi = _operand_values(op, rng)
         else:
             a_lo, a_hi = int(op.values.min()), int(op.values.max())
         return (lo + a_lo, hi + a_hi) if _fits(lo + a_lo, hi + a_hi) else None
     if isinstance(op, accel.MulOp) and op.values is not None:
-        lo, hi = value_range(op.lhs, depth)
+        lo, hi = rng(op.lhs)
         r = _corners(lambda x, v: x * v, lo, hi, op.values)
         return r if _fits(*r) else None
     if isinstance(op, accel.ShiftLeftOp):
-        lo, hi = value_range(op.input, depth)
+        lo, hi = rng(op.input)
         r = _corners(lambda x, s: x << s, lo, hi, op.values)
         return r if _fits(*r) else None
     if isinstance(op, accel.RoundMultiplyOp):
-        lo, hi = value_range(op.input, depth)
+        lo, hi = rng(op.input)
         return _corners(ar.saturating_rounding_doubling_high_mul, lo, hi, op.values)
     if isinstance(op, accel.RoundRShiftOp):
-        lo, hi = value_range(op.input, depth)
+        lo, hi = rng(op.input)
         return _corners(ar.rounding_divide_by_pot, lo, hi, op.values)
     if isinstance(op, accel.SumPool2DOp | accel.ReduceSumOp):
-        lo, hi = value_range(op.input, depth)
-        n = int(np.prod(op.input.type.get_shape())) // int(np.prod(op.output.type.get_shape()))
+        lo, hi = rng(op.input)
+        if isinstance(op, accel.SumPool2DOp):
+            n = int(np.prod(op.array_prop("window")))
+        else:
+            n = int(np.prod(op.input.type.get_shape())) // int(np.prod(op.output.type.get_shape()))
         return (n * lo, n * hi) if _fits(n * lo, n * hi) else None
     if isinstance(op, accel.HostRequantizeOp):
         return op.int_prop("min"), op.int_prop("max")
     if isinstance(op, accel.PadOp):
-        lo, hi = value_range(op.input, depth)
+        lo, hi = rng(op.input)
         pad = op.pad_value.value.data
         return min(lo, pad), max(hi, pad)
     if isinstance(op, accel.ConcatOp):
-        ranges = [value_range(v, depth) for v in op.inputs]
+        ranges = [rng(v) for v in op.inputs]
         return min(r[0] for r in ranges), max(r[1] for r in ranges)
     return None
 
@@ -137,17 +140,25 @@ def _range_of(op: Operation, depth: int) -> tuple[int, int] | None:
 _MAX_DEPTH = 64
 
 
-def value_range(v: SSAValue, depth: int = 0) -> tuple[int, int]:
+def value_range(v: SSAValue) -> tuple[int, int]:
     """Bounds `[lo, hi]` of every value `v` can hold at run time (per element, all lanes),
-    following the `accel` ops that define it; the range of its storage type when unknown."""
+    following the `accel` ops that define it (at most 64 deep); the range of its storage type
+    when unknown."""
+    return _value_range(v, 0, {})
+
+
+def _value_range(v: SSAValue, depth: int, memo: dict) -> tuple[int, int]:
+    if v in memo:  # a value reached along several paths is analysed once
+        return memo[v]
     bounds = _type_range(v)
     owner = v.owner
-    if depth >= _MAX_DEPTH or not isinstance(owner, Operation):
-        return bounds
-    found = _range_of(owner, depth + 1)
-    if found is None:
-        return bounds
-    return max(found[0], bounds[0]), min(found[1], bounds[1])
+    found = None
+    if depth < _MAX_DEPTH and isinstance(owner, Operation):
+        found = _range_of(owner, lambda u: _value_range(u, depth + 1, memo))
+    if found is not None:
+        bounds = max(found[0], bounds[0]), min(found[1], bounds[1])
+    memo[v] = bounds
+    return bounds
 
 
 # --------------------------------------------------------------------------------------------

@@ -182,6 +182,7 @@ class _FunctionLowering:
         self.absorbed: set[Operation] = set()  # q.bias_add folded into an accumulating op
         self.zero_point_folded: set[Operation] = set()  # q.requantize whose input zp is in a bias
         self.constants: dict[tuple, SSAValue] = {}
+        self.widened: dict[SSAValue, SSAValue] = {}
         self.point: InsertPoint | None = None
         self.block = self._block_size()
 
@@ -256,10 +257,14 @@ class _FunctionLowering:
         )
 
     def int32(self, value: SSAValue) -> SSAValue:
-        """int8 data widened to int32 accumulators (LOAD ACC8); int32 stays."""
+        """int8 data widened to int32 accumulators (LOAD ACC8), once per value; int32 stays."""
         if accel.storage_width(value.type) == 32:
             return value
-        return self.emit(accel.WidenOp(value, TensorType(i32, value.type.get_shape())))
+        widened = self.widened.get(value)
+        if widened is None:
+            widened = self.emit(accel.WidenOp(value, TensorType(i32, value.type.get_shape())))
+            self.widened[value] = widened
+        return widened
 
     def lanes_of(self, value: SSAValue) -> int:
         return accel.packed_lanes(value.type.get_shape())
@@ -346,7 +351,7 @@ class _FunctionLowering:
             )
         value = self.constant(tiles, i8, ("filter", op.filter, zp_w, type(op)))
         if value.name_hint is None and op.filter.name_hint:
-            value.name_hint = f"{op.filter.name_hint}_tiles"
+            value.name_hint = f"{op.filter.name_hint.removesuffix('_unpacked')}_tiles"
         return value, groups, wsum
 
     def lower_accumulate(self, op: q.QOp) -> SSAValue:
@@ -393,8 +398,11 @@ class _FunctionLowering:
                     pad_value=op.int_prop("input_zero_point"), groups=groups, bias=preload,
                 )
             )  # fmt: skip
+        acc.name_hint = op.output.name_hint
         if self.bias_mode == "alu" and np.any(fused):
             acc = self.emit(accel.BiasAddZpOp(acc, fused))
+            hint = tail.results[0].name_hint if tail is not op else None
+            acc.name_hint = hint or (f"{op.output.name_hint}_fused" if op.output.name_hint else None)
         if tail is not op:
             self.packed[tail.results[0]] = acc
         return acc
@@ -666,9 +674,12 @@ class _FunctionLowering:
                     raise self.fail(op, "has no accelerator form (the target should not accept it)")
                 self.point = InsertPoint.before(op)
                 try:
-                    self.packed[op.results[0]] = rule(self, op)
+                    lowered = rule(self, op)
                 except LoweringError as e:
                     raise self.fail(op, str(e)) from None
+                if lowered.name_hint is None:
+                    lowered.name_hint = op.results[0].name_hint
+                self.packed[op.results[0]] = lowered
             elif not (
                 isinstance(op, accel.AccelOp | func.ReturnOp) or op.has_trait(ConstantLike)
             ):
