@@ -840,7 +840,7 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     n_steps = len(plans)
     for n, sp in enumerate(plans):
         st, islot, wslot = sp.step, sp.inp_slot, sp.wgt_slot
-        for kind, ch, slot in sp.loads:
+        for kind, ch, slot, part in sp.loads:
             if kind == "inp":
                 fr, _, _, (_, yreal) = frame_rows(g, ch.oy0, ch.th)
                 fc, _, (_, xreal) = frame_cols(g, ch.ox0, ch.tw)
@@ -848,7 +848,8 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
                 pad = ch.nci * (fr * fc - yreal * xreal) * blk
                 ldur = frame_loads(g, ch) * (I + setup) + _cdiv(nbytes, bw) + _cdiv(pad, bw)
             else:
-                nbytes = ch.nco * (1 if g.diagonal else ch.nci) * K * blk * blk
+                blocks = ch.nco if part is None else 1
+                nbytes = blocks * (1 if g.diagonal else ch.nci) * K * blk * blk
                 ldur = I + setup + _cdiv(nbytes, bw)
             bus_bytes += nbytes
             wait = last_use.get((kind, slot), -1)
@@ -928,22 +929,25 @@ def _lru_slot(lru: list, n_slots: int, key) -> tuple[int, bool]:
 @dataclass(frozen=True)
 class StepPlan:
     """One step with its buffer slots and the loads to issue before its GEMM: `loads` holds
-    (kind "inp"/"wgt", the step whose chunk it loads, slot), the step's own chunks first, then
-    prefetches of the next chunks."""
+    (kind "inp"/"wgt", the step whose chunk it loads, slot, part), the step's own chunks
+    first, then prefetches of the next chunks; `part` is None for a whole chunk, or the output
+    block of a weight chunk loaded piecewise."""
 
     step: Step
     inp_slot: int
     wgt_slot: int
     acc_slot: int
-    loads: tuple[tuple[str, Step, int], ...]
+    loads: tuple[tuple[str, Step, int, int | None], ...]
 
 
 def plan_steps(sched: Schedule) -> list[StepPlan]:
     """Slot assignment and load order of the whole loop nest (the emitter and `estimate`
     both follow it). Chunks keep their slot while reused (LRU eviction). Loads issue in
     program order on the in-order load module, so at the first step of a run of steps using
-    one chunk, the next different chunk of the same kind is loaded too: the weights of the
-    next output group do not wait behind input loads that wait for the GEMM to free a slot."""
+    one chunk, the next different chunk of the same kind is claimed too: the weights of the
+    next output group do not wait behind input loads that wait for the GEMM to free a slot.
+    A prefetched weight chunk is loaded one output block at a time, spread over the run, so
+    that it does not hold up the run's own input loads either."""
     steps = list(sched.steps())
     n = len(steps)
 
@@ -966,14 +970,15 @@ def plan_steps(sched: Schedule) -> list[StepPlan]:
     inp_lru: list = []
     wgt_lru: list = []
     plans = []
+    later: dict[int, list] = {}  # step index -> weight parts to load there
     for i, st in enumerate(steps):
         loads = []
         islot, new = _lru_slot(inp_lru, sched.inp_slots, inp_key(st))
         if new:
-            loads.append(("inp", st, islot))
+            loads.append(("inp", st, islot, None))
         wslot, new = _lru_slot(wgt_lru, sched.wgt_slots, wgt_key(st))
         if new:
-            loads.append(("wgt", st, wslot))
+            loads.append(("wgt", st, wslot, None))
         kinds = (("inp", inp_lru, sched.inp_slots, inp_key, nxt_i),
                  ("wgt", wgt_lru, sched.wgt_slots, wgt_key, nxt_w))  # fmt: skip
         for kind, lru, slots, keyf, nxt in kinds:
@@ -982,9 +987,17 @@ def plan_steps(sched: Schedule) -> list[StepPlan]:
                 ahead = steps[nxt[i]]
                 if all(k != keyf(ahead) for k, _ in lru):
                     slot, _ = _lru_slot(lru, slots, keyf(ahead))
-                    loads.append((kind, ahead, slot))
+                    run = nxt[i] - i
+                    if kind == "wgt" and run > 1 and ahead.nco > 1:
+                        for part in range(ahead.nco):
+                            later.setdefault(i + part * run // ahead.nco, []).append(
+                                (kind, ahead, slot, part)
+                            )
+                    else:
+                        loads.append((kind, ahead, slot, None))
                     # keep the chunk this step uses the most recent
                     lru.append(lru.pop(next(j for j, (k, _) in enumerate(lru) if k == keyf(st))))
+        loads.extend(later.pop(i, ()))
         plans.append(StepPlan(st, islot, wslot, st.tile % sched.acc_slots, tuple(loads)))
     return plans
 

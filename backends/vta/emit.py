@@ -5,11 +5,15 @@
 
 `emit` walks the `Schedule`'s loop nest (`lowering/vta_schedule.py`) and produces
 
-* the **DRAM layout**: constants first (packed weights OIHW16o16i, or one diagonal tile per
-  output block and tap for depthwise; parameter rows; bias rows for bias_mode "dma"; the
-  zero-point constants), then the packed input (`[ci block][H][W][16]` int8, dense
-  `[row][ci block][16]`), then the packed output (int8, or int32 for dense layers that finish
-  on the host). Every region starts on a 256-byte boundary so any memory type can address it.
+* the **DRAM layout** (`LayerProgram.regions`): constants first (packed weights
+  OIHW16o16i, or one diagonal tile per output block and tap for depthwise; int32 parameter
+  rows: fused bias for bias_mode "alu", -left shift, multiplier, right shift; bias rows for
+  "dma"; digit tiles and their input row for "gemm"; the zero-point GEMM's row and tile; a
+  row of input zero points for frames in the padding), then the packed input
+  (`[ci block][H][W][16]` int8, channels padded with the input zero point; dense
+  `[row][ci block][16]`), then the packed output (`[co block][OH][OW][16]` int8, or int32
+  `[row][co block][16]` for dense layers that finish on the host). Every region starts on a
+  256-byte boundary so any memory type can address it.
 * the **micro-op kernels**: GEMM micro-ops enumerate (input block, tap, output block, pixel
   block) with the output pixels in the instruction's two loops, so a kernel's size does not
   grow with the tile; one kernel per tile shape and slot combination, built with numpy. All
@@ -21,7 +25,7 @@
   and a pop on this one. Pops only ever advance to the latest producer needed, so each
   instruction pops at most one token per queue, every pushed token is popped, and the loads of
   step i+1 and the store of tile j overlap the compute of step i / tile j+1 whenever the slots
-  allow it.
+  allow it. Loads follow `plan_steps` (prefetches, weight chunks split per output block).
 """
 
 from __future__ import annotations
@@ -403,16 +407,21 @@ class _Emitter:
                 self.load(MemType.INP, at + (fr - bottom) * fc, pad, bottom, fc, 0, module=LOAD,
                           writes=(res,))  # fmt: skip
 
-    def load_weights(self, st: Step, slot: int):
+    def load_weights(self, st: Step, slot: int, part: int | None = None):
+        """A weight chunk ([co][ci][tap] in its slot), or only output block `part` of it."""
         g, plan = self.g, self.plan
         base = plan.wgt_base + slot * plan.wgt_slot_tiles
         wgt = self.elem("weights", self.blk * self.blk)
         K = g.taps
+        per_co = K * (1 if g.diagonal else st.nci)
+        first, count = (0, st.nco) if part is None else (part, 1)
+        base += first * per_co
+        co0 = st.co0 + first
         if g.diagonal:
-            self.load(MemType.WGT, base, wgt + st.co0 * K, 1, st.nco * K, module=LOAD,
+            self.load(MemType.WGT, base, wgt + co0 * K, 1, count * K, module=LOAD,
                       writes=(("wgt", slot),))  # fmt: skip
         else:
-            self.load(MemType.WGT, base, wgt + (st.co0 * g.CIB + st.ci0) * K, st.nco,
+            self.load(MemType.WGT, base, wgt + (co0 * g.CIB + st.ci0) * K, count,
                       st.nci * K, g.CIB * K, module=LOAD, writes=(("wgt", slot),))  # fmt: skip
 
     # --- micro-op kernels ---
@@ -620,14 +629,14 @@ class _Emitter:
         consts_loaded = not (self.zp or self.gemm_bias)
         for sp in plan_steps(s):
             st, islot, wslot = sp.step, sp.inp_slot, sp.wgt_slot
-            for kind, chunk, slot in sp.loads:
+            for kind, chunk, slot, part in sp.loads:
                 if chunk is not st and not consts_loaded:  # before the first prefetch
                     self.load_consts()
                     consts_loaded = True
                 if kind == "inp":
                     self.load_frame(chunk, slot)
                 else:
-                    self.load_weights(chunk, slot)
+                    self.load_weights(chunk, slot, part)
             if not consts_loaded:
                 self.load_consts()
                 consts_loaded = True
