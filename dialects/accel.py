@@ -735,9 +735,9 @@ class Conv2DZpOp(_ComputeOp):
                     f"{'non-negative' if name == 'padding' else 'positive'} values, got "
                     f"{values.tolist()}"
                 )
-        sh, sw = self.array_prop("strides")
-        dh, dw = self.array_prop("dilations")
-        top, bottom, left, right = self.array_prop("padding")
+        sh, sw = (int(v) for v in self.array_prop("strides"))
+        dh, dw = (int(v) for v in self.array_prop("dilations"))
+        top, bottom, left, right = (int(v) for v in self.array_prop("padding"))
         expected = (
             n, ob, _window_extent(h, top + bottom, kh, sh, dh),
             _window_extent(w, left + right, kw, sw, dw), 1, block,

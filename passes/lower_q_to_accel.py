@@ -132,6 +132,12 @@ def _storage_of(t: Attribute) -> tuple[int, int]:
     return storage_range(storage)
 
 
+def _describe(value: SSAValue) -> str:
+    """A value as the user wrote it: an argument rather than its entry `accel.unpack`."""
+    owner = value.owner
+    return describe_value(owner.input if isinstance(owner, accel.UnpackOp) else value)
+
+
 def _sole_user(value: SSAValue) -> Operation | None:
     uses = list(value.uses)
     return uses[0].operation if len(uses) == 1 else None
@@ -216,7 +222,7 @@ class _FunctionLowering:
             if as_array is not None:
                 return np.asarray(as_array())
         raise LoweringError(
-            f"{what} is computed at run time ({describe_value(value)}); the accelerator needs "
+            f"{what} is computed at run time ({_describe(value)}); the accelerator needs "
             "it at compile time"
         )
 
@@ -252,7 +258,7 @@ class _FunctionLowering:
             )
             return self.constant(data, t.element_type, ("activation", value))
         raise LoweringError(
-            f"operand {describe_value(value)} has no packed form (not a packed argument, a "
+            f"operand {_describe(value)} has no packed form (not a packed argument, a "
             "lowered op's result or a constant of rank >= 2)"
         )
 
@@ -474,7 +480,7 @@ class _FunctionLowering:
         )
         if shape != out and not per_channel:
             raise LoweringError(
-                f"operand {describe_value(value)} of shape {list(shape)} broadcasts against "
+                f"operand {_describe(value)} of shape {list(shape)} broadcasts against "
                 f"{list(out)}: the ALU repeats whole rows only (per-channel operands)"
             )
         return emit(self.int32(self.packed_of(value)))

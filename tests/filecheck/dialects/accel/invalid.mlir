@@ -93,3 +93,141 @@ func.func @dynamic(%p: tensor<?x2x1x16xi8>) -> tensor<?x20xi8> {
   func.return %x : tensor<?x20xi8>
 }
 // CHECK: accel.unpack: needs static shapes
+
+// -----
+
+// Compute ops.
+
+func.func @lane_count(%x: tensor<1x2x1x4xi32>) -> tensor<1x2x1x4xi32> {
+  %y = accel.round_multiply %x by [1, 2, 3] : tensor<1x2x1x4xi32>
+  func.return %y : tensor<1x2x1x4xi32>
+}
+// CHECK: accel.round_multiply: multiplier has 3 values; needs 1 (per tensor) or 8 (per lane: 2 blocks of 4)
+
+// -----
+
+func.func @shift_range(%x: tensor<1x2x1x4xi32>) -> tensor<1x2x1x4xi32> {
+  %y = accel.round_rshift %x by [32] : tensor<1x2x1x4xi32>
+  func.return %y : tensor<1x2x1x4xi32>
+}
+// CHECK: accel.round_rshift: shift must be in [0, 31], got values in [32, 32]
+
+// -----
+
+func.func @left_shift_range(%x: tensor<1x2x1x4xi32>) -> tensor<1x2x1x4xi32> {
+  %y = accel.shift_left %x by [-1] : tensor<1x2x1x4xi32>
+  func.return %y : tensor<1x2x1x4xi32>
+}
+// CHECK: accel.shift_left: shift must be in [0, 31], got values in [-1, -1]
+
+// -----
+
+func.func @alu_on_int8(%x: tensor<1x2x1x4xi8>) -> tensor<1x2x1x4xi8> {
+  %y = accel.add %x by [1] : tensor<1x2x1x4xi8>
+  func.return %y : tensor<1x2x1x4xi8>
+}
+// CHECK: accel.add: lhs must hold 32-bit integers, got i8
+
+// -----
+
+func.func @not_packed(%x: tensor<4x4xi32>) -> tensor<4x4xi32> {
+  %y = accel.max %x by [1] : tensor<4x4xi32>
+  func.return %y : tensor<4x4xi32>
+}
+// CHECK: accel.max: lhs must be a static packed activation [N, C/B, ..., 1, B], got [4, 4]
+
+// -----
+
+func.func @both_operands(%x: tensor<1x2x1x4xi32>) -> tensor<1x2x1x4xi32> {
+  %y = accel.min %x, %x by [1] : tensor<1x2x1x4xi32>, tensor<1x2x1x4xi32>
+  func.return %y : tensor<1x2x1x4xi32>
+}
+// CHECK: accel.min: needs either a tensor rhs or a constant (by)
+
+// -----
+
+func.func @broadcast_lanes(%x: tensor<1x2x2x2x1x4xi32>, %r: tensor<1x2x2x2x1x1xi32>) -> tensor<1x2x2x2x1x4xi32> {
+  %y = accel.mul %x, %r : tensor<1x2x2x2x1x4xi32>, tensor<1x2x2x2x1x1xi32>
+  func.return %y : tensor<1x2x2x2x1x4xi32>
+}
+// CHECK: accel.mul: rhs [1, 2, 2, 2, 1, 1] does not broadcast to lhs [1, 2, 2, 2, 1, 4] (same rank, each dimension equal or 1, whole blocks)
+
+// -----
+
+func.func @narrow_to_int32(%x: tensor<1x2x1x4xi32>) -> tensor<1x2x1x4xi32> {
+  %y = accel.narrow %x : tensor<1x2x1x4xi32> -> tensor<1x2x1x4xi32>
+  func.return %y : tensor<1x2x1x4xi32>
+}
+// CHECK: accel.narrow: the result must hold integers narrower than 32 bits, got i32
+
+// -----
+
+func.func @conv_shape(%x: tensor<1x1x4x4x1x4xi8>, %w: tensor<2x1x3x3x4x4xi8>) -> tensor<1x2x4x4x1x4xi32> {
+  %y = accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x4x4x1x4xi8>, tensor<2x1x3x3x4x4xi8> -> tensor<1x2x4x4x1x4xi32>
+  func.return %y : tensor<1x2x4x4x1x4xi32>
+}
+// CHECK: accel.conv2d_zp: the result must be [1, 2, 2, 2, 1, 4], got [1, 2, 4, 4, 1, 4]
+
+// -----
+
+func.func @conv_groups(%x: tensor<1x2x4x4x1x4xi8>, %w: tensor<3x1x1x1x4x4xi8>) -> tensor<1x3x4x4x1x4xi32> {
+  %y = accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] groups = 2 : tensor<1x2x4x4x1x4xi8>, tensor<3x1x1x1x4x4xi8> -> tensor<1x3x4x4x1x4xi32>
+  func.return %y : tensor<1x3x4x4x1x4xi32>
+}
+// CHECK: accel.conv2d_zp: 2 groups do not split 2 input blocks into groups of 1 and 3 output blocks evenly
+
+// -----
+
+func.func @conv_pad_value(%x: tensor<1x1x4x4x1x4xi8>, %w: tensor<1x1x1x1x4x4xi8>) -> tensor<1x1x4x4x1x4xi32> {
+  %y = accel.conv2d_zp %x, %w pad_value(128) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x4x4x1x4xi8>, tensor<1x1x1x1x4x4xi8> -> tensor<1x1x4x4x1x4xi32>
+  func.return %y : tensor<1x1x4x4x1x4xi32>
+}
+// CHECK: accel.conv2d_zp: pad_value 128 does not fit the input's storage [-128, 127]
+
+// -----
+
+func.func @dense_filter(%x: tensor<1x2x1x4xi8>, %w: tensor<1x1x4x4xi8>) -> tensor<1x1x1x4xi32> {
+  %y = accel.dense_zp %x, %w : tensor<1x2x1x4xi8>, tensor<1x1x4x4xi8> -> tensor<1x1x1x4xi32>
+  func.return %y : tensor<1x1x1x4xi32>
+}
+// CHECK: accel.dense_zp: the filter must be int8 [O/B, 2, 4, 4] tiles for this input, got tensor<1x1x4x4xi8>
+
+// -----
+
+func.func @host_clamp(%x: tensor<1x1x1x4xi32>) -> tensor<1x1x1x4xi8> {
+  %y = accel.host_requantize %x scale = [0.5] zero_points(0, 0) clamp(10, -10) : tensor<1x1x1x4xi32> -> tensor<1x1x1x4xi8>
+  func.return %y : tensor<1x1x1x4xi8>
+}
+// CHECK: accel.host_requantize: clamp [10, -10] must be ordered and within the result's storage [-128, 127]
+
+// -----
+
+func.func @pool_shape(%x: tensor<1x1x4x4x1x4xi32>) -> tensor<1x1x3x3x1x4xi32> {
+  %y = accel.max_pool2d %x window = [2, 2] strides = [2, 2] : tensor<1x1x4x4x1x4xi32> -> tensor<1x1x3x3x1x4xi32>
+  func.return %y : tensor<1x1x3x3x1x4xi32>
+}
+// CHECK: accel.max_pool2d: the result must be [1, 1, 2, 2, 1, 4], got [1, 1, 3, 3, 1, 4]
+
+// -----
+
+func.func @reduce_lanes(%x: tensor<1x1x4x4x1x4xi32>) -> tensor<1x1x4x4x1x1xi32> {
+  %y = accel.reduce_sum %x axes = [5] : tensor<1x1x4x4x1x4xi32> -> tensor<1x1x4x4x1x1xi32>
+  func.return %y : tensor<1x1x4x4x1x1xi32>
+}
+// CHECK: accel.reduce_sum: axes [5] must be distinct spatial dimensions in [2, 3] (lanes and blocks never mix)
+
+// -----
+
+func.func @pad_count(%x: tensor<1x1x4x4x1x4xi8>) -> tensor<1x1x5x4x1x4xi8> {
+  %y = accel.pad %x pad_value(0) padding = [1, 0] : tensor<1x1x4x4x1x4xi8> -> tensor<1x1x5x4x1x4xi8>
+  func.return %y : tensor<1x1x5x4x1x4xi8>
+}
+// CHECK: accel.pad: padding needs 4 non-negative values (before, after per spatial dimension), got [1, 0]
+
+// -----
+
+func.func @concat_inside_block(%x: tensor<1x1x4x4x1x4xi8>) -> tensor<1x1x4x4x1x8xi8> {
+  %y = accel.concat %x, %x axis = 5 : tensor<1x1x4x4x1x4xi8>, tensor<1x1x4x4x1x4xi8> -> tensor<1x1x4x4x1x8xi8>
+  func.return %y : tensor<1x1x4x4x1x8xi8>
+}
+// CHECK: accel.concat: axis 5 must be in [0, 3] (not inside a block)

@@ -49,3 +49,66 @@ func.func @generic(%x: tensor<2x5xi8>) -> tensor<2x2x4xi8> {
   %p = "accel.pack"(%x) <{inner_dims_pos = array<i64: 1>, inner_tiles = array<i64: 4>, padding_value = 3 : i32}> : (tensor<2x5xi8>) -> tensor<2x2x4xi8>
   func.return %p : tensor<2x2x4xi8>
 }
+
+// -----
+
+// The compute ops on packed tensors (B = 16): GEMM-core ops on int8, ALU ops on int32
+// accumulators, the conversions between them, the host requantization and data movement.
+!q = !quant.uniform<i8:f32, 0.5:-1>
+!t = tensor<1x2x4x4x1x16xi32>
+// CHECK-LABEL: func.func @compute
+// CHECK-NEXT:    %acc = accel.conv2d_zp %x, %w pad_value(-1) strides = [1, 1] dilations = [1, 1] padding = [1, 1, 1, 1] : tensor<1x1x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>>, tensor<2x1x3x3x16x16xi8> -> tensor<1x2x4x4x1x16xi32>
+// CHECK-NEXT:    %pre = accel.conv2d_zp %x, %w pad_value(-1) strides = [2, 1] dilations = [1, 2] padding = [1, 0, 2, 2] groups = 1 bias = [5] : tensor<1x1x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>>, tensor<2x1x3x3x16x16xi8> -> tensor<1x2x2x4x1x16xi32>
+// CHECK-NEXT:    %fc = accel.dense_zp %d, %dw bias = [1] : tensor<1x2x1x16xi8>, tensor<1x2x16x16xi8> -> tensor<1x1x1x16xi32>
+// CHECK-NEXT:    %b = accel.bias_add_zp %acc by [3] : tensor<1x2x4x4x1x16xi32>
+// CHECK-NEXT:    %s = accel.shift_left %b by [1] : tensor<1x2x4x4x1x16xi32>
+// CHECK-NEXT:    %m = accel.round_multiply %s by [1073741824] : tensor<1x2x4x4x1x16xi32>
+// CHECK-NEXT:    %r = accel.round_rshift %m by [3] : tensor<1x2x4x4x1x16xi32>
+// CHECK-NEXT:    %a = accel.add %r, %acc : tensor<1x2x4x4x1x16xi32>, tensor<1x2x4x4x1x16xi32>
+// CHECK-NEXT:    %lo = accel.max %a by [-128] : tensor<1x2x4x4x1x16xi32>
+// CHECK-NEXT:    %hi = accel.min %lo by [127] : tensor<1x2x4x4x1x16xi32>
+// CHECK-NEXT:    %mul = accel.mul %hi, %row : tensor<1x2x4x4x1x16xi32>, tensor<1x2x1x1x1x16xi32>
+// CHECK-NEXT:    %n = accel.narrow %hi : tensor<1x2x4x4x1x16xi32> -> tensor<1x2x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK-NEXT:    %wide = accel.widen %n : tensor<1x2x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>> -> tensor<1x2x4x4x1x16xi32>
+// CHECK-NEXT:    %host = accel.host_requantize %fc scale = [0.0013913921871730327] zero_points(0, -1) clamp(-128, 127) : tensor<1x1x1x16xi32> -> tensor<1x1x1x16x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK-NEXT:    %mp = accel.max_pool2d %wide window = [2, 2] strides = [2, 2] : tensor<1x2x4x4x1x16xi32> -> tensor<1x2x2x2x1x16xi32>
+// CHECK-NEXT:    %sp = accel.sum_pool2d %wide window = [3, 2] strides = [1, 2] : tensor<1x2x4x4x1x16xi32> -> tensor<1x2x2x2x1x16xi32>
+// CHECK-NEXT:    %rs = accel.reduce_sum %wide axes = [2, 3] : tensor<1x2x4x4x1x16xi32> -> tensor<1x2x1x16xi32>
+// CHECK-NEXT:    %kd = accel.reduce_sum %wide axes = [3] : tensor<1x2x4x4x1x16xi32> -> tensor<1x2x4x1x1x16xi32>
+// CHECK-NEXT:    %p = accel.pad %n pad_value(-1) padding = [1, 0, 0, 2] : tensor<1x2x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>> -> tensor<1x2x5x6x1x16x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK-NEXT:    %c = accel.concat %n, %n axis = 1 : tensor<1x2x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>>, tensor<1x2x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>> -> tensor<1x4x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>>
+func.func @compute(%x: tensor<1x1x4x4x1x16x!q>, %w: tensor<2x1x3x3x16x16xi8>, %d: tensor<1x2x1x16xi8>, %dw: tensor<1x2x16x16xi8>, %row: tensor<1x2x1x1x1x16xi32>) -> tensor<1x2x4x4x1x16x!q> {
+  %acc = accel.conv2d_zp %x, %w pad_value(-1) strides = [1, 1] dilations = [1, 1] padding = [1, 1, 1, 1] : tensor<1x1x4x4x1x16x!q>, tensor<2x1x3x3x16x16xi8> -> !t
+  %pre = accel.conv2d_zp %x, %w pad_value(-1) strides = [2, 1] dilations = [1, 2] padding = [1, 0, 2, 2] groups = 1 bias = [5] : tensor<1x1x4x4x1x16x!q>, tensor<2x1x3x3x16x16xi8> -> tensor<1x2x2x4x1x16xi32>
+  %fc = accel.dense_zp %d, %dw bias = [1] : tensor<1x2x1x16xi8>, tensor<1x2x16x16xi8> -> tensor<1x1x1x16xi32>
+  %b = accel.bias_add_zp %acc by [3] : !t
+  %s = accel.shift_left %b by [1] : !t
+  %m = accel.round_multiply %s by [1073741824] : !t
+  %r = accel.round_rshift %m by [3] : !t
+  %a = accel.add %r, %acc : !t, !t
+  %lo = accel.max %a by [-128] : !t
+  %hi = accel.min %lo by [127] : !t
+  %mul = accel.mul %hi, %row : !t, tensor<1x2x1x1x1x16xi32>
+  %n = accel.narrow %hi : !t -> tensor<1x2x4x4x1x16x!q>
+  %wide = accel.widen %n : tensor<1x2x4x4x1x16x!q> -> !t
+  %host = accel.host_requantize %fc scale = [0.0013913921871730327] zero_points(0, -1) clamp(-128, 127) : tensor<1x1x1x16xi32> -> tensor<1x1x1x16x!q>
+  %mp = accel.max_pool2d %wide window = [2, 2] strides = [2, 2] : !t -> tensor<1x2x2x2x1x16xi32>
+  %sp = accel.sum_pool2d %wide window = [3, 2] strides = [1, 2] : !t -> tensor<1x2x2x2x1x16xi32>
+  %rs = accel.reduce_sum %wide axes = [2, 3] : !t -> tensor<1x2x1x16xi32>
+  %kd = accel.reduce_sum %wide axes = [3] : !t -> tensor<1x2x4x1x1x16xi32>
+  %p = accel.pad %n pad_value(-1) padding = [1, 0, 0, 2] : tensor<1x2x4x4x1x16x!q> -> tensor<1x2x5x6x1x16x!q>
+  %c = accel.concat %n, %n axis = 1 : tensor<1x2x4x4x1x16x!q>, tensor<1x2x4x4x1x16x!q> -> tensor<1x4x4x4x1x16x!q>
+  func.return %n : tensor<1x2x4x4x1x16x!q>
+}
+
+// -----
+
+// Per-lane values: one per channel lane (2 blocks of 4 here); the generic form parses too.
+// CHECK-LABEL: func.func @per_lane
+// CHECK-NEXT:    %m = accel.round_multiply %x by [1, 2, 3, 4, 5, 6, 7, 8] : tensor<1x2x1x4xi32>
+// CHECK-NEXT:    %g = accel.max %m by [0] : tensor<1x2x1x4xi32>
+func.func @per_lane(%x: tensor<1x2x1x4xi32>) -> tensor<1x2x1x4xi32> {
+  %m = accel.round_multiply %x by [1, 2, 3, 4, 5, 6, 7, 8] : tensor<1x2x1x4xi32>
+  %g = "accel.max"(%m) <{value = array<i32: 0>}> : (tensor<1x2x1x4xi32>) -> tensor<1x2x1x4xi32>
+  func.return %g : tensor<1x2x1x4xi32>
+}
