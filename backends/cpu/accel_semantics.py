@@ -22,6 +22,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_i
 from xdsl.traits import SymbolTable
 
 from qaccel.backends.cpu import arithmetic as ar
+from qaccel.backends.cpu.kernel_base import pad_spatial
 from qaccel.backends.cpu.kernels_conv import _grouped_matmul
 from qaccel.dialects import accel, q
 from qaccel.dialects.types import tensor_dtype
@@ -98,7 +99,9 @@ def conv2d_zp(op: accel.Conv2DZpOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     top, _, left, _ = (int(v) for v in op.array_prop("padding"))
     sh, sw = (int(v) for v in op.array_prop("strides"))
     dh, dw = (int(v) for v in op.array_prop("dilations"))
-    geometry = (shape[2], shape[3], top, left, sh, sw, dh, dw)
+    # Pad here (not in _im2col): every tap of every window then lies inside the array.
+    xf = pad_spatial(xf, top, left, shape[2], shape[3], kh, kw, sh, sw, dh, dw, 0.0)
+    geometry = (shape[2], shape[3], 0, 0, sh, sw, dh, dw)
     acc = _grouped_matmul(xf, wf, op.group_count, kh, kw, geometry)
     acc += (pad_value * wf.sum(axis=(1, 2, 3))).astype(np.int64)
     acc = acc.reshape(x.shape[0], shape[2], shape[3], ob * block)
