@@ -30,10 +30,25 @@ Packed tensors are ordinary builtin tensors whose element type is the unpacked t
 per-axis quantized type, e.g. of packed weights, keeps describing the axis of the unpacked
 tensor.) The shape tells the layout; `accel.unpack`'s result type says how much padding to drop.
 
-Compute ops on packed tensors (`accel.conv2d_zp`, `accel.dense_zp`, `accel.bias_add_zp`,
-`accel.round_multiply`, `accel.round_rshift`, `accel.add`, `accel.min`, `accel.max`) derive
-from `AccelOp` and are listed in `ACCEL_OPS`. `insert-pack-unpack` places packs and unpacks;
-`backends/cpu/accel_semantics.py` executes the ops.
+Compute ops on packed tensors (`COMPUTE_OPS`, produced by `lower-q-to-accel`) describe what
+the accelerator computes:
+
+- GEMM core, int8 in, int32 accumulators out: `accel.conv2d_zp` (padding holds the input zero
+  point; strides, dilations, groups of channel blocks; optionally a preloaded bias) and
+  `accel.dense_zp`;
+- vector ALU on int32 accumulators, each lane-wise with one constant per tensor or per lane:
+  `accel.bias_add_zp` (the zero-point-fused bias), `accel.shift_left`, `accel.round_multiply`
+  (gemmlowp's rounding doubling high multiply), `accel.round_rshift` (rounding divide by a power
+  of two), and `accel.add` / `accel.mul` / `accel.min` / `accel.max` (by a constant or another
+  tensor, broadcast by whole rows); window and spatial reductions `accel.max_pool2d`,
+  `accel.sum_pool2d`, `accel.reduce_sum`;
+- moving data: `accel.widen` (int8 -> int32, LOAD ACC8), `accel.narrow` (int32 -> int8 keeping
+  the low bits, STORE OUT: the IR clamps first), `accel.pad`, `accel.concat`;
+- `accel.host_requantize`: LiteRT's double-precision FULLY_CONNECTED requantization, run by the
+  host on accumulators the accelerator stored.
+
+Their canonicalization patterns live in `passes/canonicalize_accel.py`;
+`backends/cpu/accel_semantics.py` executes every op bit-exactly.
 """
 
 from __future__ import annotations
@@ -426,18 +441,22 @@ def _check_lanes(
             f"{op.name}: {name} has {len(values)} values; needs 1 (per tensor) or {lanes} "
             f"(per lane: {shape[1]} blocks of {shape[-1]})"
         )
-    if bounds is not None and len(values) and (values.min() < bounds[0] or values.max() > bounds[1]):
+    if (
+        bounds is not None
+        and len(values)
+        and (values.min() < bounds[0] or values.max() > bounds[1])
+    ):
         raise VerifyException(
             f"{op.name}: {name} must be in [{bounds[0]}, {bounds[1]}], got values in "
             f"[{int(values.min())}, {int(values.max())}]"
         )
 
 
-def _check_same_shape(op: AccelOp, a: Attribute, b: Attribute) -> None:
-    if a.get_shape() != b.get_shape():  # type: ignore[attr-defined]
+def _check_same_shape(op: AccelOp, a: TensorType, b: TensorType) -> None:
+    if a.get_shape() != b.get_shape():
         raise VerifyException(
-            f"{op.name}: result shape {list(b.get_shape())} differs from the input's "  # type: ignore[attr-defined]
-            f"{list(a.get_shape())}"  # type: ignore[attr-defined]
+            f"{op.name}: result shape {list(b.get_shape())} differs from the input's "
+            f"{list(a.get_shape())}"
         )
 
 
@@ -562,9 +581,11 @@ class _BinaryOp(_ComputeOp):
             _check_lanes(self, "value", array_values(self.value), shape)
             return
         rhs_shape = _check_packed(self, "rhs", self.rhs.type, 32)
-        if len(rhs_shape) != len(shape) or any(
-            r not in (1, s) for r, s in zip(rhs_shape, shape)
-        ) or rhs_shape[-1] != shape[-1]:
+        if (
+            len(rhs_shape) != len(shape)
+            or any(r not in (1, s) for r, s in zip(rhs_shape, shape))
+            or rhs_shape[-1] != shape[-1]
+        ):
             raise VerifyException(
                 f"{self.name}: rhs {list(rhs_shape)} does not broadcast to lhs {list(shape)} "
                 "(same rank, each dimension equal or 1, whole blocks)"
@@ -616,7 +637,7 @@ class WidenOp(_ComputeOp):
     def verify_(self) -> None:
         _check_packed(self, "the input", self.input.type, "narrow")
         _check_packed(self, "the result", self.output.type, 32)
-        _check_same_shape(self, self.input.type, self.output.type)
+        _check_same_shape(self, self.input.type, self.output.type)  # type: ignore[arg-type]
 
 
 @irdl_op_definition
@@ -636,7 +657,7 @@ class NarrowOp(_ComputeOp):
     def verify_(self) -> None:
         _check_packed(self, "the input", self.input.type, 32)
         _check_packed(self, "the result", self.output.type, "narrow")
-        _check_same_shape(self, self.input.type, self.output.type)
+        _check_same_shape(self, self.input.type, self.output.type)  # type: ignore[arg-type]
 
 
 def _window_extent(size: int, pad: int, kernel: int, stride: int, dilation: int) -> int:
@@ -855,7 +876,7 @@ class HostRequantizeOp(_ComputeOp):
     def verify_(self) -> None:
         shape = _check_packed(self, "the input", self.input.type, 32)
         _check_packed(self, "the result", self.output.type, "narrow")
-        _check_same_shape(self, self.input.type, self.output.type)
+        _check_same_shape(self, self.input.type, self.output.type)  # type: ignore[arg-type]
         _check_lanes(self, "scale", array_values(self.scale), shape)
         lo, hi = storage_range(_storage(self.output.type.element_type))  # type: ignore[arg-type]
         low, high = self.int_prop("min"), self.int_prop("max")
@@ -958,8 +979,7 @@ class ReduceSumOp(_ComputeOp):
         dropped = tuple(s for d, s in enumerate(shape) if d not in axes)
         if out not in (kept, dropped):
             raise VerifyException(
-                f"{self.name}: the result must be {list(kept)} or {list(dropped)}, got "
-                f"{list(out)}"
+                f"{self.name}: the result must be {list(kept)} or {list(dropped)}, got {list(out)}"
             )
 
 
@@ -1029,9 +1049,7 @@ class ConcatOp(_ComputeOp):
     axis = prop_def(IntegerAttr[I64])
     assembly_format = "$inputs `axis` `=` $axis attr-dict `:` type($inputs) `->` type($output)"
 
-    def __init__(
-        self, values: Sequence[SSAValue | Operation], result_type: TensorType, axis: int
-    ):
+    def __init__(self, values: Sequence[SSAValue | Operation], result_type: TensorType, axis: int):
         super().__init__(
             operands=[[SSAValue.get(v) for v in values]],
             result_types=[result_type],

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from xdsl.context import Context
@@ -219,12 +220,12 @@ class MergeClamps(RewritePattern):
             merged = _combine(inner.values, op.values, shape, fn)
             rewriter.replace(op, type(op)(inner.lhs, value=merged))
             return
-        if isinstance(op, accel.MaxOp) and _single_use(inner.output):
-            # op = max(min(x, b), a)
-            if np.all(_combine(op.values, inner.values, shape, lambda a, b: a <= b)):
-                new_max = accel.MaxOp(inner.lhs, value=op.values)
-                new_min = accel.MinOp(new_max, value=inner.values)
-                rewriter.replace(op, [new_max, new_min])
+        # op = max(min(x, b), a)
+        ordered = np.all(_combine(op.values, inner.values, shape, lambda a, b: a <= b))
+        if isinstance(op, accel.MaxOp) and _single_use(inner.output) and ordered:
+            new_max = accel.MaxOp(inner.lhs, value=op.values)
+            new_min = accel.MinOp(new_max, value=inner.values)
+            rewriter.replace(op, [new_max, new_min])
 
 
 class ClampThroughAdd(RewritePattern):
@@ -262,7 +263,9 @@ class FoldClampIntoHostRequantize(RewritePattern):
             return
         a = int(op.values[0])
         lo, hi = host.int_prop("min"), host.int_prop("max")
-        lo, hi = (max(lo, a), max(hi, a)) if isinstance(op, accel.MaxOp) else (min(lo, a), min(hi, a))
+        lo, hi = (
+            (max(lo, a), max(hi, a)) if isinstance(op, accel.MaxOp) else (min(lo, a), min(hi, a))
+        )
         if not _fits(lo, hi, _type_range(host.output)):
             return
         new = host.clone()
@@ -278,7 +281,7 @@ class FoldClampIntoHostRequantize(RewritePattern):
 class DropIdentity(RewritePattern):
     """Shifts by 0, adds of 0 and multiplies by 1 leave their input unchanged."""
 
-    IDENTITY = {
+    IDENTITY: ClassVar[dict[type[Operation], int]] = {
         accel.RoundRShiftOp: 0, accel.ShiftLeftOp: 0, accel.BiasAddZpOp: 0, accel.AddOp: 0,
         accel.MulOp: 1,
     }  # fmt: skip

@@ -6,15 +6,15 @@ Input: the output of `insert-pack-unpack`: accelerator functions (`qaccel.target
 `accel.packed`) take and return packed tensors, unpack them on entry, pack results before
 returning, and reach packed weight constants through an `accel.unpack`. The pass rewrites the
 body to compute on packed data directly and drops those conversions; the signature does not
-change. Host functions keep their q ops. A conv group, per output channel `c`, B = 16:
+change. Host functions keep their q ops. A conv group (canonicalized; the relu merged):
 
     %x = accel.unpack %arg0 ...                     %acc = accel.conv2d_zp %arg0, %w_packed
     %w = accel.unpack %w_packed ...                        pad_value(-1) strides = [1, 1] ...
     %a = q.conv2d %x, %w {input_zero_point = -1}    %b = accel.bias_add_zp %acc by [...]
     %b = q.bias_add %a, %bias                =>     %m = accel.round_multiply %b by [...]
     %y = q.requantize %b {multiplier, shift,        %r = accel.round_rshift %m by [...]
-           output_zero_point = -128}                %l = accel.max %r by [128]   (0 - zp)
-    %z = q.relu %y {min = -128, max = 127}          %h = accel.min %l by [255]   (127 - zp)
+           output_zero_point = -128}                %l = accel.max %r by [0]    (-128 - zp)
+    %z = q.relu %y {min = -128, max = 127}          %h = accel.min %l by [255]  (127 - zp)
     %p = accel.pack %z ...                          %o = accel.add %h by [-128]
     func.return %p                                  %n = accel.narrow %o : i32 -> i8
                                                     func.return %n
@@ -48,16 +48,17 @@ change. Host functions keep their q ops. A conv group, per output channel `c`, B
 - **`q.relu`** becomes `accel.max` + `accel.min` by the activation range (on a widened int8
   input); canonicalization merges it into the requantization's clamp.
 - **FULLY_CONNECTED** (`q.requantize` with a double `scale`: LiteRT's reference kernel computes
-  `round(double(acc) * scale)`): **requantized on the host**, `accel.host_requantize` (the
-  accelerator stores the int32 accumulators, STORE ACC). No integer multiply-shift sequence
-  reproduces it for every accumulator: `round` takes halves away from zero where SRDHM takes
-  negative halves toward zero (`scale = 0.5`, `acc = -3`: -2 against MBQM's -1), the
-  multiplier's 31 bits cannot hold a double's 53 (`scale = 1/3 + 2^-40`, `acc = 3 * 2^19 + ...`
-  lands on the other side of a half), and the double product itself is rounded before
-  `round` sees it. A proof per channel over the reachable accumulator range would have to
-  enumerate up to 2^26 values per channel on MobileNet's classifier; the host requantization
-  costs one pass over `O` int32 values per row. The clamp of a following `q.relu` folds into
-  it.
+  `round(double(acc) * scale)`, halves away from zero) is **requantized on the host**:
+  `accel.host_requantize`, after the accelerator stores the int32 accumulators (STORE ACC),
+  as docs/isa.md §7 plans. The naive lowering, `QuantizeMultiplier(scale)` and the
+  RDMUL/RSHR sequence, is wrong on small, common accumulators: it rounds twice (scale 1/3,
+  acc 4: SRDHM gives 8/3 -> 3, RSHR 3/2 -> 2, where round(4/3) = 1) and SRDHM takes negative
+  halves toward zero (scale 0.5, acc -3: -1, where round(-1.5) = -2); its 31-bit multiplier also
+  misses the double's 53 bits on large accumulators. A per-channel integer multiplier proved
+  over the reachable accumulator range would need that range enumerated: up to 2^24.4 values
+  per channel and 2^34 in all for MobileNetV2's classifier (1280 inputs), and no
+  multiply-shift pair may exist at all. The host pass is one multiply and round per output.
+  The clamp of a following `q.relu` folds into it (canonicalization).
 - Element-wise ops the vta target accepts: `q.add` / `q.sub` (each side centred, shifted left
   by `left_shift`, rescaled; sum via `accel.add`, difference via `accel.mul` by -1 then
   `accel.add`; then the output rescale and clamp), `q.mul` (`accel.mul` of the centred sides),
@@ -80,6 +81,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from xdsl.context import Context
@@ -145,8 +147,10 @@ def _sole_user(value: SSAValue) -> Operation | None:
 
 def _per_channel_shape(shape: Sequence[int], out: Sequence[int]) -> bool:
     """`[1, ..., 1, C]` (or fewer dimensions) broadcasting over every pixel of `out`."""
-    return len(shape) <= len(out) and all(d == 1 for d in shape[:-1]) and (
-        not shape or shape[-1] in (1, out[-1])
+    return (
+        len(shape) <= len(out)
+        and all(d == 1 for d in shape[:-1])
+        and (not shape or shape[-1] in (1, out[-1]))
     )
 
 
@@ -155,8 +159,12 @@ def _divisors_desc(n: int) -> list[int]:
 
 
 def block_grouped_filter(
-    o_index: np.ndarray, i_index: np.ndarray, taps: np.ndarray, out_channels: int,
-    in_channels: int, block: int,
+    o_index: np.ndarray,
+    i_index: np.ndarray,
+    taps: np.ndarray,
+    out_channels: int,
+    in_channels: int,
+    block: int,
 ) -> tuple[np.ndarray, int]:
     """Packed `[O/B, I/B/G, KH, KW, B, B]` tiles for a convolution where output channel
     `o_index[k]` reads input channel `i_index[k]` with the `taps[k]` (KH x KW) weights, and
@@ -247,9 +255,12 @@ class _FunctionLowering:
         if found is not None:
             return found
         t = value.type
-        if isinstance(t, TensorType) and isinstance(value.owner, Operation) and value.owner.has_trait(
-            ConstantLike
-        ) and len(t.get_shape()) >= 2:
+        if (
+            isinstance(t, TensorType)
+            and isinstance(value.owner, Operation)
+            and value.owner.has_trait(ConstantLike)
+            and len(t.get_shape()) >= 2
+        ):
             from qaccel.backends.cpu.accel_semantics import pack
 
             packing = accel.Packing.activations(len(t.get_shape()), self.block)
@@ -294,9 +305,10 @@ class _FunctionLowering:
         """`clamp(v + zero_point)` to the result's storage, exact for every int32 `v` (clamp
         first: the add then cannot wrap), narrowed to the result type."""
         lo, hi = _storage_of(result)
-        clip = lambda bound: int(np.clip(bound, accel.INT32_MIN, accel.INT32_MAX))  # noqa: E731
-        v = self.emit(accel.MaxOp(v, value=[clip(lo - zero_point)]))
-        v = self.emit(accel.MinOp(v, value=[clip(hi - zero_point)]))
+        low = int(np.clip(lo - zero_point, accel.INT32_MIN, accel.INT32_MAX))
+        high = int(np.clip(hi - zero_point, accel.INT32_MIN, accel.INT32_MAX))
+        v = self.emit(accel.MaxOp(v, value=[low]))
+        v = self.emit(accel.MinOp(v, value=[high]))
         if zero_point:
             v = self.emit(accel.AddOp(v, value=[zero_point]))
         if accel.storage_width(result) == 32:
@@ -408,7 +420,9 @@ class _FunctionLowering:
         if self.bias_mode == "alu" and np.any(fused):
             acc = self.emit(accel.BiasAddZpOp(acc, fused))
             hint = tail.results[0].name_hint if tail is not op else None
-            acc.name_hint = hint or (f"{op.output.name_hint}_fused" if op.output.name_hint else None)
+            acc.name_hint = hint or (
+                f"{op.output.name_hint}_fused" if op.output.name_hint else None
+            )
         if tail is not op:
             self.packed[tail.results[0]] = acc
         return acc
@@ -449,7 +463,10 @@ class _FunctionLowering:
     # --- element-wise ops ----------------------------------------------------------------
 
     def side(
-        self, op: q.QOp, value: SSAValue, compute: Callable[[np.ndarray], np.ndarray],
+        self,
+        op: q.QOp,
+        value: SSAValue,
+        compute: Callable[[np.ndarray], np.ndarray],
         emit: Callable[[SSAValue], SSAValue],
     ) -> SSAValue | np.ndarray:
         """One operand of a binary op, transformed: a tensor (`emit` on the packed, widened
@@ -458,7 +475,11 @@ class _FunctionLowering:
         out = tuple(op.results[0].type.get_shape())
         shape = tuple(value.type.get_shape())
         owner = value.owner
-        if isinstance(owner, Operation) and owner.has_trait(ConstantLike) and value not in self.packed:
+        if (
+            isinstance(owner, Operation)
+            and owner.has_trait(ConstantLike)
+            and value not in self.packed
+        ):
             data = compute(self.constant_array(value, "a constant").astype(np.int64))
             data = ar.wrap_int32(data)
             if data.size == 1:
@@ -475,8 +496,8 @@ class _FunctionLowering:
                 f"constant operand of shape {list(shape)} broadcasts against {list(out)}: only "
                 "scalars, per-channel and same-shape operands"
             )
-        per_channel = len(shape) == len(out) and _per_channel_shape(shape, out) and (
-            shape[-1] == out[-1]
+        per_channel = (
+            len(shape) == len(out) and _per_channel_shape(shape, out) and (shape[-1] == out[-1])
         )
         if shape != out and not per_channel:
             raise LoweringError(
@@ -569,7 +590,8 @@ class _FunctionLowering:
         if (oh - 1) * sh + kh > h or (ow - 1) * sw + kw > w or oh < 1 or ow < 1:
             raise LoweringError(f"a {kh}x{kw} window leaves the {h}x{w} input")
         if (oh, ow) != (
-            accel._window_extent(h, 0, kh, sh, 1), accel._window_extent(w, 0, kw, sw, 1)
+            accel._window_extent(h, 0, kh, sh, 1),
+            accel._window_extent(w, 0, kw, sw, 1),
         ):
             raise LoweringError(f"output {oh}x{ow} does not follow from the window and strides")
         return [kh, kw], [sh, sw]
@@ -654,7 +676,7 @@ class _FunctionLowering:
         values = [self.packed_of(v) for v in op.inputs]
         return self.emit(accel.ConcatOp(values, self.packed_type(op.output.type), packed_axis))
 
-    RULES: dict[type[Operation], Callable[[_FunctionLowering, q.QOp], SSAValue]] = {}
+    RULES: ClassVar[dict[type[Operation], Callable[[_FunctionLowering, q.QOp], SSAValue]]] = {}
 
     # --- driver --------------------------------------------------------------------------
 
@@ -686,9 +708,7 @@ class _FunctionLowering:
                 if lowered.name_hint is None:
                     lowered.name_hint = op.results[0].name_hint
                 self.packed[op.results[0]] = lowered
-            elif not (
-                isinstance(op, accel.AccelOp | func.ReturnOp) or op.has_trait(ConstantLike)
-            ):
+            elif not (isinstance(op, accel.AccelOp | func.ReturnOp) or op.has_trait(ConstantLike)):
                 raise self.fail(op, "cannot run on the accelerator: not a q or accel op")
         for op in ops:
             if isinstance(op, accel.PackOp) and op.input in self.packed:
@@ -754,8 +774,7 @@ class LowerQToAccelPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.bias_mode not in BIAS_MODES:
             raise PassFailedException(
-                f"{PASS}: bias-mode must be one of {', '.join(BIAS_MODES)}, got "
-                f"'{self.bias_mode}'"
+                f"{PASS}: bias-mode must be one of {', '.join(BIAS_MODES)}, got '{self.bias_mode}'"
             )
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and TARGET_ATTR in f.attributes

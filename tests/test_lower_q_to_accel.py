@@ -33,6 +33,7 @@ from qaccel.tools.qaccel_opt import main as qaccel_opt
 from conftest import FIXTURE_MODELS, fixture_models, parse_module
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+TARGET = 'qaccel.target = "vta"'
 COLLAPSED = FIXTURE_MODELS / "mobilenetv2_035_96_collapsed.tflite"
 RUNNABLE = [p for p in fixture_models() if p != COLLAPSED]
 
@@ -127,9 +128,13 @@ def test_bias_add_and_binary_ops_wrap_and_broadcast():
     expected = np.vectorize(wrap)(x.astype(object) + lanes_of(bias, x.shape).astype(object))
     assert np.array_equal(got, expected.astype(np.int64))
     rng = np.random.default_rng(0)
-    lhs = rng.integers(INT32_MIN, INT32_MAX, size=(1, 2, 3, 3, 1, 4), endpoint=True).astype(np.int32)
+    lhs = rng.integers(INT32_MIN, INT32_MAX, size=(1, 2, 3, 3, 1, 4), endpoint=True).astype(
+        np.int32
+    )
     lhs.flat[:4] = [INT32_MIN, INT32_MAX, INT32_MIN, -1]
-    row = rng.integers(INT32_MIN, INT32_MAX, size=(1, 2, 1, 1, 1, 4), endpoint=True).astype(np.int32)
+    row = rng.integers(INT32_MIN, INT32_MAX, size=(1, 2, 1, 1, 1, 4), endpoint=True).astype(
+        np.int32
+    )
     row.flat[:4] = [INT32_MIN, 1, -1, INT32_MIN]
     cases = {
         accel.AddOp: lambda a, b: wrap(a + b),
@@ -166,7 +171,7 @@ def test_narrow_truncates_and_widen_sign_extends():
 
 def direct_conv(x, w, strides, dilations, padding, pad_value, groups, bias):
     """`accel.conv2d_zp` by loops over taps, on plain NHWC / OHWI arrays."""
-    n, h, wd, c = x.shape
+    n, h, wd, _ = x.shape
     o, kh, kw, cg = w.shape
     top, bottom, left, right = padding
     xp = np.pad(x.astype(np.int64), ((0, 0), (top, bottom), (left, right), (0, 0)),
@@ -181,7 +186,7 @@ def direct_conv(x, w, strides, dilations, padding, pad_value, groups, bias):
             for kx in range(kw):
                 ys = ky * dilations[0] + np.arange(oh) * strides[0]
                 xs = kx * dilations[1] + np.arange(ow) * strides[1]
-                tap = xp[:, ys][:, :, xs][..., g * cg:(g + 1) * cg]
+                tap = xp[:, ys][:, :, xs][..., g * cg : (g + 1) * cg]
                 out[..., oc] += tap @ w[oc, ky, kx].astype(np.int64)
     return np.vectorize(wrap)((out + bias).astype(object)).astype(np.int64)
 
@@ -247,13 +252,15 @@ def test_dense_pools_reduce_pad_concat_match_numpy():
     t = TensorType(i32, list(xp.shape))
     mp = accel.MaxPool2DOp(arg(xp.shape), TensorType(i32, [1, 2, 2, 2, 1, 4]), [3, 2], [2, 2])
     sp = accel.SumPool2DOp(arg(xp.shape), TensorType(i32, [1, 2, 2, 2, 1, 4]), [3, 2], [2, 2])
-    taps = [plain[:, ky:ky + 3:2, kx:kx + 3:2] for ky in range(3) for kx in range(2)]
+    taps = [plain[:, ky : ky + 3 : 2, kx : kx + 3 : 2] for ky in range(3) for kx in range(2)]
     assert np.array_equal(sem.unpack(sem.pool(mp, xp), act, (1, 2, 2, 8)), np.max(taps, axis=0))
     total = np.sum(np.array(taps, dtype=np.int64), axis=0)
     assert np.array_equal(sem.unpack(sem.pool(sp, xp), act, (1, 2, 2, 8)), ar.wrap_int32(total))
     rs = accel.ReduceSumOp(arg(xp.shape), TensorType(i32, [1, 2, 1, 4]), [2, 3])
     reduced = sem.reduce_sum(rs, xp)
-    assert np.array_equal(sem.unpack(reduced, act2, (1, 8)), ar.wrap_int32(plain.astype(np.int64).sum(axis=(1, 2))))
+    assert np.array_equal(
+        sem.unpack(reduced, act2, (1, 8)), ar.wrap_int32(plain.astype(np.int64).sum(axis=(1, 2)))
+    )
     del t
 
     x8 = rng.integers(-128, 128, size=(1, 2, 3, 8)).astype(np.int8)
@@ -298,19 +305,22 @@ def arr(values, kind="i32") -> str:
     return f"array<{kind}: {', '.join(str(int(v)) for v in np.ravel(values))}>"
 
 
-def program(args: list[tuple[str, tuple]], results: list[tuple[str, tuple]], body: list[str]) -> str:
+def program(
+    args: list[tuple[str, tuple]], results: list[tuple[str, tuple]], body: list[str]
+) -> str:
     """A host function calling one accelerator function with `body`."""
     params = ", ".join(f"%{n}: {ty(s)}" for n, s in args)
     rtypes = ", ".join(ty(s) for _, s in results)
     names = ", ".join(f"%{n}" for n, _ in args)
+    arg_types = ", ".join(ty(s) for _, s in args)
     outs = ", ".join(f"%r{i}" for i in range(len(results)))
     ret = ", ".join(f"%{n}" for n, _ in results)
     return "\n".join([
         f"func.func @main({params}) -> ({rtypes}) {{",
-        f"  {outs} = func.call @vta_fn_0({names}) : ({', '.join(ty(s) for _, s in args)}) -> ({rtypes})",
+        f"  {outs} = func.call @vta_fn_0({names}) : ({arg_types}) -> ({rtypes})",
         f"  func.return {outs} : {rtypes}",
         "}",
-        f'func.func private @vta_fn_0({params}) -> ({rtypes}) attributes {{qaccel.target = "vta"}} {{',
+        f"func.func private @vta_fn_0({params}) -> ({rtypes}) attributes {{{TARGET}}} {{",
         *[f"  {line}" for line in body],
         f"  func.return {ret} : {rtypes}",
         "}",
@@ -343,8 +353,9 @@ def relu_bounds(rng, zp: int) -> tuple[int, int]:
     return lo, int(rng.integers(lo, 128))
 
 
-def requantize_tail(rng, src: str, shape: tuple, channels: int, name: str,
-                    acc_scale: float) -> list[str]:
+def requantize_tail(
+    rng, src: str, shape: tuple, channels: int, name: str, acc_scale: float
+) -> list[str]:
     """A fixed-point or double `q.requantize` of `%src` and maybe a `q.relu`. `acc_scale` is
     the real scale that spreads typical accumulators (standard deviation about 40) over int8."""
     per_channel = rng.random() < 0.6
@@ -359,8 +370,10 @@ def requantize_tail(rng, src: str, shape: tuple, channels: int, name: str,
         mults, shifts = fixed_point(rng, scales)
         props = f"multiplier = {arr(mults)}, shift = {arr(shifts)}"
     lines = [
-        f"%{name}_q = q.requantize %{src} {{{props}, input_zero_point = {rzp} : i32, "
-        f"output_zero_point = {ozp} : i32}} : ({ty(shape, 'i32')}) -> {ty(shape)}"
+        (
+            f"%{name}_q = q.requantize %{src} {{{props}, input_zero_point = {rzp} : i32, "
+            f"output_zero_point = {ozp} : i32}} : ({ty(shape, 'i32')}) -> {ty(shape)}"
+        )
     ]
     if rng.random() < 0.5:
         lo, hi = relu_bounds(rng, ozp)
@@ -379,8 +392,8 @@ def bias_lines(rng, src: str, shape: tuple, channels: int, name: str) -> tuple[l
     bias = rng.integers(-bound, bound, size=channels).astype(np.int32)
     return [
         hexconst(f"{name}_b", bias),
-        f"%{name}_acc = q.bias_add %{src}, %{name}_b : ({ty(shape, 'i32')}, {ty((channels,), 'i32')}) "
-        f"-> {ty(shape, 'i32')}",
+        (f"%{name}_acc = q.bias_add %{src}, %{name}_b : ({ty(shape, 'i32')}, "
+         f"{ty((channels,), 'i32')}) -> {ty(shape, 'i32')}"),
     ], f"{name}_acc"  # fmt: skip
 
 
@@ -423,7 +436,8 @@ def conv_case(rng) -> str:
     if depthwise:
         props += f", depth_multiplier = {mult} : i32"
     body = [hexconst("w", wts),
-            f"%acc = {opname} %x, %w {{{props}}} : ({ty((1, h, w, c))}, {ty(fshape)}) -> {ty(out, 'i32')}"]  # fmt: skip
+            (f"%acc = {opname} %x, %w {{{props}}} : ({ty((1, h, w, c))}, {ty(fshape)}) "
+            f"-> {ty(out, 'i32')}")]  # fmt: skip
     lines, src = bias_lines(rng, "acc", out, o, "c")
     taps = kh * kw * (1 if depthwise else c // groups)
     body += lines + requantize_tail(rng, src, out, o, "y", 1 / (140 * np.sqrt(taps)))
@@ -438,8 +452,9 @@ def dense_case(rng) -> str:
     wts = rng.integers(-128 + max(wzp, 0), 128 + min(wzp, 0), size=(o, i)).astype(np.int8)
     out = (*rows[:-1], o)
     body = [hexconst("w", wts),
-            f"%acc = q.dense %x, %w {{input_zero_point = {xzp} : i32, filter_zero_point = {wzp} : i32}}"
-            f" : ({ty(rows)}, {ty((o, i))}) -> {ty(out, 'i32')}"]  # fmt: skip
+            (f"%acc = q.dense %x, %w {{input_zero_point = {xzp} : i32, "
+             f"filter_zero_point = {wzp} : i32}} : ({ty(rows)}, {ty((o, i))}) "
+             f"-> {ty(out, 'i32')}")]  # fmt: skip
     lines, src = bias_lines(rng, "acc", out, o, "d")
     body += lines + requantize_tail(rng, src, out, o, "y", 1 / (140 * np.sqrt(i)))
     return program([("x", rows)], [("y", out)], body)
@@ -449,7 +464,9 @@ def add_sub_mul_case(rng) -> str:
     kind = str(rng.choice(["q.add", "q.sub", "q.mul"]))
     shape = (1, int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(1, 11)))
     c = shape[-1]
-    rhs_kind = str(rng.choice(["tensor", "per_channel", "const_channel", "const_scalar", "const_full"]))
+    rhs_kind = str(
+        rng.choice(["tensor", "per_channel", "const_channel", "const_scalar", "const_full"])
+    )
     args = [("a", shape)]
     body = []
     if rhs_kind == "tensor":
@@ -459,7 +476,9 @@ def add_sub_mul_case(rng) -> str:
         rshape = (1, 1, 1, c)
         args.append(("b", rshape))
     else:
-        rshape = {"const_channel": (1, 1, 1, c), "const_scalar": (1,), "const_full": shape}[rhs_kind]
+        rshape = {"const_channel": (1, 1, 1, c), "const_scalar": (1,), "const_full": shape}[
+            rhs_kind
+        ]
         body.append(hexconst("b", rng.integers(-128, 128, size=rshape).astype(np.int8)))
     lhs, rhs = ("a", "b")
     lshape = shape
@@ -470,7 +489,8 @@ def add_sub_mul_case(rng) -> str:
     if kind == "q.mul":
         (m,), (sh,) = fixed_point(rng, [0.0073 * np.exp(rng.uniform(np.log(0.3), np.log(3)))])
         props = (f"lhs_zero_point = {zps[0]} : i32, rhs_zero_point = {zps[1]} : i32, "
-                 f"multiplier = {m} : i32, shift = {sh} : i32, output_zero_point = {zps[2]} : i32")  # fmt: skip
+                 f"multiplier = {m} : i32, shift = {sh} : i32, "
+                 f"output_zero_point = {zps[2]} : i32")  # fmt: skip
     else:
         left = 20 if rng.random() < 0.8 else int(rng.choice([0, 8, 23]))
         twice_max = 2 * max(s1, s2)
@@ -478,11 +498,14 @@ def add_sub_mul_case(rng) -> str:
         (mo,), (sho,) = fixed_point(rng, [twice_max / ((1 << left) * so)])
         sho = min(sho, 0)  # q.add verifies that the output shift is not a left shift
         props = (f"lhs_zero_point = {zps[0]} : i32, rhs_zero_point = {zps[1]} : i32, "
-                 f"left_shift = {left} : i32, lhs_multiplier = {m1} : i32, lhs_shift = {sh1} : i32, "
+                 f"left_shift = {left} : i32, lhs_multiplier = {m1} : i32, "
+                 f"lhs_shift = {sh1} : i32, "
                  f"rhs_multiplier = {m2} : i32, rhs_shift = {sh2} : i32, "
                  f"output_multiplier = {mo} : i32, output_shift = {sho} : i32, "
                  f"output_zero_point = {zps[2]} : i32")  # fmt: skip
-    body.append(f"%s = {kind} %{lhs}, %{rhs} {{{props}}} : ({ty(lshape)}, {ty(rshape)}) -> {ty(shape)}")
+    body.append(
+        f"%s = {kind} %{lhs}, %{rhs} {{{props}}} : ({ty(lshape)}, {ty(rshape)}) -> {ty(shape)}"
+    )
     if rng.random() < 0.4:
         lo, hi = relu_bounds(rng, zps[2])
         body.append(f"%y = q.relu %s {{min = {lo} : i32, max = {hi} : i32}}"
@@ -512,7 +535,10 @@ def pool_mean_case(rng) -> str:
     kh, kw = windows[int(rng.integers(0, len(windows)))]
     sh, sw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
     out = (1, (h - kh) // sh + 1, (w - kw) // sw + 1, c)
-    props = f"filter = {arr([kh, kw], 'i64')}, strides = {arr([sh, sw], 'i64')}, padding = {arr([0] * 4, 'i64')}"
+    props = (
+        f"filter = {arr([kh, kw], 'i64')}, strides = {arr([sh, sw], 'i64')}, "
+        f"padding = {arr([0] * 4, 'i64')}"
+    )
     body = [f"%y = q.{which}_pool2d %x {{{props}}} : ({ty(shape)}) -> {ty(out)}"]
     return program([("x", shape)], [("y", out)], body)
 
@@ -526,9 +552,12 @@ def pad_concat_case(rng, block: int) -> str:
     pv = int(rng.integers(-128, 128))
     widths = arr([0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0], "i64")
     body = [
-        f"%p = q.pad %x {{padding = {widths}, pad_value = {pv} : i32}} : ({ty((1, h, w, c1))}) -> {ty((1, ph, pw, c1))}",
-        f"%y = q.concat %p, %z {{axis = 3 : i32}} : ({ty((1, ph, pw, c1))}, {ty((1, ph, pw, c2))}) -> {ty((1, ph, pw, c1 + c2))}",
-        f"%v = q.concat %z, %z {{axis = 1 : i32}} : ({ty((1, ph, pw, c2))}, {ty((1, ph, pw, c2))}) -> {ty((1, 2 * ph, pw, c2))}",
+        (f"%p = q.pad %x {{padding = {widths}, pad_value = {pv} : i32}} : ({ty((1, h, w, c1))}) "
+        f"-> {ty((1, ph, pw, c1))}"),
+        (f"%y = q.concat %p, %z {{axis = 3 : i32}} : ({ty((1, ph, pw, c1))}, "
+        f"{ty((1, ph, pw, c2))}) -> {ty((1, ph, pw, c1 + c2))}"),
+        (f"%v = q.concat %z, %z {{axis = 1 : i32}} : ({ty((1, ph, pw, c2))}, "
+        f"{ty((1, ph, pw, c2))}) -> {ty((1, 2 * ph, pw, c2))}"),
     ]  # fmt: skip
     return program([("x", (1, h, w, c1)), ("z", (1, ph, pw, c2))],
                    [("y", (1, ph, pw, c1 + c2)), ("v", (1, 2 * ph, pw, c2))], body)  # fmt: skip
@@ -579,24 +608,28 @@ def test_random_programs_lower_bit_exactly(family):
 
 
 def test_wraparound_and_saturation_corners():
-    """Accumulators at the int32 limits: a bias of INT32_MAX wraps the sum, a positive shift
-    wraps the left shift, INT32_MIN * INT32_MIN... as TFLite's int32 arithmetic does."""
-    rng = np.random.default_rng(7)
+    """Accumulators at the int32 limits: biases of INT32_MAX / INT32_MIN wrap the sums, left
+    shifts by 3 and 31 wrap, the output zero point 127 sits at the clamp's edge; as TFLite's
+    int32 arithmetic does."""
     body = [
         hexconst("w", np.array([[127, 127], [-128, -128], [1, -1]], np.int8)),
         hexconst("b", np.array([INT32_MAX, INT32_MIN, INT32_MAX - 5], np.int32)),
-        "%acc = q.dense %x, %w {input_zero_point = -128 : i32, filter_zero_point = 0 : i32} : "
-        "(tensor<4x2xi8>, tensor<3x2xi8>) -> tensor<4x3xi32>",
+        (
+            "%acc = q.dense %x, %w {input_zero_point = -128 : i32, filter_zero_point = 0 : i32} : "
+            "(tensor<4x2xi8>, tensor<3x2xi8>) -> tensor<4x3xi32>"
+        ),
         "%s = q.bias_add %acc, %b : (tensor<4x3xi32>, tensor<3xi32>) -> tensor<4x3xi32>",
-        f"%y = q.requantize %s {{multiplier = {arr([INT32_MAX, 1 << 30, INT32_MAX])}, "
-        f"shift = {arr([3, 0, 31])}, input_zero_point = 5 : i32, output_zero_point = 127 : i32}}"
-        " : (tensor<4x3xi32>) -> tensor<4x3xi8>",
+        (
+            f"%y = q.requantize %s {{multiplier = {arr([INT32_MAX, 1 << 30, INT32_MAX])}, "
+            f"shift = {arr([3, 0, 31])}, input_zero_point = 5 : i32, "
+            "output_zero_point = 127 : i32}"
+            " : (tensor<4x3xi32>) -> tensor<4x3xi8>"
+        ),
     ]
     text = program([("x", (4, 2))], [("y", (4, 3))], body)
     reference = parse_module(text)
     inputs = [np.array([[-128, -128], [127, 127], [0, -1], [127, -128]], np.int8)]
     inputs += [random_inputs(entry_function(reference), s)[0] for s in range(3)]
-    del rng
     for mode in ("alu", "preload"):
         got = lowered_outputs(text, 4, mode, [[x] for x in inputs])
         for x, (g,) in zip(inputs, got):
@@ -649,11 +682,13 @@ def test_lowered_fully_connected_is_exact_where_the_naive_lowering_is_not():
     body = [
         hexconst("w", np.ones((o, 1), np.int8)),
         hexconst("b", np.array(acc_targets, np.int32)),
-        f"%acc = q.dense %x, %w {{input_zero_point = 0 : i32, filter_zero_point = 0 : i32}} : "
-        f"({ty((256, 1))}, {ty((o, 1))}) -> {ty((256, o), 'i32')}",
-        f"%s = q.bias_add %acc, %b : ({ty((256, o), 'i32')}, {ty((o,), 'i32')}) -> {ty((256, o), 'i32')}",
-        f"%y = q.requantize %s {{scale = array<f64: {', '.join(repr(s) for s in scales)}>, "
-        f"input_zero_point = 0 : i32, output_zero_point = 0 : i32}} : ({ty((256, o), 'i32')}) -> {ty((256, o))}",
+        (f"%acc = q.dense %x, %w {{input_zero_point = 0 : i32, filter_zero_point = 0 : i32}} : "
+        f"({ty((256, 1))}, {ty((o, 1))}) -> {ty((256, o), 'i32')}"),
+        (f"%s = q.bias_add %acc, %b : ({ty((256, o), 'i32')}, {ty((o,), 'i32')}) "
+        f"-> {ty((256, o), 'i32')}"),
+        (f"%y = q.requantize %s {{scale = array<f64: {', '.join(repr(s) for s in scales)}>, "
+        f"input_zero_point = 0 : i32, output_zero_point = 0 : i32}} : ({ty((256, o), 'i32')}) "
+        f"-> {ty((256, o))}"),
     ]  # fmt: skip
     text = program([("x", (256, 1))], [("y", (256, o))], body)
     x = np.arange(-128, 128, dtype=np.int8).reshape(256, 1)
@@ -680,15 +715,15 @@ def test_lowered_fully_connected_is_exact_where_the_naive_lowering_is_not():
 
 def test_host_functions_keep_their_q_ops_and_bad_options_fail():
     text = program([("x", (1, 2, 2, 6))], [("y", (1, 2, 2, 6))],
-                   ["%y = q.relu %x {min = -5 : i32, max = 7 : i32} : "
-                    f"({ty((1, 2, 2, 6))}) -> {ty((1, 2, 2, 6))}"])  # fmt: skip
+                   [("%y = q.relu %x {min = -5 : i32, max = 7 : i32} : "
+                    f"({ty((1, 2, 2, 6))}) -> {ty((1, 2, 2, 6))}")])  # fmt: skip
     text += "\nfunc.func @host(%x: tensor<4xi8>) -> tensor<4xi8> {\n" \
             "  %y = q.relu %x {min = 0 : i32, max = 7 : i32} : (tensor<4xi8>) -> tensor<4xi8>\n" \
             "  func.return %y : tensor<4xi8>\n}"  # fmt: skip
     module = parse_module(text)
     InsertPackUnpackPass(block=4).apply(Context(), module)
     LowerQToAccelPass().apply(Context(), module)
-    host = [f for f in module.ops if f.sym_name.data == "host"][0]
+    host = next(f for f in module.ops if f.sym_name.data == "host")
     assert [op.name for op in host.walk()][1:] == ["q.relu", "func.return"]
     with pytest.raises(PassFailedException, match="bias-mode must be one of alu, preload"):
         LowerQToAccelPass(bias_mode="dma").apply(Context(), module)

@@ -5,6 +5,10 @@
 the tensor and nothing more. `insert-pack-unpack` also uses `pack` to pack weights at compile
 time.
 
+The compute ops (`AccelComputeFunctions`) reuse `arithmetic.py`'s gemmlowp primitives, so
+they are exactly the ISA's ALU operations (docs/isa.md §6.5) and TFLite's arithmetic; the GEMM
+ops sum int8 products in float64, exact at these magnitudes, then wrap to int32.
+
 `func.call` is re-implemented here to check, at every call, that the arguments and results
 have the callee's declared shapes and dtypes: once accelerator functions take packed tensors,
 an op implementation that returns the wrong layout (or IR run without verification) would
