@@ -113,6 +113,9 @@ class ConvLayer:
                 reference FULLY_CONNECTED); the accelerator then stores int32 accumulators.
     requant_input_zero_point, output_zero_point, act_min, act_max: the rest of the tail
                 (`q.requantize` / `q.relu`); the result is int8.
+
+    `geometry` is derived once at construction: treat a layer as immutable and make variants
+    with `dataclasses.replace`.
     """
 
     kind: str
