@@ -122,3 +122,26 @@ def test_qaccel_run_rejects_wrong_input_count(tmp_path, capsys):
                     "--outputs-dir", str(tmp_path)])
     assert exit_info.value.code == 1
     assert "takes 1 inputs, got 2" in capsys.readouterr().err
+
+
+def test_q_conv2d_1x1_with_bottom_right_padding():
+    """Explicit padding after the image on a 1x1 convolution (TFLite never makes it, q may)."""
+    from qaccel.backends.cpu.q_semantics import conv2d
+    from xdsl.dialects.builtin import TensorType, i8, i32
+
+    x = np.arange(1 * 2 * 2 * 1, dtype=np.int8).reshape(1, 2, 2, 1)
+    w = np.full((1, 1, 1, 1), 2, dtype=np.int8)
+    from xdsl.ir import Block
+
+    block = Block(arg_types=[TensorType(i8, [1, 2, 2, 1]), TensorType(i8, [1, 1, 1, 1])])
+    op = q.Conv2DOp.create(
+        operands=list(block.args),
+        result_types=[TensorType(i32, [1, 3, 3, 1])],
+        properties={"strides": q.i64_array([1, 1]), "dilations": q.i64_array([1, 1]),
+                    "padding": q.i64_array([0, 1, 0, 1]), "input_zero_point": q.i32_attr(0),
+                    "filter_zero_point": q.i32_attr(0)},
+    )
+    y = conv2d(op, x, w)
+    expected = np.zeros((1, 3, 3, 1), np.int32)
+    expected[0, :2, :2, 0] = 2 * x[0, :, :, 0]
+    assert np.array_equal(y, expected)

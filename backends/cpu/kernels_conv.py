@@ -87,8 +87,11 @@ def _check_window_options(op: str, call: OpCall) -> None:
 def _im2col(x: np.ndarray, kh: int, kw: int, geometry) -> np.ndarray:
     """(N*OH*OW, KH*KW*C) patches of a zero-centred float64 NHWC input (padding = 0)."""
     out_h, out_w, pad_h, pad_w, sh, sw, dh, dw = geometry
-    n, _, _, c = x.shape
-    if kh == 1 and kw == 1 and pad_h == 0 and pad_w == 0:
+    n, h, w, c = x.shape
+    # A 1x1 window without padding is a strided slice (padding after the image, which an
+    # explicit q.conv2d padding may ask for, needs the general path).
+    inside = (out_h - 1) * sh < h and (out_w - 1) * sw < w
+    if kh == 1 and kw == 1 and pad_h == 0 and pad_w == 0 and inside:
         cols = x[:, : (out_h - 1) * sh + 1 : sh, : (out_w - 1) * sw + 1 : sw, :]
         return np.ascontiguousarray(cols).reshape(n * out_h * out_w, c)
     xp = pad_spatial(x, pad_h, pad_w, out_h, out_w, kh, kw, sh, sw, dh, dw, 0.0)
