@@ -620,44 +620,39 @@ class MaxOp(_BinaryOp):
     name = "accel.max"
 
 
+class _ConvertOp(_ComputeOp):
+    """int8 <-> int32 between the DMA's data and the ALU's accumulators, same shape."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure(), AccelCanonicalization())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+    WIDTHS: ClassVar[tuple[int | str, int | str]] = ("narrow", 32)
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType):
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_packed(self, "the input", self.input.type, self.WIDTHS[0])
+        _check_packed(self, "the result", self.output.type, self.WIDTHS[1])
+        _check_same_shape(self, self.input.type, self.output.type)  # type: ignore[arg-type]
+
+
 @irdl_op_definition
-class WidenOp(_ComputeOp):
+class WidenOp(_ConvertOp):
     """Sign-extend narrow integers (int8 activations) to int32 accumulators, as LOAD ACC8
     does, so the ALU can work on them."""
 
     name = "accel.widen"
-    input = operand_def(TensorType)
-    output = result_def(TensorType)
-    traits = traits_def(Pure(), AccelCanonicalization())
-    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
-
-    def __init__(self, value: SSAValue | Operation, result_type: TensorType):
-        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type])
-
-    def verify_(self) -> None:
-        _check_packed(self, "the input", self.input.type, "narrow")
-        _check_packed(self, "the result", self.output.type, 32)
-        _check_same_shape(self, self.input.type, self.output.type)  # type: ignore[arg-type]
 
 
 @irdl_op_definition
-class NarrowOp(_ComputeOp):
+class NarrowOp(_ConvertOp):
     """Keep the low bits of int32 accumulators (STORE OUT: truncation, **no saturation**; the
     IR clamps with `accel.max` / `accel.min` first, as the hardware must)."""
 
     name = "accel.narrow"
-    input = operand_def(TensorType)
-    output = result_def(TensorType)
-    traits = traits_def(Pure(), AccelCanonicalization())
-    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
-
-    def __init__(self, value: SSAValue | Operation, result_type: TensorType):
-        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type])
-
-    def verify_(self) -> None:
-        _check_packed(self, "the input", self.input.type, 32)
-        _check_packed(self, "the result", self.output.type, "narrow")
-        _check_same_shape(self, self.input.type, self.output.type)  # type: ignore[arg-type]
+    WIDTHS: ClassVar[tuple[int | str, int | str]] = (32, "narrow")
 
 
 def _window_extent(size: int, pad: int, kernel: int, stride: int, dilation: int) -> int:

@@ -214,6 +214,8 @@ class _FunctionLowering:
         return op.results[0]
 
     def packed_type(self, t: TensorType, element: Attribute | None = None) -> TensorType:
+        if len(t.get_shape()) < 2:
+            raise LoweringError(f"its {t} result has no packed layout (rank < 2)")
         packing = accel.Packing.activations(len(t.get_shape()), self.block)
         return TensorType(element or t.element_type, packing.packed_shape(t.get_shape()))
 

@@ -25,6 +25,7 @@ from xdsl.utils.exceptions import PassFailedException
 from qaccel.backends.cpu import accel_semantics as sem
 from qaccel.backends.cpu import arithmetic as ar
 from qaccel.backends.cpu.interpreter import entry_function, random_inputs, run_function
+from qaccel.backends.vta import alu
 from qaccel.dialects import accel, q
 from qaccel.passes.insert_pack_unpack import InsertPackUnpackPass
 from qaccel.passes.lower_q_to_accel import LowerQToAccelPass, block_grouped_filter
@@ -39,23 +40,9 @@ RUNNABLE = [p for p in fixture_models() if p != COLLAPSED]
 
 
 # --------------------------------------------------------------------------------------------
-# References in Python integers, written from docs/isa.md §6.5
-
-
-def srdhm_ref(a: int, b: int) -> int:
-    if a == b == INT32_MIN:
-        return INT32_MAX
-    p = a * b
-    n = 2**30 if p >= 0 else 1 - 2**30
-    t = p + n
-    return abs(t) // 2**31 * (1 if t >= 0 else -1)  # C division truncates toward zero
-
-
-def rdbpot_ref(x: int, e: int) -> int:
-    mask = (1 << e) - 1
-    r = x & mask
-    t = (mask >> 1) + (1 if x < 0 else 0)
-    return (x >> e) + (1 if r > t else 0)
+# References: the VTA simulator's ALU lane functions (backends/vta/alu.py, tested against the
+# ISA's definitions in test_vta_alu.py), so what the interpreter computes is what the hardware
+# computes.
 
 
 def wrap(v: int) -> int:
@@ -88,69 +75,61 @@ def packed_edges(lanes: int) -> np.ndarray:
 # Op semantics
 
 
-def test_round_multiply_matches_gemmlowp_on_edges():
+def test_round_multiply_is_the_alu_rdmul_on_edges():
     multipliers = np.array([INT32_MIN, INT32_MAX, 2**30, 1, 0, -1, 1518500250, -(2**30)])
     x = packed_edges(len(multipliers))
-    op = accel.RoundMultiplyOp(arg(x.shape), multipliers)
-    out = sem.lane_op(op, x)
-    m = lanes_of(multipliers, x.shape)
-    expected = np.vectorize(srdhm_ref)(x.astype(object), m.astype(object))
-    assert np.array_equal(out, expected.astype(np.int64))
+    out = sem.lane_op(accel.RoundMultiplyOp(arg(x.shape), multipliers), x)
+    assert np.array_equal(out, alu.alu_rdmul(x, lanes_of(multipliers, x.shape)))
     assert out[0, 0, 0, 0] == INT32_MAX  # INT32_MIN * INT32_MIN saturates
+    # Positive ties round up, negative ties toward zero: 2^30 * (+-3) / 2^31 = +-1.5.
+    tie = np.array([[[[3, -3, 1, -1]]]], dtype=np.int32)
+    got = sem.lane_op(accel.RoundMultiplyOp(arg(tie.shape), [2**30]), tie)
+    assert got.tolist() == [[[[2, -1, 1, 0]]]]
 
 
-def test_round_rshift_matches_rounding_divide_by_pot():
+def test_round_rshift_is_the_alu_rshr():
     shifts = np.array([0, 1, 2, 3, 7, 15, 30, 31])
     x = packed_edges(len(shifts))
     out = sem.lane_op(accel.RoundRShiftOp(arg(x.shape), shifts), x)
-    s = lanes_of(shifts, x.shape)
-    expected = np.vectorize(rdbpot_ref)(x.astype(object), s.astype(object))
-    assert np.array_equal(out, expected.astype(np.int64))
+    assert np.array_equal(out, alu.alu_rshr(x, lanes_of(shifts, x.shape)))
     # Ties round away from zero: -3 / 2 -> -2, 3 / 2 -> 2; by 31, INT32_MIN -> -1.
     tie = np.array([[[[-3, 3, -5, INT32_MIN]]]], dtype=np.int32)
     got = sem.lane_op(accel.RoundRShiftOp(arg(tie.shape), [1, 1, 1, 31]), tie)
     assert got.tolist() == [[[[-2, 2, -3, -1]]]]
 
 
-def test_shift_left_keeps_the_low_32_bits():
+def test_shift_left_is_the_alu_shr_by_a_negative_amount():
     shifts = np.array([0, 1, 31, 20, 0, 1, 31, 20])
     x = packed_edges(len(shifts))
     out = sem.lane_op(accel.ShiftLeftOp(arg(x.shape), shifts), x)
-    s = lanes_of(shifts, x.shape)
-    expected = np.vectorize(lambda v, k: wrap(v << k))(x.astype(object), s.astype(object))
-    assert np.array_equal(out, expected.astype(np.int64))
+    assert np.array_equal(out, alu.alu_shr(x, -lanes_of(shifts, x.shape)))
+    assert out[1, 0, 0, 2] == INT32_MIN  # (INT32_MIN + 1) << 31 keeps the low 32 bits
 
 
-def test_bias_add_and_binary_ops_wrap_and_broadcast():
+def test_bias_add_and_binary_ops_are_the_alu_ops():
     x = packed_edges(4)
     bias = np.array([INT32_MAX, INT32_MIN, 1, -1])
     got = sem.lane_op(accel.BiasAddZpOp(arg(x.shape), bias), x)
-    expected = np.vectorize(wrap)(x.astype(object) + lanes_of(bias, x.shape).astype(object))
-    assert np.array_equal(got, expected.astype(np.int64))
+    assert np.array_equal(got, alu.alu_add(x, lanes_of(bias, x.shape).astype(np.int32)))
     rng = np.random.default_rng(0)
-    lhs = rng.integers(INT32_MIN, INT32_MAX, size=(1, 2, 3, 3, 1, 4), endpoint=True).astype(
-        np.int32
-    )
+    bounds = {"size": (1, 2, 3, 3, 1, 4), "endpoint": True}
+    lhs = rng.integers(INT32_MIN, INT32_MAX, **bounds).astype(np.int32)
     lhs.flat[:4] = [INT32_MIN, INT32_MAX, INT32_MIN, -1]
-    row = rng.integers(INT32_MIN, INT32_MAX, size=(1, 2, 1, 1, 1, 4), endpoint=True).astype(
-        np.int32
-    )
+    row = rng.integers(INT32_MIN, INT32_MAX, **{**bounds, "size": (1, 2, 1, 1, 1, 4)})
+    row = row.astype(np.int32)
     row.flat[:4] = [INT32_MIN, 1, -1, INT32_MIN]
     cases = {
-        accel.AddOp: lambda a, b: wrap(a + b),
-        accel.MulOp: lambda a, b: wrap(a * b),
-        accel.MinOp: min,
-        accel.MaxOp: max,
+        accel.AddOp: alu.alu_add,
+        accel.MulOp: alu.alu_mul,
+        accel.MinOp: alu.alu_min,
+        accel.MaxOp: alu.alu_max,
     }
-    b = np.broadcast_to(row, lhs.shape).astype(object)
     for cls, fn in cases.items():
-        op = cls(arg(lhs.shape), arg(row.shape))
-        out = sem.binary_op(op, lhs, row)
+        out = sem.binary_op(cls(arg(lhs.shape), arg(row.shape)), lhs, row)
         assert out.dtype == np.int32
-        assert np.array_equal(out, np.vectorize(fn)(lhs.astype(object), b).astype(np.int64)), cls
-        by = cls(arg(lhs.shape), value=[-7])
-        expected = np.vectorize(fn)(lhs.astype(object), -7)
-        assert np.array_equal(sem.binary_op(by, lhs, None), expected.astype(np.int64)), cls
+        assert np.array_equal(out, fn(lhs, np.broadcast_to(row, lhs.shape))), cls
+        by = sem.binary_op(cls(arg(lhs.shape), value=[-7]), lhs, None)
+        assert np.array_equal(by, fn(lhs, np.full(lhs.shape, -7, np.int32))), cls
 
 
 def test_narrow_truncates_and_widen_sign_extends():
