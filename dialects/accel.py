@@ -413,7 +413,8 @@ def lane_values(values: np.ndarray, shape: Sequence[int]) -> np.ndarray:
 
 
 def _check_packed(op: AccelOp, what: str, t: Attribute, width: int | str) -> tuple[int, ...]:
-    """`t` is a packed activation whose storage is `width` bits ("narrow": below 32)."""
+    """`t` is a packed activation whose storage is `width` bits ("narrow": below 32, "any":
+    any integer storage)."""
     if not isinstance(t, TensorType):
         raise VerifyException(f"{op.name}: {what} must be a tensor, got {t}")
     shape = tuple(t.get_shape())
@@ -425,6 +426,8 @@ def _check_packed(op: AccelOp, what: str, t: Attribute, width: int | str) -> tup
     got = storage_width(t)
     if width == "narrow":
         ok, expected = got is not None and got < 32, "integers narrower than 32 bits"
+    elif width == "any":
+        ok, expected = got is not None, "integers"
     else:
         ok, expected = got == width, f"{width}-bit integers"
     if not ok:
@@ -870,7 +873,7 @@ class HostRequantizeOp(_ComputeOp):
 
     def verify_(self) -> None:
         shape = _check_packed(self, "the input", self.input.type, 32)
-        _check_packed(self, "the result", self.output.type, "narrow")
+        _check_packed(self, "the result", self.output.type, "any")
         _check_same_shape(self, self.input.type, self.output.type)  # type: ignore[arg-type]
         _check_lanes(self, "scale", array_values(self.scale), shape)
         lo, hi = storage_range(_storage(self.output.type.element_type))  # type: ignore[arg-type]
