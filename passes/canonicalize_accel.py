@@ -384,10 +384,14 @@ def canonicalize_accel(root: Operation) -> None:
 
 @dataclass(frozen=True)
 class CanonicalizeAccelPass(ModulePass):
-    """Fold and merge `accel` compute ops: clamps that cannot clip, consecutive clamps (also
-    across a zero-point add that cannot wrap, and into `accel.host_requantize`), shifts by 0,
-    adds of 0, `widen`/`narrow` pairs. Values never change; see the module docstring for each
-    pattern. `lower-q-to-accel` runs these patterns itself (unless `canonicalize=false`)."""
+    """Fold and merge `accel` compute ops; no value ever changes.
+
+    Folds clamps that cannot clip (value-range analysis), merges consecutive clamps (also
+    across a zero-point add that cannot wrap, and into `accel.host_requantize`), drops shifts by
+    0, adds of 0, multiplies by 1 and `widen`/`narrow` round trips, combines consecutive
+    constant adds and shifts. The module docstring shows each pattern. `lower-q-to-accel`
+    runs these patterns itself (unless `canonicalize=false`).
+    """
 
     name = "canonicalize-accel"
 
