@@ -398,11 +398,6 @@ def conv_case(rng) -> str:
         pads = [kh * dh, kh * dh, kw * dw, kw * dw]
         oh = (h + pads[0] + pads[1] - (kh - 1) * dh - 1) // sh + 1
         ow = (w + pads[2] + pads[3] - (kw - 1) * dw - 1) // sw + 1
-    if not depthwise and (kh, kw) == (1, 1) and pads[0] == pads[2] == 0:
-        # q.conv2d's kernel (kernels_conv._im2col) cannot run a 1x1 filter padded only at the
-        # bottom or right; TFLite's SAME padding never asks for it.
-        pads = [0, 0, 0, 0]
-        oh, ow = (h - 1) // sh + 1, (w - 1) // sw + 1
     xzp = int(rng.integers(-128, 128))
     wzp = int(rng.choice([0, 0, 0, int(rng.integers(-20, 21))]))
     fshape = (1, kh, kw, o) if depthwise else (o, kh, kw, c // groups)
