@@ -4,9 +4,13 @@
     qaccel-run ir.mlir --inputs x.npy --outputs-dir out
     qaccel-run model.tflite -p legalize-tfl-to-q --outputs-dir out --compare-litert
     qaccel-run model.tflite -p vta-pipeline --verify-semantics --pass-timing --outputs-dir out
+    qaccel-run OUTDIR --random-inputs 0 --outputs-dir out --compare-litert   # qaccel-compile's
+    qaccel-run model.tflite --target vta --outputs-dir out --compare-litert  # compile and run
 
-MODEL is a `.tflite` (imported first) or `.mlir` file; `-p` runs a pass pipeline before
-executing. Outputs are written as DIR/output_0.npy, output_1.npy, ... in the model's output
+MODEL is a `.tflite` (imported first) or `.mlir` file, or an artifact folder written by
+`qaccel-compile`; `-p` runs a pass pipeline before executing. With an artifact, or with
+`--target vta` (which compiles MODEL with `-p`, default `vta-pipeline`, in memory), the host
+program runs on the interpreter and every compiled accelerator layer on the VTA simulator. Outputs are written as DIR/output_0.npy, output_1.npy, ... in the model's output
 order. `--compare-litert` (for `.tflite` input) runs LiteRT's reference kernels in a subprocess
 on the same inputs, prints per-output mismatch counts and max |diff| (and the first
 intermediate tensor that differs), and exits 1 on any mismatch. The pass-manager flags of
@@ -27,11 +31,6 @@ from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.parser import Parser
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
-
 from qaccel.backends.cpu import kernels
 from qaccel.backends.cpu.interpreter import (
     ExecutionError,
@@ -52,6 +51,10 @@ from qaccel.tools.qaccel_opt import (
     parse_error_line,
     pass_manager_for,
 )
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
 PROG = "qaccel-run"
 
@@ -99,6 +102,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--outputs-dir", required=True, metavar="DIR")
     ap.add_argument("--compare-litert", action="store_true",
                     help="compare with LiteRT's reference kernels (for .tflite models)")
+    ap.add_argument("--target", choices=("cpu", "vta"), default="cpu",
+                    help="vta: compile for the accelerator and run its layers on the simulator")
+    ap.add_argument("--config", type=Path, help="hardware config JSON for --target vta")
     add_pass_manager_arguments(ap)
 
     def error(message: str) -> NoReturn:
@@ -108,8 +114,72 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _inputs_for(args, function) -> list[np.ndarray]:
+    if args.inputs is not None and args.random_inputs is not None:
+        raise RunError("give either --inputs or --random-inputs, not both")
+    if args.inputs is not None:
+        return load_inputs(args.inputs)
+    return random_inputs(function, args.random_inputs or 0)
+
+
+def run_vta(args) -> int:
+    """An artifact folder, or a .tflite compiled with `--target vta`: layers on the simulator."""
+    from qaccel.backends.vta.compile import (
+        CompileError,
+        is_artifact,
+        load_artifact,
+        run_compiled,
+    )
+    from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
+    from qaccel.tools.qaccel_compile import compile_model
+
+    path = Path(args.model)
+    try:
+        if is_artifact(path):
+            compiled = load_artifact(path)
+            model_file = path / "model.tflite"
+            model_bytes = model_file.read_bytes() if model_file.is_file() else None
+        else:
+            config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
+            compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline", config)
+        function = entry_function(compiled.module)
+        inputs = _inputs_for(args, function)
+        outputs = run_compiled(compiled, inputs)
+    except CompileError as e:
+        raise RunError(str(e)) from None
+    _write_outputs(outputs, Path(args.outputs_dir))
+    layers = sum(len(v) for v in compiled.layers.values())
+    print(f"ran {layers} accelerator layer(s) on the simulator, "
+          f"{len(compiled.fallbacks)} op(s) of accelerator functions on the host")  # fmt: skip
+    if not args.compare_litert:
+        return 0
+    if model_bytes is None:
+        raise RunError("--compare-litert needs the .tflite model (the artifact has none)")
+    from qaccel.backends.cpu.compare import compare_outputs
+    from qaccel.backends.litert import LiteRTUnavailable, run_reference
+
+    try:
+        ref = run_reference(model_bytes, [inputs], keep_all_tensors=False)
+    except LiteRTUnavailable as e:
+        raise RunError(str(e)) from None
+    if ref.refused is not None:
+        raise RunError(f"LiteRT refused {path}: {ref.refused}")
+    diffs = compare_outputs(outputs, ref.outputs[0])
+    print("\n".join(d.line() for d in diffs))
+    return 0 if all(d.mismatches == 0 for d in diffs) else 1
+
+
+def _write_outputs(outputs: Sequence[np.ndarray], out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for i, y in enumerate(outputs):
+        np.save(out_dir / f"output_{i}.npy", y)
+    print(f"wrote {len(outputs)} output(s) to {out_dir}")
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(normalize_argv(argv))
+    if args.target == "vta" or Path(args.model).is_dir():
+        return run_vta(args)
     ctx = qaccel_context()
     manager, timing = pass_manager_for(args, available_passes(), PROG)
     start = time.perf_counter()
@@ -119,24 +189,14 @@ def run(argv: Sequence[str] | None = None) -> int:
         timing.add(("input",), f"Load ({model_path.suffix[1:]})", time.perf_counter() - start)
     manager.run(ctx, module)
     function = entry_function(module)
-    if args.inputs is not None and args.random_inputs is not None:
-        raise RunError("give either --inputs or --random-inputs, not both")
-    inputs = (
-        load_inputs(args.inputs)
-        if args.inputs is not None
-        else random_inputs(function, args.random_inputs or 0)
-    )
+    inputs = _inputs_for(args, function)
     run_start = time.perf_counter()
     outputs = run_function(module, inputs)
     if timing is not None:
         timing.add(("output",), "Run (interpreter)", time.perf_counter() - run_start)
         timing.total = time.perf_counter() - start
         timing.report(sys.stderr)
-    out_dir = Path(args.outputs_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for i, y in enumerate(outputs):
-        np.save(out_dir / f"output_{i}.npy", y)
-    print(f"wrote {len(outputs)} output(s) to {out_dir}")
+    _write_outputs(outputs, Path(args.outputs_dir))
     if not args.compare_litert:
         return 0
     if model_bytes is None:

@@ -35,7 +35,8 @@ accelerator functions, whose fallback ops the runtime interprets), for every acc
 function `vta_fn_k/layer_i.bin` (16-byte instructions, `qaccel-sim` reads it) and
 `vta_fn_k/layer_i.dram.npz` (`dram`: the layer's DRAM image with constants, input and output
 regions zero; `uops`: the micro-op image; `qaccel-sim layer_i.bin --dram layer_i.dram.npz`
-runs it), `report.json`, and `manifest.json` (versions, hardware config, every layer's
+runs it), `model.tflite` (the source, for `--compare-litert`), `report.json`, and
+`manifest.json` (versions, hardware config, every layer's
 op indices and DRAM offsets, SHA-256 of every file). No timestamps, sorted keys, npz members
 with a fixed date: compiling the same model twice gives identical bytes.
 """
@@ -419,6 +420,8 @@ def compile_module(
             if op in covered or isinstance(op, func.ReturnOp | tfl.ConstOp):
                 continue
             reason = reasons.get(op, _NO_CODEGEN)
+            if isinstance(op, accel.HostRequantizeOp):
+                reason = "a host op by design (LiteRT's double-precision requantization)"
             fallbacks.append(Fallback(name, op.name, i, reason))
     compiled = CompiledModel(module, c, layers, fallbacks, {})
     compiled.report = build_report(compiled, total_macs)
@@ -500,7 +503,7 @@ def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for key in sorted(arrays):
             member = io.BytesIO()
-            np.lib.format.write_array(member, np.ascontiguousarray(arrays[key]),
+            np.lib.format.write_array(member, np.asarray(arrays[key]),
                                       allow_pickle=False)  # fmt: skip
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
             info.compress_type = zipfile.ZIP_DEFLATED
@@ -533,7 +536,9 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, indent=1, sort_keys=True) + "\n"
 
 
-def write_artifact(compiled: CompiledModel, outdir: str | Path, source: bytes | None = None) -> None:
+def write_artifact(
+    compiled: CompiledModel, outdir: str | Path, source: bytes | None = None
+) -> None:
     """Write the artifact (see the module docstring) into `outdir` (created if needed)."""
     root = Path(outdir)
     root.mkdir(parents=True, exist_ok=True)
@@ -556,6 +561,8 @@ def write_artifact(compiled: CompiledModel, outdir: str | Path, source: bytes | 
                 "program": f"{base}.bin", "image": f"{base}.dram.npz",
             })  # fmt: skip
         functions[name] = entries
+    if source is not None:
+        files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
     files["report.json"] = _dumps(compiled.report).encode()
     manifest = {
         "format": ARTIFACT_FORMAT, "versions": _versions(),

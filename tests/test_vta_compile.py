@@ -1,0 +1,173 @@
+"""Whole-model compilation for VTA (`backends/vta/compile.py`, `qaccel-compile`, `qaccel-run
+OUTDIR` / `--target vta`): every accelerator call run on the simulator is bit-exact with the
+interpreter's semantics of the same accel function (whole packed tensors, padded lanes
+included) and with LiteRT's reference kernels; artifacts are deterministic."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from qaccel.backends.cpu.interpreter import Trace, entry_function, random_inputs, run_function
+from qaccel.backends.vta.compile import (
+    compile_module,
+    format_report,
+    load_artifact,
+    run_compiled,
+    write_artifact,
+)
+from qaccel.frontend.tflite_import import import_tflite
+from qaccel.passes.pipeline import build_pipeline, qaccel_context
+from qaccel.tools import qaccel_compile, qaccel_run
+from xdsl.dialects import func
+
+MODELS = Path(__file__).parent / "fixtures" / "models"
+SMALL = ["cnn", "small_cnn", "mlp", "residual", "cnn_per_tensor", "pad_concat_slice", "composite"]
+
+
+def lowered(name: str):
+    path = MODELS / f"{name}.tflite"
+    data = path.read_bytes()
+    module = import_tflite(data, str(path))
+    build_pipeline("vta-pipeline").apply(qaccel_context(), module)
+    return module, data
+
+
+def call_results(trace: Trace) -> list[tuple[np.ndarray, ...]]:
+    return [res for op, res in trace.records if isinstance(op, func.CallOp)]
+
+
+def assert_same_calls(module, compiled, inputs):
+    ours, theirs = Trace(), Trace()
+    expected = run_function(module, inputs, theirs)
+    got = run_compiled(compiled, inputs, ours)
+    for a, b in zip(call_results(ours), call_results(theirs), strict=True):
+        for x, y in zip(a, b, strict=True):
+            assert x.dtype == y.dtype and x.shape == y.shape
+            np.testing.assert_array_equal(x, y)
+    for x, y in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(x, y)
+    return got
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_fixture_bit_exact_with_interpreter(name):
+    module, _ = lowered(name)
+    compiled = compile_module(module)
+    assert sum(len(v) for v in compiled.layers.values()) >= 1
+    for seed in (0, 1):
+        assert_same_calls(module, compiled, random_inputs(entry_function(module), seed))
+
+
+def test_every_convolution_of_the_fixtures_runs_on_the_accelerator():
+    for name in SMALL:
+        module, _ = lowered(name)
+        compiled = compile_module(module)
+        refused = [fb for fb in compiled.fallbacks if fb.op in ("accel.conv2d_zp",
+                                                                 "accel.dense_zp")]  # fmt: skip
+        assert not refused, f"{name}: {[fb.line() for fb in refused]}"
+
+
+def test_fallbacks_are_reported():
+    module, _ = lowered("small_cnn")
+    compiled = compile_module(module)
+    lines = compiled.report["host_fallbacks"]
+    assert any("accel.max_pool2d" in line and "no VTA code generator yet" in line
+               for line in lines)  # fmt: skip
+    assert any("accel.host_requantize" in line and "by design" in line for line in lines)
+    text = format_report(compiled.report)
+    assert "host fallback inside vta_fn_0: accel.max_pool2d" in text
+
+
+def test_report_fields():
+    module, _ = lowered("residual")
+    compiled = compile_module(module, total_macs=1)
+    layer = compiled.report["layers"][0]
+    for key in ("cycles", "gemm_utilization", "roofline_cycles", "roofline_ratio",
+                "dram_read_bytes", "dram_write_bytes", "tiling", "ms"):  # fmt: skip
+        assert key in layer
+    assert layer["cycles"] >= layer["roofline_cycles"] > 0
+    totals = compiled.report["totals"]
+    assert totals["cycles"] == sum(r["cycles"] for r in compiled.report["layers"])
+
+
+def test_artifact_round_trip_and_determinism(tmp_path):
+    module, data = lowered("residual")
+    compiled = compile_module(module)
+    write_artifact(compiled, tmp_path / "a", data)
+    module2, _ = lowered("residual")
+    write_artifact(compile_module(module2), tmp_path / "b", data)
+    files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*"))
+    files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*"))
+    assert files_a == files_b
+    for rel in files_a:
+        if (tmp_path / "a" / rel).is_file():
+            assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert "vta_fn_0/layer_0.bin" in manifest["files"]
+    loaded = load_artifact(tmp_path / "a")
+    inputs = random_inputs(entry_function(module), 3)
+    expected = run_function(module, inputs)
+    for x, y in zip(run_compiled(loaded, inputs), expected, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_corrupt_artifact_is_refused(tmp_path, capsys):
+    module, data = lowered("mlp")
+    write_artifact(compile_module(module), tmp_path, data)
+    (tmp_path / "vta_fn_0" / "layer_0.bin").write_bytes(b"\0" * 16)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        qaccel_run.main([str(tmp_path), "--outputs-dir", str(tmp_path / "out")])
+    assert e.value.code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not match the manifest's hash" in err[0]
+
+
+def test_cli_compile_then_run(tmp_path, capsys):
+    out = tmp_path / "art"
+    with pytest.raises(SystemExit) as e:
+        qaccel_compile.main([str(MODELS / "cnn.tflite"), "-o", str(out)])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    assert "accelerator layers" in text and "MACs on the accelerator: 100.00%" in text
+    assert json.loads((out / "report.json").read_text())["totals"]["layers"] >= 1
+    with pytest.raises(SystemExit) as e:
+        qaccel_run.main([str(out), "--random-inputs", "1", "--outputs-dir", str(tmp_path / "r")])
+    assert e.value.code == 0
+    with pytest.raises(SystemExit) as e:
+        qaccel_run.main([str(MODELS / "cnn.tflite"), "-p", "cpu-pipeline", "--random-inputs",
+                         "1", "--outputs-dir", str(tmp_path / "c")])  # fmt: skip
+    np.testing.assert_array_equal(np.load(tmp_path / "r" / "output_0.npy"),
+                                  np.load(tmp_path / "c" / "output_0.npy"))  # fmt: skip
+
+
+def test_cli_bad_input(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        qaccel_compile.main([str(tmp_path / "missing.tflite"), "-o", str(tmp_path / "o")])
+    assert e.value.code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("qaccel-compile: error: cannot open model")
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_target_vta_bit_exact_with_litert(name, tmp_path, capsys):
+    pytest.importorskip("ai_edge_litert")
+    with pytest.raises(SystemExit) as e:
+        qaccel_run.main([str(MODELS / f"{name}.tflite"), "--target", "vta", "--outputs-dir",
+                         str(tmp_path), "--compare-litert"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert e.value.code == 0, out
+    assert "bit-exact" in out and "MISMATCH" not in out
+
+
+def test_mobilenet_v2_all_layers_on_the_accelerator():
+    module, _ = lowered("mobilenet_v2")
+    compiled = compile_module(module)
+    assert sum(len(v) for v in compiled.layers.values()) == 53
+    inputs = random_inputs(entry_function(module), 0)
+    expected = run_function(module, inputs)
+    for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
+        np.testing.assert_array_equal(x, y)

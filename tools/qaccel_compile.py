@@ -1,0 +1,118 @@
+"""`qaccel-compile`: compile a model for the VTA-like accelerator into a self-contained artifact.
+
+    qaccel-compile model.tflite -o out/                  # vta-pipeline, default hardware
+    qaccel-compile model.tflite -o out/ --config hw.json --quiet
+    qaccel-run out/ --random-inputs 0 --outputs-dir res --compare-litert
+
+Runs the pipeline (`-p`, default `vta-pipeline`), then schedules and emits every accelerator
+layer (`backends/vta/compile.py`) and writes OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
+layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json; prints the report table
+(per layer: cycles, GEMM utilization, roofline and ratio, DRAM bytes, tiling; totals, ms at the
+configured clock, MAC share, host fallbacks). Compiling twice gives identical files. Progress
+goes to stderr when it is a terminal; `--quiet` silences progress and the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from qaccel.backends.vta.compile import (
+    CompileError,
+    compile_module,
+    format_report,
+    write_artifact,
+)
+from qaccel.backends.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
+from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
+from qaccel.passes.pipeline import PipelineError, available_passes, qaccel_context
+from qaccel.tools.qaccel_opt import add_pass_manager_arguments, normalize_argv, pass_manager_for
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+
+PROG = "qaccel-compile"
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"{PROG}: error: {message.strip().splitlines()[0]}", file=sys.stderr)
+    sys.exit(1)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    ap.add_argument("model", help="a .tflite file")
+    ap.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="artifact folder")
+    ap.add_argument("-p", "--passes", default="vta-pipeline", help="pass pipeline")
+    ap.add_argument("--config", type=Path, help="hardware config JSON (default: VTA default)")
+    ap.add_argument("--quiet", action="store_true", help="no progress, no report table")
+    add_pass_manager_arguments(ap)
+
+    def error(message: str) -> NoReturn:
+        _fail(message)
+
+    ap.error = error  # type: ignore[method-assign]
+    return ap
+
+
+def compile_model(
+    model_path: Path,
+    passes: str = "vta-pipeline",
+    config: HardwareConfig | None = None,
+    progress=None,
+    args: argparse.Namespace | None = None,
+):
+    """Import, run the pipeline, compile: the `CompiledModel` and the model's bytes."""
+    from qaccel.passes.analysis import op_macs
+
+    try:
+        data = model_path.read_bytes()
+    except OSError as e:
+        raise CompileError(f"cannot open model '{model_path}': {e.strerror}") from None
+    if model_path.suffix != ".tflite":
+        raise CompileError(f"'{model_path}': expected a .tflite model")
+    module = import_tflite(data, str(model_path))
+    total_macs = sum(op_macs(op) for op in module.walk())
+    ns = args or parser().parse_args([str(model_path), "-o", "unused", "-p", passes])
+    manager, _ = pass_manager_for(ns, available_passes(), PROG)
+    manager.run(qaccel_context(), module)
+    compiled = compile_module(module, config or DEFAULT_CONFIG, total_macs=total_macs,
+                              progress=progress)  # fmt: skip
+    return compiled, data
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(normalize_argv(argv))
+    config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
+    tty = sys.stderr.isatty() and not args.quiet
+
+    def progress(line: str) -> None:
+        print(f"\r\033[K{PROG}: {line}", end="", file=sys.stderr, flush=True)
+
+    start = time.perf_counter()
+    compiled, data = compile_model(Path(args.model), args.passes, config,
+                                   progress if tty else None, args)  # fmt: skip
+    if tty:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+    write_artifact(compiled, args.output, data)
+    if not args.quiet:
+        print(format_report(compiled.report))
+        print(f"wrote {args.output} in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        code = run(argv)
+    except (CompileError, PipelineError, TFLiteImportError, DiagnosticException,
+            ConfigError) as e:  # fmt: skip
+        _fail(str(e))
+    except ArgSpecParseError as e:
+        _fail(f"invalid pass pipeline: {str(e).splitlines()[-1].strip()}")
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
