@@ -675,6 +675,13 @@ def _alu_ops(m: Match) -> str | None:
     return None
 
 
+def _is_constant(v) -> bool:
+    from xdsl.traits import ConstantLike
+
+    owner = getattr(v, "owner", None)
+    return owner is not None and not isinstance(owner, Block) and owner.has_trait(ConstantLike)
+
+
 @check("broadcast")
 def _broadcast(m: Match) -> str | None:
     op = m.ops[0]
@@ -684,11 +691,15 @@ def _broadcast(m: Match) -> str | None:
         if s == out:
             continue
         lanes = s[-1:] if s else ()
-        if all(d == 1 for d in s[:-1]) and (lanes in ((1,), out[-1:]) or not s):
-            continue  # scalar or per-channel: the ALU repeats one accumulator row
+        per_channel = all(d == 1 for d in s[:-1]) and lanes == out[-1:]
+        scalar = all(d == 1 for d in s)
+        # The ALU repeats whole accumulator rows: a per-channel operand is one row; a scalar
+        # fills all 16 lanes only when the compiler can write that row as a constant.
+        if per_channel or (scalar and _is_constant(v)):
+            continue
         return (
             f"{op.name} broadcasts {list(s)} against {list(out)}: the ALU repeats whole rows "
-            "only (scalar or per-channel operands)"
+            "only (per-channel operands, or constant scalars)"
         )
     return None
 

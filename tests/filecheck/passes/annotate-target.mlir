@@ -174,9 +174,12 @@ func.func @refused_structure(%x: tensor<1x4x4x16xi8>) -> (tensor<1x4x4x16xi8>, t
 // CHECK-LABEL: func.func @refused_alu_ops
 // CHECK-NOT:   qaccel
 // CHECK:       func.return
-func.func @refused_alu_ops(%x: tensor<1x4x4x16xi8>, %row: tensor<1x4x1x16xi8>, %x8: tensor<1x4x4x8xi8>) -> (tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x4x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>, tensor<1x4x4x24xi8>) {
-  // WHY: vta: kept on CPU: q.add %add: pattern add refused: q.add broadcasts [1, 4, 1, 16] against [1, 4, 4, 16]: the ALU repeats whole rows only (scalar or per-channel operands) [broadcast]
+func.func @refused_alu_ops(%x: tensor<1x4x4x16xi8>, %row: tensor<1x4x1x16xi8>, %x8: tensor<1x4x4x8xi8>, %s: tensor<1x1x1x1xi8>) -> (tensor<1x4x4x16xi8>, tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x4x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>, tensor<1x4x4x24xi8>) {
+  // WHY: vta: kept on CPU: q.add %add: pattern add refused: q.add broadcasts [1, 4, 1, 16] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands, or constant scalars) [broadcast]
   %add = q.add %x, %row {lhs_zero_point = 0 : i32, rhs_zero_point = 0 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1073741824 : i32, output_shift = -19 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>, tensor<1x4x1x16xi8>) -> tensor<1x4x4x16xi8>
+  // A run-time scalar would have to be broadcast across the 16 lanes, which the ALU cannot do.
+  // WHY: vta: kept on CPU: q.add %scalar_add: pattern add refused: q.add broadcasts [1, 1, 1, 1] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands, or constant scalars) [broadcast]
+  %scalar_add = q.add %x, %s {lhs_zero_point = 0 : i32, rhs_zero_point = 0 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1073741824 : i32, output_shift = -19 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>, tensor<1x1x1x1xi8>) -> tensor<1x4x4x16xi8>
   // WHY: vta: kept on CPU: q.max_pool2d %mp: pattern max_pool2d refused: q.max_pool2d padding [0, 1, 0, 1]: padded taps must not count, but accumulator loads pad with zeros [pool-padding]
   %mp = q.max_pool2d %x {filter = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 1, 0, 1>} : (tensor<1x4x4x16xi8>) -> tensor<1x2x2x16xi8>
   // WHY: vta: kept on CPU: q.avg_pool2d %ap: pattern avg_pool2d refused: a 3x3 window averages 9 values: dividing by 9 is not a rounding shift (ALU RSHR divides by powers of two only) [pool-window]
@@ -189,5 +192,5 @@ func.func @refused_alu_ops(%x: tensor<1x4x4x16xi8>, %row: tensor<1x4x1x16xi8>, %
   %padw = q.pad %x {padding = array<i64: 0, 0, 0, 0, 16, 0, 0, 0>, pad_value = 0 : i32} : (tensor<1x4x4x16xi8>) -> tensor<1x4x20x16xi8>
   // WHY: vta: kept on CPU: q.concat %cat: pattern concat refused: concatenates 8+16 channels: lanes cannot move, so every input but the last needs a multiple of 16 channels [concat-lanes]
   %cat = q.concat %x8, %x {axis = 3 : i32} : (tensor<1x4x4x8xi8>, tensor<1x4x4x16xi8>) -> tensor<1x4x4x24xi8>
-  func.return %add, %mp, %ap, %mean, %padc, %padw, %cat : tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x4x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>, tensor<1x4x4x24xi8>
+  func.return %add, %scalar_add, %mp, %ap, %mean, %padc, %padw, %cat : tensor<1x4x4x16xi8>, tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x4x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>, tensor<1x4x4x24xi8>
 }
