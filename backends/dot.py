@@ -25,7 +25,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import ConstantLike
 from xdsl.utils.target import Target
 
-from qaccel.backends.targets import location_name
+from qaccel.dialects.names import is_public, location_name
 from qaccel.passes.analysis import op_macs
 
 # Pastel fills with a darker border each, one per partition in turn.
@@ -64,7 +64,7 @@ def _macs_label(n: int) -> str:
 
 def _entry(module: ModuleOp) -> func.FuncOp | None:
     functions = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
-    public = [f for f in functions if f.sym_visibility is None or f.sym_visibility.data == "public"]
+    public = [f for f in functions if is_public(f)]
     return (public or functions or [None])[0]
 
 

@@ -59,8 +59,10 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import FusedLoc, NameLoc, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+
+from qaccel.dialects.names import location_name
 from xdsl.traits import ConstantLike
 
 ENTRY_POINT_GROUP = "qaccel.targets"
@@ -72,13 +74,6 @@ class TargetError(ValueError):
 
 # --------------------------------------------------------------------------------------------
 # Describing ops and values in messages
-
-
-def location_name(op: Operation) -> str | None:
-    loc = op.location
-    if isinstance(loc, FusedLoc) and loc.locations.data:
-        loc = loc.locations.data[0]
-    return loc.desc.data if isinstance(loc, NameLoc) else None
 
 
 def describe_op(op: Operation) -> str:

@@ -14,10 +14,11 @@ from typing import IO
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FusedLoc, ModuleOp, NameLoc, NoneType, TensorType
+from xdsl.dialects.builtin import ModuleOp, NoneType, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.target import Target
 
+from qaccel.dialects.names import location_name, public_functions
 from qaccel.dialects.quant import element_qparams
 from qaccel.dialects.tfl import ConstOp, NoValueOp, OpaqueOp, StableHLOCompositeOp, TflOp, attr_to_py
 from qaccel.dialects.types import tensor_dtype
@@ -38,7 +39,7 @@ class TFLiteExportError(ValueError):
 def export_tflite(module: ModuleOp) -> bytes:
     """Serialize a module of `tfl` ops as `.tflite` bytes."""
     functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
-    public = [f for f in functions if f.sym_visibility is None or f.sym_visibility.data == "public"]
+    public = public_functions(module)
     if not public:
         raise TFLiteExportError("tflite export: the module has no public function to be subgraph 0")
     entry = public[0]
@@ -52,13 +53,6 @@ def export_tflite(module: ModuleOp) -> bytes:
         outputs={entry_spec.tensors[t].name: t for t in entry_spec.outputs},
     )
     return write_model(ModelSpec(subgraphs, signature_defs=[signature]))
-
-
-def _location_name(op_or_value) -> str | None:
-    loc = getattr(op_or_value, "location", None)
-    if isinstance(loc, FusedLoc):
-        loc = loc.locations.data[0] if loc.locations.data else None
-    return loc.desc.data if isinstance(loc, NameLoc) else None
 
 
 class _Subgraph:
@@ -95,14 +89,14 @@ class _Subgraph:
 
     def spec(self) -> SubgraphSpec:
         block = self.function.body.block
-        inputs = [self._add_tensor(arg, _location_name(arg)) for arg in block.args]
+        inputs = [self._add_tensor(arg, location_name(arg)) for arg in block.args]
         operators: list[OperatorSpec] = []
         outputs: list[int] = []
         for op in block.ops:
             if isinstance(op, func.ReturnOp):
                 outputs = [self._tensor_of(v) for v in op.arguments]
             elif isinstance(op, ConstOp):
-                self._add_tensor(op.output, _location_name(op), op.value.data.data)
+                self._add_tensor(op.output, location_name(op), op.value.data.data)
             elif isinstance(op, NoValueOp):
                 continue
             else:
@@ -111,7 +105,7 @@ class _Subgraph:
 
     def _operator(self, op: Operation) -> OperatorSpec:
         ins = [self._tensor_of(v) for v in op.operands]
-        name = _location_name(op)
+        name = location_name(op)
         outs = [
             self._add_tensor(r, name if i == 0 else (f"{name}:{i}" if name else None))
             for i, r in enumerate(op.results)

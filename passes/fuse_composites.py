@@ -36,6 +36,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
+from qaccel.dialects.names import is_public, location_name
 from qaccel.dialects.tfl import ConstOp, OpaqueOp, StableHLOCompositeOp, TflOp, attr_to_py
 from qaccel.passes.fusion_registry import (
     IMPLEMENTS_ARGUMENTS,
@@ -117,14 +118,8 @@ def _fail(message: str) -> PassFailedException:
     return PassFailedException(f"fuse-composites: {message}")
 
 
-def _location_name(loc: Attribute | None) -> str | None:
-    if isinstance(loc, FusedLoc) and loc.locations.data:
-        loc = loc.locations.data[0]
-    return loc.desc.data if isinstance(loc, NameLoc) else None
-
-
 def _describe_composite(op: StableHLOCompositeOp) -> str:
-    name = _location_name(op.location)
+    name = location_name(op.location)
     return f'tfl.stablehlo_composite "{name}"' if name else "tfl.stablehlo_composite"
 
 
@@ -137,10 +132,6 @@ def _symbol_refs(attr: Attribute) -> Iterator[str]:
     elif isinstance(attr, DictionaryAttr):
         for a in attr.data.values():
             yield from _symbol_refs(a)
-
-
-def _is_public(f: func.FuncOp) -> bool:
-    return f.sym_visibility is None or f.sym_visibility.data == "public"
 
 
 class _Fuser:
@@ -430,7 +421,7 @@ class _Fuser:
             dead = [
                 name for name in self.replaced_decompositions
                 if name in self.functions and uses[name] == 0
-                and not _is_public(self.functions[name])
+                and not is_public(self.functions[name])
             ]
             if not dead:
                 return

@@ -68,6 +68,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from qaccel.dialects.names import location_name
 from qaccel.dialects.quant import UniformQuantizedType, storage_type_of
 from qaccel.dialects.tfl import ConstOp, NoValueOp, TransposeOp
 
@@ -128,12 +129,6 @@ class Signature:
 
     def attr(self, name: str, default: Any = None) -> Any:
         return self.attributes.get(name, default)
-
-
-def _loc_name(loc: Attribute | None) -> str | None:
-    if isinstance(loc, FusedLoc) and loc.locations.data:
-        loc = loc.locations.data[0]
-    return loc.desc.data if isinstance(loc, NameLoc) else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -208,7 +203,7 @@ class FusionBuilder:
         data = self.constant_value(value)
         if data is not None:
             folded = self.const(np.transpose(data, perm), result_type, name)
-            if _loc_name(value.owner.location):
+            if location_name(value.owner.location):
                 folded.owner.location = self.derived_location(name, value.owner.location)
             return folded
         perm_value = self.const(np.asarray(perm, np.int32), name=f"{name}/perm")

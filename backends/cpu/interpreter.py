@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FusedLoc, ModuleOp, NameLoc, NoneType, TensorType
+from xdsl.dialects.builtin import ModuleOp, NoneType, TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
@@ -30,6 +30,7 @@ from xdsl.ir import Operation
 from qaccel.backends.cpu import kernels
 from qaccel.backends.cpu.accel_semantics import AccelFunctions
 from qaccel.backends.cpu.q_semantics import QFunctions
+from qaccel.dialects.names import is_public, location_name
 from qaccel.dialects.quant import element_qparams
 from qaccel.dialects.tfl import (
     TFL_OPS,
@@ -51,13 +52,6 @@ def describe(op: Operation) -> str:
     """`tfl.conv_2d "name"`: how diagnostics name an op."""
     name = location_name(op)
     return f'{op.name} "{name}"' if name else op.name
-
-
-def location_name(op_or_value: Any) -> str | None:
-    loc = getattr(op_or_value, "location", None)
-    if isinstance(loc, FusedLoc) and loc.locations.data:
-        loc = loc.locations.data[0]
-    return loc.desc.data if isinstance(loc, NameLoc) else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -199,7 +193,7 @@ def entry_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
             if f.sym_name.data == name:
                 return f
         raise ExecutionError(f"no function @{name} in the module")
-    public = [f for f in functions if f.sym_visibility is None or f.sym_visibility.data == "public"]
+    public = [f for f in functions if is_public(f)]
     if not public:
         raise ExecutionError("the module has no public function to run")
     return public[0]
