@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from qaccel.dialects.quant import UniformQuantizedType
+from qaccel.dialects.quant import UniformQuantizedType, storage_type_of
 from qaccel.dialects.tfl import (
     OPS_BY_TFLITE_NAME,
     ConstOp,
@@ -49,7 +49,7 @@ from qaccel.dialects.tfl import (
     TflOp,
     py_to_attr,
 )
-from qaccel.dialects.types import element_type_for
+from qaccel.dialects.types import element_type_for, numpy_dtype
 from qaccel.frontend import tflite_schema
 
 _MAX_ELEMENTS = 1 << 40  # no real tensor comes near this; larger counts are corrupt files
@@ -273,8 +273,8 @@ class _Importer:
                 "produced, is no input and has no data"
             )
         result_type = self.types[t]
-        storage = TensorType(_storage(result_type.element_type), result_type.get_shape())
-        itemsize = _itemsize(storage)
+        storage = TensorType(storage_type_of(result_type.element_type), result_type.get_shape())
+        itemsize = numpy_dtype(storage.element_type).itemsize
         expected = math.prod(result_type.get_shape()) * itemsize
         if len(data) != expected:
             raise TFLiteImportError(
@@ -406,12 +406,3 @@ def _fit_operands(cls: type[TflOp], operands: Sequence[SSAValue], none) -> list[
 
 _OPTIONAL_BIAS = {"Conv2DOp", "DepthwiseConv2DOp", "FullyConnectedOp"}
 
-
-def _storage(element):
-    return element.storage_type if isinstance(element, UniformQuantizedType) else element
-
-
-def _itemsize(t: TensorType) -> int:
-    from qaccel.dialects.types import numpy_dtype
-
-    return numpy_dtype(t.element_type).itemsize

@@ -20,14 +20,9 @@ def fixture_models() -> list[Path]:
 
 
 def context() -> Context:
-    from qaccel.universe import QACCEL_UNIVERSE
-    from xdsl.universe import Universe
+    from qaccel.passes.pipeline import qaccel_context
 
-    ctx = Context()
-    for name, factory in Universe.get_multiverse().all_dialects.items():
-        ctx.register_dialect(name, factory)
-    assert QACCEL_UNIVERSE.all_dialects.keys() <= set(ctx.registered_dialect_names)
-    return ctx
+    return qaccel_context()
 
 
 def parse_module(text: str) -> ModuleOp:

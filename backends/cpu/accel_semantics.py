@@ -27,7 +27,7 @@ from xdsl.traits import SymbolTable
 
 from qaccel.backends.cpu import arithmetic as ar
 from qaccel.backends.cpu.kernel_base import pad_spatial
-from qaccel.backends.cpu.kernels_conv import _grouped_matmul
+from qaccel.backends.cpu.kernels_conv import grouped_matmul
 from qaccel.dialects import accel, q
 from qaccel.dialects.types import tensor_dtype
 
@@ -93,7 +93,7 @@ def _add_bias(acc: np.ndarray, bias, shape) -> np.ndarray:
 
 def conv2d_zp(op: accel.Conv2DZpOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """The GEMM over raw inputs padded with `pad_value`: centring by `pad_value` makes the
-    padding zero (what `_grouped_matmul` pads with) and `pad_value * Σw` puts it back; float64
+    padding zero (what `grouped_matmul` pads with) and `pad_value * Σw` puts it back; float64
     sums of int8 products are exact."""
     pad_value = op.pad_value.value.data
     ob, ibg, kh, kw, block, _ = w.shape
@@ -106,7 +106,7 @@ def conv2d_zp(op: accel.Conv2DZpOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     # Pad here (not in _im2col): every tap of every window then lies inside the array.
     xf = pad_spatial(xf, top, left, shape[2], shape[3], kh, kw, sh, sw, dh, dw, 0.0)
     geometry = (shape[2], shape[3], 0, 0, sh, sw, dh, dw)
-    acc = _grouped_matmul(xf, wf, op.group_count, kh, kw, geometry)
+    acc = grouped_matmul(xf, wf, op.group_count, kh, kw, geometry)
     acc += (pad_value * wf.sum(axis=(1, 2, 3))).astype(np.int64)
     acc = acc.reshape(x.shape[0], shape[2], shape[3], ob * block)
     return _add_bias(_from_nhwc(acc, block), op.bias, shape).astype(np.int32)

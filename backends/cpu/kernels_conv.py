@@ -161,7 +161,7 @@ def conv_2d(call: OpCall) -> list[np.ndarray]:
         in_s, in_zp = scale_zp(call.input_q[0])
         xf = x.astype(np.float64) - in_zp
         wf = w.astype(np.float64)
-        acc = _grouped_matmul(xf, wf, groups, kh, kw, geometry)
+        acc = grouped_matmul(xf, wf, groups, kh, kw, geometry)
         acc = acc.reshape(n, out_h, out_w, cout)
         if bias is not None:
             acc = acc + bias.astype(np.int64)
@@ -175,8 +175,11 @@ def conv_2d(call: OpCall) -> list[np.ndarray]:
     raise UnsupportedOp(f"CONV_2D: no kernel for {x.dtype} input")
 
 
-def _grouped_matmul(xf: np.ndarray, wf: np.ndarray, groups: int, kh: int, kw: int,
-                    geometry) -> np.ndarray:
+def grouped_matmul(xf: np.ndarray, wf: np.ndarray, groups: int, kh: int, kw: int,
+                   geometry) -> np.ndarray:
+    """Exact int64 accumulators of a grouped convolution of float64 NHWC input (centred, so
+    padding with 0 is padding with the zero point) by OHWI filters; `geometry` as
+    `_conv_geometry` gives it. Shared by the tfl, q and accel semantics."""
     cout, _, _, cin_g = wf.shape
     per_group = cout // groups
     outs = []

@@ -14,7 +14,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_i
 
 from qaccel.backends.cpu import arithmetic as ar
 from qaccel.backends.cpu.kernel_base import pad_spatial
-from qaccel.backends.cpu.kernels_conv import _grouped_matmul
+from qaccel.backends.cpu.kernels_conv import grouped_matmul
 from qaccel.dialects import q
 from qaccel.dialects.types import tensor_dtype
 
@@ -43,7 +43,7 @@ def conv2d(op: q.Conv2DOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     geometry = _window_geometry(op, kh, kw, dh, dw)
     groups = x.shape[3] // cin_g
     # Centred input padded with zeros: padding taps hold the input zero point.
-    acc = _grouped_matmul(
+    acc = grouped_matmul(
         x.astype(np.float64) - xzp, w.astype(np.float64) - wzp, groups, kh, kw, geometry
     )
     return _wrap_int32(acc.reshape(op.output.type.get_shape()))
