@@ -19,6 +19,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.utils.target import Target
 
 from qaccel.dialects.names import location_name, public_functions
+from qaccel.frontend.errors import TFLiteExportError
 from qaccel.dialects.quant import element_qparams
 from qaccel.dialects.tfl import ConstOp, NoValueOp, OpaqueOp, StableHLOCompositeOp, TflOp, attr_to_py
 from qaccel.dialects.types import tensor_dtype
@@ -30,10 +31,6 @@ from qaccel.frontend.tflite_writer import (
     TensorSpec,
     write_model,
 )
-
-
-class TFLiteExportError(ValueError):
-    """IR that cannot be written as a `.tflite` model, with a one-line reason."""
 
 
 def export_tflite(module: ModuleOp) -> bytes:

@@ -50,13 +50,10 @@ from qaccel.dialects.tfl import (
     py_to_attr,
 )
 from qaccel.dialects.types import element_type_for, numpy_dtype
+from qaccel.frontend.errors import TFLiteImportError
 from qaccel.frontend import tflite_schema
 
 _MAX_ELEMENTS = 1 << 40  # no real tensor comes near this; larger counts are corrupt files
-
-
-class TFLiteImportError(ValueError):
-    """A `.tflite` file that cannot be imported, with a one-line reason."""
 
 
 def import_tflite_file(path: str) -> ModuleOp:

@@ -32,8 +32,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from qaccel.frontend.tflite_export import TFLiteExportError, TFLiteTarget, export_tflite
-from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
+from qaccel.frontend.errors import TFLiteExportError, TFLiteImportError
 from qaccel.passes.pipeline import (
     IRPrinter,
     PassInfo,
@@ -169,6 +168,19 @@ def list_passes(available: Mapping[str, Callable[[], type[ModulePass]]], stream:
     stream.write("\n".join(lines) + "\n")
 
 
+def _import_tflite(data: bytes, source: str):
+    # The flatbuffer reader is loaded only for .tflite input: every start would pay for it.
+    from qaccel.frontend.tflite_import import import_tflite
+
+    return import_tflite(data, source)
+
+
+def _tflite_target():
+    from qaccel.frontend.tflite_export import TFLiteTarget
+
+    return TFLiteTarget
+
+
 class QaccelOptMain(xDSLOptMain):
     """xdsl-opt with qaccel's frontends, targets, one-line diagnostics and pass manager.
 
@@ -205,13 +217,13 @@ class QaccelOptMain(xDSLOptMain):
 
     def register_all_frontends(self):
         super().register_all_frontends()
-        self.available_frontends["tflite"] = lambda io: import_tflite(
+        self.available_frontends["tflite"] = lambda io: _import_tflite(
             io.read(), self.get_input_name()
         )
 
     def register_all_targets(self):
         super().register_all_targets()
-        self.available_targets["tflite"] = lambda: TFLiteTarget
+        self.available_targets["tflite"] = _tflite_target
 
     def setup_pipeline(self):
         # xDSL's --print-between-passes and --time-passes become ours.
@@ -285,6 +297,8 @@ class QaccelOptMain(xDSLOptMain):
         assert isinstance(module, ModuleOp)
         self.apply_passes(module)
         start = time.perf_counter()
+        from qaccel.frontend.tflite_export import export_tflite
+
         data = export_tflite(module)
         if self.timing is not None:
             self.timing.add(("output",), "Output (tflite)", time.perf_counter() - start)
