@@ -72,6 +72,7 @@ Decisions:
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
@@ -915,19 +916,27 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
                     int(bus), int(prologue or 0), int(total - c_end))  # fmt: skip
 
 
-def _lru_slot(lru: list, n_slots: int, key) -> tuple[int, bool]:
-    """Least-recently-used slot choice: (slot, whether the chunk must be loaded)."""
-    for i, (k, slot) in enumerate(lru):
-        if k == key:
-            lru.append(lru.pop(i))
+class _SlotLRU:
+    """Least-recently-used slots of one buffer. Slots are only ever reused by evicting the
+    oldest chunk once all are taken, so the chunks in use hold slots 0..len-1 and a new
+    chunk gets the next one while any is free."""
+
+    __slots__ = ("chunks", "n_slots")
+
+    def __init__(self, n_slots: int):
+        self.chunks: OrderedDict = OrderedDict()  # chunk key -> slot, oldest first
+        self.n_slots = n_slots
+
+    def claim(self, key) -> tuple[int, bool]:
+        """(slot of the chunk `key`, whether the chunk must be loaded)."""
+        chunks = self.chunks
+        slot = chunks.get(key)
+        if slot is not None:
+            chunks.move_to_end(key)
             return slot, False
-    if len(lru) < n_slots:
-        used = {slot for _, slot in lru}
-        slot = min(set(range(n_slots)) - used)
-    else:
-        _, slot = lru.pop(0)
-    lru.append((key, slot))
-    return slot, True
+        slot = len(chunks) if len(chunks) < self.n_slots else chunks.popitem(last=False)[1]
+        chunks[key] = slot
+        return slot, True
 
 
 @dataclass(frozen=True)
@@ -954,55 +963,52 @@ def plan_steps(sched: Schedule) -> list[StepPlan]:
     that it does not hold up the run's own input loads either."""
     steps = list(sched.steps())
     n = len(steps)
+    inp_keys = [(st.spatial, st.ci0, st.nci) for st in steps]
+    wgt_keys = [(st.co0, st.nco, st.ci0, st.nci) for st in steps]
 
-    def inp_key(st):
-        return (st.spatial, st.ci0, st.nci)
-
-    def wgt_key(st):
-        return (st.co0, st.nco, st.ci0, st.nci)
-
-    def next_different(keyf):
+    def next_different(keys):
         out = [-1] * n
         nxt = -1
-        for i in range(n - 1, -1, -1):
-            if i + 1 < n and keyf(steps[i + 1]) != keyf(steps[i]):
+        for i in range(n - 2, -1, -1):
+            if keys[i + 1] != keys[i]:
                 nxt = i + 1
             out[i] = nxt
         return out
 
-    nxt_i, nxt_w = next_different(inp_key), next_different(wgt_key)
-    inp_lru: list = []
-    wgt_lru: list = []
+    inp_lru, wgt_lru = _SlotLRU(sched.inp_slots), _SlotLRU(sched.wgt_slots)
+    kinds = (("inp", inp_lru, inp_keys, next_different(inp_keys)),
+             ("wgt", wgt_lru, wgt_keys, next_different(wgt_keys)))  # fmt: skip
+    acc_slots = sched.acc_slots
     plans = []
     later: dict[int, list] = {}  # step index -> weight parts to load there
     for i, st in enumerate(steps):
         loads = []
-        islot, new = _lru_slot(inp_lru, sched.inp_slots, inp_key(st))
+        islot, new = inp_lru.claim(inp_keys[i])
         if new:
             loads.append(("inp", st, islot, None))
-        wslot, new = _lru_slot(wgt_lru, sched.wgt_slots, wgt_key(st))
+        wslot, new = wgt_lru.claim(wgt_keys[i])
         if new:
             loads.append(("wgt", st, wslot, None))
-        kinds = (("inp", inp_lru, sched.inp_slots, inp_key, nxt_i),
-                 ("wgt", wgt_lru, sched.wgt_slots, wgt_key, nxt_w))  # fmt: skip
-        for kind, lru, slots, keyf, nxt in kinds:
-            run_start = i == 0 or keyf(steps[i - 1]) != keyf(st)
-            if slots >= 2 and run_start and nxt[i] >= 0:
-                ahead = steps[nxt[i]]
-                if all(k != keyf(ahead) for k, _ in lru):
-                    slot, _ = _lru_slot(lru, slots, keyf(ahead))
-                    run = nxt[i] - i
-                    if kind == "wgt" and run > 1 and ahead.nco > 1:
-                        for part in range(ahead.nco):
-                            later.setdefault(i + part * run // ahead.nco, []).append(
-                                (kind, ahead, slot, part)
-                            )
-                    else:
-                        loads.append((kind, ahead, slot, None))
-                    # keep the chunk this step uses the most recent
-                    lru.append(lru.pop(next(j for j, (k, _) in enumerate(lru) if k == keyf(st))))
+        for kind, lru, keys, nxt in kinds:
+            key = keys[i]
+            if lru.n_slots < 2 or nxt[i] < 0 or (i > 0 and keys[i - 1] == key):
+                continue  # one slot, nothing ahead, or not the first step of a run
+            ahead_key = keys[nxt[i]]
+            if ahead_key in lru.chunks:
+                continue
+            ahead = steps[nxt[i]]
+            slot, _ = lru.claim(ahead_key)
+            run = nxt[i] - i
+            if kind == "wgt" and run > 1 and ahead.nco > 1:
+                for part in range(ahead.nco):
+                    later.setdefault(i + part * run // ahead.nco, []).append(
+                        (kind, ahead, slot, part)
+                    )
+            else:
+                loads.append((kind, ahead, slot, None))
+            lru.chunks.move_to_end(key)  # keep the chunk this step uses the most recent
         loads.extend(later.pop(i, ()))
-        plans.append(StepPlan(st, islot, wslot, st.tile % sched.acc_slots, tuple(loads)))
+        plans.append(StepPlan(st, islot, wslot, st.tile % acc_slots, tuple(loads)))
     return plans
 
 
@@ -1195,17 +1201,39 @@ def schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | None = N
     for o in orders:
         if o not in LOOP_ORDERS:
             raise ValueError(f"loop_order {o!r} is not one of {', '.join(LOOP_ORDERS)}")
+    if refine > 0 and isinstance(layer, ConvLayer):
+        return _refined(layer, _search(g, c, modes, orders, bias_mode is None, model_steps),
+                        c, refine, refine_insns)  # fmt: skip
+    # The search reads the geometry's shapes and tail only, never the input zero point
+    # (the emitter's SETPAD value): layers that differ only there share one search.
+    best = _best(replace(g, input_zero_point=0), c, modes, orders, bias_mode is None,
+                 model_steps)  # fmt: skip
+    return replace(best, geometry=g)
+
+
+@lru_cache(maxsize=1024)
+def _best(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...], orders: tuple[str, ...],
+          try_modes: bool, model_steps: int) -> Schedule:
+    """The first of `_search`, memoized: MobileNetV2 and ResNet-50 repeat layer shapes
+    (53 layers, 31 searches; 54 layers, 22)."""
+    return _search(g, c, modes, orders, try_modes, model_steps)[0]
+
+
+def _search(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...],
+            orders: tuple[str, ...], try_modes: bool, model_steps: int) -> list[Schedule]:  # fmt: skip
+    """The schedules `estimate` modeled, best first (see `schedule`); `try_modes`: the bias
+    mode is free (not forced)."""
     # Per accumulator row, the bias GEMM costs 2 cycles (reset + add), the ALU 3, the DMA 4 bus
     # cycles on the compute module: search with the cheapest available, then try the others
     # on the best tilings only (they reserve different buffer space).
     primary = "gemm" if g.has_bias and g.small_bias else "alu"
-    cands = candidates(g, c, (primary,) if bias_mode is None else modes, orders)
+    cands = candidates(g, c, (primary,) if try_modes else modes, orders)
     if not cands:
         cands = candidates(g, c, modes, orders, exhaustive=True)
     if not cands:
         raise LayerError(f"no tiling of {g.kind} layer {g.H}x{g.W}x{g.C}->{g.O} fits on chip")
     quick = sorted((quick_estimate(s, c), i) for i, s in enumerate(cands))
-    if bias_mode is None and g.has_bias:
+    if try_modes and g.has_bias:
         for _, i in quick[:4]:
             for mode in BIAS_MODES:
                 other = None if mode == primary else with_bias_mode(cands[i], mode, c)
@@ -1222,9 +1250,12 @@ def schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | None = N
         walked += n
         modeled.append((estimate(cands[i], c).cycles, i))
     modeled.sort()
-    best = [replace(cands[i], estimated_cycles=e) for e, i in modeled]
-    if refine <= 0 or not isinstance(layer, ConvLayer):
-        return best[0]
+    return [replace(cands[i], estimated_cycles=e) for e, i in modeled]
+
+
+def _refined(layer: ConvLayer, best: list[Schedule], c: HardwareConfig, refine: int,
+             refine_insns: int) -> Schedule:
+    """The best of the `refine` first of `best` by the simulator's timing model."""
     from qaccel.backends.vta.emit import emit
     from qaccel.backends.vta.simulator import timing
 
