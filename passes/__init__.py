@@ -9,7 +9,7 @@ from importlib import import_module
 
 from xdsl.passes import ModulePass
 
-# pass name -> (module under qaccel.passes, class name)
+# pass name -> (module under qaccel.passes, or a full module path, class name)
 _PASSES: dict[str, tuple[str, str]] = {
     "fuse-composites": ("fuse_composites", "FuseCompositesPass"),
     "legalize-tfl-to-q": ("legalize_tfl_to_q", "LegalizeTflToQPass"),
@@ -18,12 +18,14 @@ _PASSES: dict[str, tuple[str, str]] = {
     "insert-pack-unpack": ("insert_pack_unpack", "InsertPackUnpackPass"),
     "lower-q-to-accel": ("lower_q_to_accel", "LowerQToAccelPass"),
     "canonicalize-accel": ("canonicalize_accel", "CanonicalizeAccelPass"),
+    "schedule-vta": ("qaccel.lowering.schedule_vta", "ScheduleVtaPass"),
 }
 
 
 def _loader(module: str, cls: str) -> Callable[[], type[ModulePass]]:
     def load() -> type[ModulePass]:
-        return getattr(import_module(f"qaccel.passes.{module}"), cls)
+        path = module if module.startswith("qaccel.") else f"qaccel.passes.{module}"
+        return getattr(import_module(path), cls)
 
     return load
 

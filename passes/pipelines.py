@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from qaccel.passes.pipeline import NamedPipeline, pass_spec
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec
-
-from qaccel.passes.pipeline import NamedPipeline, pass_spec
 
 # pipeline name -> class name in this module
 PIPELINES: dict[str, str] = {
@@ -59,7 +58,9 @@ class VtaPipeline(NamedPipeline):
     4. `partition-graph{target=vta max-partitions=...}`: outlines accelerator functions;
     5. `insert-pack-unpack`: layout changes at CPU/accelerator borders;
     6. `lower-q-to-accel{bias-mode=...}`: q ops become `conv2d_zp`, `bias_add_zp`,
-       `round_multiply`, `round_rshift`, ... .
+       `round_multiply`, `round_rshift`, ... ;
+    7. `schedule-vta{hw-config=...}`: each accelerator layer gets its tiling
+       (`qaccel.schedule`), from which `qaccel-compile` emits the instruction streams.
 
     A pass of this list that is not registered yet is skipped (the drivers print a note), so
     the pipeline runs the part of the flow that exists; giving an option that goes to a
@@ -75,12 +76,18 @@ class VtaPipeline(NamedPipeline):
     """Passed to `lower-q-to-accel`: how the bias (with the zero-point term) reaches the
     accelerator."""
 
+    hw_config: str | None = None
+    """Hardware configuration JSON, passed to `annotate-target`, `partition-graph`,
+    `insert-pack-unpack` and `schedule-vta`."""
+
     def expansion(self) -> Sequence[str | ArgSpec | ModulePass]:
         return [
             "fuse-composites",
             "legalize-tfl-to-q",
-            pass_spec("annotate-target", target="vta"),
-            pass_spec("partition-graph", target="vta", max_partitions=self.max_partitions),
-            "insert-pack-unpack",
+            pass_spec("annotate-target", target="vta", hw_config=self.hw_config),
+            pass_spec("partition-graph", target="vta", max_partitions=self.max_partitions,
+                      hw_config=self.hw_config),  # fmt: skip
+            pass_spec("insert-pack-unpack", hw_config=self.hw_config),
             pass_spec("lower-q-to-accel", bias_mode=self.bias_mode),
+            pass_spec("schedule-vta", hw_config=self.hw_config),
         ]

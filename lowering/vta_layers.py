@@ -1,0 +1,205 @@
+"""Accelerator layers in `accel` IR: a GEMM op with its requantization tail as one `ConvLayer`.
+
+    m = match_layer(conv_op, "fn_layer0")    # -> LayerMatch, or raises NotALayer (why)
+    m.layer                                   # the ConvLayer the scheduler and emitter take
+
+`lower-q-to-accel` (+ `canonicalize-accel`) writes every convolution, depthwise convolution
+or matrix product with its requantization tail as
+
+    accel.conv2d_zp | accel.dense_zp   (filter a constant; `bias` preloaded or not)
+    accel.bias_add_zp*  [accel.shift_left]  accel.round_multiply  [accel.round_rshift]
+    [accel.max]  [accel.min]  [accel.add by zp_out]  accel.narrow          (int8 result)
+    -- or, for a dense layer requantized in double: the int32 accumulators (bias included),
+       the `accel.host_requantize` that follows stays a host op.
+
+The layer's parameters come from the accel ops themselves, not from the q IR: the packed
+layout is taken as it is, so channel counts are whole blocks (padded lanes have zero weights,
+zero bias and multiplier 0, exactly as in the accel ops). The fused bias `qbias - zp_in Σw` of
+`accel.bias_add_zp` becomes the layer's bias `fused + zp_in Σw` (modulo 2^32) so that the
+scheduler's library folds it back to the same value. A clamp that `canonicalize-accel`
+removed (proved unable to clip) is the int8 range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from qaccel.dialects import accel, tfl
+from qaccel.dialects.types import tensor_dtype
+from qaccel.lowering.vta_schedule import ConvLayer
+from xdsl.ir import Operation, SSAValue
+
+
+class NotALayer(Exception):
+    """A compute op that does not form an accelerator layer (message: why)."""
+
+
+def _sole_user(value: SSAValue) -> Operation | None:
+    uses = list(value.uses)
+    return uses[0].operation if len(uses) == 1 else None
+
+
+def _scalar(values: np.ndarray, what: str) -> int:
+    v = np.asarray(values).reshape(-1)
+    if len(v) == 0 or np.any(v != v[0]):
+        raise NotALayer(f"{what} differs between lanes")
+    return int(v[0])
+
+
+def _lanes(values: np.ndarray, lanes: int) -> np.ndarray:
+    v = np.asarray(values, np.int64).reshape(-1)
+    return np.broadcast_to(v, (lanes,)) if len(v) == 1 else v
+
+
+@dataclass
+class LayerMatch:
+    layer: ConvLayer
+    ops: list[Operation]  # every op of the group, in order (anchor last)
+    input: SSAValue
+    output: SSAValue  # the anchor's result: what the layer's DRAM output holds
+    widened: SSAValue | None  # int32 value equal to widen(output), used outside the group
+    weight_consts: list[Operation]
+    offset: int | None = None  # output is int32: the layer's int8 values minus `offset`
+
+
+def _filter_array(op: Operation) -> tuple[np.ndarray, Operation]:
+    owner = op.filter.owner  # type: ignore[attr-defined]
+    if not isinstance(owner, tfl.ConstOp):
+        raise NotALayer("the filter is not a constant")
+    return np.asarray(owner.as_array()), owner
+
+
+def _conv_params(op: accel.Conv2DZpOp) -> tuple[str, dict]:
+    w, _ = _filter_array(op)
+    n, ib, h, wd, _, blk = op.input.type.get_shape()
+    if n != 1:
+        raise NotALayer(f"batch {n} (the accelerator runs batch 1 convolutions)")
+    ob, ibg, kh, kw = w.shape[:4]
+    groups = op.group_count
+    kw_args = {
+        "input_shape": (1, h, wd, ib * blk),
+        "strides": tuple(int(v) for v in op.array_prop("strides")),
+        "dilations": tuple(int(v) for v in op.array_prop("dilations")),
+        "padding": tuple(int(v) for v in op.array_prop("padding")),
+        "input_zero_point": op.pad_value.value.data,
+    }
+    if groups == 1:
+        kw_args["weights"] = (
+            w.transpose(0, 4, 2, 3, 1, 5).reshape(ob * blk, kh, kw, ib * blk).astype(np.int8)
+        )
+        return "conv", kw_args
+    if groups == ib == ob and ibg == 1:
+        eye = np.eye(blk, dtype=bool)
+        if np.any(w[:, 0][..., ~eye]):
+            raise NotALayer("grouped tiles are not diagonal (depth multiplier not block-aligned)")
+        diag = w[:, 0][..., eye]  # [ob, kh, kw, blk]
+        kw_args["weights"] = diag.transpose(1, 2, 0, 3).reshape(1, kh, kw, ob * blk).astype(np.int8)
+        return "depthwise", kw_args
+    raise NotALayer(f"grouped convolution ({groups} groups of channel blocks)")
+
+
+def _dense_params(op: accel.DenseZpOp) -> tuple[str, dict]:
+    w, _ = _filter_array(op)
+    shape = op.input.type.get_shape()
+    if len(shape) != 4:
+        raise NotALayer(f"dense input of rank {len(shape)} (rows beyond the batch dimension)")
+    n, ib, _, blk = shape
+    ob = w.shape[0]
+    weights = w.transpose(0, 2, 1, 3).reshape(ob * blk, ib * blk).astype(np.int8)
+    return "dense", {"input_shape": (n, ib * blk), "weights": weights, "input_zero_point": 0}
+
+
+def match_layer(op: Operation, name: str) -> LayerMatch:
+    """The layer rooted at `op` (an `accel.conv2d_zp` / `accel.dense_zp`) or `NotALayer`."""
+    if isinstance(op, accel.Conv2DZpOp):
+        kind, kw = _conv_params(op)
+    else:
+        kind, kw = _dense_params(op)
+    out_shape = op.output.type.get_shape()
+    lanes = accel.packed_lanes(out_shape)
+    ops: list[Operation] = [op]
+    fused = np.zeros(lanes, np.int64)
+    if op.bias is not None:
+        fused += _lanes(accel.array_values(op.bias), lanes)
+    cur: SSAValue = op.output
+    nxt = _sole_user(cur)
+    while isinstance(nxt, accel.BiasAddZpOp):
+        fused += nxt.values.astype(np.int64)
+        ops.append(nxt)
+        cur, nxt = nxt.output, _sole_user(nxt.output)
+    # qbias such that the library's fused bias `qbias - zp_in Σw` is `fused` modulo 2^32.
+    w = kw["weights"].astype(np.int64)
+    wsum = w.reshape(-1, lanes).sum(axis=0) if kind == "depthwise" else w.reshape(lanes, -1).sum(1)
+    qbias = (fused + kw["input_zero_point"] * wsum) & 0xFFFFFFFF
+    kw["bias"] = qbias.astype(np.uint32).view(np.int32)
+    if kind == "dense" and isinstance(nxt, accel.HostRequantizeOp):
+        # LiteRT's FULLY_CONNECTED requantizes in double: the accelerator stores the int32
+        # accumulators, `accel.host_requantize` stays a host op (the scale only marks this).
+        kw["scale"] = np.ones(1)
+        layer = ConvLayer(kind, name=name, **kw)
+        return LayerMatch(layer, ops, op.input, cur, None, [_filter_array(op)[1]], None)
+    left = right = np.zeros(1, np.int64)
+    if isinstance(nxt, accel.ShiftLeftOp):
+        left = nxt.values.astype(np.int64)
+        ops.append(nxt)
+        cur, nxt = nxt.output, _sole_user(nxt.output)
+    if not isinstance(nxt, accel.RoundMultiplyOp):
+        raise NotALayer(f"the accumulators go to {nxt.name if nxt else 'several ops'}, "
+                       "not a requantization")  # fmt: skip
+    multiplier = nxt.values.astype(np.int64)
+    ops.append(nxt)
+    cur, nxt = nxt.output, _sole_user(nxt.output)
+    if isinstance(nxt, accel.RoundRShiftOp):
+        right = nxt.values.astype(np.int64)
+        ops.append(nxt)
+        cur, nxt = nxt.output, _sole_user(nxt.output)
+    if np.any((_lanes(left, lanes) > 0) & (_lanes(right, lanes) > 0)):
+        raise NotALayer("a lane shifted both left and right")
+    per_channel = max(len(left), len(right), len(multiplier)) > 1
+    n = lanes if per_channel else 1
+    shift = _lanes(left, n) - _lanes(right, n)
+    lo, hi, zp = -(2**31), 2**31 - 1, 0
+    widened = None
+    for cls in (accel.MaxOp, accel.MinOp, accel.AddOp):
+        if isinstance(nxt, cls) and nxt.rhs is None:
+            v = _scalar(nxt.values, f"{nxt.name}'s value")
+            if cls is accel.MaxOp:
+                lo = v
+            elif cls is accel.MinOp:
+                hi = v
+            else:
+                zp = v
+            ops.append(nxt)
+            cur, nxt = nxt.output, _sole_user(nxt.output)
+            if nxt is None:
+                # Also read elsewhere (a residual add): as int32 it is the widened int8 result.
+                narrows = [u.operation for u in cur.uses if isinstance(u.operation, accel.NarrowOp)]
+                nxt, widened = (narrows[0], cur) if len(narrows) == 1 else (None, None)
+                break
+    offset = None
+    if isinstance(nxt, accel.NarrowOp) and tensor_dtype(nxt.output.type) == np.int8:
+        # A clamp that canonicalization removed could not clip: the int8 range is as good.
+        act_min = lo + zp if lo > -(2**31) else -128
+        act_max = hi + zp if hi < 2**31 - 1 else 127
+        ops.append(nxt)
+        output = nxt.output
+    else:
+        # An int32 consumer (an element-wise op fused after the requantization, e.g. a
+        # residual add): when the clamp spans at most 256 values, the layer stores them as
+        # int8 shifted by `offset` and the host adds it back (exact).
+        if lo == -(2**31) or hi == 2**31 - 1 or hi - lo > 255:
+            raise NotALayer("the requantized value is not narrowed to int8 and its clamp spans "
+                           "more than 256 values")  # fmt: skip
+        offset = -128 - (lo + zp)
+        zp, act_min, act_max = zp + offset, -128, hi + zp + offset
+        output, widened = cur, None
+    if not -128 <= act_min <= act_max <= 127:
+        raise NotALayer(f"clamp [{act_min}, {act_max}] is not within int8")
+    kw.update(multiplier=_lanes(multiplier, n).astype(np.int32), shift=shift.astype(np.int32),
+              output_zero_point=zp, act_min=act_min, act_max=act_max)  # fmt: skip
+    layer = ConvLayer(kind, name=name, **kw)
+    return LayerMatch(layer, ops, op.input, output, widened, [_filter_array(op)[1]], offset)
+
+
+__all__ = ["LayerMatch", "NotALayer", "match_layer"]
