@@ -171,3 +171,84 @@ def test_mobilenet_v2_all_layers_on_the_accelerator():
     expected = run_function(module, inputs)
     for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+def test_schedules_come_from_the_ir():
+    from qaccel.lowering.schedule_vta import SCHEDULE_ATTR
+    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, i64
+
+    module, _ = lowered("cnn")
+    roots = [op for op in module.walk() if SCHEDULE_ATTR in op.attributes]
+    assert roots, "vta-pipeline ends with schedule-vta"
+    searched = compile_module(module)
+    chosen = [r["tiling"] for r in searched.report["layers"]]
+    first = roots[0]
+    values = dict(first.attributes[SCHEDULE_ATTR].data)
+    values["tile_h"] = IntegerAttr(1, i64)
+    values.pop("inp_slots")
+    first.attributes[SCHEDULE_ATTR] = DictionaryAttr(values)
+    edited = compile_module(module)
+    assert edited.report["layers"][0]["tiling"]["tile_h"] == 1
+    assert [r["tiling"] for r in edited.report["layers"][1:]] == chosen[1:]
+    inputs = random_inputs(entry_function(module), 0)
+    expected = run_function(module, inputs)
+    for x, y in zip(run_compiled(edited, inputs), expected, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_a_schedule_that_does_not_fit_is_a_one_line_error(tmp_path, capsys):
+    from qaccel.backends.vta.compile import CompileError
+    from qaccel.lowering.schedule_vta import SCHEDULE_ATTR
+    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, i64
+
+    module, _ = lowered("cnn")
+    first = next(op for op in module.walk() if SCHEDULE_ATTR in op.attributes)
+    values = dict(first.attributes[SCHEDULE_ATTR].data)
+    values["tile_co"] = IntegerAttr(1, i64)
+    values["tile_h"] = values["tile_w"] = IntegerAttr(4096, i64)
+    first.attributes[SCHEDULE_ATTR] = DictionaryAttr(values)
+    with pytest.raises(CompileError, match=r"^@vta_fn_0: accel.conv2d_zp \(conv .*\): .* fit"):
+        compile_module(module)
+
+
+def test_compile_mlir_text_and_hardware_config(tmp_path, capsys):
+    from qaccel.backends.vta.compile import module_text
+
+    module, _ = lowered("mlp")
+    text = tmp_path / "mlp.mlir"
+    text.write_text(module_text(module))
+    with pytest.raises(SystemExit) as e:
+        qaccel_compile.main([str(text), "-p", "", "-o", str(tmp_path / "a"), "--quiet"])
+    assert e.value.code == 0
+    assert not (tmp_path / "a" / "model.tflite").exists()
+    # A configuration file reaches the pipeline (partitioning, tiling) and the emitter.
+    config = json.loads((Path(qaccel_compile.__file__).parent.parent / "backends" / "vta"
+                         / "vta_default.json").read_text())  # fmt: skip
+    config["name"] = "small-acc"
+    config["log_acc_buff_size"] -= 2
+    (tmp_path / "hw.json").write_text(json.dumps(config))
+    with pytest.raises(SystemExit) as e:
+        qaccel_compile.main([str(MODELS / "mlp.tflite"), "-o", str(tmp_path / "b"), "--quiet",
+                             "--config", str(tmp_path / "hw.json")])  # fmt: skip
+    assert e.value.code == 0
+    assert 'config = "small-acc"' in (tmp_path / "b" / "host.mlir").read_text()
+    with pytest.raises(SystemExit) as e:
+        qaccel_run.main([str(tmp_path / "b"), "--random-inputs", "0", "--outputs-dir",
+                         str(tmp_path / "r")])  # fmt: skip
+    assert e.value.code == 0
+
+
+def test_qaccel_sim_runs_a_layer_of_the_artifact(tmp_path, capsys):
+    from qaccel.tools import qaccel_sim
+
+    module, data = lowered("cnn")
+    write_artifact(compile_module(module), tmp_path, data)
+    fn = tmp_path / "vta_fn_0"
+    code = qaccel_sim.main([str(fn / "layer_1.bin"), "--dram", str(fn / "dram.npz"),
+                            "--uops", str(fn / "layer_1.uops.bin")])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "total cycles" in out and "leftover" not in out
+    (tmp_path / "bad.uops").write_bytes(b"\0" * 6)
+    code = qaccel_sim.main([str(fn / "layer_1.bin"), "--uops", str(tmp_path / "bad.uops")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "not a whole number of micro-ops" in err[0]

@@ -2,10 +2,12 @@
 
     qaccel-compile model.tflite -o out/                  # vta-pipeline, default hardware
     qaccel-compile model.tflite -o out/ --config hw.json --quiet
+    qaccel-compile scheduled.mlir -o out/ -p ''                 # IR after vta-pipeline (edited)
     qaccel-run out/ --random-inputs 0 --outputs-dir res --compare-litert
 
-Runs the pipeline (`-p`, default `vta-pipeline`), then schedules and emits every accelerator
-layer (`backends/vta/compile.py`) and writes OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
+Runs the pipeline (`-p`, default `vta-pipeline`; with `--config`, `vta-pipeline{hw-config=...}`)
+on the imported model or on MLIR text, then emits every accelerator layer with the tiling its
+`qaccel.schedule` attribute gives (searched for layers without one) (`backends/vta/compile.py`) and writes OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
 layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json; prints the report table
 (per layer: cycles, GEMM utilization, roofline and ratio, DRAM bytes, tiling; totals, ms at the
 configured clock, MAC share, host fallbacks). Compiling twice gives identical files. Progress
@@ -43,7 +45,7 @@ def _fail(message: str) -> NoReturn:
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    ap.add_argument("model", help="a .tflite file")
+    ap.add_argument("model", help="a .tflite model, or MLIR text (.mlir) at any stage of the flow")
     ap.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="artifact folder")
     ap.add_argument("-p", "--passes", default="vta-pipeline", help="pass pipeline")
     ap.add_argument("--config", type=Path, help="hardware config JSON (default: VTA default)")
@@ -63,6 +65,7 @@ def compile_model(
     config: HardwareConfig | None = None,
     progress=None,
     args: argparse.Namespace | None = None,
+    config_path: Path | None = None,
 ):
     """Import, run the pipeline, compile: the `CompiledModel` and the model's bytes."""
     from qaccel.passes.analysis import op_macs
@@ -71,16 +74,38 @@ def compile_model(
         data = model_path.read_bytes()
     except OSError as e:
         raise CompileError(f"cannot open model '{model_path}': {e.strerror}") from None
-    if model_path.suffix != ".tflite":
-        raise CompileError(f"'{model_path}': expected a .tflite model")
-    module = import_tflite(data, str(model_path))
+    if model_path.suffix == ".mlir":
+        module = _parse_mlir(data, model_path)
+        source = None
+    elif model_path.suffix == ".tflite":
+        module = import_tflite(data, str(model_path))
+        source = data
+    else:
+        raise CompileError(f"'{model_path}': expected a .tflite model or .mlir text")
     total_macs = sum(op_macs(op) for op in module.walk())
+    if config_path is not None and passes == "vta-pipeline":
+        passes = f'vta-pipeline{{hw-config="{config_path}"}}'  # partitions and tiles for it
     ns = args or parser().parse_args([str(model_path), "-o", "unused", "-p", passes])
+    ns.passes = passes
     manager, _ = pass_manager_for(ns, available_passes(), PROG)
     manager.run(qaccel_context(), module)
     compiled = compile_module(module, config or DEFAULT_CONFIG, total_macs=total_macs,
                               progress=progress)  # fmt: skip
-    return compiled, data
+    return compiled, source
+
+
+def _parse_mlir(data: bytes, path: Path):
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
+
+    try:
+        return Parser(qaccel_context(), data.decode(), str(path)).parse_module()
+    except UnicodeDecodeError:
+        raise CompileError(f"'{path}': not UTF-8 text") from None
+    except ParseError as e:
+        from qaccel.tools.qaccel_opt import parse_error_line
+
+        raise CompileError(parse_error_line(e)) from None
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -93,7 +118,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     start = time.perf_counter()
     compiled, data = compile_model(Path(args.model), args.passes, config,
-                                   progress if tty else None, args)  # fmt: skip
+                                   progress if tty else None, args, args.config)  # fmt: skip
     if tty:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
     write_artifact(compiled, args.output, data)

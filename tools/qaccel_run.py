@@ -141,7 +141,8 @@ def run_vta(args) -> int:
             model_bytes = model_file.read_bytes() if model_file.is_file() else None
         else:
             config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
-            compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline", config)
+            compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline", config,
+                                                  config_path=args.config)  # fmt: skip
         function = entry_function(compiled.module)
         inputs = _inputs_for(args, function)
         outputs = run_compiled(compiled, inputs)

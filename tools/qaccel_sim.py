@@ -1,13 +1,15 @@
 """qaccel-sim: run a VTA-like program on the functional simulator and print the timing report.
 
-    qaccel-sim PROGRAM [--dram IMAGE.npz] [--config HW.json] [--trace] [--dump OFF:COUNT[:TYPE]]
+    qaccel-sim PROGRAM [--dram IMAGE.npz] [--uops UOPS.bin] [--config HW.json] [--trace]
+               [--dump OFF:COUNT[:TYPE]]
     qaccel-sim PROGRAM --disasm          # print the canonical assembly and stop
     qaccel-sim PROGRAM --timing-only     # cycle counts from the instruction stream alone
 
 PROGRAM is assembly text (see docs/isa.md) or a binary stream of 16-byte little-endian
 instructions (`.bin`, or any file that is not UTF-8 text). IMAGE.npz holds `dram` (flat uint8)
-and optionally `uops` (uint32 micro-op image); without it the program's `.dram`/`.i8`/`.i32`/
-`.uop` directives build them. `--output OUT.npz` saves the final DRAM. Errors are one line
+and optionally `uops` (uint32 micro-op image); UOPS.bin is a micro-op image as raw little-endian
+uint32 (`qaccel-compile` writes one per layer beside the function's `dram.npz`); without them
+the program's `.dram`/`.i8`/`.i32`/`.uop` directives build them. `--output OUT.npz` saves the final DRAM. Errors are one line
 naming the file and the instruction index, with exit status 1.
 """
 
@@ -53,6 +55,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="qaccel-sim", description=__doc__.splitlines()[0])
     ap.add_argument("program", type=Path)
     ap.add_argument("--dram", type=Path, help=".npz with 'dram' (uint8) and optional 'uops'")
+    ap.add_argument("--uops", type=Path, help="micro-op image: raw little-endian uint32")
     ap.add_argument("--config", type=Path, help="hardware config JSON (default: VTA default)")
     ap.add_argument("--format", choices=("auto", "asm", "bin"), default="auto")
     ap.add_argument("--disasm", action="store_true", help="print the canonical assembly only")
@@ -98,6 +101,14 @@ def main(argv=None) -> int:
                     uops = np.asarray(image["uops"]).astype(np.uint32).reshape(-1)
         except (OSError, ValueError) as e:
             return fail(f"{args.dram}: cannot read DRAM image: {e}")
+    if args.uops:
+        try:
+            raw = args.uops.read_bytes()
+        except OSError as e:
+            return fail(f"{args.uops}: {e.strerror or e}")
+        if len(raw) % 4:
+            return fail(f"{args.uops}: {len(raw)} bytes is not a whole number of micro-ops")
+        uops = np.frombuffer(raw, "<u4").astype(np.uint32)
     try:
         if args.timing_only:
             report, result = timing(program, config), None

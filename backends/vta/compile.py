@@ -1,44 +1,41 @@
 """Whole-model compilation for the VTA-like accelerator: artifact, runtime and report.
 
     compiled = compile_module(module, config)        # module: output of `vta-pipeline`
-    write_artifact(compiled, outdir)                   # host.mlir, vta_fn_k/layer_i.*, report.json
+    write_artifact(compiled, outdir)                   # host.mlir, vta_fn_k/*, report.json
     compiled = load_artifact(outdir, ctx)
     outputs = run_compiled(compiled, inputs)           # host on the interpreter, layers simulated
 
 **What runs where.** Each accelerator function (`qaccel.target = "vta"`) is a sequence of
-`accel` ops on the packed layout. Every convolution, depthwise convolution or matrix product
-with its requantization tail, as `lower-q-to-accel` (+ `canonicalize-accel`) writes it,
-
-    accel.conv2d_zp | accel.dense_zp   (filter a constant; `bias` preloaded or not)
-    accel.bias_add_zp*  [accel.shift_left]  accel.round_multiply  [accel.round_rshift]
-    [accel.max]  [accel.min]  [accel.add by zp_out]  accel.narrow          (int8 result)
-    -- or, for a dense layer requantized in double: the int32 accumulators (bias included),
-       the `accel.host_requantize` that follows stays a host op,
-
-becomes one `ConvLayer` (`lowering/vta_schedule.py`), scheduled and emitted as one
-`LayerProgram` (`backends/vta/emit.py`) that runs on the simulator. The layer's parameters
-come from the accel ops themselves (the IR the artifact keeps), not from the q IR: the
-packed layout is taken as it is, so channel counts are whole blocks (padded lanes have zero
-weights, zero bias and multiplier 0, exactly as in the accel ops), the `accel` packed tensor
+`accel` ops on the packed layout. Every GEMM op with its requantization tail becomes one
+`ConvLayer` (`lowering/vta_layers.py`), scheduled with the tiling its `qaccel.schedule`
+attribute gives (`schedule-vta`; searched here when absent) and emitted as one
+`LayerProgram` (`backends/vta/emit.py`) that runs on the simulator. The `accel` packed tensor
 of a layer's input is its DRAM input region byte for byte, and its output region is the
-packed result. The fused bias `qbias - zp_in Σw` of `accel.bias_add_zp` becomes the layer's
-bias `fused + zp_in Σw` (modulo 2^32) so that the library folds it back to the same value.
-A clamp that `canonicalize-accel` removed (proved unable to clip) is the int8 range.
+packed result.
+
+**DRAM.** An accelerator function has one DRAM image: the activation arena
+(`backends/vta/arena.py`: a slot per packed tensor a layer reads or writes, reused by
+liveness), then each layer's constants (packed weights, fused biases, multipliers, shifts).
+Layers run one after another on that image, so a layer's output is read by the next layer
+where it was stored; the host writes into the arena only tensors it produced and reads back
+only tensors a host op or the return uses (`host_write_bytes` / `host_read_bytes` in the
+report).
 
 Every other op of an accelerator function (element-wise `accel.add` of two tensors, pools,
 means, pads, concatenations, a layer whose tail does not match, a layer the scheduler
 refuses) runs on the host interpreter and is listed in the report as a host fallback with
 its reason; nothing is dropped silently.
 
-**Artifact** (`write_artifact`): `host.mlir` (the whole module as text: host functions and
-accelerator functions, whose fallback ops the runtime interprets), for every accelerator
-function `vta_fn_k/layer_i.bin` (16-byte instructions, `qaccel-sim` reads it) and
-`vta_fn_k/layer_i.dram.npz` (`dram`: the layer's DRAM image with constants, input and output
-regions zero; `uops`: the micro-op image; `qaccel-sim layer_i.bin --dram layer_i.dram.npz`
-runs it), `model.tflite` (the source, for `--compare-litert`), `report.json`, and
-`manifest.json` (versions, hardware config, every layer's
-op indices and DRAM offsets, SHA-256 of every file). No timestamps, sorted keys, npz members
-with a fixed date: compiling the same model twice gives identical bytes.
+**Artifact** (`write_artifact`): `host.mlir` (the whole module as text, schedules included:
+host functions and accelerator functions, whose fallback ops the runtime interprets); for
+every accelerator function `vta_fn_k/dram.npz` (`dram`: the function's DRAM image, constants
+in place and the arena zero) and per layer `vta_fn_k/layer_i.bin` (16-byte instructions) and
+`vta_fn_k/layer_i.uops.bin` (the micro-op image, little-endian uint32):
+`qaccel-sim vta_fn_0/layer_0.bin --dram vta_fn_0/dram.npz --uops vta_fn_0/layer_0.uops.bin`
+runs one layer. Also `model.tflite` (the source, for `--compare-litert`), `report.json`, and
+`manifest.json` (versions, hardware config, every layer's op indices and DRAM offsets, the
+arena's slots, SHA-256 of every file). No timestamps, sorted keys, npz members with a fixed
+date: compiling the same model twice gives identical bytes.
 """
 
 from __future__ import annotations
@@ -53,12 +50,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from qaccel.backends.vta.arena import Slot, allocate
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.backends.vta.emit import LayerProgram, emit
+from qaccel.backends.vta.emit import ALIGN, LayerProgram, Placement, emit
 from qaccel.dialects import accel, tfl
 from qaccel.dialects.types import tensor_dtype
+from qaccel.lowering.schedule_vta import SCHEDULE_ATTR, ScheduleAttrError, layer_schedule
+from qaccel.lowering.vta_layers import LayerMatch, NotALayer, match_layer
 from qaccel.lowering.vta_schedule import (
-    ConvLayer,
     LayerError,
     alu_bound_cycles,
     roofline_cycles,
@@ -69,7 +68,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.interpreter import Interpreter, impl, register_impls
 from xdsl.ir import Operation, SSAValue
 
-ARTIFACT_FORMAT = 1
+ARTIFACT_FORMAT = 2
 TARGET_ATTR = "qaccel.target"
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
@@ -105,181 +104,6 @@ def accelerator_functions(module: ModuleOp) -> list[func.FuncOp]:
 
 
 # --------------------------------------------------------------------------------------------
-# Matching accel op groups to layers
-
-
-class _NoMatch(Exception):
-    """A compute op that does not form an accelerator layer (message: why)."""
-
-
-def _sole_user(value: SSAValue) -> Operation | None:
-    uses = list(value.uses)
-    return uses[0].operation if len(uses) == 1 else None
-
-
-def _scalar(values: np.ndarray, what: str) -> int:
-    v = np.asarray(values).reshape(-1)
-    if len(v) == 0 or np.any(v != v[0]):
-        raise _NoMatch(f"{what} differs between lanes")
-    return int(v[0])
-
-
-def _lanes(values: np.ndarray, lanes: int) -> np.ndarray:
-    v = np.asarray(values, np.int64).reshape(-1)
-    return np.broadcast_to(v, (lanes,)) if len(v) == 1 else v
-
-
-@dataclass
-class _Match:
-    layer: ConvLayer
-    ops: list[Operation]  # every op of the group, in order (anchor last)
-    input: SSAValue
-    output: SSAValue  # the anchor's result: what the layer's DRAM output holds
-    widened: SSAValue | None  # int32 value equal to widen(output), used outside the group
-    weight_consts: list[Operation]
-    offset: int | None = None  # output is int32: the layer's int8 values minus `offset`
-
-
-def _filter_array(op: Operation) -> tuple[np.ndarray, Operation]:
-    owner = op.filter.owner  # type: ignore[attr-defined]
-    if not isinstance(owner, tfl.ConstOp):
-        raise _NoMatch("the filter is not a constant")
-    return np.asarray(owner.as_array()), owner
-
-
-def _conv_params(op: accel.Conv2DZpOp) -> tuple[str, dict]:
-    w, _ = _filter_array(op)
-    n, ib, h, wd, _, blk = op.input.type.get_shape()
-    if n != 1:
-        raise _NoMatch(f"batch {n} (the accelerator runs batch 1 convolutions)")
-    ob, ibg, kh, kw = w.shape[:4]
-    groups = op.group_count
-    kw_args = {
-        "input_shape": (1, h, wd, ib * blk),
-        "strides": tuple(int(v) for v in op.array_prop("strides")),
-        "dilations": tuple(int(v) for v in op.array_prop("dilations")),
-        "padding": tuple(int(v) for v in op.array_prop("padding")),
-        "input_zero_point": op.pad_value.value.data,
-    }
-    if groups == 1:
-        kw_args["weights"] = (
-            w.transpose(0, 4, 2, 3, 1, 5).reshape(ob * blk, kh, kw, ib * blk).astype(np.int8)
-        )
-        return "conv", kw_args
-    if groups == ib == ob and ibg == 1:
-        eye = np.eye(blk, dtype=bool)
-        if np.any(w[:, 0][..., ~eye]):
-            raise _NoMatch("grouped tiles are not diagonal (depth multiplier not block-aligned)")
-        diag = w[:, 0][..., eye]  # [ob, kh, kw, blk]
-        kw_args["weights"] = diag.transpose(1, 2, 0, 3).reshape(1, kh, kw, ob * blk).astype(np.int8)
-        return "depthwise", kw_args
-    raise _NoMatch(f"grouped convolution ({groups} groups of channel blocks)")
-
-
-def _dense_params(op: accel.DenseZpOp) -> tuple[str, dict]:
-    w, _ = _filter_array(op)
-    shape = op.input.type.get_shape()
-    if len(shape) != 4:
-        raise _NoMatch(f"dense input of rank {len(shape)} (rows beyond the batch dimension)")
-    n, ib, _, blk = shape
-    ob = w.shape[0]
-    weights = w.transpose(0, 2, 1, 3).reshape(ob * blk, ib * blk).astype(np.int8)
-    return "dense", {"input_shape": (n, ib * blk), "weights": weights, "input_zero_point": 0}
-
-
-def match_layer(op: Operation, name: str) -> _Match:
-    """The layer rooted at `op` (an `accel.conv2d_zp` / `accel.dense_zp`) or `_NoMatch`."""
-    if isinstance(op, accel.Conv2DZpOp):
-        kind, kw = _conv_params(op)
-    else:
-        kind, kw = _dense_params(op)
-    out_shape = op.output.type.get_shape()
-    lanes = accel.packed_lanes(out_shape)
-    ops: list[Operation] = [op]
-    fused = np.zeros(lanes, np.int64)
-    if op.bias is not None:
-        fused += _lanes(accel.array_values(op.bias), lanes)
-    cur: SSAValue = op.output
-    nxt = _sole_user(cur)
-    while isinstance(nxt, accel.BiasAddZpOp):
-        fused += nxt.values.astype(np.int64)
-        ops.append(nxt)
-        cur, nxt = nxt.output, _sole_user(nxt.output)
-    # qbias such that the library's fused bias `qbias - zp_in Σw` is `fused` modulo 2^32.
-    w = kw["weights"].astype(np.int64)
-    wsum = w.reshape(-1, lanes).sum(axis=0) if kind == "depthwise" else w.reshape(lanes, -1).sum(1)
-    qbias = (fused + kw["input_zero_point"] * wsum) & 0xFFFFFFFF
-    kw["bias"] = qbias.astype(np.uint32).view(np.int32)
-    if kind == "dense" and isinstance(nxt, accel.HostRequantizeOp):
-        # LiteRT's FULLY_CONNECTED requantizes in double: the accelerator stores the int32
-        # accumulators, `accel.host_requantize` stays a host op (the scale only marks this).
-        kw["scale"] = np.ones(1)
-        layer = ConvLayer(kind, name=name, **kw)
-        return _Match(layer, ops, op.input, cur, None, [_filter_array(op)[1]], None)
-    left = right = np.zeros(1, np.int64)
-    if isinstance(nxt, accel.ShiftLeftOp):
-        left = nxt.values.astype(np.int64)
-        ops.append(nxt)
-        cur, nxt = nxt.output, _sole_user(nxt.output)
-    if not isinstance(nxt, accel.RoundMultiplyOp):
-        raise _NoMatch(f"the accumulators go to {nxt.name if nxt else 'several ops'}, "
-                       "not a requantization")  # fmt: skip
-    multiplier = nxt.values.astype(np.int64)
-    ops.append(nxt)
-    cur, nxt = nxt.output, _sole_user(nxt.output)
-    if isinstance(nxt, accel.RoundRShiftOp):
-        right = nxt.values.astype(np.int64)
-        ops.append(nxt)
-        cur, nxt = nxt.output, _sole_user(nxt.output)
-    if np.any((_lanes(left, lanes) > 0) & (_lanes(right, lanes) > 0)):
-        raise _NoMatch("a lane shifted both left and right")
-    per_channel = max(len(left), len(right), len(multiplier)) > 1
-    n = lanes if per_channel else 1
-    shift = _lanes(left, n) - _lanes(right, n)
-    lo, hi, zp = -(2**31), 2**31 - 1, 0
-    widened = None
-    for cls in (accel.MaxOp, accel.MinOp, accel.AddOp):
-        if isinstance(nxt, cls) and nxt.rhs is None:
-            v = _scalar(nxt.values, f"{nxt.name}'s value")
-            if cls is accel.MaxOp:
-                lo = v
-            elif cls is accel.MinOp:
-                hi = v
-            else:
-                zp = v
-            ops.append(nxt)
-            cur, nxt = nxt.output, _sole_user(nxt.output)
-            if nxt is None:
-                # Also read elsewhere (a residual add): as int32 it is the widened int8 result.
-                narrows = [u.operation for u in cur.uses if isinstance(u.operation, accel.NarrowOp)]
-                nxt, widened = (narrows[0], cur) if len(narrows) == 1 else (None, None)
-                break
-    offset = None
-    if isinstance(nxt, accel.NarrowOp) and tensor_dtype(nxt.output.type) == np.int8:
-        # A clamp that canonicalization removed could not clip: the int8 range is as good.
-        act_min = lo + zp if lo > -(2**31) else -128
-        act_max = hi + zp if hi < 2**31 - 1 else 127
-        ops.append(nxt)
-        output = nxt.output
-    else:
-        # An int32 consumer (an element-wise op fused after the requantization, e.g. a
-        # residual add): when the clamp spans at most 256 values, the layer stores them as
-        # int8 shifted by `offset` and the host adds it back (exact).
-        if lo == -(2**31) or hi == 2**31 - 1 or hi - lo > 255:
-            raise _NoMatch("the requantized value is not narrowed to int8 and its clamp spans "
-                           "more than 256 values")  # fmt: skip
-        offset = -128 - (lo + zp)
-        zp, act_min, act_max = zp + offset, -128, hi + zp + offset
-        output, widened = cur, None
-    if not -128 <= act_min <= act_max <= 127:
-        raise _NoMatch(f"clamp [{act_min}, {act_max}] is not within int8")
-    kw.update(multiplier=_lanes(multiplier, n).astype(np.int32), shift=shift.astype(np.int32),
-              output_zero_point=zp, act_min=act_min, act_max=act_max)  # fmt: skip
-    layer = ConvLayer(kind, name=name, **kw)
-    return _Match(layer, ops, op.input, output, widened, [_filter_array(op)[1]], offset)
-
-
-# --------------------------------------------------------------------------------------------
 # The compiled model
 
 
@@ -289,39 +113,64 @@ class CompiledLayer:
     index: int
     ops: list[int]  # body positions of the group's ops (skipped by the runtime)
     anchor: int  # body position of the op whose result the layer produces
-    input: list[int]  # value reference (see `_value_ref`)
+    input: int  # arena slot (index into the function's `slots`) the layer reads
+    output: int  # arena slot the layer writes
     widened: int | None  # body position of the int32 value equal to widen(output), if used
     offset: int | None  # the anchor is int32 = the stored int8 values - offset (None: as stored)
-    program: LayerProgram | None  # None after `load_artifact` (then the fields below)
+    program: LayerProgram | None  # None after `load_artifact`
+    words: np.ndarray  # the instruction stream
+    uops: np.ndarray  # the micro-op image
     description: str = ""
     report: dict = field(default_factory=dict)
-    words: np.ndarray | None = None
-    uops: np.ndarray | None = None
-    constants: np.ndarray | None = None
-    dram: dict = field(default_factory=dict)  # size, input/output offset and nbytes
 
-    def run(self, x: np.ndarray, config: HardwareConfig, out_type: TensorType) -> np.ndarray:
-        """The packed input tensor in, the packed output tensor out, on the simulator."""
+
+@dataclass
+class ArenaSlot:
+    """A packed tensor in a function's arena: where, how long it lives, who moves it."""
+
+    value: list[int]  # value reference (see `_value_ref`)
+    offset: int
+    nbytes: int
+    start: int
+    end: int
+    host_writes: bool  # produced on the host: written before the first layer reads it
+    host_reads: bool  # read back after the layer that writes it (a host op or return uses it)
+
+
+@dataclass
+class CompiledFunction:
+    name: str
+    layers: list[CompiledLayer]
+    slots: list[ArenaSlot]
+    arena_nbytes: int
+    image: np.ndarray  # the DRAM image: arena zero, then every layer's constants
+
+    def run_layer(self, lay: CompiledLayer, image: np.ndarray, config: HardwareConfig):
+        """Simulate one layer on `image` (not modified); the DRAM after it."""
         from qaccel.backends.vta.simulator import simulate
 
-        d = self.dram
-        data = np.ascontiguousarray(x).reshape(-1).view(np.uint8)
-        if data.size != d["input_nbytes"]:
-            raise CompileError(f"{self.function} layer {self.index}: input of {data.size} bytes, "
-                               f"the program expects {d['input_nbytes']}")  # fmt: skip
-        image = np.zeros(d["size"], np.uint8)
-        image[: len(self.constants)] = self.constants
-        image[d["input_offset"] : d["input_offset"] + data.size] = data
-        result = simulate(self.words, self.uops, image, config)
+        result = simulate(lay.words, lay.uops, image, config)
         if any(result.leftover_tokens.values()):
-            raise CompileError(f"{self.function} layer {self.index}: tokens left over "
+            raise CompileError(f"{self.name} layer {lay.index}: tokens left over "
                                f"{result.leftover_tokens}")  # fmt: skip
-        o = d["output_offset"]
-        raw = result.dram[o : o + d["output_nbytes"]]
-        if self.offset is None:
+        return result.dram
+
+    def read(self, image: np.ndarray, lay: CompiledLayer, out_type: TensorType) -> np.ndarray:
+        """The layer's output as the accel op's value (int32 minus `offset` when widened)."""
+        slot = self.slots[lay.output]
+        raw = image[slot.offset : slot.offset + slot.nbytes]
+        if lay.offset is None:
             return raw.view(tensor_dtype(out_type)).reshape(out_type.get_shape()).copy()
-        y = raw.view(np.int8).astype(np.int32) - np.int32(self.offset)
+        y = raw.view(np.int8).astype(np.int32) - np.int32(lay.offset)
         return y.reshape(out_type.get_shape())
+
+    def write(self, image: np.ndarray, slot_index: int, x: np.ndarray) -> None:
+        slot = self.slots[slot_index]
+        data = np.ascontiguousarray(x).reshape(-1).view(np.uint8)
+        if data.size != slot.nbytes:
+            raise CompileError(f"{self.name}: a tensor of {data.size} bytes for an arena slot "
+                               f"of {slot.nbytes}")  # fmt: skip
+        image[slot.offset : slot.offset + slot.nbytes] = data
 
 
 @dataclass
@@ -339,12 +188,84 @@ class Fallback:
 class CompiledModel:
     module: ModuleOp
     config: HardwareConfig
-    layers: dict[str, list[CompiledLayer]]  # accelerator function -> its layers
+    functions: dict[str, CompiledFunction]
     fallbacks: list[Fallback]
     report: dict
 
+    @property
+    def layers(self) -> dict[str, list[CompiledLayer]]:
+        return {name: f.layers for name, f in self.functions.items()}
+
 
 _NO_CODEGEN = "no VTA code generator yet"
+
+
+def _layer_report(name: str, index: int, m: LayerMatch, sched, prog: LayerProgram, c) -> dict:
+    from qaccel.backends.vta.simulator import timing
+
+    t = timing(prog.program, c)
+    g = m.layer.geometry
+    cycles = int(t.total_cycles)
+    roof = roofline_cycles(g, c)
+    return {
+        "function": name, "layer": index, "kind": g.kind,
+        "description": m.layer.describe(), "cycles": cycles,
+        "ms": cycles / (c.clock_mhz * 1e3),
+        "gemm_utilization": g.useful_macs / max(1, cycles * c.macs_per_cycle),
+        "macs": int(g.useful_macs), "roofline_cycles": int(roof),
+        "roofline_ratio": cycles / max(1, roof),
+        "alu_bound_cycles": int(alu_bound_cycles(g, c)),
+        "dram_read_bytes": int(sum(t.dram_read_bytes.values())),
+        "dram_write_bytes": int(sum(t.dram_write_bytes.values())),
+        "instructions": len(prog.program), "uop_loads": prog.uop_loads,
+        "constant_bytes": len(prog.constants), "tiling": sched.tiling(),
+        "host_requantize": bool(g.int32_output),
+    }  # fmt: skip
+
+
+def _layer_schedule(f: func.FuncOp, op: Operation, m: LayerMatch, c: HardwareConfig):
+    if SCHEDULE_ATTR not in op.attributes:
+        return schedule(m.layer, c)
+    try:
+        return layer_schedule(op, m.layer, c)
+    except (ScheduleAttrError, LayerError) as e:
+        raise CompileError(f"@{f.sym_name.data}: {op.name} ({m.layer.describe()}): {e}") from None
+
+
+def _plan_arena(f: func.FuncOp, matches: list[tuple[int, LayerMatch]], ops: list[Operation]):
+    """The arena slots of the layers' inputs and outputs; (slots, slot of each value)."""
+    index_of = {op: i for i, op in enumerate(ops)}
+    roots = {ops[i]: m for i, m in matches}
+    when = {i: index_of[m.output.owner] for i, m in matches}  # a layer runs at its anchor
+    users: dict[SSAValue, list[int]] = {}
+    produced: dict[SSAValue, int] = {}
+    for i, m in matches:
+        users.setdefault(m.input, []).append(when[i])
+        produced[m.output] = when[i]
+    values = list(dict.fromkeys([v for i, m in matches for v in (m.input, m.output)]))
+    slots, slot_of = [], {}
+    for v in values:
+        uses = users.get(v, [])
+        host_reads = v in produced and (
+            any(u.operation not in roots or roots[u.operation].input is not v for u in v.uses)
+            or any(m.widened is not None for _, m in matches if m.output is v)
+        )  # fmt: skip
+        if v in produced:
+            start = produced[v]
+            end = max([start, *uses])
+        else:
+            start, end = min(uses), max(uses)
+        nbytes = int(np.prod(v.type.get_shape())) * tensor_dtype(v.type).itemsize
+        if v in produced and any(m.offset is not None for _, m in matches if m.output is v):
+            nbytes = int(np.prod(v.type.get_shape()))  # stored as int8, widened by the host
+        slot_of[v] = len(slots)
+        slots.append(ArenaSlot(_value_ref(v, index_of), -1, nbytes, start, end,
+                               v not in produced, bool(host_reads)))  # fmt: skip
+    plan = [Slot(s.nbytes, s.start, s.end) for s in slots]
+    size = allocate(plan)
+    for s, p in zip(slots, plan, strict=True):
+        s.offset = p.offset
+    return slots, slot_of, size
 
 
 def compile_module(
@@ -354,68 +275,68 @@ def compile_module(
     total_macs: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> CompiledModel:
-    """Schedule and emit every accelerator layer of `module` (the output of `vta-pipeline`).
-    `total_macs` (the model's MACs, e.g. of the imported IR) gives the report's MAC share."""
-    from qaccel.backends.vta.simulator import timing
-
+    """Schedule and emit every accelerator layer of `module` (the output of `vta-pipeline`)
+    into one DRAM image per accelerator function. `total_macs` (the model's MACs, e.g. of the
+    imported IR) gives the report's MAC share."""
     c = config or DEFAULT_CONFIG
-    layers: dict[str, list[CompiledLayer]] = {}
+    functions: dict[str, CompiledFunction] = {}
     fallbacks: list[Fallback] = []
-    functions = accelerator_functions(module)
-    roots = [(f, op) for f in functions for op in f.body.block.ops
-             if isinstance(op, accel.Conv2DZpOp | accel.DenseZpOp)]  # fmt: skip
+    accel_functions = accelerator_functions(module)
+    n_roots = sum(isinstance(op, accel.Conv2DZpOp | accel.DenseZpOp)
+                  for f in accel_functions for op in f.body.block.ops)  # fmt: skip
     done = 0
-    for f in functions:
+    for f in accel_functions:
         name = f.sym_name.data
         ops = list(f.body.block.ops)
         index_of = {op: i for i, op in enumerate(ops)}
-        covered: set[Operation] = set()
-        out: list[CompiledLayer] = []
         reasons: dict[Operation, str] = {}
-        for op in ops:
+        found: list[tuple[int, LayerMatch, Any]] = []
+        for i, op in enumerate(ops):
             if not isinstance(op, accel.Conv2DZpOp | accel.DenseZpOp):
                 continue
             done += 1
-            label = f"{name} layer {len(out)}"
             try:
-                m = match_layer(op, f"{name}_layer{len(out)}")
+                m = match_layer(op, f"{name}_layer{len(found)}")
                 if progress:
-                    progress(f"[{done}/{len(roots)}] {label}: {m.layer.describe()}")
-                sched = schedule(m.layer, c)
-                prog = emit(m.layer, sched, c)
-            except (_NoMatch, LayerError) as e:
+                    progress(f"[{done}/{n_roots}] {name} layer {len(found)}: "
+                             f"{m.layer.describe()}")  # fmt: skip
+                sched = _layer_schedule(f, op, m, c)
+            except (NotALayer, LayerError) as e:
                 reasons[op] = str(e)
                 continue
-            t = timing(prog.program, c)
-            g = m.layer.geometry
-            cycles = int(t.total_cycles)
-            roof = roofline_cycles(g, c)
-            report = {
-                "function": name, "layer": len(out), "kind": g.kind,
-                "description": m.layer.describe(), "cycles": cycles,
-                "ms": cycles / (c.clock_mhz * 1e3),
-                "gemm_utilization": g.useful_macs / max(1, cycles * c.macs_per_cycle),
-                "macs": int(g.useful_macs), "roofline_cycles": int(roof),
-                "roofline_ratio": cycles / max(1, roof),
-                "alu_bound_cycles": int(alu_bound_cycles(g, c)),
-                "dram_read_bytes": int(sum(t.dram_read_bytes.values())),
-                "dram_write_bytes": int(sum(t.dram_write_bytes.values())),
-                "instructions": len(prog.program), "uop_loads": prog.uop_loads,
-                "dram_image_bytes": prog.dram_size, "tiling": sched.tiling(),
-                "host_requantize": bool(g.int32_output),
-            }  # fmt: skip
-            out.append(CompiledLayer(
-                function=name, index=len(out), ops=sorted(index_of[o] for o in m.ops),
-                anchor=index_of[m.output.owner], input=_value_ref(m.input, index_of),
+            found.append((i, m, sched))
+        slots, slot_of, arena = _plan_arena(f, [(i, m) for i, m, _ in found], ops)
+        layers: list[CompiledLayer] = []
+        covered: set[Operation] = set()
+        constants: list[tuple[int, np.ndarray]] = []
+        at = arena
+        for i, m, sched in found:
+            placement = Placement(at, slots[slot_of[m.input]].offset,
+                                  slots[slot_of[m.output]].offset)  # fmt: skip
+            try:
+                prog = emit(m.layer, sched, c, placement)
+            except LayerError as e:
+                reasons[ops[i]] = str(e)
+                continue
+            constants.append((at, prog.constants))
+            at = -(-(at + len(prog.constants)) // ALIGN) * ALIGN
+            index = len(layers)
+            layers.append(CompiledLayer(
+                function=name, index=index, ops=sorted(index_of[o] for o in m.ops),
+                anchor=index_of[m.output.owner], input=slot_of[m.input],
+                output=slot_of[m.output],
                 widened=None if m.widened is None else index_of[m.widened.owner],
-                offset=m.offset, program=prog, description=m.layer.describe(), report=report,
-                words=prog.program.words, uops=prog.program.uops, constants=prog.constants,
-                dram={"size": prog.dram_size, "input_offset": prog.input_offset,
-                      "input_nbytes": prog.input_nbytes, "output_offset": prog.output_offset,
-                      "output_nbytes": prog.output_nbytes},
+                offset=m.offset, program=prog, words=prog.program.words,
+                uops=prog.program.uops, description=m.layer.describe(),
+                report=_layer_report(name, index, m, sched, prog, c),
             ))  # fmt: skip
             covered.update(m.ops)
-        layers[name] = out
+        image = np.zeros(at, np.uint8)
+        for offset, data in constants:
+            image[offset : offset + len(data)] = data
+        for lay in layers:
+            lay.program.dram_size = len(image)
+        functions[name] = CompiledFunction(name, layers, slots, arena, image)
         for i, op in enumerate(ops):
             if op in covered or isinstance(op, func.ReturnOp | tfl.ConstOp):
                 continue
@@ -423,9 +344,20 @@ def compile_module(
             if isinstance(op, accel.HostRequantizeOp):
                 reason = "a host op by design (LiteRT's double-precision requantization)"
             fallbacks.append(Fallback(name, op.name, i, reason))
-    compiled = CompiledModel(module, c, layers, fallbacks, {})
+    compiled = CompiledModel(module, c, functions, fallbacks, {})
     compiled.report = build_report(compiled, total_macs)
     return compiled
+
+
+def _function_report(fn: CompiledFunction) -> dict:
+    return {
+        "function": fn.name, "layers": len(fn.layers), "dram_image_bytes": len(fn.image),
+        "arena_bytes": fn.arena_nbytes,
+        "activation_bytes": sum(s.nbytes for s in fn.slots),
+        "constant_bytes": len(fn.image) - fn.arena_nbytes,
+        "host_write_bytes": sum(s.nbytes for s in fn.slots if s.host_writes),
+        "host_read_bytes": sum(s.nbytes for s in fn.slots if s.host_reads),
+    }  # fmt: skip
 
 
 def _host_macs(module: ModuleOp) -> int:
@@ -458,8 +390,12 @@ def build_report(compiled: CompiledModel, total_macs: int | None) -> dict:
         totals["accelerator_mac_share"] = 1.0 - host_macs / total_macs
     totals["roofline_ratio"] = cycles / max(1, totals["roofline_cycles"])
     totals["gemm_utilization"] = vta_macs / max(1, cycles * c.macs_per_cycle)
+    functions = [_function_report(fn) for fn in compiled.functions.values()]
+    for key in ("arena_bytes", "activation_bytes", "constant_bytes", "host_write_bytes",
+                "host_read_bytes"):  # fmt: skip
+        totals[key] = sum(f[key] for f in functions)
     return {
-        "config": c.name, "layers": rows, "totals": totals,
+        "config": c.name, "layers": rows, "totals": totals, "functions": functions,
         "host_fallbacks": [fb.line() for fb in compiled.fallbacks],
     }  # fmt: skip
 
@@ -541,23 +477,23 @@ def write_artifact(
     root.mkdir(parents=True, exist_ok=True)
     files: dict[str, bytes] = {"host.mlir": module_text(compiled.module).encode()}
     functions = {}
-    for name, layers in compiled.layers.items():
+    for name, fn in compiled.functions.items():
         entries = []
-        for lay in layers:
+        for lay in fn.layers:
             base = f"{name}/layer_{lay.index}"
-            image = np.zeros(lay.dram["size"], np.uint8)
-            image[: len(lay.constants)] = lay.constants
             files[f"{base}.bin"] = np.asarray(lay.words).astype("<u8").tobytes()
-            files[f"{base}.dram.npz"] = _npz_bytes(
-                {"dram": image, "uops": np.asarray(lay.uops, np.uint32),
-                 "constants_nbytes": np.array(len(lay.constants), np.int64)}
-            )  # fmt: skip
+            files[f"{base}.uops.bin"] = np.asarray(lay.uops).astype("<u4").tobytes()
             entries.append({
                 "index": lay.index, "ops": lay.ops, "anchor": lay.anchor, "input": lay.input,
-                "widened": lay.widened, "offset": lay.offset, "dram": lay.dram, "description": lay.description,
-                "program": f"{base}.bin", "image": f"{base}.dram.npz",
+                "output": lay.output, "widened": lay.widened, "offset": lay.offset,
+                "description": lay.description, "program": f"{base}.bin",
+                "uops": f"{base}.uops.bin",
             })  # fmt: skip
-        functions[name] = entries
+        files[f"{name}/dram.npz"] = _npz_bytes({"dram": fn.image})
+        functions[name] = {
+            "image": f"{name}/dram.npz", "arena_bytes": fn.arena_nbytes,
+            "slots": [s.__dict__ for s in fn.slots], "layers": entries,
+        }  # fmt: skip
     if source is not None:
         files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
     files["report.json"] = _dumps(compiled.report).encode()
@@ -591,7 +527,7 @@ def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
         raise CompileError(f"'{root}': not a qaccel-compile artifact ({e})") from None
     if manifest.get("format") != ARTIFACT_FORMAT:
         raise CompileError(f"'{root}': artifact format {manifest.get('format')}, "
-                           f"expected {ARTIFACT_FORMAT}")  # fmt: skip
+                           f"expected {ARTIFACT_FORMAT} (compile the model again)")  # fmt: skip
     data = {}
     for rel, digest in manifest["files"].items():
         try:
@@ -604,24 +540,23 @@ def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
     module = Parser(ctx or qaccel_context(), data["host.mlir"].decode(), str(root / "host.mlir"))
     module = module.parse_module()
     config = HardwareConfig.from_dict(manifest["config"])
-    layers = {}
-    for name, entries in manifest["functions"].items():
-        out = []
-        for e in entries:
-            with np.load(io.BytesIO(data[e["image"]])) as z:
-                n = int(z["constants_nbytes"])
-                constants, uops = z["dram"][:n].copy(), z["uops"].copy()
-            words = np.frombuffer(data[e["program"]], "<u8").reshape(-1, 2)
-            out.append(CompiledLayer(
+    functions = {}
+    for name, entry in manifest["functions"].items():
+        layers = []
+        for e in entry["layers"]:
+            layers.append(CompiledLayer(
                 function=name, index=e["index"], ops=e["ops"], anchor=e["anchor"],
-                input=e["input"], widened=e["widened"], offset=e["offset"], program=None,
-                description=e["description"], words=words, uops=uops, constants=constants,
-                dram=e["dram"],
+                input=e["input"], output=e["output"], widened=e["widened"], offset=e["offset"],
+                program=None, words=np.frombuffer(data[e["program"]], "<u8").reshape(-1, 2),
+                uops=np.frombuffer(data[e["uops"]], "<u4"), description=e["description"],
             ))  # fmt: skip
-        layers[name] = out
+        with np.load(io.BytesIO(data[entry["image"]])) as z:
+            image = z["dram"].copy()
+        slots = [ArenaSlot(**s) for s in entry["slots"]]
+        functions[name] = CompiledFunction(name, layers, slots, entry["arena_bytes"], image)
     fallbacks = [Fallback(**fb) for fb in manifest["fallbacks"]]
     report = json.loads(data["report.json"])
-    return CompiledModel(module, config, layers, fallbacks, report)
+    return CompiledModel(module, config, functions, fallbacks, report)
 
 
 # --------------------------------------------------------------------------------------------
@@ -633,14 +568,16 @@ def _make_call_impl():
 
     @register_impls
     class VtaCalls(AccelFunctions):
-        """`func.call` of a compiled accelerator function: its layers on the simulator, every
-        other op of its body on the interpreter (the fallbacks); other calls as usual."""
+        """`func.call` of a compiled accelerator function: its layers on the simulator over the
+        function's DRAM image, every other op of its body on the interpreter (the fallbacks);
+        other calls as usual."""
 
         def __init__(self, compiled: CompiledModel):
             super().__init__()
             self.compiled = compiled
             self.plans: dict[str, tuple] = {}
             self.layer_runs = 0
+            self.host_bytes = 0  # bytes the host wrote into or read from an arena
 
         def _plan(self, name: str, interpreter: Interpreter):
             plan = self.plans.get(name)
@@ -648,7 +585,7 @@ def _make_call_impl():
                 f = interpreter.get_op_for_symbol(name)
                 ops = list(f.body.block.ops)
                 by_anchor, skip = {}, set()
-                for lay in self.compiled.layers.get(name, []):
+                for lay in self.compiled.functions[name].layers:
                     by_anchor[lay.anchor] = lay
                     skip.update(lay.ops)
                 skipped = {ops[i] for i in skip}
@@ -662,20 +599,31 @@ def _make_call_impl():
         @impl(func.CallOp)
         def run_call(self, interpreter: Interpreter, op: func.CallOp, args: tuple[Any, ...]):
             name = op.callee.string_value()
-            if name not in self.compiled.layers:
+            fn = self.compiled.functions.get(name)
+            if fn is None:
                 return super().run_call(interpreter, op, args)
             f, ops, by_anchor, skip = self._plan(name, interpreter)
             env: dict[SSAValue, Any] = dict(zip(f.body.block.args, args))
+            image = fn.image
+            written: set[int] = set()
             for i, o in enumerate(ops):
                 if isinstance(o, func.ReturnOp):
                     return tuple(env[v] for v in o.operands)
                 lay = by_anchor.get(i)
                 if lay is not None:
-                    x = env[_resolve(lay.input, ops, f)]
-                    y = lay.run(x, self.compiled.config, o.results[0].type)
-                    env[o.results[0]] = y
-                    if lay.widened is not None:
-                        env[ops[lay.widened].results[0]] = y.astype(np.int32)
+                    slot = fn.slots[lay.input]
+                    if slot.host_writes and lay.input not in written:
+                        image = image.copy() if image is fn.image else image
+                        fn.write(image, lay.input, env[_resolve(slot.value, ops, f)])
+                        written.add(lay.input)
+                        self.host_bytes += slot.nbytes
+                    image = fn.run_layer(lay, image, self.compiled.config)
+                    if fn.slots[lay.output].host_reads:
+                        y = fn.read(image, lay, o.results[0].type)
+                        env[o.results[0]] = y
+                        if lay.widened is not None:
+                            env[ops[lay.widened].results[0]] = y.astype(np.int32)
+                        self.host_bytes += fn.slots[lay.output].nbytes
                     self.layer_runs += 1
                     continue
                 if i in skip:

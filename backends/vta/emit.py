@@ -100,6 +100,19 @@ def _row(opcode: int, **values) -> list[int]:
 # The result
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where one layer's data lives in a DRAM image it shares with other layers (byte offsets,
+    multiples of 256): its constants, its input and its output (in an activation arena).
+    Without a placement a layer has an image of its own: constants, input, output. The
+    program's `dram_size` is then where its last region ends; the image may be larger."""
+
+    constants: int
+    input: int
+    output: int
+
+
+
 @dataclass
 class LayerProgram:
     """One layer ready to run: the program (micro-op image in `program.uops`), the DRAM layout
@@ -117,6 +130,7 @@ class LayerProgram:
     constants: np.ndarray  # uint8 image of bytes [0, len(constants)) of DRAM
     regions: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (offset, bytes)
     uop_loads: int = 0  # LOAD UOP instructions (1 when every kernel fits at once)
+    constants_offset: int = 0  # where `constants` start in the DRAM image
 
     @property
     def uops(self) -> np.ndarray:
@@ -159,7 +173,8 @@ class LayerProgram:
 
     def dram_image(self, x: np.ndarray) -> np.ndarray:
         dram = np.zeros(self.dram_size, np.uint8)
-        dram[: len(self.constants)] = self.constants
+        co = self.constants_offset
+        dram[co : co + len(self.constants)] = self.constants
         packed = self.pack_input(x)
         dram[self.input_offset : self.input_offset + len(packed)] = packed
         return dram
@@ -246,7 +261,8 @@ def param_rows(layer: ConvLayer, bias_mode: str) -> np.ndarray:
 
 
 class _Emitter:
-    def __init__(self, layer: ConvLayer, sched: Schedule, config: HardwareConfig):
+    def __init__(self, layer: ConvLayer, sched: Schedule, config: HardwareConfig,
+                 placement: Placement | None = None):  # fmt: skip
         if sched.geometry != layer.geometry:
             raise LayerError("the schedule was made for another layer geometry")
         self.layer, self.s, self.c = layer, sched, config
@@ -261,7 +277,10 @@ class _Emitter:
         self.param_layout = param_layout(g, sched.bias_mode)
         self.zp = uses_zp_gemm(g)
         self.gemm_bias = g.has_bias and sched.bias_mode == "gemm"
+        self.constants_offset = 0
         self.layout_dram()
+        if placement is not None:
+            self.place(placement)
 
     # --- DRAM ---
     def layout_dram(self):
@@ -305,6 +324,20 @@ class _Emitter:
         at = _align(at + out_bytes)
         self.regions, self.constants, self.dram_size = regions, const, at
         self.out_eb = out_eb
+
+    def place(self, p: Placement) -> None:
+        """Move the regions into a shared image (`layout_dram` made them start at 0)."""
+        if any(v % ALIGN for v in (p.constants, p.input, p.output)):
+            raise LayerError(f"placement {p} is not {ALIGN}-byte aligned")
+        for name, (off, n) in self.regions.items():
+            if name == "input":
+                self.regions[name] = (p.input, n)
+            elif name == "output":
+                self.regions[name] = (p.output, n)
+            else:
+                self.regions[name] = (off + p.constants, n)
+        self.constants_offset = p.constants
+        self.dram_size = _align(max(off + n for off, n in self.regions.values()))
 
     def elem(self, region: str, nbytes: int) -> int:
         return self.regions[region][0] // nbytes
@@ -685,6 +718,7 @@ class _Emitter:
             input_nbytes=self.regions["input"][1], output_offset=self.regions["output"][0],
             output_nbytes=self.regions["output"][1], constants=self.constants,
             regions=dict(self.regions), uop_loads=n_uop_loads,
+            constants_offset=self.constants_offset,
         )  # fmt: skip
 
     def place_uops(self):
@@ -744,6 +778,8 @@ class _Emitter:
         return out_rows, image, loads
 
 
-def emit(layer: ConvLayer, sched: Schedule, config: HardwareConfig | None = None) -> LayerProgram:
-    """The program, micro-ops and DRAM layout of `layer` under `sched` (see the module doc)."""
-    return _Emitter(layer, sched, config or DEFAULT_CONFIG).run()
+def emit(layer: ConvLayer, sched: Schedule, config: HardwareConfig | None = None,
+         placement: Placement | None = None) -> LayerProgram:  # fmt: skip
+    """The program, micro-ops and DRAM layout of `layer` under `sched` (see the module doc),
+    in an image of its own or where `placement` puts it."""
+    return _Emitter(layer, sched, config or DEFAULT_CONFIG, placement).run()
