@@ -243,6 +243,12 @@ class LayerGeometry:
         cin = 1 if self.diagonal else self.C
         return self.OH * self.OW * self.O * cin * self.taps
 
+    @cached_property
+    def _memo(self) -> dict:
+        """Values the search derives from the geometry alone, computed once (hashing the
+        geometry for a global cache costs as much as most of them)."""
+        return {}
+
 
 def _geometry(layer: ConvLayer) -> LayerGeometry:
     kind = layer.kind
@@ -575,6 +581,7 @@ def frame_cols(g: LayerGeometry, ox0: int, tw: int) -> tuple[int, int, tuple[int
     return fc, x0, real_span(x0, fc, 1, g.W)
 
 
+@lru_cache(maxsize=4096)
 def pixel_block(nco: int, reduction: int, th: int, tw: int) -> tuple[int, int] | None:
     """Output pixels (uy, ux) each micro-op block enumerates, so that two consecutive GEMM
     iterations never write the same accumulator row (VTA's pipeline rule): micro-ops run over
@@ -634,8 +641,19 @@ def param_layout(g: LayerGeometry, bias_mode: str) -> dict[str, tuple[int, int]]
 
 
 def n_param_rows(g: LayerGeometry, bias_mode: str) -> int:
-    lay = param_layout(g, bias_mode)
-    return max((start + (g.COB if per else 1) for start, per in lay.values()), default=0)
+    key = ("param_rows", bias_mode)
+    rows = g._memo.get(key)
+    if rows is None:
+        lay = param_layout(g, bias_mode)
+        rows = max((start + (g.COB if per else 1) for start, per in lay.values()), default=0)
+        g._memo[key] = rows
+    return rows
+
+
+@lru_cache(maxsize=16)
+def _depths(config: HardwareConfig) -> tuple[int, int, int, int]:
+    """Buffer depths (uop, inp, wgt, acc) in elements."""
+    return tuple(config.depth(key) for key in ("uop", "inp", "wgt", "acc"))  # type: ignore[return-value]
 
 
 def uses_zp_gemm(g: LayerGeometry) -> bool:
@@ -675,9 +693,16 @@ def _tail_insns(g: LayerGeometry, bias_mode: str) -> int:
     return n + sum(2 if op == "clamp" else 1 for op in g.tail)
 
 
-@lru_cache(maxsize=4096)
 def _axis_sums(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
     """(real input positions, frame positions) summed over the tiles of one axis."""
+    key = ("axis_sums", tile, rows)
+    found = g._memo.get(key)
+    if found is None:
+        found = g._memo[key] = _axis_sums_of(g, tile, rows)
+    return found
+
+
+def _axis_sums_of(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
     n_out = g.OH if rows else g.OW
     real = frame = 0
     for i in range(_cdiv(n_out, tile)):
@@ -792,9 +817,10 @@ def quick_estimate(sched: Schedule, config: HardwareConfig | None = None) -> int
     kernel = red * tco * pb[0] * pb[1]
     combos = min(T * G * R, sched.inp_slots * sched.acc_slots * sched.wgt_slots, 8)
     uops = kernel * combos
-    if uops > c.depth("uop"):  # kernels reloaded every step
+    uop_depth = _depths(c)[0]
+    if uops > uop_depth:  # kernels reloaded every step
         compute_dma += T * G * R * (I + setup + _cdiv(kernel * 4, bw))
-        uops = c.depth("uop")
+        uops = uop_depth
     preamble = 2 * (I + setup) + _cdiv(param_bytes + 4 * uops, bw)
     compute = gemm + tail + insns * I + compute_dma + preamble + serial
     bus = _cdiv(inp_bytes + wgt_bytes + out_bytes + param_bytes + 4 * uops, bw)
@@ -841,17 +867,23 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     param_bytes = n_param_rows(g, sched.bias_mode) * 4 * blk
     c_end = 2 * (I + setup) + _cdiv(param_bytes, bw)  # the parameter load (uops added below)
     prologue = None
+    inp_loads: dict = {}  # frame -> (bytes, load cycles): frames repeat across output groups
     plans = plan_steps(sched)
     n_steps = len(plans)
     for n, sp in enumerate(plans):
         st, islot, wslot = sp.step, sp.inp_slot, sp.wgt_slot
         for kind, ch, slot, part in sp.loads:
             if kind == "inp":
-                fr, _, _, (_, yreal) = frame_rows(g, ch.oy0, ch.th)
-                fc, _, (_, xreal) = frame_cols(g, ch.ox0, ch.tw)
-                nbytes = ch.nci * yreal * xreal * blk
-                pad = ch.nci * (fr * fc - yreal * xreal) * blk
-                ldur = frame_loads(g, ch) * (I + setup) + _cdiv(nbytes, bw) + _cdiv(pad, bw)
+                frame = (ch.oy0, ch.th, ch.ox0, ch.tw, ch.nci)
+                found = inp_loads.get(frame)
+                if found is None:
+                    fr, _, _, (_, yreal) = frame_rows(g, ch.oy0, ch.th)
+                    fc, _, (_, xreal) = frame_cols(g, ch.ox0, ch.tw)
+                    nbytes = ch.nci * yreal * xreal * blk
+                    pad = ch.nci * (fr * fc - yreal * xreal) * blk
+                    ldur = frame_loads(g, ch) * (I + setup) + _cdiv(nbytes, bw) + _cdiv(pad, bw)
+                    found = inp_loads[frame] = (nbytes, ldur)
+                nbytes, ldur = found
             else:
                 blocks = ch.nco if part is None else 1
                 nbytes = blocks * (1 if g.diagonal else ch.nci) * K * blk * blk
@@ -902,7 +934,7 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
             store_end.append(s_free)
             bus_bytes += nbytes
     uops = sum(kernels.values())
-    depth = c.depth("uop")
+    depth = _depths(c)[0]
     if uops <= depth:
         extra = _cdiv(4 * uops, bw)  # one LOAD UOP in the prologue
     else:
@@ -1028,8 +1060,7 @@ def plan_buffers(
 ) -> tuple[int, int, int, BufferPlan] | None:
     """Slots and buffer bases for a tiling, or None when it does not fit on chip."""
     K = g.taps
-    depth_inp, depth_wgt = config.depth("inp"), config.depth("wgt")
-    depth_acc = config.depth("acc")
+    depth_uop, depth_inp, depth_wgt, depth_acc = _depths(config)
     th, tw = min(th, g.OH), min(tw, g.OW)
     tco = min(tco, g.COB)
     nci = g.ci_range(0, tco, 0, 0)[1] if g.diagonal else min(tci, g.CIB)
@@ -1053,7 +1084,7 @@ def plan_buffers(
     acc_free = depth_acc - params
     if inp_rows > inp_free or wgt_tiles > wgt_free or acc_rows > acc_free:
         return None
-    if max_kernel(g, th, tw, tco, nci) > config.depth("uop") // 2:  # room for two at least
+    if max_kernel(g, th, tw, tco, nci) > depth_uop // 2:  # room for two at least
         return None
     # Micro-op fields: ACC/INP indices and loop factors must fit their widths (< depth).
     if fr * fc * nci > depth_inp or tco * (1 if g.diagonal else nci) * K > depth_wgt:
@@ -1103,7 +1134,7 @@ def candidates(g: LayerGeometry, config: HardwareConfig, bias_modes=BIAS_MODES,
     tcis = [g.CIB] if g.diagonal else _distinct_splits(g.CIB)
     modes = [m for m in bias_modes if (g.has_bias or m == "alu")
              and (m != "gemm" or g.small_bias)] or ["alu"]  # fmt: skip
-    depth_acc = config.depth("acc")
+    depth_acc = _depths(config)[3]
     ci_sizes_used = 0
     for tci in tcis:
         found = len(out)
