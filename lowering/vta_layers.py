@@ -202,4 +202,174 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
     return LayerMatch(layer, ops, op.input, output, widened, [_filter_array(op)[1]], offset)
 
 
-__all__ = ["LayerMatch", "NotALayer", "match_layer"]
+# --------------------------------------------------------------------------------------------
+# Element-wise layers: int8 tensors widened, a tree of ALU ops, narrowed to int8
+
+
+@dataclass(frozen=True)
+class AluStep:
+    """`temp[dst] = op(temp[dst], operand)`; the operand is another temp, an immediate, or
+    parameter rows (`param`: first row; per channel block when `per_block`)."""
+
+    op: str  # an `AluOp` name: MIN, MAX, ADD, SHR, MUL, RDMUL, RSHR
+    dst: int
+    kind: str  # "temp" | "imm" | "param"
+    operand: int
+    per_block: bool = False
+
+
+@dataclass
+class AluLayer:
+    """An element-wise layer on packed `[1, blocks, H, W, 1, block]` tensors: input k is loaded
+    widened (LOAD ACC8) into temp k, the steps run on every row, temp `result` is stored
+    narrowed (STORE OUT). `params` are int32 rows `[n][block]` the steps read."""
+
+    name: str
+    blocks: int
+    rows: int  # rows per channel block (H * W)
+    block: int
+    n_inputs: int
+    steps: list[AluStep]
+    result: int
+    params: np.ndarray
+
+    def describe(self) -> str:
+        ops = sorted({s.op.lower() for s in self.steps})
+        return (f"eltwise {self.rows} px x {self.blocks * self.block} ch, {self.n_inputs} "
+                f"input(s), {len(self.steps)} ALU ops ({' '.join(ops)})")  # fmt: skip
+
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        """What the program computes, from the int8 inputs `[blocks, rows, block]`."""
+        from qaccel.backends.vta.alu import ALU_FUNCTIONS
+        from qaccel.backends.vta.isa import AluOp
+
+        temps = [np.asarray(x, np.int8).astype(np.int32) for x in inputs]
+        for s in self.steps:
+            if s.kind == "temp":
+                y = temps[s.operand]
+            elif s.kind == "imm":
+                y = np.int32(s.operand)
+            else:
+                rows = self.params[s.operand : s.operand + (self.blocks if s.per_block else 1)]
+                y = rows[:, None, :]
+            temps[s.dst] = ALU_FUNCTIONS[AluOp[s.op]](temps[s.dst], y)
+        return temps[self.result].astype(np.int8)
+
+
+@dataclass
+class AluMatch:
+    layer: AluLayer
+    ops: list[Operation]  # the group's ops in body order (the narrow last)
+    inputs: list[SSAValue]  # arena values loaded into temps 0, 1, ...
+    output: SSAValue
+    widened: SSAValue | None  # the int32 value narrowed, also used elsewhere (= widen(output))
+
+
+_IMM_BITS = 16
+_LANE_OPS = {"accel.shift_left": "SHR", "accel.round_multiply": "RDMUL",
+             "accel.round_rshift": "RSHR", "accel.bias_add_zp": "ADD"}  # fmt: skip
+_BINARY_OPS = {"accel.add": "ADD", "accel.max": "MAX", "accel.min": "MIN", "accel.mul": "MUL"}
+_SHIFT_RANGE = {"SHR": (-31, 31), "RSHR": (0, 31)}
+
+
+def match_alu_layer(
+    narrow: Operation,
+    leaves: dict[SSAValue, tuple[SSAValue, int]],
+    claimed: set[Operation],
+    name: str,
+) -> AluMatch:
+    """The element-wise layer ending at `narrow` (an `accel.narrow` to int8), or `NotALayer`.
+
+    `leaves` maps an int32 value to the arena tensor it is read from and the offset to
+    subtract (`value = stored int8 - offset`), e.g. a GEMM layer's output; an `accel.widen`
+    of an int8 tensor is a leaf too. Every other value of the tree must be used once, by the
+    tree, except the value narrowed (its other users read it as the widened int8 result);
+    `claimed` ops (other layers) cannot be part of it."""
+    if not isinstance(narrow, accel.NarrowOp) or tensor_dtype(narrow.output.type) != np.int8:
+        raise NotALayer("not a narrowing to int8")
+    shape = tuple(narrow.output.type.get_shape())
+    if len(shape) != 6 or shape[0] != 1 or shape[4] != 1:
+        raise NotALayer(f"packed shape {list(shape)} is not [1, C/B, H, W, 1, B]")
+    blocks, block = shape[1], shape[5]
+    steps: list[AluStep] = []
+    inputs: list[SSAValue] = []
+    params: list[np.ndarray] = []
+    n_params = 0
+    group: list[Operation] = []
+
+    def leaf(value: SSAValue, offset: int) -> int:
+        t = len(inputs)
+        inputs.append(value)
+        if offset:
+            steps.append(AluStep("ADD", t, "imm", -offset))
+        return t
+
+    def constant(op_name: str, values: np.ndarray, dst: int) -> None:
+        nonlocal n_params
+        v = np.asarray(values, np.int64).reshape(-1)
+        lo, hi = _SHIFT_RANGE.get(op_name, (-(2**31), 2**31 - 1))
+        if v.min() < lo or v.max() > hi:
+            raise NotALayer(f"{op_name} operand outside [{lo}, {hi}]")
+        if len(v) == 1 and -(2 ** (_IMM_BITS - 1)) <= v[0] < 2 ** (_IMM_BITS - 1):
+            steps.append(AluStep(op_name, dst, "imm", int(v[0])))
+            return
+        rows = np.broadcast_to(v, (blocks * block,)).reshape(blocks, block)
+        per_block = len(v) > 1
+        rows = rows if per_block else rows[:1]
+        steps.append(AluStep(op_name, dst, "param", n_params, per_block))
+        params.append(rows.astype(np.int32))
+        n_params += len(rows)
+
+    def visit(value: SSAValue, root: bool = False) -> int:
+        if value in leaves:
+            return leaf(*leaves[value])
+        op = value.owner
+        if not isinstance(op, Operation) or op in claimed:
+            raise NotALayer("an operand is not in DRAM (a block argument or another layer's)")
+        if not root and len(list(value.uses)) != 1:
+            raise NotALayer(f"{op.name}'s result is also used outside the element-wise tree")
+        if tuple(value.type.get_shape()) != shape:
+            raise NotALayer(f"{op.name} broadcasts (shape {list(value.type.get_shape())})")
+        if isinstance(op, accel.WidenOp):
+            if tensor_dtype(op.input.type) != np.int8:
+                raise NotALayer("a widened operand is not int8")
+            group.append(op)
+            return leaf(op.input, 0)
+        if op.name in _LANE_OPS:
+            t = visit(op.input)
+            values = op.values.astype(np.int64)
+            if op.name == "accel.shift_left":
+                values = -values  # SHR by a negative amount shifts left (low 32 bits kept)
+            constant(_LANE_OPS[op.name], values, t)
+        elif op.name in _BINARY_OPS:
+            if op.rhs is None:
+                t = visit(op.lhs)
+                constant(_BINARY_OPS[op.name], op.values, t)
+            else:
+                t = visit(op.lhs)
+                u = visit(op.rhs)
+                steps.append(AluStep(_BINARY_OPS[op.name], t, "temp", u))
+        else:
+            raise NotALayer(f"{op.name} has no ALU form")
+        group.append(op)
+        return t
+
+    result = visit(narrow.input, root=True)
+    widened = narrow.input if len(list(narrow.input.uses)) > 1 else None
+    if not steps and len(inputs) == 1:
+        raise NotALayer("a plain copy")
+    group.append(narrow)
+    table = np.concatenate(params) if params else np.zeros((0, block), np.int32)
+    layer = AluLayer(name, blocks, shape[2] * shape[3], block, len(inputs), steps, result, table)
+    return AluMatch(layer, group, inputs, narrow.output, widened)
+
+
+__all__ = [
+    "AluLayer",
+    "AluMatch",
+    "AluStep",
+    "LayerMatch",
+    "NotALayer",
+    "match_alu_layer",
+    "match_layer",
+]

@@ -53,10 +53,18 @@ import numpy as np
 from qaccel.backends.vta.arena import Slot, allocate
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.backends.vta.emit import ALIGN, LayerProgram, Placement, emit
+from qaccel.backends.vta.emit_alu import AluProgram, emit_alu
 from qaccel.dialects import accel, tfl
 from qaccel.dialects.types import tensor_dtype
 from qaccel.lowering.schedule_vta import SCHEDULE_ATTR, ScheduleAttrError, layer_schedule
-from qaccel.lowering.vta_layers import LayerMatch, NotALayer, match_layer
+from qaccel.lowering.vta_layers import (
+    AluLayer,
+    AluMatch,
+    LayerMatch,
+    NotALayer,
+    match_alu_layer,
+    match_layer,
+)
 from qaccel.lowering.vta_schedule import (
     LayerError,
     alu_bound_cycles,
@@ -113,11 +121,11 @@ class CompiledLayer:
     index: int
     ops: list[int]  # body positions of the group's ops (skipped by the runtime)
     anchor: int  # body position of the op whose result the layer produces
-    input: int  # arena slot (index into the function's `slots`) the layer reads
+    inputs: list[int]  # arena slots (indices into the function's `slots`) the layer reads
     output: int  # arena slot the layer writes
     widened: int | None  # body position of the int32 value equal to widen(output), if used
     offset: int | None  # the anchor is int32 = the stored int8 values - offset (None: as stored)
-    program: LayerProgram | None  # None after `load_artifact`
+    program: LayerProgram | AluProgram | None  # None after `load_artifact`
     words: np.ndarray  # the instruction stream
     uops: np.ndarray  # the micro-op image
     description: str = ""
@@ -232,39 +240,50 @@ def _layer_schedule(f: func.FuncOp, op: Operation, m: LayerMatch, c: HardwareCon
         raise CompileError(f"@{f.sym_name.data}: {op.name} ({m.layer.describe()}): {e}") from None
 
 
-def _plan_arena(f: func.FuncOp, matches: list[tuple[int, LayerMatch]], ops: list[Operation]):
+@dataclass
+class _Planned:
+    """One layer as the arena sees it."""
+
+    when: int  # body position it runs at (its anchor)
+    inputs: list[SSAValue]
+    output: SSAValue
+    ops: list[Operation]
+    int8_bytes: bool  # the output is int32 in the IR but stored as int8 (`offset`)
+    widened: SSAValue | None
+
+
+def _plan_arena(layers: list[_Planned], ops: list[Operation]):
     """The arena slots of the layers' inputs and outputs; (slots, slot of each value)."""
     index_of = {op: i for i, op in enumerate(ops)}
-    roots = {ops[i]: m for i, m in matches}
-    when = {i: index_of[m.output.owner] for i, m in matches}  # a layer runs at its anchor
+    in_layers = {o for p in layers for o in p.ops}
     users: dict[SSAValue, list[int]] = {}
-    produced: dict[SSAValue, int] = {}
-    for i, m in matches:
-        users.setdefault(m.input, []).append(when[i])
-        produced[m.output] = when[i]
-    values = list(dict.fromkeys([v for i, m in matches for v in (m.input, m.output)]))
+    produced: dict[SSAValue, _Planned] = {}
+    for p in layers:
+        for v in p.inputs:
+            users.setdefault(v, []).append(p.when)
+        produced[p.output] = p
+    values = list(dict.fromkeys([v for p in layers for v in (*p.inputs, p.output)]))
     slots, slot_of = [], {}
     for v in values:
         uses = users.get(v, [])
-        host_reads = v in produced and (
-            any(u.operation not in roots or roots[u.operation].input is not v for u in v.uses)
-            or any(m.widened is not None for _, m in matches if m.output is v)
-        )  # fmt: skip
-        if v in produced:
-            start = produced[v]
-            end = max([start, *uses])
+        p = produced.get(v)
+        if p is not None:
+            # Read back when a host op (or the return) uses the value or its widened copy.
+            seen = [v] if p.widened is None else [v, p.widened]
+            host_reads = any(u.operation not in in_layers for w in seen for u in w.uses)
+            start, end = p.when, max([p.when, *uses])
         else:
+            host_reads = False
             start, end = min(uses), max(uses)
-        nbytes = int(np.prod(v.type.get_shape())) * tensor_dtype(v.type).itemsize
-        if v in produced and any(m.offset is not None for _, m in matches if m.output is v):
-            nbytes = int(np.prod(v.type.get_shape()))  # stored as int8, widened by the host
+        n = int(np.prod(v.type.get_shape()))
+        nbytes = n if p is not None and p.int8_bytes else n * tensor_dtype(v.type).itemsize
         slot_of[v] = len(slots)
-        slots.append(ArenaSlot(_value_ref(v, index_of), -1, nbytes, start, end,
-                               v not in produced, bool(host_reads)))  # fmt: skip
+        slots.append(ArenaSlot(_value_ref(v, index_of), -1, nbytes, start, end, p is None,
+                               host_reads))  # fmt: skip
     plan = [Slot(s.nbytes, s.start, s.end) for s in slots]
     size = allocate(plan)
-    for s, p in zip(slots, plan, strict=True):
-        s.offset = p.offset
+    for s, q in zip(slots, plan, strict=True):
+        s.offset = q.offset
     return slots, slot_of, size
 
 
@@ -288,55 +307,23 @@ def compile_module(
     for f in accel_functions:
         name = f.sym_name.data
         ops = list(f.body.block.ops)
-        index_of = {op: i for i, op in enumerate(ops)}
         reasons: dict[Operation, str] = {}
-        found: list[tuple[int, LayerMatch, Any]] = []
-        for i, op in enumerate(ops):
+        gemms: list[tuple[LayerMatch, Any]] = []
+        for op in ops:
             if not isinstance(op, accel.Conv2DZpOp | accel.DenseZpOp):
                 continue
             done += 1
             try:
-                m = match_layer(op, f"{name}_layer{len(found)}")
+                m = match_layer(op, f"{name}_layer{len(gemms)}")
                 if progress:
-                    progress(f"[{done}/{n_roots}] {name} layer {len(found)}: "
+                    progress(f"[{done}/{n_roots}] {name} layer {len(gemms)}: "
                              f"{m.layer.describe()}")  # fmt: skip
-                sched = _layer_schedule(f, op, m, c)
+                gemms.append((m, _layer_schedule(f, op, m, c)))
             except (NotALayer, LayerError) as e:
                 reasons[op] = str(e)
-                continue
-            found.append((i, m, sched))
-        slots, slot_of, arena = _plan_arena(f, [(i, m) for i, m, _ in found], ops)
-        layers: list[CompiledLayer] = []
-        covered: set[Operation] = set()
-        constants: list[tuple[int, np.ndarray]] = []
-        at = arena
-        for i, m, sched in found:
-            placement = Placement(at, slots[slot_of[m.input]].offset,
-                                  slots[slot_of[m.output]].offset)  # fmt: skip
-            try:
-                prog = emit(m.layer, sched, c, placement)
-            except LayerError as e:
-                reasons[ops[i]] = str(e)
-                continue
-            constants.append((at, prog.constants))
-            at = -(-(at + len(prog.constants)) // ALIGN) * ALIGN
-            index = len(layers)
-            layers.append(CompiledLayer(
-                function=name, index=index, ops=sorted(index_of[o] for o in m.ops),
-                anchor=index_of[m.output.owner], input=slot_of[m.input],
-                output=slot_of[m.output],
-                widened=None if m.widened is None else index_of[m.widened.owner],
-                offset=m.offset, program=prog, words=prog.program.words,
-                uops=prog.program.uops, description=m.layer.describe(),
-                report=_layer_report(name, index, m, sched, prog, c),
-            ))  # fmt: skip
-            covered.update(m.ops)
-        image = np.zeros(at, np.uint8)
-        for offset, data in constants:
-            image[offset : offset + len(data)] = data
-        for lay in layers:
-            lay.program.dram_size = len(image)
-        functions[name] = CompiledFunction(name, layers, slots, arena, image)
+        fn = _compile_function(name, ops, gemms, reasons, c)
+        functions[name] = fn
+        covered = {ops[i] for lay in fn.layers for i in lay.ops}
         for i, op in enumerate(ops):
             if op in covered or isinstance(op, func.ReturnOp | tfl.ConstOp):
                 continue
@@ -347,6 +334,134 @@ def compile_module(
     compiled = CompiledModel(module, c, functions, fallbacks, {})
     compiled.report = build_report(compiled, total_macs)
     return compiled
+
+
+def _alu_layers(name: str, ops: list[Operation], gemms: list[tuple[LayerMatch, Any]],
+                refused: dict[Operation, str]) -> list[AluMatch]:  # fmt: skip
+    """Element-wise layers over the GEMM layers' outputs (and widened int8 tensors)."""
+    leaves: dict[SSAValue, tuple[SSAValue, int]] = {}
+    claimed: set[Operation] = set()
+    for m, _ in gemms:
+        claimed.update(m.ops)
+        if m.offset is not None:
+            leaves[m.output] = (m.output, m.offset)
+        if m.widened is not None:
+            leaves[m.widened] = (m.output, 0)
+    out = []
+    for op in ops:
+        if not isinstance(op, accel.NarrowOp) or op in claimed or op in refused:
+            continue
+        try:
+            am = match_alu_layer(op, leaves, claimed, f"{name}_eltwise{len(out)}")
+        except NotALayer as e:
+            refused[op] = str(e)
+            continue
+        claimed.update(am.ops)
+        if am.widened is not None:
+            leaves[am.widened] = (am.output, 0)
+        out.append(am)
+    return out
+
+
+def _compile_function(name: str, ops: list[Operation], gemms: list[tuple[LayerMatch, Any]],
+                      reasons: dict[Operation, str], c: HardwareConfig) -> CompiledFunction:  # fmt: skip
+    """Arena, placement and emission of one accelerator function's layers, in body order.
+    A layer the emitter refuses goes back to the host (its reason reported) and the arena
+    is planned again without it."""
+    index_of = {op: i for i, op in enumerate(ops)}
+    refused_alu: dict[Operation, str] = {}
+    while True:
+        alus = _alu_layers(name, ops, gemms, refused_alu)
+        entries: list[tuple[int, Any]] = sorted(
+            [(index_of[m.output.owner], (m, s)) for m, s in gemms]
+            + [(index_of[a.output.owner], a) for a in alus],
+            key=lambda e: e[0],
+        )
+        slots, slot_of, arena = _plan_arena([_planned(w, e) for w, e in entries], ops)
+        layers, constants, at, failed = [], [], arena, None
+        for when, e in entries:
+            try:
+                lay, consts = _emit_layer(name, len(layers), e, slots, slot_of, at, index_of, c)
+            except LayerError as err:
+                failed = (e, str(err))
+                break
+            layers.append(lay)
+            constants.append((at, consts))
+            at = -(-(at + len(consts)) // ALIGN) * ALIGN
+        if failed is None:
+            break
+        e, why = failed
+        if isinstance(e, tuple):
+            gemms = [g for g in gemms if g is not e]
+            reasons[e[0].ops[0]] = why
+        else:
+            refused_alu[e.ops[-1]] = why
+    for op, why in refused_alu.items():
+        reasons.setdefault(op, why)
+    image = np.zeros(at, np.uint8)
+    for offset, data in constants:
+        image[offset : offset + len(data)] = data
+    for lay in layers:
+        if isinstance(lay.program, LayerProgram):
+            lay.program.dram_size = len(image)
+    return CompiledFunction(name, layers, slots, arena, image)
+
+
+def _planned(when: int, entry) -> _Planned:
+    if isinstance(entry, AluMatch):
+        return _Planned(when, list(entry.inputs), entry.output, entry.ops, False, entry.widened)
+    m = entry[0]
+    return _Planned(when, [m.input], m.output, m.ops, m.offset is not None, m.widened)
+
+
+def _emit_layer(name, index, entry, slots, slot_of, at, index_of, c):
+    """(CompiledLayer, constants bytes) of a GEMM layer `(match, schedule)` or an `AluMatch`
+    whose constants go at byte `at`."""
+    if isinstance(entry, AluMatch):
+        prog = emit_alu(entry.layer, c, inputs_at=[slots[slot_of[v]].offset for v in entry.inputs],
+                        output_at=slots[slot_of[entry.output]].offset, constants_at=at)  # fmt: skip
+        lay = CompiledLayer(
+            function=name, index=index, ops=sorted(index_of[o] for o in entry.ops),
+            anchor=index_of[entry.output.owner], inputs=[slot_of[v] for v in entry.inputs],
+            output=slot_of[entry.output], offset=None, program=prog,
+            widened=None if entry.widened is None else index_of[entry.widened.owner],
+            words=prog.program.words, uops=prog.program.uops,
+            description=entry.layer.describe(),
+            report=_alu_report(name, index, entry.layer, prog, c),
+        )  # fmt: skip
+        return lay, prog.constants
+    m, sched = entry
+    placement = Placement(at, slots[slot_of[m.input]].offset, slots[slot_of[m.output]].offset)
+    prog = emit(m.layer, sched, c, placement)
+    lay = CompiledLayer(
+        function=name, index=index, ops=sorted(index_of[o] for o in m.ops),
+        anchor=index_of[m.output.owner], inputs=[slot_of[m.input]], output=slot_of[m.output],
+        widened=None if m.widened is None else index_of[m.widened.owner], offset=m.offset,
+        program=prog, words=prog.program.words, uops=prog.program.uops,
+        description=m.layer.describe(), report=_layer_report(name, index, m, sched, prog, c),
+    )  # fmt: skip
+    return lay, prog.constants
+
+
+def _alu_report(name: str, index: int, layer: AluLayer, prog, c: HardwareConfig) -> dict:
+    from qaccel.backends.vta.simulator import roofline, timing
+
+    t = timing(prog.program, c)
+    cycles = int(t.total_cycles)
+    rows = layer.blocks * layer.rows
+    nbytes = rows * layer.block * (layer.n_inputs + 1) + len(prog.constants)
+    roof = roofline(0, nbytes, c).cycles
+    return {
+        "function": name, "layer": index, "kind": "eltwise", "description": layer.describe(),
+        "cycles": cycles, "ms": cycles / (c.clock_mhz * 1e3), "gemm_utilization": 0.0,
+        "macs": 0, "roofline_cycles": int(roof), "roofline_ratio": cycles / max(1, roof),
+        "alu_bound_cycles": int(max(roof, rows * len(layer.steps) * c.alu_cycles_per_uop)),
+        "dram_read_bytes": int(sum(t.dram_read_bytes.values())),
+        "dram_write_bytes": int(sum(t.dram_write_bytes.values())),
+        "instructions": len(prog.program), "uop_loads": prog.uop_loads,
+        "constant_bytes": len(prog.constants), "tiling": {"chunk_rows": prog.chunk_rows},
+        "host_requantize": False,
+    }  # fmt: skip
 
 
 def _function_report(fn: CompiledFunction) -> dict:
@@ -400,23 +515,39 @@ def build_report(compiled: CompiledModel, total_macs: int | None) -> dict:
     }  # fmt: skip
 
 
+def _tiling_text(t: dict) -> str:
+    if "chunk_rows" in t:  # an element-wise layer
+        return f"chunks of {t['chunk_rows']} rows"
+    return (f"{t['tile_h']}x{t['tile_w']}px co{t['tile_co']} ci{t['tile_ci']} {t['loop_order']} "
+            f"{t['bias_mode']}")  # fmt: skip
+
+
 def format_report(report: dict) -> str:
-    """The report as a table (one line per accelerator layer) and totals."""
-    head = (f"{'layer':<18} {'description':<46} {'cycles':>10} {'util':>6} {'roofline':>10} "
-            f"{'ratio':>6} {'DRAM B':>10}  tiling")  # fmt: skip
-    lines = [head, "-" * len(head)]
+    """The report as a table, one line per accelerator layer, then the totals. Columns are as
+    wide as their contents and the layer's description comes last, so nothing is cut."""
+    columns = ("layer", "cycles", "util", "roofline", "ratio", "DRAM B", "tiling", "description")
+    left = {"layer", "tiling", "description"}
+    rows = []
     for r in report["layers"]:
         t = r["tiling"]
-        tiling = (f"{t['tile_h']}x{t['tile_w']}px co{t['tile_co']} ci{t['tile_ci']} "
-                  f"{t['loop_order']} {t['bias_mode']}")  # fmt: skip
-        lines.append(
-            f"{r['function'] + '/' + str(r['layer']):<18} {r['description'][:46]:<46} "
-            f"{r['cycles']:>10} {r['gemm_utilization']:>6.1%} {r['roofline_cycles']:>10} "
-            f"{r['roofline_ratio']:>6.2f} {r['dram_read_bytes'] + r['dram_write_bytes']:>10}  "
-            f"{tiling}"
-        )
+        rows.append((
+            f"{r['function']}/{r['layer']}", str(r["cycles"]), f"{r['gemm_utilization']:.1%}",
+            str(r["roofline_cycles"]), f"{r['roofline_ratio']:.2f}",
+            str(r["dram_read_bytes"] + r["dram_write_bytes"]),
+            _tiling_text(t), r["description"],
+        ))  # fmt: skip
+    widths = [max(len(cell) for cell in col) for col in zip(columns, *rows)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            cell.ljust(w) if name in left else cell.rjust(w)
+            for name, w, cell in zip(columns, widths, cells)
+        ).rstrip()
+
+    table = [line(columns)] + [line(row) for row in rows]
+    rule = "-" * max(len(text) for text in table)
+    lines = [table[0], rule, *table[1:], rule]
     t = report["totals"]
-    lines.append("-" * len(head))
     lines.append(
         f"total: {t['layers']} accelerator layers, {t['cycles']} cycles = {t['ms']:.3f} ms at "
         f"{t['clock_mhz']:g} MHz, GEMM utilization {t['gemm_utilization']:.1%}, "
@@ -484,7 +615,7 @@ def write_artifact(
             files[f"{base}.bin"] = np.asarray(lay.words).astype("<u8").tobytes()
             files[f"{base}.uops.bin"] = np.asarray(lay.uops).astype("<u4").tobytes()
             entries.append({
-                "index": lay.index, "ops": lay.ops, "anchor": lay.anchor, "input": lay.input,
+                "index": lay.index, "ops": lay.ops, "anchor": lay.anchor, "inputs": lay.inputs,
                 "output": lay.output, "widened": lay.widened, "offset": lay.offset,
                 "description": lay.description, "program": f"{base}.bin",
                 "uops": f"{base}.uops.bin",
@@ -546,7 +677,7 @@ def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
         for e in entry["layers"]:
             layers.append(CompiledLayer(
                 function=name, index=e["index"], ops=e["ops"], anchor=e["anchor"],
-                input=e["input"], output=e["output"], widened=e["widened"], offset=e["offset"],
+                inputs=e["inputs"], output=e["output"], widened=e["widened"], offset=e["offset"],
                 program=None, words=np.frombuffer(data[e["program"]], "<u8").reshape(-1, 2),
                 uops=np.frombuffer(data[e["uops"]], "<u4"), description=e["description"],
             ))  # fmt: skip
@@ -611,12 +742,13 @@ def _make_call_impl():
                     return tuple(env[v] for v in o.operands)
                 lay = by_anchor.get(i)
                 if lay is not None:
-                    slot = fn.slots[lay.input]
-                    if slot.host_writes and lay.input not in written:
-                        image = image.copy() if image is fn.image else image
-                        fn.write(image, lay.input, env[_resolve(slot.value, ops, f)])
-                        written.add(lay.input)
-                        self.host_bytes += slot.nbytes
+                    for k in lay.inputs:
+                        slot = fn.slots[k]
+                        if slot.host_writes and k not in written:
+                            image = image.copy() if image is fn.image else image
+                            fn.write(image, k, env[_resolve(slot.value, ops, f)])
+                            written.add(k)
+                            self.host_bytes += slot.nbytes
                     image = fn.run_layer(lay, image, self.compiled.config)
                     if fn.slots[lay.output].host_reads:
                         y = fn.read(image, lay, o.results[0].type)

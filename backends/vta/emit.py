@@ -684,13 +684,30 @@ class _Emitter:
             if st.last:
                 self.tail(st, aslot, split)
                 self.store_tile(st, aslot)
-        last = {m: i for i, rec in enumerate(self.recs) for m in (rec[0],) if m != COMPUTE}
-        fin = self.add(COMPUTE, _row(Opcode.FINISH))
-        self.recs[fin][2] = sorted(last.values())
+        self.finish()
         return self.finalize()
 
     # --- tokens, micro-op placement, encoding ---
+    def finish(self) -> None:
+        """FINISH after the last instruction of every module."""
+        last = {m: i for i, rec in enumerate(self.recs) for m in (rec[0],) if m != COMPUTE}
+        fin = self.add(COMPUTE, _row(Opcode.FINISH))
+        self.recs[fin][2] = sorted(last.values())
+
     def finalize(self) -> LayerProgram:
+        program, n_uop_loads = self.encode_stream()
+        return LayerProgram(
+            layer=self.layer, schedule=self.s, config=self.c, program=program,
+            dram_size=self.dram_size, input_offset=self.regions["input"][0],
+            input_nbytes=self.regions["input"][1], output_offset=self.regions["output"][0],
+            output_nbytes=self.regions["output"][1], constants=self.constants,
+            regions=dict(self.regions), uop_loads=n_uop_loads,
+            constants_offset=self.constants_offset,
+        )  # fmt: skip
+
+    def encode_stream(self) -> tuple[Program, int]:
+        """Dependency tokens from the records' slot accesses, micro-ops placed, encoded: the
+        program and its number of LOAD UOPs."""
         recs = self.recs
         synced = {pair: -1 for pair in _TOKEN_FLAGS}
         for i, (module, row, deps, _) in enumerate(recs):
@@ -711,15 +728,7 @@ class _Emitter:
         rows, uop_image, n_uop_loads = self.place_uops()
         fields = np.array([tuple(r) for r in rows], dtype=FIELDS_DTYPE)
         words = encode(fields, self.c)
-        program = Program(self.c, words, uop_image)
-        return LayerProgram(
-            layer=self.layer, schedule=self.s, config=self.c, program=program,
-            dram_size=self.dram_size, input_offset=self.regions["input"][0],
-            input_nbytes=self.regions["input"][1], output_offset=self.regions["output"][0],
-            output_nbytes=self.regions["output"][1], constants=self.constants,
-            regions=dict(self.regions), uop_loads=n_uop_loads,
-            constants_offset=self.constants_offset,
-        )  # fmt: skip
+        return Program(self.c, words, uop_image), n_uop_loads
 
     def place_uops(self):
         """Micro-op image and LOAD UOPs: every kernel once up front when they all fit in the

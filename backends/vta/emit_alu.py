@@ -1,0 +1,124 @@
+"""Instruction emission for element-wise layers (`AluLayer`: residual adds and their
+requantization): int8 tensors in DRAM, ALU ops on the accumulator buffer, int8 out.
+
+    prog = emit_alu(layer, inputs_at=[off_a, off_b], output_at=off_y, constants_at=off_c)
+
+The rows of every packed tensor (`[blocks][H*W][16]` int8) are processed in chunks of at most
+`chunk_rows` rows of one channel block. For each chunk the compute module loads every input
+widened (LOAD ACC8) into its temp, runs the layer's steps over the chunk's rows (one ALU
+instruction per step, immediates for per-tensor values that fit 16 bits, parameter rows read
+with a zero source stride otherwise), and the store module writes the result temp narrowed
+(STORE OUT). Chunks alternate between two sets of temps, so the store of one chunk overlaps
+the next chunk's compute; the dependency tokens come from the same slot bookkeeping as the
+convolution emitter's. The parameter rows are loaded once, first.
+
+    ACC rows: [params][set 0: temp 0 .. temp T-1][set 1: temp 0 .. temp T-1], R rows a temp
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.backends.vta.emit import ALIGN, COMPUTE, STORE, _Emitter, _row
+from qaccel.backends.vta.isa import AluOp, MemType, Opcode, Program, encode_uops
+from qaccel.lowering.vta_layers import AluLayer
+from qaccel.lowering.vta_schedule import LayerError
+
+
+@dataclass
+class AluProgram:
+    """An element-wise layer ready to run in a shared DRAM image."""
+
+    layer: AluLayer
+    config: HardwareConfig
+    program: Program
+    chunk_rows: int
+    constants: np.ndarray  # the parameter rows' bytes, at `constants_offset`
+    constants_offset: int
+    uop_loads: int = 0
+
+    def timing(self):
+        from qaccel.backends.vta.simulator import timing
+
+        return timing(self.program, self.config)
+
+
+def chunk_rows(layer: AluLayer, config: HardwareConfig) -> int:
+    """The largest chunk two sets of temps hold next to the parameter rows (and the ALU's
+    iteration field counts)."""
+    free = config.depth("acc") - len(layer.params)
+    rows = min(layer.rows, free // (2 * layer.n_inputs), (1 << 14) - 1)
+    if rows < 1:
+        raise LayerError(f"{len(layer.params)} parameter rows leave no room for the temps")
+    return rows
+
+
+class _AluEmitter(_Emitter):
+    """Reuses the convolution emitter's records, tokens, micro-op placement and encoding."""
+
+    def __init__(self, layer: AluLayer, config: HardwareConfig, inputs_at: list[int],
+                 output_at: int, constants_at: int):  # fmt: skip
+        if any(v % ALIGN for v in (*inputs_at, output_at, constants_at)):
+            raise LayerError(f"element-wise layer regions must be {ALIGN}-byte aligned")
+        self.c, self.layer = config, layer
+        self.recs, self.writer, self.readers, self.kernels = [], {}, {}, {}
+        self.inputs_at, self.output_at, self.constants_at = inputs_at, output_at, constants_at
+        self.R = chunk_rows(layer, config)
+        self.n_params = len(layer.params)
+
+    def temp_row(self, slot: int, temp: int) -> int:
+        return self.n_params + (slot * self.layer.n_inputs + temp) * self.R
+
+    def uop(self, dst: int, src: int):
+        key = ("alu", dst, src)
+        return self.kernel(key, lambda: encode_uops([dst], [src], [0], self.c))
+
+    def run(self) -> AluProgram:
+        lay, blk = self.layer, self.layer.block
+        if self.n_params:
+            self.load(MemType.ACC, 0, self.constants_at // (4 * blk), 1, self.n_params,
+                      module=COMPUTE, writes=(("params",),))  # fmt: skip
+        chunk = 0
+        for b in range(lay.blocks):
+            for r0 in range(0, lay.rows, self.R):
+                n = min(self.R, lay.rows - r0)
+                self.chunk(chunk % 2, b, b * lay.rows + r0, n)
+                chunk += 1
+        self.finish()
+        program, loads = self.encode_stream()
+        consts = np.ascontiguousarray(lay.params, dtype="<i4").reshape(-1).view(np.uint8)
+        return AluProgram(lay, self.c, program, self.R, consts, self.constants_at, loads)
+
+    def chunk(self, slot: int, b: int, row: int, n: int):
+        lay = self.layer
+        res = [("acc", slot)]
+        for k, at in enumerate(self.inputs_at):
+            self.load(MemType.ACC8, self.temp_row(slot, k), at // lay.block + row, 1, n,
+                      module=COMPUTE, writes=res)  # fmt: skip
+        for s in lay.steps:
+            dst = self.temp_row(slot, s.dst)
+            reads = res + ([("params",)] if s.kind == "param" else [])
+            if s.kind == "temp":
+                key = self.uop(dst, self.temp_row(slot, s.operand))
+                self.alu(AluOp[s.op], key, None, 1, n, (0, 1), (0, 1), reads=reads, writes=res)
+            elif s.kind == "imm":
+                key = self.uop(dst, 0)
+                self.alu(AluOp[s.op], key, None, 1, n, (0, 1), imm=s.operand, reads=reads,
+                         writes=res)  # fmt: skip
+            else:
+                key = self.uop(dst, s.operand + (b if s.per_block else 0))
+                self.alu(AluOp[s.op], key, None, 1, n, (0, 1), (0, 0), reads=reads, writes=res)
+        row_ = _row(Opcode.STORE, memory_type=int(MemType.OUT),
+                    sram_base=self.temp_row(slot, lay.result),
+                    dram_base=self.output_at // lay.block + row, y_size=1, x_size=n,
+                    x_stride=n)  # fmt: skip
+        self.add(STORE, row_, reads=res)
+
+
+def emit_alu(layer: AluLayer, config: HardwareConfig | None = None, *, inputs_at: list[int],
+             output_at: int, constants_at: int) -> AluProgram:  # fmt: skip
+    """The program of an element-wise layer whose inputs, output and parameter rows live at
+    the given byte offsets of a DRAM image."""
+    return _AluEmitter(layer, config or DEFAULT_CONFIG, inputs_at, output_at, constants_at).run()

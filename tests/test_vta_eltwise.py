@@ -1,0 +1,122 @@
+"""Element-wise layers on the VTA (`lowering/vta_layers.py` `match_alu_layer`,
+`backends/vta/emit_alu.py`): the ALU programs are bit-exact with their reference on the
+simulator (chunk boundaries, parameter rows, immediates, two inputs), and the residual adds of
+real models run on the accelerator, bit-exact with the interpreter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from qaccel.backends.cpu.interpreter import entry_function, random_inputs, run_function
+from qaccel.backends.vta.compile import compile_module, run_compiled
+from qaccel.backends.vta.config import DEFAULT_CONFIG
+from qaccel.backends.vta.emit_alu import chunk_rows, emit_alu
+from qaccel.backends.vta.simulator import simulate
+from qaccel.frontend.tflite_import import import_tflite
+from qaccel.lowering.vta_layers import AluLayer, AluStep
+from qaccel.passes.pipeline import build_pipeline, qaccel_context
+
+MODELS = Path(__file__).parent / "fixtures" / "models"
+
+
+def _align(n: int) -> int:
+    return -(-n // 256) * 256
+
+
+def run_layer(layer: AluLayer, inputs: list[np.ndarray]) -> np.ndarray:
+    n = layer.blocks * layer.rows * layer.block
+    offsets = [_align(n) * k for k in range(len(inputs) + 1)]
+    consts_at = offsets[-1] + _align(n)
+    prog = emit_alu(layer, inputs_at=offsets[:-1], output_at=offsets[-1], constants_at=consts_at)
+    image = np.zeros(consts_at + len(prog.constants), np.uint8)
+    for at, x in zip(offsets, inputs):
+        image[at : at + n] = x.reshape(-1).view(np.uint8)
+    image[consts_at:] = prog.constants
+    result = simulate(prog.program, prog.program.uops, image)
+    assert not any(result.leftover_tokens.values())
+    return result.dram[offsets[-1] : offsets[-1] + n].view(np.int8)
+
+
+def random_layer(rng, blocks: int, rows: int, n_inputs: int) -> AluLayer:
+    blk = 16
+    steps, params = [], []
+    for t in range(n_inputs):
+        for _ in range(rng.integers(1, 4)):
+            op = str(rng.choice(["ADD", "SHR", "RDMUL", "RSHR", "MAX", "MIN", "MUL"]))
+            per = bool(rng.integers(2))
+            if op == "SHR":
+                lo, hi = -8, 8
+            elif op == "RSHR":
+                lo, hi = 0, 31
+            elif op == "RDMUL":
+                lo, hi = 1 << 29, (1 << 31) - 1
+            else:
+                lo, hi = -300, 300
+            if per or op == "RDMUL":
+                start = sum(len(p) for p in params)
+                rows_ = rng.integers(lo, hi + 1, (blocks if per else 1, blk)).astype(np.int32)
+                if not per:
+                    rows_[:] = rows_[0, 0]
+                params.append(rows_)
+                steps.append(AluStep(op, t, "param", start, per))
+            else:
+                steps.append(AluStep(op, t, "imm", int(rng.integers(lo, hi + 1))))
+    for t in range(1, n_inputs):
+        steps.append(AluStep(str(rng.choice(["ADD", "MAX", "MIN"])), 0, "temp", t))
+    steps.append(AluStep("MIN", 0, "imm", 127))
+    steps.append(AluStep("MAX", 0, "imm", -128))
+    table = np.concatenate(params) if params else np.zeros((0, blk), np.int32)
+    return AluLayer("random", blocks, rows, blk, n_inputs, steps, 0, table)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_alu_programs_are_bit_exact(seed):
+    rng = np.random.default_rng(seed)
+    blocks, n_inputs = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+    # Rows around the chunk size (two sets of temps next to the parameter rows).
+    rows = int(rng.choice([1, 7, 300, 511, 512, 513, 1100]))
+    layer = random_layer(rng, blocks, rows, n_inputs)
+    inputs = [rng.integers(-128, 128, (blocks, rows, 16)).astype(np.int8) for _ in range(n_inputs)]
+    expected = layer.reference(inputs).reshape(-1)
+    np.testing.assert_array_equal(run_layer(layer, inputs), expected)
+
+
+def test_chunks_fill_the_accumulator_buffer():
+    layer = AluLayer("t", 1, 5000, 16, 2, [AluStep("ADD", 0, "temp", 1)], 0,
+                     np.zeros((3, 16), np.int32))  # fmt: skip
+    depth = DEFAULT_CONFIG.depth("acc")
+    assert chunk_rows(layer, DEFAULT_CONFIG) == (depth - 3) // 4
+
+
+def lowered(name: str):
+    path = MODELS / f"{name}.tflite"
+    module = import_tflite(path.read_bytes(), str(path))
+    build_pipeline("vta-pipeline").apply(qaccel_context(), module)
+    return module
+
+
+def test_mobilenet_v2_residual_adds_run_on_the_accelerator():
+    module = lowered("mobilenet_v2")
+    compiled = compile_module(module)
+    kinds = [r["kind"] for r in compiled.report["layers"]]
+    assert kinds.count("eltwise") == 10
+    # Left on the host: the global average pool and its requantization, the classifier's
+    # double-precision requantization.
+    assert {fb.op for fb in compiled.fallbacks} <= {
+        "accel.reduce_sum", "accel.add", "accel.round_multiply", "accel.round_rshift",
+        "accel.min", "accel.max", "accel.narrow", "accel.host_requantize",
+    }  # fmt: skip
+    assert len(compiled.fallbacks) <= 8
+    inputs = random_inputs(entry_function(module), 1)
+    expected = run_function(module, inputs)
+    for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_refusals_are_reported():
+    compiled = compile_module(lowered("small_cnn"))
+    lines = compiled.report["host_fallbacks"]
+    assert any("accel.narrow" in line and "accel.max_pool2d has no ALU form" in line
+               for line in lines)  # fmt: skip
