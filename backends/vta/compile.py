@@ -9,9 +9,12 @@
 `accel` ops on the packed layout. Every GEMM op with its requantization tail becomes one
 `ConvLayer` (`lowering/vta_layers.py`), scheduled with the tiling its `qaccel.schedule`
 attribute gives (`schedule-vta`; searched here when absent) and emitted as one
-`LayerProgram` (`backends/vta/emit.py`) that runs on the simulator. The `accel` packed tensor
-of a layer's input is its DRAM input region byte for byte, and its output region is the
-packed result.
+`LayerProgram` (`backends/vta/emit.py`) that runs on the simulator. Every tree of ALU-able
+ops (`accel.add`/`max`/`min`/`mul` of two tensors or by constants, shifts, rounding multiplies)
+from GEMM layers' outputs or widened int8 tensors to an `accel.narrow` (a residual add with
+its requantization) becomes an element-wise layer (`AluLayer`, `backends/vta/emit_alu.py`).
+The `accel` packed tensor of a layer's input is its DRAM input region byte for byte, and its
+output region is the packed result.
 
 **DRAM.** An accelerator function has one DRAM image: the activation arena
 (`backends/vta/arena.py`: a slot per packed tensor a layer reads or writes, reused by
@@ -21,9 +24,9 @@ where it was stored; the host writes into the arena only tensors it produced and
 only tensors a host op or the return uses (`host_write_bytes` / `host_read_bytes` in the
 report).
 
-Every other op of an accelerator function (element-wise `accel.add` of two tensors, pools,
-means, pads, concatenations, a layer whose tail does not match, a layer the scheduler
-refuses) runs on the host interpreter and is listed in the report as a host fallback with
+Every other op of an accelerator function (pools, means, pads, concatenations, element-wise
+ops that do not end in an int8 narrowing, a layer whose tail does not match, a layer the
+scheduler or emitter refuses) runs on the host interpreter and is listed in the report as a host fallback with
 its reason; nothing is dropped silently.
 
 **Artifact** (`write_artifact`): `host.mlir` (the whole module as text, schedules included:
