@@ -2,6 +2,7 @@
 
     qaccel-compile model.tflite -o out/                  # vta-pipeline, default hardware
     qaccel-compile model.tflite -o out/ --config hw.json --quiet
+    qaccel-compile model.tflite -o out/ --plot layers.png  # per-layer cycles vs. roofline
     qaccel-compile scheduled.mlir -o out/ -p ''                 # IR after vta-pipeline (edited)
     qaccel-run out/ --random-inputs 0 --outputs-dir res --compare-litert
 
@@ -30,6 +31,7 @@ from qaccel.backends.vta.compile import (
     write_artifact,
 )
 from qaccel.backends.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
+from qaccel.backends.vta.report_plot import PlotError, plot_report, require_matplotlib
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
 from qaccel.passes.pipeline import PipelineError, available_passes, qaccel_context
 from qaccel.tools.qaccel_opt import add_pass_manager_arguments, normalize_argv, pass_manager_for
@@ -50,6 +52,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("-p", "--passes", default="vta-pipeline", help="pass pipeline")
     ap.add_argument("--config", type=Path, help="hardware config JSON (default: VTA default)")
     ap.add_argument("--quiet", action="store_true", help="no progress, no report table")
+    ap.add_argument("--plot", type=Path, metavar="FILE.png",
+                    help="draw each layer's cycles against its roofline (needs matplotlib)")
     add_pass_manager_arguments(ap)
 
     def error(message: str) -> NoReturn:
@@ -110,6 +114,8 @@ def _parse_mlir(data: bytes, path: Path):
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(normalize_argv(argv))
+    if args.plot:
+        require_matplotlib(args.plot)  # before the compile, not after it
     config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
     tty = sys.stderr.isatty() and not args.quiet
 
@@ -122,9 +128,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     if tty:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
     write_artifact(compiled, args.output, data)
+    if args.plot:
+        plot_report(compiled.report, args.plot, Path(args.model).name)
     if not args.quiet:
         print(format_report(compiled.report))
-        print(f"wrote {args.output} in {time.perf_counter() - start:.1f} s")
+        plot = f" and {args.plot}" if args.plot else ""
+        print(f"wrote {args.output}{plot} in {time.perf_counter() - start:.1f} s")
     return 0
 
 
@@ -132,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         code = run(argv)
     except (CompileError, PipelineError, TFLiteImportError, DiagnosticException,
-            ConfigError) as e:  # fmt: skip
+            ConfigError, PlotError) as e:  # fmt: skip
         _fail(str(e))
     except ArgSpecParseError as e:
         _fail(f"invalid pass pipeline: {str(e).splitlines()[-1].strip()}")

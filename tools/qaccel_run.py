@@ -6,6 +6,7 @@
     qaccel-run model.tflite -p vta-pipeline --verify-semantics --pass-timing --outputs-dir out
     qaccel-run OUTDIR --random-inputs 0 --outputs-dir out --compare-litert   # qaccel-compile's
     qaccel-run model.tflite --target vta --outputs-dir out --compare-litert  # compile and run
+    qaccel-run OUTDIR --outputs-dir out --plot layers.png   # + per-layer cycles vs. roofline
 
 MODEL is a `.tflite` (imported first) or `.mlir` file, or an artifact folder written by
 `qaccel-compile`; `-p` runs a pass pipeline before executing. With an artifact, or with
@@ -38,6 +39,7 @@ from qaccel.backends.cpu.interpreter import (
     random_inputs,
     run_function,
 )
+from qaccel.backends.vta.report_plot import PlotError
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
 from qaccel.passes.pipeline import (
     PipelineError,
@@ -105,6 +107,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--target", choices=("cpu", "vta"), default="cpu",
                     help="vta: compile for the accelerator and run its layers on the simulator")
     ap.add_argument("--config", type=Path, help="hardware config JSON for --target vta")
+    ap.add_argument("--plot", type=Path, metavar="FILE.png",
+                    help="with an artifact or --target vta: each layer's cycles against its "
+                         "roofline (needs matplotlib)")  # fmt: skip
     add_pass_manager_arguments(ap)
 
     def error(message: str) -> NoReturn:
@@ -148,6 +153,11 @@ def run_vta(args) -> int:
         outputs = run_compiled(compiled, inputs)
     except CompileError as e:
         raise RunError(str(e)) from None
+    if args.plot:
+        from qaccel.backends.vta.report_plot import plot_report
+
+        plot_report(compiled.report, args.plot, path.name)
+        print(f"wrote {args.plot}")
     _write_outputs(outputs, Path(args.outputs_dir))
     layers = sum(len(v) for v in compiled.layers.values())
     print(f"ran {layers} accelerator layer(s) on the simulator, "
@@ -179,7 +189,15 @@ def _write_outputs(outputs: Sequence[np.ndarray], out_dir: Path) -> None:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(normalize_argv(argv))
-    if args.target == "vta" or Path(args.model).is_dir():
+    vta = args.target == "vta" or Path(args.model).is_dir()
+    if args.plot:
+        if not vta:
+            raise RunError("--plot needs an accelerator compile (an artifact folder or "
+                           "--target vta)")  # fmt: skip
+        from qaccel.backends.vta.report_plot import require_matplotlib
+
+        require_matplotlib(args.plot)  # before the run, not after it
+    if vta:
         return run_vta(args)
     ctx = qaccel_context()
     manager, timing = pass_manager_for(args, available_passes(), PROG)
@@ -219,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         code = run(argv)
     except (RunError, ExecutionError, PipelineError, TFLiteImportError, DiagnosticException,
-            SemanticsError) as e:
+            SemanticsError, PlotError) as e:
         _fail(str(e))
     except kernels.Refusal as e:
         _fail(f"LiteRT's reference kernels refuse this model: {e}")
