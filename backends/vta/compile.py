@@ -35,7 +35,9 @@ every accelerator function `vta_fn_k/dram.npz` (`dram`: the function's DRAM imag
 in place and the arena zero) and per layer `vta_fn_k/layer_i.bin` (16-byte instructions) and
 `vta_fn_k/layer_i.uops.bin` (the micro-op image, little-endian uint32):
 `qaccel-sim vta_fn_0/layer_0.bin --dram vta_fn_0/dram.npz --uops vta_fn_0/layer_0.uops.bin`
-runs one layer. Also `model.tflite` (the source, for `--compare-litert`), `report.json`, and
+runs one layer. The C driver (`backends/vta/cdriver.py`): `driver/qaccel_vta.h`,
+`driver/model.h`, `driver/model.c` and each function's `vta_fn_k/constants.bin`. Also
+`model.tflite` (the source, for `--compare-litert`), `report.json`, and
 `manifest.json` (versions, hardware config, every layer's op indices and DRAM offsets, the
 arena's slots, SHA-256 of every file). No timestamps, sorted keys, npz members with a fixed
 date: compiling the same model twice gives identical bytes.
@@ -628,6 +630,9 @@ def write_artifact(
             "image": f"{name}/dram.npz", "arena_bytes": fn.arena_nbytes,
             "slots": [s.__dict__ for s in fn.slots], "layers": entries,
         }  # fmt: skip
+    from qaccel.backends.vta.cdriver import driver_files
+
+    files.update(driver_files(compiled))
     if source is not None:
         files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
     files["report.json"] = _dumps(compiled.report).encode()
