@@ -18,6 +18,8 @@ goes to stderr when it is a terminal; `--quiet` silences progress and the table.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import sys
 import time
 from collections.abc import Sequence
@@ -123,8 +125,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"\r\033[K{PROG}: {line}", end="", file=sys.stderr, flush=True)
 
     start = time.perf_counter()
-    compiled, data = compile_model(Path(args.model), args.passes, config,
-                                   progress if tty else None, args, args.config)  # fmt: skip
+    # --quiet: the passes' summaries (e.g. partition-graph's) too; errors still raise.
+    with contextlib.redirect_stderr(io.StringIO()) if args.quiet else contextlib.nullcontext():
+        compiled, data = compile_model(Path(args.model), args.passes, config,
+                                       progress if tty else None, args, args.config)  # fmt: skip
     if tty:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
     write_artifact(compiled, args.output, data)
