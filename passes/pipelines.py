@@ -47,7 +47,7 @@ class CpuPipeline(NamedPipeline):
 
 @dataclass(frozen=True)
 class VtaPipeline(NamedPipeline):
-    """The whole flow for the VTA-like accelerator, from imported `tfl` IR to `accel` ops.
+    """The whole flow for the VTA-like accelerator, from imported `tfl` IR to scheduled `accel` ops.
 
     Runs, in order:
 
