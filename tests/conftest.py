@@ -31,6 +31,18 @@ def parse_module(text: str) -> ModuleOp:
     return module
 
 
+def vta_lowered(name: str) -> tuple[ModuleOp, bytes]:
+    """A fixture model imported and run through `vta-pipeline`, and the model's bytes."""
+    from qaccel.frontend.tflite_import import import_tflite
+    from qaccel.passes.pipeline import build_pipeline, qaccel_context
+
+    path = FIXTURE_MODELS / f"{name}.tflite"
+    data = path.read_bytes()
+    module = import_tflite(data, str(path))
+    build_pipeline("vta-pipeline").apply(qaccel_context(), module)
+    return module, data
+
+
 def print_module(module: ModuleOp) -> str:
     out = io.StringIO()
     Printer(stream=out).print_op(module)

@@ -4,25 +4,13 @@ each layer program writes only its own output slot."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
+from conftest import vta_lowered
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from qaccel.backends.cpu.interpreter import entry_function, random_inputs, run_function
 from qaccel.backends.vta.arena import ALIGN, Slot, allocate, check
 from qaccel.backends.vta.compile import compile_module, run_compiled
-from qaccel.frontend.tflite_import import import_tflite
-from qaccel.passes.pipeline import build_pipeline, qaccel_context
-
-MODELS = Path(__file__).parent / "fixtures" / "models"
-
-
-def lowered(name: str):
-    path = MODELS / f"{name}.tflite"
-    module = import_tflite(path.read_bytes(), str(path))
-    build_pipeline("vta-pipeline").apply(qaccel_context(), module)
-    return module
 
 
 def test_a_chain_reuses_two_slots():
@@ -55,7 +43,7 @@ def test_random_lifetimes_never_overlap(spec):
 
 
 def test_mobilenet_v2_activations_stay_in_dram():
-    module = lowered("mobilenet_v2")
+    module, _ = vta_lowered("mobilenet_v2")
     compiled = compile_module(module)
     (fn,) = compiled.functions.values()
     check([Slot(s.nbytes, s.start, s.end, s.offset) for s in fn.slots])
@@ -68,7 +56,7 @@ def test_mobilenet_v2_activations_stay_in_dram():
 
 
 def test_each_layer_writes_only_its_output_slot():
-    module = lowered("residual")
+    module, _ = vta_lowered("residual")
     compiled = compile_module(module)
     inputs = random_inputs(entry_function(module), 0)
     expected = run_function(module, inputs)

@@ -11,12 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import vta_lowered
 from qaccel.backends.vta.cdriver import STEP_HOST, STEP_LAYER, STEP_READ, function_steps
 from qaccel.backends.vta.compile import compile_module, write_artifact
-from qaccel.frontend.tflite_import import import_tflite
-from qaccel.passes.pipeline import build_pipeline, qaccel_context
 
-MODELS = Path(__file__).parent / "fixtures" / "models"
 HARNESS = Path(__file__).parent / "cdriver" / "harness.c"
 CC = shutil.which("cc") or shutil.which("gcc")
 
@@ -24,9 +22,7 @@ CC = shutil.which("cc") or shutil.which("gcc")
 @pytest.mark.skipif(CC is None, reason="no C compiler")
 @pytest.mark.parametrize("name", ["residual", "small_cnn"])
 def test_driver_runs_the_artifact_streams(name, tmp_path):
-    path = MODELS / f"{name}.tflite"
-    module = import_tflite(path.read_bytes(), str(path))
-    build_pipeline("vta-pipeline").apply(qaccel_context(), module)
+    module, _ = vta_lowered(name)
     compiled = compile_module(module)
     art = tmp_path / "art"
     write_artifact(compiled, art)

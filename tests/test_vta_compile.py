@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import vta_lowered
 from qaccel.backends.cpu.interpreter import Trace, entry_function, random_inputs, run_function
 from qaccel.backends.vta.compile import (
     compile_module,
@@ -18,21 +19,11 @@ from qaccel.backends.vta.compile import (
     run_compiled,
     write_artifact,
 )
-from qaccel.frontend.tflite_import import import_tflite
-from qaccel.passes.pipeline import build_pipeline, qaccel_context
 from qaccel.tools import qaccel_compile, qaccel_run
 from xdsl.dialects import func
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 SMALL = ["cnn", "small_cnn", "mlp", "residual", "cnn_per_tensor", "pad_concat_slice", "composite"]
-
-
-def lowered(name: str):
-    path = MODELS / f"{name}.tflite"
-    data = path.read_bytes()
-    module = import_tflite(data, str(path))
-    build_pipeline("vta-pipeline").apply(qaccel_context(), module)
-    return module, data
 
 
 def call_results(trace: Trace) -> list[tuple[np.ndarray, ...]]:
@@ -54,7 +45,7 @@ def assert_same_calls(module, compiled, inputs):
 
 @pytest.mark.parametrize("name", SMALL)
 def test_fixture_bit_exact_with_interpreter(name):
-    module, _ = lowered(name)
+    module, _ = vta_lowered(name)
     compiled = compile_module(module)
     assert sum(len(v) for v in compiled.layers.values()) >= 1
     for seed in (0, 1):
@@ -63,7 +54,7 @@ def test_fixture_bit_exact_with_interpreter(name):
 
 def test_every_convolution_of_the_fixtures_runs_on_the_accelerator():
     for name in SMALL:
-        module, _ = lowered(name)
+        module, _ = vta_lowered(name)
         compiled = compile_module(module)
         refused = [fb for fb in compiled.fallbacks if fb.op in ("accel.conv2d_zp",
                                                                  "accel.dense_zp")]  # fmt: skip
@@ -71,7 +62,7 @@ def test_every_convolution_of_the_fixtures_runs_on_the_accelerator():
 
 
 def test_fallbacks_are_reported():
-    module, _ = lowered("small_cnn")
+    module, _ = vta_lowered("small_cnn")
     compiled = compile_module(module)
     lines = compiled.report["host_fallbacks"]
     assert any("accel.max_pool2d" in line and "no VTA code generator yet" in line
@@ -82,7 +73,7 @@ def test_fallbacks_are_reported():
 
 
 def test_report_fields():
-    module, _ = lowered("residual")
+    module, _ = vta_lowered("residual")
     compiled = compile_module(module, total_macs=1)
     layer = compiled.report["layers"][0]
     for key in ("cycles", "gemm_utilization", "roofline_cycles", "roofline_ratio",
@@ -94,10 +85,10 @@ def test_report_fields():
 
 
 def test_artifact_round_trip_and_determinism(tmp_path):
-    module, data = lowered("residual")
+    module, data = vta_lowered("residual")
     compiled = compile_module(module)
     write_artifact(compiled, tmp_path / "a", data)
-    module2, _ = lowered("residual")
+    module2, _ = vta_lowered("residual")
     write_artifact(compile_module(module2), tmp_path / "b", data)
     files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*"))
     files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*"))
@@ -115,7 +106,7 @@ def test_artifact_round_trip_and_determinism(tmp_path):
 
 
 def test_corrupt_artifact_is_refused(tmp_path, capsys):
-    module, data = lowered("mlp")
+    module, data = vta_lowered("mlp")
     write_artifact(compile_module(module), tmp_path, data)
     (tmp_path / "vta_fn_0" / "layer_0.bin").write_bytes(b"\0" * 16)
     capsys.readouterr()
@@ -164,7 +155,7 @@ def test_target_vta_bit_exact_with_litert(name, tmp_path, capsys):
 
 
 def test_mobilenet_v2_all_layers_on_the_accelerator():
-    module, _ = lowered("mobilenet_v2")
+    module, _ = vta_lowered("mobilenet_v2")
     compiled = compile_module(module)
     kinds = [r["kind"] for r in compiled.report["layers"]]
     assert len(kinds) - kinds.count("eltwise") == 53  # every convolution and the classifier
@@ -178,7 +169,7 @@ def test_schedules_come_from_the_ir():
     from qaccel.lowering.schedule_vta import SCHEDULE_ATTR
     from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, i64
 
-    module, _ = lowered("cnn")
+    module, _ = vta_lowered("cnn")
     roots = [op for op in module.walk() if SCHEDULE_ATTR in op.attributes]
     assert roots, "vta-pipeline ends with schedule-vta"
     searched = compile_module(module)
@@ -202,7 +193,7 @@ def test_a_schedule_that_does_not_fit_is_a_one_line_error(tmp_path, capsys):
     from qaccel.lowering.schedule_vta import SCHEDULE_ATTR
     from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, i64
 
-    module, _ = lowered("cnn")
+    module, _ = vta_lowered("cnn")
     first = next(op for op in module.walk() if SCHEDULE_ATTR in op.attributes)
     values = dict(first.attributes[SCHEDULE_ATTR].data)
     values["tile_co"] = IntegerAttr(1, i64)
@@ -215,7 +206,7 @@ def test_a_schedule_that_does_not_fit_is_a_one_line_error(tmp_path, capsys):
 def test_compile_mlir_text_and_hardware_config(tmp_path, capsys):
     from qaccel.backends.vta.compile import module_text
 
-    module, _ = lowered("mlp")
+    module, _ = vta_lowered("mlp")
     text = tmp_path / "mlp.mlir"
     text.write_text(module_text(module))
     with pytest.raises(SystemExit) as e:
@@ -242,7 +233,7 @@ def test_compile_mlir_text_and_hardware_config(tmp_path, capsys):
 def test_qaccel_sim_runs_a_layer_of_the_artifact(tmp_path, capsys):
     from qaccel.tools import qaccel_sim
 
-    module, data = lowered("cnn")
+    module, data = vta_lowered("cnn")
     write_artifact(compile_module(module), tmp_path, data)
     fn = tmp_path / "vta_fn_0"
     code = qaccel_sim.main([str(fn / "layer_1.bin"), "--dram", str(fn / "dram.npz"),

@@ -5,20 +5,15 @@ real models run on the accelerator, bit-exact with the interpreter."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import vta_lowered
 from qaccel.backends.cpu.interpreter import entry_function, random_inputs, run_function
 from qaccel.backends.vta.compile import compile_module, run_compiled
 from qaccel.backends.vta.config import DEFAULT_CONFIG
 from qaccel.backends.vta.emit_alu import chunk_rows, emit_alu
 from qaccel.backends.vta.simulator import simulate
-from qaccel.frontend.tflite_import import import_tflite
 from qaccel.lowering.vta_layers import AluLayer, AluStep
-from qaccel.passes.pipeline import build_pipeline, qaccel_context
-
-MODELS = Path(__file__).parent / "fixtures" / "models"
 
 
 def _align(n: int) -> int:
@@ -90,15 +85,8 @@ def test_chunks_fill_the_accumulator_buffer():
     assert chunk_rows(layer, DEFAULT_CONFIG) == (depth - 3) // 4
 
 
-def lowered(name: str):
-    path = MODELS / f"{name}.tflite"
-    module = import_tflite(path.read_bytes(), str(path))
-    build_pipeline("vta-pipeline").apply(qaccel_context(), module)
-    return module
-
-
 def test_mobilenet_v2_residual_adds_run_on_the_accelerator():
-    module = lowered("mobilenet_v2")
+    module, _ = vta_lowered("mobilenet_v2")
     compiled = compile_module(module)
     kinds = [r["kind"] for r in compiled.report["layers"]]
     assert kinds.count("eltwise") == 10
@@ -116,7 +104,7 @@ def test_mobilenet_v2_residual_adds_run_on_the_accelerator():
 
 
 def test_refusals_are_reported():
-    compiled = compile_module(lowered("small_cnn"))
+    compiled = compile_module(vta_lowered("small_cnn")[0])
     lines = compiled.report["host_fallbacks"]
     assert any("accel.narrow" in line and "accel.max_pool2d has no ALU form" in line
                for line in lines)  # fmt: skip
