@@ -222,7 +222,10 @@ class AluStep:
 class AluLayer:
     """An element-wise layer on packed `[1, blocks, H, W, 1, block]` tensors: input k is loaded
     widened (LOAD ACC8) into temp k, the steps run on every row, temp `result` is stored
-    narrowed (STORE OUT). `params` are int32 rows `[n][block]` the steps read."""
+    narrowed (STORE OUT). `params` are int32 rows `[n][block]` the steps read.
+
+    With `reduce` > 1 (a global sum pool: `accel.reduce_sum` over H and W, one input), each
+    block's `reduce` input rows are summed into its one row before the steps; `rows` is 1."""
 
     name: str
     blocks: int
@@ -232,10 +235,12 @@ class AluLayer:
     steps: list[AluStep]
     result: int
     params: np.ndarray
+    reduce: int = 1
 
     def describe(self) -> str:
         ops = sorted({s.op.lower() for s in self.steps})
-        return (f"eltwise {self.rows} px x {self.blocks * self.block} ch, {self.n_inputs} "
+        what = f"sum of {self.reduce} px" if self.reduce > 1 else f"{self.rows} px"
+        return (f"eltwise {what} x {self.blocks * self.block} ch, {self.n_inputs} "
                 f"input(s), {len(self.steps)} ALU ops ({' '.join(ops)})")  # fmt: skip
 
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
@@ -244,6 +249,8 @@ class AluLayer:
         from qaccel.backends.vta.isa import AluOp
 
         temps = [np.asarray(x, np.int8).astype(np.int32) for x in inputs]
+        if self.reduce > 1:  # [blocks, reduce, block] -> [blocks, 1, block], modulo 2^32
+            temps = [t.astype(np.int64).sum(axis=1, keepdims=True).astype(np.int32) for t in temps]
         for s in self.steps:
             if s.kind == "temp":
                 y = temps[s.operand]
@@ -288,21 +295,45 @@ def match_alu_layer(
     if not isinstance(narrow, accel.NarrowOp) or tensor_dtype(narrow.output.type) != np.int8:
         raise NotALayer("not a narrowing to int8")
     shape = tuple(narrow.output.type.get_shape())
-    if len(shape) != 6 or shape[0] != 1 or shape[4] != 1:
-        raise NotALayer(f"packed shape {list(shape)} is not [1, C/B, H, W, 1, B]")
-    blocks, block = shape[1], shape[5]
+    if not (len(shape) == 6 and shape[0] == 1 and shape[4] == 1
+            or len(shape) == 4 and shape[0] == 1 and shape[2] == 1):  # fmt: skip
+        raise NotALayer(f"packed shape {list(shape)} is neither [1, C/B, H, W, 1, B] nor "
+                        "[1, C/B, 1, B]")  # fmt: skip
+    blocks, block = shape[1], shape[-1]
+    rows = shape[2] * shape[3] if len(shape) == 6 else 1
+    reduce = 1
     steps: list[AluStep] = []
     inputs: list[SSAValue] = []
     params: list[np.ndarray] = []
     n_params = 0
     group: list[Operation] = []
 
-    def leaf(value: SSAValue, offset: int) -> int:
+    def leaf(value: SSAValue, offset: int, summed: int = 1) -> int:
         t = len(inputs)
         inputs.append(value)
         if offset:
-            steps.append(AluStep("ADD", t, "imm", -offset))
+            constant("ADD", np.array([-offset * summed]), t)
         return t
+
+    def reduced(op: Operation) -> int:
+        """A global sum pool of a leaf: the layer sums each block's rows after loading."""
+        nonlocal reduce
+        src = tuple(op.input.type.get_shape())
+        axes = sorted(int(a) for a in op.array_prop("axes"))
+        if len(src) != 6 or axes != [2, 3] or len(shape) != 4 or inputs:
+            raise NotALayer("a reduction other than one global sum pool over H and W")
+        value = op.input
+        if value in leaves:
+            arena, offset = leaves[value]
+        elif isinstance(value.owner, accel.WidenOp) and (
+            tensor_dtype(value.owner.input.type) == np.int8
+        ):
+            group.append(value.owner)
+            arena, offset = value.owner.input, 0
+        else:
+            raise NotALayer("the summed tensor is not in DRAM as int8")
+        reduce = src[2] * src[3]
+        return leaf(arena, offset, reduce)
 
     def constant(op_name: str, values: np.ndarray, dst: int) -> None:
         nonlocal n_params
@@ -330,6 +361,10 @@ def match_alu_layer(
             raise NotALayer(f"{op.name}'s result is also used outside the element-wise tree")
         if tuple(value.type.get_shape()) != shape:
             raise NotALayer(f"{op.name} broadcasts (shape {list(value.type.get_shape())})")
+        if isinstance(op, accel.ReduceSumOp):
+            t = reduced(op)
+            group.append(op)
+            return t
         if isinstance(op, accel.WidenOp):
             if tensor_dtype(op.input.type) != np.int8:
                 raise NotALayer("a widened operand is not int8")
@@ -360,7 +395,9 @@ def match_alu_layer(
         raise NotALayer("a plain copy")
     group.append(narrow)
     table = np.concatenate(params) if params else np.zeros((0, block), np.int32)
-    layer = AluLayer(name, blocks, shape[2] * shape[3], block, len(inputs), steps, result, table)
+    if reduce > 1 and len(inputs) != 1:
+        raise NotALayer("a global sum pool combined with another tensor")
+    layer = AluLayer(name, blocks, rows, block, len(inputs), steps, result, table, reduce)
     return AluMatch(layer, group, inputs, narrow.output, widened)
 
 

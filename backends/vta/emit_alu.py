@@ -13,6 +13,11 @@ the next chunk's compute; the dependency tokens come from the same slot bookkeep
 convolution emitter's. The parameter rows are loaded once, first.
 
     ACC rows: [params][set 0: temp 0 .. temp T-1][set 1: temp 0 .. temp T-1], R rows a temp
+
+A global sum pool (`reduce` = H*W rows per block) works on chunks of R whole blocks: LOAD ACC8
+of every block's first row into the temp (one row per block, DRAM stride H*W) and of all the
+rows into a scratch area after the temps, then one ALU ADD whose outer loop walks the blocks
+and inner loop the remaining H*W - 1 rows adds them up; the steps then run on the R sums.
 """
 
 from __future__ import annotations
@@ -46,10 +51,14 @@ class AluProgram:
 
 
 def chunk_rows(layer: AluLayer, config: HardwareConfig) -> int:
-    """The largest chunk two sets of temps hold next to the parameter rows (and the ALU's
-    iteration field counts)."""
+    """The largest chunk two sets of temps (and, for a sum pool, their scratch rows) hold next
+    to the parameter rows (and the ALU's iteration field counts): rows, or blocks of a sum
+    pool."""
     free = config.depth("acc") - len(layer.params)
-    rows = min(layer.rows, free // (2 * layer.n_inputs), (1 << 14) - 1)
+    if layer.reduce > 1:
+        rows = min(layer.blocks, free // (2 * (layer.n_inputs + layer.reduce)), (1 << 14) - 1)
+    else:
+        rows = min(layer.rows, free // (2 * layer.n_inputs), (1 << 14) - 1)
     if rows < 1:
         raise LayerError(f"{len(layer.params)} parameter rows leave no room for the temps")
     return rows
@@ -69,7 +78,12 @@ class _AluEmitter(_Emitter):
         self.n_params = len(layer.params)
 
     def temp_row(self, slot: int, temp: int) -> int:
-        return self.n_params + (slot * self.layer.n_inputs + temp) * self.R
+        per_set = self.layer.n_inputs + (self.layer.reduce if self.layer.reduce > 1 else 0)
+        return self.n_params + (slot * per_set + temp) * self.R
+
+    def scratch_row(self, slot: int) -> int:
+        """A sum pool's loaded rows (R blocks of `reduce` rows), after the set's temps."""
+        return self.temp_row(slot, self.layer.n_inputs)
 
     def uop(self, dst: int, src: int):
         key = ("alu", dst, src)
@@ -81,7 +95,11 @@ class _AluEmitter(_Emitter):
             self.load(MemType.ACC, 0, self.constants_at // (4 * blk), 1, self.n_params,
                       module=COMPUTE, writes=(("params",),))  # fmt: skip
         chunk = 0
-        for b in range(lay.blocks):
+        if lay.reduce > 1:
+            for b0 in range(0, lay.blocks, self.R):
+                self.chunk(chunk % 2, b0, b0, min(self.R, lay.blocks - b0))
+                chunk += 1
+        for b in range(lay.blocks if lay.reduce == 1 else 0):
             for r0 in range(0, lay.rows, self.R):
                 n = min(self.R, lay.rows - r0)
                 self.chunk(chunk % 2, b, b * lay.rows + r0, n)
@@ -92,11 +110,22 @@ class _AluEmitter(_Emitter):
         return AluProgram(lay, self.c, program, self.R, consts, self.constants_at, loads)
 
     def chunk(self, slot: int, b: int, row: int, n: int):
+        """`n` rows from output row `row` (channel block `b`); for a sum pool, `n` blocks
+        from block `b` (= `row`)."""
         lay = self.layer
         res = [("acc", slot)]
+        r = lay.reduce
         for k, at in enumerate(self.inputs_at):
-            self.load(MemType.ACC8, self.temp_row(slot, k), at // lay.block + row, 1, n,
-                      module=COMPUTE, writes=res)  # fmt: skip
+            if r == 1:
+                self.load(MemType.ACC8, self.temp_row(slot, k), at // lay.block + row, 1, n,
+                          module=COMPUTE, writes=res)  # fmt: skip
+                continue
+            first, scratch = self.temp_row(slot, k), self.scratch_row(slot)
+            src = at // lay.block + b * r
+            self.load(MemType.ACC8, first, src, n, 1, r, module=COMPUTE, writes=res)
+            self.load(MemType.ACC8, scratch, src, 1, n * r, module=COMPUTE, writes=res)
+            key = self.uop(first, scratch + 1)
+            self.alu(AluOp.ADD, key, None, n, r - 1, (1, 0), (r, 1), reads=res, writes=res)
         for s in lay.steps:
             dst = self.temp_row(slot, s.dst)
             reads = res + ([("params",)] if s.kind == "param" else [])
@@ -109,7 +138,9 @@ class _AluEmitter(_Emitter):
                          writes=res)  # fmt: skip
             else:
                 key = self.uop(dst, s.operand + (b if s.per_block else 0))
-                self.alu(AluOp[s.op], key, None, 1, n, (0, 1), (0, 0), reads=reads, writes=res)
+                # A sum pool's rows are blocks: per-block parameter rows advance with them.
+                step = (0, 1) if s.per_block and r > 1 else (0, 0)
+                self.alu(AluOp[s.op], key, None, 1, n, (0, 1), step, reads=reads, writes=res)
         row_ = _row(Opcode.STORE, memory_type=int(MemType.OUT),
                     sram_base=self.temp_row(slot, lay.result),
                     dram_base=self.output_at // lay.block + row, y_size=1, x_size=n,
