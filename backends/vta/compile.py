@@ -24,9 +24,11 @@ where it was stored; the host writes into the arena only tensors it produced and
 only tensors a host op or the return uses (`host_write_bytes` / `host_read_bytes` in the
 report).
 
-Every other op of an accelerator function (pools, means, pads, concatenations, element-wise
-ops that do not end in an int8 narrowing, a layer whose tail does not match, a layer the
-scheduler or emitter refuses) runs on the host interpreter and is listed in the report as a host fallback with
+A global average pool (`accel.reduce_sum` over H and W of an int8 tensor) with its
+requantization is an element-wise layer too. Every other op of an accelerator function
+(windowed pools, pads, concatenations, element-wise trees that do not end in an int8
+narrowing, a layer whose tail does not match, a layer the scheduler or emitter refuses) runs
+on the host interpreter and is listed in the report as a host fallback with
 its reason; nothing is dropped silently.
 
 **Artifact** (`write_artifact`): `host.mlir` (the whole module as text, schedules included:
