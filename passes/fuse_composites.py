@@ -396,7 +396,7 @@ class _Fuser:
         if not isinstance(op, TflOp | OpaqueOp):
             return
         from qaccel.backends.cpu import kernels
-        from qaccel.backends.cpu.interpreter import ExecutionError, prepare_op
+        from qaccel.backends.cpu.prepare import ExecutionError, prepare_op
 
         try:
             prepare_op(op)

@@ -22,16 +22,16 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, NoneType, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
 from qaccel.backends.cpu import kernels
 from qaccel.backends.cpu.accel_semantics import AccelFunctions
+from qaccel.backends.cpu.prepare import ExecutionError, _kernel_name, describe, prepare_op
 from qaccel.backends.cpu.q_semantics import QFunctions
 from qaccel.dialects.names import is_public, location_name
-from qaccel.dialects.quant import element_qparams
 from qaccel.dialects.tfl import (
     TFL_OPS,
     ConstOp,
@@ -39,67 +39,8 @@ from qaccel.dialects.tfl import (
     OpaqueOp,
     StableHLOCompositeOp,
     TflOp,
-    attr_to_py,
 )
 from qaccel.dialects.types import tensor_dtype
-
-
-class ExecutionError(Exception):
-    """Execution cannot go on: an op without implementation, a refused model, bad inputs."""
-
-
-def describe(op: Operation) -> str:
-    """`tfl.conv_2d "name"`: how diagnostics name an op."""
-    name = location_name(op)
-    return f'{op.name} "{name}"' if name else op.name
-
-
-# --------------------------------------------------------------------------------------------
-# tfl
-
-
-def _static_call(op: Operation, options: dict[str, Any]) -> kernels.OpCall:
-    """The parts of an op's `OpCall` that do not depend on the data."""
-    return kernels.OpCall(
-        inputs=[],
-        input_q=[
-            None if isinstance(v.type, NoneType) else element_qparams(v.type) for v in op.operands
-        ],
-        output_q=[element_qparams(r.type) for r in op.results],
-        output_shapes=[r.type.get_shape() for r in op.results],
-        output_dtypes=[tensor_dtype(r.type) for r in op.results],
-        options=options,
-    )
-
-
-def _kernel_name(op: Operation) -> str:
-    if isinstance(op, OpaqueOp):
-        return op.op_name.data
-    return op.TFLITE_NAME
-
-
-def _options(op: Operation) -> dict[str, Any]:
-    return attr_to_py(op.options) if isinstance(op, OpaqueOp) else op.options
-
-
-def _constant_inputs(op: Operation) -> list[np.ndarray | None]:
-    return [
-        v.owner.as_array() if isinstance(v.owner, ConstOp) else None for v in op.operands
-    ]
-
-
-def prepare_op(op: TflOp | OpaqueOp) -> kernels.OpCall:
-    """Run the reference kernel's Prepare-time checks on `op`; return its static call."""
-    name = _kernel_name(op)
-    if name not in kernels.KERNELS:
-        raise ExecutionError(f"cannot execute op {describe(op)}: no CPU kernel for {name}")
-    call = _static_call(op, _options(op))
-    probe = kernels.OpCall(**{**call.__dict__, "inputs": _constant_inputs(op)})
-    try:
-        kernels.prepare(name, probe)
-    except kernels.Refusal as e:
-        raise kernels.Refusal(f"{describe(op)}: {e}") from None
-    return call
 
 
 @register_impls
@@ -263,6 +204,14 @@ def random_inputs(function: func.FuncOp, seed: int) -> list[np.ndarray]:
 
 
 __all__ = [
-    "ExecutionError", "TflFunctions", "Trace", "make_interpreter", "entry_function",
-    "check_inputs", "prepare_module", "run_function", "random_inputs", "describe",
+    "ExecutionError",
+    "TflFunctions",
+    "Trace",
+    "check_inputs",
+    "describe",
+    "entry_function",
+    "make_interpreter",
+    "prepare_module",
+    "random_inputs",
+    "run_function",
 ]  # fmt: skip
