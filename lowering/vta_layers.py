@@ -224,8 +224,10 @@ class AluLayer:
     widened (LOAD ACC8) into temp k, the steps run on every row, temp `result` is stored
     narrowed (STORE OUT). `params` are int32 rows `[n][block]` the steps read.
 
-    With `reduce` > 1 (a global sum pool: `accel.reduce_sum` over H and W, one input), each
-    block's `reduce` input rows are summed into its one row before the steps; `rows` is 1."""
+    With `reduce` > 1 (a global sum pool: `accel.reduce_sum` over H and W), the inputs have
+    `reduce` rows per block and the output one (`rows` is 1): the first `reduce_at` steps run
+    on every input row, then each block's rows of temp `result` are summed into one row, and
+    the remaining steps (on `result` alone) run on the sums."""
 
     name: str
     blocks: int
@@ -236,6 +238,7 @@ class AluLayer:
     result: int
     params: np.ndarray
     reduce: int = 1
+    reduce_at: int = 0
 
     def describe(self) -> str:
         ops = sorted({s.op.lower() for s in self.steps})
@@ -249,9 +252,12 @@ class AluLayer:
         from qaccel.backends.vta.isa import AluOp
 
         temps = [np.asarray(x, np.int8).astype(np.int32) for x in inputs]
-        if self.reduce > 1:  # [blocks, reduce, block] -> [blocks, 1, block], modulo 2^32
-            temps = [t.astype(np.int64).sum(axis=1, keepdims=True).astype(np.int32) for t in temps]
-        for s in self.steps:
+        for i, s in enumerate(self.steps):
+            if (
+                self.reduce > 1 and i == self.reduce_at
+            ):  # [blocks, reduce, block] -> [blocks, 1, block]
+                t = temps[self.result].astype(np.int64).sum(axis=1, keepdims=True)
+                temps[self.result] = t.astype(np.int32)  # modulo 2^32
             if s.kind == "temp":
                 y = temps[s.operand]
             elif s.kind == "imm":
@@ -260,6 +266,9 @@ class AluLayer:
                 rows = self.params[s.operand : s.operand + (self.blocks if s.per_block else 1)]
                 y = rows[:, None, :]
             temps[s.dst] = ALU_FUNCTIONS[AluOp[s.op]](temps[s.dst], y)
+        if self.reduce > 1 and self.reduce_at == len(self.steps):
+            t = temps[self.result].astype(np.int64).sum(axis=1, keepdims=True)
+            temps[self.result] = t.astype(np.int32)
         return temps[self.result].astype(np.int8)
 
 
@@ -301,39 +310,34 @@ def match_alu_layer(
                         "[1, C/B, 1, B]")  # fmt: skip
     blocks, block = shape[1], shape[-1]
     rows = shape[2] * shape[3] if len(shape) == 6 else 1
-    reduce = 1
+    reduce, reduce_at, summed = 1, 0, -1
+    src_shape: tuple[int, ...] = ()
     steps: list[AluStep] = []
     inputs: list[SSAValue] = []
     params: list[np.ndarray] = []
     n_params = 0
     group: list[Operation] = []
 
-    def leaf(value: SSAValue, offset: int, summed: int = 1) -> int:
+    def leaf(value: SSAValue, offset: int, want: tuple[int, ...]) -> int:
+        if reduce > 1 or (len(shape) == 4 and want == shape):
+            raise NotALayer("a tensor joins a global sum pool after the sum")
         t = len(inputs)
         inputs.append(value)
         if offset:
-            constant("ADD", np.array([-offset * summed]), t)
+            constant("ADD", np.array([-offset]), t)
         return t
 
     def reduced(op: Operation) -> int:
-        """A global sum pool of a leaf: the layer sums each block's rows after loading."""
-        nonlocal reduce
+        """A global sum pool: the steps so far run on every row, then the rows are summed."""
+        nonlocal reduce, reduce_at, summed, src_shape
         src = tuple(op.input.type.get_shape())
         axes = sorted(int(a) for a in op.array_prop("axes"))
-        if len(src) != 6 or axes != [2, 3] or len(shape) != 4 or inputs:
+        if len(src) != 6 or axes != [2, 3] or len(shape) != 4 or reduce > 1:
             raise NotALayer("a reduction other than one global sum pool over H and W")
-        value = op.input
-        if value in leaves:
-            arena, offset = leaves[value]
-        elif isinstance(value.owner, accel.WidenOp) and (
-            tensor_dtype(value.owner.input.type) == np.int8
-        ):
-            group.append(value.owner)
-            arena, offset = value.owner.input, 0
-        else:
-            raise NotALayer("the summed tensor is not in DRAM as int8")
-        reduce = src[2] * src[3]
-        return leaf(arena, offset, reduce)
+        src_shape = src
+        t = visit(op.input, src)
+        reduce, reduce_at, summed = src[2] * src[3], len(steps), t
+        return t
 
     def constant(op_name: str, values: np.ndarray, dst: int) -> None:
         nonlocal n_params
@@ -351,15 +355,15 @@ def match_alu_layer(
         params.append(rows.astype(np.int32))
         n_params += len(rows)
 
-    def visit(value: SSAValue, root: bool = False) -> int:
+    def visit(value: SSAValue, want: tuple[int, ...], root: bool = False) -> int:
         if value in leaves:
-            return leaf(*leaves[value])
+            return leaf(*leaves[value], want)
         op = value.owner
         if not isinstance(op, Operation) or op in claimed:
             raise NotALayer("an operand is not in DRAM (a block argument or another layer's)")
         if not root and len(list(value.uses)) != 1:
             raise NotALayer(f"{op.name}'s result is also used outside the element-wise tree")
-        if tuple(value.type.get_shape()) != shape:
+        if tuple(value.type.get_shape()) != want:
             raise NotALayer(f"{op.name} broadcasts (shape {list(value.type.get_shape())})")
         if isinstance(op, accel.ReduceSumOp):
             t = reduced(op)
@@ -369,35 +373,37 @@ def match_alu_layer(
             if tensor_dtype(op.input.type) != np.int8:
                 raise NotALayer("a widened operand is not int8")
             group.append(op)
-            return leaf(op.input, 0)
+            return leaf(op.input, 0, want)
         if op.name in _LANE_OPS:
-            t = visit(op.input)
+            t = visit(op.input, want)
             values = op.values.astype(np.int64)
             if op.name == "accel.shift_left":
                 values = -values  # SHR by a negative amount shifts left (low 32 bits kept)
             constant(_LANE_OPS[op.name], values, t)
         elif op.name in _BINARY_OPS:
             if op.rhs is None:
-                t = visit(op.lhs)
+                t = visit(op.lhs, want)
                 constant(_BINARY_OPS[op.name], op.values, t)
             else:
-                t = visit(op.lhs)
-                u = visit(op.rhs)
+                t = visit(op.lhs, want)
+                u = visit(op.rhs, want)
                 steps.append(AluStep(_BINARY_OPS[op.name], t, "temp", u))
         else:
             raise NotALayer(f"{op.name} has no ALU form")
         group.append(op)
         return t
 
-    result = visit(narrow.input, root=True)
+    result = visit(narrow.input, shape, root=True)
     widened = narrow.input if len(list(narrow.input.uses)) > 1 else None
     if not steps and len(inputs) == 1:
         raise NotALayer("a plain copy")
     group.append(narrow)
     table = np.concatenate(params) if params else np.zeros((0, block), np.int32)
-    if reduce > 1 and len(inputs) != 1:
-        raise NotALayer("a global sum pool combined with another tensor")
-    layer = AluLayer(name, blocks, rows, block, len(inputs), steps, result, table, reduce)
+    if reduce > 1 and (summed != result or any(s.dst != result or s.kind == "temp"
+                                               for s in steps[reduce_at:])):  # fmt: skip
+        raise NotALayer("a global sum pool's sum is combined with another tensor")
+    layer = AluLayer(name, blocks, rows, block, len(inputs), steps, result, table, reduce,
+                     reduce_at)  # fmt: skip
     return AluMatch(layer, group, inputs, narrow.output, widened)
 
 

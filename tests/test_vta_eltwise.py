@@ -98,6 +98,34 @@ def test_global_sum_pools_are_bit_exact(blocks, reduce):
     np.testing.assert_array_equal(got, layer.reference([x]).reshape(-1))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_sum_pools_of_element_wise_trees_are_bit_exact(seed):
+    # A residual add then the global average pool (ResNet's last block): two inputs through
+    # per-row steps (per-block parameters walk with the outer loop), the sum, then steps.
+    rng = np.random.default_rng(100 + seed)
+    blocks, reduce = int(rng.integers(1, 40)), int(rng.choice([4, 49, 64]))
+    params = rng.integers(1 << 29, 1 << 31, (blocks + 1, 16)).astype(np.int32)
+    steps = [AluStep("ADD", 0, "imm", 7), AluStep("SHR", 0, "imm", -10),
+             AluStep("RDMUL", 0, "param", 0, True), AluStep("SHR", 1, "imm", -10),
+             AluStep("ADD", 0, "temp", 1), AluStep("RSHR", 0, "imm", 9),
+             AluStep("ADD", 0, "imm", 64 * reduce), AluStep("RDMUL", 0, "param", blocks),
+             AluStep("RSHR", 0, "imm", 5), AluStep("MIN", 0, "imm", 127),
+             AluStep("MAX", 0, "imm", -128)]  # fmt: skip
+    layer = AluLayer("pool", blocks, 1, 16, 2, steps, 0, params, reduce, reduce_at=6)
+    inputs = [rng.integers(-128, 128, (blocks, reduce, 16)).astype(np.int8) for _ in range(2)]
+    size = _align(blocks * reduce * 16)
+    n = blocks * 16
+    prog = emit_alu(layer, inputs_at=[0, size], output_at=2 * size,
+                    constants_at=2 * size + _align(n))  # fmt: skip
+    image = np.zeros(2 * size + _align(n) + len(prog.constants), np.uint8)
+    for k, x in enumerate(inputs):
+        image[k * size : k * size + x.size] = x.reshape(-1).view(np.uint8)
+    image[2 * size + _align(n) :] = prog.constants
+    result = simulate(prog.program, prog.program.uops, image)
+    got = result.dram[2 * size : 2 * size + n].view(np.int8)
+    np.testing.assert_array_equal(got, layer.reference(inputs).reshape(-1))
+
+
 def test_chunks_fill_the_accumulator_buffer():
     layer = AluLayer("t", 1, 5000, 16, 2, [AluStep("ADD", 0, "temp", 1)], 0,
                      np.zeros((3, 16), np.int32))  # fmt: skip
@@ -112,6 +140,16 @@ def test_mobilenet_v2_runs_on_the_accelerator_but_the_double_requantization():
     # 10 residual adds and the global average pool with its requantization.
     assert kinds.count("eltwise") == 11
     assert [fb.op for fb in compiled.fallbacks] == ["accel.host_requantize"]
+
+
+def test_a_residual_add_into_the_average_pool_runs_on_the_accelerator():
+    module, _ = vta_lowered("residual")
+    compiled = compile_module(module)
+    assert [fb.op for fb in compiled.fallbacks] == ["accel.host_requantize"]
+    inputs = random_inputs(entry_function(module), 2)
+    expected = run_function(module, inputs)
+    for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
+        np.testing.assert_array_equal(x, y)
     inputs = random_inputs(entry_function(module), 1)
     expected = run_function(module, inputs)
     for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):

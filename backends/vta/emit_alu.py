@@ -14,10 +14,11 @@ convolution emitter's. The parameter rows are loaded once, first.
 
     ACC rows: [params][set 0: temp 0 .. temp T-1][set 1: temp 0 .. temp T-1], R rows a temp
 
-A global sum pool (`reduce` = H*W rows per block) works on chunks of R whole blocks: LOAD ACC8
-of every block's first row into the temp (one row per block, DRAM stride H*W) and of all the
-rows into a scratch area after the temps, then one ALU ADD whose outer loop walks the blocks
-and inner loop the remaining H*W - 1 rows adds them up; the steps then run on the R sums.
+A global sum pool (`reduce` = H*W rows per block) works on chunks of R whole blocks: the
+inputs' rows are loaded whole, the steps before the sum run with an outer loop over blocks
+(per-block parameter rows advance with it) and an inner loop over their rows, the R sums are
+zeroed (GEMM reset) and accumulated by one ALU ADD walking blocks and rows, and the remaining
+steps run on the sums.
 """
 
 from __future__ import annotations
@@ -51,12 +52,11 @@ class AluProgram:
 
 
 def chunk_rows(layer: AluLayer, config: HardwareConfig) -> int:
-    """The largest chunk two sets of temps (and, for a sum pool, their scratch rows) hold next
-    to the parameter rows (and the ALU's iteration field counts): rows, or blocks of a sum
-    pool."""
+    """The largest chunk two sets of temps (and, for a sum pool, their sums) hold next to the
+    parameter rows (and the ALU's iteration field counts): rows, or blocks of a sum pool."""
     free = config.depth("acc") - len(layer.params)
     if layer.reduce > 1:
-        rows = min(layer.blocks, free // (2 * (layer.n_inputs + layer.reduce)), (1 << 14) - 1)
+        rows = min(layer.blocks, free // (2 * (layer.n_inputs * layer.reduce + 1)), (1 << 14) - 1)
     else:
         rows = min(layer.rows, free // (2 * layer.n_inputs), (1 << 14) - 1)
     if rows < 1:
@@ -76,13 +76,14 @@ class _AluEmitter(_Emitter):
         self.inputs_at, self.output_at, self.constants_at = inputs_at, output_at, constants_at
         self.R = chunk_rows(layer, config)
         self.n_params = len(layer.params)
+        self.span = self.R * layer.reduce  # rows of one temp
+        self.set_rows = layer.n_inputs * self.span + (self.R if layer.reduce > 1 else 0)
 
     def temp_row(self, slot: int, temp: int) -> int:
-        per_set = self.layer.n_inputs + (self.layer.reduce if self.layer.reduce > 1 else 0)
-        return self.n_params + (slot * per_set + temp) * self.R
+        return self.n_params + slot * self.set_rows + temp * self.span
 
-    def scratch_row(self, slot: int) -> int:
-        """A sum pool's loaded rows (R blocks of `reduce` rows), after the set's temps."""
+    def sums_row(self, slot: int) -> int:
+        """A sum pool's R sums, after the set's temps."""
         return self.temp_row(slot, self.layer.n_inputs)
 
     def uop(self, dst: int, src: int):
@@ -97,7 +98,7 @@ class _AluEmitter(_Emitter):
         chunk = 0
         if lay.reduce > 1:
             for b0 in range(0, lay.blocks, self.R):
-                self.chunk(chunk % 2, b0, b0, min(self.R, lay.blocks - b0))
+                self.pool_chunk(chunk % 2, b0, min(self.R, lay.blocks - b0))
                 chunk += 1
         for b in range(lay.blocks if lay.reduce == 1 else 0):
             for r0 in range(0, lay.rows, self.R):
@@ -109,43 +110,60 @@ class _AluEmitter(_Emitter):
         consts = np.ascontiguousarray(lay.params, dtype="<i4").reshape(-1).view(np.uint8)
         return AluProgram(lay, self.c, program, self.R, consts, self.constants_at, loads)
 
-    def chunk(self, slot: int, b: int, row: int, n: int):
-        """`n` rows from output row `row` (channel block `b`); for a sum pool, `n` blocks
-        from block `b` (= `row`)."""
-        lay = self.layer
-        res = [("acc", slot)]
-        r = lay.reduce
-        for k, at in enumerate(self.inputs_at):
-            if r == 1:
-                self.load(MemType.ACC8, self.temp_row(slot, k), at // lay.block + row, 1, n,
-                          module=COMPUTE, writes=res)  # fmt: skip
-                continue
-            first, scratch = self.temp_row(slot, k), self.scratch_row(slot)
-            src = at // lay.block + b * r
-            self.load(MemType.ACC8, first, src, n, 1, r, module=COMPUTE, writes=res)
-            self.load(MemType.ACC8, scratch, src, 1, n * r, module=COMPUTE, writes=res)
-            key = self.uop(first, scratch + 1)
-            self.alu(AluOp.ADD, key, None, n, r - 1, (1, 0), (r, 1), reads=res, writes=res)
-        for s in lay.steps:
-            dst = self.temp_row(slot, s.dst)
-            reads = res + ([("params",)] if s.kind == "param" else [])
-            if s.kind == "temp":
-                key = self.uop(dst, self.temp_row(slot, s.operand))
-                self.alu(AluOp[s.op], key, None, 1, n, (0, 1), (0, 1), reads=reads, writes=res)
-            elif s.kind == "imm":
-                key = self.uop(dst, 0)
-                self.alu(AluOp[s.op], key, None, 1, n, (0, 1), imm=s.operand, reads=reads,
-                         writes=res)  # fmt: skip
-            else:
-                key = self.uop(dst, s.operand + (b if s.per_block else 0))
-                # A sum pool's rows are blocks: per-block parameter rows advance with them.
-                step = (0, 1) if s.per_block and r > 1 else (0, 0)
-                self.alu(AluOp[s.op], key, None, 1, n, (0, 1), step, reads=reads, writes=res)
-        row_ = _row(Opcode.STORE, memory_type=int(MemType.OUT),
-                    sram_base=self.temp_row(slot, lay.result),
-                    dram_base=self.output_at // lay.block + row, y_size=1, x_size=n,
+    def step(self, s, dst: int, src_temp, b: int, n_out: int, n_in: int, dst_f, temp_f,
+             block_f, res):  # fmt: skip
+        """One step over n_out x n_in rows: `src_temp(t)` is temp t's first row, `block_f`
+        the source factors of per-block parameter rows."""
+        reads = res + ([("params",)] if s.kind == "param" else [])
+        if s.kind == "temp":
+            key = self.uop(dst, src_temp(s.operand))
+            self.alu(AluOp[s.op], key, None, n_out, n_in, dst_f, temp_f, reads=reads, writes=res)
+        elif s.kind == "imm":
+            key = self.uop(dst, 0)
+            self.alu(AluOp[s.op], key, None, n_out, n_in, dst_f, imm=s.operand, reads=reads,
+                     writes=res)  # fmt: skip
+        else:
+            key = self.uop(dst, s.operand + (b if s.per_block else 0))
+            src_f = block_f if s.per_block else (0, 0)
+            self.alu(AluOp[s.op], key, None, n_out, n_in, dst_f, src_f, reads=reads, writes=res)
+
+    def store(self, slot: int, sram: int, row: int, n: int, res):
+        row_ = _row(Opcode.STORE, memory_type=int(MemType.OUT), sram_base=sram,
+                    dram_base=self.output_at // self.layer.block + row, y_size=1, x_size=n,
                     x_stride=n)  # fmt: skip
         self.add(STORE, row_, reads=res)
+
+    def chunk(self, slot: int, b: int, row: int, n: int):
+        """`n` rows of channel block `b` from output row `row`."""
+        lay = self.layer
+        res = [("acc", slot)]
+        for k, at in enumerate(self.inputs_at):
+            self.load(MemType.ACC8, self.temp_row(slot, k), at // lay.block + row, 1, n,
+                      module=COMPUTE, writes=res)  # fmt: skip
+        for s in lay.steps:
+            self.step(s, self.temp_row(slot, s.dst), lambda t: self.temp_row(slot, t), b, 1, n,
+                      (0, 1), (0, 1), (0, 0), res)  # fmt: skip
+        self.store(slot, self.temp_row(slot, lay.result), row, n, res)
+
+    def pool_chunk(self, slot: int, b0: int, n: int):
+        """Blocks b0 .. b0+n-1 of a sum pool: every input row through the first steps (outer
+        loop over blocks, inner over the block's rows), the sum, the rest on the n sums."""
+        lay = self.layer
+        r = lay.reduce
+        res = [("acc", slot)]
+        for k, at in enumerate(self.inputs_at):
+            self.load(MemType.ACC8, self.temp_row(slot, k), at // lay.block + b0 * r, 1, n * r,
+                      module=COMPUTE, writes=res)  # fmt: skip
+        for s in lay.steps[: lay.reduce_at]:
+            self.step(s, self.temp_row(slot, s.dst), lambda t: self.temp_row(slot, t), b0, n, r,
+                      (r, 1), (r, 1), (1, 0), res)  # fmt: skip
+        sums = self.sums_row(slot)
+        self.gemm(self.uop(sums, 0), n, 1, dst=(1, 0), reset=True, writes=res)  # sums = 0
+        key = self.uop(sums, self.temp_row(slot, lay.result))
+        self.alu(AluOp.ADD, key, None, n, r, (1, 0), (r, 1), reads=res, writes=res)
+        for s in lay.steps[lay.reduce_at :]:
+            self.step(s, sums, lambda t: sums, b0, 1, n, (0, 1), (0, 1), (0, 1), res)
+        self.store(slot, sums, b0, n, res)
 
 
 def emit_alu(layer: AluLayer, config: HardwareConfig | None = None, *, inputs_at: list[int],
