@@ -678,6 +678,7 @@ class Conv2DZpOp(_ComputeOp):
     """
 
     name = "accel.conv2d_zp"
+    traits = traits_def(Pure(), AccelCanonicalization())
     input = operand_def(TensorType)
     filter = operand_def(TensorType)
     output = result_def(TensorType)

@@ -26,7 +26,15 @@ patterns fuse what that leaves behind, without ever changing a value:
 - **identities drop**: `round_rshift` / `shift_left` by 0, `add` / `bias_add_zp` of 0,
   `mul` by 1; `widen(narrow(x)) = x` when `x` fits the narrow type, `narrow(widen(y)) = y`;
 - **constants combine**: `add(add(x, a), b)` and `bias_add_zp` pairs (modulo 2^32, exact),
-  `shift_left(shift_left(x, a), b)` when `a + b <= 31`.
+  `shift_left(shift_left(x, a), b)` when `a + b <= 31`;
+- **pads fold into convolutions**: `conv2d_zp(pad(x, p, v))` with the conv's own pad value `v`
+  is `conv2d_zp(x)` with the paddings added (when no window would see padding only), so the
+  DMA pads while loading instead of a pad pass over DRAM:
+
+      %p = accel.pad %x pad_value(-1) padding = [3, 3, 3, 3] : ...x224x224... -> ...x230x230...
+      %y = accel.conv2d_zp %p, %w pad_value(-1) ... padding = [0, 0, 0, 0] ...
+    =>
+      %y = accel.conv2d_zp %x, %w pad_value(-1) ... padding = [3, 3, 3, 3] ...
 
 The ops declare these patterns through `HasCanonicalizationPatternsTrait`, so xDSL's generic
 `canonicalize` applies them too; this pass applies nothing else (no folding of other dialects).
@@ -322,6 +330,33 @@ class CombineConstants(RewritePattern):
             rewriter.replace(op, accel.BiasAddZpOp(inner.input, total))
 
 
+class FoldPadIntoConv(RewritePattern):
+    """`conv2d_zp(pad(x, p, v), pad_value=v) -> conv2d_zp(x, padding + p)` when the pad has no
+    other user and each side's padding stays below the (dilated) kernel extent."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: accel.Conv2DZpOp, rewriter: PatternRewriter, /):
+        pad = op.input.owner
+        if not isinstance(pad, accel.PadOp) or not _single_use(pad.output):
+            return
+        if pad.pad_value.value.data != op.pad_value.value.data:
+            return
+        added = [int(v) for v in pad.array_prop("padding")]
+        if len(added) != 4:
+            return
+        total = [a + b for a, b in zip(op.array_prop("padding"), added, strict=True)]
+        kh, kw = op.filter.type.get_shape()[2:4]
+        dh, dw = (int(v) for v in op.array_prop("dilations"))
+        extents = ((kh - 1) * dh + 1,) * 2 + ((kw - 1) * dw + 1,) * 2
+        if any(t >= e for t, e in zip(total, extents, strict=True)):
+            return
+        new = op.clone()
+        new.operands = [pad.input, *op.operands[1:]]
+        new.properties["padding"] = accel.i64_array(total)
+        new.attributes.pop("qaccel.schedule", None)  # made for the padded input
+        rewriter.replace_op(op, new)
+
+
 class FoldWidenOfNarrow(RewritePattern):
     """`widen(narrow(x)) -> x` when every value of x fits the narrow type."""
 
@@ -358,6 +393,7 @@ _PATTERNS: dict[str, tuple[RewritePattern, ...]] = {
     accel.WidenOp.name: (FoldWidenOfNarrow(),),
     accel.NarrowOp.name: (FoldNarrowOfWiden(),),
     accel.HostRequantizeOp.name: (),
+    accel.Conv2DZpOp.name: (FoldPadIntoConv(),),
 }
 
 
@@ -389,7 +425,7 @@ class CanonicalizeAccelPass(ModulePass):
     Folds clamps that cannot clip (value-range analysis), merges consecutive clamps (also
     across a zero-point add that cannot wrap, and into `accel.host_requantize`), drops shifts by
     0, adds of 0, multiplies by 1 and `widen`/`narrow` round trips, combines consecutive
-    constant adds and shifts. The module docstring shows each pattern. `lower-q-to-accel`
+    constant adds and shifts, folds pads into the convolutions they feed. The module docstring shows each pattern. `lower-q-to-accel`
     runs these patterns itself (unless `canonicalize=false`).
     """
 

@@ -133,3 +133,31 @@ func.func @host_clamp(%x: !t) -> !q {
   %n = accel.narrow %hi : !t -> !q
   func.return %n : !q
 }
+
+// -----
+
+// A pad with the convolution's own pad value folds into the convolution's padding (the DMA
+// pads while loading); a pad with another value, one that would leave windows of padding
+// only, and one with another user stay.
+// CHECK-LABEL: func.func @pad_into_conv
+// CHECK-NEXT:    %w = tfl.const
+// CHECK-NEXT:    %[[A:.*]] = accel.conv2d_zp %x, %w pad_value(-1) strides = [2, 2] dilations = [1, 1] padding = [1, 2, 2, 1] : tensor<1x1x6x6x1x4xi8>, tensor<1x1x3x3x4x4xi8> -> tensor<1x1x4x4x1x4xi32>
+// CHECK-NEXT:    %[[P1:.*]] = accel.pad %x pad_value(5)
+// CHECK-NEXT:    %[[B:.*]] = accel.conv2d_zp %[[P1]], %w pad_value(-1)
+// CHECK-NEXT:    %[[P2:.*]] = accel.pad %x pad_value(-1) padding = [3, 3, 0, 0]
+// CHECK-NEXT:    %[[C:.*]] = accel.conv2d_zp %[[P2]], %w pad_value(-1)
+// CHECK-NEXT:    %[[P3:.*]] = accel.pad %x pad_value(-1) padding = [1, 1, 1, 1]
+// CHECK-NEXT:    %[[D:.*]] = accel.conv2d_zp %[[P3]], %w pad_value(-1)
+// CHECK-NEXT:    func.return %[[A]], %[[B]], %[[C]], %[[D]], %[[P3]]
+func.func @pad_into_conv(%x: tensor<1x1x6x6x1x4xi8>) -> (tensor<1x1x4x4x1x4xi32>, tensor<1x1x3x3x1x4xi32>, tensor<1x1x5x4x1x4xi32>, tensor<1x1x6x6x1x4xi32>, tensor<1x1x8x8x1x4xi8>) {
+  %w = tfl.const dense<1> : tensor<1x1x3x3x4x4xi8> -> tensor<1x1x3x3x4x4xi8>
+  %p = accel.pad %x pad_value(-1) padding = [1, 1, 1, 1] : tensor<1x1x6x6x1x4xi8> -> tensor<1x1x8x8x1x4xi8>
+  %a = accel.conv2d_zp %p, %w pad_value(-1) strides = [2, 2] dilations = [1, 1] padding = [0, 1, 1, 0] : tensor<1x1x8x8x1x4xi8>, tensor<1x1x3x3x4x4xi8> -> tensor<1x1x4x4x1x4xi32>
+  %p1 = accel.pad %x pad_value(5) padding = [1, 1, 1, 1] : tensor<1x1x6x6x1x4xi8> -> tensor<1x1x8x8x1x4xi8>
+  %b = accel.conv2d_zp %p1, %w pad_value(-1) strides = [2, 2] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x8x8x1x4xi8>, tensor<1x1x3x3x4x4xi8> -> tensor<1x1x3x3x1x4xi32>
+  %p2 = accel.pad %x pad_value(-1) padding = [3, 3, 0, 0] : tensor<1x1x6x6x1x4xi8> -> tensor<1x1x12x6x1x4xi8>
+  %c = accel.conv2d_zp %p2, %w pad_value(-1) strides = [2, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x12x6x1x4xi8>, tensor<1x1x3x3x4x4xi8> -> tensor<1x1x5x4x1x4xi32>
+  %p3 = accel.pad %x pad_value(-1) padding = [1, 1, 1, 1] : tensor<1x1x6x6x1x4xi8> -> tensor<1x1x8x8x1x4xi8>
+  %d = accel.conv2d_zp %p3, %w pad_value(-1) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x8x8x1x4xi8>, tensor<1x1x3x3x4x4xi8> -> tensor<1x1x6x6x1x4xi32>
+  func.return %a, %b, %c, %d, %p3 : tensor<1x1x4x4x1x4xi32>, tensor<1x1x3x3x1x4xi32>, tensor<1x1x5x4x1x4xi32>, tensor<1x1x6x6x1x4xi32>, tensor<1x1x8x8x1x4xi8>
+}
