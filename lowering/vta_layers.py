@@ -407,12 +407,166 @@ def match_alu_layer(
     return AluMatch(layer, group, inputs, narrow.output, widened)
 
 
+# --------------------------------------------------------------------------------------------
+# Windowed pools: max or sum over windows of an int8 tensor, then ALU steps, narrowed to int8
+
+
+@dataclass
+class PoolLayer:
+    """`accel.max_pool2d` / `accel.sum_pool2d` (window KH x KW, strides sh, sw) over a packed
+    int8 tensor `[1, blocks, H, W, 1, block]` read from DRAM, padded by `pad` = [top, bottom,
+    left, right] with the operation's identity (-128 for max, 0 for sum: taps in the padding
+    are skipped), minus `offset` (the tensor holds stored int8 - offset), then `steps` on the
+    pooled temp 0 (parameter rows `params`), stored narrowed to int8 `[blocks, OH, OW]`."""
+
+    name: str
+    op: str  # "MAX" | "ADD"
+    blocks: int
+    H: int
+    W: int
+    OH: int
+    OW: int
+    KH: int
+    KW: int
+    sh: int
+    sw: int
+    pad: tuple[int, int, int, int]
+    offset: int
+    steps: list[AluStep]
+    params: np.ndarray
+    block: int = 16
+
+    def describe(self) -> str:
+        kind = "max" if self.op == "MAX" else "sum"
+        return (f"{kind} pool {self.H}x{self.W}x{self.blocks * self.block} -> {self.OH}x{self.OW} "
+                f"k{self.KH}x{self.KW} s{self.sh} p{list(self.pad)}, {len(self.steps)} ALU ops")  # fmt: skip
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        """From the int8 input `[blocks, H, W, block]`: the int8 output `[blocks, OH, OW, block]`."""
+        from qaccel.backends.vta.alu import ALU_FUNCTIONS
+        from qaccel.backends.vta.isa import AluOp
+
+        t, b, l, r = self.pad
+        fill = -128 if self.op == "MAX" else 0  # the padding: the pool's identity on int8
+        v = np.full((self.blocks, self.H + t + b, self.W + l + r, self.block), fill, np.int64)
+        v[:, t : t + self.H, l : l + self.W] = np.asarray(x, np.int64)  # `steps` subtract offset
+        taps = [v[:, ky : ky + (self.OH - 1) * self.sh + 1 : self.sh,
+                  kx : kx + (self.OW - 1) * self.sw + 1 : self.sw]
+                for ky in range(self.KH) for kx in range(self.KW)]  # fmt: skip
+        acc = np.max(taps, axis=0) if self.op == "MAX" else np.sum(taps, axis=0)
+        temp = (acc & 0xFFFFFFFF).astype(np.uint32).view(np.int32)  # modulo 2^32
+        for s in self.steps:
+            if s.kind == "imm":
+                y = np.int32(s.operand)
+            else:
+                rows = self.params[s.operand : s.operand + (self.blocks if s.per_block else 1)]
+                y = rows[:, None, None, :]
+            temp = ALU_FUNCTIONS[AluOp[s.op]](temp, y)
+        return temp.astype(np.int8)
+
+
+@dataclass
+class PoolMatch:
+    layer: PoolLayer
+    ops: list[Operation]
+    inputs: list[SSAValue]  # the one arena tensor read
+    output: SSAValue
+    widened: SSAValue | None = None
+
+
+def match_pool_layer(
+    narrow: Operation, leaves: dict[SSAValue, tuple[SSAValue, int]], name: str
+) -> PoolMatch:
+    """The windowed pool ending at `narrow`: `narrow(steps(pool(widen(pad?(x)))))` with `x` an
+    int8 tensor in DRAM, or `pool(leaf)` with `leaf` a GEMM layer's output; `NotALayer` else.
+    The steps are per-tensor or per-channel constants on the pooled value."""
+    if not isinstance(narrow, accel.NarrowOp) or tensor_dtype(narrow.output.type) != np.int8:
+        raise NotALayer("not a narrowing to int8")
+    group: list[Operation] = [narrow]
+    chain: list[Operation] = []
+    value = narrow.input
+    while not isinstance(value.owner, accel.MaxPool2DOp | accel.SumPool2DOp):
+        op = value.owner
+        if not isinstance(op, Operation) or len(list(value.uses)) != 1 or op.name not in (
+            *_LANE_OPS, *_BINARY_OPS
+        ) or (op.name in _BINARY_OPS and op.rhs is not None):  # fmt: skip
+            raise NotALayer("not a pool followed by constant ALU ops")
+        chain.append(op)
+        value = op.operands[0]
+    pool = value.owner
+    if len(list(value.uses)) != 1:
+        raise NotALayer("the pooled value is also used elsewhere")
+    group.append(pool)
+    shape = tuple(pool.output.type.get_shape())
+    src = tuple(pool.input.type.get_shape())
+    if len(src) != 6 or src[0] != 1 or src[4] != 1:
+        raise NotALayer(f"pool input {list(src)} is not [1, C/B, H, W, 1, B]")
+    kind = "MAX" if isinstance(pool, accel.MaxPool2DOp) else "ADD"
+    identity = -128 if kind == "MAX" else 0
+    kh, kw = (int(v) for v in pool.array_prop("window"))
+    sh, sw = (int(v) for v in pool.array_prop("strides"))
+    pad, offset = (0, 0, 0, 0), 0
+    x = pool.input
+    if x in leaves:
+        arena, offset = leaves[x]
+    elif isinstance(x.owner, accel.WidenOp) and len(list(x.uses)) == 1:
+        group.append(x.owner)
+        arena = x.owner.input
+        if isinstance(arena.owner, accel.PadOp) and len(list(arena.uses)) == 1:
+            p = arena.owner
+            if p.pad_value.value.data != identity:
+                raise NotALayer(f"pool padding {p.pad_value.value.data} is not the identity "
+                                f"{identity} of the pool")  # fmt: skip
+            pad = tuple(int(v) for v in p.array_prop("padding"))
+            group.append(p)
+            arena = p.input
+        if tensor_dtype(arena.type) != np.int8:
+            raise NotALayer("the pooled tensor is not int8")
+    else:
+        raise NotALayer("the pooled tensor is not in DRAM")
+    in_shape = tuple(arena.type.get_shape())
+    blocks, block = in_shape[1], in_shape[5]
+    steps: list[AluStep] = []
+    params: list[np.ndarray] = []
+    n_params = 0
+    for op in reversed(chain):
+        values = np.asarray(op.values, np.int64).reshape(-1)
+        name_ = _LANE_OPS.get(op.name) or _BINARY_OPS[op.name]
+        if op.name == "accel.shift_left":
+            values = -values
+        lo, hi = _SHIFT_RANGE.get(name_, (-(2**31), 2**31 - 1))
+        if values.min() < lo or values.max() > hi:
+            raise NotALayer(f"{name_} operand outside [{lo}, {hi}]")
+        if len(values) == 1 and -(2 ** (_IMM_BITS - 1)) <= values[0] < 2 ** (_IMM_BITS - 1):
+            steps.append(AluStep(name_, 0, "imm", int(values[0])))
+            continue
+        per = len(values) > 1
+        rows = np.broadcast_to(values, (blocks * block,)).reshape(blocks, block)
+        rows = rows if per else rows[:1]
+        steps.append(AluStep(name_, 0, "param", n_params, per))
+        params.append(rows.astype(np.int32))
+        n_params += len(rows)
+    if offset:  # max(x - c) = max(x) - c; a sum counts c once per tap, so only max pools
+        if kind != "MAX":
+            raise NotALayer("a sum pool of an offset tensor")
+        steps.insert(0, AluStep("ADD", 0, "imm", -offset))
+    group.extend(chain)
+    table = np.concatenate(params) if params else np.zeros((0, block), np.int32)
+    layer = PoolLayer(name, kind, blocks, in_shape[2], in_shape[3], shape[2], shape[3], kh, kw,
+                      sh, sw, pad, offset, steps, table, block)  # fmt: skip
+    widened = narrow.input if len(list(narrow.input.uses)) > 1 else None
+    return PoolMatch(layer, group, [arena], narrow.output, widened)
+
+
 __all__ = [
     "AluLayer",
     "AluMatch",
     "AluStep",
     "LayerMatch",
     "NotALayer",
+    "PoolLayer",
+    "PoolMatch",
     "match_alu_layer",
     "match_layer",
+    "match_pool_layer",
 ]

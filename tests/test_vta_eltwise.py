@@ -161,3 +161,64 @@ def test_refusals_are_reported():
     lines = compiled.report["host_fallbacks"]
     assert any("accel.narrow" in line and "accel.max_pool2d has no ALU form" in line
                for line in lines)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("op", "blocks", "hw", "k", "s", "pad", "offset"),
+    [("MAX", 4, (112, 112), 3, 2, (1, 1, 1, 1), 0), ("MAX", 1, (32, 30), 2, 2, (0, 0, 0, 0), 5),
+     ("ADD", 2, (16, 16), 2, 2, (0, 0, 0, 0), 0), ("MAX", 1, (7, 9), 3, 1, (1, 1, 1, 1), 0),
+     ("ADD", 3, (15, 13), 3, 2, (0, 1, 0, 1), 0), ("MAX", 2, (5, 5), 5, 1, (2, 2, 2, 2), -7)],
+)  # fmt: skip
+def test_windowed_pools_are_bit_exact(op, blocks, hw, k, s, pad, offset):
+    from qaccel.backends.vta.emit_alu import emit_pool
+    from qaccel.lowering.vta_layers import PoolLayer
+
+    h, w = hw
+    oh, ow = (h + pad[0] + pad[1] - k) // s + 1, (w + pad[2] + pad[3] - k) // s + 1
+    steps = [AluStep("ADD", 0, "imm", -offset)] if offset else []
+    if op == "ADD":
+        steps = [AluStep("RSHR", 0, "imm", 2), AluStep("MIN", 0, "imm", 127),
+                 AluStep("MAX", 0, "imm", -128)]  # fmt: skip
+    layer = PoolLayer("p", op, blocks, h, w, oh, ow, k, k, s, s, pad, offset, steps,
+                      np.zeros((0, 16), np.int32))  # fmt: skip
+    x = np.random.default_rng(k * h).integers(-128, 128, (blocks, h, w, 16)).astype(np.int8)
+    out_at = _align(x.size)
+    n = blocks * oh * ow * 16
+    prog = emit_pool(layer, input_at=0, output_at=out_at, constants_at=out_at + _align(n))
+    image = np.zeros(out_at + _align(n), np.uint8)
+    image[: x.size] = x.reshape(-1).view(np.uint8)
+    result = simulate(prog.program, prog.program.uops, image)
+    assert not any(result.leftover_tokens.values())
+    got = result.dram[out_at : out_at + n].view(np.int8)
+    np.testing.assert_array_equal(got, layer.reference(x).reshape(-1))
+
+
+POOL_IR = """
+!q = !quant.uniform<i8:f32, 0.5:-128>
+func.func @main(%x: tensor<1x2x9x9x1x16x!q>) -> tensor<1x2x5x5x1x16x!q> {
+  %y = func.call @vta_fn_0(%x) : (tensor<1x2x9x9x1x16x!q>) -> tensor<1x2x5x5x1x16x!q>
+  func.return %y : tensor<1x2x5x5x1x16x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x2x9x9x1x16x!q>) -> tensor<1x2x5x5x1x16x!q> attributes {qaccel.target = "vta", accel.packed} {
+  %p = accel.pad %x pad_value(-128) padding = [1, 1, 1, 1] : tensor<1x2x9x9x1x16x!q> -> tensor<1x2x11x11x1x16x!q>
+  %w = accel.widen %p : tensor<1x2x11x11x1x16x!q> -> tensor<1x2x11x11x1x16xi32>
+  %m = accel.max_pool2d %w window = [3, 3] strides = [2, 2] : tensor<1x2x11x11x1x16xi32> -> tensor<1x2x5x5x1x16xi32>
+  %c = accel.max %m by [-100] : tensor<1x2x5x5x1x16xi32>
+  %y = accel.narrow %c : tensor<1x2x5x5x1x16xi32> -> tensor<1x2x5x5x1x16x!q>
+  func.return %y : tensor<1x2x5x5x1x16x!q>
+}
+"""
+
+
+def test_a_padded_max_pool_runs_on_the_accelerator():
+    from conftest import parse_module
+
+    module = parse_module(POOL_IR)
+    compiled = compile_module(module)
+    assert [r["kind"] for r in compiled.report["layers"]] == ["pool"]
+    assert compiled.fallbacks == []
+    for seed in range(3):
+        inputs = random_inputs(entry_function(module), seed)
+        expected = run_function(module, inputs)
+        for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
+            np.testing.assert_array_equal(x, y)

@@ -60,7 +60,7 @@ import numpy as np
 from qaccel.backends.vta.arena import Slot, allocate
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.backends.vta.emit import ALIGN, LayerProgram, Placement, emit
-from qaccel.backends.vta.emit_alu import AluProgram, emit_alu
+from qaccel.backends.vta.emit_alu import AluProgram, emit_alu, emit_pool
 from qaccel.dialects import accel, tfl
 from qaccel.dialects.types import tensor_dtype
 from qaccel.lowering.schedule_vta import SCHEDULE_ATTR, ScheduleAttrError, layer_schedule
@@ -69,8 +69,11 @@ from qaccel.lowering.vta_layers import (
     AluMatch,
     LayerMatch,
     NotALayer,
+    PoolLayer,
+    PoolMatch,
     match_alu_layer,
     match_layer,
+    match_pool_layer,
 )
 from qaccel.lowering.vta_schedule import (
     LayerError,
@@ -344,8 +347,9 @@ def compile_module(
 
 
 def _alu_layers(name: str, ops: list[Operation], gemms: list[tuple[LayerMatch, Any]],
-                refused: dict[Operation, str]) -> list[AluMatch]:  # fmt: skip
-    """Element-wise layers over the GEMM layers' outputs (and widened int8 tensors)."""
+                refused: dict[Operation, str]) -> list[AluMatch | PoolMatch]:  # fmt: skip
+    """Element-wise layers and windowed pools over the GEMM layers' outputs (and int8
+    tensors)."""
     leaves: dict[SSAValue, tuple[SSAValue, int]] = {}
     claimed: set[Operation] = set()
     for m, _ in gemms:
@@ -361,8 +365,14 @@ def _alu_layers(name: str, ops: list[Operation], gemms: list[tuple[LayerMatch, A
         try:
             am = match_alu_layer(op, leaves, claimed, f"{name}_eltwise{len(out)}")
         except NotALayer as e:
-            refused[op] = str(e)
-            continue
+            try:
+                am = match_pool_layer(op, leaves, f"{name}_pool{len(out)}")
+            except NotALayer:
+                refused[op] = str(e)
+                continue
+            if any(o in claimed for o in am.ops):
+                refused[op] = str(e)
+                continue
         claimed.update(am.ops)
         if am.widened is not None:
             leaves[am.widened] = (am.output, 0)
@@ -415,7 +425,7 @@ def _compile_function(name: str, ops: list[Operation], gemms: list[tuple[LayerMa
 
 
 def _planned(when: int, entry) -> _Planned:
-    if isinstance(entry, AluMatch):
+    if isinstance(entry, AluMatch | PoolMatch):
         return _Planned(when, list(entry.inputs), entry.output, entry.ops, False, entry.widened)
     m = entry[0]
     return _Planned(when, [m.input], m.output, m.ops, m.offset is not None, m.widened)
@@ -424,6 +434,20 @@ def _planned(when: int, entry) -> _Planned:
 def _emit_layer(name, index, entry, slots, slot_of, at, index_of, c):
     """(CompiledLayer, constants bytes) of a GEMM layer `(match, schedule)` or an `AluMatch`
     whose constants go at byte `at`."""
+    if isinstance(entry, PoolMatch):
+        (x,) = entry.inputs
+        prog = emit_pool(entry.layer, c, input_at=slots[slot_of[x]].offset,
+                         output_at=slots[slot_of[entry.output]].offset, constants_at=at)  # fmt: skip
+        lay = CompiledLayer(
+            function=name, index=index, ops=sorted(index_of[o] for o in entry.ops),
+            anchor=index_of[entry.output.owner], inputs=[slot_of[x]],
+            output=slot_of[entry.output], offset=None, program=prog,
+            widened=None if entry.widened is None else index_of[entry.widened.owner],
+            words=prog.program.words, uops=prog.program.uops,
+            description=entry.layer.describe(),
+            report=_pool_report(name, index, entry.layer, prog, c),
+        )  # fmt: skip
+        return lay, prog.constants
     if isinstance(entry, AluMatch):
         prog = emit_alu(entry.layer, c, inputs_at=[slots[slot_of[v]].offset for v in entry.inputs],
                         output_at=slots[slot_of[entry.output]].offset, constants_at=at)  # fmt: skip
@@ -450,19 +474,38 @@ def _emit_layer(name, index, entry, slots, slot_of, at, index_of, c):
     return lay, prog.constants
 
 
-def _alu_report(name: str, index: int, layer: AluLayer, prog, c: HardwareConfig) -> dict:
+def _pool_report(name: str, index: int, layer: PoolLayer, prog, c: HardwareConfig) -> dict:
+    rows_in = layer.blocks * layer.H * layer.W
+    rows_out = layer.blocks * layer.OH * layer.OW
+    alu_rows = rows_out * (layer.KH * layer.KW + len(layer.steps))
+    report = _alu_report(name, index, None, prog, c, rows_in + rows_out, alu_rows)
+    report.update(kind="pool", description=layer.describe(), tiling={"tile_rows": prog.chunk_rows})
+    return report
+
+
+def _alu_report(name: str, index: int, layer: AluLayer | None, prog, c: HardwareConfig,
+                nrows: int | None = None, alu_rows: int | None = None) -> dict:  # fmt: skip
     from qaccel.backends.vta.simulator import roofline, timing
 
     t = timing(prog.program, c)
     cycles = int(t.total_cycles)
-    rows = layer.blocks * layer.rows
-    nbytes = rows * layer.block * (layer.n_inputs + 1) + len(prog.constants)
+    if layer is not None:
+        rows_out = layer.blocks * layer.rows
+        nrows = layer.blocks * layer.rows * layer.reduce * layer.n_inputs + rows_out
+        rows_in = layer.blocks * layer.rows * layer.reduce
+        if layer.reduce > 1:  # steps before the sum on every input row, the sum, the rest
+            after = len(layer.steps) - layer.reduce_at
+            alu_rows = rows_in * (layer.reduce_at + 1) + rows_out * after
+        else:
+            alu_rows = rows_in * len(layer.steps)
+    nbytes = nrows * c.block + len(prog.constants)
     roof = roofline(0, nbytes, c).cycles
     return {
-        "function": name, "layer": index, "kind": "eltwise", "description": layer.describe(),
+        "function": name, "layer": index, "kind": "eltwise",
+        "description": "" if layer is None else layer.describe(),
         "cycles": cycles, "ms": cycles / (c.clock_mhz * 1e3), "gemm_utilization": 0.0,
         "macs": 0, "roofline_cycles": int(roof), "roofline_ratio": cycles / max(1, roof),
-        "alu_bound_cycles": int(max(roof, rows * len(layer.steps) * c.alu_cycles_per_uop)),
+        "alu_bound_cycles": int(max(roof, alu_rows * c.alu_cycles_per_uop)),
         "dram_read_bytes": int(sum(t.dram_read_bytes.values())),
         "dram_write_bytes": int(sum(t.dram_write_bytes.values())),
         "instructions": len(prog.program), "uop_loads": prog.uop_loads,
@@ -525,6 +568,8 @@ def build_report(compiled: CompiledModel, total_macs: int | None) -> dict:
 def _tiling_text(t: dict) -> str:
     if "chunk_rows" in t:  # an element-wise layer
         return f"chunks of {t['chunk_rows']} rows"
+    if "tile_rows" in t:  # a windowed pool
+        return f"tiles of {t['tile_rows']} output rows"
     return (f"{t['tile_h']}x{t['tile_w']}px co{t['tile_co']} ci{t['tile_ci']} {t['loop_order']} "
             f"{t['bias_mode']}")  # fmt: skip
 

@@ -29,7 +29,7 @@ import numpy as np
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.backends.vta.emit import ALIGN, COMPUTE, STORE, _Emitter, _row
 from qaccel.backends.vta.isa import AluOp, MemType, Opcode, Program, encode_uops
-from qaccel.lowering.vta_layers import AluLayer
+from qaccel.lowering.vta_layers import AluLayer, PoolLayer
 from qaccel.lowering.vta_schedule import LayerError
 
 
@@ -37,7 +37,7 @@ from qaccel.lowering.vta_schedule import LayerError
 class AluProgram:
     """An element-wise layer ready to run in a shared DRAM image."""
 
-    layer: AluLayer
+    layer: AluLayer | PoolLayer
     config: HardwareConfig
     program: Program
     chunk_rows: int
@@ -171,3 +171,95 @@ def emit_alu(layer: AluLayer, config: HardwareConfig | None = None, *, inputs_at
     """The program of an element-wise layer whose inputs, output and parameter rows live at
     the given byte offsets of a DRAM image."""
     return _AluEmitter(layer, config or DEFAULT_CONFIG, inputs_at, output_at, constants_at).run()
+
+
+# --------------------------------------------------------------------------------------------
+# Windowed pools
+
+
+def pool_tile_rows(layer: PoolLayer, config: HardwareConfig) -> int:
+    """Output rows per tile: two sets of (input frame + output tile) next to the parameters."""
+    free = config.depth("acc") - len(layer.params)
+    for th in range(layer.OH, 0, -1):
+        frame = ((th - 1) * layer.sh + layer.KH) * layer.W
+        if 2 * (frame + th * layer.OW) <= free:
+            return th
+    raise LayerError(f"one output row of {layer.describe()} does not fit in the accumulators")
+
+
+class _PoolEmitter(_AluEmitter):
+    """Per channel block and tile of output rows: LOAD ACC8 the input rows the tile's windows
+    read, set the tile to the pool's identity (GEMM reset; ADD -128 for max), one ALU
+    instruction per tap over the output pixels whose tap lies inside the input (padding taps
+    are skipped: the padding holds the identity), the steps, STORE OUT."""
+
+    def __init__(self, layer: PoolLayer, config: HardwareConfig, input_at: int, output_at: int,
+                 constants_at: int):  # fmt: skip
+        if any(v % ALIGN for v in (input_at, output_at, constants_at)):
+            raise LayerError(f"pool layer regions must be {ALIGN}-byte aligned")
+        self.c, self.layer = config, layer
+        self.recs, self.writer, self.readers, self.kernels = [], {}, {}, {}
+        self.input_at, self.output_at, self.constants_at = input_at, output_at, constants_at
+        self.n_params = len(layer.params)
+        self.th = pool_tile_rows(layer, config)
+        self.frame_rows = ((self.th - 1) * layer.sh + layer.KH) * layer.W
+        self.set_rows = self.frame_rows + self.th * layer.OW
+
+    def frame(self, slot: int) -> int:
+        return self.n_params + slot * self.set_rows
+
+    def tile(self, slot: int) -> int:
+        return self.frame(slot) + self.frame_rows
+
+    def run(self) -> AluProgram:
+        lay = self.layer
+        if self.n_params:
+            self.load(MemType.ACC, 0, self.constants_at // (4 * lay.block), 1, self.n_params,
+                      module=COMPUTE, writes=(("params",),))  # fmt: skip
+        n = 0
+        for b in range(lay.blocks):
+            for oy0 in range(0, lay.OH, self.th):
+                self.pool_tile(n % 2, b, oy0, min(self.th, lay.OH - oy0))
+                n += 1
+        self.finish()
+        program, loads = self.encode_stream()
+        consts = np.ascontiguousarray(lay.params, dtype="<i4").reshape(-1).view(np.uint8)
+        return AluProgram(lay, self.c, program, self.th, consts, self.constants_at, loads)
+
+    def pool_tile(self, slot: int, b: int, oy0: int, th: int):
+        lay = self.layer
+        t, _, left, _ = lay.pad
+        res = [("acc", slot)]
+        iy_lo = max(0, oy0 * lay.sh - t)
+        iy_hi = min(lay.H - 1, (oy0 + th - 1) * lay.sh - t + lay.KH - 1)
+        frame, tile, rows = self.frame(slot), self.tile(slot), th * lay.OW
+        dram = self.input_at // lay.block + (b * lay.H + iy_lo) * lay.W
+        self.load(MemType.ACC8, frame, dram, 1, (iy_hi - iy_lo + 1) * lay.W, module=COMPUTE,
+                  writes=res)  # fmt: skip
+        self.gemm(self.uop(tile, 0), rows, 1, dst=(1, 0), reset=True, writes=res)
+        if lay.op == "MAX":
+            self.alu(AluOp.ADD, self.uop(tile, 0), None, 1, rows, (0, 1), imm=-128, reads=res,
+                     writes=res)  # fmt: skip
+        for ky in range(lay.KH):
+            # Output rows oy whose tap row oy*sh - t + ky lies in [0, H) and in this tile.
+            a = max(oy0, -(-(t - ky) // lay.sh))
+            z = min(oy0 + th - 1, (lay.H - 1 + t - ky) // lay.sh)
+            for kx in range(lay.KW):
+                c0 = max(0, -(-(left - kx) // lay.sw))
+                c1 = min(lay.OW - 1, (lay.W - 1 + left - kx) // lay.sw)
+                if a > z or c0 > c1:
+                    continue
+                dst = tile + (a - oy0) * lay.OW + c0
+                src = frame + (a * lay.sh - t + ky - iy_lo) * lay.W + c0 * lay.sw - left + kx
+                self.alu(AluOp[lay.op], self.uop(dst, src), None, z - a + 1, c1 - c0 + 1,
+                         (lay.OW, 1), (lay.sh * lay.W, lay.sw), reads=res, writes=res)  # fmt: skip
+        for s in lay.steps:
+            self.step(s, tile, lambda _: tile, b, 1, rows, (0, 1), (0, 1), (0, 0), res)
+        self.store(slot, tile, (b * lay.OH + oy0) * lay.OW, rows, res)
+
+
+def emit_pool(layer: PoolLayer, config: HardwareConfig | None = None, *, input_at: int,
+              output_at: int, constants_at: int) -> AluProgram:  # fmt: skip
+    """The program of a windowed pool whose input, output and parameter rows live at the given
+    byte offsets of a DRAM image."""
+    return _PoolEmitter(layer, config or DEFAULT_CONFIG, input_at, output_at, constants_at).run()
