@@ -24,11 +24,12 @@ where it was stored; the host writes into the arena only tensors it produced and
 only tensors a host op or the return uses (`host_write_bytes` / `host_read_bytes` in the
 report).
 
-A global average pool (`accel.reduce_sum` over H and W of an int8 tensor) with its
-requantization is an element-wise layer too. Every other op of an accelerator function
-(windowed pools, pads, concatenations, element-wise trees that do not end in an int8
-narrowing, a layer whose tail does not match, a layer the scheduler or emitter refuses) runs
-on the host interpreter and is listed in the report as a host fallback with
+A global average pool (`accel.reduce_sum` over H and W, after any such tree) with its
+requantization is an element-wise layer too, and a windowed max or sum pool of an int8
+tensor (`PoolLayer`, padding with the pool's identity folded in) with its constant tail is a
+pool layer. Every other op of an accelerator function (pads, concatenations, pools of
+computed values, element-wise trees that do not end in an int8 narrowing, a layer whose tail
+does not match, a layer the scheduler or emitter refuses) runs on the host interpreter and is listed in the report as a host fallback with
 its reason; nothing is dropped silently.
 
 **Artifact** (`write_artifact`): `host.mlir` (the whole module as text, schedules included:
