@@ -433,33 +433,26 @@ def _planned(when: int, entry) -> _Planned:
 
 
 def _emit_layer(name, index, entry, slots, slot_of, at, index_of, c):
-    """(CompiledLayer, constants bytes) of a GEMM layer `(match, schedule)` or an `AluMatch`
-    whose constants go at byte `at`."""
-    if isinstance(entry, PoolMatch):
-        (x,) = entry.inputs
-        prog = emit_pool(entry.layer, c, input_at=slots[slot_of[x]].offset,
-                         output_at=slots[slot_of[entry.output]].offset, constants_at=at)  # fmt: skip
-        lay = CompiledLayer(
-            function=name, index=index, ops=sorted(index_of[o] for o in entry.ops),
-            anchor=index_of[entry.output.owner], inputs=[slot_of[x]],
-            output=slot_of[entry.output], offset=None, program=prog,
-            widened=None if entry.widened is None else index_of[entry.widened.owner],
-            words=prog.program.words, uops=prog.program.uops,
-            description=entry.layer.describe(),
-            report=_pool_report(name, index, entry.layer, prog, c),
-        )  # fmt: skip
-        return lay, prog.constants
-    if isinstance(entry, AluMatch):
-        prog = emit_alu(entry.layer, c, inputs_at=[slots[slot_of[v]].offset for v in entry.inputs],
-                        output_at=slots[slot_of[entry.output]].offset, constants_at=at)  # fmt: skip
+    """(CompiledLayer, constants bytes) of a GEMM layer `(match, schedule)`, an `AluMatch` or
+    a `PoolMatch` whose constants go at byte `at`."""
+    if isinstance(entry, AluMatch | PoolMatch):
+        inputs_at = [slots[slot_of[v]].offset for v in entry.inputs]
+        output_at = slots[slot_of[entry.output]].offset
+        if isinstance(entry, PoolMatch):
+            prog = emit_pool(entry.layer, c, input_at=inputs_at[0], output_at=output_at,
+                             constants_at=at)  # fmt: skip
+            report = _pool_report(name, index, entry.layer, prog, c)
+        else:
+            prog = emit_alu(entry.layer, c, inputs_at=inputs_at, output_at=output_at,
+                            constants_at=at)  # fmt: skip
+            report = _alu_report(name, index, entry.layer, prog, c)
         lay = CompiledLayer(
             function=name, index=index, ops=sorted(index_of[o] for o in entry.ops),
             anchor=index_of[entry.output.owner], inputs=[slot_of[v] for v in entry.inputs],
             output=slot_of[entry.output], offset=None, program=prog,
             widened=None if entry.widened is None else index_of[entry.widened.owner],
             words=prog.program.words, uops=prog.program.uops,
-            description=entry.layer.describe(),
-            report=_alu_report(name, index, entry.layer, prog, c),
+            description=entry.layer.describe(), report=report,
         )  # fmt: skip
         return lay, prog.constants
     m, sched = entry
