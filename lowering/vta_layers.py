@@ -22,7 +22,7 @@ removed (proved unable to clip) is the int8 range.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from qaccel.dialects import accel, tfl
@@ -288,6 +288,104 @@ _BINARY_OPS = {"accel.add": "ADD", "accel.max": "MAX", "accel.min": "MIN", "acce
 _SHIFT_RANGE = {"SHR": (-31, 31), "RSHR": (0, 31)}
 
 
+class _Tree:
+    """Builds the ALU steps of a tree of accel ops over packed tensors of one channel-block
+    count: leaves become inputs (temps 0, 1, ... in order), constants immediates or parameter
+    rows, binary ops steps between temps. With `allow_sum`, one `accel.reduce_sum` over H and
+    W (a global sum pool) may sit on the path to the root."""
+
+    def __init__(self, leaves, claimed, blocks: int, block: int, allow_sum: bool = False):
+        self.leaves, self.claimed = leaves, claimed
+        self.blocks, self.block, self.allow_sum = blocks, block, allow_sum
+        self.steps: list[AluStep] = []
+        self.inputs: list[SSAValue] = []
+        self.params: list[np.ndarray] = []
+        self.n_params = 0
+        self.group: list[Operation] = []
+        self.reduce, self.reduce_at, self.summed = 1, 0, -1
+        self.out_shape: tuple[int, ...] = ()
+
+    def table(self) -> np.ndarray:
+        return np.concatenate(self.params) if self.params else np.zeros((0, self.block), np.int32)
+
+    def leaf(self, value: SSAValue, offset: int, want: tuple[int, ...]) -> int:
+        if self.reduce > 1 or (self.allow_sum and want == self.out_shape):
+            raise NotALayer("a tensor joins a global sum pool after the sum")
+        t = len(self.inputs)
+        self.inputs.append(value)
+        if offset:
+            self.constant("ADD", np.array([-offset]), t)
+        return t
+
+    def constant(self, op_name: str, values: np.ndarray, dst: int) -> None:
+        v = np.asarray(values, np.int64).reshape(-1)
+        lo, hi = _SHIFT_RANGE.get(op_name, (-(2**31), 2**31 - 1))
+        if v.min() < lo or v.max() > hi:
+            raise NotALayer(f"{op_name} operand outside [{lo}, {hi}]")
+        if len(v) == 1 and -(2 ** (_IMM_BITS - 1)) <= v[0] < 2 ** (_IMM_BITS - 1):
+            self.steps.append(AluStep(op_name, dst, "imm", int(v[0])))
+            return
+        rows = np.broadcast_to(v, (self.blocks * self.block,)).reshape(self.blocks, self.block)
+        per_block = len(v) > 1
+        rows = rows if per_block else rows[:1]
+        self.steps.append(AluStep(op_name, dst, "param", self.n_params, per_block))
+        self.params.append(rows.astype(np.int32))
+        self.n_params += len(rows)
+
+    def summed_pool(self, op: Operation) -> int:
+        """A global sum pool: the steps so far run on every row, then the rows are summed."""
+        src = tuple(op.input.type.get_shape())
+        axes = sorted(int(a) for a in op.array_prop("axes"))
+        if not self.allow_sum or len(src) != 6 or axes != [2, 3] or self.reduce > 1:
+            raise NotALayer("a reduction other than one global sum pool over H and W")
+        t = self.visit(op.input, src)
+        self.reduce, self.reduce_at, self.summed = src[2] * src[3], len(self.steps), t
+        return t
+
+    def visit(self, value: SSAValue, want: tuple[int, ...], root: bool = False) -> int:
+        if value in self.leaves:
+            return self.leaf(*self.leaves[value], want)
+        op = value.owner
+        if not isinstance(op, Operation) or op in self.claimed:
+            raise NotALayer("an operand is not in DRAM (a block argument or another layer's)")
+        if not root and len(list(value.uses)) != 1:
+            raise NotALayer(f"{op.name}'s result is also used outside the element-wise tree")
+        if tuple(value.type.get_shape()) != want:
+            raise NotALayer(f"{op.name} broadcasts (shape {list(value.type.get_shape())})")
+        if isinstance(op, accel.ReduceSumOp):
+            t = self.summed_pool(op)
+            self.group.append(op)
+            return t
+        if isinstance(op, accel.WidenOp):
+            if tensor_dtype(op.input.type) != np.int8:
+                raise NotALayer("a widened operand is not int8")
+            self.group.append(op)
+            return self.leaf(op.input, 0, want)
+        if op.name in _LANE_OPS:
+            t = self.visit(op.input, want)
+            values = op.values.astype(np.int64)
+            if op.name == "accel.shift_left":
+                values = -values  # SHR by a negative amount shifts left (low 32 bits kept)
+            self.constant(_LANE_OPS[op.name], values, t)
+        elif op.name in _BINARY_OPS:
+            t = self.visit(op.lhs, want)
+            if op.rhs is None:
+                self.constant(_BINARY_OPS[op.name], op.values, t)
+            else:
+                u = self.visit(op.rhs, want)
+                self.steps.append(AluStep(_BINARY_OPS[op.name], t, "temp", u))
+        else:
+            raise NotALayer(f"{op.name} has no ALU form")
+        self.group.append(op)
+        return t
+
+
+def _packed_shape(narrow: Operation) -> tuple[int, ...]:
+    if not isinstance(narrow, accel.NarrowOp) or tensor_dtype(narrow.output.type) != np.int8:
+        raise NotALayer("not a narrowing to int8")
+    return tuple(narrow.output.type.get_shape())
+
+
 def match_alu_layer(
     narrow: Operation,
     leaves: dict[SSAValue, tuple[SSAValue, int]],
@@ -301,110 +399,26 @@ def match_alu_layer(
     of an int8 tensor is a leaf too. Every other value of the tree must be used once, by the
     tree, except the value narrowed (its other users read it as the widened int8 result);
     `claimed` ops (other layers) cannot be part of it."""
-    if not isinstance(narrow, accel.NarrowOp) or tensor_dtype(narrow.output.type) != np.int8:
-        raise NotALayer("not a narrowing to int8")
-    shape = tuple(narrow.output.type.get_shape())
+    shape = _packed_shape(narrow)
     if not (len(shape) == 6 and shape[0] == 1 and shape[4] == 1
             or len(shape) == 4 and shape[0] == 1 and shape[2] == 1):  # fmt: skip
         raise NotALayer(f"packed shape {list(shape)} is neither [1, C/B, H, W, 1, B] nor "
                         "[1, C/B, 1, B]")  # fmt: skip
     blocks, block = shape[1], shape[-1]
     rows = shape[2] * shape[3] if len(shape) == 6 else 1
-    reduce, reduce_at, summed = 1, 0, -1
-    src_shape: tuple[int, ...] = ()
-    steps: list[AluStep] = []
-    inputs: list[SSAValue] = []
-    params: list[np.ndarray] = []
-    n_params = 0
-    group: list[Operation] = []
-
-    def leaf(value: SSAValue, offset: int, want: tuple[int, ...]) -> int:
-        if reduce > 1 or (len(shape) == 4 and want == shape):
-            raise NotALayer("a tensor joins a global sum pool after the sum")
-        t = len(inputs)
-        inputs.append(value)
-        if offset:
-            constant("ADD", np.array([-offset]), t)
-        return t
-
-    def reduced(op: Operation) -> int:
-        """A global sum pool: the steps so far run on every row, then the rows are summed."""
-        nonlocal reduce, reduce_at, summed, src_shape
-        src = tuple(op.input.type.get_shape())
-        axes = sorted(int(a) for a in op.array_prop("axes"))
-        if len(src) != 6 or axes != [2, 3] or len(shape) != 4 or reduce > 1:
-            raise NotALayer("a reduction other than one global sum pool over H and W")
-        src_shape = src
-        t = visit(op.input, src)
-        reduce, reduce_at, summed = src[2] * src[3], len(steps), t
-        return t
-
-    def constant(op_name: str, values: np.ndarray, dst: int) -> None:
-        nonlocal n_params
-        v = np.asarray(values, np.int64).reshape(-1)
-        lo, hi = _SHIFT_RANGE.get(op_name, (-(2**31), 2**31 - 1))
-        if v.min() < lo or v.max() > hi:
-            raise NotALayer(f"{op_name} operand outside [{lo}, {hi}]")
-        if len(v) == 1 and -(2 ** (_IMM_BITS - 1)) <= v[0] < 2 ** (_IMM_BITS - 1):
-            steps.append(AluStep(op_name, dst, "imm", int(v[0])))
-            return
-        rows = np.broadcast_to(v, (blocks * block,)).reshape(blocks, block)
-        per_block = len(v) > 1
-        rows = rows if per_block else rows[:1]
-        steps.append(AluStep(op_name, dst, "param", n_params, per_block))
-        params.append(rows.astype(np.int32))
-        n_params += len(rows)
-
-    def visit(value: SSAValue, want: tuple[int, ...], root: bool = False) -> int:
-        if value in leaves:
-            return leaf(*leaves[value], want)
-        op = value.owner
-        if not isinstance(op, Operation) or op in claimed:
-            raise NotALayer("an operand is not in DRAM (a block argument or another layer's)")
-        if not root and len(list(value.uses)) != 1:
-            raise NotALayer(f"{op.name}'s result is also used outside the element-wise tree")
-        if tuple(value.type.get_shape()) != want:
-            raise NotALayer(f"{op.name} broadcasts (shape {list(value.type.get_shape())})")
-        if isinstance(op, accel.ReduceSumOp):
-            t = reduced(op)
-            group.append(op)
-            return t
-        if isinstance(op, accel.WidenOp):
-            if tensor_dtype(op.input.type) != np.int8:
-                raise NotALayer("a widened operand is not int8")
-            group.append(op)
-            return leaf(op.input, 0, want)
-        if op.name in _LANE_OPS:
-            t = visit(op.input, want)
-            values = op.values.astype(np.int64)
-            if op.name == "accel.shift_left":
-                values = -values  # SHR by a negative amount shifts left (low 32 bits kept)
-            constant(_LANE_OPS[op.name], values, t)
-        elif op.name in _BINARY_OPS:
-            if op.rhs is None:
-                t = visit(op.lhs, want)
-                constant(_BINARY_OPS[op.name], op.values, t)
-            else:
-                t = visit(op.lhs, want)
-                u = visit(op.rhs, want)
-                steps.append(AluStep(_BINARY_OPS[op.name], t, "temp", u))
-        else:
-            raise NotALayer(f"{op.name} has no ALU form")
-        group.append(op)
-        return t
-
-    result = visit(narrow.input, shape, root=True)
+    tree = _Tree(leaves, claimed, blocks, block, allow_sum=len(shape) == 4)
+    tree.out_shape = shape
+    result = tree.visit(narrow.input, shape, root=True)
     widened = narrow.input if len(list(narrow.input.uses)) > 1 else None
-    if not steps and len(inputs) == 1:
+    steps = tree.steps
+    if not steps and len(tree.inputs) == 1:
         raise NotALayer("a plain copy")
-    group.append(narrow)
-    table = np.concatenate(params) if params else np.zeros((0, block), np.int32)
-    if reduce > 1 and (summed != result or any(s.dst != result or s.kind == "temp"
-                                               for s in steps[reduce_at:])):  # fmt: skip
+    if tree.reduce > 1 and (tree.summed != result or any(
+            s.dst != result or s.kind == "temp" for s in steps[tree.reduce_at :])):  # fmt: skip
         raise NotALayer("a global sum pool's sum is combined with another tensor")
-    layer = AluLayer(name, blocks, rows, block, len(inputs), steps, result, table, reduce,
-                     reduce_at)  # fmt: skip
-    return AluMatch(layer, group, inputs, narrow.output, widened)
+    layer = AluLayer(name, blocks, rows, block, len(tree.inputs), steps, result, tree.table(),
+                     tree.reduce, tree.reduce_at)  # fmt: skip
+    return AluMatch(layer, [*tree.group, narrow], tree.inputs, narrow.output, widened)
 
 
 # --------------------------------------------------------------------------------------------
@@ -417,7 +431,11 @@ class PoolLayer:
     int8 tensor `[1, blocks, H, W, 1, block]` read from DRAM, padded by `pad` = [top, bottom,
     left, right] with the operation's identity (-128 for max, 0 for sum: taps in the padding
     are skipped), minus `offset` (the tensor holds stored int8 - offset), then `steps` on the
-    pooled temp 0 (parameter rows `params`), stored narrowed to int8 `[blocks, OH, OW]`."""
+    pooled temp 0 (parameter rows `params`), stored narrowed to int8 `[blocks, OH, OW]`.
+
+    With `pre_steps` the pooled tensor is computed: `n_inputs` int8 tensors are loaded into
+    temps 0, 1, ..., the pre-steps run on every input row, and temp `pooled` is pooled
+    (no padding then)."""
 
     name: str
     op: str  # "MAX" | "ADD"
@@ -435,17 +453,38 @@ class PoolLayer:
     steps: list[AluStep]
     params: np.ndarray
     block: int = 16
+    n_inputs: int = 1
+    pre_steps: list[AluStep] = field(default_factory=list)
+    pooled: int = 0
 
     def describe(self) -> str:
         kind = "max" if self.op == "MAX" else "sum"
+        n = len(self.steps) + len(self.pre_steps)
         return (f"{kind} pool {self.H}x{self.W}x{self.blocks * self.block} -> {self.OH}x{self.OW} "
-                f"k{self.KH}x{self.KW} s{self.sh} p{list(self.pad)}, {len(self.steps)} ALU ops")  # fmt: skip
+                f"k{self.KH}x{self.KW} s{self.sh} p{list(self.pad)}, {self.n_inputs} input(s), "
+                f"{n} ALU ops")  # fmt: skip
 
-    def reference(self, x: np.ndarray) -> np.ndarray:
-        """From the int8 input `[blocks, H, W, block]`: the int8 output `[blocks, OH, OW, block]`."""
+    def _apply(self, steps, temps, shape_params) -> None:
         from qaccel.backends.vta.alu import ALU_FUNCTIONS
         from qaccel.backends.vta.isa import AluOp
 
+        for s in steps:
+            if s.kind == "temp":
+                y = temps[s.operand]
+            elif s.kind == "imm":
+                y = np.int32(s.operand)
+            else:
+                rows = self.params[s.operand : s.operand + (self.blocks if s.per_block else 1)]
+                y = rows.reshape(shape_params)
+            temps[s.dst] = ALU_FUNCTIONS[AluOp[s.op]](temps[s.dst], y)
+
+    def reference(self, x) -> np.ndarray:
+        """From the int8 input(s) `[blocks, H, W, block]`: the int8 output `[blocks, OH, OW,
+        block]`."""
+        xs = x if isinstance(x, list) else [x]
+        temps = [np.asarray(v, np.int8).astype(np.int32) for v in xs]
+        self._apply(self.pre_steps, temps, (-1, 1, 1, self.block))
+        x = temps[self.pooled]
         t, b, l, r = self.pad
         fill = -128 if self.op == "MAX" else 0  # the padding: the pool's identity on int8
         v = np.full((self.blocks, self.H + t + b, self.W + l + r, self.block), fill, np.int64)
@@ -454,32 +493,30 @@ class PoolLayer:
                   kx : kx + (self.OW - 1) * self.sw + 1 : self.sw]
                 for ky in range(self.KH) for kx in range(self.KW)]  # fmt: skip
         acc = np.max(taps, axis=0) if self.op == "MAX" else np.sum(taps, axis=0)
-        temp = (acc & 0xFFFFFFFF).astype(np.uint32).view(np.int32)  # modulo 2^32
-        for s in self.steps:
-            if s.kind == "imm":
-                y = np.int32(s.operand)
-            else:
-                rows = self.params[s.operand : s.operand + (self.blocks if s.per_block else 1)]
-                y = rows[:, None, None, :]
-            temp = ALU_FUNCTIONS[AluOp[s.op]](temp, y)
-        return temp.astype(np.int8)
+        out = [(acc & 0xFFFFFFFF).astype(np.uint32).view(np.int32)]  # modulo 2^32
+        self._apply(self.steps, out, (-1, 1, 1, self.block))
+        return out[0].astype(np.int8)
 
 
 @dataclass
 class PoolMatch:
     layer: PoolLayer
     ops: list[Operation]
-    inputs: list[SSAValue]  # the one arena tensor read
+    inputs: list[SSAValue]  # the arena tensors read
     output: SSAValue
     widened: SSAValue | None = None
 
 
 def match_pool_layer(
-    narrow: Operation, leaves: dict[SSAValue, tuple[SSAValue, int]], name: str
+    narrow: Operation,
+    leaves: dict[SSAValue, tuple[SSAValue, int]],
+    claimed: set[Operation],
+    name: str,
 ) -> PoolMatch:
     """The windowed pool ending at `narrow`: `narrow(steps(pool(widen(pad?(x)))))` with `x` an
-    int8 tensor in DRAM, or `pool(leaf)` with `leaf` a GEMM layer's output; `NotALayer` else.
-    The steps are per-tensor or per-channel constants on the pooled value."""
+    int8 tensor in DRAM, `pool(leaf)` with `leaf` a GEMM layer's output, or `pool(tree)` with
+    `tree` as `match_alu_layer` takes it (unpadded); `NotALayer` else. The steps are
+    per-tensor or per-channel constants on the pooled value."""
     if not isinstance(narrow, accel.NarrowOp) or tensor_dtype(narrow.output.type) != np.int8:
         raise NotALayer("not a narrowing to int8")
     group: list[Operation] = [narrow]
@@ -497,16 +534,17 @@ def match_pool_layer(
     if len(list(value.uses)) != 1:
         raise NotALayer("the pooled value is also used elsewhere")
     group.append(pool)
-    shape = tuple(pool.output.type.get_shape())
     src = tuple(pool.input.type.get_shape())
     if len(src) != 6 or src[0] != 1 or src[4] != 1:
         raise NotALayer(f"pool input {list(src)} is not [1, C/B, H, W, 1, B]")
     kind = "MAX" if isinstance(pool, accel.MaxPool2DOp) else "ADD"
     identity = -128 if kind == "MAX" else 0
-    kh, kw = (int(v) for v in pool.array_prop("window"))
-    sh, sw = (int(v) for v in pool.array_prop("strides"))
     pad, offset = (0, 0, 0, 0), 0
     x = pool.input
+    tree = _Tree(leaves, claimed, src[1], src[5])
+    if x not in leaves and not isinstance(x.owner, accel.WidenOp):
+        pooled = tree.visit(x, src)
+        return _pool_match(name, narrow, pool, kind, tree, pooled, chain, group)
     if x in leaves:
         arena, offset = leaves[x]
     elif isinstance(x.owner, accel.WidenOp) and len(list(x.uses)) == 1:
@@ -524,38 +562,34 @@ def match_pool_layer(
             raise NotALayer("the pooled tensor is not int8")
     else:
         raise NotALayer("the pooled tensor is not in DRAM")
-    in_shape = tuple(arena.type.get_shape())
-    blocks, block = in_shape[1], in_shape[5]
-    steps: list[AluStep] = []
-    params: list[np.ndarray] = []
-    n_params = 0
+    if offset and kind != "MAX":  # max(x - c) = max(x) - c; a sum would count c per tap
+        raise NotALayer("a sum pool of an offset tensor")
+    tree.inputs.append(arena)
+    if offset:
+        tree.constant("ADD", np.array([-offset]), 0)  # after the pool (max commutes with it)
+    return _pool_match(name, narrow, pool, kind, tree, None, chain, group, pad, offset)
+
+
+def _pool_match(name, narrow, pool, kind, tree: _Tree, pooled: int | None, chain, group,
+                pad=(0, 0, 0, 0), offset=0) -> PoolMatch:  # fmt: skip
+    """The layer: `tree`'s steps so far run before the pool when `pooled` is a temp (a
+    computed tensor), after it otherwise; then the constant `chain` ops on the pooled value."""
+    n_pre = len(tree.steps) if pooled is not None else 0
     for op in reversed(chain):
         values = np.asarray(op.values, np.int64).reshape(-1)
-        name_ = _LANE_OPS.get(op.name) or _BINARY_OPS[op.name]
         if op.name == "accel.shift_left":
             values = -values
-        lo, hi = _SHIFT_RANGE.get(name_, (-(2**31), 2**31 - 1))
-        if values.min() < lo or values.max() > hi:
-            raise NotALayer(f"{name_} operand outside [{lo}, {hi}]")
-        if len(values) == 1 and -(2 ** (_IMM_BITS - 1)) <= values[0] < 2 ** (_IMM_BITS - 1):
-            steps.append(AluStep(name_, 0, "imm", int(values[0])))
-            continue
-        per = len(values) > 1
-        rows = np.broadcast_to(values, (blocks * block,)).reshape(blocks, block)
-        rows = rows if per else rows[:1]
-        steps.append(AluStep(name_, 0, "param", n_params, per))
-        params.append(rows.astype(np.int32))
-        n_params += len(rows)
-    if offset:  # max(x - c) = max(x) - c; a sum counts c once per tap, so only max pools
-        if kind != "MAX":
-            raise NotALayer("a sum pool of an offset tensor")
-        steps.insert(0, AluStep("ADD", 0, "imm", -offset))
-    group.extend(chain)
-    table = np.concatenate(params) if params else np.zeros((0, block), np.int32)
-    layer = PoolLayer(name, kind, blocks, in_shape[2], in_shape[3], shape[2], shape[3], kh, kw,
-                      sh, sw, pad, offset, steps, table, block)  # fmt: skip
+        tree.constant(_LANE_OPS.get(op.name) or _BINARY_OPS[op.name], values, 0)
+    src, shape = tuple(pool.input.type.get_shape()), tuple(pool.output.type.get_shape())
+    kh, kw = (int(v) for v in pool.array_prop("window"))
+    sh, sw = (int(v) for v in pool.array_prop("strides"))
+    h, w = src[2] - pad[0] - pad[1], src[3] - pad[2] - pad[3]  # the tensor in DRAM, unpadded
+    layer = PoolLayer(name, kind, src[1], h, w, shape[2], shape[3], kh, kw, sh, sw,
+                      pad, offset, tree.steps[n_pre:], tree.table(), src[5],
+                      len(tree.inputs), tree.steps[:n_pre], pooled or 0)  # fmt: skip
     widened = narrow.input if len(list(narrow.input.uses)) > 1 else None
-    return PoolMatch(layer, group, [arena], narrow.output, widened)
+    ops = [*group, *tree.group, *chain]
+    return PoolMatch(layer, ops, tree.inputs, narrow.output, widened)
 
 
 __all__ = [

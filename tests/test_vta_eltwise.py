@@ -157,10 +157,52 @@ def test_a_residual_add_into_the_average_pool_runs_on_the_accelerator():
 
 
 def test_refusals_are_reported():
-    compiled = compile_module(vta_lowered("small_cnn")[0])
+    compiled = compile_module(vta_lowered("pad_concat_slice")[0])
     lines = compiled.report["host_fallbacks"]
-    assert any("accel.narrow" in line and "accel.max_pool2d has no ALU form" in line
+    assert any("accel.narrow" in line and "used outside the element-wise tree" in line
                for line in lines)  # fmt: skip
+
+
+def test_a_residual_add_into_a_max_pool_runs_on_the_accelerator():
+    module, _ = vta_lowered("small_cnn")
+    compiled = compile_module(module)
+    kinds = [r["kind"] for r in compiled.report["layers"]]
+    assert kinds.count("pool") == 2  # add -> max pool, and the average pool
+    pool = next(
+        lay for lay in compiled.functions["vta_fn_0"].layers if lay.report["kind"] == "pool"
+    )
+    assert pool.program.layer.n_inputs == 2 and pool.program.layer.pre_steps
+    inputs = random_inputs(entry_function(module), 3)
+    expected = run_function(module, inputs)
+    for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_pools_of_computed_tensors_are_bit_exact():
+    from qaccel.backends.vta.emit_alu import emit_pool
+    from qaccel.lowering.vta_layers import PoolLayer
+
+    rng = np.random.default_rng(7)
+    blocks, h, w = 2, 14, 10
+    params = rng.integers(1 << 29, 1 << 31, (blocks, 16)).astype(np.int32)
+    pre = [AluStep("ADD", 0, "imm", 3), AluStep("SHR", 0, "imm", -12),
+           AluStep("RDMUL", 0, "param", 0, True), AluStep("SHR", 1, "imm", -12),
+           AluStep("ADD", 0, "temp", 1), AluStep("RSHR", 0, "imm", 12),
+           AluStep("MIN", 0, "imm", 127), AluStep("MAX", 0, "imm", -128)]  # fmt: skip
+    layer = PoolLayer("p", "MAX", blocks, h, w, 7, 5, 2, 2, 2, 2, (0, 0, 0, 0), 0,
+                      [AluStep("ADD", 0, "imm", -5)], params, 16, 2, pre, 0)  # fmt: skip
+    xs = [rng.integers(-128, 128, (blocks, h, w, 16)).astype(np.int8) for _ in range(2)]
+    size = _align(xs[0].size)
+    n = blocks * 7 * 5 * 16
+    prog = emit_pool(layer, inputs_at=[0, size], output_at=2 * size,
+                     constants_at=2 * size + _align(n))  # fmt: skip
+    image = np.zeros(2 * size + _align(n) + len(prog.constants), np.uint8)
+    for k, x in enumerate(xs):
+        image[k * size : k * size + x.size] = x.reshape(-1).view(np.uint8)
+    image[2 * size + _align(n) :] = prog.constants
+    result = simulate(prog.program, prog.program.uops, image)
+    got = result.dram[2 * size : 2 * size + n].view(np.int8)
+    np.testing.assert_array_equal(got, layer.reference(xs).reshape(-1))
 
 
 @pytest.mark.parametrize(
@@ -184,7 +226,7 @@ def test_windowed_pools_are_bit_exact(op, blocks, hw, k, s, pad, offset):
     x = np.random.default_rng(k * h).integers(-128, 128, (blocks, h, w, 16)).astype(np.int8)
     out_at = _align(x.size)
     n = blocks * oh * ow * 16
-    prog = emit_pool(layer, input_at=0, output_at=out_at, constants_at=out_at + _align(n))
+    prog = emit_pool(layer, inputs_at=[0], output_at=out_at, constants_at=out_at + _align(n))
     image = np.zeros(out_at + _align(n), np.uint8)
     image[: x.size] = x.reshape(-1).view(np.uint8)
     result = simulate(prog.program, prog.program.uops, image)

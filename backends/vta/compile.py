@@ -367,7 +367,7 @@ def _alu_layers(name: str, ops: list[Operation], gemms: list[tuple[LayerMatch, A
             am = match_alu_layer(op, leaves, claimed, f"{name}_eltwise{len(out)}")
         except NotALayer as e:
             try:
-                am = match_pool_layer(op, leaves, f"{name}_pool{len(out)}")
+                am = match_pool_layer(op, leaves, claimed, f"{name}_pool{len(out)}")
             except NotALayer:
                 refused[op] = str(e)
                 continue
@@ -439,7 +439,7 @@ def _emit_layer(name, index, entry, slots, slot_of, at, index_of, c):
         inputs_at = [slots[slot_of[v]].offset for v in entry.inputs]
         output_at = slots[slot_of[entry.output]].offset
         if isinstance(entry, PoolMatch):
-            prog = emit_pool(entry.layer, c, input_at=inputs_at[0], output_at=output_at,
+            prog = emit_pool(entry.layer, c, inputs_at=inputs_at, output_at=output_at,
                              constants_at=at)  # fmt: skip
             report = _pool_report(name, index, entry.layer, prog, c)
         else:
@@ -471,8 +471,9 @@ def _emit_layer(name, index, entry, slots, slot_of, at, index_of, c):
 def _pool_report(name: str, index: int, layer: PoolLayer, prog, c: HardwareConfig) -> dict:
     rows_in = layer.blocks * layer.H * layer.W
     rows_out = layer.blocks * layer.OH * layer.OW
-    alu_rows = rows_out * (layer.KH * layer.KW + len(layer.steps))
-    report = _alu_report(name, index, None, prog, c, rows_in + rows_out, alu_rows)
+    alu_rows = rows_out * (layer.KH * layer.KW + len(layer.steps)) + rows_in * len(layer.pre_steps)
+    report = _alu_report(name, index, None, prog, c, rows_in * layer.n_inputs + rows_out,
+                         alu_rows)  # fmt: skip
     report.update(kind="pool", description=layer.describe(), tiling={"tile_rows": prog.chunk_rows})
     return report
 

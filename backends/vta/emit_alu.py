@@ -181,7 +181,7 @@ def pool_tile_rows(layer: PoolLayer, config: HardwareConfig) -> int:
     """Output rows per tile: two sets of (input frame + output tile) next to the parameters."""
     free = config.depth("acc") - len(layer.params)
     for th in range(layer.OH, 0, -1):
-        frame = ((th - 1) * layer.sh + layer.KH) * layer.W
+        frame = ((th - 1) * layer.sh + layer.KH) * layer.W * layer.n_inputs
         if 2 * (frame + th * layer.OW) <= free:
             return th
     raise LayerError(f"one output row of {layer.describe()} does not fit in the accumulators")
@@ -189,27 +189,27 @@ def pool_tile_rows(layer: PoolLayer, config: HardwareConfig) -> int:
 
 class _PoolEmitter(_AluEmitter):
     """Per channel block and tile of output rows: LOAD ACC8 the input rows the tile's windows
-    read, set the tile to the pool's identity (GEMM reset; ADD -128 for max), one ALU
+    read (of every input, then the pre-steps over them for a computed tensor), set the tile to the pool's identity (GEMM reset; ADD -128 for max), one ALU
     instruction per tap over the output pixels whose tap lies inside the input (padding taps
     are skipped: the padding holds the identity), the steps, STORE OUT."""
 
-    def __init__(self, layer: PoolLayer, config: HardwareConfig, input_at: int, output_at: int,
-                 constants_at: int):  # fmt: skip
-        if any(v % ALIGN for v in (input_at, output_at, constants_at)):
+    def __init__(self, layer: PoolLayer, config: HardwareConfig, inputs_at: list[int],
+                 output_at: int, constants_at: int):  # fmt: skip
+        if any(v % ALIGN for v in (*inputs_at, output_at, constants_at)):
             raise LayerError(f"pool layer regions must be {ALIGN}-byte aligned")
         self.c, self.layer = config, layer
         self.recs, self.writer, self.readers, self.kernels = [], {}, {}, {}
-        self.input_at, self.output_at, self.constants_at = input_at, output_at, constants_at
+        self.inputs_at, self.output_at, self.constants_at = inputs_at, output_at, constants_at
         self.n_params = len(layer.params)
         self.th = pool_tile_rows(layer, config)
         self.frame_rows = ((self.th - 1) * layer.sh + layer.KH) * layer.W
-        self.set_rows = self.frame_rows + self.th * layer.OW
+        self.set_rows = layer.n_inputs * self.frame_rows + self.th * layer.OW
 
-    def frame(self, slot: int) -> int:
-        return self.n_params + slot * self.set_rows
+    def frame(self, slot: int, k: int = 0) -> int:
+        return self.n_params + slot * self.set_rows + k * self.frame_rows
 
     def tile(self, slot: int) -> int:
-        return self.frame(slot) + self.frame_rows
+        return self.frame(slot, self.layer.n_inputs)
 
     def run(self) -> AluProgram:
         lay = self.layer
@@ -232,10 +232,16 @@ class _PoolEmitter(_AluEmitter):
         res = [("acc", slot)]
         iy_lo = max(0, oy0 * lay.sh - t)
         iy_hi = min(lay.H - 1, (oy0 + th - 1) * lay.sh - t + lay.KH - 1)
-        frame, tile, rows = self.frame(slot), self.tile(slot), th * lay.OW
-        dram = self.input_at // lay.block + (b * lay.H + iy_lo) * lay.W
-        self.load(MemType.ACC8, frame, dram, 1, (iy_hi - iy_lo + 1) * lay.W, module=COMPUTE,
-                  writes=res)  # fmt: skip
+        tile, rows = self.tile(slot), th * lay.OW
+        n_in = (iy_hi - iy_lo + 1) * lay.W
+        for k, at in enumerate(self.inputs_at):
+            dram = at // lay.block + (b * lay.H + iy_lo) * lay.W
+            self.load(MemType.ACC8, self.frame(slot, k), dram, 1, n_in, module=COMPUTE,
+                      writes=res)  # fmt: skip
+        for s in lay.pre_steps:  # a computed pooled tensor, on every loaded row
+            self.step(s, self.frame(slot, s.dst), lambda t: self.frame(slot, t), b, 1, n_in,
+                      (0, 1), (0, 1), (0, 0), res)  # fmt: skip
+        frame = self.frame(slot, lay.pooled)
         self.gemm(self.uop(tile, 0), rows, 1, dst=(1, 0), reset=True, writes=res)
         if lay.op == "MAX":
             self.alu(AluOp.ADD, self.uop(tile, 0), None, 1, rows, (0, 1), imm=-128, reads=res,
@@ -258,8 +264,8 @@ class _PoolEmitter(_AluEmitter):
         self.store(slot, tile, (b * lay.OH + oy0) * lay.OW, rows, res)
 
 
-def emit_pool(layer: PoolLayer, config: HardwareConfig | None = None, *, input_at: int,
+def emit_pool(layer: PoolLayer, config: HardwareConfig | None = None, *, inputs_at: list[int],
               output_at: int, constants_at: int) -> AluProgram:  # fmt: skip
-    """The program of a windowed pool whose input, output and parameter rows live at the given
-    byte offsets of a DRAM image."""
-    return _PoolEmitter(layer, config or DEFAULT_CONFIG, input_at, output_at, constants_at).run()
+    """The program of a windowed pool whose inputs, output and parameter rows live at the
+    given byte offsets of a DRAM image."""
+    return _PoolEmitter(layer, config or DEFAULT_CONFIG, inputs_at, output_at, constants_at).run()
