@@ -218,6 +218,23 @@ class AluStep:
     per_block: bool = False
 
 
+def apply_steps(steps, temps: list[np.ndarray], params: np.ndarray, blocks: int,
+                param_shape: tuple[int, ...]) -> None:  # fmt: skip
+    """Run ALU `steps` on int32 `temps` as the hardware does (parameter rows broadcast to
+    `param_shape`, one row per block or one for all)."""
+    from qaccel.backends.vta.alu import ALU_FUNCTIONS
+    from qaccel.backends.vta.isa import AluOp
+
+    for s in steps:
+        if s.kind == "temp":
+            y = temps[s.operand]
+        elif s.kind == "imm":
+            y = np.int32(s.operand)
+        else:
+            y = params[s.operand : s.operand + (blocks if s.per_block else 1)].reshape(param_shape)
+        temps[s.dst] = ALU_FUNCTIONS[AluOp[s.op]](temps[s.dst], y)
+
+
 @dataclass
 class AluLayer:
     """An element-wise layer on packed `[1, blocks, H, W, 1, block]` tensors: input k is loaded
@@ -248,27 +265,15 @@ class AluLayer:
 
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
         """What the program computes, from the int8 inputs `[blocks, rows, block]`."""
-        from qaccel.backends.vta.alu import ALU_FUNCTIONS
-        from qaccel.backends.vta.isa import AluOp
-
         temps = [np.asarray(x, np.int8).astype(np.int32) for x in inputs]
-        for i, s in enumerate(self.steps):
-            if (
-                self.reduce > 1 and i == self.reduce_at
-            ):  # [blocks, reduce, block] -> [blocks, 1, block]
-                t = temps[self.result].astype(np.int64).sum(axis=1, keepdims=True)
-                temps[self.result] = t.astype(np.int32)  # modulo 2^32
-            if s.kind == "temp":
-                y = temps[s.operand]
-            elif s.kind == "imm":
-                y = np.int32(s.operand)
-            else:
-                rows = self.params[s.operand : s.operand + (self.blocks if s.per_block else 1)]
-                y = rows[:, None, :]
-            temps[s.dst] = ALU_FUNCTIONS[AluOp[s.op]](temps[s.dst], y)
-        if self.reduce > 1 and self.reduce_at == len(self.steps):
-            t = temps[self.result].astype(np.int64).sum(axis=1, keepdims=True)
-            temps[self.result] = t.astype(np.int32)
+        shape = (-1, 1, self.block)
+        if self.reduce == 1:
+            apply_steps(self.steps, temps, self.params, self.blocks, shape)
+            return temps[self.result].astype(np.int8)
+        apply_steps(self.steps[: self.reduce_at], temps, self.params, self.blocks, shape)
+        total = temps[self.result].astype(np.int64).sum(axis=1, keepdims=True)
+        temps[self.result] = total.astype(np.int32)  # modulo 2^32
+        apply_steps(self.steps[self.reduce_at :], temps, self.params, self.blocks, shape)
         return temps[self.result].astype(np.int8)
 
 
@@ -464,26 +469,12 @@ class PoolLayer:
                 f"k{self.KH}x{self.KW} s{self.sh} p{list(self.pad)}, {self.n_inputs} input(s), "
                 f"{n} ALU ops")  # fmt: skip
 
-    def _apply(self, steps, temps, shape_params) -> None:
-        from qaccel.backends.vta.alu import ALU_FUNCTIONS
-        from qaccel.backends.vta.isa import AluOp
-
-        for s in steps:
-            if s.kind == "temp":
-                y = temps[s.operand]
-            elif s.kind == "imm":
-                y = np.int32(s.operand)
-            else:
-                rows = self.params[s.operand : s.operand + (self.blocks if s.per_block else 1)]
-                y = rows.reshape(shape_params)
-            temps[s.dst] = ALU_FUNCTIONS[AluOp[s.op]](temps[s.dst], y)
-
     def reference(self, x) -> np.ndarray:
         """From the int8 input(s) `[blocks, H, W, block]`: the int8 output `[blocks, OH, OW,
         block]`."""
         xs = x if isinstance(x, list) else [x]
         temps = [np.asarray(v, np.int8).astype(np.int32) for v in xs]
-        self._apply(self.pre_steps, temps, (-1, 1, 1, self.block))
+        apply_steps(self.pre_steps, temps, self.params, self.blocks, (-1, 1, 1, self.block))
         x = temps[self.pooled]
         t, b, l, r = self.pad
         fill = -128 if self.op == "MAX" else 0  # the padding: the pool's identity on int8
@@ -494,7 +485,7 @@ class PoolLayer:
                 for ky in range(self.KH) for kx in range(self.KW)]  # fmt: skip
         acc = np.max(taps, axis=0) if self.op == "MAX" else np.sum(taps, axis=0)
         out = [(acc & 0xFFFFFFFF).astype(np.uint32).view(np.int32)]  # modulo 2^32
-        self._apply(self.steps, out, (-1, 1, 1, self.block))
+        apply_steps(self.steps, out, self.params, self.blocks, (-1, 1, 1, self.block))
         return out[0].astype(np.int8)
 
 

@@ -34,6 +34,20 @@ def run_layer(layer: AluLayer, inputs: list[np.ndarray]) -> np.ndarray:
     return result.dram[offsets[-1] : offsets[-1] + n].view(np.int8)
 
 
+def run_two_inputs(emitter, layer, inputs: list[np.ndarray], n: int) -> np.ndarray:
+    """`layer` emitted with `emitter` on two int8 inputs of one size: its `n` output bytes."""
+    size = _align(inputs[0].size)
+    out_at, consts_at = 2 * size, 2 * size + _align(n)
+    prog = emitter(layer, inputs_at=[0, size], output_at=out_at, constants_at=consts_at)
+    image = np.zeros(consts_at + len(prog.constants), np.uint8)
+    for k, x in enumerate(inputs):
+        image[k * size : k * size + x.size] = x.reshape(-1).view(np.uint8)
+    image[consts_at:] = prog.constants
+    result = simulate(prog.program, prog.program.uops, image)
+    assert not any(result.leftover_tokens.values())
+    return result.dram[out_at : out_at + n].view(np.int8)
+
+
 def random_layer(rng, blocks: int, rows: int, n_inputs: int) -> AluLayer:
     blk = 16
     steps, params = [], []
@@ -113,16 +127,7 @@ def test_sum_pools_of_element_wise_trees_are_bit_exact(seed):
              AluStep("MAX", 0, "imm", -128)]  # fmt: skip
     layer = AluLayer("pool", blocks, 1, 16, 2, steps, 0, params, reduce, reduce_at=6)
     inputs = [rng.integers(-128, 128, (blocks, reduce, 16)).astype(np.int8) for _ in range(2)]
-    size = _align(blocks * reduce * 16)
-    n = blocks * 16
-    prog = emit_alu(layer, inputs_at=[0, size], output_at=2 * size,
-                    constants_at=2 * size + _align(n))  # fmt: skip
-    image = np.zeros(2 * size + _align(n) + len(prog.constants), np.uint8)
-    for k, x in enumerate(inputs):
-        image[k * size : k * size + x.size] = x.reshape(-1).view(np.uint8)
-    image[2 * size + _align(n) :] = prog.constants
-    result = simulate(prog.program, prog.program.uops, image)
-    got = result.dram[2 * size : 2 * size + n].view(np.int8)
+    got = run_two_inputs(emit_alu, layer, inputs, blocks * 16)
     np.testing.assert_array_equal(got, layer.reference(inputs).reshape(-1))
 
 
@@ -192,16 +197,7 @@ def test_pools_of_computed_tensors_are_bit_exact():
     layer = PoolLayer("p", "MAX", blocks, h, w, 7, 5, 2, 2, 2, 2, (0, 0, 0, 0), 0,
                       [AluStep("ADD", 0, "imm", -5)], params, 16, 2, pre, 0)  # fmt: skip
     xs = [rng.integers(-128, 128, (blocks, h, w, 16)).astype(np.int8) for _ in range(2)]
-    size = _align(xs[0].size)
-    n = blocks * 7 * 5 * 16
-    prog = emit_pool(layer, inputs_at=[0, size], output_at=2 * size,
-                     constants_at=2 * size + _align(n))  # fmt: skip
-    image = np.zeros(2 * size + _align(n) + len(prog.constants), np.uint8)
-    for k, x in enumerate(xs):
-        image[k * size : k * size + x.size] = x.reshape(-1).view(np.uint8)
-    image[2 * size + _align(n) :] = prog.constants
-    result = simulate(prog.program, prog.program.uops, image)
-    got = result.dram[2 * size : 2 * size + n].view(np.int8)
+    got = run_two_inputs(emit_pool, layer, xs, blocks * 7 * 5 * 16)
     np.testing.assert_array_equal(got, layer.reference(xs).reshape(-1))
 
 
