@@ -112,7 +112,6 @@ class Placement:
     output: int
 
 
-
 @dataclass
 class LayerProgram:
     """One layer ready to run: the program (micro-op image in `program.uops`), the DRAM layout
@@ -154,9 +153,11 @@ class LayerProgram:
             return packed.reshape(-1).view(np.uint8)
         packed = np.full((g.H, g.W, cp), g.input_zero_point, np.int8)
         packed[:, :, : g.C] = x[0]
-        return np.ascontiguousarray(
-            packed.reshape(g.H, g.W, g.CIB, blk).transpose(2, 0, 1, 3)
-        ).reshape(-1).view(np.uint8)
+        return (
+            np.ascontiguousarray(packed.reshape(g.H, g.W, g.CIB, blk).transpose(2, 0, 1, 3))
+            .reshape(-1)
+            .view(np.uint8)
+        )
 
     def unpack_output(self, raw: np.ndarray) -> np.ndarray:
         """Output bytes -> NHWC int8 (dense: [..., O] int8 after the host requantization)."""
@@ -260,20 +261,173 @@ def param_rows(layer: ConvLayer, bias_mode: str) -> np.ndarray:
 # The emitter
 
 
-class _Emitter:
-    def __init__(self, layer: ConvLayer, sched: Schedule, config: HardwareConfig,
-                 placement: Placement | None = None):  # fmt: skip
-        if sched.geometry != layer.geometry:
-            raise LayerError("the schedule was made for another layer geometry")
-        self.layer, self.s, self.c = layer, sched, config
-        self.g = g = layer.geometry
-        self.blk = g.block
-        self.plan = sched.buffers
+class _Stream:
+    """An instruction stream under construction: records with the buffer slots each reads and
+    writes (dependency tokens are derived from them), micro-op kernels, and the encoding. The
+    layer emitters (GEMM layers here, element-wise and pool layers in `emit_alu.py`) build on
+    it."""
+
+    def __init__(self, config: HardwareConfig):
+        self.c = config
         self.recs: list[list] = []  # [module, row, deps, kernel key or None]
         self.writer: dict = {}
         self.readers: dict = {}
         self.kernels: dict = {}  # key -> uint32 micro-ops
-        self.tail_keys: dict = {}
+
+    def add(self, module: int, row: list[int], reads=(), writes=(), kernel=None) -> int:
+        i = len(self.recs)
+        deps = []
+        for r in reads:
+            w = self.writer.get(r)
+            if w is not None and self.recs[w][0] != module:
+                deps.append(w)
+        for r in writes:
+            w = self.writer.get(r)
+            if w is not None and self.recs[w][0] != module:
+                deps.append(w)
+            for m, rd in self.readers.get(r, {}).items():
+                if m != module:
+                    deps.append(rd)
+            self.writer[r] = i
+            self.readers[r] = {}
+        for r in reads:
+            self.readers.setdefault(r, {})[module] = i
+        self.recs.append([module, row, deps, kernel])
+        return i
+
+    def load(self, mem, sram, dram, y, x, stride=None, ypad=(0, 0), xpad=(0, 0), *, module,
+             reads=(), writes=()) -> int:  # fmt: skip
+        row = _row(
+            Opcode.LOAD, memory_type=int(mem), sram_base=sram, dram_base=dram, y_size=y,
+            x_size=x, x_stride=x if stride is None else stride, y_pad_0=ypad[0], y_pad_1=ypad[1],
+            x_pad_0=xpad[0], x_pad_1=xpad[1],
+        )  # fmt: skip
+        return self.add(module, row, reads, writes)
+
+    def gemm(self, kernel, n_out, n_in, dst=(0, 0), src=(0, 0), wgt=(0, 0), reset=False,
+             reads=(), writes=(), sub=None) -> int:  # fmt: skip
+        dst, src, wgt = (_factors(f, n_out, n_in) for f in (dst, src, wgt))
+        row = _row(
+            Opcode.GEMM, reset=int(reset), iter_out=n_out, iter_in=n_in,
+            dst_factor_out=dst[0], dst_factor_in=dst[1], src_factor_out=src[0],
+            src_factor_in=src[1], wgt_factor_out=wgt[0], wgt_factor_in=wgt[1],
+        )  # fmt: skip
+        return self.add(COMPUTE, row, reads, writes, (kernel, sub))
+
+    def alu(self, op, kernel, sub, n_out, n_in, dst=(0, 0), src=(0, 0), imm=None, reads=(),
+            writes=()) -> int:  # fmt: skip
+        dst, src = _factors(dst, n_out, n_in), _factors(src, n_out, n_in)
+        row = _row(
+            Opcode.ALU, alu_opcode=int(op), use_imm=int(imm is not None),
+            imm=0 if imm is None else imm, iter_out=n_out, iter_in=n_in,
+            dst_factor_out=dst[0], dst_factor_in=dst[1], src_factor_out=src[0],
+            src_factor_in=src[1],
+        )  # fmt: skip
+        return self.add(COMPUTE, row, reads, writes, (kernel, sub))
+
+    def kernel(self, key, build) -> tuple:
+        if key not in self.kernels:
+            self.kernels[key] = build()
+        return key
+
+    def finish(self) -> None:
+        """FINISH after the last instruction of every module."""
+        last = {m: i for i, rec in enumerate(self.recs) for m in (rec[0],) if m != COMPUTE}
+        fin = self.add(COMPUTE, _row(Opcode.FINISH))
+        self.recs[fin][2] = sorted(last.values())
+
+    def encode_stream(self) -> tuple[Program, int]:
+        """Dependency tokens from the records' slot accesses, micro-ops placed, encoded: the
+        program and its number of LOAD UOPs."""
+        recs = self.recs
+        synced = {pair: -1 for pair in _TOKEN_FLAGS}
+        for i, (module, row, deps, _) in enumerate(recs):
+            latest: dict[int, int] = {}
+            for d in deps:
+                p = recs[d][0]
+                if d > latest.get(p, -1):
+                    latest[p] = d
+            for p, d in latest.items():
+                pair = (p, module)
+                if pair not in _TOKEN_FLAGS:
+                    raise AssertionError(f"no token queue from module {p} to module {module}")
+                if d > synced[pair]:
+                    synced[pair] = d
+                    push, pop = _TOKEN_FLAGS[pair]
+                    recs[d][1][_IDX[push]] = 1
+                    row[_IDX[pop]] = 1
+        rows, uop_image, n_uop_loads = self.place_uops()
+        fields = np.array([tuple(r) for r in rows], dtype=FIELDS_DTYPE)
+        words = encode(fields, self.c)
+        return Program(self.c, words, uop_image), n_uop_loads
+
+    def place_uops(self):
+        """Micro-op image and LOAD UOPs: every kernel once up front when they all fit in the
+        micro-op buffer, else each loaded before use into a ring, reusing resident copies."""
+        depth = self.c.depth("uop")
+        keys = list(self.kernels)
+        sizes = {k: len(self.kernels[k]) for k in keys}
+        offsets, at = {}, 0
+        for k in keys:
+            offsets[k] = at
+            at += sizes[k]
+        image = np.concatenate([self.kernels[k] for k in keys]) if keys else np.zeros(0, np.uint32)
+        out_rows: list[list[int]] = []
+        uop_bgn, uop_end = _IDX["uop_bgn"], _IDX["uop_end"]
+
+        def load_row(sram, dram, n):
+            return _row(Opcode.LOAD, memory_type=int(MemType.UOP), sram_base=sram,
+                        dram_base=dram, y_size=1, x_size=n, x_stride=n)  # fmt: skip
+
+        if at <= depth:
+            first = next(i for i, r in enumerate(self.recs) if r[0] == COMPUTE)
+            for i, (module, row, _, kern) in enumerate(self.recs):
+                if i == first and at:
+                    out_rows.append(load_row(0, 0, at))
+                if kern is not None:
+                    k, sub = kern
+                    base = offsets[k] + (sub or 0)
+                    row[uop_bgn] = base
+                    row[uop_end] = base + 1 if sub is not None else offsets[k] + sizes[k]
+                out_rows.append(row)
+            return out_rows, image, 1 if at else 0
+        # Ring cache: place each kernel at a bump pointer, evicting what it overlaps.
+        resident: dict = {}  # key -> sram offset
+        ptr, loads = 0, 0
+        for module, row, _, kern in self.recs:
+            if kern is not None:
+                k, sub = kern
+                n = sizes[k]
+                if n > depth:
+                    raise LayerError(f"a micro-op kernel of {n} micro-ops exceeds the buffer")
+                if k not in resident:
+                    if ptr + n > depth:
+                        ptr = 0
+                    lo, hi = ptr, ptr + n
+                    for other, o in list(resident.items()):
+                        if o < hi and lo < o + sizes[other]:
+                            del resident[other]
+                    resident[k] = ptr
+                    out_rows.append(load_row(ptr, offsets[k], n))
+                    loads += 1
+                    ptr += n
+                base = resident[k] + (sub or 0)
+                row[uop_bgn] = base
+                row[uop_end] = base + 1 if sub is not None else resident[k] + n
+            out_rows.append(row)
+        return out_rows, image, loads
+
+
+class _Emitter(_Stream):
+    def __init__(self, layer: ConvLayer, sched: Schedule, config: HardwareConfig,
+                 placement: Placement | None = None):  # fmt: skip
+        if sched.geometry != layer.geometry:
+            raise LayerError("the schedule was made for another layer geometry")
+        super().__init__(config)
+        self.layer, self.s = layer, sched
+        self.g = g = layer.geometry
+        self.blk = g.block
+        self.plan = sched.buffers
         self.param_layout = param_layout(g, sched.bias_mode)
         self.zp = uses_zp_gemm(g)
         self.gemm_bias = g.has_bias and sched.bias_mode == "gemm"
@@ -342,58 +496,6 @@ class _Emitter:
     def elem(self, region: str, nbytes: int) -> int:
         return self.regions[region][0] // nbytes
 
-    # --- records and dependencies ---
-    def add(self, module: int, row: list[int], reads=(), writes=(), kernel=None) -> int:
-        i = len(self.recs)
-        deps = []
-        for r in reads:
-            w = self.writer.get(r)
-            if w is not None and self.recs[w][0] != module:
-                deps.append(w)
-        for r in writes:
-            w = self.writer.get(r)
-            if w is not None and self.recs[w][0] != module:
-                deps.append(w)
-            for m, rd in self.readers.get(r, {}).items():
-                if m != module:
-                    deps.append(rd)
-            self.writer[r] = i
-            self.readers[r] = {}
-        for r in reads:
-            self.readers.setdefault(r, {})[module] = i
-        self.recs.append([module, row, deps, kernel])
-        return i
-
-    def load(self, mem, sram, dram, y, x, stride=None, ypad=(0, 0), xpad=(0, 0), *, module,
-             reads=(), writes=()) -> int:  # fmt: skip
-        row = _row(
-            Opcode.LOAD, memory_type=int(mem), sram_base=sram, dram_base=dram, y_size=y,
-            x_size=x, x_stride=x if stride is None else stride, y_pad_0=ypad[0], y_pad_1=ypad[1],
-            x_pad_0=xpad[0], x_pad_1=xpad[1],
-        )  # fmt: skip
-        return self.add(module, row, reads, writes)
-
-    def gemm(self, kernel, n_out, n_in, dst=(0, 0), src=(0, 0), wgt=(0, 0), reset=False,
-             reads=(), writes=(), sub=None) -> int:  # fmt: skip
-        dst, src, wgt = (_factors(f, n_out, n_in) for f in (dst, src, wgt))
-        row = _row(
-            Opcode.GEMM, reset=int(reset), iter_out=n_out, iter_in=n_in,
-            dst_factor_out=dst[0], dst_factor_in=dst[1], src_factor_out=src[0],
-            src_factor_in=src[1], wgt_factor_out=wgt[0], wgt_factor_in=wgt[1],
-        )  # fmt: skip
-        return self.add(COMPUTE, row, reads, writes, (kernel, sub))
-
-    def alu(self, op, kernel, sub, n_out, n_in, dst=(0, 0), src=(0, 0), imm=None, reads=(),
-            writes=()) -> int:  # fmt: skip
-        dst, src = _factors(dst, n_out, n_in), _factors(src, n_out, n_in)
-        row = _row(
-            Opcode.ALU, alu_opcode=int(op), use_imm=int(imm is not None),
-            imm=0 if imm is None else imm, iter_out=n_out, iter_in=n_in,
-            dst_factor_out=dst[0], dst_factor_in=dst[1], src_factor_out=src[0],
-            src_factor_in=src[1],
-        )  # fmt: skip
-        return self.add(COMPUTE, row, reads, writes, (kernel, sub))
-
     # --- loads of one step ---
     def load_frame(self, st: Step, slot: int):
         g, blk, plan = self.g, self.blk, self.plan
@@ -457,12 +559,6 @@ class _Emitter:
             self.load(MemType.WGT, base, wgt + (co0 * g.CIB + st.ci0) * K, count,
                       st.nci * K, g.CIB * K, module=LOAD, writes=(("wgt", slot),))  # fmt: skip
 
-    # --- micro-op kernels ---
-    def kernel(self, key, build) -> tuple:
-        if key not in self.kernels:
-            self.kernels[key] = build()
-        return key
-
     def layouts(self, st: Step):
         """(acc channel stride, acc pixel stride, frame ci/row/col strides) of a step."""
         g = self.g
@@ -502,9 +598,9 @@ class _Emitter:
                 ci = (st.co0 + co) // m - st.co0 // m
                 wgt = wgt_base + co * K + ky * g.KW + kx
             else:
-                ci, ky, kx, co, py, px = np.indices(
-                    (st.nci, g.KH, g.KW, st.nco, uy, ux)
-                ).reshape(6, -1)
+                ci, ky, kx, co, py, px = np.indices((st.nci, g.KH, g.KW, st.nco, uy, ux)).reshape(
+                    6, -1
+                )
                 wgt = wgt_base + (co * st.nci + ci) * K + ky * g.KW + kx
             dst = acc_base + co * s_co + (py * st.tw + px) * s_p
             src = (inp_base + ci * s_ci + (py * sy + ky * dyf) * s_fy
@@ -687,13 +783,6 @@ class _Emitter:
         self.finish()
         return self.finalize()
 
-    # --- tokens, micro-op placement, encoding ---
-    def finish(self) -> None:
-        """FINISH after the last instruction of every module."""
-        last = {m: i for i, rec in enumerate(self.recs) for m in (rec[0],) if m != COMPUTE}
-        fin = self.add(COMPUTE, _row(Opcode.FINISH))
-        self.recs[fin][2] = sorted(last.values())
-
     def finalize(self) -> LayerProgram:
         program, n_uop_loads = self.encode_stream()
         return LayerProgram(
@@ -704,87 +793,6 @@ class _Emitter:
             regions=dict(self.regions), uop_loads=n_uop_loads,
             constants_offset=self.constants_offset,
         )  # fmt: skip
-
-    def encode_stream(self) -> tuple[Program, int]:
-        """Dependency tokens from the records' slot accesses, micro-ops placed, encoded: the
-        program and its number of LOAD UOPs."""
-        recs = self.recs
-        synced = {pair: -1 for pair in _TOKEN_FLAGS}
-        for i, (module, row, deps, _) in enumerate(recs):
-            latest: dict[int, int] = {}
-            for d in deps:
-                p = recs[d][0]
-                if d > latest.get(p, -1):
-                    latest[p] = d
-            for p, d in latest.items():
-                pair = (p, module)
-                if pair not in _TOKEN_FLAGS:
-                    raise AssertionError(f"no token queue from module {p} to module {module}")
-                if d > synced[pair]:
-                    synced[pair] = d
-                    push, pop = _TOKEN_FLAGS[pair]
-                    recs[d][1][_IDX[push]] = 1
-                    row[_IDX[pop]] = 1
-        rows, uop_image, n_uop_loads = self.place_uops()
-        fields = np.array([tuple(r) for r in rows], dtype=FIELDS_DTYPE)
-        words = encode(fields, self.c)
-        return Program(self.c, words, uop_image), n_uop_loads
-
-    def place_uops(self):
-        """Micro-op image and LOAD UOPs: every kernel once up front when they all fit in the
-        micro-op buffer, else each loaded before use into a ring, reusing resident copies."""
-        depth = self.c.depth("uop")
-        keys = list(self.kernels)
-        sizes = {k: len(self.kernels[k]) for k in keys}
-        offsets, at = {}, 0
-        for k in keys:
-            offsets[k] = at
-            at += sizes[k]
-        image = np.concatenate([self.kernels[k] for k in keys]) if keys else np.zeros(0, np.uint32)
-        out_rows: list[list[int]] = []
-        uop_bgn, uop_end = _IDX["uop_bgn"], _IDX["uop_end"]
-
-        def load_row(sram, dram, n):
-            return _row(Opcode.LOAD, memory_type=int(MemType.UOP), sram_base=sram,
-                        dram_base=dram, y_size=1, x_size=n, x_stride=n)  # fmt: skip
-
-        if at <= depth:
-            first = next(i for i, r in enumerate(self.recs) if r[0] == COMPUTE)
-            for i, (module, row, _, kern) in enumerate(self.recs):
-                if i == first and at:
-                    out_rows.append(load_row(0, 0, at))
-                if kern is not None:
-                    k, sub = kern
-                    base = offsets[k] + (sub or 0)
-                    row[uop_bgn] = base
-                    row[uop_end] = base + 1 if sub is not None else offsets[k] + sizes[k]
-                out_rows.append(row)
-            return out_rows, image, 1 if at else 0
-        # Ring cache: place each kernel at a bump pointer, evicting what it overlaps.
-        resident: dict = {}  # key -> sram offset
-        ptr, loads = 0, 0
-        for module, row, _, kern in self.recs:
-            if kern is not None:
-                k, sub = kern
-                n = sizes[k]
-                if n > depth:
-                    raise LayerError(f"a micro-op kernel of {n} micro-ops exceeds the buffer")
-                if k not in resident:
-                    if ptr + n > depth:
-                        ptr = 0
-                    lo, hi = ptr, ptr + n
-                    for other, o in list(resident.items()):
-                        if o < hi and lo < o + sizes[other]:
-                            del resident[other]
-                    resident[k] = ptr
-                    out_rows.append(load_row(ptr, offsets[k], n))
-                    loads += 1
-                    ptr += n
-                base = resident[k] + (sub or 0)
-                row[uop_bgn] = base
-                row[uop_end] = base + 1 if sub is not None else resident[k] + n
-            out_rows.append(row)
-        return out_rows, image, loads
 
 
 def emit(layer: ConvLayer, sched: Schedule, config: HardwareConfig | None = None,

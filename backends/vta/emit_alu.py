@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.backends.vta.emit import ALIGN, COMPUTE, STORE, _Emitter, _row
+from qaccel.backends.vta.emit import ALIGN, COMPUTE, STORE, _row, _Stream
 from qaccel.backends.vta.isa import AluOp, MemType, Opcode, Program, encode_uops
 from qaccel.lowering.vta_layers import AluLayer, PoolLayer
 from qaccel.lowering.vta_schedule import LayerError
@@ -64,18 +64,23 @@ def chunk_rows(layer: AluLayer, config: HardwareConfig) -> int:
     return rows
 
 
-class _AluEmitter(_Emitter):
-    """Reuses the convolution emitter's records, tokens, micro-op placement and encoding."""
+class _AluEmitter(_Stream):
+    """Element-wise layers; the pool emitter below shares its steps, stores and parameters."""
 
-    def __init__(self, layer: AluLayer, config: HardwareConfig, inputs_at: list[int],
-                 output_at: int, constants_at: int):  # fmt: skip
+    def __init__(self, layer: AluLayer | PoolLayer, config: HardwareConfig,
+                 inputs_at: list[int], output_at: int, constants_at: int):  # fmt: skip
         if any(v % ALIGN for v in (*inputs_at, output_at, constants_at)):
-            raise LayerError(f"element-wise layer regions must be {ALIGN}-byte aligned")
-        self.c, self.layer = config, layer
-        self.recs, self.writer, self.readers, self.kernels = [], {}, {}, {}
+            raise LayerError(f"{layer.name}: DRAM regions must be {ALIGN}-byte aligned")
+        super().__init__(config)
+        self.layer = layer
         self.inputs_at, self.output_at, self.constants_at = inputs_at, output_at, constants_at
-        self.R = chunk_rows(layer, config)
         self.n_params = len(layer.params)
+        self.layout()
+
+    def layout(self) -> None:
+        """Accumulator rows: chunk size, temps and (for a sum pool) sums of each set."""
+        layer = self.layer
+        self.R = chunk_rows(layer, self.c)
         self.span = self.R * layer.reduce  # rows of one temp
         self.set_rows = layer.n_inputs * self.span + (self.R if layer.reduce > 1 else 0)
 
@@ -90,11 +95,22 @@ class _AluEmitter(_Emitter):
         key = ("alu", dst, src)
         return self.kernel(key, lambda: encode_uops([dst], [src], [0], self.c))
 
-    def run(self) -> AluProgram:
-        lay, blk = self.layer, self.layer.block
+    def load_params(self) -> None:
         if self.n_params:
-            self.load(MemType.ACC, 0, self.constants_at // (4 * blk), 1, self.n_params,
-                      module=COMPUTE, writes=(("params",),))  # fmt: skip
+            self.load(MemType.ACC, 0, self.constants_at // (4 * self.layer.block), 1,
+                      self.n_params, module=COMPUTE, writes=(("params",),))  # fmt: skip
+
+    def program(self, rows_per_chunk: int) -> AluProgram:
+        """FINISH, encode, and the layer's program with its parameter rows' bytes."""
+        self.finish()
+        program, loads = self.encode_stream()
+        lay = self.layer
+        consts = np.ascontiguousarray(lay.params, dtype="<i4").reshape(-1).view(np.uint8)
+        return AluProgram(lay, self.c, program, rows_per_chunk, consts, self.constants_at, loads)
+
+    def run(self) -> AluProgram:
+        lay = self.layer
+        self.load_params()
         chunk = 0
         if lay.reduce > 1:
             for b0 in range(0, lay.blocks, self.R):
@@ -105,10 +121,7 @@ class _AluEmitter(_Emitter):
                 n = min(self.R, lay.rows - r0)
                 self.chunk(chunk % 2, b, b * lay.rows + r0, n)
                 chunk += 1
-        self.finish()
-        program, loads = self.encode_stream()
-        consts = np.ascontiguousarray(lay.params, dtype="<i4").reshape(-1).view(np.uint8)
-        return AluProgram(lay, self.c, program, self.R, consts, self.constants_at, loads)
+        return self.program(self.R)
 
     def step(self, s, dst: int, src_temp, b: int, n_out: int, n_in: int, dst_f, temp_f,
              block_f, res):  # fmt: skip
@@ -193,15 +206,10 @@ class _PoolEmitter(_AluEmitter):
     instruction per tap over the output pixels whose tap lies inside the input (padding taps
     are skipped: the padding holds the identity), the steps, STORE OUT."""
 
-    def __init__(self, layer: PoolLayer, config: HardwareConfig, inputs_at: list[int],
-                 output_at: int, constants_at: int):  # fmt: skip
-        if any(v % ALIGN for v in (*inputs_at, output_at, constants_at)):
-            raise LayerError(f"pool layer regions must be {ALIGN}-byte aligned")
-        self.c, self.layer = config, layer
-        self.recs, self.writer, self.readers, self.kernels = [], {}, {}, {}
-        self.inputs_at, self.output_at, self.constants_at = inputs_at, output_at, constants_at
-        self.n_params = len(layer.params)
-        self.th = pool_tile_rows(layer, config)
+    def layout(self) -> None:
+        """Accumulator rows: each set holds every input's frame, then the output tile."""
+        layer = self.layer
+        self.th = pool_tile_rows(layer, self.c)
         self.frame_rows = ((self.th - 1) * layer.sh + layer.KH) * layer.W
         self.set_rows = layer.n_inputs * self.frame_rows + self.th * layer.OW
 
@@ -213,18 +221,13 @@ class _PoolEmitter(_AluEmitter):
 
     def run(self) -> AluProgram:
         lay = self.layer
-        if self.n_params:
-            self.load(MemType.ACC, 0, self.constants_at // (4 * lay.block), 1, self.n_params,
-                      module=COMPUTE, writes=(("params",),))  # fmt: skip
+        self.load_params()
         n = 0
         for b in range(lay.blocks):
             for oy0 in range(0, lay.OH, self.th):
                 self.pool_tile(n % 2, b, oy0, min(self.th, lay.OH - oy0))
                 n += 1
-        self.finish()
-        program, loads = self.encode_stream()
-        consts = np.ascontiguousarray(lay.params, dtype="<i4").reshape(-1).view(np.uint8)
-        return AluProgram(lay, self.c, program, self.th, consts, self.constants_at, loads)
+        return self.program(self.th)
 
     def pool_tile(self, slot: int, b: int, oy0: int, th: int):
         lay = self.layer
