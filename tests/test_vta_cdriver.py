@@ -12,8 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import vta_lowered
-from qaccel.backends.vta.cdriver import STEP_HOST, STEP_LAYER, STEP_READ, function_steps
-from qaccel.backends.vta.compile import compile_module, write_artifact
+from qaccel.backends.vta.compile import (
+    STEP_HOST,
+    STEP_LAYER,
+    STEP_READ,
+    compile_module,
+    function_steps,
+    write_artifact,
+)
 
 HARNESS = Path(__file__).parent / "cdriver" / "harness.c"
 CC = shutil.which("cc") or shutil.which("gcc")
@@ -35,7 +41,10 @@ def test_driver_runs_the_artifact_streams(name, tmp_path):
                          check=False, capture_output=True, text=True)  # fmt: skip
     assert run.returncode == 0, run.stderr
     fn = compiled.functions["vta_fn_0"]
-    steps, segments = function_steps(compiled.module, fn)
+    f = next(o for o in compiled.module.ops if getattr(o, "sym_name", None)
+             and o.sym_name.data == "vta_fn_0")  # fmt: skip
+    plan = function_steps(fn, list(f.body.block.ops))
+    steps, segments = plan.steps, plan.segments
     expected = []
     for kind, arg in steps:
         if kind == STEP_LAYER:

@@ -19,8 +19,7 @@ accelerator functions, the same sequence `run_compiled` simulates.
 from __future__ import annotations
 
 import numpy as np
-from qaccel.backends.vta.compile import CompiledFunction, CompiledModel
-from qaccel.dialects import tfl
+from qaccel.backends.vta.compile import CompiledFunction, CompiledModel, function_steps
 from xdsl.dialects import func
 
 RUNTIME_HEADER = """\
@@ -54,37 +53,6 @@ typedef struct qaccel_host {
 #endif
 """
 
-STEP_WRITE, STEP_LAYER, STEP_READ, STEP_HOST = 0, 1, 2, 3
-
-
-def function_steps(module, fn: CompiledFunction) -> tuple[list[tuple[int, int]], list[list[str]]]:
-    """The steps `<fn>_run` takes, as (kind, argument), and each host segment's ops."""
-    f = next(o for o in module.ops if isinstance(o, func.FuncOp) and o.sym_name.data == fn.name)
-    ops = list(f.body.block.ops)
-    by_anchor = {lay.anchor: lay for lay in fn.layers}
-    in_layers = {i for lay in fn.layers for i in lay.ops}
-    steps: list[tuple[int, int]] = []
-    segments: list[list[str]] = []
-    written: set[int] = set()
-    for i, op in enumerate(ops):
-        lay = by_anchor.get(i)
-        if lay is not None:
-            for k in lay.inputs:
-                if fn.slots[k].host_writes and k not in written:
-                    steps.append((STEP_WRITE, k))
-                    written.add(k)
-            steps.append((STEP_LAYER, lay.index))
-            if fn.slots[lay.output].host_reads:
-                steps.append((STEP_READ, lay.output))
-            continue
-        if i in in_layers or isinstance(op, tfl.ConstOp | func.ReturnOp):
-            continue
-        if not steps or steps[-1][0] != STEP_HOST:
-            steps.append((STEP_HOST, len(segments)))
-            segments.append([])
-        segments[-1].append(f"{op.name} (#{i})")
-    return steps, segments
-
 
 def _array(ctype: str, name: str, values: np.ndarray, per_line: int) -> str:
     flat = [str(int(v)) + ("u" if ctype == "uint32_t" else "ull") for v in values.reshape(-1)]
@@ -95,7 +63,11 @@ def _array(ctype: str, name: str, values: np.ndarray, per_line: int) -> str:
 
 
 def _function_c(module, fn: CompiledFunction) -> tuple[str, str]:
-    steps, segments = function_steps(module, fn)
+    f = next(o for o in module.ops if isinstance(o, func.FuncOp) and o.sym_name.data == fn.name)
+    ops = list(f.body.block.ops)
+    plan = function_steps(fn, ops)
+    steps = plan.steps
+    segments = [[f"{ops[i].name} (#{i})" for i in seg] for seg in plan.segments]
     p = fn.name
     up = p.upper()
     const_bytes = len(fn.image) - fn.arena_nbytes

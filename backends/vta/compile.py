@@ -744,14 +744,58 @@ def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
 # Runtime
 
 
+STEP_WRITE, STEP_LAYER, STEP_READ, STEP_HOST = 0, 1, 2, 3
+
+
+@dataclass
+class FunctionSteps:
+    """How an accelerator function runs, for the simulated runtime and the C driver alike:
+    `steps` are (kind, argument): STEP_WRITE slot (the host fills an arena slot with a tensor
+    it produced), STEP_LAYER layer index, STEP_READ slot (the host reads back what a host op or
+    the return needs), STEP_HOST segment (host ops, at body positions `segments[segment]`).
+    `host_constants` are the constants host ops read (the layers' weights are in DRAM)."""
+
+    steps: list[tuple[int, int]]
+    segments: list[list[int]]
+    host_constants: list[int]
+
+
+def function_steps(fn: CompiledFunction, ops: list[Operation]) -> FunctionSteps:
+    """The steps of `fn` whose body ops are `ops`."""
+    by_anchor = {lay.anchor: lay for lay in fn.layers}
+    in_layers = {ops[i] for lay in fn.layers for i in lay.ops}
+    out = FunctionSteps([], [], [])
+    written: set[int] = set()
+    for i, op in enumerate(ops):
+        lay = by_anchor.get(i)
+        if lay is not None:
+            for k in lay.inputs:
+                if fn.slots[k].host_writes and k not in written:
+                    out.steps.append((STEP_WRITE, k))
+                    written.add(k)
+            out.steps.append((STEP_LAYER, lay.index))
+            if fn.slots[lay.output].host_reads:
+                out.steps.append((STEP_READ, lay.output))
+        elif isinstance(op, tfl.ConstOp):
+            uses = [u.operation for u in op.results[0].uses]
+            if not all(u in in_layers for u in uses):
+                out.host_constants.append(i)
+        elif op not in in_layers and not isinstance(op, func.ReturnOp):
+            if not out.steps or out.steps[-1][0] != STEP_HOST:
+                out.steps.append((STEP_HOST, len(out.segments)))
+                out.segments.append([])
+            out.segments[-1].append(i)
+    return out
+
+
 def _make_call_impl():
     from qaccel.backends.cpu.accel_semantics import AccelFunctions
 
     @register_impls
     class VtaCalls(AccelFunctions):
-        """`func.call` of a compiled accelerator function: its layers on the simulator over the
-        function's DRAM image, every other op of its body on the interpreter (the fallbacks);
-        other calls as usual."""
+        """`func.call` of a compiled accelerator function: its `function_steps`, layers on the
+        simulator over the function's DRAM image, host segments on the interpreter (the
+        fallbacks); other calls as usual."""
 
         def __init__(self, compiled: CompiledModel):
             super().__init__()
@@ -765,17 +809,19 @@ def _make_call_impl():
             if plan is None:
                 f = interpreter.get_op_for_symbol(name)
                 ops = list(f.body.block.ops)
-                by_anchor, skip = {}, set()
-                for lay in self.compiled.functions[name].layers:
-                    by_anchor[lay.anchor] = lay
-                    skip.update(lay.ops)
-                skipped = {ops[i] for i in skip}
-                for i, o in enumerate(ops):  # weights only the accelerator layers read
-                    uses = [u.operation for r in o.results for u in r.uses]
-                    if isinstance(o, tfl.ConstOp) and uses and all(u in skipped for u in uses):
-                        skip.add(i)
-                plan = self.plans[name] = (f, ops, by_anchor, skip)
+                if not ops or not isinstance(ops[-1], func.ReturnOp):
+                    raise CompileError(f"@{name} has no func.return")
+                plan = self.plans[name] = (
+                    f,
+                    ops,
+                    function_steps(self.compiled.functions[name], ops),
+                )
             return plan
+
+        def _run_ops(self, interpreter: Interpreter, ops, positions, env) -> None:
+            for i in positions:
+                o = ops[i]
+                env.update(zip(o.results, interpreter.run_op(o, tuple(env[v] for v in o.operands))))
 
         @impl(func.CallOp)
         def run_call(self, interpreter: Interpreter, op: func.CallOp, args: tuple[Any, ...]):
@@ -783,36 +829,29 @@ def _make_call_impl():
             fn = self.compiled.functions.get(name)
             if fn is None:
                 return super().run_call(interpreter, op, args)
-            f, ops, by_anchor, skip = self._plan(name, interpreter)
+            f, ops, plan = self._plan(name, interpreter)
             env: dict[SSAValue, Any] = dict(zip(f.body.block.args, args))
-            image = fn.image
-            written: set[int] = set()
-            for i, o in enumerate(ops):
-                if isinstance(o, func.ReturnOp):
-                    return tuple(env[v] for v in o.operands)
-                lay = by_anchor.get(i)
-                if lay is not None:
-                    for k in lay.inputs:
-                        slot = fn.slots[k]
-                        if slot.host_writes and k not in written:
-                            image = image.copy() if image is fn.image else image
-                            fn.write(image, k, env[_resolve(slot.value, ops, f)])
-                            written.add(k)
-                            self.host_bytes += slot.nbytes
+            self._run_ops(interpreter, ops, plan.host_constants, env)
+            image, lay = fn.image, None
+            for kind, arg in plan.steps:
+                if kind == STEP_WRITE:
+                    slot = fn.slots[arg]
+                    image = image.copy() if image is fn.image else image
+                    fn.write(image, arg, env[_resolve(slot.value, ops, f)])
+                    self.host_bytes += slot.nbytes
+                elif kind == STEP_LAYER:
+                    lay = fn.layers[arg]
                     image = fn.run_layer(lay, image, self.compiled.config)
-                    if fn.slots[lay.output].host_reads:
-                        y = fn.read(image, lay, o.results[0].type)
-                        env[o.results[0]] = y
-                        if lay.widened is not None:
-                            env[ops[lay.widened].results[0]] = y.astype(np.int32)
-                        self.host_bytes += fn.slots[lay.output].nbytes
                     self.layer_runs += 1
-                    continue
-                if i in skip:
-                    continue
-                results = interpreter.run_op(o, tuple(env[v] for v in o.operands))
-                env.update(zip(o.results, results))
-            raise CompileError(f"@{name} has no func.return")
+                elif kind == STEP_READ:  # right after the layer that wrote the slot
+                    result = ops[lay.anchor].results[0]
+                    env[result] = y = fn.read(image, lay, result.type)
+                    if lay.widened is not None:
+                        env[ops[lay.widened].results[0]] = y.astype(np.int32)
+                    self.host_bytes += fn.slots[arg].nbytes
+                else:
+                    self._run_ops(interpreter, ops, plan.segments[arg], env)
+            return tuple(env[v] for v in ops[-1].operands)
 
     return VtaCalls
 
@@ -838,7 +877,9 @@ def run_compiled(
 
 
 __all__ = [
-    "CompileError", "CompiledLayer", "CompiledModel", "Fallback", "accelerator_functions",
-    "build_report", "compile_module", "format_report", "is_artifact", "load_artifact",
-    "match_layer", "run_compiled", "write_artifact",
+    "STEP_HOST", "STEP_LAYER", "STEP_READ", "STEP_WRITE", "ArenaSlot", "CompileError",
+    "CompiledFunction", "CompiledLayer", "CompiledModel", "Fallback", "FunctionSteps",
+    "accelerator_functions", "build_report", "compile_module", "format_report",
+    "function_steps", "is_artifact", "load_artifact", "match_layer", "run_compiled",
+    "write_artifact",
 ]  # fmt: skip
