@@ -38,6 +38,7 @@ from qaccel.lowering.vta_schedule import (
     make_schedule,
     schedule,
 )
+from qaccel.passes.annotate_target import TARGET_ATTR, load_target
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
@@ -46,7 +47,6 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 PASS = "schedule-vta"
-TARGET_ATTR = "qaccel.target"
 SCHEDULE_ATTR = "qaccel.schedule"
 _INT_FIELDS = ("tile_h", "tile_w", "tile_co", "tile_ci", "inp_slots", "wgt_slots", "acc_slots")
 _STR_FIELDS = {"loop_order": LOOP_ORDERS, "bias_mode": BIAS_MODES}
@@ -124,8 +124,6 @@ class ScheduleVtaPass(ModulePass):
     """Replace schedules already present instead of checking and keeping them."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from qaccel.passes.annotate_target import load_target
-
         if self.bias_mode and self.bias_mode not in BIAS_MODES:
             raise PassFailedException(f"{PASS}: bias-mode must be one of "
                                       f"{', '.join(BIAS_MODES)}, got '{self.bias_mode}'")  # fmt: skip

@@ -296,19 +296,21 @@ _SHIFT_RANGE = {"SHR": (-31, 31), "RSHR": (0, 31)}
 class _Tree:
     """Builds the ALU steps of a tree of accel ops over packed tensors of one channel-block
     count: leaves become inputs (temps 0, 1, ... in order), constants immediates or parameter
-    rows, binary ops steps between temps. With `allow_sum`, one `accel.reduce_sum` over H and
+    rows, binary ops steps between temps. With `out_shape`, one `accel.reduce_sum` over H and
     W (a global sum pool) may sit on the path to the root."""
 
-    def __init__(self, leaves, claimed, blocks: int, block: int, allow_sum: bool = False):
+    def __init__(self, leaves, claimed, blocks: int, block: int,
+                 out_shape: tuple[int, ...] | None = None):  # fmt: skip
+        """`out_shape`: the `[1, C/B, 1, B]` result of a global sum pool, when one may occur."""
         self.leaves, self.claimed = leaves, claimed
-        self.blocks, self.block, self.allow_sum = blocks, block, allow_sum
+        self.blocks, self.block = blocks, block
+        self.allow_sum, self.out_shape = out_shape is not None, out_shape
         self.steps: list[AluStep] = []
         self.inputs: list[SSAValue] = []
         self.params: list[np.ndarray] = []
         self.n_params = 0
         self.group: list[Operation] = []
         self.reduce, self.reduce_at, self.summed = 1, 0, -1
-        self.out_shape: tuple[int, ...] = ()
 
     def table(self) -> np.ndarray:
         return np.concatenate(self.params) if self.params else np.zeros((0, self.block), np.int32)
@@ -411,8 +413,7 @@ def match_alu_layer(
                         "[1, C/B, 1, B]")  # fmt: skip
     blocks, block = shape[1], shape[-1]
     rows = shape[2] * shape[3] if len(shape) == 6 else 1
-    tree = _Tree(leaves, claimed, blocks, block, allow_sum=len(shape) == 4)
-    tree.out_shape = shape
+    tree = _Tree(leaves, claimed, blocks, block, shape if len(shape) == 4 else None)
     result = tree.visit(narrow.input, shape, root=True)
     widened = narrow.input if len(list(narrow.input.uses)) > 1 else None
     steps = tree.steps
@@ -508,8 +509,7 @@ def match_pool_layer(
     int8 tensor in DRAM, `pool(leaf)` with `leaf` a GEMM layer's output, or `pool(tree)` with
     `tree` as `match_alu_layer` takes it (unpadded); `NotALayer` else. The steps are
     per-tensor or per-channel constants on the pooled value."""
-    if not isinstance(narrow, accel.NarrowOp) or tensor_dtype(narrow.output.type) != np.int8:
-        raise NotALayer("not a narrowing to int8")
+    _packed_shape(narrow)
     group: list[Operation] = [narrow]
     chain: list[Operation] = []
     value = narrow.input
