@@ -143,6 +143,17 @@ def test_cli_bad_input(tmp_path, capsys):
     assert e.value.code == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("qaccel-compile: error: cannot open model")
+    for name, data, expected in [
+        ("bad.mlir", b"builtin.module {\n  func.func @f( {\n}\n", "bad.mlir:2:"),
+        ("binary.mlir", b"\xff\xfe", "not UTF-8 text"),
+        ("notes.txt", b"hello", "expected a .tflite model or .mlir text"),
+    ]:
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(SystemExit) as e:
+            qaccel_compile.main([str(tmp_path / name), "-o", str(tmp_path / "o")])
+        assert e.value.code == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and expected in err[0], err
 
 
 @pytest.mark.parametrize("name", SMALL)
