@@ -438,14 +438,9 @@ def _emit_layer(name, index, entry, slots, slot_of, at, index_of, c):
     if isinstance(entry, AluMatch | PoolMatch):
         inputs_at = [slots[slot_of[v]].offset for v in entry.inputs]
         output_at = slots[slot_of[entry.output]].offset
-        if isinstance(entry, PoolMatch):
-            prog = emit_pool(entry.layer, c, inputs_at=inputs_at, output_at=output_at,
-                             constants_at=at)  # fmt: skip
-            report = _pool_report(name, index, entry.layer, prog, c)
-        else:
-            prog = emit_alu(entry.layer, c, inputs_at=inputs_at, output_at=output_at,
-                            constants_at=at)  # fmt: skip
-            report = _alu_report(name, index, entry.layer, prog, c)
+        emitter = emit_pool if isinstance(entry, PoolMatch) else emit_alu
+        prog = emitter(entry.layer, c, inputs_at=inputs_at, output_at=output_at, constants_at=at)
+        report = _alu_report(name, index, entry.layer, prog, c)
         lay = CompiledLayer(
             function=name, index=index, ops=sorted(index_of[o] for o in entry.ops),
             anchor=index_of[entry.output.owner], inputs=[slot_of[v] for v in entry.inputs],
@@ -468,43 +463,44 @@ def _emit_layer(name, index, entry, slots, slot_of, at, index_of, c):
     return lay, prog.constants
 
 
-def _pool_report(name: str, index: int, layer: PoolLayer, prog, c: HardwareConfig) -> dict:
-    rows_in = layer.blocks * layer.H * layer.W
-    rows_out = layer.blocks * layer.OH * layer.OW
-    alu_rows = rows_out * (layer.KH * layer.KW + len(layer.steps)) + rows_in * len(layer.pre_steps)
-    report = _alu_report(name, index, None, prog, c, rows_in * layer.n_inputs + rows_out,
-                         alu_rows)  # fmt: skip
-    report.update(kind="pool", description=layer.describe(), tiling={"tile_rows": prog.chunk_rows})
-    return report
+def _row_counts(layer: AluLayer | PoolLayer) -> tuple[int, int]:
+    """(DRAM rows the layer reads and writes, accumulator rows its ALU instructions walk)."""
+    if isinstance(layer, PoolLayer):
+        rows_in = layer.blocks * layer.H * layer.W
+        rows_out = layer.blocks * layer.OH * layer.OW
+        alu = rows_out * (layer.KH * layer.KW + len(layer.steps)) + rows_in * len(layer.pre_steps)
+        return rows_in * layer.n_inputs + rows_out, alu
+    rows_out = layer.blocks * layer.rows
+    rows_in = rows_out * layer.reduce
+    if layer.reduce > 1:  # steps before the sum on every input row, the sum, the rest
+        alu = rows_in * (layer.reduce_at + 1) + rows_out * (len(layer.steps) - layer.reduce_at)
+    else:
+        alu = rows_in * len(layer.steps)
+    return rows_in * layer.n_inputs + rows_out, alu
 
 
-def _alu_report(name: str, index: int, layer: AluLayer | None, prog, c: HardwareConfig,
-                nrows: int | None = None, alu_rows: int | None = None) -> dict:  # fmt: skip
+def _alu_report(
+    name: str, index: int, layer: AluLayer | PoolLayer, prog, c: HardwareConfig
+) -> dict:
+    """The report row of an element-wise or pool layer (no MACs; bounds: memory and ALU)."""
     from qaccel.backends.vta.simulator import roofline, timing
 
     t = timing(prog.program, c)
     cycles = int(t.total_cycles)
-    if layer is not None:
-        rows_out = layer.blocks * layer.rows
-        nrows = layer.blocks * layer.rows * layer.reduce * layer.n_inputs + rows_out
-        rows_in = layer.blocks * layer.rows * layer.reduce
-        if layer.reduce > 1:  # steps before the sum on every input row, the sum, the rest
-            after = len(layer.steps) - layer.reduce_at
-            alu_rows = rows_in * (layer.reduce_at + 1) + rows_out * after
-        else:
-            alu_rows = rows_in * len(layer.steps)
-    nbytes = nrows * c.block + len(prog.constants)
-    roof = roofline(0, nbytes, c).cycles
+    nrows, alu_rows = _row_counts(layer)
+    roof = roofline(0, nrows * c.block + len(prog.constants), c).cycles
+    pool = isinstance(layer, PoolLayer)
     return {
-        "function": name, "layer": index, "kind": "eltwise",
-        "description": "" if layer is None else layer.describe(),
+        "function": name, "layer": index, "kind": "pool" if pool else "eltwise",
+        "description": layer.describe(),
         "cycles": cycles, "ms": cycles / (c.clock_mhz * 1e3), "gemm_utilization": 0.0,
         "macs": 0, "roofline_cycles": int(roof), "roofline_ratio": cycles / max(1, roof),
         "alu_bound_cycles": int(max(roof, alu_rows * c.alu_cycles_per_uop)),
         "dram_read_bytes": int(sum(t.dram_read_bytes.values())),
         "dram_write_bytes": int(sum(t.dram_write_bytes.values())),
         "instructions": len(prog.program), "uop_loads": prog.uop_loads,
-        "constant_bytes": len(prog.constants), "tiling": {"chunk_rows": prog.chunk_rows},
+        "constant_bytes": len(prog.constants),
+        "tiling": {"tile_rows" if pool else "chunk_rows": prog.chunk_rows},
         "host_requantize": False,
     }  # fmt: skip
 
