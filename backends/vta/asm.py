@@ -14,6 +14,9 @@ identical 128-bit encoding:
     store.out  sram=0 dram=0 y=1 x=16 stride=16 push_next
     finish
 
+With `store_requant`, `store.outq ... param=ROW pstep=Y,X` requantizes through the parameter
+rows and the bare word `clear` zeroes the accumulator rows a STORE has read.
+
 Data directives fill the program's micro-op image and initial DRAM (used by `simulate` and
 `qaccel-sim` when no image is given): `.uop DST SRC [WGT]` appends a micro-op; `.dram SIZE`
 sets a minimum DRAM size in bytes; `.i8 OFFSET V...`, `.u8 OFFSET V...` and `.i32 OFFSET V...`
@@ -53,11 +56,13 @@ _PAIR_KEYS = {
     "wgt": ("wgt_factor_out", "wgt_factor_in"),
     "ypad": ("y_pad_0", "y_pad_1"),
     "xpad": ("x_pad_0", "x_pad_1"),
+    "pstep": ("param_y", "param_x"),
 }
 _SCALAR_KEYS = {"sram": "sram_base", "dram": "dram_base", "y": "y_size", "x": "x_size",
-                "stride": "x_stride", "imm": "imm"}  # fmt: skip
+                "stride": "x_stride", "imm": "imm", "param": "param_row"}  # fmt: skip
 _ALLOWED = {
     "mem": {"sram", "dram", "y", "x", "stride", "ypad", "xpad"},
+    "store": {"sram", "dram", "y", "x", "stride", "param", "pstep"},
     "gemm": {"uop", "iter", "dst", "src", "wgt"},
     "alu": {"uop", "iter", "dst", "src", "imm"},
 }
@@ -75,7 +80,7 @@ def _mnemonic_table():
     for m in LOAD_MEM_TYPES:
         table[f"load.{m.name.lower()}"] = (Opcode.LOAD, {"memory_type": int(m)}, "mem")
     for m in STORE_MEM_TYPES:
-        table[f"store.{m.name.lower()}"] = (Opcode.STORE, {"memory_type": int(m)}, "mem")
+        table[f"store.{m.name.lower()}"] = (Opcode.STORE, {"memory_type": int(m)}, "store")
     table["gemm"] = (Opcode.GEMM, {}, "gemm")
     table["gemm.reset"] = (Opcode.GEMM, {"reset": 1}, "gemm")
     for op in AluOp:
@@ -112,7 +117,7 @@ def assemble(text: str, config: HardwareConfig | None = None) -> Program:
             values["pad_value"] = _int(args[0], lineno)
             args = args[1:]
         for arg in args:
-            if arg in DEP_FLAGS:
+            if arg in DEP_FLAGS or (arg == "clear" and group == "store"):
                 values[arg] = 1
                 continue
             key, eq, val = arg.partition("=")
@@ -133,7 +138,7 @@ def assemble(text: str, config: HardwareConfig | None = None) -> Program:
                 values[_SCALAR_KEYS[key]] = _int(val, lineno)
                 if key == "imm":
                     values["use_imm"] = 1
-        if group == "mem":
+        if group in ("mem", "store"):
             missing = [k for k in ("sram", "dram", "y", "x") if _SCALAR_KEYS[k] not in values]
             if missing:
                 raise AsmError(f"line {lineno}: {head} needs {', '.join(missing)}")
@@ -191,9 +196,13 @@ def _line(row) -> str:
         parts.append(f"{'load' if op == Opcode.LOAD else 'store'}.{mem}")
         parts += [f"sram={row['sram_base']}", f"dram={row['dram_base']}", f"y={row['y_size']}",
                   f"x={row['x_size']}", f"stride={row['x_stride']}"]  # fmt: skip
-        for key in ("ypad", "xpad"):
+        for key in ("ypad", "xpad", "pstep"):
             if any(row[n] for n in _PAIR_KEYS[key]):
                 parts.append(_pair(row, key))
+        if row["param_row"]:
+            parts.append(f"param={row['param_row']}")
+        if row["clear"]:
+            parts.append("clear")
     elif op in (Opcode.GEMM, Opcode.ALU):
         if op == Opcode.GEMM:
             parts.append("gemm.reset" if row["reset"] else "gemm")

@@ -3,7 +3,8 @@
 `HardwareConfig()` is VTA's default configuration (1x16x16 GEMM core, 32 KiB micro-op and input
 buffers, 256 KiB weight buffer, 128 KiB accumulator) on a 16-byte (128-bit AXI) bus at 333 MHz,
 as in VTA's Ultra96/ZCU104 packaging. `HardwareConfig.from_json(path)` reads the same keys as
-`vta_default.json` (packaged next to this file); missing keys take the defaults. The ISA's field
+`vta_default.json` (packaged next to this file; `vta_store_requant.json` adds the store module's
+output stage, docs/isa.md §6.3), or the name of a bundled file; missing keys take the defaults. The ISA's field
 widths derive from the buffer depths exactly as in VTA's `hw_spec.h`, and a configuration whose
 fields do not fit in 128-bit instructions / 32-bit micro-ops is rejected. See `docs/isa.md`.
 """
@@ -42,11 +43,20 @@ class HardwareConfig:
     insn_issue_cycles: int = 1  # decode/dispatch cost of every instruction
     gemm_cycles_per_uop: int = 1  # one BATCHxBLOCK_INxBLOCK_OUT block per cycle
     alu_cycles_per_uop: int = 2  # one accumulator row every two cycles
+    # Extension (docs/isa.md §6.3): the store module requantizes while it stores (memory type
+    # OUTQ) and can clear the accumulator rows it has read, so the requantization tail leaves
+    # the compute module. Off in VTA's configuration, where the tail is the method's ALU
+    # sequence.
+    store_requant: bool = False
 
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "name":
+                continue
+            if f.name == "store_requant":
+                if not isinstance(value, bool):
+                    raise ConfigError(f"hardware config: store_requant must be true or false, got {value!r}")
                 continue
             if f.name == "clock_mhz":
                 if not value > 0:
@@ -79,6 +89,11 @@ class HardwareConfig:
             )
         if uop_bits > 32:
             raise ConfigError(f"hardware config {self.name!r}: micro-op fields need {uop_bits} bits > 32")
+        if self.store_requant and self.log_acc_depth + 2 > 16:
+            raise ConfigError(
+                f"hardware config {self.name!r}: store_requant needs a parameter row field of "
+                f"{self.log_acc_depth} bits plus 2 step bits in 16"
+            )
         if self.depth("inp") > 1 << 16 or self.depth("acc") > 1 << 16:
             raise ConfigError("hardware config: buffers deeper than the 16-bit sram_base field")
 
@@ -154,6 +169,12 @@ class HardwareConfig:
 
     @staticmethod
     def from_json(path: str | Path) -> HardwareConfig:
+        """Read a configuration file; a name without a file (`vta-default`,
+        `vta-store-requant`) is the bundled configuration of that name."""
+        name = str(path)
+        if not Path(path).exists() and name.replace("-", "_").isidentifier():
+            bundled = DEFAULT_CONFIG_PATH.with_name(f"{name.replace('-', '_')}.json")
+            path = bundled if bundled.exists() else path
         try:
             data = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError) as e:

@@ -43,6 +43,7 @@ class MemType(IntEnum):
     ACC = 3  # LOAD: int32 rows; STORE: int32 rows (extension)
     OUT = 4  # STORE only: int32 accumulator rows truncated to int8
     ACC8 = 5  # LOAD only: int8 elements sign-extended into accumulator rows (as VTA's ACC_8BIT)
+    OUTQ = 6  # STORE only, with `store_requant`: accumulator rows requantized to int8
 
 
 class AluOp(IntEnum):
@@ -62,7 +63,8 @@ class Module(IntEnum):
 
 
 LOAD_MEM_TYPES = (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC, MemType.ACC8)
-STORE_MEM_TYPES = (MemType.ACC, MemType.OUT)
+STORE_MEM_TYPES = (MemType.ACC, MemType.OUT, MemType.OUTQ)
+PARAM_ROWS = 4  # OUTQ parameter rows per output block: bias, multiplier, shift, (zp, min, max)
 DEP_FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
 INSN_BYTES = 16
 
@@ -74,6 +76,7 @@ FIELD_NAMES = (
     "reset", "uop_bgn", "uop_end", "iter_out", "iter_in",
     "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
     "wgt_factor_out", "wgt_factor_in", "alu_opcode", "use_imm", "imm", "pad_value",
+    "clear", "param_row", "param_y", "param_x",
 )  # fmt: skip
 FIELDS_DTYPE = np.dtype([(n, np.int64) for n in FIELD_NAMES])
 
@@ -104,6 +107,12 @@ class Layout:
         mem1, end1 = seq(64, [("y_size", 16), ("x_size", 16), ("x_stride", 16),
                               ("y_pad_0", 4), ("y_pad_1", 4), ("x_pad_0", 4), ("x_pad_1", 4)])  # fmt: skip
         self.mem = head + mem0 + mem1
+        # STORE has no padding; with `store_requant` it has the output stage's fields.
+        self.store = head + mem0 + mem1[:3]
+        if config.store_requant:
+            self.store += [Field("clear", 58, 1), Field("param_row", 112, config.log_acc_depth),
+                           Field("param_y", 112 + config.log_acc_depth, 1),
+                           Field("param_x", 113 + config.log_acc_depth, 1)]  # fmt: skip
         lu, la, li, lw = (config.log_uop_depth, config.log_acc_depth,
                           config.log_inp_depth, config.log_wgt_depth)  # fmt: skip
         loop0, loop_end = seq(7, [("reset", 1), ("uop_bgn", lu), ("uop_end", lu + 1),
@@ -120,7 +129,7 @@ class Layout:
         self.setpad = head + [Field("pad_value", 7, 8, True)]
         self.by_opcode = {
             Opcode.LOAD: self.mem,
-            Opcode.STORE: self.mem,
+            Opcode.STORE: self.store,
             Opcode.GEMM: self.gemm,
             Opcode.FINISH: self.finish,
             Opcode.ALU: self.alu,
@@ -223,7 +232,8 @@ def encode(fields: np.ndarray, config: HardwareConfig | None = None) -> np.ndarr
 def validate(program, config: HardwareConfig | None = None, fields=None) -> list[tuple[int, str]]:
     """Every malformed encoding as `(instruction index, message)`, in program order.
 
-    Checks: known opcode, reserved bits zero, memory type legal for LOAD/STORE, dependency
+    Checks: known opcode, reserved bits zero, memory type legal for LOAD/STORE (OUTQ only with
+    `store_requant`), parameter rows only on STORE OUTQ, dependency
     flags the issuing module has, padding only where defined, ALU opcode and immediate range,
     reset bit only on GEMM, imm zero unless use_imm, uop_bgn < uop_end, exactly one FINISH as
     the last instruction.
@@ -249,9 +259,13 @@ def validate(program, config: HardwareConfig | None = None, fields=None) -> list
     is_load, is_store = opcode == Opcode.LOAD, opcode == Opcode.STORE
     for i in np.flatnonzero(is_load & ~np.isin(mem_type, [int(m) for m in LOAD_MEM_TYPES])):
         errors.append((int(i), f"LOAD: illegal memory type {_mem_name(mem_type[i])}"))
-    for i in np.flatnonzero(is_store & ~np.isin(mem_type, [int(m) for m in STORE_MEM_TYPES])):
+    store_types = [int(m) for m in STORE_MEM_TYPES if m != MemType.OUTQ or layout.config.store_requant]
+    for i in np.flatnonzero(is_store & ~np.isin(mem_type, store_types)):
         errors.append((int(i), f"STORE: illegal memory type {_mem_name(mem_type[i])}"))
-    for i in np.flatnonzero((is_store | (is_load & (mem_type == MemType.UOP))) & (pads != 0)):
+    params = f["param_row"] | f["param_y"] | f["param_x"]
+    for i in np.flatnonzero(is_store & (mem_type != MemType.OUTQ) & (params != 0)):
+        errors.append((int(i), f"{_kind(f[i])}: parameter rows are only defined for STORE OUTQ"))
+    for i in np.flatnonzero(is_load & (mem_type == MemType.UOP) & (pads != 0)):
         errors.append((int(i), f"{_kind(f[i])}: padding is only defined for LOAD INP/WGT/ACC/ACC8"))
     module = module_of(f)
     prev = f["pop_prev"] | f["push_prev"]
@@ -442,11 +456,16 @@ class Program:
             y_pad_0=y_pad[0], y_pad_1=y_pad[1], x_pad_0=x_pad[0], x_pad_1=x_pad[1], **deps,
         )  # fmt: skip
 
-    def store(self, mem, sram, dram, y_size, x_size, x_stride=None, **deps) -> int:
-        """STORE accumulator rows from `sram` on (`mem` OUT: int8-truncated, ACC: int32)."""
+    def store(self, mem, sram, dram, y_size, x_size, x_stride=None, *, clear=False,
+              param_row=0, param_step=(0, 0), **deps) -> int:  # fmt: skip
+        """STORE accumulator rows from `sram` on (`mem` OUT: int8-truncated, ACC: int32, OUTQ:
+        requantized with the parameter rows from `param_row`, advancing by `PARAM_ROWS` per
+        `(y, x)` step); `clear` zeroes the rows read (both need `store_requant`)."""
         return self.append(
             Opcode.STORE, memory_type=int(mem), sram_base=sram, dram_base=dram, y_size=y_size,
-            x_size=x_size, x_stride=x_size if x_stride is None else x_stride, **deps,
+            x_size=x_size, x_stride=x_size if x_stride is None else x_stride,
+            clear=int(clear), param_row=param_row, param_y=param_step[0],
+            param_x=param_step[1], **deps,
         )  # fmt: skip
 
     def gemm(self, uop_bgn, uop_end, iter_out=1, iter_in=1, dst_factor=(0, 0),

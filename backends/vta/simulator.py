@@ -25,12 +25,19 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from qaccel.backends.vta._blas import single_threaded_blas
-from qaccel.backends.vta.alu import ALU_FUNCTIONS, AluRangeError
+from qaccel.backends.vta.alu import (
+    ALU_FUNCTIONS,
+    AluRangeError,
+    alu_add,
+    alu_rdmul,
+    alu_rshr,
+    alu_shr,
+)
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.backends.vta.isa import (
     FIELD_NAMES,
+    PARAM_ROWS,
     AluOp,
     MemType,
     Module,
@@ -418,6 +425,7 @@ class _Machine:
         self.wgt_reader = np.full(c.depth("wgt"), -1, np.int64)
         self.acc_writer = np.full(c.depth("acc"), -1, np.int64)
         self.acc_store_reader = np.full(c.depth("acc"), -1, np.int64)
+        self.acc_clearer = np.full(c.depth("acc"), -1, np.int64)  # STORE ... clear
         nblocks = _ceil_div(len(self.dram), DRAM_BLOCK)
         self.dram_writer = np.full(nblocks, -1, np.int64)
         self.dram_reader = {LOAD: np.full(nblocks, -1, np.int64), COMPUTE: None}
@@ -589,6 +597,7 @@ class _Machine:
             MemType.INP: c.elem_bytes("inp"),
             MemType.ACC: c.elem_bytes("acc"),
             MemType.OUT: c.elem_bytes("out"),
+            MemType.OUTQ: c.elem_bytes("out"),
             MemType.ACC8: c.elem_bytes("out"),
         }[mem]
 
@@ -733,12 +742,40 @@ class _Machine:
             if bad.any():
                 b = blocks[np.flatnonzero(bad)[0]]
                 self._after(i, STORE, other, rd[bad], f"DRAM byte {b * DRAM_BLOCK}", "overwrites")
+        vals = self.acc[rows]
+        if mem == MemType.OUTQ:
+            vals = self._requantize(i, r, vals)
         self.acc_store_reader[rows] = i
         self.dram_writer[blocks] = i
-        vals = self.acc[rows]
-        out = vals.astype(np.int8) if mem == MemType.OUT else vals.astype("<i4")
+        if r["clear"]:
+            self.acc[rows] = 0
+            self.acc_clearer[rows] = i
+        out = vals.astype("<i4") if mem == MemType.ACC else vals.astype(np.int8)
         usable = len(self.dram) // eb * eb
         self.dram[:usable].reshape(-1, eb)[el.reshape(-1)] = out.view(np.uint8).reshape(n, eb)
+
+    def _requantize(self, i, r, vals):
+        """The output stage of STORE OUTQ (docs/isa.md §6.3) on the `(y*x, 16)` rows read."""
+        y, x = r["y_size"], r["x_size"]
+        block = (np.arange(y)[:, None] * r["param_y"] + np.arange(x)[None, :] * r["param_x"])
+        first = r["param_row"] + PARAM_ROWS * block.reshape(-1)
+        depth = self.config.depth("acc")
+        if int(first.max()) + PARAM_ROWS > depth:
+            raise self.error(i, f"parameter rows up to {int(first.max()) + PARAM_ROWS - 1} "
+                                f"exceed the ACC depth {depth}")  # fmt: skip
+        rows = (first[:, None] + np.arange(PARAM_ROWS)).reshape(-1)
+        self._read_rows(i, STORE, self.acc_writer, rows, "ACC", COMPUTE)
+        self.acc_store_reader[rows] = i
+        bias, mult, shift, consts = (self.acc[first + k] for k in range(PARAM_ROWS))
+        try:
+            v = alu_add(vals, bias)
+            v = alu_shr(v, -np.maximum(shift, 0))
+            v = alu_rshr(alu_rdmul(v, mult), np.maximum(-shift, 0))
+        except AluRangeError as e:
+            raise self.error(i, f"output stage: {e} (row {e.lane // self.blk} of the store, "
+                                f"lane {e.lane % self.blk}); the hardware result is undefined")  # fmt: skip
+        zp, lo, hi = (consts[:, k : k + 1].astype(np.int64) for k in range(3))
+        return np.clip(v.astype(np.int64) + zp, lo, hi).astype(np.int32)
 
     def _check_range(self, i, r, base, fo, fi, depth, buf):
         """Range-check every `base[k] + o*fo + i*fi` (factors are unsigned: check the max)."""
@@ -868,6 +905,8 @@ class _Machine:
         self._read_rows(i, COMPUTE, self.acc_writer, dst_rows, "ACC", COMPUTE)
         if not use_imm:
             self._read_rows(i, COMPUTE, self.acc_writer, src_rows, "ACC", COMPUTE)
+            cleared = self.acc_clearer[src_rows]
+            self._after(i, COMPUTE, STORE, cleared[cleared >= 0], "ACC rows", "reads")
         self._war(i, COMPUTE, STORE, self.acc_store_reader[dst_rows], "ACC", dst_rows)
         fn = ALU_FUNCTIONS[AluOp(r["alu_opcode"])]
         imm = np.int32(r["imm"])
