@@ -117,8 +117,9 @@ class ScheduleVtaPass(ModulePass):
     """Hardware configuration JSON (default: the VTA default configuration)."""
 
     bias_mode: str = ""
-    """Force how the bias reaches the accumulators: `alu`, `dma` or `gemm` (default: the
-    cost model chooses per layer)."""
+    """Force how the bias reaches the accumulators: `alu`, `dma`, `gemm`, or `store` (the
+    store module's output stage adds it and requantizes; needs a hardware config with
+    `store_requant`). Default: the cost model chooses per layer."""
 
     recompute: bool = False
     """Replace schedules already present instead of checking and keeping them."""
@@ -128,6 +129,9 @@ class ScheduleVtaPass(ModulePass):
             raise PassFailedException(f"{PASS}: bias-mode must be one of "
                                       f"{', '.join(BIAS_MODES)}, got '{self.bias_mode}'")  # fmt: skip
         config = load_target(PASS, "vta", self.hw_config).config
+        if self.bias_mode == "store" and not config.store_requant:
+            raise PassFailedException(f"{PASS}: bias-mode=store needs a hardware config with "
+                                      f"store_requant ('{config.name}' has none)")  # fmt: skip
         for f in op.ops:
             if not isinstance(f, func.FuncOp):
                 continue

@@ -41,7 +41,7 @@ The output zero point is added by a one-block GEMM (a constant input row [1, 0, 
 constant weight tile whose column 0 holds zp_out): one cycle per row instead of the ALU's two.
 Per-tensor shifts are immediates; multipliers (31 bits) always come from a parameter row.
 
-This tail costs 11-12 compute-module cycles per accumulator row (2 more with a left shift),
+With VTA's ISA this tail costs 11-12 compute-module cycles per accumulator row (2 more with a left shift),
 on the same module as the GEMM, which runs (input blocks x taps) cycles per row: a 1x1
 convolution with 32 input channels spends 2 cycles in the GEMM for 11 in the tail.
 `alu_bound_cycles` is therefore the bound to compare schedules with; the roofline (GEMM and
@@ -56,6 +56,11 @@ Decisions:
   "digit" tiles (`bias_tiles`) adds the bias (2 cycles per row), available when every
   |fused bias| <= ~241,000 (97% of MobileNetV2's accumulator rows, 40% of ResNet-50's). The
   search starts from the cheapest available mode and tries the others on its best tilings.
+* bias mode "store" (hardware configs with `store_requant`, docs/isa.md §6.3): the store
+  module's output stage adds the bias and requantizes (STORE OUTQ, one parameter block of
+  `STORE_PARAM_ROWS` rows per output block) and clears the rows it stored, so the compute
+  module runs the GEMMs only (a reset when a slot is first used) and the tail overlaps them:
+  MobileNetV2's convolutions come within 1.06x of the roofline, ResNet-50's within 1.02x.
 * FULLY_CONNECTED: LiteRT's reference kernel requantizes in double; no fixed-point multiplier
   is provably equal over the accumulator range, so the accelerator stores the int32
   accumulators (bias included, STORE ACC) and `dense_requantize_host` finishes in double.
@@ -81,7 +86,8 @@ from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
 
 KINDS = ("conv", "depthwise", "dense")
 LOOP_ORDERS = ("spatial", "channel")
-BIAS_MODES = ("alu", "dma", "gemm")
+BIAS_MODES = ("alu", "dma", "gemm", "store")
+STORE_PARAM_ROWS = 4  # bias_mode "store": bias, multiplier, shift, (zp, min, max) per block
 BIAS_DIGIT = 127  # the "gemm" bias mode's constant input row: [127] * 15 + [1]
 MAX_PAD = 15  # LOAD's 4-bit padding fields
 MAX_STRIDE = 0xFFFF  # LOAD/STORE 16-bit x_stride
@@ -623,8 +629,12 @@ def max_kernel(g: LayerGeometry, th: int, tw: int, tco: int, tci: int) -> int:
 
 
 def param_layout(g: LayerGeometry, bias_mode: str) -> dict[str, tuple[int, int]]:
-    """ACC parameter rows: kind -> (first row, rows per output block: 1 or 0 = shared)."""
+    """ACC parameter rows: kind -> (first row, rows per output block; 0 = one shared row).
+    Bias mode "store" has one kind, "store": `STORE_PARAM_ROWS` rows per block, read by the
+    store module's output stage (STORE OUTQ)."""
     rows: dict[str, tuple[int, int]] = {}
+    if bias_mode == "store":
+        return {"store": (0, STORE_PARAM_ROWS)}
     at = 0
     cob = g.COB
     if g.has_bias and bias_mode == "alu":
@@ -645,7 +655,7 @@ def n_param_rows(g: LayerGeometry, bias_mode: str) -> int:
     rows = g._memo.get(key)
     if rows is None:
         lay = param_layout(g, bias_mode)
-        rows = max((start + (g.COB if per else 1) for start, per in lay.values()), default=0)
+        rows = max((start + (g.COB * per if per else 1) for start, per in lay.values()), default=0)
         g._memo[key] = rows
     return rows
 
@@ -656,8 +666,21 @@ def _depths(config: HardwareConfig) -> tuple[int, int, int, int]:
     return tuple(config.depth(key) for key in ("uop", "inp", "wgt", "acc"))  # type: ignore[return-value]
 
 
-def uses_zp_gemm(g: LayerGeometry) -> bool:
-    return "zp" in g.tail
+def uses_zp_gemm(g: LayerGeometry, bias_mode: str = "alu") -> bool:
+    """Whether the tail adds the output zero point with a one-block GEMM (not in the store
+    module's output stage)."""
+    return "zp" in g.tail and bias_mode != "store"
+
+
+def store_requant(g: LayerGeometry, config: HardwareConfig) -> bool:
+    """Whether the store module can run this layer's tail (bias mode "store")."""
+    return config.store_requant and not g.int32_output
+
+
+def available_bias_modes(g: LayerGeometry, config: HardwareConfig, modes=BIAS_MODES) -> list[str]:
+    """The bias modes of `modes` this layer can use on `config`."""
+    return [m for m in modes if (m != "gemm" or (g.has_bias and g.small_bias))
+            and (m != "dma" or g.has_bias) and (m != "store" or store_requant(g, config))]  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -676,8 +699,12 @@ class Estimate:
 
 
 def tail_cycles_per_row(g: LayerGeometry, bias_mode: str, config: HardwareConfig) -> int:
-    """Compute-module cycles per accumulator row of the init + tail (GEMM/ALU rows)."""
+    """Compute-module cycles per accumulator row of the init + tail (GEMM/ALU rows). Bias mode
+    "store" has none: the store module requantizes and clears the rows it stores, so only the
+    first tile of each accumulator slot is reset."""
     alu, gemm = config.alu_cycles_per_uop, config.gemm_cycles_per_uop
+    if bias_mode == "store":
+        return 0
     c = 0
     if bias_mode != "dma" or not g.has_bias:
         c += gemm  # reset
@@ -689,6 +716,8 @@ def tail_cycles_per_row(g: LayerGeometry, bias_mode: str, config: HardwareConfig
 
 
 def _tail_insns(g: LayerGeometry, bias_mode: str) -> int:
+    if bias_mode == "store":
+        return 0
     n = 1 + (1 if g.has_bias and bias_mode != "dma" else 0)
     return n + sum(2 if op == "clamp" else 1 for op in g.tail)
 
@@ -854,8 +883,11 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     K = g.taps
     alu, gemm_c = c.alu_cycles_per_uop, c.gemm_cycles_per_uop
     dma_bias = g.has_bias and sched.bias_mode == "dma"
+    store_tail = sched.bias_mode == "store"
     out_eb = 4 * blk if g.int32_output else blk
     per_row = tail_cycles_per_row(g, sched.bias_mode, c)
+    # The tail after the GEMMs (the reset that starts a tile is counted with its first step).
+    after_gemm = per_row if (dma_bias or store_tail) else per_row - gemm_c
     n_tail = _tail_insns(g, sched.bias_mode)
     slot_ready: dict = {}
     last_use: dict = {}  # slot -> step index whose GEMM read it last
@@ -904,18 +936,20 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
         dur = I + red * rows * gemm_c
         start = max(c_end, slot_ready[("inp", islot)], slot_ready[("wgt", wslot)])
         if st.first:
+            split = pb is None
             if st.tile >= sched.acc_slots:
                 start = max(start, store_end[st.tile - sched.acc_slots])
-            if dma_bias:
+            if store_tail:  # rows are reset once per slot, then cleared by the stores
+                if st.tile < sched.acc_slots or split:
+                    dur += I + rows * gemm_c
+            elif dma_bias:
                 nl = 1 if (g.kind == "dense" or st.th * st.tw == 1) else st.nco
                 dur += nl * (I + setup) + _cdiv(rows * 4 * blk, bw)
                 bus_bytes += rows * 4 * blk
             else:
                 dur += I + rows * gemm_c
-        if st.first:
-            split = pb is None
         if st.last:
-            dur += n_tail * I + rows * (per_row - (0 if dma_bias else gemm_c))
+            dur += n_tail * I + rows * after_gemm
             if split:
                 dur += I + alu
         if prologue is None:
@@ -1072,7 +1106,7 @@ def plan_buffers(
     red = K * (1 if g.diagonal else nci)
     split = tco == 1 and th * tw == 1 and red > 1
     acc_rows = tco * th * tw + (1 if split else 0)
-    zp = 1 if uses_zp_gemm(g) else 0
+    zp = 1 if uses_zp_gemm(g, bias_mode) else 0
     gemm_bias = g.has_bias and bias_mode == "gemm"
     if gemm_bias and not g.small_bias:
         return None
@@ -1132,8 +1166,7 @@ def candidates(g: LayerGeometry, config: HardwareConfig, bias_modes=BIAS_MODES,
         tws = _distinct_splits(g.OW, 4) if g.OW > 16 else [g.OW]
     tcos = _distinct_splits(g.COB)
     tcis = [g.CIB] if g.diagonal else _distinct_splits(g.CIB)
-    modes = [m for m in bias_modes if (g.has_bias or m == "alu")
-             and (m != "gemm" or g.small_bias)] or ["alu"]  # fmt: skip
+    modes = available_bias_modes(g, config, bias_modes) or ["alu"]
     depth_acc = _depths(config)[3]
     ci_sizes_used = 0
     for tci in tcis:
@@ -1175,6 +1208,9 @@ def make_schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | Non
     g = layer.geometry if isinstance(layer, ConvLayer) else layer
     if loop_order not in LOOP_ORDERS or bias_mode not in BIAS_MODES:
         raise ValueError(f"loop_order {loop_order!r} / bias_mode {bias_mode!r} unknown")
+    if bias_mode == "store" and not store_requant(g, c):
+        raise LayerError(f"bias mode 'store' needs an int8 output and a hardware config with "
+                         f"store_requant ('{c.name}' has none)")  # fmt: skip
     tci = g.CIB if tile_ci is None else tile_ci
     if min(tile_h, tile_w, tile_co, tci) < 1:
         raise LayerError("tile sizes must be positive")
@@ -1206,7 +1242,9 @@ def with_bias_mode(s: Schedule, bias_mode: str, config: HardwareConfig) -> Sched
     """The same tiling with the other bias mode (None when it does not fit)."""
     planned = plan_buffers(s.geometry, s.tile_h, s.tile_w, s.tile_co, s.tile_ci, s.loop_order,
                            bias_mode, config)  # fmt: skip
-    if planned is None or min(planned[:3]) < 1:
+    if planned is None or min(planned[:3]) < 1 or bias_mode not in available_bias_modes(
+        s.geometry, config
+    ):
         return None
     inp_slots, wgt_slots, acc_slots, plan = planned
     return replace(s, bias_mode=bias_mode, inp_slots=inp_slots, wgt_slots=wgt_slots,
@@ -1257,7 +1295,8 @@ def _search(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...],
     # Per accumulator row, the bias GEMM costs 2 cycles (reset + add), the ALU 3, the DMA 4 bus
     # cycles on the compute module: search with the cheapest available, then try the others
     # on the best tilings only (they reserve different buffer space).
-    primary = "gemm" if g.has_bias and g.small_bias else "alu"
+    primary = ("store" if store_requant(g, c) and "store" in modes
+               else "gemm" if g.has_bias and g.small_bias else "alu")  # fmt: skip
     cands = candidates(g, c, (primary,) if try_modes else modes, orders)
     if not cands:
         cands = candidates(g, c, modes, orders, exhaustive=True)
@@ -1337,7 +1376,7 @@ def alu_bound_cycles(g: LayerGeometry, config: HardwareConfig | None = None) -> 
     bias mode the layer allows)."""
     c = config or DEFAULT_CONFIG
     rows = g.OH * g.OW * g.COB
-    modes = ("alu", "gemm") if g.small_bias else ("alu",)
+    modes = available_bias_modes(g, c, ("alu", "gemm", "store"))
     tail = rows * min(tail_cycles_per_row(g, m, c) for m in modes)
     gemm = g.macs // (g.block * g.block) * c.gemm_cycles_per_uop
     return max(gemm + tail, roofline_cycles(g, c))

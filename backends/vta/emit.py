@@ -59,6 +59,7 @@ from qaccel.lowering.vta_schedule import (
     frame_rows,
     frame_shape,
     fused_bias,
+    STORE_PARAM_ROWS,
     param_layout,
     pixel_block,
     plan_steps,
@@ -235,8 +236,17 @@ def _lanes(values, g, fill=0) -> np.ndarray:
 
 def param_rows(layer: ConvLayer, bias_mode: str) -> np.ndarray:
     """int32 ACC rows `[rows][16]` of `param_layout`: fused bias, -left shift, multiplier,
-    right shift (per output block, or one shared row)."""
+    right shift (per output block, or one shared row); for bias mode "store", the output
+    stage's rows per block: fused bias, multiplier, shift, and (zp, min, max) in lanes 0-2."""
     g = layer.geometry
+    if bias_mode == "store":
+        rows = np.zeros((g.COB, STORE_PARAM_ROWS, g.block), np.int64)
+        rows[:, 0] = _lanes(fused_bias(layer), g).reshape(g.COB, g.block)
+        rows[:, 1] = _lanes(layer.multiplier, g).reshape(g.COB, g.block)
+        rows[:, 2] = _lanes(layer.shift, g).reshape(g.COB, g.block)
+        rows[:, 3, :3] = (layer.output_zero_point, max(layer.act_min, -128),
+                          min(layer.act_max, 127))  # fmt: skip
+        return rows.reshape(-1, g.block).astype(np.int32)
     lay = param_layout(g, bias_mode)
     n = max((s + (g.COB if per else 1) for s, per in lay.values()), default=0)
     rows = np.zeros((n, g.block), np.int64)
@@ -429,8 +439,10 @@ class _Emitter(_Stream):
         self.blk = g.block
         self.plan = sched.buffers
         self.param_layout = param_layout(g, sched.bias_mode)
-        self.zp = uses_zp_gemm(g)
+        self.zp = uses_zp_gemm(g, sched.bias_mode)
         self.gemm_bias = g.has_bias and sched.bias_mode == "gemm"
+        self.store_tail = sched.bias_mode == "store"
+        self.zeroed: dict[int, int] = {}  # store_tail: ACC slot -> leading rows known zero
         self.constants_offset = 0
         self.layout_dram()
         if placement is not None:
@@ -655,6 +667,12 @@ class _Emitter(_Stream):
         key, idx = self.tail_kernel(aslot, st.co0)
         rows = st.th * st.tw * st.nco
         res = [("acc", aslot)]
+        if self.store_tail:  # the stores clear what they read: reset only what is not zero
+            if split or self.zeroed.get(aslot, 0) < rows:
+                self.gemm(key, rows + (1 if split else 0), 1, dst=(1, 0), reset=True,
+                          writes=res, sub=idx["row"])  # fmt: skip
+                self.zeroed[aslot] = rows + (1 if split else 0)
+            return
         if g.has_bias and self.s.bias_mode == "dma":
             if split:  # the scratch row starts at zero, the real row with the bias
                 self.gemm(key, 2, 1, dst=(1, 0), reset=True, writes=res, sub=idx["row"])
@@ -682,6 +700,10 @@ class _Emitter(_Stream):
         res = [("acc", aslot)]
         if split:
             self.alu(AluOp.ADD, key, idx["split"], 1, 1, reads=res, writes=res)
+            if self.store_tail:  # the scratch row is not stored, so not cleared
+                self.zeroed[aslot] = 1
+        if self.store_tail:
+            return
         if "bias" in self.param_layout:
             self.alu(AluOp.ADD, key, idx["bias"], n_out, n_in, dst, psrc, reads=res, writes=res)
         shift = None if self.layer.shift is None else np.asarray(self.layer.shift).reshape(-1)
@@ -708,28 +730,37 @@ class _Emitter(_Stream):
                           writes=res, sub=idx["row"])  # fmt: skip
 
     def store_tile(self, st: Step, aslot: int):
+        """STORE the tile: OUT (int8, requantized by the tail), ACC (int32) or, for bias mode
+        "store", OUTQ through the output block's parameter rows, clearing the rows read."""
         g, plan = self.g, self.plan
         acc_base = plan.acc_base + aslot * plan.acc_slot_rows
-        mem = MemType.ACC if g.int32_output else MemType.OUT
+        mem = MemType.ACC if g.int32_output else MemType.OUTQ if self.store_tail else MemType.OUT
         out = self.elem("output", self.out_eb)
         res = [("acc", aslot)]
-        if g.kind == "dense":
-            self.load_store(mem, acc_base, out + st.ox0 * g.COB + st.co0, st.tw, st.nco, g.COB, res)
+        if g.kind == "dense":  # [pixel][co]: the parameters advance with x
+            self.load_store(mem, acc_base, out + st.ox0 * g.COB + st.co0, st.tw, st.nco, g.COB,
+                            res, st.co0, (0, 1))  # fmt: skip
             return
         plane = g.OH * g.OW
         npix = st.th * st.tw
-        if st.tw == g.OW and plane <= MAX_STRIDE:
+        if st.tw == g.OW and plane <= MAX_STRIDE:  # one row per output block
             self.load_store(mem, acc_base, out + st.co0 * plane + st.oy0 * g.OW, st.nco,
-                            npix, plane, res)  # fmt: skip
+                            npix, plane, res, st.co0, (1, 0))  # fmt: skip
             return
         for k in range(st.nco):
             self.load_store(mem, acc_base + k * npix,
                             out + (st.co0 + k) * plane + st.oy0 * g.OW + st.ox0,
-                            st.th, st.tw, g.OW, res)  # fmt: skip
+                            st.th, st.tw, g.OW, res, st.co0 + k, (0, 0))  # fmt: skip
 
-    def load_store(self, mem, sram, dram, y, x, stride, res):
+    def load_store(self, mem, sram, dram, y, x, stride, res, block=0, param_step=(0, 0)):
         row = _row(Opcode.STORE, memory_type=int(mem), sram_base=sram, dram_base=dram, y_size=y,
                    x_size=x, x_stride=stride)  # fmt: skip
+        if mem == MemType.OUTQ:
+            row[_IDX["param_row"]] = self.param_layout["store"][0] + STORE_PARAM_ROWS * block
+            row[_IDX["param_y"]], row[_IDX["param_x"]] = param_step
+            row[_IDX["clear"]] = 1
+            self.add(STORE, row, reads=res + [("params",)], writes=res)
+            return
         self.add(STORE, row, reads=res)
 
     def load_consts(self):
@@ -754,7 +785,8 @@ class _Emitter(_Stream):
             self.add(LOAD, _row(Opcode.SETPAD, pad_value=g.input_zero_point))
         if "params" in self.regions:
             off, n = self.regions["params"]
-            self.load(MemType.ACC, 0, off // (4 * blk), 1, n // (4 * blk), module=COMPUTE)
+            self.load(MemType.ACC, 0, off // (4 * blk), 1, n // (4 * blk), module=COMPUTE,
+                      writes=(("params",),))  # fmt: skip
         consts_loaded = not (self.zp or self.gemm_bias)
         for sp in plan_steps(s):
             st, islot, wslot = sp.step, sp.inp_slot, sp.wgt_slot

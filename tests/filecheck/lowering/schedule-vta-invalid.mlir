@@ -1,11 +1,13 @@
 // RUN: qaccel-opt %s --split-input-file --verify-diagnostics -p schedule-vta | filecheck %s
 // RUN: not qaccel-opt %s --split-input-file -p 'schedule-vta{bias-mode=fast}' 2>&1 | filecheck %s --check-prefix=MODE
 // RUN: not qaccel-opt %s --split-input-file -p 'schedule-vta{hw-config="%S/missing.json"}' 2>&1 | filecheck %s --check-prefix=CONFIG
+// RUN: not qaccel-opt %s --split-input-file -p 'schedule-vta{bias-mode=store}' 2>&1 | filecheck %s --check-prefix=STORE
 
 // Options and hand-written schedules that cannot be used: one line naming the pass, the
 // function, the op and the layer, and why.
 
-// MODE: qaccel-opt: error: schedule-vta: bias-mode must be one of alu, dma, gemm, got 'fast'
+// MODE: qaccel-opt: error: schedule-vta: bias-mode must be one of alu, dma, gemm, store, got 'fast'
+// STORE: qaccel-opt: error: schedule-vta: bias-mode=store needs a hardware config with store_requant ('vta-default' has none)
 // CONFIG: qaccel-opt: error: schedule-vta: {{.*}}missing.json: cannot read hardware config
 
 // A tile of 64x64 output pixels needs 4096 accumulator rows; the buffer has 2048.

@@ -1,6 +1,7 @@
 // RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'insert-pack-unpack,lower-q-to-accel,schedule-vta' | filecheck %s
 // RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,schedule-vta{bias-mode=dma}' | filecheck %s --check-prefix=DMA
 // RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,schedule-vta{recompute=true}' | filecheck %s --check-prefix=RECOMPUTE
+// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,schedule-vta{hw-config=vta-store-requant}' | filecheck %s --check-prefix=RQ
 // Scheduling twice is scheduling once:
 // RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,schedule-vta,schedule-vta' | filecheck %s
 
@@ -19,6 +20,9 @@
 // CHECK-NEXT:    %bias = accel.bias_add_zp %acc
 // DMA-LABEL:   func.func @conv
 // DMA:           accel.conv2d_zp {{.*}} {qaccel.schedule = {config = "vta-default", tile_h = 4 : i64, tile_w = 8 : i64, tile_co = 1 : i64, tile_ci = 1 : i64, loop_order = "spatial", bias_mode = "dma", inp_slots = 2 : i64, wgt_slots = 1 : i64, acc_slots = 2 : i64, estimated_cycles = {{[0-9]+}} : i64}}
+// With the store module's output stage the tail leaves the compute module: bias mode "store".
+// RQ-LABEL:    func.func @conv
+// RQ:            accel.conv2d_zp {{.*}} {qaccel.schedule = {config = "vta-store-requant", {{.*}}bias_mode = "store"
 // RECOMPUTE-LABEL: func.func @conv
 // RECOMPUTE:       accel.conv2d_zp {{.*}} {qaccel.schedule = {config = "vta-default", tile_h = 2 : i64, tile_w = 8 : i64, {{.*}}bias_mode = "gemm"
 !qi = !quant.uniform<i8:f32, 0.5:-1>
