@@ -31,15 +31,17 @@ def parse_module(text: str) -> ModuleOp:
     return module
 
 
-def vta_lowered(name: str) -> tuple[ModuleOp, bytes]:
-    """A fixture model imported and run through `vta-pipeline`, and the model's bytes."""
+def vta_lowered(name: str, hw_config: str = "") -> tuple[ModuleOp, bytes]:
+    """A fixture model imported and run through `vta-pipeline` (for the hardware config file
+    or bundled config name `hw_config`), and the model's bytes."""
     from qaccel.frontend.tflite_import import import_tflite
     from qaccel.passes.pipeline import build_pipeline, qaccel_context
 
     path = FIXTURE_MODELS / f"{name}.tflite"
     data = path.read_bytes()
     module = import_tflite(data, str(path))
-    build_pipeline("vta-pipeline").apply(qaccel_context(), module)
+    pipeline = f"vta-pipeline{{hw-config={hw_config}}}" if hw_config else "vta-pipeline"
+    build_pipeline(pipeline).apply(qaccel_context(), module)
     return module, data
 
 

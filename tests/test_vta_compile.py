@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from conftest import vta_lowered
 from qaccel.backends.cpu.interpreter import Trace, entry_function, random_inputs, run_function
+from qaccel.backends.vta.config import HardwareConfig
 from qaccel.backends.vta.compile import (
     compile_module,
     format_report,
@@ -156,20 +157,26 @@ def test_cli_bad_input(tmp_path, capsys):
         assert len(err) == 1 and expected in err[0], err
 
 
+@pytest.mark.parametrize("config", [[], ["--config", "vta-store-requant"]], ids=["vta", "rq"])
 @pytest.mark.parametrize("name", SMALL)
-def test_target_vta_bit_exact_with_litert(name, tmp_path, capsys):
+def test_target_vta_bit_exact_with_litert(name, config, tmp_path, capsys):
     pytest.importorskip("ai_edge_litert")
     with pytest.raises(SystemExit) as e:
         qaccel_run.main([str(MODELS / f"{name}.tflite"), "--target", "vta", "--outputs-dir",
-                         str(tmp_path), "--compare-litert"])  # fmt: skip
+                         str(tmp_path), "--compare-litert", *config])  # fmt: skip
     out = capsys.readouterr().out
     assert e.value.code == 0, out
     assert "bit-exact" in out and "MISMATCH" not in out
 
 
-def test_mobilenet_v2_all_layers_on_the_accelerator():
-    module, _ = vta_lowered("mobilenet_v2")
-    compiled = compile_module(module)
+@pytest.mark.parametrize("hw_config", ["", "vta-store-requant"])
+def test_mobilenet_v2_all_layers_on_the_accelerator(hw_config):
+    module, _ = vta_lowered("mobilenet_v2", hw_config)
+    config = HardwareConfig.from_json(hw_config) if hw_config else None
+    compiled = compile_module(module, config)
+    modes = {r["tiling"]["bias_mode"] for r in compiled.report["layers"]
+             if r["kind"] in ("conv", "depthwise")}  # fmt: skip
+    assert modes == {"store"} if hw_config else "store" not in modes
     kinds = [r["kind"] for r in compiled.report["layers"]]
     assert len(kinds) - kinds.count("eltwise") == 53  # every convolution and the classifier
     inputs = random_inputs(entry_function(module), 0)

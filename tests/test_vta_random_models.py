@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from qaccel.backends.cpu.interpreter import entry_function, random_inputs
 from qaccel.backends.vta.compile import compile_module, run_compiled
+from qaccel.backends.vta.config import HardwareConfig
 from qaccel.frontend.builder import (
     QParams,
     TensorSpec,
@@ -79,14 +80,18 @@ def random_model(rng: np.random.Generator, kind: str) -> bytes:
     return single_op_model(kind, inputs, [TensorSpec("y", out_shape, np.int8, y_q)], options)
 
 
-@pytest.mark.parametrize("bias_mode", ["alu", "preload"])
+@pytest.mark.parametrize("bias_mode", ["alu", "preload", "store"])
 @pytest.mark.parametrize("seed", range(12))
 def test_random_single_layer_models_are_bit_exact_with_litert(oracle, seed, bias_mode):
+    """`store`: the hardware config with the store module's output stage (bias mode "store"
+    wherever the output is int8)."""
     rng = np.random.default_rng(seed)
     model = random_model(rng, KINDS[seed % 3])
     module = import_tflite(model, f"random{seed}.tflite")
-    build_pipeline(f"vta-pipeline{{bias-mode={bias_mode}}}").apply(qaccel_context(), module)
-    compiled = compile_module(module)
+    options = "hw-config=vta-store-requant" if bias_mode == "store" else f"bias-mode={bias_mode}"
+    build_pipeline(f"vta-pipeline{{{options}}}").apply(qaccel_context(), module)
+    config = HardwareConfig.from_json("vta-store-requant") if bias_mode == "store" else None
+    compiled = compile_module(module, config)
     assert sum(len(layers) for layers in compiled.layers.values()) == 1
     assert {fb.op for fb in compiled.fallbacks} <= {"accel.host_requantize"}
     inputs = random_inputs(entry_function(module), seed)
