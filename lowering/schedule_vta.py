@@ -114,7 +114,8 @@ class ScheduleVtaPass(ModulePass):
     name = "schedule-vta"
 
     hw_config: str = ""
-    """Hardware configuration JSON (default: the VTA default configuration)."""
+    """Hardware configuration JSON, or a bundled configuration's name (`vta-default`,
+    `vta-store-requant`); default: the VTA default configuration."""
 
     bias_mode: str = ""
     """Force how the bias reaches the accumulators: `alu`, `dma`, `gemm`, or `store` (the

@@ -235,6 +235,69 @@ def apply_steps(steps, temps: list[np.ndarray], params: np.ndarray, blocks: int,
         temps[s.dst] = ALU_FUNCTIONS[AluOp[s.op]](temps[s.dst], y)
 
 
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def output_stage(steps: list[AluStep], result: int, params: np.ndarray, first: int = 0,
+                 block: int = 16) -> tuple[int, np.ndarray] | None:  # fmt: skip
+    """The requantization at the end of `steps` that the store module's output stage
+    (STORE OUTQ, docs/isa.md §6.3) computes instead of the ALU: `(k, rows)` when `steps[k:]`
+    (k >= `first`) are exactly `[SHR -left] RDMUL M [RSHR r] [ADD zp] [MAX lo] [MIN hi]
+    [ADD zp']` (clamps in either order) on temp `result`, with `rows` the output stage's four
+    parameter rows (bias 0, multiplier, shift, zero point and bounds); None when no such
+    suffix exists or it could wrap around int32 where the output stage would not."""
+    lanes = {}
+
+    def operand(s: AluStep):
+        if s.kind == "imm":
+            return np.full(block, s.operand, np.int64)
+        return params[s.operand].astype(np.int64)
+
+    order = ("ADD_after", "CLAMP", "ADD_before", "RSHR", "RDMUL", "SHR")
+    k, pos = len(steps), 0  # steps[k:] are taken; `order[pos:]` may still come (backwards)
+    while k > first:
+        s = steps[k - 1]
+        if s.dst != result or s.kind == "temp" or s.per_block:
+            break
+        kind = "CLAMP" if s.op in ("MIN", "MAX") else s.op
+        found = [i for i in range(pos, len(order)) if order[i].split("_")[0] == kind]
+        if not found:
+            break
+        name = s.op if kind == "CLAMP" else order[found[0]]
+        if name in lanes or (name == "SHR" and (s.kind != "imm" or s.operand > 0)):
+            break  # a clamp twice, or a right shift that is not a rounding one
+        lanes[name] = operand(s)
+        pos = found[0] + (0 if kind == "CLAMP" else 1)
+        k -= 1
+    if "RDMUL" not in lanes:
+        return None
+    if "SHR" in lanes and "RSHR" in lanes and np.any(lanes["RSHR"]):
+        del lanes["SHR"]  # one shift field: the left shift stays on the ALU
+        k += 1
+    right = lanes.get("RSHR", np.zeros(block, np.int64))
+    left = -lanes.get("SHR", np.zeros(block, np.int64))
+    before = lanes.get("ADD_before", np.zeros(block, np.int64))
+    after = lanes.get("ADD_after", np.zeros(block, np.int64))
+    lo = lanes.get("MAX", np.full(block, INT32_MIN, np.int64))
+    hi = lanes.get("MIN", np.full(block, INT32_MAX, np.int64))
+    if np.any(before) and (np.any(right < 1) or np.any(np.abs(before) >= 2**30)):
+        return None  # the ALU's add could wrap around int32
+    if np.any(after) and ("MAX" not in lanes or "MIN" not in lanes):
+        return None  # an unclamped add after the clamp could wrap
+    lo, hi = lo + after, hi + after
+    if np.any(lo > hi) or np.any(lo < INT32_MIN) or np.any(hi > INT32_MAX):
+        return None
+    if np.any(right < 0) or np.any(right > 31) or np.any(left > 31):
+        return None
+    rows = np.zeros((4, block), np.int64)
+    rows[1] = lanes["RDMUL"]
+    rows[2] = left - right
+    rows[3, :3] = before[0] + after[0], lo[0], hi[0]
+    if np.any(before + after != rows[3, 0]) or np.any(lo != lo[0]) or np.any(hi != hi[0]):
+        return None  # the zero point and the bounds are one value per tensor
+    return k, rows.astype(np.int32)
+
+
 @dataclass
 class AluLayer:
     """An element-wise layer on packed `[1, blocks, H, W, 1, block]` tensors: input k is loaded

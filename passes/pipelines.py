@@ -77,8 +77,8 @@ class VtaPipeline(NamedPipeline):
     accelerator."""
 
     hw_config: str | None = None
-    """Hardware configuration JSON, passed to `annotate-target`, `partition-graph`,
-    `insert-pack-unpack` and `schedule-vta`."""
+    """Hardware configuration JSON or bundled name (`vta-store-requant`), passed to
+    `annotate-target`, `partition-graph`, `insert-pack-unpack` and `schedule-vta`."""
 
     def expansion(self) -> Sequence[str | ArgSpec | ModulePass]:
         return [

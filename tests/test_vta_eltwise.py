@@ -20,30 +20,32 @@ def _align(n: int) -> int:
     return -(-n // 256) * 256
 
 
-def run_layer(layer: AluLayer, inputs: list[np.ndarray]) -> np.ndarray:
+def run_layer(layer: AluLayer, inputs: list[np.ndarray], config=DEFAULT_CONFIG) -> np.ndarray:
     n = layer.blocks * layer.rows * layer.block
     offsets = [_align(n) * k for k in range(len(inputs) + 1)]
     consts_at = offsets[-1] + _align(n)
-    prog = emit_alu(layer, inputs_at=offsets[:-1], output_at=offsets[-1], constants_at=consts_at)
+    prog = emit_alu(layer, config, inputs_at=offsets[:-1], output_at=offsets[-1],
+                    constants_at=consts_at)  # fmt: skip
     image = np.zeros(consts_at + len(prog.constants), np.uint8)
     for at, x in zip(offsets, inputs):
         image[at : at + n] = x.reshape(-1).view(np.uint8)
     image[consts_at:] = prog.constants
-    result = simulate(prog.program, prog.program.uops, image)
+    result = simulate(prog.program, prog.program.uops, image, config)
     assert not any(result.leftover_tokens.values())
     return result.dram[offsets[-1] : offsets[-1] + n].view(np.int8)
 
 
-def run_two_inputs(emitter, layer, inputs: list[np.ndarray], n: int) -> np.ndarray:
+def run_two_inputs(emitter, layer, inputs: list[np.ndarray], n: int,
+                   config=DEFAULT_CONFIG) -> np.ndarray:  # fmt: skip
     """`layer` emitted with `emitter` on two int8 inputs of one size: its `n` output bytes."""
     size = _align(inputs[0].size)
     out_at, consts_at = 2 * size, 2 * size + _align(n)
-    prog = emitter(layer, inputs_at=[0, size], output_at=out_at, constants_at=consts_at)
+    prog = emitter(layer, config, inputs_at=[0, size], output_at=out_at, constants_at=consts_at)
     image = np.zeros(consts_at + len(prog.constants), np.uint8)
     for k, x in enumerate(inputs):
         image[k * size : k * size + x.size] = x.reshape(-1).view(np.uint8)
     image[consts_at:] = prog.constants
-    result = simulate(prog.program, prog.program.uops, image)
+    result = simulate(prog.program, prog.program.uops, image, config)
     assert not any(result.leftover_tokens.values())
     return result.dram[out_at : out_at + n].view(np.int8)
 

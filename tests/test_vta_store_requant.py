@@ -11,8 +11,10 @@ from qaccel.backends.vta.alu import multiply_by_quantized_multiplier
 from qaccel.backends.vta.asm import assemble, disassemble
 from qaccel.backends.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
 from qaccel.backends.vta.emit import emit
+from qaccel.backends.vta.emit_alu import emit_alu
 from qaccel.backends.vta.isa import PARAM_ROWS, MemType, Opcode, Program, decode, validate
 from qaccel.backends.vta.simulator import SimulationError, simulate, timing
+from qaccel.lowering.vta_layers import AluLayer, AluStep, PoolLayer, output_stage
 from qaccel.lowering.vta_schedule import (
     LayerError,
     alu_bound_cycles,
@@ -22,6 +24,7 @@ from qaccel.lowering.vta_schedule import (
     schedule,
 )
 from test_vta_codegen import check, conv_layer, dense_layer, random_layer
+from test_vta_eltwise import run_layer, run_two_inputs
 
 CONFIG_PATH = Path(__file__).parents[1] / "backends/vta/vta_store_requant.json"
 RQ = HardwareConfig.from_json(CONFIG_PATH)
@@ -212,3 +215,77 @@ def test_store_mode_estimate_and_bound():
     gemm = g.macs // 256
     assert alu_bound_cycles(g, RQ) == max(gemm, alu_bound_cycles(g, RQ))
     assert alu_bound_cycles(g, DEFAULT_CONFIG) > 3 * alu_bound_cycles(g, RQ)
+
+
+# --------------------------------------------------------------------------------------------
+# Element-wise layers and pools: the requantization at the end of their steps
+
+
+def _tail(*ops):
+    return [AluStep(op, 0, kind, v) for op, kind, v in ops]
+
+
+ADD_TAIL = [("SHR", "imm", -20), ("RDMUL", "param", 0), ("RSHR", "imm", 7),
+            ("MAX", "imm", -128 - 3), ("MIN", "imm", 127 - 3), ("ADD", "imm", 3)]  # fmt: skip
+
+
+def test_output_stage_takes_the_requantization_suffix():
+    params = np.full((1, 16), 1 << 30, np.int32)
+    steps = [AluStep("ADD", 0, "temp", 1)] + _tail(*ADD_TAIL)
+    cut, rows = output_stage(steps, 0, params)
+    assert cut == 2  # the left shift stays on the ALU: one shift field, and RSHR needs it
+    assert rows[1, 0] == 1 << 30 and rows[2, 0] == -7 and list(rows[3, :3]) == [3, -128, 127]
+    left_only = _tail(("SHR", "imm", -2), ("RDMUL", "param", 0), ("MIN", "imm", 9))
+    cut, rows = output_stage(left_only, 0, params)
+    assert cut == 0 and rows[2, 0] == 2 and list(rows[3, :3]) == [0, -(2**31), 9]
+    # No multiplier; an add before the clamp that could wrap (no rounding shift); the wrong
+    # temp; a per-block operand; a clamp after the zero point without both bounds.
+    for steps in (_tail(("MIN", "imm", 1)),
+                  _tail(("RDMUL", "param", 0), ("ADD", "imm", 5), ("MIN", "imm", 9)),
+                  [AluStep("RDMUL", 1, "param", 0)],
+                  [AluStep("RDMUL", 0, "param", 0, True)],
+                  _tail(("RDMUL", "param", 0), ("RSHR", "imm", 3), ("MIN", "imm", 9),
+                        ("ADD", "imm", 3))):  # fmt: skip
+        found = output_stage(steps, 0, params)
+        assert found is None or found[0] == len(steps), steps
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_element_wise_layers_requantize_in_the_output_stage(seed):
+    rng = np.random.default_rng(seed)
+    blocks, rows = int(rng.integers(1, 4)), int(rng.choice([1, 300, 1100]))
+    params = rng.integers(1 << 29, 1 << 31, (3, 16)).astype(np.int32)
+    params[1] = int(rng.integers(-500, 500))  # a per-tensor zero point as a parameter row
+    tail = ADD_TAIL[1:] if seed % 2 else [("RDMUL", "param", 2), ("RSHR", "imm", 1),
+                                          ("ADD", "param", 1), ("MIN", "imm", 90),
+                                          ("MAX", "imm", -100)]  # fmt: skip
+    steps = ([AluStep("SHR", 0, "imm", -8), AluStep("RDMUL", 0, "param", 0), AluStep("SHR", 1, "imm", -8),
+              AluStep("ADD", 0, "temp", 1)] + _tail(*tail))  # fmt: skip
+    layer = AluLayer("add", blocks, rows, 16, 2, steps, 0, params)
+    xs = [rng.integers(-128, 128, (blocks, rows, 16)).astype(np.int8) for _ in range(2)]
+    got = run_layer(layer, xs, RQ)
+    np.testing.assert_array_equal(got, layer.reference(xs).reshape(-1))
+    prog = emit_alu(layer, RQ, inputs_at=[0, 1 << 20], output_at=2 << 20, constants_at=3 << 20)
+    assert prog.stage_steps == len(tail)
+    f = decode(prog.program.words, RQ)
+    assert set(f["memory_type"][f["opcode"] == Opcode.STORE]) == {MemType.OUTQ}
+    assert timing(prog.program, RQ).total_cycles < timing(
+        emit_alu(layer, inputs_at=[0, 1 << 20], output_at=2 << 20, constants_at=3 << 20).program
+    ).total_cycles
+
+
+def test_pools_requantize_in_the_output_stage():
+    from qaccel.backends.vta.emit_alu import emit_pool
+
+    rng = np.random.default_rng(3)
+    params = rng.integers(1 << 29, 1 << 31, (1, 16)).astype(np.int32)
+    layer = PoolLayer("p", "ADD", 2, 14, 14, 7, 7, 2, 2, 2, 2, (0, 0, 0, 0), 0,
+                      _tail(*ADD_TAIL[1:]), params)  # fmt: skip
+    xs = [rng.integers(-128, 128, (2, 14, 14, 16)).astype(np.int8)] * 2
+    got = run_two_inputs(emit_pool, layer, xs[:1] * 2, 2 * 49 * 16, RQ)
+    np.testing.assert_array_equal(got, layer.reference(xs[0]).reshape(-1))
+    seed_layer = AluLayer("pool", 3, 1, 16, 2, [AluStep("ADD", 0, "temp", 1)] + _tail(
+        ("ADD", "imm", 64 * 49), *ADD_TAIL[1:]), 0, params, 49, reduce_at=1)  # fmt: skip
+    ins = [rng.integers(-128, 128, (3, 49, 16)).astype(np.int8) for _ in range(2)]
+    got = run_two_inputs(emit_alu, seed_layer, ins, 3 * 16, RQ)
+    np.testing.assert_array_equal(got, seed_layer.reference(ins).reshape(-1))

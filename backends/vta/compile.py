@@ -463,19 +463,22 @@ def _emit_layer(name, index, entry, slots, slot_of, at, index_of, c):
     return lay, prog.constants
 
 
-def _row_counts(layer: AluLayer | PoolLayer) -> tuple[int, int]:
-    """(DRAM rows the layer reads and writes, accumulator rows its ALU instructions walk)."""
+def _row_counts(layer: AluLayer | PoolLayer, stage_steps: int = 0) -> tuple[int, int]:
+    """(DRAM rows the layer reads and writes, accumulator rows its ALU instructions walk when
+    the last `stage_steps` steps run in the store module's output stage)."""
     if isinstance(layer, PoolLayer):
         rows_in = layer.blocks * layer.H * layer.W
         rows_out = layer.blocks * layer.OH * layer.OW
-        alu = rows_out * (layer.KH * layer.KW + len(layer.steps)) + rows_in * len(layer.pre_steps)
+        steps = len(layer.steps) - stage_steps
+        alu = rows_out * (layer.KH * layer.KW + steps) + rows_in * len(layer.pre_steps)
         return rows_in * layer.n_inputs + rows_out, alu
     rows_out = layer.blocks * layer.rows
     rows_in = rows_out * layer.reduce
+    steps = len(layer.steps) - stage_steps
     if layer.reduce > 1:  # steps before the sum on every input row, the sum, the rest
-        alu = rows_in * (layer.reduce_at + 1) + rows_out * (len(layer.steps) - layer.reduce_at)
+        alu = rows_in * (layer.reduce_at + 1) + rows_out * (steps - layer.reduce_at)
     else:
-        alu = rows_in * len(layer.steps)
+        alu = rows_in * steps
     return rows_in * layer.n_inputs + rows_out, alu
 
 
@@ -487,7 +490,7 @@ def _alu_report(
 
     t = timing(prog.program, c)
     cycles = int(t.total_cycles)
-    nrows, alu_rows = _row_counts(layer)
+    nrows, alu_rows = _row_counts(layer, prog.stage_steps)
     roof = roofline(0, nrows * c.block + len(prog.constants), c).cycles
     pool = isinstance(layer, PoolLayer)
     return {

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.backends.vta.emit import ALIGN, COMPUTE, STORE, _row, _Stream
+from qaccel.backends.vta.emit import _IDX, ALIGN, COMPUTE, STORE, _row, _Stream
 from qaccel.backends.vta.isa import AluOp, MemType, Opcode, Program, encode_uops
-from qaccel.lowering.vta_layers import AluLayer, PoolLayer
+from qaccel.lowering.vta_layers import AluLayer, PoolLayer, output_stage
 from qaccel.lowering.vta_schedule import LayerError
 
 
@@ -44,6 +44,7 @@ class AluProgram:
     constants: np.ndarray  # the parameter rows' bytes, at `constants_offset`
     constants_offset: int
     uop_loads: int = 0
+    stage_steps: int = 0  # trailing steps the store module's output stage runs (STORE OUTQ)
 
     def timing(self):
         from qaccel.backends.vta.simulator import timing
@@ -51,10 +52,11 @@ class AluProgram:
         return timing(self.program, self.config)
 
 
-def chunk_rows(layer: AluLayer, config: HardwareConfig) -> int:
+def chunk_rows(layer: AluLayer, config: HardwareConfig, n_params: int | None = None) -> int:
     """The largest chunk two sets of temps (and, for a sum pool, their sums) hold next to the
-    parameter rows (and the ALU's iteration field counts): rows, or blocks of a sum pool."""
-    free = config.depth("acc") - len(layer.params)
+    `n_params` parameter rows (default: the layer's) and the ALU's iteration field counts:
+    rows, or blocks of a sum pool."""
+    free = config.depth("acc") - (len(layer.params) if n_params is None else n_params)
     if layer.reduce > 1:
         rows = min(layer.blocks, free // (2 * (layer.n_inputs * layer.reduce + 1)), (1 << 14) - 1)
     else:
@@ -74,13 +76,23 @@ class _AluEmitter(_Stream):
         super().__init__(config)
         self.layer = layer
         self.inputs_at, self.output_at, self.constants_at = inputs_at, output_at, constants_at
-        self.n_params = len(layer.params)
+        self.steps, self.params = list(layer.steps), np.asarray(layer.params, np.int32)
+        self.stage_row = None  # the output stage's parameter block, when it runs the tail
+        first = layer.reduce_at if getattr(layer, "reduce", 1) > 1 else 0
+        result = getattr(layer, "result", 0)  # a pool's steps run on its one tile
+        stage = output_stage(self.steps, result, self.params, first, layer.block) if (
+            config.store_requant) else None  # fmt: skip
+        if stage is not None:
+            cut, rows = stage
+            self.steps, self.stage_row = self.steps[:cut], len(self.params)
+            self.params = np.concatenate([self.params.reshape(-1, layer.block), rows])
+        self.n_params = len(self.params)
         self.layout()
 
     def layout(self) -> None:
         """Accumulator rows: chunk size, temps and (for a sum pool) sums of each set."""
         layer = self.layer
-        self.R = chunk_rows(layer, self.c)
+        self.R = chunk_rows(layer, self.c, self.n_params)
         self.span = self.R * layer.reduce  # rows of one temp
         self.set_rows = layer.n_inputs * self.span + (self.R if layer.reduce > 1 else 0)
 
@@ -105,8 +117,9 @@ class _AluEmitter(_Stream):
         self.finish()
         program, loads = self.encode_stream()
         lay = self.layer
-        consts = np.ascontiguousarray(lay.params, dtype="<i4").reshape(-1).view(np.uint8)
-        return AluProgram(lay, self.c, program, rows_per_chunk, consts, self.constants_at, loads)
+        consts = np.ascontiguousarray(self.params, dtype="<i4").reshape(-1).view(np.uint8)
+        return AluProgram(lay, self.c, program, rows_per_chunk, consts, self.constants_at, loads,
+                          len(lay.steps) - len(self.steps))  # fmt: skip
 
     def run(self) -> AluProgram:
         lay = self.layer
@@ -141,9 +154,14 @@ class _AluEmitter(_Stream):
             self.alu(AluOp[s.op], key, None, n_out, n_in, dst_f, src_f, reads=reads, writes=res)
 
     def store(self, slot: int, sram: int, row: int, n: int, res):
-        row_ = _row(Opcode.STORE, memory_type=int(MemType.OUT), sram_base=sram,
+        """STORE OUT, or STORE OUTQ through the output stage's parameter block."""
+        mem = MemType.OUT if self.stage_row is None else MemType.OUTQ
+        row_ = _row(Opcode.STORE, memory_type=int(mem), sram_base=sram,
                     dram_base=self.output_at // self.layer.block + row, y_size=1, x_size=n,
                     x_stride=n)  # fmt: skip
+        if self.stage_row is not None:
+            row_[_IDX["param_row"]] = self.stage_row
+            res = res + [("params",)]
         self.add(STORE, row_, reads=res)
 
     def chunk(self, slot: int, b: int, row: int, n: int):
@@ -153,7 +171,7 @@ class _AluEmitter(_Stream):
         for k, at in enumerate(self.inputs_at):
             self.load(MemType.ACC8, self.temp_row(slot, k), at // lay.block + row, 1, n,
                       module=COMPUTE, writes=res)  # fmt: skip
-        for s in lay.steps:
+        for s in self.steps:
             self.step(s, self.temp_row(slot, s.dst), lambda t: self.temp_row(slot, t), b, 1, n,
                       (0, 1), (0, 1), (0, 0), res)  # fmt: skip
         self.store(slot, self.temp_row(slot, lay.result), row, n, res)
@@ -167,14 +185,14 @@ class _AluEmitter(_Stream):
         for k, at in enumerate(self.inputs_at):
             self.load(MemType.ACC8, self.temp_row(slot, k), at // lay.block + b0 * r, 1, n * r,
                       module=COMPUTE, writes=res)  # fmt: skip
-        for s in lay.steps[: lay.reduce_at]:
+        for s in self.steps[: lay.reduce_at]:
             self.step(s, self.temp_row(slot, s.dst), lambda t: self.temp_row(slot, t), b0, n, r,
                       (r, 1), (r, 1), (1, 0), res)  # fmt: skip
         sums = self.sums_row(slot)
         self.gemm(self.uop(sums, 0), n, 1, dst=(1, 0), reset=True, writes=res)  # sums = 0
         key = self.uop(sums, self.temp_row(slot, lay.result))
         self.alu(AluOp.ADD, key, None, n, r, (1, 0), (r, 1), reads=res, writes=res)
-        for s in lay.steps[lay.reduce_at :]:
+        for s in self.steps[lay.reduce_at :]:
             self.step(s, sums, lambda t: sums, b0, 1, n, (0, 1), (0, 1), (0, 1), res)
         self.store(slot, sums, b0, n, res)
 
@@ -190,9 +208,10 @@ def emit_alu(layer: AluLayer, config: HardwareConfig | None = None, *, inputs_at
 # Windowed pools
 
 
-def pool_tile_rows(layer: PoolLayer, config: HardwareConfig) -> int:
-    """Output rows per tile: two sets of (input frame + output tile) next to the parameters."""
-    free = config.depth("acc") - len(layer.params)
+def pool_tile_rows(layer: PoolLayer, config: HardwareConfig, n_params: int | None = None) -> int:
+    """Output rows per tile: two sets of (input frame + output tile) next to the `n_params`
+    parameter rows (default: the layer's)."""
+    free = config.depth("acc") - (len(layer.params) if n_params is None else n_params)
     for th in range(layer.OH, 0, -1):
         frame = ((th - 1) * layer.sh + layer.KH) * layer.W * layer.n_inputs
         if 2 * (frame + th * layer.OW) <= free:
@@ -209,7 +228,7 @@ class _PoolEmitter(_AluEmitter):
     def layout(self) -> None:
         """Accumulator rows: each set holds every input's frame, then the output tile."""
         layer = self.layer
-        self.th = pool_tile_rows(layer, self.c)
+        self.th = pool_tile_rows(layer, self.c, self.n_params)
         self.frame_rows = ((self.th - 1) * layer.sh + layer.KH) * layer.W
         self.set_rows = layer.n_inputs * self.frame_rows + self.th * layer.OW
 
@@ -262,7 +281,7 @@ class _PoolEmitter(_AluEmitter):
                 src = frame + (a * lay.sh - t + ky - iy_lo) * lay.W + c0 * lay.sw - left + kx
                 self.alu(AluOp[lay.op], self.uop(dst, src), None, z - a + 1, c1 - c0 + 1,
                          (lay.OW, 1), (lay.sh * lay.W, lay.sw), reads=res, writes=res)  # fmt: skip
-        for s in lay.steps:
+        for s in self.steps:
             self.step(s, tile, lambda _: tile, b, 1, rows, (0, 1), (0, 1), (0, 0), res)
         self.store(slot, tile, (b * lay.OH + oy0) * lay.OW, rows, res)
 
