@@ -235,9 +235,6 @@ def apply_steps(steps, temps: list[np.ndarray], params: np.ndarray, blocks: int,
         temps[s.dst] = ALU_FUNCTIONS[AluOp[s.op]](temps[s.dst], y)
 
 
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-
-
 def output_stage(steps: list[AluStep], result: int, params: np.ndarray, first: int = 0,
                  block: int = 16) -> tuple[int, np.ndarray] | None:  # fmt: skip
     """The requantization at the end of `steps` that the store module's output stage
@@ -246,6 +243,8 @@ def output_stage(steps: list[AluStep], result: int, params: np.ndarray, first: i
     [ADD zp']` (clamps in either order) on temp `result`, with `rows` the output stage's four
     parameter rows (bias 0, multiplier, shift, zero point and bounds); None when no such
     suffix exists or it could wrap around int32 where the output stage would not."""
+    from qaccel.backends.vta.alu import INT32_MAX, INT32_MIN, output_stage_block
+
     lanes = {}
 
     def operand(s: AluStep):
@@ -289,13 +288,11 @@ def output_stage(steps: list[AluStep], result: int, params: np.ndarray, first: i
         return None
     if np.any(right < 0) or np.any(right > 31) or np.any(left > 31):
         return None
-    rows = np.zeros((4, block), np.int64)
-    rows[1] = lanes["RDMUL"]
-    rows[2] = left - right
-    rows[3, :3] = before[0] + after[0], lo[0], hi[0]
-    if np.any(before + after != rows[3, 0]) or np.any(lo != lo[0]) or np.any(hi != hi[0]):
+    zero_point = before + after
+    if np.any(zero_point != zero_point[0]) or np.any(lo != lo[0]) or np.any(hi != hi[0]):
         return None  # the zero point and the bounds are one value per tensor
-    return k, rows.astype(np.int32)
+    return k, output_stage_block(0, lanes["RDMUL"], left - right, int(zero_point[0]),
+                                 int(lo[0]), int(hi[0]), block)  # fmt: skip
 
 
 @dataclass

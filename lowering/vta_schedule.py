@@ -58,7 +58,7 @@ Decisions:
   search starts from the cheapest available mode and tries the others on its best tilings.
 * bias mode "store" (hardware configs with `store_requant`, docs/isa.md §6.3): the store
   module's output stage adds the bias and requantizes (STORE OUTQ, one parameter block of
-  `STORE_PARAM_ROWS` rows per output block) and clears the rows it stored, so the compute
+  `PARAM_ROWS` rows per output block) and clears the rows it stored, so the compute
   module runs the GEMMs only (a reset when a slot is first used) and the tail overlaps them:
   MobileNetV2's convolutions come within 1.06x of the roofline, ResNet-50's within 1.02x.
 * FULLY_CONNECTED: LiteRT's reference kernel requantizes in double; no fixed-point multiplier
@@ -83,11 +83,11 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.backends.vta.isa import PARAM_ROWS
 
 KINDS = ("conv", "depthwise", "dense")
 LOOP_ORDERS = ("spatial", "channel")
 BIAS_MODES = ("alu", "dma", "gemm", "store")
-STORE_PARAM_ROWS = 4  # bias_mode "store": bias, multiplier, shift, (zp, min, max) per block
 BIAS_DIGIT = 127  # the "gemm" bias mode's constant input row: [127] * 15 + [1]
 MAX_PAD = 15  # LOAD's 4-bit padding fields
 MAX_STRIDE = 0xFFFF  # LOAD/STORE 16-bit x_stride
@@ -630,11 +630,11 @@ def max_kernel(g: LayerGeometry, th: int, tw: int, tco: int, tci: int) -> int:
 
 def param_layout(g: LayerGeometry, bias_mode: str) -> dict[str, tuple[int, int]]:
     """ACC parameter rows: kind -> (first row, rows per output block; 0 = one shared row).
-    Bias mode "store" has one kind, "store": `STORE_PARAM_ROWS` rows per block, read by the
+    Bias mode "store" has one kind, "store": `PARAM_ROWS` rows per block, read by the
     store module's output stage (STORE OUTQ)."""
     rows: dict[str, tuple[int, int]] = {}
     if bias_mode == "store":
-        return {"store": (0, STORE_PARAM_ROWS)}
+        return {"store": (0, PARAM_ROWS)}
     at = 0
     cob = g.COB
     if g.has_bias and bias_mode == "alu":

@@ -4,6 +4,8 @@ Each function takes the destination lanes `x` and the operand lanes `y` (an accu
 the sign-extended immediate, broadcast) as int32 arrays and returns int32. `rdmul` and `rshr`
 are bit-exact with gemmlowp's `SaturatingRoundingDoublingHighMul` and `RoundingDivideByPOT`,
 so `rshr(rdmul(shr(x, -left), M), right)` is TFLite's `MultiplyByQuantizedMultiplier`.
+`output_stage` is STORE OUTQ's requantization (`store_requant` configs) on the parameter rows
+`output_stage_block` lays out.
 
 Operands the hardware leaves undefined (a shift amount out of range) raise `AluRangeError`
 with the flat index of the first offending lane.
@@ -12,8 +14,7 @@ with the flat index of the first offending lane.
 from __future__ import annotations
 
 import numpy as np
-
-from qaccel.backends.vta.isa import AluOp
+from qaccel.backends.vta.isa import PARAM_ROWS, AluOp
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -111,3 +112,24 @@ def multiply_by_quantized_multiplier(x, multiplier, shift):
     v = alu_shr(x, -left)
     v = alu_rdmul(v, np.asarray(multiplier, np.int32))
     return alu_rshr(v, right)
+
+
+def output_stage_block(bias, multiplier, shift, zero_point: int, lo: int, hi: int,
+                       block: int = 16) -> np.ndarray:  # fmt: skip
+    """STORE OUTQ's parameter rows (docs/isa.md §6.3): `[..., PARAM_ROWS, block]` int32 from
+    lanes `bias`, `multiplier`, `shift` (`[..., block]`, broadcast; TFLite's shift sign) and
+    the per-tensor zero point and clamp bounds (lanes 0-2 of the last row)."""
+    lead = np.broadcast_shapes(np.shape(bias), np.shape(multiplier), np.shape(shift),
+                               (block,))[:-1]  # fmt: skip
+    rows = np.zeros(lead + (PARAM_ROWS, block), np.int64)
+    rows[..., 0, :], rows[..., 1, :], rows[..., 2, :] = bias, multiplier, shift
+    rows[..., 3, :3] = zero_point, lo, hi
+    return rows.astype(np.int32)
+
+
+def output_stage(x, rows):
+    """STORE OUTQ's lanes: int32 accumulator rows `x` `[n, block]`, each with its parameter
+    block `rows` `[n, PARAM_ROWS, block]`: `clamp(MBQM(x + bias, M, shift) + zp, lo, hi)`."""
+    bias, multiplier, shift, consts = (rows[:, k] for k in range(PARAM_ROWS))
+    v = multiply_by_quantized_multiplier(alu_add(x, bias), multiplier, shift).astype(np.int64)
+    return np.clip(v + consts[:, :1], consts[:, 1:2], consts[:, 2:3]).astype(np.int32)

@@ -33,10 +33,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from qaccel.backends.vta.alu import output_stage_block
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.backends.vta.isa import (
     FIELD_NAMES,
     FIELDS_DTYPE,
+    PARAM_ROWS,
     AluOp,
     MemType,
     Module,
@@ -59,7 +61,6 @@ from qaccel.lowering.vta_schedule import (
     frame_rows,
     frame_shape,
     fused_bias,
-    STORE_PARAM_ROWS,
     param_layout,
     pixel_block,
     plan_steps,
@@ -240,13 +241,11 @@ def param_rows(layer: ConvLayer, bias_mode: str) -> np.ndarray:
     stage's rows per block: fused bias, multiplier, shift, and (zp, min, max) in lanes 0-2."""
     g = layer.geometry
     if bias_mode == "store":
-        rows = np.zeros((g.COB, STORE_PARAM_ROWS, g.block), np.int64)
-        rows[:, 0] = _lanes(fused_bias(layer), g).reshape(g.COB, g.block)
-        rows[:, 1] = _lanes(layer.multiplier, g).reshape(g.COB, g.block)
-        rows[:, 2] = _lanes(layer.shift, g).reshape(g.COB, g.block)
-        rows[:, 3, :3] = (layer.output_zero_point, max(layer.act_min, -128),
-                          min(layer.act_max, 127))  # fmt: skip
-        return rows.reshape(-1, g.block).astype(np.int32)
+        lanes = [_lanes(v, g).reshape(g.COB, g.block)
+                 for v in (fused_bias(layer), layer.multiplier, layer.shift)]  # fmt: skip
+        rows = output_stage_block(*lanes, layer.output_zero_point, max(layer.act_min, -128),
+                                  min(layer.act_max, 127), g.block)  # fmt: skip
+        return rows.reshape(-1, g.block)
     lay = param_layout(g, bias_mode)
     n = max((s + (g.COB if per else 1) for s, per in lay.values()), default=0)
     rows = np.zeros((n, g.block), np.int64)
@@ -313,6 +312,20 @@ class _Stream:
             x_pad_0=xpad[0], x_pad_1=xpad[1],
         )  # fmt: skip
         return self.add(module, row, reads, writes)
+
+    def store(self, mem, sram, dram, y, x, stride, *, reads=(), writes=(), param_row=None,
+              param_step=(0, 0)) -> int:  # fmt: skip
+        """A STORE; with `param_row` a STORE OUTQ through the parameter blocks from that row
+        (`param_step`: whether they advance with y, x) that clears the rows it reads
+        (`writes` then names them)."""
+        row = _row(Opcode.STORE, memory_type=int(mem), sram_base=sram, dram_base=dram, y_size=y,
+                   x_size=x, x_stride=stride)  # fmt: skip
+        if param_row is not None:
+            row[_IDX["memory_type"]] = int(MemType.OUTQ)
+            row[_IDX["param_row"]] = param_row
+            row[_IDX["param_y"]], row[_IDX["param_x"]] = param_step
+            row[_IDX["clear"]] = int(bool(writes))
+        return self.add(STORE, row, reads, writes)
 
     def gemm(self, kernel, n_out, n_in, dst=(0, 0), src=(0, 0), wgt=(0, 0), reset=False,
              reads=(), writes=(), sub=None) -> int:  # fmt: skip
@@ -734,34 +747,30 @@ class _Emitter(_Stream):
         "store", OUTQ through the output block's parameter rows, clearing the rows read."""
         g, plan = self.g, self.plan
         acc_base = plan.acc_base + aslot * plan.acc_slot_rows
-        mem = MemType.ACC if g.int32_output else MemType.OUTQ if self.store_tail else MemType.OUT
+        mem = MemType.ACC if g.int32_output else MemType.OUT
         out = self.elem("output", self.out_eb)
         res = [("acc", aslot)]
+
+        def store(sram, dram, y, x, stride, block, param_step):
+            if not self.store_tail:
+                self.store(mem, sram, dram, y, x, stride, reads=res)
+                return
+            param_row = self.param_layout["store"][0] + PARAM_ROWS * block
+            self.store(mem, sram, dram, y, x, stride, reads=res + [("params",)], writes=res,
+                       param_row=param_row, param_step=param_step)  # fmt: skip
+
         if g.kind == "dense":  # [pixel][co]: the parameters advance with x
-            self.load_store(mem, acc_base, out + st.ox0 * g.COB + st.co0, st.tw, st.nco, g.COB,
-                            res, st.co0, (0, 1))  # fmt: skip
+            store(acc_base, out + st.ox0 * g.COB + st.co0, st.tw, st.nco, g.COB, st.co0, (0, 1))
             return
         plane = g.OH * g.OW
         npix = st.th * st.tw
         if st.tw == g.OW and plane <= MAX_STRIDE:  # one row per output block
-            self.load_store(mem, acc_base, out + st.co0 * plane + st.oy0 * g.OW, st.nco,
-                            npix, plane, res, st.co0, (1, 0))  # fmt: skip
+            store(acc_base, out + st.co0 * plane + st.oy0 * g.OW, st.nco, npix, plane, st.co0,
+                  (1, 0))  # fmt: skip
             return
         for k in range(st.nco):
-            self.load_store(mem, acc_base + k * npix,
-                            out + (st.co0 + k) * plane + st.oy0 * g.OW + st.ox0,
-                            st.th, st.tw, g.OW, res, st.co0 + k, (0, 0))  # fmt: skip
-
-    def load_store(self, mem, sram, dram, y, x, stride, res, block=0, param_step=(0, 0)):
-        row = _row(Opcode.STORE, memory_type=int(mem), sram_base=sram, dram_base=dram, y_size=y,
-                   x_size=x, x_stride=stride)  # fmt: skip
-        if mem == MemType.OUTQ:
-            row[_IDX["param_row"]] = self.param_layout["store"][0] + STORE_PARAM_ROWS * block
-            row[_IDX["param_y"]], row[_IDX["param_x"]] = param_step
-            row[_IDX["clear"]] = 1
-            self.add(STORE, row, reads=res + [("params",)], writes=res)
-            return
-        self.add(STORE, row, reads=res)
+            store(acc_base + k * npix, out + (st.co0 + k) * plane + st.oy0 * g.OW + st.ox0,
+                  st.th, st.tw, g.OW, st.co0 + k, (0, 0))  # fmt: skip
 
     def load_consts(self):
         """The zero-point GEMM's constant input row and weight tile, the bias GEMM's."""

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.backends.vta.emit import _IDX, ALIGN, COMPUTE, STORE, _row, _Stream
-from qaccel.backends.vta.isa import AluOp, MemType, Opcode, Program, encode_uops
+from qaccel.backends.vta.emit import ALIGN, COMPUTE, _Stream
+from qaccel.backends.vta.isa import AluOp, MemType, Program, encode_uops
 from qaccel.lowering.vta_layers import AluLayer, PoolLayer, output_stage
 from qaccel.lowering.vta_schedule import LayerError
 
@@ -78,8 +78,7 @@ class _AluEmitter(_Stream):
         self.inputs_at, self.output_at, self.constants_at = inputs_at, output_at, constants_at
         self.steps, self.params = list(layer.steps), np.asarray(layer.params, np.int32)
         self.stage_row = None  # the output stage's parameter block, when it runs the tail
-        first = layer.reduce_at if getattr(layer, "reduce", 1) > 1 else 0
-        result = getattr(layer, "result", 0)  # a pool's steps run on its one tile
+        result, first = self.stage_scope()
         stage = output_stage(self.steps, result, self.params, first, layer.block) if (
             config.store_requant) else None  # fmt: skip
         if stage is not None:
@@ -88,6 +87,12 @@ class _AluEmitter(_Stream):
             self.params = np.concatenate([self.params.reshape(-1, layer.block), rows])
         self.n_params = len(self.params)
         self.layout()
+
+    def stage_scope(self) -> tuple[int, int]:
+        """(the temp the steps leave the result in, the first step the output stage may
+        take): a sum pool's stage can only take steps after the sum."""
+        lay = self.layer
+        return lay.result, (lay.reduce_at if lay.reduce > 1 else 0)
 
     def layout(self) -> None:
         """Accumulator rows: chunk size, temps and (for a sum pool) sums of each set."""
@@ -153,16 +158,15 @@ class _AluEmitter(_Stream):
             src_f = block_f if s.per_block else (0, 0)
             self.alu(AluOp[s.op], key, None, n_out, n_in, dst_f, src_f, reads=reads, writes=res)
 
-    def store(self, slot: int, sram: int, row: int, n: int, res):
-        """STORE OUT, or STORE OUTQ through the output stage's parameter block."""
-        mem = MemType.OUT if self.stage_row is None else MemType.OUTQ
-        row_ = _row(Opcode.STORE, memory_type=int(mem), sram_base=sram,
-                    dram_base=self.output_at // self.layer.block + row, y_size=1, x_size=n,
-                    x_stride=n)  # fmt: skip
-        if self.stage_row is not None:
-            row_[_IDX["param_row"]] = self.stage_row
-            res = res + [("params",)]
-        self.add(STORE, row_, reads=res)
+    def store_rows(self, sram: int, row: int, n: int, res):
+        """STORE OUT `n` rows to output row `row`, or STORE OUTQ through the output stage's
+        parameter block."""
+        dram = self.output_at // self.layer.block + row
+        if self.stage_row is None:
+            self.store(MemType.OUT, sram, dram, 1, n, n, reads=res)
+        else:
+            self.store(MemType.OUTQ, sram, dram, 1, n, n, reads=res + [("params",)],
+                       param_row=self.stage_row)  # fmt: skip
 
     def chunk(self, slot: int, b: int, row: int, n: int):
         """`n` rows of channel block `b` from output row `row`."""
@@ -174,7 +178,7 @@ class _AluEmitter(_Stream):
         for s in self.steps:
             self.step(s, self.temp_row(slot, s.dst), lambda t: self.temp_row(slot, t), b, 1, n,
                       (0, 1), (0, 1), (0, 0), res)  # fmt: skip
-        self.store(slot, self.temp_row(slot, lay.result), row, n, res)
+        self.store_rows(self.temp_row(slot, lay.result), row, n, res)
 
     def pool_chunk(self, slot: int, b0: int, n: int):
         """Blocks b0 .. b0+n-1 of a sum pool: every input row through the first steps (outer
@@ -194,7 +198,7 @@ class _AluEmitter(_Stream):
         self.alu(AluOp.ADD, key, None, n, r, (1, 0), (r, 1), reads=res, writes=res)
         for s in self.steps[lay.reduce_at :]:
             self.step(s, sums, lambda t: sums, b0, 1, n, (0, 1), (0, 1), (0, 1), res)
-        self.store(slot, sums, b0, n, res)
+        self.store_rows(sums, b0, n, res)
 
 
 def emit_alu(layer: AluLayer, config: HardwareConfig | None = None, *, inputs_at: list[int],
@@ -224,6 +228,9 @@ class _PoolEmitter(_AluEmitter):
     read (of every input, then the pre-steps over them for a computed tensor), set the tile to the pool's identity (GEMM reset; ADD -128 for max), one ALU
     instruction per tap over the output pixels whose tap lies inside the input (padding taps
     are skipped: the padding holds the identity), the steps, STORE OUT."""
+
+    def stage_scope(self) -> tuple[int, int]:
+        return 0, 0  # the steps run on the pooled tile
 
     def layout(self) -> None:
         """Accumulator rows: each set holds every input's frame, then the output tile."""
@@ -283,7 +290,7 @@ class _PoolEmitter(_AluEmitter):
                          (lay.OW, 1), (lay.sh * lay.W, lay.sw), reads=res, writes=res)  # fmt: skip
         for s in self.steps:
             self.step(s, tile, lambda _: tile, b, 1, rows, (0, 1), (0, 1), (0, 0), res)
-        self.store(slot, tile, (b * lay.OH + oy0) * lay.OW, rows, res)
+        self.store_rows(tile, (b * lay.OH + oy0) * lay.OW, rows, res)
 
 
 def emit_pool(layer: PoolLayer, config: HardwareConfig | None = None, *, inputs_at: list[int],

@@ -26,14 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from qaccel.backends.vta._blas import single_threaded_blas
-from qaccel.backends.vta.alu import (
-    ALU_FUNCTIONS,
-    AluRangeError,
-    alu_add,
-    alu_rdmul,
-    alu_rshr,
-    alu_shr,
-)
+from qaccel.backends.vta.alu import ALU_FUNCTIONS, AluRangeError, output_stage
 from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.backends.vta.isa import (
     FIELD_NAMES,
@@ -763,19 +756,15 @@ class _Machine:
         if int(first.max()) + PARAM_ROWS > depth:
             raise self.error(i, f"parameter rows up to {int(first.max()) + PARAM_ROWS - 1} "
                                 f"exceed the ACC depth {depth}")  # fmt: skip
-        rows = (first[:, None] + np.arange(PARAM_ROWS)).reshape(-1)
-        self._read_rows(i, STORE, self.acc_writer, rows, "ACC", COMPUTE)
+        rows = first[:, None] + np.arange(PARAM_ROWS)
+        self._read_rows(i, STORE, self.acc_writer, rows.reshape(-1), "ACC", COMPUTE)
         self.acc_store_reader[rows] = i
-        bias, mult, shift, consts = (self.acc[first + k] for k in range(PARAM_ROWS))
         try:
-            v = alu_add(vals, bias)
-            v = alu_shr(v, -np.maximum(shift, 0))
-            v = alu_rshr(alu_rdmul(v, mult), np.maximum(-shift, 0))
+            return output_stage(vals, self.acc[rows])
         except AluRangeError as e:
-            raise self.error(i, f"output stage: {e} (row {e.lane // self.blk} of the store, "
-                                f"lane {e.lane % self.blk}); the hardware result is undefined")  # fmt: skip
-        zp, lo, hi = (consts[:, k : k + 1].astype(np.int64) for k in range(3))
-        return np.clip(v.astype(np.int64) + zp, lo, hi).astype(np.int32)
+            row, lane = divmod(e.lane, self.blk)
+            raise self.error(i, f"output stage: {e} (row {row} of the store, lane {lane}); the "
+                                f"hardware result is undefined")  # fmt: skip
 
     def _check_range(self, i, r, base, fo, fi, depth, buf):
         """Range-check every `base[k] + o*fo + i*fi` (factors are unsigned: check the max)."""
