@@ -32,7 +32,8 @@ RQ = HardwareConfig.from_json(CONFIG_PATH)
 
 def test_bundled_config_is_the_default_plus_the_extension():
     assert RQ.store_requant and not DEFAULT_CONFIG.store_requant
-    assert RQ.to_dict() | {"name": "vta-default", "store_requant": False} == DEFAULT_CONFIG.to_dict()
+    default = RQ.to_dict() | {"name": "vta-default", "store_requant": False}
+    assert default == DEFAULT_CONFIG.to_dict()
     with pytest.raises(ConfigError, match="store_requant must be true or false"):
         HardwareConfig(store_requant=1)
 
@@ -79,14 +80,13 @@ def test_assembler_round_trip_and_refusal_without_the_extension():
         assemble(text, DEFAULT_CONFIG)
 
 
-def _output_stage_program(n_rows, blocks, step, clear=True, reuse=False):
-    """LOAD ACC data rows and parameter blocks, STORE OUTQ them; with `reuse`, a later GEMM
-    reset rewrites the cleared rows (tokens as the emitter makes them)."""
+def _output_stage_program(n_rows, blocks, step, param_step=(0, 0), reuse=False):
+    """LOAD ACC data rows and parameter blocks, STORE OUTQ ... clear them; with `reuse`, a
+    later GEMM reset rewrites the cleared rows (tokens as the emitter makes them)."""
     p = Program(RQ)
     p.load(MemType.ACC, 0, 0, 1, n_rows + blocks * PARAM_ROWS, push_next=True)
-    p.store(MemType.OUTQ, 0, 64, *step, clear=clear, param_row=n_rows, pop_prev=True,
-            param_step=(1, 0) if step[0] == blocks > 1 else (0, 1) if blocks > 1 else (0, 0),
-            push_prev=True)  # fmt: skip
+    p.store(MemType.OUTQ, 0, 64, *step, clear=True, param_row=n_rows, param_step=param_step,
+            pop_prev=True, push_prev=True)  # fmt: skip
     if reuse:
         p.uops = np.zeros(1, np.uint32)
         p.load(MemType.UOP, 0, 0, 1, 1)
@@ -95,11 +95,15 @@ def _output_stage_program(n_rows, blocks, step, clear=True, reuse=False):
     return p
 
 
-@pytest.mark.parametrize("step", [(1, 6), (3, 2), (2, 3)])
-def test_output_stage_is_tflite_requantization(step):
+@pytest.mark.parametrize(
+    "step, param_step", [((1, 6), (0, 0)), ((3, 2), (1, 0)), ((2, 3), (0, 1))]
+)
+def test_output_stage_is_tflite_requantization(step, param_step):
     rng = np.random.default_rng(sum(step))
     n = step[0] * step[1]
-    blocks = step[0] if step == (3, 2) else step[1] if step == (2, 3) else 1
+    y, x = np.indices(step)
+    b = (y * param_step[0] + x * param_step[1]).reshape(-1)  # each row's parameter block
+    blocks = int(b.max()) + 1
     acc = rng.integers(-(2**31), 2**31, (n, 16), dtype=np.int64).astype(np.int32)
     acc[0, :4] = [2**31 - 1, -(2**31), 0, -1]
     params = np.zeros((blocks, PARAM_ROWS, 16), np.int64)
@@ -111,10 +115,9 @@ def test_output_stage_is_tflite_requantization(step):
     image = np.zeros(64 * 64 + n * 16, np.uint8)
     data = np.concatenate([acc, params.reshape(-1, 16).astype(np.int32)])
     image[: data.nbytes] = data.view(np.uint8).reshape(-1)
-    result = simulate(_output_stage_program(n, blocks, step), dram=image, config=RQ)
+    program = _output_stage_program(n, blocks, step, param_step)
+    result = simulate(program, dram=image, config=RQ)
     got = result.dram[64 * 16 : 64 * 16 + n * 16].view(np.int8).reshape(step + (16,))
-    y, x = np.indices(step)
-    b = (y if step == (3, 2) else x if step == (2, 3) else 0 * y).reshape(-1)
     wide = acc.astype(np.int64) + params[b, 0]
     wide = ((wide + 2**31) % 2**32 - 2**31).astype(np.int32)
     q = multiply_by_quantized_multiplier(wide, params[b, 1], params[b, 2]).astype(np.int64)
@@ -182,7 +185,8 @@ def test_store_mode_random_layers_and_tilings():
     """Random layers, random legal candidates (every bias mode the config allows)."""
     rng = np.random.default_rng(77)
     small = HardwareConfig(name="small-rq", log_uop_buff_size=10, log_inp_buff_size=12,
-                           log_wgt_buff_size=15, log_acc_buff_size=13, store_requant=True)  # fmt: skip
+                           log_wgt_buff_size=15, log_acc_buff_size=13,
+                           store_requant=True)  # fmt: skip
     checked = 0
     while checked < 40:
         layer = random_layer(rng)
@@ -259,8 +263,8 @@ def test_element_wise_layers_requantize_in_the_output_stage(seed):
     tail = ADD_TAIL[1:] if seed % 2 else [("RDMUL", "param", 2), ("RSHR", "imm", 1),
                                           ("ADD", "param", 1), ("MIN", "imm", 90),
                                           ("MAX", "imm", -100)]  # fmt: skip
-    steps = ([AluStep("SHR", 0, "imm", -8), AluStep("RDMUL", 0, "param", 0), AluStep("SHR", 1, "imm", -8),
-              AluStep("ADD", 0, "temp", 1)] + _tail(*tail))  # fmt: skip
+    steps = [AluStep("SHR", 0, "imm", -8), AluStep("RDMUL", 0, "param", 0),
+             AluStep("SHR", 1, "imm", -8), AluStep("ADD", 0, "temp", 1)] + _tail(*tail)  # fmt: skip
     layer = AluLayer("add", blocks, rows, 16, 2, steps, 0, params)
     xs = [rng.integers(-128, 128, (blocks, rows, 16)).astype(np.int8) for _ in range(2)]
     got = run_layer(layer, xs, RQ)

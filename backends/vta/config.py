@@ -3,9 +3,9 @@
 `HardwareConfig()` is VTA's default configuration (1x16x16 GEMM core, 32 KiB micro-op and input
 buffers, 256 KiB weight buffer, 128 KiB accumulator) on a 16-byte (128-bit AXI) bus at 333 MHz,
 as in VTA's Ultra96/ZCU104 packaging. `HardwareConfig.from_json(path)` reads the same keys as
-`vta_default.json` (packaged next to this file; `vta_store_requant.json` adds the store module's
-output stage, docs/isa.md §6.3), or the name of a bundled file; missing keys take the defaults. The ISA's field
-widths derive from the buffer depths exactly as in VTA's `hw_spec.h`, and a configuration whose
+`vta_default.json` (packaged next to this file; `vta_store_requant.json` adds the store
+module's output stage, docs/isa.md §6.3), or the name of a bundled file; missing keys take the
+defaults. The ISA's field widths derive from the buffer depths exactly as in VTA's `hw_spec.h`, and a configuration whose
 fields do not fit in 128-bit instructions / 32-bit micro-ops is rejected. See `docs/isa.md`.
 """
 
@@ -56,7 +56,9 @@ class HardwareConfig:
                 continue
             if f.name == "store_requant":
                 if not isinstance(value, bool):
-                    raise ConfigError(f"hardware config: store_requant must be true or false, got {value!r}")
+                    raise ConfigError(
+                        f"hardware config: store_requant must be true or false, got {value!r}"
+                    )
                 continue
             if f.name == "clock_mhz":
                 if not value > 0:

@@ -259,7 +259,8 @@ def validate(program, config: HardwareConfig | None = None, fields=None) -> list
     is_load, is_store = opcode == Opcode.LOAD, opcode == Opcode.STORE
     for i in np.flatnonzero(is_load & ~np.isin(mem_type, [int(m) for m in LOAD_MEM_TYPES])):
         errors.append((int(i), f"LOAD: illegal memory type {_mem_name(mem_type[i])}"))
-    store_types = [int(m) for m in STORE_MEM_TYPES if m != MemType.OUTQ or layout.config.store_requant]
+    store_types = [int(m) for m in STORE_MEM_TYPES
+                   if m != MemType.OUTQ or layout.config.store_requant]  # fmt: skip
     for i in np.flatnonzero(is_store & ~np.isin(mem_type, store_types)):
         errors.append((int(i), f"STORE: illegal memory type {_mem_name(mem_type[i])}"))
     params = f["param_row"] | f["param_y"] | f["param_x"]
