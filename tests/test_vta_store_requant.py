@@ -36,6 +36,9 @@ def test_bundled_config_is_the_default_plus_the_extension():
     assert default == DEFAULT_CONFIG.to_dict()
     with pytest.raises(ConfigError, match="store_requant must be true or false"):
         HardwareConfig(store_requant=1)
+    assert HardwareConfig.from_json("vta-store-requant") == RQ
+    with pytest.raises(ConfigError, match="bundled: vta-default, vta-store-requant"):
+        HardwareConfig.from_json("vta-fast")
 
 
 def test_store_fields_layout():

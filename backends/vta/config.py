@@ -176,7 +176,12 @@ class HardwareConfig:
         name = str(path)
         if not Path(path).exists() and name.replace("-", "_").isidentifier():
             bundled = DEFAULT_CONFIG_PATH.with_name(f"{name.replace('-', '_')}.json")
-            path = bundled if bundled.exists() else path
+            if not bundled.exists():
+                known = sorted(f.stem.replace("_", "-")
+                               for f in DEFAULT_CONFIG_PATH.parent.glob("*.json"))  # fmt: skip
+                raise ConfigError(f"{name}: no such hardware config file or bundled config "
+                                  f"(bundled: {', '.join(known)})")  # fmt: skip
+            path = bundled
         try:
             data = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError) as e:
