@@ -7,7 +7,7 @@ listing the universe costs nothing until a dialect or pass is used.
 from xdsl.universe import Universe
 
 from qaccel.dialects import get_all_dialects
-from qaccel.passes import get_all_passes
+from qaccel.pipeline.registry import get_all_passes
 
 
 def _dot_target():

@@ -26,7 +26,7 @@ from xdsl.traits import ConstantLike
 from xdsl.utils.target import Target
 
 from qaccel.dialects.names import is_public, location_name
-from qaccel.passes.analysis import op_macs
+from qaccel.dialects.macs import op_macs
 
 # Pastel fills with a darker border each, one per partition in turn.
 _PALETTE = (
@@ -48,7 +48,7 @@ def _type_label(v: SSAValue) -> str:
     t = v.type
     if not isinstance(t, TensorType):
         return str(t)
-    from qaccel.backends.targets import storage_dtype
+    from qaccel.targets.base import storage_dtype
 
     dtype = storage_dtype(v)
     kind = {"int8": "i8", "int32": "i32", "int16": "i16", "uint8": "u8"}.get(str(dtype), str(dtype))

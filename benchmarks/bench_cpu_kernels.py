@@ -1,7 +1,7 @@
 """Time the bit-exact CPU kernels on the layers of MobileNetV2 1.0/224 and ResNet-50 (int8).
 
 Every layer of both networks is built with random int8 weights and realistic per-channel
-quantization and run through `qaccel.backends.cpu.kernels` (prepare + kernel, as the
+quantization and run through `qaccel.kernels.registry` (prepare + kernel, as the
 interpreter does), so the totals are whole-model inference times of the kernels alone.
 Targets: MobileNetV2 under 2 s, ResNet-50 under 10 s on a 2-core machine.
 
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qaccel.backends.cpu.kernel_base import window_geometry
-from qaccel.backends.cpu.kernels import KERNELS, OpCall, prepare
-from qaccel.backends.cpu.qparams import QParams
+from qaccel.kernels.base import window_geometry
+from qaccel.kernels.registry import KERNELS, OpCall, prepare
+from qaccel.kernels.qparams import QParams
 
 ACT_Q = QParams.per_tensor(0.0235, -128)  # a ReLU6 activation: [0, 6]
 LIN_Q = QParams.per_tensor(0.12, 3)  # a linear bottleneck output

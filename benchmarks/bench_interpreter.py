@@ -14,7 +14,7 @@ from pathlib import Path
 
 from xdsl.context import Context
 
-from qaccel.backends.cpu.interpreter import entry_function, random_inputs, run_function
+from qaccel.interpreter.interpreter import entry_function, random_inputs, run_function
 from qaccel.frontend.tflite_import import import_tflite
 from qaccel.passes.legalize_tfl_to_q import LegalizeTflToQPass
 

@@ -1,5 +1,5 @@
 """What the `vta` target's decisions cost or gain, per model: the measurements behind
-`qaccel.backends.targets.vta_target`'s docstring.
+`qaccel.targets.vta.target.vta_target`'s docstring.
 
     python benchmarks/bench_partition.py [MODEL.tflite ...]
 
@@ -31,19 +31,18 @@ import math
 import sys
 from pathlib import Path
 
-from xdsl.dialects import func
-
-from qaccel.backends.targets import (
+from qaccel.dialects.macs import op_macs
+from qaccel.frontend.tflite_import import import_tflite
+from qaccel.pipeline.manager import build_pipeline, qaccel_context
+from qaccel.targets.base import (
     Target,
     check,
     register_target,
     shape_of,
     tensor_bytes,
-    vta_target,
 )
-from qaccel.frontend.tflite_import import import_tflite
-from qaccel.passes.analysis import op_macs
-from qaccel.passes.pipeline import build_pipeline, qaccel_context
+from qaccel.targets.vta.target import vta_target
+from xdsl.dialects import func
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = 16

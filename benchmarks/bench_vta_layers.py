@@ -33,7 +33,7 @@ MODELS = {
 
 def model_layers(path):
     from qaccel.frontend.tflite_import import import_tflite_file
-    from qaccel.lowering.vta_schedule import layers_from_q
+    from qaccel.lowering.vta.schedule import layers_from_q
     from qaccel.passes.legalize_tfl_to_q import LegalizeTflToQPass
     from xdsl.context import Context
 
@@ -48,10 +48,10 @@ def headline(layer) -> bool:
 
 
 def main(argv=None):
-    from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
-    from qaccel.backends.vta.emit import emit
-    from qaccel.backends.vta.simulator import timing
-    from qaccel.lowering.vta_schedule import (
+    from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+    from qaccel.lowering.vta.emit import emit
+    from qaccel.targets.vta.simulator import timing
+    from qaccel.lowering.vta.schedule import (
         alu_bound_cycles,
         reference,
         roofline_cycles,

@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
-from qaccel.backends.vta.isa import AluOp, MemType, Program, encode_uops
-from qaccel.backends.vta.simulator import simulate
+from qaccel.targets.vta.isa import AluOp, MemType, Program, encode_uops
+from qaccel.targets.vta.simulator import simulate
 
 
 def _image(x, wt, out_bytes):

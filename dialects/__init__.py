@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 
+from xdsl.context import Context
 from xdsl.ir import Dialect
 
 
@@ -22,8 +23,19 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         return Q
 
     def get_accel():
+        import qaccel.dialects.accel_canonicalization  # noqa: F401  (registers its patterns)
         from qaccel.dialects.accel import Accel
 
         return Accel
 
     return {"quant": get_quant, "tfl": get_tfl, "q": get_q, "accel": get_accel}
+
+
+def qaccel_context() -> Context:
+    """A context with every dialect of the multiverse (qaccel's and xDSL's), loaded lazily."""
+    from xdsl.universe import Universe
+
+    ctx = Context()
+    for name, factory in Universe.get_multiverse().all_dialects.items():
+        ctx.register_dialect(name, factory)
+    return ctx

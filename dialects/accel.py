@@ -47,8 +47,8 @@ the accelerator computes:
 - `accel.host_requantize`: LiteRT's double-precision FULLY_CONNECTED requantization, run by the
   host on accumulators the accelerator stored.
 
-Their canonicalization patterns live in `passes/canonicalize_accel.py`;
-`backends/cpu/accel_semantics.py` executes every op bit-exactly.
+Their canonicalization patterns live in `dialects/accel_canonicalization.py`;
+`interpreter/accel_semantics.py` executes every op bit-exactly.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from qaccel.dialects.q import array_values, f64_array, i32_array, i64_array
+from qaccel.dialects.quant import UniformQuantizedType, storage_range
 from xdsl.dialects.builtin import (
     I32,
     I64,
@@ -87,9 +89,6 @@ from xdsl.irdl import (
 from xdsl.pattern_rewriter import RewritePattern
 from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
-
-from qaccel.dialects.q import array_values, f64_array, i32_array, i64_array
-from qaccel.dialects.quant import UniformQuantizedType, storage_range
 
 PACKED_FUNCTION_ATTR = "accel.packed"
 """Unit attribute `insert-pack-unpack` puts on an accelerator function once its arguments and
@@ -375,19 +374,32 @@ class UnpackOp(_LayoutOp):
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
+_CANONICALIZATION_PATTERNS: dict[str, tuple[RewritePattern, ...]] = {}
+
+
+def register_canonicalization_patterns(table: dict[str, tuple[RewritePattern, ...]]) -> None:
+    """Called by `dialects/accel_canonicalization.py`, which defines the patterns over these op
+    classes (loading the dialect by name imports it)."""
+    _CANONICALIZATION_PATTERNS.update(table)
+
+
+def all_canonicalization_patterns() -> tuple[RewritePattern, ...]:
+    seen: dict[int, RewritePattern] = {}
+    for patterns in _CANONICALIZATION_PATTERNS.values():
+        for p in patterns:
+            seen.setdefault(id(p), p)
+    return tuple(seen.values())
+
+
 class AccelCanonicalization(HasCanonicalizationPatternsTrait):
-    """The `accel` op's canonicalization patterns (`passes/canonicalize_accel.py`)."""
+    """The `accel` op's canonicalization patterns (`dialects/accel_canonicalization.py`)."""
 
     def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
-        from qaccel.passes.canonicalize_accel import patterns_for
-
-        return patterns_for(op.name)
+        return _CANONICALIZATION_PATTERNS.get(op.name, ())
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        from qaccel.passes.canonicalize_accel import all_patterns
-
-        return all_patterns()
+        return all_canonicalization_patterns()
 
 
 def storage_width(t: Attribute) -> int | None:

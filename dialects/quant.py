@@ -34,7 +34,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from qaccel.backends.cpu.qparams import QParams
+from qaccel.kernels.qparams import QParams
 
 _STORAGE_NAMES = {"i8": (8, True), "u8": (8, False), "i16": (16, True), "i32": (32, True)}
 

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from qaccel.backends.cpu.qparams import QParams
+from qaccel.kernels.qparams import QParams
 from qaccel.frontend.tflite_writer import (
     ModelSpec,
     OperatorSpec,

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from qaccel.backends.cpu.qparams import QParams
+from qaccel.kernels.qparams import QParams
 from qaccel.frontend import tflite_schema as schema
 
 __all__ = [

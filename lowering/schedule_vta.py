@@ -1,8 +1,8 @@
 """`schedule-vta`: choose each accelerator layer's loop structure and keep it in the IR.
 
 Every `accel.conv2d_zp` / `accel.dense_zp` of a `vta` accelerator function that forms a layer
-with its requantization tail (`lowering/vta_layers.py`) gets a `qaccel.schedule` dictionary:
-the tiling the cost-model search chose (`lowering/vta_schedule.py`), i.e. the loop nest the
+with its requantization tail (`lowering/vta/layers.py`) gets a `qaccel.schedule` dictionary:
+the tiling the cost-model search chose (`lowering/vta/schedule.py`), i.e. the loop nest the
 emitter walks: output-row, output-column, output-channel and input-channel tile sizes (pixels;
 channel blocks), the order of the two outer loops, how the bias reaches the accumulators, and
 how many slots of each on-chip buffer double-buffer the loads (VTA's virtual threads).
@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qaccel.dialects import accel
-from qaccel.lowering.vta_layers import NotALayer, match_layer
-from qaccel.lowering.vta_schedule import (
+from qaccel.lowering.vta.layers import NotALayer, match_layer
+from qaccel.lowering.vta.schedule import (
     BIAS_MODES,
     LOOP_ORDERS,
     ConvLayer,

@@ -18,7 +18,7 @@ from xdsl.passes import ModulePass
 from xdsl.traits import ConstantLike
 from xdsl.utils.exceptions import PassFailedException
 
-from qaccel.backends.targets import MatchResult, Target, TargetError, describe_op, get_target
+from qaccel.targets.base import MatchResult, Target, TargetError, describe_op, get_target
 
 TARGET_ATTR = "qaccel.target"
 PATTERN_ATTR = "qaccel.pattern"
@@ -104,7 +104,7 @@ def _next_group_id(module: ModuleOp) -> int:
 class AnnotateTargetPass(ModulePass):
     """Mark the op groups that match a target's pattern table (target, pattern, group id).
 
-    The target's pattern table (`qaccel.backends.targets`) is matched over the host functions
+    The target's pattern table (`qaccel.targets.base`) is matched over the host functions
     (the public ones, i.e. the entry function); each accepted match becomes a group whose ops get
     the discardable attributes `qaccel.target`, `qaccel.pattern` and `qaccel.group` (a module-wide
     id, increasing in program order), plus `qaccel.partition_index` when the pattern gives one:

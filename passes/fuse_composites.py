@@ -2,7 +2,7 @@
 
 TensorFlow's prepare-composite-functions for qaccel (see `FuseCompositesPass` for the rules
 and `fusions.py` for the built-in fusions). The fusion registry and its `qaccel.fusions`
-entry points are in `fusion_registry.py`.
+entry points are in `fusions/registry.py`.
 
 Composites are processed decompositions first, so an inlined decomposition brings its own
 composites already fused; a decomposition that (indirectly) uses itself fails the pass.
@@ -38,7 +38,7 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from qaccel.dialects.names import is_public, location_name
 from qaccel.dialects.tfl import ConstOp, OpaqueOp, StableHLOCompositeOp, TflOp, attr_to_py
-from qaccel.passes.fusion_registry import (
+from qaccel.fusions.registry import (
     IMPLEMENTS_ARGUMENTS,
     IMPLEMENTS_ATTRIBUTES,
     Fusion,
@@ -395,8 +395,8 @@ class _Fuser:
         fit: better a clear error now than a model that no runtime loads."""
         if not isinstance(op, TflOp | OpaqueOp):
             return
-        from qaccel.backends.cpu import kernels
-        from qaccel.backends.cpu.prepare import ExecutionError, prepare_op
+        from qaccel.kernels import registry as kernels
+        from qaccel.interpreter.prepare import ExecutionError, prepare_op
 
         try:
             prepare_op(op)

@@ -143,7 +143,7 @@ def activation_packing(t: Attribute, block: int) -> accel.Packing | None:
 
 
 def target_block(target: str, hw_config: str = "") -> int:
-    """The channel block of `target`'s hardware (`backends/targets.py`; for `vta`, the
+    """The channel block of `target`'s hardware (`targets/base.py`; for `vta`, the
     HardwareConfig's BLOCK_IN, which must equal BLOCK_OUT: one accelerator function's packed
     output is the next one's packed input)."""
     config = load_target(InsertPackUnpackPass.name, target, hw_config).config
@@ -481,7 +481,7 @@ def _rewrite_host(plan: HostPlan) -> None:
 def _pack_weights(f: func.FuncOp, block: int) -> None:
     """Constant `q.conv2d` / `q.dense` filters become packed constants plus an unpack (one per
     constant and filter zero point, right after the constant)."""
-    from qaccel.backends.cpu.accel_semantics import pack
+    from qaccel.interpreter.accel_semantics import pack
 
     unpacked: dict[tuple[Operation, int], SSAValue] = {}
     for op in list(f.walk()):

@@ -54,13 +54,13 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import PassFailedException
 
-from qaccel.backends.cpu import arithmetic as ar
-from qaccel.backends.cpu import kernels
-from qaccel.backends.cpu.prepare import ExecutionError, prepare_op
-from qaccel.backends.cpu.kernel_base import window_geometry
-from qaccel.backends.cpu.kernels_conv import per_channel_multipliers
-from qaccel.backends.cpu.kernels_elementwise import add_sub_params
-from qaccel.backends.cpu.kernels_reduce import resolve_axes
+from qaccel.kernels import arithmetic as ar
+from qaccel.kernels import registry as kernels
+from qaccel.interpreter.prepare import ExecutionError, prepare_op
+from qaccel.kernels.base import window_geometry
+from qaccel.kernels.conv import per_channel_multipliers
+from qaccel.kernels.elementwise import add_sub_params
+from qaccel.kernels.reduce import resolve_axes
 from qaccel.dialects import q, tfl
 from qaccel.dialects.names import location_name
 from qaccel.dialects.quant import element_qparams

@@ -18,8 +18,8 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from qaccel.backends.targets import RegionSummary, Target, describe_op
-from qaccel.passes.analysis import op_macs
+from qaccel.targets.base import RegionSummary, Target, describe_op
+from qaccel.dialects.macs import op_macs
 from qaccel.passes.annotate_target import (
     ANNOTATIONS,
     GROUP_ATTR,

@@ -20,7 +20,7 @@ def fixture_models() -> list[Path]:
 
 
 def context() -> Context:
-    from qaccel.passes.pipeline import qaccel_context
+    from qaccel.pipeline.manager import qaccel_context
 
     return qaccel_context()
 
@@ -35,7 +35,7 @@ def vta_lowered(name: str, hw_config: str = "") -> tuple[ModuleOp, bytes]:
     """A fixture model imported and run through `vta-pipeline` (for the hardware config file
     or bundled config name `hw_config`), and the model's bytes."""
     from qaccel.frontend.tflite_import import import_tflite
-    from qaccel.passes.pipeline import build_pipeline, qaccel_context
+    from qaccel.pipeline.manager import build_pipeline, qaccel_context
 
     path = FIXTURE_MODELS / f"{name}.tflite"
     data = path.read_bytes()
@@ -55,6 +55,6 @@ def print_module(module: ModuleOp) -> str:
 def oracle():
     """`run_reference(model, input_sets)`: LiteRT's reference kernels, in a subprocess."""
     pytest.importorskip("ai_edge_litert")
-    from qaccel.backends.litert import run_reference
+    from qaccel.backends.litert.oracle import run_reference
 
     return run_reference

@@ -10,7 +10,7 @@ import platform
 import numpy as np
 import pytest
 
-from qaccel.backends.cpu import arithmetic as ar
+from qaccel.kernels import arithmetic as ar
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 

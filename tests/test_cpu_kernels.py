@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from qaccel.backends.cpu.kernels import (
+from qaccel.kernels.registry import (
     KERNELS,
     KernelError,
     OpCall,
@@ -23,7 +23,7 @@ from qaccel.backends.cpu.kernels import (
     prepare,
     run,
 )
-from qaccel.backends.cpu.qparams import QParams
+from qaccel.kernels.qparams import QParams
 from qaccel.frontend.builder import ModelBuilder, TensorSpec
 
 

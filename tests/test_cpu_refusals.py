@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qaccel.backends.cpu.kernels import Refusal, prepare
-from qaccel.backends.cpu.qparams import QParams
+from qaccel.kernels.registry import Refusal, prepare
+from qaccel.kernels.qparams import QParams
 from test_cpu_kernels import Case, batch_model, qt, spec
 
 pytest.importorskip("ai_edge_litert")

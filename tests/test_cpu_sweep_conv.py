@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qaccel.backends.cpu.kernel_base import window_geometry
-from qaccel.backends.cpu.qparams import QParams
+from qaccel.kernels.base import window_geometry
+from qaccel.kernels.qparams import QParams
 from test_cpu_kernels import Case, assert_bit_exact, qt, spec
 
 pytest.importorskip("ai_edge_litert")

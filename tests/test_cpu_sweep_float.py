@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qaccel.backends.cpu.kernel_base import window_geometry
+from qaccel.kernels.base import window_geometry
 from test_cpu_kernels import Case, assert_bit_exact, spec
 
 pytest.importorskip("ai_edge_litert")

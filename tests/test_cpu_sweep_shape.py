@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qaccel.backends.cpu.kernel_base import window_geometry
-from qaccel.backends.cpu.kernels_shape import strided_slice_plan
-from qaccel.backends.cpu.qparams import QParams
-from qaccel.backends.cpu.kernels import KernelError, Refusal, prepare
+from qaccel.kernels.base import window_geometry
+from qaccel.kernels.shape import strided_slice_plan
+from qaccel.kernels.qparams import QParams
+from qaccel.kernels.registry import KernelError, Refusal, prepare
 from test_cpu_kernels import Case, assert_bit_exact, batch_model, call_of, qt, spec
 
 pytest.importorskip("ai_edge_litert")

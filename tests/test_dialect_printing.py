@@ -68,7 +68,7 @@ def test_dense_attributes_print_as_xdsl_prints_them():
 
 def test_pipeline_module_prints_as_xdsl_prints_it():
     """Array properties of the accel ops (per-channel rows) and quantized types."""
-    from qaccel.passes.pipeline import available_passes
+    from qaccel.pipeline.manager import available_passes
     from qaccel.tools.qaccel_compile import parser
     from qaccel.tools.qaccel_opt import pass_manager_for
 

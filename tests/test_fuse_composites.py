@@ -15,7 +15,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import PassFailedException
 
-from qaccel.backends.cpu.interpreter import entry_function, random_inputs, run_function
+from qaccel.interpreter.interpreter import entry_function, random_inputs, run_function
 from qaccel.dialects.tfl import (
     Conv2DOp,
     EmbeddingLookupOp,
@@ -26,9 +26,9 @@ from qaccel.dialects.tfl import (
 )
 from qaccel.frontend.tflite_export import export_tflite
 from qaccel.frontend.tflite_import import import_tflite_file
-from qaccel.passes import fusion_registry
+from qaccel.fusions import registry as fusion_registry
 from qaccel.passes.fuse_composites import FuseCompositesPass
-from qaccel.passes.fusion_registry import (
+from qaccel.fusions.registry import (
     Fusion,
     FusionRegistry,
     FusionRegistryError,
@@ -276,7 +276,7 @@ def _make_plugin(tmp_path: Path, dist: str, module: str, source: str, entry: str
 def test_fusion_from_an_entry_point_is_applied(tmp_path, monkeypatch):
     _make_plugin(tmp_path, "qaccel_test_plugin", "qaccel_test_plugin_fusions", """
         from qaccel.dialects.tfl import ReluOp
-        from qaccel.passes.fusion_registry import Fusion
+        from qaccel.fusions.registry import Fusion
 
         class MyRelu(Fusion):
             '''max(x, 0) from a plugin.'''
@@ -350,8 +350,8 @@ def test_plugin_fusion_that_raises_is_reported(registry):
 
 
 def test_pass_is_registered_with_its_option():
-    from qaccel.passes import get_all_passes
-    from qaccel.passes.pipeline import build_pipeline
+    from qaccel.pipeline.registry import get_all_passes
+    from qaccel.pipeline.manager import build_pipeline
 
     assert get_all_passes()["fuse-composites"]() is FuseCompositesPass
     pipeline = build_pipeline("fuse-composites{keep-unregistered=true allow-inexact=true}")

@@ -15,8 +15,8 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.parser import Parser
 
-from qaccel.backends.cpu.accel_semantics import pack, unpack
-from qaccel.backends.cpu.interpreter import (
+from qaccel.interpreter.accel_semantics import pack, unpack
+from qaccel.interpreter.interpreter import (
     ExecutionError,
     entry_function,
     random_inputs,
@@ -29,7 +29,7 @@ from qaccel.passes.insert_pack_unpack import (
     is_elementwise,
     plan_pack_unpack,
 )
-from qaccel.passes.pipeline import build_pipeline
+from qaccel.pipeline.manager import build_pipeline
 from qaccel.tools.qaccel_run import main as qaccel_run
 
 from conftest import FIXTURE_MODELS, context, fixture_models, parse_module, print_module
@@ -428,7 +428,7 @@ def elementwise_between_model() -> bytes:
 
 
 def test_host_elementwise_op_on_packed_tensors_is_bit_exact(oracle):
-    from qaccel.backends.cpu.compare import compare_with_reference
+    from qaccel.backends.litert.compare import compare_with_reference
 
     model = elementwise_between_model()
     module = import_tflite(model)

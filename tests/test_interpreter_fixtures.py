@@ -10,8 +10,8 @@ import pytest
 from xdsl.context import Context
 from xdsl.dialects import func
 
-from qaccel.backends.cpu.compare import compare_with_reference
-from qaccel.backends.cpu.interpreter import entry_function, random_inputs, run_function
+from qaccel.backends.litert.compare import compare_with_reference
+from qaccel.interpreter.interpreter import entry_function, random_inputs, run_function
 from qaccel.dialects import q, tfl
 from qaccel.frontend.tflite_export import export_tflite
 from qaccel.frontend.tflite_import import import_tflite
@@ -126,7 +126,7 @@ def test_qaccel_run_rejects_wrong_input_count(tmp_path, capsys):
 
 def test_q_conv2d_1x1_with_bottom_right_padding():
     """Explicit padding after the image on a 1x1 convolution (TFLite never makes it, q may)."""
-    from qaccel.backends.cpu.q_semantics import conv2d
+    from qaccel.interpreter.q_semantics import conv2d
     from xdsl.dialects.builtin import TensorType, i8, i32
 
     x = np.arange(1 * 2 * 2 * 1, dtype=np.int8).reshape(1, 2, 2, 1)

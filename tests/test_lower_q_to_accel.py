@@ -22,13 +22,13 @@ from xdsl.dialects.builtin import TensorType, i8, i32
 from xdsl.ir import Block
 from xdsl.utils.exceptions import PassFailedException
 
-from qaccel.backends.cpu import accel_semantics as sem
-from qaccel.backends.cpu import arithmetic as ar
-from qaccel.backends.cpu.interpreter import entry_function, random_inputs, run_function
-from qaccel.backends.vta import alu
+from qaccel.interpreter import accel_semantics as sem
+from qaccel.kernels import arithmetic as ar
+from qaccel.interpreter.interpreter import entry_function, random_inputs, run_function
+from qaccel.targets.vta import alu
 from qaccel.dialects import accel, q
 from qaccel.passes.insert_pack_unpack import InsertPackUnpackPass
-from qaccel.passes.lower_q_to_accel import LowerQToAccelPass, block_grouped_filter
+from qaccel.lowering.lower_q_to_accel import LowerQToAccelPass, block_grouped_filter
 from qaccel.tools.qaccel_opt import main as qaccel_opt
 
 from conftest import FIXTURE_MODELS, fixture_models, parse_module
@@ -40,7 +40,7 @@ RUNNABLE = [p for p in fixture_models() if p != COLLAPSED]
 
 
 # --------------------------------------------------------------------------------------------
-# References: the VTA simulator's ALU lane functions (backends/vta/alu.py, tested against the
+# References: the VTA simulator's ALU lane functions (targets/vta/alu.py, tested against the
 # ISA's definitions in test_vta_alu.py), so what the interpreter computes is what the hardware
 # computes.
 
@@ -725,7 +725,7 @@ def test_collapsed_mobilenet_accelerator_function_lowers_exactly():
     """LiteRT refuses the whole model (its SOFTMAX), but the accelerator function holding the
     rest runs: compared on its own before and after lowering."""
     from qaccel.frontend.tflite_import import import_tflite
-    from qaccel.passes.pipeline import build_pipeline, qaccel_context
+    from qaccel.pipeline.manager import build_pipeline, qaccel_context
 
     def prepared():
         module = import_tflite(COLLAPSED.read_bytes())
@@ -751,9 +751,9 @@ def test_collapsed_mobilenet_accelerator_function_lowers_exactly():
 @pytest.mark.parametrize("mode", ["alu", "preload"])
 @pytest.mark.parametrize("name", ["cnn_per_tensor", "mlp", "pad_concat_slice", "composite"])
 def test_lowered_fixture_is_bit_exact_with_litert(name, mode, oracle):
-    from qaccel.backends.cpu.compare import compare_with_reference
+    from qaccel.backends.litert.compare import compare_with_reference
     from qaccel.frontend.tflite_import import import_tflite
-    from qaccel.passes.pipeline import build_pipeline, qaccel_context
+    from qaccel.pipeline.manager import build_pipeline, qaccel_context
 
     data = (FIXTURE_MODELS / f"{name}.tflite").read_bytes()
     module = import_tflite(data)

@@ -10,13 +10,13 @@ import pytest
 from conftest import FIXTURE_MODELS, parse_module, print_module
 from xdsl.dialects import func
 
-from qaccel.backends.cpu import kernels
-from qaccel.backends.cpu.interpreter import entry_function, random_inputs, run_function
-from qaccel.backends.targets import Pattern, Target, register_target
+from qaccel.kernels import registry as kernels
+from qaccel.interpreter.interpreter import entry_function, random_inputs, run_function
+from qaccel.targets.base import Pattern, Target, register_target
 from qaccel.frontend.tflite_import import import_tflite
 from qaccel.passes.annotate_target import AnnotateTargetPass
 from qaccel.passes.partition_graph import PartitionGraphPass
-from qaccel.passes.pipeline import build_pipeline, qaccel_context
+from qaccel.pipeline.manager import build_pipeline, qaccel_context
 
 # Per fixture: the report partition-graph prints (ops selected, % of MACs, partitions).
 EXPECTED = {
@@ -197,7 +197,7 @@ def _host_reachability(host: func.FuncOp) -> dict:
 def ew_target():
     register_target("ew", Target("ew", (Pattern("relu", "q.relu"), Pattern("add", "q.add"))))
     yield
-    from qaccel.backends import targets
+    from qaccel.targets import base as targets
 
     targets._REGISTERED.pop("ew")
 

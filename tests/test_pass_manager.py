@@ -16,7 +16,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from qaccel.passes.pipeline import (
+from qaccel.pipeline.manager import (
     IRPrinter,
     NamedPipeline,
     PassManager,
@@ -30,7 +30,7 @@ from qaccel.passes.pipeline import (
     pass_info,
     same_ir,
 )
-from qaccel.passes.pipelines import VtaPipeline
+from qaccel.pipeline.named import VtaPipeline
 from qaccel.tools import gen_pass_docs
 from qaccel.tools.qaccel_opt import main as qaccel_opt
 

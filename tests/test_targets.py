@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURE_MODELS, parse_module
-
-from qaccel.backends.targets import (
+from qaccel.dialects.macs import function_macs, op_macs
+from qaccel.targets.base import (
     Pattern,
     Target,
     TargetError,
@@ -22,9 +22,8 @@ from qaccel.backends.targets import (
     get_target,
     parse_pattern,
     register_target,
-    vta_target,
 )
-from qaccel.passes.analysis import function_macs, op_macs
+from qaccel.targets.vta.target import vta_target
 
 CONV = """
 func.func @f(%x: tensor<1x8x8x16xi8>) -> tensor<1x8x8x32xi8> {
@@ -113,7 +112,7 @@ def test_register_target_in_process():
             "pattern conv refused: 32 channels, not a multiple of 64 [even-channels]"
         )
     finally:
-        from qaccel.backends import targets
+        from qaccel.targets import base as targets
 
         targets._REGISTERED.pop("picky")
     assert "picky" not in available_targets()
@@ -121,7 +120,7 @@ def test_register_target_in_process():
 
 OUTSIDE_PACKAGE = '''
 """A target that lives outside qaccel: 1x1 convolutions only, partition index by width."""
-from qaccel.backends.targets import Pattern, Target, check
+from qaccel.targets.base import Pattern, Target, check
 
 
 @check("pointwise")
@@ -222,7 +221,7 @@ def test_target_from_another_package_in_process(outside_package: Path, monkeypat
 
 
 def test_plain_vta_alu_cannot_requantize():
-    from qaccel.backends.vta.isa import AluOp
+    from qaccel.targets.vta.isa import AluOp
 
     classic = vta_target(alu_ops=[AluOp.MIN, AluOp.MAX, AluOp.ADD, AluOp.SHR])
     _, block = _block(CONV)
@@ -284,7 +283,7 @@ def test_macs_of_each_kind():
 def test_tfl_and_q_forms_count_the_same_macs():
     from qaccel.frontend.tflite_import import import_tflite
     from qaccel.passes.legalize_tfl_to_q import LegalizeTflToQPass
-    from qaccel.passes.pipeline import qaccel_context
+    from qaccel.pipeline.manager import qaccel_context
 
     module = import_tflite((FIXTURE_MODELS / "cnn.tflite").read_bytes(), "cnn.tflite")
     entry = next(iter(module.ops))

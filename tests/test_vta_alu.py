@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from qaccel.backends.vta.alu import (
+from qaccel.targets.vta.alu import (
     INT32_MAX,
     INT32_MIN,
     AluRangeError,

@@ -8,7 +8,7 @@ import numpy as np
 from conftest import vta_lowered
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from qaccel.backends.cpu.interpreter import entry_function, random_inputs, run_function
+from qaccel.interpreter.interpreter import entry_function, random_inputs, run_function
 from qaccel.backends.vta.arena import ALIGN, Slot, allocate, check
 from qaccel.backends.vta.compile import compile_module, run_compiled
 

@@ -6,11 +6,11 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
-from qaccel.backends.cpu import arithmetic as ar
-from qaccel.backends.vta.config import HardwareConfig
-from qaccel.backends.vta.emit import emit, pack_weights
-from qaccel.backends.vta.isa import MemType, Opcode, decode
-from qaccel.lowering.vta_schedule import (
+from qaccel.kernels import arithmetic as ar
+from qaccel.targets.vta.config import HardwareConfig
+from qaccel.lowering.vta.emit import emit, pack_weights
+from qaccel.targets.vta.isa import MemType, Opcode, decode
+from qaccel.lowering.vta.schedule import (
     ConvLayer,
     LayerError,
     candidates,
@@ -132,7 +132,7 @@ def test_tail_variants(shift_range, zp_in, zp_out, act, bias):
 def test_bias_gemm_digits_and_limits():
     """The one-cycle bias GEMM: [127]*15 + [1] times int8 digit tiles reproduces every bias up
     to its limits; larger biases fall back to the ALU add."""
-    from qaccel.lowering.vta_schedule import bias_row, bias_tiles
+    from qaccel.lowering.vta.schedule import bias_row, bias_tiles
 
     b = np.array([0, 1, -1, 63, -64, 127, 241871, -243903, 100000, -5], np.int64)
     tiles = bias_tiles(b, 1)
@@ -437,7 +437,7 @@ def test_layers_of_a_fixture_model():
     from pathlib import Path
 
     from qaccel.frontend.tflite_import import import_tflite_file
-    from qaccel.lowering.vta_schedule import layers_from_q
+    from qaccel.lowering.vta.schedule import layers_from_q
     from qaccel.passes.legalize_tfl_to_q import LegalizeTflToQPass
     from xdsl.context import Context
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import vta_lowered
-from qaccel.backends.cpu.interpreter import Trace, entry_function, random_inputs, run_function
-from qaccel.backends.vta.config import HardwareConfig
+from qaccel.interpreter.interpreter import Trace, entry_function, random_inputs, run_function
+from qaccel.targets.vta.config import HardwareConfig
 from qaccel.backends.vta.compile import (
     compile_module,
     format_report,
@@ -234,7 +234,7 @@ def test_compile_mlir_text_and_hardware_config(tmp_path, capsys):
     assert e.value.code == 0
     assert not (tmp_path / "a" / "model.tflite").exists()
     # A configuration file reaches the pipeline (partitioning, tiling) and the emitter.
-    config = json.loads((Path(qaccel_compile.__file__).parent.parent / "backends" / "vta"
+    config = json.loads((Path(qaccel_compile.__file__).parent.parent / "targets" / "vta"
                          / "vta_default.json").read_text())  # fmt: skip
     config["name"] = "small-acc"
     config["log_acc_buff_size"] -= 2

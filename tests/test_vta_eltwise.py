@@ -1,5 +1,5 @@
-"""Element-wise layers on the VTA (`lowering/vta_layers.py` `match_alu_layer`,
-`backends/vta/emit_alu.py`): the ALU programs are bit-exact with their reference on the
+"""Element-wise layers on the VTA (`lowering/vta/layers.py` `match_alu_layer`,
+`lowering/vta/emit_alu.py`): the ALU programs are bit-exact with their reference on the
 simulator (chunk boundaries, parameter rows, immediates, two inputs), and the residual adds of
 real models run on the accelerator, bit-exact with the interpreter."""
 
@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import vta_lowered
-from qaccel.backends.cpu.interpreter import entry_function, random_inputs, run_function
+from qaccel.interpreter.interpreter import entry_function, random_inputs, run_function
 from qaccel.backends.vta.compile import compile_module, run_compiled
-from qaccel.backends.vta.config import DEFAULT_CONFIG
-from qaccel.backends.vta.emit_alu import chunk_rows, emit_alu
-from qaccel.backends.vta.simulator import simulate
-from qaccel.lowering.vta_layers import AluLayer, AluStep
+from qaccel.targets.vta.config import DEFAULT_CONFIG
+from qaccel.lowering.vta.emit_alu import chunk_rows, emit_alu
+from qaccel.targets.vta.simulator import simulate
+from qaccel.lowering.vta.layers import AluLayer, AluStep
 
 
 def _align(n: int) -> int:
@@ -186,8 +186,8 @@ def test_a_residual_add_into_a_max_pool_runs_on_the_accelerator():
 
 
 def test_pools_of_computed_tensors_are_bit_exact():
-    from qaccel.backends.vta.emit_alu import emit_pool
-    from qaccel.lowering.vta_layers import PoolLayer
+    from qaccel.lowering.vta.emit_alu import emit_pool
+    from qaccel.lowering.vta.layers import PoolLayer
 
     rng = np.random.default_rng(7)
     blocks, h, w = 2, 14, 10
@@ -210,8 +210,8 @@ def test_pools_of_computed_tensors_are_bit_exact():
      ("ADD", 3, (15, 13), 3, 2, (0, 1, 0, 1), 0), ("MAX", 2, (5, 5), 5, 1, (2, 2, 2, 2), -7)],
 )  # fmt: skip
 def test_windowed_pools_are_bit_exact(op, blocks, hw, k, s, pad, offset):
-    from qaccel.backends.vta.emit_alu import emit_pool
-    from qaccel.lowering.vta_layers import PoolLayer
+    from qaccel.lowering.vta.emit_alu import emit_pool
+    from qaccel.lowering.vta.layers import PoolLayer
 
     h, w = hw
     oh, ow = (h + pad[0] + pad[1] - k) // s + 1, (w + pad[2] + pad[3] - k) // s + 1

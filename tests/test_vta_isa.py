@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from qaccel.backends.vta.asm import AsmError, assemble, disassemble
-from qaccel.backends.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
-from qaccel.backends.vta.isa import (
+from qaccel.targets.vta.asm import AsmError, assemble, disassemble
+from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
+from qaccel.targets.vta.isa import (
     FIELDS_DTYPE,
     AluOp,
     MemType,
@@ -15,6 +15,7 @@ from qaccel.backends.vta.isa import (
     decode_uops,
     encode,
     encode_uops,
+    layout_of,
     validate,
 )
 
@@ -24,7 +25,7 @@ def test_default_config_matches_vta():
     assert (c.depth("uop"), c.depth("inp"), c.depth("wgt"), c.depth("acc")) == (8192, 2048, 1024, 2048)
     assert (c.log_uop_depth, c.log_inp_depth, c.log_wgt_depth, c.log_acc_depth) == (13, 11, 10, 11)
     assert HardwareConfig.from_json(
-        __import__("qaccel.backends.vta.config", fromlist=["x"]).DEFAULT_CONFIG_PATH
+        __import__("qaccel.targets.vta.config", fromlist=["x"]).DEFAULT_CONFIG_PATH
     ) == c
 
 
@@ -85,7 +86,7 @@ def test_uop_layout_and_round_trip():
 
 
 def _random_fields(rng, n):
-    layout = DEFAULT_CONFIG.layout
+    layout = layout_of(DEFAULT_CONFIG)
     f = np.zeros(n, FIELDS_DTYPE)
     ops = rng.choice([int(o) for o in Opcode], n)
     f["opcode"] = ops
@@ -111,7 +112,7 @@ def test_encode_decode_round_trip_random_fields():
     for row in f[:200].tolist():
         values = dict(zip(names, row))
         op = values.pop("opcode")
-        fmt = {x.name for x in DEFAULT_CONFIG.layout.by_opcode[Opcode(op)]}
+        fmt = {x.name for x in layout_of(DEFAULT_CONFIG).by_opcode[Opcode(op)]}
         p.append(op, **{k: v for k, v in values.items() if k in fmt})
     assert np.array_equal(p.words, words[:200])
 

@@ -9,9 +9,9 @@ import math
 
 import numpy as np
 import pytest
-from qaccel.backends.cpu.interpreter import entry_function, random_inputs
+from qaccel.interpreter.interpreter import entry_function, random_inputs
 from qaccel.backends.vta.compile import compile_module, run_compiled
-from qaccel.backends.vta.config import HardwareConfig
+from qaccel.targets.vta.config import HardwareConfig
 from qaccel.frontend.builder import (
     QParams,
     TensorSpec,
@@ -21,7 +21,7 @@ from qaccel.frontend.builder import (
     weights_tensor,
 )
 from qaccel.frontend.tflite_import import import_tflite
-from qaccel.passes.pipeline import build_pipeline, qaccel_context
+from qaccel.pipeline.manager import build_pipeline, qaccel_context
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6")
 

@@ -1,4 +1,4 @@
-"""The scheduler's search memo and slot bookkeeping (lowering/vta_schedule.py): a memoized
+"""The scheduler's search memo and slot bookkeeping (lowering/vta/schedule.py): a memoized
 search returns what a fresh search finds, carries the caller's geometry, and the emitted
 program is still bit-exact."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.lowering import vta_schedule as vs
+from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.lowering.vta import schedule as vs
 from test_vta_codegen import check, conv_layer
 
 

@@ -6,11 +6,11 @@ import sys
 import numpy as np
 import pytest
 
-from qaccel.backends.vta.alu import ALU_FUNCTIONS
-from qaccel.backends.vta.asm import assemble
-from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.backends.vta.isa import AluOp, MemType, Program, encode_uops
-from qaccel.backends.vta.simulator import (
+from qaccel.targets.vta.alu import ALU_FUNCTIONS
+from qaccel.targets.vta.asm import assemble
+from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.targets.vta.isa import AluOp, MemType, Program, encode_uops
+from qaccel.targets.vta.simulator import (
     SimulationError,
     conv2d_roofline,
     gemm_roofline,

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from qaccel.backends.vta.alu import multiply_by_quantized_multiplier
-from qaccel.backends.vta.asm import assemble, disassemble
-from qaccel.backends.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
-from qaccel.backends.vta.emit import emit
-from qaccel.backends.vta.emit_alu import emit_alu
-from qaccel.backends.vta.isa import PARAM_ROWS, MemType, Opcode, Program, decode, validate
-from qaccel.backends.vta.simulator import SimulationError, simulate, timing
-from qaccel.lowering.vta_layers import AluLayer, AluStep, PoolLayer, output_stage
-from qaccel.lowering.vta_schedule import (
+from qaccel.targets.vta.alu import multiply_by_quantized_multiplier
+from qaccel.targets.vta.asm import assemble, disassemble
+from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
+from qaccel.lowering.vta.emit import emit
+from qaccel.lowering.vta.emit_alu import emit_alu
+from qaccel.targets.vta.isa import PARAM_ROWS, MemType, Opcode, Program, decode, validate
+from qaccel.targets.vta.simulator import SimulationError, simulate, timing
+from qaccel.lowering.vta.layers import AluLayer, AluStep, PoolLayer, output_stage
+from qaccel.lowering.vta.schedule import (
     LayerError,
     alu_bound_cycles,
     candidates,
@@ -26,7 +26,7 @@ from qaccel.lowering.vta_schedule import (
 from test_vta_codegen import check, conv_layer, dense_layer, random_layer
 from test_vta_eltwise import run_layer, run_two_inputs
 
-CONFIG_PATH = Path(__file__).parents[1] / "backends/vta/vta_store_requant.json"
+CONFIG_PATH = Path(__file__).parents[1] / "targets/vta/vta_store_requant.json"
 RQ = HardwareConfig.from_json(CONFIG_PATH)
 
 
@@ -282,7 +282,7 @@ def test_element_wise_layers_requantize_in_the_output_stage(seed):
 
 
 def test_pools_requantize_in_the_output_stage():
-    from qaccel.backends.vta.emit_alu import emit_pool
+    from qaccel.lowering.vta.emit_alu import emit_pool
 
     rng = np.random.default_rng(3)
     params = rng.integers(1 << 29, 1 << 31, (1, 16)).astype(np.int32)

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from qaccel.passes.pipeline import PassInfo, available_passes, pass_info, qaccel_pass_names
+from qaccel.pipeline.manager import PassInfo, available_passes, pass_info, qaccel_pass_names
 
 DOCS_PATH = Path(__file__).resolve().parent.parent / "docs" / "passes.md"
 COMMAND = "python -m qaccel.tools.gen_pass_docs"

@@ -189,10 +189,10 @@ FIXTURES: dict[str, Callable[[], bytes]] = {
 
 def _check_with_litert(name: str, model: bytes) -> None:
     try:
-        from qaccel.backends.litert import run_reference
+        from qaccel.backends.litert.oracle import run_reference
     except ImportError:
         return
-    from qaccel.backends.cpu.interpreter import entry_function, random_inputs
+    from qaccel.interpreter.interpreter import entry_function, random_inputs
     from qaccel.frontend.tflite_import import import_tflite
 
     # int32 inputs are embedding ids: keep them inside the 12-row table.

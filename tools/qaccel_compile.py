@@ -32,10 +32,10 @@ from qaccel.backends.vta.compile import (
     format_report,
     write_artifact,
 )
-from qaccel.backends.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
+from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
 from qaccel.backends.vta.report_plot import PlotError, plot_report, require_matplotlib
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
-from qaccel.passes.pipeline import PipelineError, available_passes, qaccel_context
+from qaccel.pipeline.manager import PipelineError, available_passes, qaccel_context
 from qaccel.tools.qaccel_opt import add_pass_manager_arguments, normalize_argv, pass_manager_for
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
@@ -74,7 +74,7 @@ def compile_model(
     config_path: Path | None = None,
 ):
     """Import, run the pipeline, compile: the `CompiledModel` and the model's bytes."""
-    from qaccel.passes.analysis import op_macs
+    from qaccel.dialects.macs import op_macs
 
     try:
         data = model_path.read_bytes()

@@ -33,7 +33,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qaccel.frontend.errors import TFLiteExportError, TFLiteImportError
-from qaccel.passes.pipeline import (
+from qaccel.pipeline.manager import (
     IRPrinter,
     PassInfo,
     PassInstrumentation,

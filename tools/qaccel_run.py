@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
-from qaccel.backends.cpu import kernels
-from qaccel.backends.cpu.interpreter import (
+from qaccel.kernels import registry as kernels
+from qaccel.interpreter.interpreter import (
     ExecutionError,
     entry_function,
     random_inputs,
@@ -41,7 +41,7 @@ from qaccel.backends.cpu.interpreter import (
 )
 from qaccel.backends.vta.report_plot import PlotError
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
-from qaccel.passes.pipeline import (
+from qaccel.pipeline.manager import (
     PipelineError,
     SemanticsError,
     available_passes,
@@ -135,7 +135,7 @@ def run_vta(args) -> int:
         load_artifact,
         run_compiled,
     )
-    from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
+    from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)
@@ -166,8 +166,8 @@ def run_vta(args) -> int:
         return 0
     if model_bytes is None:
         raise RunError("--compare-litert needs the .tflite model (the artifact has none)")
-    from qaccel.backends.cpu.compare import compare_outputs
-    from qaccel.backends.litert import LiteRTUnavailable, run_reference
+    from qaccel.backends.litert.compare import compare_outputs
+    from qaccel.backends.litert.oracle import LiteRTUnavailable, run_reference
 
     try:
         ref = run_reference(model_bytes, [inputs], keep_all_tensors=False)
@@ -220,8 +220,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return 0
     if model_bytes is None:
         raise RunError("--compare-litert needs a .tflite model (LiteRT runs the original file)")
-    from qaccel.backends.cpu.compare import compare_with_reference
-    from qaccel.backends.litert import LiteRTUnavailable
+    from qaccel.backends.litert.compare import compare_with_reference
+    from qaccel.backends.litert.oracle import LiteRTUnavailable
 
     try:
         report = compare_with_reference(model_bytes, module, [inputs])

@@ -25,8 +25,8 @@ _DUMP_TYPES = {"i8": "i1", "u8": "u1", "i32": "<i4", "u32": "<u4"}
 
 
 def _load_program(path: Path, fmt: str, config):
-    from qaccel.backends.vta.asm import assemble
-    from qaccel.backends.vta.isa import Program
+    from qaccel.targets.vta.asm import assemble
+    from qaccel.targets.vta.isa import Program
 
     data = path.read_bytes()
     if fmt == "auto":
@@ -66,9 +66,9 @@ def main(argv=None) -> int:
     ap.add_argument("--output", type=Path, help="write the final DRAM to this .npz")
     args = ap.parse_args(argv)
 
-    from qaccel.backends.vta.asm import AsmError, disassemble
-    from qaccel.backends.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
-    from qaccel.backends.vta.simulator import SimulationError, simulate, timing
+    from qaccel.targets.vta.asm import AsmError, disassemble
+    from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
+    from qaccel.targets.vta.simulator import SimulationError, simulate, timing
 
     def fail(message: str) -> int:
         print(f"qaccel-sim: error: {message}", file=sys.stderr)

@@ -7,12 +7,12 @@
 
 **What runs where.** Each accelerator function (`qaccel.target = "vta"`) is a sequence of
 `accel` ops on the packed layout. Every GEMM op with its requantization tail becomes one
-`ConvLayer` (`lowering/vta_layers.py`), scheduled with the tiling its `qaccel.schedule`
+`ConvLayer` (`lowering/vta/layers.py`), scheduled with the tiling its `qaccel.schedule`
 attribute gives (`schedule-vta`; searched here when absent) and emitted as one
-`LayerProgram` (`backends/vta/emit.py`) that runs on the simulator. Every tree of ALU-able
+`LayerProgram` (`lowering/vta/emit.py`) that runs on the simulator. Every tree of ALU-able
 ops (`accel.add`/`max`/`min`/`mul` of two tensors or by constants, shifts, rounding multiplies)
 from GEMM layers' outputs or widened int8 tensors to an `accel.narrow` (a residual add with
-its requantization) becomes an element-wise layer (`AluLayer`, `backends/vta/emit_alu.py`).
+its requantization) becomes an element-wise layer (`AluLayer`, `lowering/vta/emit_alu.py`).
 The `accel` packed tensor of a layer's input is its DRAM input region byte for byte, and its
 output region is the packed result.
 
@@ -59,13 +59,13 @@ from typing import Any
 
 import numpy as np
 from qaccel.backends.vta.arena import Slot, allocate
-from qaccel.backends.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.backends.vta.emit import ALIGN, LayerProgram, Placement, emit
-from qaccel.backends.vta.emit_alu import AluProgram, emit_alu, emit_pool
+from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.lowering.vta.emit import ALIGN, LayerProgram, Placement, emit
+from qaccel.lowering.vta.emit_alu import AluProgram, emit_alu, emit_pool
 from qaccel.dialects import accel, tfl
 from qaccel.dialects.types import tensor_dtype
 from qaccel.lowering.schedule_vta import SCHEDULE_ATTR, ScheduleAttrError, layer_schedule
-from qaccel.lowering.vta_layers import (
+from qaccel.lowering.vta.layers import (
     AluLayer,
     AluMatch,
     LayerMatch,
@@ -76,7 +76,7 @@ from qaccel.lowering.vta_layers import (
     match_layer,
     match_pool_layer,
 )
-from qaccel.lowering.vta_schedule import (
+from qaccel.lowering.vta.schedule import (
     LayerError,
     alu_bound_cycles,
     roofline_cycles,
@@ -166,7 +166,7 @@ class CompiledFunction:
 
     def run_layer(self, lay: CompiledLayer, image: np.ndarray, config: HardwareConfig):
         """Simulate one layer on `image` (not modified); the DRAM after it."""
-        from qaccel.backends.vta.simulator import simulate
+        from qaccel.targets.vta.simulator import simulate
 
         result = simulate(lay.words, lay.uops, image, config)
         if any(result.leftover_tokens.values()):
@@ -220,7 +220,7 @@ _NO_CODEGEN = "no VTA code generator yet"
 
 
 def _layer_report(name: str, index: int, m: LayerMatch, sched, prog: LayerProgram, c) -> dict:
-    from qaccel.backends.vta.simulator import timing
+    from qaccel.targets.vta.simulator import timing
 
     t = timing(prog.program, c)
     g = m.layer.geometry
@@ -486,7 +486,7 @@ def _alu_report(
     name: str, index: int, layer: AluLayer | PoolLayer, prog, c: HardwareConfig
 ) -> dict:
     """The report row of an element-wise or pool layer (no MACs; bounds: memory and ALU)."""
-    from qaccel.backends.vta.simulator import roofline, timing
+    from qaccel.targets.vta.simulator import roofline, timing
 
     t = timing(prog.program, c)
     cycles = int(t.total_cycles)
@@ -520,7 +520,7 @@ def _function_report(fn: CompiledFunction) -> dict:
 
 
 def _host_macs(module: ModuleOp) -> int:
-    from qaccel.passes.analysis import op_macs
+    from qaccel.dialects.macs import op_macs
 
     return sum(
         op_macs(op) for f in module.ops if isinstance(f, func.FuncOp)
@@ -697,7 +697,7 @@ def is_artifact(path: str | Path) -> bool:
 
 def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
     """Read an artifact back (checking the files' hashes) for `run_compiled`."""
-    from qaccel.passes.pipeline import qaccel_context
+    from qaccel.dialects import qaccel_context
     from xdsl.parser import Parser
 
     root = Path(outdir)
@@ -788,7 +788,7 @@ def function_steps(fn: CompiledFunction, ops: list[Operation]) -> FunctionSteps:
 
 
 def _make_call_impl():
-    from qaccel.backends.cpu.accel_semantics import AccelFunctions
+    from qaccel.interpreter.accel_semantics import AccelFunctions
 
     @register_impls
     class VtaCalls(AccelFunctions):
@@ -860,7 +860,7 @@ def run_compiled(
 ) -> list[np.ndarray]:
     """Run the host program with the interpreter and each compiled accelerator layer on the
     simulator (bit-exact with the interpreter's own semantics of the accel ops)."""
-    from qaccel.backends.cpu.interpreter import (
+    from qaccel.interpreter.interpreter import (
         check_inputs,
         entry_function,
         make_interpreter,

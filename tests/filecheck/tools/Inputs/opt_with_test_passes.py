@@ -21,7 +21,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec
 
 from qaccel.dialects.tfl import ConstOp
-from qaccel.passes.pipeline import NamedPipeline, pass_spec
+from qaccel.pipeline.manager import NamedPipeline, pass_spec
 from qaccel.tools.qaccel_opt import main
 
 

@@ -1,0 +1,327 @@
+"""Interpreter implementations of the `accel` dialect, and checked calls into partitions.
+
+`pack` / `unpack` are the numpy form of `accel.pack` / `accel.unpack` (see
+`dialects/accel.py`): a pad, one reshape and one transpose each way, so they cost a copy of
+the tensor and nothing more. `insert-pack-unpack` also uses `pack` to pack weights at compile
+time.
+
+The compute ops (`AccelComputeFunctions`) reuse `arithmetic.py`'s gemmlowp primitives, so
+they are exactly the ISA's ALU operations (docs/isa.md §6.5) and TFLite's arithmetic; the GEMM
+ops sum int8 products in float64, exact at these magnitudes, then wrap to int32.
+
+`func.call` is re-implemented here to check, at every call, that the arguments and results
+have the callee's declared shapes and dtypes: once accelerator functions take packed tensors,
+an op implementation that returns the wrong layout (or IR run without verification) would
+otherwise compute garbage silently instead of failing with a message naming the call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import TensorType
+from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+from xdsl.traits import SymbolTable
+
+from qaccel.kernels import arithmetic as ar
+from qaccel.kernels.base import pad_spatial
+from qaccel.kernels.conv import grouped_matmul
+from qaccel.dialects import accel, q
+from qaccel.dialects.types import tensor_dtype
+
+
+def _split_order(packing: accel.Packing) -> list[int]:
+    """The transpose from a plain tensor split into (tiles, tile) axis pairs (axes 2d, 2d+1 for
+    dimension d) to the packed order; untiled dimensions' unit tiles go last."""
+    tiled = set(packing.inner_dims_pos)
+    untiled = [d for d in range(packing.rank) if d not in tiled]
+    return (
+        [2 * d for d in packing.outer_dims_perm]
+        + [2 * d + 1 for d in packing.inner_dims_pos]
+        + [2 * d + 1 for d in untiled]
+    )
+
+
+def _split_shape(packing: accel.Packing, shape) -> list[int]:
+    outer = packing.outer_shape(shape)
+    return [n for d in range(len(shape)) for n in (outer[d], packing.tile_of(d))]
+
+
+def pack(x: np.ndarray, packing: accel.Packing, padding_value: int = 0) -> np.ndarray:
+    """`x` in the blocked layout `packing`, tiled dimensions padded with `padding_value`."""
+    shape = x.shape
+    if packing.needs_padding(shape):
+        widths = [(0, -size % packing.tile_of(d)) for d, size in enumerate(shape)]
+        x = np.pad(x, widths, constant_values=np.asarray(padding_value, dtype=x.dtype))
+    view = x.reshape(_split_shape(packing, shape)).transpose(_split_order(packing))
+    return np.ascontiguousarray(view).reshape(packing.packed_shape(shape))
+
+
+def unpack(p: np.ndarray, packing: accel.Packing, shape: tuple[int, ...]) -> np.ndarray:
+    """The plain tensor of `shape` that `pack` turned into `p` (padding dropped)."""
+    split = _split_shape(packing, shape)
+    order = _split_order(packing)
+    plain = p.reshape([split[k] for k in order]).transpose(np.argsort(order))
+    padded = plain.reshape([n * t for n, t in zip(split[::2], split[1::2])])
+    return np.ascontiguousarray(padded[tuple(slice(0, n) for n in shape)])
+
+
+# --------------------------------------------------------------------------------------------
+# Compute ops (bit-exact with the gemmlowp/TFLite primitives of `arithmetic.py`)
+
+
+def _to_nhwc(x: np.ndarray) -> np.ndarray:
+    """`[N, C/B, H, W, 1, B]` -> `[N, H, W, C/B * B]` (all lanes, padded ones included)."""
+    n, cb, h, w, _, b = x.shape
+    return x[:, :, :, :, 0, :].transpose(0, 2, 3, 1, 4).reshape(n, h, w, cb * b)
+
+
+def _from_nhwc(y: np.ndarray, block: int) -> np.ndarray:
+    n, h, w, c = y.shape
+    return np.ascontiguousarray(
+        y.reshape(n, h, w, c // block, block).transpose(0, 3, 1, 2, 4)[:, :, :, :, None, :]
+    )
+
+
+def _add_bias(acc: np.ndarray, bias, shape) -> np.ndarray:
+    if bias is None:
+        return ar.wrap_int32(acc)
+    return ar.wrap_int32(acc + accel.lane_values(q.array_values(bias).astype(np.int64), shape))
+
+
+def conv2d_zp(op: accel.Conv2DZpOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The GEMM over raw inputs padded with `pad_value`: centring by `pad_value` makes the
+    padding zero (what `grouped_matmul` pads with) and `pad_value * Σw` puts it back; float64
+    sums of int8 products are exact."""
+    pad_value = op.pad_value.value.data
+    ob, ibg, kh, kw, block, _ = w.shape
+    wf = w.astype(np.float64).transpose(0, 4, 2, 3, 1, 5).reshape(ob * block, kh, kw, ibg * block)
+    xf = _to_nhwc(x).astype(np.float64) - pad_value
+    shape = op.output.type.get_shape()
+    top, _, left, _ = (int(v) for v in op.array_prop("padding"))
+    sh, sw = (int(v) for v in op.array_prop("strides"))
+    dh, dw = (int(v) for v in op.array_prop("dilations"))
+    # Pad here (not in _im2col): every tap of every window then lies inside the array.
+    xf = pad_spatial(xf, top, left, shape[2], shape[3], kh, kw, sh, sw, dh, dw, 0.0)
+    geometry = (shape[2], shape[3], 0, 0, sh, sw, dh, dw)
+    acc = grouped_matmul(xf, wf, op.group_count, kh, kw, geometry)
+    acc += (pad_value * wf.sum(axis=(1, 2, 3))).astype(np.int64)
+    acc = acc.reshape(x.shape[0], shape[2], shape[3], ob * block)
+    return _add_bias(_from_nhwc(acc, block), op.bias, shape).astype(np.int32)
+
+
+def dense_zp(op: accel.DenseZpOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    ob, ib, block, _ = w.shape
+    moved = np.moveaxis(x[..., 0, :], 1, -2)  # [N, d1.., I/B, B]
+    rows = moved.reshape(-1, ib * block).astype(np.float64)
+    wf = w.astype(np.float64).transpose(0, 2, 1, 3).reshape(ob * block, ib * block)
+    acc = (rows @ wf.T).astype(np.int64).reshape(*moved.shape[:-2], ob, block)
+    acc = np.moveaxis(acc, -2, 1)[..., None, :]
+    return _add_bias(acc, op.bias, op.output.type.get_shape()).astype(np.int32)
+
+
+def lane_op(op: accel._LaneOp, x: np.ndarray) -> np.ndarray:
+    values = accel.lane_values(op.values.astype(np.int64), x.shape)
+    xi = x.astype(np.int64)
+    if isinstance(op, accel.BiasAddZpOp):
+        out = ar.wrap_int32(xi + values)
+    elif isinstance(op, accel.ShiftLeftOp):
+        out = ar.wrap_int32(xi << values)
+    elif isinstance(op, accel.RoundMultiplyOp):
+        out = ar.saturating_rounding_doubling_high_mul(xi, values)
+    else:
+        out = ar.rounding_divide_by_pot(xi, np.broadcast_to(values, xi.shape))
+    return out.astype(np.int32)
+
+
+_BINARY = {
+    accel.AddOp: lambda a, b: ar.wrap_int32(a + b),
+    accel.MulOp: lambda a, b: ar.wrap_int32(a * b),
+    accel.MinOp: np.minimum,
+    accel.MaxOp: np.maximum,
+}
+
+
+def binary_op(op: accel._BinaryOp, lhs: np.ndarray, rhs: np.ndarray | None) -> np.ndarray:
+    a = lhs.astype(np.int64)
+    if rhs is None:
+        b = accel.lane_values(op.values.astype(np.int64), lhs.shape)  # type: ignore[union-attr]
+    else:
+        b = rhs.astype(np.int64)
+    return np.broadcast_to(_BINARY[type(op)](a, b), lhs.shape).astype(np.int32)
+
+
+def host_requantize(op: accel.HostRequantizeOp, x: np.ndarray) -> np.ndarray:
+    """As `q.requantize` with `scale` (q_semantics.requantize) followed by the clamp."""
+    scale = accel.lane_values(q.array_values(op.scale), x.shape)
+    centred = x.astype(np.int64) - op.int_prop("input_zero_point")
+    scaled = ar.float_to_int32(ar.round_half_away(centred.astype(np.float64) * scale))
+    out = ar.wrap_int32(scaled + op.int_prop("output_zero_point"))
+    out = np.clip(out, op.int_prop("min"), op.int_prop("max"))
+    return out.astype(tensor_dtype(op.output.type))
+
+
+def pool(op: accel._PoolOp, x: np.ndarray) -> np.ndarray:
+    kh, kw = (int(v) for v in op.array_prop("window"))
+    sh, sw = (int(v) for v in op.array_prop("strides"))
+    _, _, oh, ow, _, _ = op.output.type.get_shape()
+    xi = x.astype(np.int64)
+    taps = (
+        xi[:, :, ky : ky + (oh - 1) * sh + 1 : sh, kx : kx + (ow - 1) * sw + 1 : sw]
+        for ky in range(kh)
+        for kx in range(kw)
+    )
+    if isinstance(op, accel.MaxPool2DOp):
+        out = next(taps).copy()
+        for tap in taps:
+            np.maximum(out, tap, out=out)
+    else:
+        out = sum(taps)
+    return ar.wrap_int32(out).astype(np.int32)
+
+
+def reduce_sum(op: accel.ReduceSumOp, x: np.ndarray) -> np.ndarray:
+    axes = tuple(int(a) for a in op.array_prop("axes"))
+    total = x.astype(np.int64).sum(axis=axes)
+    return ar.wrap_int32(total).astype(np.int32).reshape(op.output.type.get_shape())
+
+
+def pad_op(op: accel.PadOp, x: np.ndarray) -> np.ndarray:
+    padding = [int(v) for v in op.array_prop("padding")]
+    spatial = [(padding[2 * k], padding[2 * k + 1]) for k in range(len(padding) // 2)]
+    widths = [(0, 0), (0, 0), *spatial, (0, 0), (0, 0)]
+    return np.pad(x, widths, constant_values=np.asarray(op.pad_value.value.data, x.dtype))
+
+
+class AccelComputeFunctions(InterpreterFunctions):
+    """Implementations of the `accel` compute ops (`AccelFunctions` registers them)."""
+
+    @impl(accel.Conv2DZpOp)
+    def run_conv2d_zp(self, interpreter: Interpreter, op: accel.Conv2DZpOp, args):
+        return (conv2d_zp(op, *args),)
+
+    @impl(accel.DenseZpOp)
+    def run_dense_zp(self, interpreter: Interpreter, op: accel.DenseZpOp, args):
+        return (dense_zp(op, *args),)
+
+    @impl(accel.BiasAddZpOp)
+    def run_bias_add_zp(self, interpreter: Interpreter, op: accel.BiasAddZpOp, args):
+        return (lane_op(op, *args),)
+
+    @impl(accel.ShiftLeftOp)
+    def run_shift_left(self, interpreter: Interpreter, op: accel.ShiftLeftOp, args):
+        return (lane_op(op, *args),)
+
+    @impl(accel.RoundMultiplyOp)
+    def run_round_multiply(self, interpreter: Interpreter, op: accel.RoundMultiplyOp, args):
+        return (lane_op(op, *args),)
+
+    @impl(accel.RoundRShiftOp)
+    def run_round_rshift(self, interpreter: Interpreter, op: accel.RoundRShiftOp, args):
+        return (lane_op(op, *args),)
+
+    @impl(accel.AddOp)
+    def run_add(self, interpreter: Interpreter, op: accel.AddOp, args):
+        return (binary_op(op, args[0], args[1] if len(args) > 1 else None),)
+
+    @impl(accel.MulOp)
+    def run_mul(self, interpreter: Interpreter, op: accel.MulOp, args):
+        return (binary_op(op, args[0], args[1] if len(args) > 1 else None),)
+
+    @impl(accel.MinOp)
+    def run_min(self, interpreter: Interpreter, op: accel.MinOp, args):
+        return (binary_op(op, args[0], args[1] if len(args) > 1 else None),)
+
+    @impl(accel.MaxOp)
+    def run_max(self, interpreter: Interpreter, op: accel.MaxOp, args):
+        return (binary_op(op, args[0], args[1] if len(args) > 1 else None),)
+
+    @impl(accel.WidenOp)
+    def run_widen(self, interpreter: Interpreter, op: accel.WidenOp, args):
+        return (args[0].astype(np.int32),)
+
+    @impl(accel.NarrowOp)
+    def run_narrow(self, interpreter: Interpreter, op: accel.NarrowOp, args):
+        # numpy's integer cast keeps the low bits, as STORE OUT does.
+        return (args[0].astype(tensor_dtype(op.output.type)),)
+
+    @impl(accel.HostRequantizeOp)
+    def run_host_requantize(self, interpreter: Interpreter, op: accel.HostRequantizeOp, args):
+        return (host_requantize(op, *args),)
+
+    @impl(accel.MaxPool2DOp)
+    def run_max_pool(self, interpreter: Interpreter, op: accel.MaxPool2DOp, args):
+        return (pool(op, *args),)
+
+    @impl(accel.SumPool2DOp)
+    def run_sum_pool(self, interpreter: Interpreter, op: accel.SumPool2DOp, args):
+        return (pool(op, *args),)
+
+    @impl(accel.ReduceSumOp)
+    def run_reduce_sum(self, interpreter: Interpreter, op: accel.ReduceSumOp, args):
+        return (reduce_sum(op, *args),)
+
+    @impl(accel.PadOp)
+    def run_pad(self, interpreter: Interpreter, op: accel.PadOp, args):
+        return (pad_op(op, *args),)
+
+    @impl(accel.ConcatOp)
+    def run_concat(self, interpreter: Interpreter, op: accel.ConcatOp, args):
+        return (np.concatenate(args, axis=op.int_prop("axis")),)
+
+
+def _check_values(values: tuple[Any, ...], types, what: str) -> None:
+    for i, (x, t) in enumerate(zip(values, types)):
+        if not isinstance(t, TensorType) or not isinstance(x, np.ndarray):
+            continue
+        want_shape, want_dtype = tuple(t.get_shape()), tensor_dtype(t)
+        if x.shape != want_shape or x.dtype != want_dtype:
+            raise CallTypeError(
+                f"{what} {i}: expected {want_dtype}[{'x'.join(map(str, want_shape))}], "
+                f"got {x.dtype}[{'x'.join(map(str, x.shape))}]"
+            )
+
+
+class CallTypeError(Exception):
+    """A call's arguments or results do not have the callee's declared types."""
+
+
+@register_impls
+class AccelFunctions(AccelComputeFunctions):
+    """Implementations of the `accel` ops, and `func.call` with type checks at the border."""
+
+    @impl(accel.PackOp)
+    def run_pack(self, interpreter: Interpreter, op: accel.PackOp, args: tuple[Any, ...]):
+        padding = 0 if op.padding_value is None else op.padding_value.value.data
+        return (pack(args[0], op.packing, padding),)
+
+    @impl(accel.UnpackOp)
+    def run_unpack(self, interpreter: Interpreter, op: accel.UnpackOp, args: tuple[Any, ...]):
+        return (unpack(args[0], op.packing, tuple(op.output.type.get_shape())),)
+
+    def __init__(self) -> None:
+        self._signatures: dict[func.CallOp, func.FunctionType] = {}
+
+    def _signature(self, op: func.CallOp) -> func.FunctionType:
+        signature = self._signatures.get(op)
+        if signature is None:
+            callee = SymbolTable.lookup_symbol(op, op.callee)
+            assert isinstance(callee, func.FuncOp), f"no function {op.callee}"
+            signature = self._signatures[op] = callee.function_type
+        return signature
+
+    @impl(func.CallOp)
+    def run_call(self, interpreter: Interpreter, op: func.CallOp, args: tuple[Any, ...]):
+        from qaccel.interpreter.prepare import ExecutionError
+
+        callee = f"@{op.callee.string_value()}"
+        signature = self._signature(op)
+        try:
+            _check_values(args, signature.inputs.data, f"call of {callee}: argument")
+            results = interpreter.call_op(op.callee, args)
+            _check_values(tuple(results), signature.outputs.data, f"call of {callee}: result")
+        except CallTypeError as e:
+            raise ExecutionError(str(e)) from None
+        return results

@@ -1,0 +1,230 @@
+"""Interpreter implementations of the `q` dialect, on numpy arrays of the storage dtypes.
+
+Each op computes exactly what its properties say (see `dialects/q.py`) with the same
+fixed-point primitives as the TFLite kernels (`arithmetic.py`), so a legalized model stays
+bit-exact with the `tfl` ops it came from; `--verify-semantics` and the tests check it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+
+from qaccel.kernels import arithmetic as ar
+from qaccel.kernels.base import pad_spatial
+from qaccel.kernels.conv import grouped_matmul
+from qaccel.dialects import q
+from qaccel.dialects.types import tensor_dtype
+
+
+def _saturate(x: np.ndarray, op: q.QOp) -> np.ndarray:
+    lo, hi = q.storage_bounds(op.output.type)
+    return np.clip(x, lo, hi).astype(tensor_dtype(op.output.type))
+
+
+def _wrap_int32(x: np.ndarray) -> np.ndarray:
+    return ar.wrap_int32(x).astype(np.int32)
+
+
+def _window_geometry(op: q._WindowOp, kh: int, kw: int, dh: int = 1, dw: int = 1):
+    """(out_h, out_w, pad_top, pad_left, sh, sw, dh, dw) as the CPU kernels expect it."""
+    _, out_h, out_w, _ = op.output.type.get_shape()
+    top, _, left, _ = (int(v) for v in op.array_prop("padding"))
+    sh, sw = (int(v) for v in op.array_prop("strides"))
+    return out_h, out_w, top, left, sh, sw, dh, dw
+
+
+def conv2d(op: q.Conv2DOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    xzp, wzp = op.int_prop("input_zero_point"), op.int_prop("filter_zero_point")
+    _, kh, kw, cin_g = w.shape
+    dh, dw = (int(v) for v in op.array_prop("dilations"))
+    geometry = _window_geometry(op, kh, kw, dh, dw)
+    groups = x.shape[3] // cin_g
+    # Centred input padded with zeros: padding taps hold the input zero point.
+    acc = grouped_matmul(
+        x.astype(np.float64) - xzp, w.astype(np.float64) - wzp, groups, kh, kw, geometry
+    )
+    return _wrap_int32(acc.reshape(op.output.type.get_shape()))
+
+
+def depthwise_conv2d(op: q.DepthwiseConv2DOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    xzp, wzp = op.int_prop("input_zero_point"), op.int_prop("filter_zero_point")
+    mult = op.int_prop("depth_multiplier")
+    _, kh, kw, cout = w.shape
+    dh, dw = (int(v) for v in op.array_prop("dilations"))
+    out_h, out_w, top, left, sh, sw, _, _ = _window_geometry(op, kh, kw, dh, dw)
+    xi = x.astype(np.int64) - xzp
+    if mult > 1:
+        xi = np.repeat(xi, mult, axis=3)  # output channel m + ic * mult reads channel ic
+    xp = pad_spatial(xi, top, left, out_h, out_w, kh, kw, sh, sw, dh, dw, 0)
+    wi = w.astype(np.int64) - wzp
+    acc = np.zeros((x.shape[0], out_h, out_w, cout), dtype=np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            tap = xp[:, ky * dh : ky * dh + (out_h - 1) * sh + 1 : sh,
+                     kx * dw : kx * dw + (out_w - 1) * sw + 1 : sw, :]  # fmt: skip
+            acc += tap * wi[0, ky, kx]
+    return _wrap_int32(acc)
+
+
+def dense(op: q.DenseOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    xzp, wzp = op.int_prop("input_zero_point"), op.int_prop("filter_zero_point")
+    rows = x.reshape(-1, w.shape[1]).astype(np.float64) - xzp
+    acc = (rows @ (w.astype(np.float64) - wzp).T).astype(np.int64)
+    return _wrap_int32(acc.reshape(op.output.type.get_shape()))
+
+
+def requantize(op: q.RequantizeOp, x: np.ndarray) -> np.ndarray:
+    centred = x.astype(np.int64) - op.int_prop("input_zero_point")
+    if op.is_double:
+        scaled = ar.float_to_int32(
+            ar.round_half_away(centred.astype(np.float64) * op.array_prop("scale"))
+        )
+        out = ar.wrap_int32(scaled + op.int_prop("output_zero_point"))
+    else:
+        m = op.array_prop("multiplier").astype(np.int64)
+        s = op.array_prop("shift").astype(np.int64)
+        scaled = ar.multiply_by_quantized_multiplier(ar.wrap_int32(centred), m, s)
+        out = scaled + op.int_prop("output_zero_point")
+    return _saturate(out, op)
+
+
+def add_sub(op: q._AddSubOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    left = op.int_prop("left_shift")
+
+    def scaled(v: np.ndarray, side: str) -> np.ndarray:
+        shifted = (v.astype(np.int64) - op.int_prop(f"{side}_zero_point")) << left
+        return ar.multiply_by_quantized_multiplier(
+            shifted, op.int_prop(f"{side}_multiplier"), op.int_prop(f"{side}_shift")
+        )
+
+    va, vb = scaled(a, "lhs"), scaled(b, "rhs")
+    raw = ar.wrap_int32(va + vb if isinstance(op, q.AddOp) else va - vb)
+    out = ar.multiply_by_quantized_multiplier(
+        raw, op.int_prop("output_multiplier"), op.int_prop("output_shift")
+    )
+    return _saturate(out + op.int_prop("output_zero_point"), op)
+
+
+def mul(op: q.MulOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    prod = (a.astype(np.int64) - op.int_prop("lhs_zero_point")) * (
+        b.astype(np.int64) - op.int_prop("rhs_zero_point")
+    )
+    out = ar.multiply_by_quantized_multiplier(
+        ar.wrap_int32(prod), op.int_prop("multiplier"), op.int_prop("shift")
+    )
+    return _saturate(out + op.int_prop("output_zero_point"), op)
+
+
+def _pool_taps(op: q._PoolOp, x: np.ndarray, pad_value):
+    kh, kw = (int(v) for v in op.array_prop("filter"))
+    out_h, out_w, top, left, sh, sw, _, _ = _window_geometry(op, kh, kw)
+    h, w = x.shape[1:3]
+    xp = pad_spatial(x, top, left, out_h, out_w, kh, kw, sh, sw, 1, 1, pad_value)
+    ys, xs = np.arange(out_h) * sh - top, np.arange(out_w) * sw - left
+    for ky in range(kh):
+        for kx in range(kw):
+            view = xp[:, ky : ky + (out_h - 1) * sh + 1 : sh, kx : kx + (out_w - 1) * sw + 1 : sw]
+            inside = ((ys + ky >= 0) & (ys + ky < h))[:, None] & (
+                (xs + kx >= 0) & (xs + kx < w)
+            )[None, :]
+            yield view, inside[None, :, :, None]
+
+
+def avg_pool2d(op: q.AvgPool2DOp, x: np.ndarray) -> np.ndarray:
+    acc = np.zeros(op.output.type.get_shape(), dtype=np.int64)
+    count = np.zeros((1, *acc.shape[1:3], 1), dtype=np.int64)
+    for view, inside in _pool_taps(op, x.astype(np.int64), 0):
+        acc += view
+        count = count + inside
+    count = np.maximum(count, 1)  # a window entirely in the padding was refused earlier
+    half = count // 2
+    rounded = np.where(acc > 0, ar.trunc_div(acc + half, count), ar.trunc_div(acc - half, count))
+    return _saturate(rounded, op)
+
+
+def max_pool2d(op: q.MaxPool2DOp, x: np.ndarray) -> np.ndarray:
+    best = np.full(op.output.type.get_shape(), np.iinfo(np.int64).min, dtype=np.int64)
+    for view, _ in _pool_taps(op, x.astype(np.int64), np.iinfo(np.int64).min):
+        np.maximum(best, view, out=best)
+    return _saturate(best, op)
+
+
+def mean(op: q.MeanOp, x: np.ndarray) -> np.ndarray:
+    axes = tuple(int(a) for a in op.array_prop("axes"))
+    total = ar.wrap_int32(x.astype(np.int64).sum(axis=axes))
+    n = op.int_prop("num_elements")
+    centred = ar.wrap_int32(total - op.int_prop("input_zero_point") * n)
+    out = ar.multiply_by_quantized_multiplier(centred, op.int_prop("multiplier"), op.int_prop("shift"))
+    out = out + op.int_prop("output_zero_point")
+    return _saturate(out.reshape(op.output.type.get_shape()), op)
+
+
+def pad(op: q.PadOp, x: np.ndarray) -> np.ndarray:
+    widths = op.array_prop("padding").reshape(-1, 2)
+    return np.pad(x, [tuple(int(v) for v in w) for w in widths], constant_values=op.int_prop("pad_value"))
+
+
+@register_impls
+class QFunctions(InterpreterFunctions):
+    """Implementations of the `q` ops."""
+
+    @impl(q.Conv2DOp)
+    def run_conv2d(self, interpreter: Interpreter, op: q.Conv2DOp, args: tuple[Any, ...]):
+        return (conv2d(op, *args),)
+
+    @impl(q.DepthwiseConv2DOp)
+    def run_depthwise(self, interpreter: Interpreter, op: q.DepthwiseConv2DOp, args):
+        return (depthwise_conv2d(op, *args),)
+
+    @impl(q.DenseOp)
+    def run_dense(self, interpreter: Interpreter, op: q.DenseOp, args: tuple[Any, ...]):
+        return (dense(op, *args),)
+
+    @impl(q.BiasAddOp)
+    def run_bias_add(self, interpreter: Interpreter, op: q.BiasAddOp, args: tuple[Any, ...]):
+        acc, bias = args
+        return (_wrap_int32(acc.astype(np.int64) + bias.astype(np.int64)),)
+
+    @impl(q.RequantizeOp)
+    def run_requantize(self, interpreter: Interpreter, op: q.RequantizeOp, args):
+        return (requantize(op, *args),)
+
+    @impl(q.ReluOp)
+    def run_relu(self, interpreter: Interpreter, op: q.ReluOp, args: tuple[Any, ...]):
+        (x,) = args
+        return (np.clip(x, op.int_prop("min"), op.int_prop("max")).astype(x.dtype),)
+
+    @impl(q.AddOp)
+    def run_add(self, interpreter: Interpreter, op: q.AddOp, args: tuple[Any, ...]):
+        return (add_sub(op, *args),)
+
+    @impl(q.SubOp)
+    def run_sub(self, interpreter: Interpreter, op: q.SubOp, args: tuple[Any, ...]):
+        return (add_sub(op, *args),)
+
+    @impl(q.MulOp)
+    def run_mul(self, interpreter: Interpreter, op: q.MulOp, args: tuple[Any, ...]):
+        return (mul(op, *args),)
+
+    @impl(q.AvgPool2DOp)
+    def run_avg_pool(self, interpreter: Interpreter, op: q.AvgPool2DOp, args):
+        return (avg_pool2d(op, *args),)
+
+    @impl(q.MaxPool2DOp)
+    def run_max_pool(self, interpreter: Interpreter, op: q.MaxPool2DOp, args):
+        return (max_pool2d(op, *args),)
+
+    @impl(q.MeanOp)
+    def run_mean(self, interpreter: Interpreter, op: q.MeanOp, args: tuple[Any, ...]):
+        return (mean(op, *args),)
+
+    @impl(q.PadOp)
+    def run_pad(self, interpreter: Interpreter, op: q.PadOp, args: tuple[Any, ...]):
+        return (pad(op, *args),)
+
+    @impl(q.ConcatOp)
+    def run_concat(self, interpreter: Interpreter, op: q.ConcatOp, args: tuple[Any, ...]):
+        return (np.concatenate(args, axis=op.int_prop("axis")),)

@@ -1,0 +1,843 @@
+"""Instruction emission for one scheduled accelerator layer: program, micro-ops, DRAM image.
+
+    prog = emit(layer, schedule(layer, config), config)     # -> LayerProgram
+    y = prog.run(x_nhwc)                                      # pack, simulate, unpack
+
+`emit` walks the `Schedule`'s loop nest (`lowering/vta/schedule.py`) and produces
+
+* the **DRAM layout** (`LayerProgram.regions`): constants first (packed weights
+  OIHW16o16i, or one diagonal tile per output block and tap for depthwise; int32 parameter
+  rows: fused bias for bias_mode "alu", -left shift, multiplier, right shift; bias rows for
+  "dma"; digit tiles and their input row for "gemm"; the zero-point GEMM's row and tile; a
+  row of input zero points for frames in the padding), then the packed input
+  (`[ci block][H][W][16]` int8, channels padded with the input zero point; dense
+  `[row][ci block][16]`), then the packed output (`[co block][OH][OW][16]` int8, or int32
+  `[row][co block][16]` for dense layers that finish on the host). Every region starts on a
+  256-byte boundary so any memory type can address it.
+* the **micro-op kernels**: GEMM micro-ops enumerate (input block, tap, output block, pixel
+  block) with the output pixels in the instruction's two loops, so a kernel's size does not
+  grow with the tile; one kernel per tile shape and slot combination, built with numpy. All
+  kernels are loaded once when they fit in the micro-op buffer, else loaded before use into a
+  ring (VTA's runtime micro-op cache).
+* the **instruction stream** (a `Program`, one compact array) with dependency tokens derived
+  from buffer slots: every instruction declares the slots it reads and writes; an access that
+  needs an instruction of another module to happen first becomes a push on that instruction
+  and a pop on this one. Pops only ever advance to the latest producer needed, so each
+  instruction pops at most one token per queue, every pushed token is popped, and the loads of
+  step i+1 and the store of tile j overlap the compute of step i / tile j+1 whenever the slots
+  allow it. Loads follow `plan_steps` (prefetches, weight chunks split per output block).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from qaccel.targets.vta.alu import output_stage_block
+from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.targets.vta.isa import (
+    FIELD_NAMES,
+    FIELDS_DTYPE,
+    PARAM_ROWS,
+    AluOp,
+    MemType,
+    Module,
+    Opcode,
+    Program,
+    encode,
+    encode_uops,
+)
+from qaccel.lowering.vta.schedule import (
+    MAX_STRIDE,
+    ConvLayer,
+    LayerError,
+    Schedule,
+    Step,
+    bias_row,
+    bias_tiles,
+    dense_requantize_host,
+    frame_cols,
+    frame_mode,
+    frame_rows,
+    frame_shape,
+    fused_bias,
+    param_layout,
+    pixel_block,
+    plan_steps,
+    uses_zp_gemm,
+)
+
+_IDX = {name: i for i, name in enumerate(FIELD_NAMES)}
+_NF = len(FIELD_NAMES)
+LOAD, COMPUTE, STORE = int(Module.LOAD), int(Module.COMPUTE), int(Module.STORE)
+# (producer, consumer) -> (producer's push flag, consumer's pop flag)
+_TOKEN_FLAGS = {
+    (LOAD, COMPUTE): ("push_next", "pop_prev"),
+    (COMPUTE, LOAD): ("push_prev", "pop_next"),
+    (STORE, COMPUTE): ("push_prev", "pop_next"),
+    (COMPUTE, STORE): ("push_next", "pop_prev"),
+}
+ALIGN = 256
+
+
+def _align(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def _factors(f, n_out: int, n_in: int) -> tuple[int, int]:
+    """Loop factors with those of single-iteration loops zeroed (they are never applied, and
+    a tile-sized factor could overflow its field)."""
+    return (f[0] if n_out > 1 else 0, f[1] if n_in > 1 else 0)
+
+
+def _row(opcode: int, **values) -> list[int]:
+    row = [0] * _NF
+    row[0] = int(opcode)
+    for k, v in values.items():
+        row[_IDX[k]] = int(v)
+    return row
+
+
+# --------------------------------------------------------------------------------------------
+# The result
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one layer's data lives in a DRAM image it shares with other layers (byte offsets,
+    multiples of 256): its constants, its input and its output (in an activation arena).
+    Without a placement a layer has an image of its own: constants, input, output. The
+    program's `dram_size` is then where its last region ends; the image may be larger."""
+
+    constants: int
+    input: int
+    output: int
+
+
+@dataclass
+class LayerProgram:
+    """One layer ready to run: the program (micro-op image in `program.uops`), the DRAM layout
+    and the constants. Offsets are byte offsets into the DRAM image."""
+
+    layer: ConvLayer
+    schedule: Schedule
+    config: HardwareConfig
+    program: Program
+    dram_size: int
+    input_offset: int
+    input_nbytes: int
+    output_offset: int
+    output_nbytes: int
+    constants: np.ndarray  # uint8 image of bytes [0, len(constants)) of DRAM
+    regions: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (offset, bytes)
+    uop_loads: int = 0  # LOAD UOP instructions (1 when every kernel fits at once)
+    constants_offset: int = 0  # where `constants` start in the DRAM image
+
+    @property
+    def uops(self) -> np.ndarray:
+        return self.program.uops
+
+    # --- activations ---
+    def pack_input(self, x: np.ndarray) -> np.ndarray:
+        """The packed input bytes of an int8 tensor (NHWC, or [..., I] for dense)."""
+        g = self.layer.geometry
+        x = np.asarray(x)
+        if x.dtype != np.int8 or x.shape != self.layer.input_shape:
+            raise ValueError(
+                f"input must be int8 {list(self.layer.input_shape)}, got {x.dtype} {list(x.shape)}"
+            )
+        blk = g.block
+        cp = g.CIB * blk
+        if g.kind == "dense":
+            rows = x.reshape(g.rows, g.C)
+            packed = np.full((g.rows, cp), g.input_zero_point, np.int8)
+            packed[:, : g.C] = rows
+            return packed.reshape(-1).view(np.uint8)
+        packed = np.full((g.H, g.W, cp), g.input_zero_point, np.int8)
+        packed[:, :, : g.C] = x[0]
+        return (
+            np.ascontiguousarray(packed.reshape(g.H, g.W, g.CIB, blk).transpose(2, 0, 1, 3))
+            .reshape(-1)
+            .view(np.uint8)
+        )
+
+    def unpack_output(self, raw: np.ndarray) -> np.ndarray:
+        """Output bytes -> NHWC int8 (dense: [..., O] int8 after the host requantization)."""
+        g = self.layer.geometry
+        blk = g.block
+        if g.kind == "dense":
+            dtype = "<i4" if g.int32_output else np.int8
+            acc = np.frombuffer(raw.tobytes(), dtype).reshape(g.rows, g.COB * blk)[:, : g.O]
+            out = dense_requantize_host(self.layer, acc) if g.int32_output else acc
+            return out.reshape(*self.layer.input_shape[:-1], g.O)
+        y = np.frombuffer(raw.tobytes(), np.int8).reshape(g.COB, g.OH, g.OW, blk)
+        y = y.transpose(1, 2, 0, 3).reshape(g.OH, g.OW, -1)[:, :, : g.O]
+        return np.ascontiguousarray(y)[None]
+
+    def dram_image(self, x: np.ndarray) -> np.ndarray:
+        dram = np.zeros(self.dram_size, np.uint8)
+        co = self.constants_offset
+        dram[co : co + len(self.constants)] = self.constants
+        packed = self.pack_input(x)
+        dram[self.input_offset : self.input_offset + len(packed)] = packed
+        return dram
+
+    def simulate(self, x: np.ndarray):
+        """Run on the functional simulator (all its checks); returns the `SimResult`."""
+        from qaccel.targets.vta.simulator import simulate
+
+        return simulate(self.program, self.program.uops, self.dram_image(x), self.config)
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        """Pack `x`, simulate, unpack the result (bit-exact with the q ops it implements)."""
+        result = self.simulate(x)
+        o = self.output_offset
+        return self.unpack_output(result.dram[o : o + self.output_nbytes])
+
+    def timing(self):
+        from qaccel.targets.vta.simulator import timing
+
+        return timing(self.program, self.config)
+
+
+# --------------------------------------------------------------------------------------------
+# Constants
+
+
+def pack_weights(layer: ConvLayer) -> np.ndarray:
+    """Weights as WGT elements: conv/dense `[COB][CIB][KH][KW][16 out][16 in]` (OIHW16o16i),
+    depthwise `[COB][KH][KW][16][16]` with each output lane's weight in the column of the input
+    lane it reads (a diagonal tile for depth multiplier 1)."""
+    g = layer.geometry
+    blk = g.block
+    w = layer.weights
+    if g.kind == "depthwise":
+        m = g.depth_multiplier
+        packed = np.zeros((g.COB, g.KH, g.KW, blk, blk), np.int8)
+        oc = np.arange(g.O)
+        ob, lane = oc // blk, oc % blk
+        col = oc // m - blk * (ob // m)
+        packed[ob, :, :, lane, col] = w[0].transpose(2, 0, 1)
+        return packed
+    if g.kind == "dense":
+        w = w[:, None, None, :]
+    full = np.zeros((g.COB * blk, g.KH, g.KW, g.CIB * blk), np.int8)
+    full[: g.O, :, :, : g.C] = w
+    return np.ascontiguousarray(
+        full.reshape(g.COB, blk, g.KH, g.KW, g.CIB, blk).transpose(0, 4, 2, 3, 1, 5)
+    )
+
+
+def _lanes(values, g, fill=0) -> np.ndarray:
+    v = np.asarray(values, np.int64).reshape(-1)
+    out = np.full(g.COB * g.block, fill, np.int64)
+    out[: g.O] = np.broadcast_to(v, (g.O,)) if len(v) == 1 else v
+    return out
+
+
+def param_rows(layer: ConvLayer, bias_mode: str) -> np.ndarray:
+    """int32 ACC rows `[rows][16]` of `param_layout`: fused bias, -left shift, multiplier,
+    right shift (per output block, or one shared row); for bias mode "store", the output
+    stage's rows per block: fused bias, multiplier, shift, and (zp, min, max) in lanes 0-2."""
+    g = layer.geometry
+    if bias_mode == "store":
+        lanes = [_lanes(v, g).reshape(g.COB, g.block)
+                 for v in (fused_bias(layer), layer.multiplier, layer.shift)]  # fmt: skip
+        rows = output_stage_block(*lanes, layer.output_zero_point, max(layer.act_min, -128),
+                                  min(layer.act_max, 127), g.block)  # fmt: skip
+        return rows.reshape(-1, g.block)
+    lay = param_layout(g, bias_mode)
+    n = max((s + (g.COB if per else 1) for s, per in lay.values()), default=0)
+    rows = np.zeros((n, g.block), np.int64)
+    shift = np.asarray(layer.shift, np.int64).reshape(-1) if layer.shift is not None else None
+    values = {}
+    if "bias" in lay:
+        values["bias"] = _lanes(fused_bias(layer), g)
+    if shift is not None:
+        values["lsh"] = -_lanes(np.maximum(shift, 0), g)
+        values["rdmul"] = _lanes(layer.multiplier, g)
+        values["rshr"] = _lanes(np.maximum(-shift, 0), g)
+    for kind, (start, per) in lay.items():
+        v = values[kind]
+        if per:
+            rows[start : start + g.COB] = v.reshape(g.COB, g.block)
+        else:
+            rows[start] = v[0]
+    return rows.astype(np.int32)
+
+
+# --------------------------------------------------------------------------------------------
+# The emitter
+
+
+class _Stream:
+    """An instruction stream under construction: records with the buffer slots each reads and
+    writes (dependency tokens are derived from them), micro-op kernels, and the encoding. The
+    layer emitters (GEMM layers here, element-wise and pool layers in `emit_alu.py`) build on
+    it."""
+
+    def __init__(self, config: HardwareConfig):
+        self.c = config
+        self.recs: list[list] = []  # [module, row, deps, kernel key or None]
+        self.writer: dict = {}
+        self.readers: dict = {}
+        self.kernels: dict = {}  # key -> uint32 micro-ops
+
+    def add(self, module: int, row: list[int], reads=(), writes=(), kernel=None) -> int:
+        i = len(self.recs)
+        deps = []
+        for r in reads:
+            w = self.writer.get(r)
+            if w is not None and self.recs[w][0] != module:
+                deps.append(w)
+        for r in writes:
+            w = self.writer.get(r)
+            if w is not None and self.recs[w][0] != module:
+                deps.append(w)
+            for m, rd in self.readers.get(r, {}).items():
+                if m != module:
+                    deps.append(rd)
+            self.writer[r] = i
+            self.readers[r] = {}
+        for r in reads:
+            self.readers.setdefault(r, {})[module] = i
+        self.recs.append([module, row, deps, kernel])
+        return i
+
+    def load(self, mem, sram, dram, y, x, stride=None, ypad=(0, 0), xpad=(0, 0), *, module,
+             reads=(), writes=()) -> int:  # fmt: skip
+        row = _row(
+            Opcode.LOAD, memory_type=int(mem), sram_base=sram, dram_base=dram, y_size=y,
+            x_size=x, x_stride=x if stride is None else stride, y_pad_0=ypad[0], y_pad_1=ypad[1],
+            x_pad_0=xpad[0], x_pad_1=xpad[1],
+        )  # fmt: skip
+        return self.add(module, row, reads, writes)
+
+    def store(self, mem, sram, dram, y, x, stride, *, reads=(), writes=(), param_row=None,
+              param_step=(0, 0)) -> int:  # fmt: skip
+        """A STORE; with `param_row` a STORE OUTQ through the parameter blocks from that row
+        (`param_step`: whether they advance with y, x) that clears the rows it reads
+        (`writes` then names them)."""
+        row = _row(Opcode.STORE, memory_type=int(mem), sram_base=sram, dram_base=dram, y_size=y,
+                   x_size=x, x_stride=stride)  # fmt: skip
+        if param_row is not None:
+            row[_IDX["memory_type"]] = int(MemType.OUTQ)
+            row[_IDX["param_row"]] = param_row
+            row[_IDX["param_y"]], row[_IDX["param_x"]] = param_step
+            row[_IDX["clear"]] = int(bool(writes))
+        return self.add(STORE, row, reads, writes)
+
+    def gemm(self, kernel, n_out, n_in, dst=(0, 0), src=(0, 0), wgt=(0, 0), reset=False,
+             reads=(), writes=(), sub=None) -> int:  # fmt: skip
+        dst, src, wgt = (_factors(f, n_out, n_in) for f in (dst, src, wgt))
+        row = _row(
+            Opcode.GEMM, reset=int(reset), iter_out=n_out, iter_in=n_in,
+            dst_factor_out=dst[0], dst_factor_in=dst[1], src_factor_out=src[0],
+            src_factor_in=src[1], wgt_factor_out=wgt[0], wgt_factor_in=wgt[1],
+        )  # fmt: skip
+        return self.add(COMPUTE, row, reads, writes, (kernel, sub))
+
+    def alu(self, op, kernel, sub, n_out, n_in, dst=(0, 0), src=(0, 0), imm=None, reads=(),
+            writes=()) -> int:  # fmt: skip
+        dst, src = _factors(dst, n_out, n_in), _factors(src, n_out, n_in)
+        row = _row(
+            Opcode.ALU, alu_opcode=int(op), use_imm=int(imm is not None),
+            imm=0 if imm is None else imm, iter_out=n_out, iter_in=n_in,
+            dst_factor_out=dst[0], dst_factor_in=dst[1], src_factor_out=src[0],
+            src_factor_in=src[1],
+        )  # fmt: skip
+        return self.add(COMPUTE, row, reads, writes, (kernel, sub))
+
+    def kernel(self, key, build) -> tuple:
+        if key not in self.kernels:
+            self.kernels[key] = build()
+        return key
+
+    def finish(self) -> None:
+        """FINISH after the last instruction of every module."""
+        last = {m: i for i, rec in enumerate(self.recs) for m in (rec[0],) if m != COMPUTE}
+        fin = self.add(COMPUTE, _row(Opcode.FINISH))
+        self.recs[fin][2] = sorted(last.values())
+
+    def encode_stream(self) -> tuple[Program, int]:
+        """Dependency tokens from the records' slot accesses, micro-ops placed, encoded: the
+        program and its number of LOAD UOPs."""
+        recs = self.recs
+        synced = {pair: -1 for pair in _TOKEN_FLAGS}
+        for i, (module, row, deps, _) in enumerate(recs):
+            latest: dict[int, int] = {}
+            for d in deps:
+                p = recs[d][0]
+                if d > latest.get(p, -1):
+                    latest[p] = d
+            for p, d in latest.items():
+                pair = (p, module)
+                if pair not in _TOKEN_FLAGS:
+                    raise AssertionError(f"no token queue from module {p} to module {module}")
+                if d > synced[pair]:
+                    synced[pair] = d
+                    push, pop = _TOKEN_FLAGS[pair]
+                    recs[d][1][_IDX[push]] = 1
+                    row[_IDX[pop]] = 1
+        rows, uop_image, n_uop_loads = self.place_uops()
+        fields = np.array([tuple(r) for r in rows], dtype=FIELDS_DTYPE)
+        words = encode(fields, self.c)
+        return Program(self.c, words, uop_image), n_uop_loads
+
+    def place_uops(self):
+        """Micro-op image and LOAD UOPs: every kernel once up front when they all fit in the
+        micro-op buffer, else each loaded before use into a ring, reusing resident copies."""
+        depth = self.c.depth("uop")
+        keys = list(self.kernels)
+        sizes = {k: len(self.kernels[k]) for k in keys}
+        offsets, at = {}, 0
+        for k in keys:
+            offsets[k] = at
+            at += sizes[k]
+        image = np.concatenate([self.kernels[k] for k in keys]) if keys else np.zeros(0, np.uint32)
+        out_rows: list[list[int]] = []
+        uop_bgn, uop_end = _IDX["uop_bgn"], _IDX["uop_end"]
+
+        def load_row(sram, dram, n):
+            return _row(Opcode.LOAD, memory_type=int(MemType.UOP), sram_base=sram,
+                        dram_base=dram, y_size=1, x_size=n, x_stride=n)  # fmt: skip
+
+        if at <= depth:
+            first = next(i for i, r in enumerate(self.recs) if r[0] == COMPUTE)
+            for i, (module, row, _, kern) in enumerate(self.recs):
+                if i == first and at:
+                    out_rows.append(load_row(0, 0, at))
+                if kern is not None:
+                    k, sub = kern
+                    base = offsets[k] + (sub or 0)
+                    row[uop_bgn] = base
+                    row[uop_end] = base + 1 if sub is not None else offsets[k] + sizes[k]
+                out_rows.append(row)
+            return out_rows, image, 1 if at else 0
+        # Ring cache: place each kernel at a bump pointer, evicting what it overlaps.
+        resident: dict = {}  # key -> sram offset
+        ptr, loads = 0, 0
+        for module, row, _, kern in self.recs:
+            if kern is not None:
+                k, sub = kern
+                n = sizes[k]
+                if n > depth:
+                    raise LayerError(f"a micro-op kernel of {n} micro-ops exceeds the buffer")
+                if k not in resident:
+                    if ptr + n > depth:
+                        ptr = 0
+                    lo, hi = ptr, ptr + n
+                    for other, o in list(resident.items()):
+                        if o < hi and lo < o + sizes[other]:
+                            del resident[other]
+                    resident[k] = ptr
+                    out_rows.append(load_row(ptr, offsets[k], n))
+                    loads += 1
+                    ptr += n
+                base = resident[k] + (sub or 0)
+                row[uop_bgn] = base
+                row[uop_end] = base + 1 if sub is not None else resident[k] + n
+            out_rows.append(row)
+        return out_rows, image, loads
+
+
+class _Emitter(_Stream):
+    def __init__(self, layer: ConvLayer, sched: Schedule, config: HardwareConfig,
+                 placement: Placement | None = None):  # fmt: skip
+        if sched.geometry != layer.geometry:
+            raise LayerError("the schedule was made for another layer geometry")
+        super().__init__(config)
+        self.layer, self.s = layer, sched
+        self.g = g = layer.geometry
+        self.blk = g.block
+        self.plan = sched.buffers
+        self.param_layout = param_layout(g, sched.bias_mode)
+        self.zp = uses_zp_gemm(g, sched.bias_mode)
+        self.gemm_bias = g.has_bias and sched.bias_mode == "gemm"
+        self.store_tail = sched.bias_mode == "store"
+        self.zeroed: dict[int, int] = {}  # store_tail: ACC slot -> leading rows known zero
+        self.constants_offset = 0
+        self.layout_dram()
+        if placement is not None:
+            self.place(placement)
+
+    # --- DRAM ---
+    def layout_dram(self):
+        g, blk, layer = self.g, self.blk, self.layer
+        weights = pack_weights(layer).reshape(-1).view(np.uint8)
+        parts: list[tuple[str, np.ndarray]] = [("weights", weights)]
+        params = param_rows(layer, self.s.bias_mode)
+        if len(params):
+            parts.append(("params", params.reshape(-1).view(np.uint8)))
+        if g.has_bias and self.s.bias_mode == "dma":
+            parts.append(("bias", _lanes(fused_bias(layer), g).astype(np.int32).view(np.uint8)))
+        if self.gemm_bias:
+            tiles = bias_tiles(fused_bias(layer), g.COB, blk)
+            if tiles is None:
+                raise LayerError("a fused bias is too large for the one-cycle bias GEMM")
+            parts.append(("bias_tiles", tiles.reshape(-1).view(np.uint8)))
+            parts.append(("bias_row", bias_row(blk).view(np.uint8)))
+        if self.zp:
+            tile = np.zeros((blk, blk), np.int8)
+            tile[:, 0] = self.layer.output_zero_point
+            parts.append(("zp_tile", tile.reshape(-1).view(np.uint8)))
+            row = np.zeros(blk, np.int8)
+            row[0] = 1
+            parts.append(("one_row", row.view(np.uint8)))
+        _, fc = frame_shape(g, min(self.s.tile_h, g.OH), min(self.s.tile_w, g.OW))
+        parts.append(("pad_row", np.full(fc * blk, g.input_zero_point, np.int8).view(np.uint8)))
+        regions, at = {}, 0
+        for name, data in parts:
+            regions[name] = (at, len(data))
+            at = _align(at + len(data))
+        const = np.zeros(at, np.uint8)
+        for name, data in parts:
+            off, n = regions[name]
+            const[off : off + n] = data
+        in_bytes = (g.rows if g.kind == "dense" else g.H * g.W) * g.CIB * blk
+        out_eb = 4 * blk if g.int32_output else blk
+        out_bytes = (g.rows if g.kind == "dense" else g.OH * g.OW) * g.COB * out_eb
+        regions["input"] = (at, in_bytes)
+        at = _align(at + in_bytes)
+        regions["output"] = (at, out_bytes)
+        at = _align(at + out_bytes)
+        self.regions, self.constants, self.dram_size = regions, const, at
+        self.out_eb = out_eb
+
+    def place(self, p: Placement) -> None:
+        """Move the regions into a shared image (`layout_dram` made them start at 0)."""
+        if any(v % ALIGN for v in (p.constants, p.input, p.output)):
+            raise LayerError(f"placement {p} is not {ALIGN}-byte aligned")
+        for name, (off, n) in self.regions.items():
+            if name == "input":
+                self.regions[name] = (p.input, n)
+            elif name == "output":
+                self.regions[name] = (p.output, n)
+            else:
+                self.regions[name] = (off + p.constants, n)
+        self.constants_offset = p.constants
+        self.dram_size = _align(max(off + n for off, n in self.regions.values()))
+
+    def elem(self, region: str, nbytes: int) -> int:
+        return self.regions[region][0] // nbytes
+
+    # --- loads of one step ---
+    def load_frame(self, st: Step, slot: int):
+        g, blk, plan = self.g, self.blk, self.plan
+        base = plan.inp_base + slot * plan.inp_slot_rows
+        res = ("inp", slot)
+        inp = self.elem("input", blk)
+        fr, y0, ystep, (ypad0, yreal) = frame_rows(g, st.oy0, st.th)
+        fc, x0, (xpad0, xreal) = frame_cols(g, st.ox0, st.tw)
+        frame = fr * fc
+        mode = frame_mode(g, st)
+        if mode == "dense":  # [row][ci] in DRAM -> [pixel][ci] frame
+            self.load(MemType.INP, base, inp + st.ox0 * g.CIB + st.ci0, st.tw, st.nci, g.CIB,
+                      module=LOAD, writes=(res,))  # fmt: skip
+            return
+        hw = g.H * g.W
+        if mode == "padding":
+            pad = self.elem("pad_row", blk)
+            for k in range(st.nci):
+                self.load(MemType.INP, base + k * frame, pad, fr, fc, 0, module=LOAD,
+                          writes=(res,))  # fmt: skip
+            return
+        ypad1, xpad1 = fr - ypad0 - yreal, fc - xpad0 - xreal
+        first_row = y0 + ypad0 * ystep
+        if mode == "contiguous":  # y = input block, x = its whole frame
+            self.load(MemType.INP, base, inp + st.ci0 * hw + first_row * g.W, st.nci,
+                      frame, hw, module=LOAD, writes=(res,))  # fmt: skip
+            return
+        if mode == "row":  # y = input block, x = the frame's one row, padded per block
+            self.load(MemType.INP, base, inp + st.ci0 * hw + first_row * g.W + x0 + xpad0,
+                      st.nci, xreal, hw, (0, 0), (xpad0, xpad1), module=LOAD,
+                      writes=(res,))  # fmt: skip
+            return
+        top, bottom = max(0, ypad0 - 15), max(0, ypad1 - 15)
+        pad = self.elem("pad_row", blk)
+        for k in range(st.nci):
+            at = base + k * frame
+            if top:
+                self.load(MemType.INP, at, pad, top, fc, 0, module=LOAD, writes=(res,))
+            dram = inp + (st.ci0 + k) * hw + first_row * g.W + x0 + xpad0
+            self.load(MemType.INP, at + top * fc, dram, yreal, xreal, g.W * ystep,
+                      (ypad0 - top, ypad1 - bottom), (xpad0, xpad1), module=LOAD,
+                      writes=(res,))  # fmt: skip
+            if bottom:
+                self.load(MemType.INP, at + (fr - bottom) * fc, pad, bottom, fc, 0, module=LOAD,
+                          writes=(res,))  # fmt: skip
+
+    def load_weights(self, st: Step, slot: int, part: int | None = None):
+        """A weight chunk ([co][ci][tap] in its slot), or only output block `part` of it."""
+        g, plan = self.g, self.plan
+        base = plan.wgt_base + slot * plan.wgt_slot_tiles
+        wgt = self.elem("weights", self.blk * self.blk)
+        K = g.taps
+        per_co = K * (1 if g.diagonal else st.nci)
+        first, count = (0, st.nco) if part is None else (part, 1)
+        base += first * per_co
+        co0 = st.co0 + first
+        if g.diagonal:
+            self.load(MemType.WGT, base, wgt + co0 * K, 1, count * K, module=LOAD,
+                      writes=(("wgt", slot),))  # fmt: skip
+        else:
+            self.load(MemType.WGT, base, wgt + (co0 * g.CIB + st.ci0) * K, count,
+                      st.nci * K, g.CIB * K, module=LOAD, writes=(("wgt", slot),))  # fmt: skip
+
+    def layouts(self, st: Step):
+        """(acc channel stride, acc pixel stride, frame ci/row/col strides) of a step."""
+        g = self.g
+        fr, fc = frame_shape(g, st.th, st.tw)
+        npix = st.th * st.tw
+        if g.kind == "dense":
+            return 1, st.nco, 1, 0, st.nci
+        return npix, 1, fr * fc, fc, 1
+
+    def gemm_step(self, st: Step, islot: int, wslot: int, aslot: int):
+        g, plan, c = self.g, self.plan, self.c
+        K = g.taps
+        inp_base = plan.inp_base + islot * plan.inp_slot_rows
+        wgt_base = plan.wgt_base + wslot * plan.wgt_slot_tiles
+        acc_base = plan.acc_base + aslot * plan.acc_slot_rows
+        s_co, s_p, s_ci, s_fy, s_fx = self.layouts(st)
+        red = K * (1 if g.diagonal else st.nci)
+        pb = pixel_block(st.nco, red, st.th, st.tw)
+        sy = 1 if g.row_subsample else g.sh
+        dyf = 0 if g.row_subsample else g.dh
+        m = g.depth_multiplier
+        diag_off = st.co0 % m if g.diagonal else 0
+        key = ("gemm", st.th, st.tw, st.nco, st.nci, diag_off, inp_base, wgt_base, acc_base)
+
+        def build():
+            if pb is None:  # one output row: alternate with a scratch row (added in the tail)
+                r = np.arange(red)
+                ci, tap = (np.zeros_like(r), r) if g.diagonal else (r // K, r % K)
+                ky, kx = tap // g.KW, tap % g.KW
+                dst = acc_base + (r % 2)
+                src = inp_base + ci * s_ci + ky * dyf * s_fy + kx * g.dw * s_fx
+                wgt = wgt_base + ci * K + tap
+                return encode_uops(dst, src, wgt, c)
+            uy, ux = pb
+            if g.diagonal:
+                ky, kx, co, py, px = np.indices((g.KH, g.KW, st.nco, uy, ux)).reshape(5, -1)
+                ci = (st.co0 + co) // m - st.co0 // m
+                wgt = wgt_base + co * K + ky * g.KW + kx
+            else:
+                ci, ky, kx, co, py, px = np.indices((st.nci, g.KH, g.KW, st.nco, uy, ux)).reshape(
+                    6, -1
+                )
+                wgt = wgt_base + (co * st.nci + ci) * K + ky * g.KW + kx
+            dst = acc_base + co * s_co + (py * st.tw + px) * s_p
+            src = (inp_base + ci * s_ci + (py * sy + ky * dyf) * s_fy
+                   + (px * g.sw + kx * g.dw) * s_fx)  # fmt: skip
+            return encode_uops(dst, src, wgt, c)
+
+        kern = self.kernel(key, build)
+        reads = [("inp", islot), ("wgt", wslot), ("acc", aslot)]
+        if pb is None:
+            self.gemm(kern, 1, 1, reads=reads, writes=[("acc", aslot)])
+            return
+        uy, ux = pb
+        self.gemm(
+            kern, st.th // uy, st.tw // ux,
+            dst=(uy * st.tw * s_p, ux * s_p),
+            src=(uy * sy * s_fy, ux * g.sw * s_fx),
+            reads=reads, writes=[("acc", aslot)],
+        )  # fmt: skip
+
+    def tail_kernel(self, aslot: int, co0: int):
+        """Single micro-ops the init/tail instructions use, as (kernel, index) pairs."""
+        plan, c = self.plan, self.c
+        acc_base = plan.acc_base + aslot * plan.acc_slot_rows
+        entries = [("row", plan.inp_const if self.zp else 0, plan.wgt_const if self.zp else 0)]
+        entries.append(("split", acc_base + 1, 0))
+        for kind, (start, per) in self.param_layout.items():
+            entries.append((kind, start + (co0 if per else 0), 0))
+        if self.gemm_bias:
+            entries.append(("bias_gemm", plan.inp_bias, plan.wgt_bias + co0))
+        key = ("tail", acc_base, co0)
+        names = [e[0] for e in entries]
+
+        def build():
+            return encode_uops(
+                np.full(len(entries), acc_base), [e[1] for e in entries], [e[2] for e in entries], c
+            )
+
+        self.kernel(key, build)
+        return key, {n: i for i, n in enumerate(names)}
+
+    # --- init, tail, store ---
+    def tile_loops(self, st: Step):
+        """(iter_out, iter_in, dst factors, per-block param src factors) over a tile's rows."""
+        npix = st.th * st.tw
+        if self.g.kind == "dense":  # [pixel][co]
+            return npix, st.nco, (st.nco, 1), (0, 1)
+        return st.nco, npix, (npix, 1), (1, 0)
+
+    def init_tile(self, st: Step, aslot: int, split: bool):
+        g, plan = self.g, self.plan
+        acc_base = plan.acc_base + aslot * plan.acc_slot_rows
+        key, idx = self.tail_kernel(aslot, st.co0)
+        rows = st.th * st.tw * st.nco
+        res = [("acc", aslot)]
+        if self.store_tail:  # the stores clear what they read: reset only what is not zero
+            if split or self.zeroed.get(aslot, 0) < rows:
+                self.gemm(key, rows + (1 if split else 0), 1, dst=(1, 0), reset=True,
+                          writes=res, sub=idx["row"])  # fmt: skip
+                self.zeroed[aslot] = rows + (1 if split else 0)
+            return
+        if g.has_bias and self.s.bias_mode == "dma":
+            if split:  # the scratch row starts at zero, the real row with the bias
+                self.gemm(key, 2, 1, dst=(1, 0), reset=True, writes=res, sub=idx["row"])
+            bias = self.elem("bias", 4 * self.blk) + st.co0
+            npix = st.th * st.tw
+            if g.kind == "dense" or npix == 1:
+                self.load(MemType.ACC, acc_base, bias, npix, st.nco, 0, module=COMPUTE,
+                          writes=res)  # fmt: skip
+            else:
+                for k in range(st.nco):
+                    self.load(MemType.ACC, acc_base + k * npix, bias + k, npix, 1, 0,
+                              module=COMPUTE, writes=res)  # fmt: skip
+            return
+        self.gemm(key, rows + (1 if split else 0), 1, dst=(1, 0), reset=True, writes=res,
+                  sub=idx["row"])  # fmt: skip
+        if self.gemm_bias:  # [127]*15 + [1] times the block's digit tile: + bias, one cycle
+            n_out, n_in, dst, per_block = self.tile_loops(st)
+            self.gemm(key, n_out, n_in, dst=dst, wgt=per_block, reads=res + [("biasc",)],
+                      writes=res, sub=idx["bias_gemm"])  # fmt: skip
+
+    def tail(self, st: Step, aslot: int, split: bool):
+        g = self.g
+        key, idx = self.tail_kernel(aslot, st.co0)
+        n_out, n_in, dst, psrc = self.tile_loops(st)
+        res = [("acc", aslot)]
+        if split:
+            self.alu(AluOp.ADD, key, idx["split"], 1, 1, reads=res, writes=res)
+            if self.store_tail:  # the scratch row is not stored, so not cleared
+                self.zeroed[aslot] = 1
+        if self.store_tail:
+            return
+        if "bias" in self.param_layout:
+            self.alu(AluOp.ADD, key, idx["bias"], n_out, n_in, dst, psrc, reads=res, writes=res)
+        shift = None if self.layer.shift is None else np.asarray(self.layer.shift).reshape(-1)
+        for op in g.tail:
+            if op in ("lsh", "rdmul", "rshr"):
+                alu_op = {"lsh": AluOp.SHR, "rdmul": AluOp.RDMUL, "rshr": AluOp.RSHR}[op]
+                if op in self.param_layout:
+                    per = self.param_layout[op][1]
+                    src = psrc if per else (0, 0)
+                    self.alu(alu_op, key, idx[op], n_out, n_in, dst, src, reads=res, writes=res)
+                else:
+                    imm = -max(int(shift[0]), 0) if op == "lsh" else max(-int(shift[0]), 0)
+                    self.alu(alu_op, key, idx["row"], n_out, n_in, dst, imm=imm, reads=res,
+                             writes=res)  # fmt: skip
+            elif op == "clamp":
+                z = self.layer.output_zero_point
+                lo, hi = max(self.layer.act_min, -128), min(self.layer.act_max, 127)
+                self.alu(AluOp.MAX, key, idx["row"], n_out, n_in, dst, imm=lo - z, reads=res,
+                         writes=res)  # fmt: skip
+                self.alu(AluOp.MIN, key, idx["row"], n_out, n_in, dst, imm=hi - z, reads=res,
+                         writes=res)  # fmt: skip
+            elif op == "zp":
+                self.gemm(key, n_out, n_in, dst=dst, reads=res + [("inpc",), ("wgtc",)],
+                          writes=res, sub=idx["row"])  # fmt: skip
+
+    def store_tile(self, st: Step, aslot: int):
+        """STORE the tile: OUT (int8, requantized by the tail), ACC (int32) or, for bias mode
+        "store", OUTQ through the output block's parameter rows, clearing the rows read."""
+        g, plan = self.g, self.plan
+        acc_base = plan.acc_base + aslot * plan.acc_slot_rows
+        mem = MemType.ACC if g.int32_output else MemType.OUT
+        out = self.elem("output", self.out_eb)
+        res = [("acc", aslot)]
+
+        def store(sram, dram, y, x, stride, block, param_step):
+            if not self.store_tail:
+                self.store(mem, sram, dram, y, x, stride, reads=res)
+                return
+            param_row = self.param_layout["store"][0] + PARAM_ROWS * block
+            self.store(mem, sram, dram, y, x, stride, reads=res + [("params",)], writes=res,
+                       param_row=param_row, param_step=param_step)  # fmt: skip
+
+        if g.kind == "dense":  # [pixel][co]: the parameters advance with x
+            store(acc_base, out + st.ox0 * g.COB + st.co0, st.tw, st.nco, g.COB, st.co0, (0, 1))
+            return
+        plane = g.OH * g.OW
+        npix = st.th * st.tw
+        if st.tw == g.OW and plane <= MAX_STRIDE:  # one row per output block
+            store(acc_base, out + st.co0 * plane + st.oy0 * g.OW, st.nco, npix, plane, st.co0,
+                  (1, 0))  # fmt: skip
+            return
+        for k in range(st.nco):
+            store(acc_base + k * npix, out + (st.co0 + k) * plane + st.oy0 * g.OW + st.ox0,
+                  st.th, st.tw, g.OW, st.co0 + k, (0, 0))  # fmt: skip
+
+    def load_consts(self):
+        """The zero-point GEMM's constant input row and weight tile, the bias GEMM's."""
+        plan, blk = self.plan, self.blk
+        if self.zp:
+            self.load(MemType.INP, plan.inp_const, self.elem("one_row", blk), 1, 1,
+                      module=LOAD, writes=(("inpc",),))  # fmt: skip
+            self.load(MemType.WGT, plan.wgt_const, self.elem("zp_tile", blk * blk), 1, 1,
+                      module=LOAD, writes=(("wgtc",),))  # fmt: skip
+        if self.gemm_bias:
+            self.load(MemType.INP, plan.inp_bias, self.elem("bias_row", blk), 1, 1,
+                      module=LOAD, writes=(("biasc",),))  # fmt: skip
+            self.load(MemType.WGT, plan.wgt_bias, self.elem("bias_tiles", blk * blk), 1,
+                      self.g.COB, module=LOAD, writes=(("biasc",),))  # fmt: skip
+
+    # --- the whole layer ---
+    def run(self) -> LayerProgram:
+        g, s = self.g, self.s
+        blk = self.blk
+        if g.input_zero_point != 0 and g.kind != "dense":
+            self.add(LOAD, _row(Opcode.SETPAD, pad_value=g.input_zero_point))
+        if "params" in self.regions:
+            off, n = self.regions["params"]
+            self.load(MemType.ACC, 0, off // (4 * blk), 1, n // (4 * blk), module=COMPUTE,
+                      writes=(("params",),))  # fmt: skip
+        consts_loaded = not (self.zp or self.gemm_bias)
+        for sp in plan_steps(s):
+            st, islot, wslot = sp.step, sp.inp_slot, sp.wgt_slot
+            for kind, chunk, slot, part in sp.loads:
+                if chunk is not st and not consts_loaded:  # before the first prefetch
+                    self.load_consts()
+                    consts_loaded = True
+                if kind == "inp":
+                    self.load_frame(chunk, slot)
+                else:
+                    self.load_weights(chunk, slot, part)
+            if not consts_loaded:
+                self.load_consts()
+                consts_loaded = True
+            aslot = sp.acc_slot
+            if st.first:
+                # A one-row tile accumulates into two rows when its first (largest) reduction
+                # step needs it; later steps may use one row, the tail adds both either way.
+                red = g.taps * (1 if g.diagonal else st.nci)
+                split = pixel_block(st.nco, red, st.th, st.tw) is None
+                self.init_tile(st, aslot, split)
+            self.gemm_step(st, islot, wslot, aslot)
+            if st.last:
+                self.tail(st, aslot, split)
+                self.store_tile(st, aslot)
+        self.finish()
+        return self.finalize()
+
+    def finalize(self) -> LayerProgram:
+        program, n_uop_loads = self.encode_stream()
+        return LayerProgram(
+            layer=self.layer, schedule=self.s, config=self.c, program=program,
+            dram_size=self.dram_size, input_offset=self.regions["input"][0],
+            input_nbytes=self.regions["input"][1], output_offset=self.regions["output"][0],
+            output_nbytes=self.regions["output"][1], constants=self.constants,
+            regions=dict(self.regions), uop_loads=n_uop_loads,
+            constants_offset=self.constants_offset,
+        )  # fmt: skip
+
+
+def emit(layer: ConvLayer, sched: Schedule, config: HardwareConfig | None = None,
+         placement: Placement | None = None) -> LayerProgram:  # fmt: skip
+    """The program, micro-ops and DRAM layout of `layer` under `sched` (see the module doc),
+    in an image of its own or where `placement` puts it."""
+    return _Emitter(layer, sched, config or DEFAULT_CONFIG, placement).run()

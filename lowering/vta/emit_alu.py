@@ -1,0 +1,300 @@
+"""Instruction emission for element-wise layers (`AluLayer`: residual adds and their
+requantization): int8 tensors in DRAM, ALU ops on the accumulator buffer, int8 out.
+
+    prog = emit_alu(layer, inputs_at=[off_a, off_b], output_at=off_y, constants_at=off_c)
+
+The rows of every packed tensor (`[blocks][H*W][16]` int8) are processed in chunks of at most
+`chunk_rows` rows of one channel block. For each chunk the compute module loads every input
+widened (LOAD ACC8) into its temp, runs the layer's steps over the chunk's rows (one ALU
+instruction per step, immediates for per-tensor values that fit 16 bits, parameter rows read
+with a zero source stride otherwise), and the store module writes the result temp narrowed
+(STORE OUT). Chunks alternate between two sets of temps, so the store of one chunk overlaps
+the next chunk's compute; the dependency tokens come from the same slot bookkeeping as the
+convolution emitter's. The parameter rows are loaded once, first.
+
+    ACC rows: [params][set 0: temp 0 .. temp T-1][set 1: temp 0 .. temp T-1], R rows a temp
+
+A global sum pool (`reduce` = H*W rows per block) works on chunks of R whole blocks: the
+inputs' rows are loaded whole, the steps before the sum run with an outer loop over blocks
+(per-block parameter rows advance with it) and an inner loop over their rows, the R sums are
+zeroed (GEMM reset) and accumulated by one ALU ADD walking blocks and rows, and the remaining
+steps run on the sums.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.lowering.vta.emit import ALIGN, COMPUTE, _Stream
+from qaccel.targets.vta.isa import AluOp, MemType, Program, encode_uops
+from qaccel.lowering.vta.layers import AluLayer, PoolLayer, output_stage
+from qaccel.lowering.vta.schedule import LayerError
+
+
+@dataclass
+class AluProgram:
+    """An element-wise layer ready to run in a shared DRAM image."""
+
+    layer: AluLayer | PoolLayer
+    config: HardwareConfig
+    program: Program
+    chunk_rows: int
+    constants: np.ndarray  # the parameter rows' bytes, at `constants_offset`
+    constants_offset: int
+    uop_loads: int = 0
+    stage_steps: int = 0  # trailing steps the store module's output stage runs (STORE OUTQ)
+
+    def timing(self):
+        from qaccel.targets.vta.simulator import timing
+
+        return timing(self.program, self.config)
+
+
+def chunk_rows(layer: AluLayer, config: HardwareConfig, n_params: int | None = None) -> int:
+    """The largest chunk two sets of temps (and, for a sum pool, their sums) hold next to the
+    `n_params` parameter rows (default: the layer's) and the ALU's iteration field counts:
+    rows, or blocks of a sum pool."""
+    free = config.depth("acc") - (len(layer.params) if n_params is None else n_params)
+    if layer.reduce > 1:
+        rows = min(layer.blocks, free // (2 * (layer.n_inputs * layer.reduce + 1)), (1 << 14) - 1)
+    else:
+        rows = min(layer.rows, free // (2 * layer.n_inputs), (1 << 14) - 1)
+    if rows < 1:
+        raise LayerError(f"{len(layer.params)} parameter rows leave no room for the temps")
+    return rows
+
+
+class _AluEmitter(_Stream):
+    """Element-wise layers; the pool emitter below shares its steps, stores and parameters."""
+
+    def __init__(self, layer: AluLayer | PoolLayer, config: HardwareConfig,
+                 inputs_at: list[int], output_at: int, constants_at: int):  # fmt: skip
+        if any(v % ALIGN for v in (*inputs_at, output_at, constants_at)):
+            raise LayerError(f"{layer.name}: DRAM regions must be {ALIGN}-byte aligned")
+        super().__init__(config)
+        self.layer = layer
+        self.inputs_at, self.output_at, self.constants_at = inputs_at, output_at, constants_at
+        self.steps, self.params = list(layer.steps), np.asarray(layer.params, np.int32)
+        self.stage_row = None  # the output stage's parameter block, when it runs the tail
+        result, first = self.stage_scope()
+        stage = output_stage(self.steps, result, self.params, first, layer.block) if (
+            config.store_requant) else None  # fmt: skip
+        if stage is not None:
+            cut, rows = stage
+            self.steps, self.stage_row = self.steps[:cut], len(self.params)
+            self.params = np.concatenate([self.params.reshape(-1, layer.block), rows])
+        self.n_params = len(self.params)
+        self.layout()
+
+    def stage_scope(self) -> tuple[int, int]:
+        """(the temp the steps leave the result in, the first step the output stage may
+        take): a sum pool's stage can only take steps after the sum."""
+        lay = self.layer
+        return lay.result, (lay.reduce_at if lay.reduce > 1 else 0)
+
+    def layout(self) -> None:
+        """Accumulator rows: chunk size, temps and (for a sum pool) sums of each set."""
+        layer = self.layer
+        self.R = chunk_rows(layer, self.c, self.n_params)
+        self.span = self.R * layer.reduce  # rows of one temp
+        self.set_rows = layer.n_inputs * self.span + (self.R if layer.reduce > 1 else 0)
+
+    def temp_row(self, slot: int, temp: int) -> int:
+        return self.n_params + slot * self.set_rows + temp * self.span
+
+    def sums_row(self, slot: int) -> int:
+        """A sum pool's R sums, after the set's temps."""
+        return self.temp_row(slot, self.layer.n_inputs)
+
+    def uop(self, dst: int, src: int):
+        key = ("alu", dst, src)
+        return self.kernel(key, lambda: encode_uops([dst], [src], [0], self.c))
+
+    def load_params(self) -> None:
+        if self.n_params:
+            self.load(MemType.ACC, 0, self.constants_at // (4 * self.layer.block), 1,
+                      self.n_params, module=COMPUTE, writes=(("params",),))  # fmt: skip
+
+    def program(self, rows_per_chunk: int) -> AluProgram:
+        """FINISH, encode, and the layer's program with its parameter rows' bytes."""
+        self.finish()
+        program, loads = self.encode_stream()
+        lay = self.layer
+        consts = np.ascontiguousarray(self.params, dtype="<i4").reshape(-1).view(np.uint8)
+        return AluProgram(lay, self.c, program, rows_per_chunk, consts, self.constants_at, loads,
+                          len(lay.steps) - len(self.steps))  # fmt: skip
+
+    def run(self) -> AluProgram:
+        lay = self.layer
+        self.load_params()
+        chunk = 0
+        if lay.reduce > 1:
+            for b0 in range(0, lay.blocks, self.R):
+                self.pool_chunk(chunk % 2, b0, min(self.R, lay.blocks - b0))
+                chunk += 1
+        for b in range(lay.blocks if lay.reduce == 1 else 0):
+            for r0 in range(0, lay.rows, self.R):
+                n = min(self.R, lay.rows - r0)
+                self.chunk(chunk % 2, b, b * lay.rows + r0, n)
+                chunk += 1
+        return self.program(self.R)
+
+    def step(self, s, dst: int, src_temp, b: int, n_out: int, n_in: int, dst_f, temp_f,
+             block_f, res):  # fmt: skip
+        """One step over n_out x n_in rows: `src_temp(t)` is temp t's first row, `block_f`
+        the source factors of per-block parameter rows."""
+        reads = res + ([("params",)] if s.kind == "param" else [])
+        if s.kind == "temp":
+            key = self.uop(dst, src_temp(s.operand))
+            self.alu(AluOp[s.op], key, None, n_out, n_in, dst_f, temp_f, reads=reads, writes=res)
+        elif s.kind == "imm":
+            key = self.uop(dst, 0)
+            self.alu(AluOp[s.op], key, None, n_out, n_in, dst_f, imm=s.operand, reads=reads,
+                     writes=res)  # fmt: skip
+        else:
+            key = self.uop(dst, s.operand + (b if s.per_block else 0))
+            src_f = block_f if s.per_block else (0, 0)
+            self.alu(AluOp[s.op], key, None, n_out, n_in, dst_f, src_f, reads=reads, writes=res)
+
+    def store_rows(self, sram: int, row: int, n: int, res):
+        """STORE OUT `n` rows to output row `row`, or STORE OUTQ through the output stage's
+        parameter block."""
+        dram = self.output_at // self.layer.block + row
+        if self.stage_row is None:
+            self.store(MemType.OUT, sram, dram, 1, n, n, reads=res)
+        else:
+            self.store(MemType.OUTQ, sram, dram, 1, n, n, reads=res + [("params",)],
+                       param_row=self.stage_row)  # fmt: skip
+
+    def chunk(self, slot: int, b: int, row: int, n: int):
+        """`n` rows of channel block `b` from output row `row`."""
+        lay = self.layer
+        res = [("acc", slot)]
+        for k, at in enumerate(self.inputs_at):
+            self.load(MemType.ACC8, self.temp_row(slot, k), at // lay.block + row, 1, n,
+                      module=COMPUTE, writes=res)  # fmt: skip
+        for s in self.steps:
+            self.step(s, self.temp_row(slot, s.dst), lambda t: self.temp_row(slot, t), b, 1, n,
+                      (0, 1), (0, 1), (0, 0), res)  # fmt: skip
+        self.store_rows(self.temp_row(slot, lay.result), row, n, res)
+
+    def pool_chunk(self, slot: int, b0: int, n: int):
+        """Blocks b0 .. b0+n-1 of a sum pool: every input row through the first steps (outer
+        loop over blocks, inner over the block's rows), the sum, the rest on the n sums."""
+        lay = self.layer
+        r = lay.reduce
+        res = [("acc", slot)]
+        for k, at in enumerate(self.inputs_at):
+            self.load(MemType.ACC8, self.temp_row(slot, k), at // lay.block + b0 * r, 1, n * r,
+                      module=COMPUTE, writes=res)  # fmt: skip
+        for s in self.steps[: lay.reduce_at]:
+            self.step(s, self.temp_row(slot, s.dst), lambda t: self.temp_row(slot, t), b0, n, r,
+                      (r, 1), (r, 1), (1, 0), res)  # fmt: skip
+        sums = self.sums_row(slot)
+        self.gemm(self.uop(sums, 0), n, 1, dst=(1, 0), reset=True, writes=res)  # sums = 0
+        key = self.uop(sums, self.temp_row(slot, lay.result))
+        self.alu(AluOp.ADD, key, None, n, r, (1, 0), (r, 1), reads=res, writes=res)
+        for s in self.steps[lay.reduce_at :]:
+            self.step(s, sums, lambda t: sums, b0, 1, n, (0, 1), (0, 1), (0, 1), res)
+        self.store_rows(sums, b0, n, res)
+
+
+def emit_alu(layer: AluLayer, config: HardwareConfig | None = None, *, inputs_at: list[int],
+             output_at: int, constants_at: int) -> AluProgram:  # fmt: skip
+    """The program of an element-wise layer whose inputs, output and parameter rows live at
+    the given byte offsets of a DRAM image."""
+    return _AluEmitter(layer, config or DEFAULT_CONFIG, inputs_at, output_at, constants_at).run()
+
+
+# --------------------------------------------------------------------------------------------
+# Windowed pools
+
+
+def pool_tile_rows(layer: PoolLayer, config: HardwareConfig, n_params: int | None = None) -> int:
+    """Output rows per tile: two sets of (input frame + output tile) next to the `n_params`
+    parameter rows (default: the layer's)."""
+    free = config.depth("acc") - (len(layer.params) if n_params is None else n_params)
+    for th in range(layer.OH, 0, -1):
+        frame = ((th - 1) * layer.sh + layer.KH) * layer.W * layer.n_inputs
+        if 2 * (frame + th * layer.OW) <= free:
+            return th
+    raise LayerError(f"one output row of {layer.describe()} does not fit in the accumulators")
+
+
+class _PoolEmitter(_AluEmitter):
+    """Per channel block and tile of output rows: LOAD ACC8 the input rows the tile's windows
+    read (of every input, then the pre-steps over them for a computed tensor), set the tile to the pool's identity (GEMM reset; ADD -128 for max), one ALU
+    instruction per tap over the output pixels whose tap lies inside the input (padding taps
+    are skipped: the padding holds the identity), the steps, STORE OUT."""
+
+    def stage_scope(self) -> tuple[int, int]:
+        return 0, 0  # the steps run on the pooled tile
+
+    def layout(self) -> None:
+        """Accumulator rows: each set holds every input's frame, then the output tile."""
+        layer = self.layer
+        self.th = pool_tile_rows(layer, self.c, self.n_params)
+        self.frame_rows = ((self.th - 1) * layer.sh + layer.KH) * layer.W
+        self.set_rows = layer.n_inputs * self.frame_rows + self.th * layer.OW
+
+    def frame(self, slot: int, k: int = 0) -> int:
+        return self.n_params + slot * self.set_rows + k * self.frame_rows
+
+    def tile(self, slot: int) -> int:
+        return self.frame(slot, self.layer.n_inputs)
+
+    def run(self) -> AluProgram:
+        lay = self.layer
+        self.load_params()
+        n = 0
+        for b in range(lay.blocks):
+            for oy0 in range(0, lay.OH, self.th):
+                self.pool_tile(n % 2, b, oy0, min(self.th, lay.OH - oy0))
+                n += 1
+        return self.program(self.th)
+
+    def pool_tile(self, slot: int, b: int, oy0: int, th: int):
+        lay = self.layer
+        t, _, left, _ = lay.pad
+        res = [("acc", slot)]
+        iy_lo = max(0, oy0 * lay.sh - t)
+        iy_hi = min(lay.H - 1, (oy0 + th - 1) * lay.sh - t + lay.KH - 1)
+        tile, rows = self.tile(slot), th * lay.OW
+        n_in = (iy_hi - iy_lo + 1) * lay.W
+        for k, at in enumerate(self.inputs_at):
+            dram = at // lay.block + (b * lay.H + iy_lo) * lay.W
+            self.load(MemType.ACC8, self.frame(slot, k), dram, 1, n_in, module=COMPUTE,
+                      writes=res)  # fmt: skip
+        for s in lay.pre_steps:  # a computed pooled tensor, on every loaded row
+            self.step(s, self.frame(slot, s.dst), lambda t: self.frame(slot, t), b, 1, n_in,
+                      (0, 1), (0, 1), (0, 0), res)  # fmt: skip
+        frame = self.frame(slot, lay.pooled)
+        self.gemm(self.uop(tile, 0), rows, 1, dst=(1, 0), reset=True, writes=res)
+        if lay.op == "MAX":
+            self.alu(AluOp.ADD, self.uop(tile, 0), None, 1, rows, (0, 1), imm=-128, reads=res,
+                     writes=res)  # fmt: skip
+        for ky in range(lay.KH):
+            # Output rows oy whose tap row oy*sh - t + ky lies in [0, H) and in this tile.
+            a = max(oy0, -(-(t - ky) // lay.sh))
+            z = min(oy0 + th - 1, (lay.H - 1 + t - ky) // lay.sh)
+            for kx in range(lay.KW):
+                c0 = max(0, -(-(left - kx) // lay.sw))
+                c1 = min(lay.OW - 1, (lay.W - 1 + left - kx) // lay.sw)
+                if a > z or c0 > c1:
+                    continue
+                dst = tile + (a - oy0) * lay.OW + c0
+                src = frame + (a * lay.sh - t + ky - iy_lo) * lay.W + c0 * lay.sw - left + kx
+                self.alu(AluOp[lay.op], self.uop(dst, src), None, z - a + 1, c1 - c0 + 1,
+                         (lay.OW, 1), (lay.sh * lay.W, lay.sw), reads=res, writes=res)  # fmt: skip
+        for s in self.steps:
+            self.step(s, tile, lambda _: tile, b, 1, rows, (0, 1), (0, 1), (0, 0), res)
+        self.store_rows(tile, (b * lay.OH + oy0) * lay.OW, rows, res)
+
+
+def emit_pool(layer: PoolLayer, config: HardwareConfig | None = None, *, inputs_at: list[int],
+              output_at: int, constants_at: int) -> AluProgram:  # fmt: skip
+    """The program of a windowed pool whose inputs, output and parameter rows live at the
+    given byte offsets of a DRAM image."""
+    return _PoolEmitter(layer, config or DEFAULT_CONFIG, inputs_at, output_at, constants_at).run()

@@ -1,0 +1,657 @@
+"""Accelerator layers in `accel` IR: a GEMM op with its requantization tail as one `ConvLayer`.
+
+    m = match_layer(conv_op, "fn_layer0")    # -> LayerMatch, or raises NotALayer (why)
+    m.layer                                   # the ConvLayer the scheduler and emitter take
+
+`lower-q-to-accel` (+ `canonicalize-accel`) writes every convolution, depthwise convolution
+or matrix product with its requantization tail as
+
+    accel.conv2d_zp | accel.dense_zp   (filter a constant; `bias` preloaded or not)
+    accel.bias_add_zp*  [accel.shift_left]  accel.round_multiply  [accel.round_rshift]
+    [accel.max]  [accel.min]  [accel.add by zp_out]  accel.narrow          (int8 result)
+    -- or, for a dense layer requantized in double: the int32 accumulators (bias included),
+       the `accel.host_requantize` that follows stays a host op.
+
+The layer's parameters come from the accel ops themselves, not from the q IR: the packed
+layout is taken as it is, so channel counts are whole blocks (padded lanes have zero weights,
+zero bias and multiplier 0, exactly as in the accel ops). The fused bias `qbias - zp_in Σw` of
+`accel.bias_add_zp` becomes the layer's bias `fused + zp_in Σw` (modulo 2^32) so that the
+scheduler's library folds it back to the same value. A clamp that `canonicalize-accel`
+removed (proved unable to clip) is the int8 range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from qaccel.dialects import accel, tfl
+from qaccel.dialects.types import tensor_dtype
+from qaccel.lowering.vta.schedule import ConvLayer
+from xdsl.ir import Operation, SSAValue
+
+
+class NotALayer(Exception):
+    """A compute op that does not form an accelerator layer (message: why)."""
+
+
+def _sole_user(value: SSAValue) -> Operation | None:
+    uses = list(value.uses)
+    return uses[0].operation if len(uses) == 1 else None
+
+
+def _scalar(values: np.ndarray, what: str) -> int:
+    v = np.asarray(values).reshape(-1)
+    if len(v) == 0 or np.any(v != v[0]):
+        raise NotALayer(f"{what} differs between lanes")
+    return int(v[0])
+
+
+def _lanes(values: np.ndarray, lanes: int) -> np.ndarray:
+    v = np.asarray(values, np.int64).reshape(-1)
+    return np.broadcast_to(v, (lanes,)) if len(v) == 1 else v
+
+
+@dataclass
+class LayerMatch:
+    layer: ConvLayer
+    ops: list[Operation]  # every op of the group, in order (anchor last)
+    input: SSAValue
+    output: SSAValue  # the anchor's result: what the layer's DRAM output holds
+    widened: SSAValue | None  # int32 value equal to widen(output), used outside the group
+    weight_consts: list[Operation]
+    offset: int | None = None  # output is int32: the layer's int8 values minus `offset`
+
+
+def _filter_array(op: Operation) -> tuple[np.ndarray, Operation]:
+    owner = op.filter.owner  # type: ignore[attr-defined]
+    if not isinstance(owner, tfl.ConstOp):
+        raise NotALayer("the filter is not a constant")
+    return np.asarray(owner.as_array()), owner
+
+
+def _conv_params(op: accel.Conv2DZpOp) -> tuple[str, dict]:
+    w, _ = _filter_array(op)
+    n, ib, h, wd, _, blk = op.input.type.get_shape()
+    if n != 1:
+        raise NotALayer(f"batch {n} (the accelerator runs batch 1 convolutions)")
+    ob, ibg, kh, kw = w.shape[:4]
+    groups = op.group_count
+    kw_args = {
+        "input_shape": (1, h, wd, ib * blk),
+        "strides": tuple(int(v) for v in op.array_prop("strides")),
+        "dilations": tuple(int(v) for v in op.array_prop("dilations")),
+        "padding": tuple(int(v) for v in op.array_prop("padding")),
+        "input_zero_point": op.pad_value.value.data,
+    }
+    if groups == 1:
+        kw_args["weights"] = (
+            w.transpose(0, 4, 2, 3, 1, 5).reshape(ob * blk, kh, kw, ib * blk).astype(np.int8)
+        )
+        return "conv", kw_args
+    if groups == ib == ob and ibg == 1:
+        eye = np.eye(blk, dtype=bool)
+        if np.any(w[:, 0][..., ~eye]):
+            raise NotALayer("grouped tiles are not diagonal (depth multiplier not block-aligned)")
+        diag = w[:, 0][..., eye]  # [ob, kh, kw, blk]
+        kw_args["weights"] = diag.transpose(1, 2, 0, 3).reshape(1, kh, kw, ob * blk).astype(np.int8)
+        return "depthwise", kw_args
+    raise NotALayer(f"grouped convolution ({groups} groups of channel blocks)")
+
+
+def _dense_params(op: accel.DenseZpOp) -> tuple[str, dict]:
+    w, _ = _filter_array(op)
+    shape = op.input.type.get_shape()
+    if len(shape) != 4:
+        raise NotALayer(f"dense input of rank {len(shape)} (rows beyond the batch dimension)")
+    n, ib, _, blk = shape
+    ob = w.shape[0]
+    weights = w.transpose(0, 2, 1, 3).reshape(ob * blk, ib * blk).astype(np.int8)
+    return "dense", {"input_shape": (n, ib * blk), "weights": weights, "input_zero_point": 0}
+
+
+def match_layer(op: Operation, name: str) -> LayerMatch:
+    """The layer rooted at `op` (an `accel.conv2d_zp` / `accel.dense_zp`) or `NotALayer`."""
+    if isinstance(op, accel.Conv2DZpOp):
+        kind, kw = _conv_params(op)
+    else:
+        kind, kw = _dense_params(op)
+    out_shape = op.output.type.get_shape()
+    lanes = accel.packed_lanes(out_shape)
+    ops: list[Operation] = [op]
+    fused = np.zeros(lanes, np.int64)
+    if op.bias is not None:
+        fused += _lanes(accel.array_values(op.bias), lanes)
+    cur: SSAValue = op.output
+    nxt = _sole_user(cur)
+    while isinstance(nxt, accel.BiasAddZpOp):
+        fused += nxt.values.astype(np.int64)
+        ops.append(nxt)
+        cur, nxt = nxt.output, _sole_user(nxt.output)
+    # qbias such that the library's fused bias `qbias - zp_in Σw` is `fused` modulo 2^32.
+    w = kw["weights"].astype(np.int64)
+    wsum = w.reshape(-1, lanes).sum(axis=0) if kind == "depthwise" else w.reshape(lanes, -1).sum(1)
+    qbias = (fused + kw["input_zero_point"] * wsum) & 0xFFFFFFFF
+    kw["bias"] = qbias.astype(np.uint32).view(np.int32)
+    if kind == "dense" and isinstance(nxt, accel.HostRequantizeOp):
+        # LiteRT's FULLY_CONNECTED requantizes in double: the accelerator stores the int32
+        # accumulators, `accel.host_requantize` stays a host op (the scale only marks this).
+        kw["scale"] = np.ones(1)
+        layer = ConvLayer(kind, name=name, **kw)
+        return LayerMatch(layer, ops, op.input, cur, None, [_filter_array(op)[1]], None)
+    left = right = np.zeros(1, np.int64)
+    if isinstance(nxt, accel.ShiftLeftOp):
+        left = nxt.values.astype(np.int64)
+        ops.append(nxt)
+        cur, nxt = nxt.output, _sole_user(nxt.output)
+    if not isinstance(nxt, accel.RoundMultiplyOp):
+        raise NotALayer(f"the accumulators go to {nxt.name if nxt else 'several ops'}, "
+                       "not a requantization")  # fmt: skip
+    multiplier = nxt.values.astype(np.int64)
+    ops.append(nxt)
+    cur, nxt = nxt.output, _sole_user(nxt.output)
+    if isinstance(nxt, accel.RoundRShiftOp):
+        right = nxt.values.astype(np.int64)
+        ops.append(nxt)
+        cur, nxt = nxt.output, _sole_user(nxt.output)
+    if np.any((_lanes(left, lanes) > 0) & (_lanes(right, lanes) > 0)):
+        raise NotALayer("a lane shifted both left and right")
+    per_channel = max(len(left), len(right), len(multiplier)) > 1
+    n = lanes if per_channel else 1
+    shift = _lanes(left, n) - _lanes(right, n)
+    lo, hi, zp = -(2**31), 2**31 - 1, 0
+    widened = None
+    for cls in (accel.MaxOp, accel.MinOp, accel.AddOp):
+        if isinstance(nxt, cls) and nxt.rhs is None:
+            v = _scalar(nxt.values, f"{nxt.name}'s value")
+            if cls is accel.MaxOp:
+                lo = v
+            elif cls is accel.MinOp:
+                hi = v
+            else:
+                zp = v
+            ops.append(nxt)
+            cur, nxt = nxt.output, _sole_user(nxt.output)
+            if nxt is None:
+                # Also read elsewhere (a residual add): as int32 it is the widened int8 result.
+                narrows = [u.operation for u in cur.uses if isinstance(u.operation, accel.NarrowOp)]
+                nxt, widened = (narrows[0], cur) if len(narrows) == 1 else (None, None)
+                break
+    offset = None
+    if isinstance(nxt, accel.NarrowOp) and tensor_dtype(nxt.output.type) == np.int8:
+        # A clamp that canonicalization removed could not clip: the int8 range is as good.
+        act_min = lo + zp if lo > -(2**31) else -128
+        act_max = hi + zp if hi < 2**31 - 1 else 127
+        ops.append(nxt)
+        output = nxt.output
+    else:
+        # An int32 consumer (an element-wise op fused after the requantization, e.g. a
+        # residual add): when the clamp spans at most 256 values, the layer stores them as
+        # int8 shifted by `offset` and the host adds it back (exact).
+        if lo == -(2**31) or hi == 2**31 - 1 or hi - lo > 255:
+            raise NotALayer("the requantized value is not narrowed to int8 and its clamp spans "
+                           "more than 256 values")  # fmt: skip
+        offset = -128 - (lo + zp)
+        zp, act_min, act_max = zp + offset, -128, hi + zp + offset
+        output, widened = cur, None
+    if not -128 <= act_min <= act_max <= 127:
+        raise NotALayer(f"clamp [{act_min}, {act_max}] is not within int8")
+    kw.update(multiplier=_lanes(multiplier, n).astype(np.int32), shift=shift.astype(np.int32),
+              output_zero_point=zp, act_min=act_min, act_max=act_max)  # fmt: skip
+    layer = ConvLayer(kind, name=name, **kw)
+    return LayerMatch(layer, ops, op.input, output, widened, [_filter_array(op)[1]], offset)
+
+
+# --------------------------------------------------------------------------------------------
+# Element-wise layers: int8 tensors widened, a tree of ALU ops, narrowed to int8
+
+
+@dataclass(frozen=True)
+class AluStep:
+    """`temp[dst] = op(temp[dst], operand)`; the operand is another temp, an immediate, or
+    parameter rows (`param`: first row; per channel block when `per_block`)."""
+
+    op: str  # an `AluOp` name: MIN, MAX, ADD, SHR, MUL, RDMUL, RSHR
+    dst: int
+    kind: str  # "temp" | "imm" | "param"
+    operand: int
+    per_block: bool = False
+
+
+def apply_steps(steps, temps: list[np.ndarray], params: np.ndarray, blocks: int,
+                param_shape: tuple[int, ...]) -> None:  # fmt: skip
+    """Run ALU `steps` on int32 `temps` as the hardware does (parameter rows broadcast to
+    `param_shape`, one row per block or one for all)."""
+    from qaccel.targets.vta.alu import ALU_FUNCTIONS
+    from qaccel.targets.vta.isa import AluOp
+
+    for s in steps:
+        if s.kind == "temp":
+            y = temps[s.operand]
+        elif s.kind == "imm":
+            y = np.int32(s.operand)
+        else:
+            y = params[s.operand : s.operand + (blocks if s.per_block else 1)].reshape(param_shape)
+        temps[s.dst] = ALU_FUNCTIONS[AluOp[s.op]](temps[s.dst], y)
+
+
+def output_stage(steps: list[AluStep], result: int, params: np.ndarray, first: int = 0,
+                 block: int = 16) -> tuple[int, np.ndarray] | None:  # fmt: skip
+    """The requantization at the end of `steps` that the store module's output stage
+    (STORE OUTQ, docs/isa.md §6.3) computes instead of the ALU: `(k, rows)` when `steps[k:]`
+    (k >= `first`) are exactly `[SHR -left] RDMUL M [RSHR r] [ADD zp] [MAX lo] [MIN hi]
+    [ADD zp']` (clamps in either order) on temp `result`, with `rows` the output stage's four
+    parameter rows (bias 0, multiplier, shift, zero point and bounds); None when no such
+    suffix exists or it could wrap around int32 where the output stage would not."""
+    from qaccel.targets.vta.alu import INT32_MAX, INT32_MIN, output_stage_block
+
+    lanes = {}
+
+    def operand(s: AluStep):
+        if s.kind == "imm":
+            return np.full(block, s.operand, np.int64)
+        return params[s.operand].astype(np.int64)
+
+    order = ("ADD_after", "CLAMP", "ADD_before", "RSHR", "RDMUL", "SHR")
+    k, pos = len(steps), 0  # steps[k:] are taken; `order[pos:]` may still come (backwards)
+    while k > first:
+        s = steps[k - 1]
+        if s.dst != result or s.kind == "temp" or s.per_block:
+            break
+        kind = "CLAMP" if s.op in ("MIN", "MAX") else s.op
+        found = [i for i in range(pos, len(order)) if order[i].split("_")[0] == kind]
+        if not found:
+            break
+        name = s.op if kind == "CLAMP" else order[found[0]]
+        if name in lanes or (name == "SHR" and (s.kind != "imm" or s.operand > 0)):
+            break  # a clamp twice, or a right shift that is not a rounding one
+        lanes[name] = operand(s)
+        pos = found[0] + (0 if kind == "CLAMP" else 1)
+        k -= 1
+    if "RDMUL" not in lanes:
+        return None
+    if "SHR" in lanes and "RSHR" in lanes and np.any(lanes["RSHR"]):
+        del lanes["SHR"]  # one shift field: the left shift stays on the ALU
+        k += 1
+    right = lanes.get("RSHR", np.zeros(block, np.int64))
+    left = -lanes.get("SHR", np.zeros(block, np.int64))
+    before = lanes.get("ADD_before", np.zeros(block, np.int64))
+    after = lanes.get("ADD_after", np.zeros(block, np.int64))
+    lo = lanes.get("MAX", np.full(block, INT32_MIN, np.int64))
+    hi = lanes.get("MIN", np.full(block, INT32_MAX, np.int64))
+    if np.any(before) and (np.any(right < 1) or np.any(np.abs(before) >= 2**30)):
+        return None  # the ALU's add could wrap around int32
+    if np.any(after) and ("MAX" not in lanes or "MIN" not in lanes):
+        return None  # an unclamped add after the clamp could wrap
+    lo, hi = lo + after, hi + after
+    if np.any(lo > hi) or np.any(lo < INT32_MIN) or np.any(hi > INT32_MAX):
+        return None
+    if np.any(right < 0) or np.any(right > 31) or np.any(left > 31):
+        return None
+    zero_point = before + after
+    if np.any(zero_point != zero_point[0]) or np.any(lo != lo[0]) or np.any(hi != hi[0]):
+        return None  # the zero point and the bounds are one value per tensor
+    return k, output_stage_block(0, lanes["RDMUL"], left - right, int(zero_point[0]),
+                                 int(lo[0]), int(hi[0]), block)  # fmt: skip
+
+
+@dataclass
+class AluLayer:
+    """An element-wise layer on packed `[1, blocks, H, W, 1, block]` tensors: input k is loaded
+    widened (LOAD ACC8) into temp k, the steps run on every row, temp `result` is stored
+    narrowed (STORE OUT). `params` are int32 rows `[n][block]` the steps read.
+
+    With `reduce` > 1 (a global sum pool: `accel.reduce_sum` over H and W), the inputs have
+    `reduce` rows per block and the output one (`rows` is 1): the first `reduce_at` steps run
+    on every input row, then each block's rows of temp `result` are summed into one row, and
+    the remaining steps (on `result` alone) run on the sums."""
+
+    name: str
+    blocks: int
+    rows: int  # rows per channel block (H * W)
+    block: int
+    n_inputs: int
+    steps: list[AluStep]
+    result: int
+    params: np.ndarray
+    reduce: int = 1
+    reduce_at: int = 0
+
+    def describe(self) -> str:
+        ops = sorted({s.op.lower() for s in self.steps})
+        what = f"sum of {self.reduce} px" if self.reduce > 1 else f"{self.rows} px"
+        return (f"eltwise {what} x {self.blocks * self.block} ch, {self.n_inputs} "
+                f"input(s), {len(self.steps)} ALU ops ({' '.join(ops)})")  # fmt: skip
+
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        """What the program computes, from the int8 inputs `[blocks, rows, block]`."""
+        temps = [np.asarray(x, np.int8).astype(np.int32) for x in inputs]
+        shape = (-1, 1, self.block)
+        if self.reduce == 1:
+            apply_steps(self.steps, temps, self.params, self.blocks, shape)
+            return temps[self.result].astype(np.int8)
+        apply_steps(self.steps[: self.reduce_at], temps, self.params, self.blocks, shape)
+        total = temps[self.result].astype(np.int64).sum(axis=1, keepdims=True)
+        temps[self.result] = total.astype(np.int32)  # modulo 2^32
+        apply_steps(self.steps[self.reduce_at :], temps, self.params, self.blocks, shape)
+        return temps[self.result].astype(np.int8)
+
+
+@dataclass
+class AluMatch:
+    layer: AluLayer
+    ops: list[Operation]  # the group's ops in body order (the narrow last)
+    inputs: list[SSAValue]  # arena values loaded into temps 0, 1, ...
+    output: SSAValue
+    widened: SSAValue | None  # the int32 value narrowed, also used elsewhere (= widen(output))
+
+
+_IMM_BITS = 16
+_LANE_OPS = {"accel.shift_left": "SHR", "accel.round_multiply": "RDMUL",
+             "accel.round_rshift": "RSHR", "accel.bias_add_zp": "ADD"}  # fmt: skip
+_BINARY_OPS = {"accel.add": "ADD", "accel.max": "MAX", "accel.min": "MIN", "accel.mul": "MUL"}
+_SHIFT_RANGE = {"SHR": (-31, 31), "RSHR": (0, 31)}
+
+
+class _Tree:
+    """Builds the ALU steps of a tree of accel ops over packed tensors of one channel-block
+    count: leaves become inputs (temps 0, 1, ... in order), constants immediates or parameter
+    rows, binary ops steps between temps. With `out_shape`, one `accel.reduce_sum` over H and
+    W (a global sum pool) may sit on the path to the root."""
+
+    def __init__(self, leaves, claimed, blocks: int, block: int,
+                 out_shape: tuple[int, ...] | None = None):  # fmt: skip
+        """`out_shape`: the `[1, C/B, 1, B]` result of a global sum pool, when one may occur."""
+        self.leaves, self.claimed = leaves, claimed
+        self.blocks, self.block = blocks, block
+        self.allow_sum, self.out_shape = out_shape is not None, out_shape
+        self.steps: list[AluStep] = []
+        self.inputs: list[SSAValue] = []
+        self.params: list[np.ndarray] = []
+        self.n_params = 0
+        self.group: list[Operation] = []
+        self.reduce, self.reduce_at, self.summed = 1, 0, -1
+
+    def table(self) -> np.ndarray:
+        return np.concatenate(self.params) if self.params else np.zeros((0, self.block), np.int32)
+
+    def leaf(self, value: SSAValue, offset: int, want: tuple[int, ...]) -> int:
+        if self.reduce > 1 or (self.allow_sum and want == self.out_shape):
+            raise NotALayer("a tensor joins a global sum pool after the sum")
+        t = len(self.inputs)
+        self.inputs.append(value)
+        if offset:
+            self.constant("ADD", np.array([-offset]), t)
+        return t
+
+    def constant(self, op_name: str, values: np.ndarray, dst: int) -> None:
+        v = np.asarray(values, np.int64).reshape(-1)
+        lo, hi = _SHIFT_RANGE.get(op_name, (-(2**31), 2**31 - 1))
+        if v.min() < lo or v.max() > hi:
+            raise NotALayer(f"{op_name} operand outside [{lo}, {hi}]")
+        if len(v) == 1 and -(2 ** (_IMM_BITS - 1)) <= v[0] < 2 ** (_IMM_BITS - 1):
+            self.steps.append(AluStep(op_name, dst, "imm", int(v[0])))
+            return
+        rows = np.broadcast_to(v, (self.blocks * self.block,)).reshape(self.blocks, self.block)
+        per_block = len(v) > 1
+        rows = rows if per_block else rows[:1]
+        self.steps.append(AluStep(op_name, dst, "param", self.n_params, per_block))
+        self.params.append(rows.astype(np.int32))
+        self.n_params += len(rows)
+
+    def summed_pool(self, op: Operation) -> int:
+        """A global sum pool: the steps so far run on every row, then the rows are summed."""
+        src = tuple(op.input.type.get_shape())
+        axes = sorted(int(a) for a in op.array_prop("axes"))
+        if not self.allow_sum or len(src) != 6 or axes != [2, 3] or self.reduce > 1:
+            raise NotALayer("a reduction other than one global sum pool over H and W")
+        t = self.visit(op.input, src)
+        self.reduce, self.reduce_at, self.summed = src[2] * src[3], len(self.steps), t
+        return t
+
+    def visit(self, value: SSAValue, want: tuple[int, ...], root: bool = False) -> int:
+        if value in self.leaves:
+            return self.leaf(*self.leaves[value], want)
+        op = value.owner
+        if not isinstance(op, Operation) or op in self.claimed:
+            raise NotALayer("an operand is not in DRAM (a block argument or another layer's)")
+        if not root and len(list(value.uses)) != 1:
+            raise NotALayer(f"{op.name}'s result is also used outside the element-wise tree")
+        if tuple(value.type.get_shape()) != want:
+            raise NotALayer(f"{op.name} broadcasts (shape {list(value.type.get_shape())})")
+        if isinstance(op, accel.ReduceSumOp):
+            t = self.summed_pool(op)
+            self.group.append(op)
+            return t
+        if isinstance(op, accel.WidenOp):
+            if tensor_dtype(op.input.type) != np.int8:
+                raise NotALayer("a widened operand is not int8")
+            self.group.append(op)
+            return self.leaf(op.input, 0, want)
+        if op.name in _LANE_OPS:
+            t = self.visit(op.input, want)
+            values = op.values.astype(np.int64)
+            if op.name == "accel.shift_left":
+                values = -values  # SHR by a negative amount shifts left (low 32 bits kept)
+            self.constant(_LANE_OPS[op.name], values, t)
+        elif op.name in _BINARY_OPS:
+            t = self.visit(op.lhs, want)
+            if op.rhs is None:
+                self.constant(_BINARY_OPS[op.name], op.values, t)
+            else:
+                u = self.visit(op.rhs, want)
+                self.steps.append(AluStep(_BINARY_OPS[op.name], t, "temp", u))
+        else:
+            raise NotALayer(f"{op.name} has no ALU form")
+        self.group.append(op)
+        return t
+
+
+def _packed_shape(narrow: Operation) -> tuple[int, ...]:
+    if not isinstance(narrow, accel.NarrowOp) or tensor_dtype(narrow.output.type) != np.int8:
+        raise NotALayer("not a narrowing to int8")
+    return tuple(narrow.output.type.get_shape())
+
+
+def match_alu_layer(
+    narrow: Operation,
+    leaves: dict[SSAValue, tuple[SSAValue, int]],
+    claimed: set[Operation],
+    name: str,
+) -> AluMatch:
+    """The element-wise layer ending at `narrow` (an `accel.narrow` to int8), or `NotALayer`.
+
+    `leaves` maps an int32 value to the arena tensor it is read from and the offset to
+    subtract (`value = stored int8 - offset`), e.g. a GEMM layer's output; an `accel.widen`
+    of an int8 tensor is a leaf too. Every other value of the tree must be used once, by the
+    tree, except the value narrowed (its other users read it as the widened int8 result);
+    `claimed` ops (other layers) cannot be part of it."""
+    shape = _packed_shape(narrow)
+    if not (len(shape) == 6 and shape[0] == 1 and shape[4] == 1
+            or len(shape) == 4 and shape[0] == 1 and shape[2] == 1):  # fmt: skip
+        raise NotALayer(f"packed shape {list(shape)} is neither [1, C/B, H, W, 1, B] nor "
+                        "[1, C/B, 1, B]")  # fmt: skip
+    blocks, block = shape[1], shape[-1]
+    rows = shape[2] * shape[3] if len(shape) == 6 else 1
+    tree = _Tree(leaves, claimed, blocks, block, shape if len(shape) == 4 else None)
+    result = tree.visit(narrow.input, shape, root=True)
+    widened = narrow.input if len(list(narrow.input.uses)) > 1 else None
+    steps = tree.steps
+    if not steps and len(tree.inputs) == 1:
+        raise NotALayer("a plain copy")
+    if tree.reduce > 1 and (tree.summed != result or any(
+            s.dst != result or s.kind == "temp" for s in steps[tree.reduce_at :])):  # fmt: skip
+        raise NotALayer("a global sum pool's sum is combined with another tensor")
+    layer = AluLayer(name, blocks, rows, block, len(tree.inputs), steps, result, tree.table(),
+                     tree.reduce, tree.reduce_at)  # fmt: skip
+    return AluMatch(layer, [*tree.group, narrow], tree.inputs, narrow.output, widened)
+
+
+# --------------------------------------------------------------------------------------------
+# Windowed pools: max or sum over windows of an int8 tensor, then ALU steps, narrowed to int8
+
+
+@dataclass
+class PoolLayer:
+    """`accel.max_pool2d` / `accel.sum_pool2d` (window KH x KW, strides sh, sw) over a packed
+    int8 tensor `[1, blocks, H, W, 1, block]` read from DRAM, padded by `pad` = [top, bottom,
+    left, right] with the operation's identity (-128 for max, 0 for sum: taps in the padding
+    are skipped), minus `offset` (the tensor holds stored int8 - offset), then `steps` on the
+    pooled temp 0 (parameter rows `params`), stored narrowed to int8 `[blocks, OH, OW]`.
+
+    With `pre_steps` the pooled tensor is computed: `n_inputs` int8 tensors are loaded into
+    temps 0, 1, ..., the pre-steps run on every input row, and temp `pooled` is pooled
+    (no padding then)."""
+
+    name: str
+    op: str  # "MAX" | "ADD"
+    blocks: int
+    H: int
+    W: int
+    OH: int
+    OW: int
+    KH: int
+    KW: int
+    sh: int
+    sw: int
+    pad: tuple[int, int, int, int]
+    offset: int
+    steps: list[AluStep]
+    params: np.ndarray
+    block: int = 16
+    n_inputs: int = 1
+    pre_steps: list[AluStep] = field(default_factory=list)
+    pooled: int = 0
+
+    def describe(self) -> str:
+        kind = "max" if self.op == "MAX" else "sum"
+        n = len(self.steps) + len(self.pre_steps)
+        return (f"{kind} pool {self.H}x{self.W}x{self.blocks * self.block} -> {self.OH}x{self.OW} "
+                f"k{self.KH}x{self.KW} s{self.sh} p{list(self.pad)}, {self.n_inputs} input(s), "
+                f"{n} ALU ops")  # fmt: skip
+
+    def reference(self, x) -> np.ndarray:
+        """From the int8 input(s) `[blocks, H, W, block]`: the int8 output `[blocks, OH, OW,
+        block]`."""
+        xs = x if isinstance(x, list) else [x]
+        temps = [np.asarray(v, np.int8).astype(np.int32) for v in xs]
+        apply_steps(self.pre_steps, temps, self.params, self.blocks, (-1, 1, 1, self.block))
+        x = temps[self.pooled]
+        t, b, l, r = self.pad
+        fill = -128 if self.op == "MAX" else 0  # the padding: the pool's identity on int8
+        v = np.full((self.blocks, self.H + t + b, self.W + l + r, self.block), fill, np.int64)
+        v[:, t : t + self.H, l : l + self.W] = np.asarray(x, np.int64)  # `steps` subtract offset
+        taps = [v[:, ky : ky + (self.OH - 1) * self.sh + 1 : self.sh,
+                  kx : kx + (self.OW - 1) * self.sw + 1 : self.sw]
+                for ky in range(self.KH) for kx in range(self.KW)]  # fmt: skip
+        acc = np.max(taps, axis=0) if self.op == "MAX" else np.sum(taps, axis=0)
+        out = [(acc & 0xFFFFFFFF).astype(np.uint32).view(np.int32)]  # modulo 2^32
+        apply_steps(self.steps, out, self.params, self.blocks, (-1, 1, 1, self.block))
+        return out[0].astype(np.int8)
+
+
+@dataclass
+class PoolMatch:
+    layer: PoolLayer
+    ops: list[Operation]
+    inputs: list[SSAValue]  # the arena tensors read
+    output: SSAValue
+    widened: SSAValue | None = None
+
+
+def match_pool_layer(
+    narrow: Operation,
+    leaves: dict[SSAValue, tuple[SSAValue, int]],
+    claimed: set[Operation],
+    name: str,
+) -> PoolMatch:
+    """The windowed pool ending at `narrow`: `narrow(steps(pool(widen(pad?(x)))))` with `x` an
+    int8 tensor in DRAM, `pool(leaf)` with `leaf` a GEMM layer's output, or `pool(tree)` with
+    `tree` as `match_alu_layer` takes it (unpadded); `NotALayer` else. The steps are
+    per-tensor or per-channel constants on the pooled value."""
+    _packed_shape(narrow)
+    group: list[Operation] = [narrow]
+    chain: list[Operation] = []
+    value = narrow.input
+    while not isinstance(value.owner, accel.MaxPool2DOp | accel.SumPool2DOp):
+        op = value.owner
+        if not isinstance(op, Operation) or len(list(value.uses)) != 1 or op.name not in (
+            *_LANE_OPS, *_BINARY_OPS
+        ) or (op.name in _BINARY_OPS and op.rhs is not None):  # fmt: skip
+            raise NotALayer("not a pool followed by constant ALU ops")
+        chain.append(op)
+        value = op.operands[0]
+    pool = value.owner
+    if len(list(value.uses)) != 1:
+        raise NotALayer("the pooled value is also used elsewhere")
+    group.append(pool)
+    src = tuple(pool.input.type.get_shape())
+    if len(src) != 6 or src[0] != 1 or src[4] != 1:
+        raise NotALayer(f"pool input {list(src)} is not [1, C/B, H, W, 1, B]")
+    kind = "MAX" if isinstance(pool, accel.MaxPool2DOp) else "ADD"
+    identity = -128 if kind == "MAX" else 0
+    pad, offset = (0, 0, 0, 0), 0
+    x = pool.input
+    tree = _Tree(leaves, claimed, src[1], src[5])
+    if x not in leaves and not isinstance(x.owner, accel.WidenOp):
+        pooled = tree.visit(x, src)
+        return _pool_match(name, narrow, pool, kind, tree, pooled, chain, group)
+    if x in leaves:
+        arena, offset = leaves[x]
+    elif isinstance(x.owner, accel.WidenOp) and len(list(x.uses)) == 1:
+        group.append(x.owner)
+        arena = x.owner.input
+        if isinstance(arena.owner, accel.PadOp) and len(list(arena.uses)) == 1:
+            p = arena.owner
+            if p.pad_value.value.data != identity:
+                raise NotALayer(f"pool padding {p.pad_value.value.data} is not the identity "
+                                f"{identity} of the pool")  # fmt: skip
+            pad = tuple(int(v) for v in p.array_prop("padding"))
+            group.append(p)
+            arena = p.input
+        if tensor_dtype(arena.type) != np.int8:
+            raise NotALayer("the pooled tensor is not int8")
+    else:
+        raise NotALayer("the pooled tensor is not in DRAM")
+    if offset and kind != "MAX":  # max(x - c) = max(x) - c; a sum would count c per tap
+        raise NotALayer("a sum pool of an offset tensor")
+    tree.inputs.append(arena)
+    if offset:
+        tree.constant("ADD", np.array([-offset]), 0)  # after the pool (max commutes with it)
+    return _pool_match(name, narrow, pool, kind, tree, None, chain, group, pad, offset)
+
+
+def _pool_match(name, narrow, pool, kind, tree: _Tree, pooled: int | None, chain, group,
+                pad=(0, 0, 0, 0), offset=0) -> PoolMatch:  # fmt: skip
+    """The layer: `tree`'s steps so far run before the pool when `pooled` is a temp (a
+    computed tensor), after it otherwise; then the constant `chain` ops on the pooled value."""
+    n_pre = len(tree.steps) if pooled is not None else 0
+    for op in reversed(chain):
+        values = np.asarray(op.values, np.int64).reshape(-1)
+        if op.name == "accel.shift_left":
+            values = -values
+        tree.constant(_LANE_OPS.get(op.name) or _BINARY_OPS[op.name], values, 0)
+    src, shape = tuple(pool.input.type.get_shape()), tuple(pool.output.type.get_shape())
+    kh, kw = (int(v) for v in pool.array_prop("window"))
+    sh, sw = (int(v) for v in pool.array_prop("strides"))
+    h, w = src[2] - pad[0] - pad[1], src[3] - pad[2] - pad[3]  # the tensor in DRAM, unpadded
+    layer = PoolLayer(name, kind, src[1], h, w, shape[2], shape[3], kh, kw, sh, sw,
+                      pad, offset, tree.steps[n_pre:], tree.table(), src[5],
+                      len(tree.inputs), tree.steps[:n_pre], pooled or 0)  # fmt: skip
+    widened = narrow.input if len(list(narrow.input.uses)) > 1 else None
+    ops = [*group, *tree.group, *chain]
+    return PoolMatch(layer, ops, tree.inputs, narrow.output, widened)
+
+
+__all__ = [
+    "AluLayer",
+    "AluMatch",
+    "AluStep",
+    "LayerMatch",
+    "NotALayer",
+    "PoolLayer",
+    "PoolMatch",
+    "match_alu_layer",
+    "match_layer",
+    "match_pool_layer",
+]

@@ -1,0 +1,86 @@
+"""Named pipelines: passes that expand to a documented list of passes (see docs/passes.md).
+
+To add a pipeline: a frozen dataclass deriving from `NamedPipeline` here (kebab-case `name`,
+options typed `T | None = None` that pass through to inner passes, a docstring whose first
+line is the summary and which lists the passes), an entry in `pipeline/registry.py`, then
+`python -m qaccel.tools.gen_pass_docs`.
+
+To add a pass to a pipeline: register it in `pipeline/registry.py` under the name the
+pipeline already uses; passes named here but not registered yet are skipped (with a note).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from qaccel.pipeline.manager import NamedPipeline, pass_spec
+from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import ArgSpec
+
+@dataclass(frozen=True)
+class CpuPipeline(NamedPipeline):
+    """Import-level cleanup and legalization: `tfl` ops become quantization-carrying `q` ops.
+
+    Runs, in order:
+
+    1. `fuse-composites`: composite functions and `stablehlo.composite` ops that declare what
+       they implement become one fused op;
+    2. `legalize-tfl-to-q`: `tfl` ops become `q` ops (ops without a `q` form stay `tfl`).
+
+    This is the target-independent prefix of `vta-pipeline`; the result runs on the CPU
+    interpreter.
+    """
+
+    name = "cpu-pipeline"
+
+    def expansion(self) -> Sequence[str | ArgSpec | ModulePass]:
+        return ["fuse-composites", "legalize-tfl-to-q"]
+
+
+@dataclass(frozen=True)
+class VtaPipeline(NamedPipeline):
+    """The whole flow for the VTA-like accelerator, from imported `tfl` IR to scheduled `accel` ops.
+
+    Runs, in order:
+
+    1. `fuse-composites`;
+    2. `legalize-tfl-to-q`;
+    3. `annotate-target{target=vta}`: marks the op patterns VTA runs
+       (e.g. `q.conv2d+q.bias_add+q.requantize+q.relu`);
+    4. `partition-graph{target=vta max-partitions=...}`: outlines accelerator functions;
+    5. `insert-pack-unpack`: layout changes at CPU/accelerator borders;
+    6. `lower-q-to-accel{bias-mode=...}`: q ops become `conv2d_zp`, `bias_add_zp`,
+       `round_multiply`, `round_rshift`, ... ;
+    7. `schedule-vta{hw-config=...}`: each accelerator layer gets its tiling
+       (`qaccel.schedule`), from which `qaccel-compile` emits the instruction streams.
+
+    A pass of this list that is not registered yet is skipped (the drivers print a note), so
+    the pipeline runs the part of the flow that exists; giving an option that goes to a
+    skipped pass is an error.
+    """
+
+    name = "vta-pipeline"
+
+    max_partitions: int | None = None
+    """Passed to `partition-graph`: at most this many accelerator functions."""
+
+    bias_mode: str | None = None
+    """Passed to `lower-q-to-accel`: how the bias (with the zero-point term) reaches the
+    accelerator."""
+
+    hw_config: str | None = None
+    """Hardware configuration JSON or bundled name (`vta-store-requant`), passed to
+    `annotate-target`, `partition-graph`, `insert-pack-unpack` and `schedule-vta`."""
+
+    def expansion(self) -> Sequence[str | ArgSpec | ModulePass]:
+        return [
+            "fuse-composites",
+            "legalize-tfl-to-q",
+            pass_spec("annotate-target", target="vta", hw_config=self.hw_config),
+            pass_spec("partition-graph", target="vta", max_partitions=self.max_partitions,
+                      hw_config=self.hw_config),  # fmt: skip
+            pass_spec("insert-pack-unpack", hw_config=self.hw_config),
+            pass_spec("lower-q-to-accel", bias_mode=self.bias_mode),
+            pass_spec("schedule-vta", hw_config=self.hw_config),
+        ]

@@ -1,0 +1,193 @@
+"""Hardware configuration of the VTA-like accelerator: buffer geometry and timing constants.
+
+`HardwareConfig()` is VTA's default configuration (1x16x16 GEMM core, 32 KiB micro-op and input
+buffers, 256 KiB weight buffer, 128 KiB accumulator) on a 16-byte (128-bit AXI) bus at 333 MHz,
+as in VTA's Ultra96/ZCU104 packaging. `HardwareConfig.from_json(path)` reads the same keys as
+`vta_default.json` (packaged next to this file; `vta_store_requant.json` adds the store
+module's output stage, docs/isa.md §6.3), or the name of a bundled file; missing keys take the
+defaults. The ISA's field widths derive from the buffer depths exactly as in VTA's `hw_spec.h`, and a configuration whose
+fields do not fit in 128-bit instructions / 32-bit micro-ops is rejected. See `docs/isa.md`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+DEFAULT_CONFIG_PATH = Path(__file__).with_name("vta_default.json")
+
+
+class ConfigError(ValueError):
+    """A hardware configuration that the ISA cannot describe (names the offending key)."""
+
+
+@dataclass(frozen=True)
+class HardwareConfig:
+    name: str = "vta-default"
+    # Geometry, as log2 like VTA's vta_config.json.
+    log_inp_width: int = 3  # int8 inputs
+    log_wgt_width: int = 3  # int8 weights
+    log_acc_width: int = 5  # int32 accumulators
+    log_batch: int = 0  # BATCH = 1
+    log_block: int = 4  # BLOCK_IN = BLOCK_OUT = 16
+    log_uop_buff_size: int = 15  # bytes
+    log_inp_buff_size: int = 15
+    log_wgt_buff_size: int = 18
+    log_acc_buff_size: int = 17
+    # Timing model.
+    clock_mhz: float = 333.0
+    bus_width_bytes: int = 16  # one shared DRAM port, bytes per cycle
+    dma_setup_cycles: int = 32  # fixed latency of every LOAD/STORE before data moves
+    insn_issue_cycles: int = 1  # decode/dispatch cost of every instruction
+    gemm_cycles_per_uop: int = 1  # one BATCHxBLOCK_INxBLOCK_OUT block per cycle
+    alu_cycles_per_uop: int = 2  # one accumulator row every two cycles
+    # Extension (docs/isa.md §6.3): the store module requantizes while it stores (memory type
+    # OUTQ) and can clear the accumulator rows it has read, so the requantization tail leaves
+    # the compute module. Off in VTA's configuration, where the tail is the method's ALU
+    # sequence.
+    store_requant: bool = False
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "name":
+                continue
+            if f.name == "store_requant":
+                if not isinstance(value, bool):
+                    raise ConfigError(
+                        f"hardware config: store_requant must be true or false, got {value!r}"
+                    )
+                continue
+            if f.name == "clock_mhz":
+                if not value > 0:
+                    raise ConfigError(f"hardware config: clock_mhz must be > 0, got {value}")
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ConfigError(
+                    f"hardware config: {f.name} must be a non-negative integer, got {value!r}"
+                )
+        if (self.log_inp_width, self.log_wgt_width, self.log_acc_width) != (3, 3, 5):
+            raise ConfigError(
+                "hardware config: only int8 inputs/weights and int32 accumulators are supported "
+                "(log_inp_width=3, log_wgt_width=3, log_acc_width=5)"
+            )
+        if self.log_batch != 0:
+            raise ConfigError("hardware config: only log_batch=0 (BATCH=1) is supported")
+        if self.bus_width_bytes < 1 or self.gemm_cycles_per_uop < 1 or self.alu_cycles_per_uop < 1:
+            raise ConfigError("hardware config: bus width and per-uop cycle counts must be >= 1")
+        for key in ("uop", "inp", "wgt", "acc"):
+            if self.depth(key) < 1:
+                raise ConfigError(f"hardware config: log_{key}_buff_size is too small for one element")
+        word0 = 7 + 1 + self.log_uop_depth + (self.log_uop_depth + 1) + 14 + 14
+        word1_gemm = 2 * (self.log_acc_depth + self.log_inp_depth + self.log_wgt_depth)
+        word1_alu = 4 * self.log_acc_depth + 3 + 1 + 16
+        uop_bits = self.log_acc_depth + self.uop_src_bits + self.log_wgt_depth
+        if word0 > 64 or word1_gemm > 64 or word1_alu > 64:
+            raise ConfigError(
+                f"hardware config {self.name!r}: GEMM/ALU fields need {word0}+"
+                f"{max(word1_gemm, word1_alu)} bits, more than two 64-bit words"
+            )
+        if uop_bits > 32:
+            raise ConfigError(f"hardware config {self.name!r}: micro-op fields need {uop_bits} bits > 32")
+        if self.store_requant and self.log_acc_depth + 2 > 16:
+            raise ConfigError(
+                f"hardware config {self.name!r}: store_requant needs a parameter row field of "
+                f"{self.log_acc_depth} bits plus 2 step bits in 16"
+            )
+        if self.depth("inp") > 1 << 16 or self.depth("acc") > 1 << 16:
+            raise ConfigError("hardware config: buffers deeper than the 16-bit sram_base field")
+
+    # --- derived geometry -------------------------------------------------------------------
+    @property
+    def batch(self) -> int:
+        return 1 << self.log_batch
+
+    @property
+    def block(self) -> int:
+        return 1 << self.log_block
+
+    @property
+    def block_in(self) -> int:
+        return self.block
+
+    @property
+    def block_out(self) -> int:
+        return self.block
+
+    def elem_bytes(self, key: str) -> int:
+        """Bytes of one element (buffer row) of memory `key` in uop/inp/wgt/acc/out."""
+        b, blk = self.batch, self.block
+        return {"uop": 4, "inp": b * blk, "wgt": blk * blk, "acc": 4 * b * blk, "out": b * blk}[key]
+
+    def depth(self, key: str) -> int:
+        size = {
+            "uop": self.log_uop_buff_size,
+            "inp": self.log_inp_buff_size,
+            "wgt": self.log_wgt_buff_size,
+            "acc": self.log_acc_buff_size,
+        }[key]
+        return (1 << size) // self.elem_bytes(key)
+
+    @property
+    def log_uop_depth(self) -> int:
+        return self.depth("uop").bit_length() - 1
+
+    @property
+    def log_inp_depth(self) -> int:
+        return self.depth("inp").bit_length() - 1
+
+    @property
+    def log_wgt_depth(self) -> int:
+        return self.depth("wgt").bit_length() - 1
+
+    @property
+    def log_acc_depth(self) -> int:
+        return self.depth("acc").bit_length() - 1
+
+    @property
+    def uop_src_bits(self) -> int:
+        return max(self.log_acc_depth, self.log_inp_depth)
+
+    @property
+    def macs_per_cycle(self) -> int:
+        return self.batch * self.block_in * self.block_out
+
+    # --- (de)serialization ------------------------------------------------------------------
+    @staticmethod
+    def from_dict(data: dict) -> HardwareConfig:
+        known = {f.name for f in fields(HardwareConfig)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"hardware config: unknown key(s) {', '.join(unknown)}")
+        return HardwareConfig(**data)
+
+    @staticmethod
+    def from_json(path: str | Path) -> HardwareConfig:
+        """Read a configuration file; a name without a file (`vta-default`,
+        `vta-store-requant`) is the bundled configuration of that name."""
+        name = str(path)
+        if not Path(path).exists() and name.replace("-", "_").isidentifier():
+            bundled = DEFAULT_CONFIG_PATH.with_name(f"{name.replace('-', '_')}.json")
+            if not bundled.exists():
+                known = sorted(f.stem.replace("_", "-")
+                               for f in DEFAULT_CONFIG_PATH.parent.glob("*.json"))  # fmt: skip
+                raise ConfigError(f"{name}: no such hardware config file or bundled config "
+                                  f"(bundled: {', '.join(known)})")  # fmt: skip
+            path = bundled
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise ConfigError(f"{path}: cannot read hardware config: {e}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: hardware config must be a JSON object")
+        try:
+            return HardwareConfig.from_dict(data)
+        except ConfigError as e:
+            raise ConfigError(f"{path}: {e}") from None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+DEFAULT_CONFIG = HardwareConfig()
