@@ -13,13 +13,10 @@ import pytest
 from conftest import vta_lowered
 from qaccel.interpreter.interpreter import Trace, entry_function, random_inputs, run_function
 from qaccel.targets.vta.config import HardwareConfig
-from qaccel.backends.vta.compile import (
-    compile_module,
-    format_report,
-    load_artifact,
-    run_compiled,
-    write_artifact,
-)
+from qaccel.backends.vta.artifact import load_artifact, write_artifact
+from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.report import format_report
+from qaccel.backends.vta.runtime import run_compiled
 from qaccel.tools import qaccel_compile, qaccel_run
 from xdsl.dialects import func
 
@@ -209,7 +206,7 @@ def test_schedules_come_from_the_ir():
 
 
 def test_a_schedule_that_does_not_fit_is_a_one_line_error(tmp_path, capsys):
-    from qaccel.backends.vta.compile import CompileError
+    from qaccel.backends.vta.compiled import CompileError
     from qaccel.lowering.schedule_vta import SCHEDULE_ATTR
     from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, i64
 
@@ -224,7 +221,7 @@ def test_a_schedule_that_does_not_fit_is_a_one_line_error(tmp_path, capsys):
 
 
 def test_compile_mlir_text_and_hardware_config(tmp_path, capsys):
-    from qaccel.backends.vta.compile import module_text
+    from qaccel.backends.vta.artifact import module_text
 
     module, _ = vta_lowered("mlp")
     text = tmp_path / "mlp.mlir"

@@ -26,12 +26,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from qaccel.backends.vta.compile import (
-    CompileError,
-    compile_module,
-    format_report,
-    write_artifact,
-)
+from qaccel.backends.vta.artifact import write_artifact
+from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.compiled import CompileError
+from qaccel.backends.vta.report import format_report
 from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
 from qaccel.backends.vta.report_plot import PlotError, plot_report, require_matplotlib
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
