@@ -643,6 +643,46 @@ def _pool_match(name, narrow, pool, kind, tree: _Tree, pooled: int | None, chain
     return PoolMatch(layer, ops, tree.inputs, narrow.output, widened)
 
 
+# --------------------------------------------------------------------------------------------
+# Formed layers: `accel.layer` ops (`form-vta-layers`)
+
+
+def read_layer(
+    op: accel.LayerOp,
+    name: str,
+    leaves: dict[SSAValue, tuple[SSAValue, int]] | None = None,
+) -> LayerMatch | AluMatch | PoolMatch:
+    """The layer a formed `accel.layer` holds, read from its body as its kind says (a GEMM
+    layer from the body's first op, an element-wise tree or a pool from the value it narrows);
+    `NotALayer` when the body is not exactly such a layer (e.g. edited by hand) or, for an
+    element-wise or pool layer, reads a value that is neither a `leaves` entry nor an int8
+    tensor in DRAM. The match's `output` / `widened` are the body's values (the layer's
+    results 0 / 1)."""
+    body = op.body_ops()
+    kind = op.kind.data
+    yielded = list(op.body.block.last_op.operands)  # type: ignore[union-attr]
+    m: LayerMatch | AluMatch | PoolMatch
+    if kind in accel.GEMM_KINDS:
+        if not body or not isinstance(body[0], accel.Conv2DZpOp | accel.DenseZpOp):
+            raise NotALayer(f"a {kind} layer's body does not start with a GEMM op")
+        m = match_layer(body[0], name)
+        if m.layer.kind != kind:
+            raise NotALayer(f"the body computes a {m.layer.kind} layer, not a {kind} one")
+    else:
+        narrow = yielded[0].owner
+        if not isinstance(narrow, Operation):
+            raise NotALayer(f"a {kind} layer's result is not computed in its body")
+        match = match_pool_layer if kind == "pool" else match_alu_layer
+        m = match(narrow, leaves or {}, set(), name)
+    if set(m.ops) != set(body):
+        raise NotALayer(f"the body of the {kind} layer holds ops that are not part of it")
+    want = [m.output] if m.widened is None else [m.output, m.widened]
+    if yielded != want:
+        raise NotALayer(f"the {kind} layer yields other values than its output and the value it "
+                        "narrows")  # fmt: skip
+    return m
+
+
 __all__ = [
     "AluLayer",
     "AluMatch",
@@ -654,4 +694,5 @@ __all__ = [
     "match_alu_layer",
     "match_layer",
     "match_pool_layer",
+    "read_layer",
 ]
