@@ -76,6 +76,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
 from xdsl.irdl import (
+    AnyAttr,
     IRDLOperation,
     ParsePropInAttrDict,
     VarConstraint,
@@ -95,7 +96,7 @@ from xdsl.irdl import (
 from xdsl.pattern_rewriter import RewritePattern
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
-from xdsl.traits import HasCanonicalizationPatternsTrait, HasParent, IsTerminator, Pure
+from xdsl.traits import HasCanonicalizationPatternsTrait, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 PACKED_FUNCTION_ATTR = "accel.packed"
@@ -1258,11 +1259,15 @@ class YieldOp(IRDLOperation):
 
     name = "accel.yield"
     values = var_operand_def()
-    traits = traits_def(IsTerminator(), HasParent(lambda: LayerOp), Pure())
+    traits = traits_def(IsTerminator(), Pure())
     assembly_format = "$values attr-dict `:` type($values)"
 
     def __init__(self, values: Sequence[SSAValue | Operation]):
         super().__init__(operands=[[SSAValue.get(v) for v in values]])
+
+    def verify_(self) -> None:
+        if not isinstance(self.parent_op(), LayerOp):
+            raise VerifyException(f"{self.name}: only an accel.layer's body ends with it")
 
 
 @irdl_op_definition
@@ -1286,12 +1291,12 @@ class LayerOp(IRDLOperation):
     name = "accel.layer"
 
     kind = prop_def(StringAttr)
-    schedule = opt_prop_def(ScheduleAttr)
+    schedule = opt_prop_def(AnyAttr())  # an `#accel.schedule` (checked by `verify_`), printed whole
     outputs = var_result_def()
     body = region_def("single_block")
 
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$kind attr-dict-with-keyword $body `:` type($outputs)"
+    assembly_format = "$kind (`schedule` $schedule^)? attr-dict-with-keyword $body `:` type($outputs)"
 
     def __init__(self, kind: str, result_types: Sequence[Attribute], body: Region):
         super().__init__(properties={"kind": StringAttr(kind)}, result_types=[result_types],
@@ -1317,6 +1322,8 @@ class LayerOp(IRDLOperation):
         if not self.outputs:
             raise VerifyException(f"{self.name}: a layer produces at least one value")
         if self.schedule is not None:
+            if not isinstance(self.schedule, ScheduleAttr):
+                raise VerifyException(f"{self.name}: schedule must be an #accel.schedule")
             want = "gemm" if self.kind.data in GEMM_KINDS else self.kind.data
             if self.schedule.kind.data != want:
                 raise VerifyException(f"{self.name}: a {self.kind.data} layer takes a {want} "

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from qaccel.backends.vta.arena import Slot, allocate
@@ -46,38 +45,28 @@ from qaccel.backends.vta.compiled import (
     CompileError,
     Fallback,
     accelerator_functions,
+    top_level,
     value_ref,
 )
 from qaccel.backends.vta.report import alu_report, build_report, gemm_report
 from qaccel.dialects import accel, tfl
 from qaccel.dialects.types import tensor_dtype
-from qaccel.lowering.schedule_vta import SCHEDULE_ATTR, ScheduleAttrError, layer_schedule
-from qaccel.lowering.vta.emit import ALIGN, LayerProgram, Placement, emit
-from qaccel.lowering.vta.emit_alu import emit_alu, emit_pool
-from qaccel.lowering.vta.layers import (
-    AluMatch,
-    LayerMatch,
-    NotALayer,
-    PoolMatch,
-    match_alu_layer,
-    match_layer,
-    match_pool_layer,
+from qaccel.lowering.schedule_vta import (
+    ScheduleAttrError,
+    alu_schedule,
+    describe,
+    gemm_schedule,
 )
-from qaccel.lowering.vta.schedule import LayerError, schedule
+from qaccel.lowering.vta.emit import ALIGN, LayerProgram, Placement, emit
+from qaccel.lowering.vta.emit_alu import AluPlan, emit_alu, emit_pool
+from qaccel.lowering.vta.layers import AluMatch, LayerMatch, LayerReader, NotALayer, PoolMatch
+from qaccel.lowering.vta.schedule import LayerError, Schedule, schedule
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 _NO_CODEGEN = "no VTA code generator yet"
-
-def _layer_schedule(f: func.FuncOp, op: Operation, m: LayerMatch, c: HardwareConfig):
-    if SCHEDULE_ATTR not in op.attributes:
-        return schedule(m.layer, c)
-    try:
-        return layer_schedule(op, m.layer, c)
-    except (ScheduleAttrError, LayerError) as e:
-        raise CompileError(f"@{f.sym_name.data}: {op.name} ({m.layer.describe()}): {e}") from None
 
 
 @dataclass
@@ -95,6 +84,7 @@ class _Planned:
 def _plan_arena(layers: list[_Planned], ops: list[Operation]):
     """The arena slots of the layers' inputs and outputs; (slots, slot of each value)."""
     index_of = {op: i for i, op in enumerate(ops)}
+    block = ops[0].parent_block() if ops else None
     in_layers = {o for p in layers for o in p.ops}
     users: dict[SSAValue, list[int]] = {}
     produced: dict[SSAValue, _Planned] = {}
@@ -110,7 +100,8 @@ def _plan_arena(layers: list[_Planned], ops: list[Operation]):
         if p is not None:
             # Read back when a host op (or the return) uses the value or its widened copy.
             seen = [v] if p.widened is None else [v, p.widened]
-            host_reads = any(u.operation not in in_layers for w in seen for u in w.uses)
+            host_reads = any(top_level(u.operation, block) not in in_layers
+                             for w in seen for u in w.uses)  # fmt: skip
             start, end = p.when, max([p.when, *uses])
         else:
             host_reads = False
@@ -127,6 +118,39 @@ def _plan_arena(layers: list[_Planned], ops: list[Operation]):
     return slots, slot_of, size
 
 
+@dataclass
+class _Layer:
+    """A formed layer that reads as a layer of its kind, with the schedule it runs with."""
+
+    op: accel.LayerOp
+    match: LayerMatch | AluMatch | PoolMatch
+    schedule: Schedule | AluPlan
+
+    def planned(self, when: int) -> _Planned:
+        m, outputs = self.match, self.op.outputs
+        widened = outputs[1] if len(outputs) > 1 else None
+        if isinstance(m, LayerMatch):
+            return _Planned(when, [m.input], outputs[0], [self.op], m.offset is not None, widened)
+        return _Planned(when, list(m.inputs), outputs[0], [self.op], False, widened)
+
+
+def _layer_schedule(fname: str, op: accel.LayerOp, m, c: HardwareConfig) -> Schedule | AluPlan:
+    """The schedule `op` carries (checked: `CompileError` when it does not suit the layer),
+    or the one the search (GEMM layers) or the emitter (others) chooses without one; a
+    `LayerError` when none fits."""
+    attr = op.schedule
+    if isinstance(m, LayerMatch) and attr is None:
+        return schedule(m.layer, c)
+    try:
+        if isinstance(m, LayerMatch):
+            return gemm_schedule(attr, m.layer, c)
+        return alu_schedule(attr, m.layer, c)
+    except (ScheduleAttrError, LayerError) as e:
+        if attr is None:
+            raise
+        raise CompileError(f"@{fname}: {describe(op, m)}: {e}") from None
+
+
 def compile_module(
     module: ModuleOp,
     config: HardwareConfig | None = None,
@@ -134,34 +158,20 @@ def compile_module(
     total_macs: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> CompiledModel:
-    """Schedule and emit every accelerator layer of `module` (the output of `vta-pipeline`)
-    into one DRAM image per accelerator function. `total_macs` (the model's MACs, e.g. of the
-    imported IR) gives the report's MAC share."""
+    """Emit every formed, scheduled accelerator layer (`accel.layer`) of `module` (the
+    output of `vta-pipeline`) into one DRAM image per accelerator function. `total_macs`
+    (the model's MACs, e.g. of the imported IR) gives the report's MAC share."""
     c = config or DEFAULT_CONFIG
     functions: dict[str, CompiledFunction] = {}
     fallbacks: list[Fallback] = []
     accel_functions = accelerator_functions(module)
-    n_roots = sum(isinstance(op, accel.Conv2DZpOp | accel.DenseZpOp)
-                  for f in accel_functions for op in f.body.block.ops)  # fmt: skip
-    done = 0
+    total = sum(isinstance(op, accel.LayerOp) for f in accel_functions for op in f.body.block.ops)
+    count = [0, total]
     for f in accel_functions:
         name = f.sym_name.data
         ops = list(f.body.block.ops)
         reasons: dict[Operation, str] = {}
-        gemms: list[tuple[LayerMatch, Any]] = []
-        for op in ops:
-            if not isinstance(op, accel.Conv2DZpOp | accel.DenseZpOp):
-                continue
-            done += 1
-            try:
-                m = match_layer(op, f"{name}_layer{len(gemms)}")
-                if progress:
-                    progress(f"[{done}/{n_roots}] {name} layer {len(gemms)}: "
-                             f"{m.layer.describe()}")  # fmt: skip
-                gemms.append((m, _layer_schedule(f, op, m, c)))
-            except (NotALayer, LayerError) as e:
-                reasons[op] = str(e)
-        fn = _compile_function(name, ops, gemms, reasons, c)
+        fn = _compile_function(name, ops, reasons, c, progress, count)
         functions[name] = fn
         covered = {ops[i] for lay in fn.layers for i in lay.ops}
         for i, op in enumerate(ops):
@@ -176,75 +186,56 @@ def compile_module(
     return compiled
 
 
-def _alu_layers(name: str, ops: list[Operation], gemms: list[tuple[LayerMatch, Any]],
-                refused: dict[Operation, str]) -> list[AluMatch | PoolMatch]:  # fmt: skip
-    """Element-wise layers and windowed pools over the GEMM layers' outputs (and int8
-    tensors)."""
-    leaves: dict[SSAValue, tuple[SSAValue, int]] = {}
-    claimed: set[Operation] = set()
-    for m, _ in gemms:
-        claimed.update(m.ops)
-        if m.offset is not None:
-            leaves[m.output] = (m.output, m.offset)
-        if m.widened is not None:
-            leaves[m.widened] = (m.output, 0)
+def _read_layers(name: str, ops: list[Operation], refused: dict[Operation, str],
+                 c: HardwareConfig, progress=None, count=None) -> list[_Layer]:  # fmt: skip
+    """The function's formed layers that read as layers and have a schedule that fits, in
+    body order; the others go to `refused` with the reason (they run on the host, and later
+    layers cannot read their results from DRAM)."""
+    reader = LayerReader(name)
     out = []
     for op in ops:
-        if not isinstance(op, accel.NarrowOp) or op in claimed or op in refused:
+        if not isinstance(op, accel.LayerOp) or op in refused:
             continue
         try:
-            am = match_alu_layer(op, leaves, claimed, f"{name}_eltwise{len(out)}")
-        except NotALayer as e:
-            try:
-                am = match_pool_layer(op, leaves, claimed, f"{name}_pool{len(out)}")
-            except NotALayer:
-                refused[op] = str(e)
-                continue
-            if any(o in claimed for o in am.ops):
-                refused[op] = str(e)
-                continue
-        claimed.update(am.ops)
-        if am.widened is not None:
-            leaves[am.widened] = (am.output, 0)
-        out.append(am)
+            m = reader.read(op)
+            if progress and count is not None:
+                count[0] += 1
+                progress(f"[{count[0]}/{count[1]}] {name} {op.kind.data} layer: "
+                         f"{m.layer.describe()}")  # fmt: skip
+            sched = _layer_schedule(name, op, m, c)
+        except (NotALayer, LayerError) as e:
+            refused[op] = str(e)
+            continue
+        reader.accept(op, m)
+        out.append(_Layer(op, m, sched))
     return out
 
 
-def _compile_function(name: str, ops: list[Operation], gemms: list[tuple[LayerMatch, Any]],
-                      reasons: dict[Operation, str], c: HardwareConfig) -> CompiledFunction:  # fmt: skip
+def _compile_function(name: str, ops: list[Operation], reasons: dict[Operation, str],
+                      c: HardwareConfig, progress=None, count=None) -> CompiledFunction:  # fmt: skip
     """Arena, placement and emission of one accelerator function's layers, in body order.
     A layer the emitter refuses goes back to the host (its reason reported) and the arena
     is planned again without it."""
     index_of = {op: i for i, op in enumerate(ops)}
-    refused_alu: dict[Operation, str] = {}
+    layers_read = _read_layers(name, ops, reasons, c, progress, count)
     while True:
-        alus = _alu_layers(name, ops, gemms, refused_alu)
-        entries: list[tuple[int, Any]] = sorted(
-            [(index_of[m.output.owner], (m, s)) for m, s in gemms]
-            + [(index_of[a.output.owner], a) for a in alus],
-            key=lambda e: e[0],
-        )
-        slots, slot_of, arena = _plan_arena([_planned(w, e) for w, e in entries], ops)
+        planned = [lay.planned(index_of[lay.op]) for lay in layers_read]
+        slots, slot_of, arena = _plan_arena(planned, ops)
         layers, constants, at, failed = [], [], arena, None
-        for when, e in entries:
+        for lay in layers_read:
             try:
-                lay, consts = _emit_layer(name, len(layers), e, slots, slot_of, at, index_of, c)
+                compiled, consts = _emit_layer(name, len(layers), lay, slots, slot_of, at,
+                                               index_of, c)  # fmt: skip
             except LayerError as err:
-                failed = (e, str(err))
+                failed = (lay, str(err))
                 break
-            layers.append(lay)
+            layers.append(compiled)
             constants.append((at, consts))
             at = -(-(at + len(consts)) // ALIGN) * ALIGN
         if failed is None:
             break
-        e, why = failed
-        if isinstance(e, tuple):
-            gemms = [g for g in gemms if g is not e]
-            reasons[e[0].ops[0]] = why
-        else:
-            refused_alu[e.ops[-1]] = why
-    for op, why in refused_alu.items():
-        reasons.setdefault(op, why)
+        reasons[failed[0].op] = failed[1]
+        layers_read = _read_layers(name, ops, reasons, c)
     image = np.zeros(at, np.uint8)
     for offset, data in constants:
         image[offset : offset + len(data)] = data
@@ -254,42 +245,33 @@ def _compile_function(name: str, ops: list[Operation], gemms: list[tuple[LayerMa
     return CompiledFunction(name, layers, slots, arena, image)
 
 
-def _planned(when: int, entry) -> _Planned:
-    if isinstance(entry, AluMatch | PoolMatch):
-        return _Planned(when, list(entry.inputs), entry.output, entry.ops, False, entry.widened)
-    m = entry[0]
-    return _Planned(when, [m.input], m.output, m.ops, m.offset is not None, m.widened)
-
-
-def _emit_layer(name, index, entry, slots, slot_of, at, index_of, c):
-    """(CompiledLayer, constants bytes) of a GEMM layer `(match, schedule)`, an `AluMatch` or
-    a `PoolMatch` whose constants go at byte `at`."""
-    if isinstance(entry, AluMatch | PoolMatch):
-        inputs_at = [slots[slot_of[v]].offset for v in entry.inputs]
-        output_at = slots[slot_of[entry.output]].offset
-        emitter = emit_pool if isinstance(entry, PoolMatch) else emit_alu
-        prog = emitter(entry.layer, c, inputs_at=inputs_at, output_at=output_at, constants_at=at)
-        report = alu_report(name, index, entry.layer, prog, c)
-        lay = CompiledLayer(
-            function=name, index=index, ops=sorted(index_of[o] for o in entry.ops),
-            anchor=index_of[entry.output.owner], inputs=[slot_of[v] for v in entry.inputs],
-            output=slot_of[entry.output], offset=None, program=prog,
-            widened=None if entry.widened is None else index_of[entry.widened.owner],
-            words=prog.program.words, uops=prog.program.uops,
-            description=entry.layer.describe(), report=report,
-        )  # fmt: skip
-        return lay, prog.constants
-    m, sched = entry
-    placement = Placement(at, slots[slot_of[m.input]].offset, slots[slot_of[m.output]].offset)
-    prog = emit(m.layer, sched, c, placement)
-    lay = CompiledLayer(
-        function=name, index=index, ops=sorted(index_of[o] for o in m.ops),
-        anchor=index_of[m.output.owner], inputs=[slot_of[m.input]], output=slot_of[m.output],
-        widened=None if m.widened is None else index_of[m.widened.owner], offset=m.offset,
-        program=prog, words=prog.program.words, uops=prog.program.uops,
-        description=m.layer.describe(), report=gemm_report(name, index, m.layer, sched, prog, c),
+def _emit_layer(name: str, index: int, lay: _Layer, slots, slot_of, at: int, index_of,
+                c: HardwareConfig) -> tuple[CompiledLayer, np.ndarray]:  # fmt: skip
+    """(CompiledLayer, constants bytes) of a formed layer whose constants go at byte `at`."""
+    m, op = lay.match, lay.op
+    output = op.outputs[0]
+    position = index_of[op]
+    widened = position if len(op.outputs) > 1 else None
+    if isinstance(m, LayerMatch):
+        placement = Placement(at, slots[slot_of[m.input]].offset, slots[slot_of[output]].offset)
+        prog = emit(m.layer, lay.schedule, c, placement)
+        inputs, offset = [slot_of[m.input]], m.offset
+        report = gemm_report(name, index, m.layer, lay.schedule, prog, c)
+    else:
+        plan = lay.schedule
+        emitter = emit_pool if isinstance(m, PoolMatch) else emit_alu
+        prog = emitter(m.layer, c, inputs_at=[slots[slot_of[v]].offset for v in m.inputs],
+                       output_at=slots[slot_of[output]].offset, constants_at=at,
+                       rows=plan.rows, output_stage=plan.output_stage)  # fmt: skip
+        inputs, offset = [slot_of[v] for v in m.inputs], None
+        report = alu_report(name, index, m.layer, prog, c)
+    compiled = CompiledLayer(
+        function=name, index=index, ops=[position], anchor=position, inputs=inputs,
+        output=slot_of[output], widened=widened, offset=offset, program=prog,
+        words=prog.program.words, uops=prog.program.uops, description=m.layer.describe(),
+        report=report,
     )  # fmt: skip
-    return lay, prog.constants
+    return compiled, prog.constants
 
 
 __all__ = ["compile_module"]

@@ -49,6 +49,13 @@ def resolve(ref: Sequence[int], ops: list[Operation], f: func.FuncOp) -> SSAValu
     return ops[op_index].results[result]
 
 
+def top_level(op: Operation, block) -> Operation:
+    """The op of `block` that is `op` or holds it (an op inside a formed layer: the layer)."""
+    while op.parent_block() is not block and op.parent_op() is not None:
+        op = op.parent_op()  # type: ignore[assignment]
+    return op
+
+
 def accelerator_functions(module: ModuleOp) -> list[func.FuncOp]:
     return [
         op for op in module.ops
@@ -64,11 +71,11 @@ def accelerator_functions(module: ModuleOp) -> list[func.FuncOp]:
 class CompiledLayer:
     function: str
     index: int
-    ops: list[int]  # body positions of the group's ops (skipped by the runtime)
-    anchor: int  # body position of the op whose result the layer produces
+    ops: list[int]  # body positions of the layer's ops (its `accel.layer`), skipped by the host
+    anchor: int  # body position of the `accel.layer` whose result 0 the layer produces
     inputs: list[int]  # arena slots (indices into the function's `slots`) the layer reads
     output: int  # arena slot the layer writes
-    widened: int | None  # body position of the int32 value equal to widen(output), if used
+    widened: int | None  # body position of the layer whose result 1 (int32) is widen(output)
     offset: int | None  # the anchor is int32 = the stored int8 values - offset (None: as stored)
     program: LayerProgram | AluProgram | None  # None after `load_artifact`
     words: np.ndarray  # the instruction stream
@@ -152,5 +159,5 @@ class CompiledModel:
 
 __all__ = [
     "TARGET_ATTR", "ArenaSlot", "CompileError", "CompiledFunction", "CompiledLayer",
-    "CompiledModel", "Fallback", "accelerator_functions", "resolve", "value_ref",
+    "CompiledModel", "Fallback", "accelerator_functions", "resolve", "top_level", "value_ref",
 ]  # fmt: skip

@@ -14,8 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from qaccel.backends.vta.compiled import CompiledFunction, CompiledModel, CompileError, resolve
-from qaccel.dialects import tfl
+from qaccel.backends.vta.compiled import (
+    CompiledFunction,
+    CompiledModel,
+    CompileError,
+    resolve,
+    top_level,
+)
+from qaccel.dialects import accel, tfl
 from xdsl.dialects import func
 from xdsl.interpreter import Interpreter, impl, register_impls
 from xdsl.ir import Operation, SSAValue
@@ -53,7 +59,7 @@ def function_steps(fn: CompiledFunction, ops: list[Operation]) -> FunctionSteps:
             if fn.slots[lay.output].host_reads:
                 out.steps.append((STEP_READ, lay.output))
         elif isinstance(op, tfl.ConstOp):
-            uses = [u.operation for u in op.results[0].uses]
+            uses = [top_level(u.operation, op.parent_block()) for u in op.results[0].uses]
             if not all(u in in_layers for u in uses):
                 out.host_constants.append(i)
         elif op not in in_layers and not isinstance(op, func.ReturnOp):
@@ -96,8 +102,16 @@ def _make_call_impl():
 
         def _run_ops(self, interpreter: Interpreter, ops, positions, env) -> None:
             for i in positions:
-                o = ops[i]
-                env.update(zip(o.results, interpreter.run_op(o, tuple(env[v] for v in o.operands))))
+                self._run_op(interpreter, ops[i], env)
+
+        def _run_op(self, interpreter: Interpreter, o: Operation, env) -> None:
+            if isinstance(o, accel.LayerOp):  # a layer that runs on the host: its body
+                for inner in o.body_ops():
+                    self._run_op(interpreter, inner, env)
+                yielded = o.body.block.last_op.operands  # type: ignore[union-attr]
+                env.update(zip(o.results, [env[v] for v in yielded]))
+                return
+            env.update(zip(o.results, interpreter.run_op(o, tuple(env[v] for v in o.operands))))
 
         @impl(func.CallOp)
         def run_call(self, interpreter: Interpreter, op: func.CallOp, args: tuple[Any, ...]):
@@ -123,7 +137,7 @@ def _make_call_impl():
                     result = ops[lay.anchor].results[0]
                     env[result] = y = fn.read(image, lay, result.type)
                     if lay.widened is not None:
-                        env[ops[lay.widened].results[0]] = y.astype(np.int32)
+                        env[ops[lay.widened].results[1]] = y.astype(np.int32)
                     self.host_bytes += fn.slots[arg].nbytes
                 else:
                     self._run_ops(interpreter, ops, plan.segments[arg], env)

@@ -36,8 +36,16 @@ class NotALayer(Exception):
 
 
 def _sole_user(value: SSAValue) -> Operation | None:
+    """The one op that reads `value`, seen through the end of a formed layer (the op that
+    reads the layer's result), so a layer reads the same in its `accel.layer` as before."""
     uses = list(value.uses)
-    return uses[0].operation if len(uses) == 1 else None
+    if len(uses) != 1:
+        return None
+    use = uses[0]
+    if isinstance(use.operation, accel.YieldOp):
+        layer = use.operation.parent_op()
+        return _sole_user(layer.results[use.index]) if layer is not None else None
+    return use.operation
 
 
 def _scalar(values: np.ndarray, what: str) -> int:
@@ -683,11 +691,48 @@ def read_layer(
     return m
 
 
+class LayerReader:
+    """Reads the formed layers of one accelerator function in body order:
+
+        reader = LayerReader("vta_fn_0")
+        m = reader.read(layer_op)       # LayerMatch | AluMatch | PoolMatch, or NotALayer
+        reader.accept(layer_op, m)      # later layers may read its results from DRAM
+
+    A layer's results become leaves of later element-wise and pool layers (the values they
+    read from DRAM) only once accepted, so a layer that runs on the host is no leaf."""
+
+    def __init__(self, function: str):
+        self.function = function
+        self.leaves: dict[SSAValue, tuple[SSAValue, int]] = {}
+        self.n_gemm = self.n_alu = 0
+
+    def name(self, op: accel.LayerOp) -> str:
+        if op.kind.data in accel.GEMM_KINDS:
+            return f"{self.function}_layer{self.n_gemm}"
+        kind = "pool" if op.kind.data == "pool" else "eltwise"
+        return f"{self.function}_{kind}{self.n_alu}"
+
+    def read(self, op: accel.LayerOp) -> LayerMatch | AluMatch | PoolMatch:
+        return read_layer(op, self.name(op), self.leaves)
+
+    def accept(self, op: accel.LayerOp, m: LayerMatch | AluMatch | PoolMatch) -> None:
+        output = op.outputs[0]
+        if isinstance(m, LayerMatch):
+            self.n_gemm += 1
+            if m.offset is not None:
+                self.leaves[output] = (output, m.offset)
+        else:
+            self.n_alu += 1
+        if len(op.outputs) > 1:
+            self.leaves[op.outputs[1]] = (output, 0)
+
+
 __all__ = [
     "AluLayer",
     "AluMatch",
     "AluStep",
     "LayerMatch",
+    "LayerReader",
     "NotALayer",
     "PoolLayer",
     "PoolMatch",
