@@ -1254,7 +1254,7 @@ class ScheduleAttr(ParametrizedAttribute):
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(AccelOp):
     """Ends an `accel.layer`'s body: the values the layer produces."""
 
     name = "accel.yield"
@@ -1271,7 +1271,7 @@ class YieldOp(IRDLOperation):
 
 
 @irdl_op_definition
-class LayerOp(IRDLOperation):
+class LayerOp(AccelOp):
     """One accelerator layer: the ops it computes, in its body (`form-vta-layers`).
 
         %y, %w = accel.layer "conv" {
@@ -1326,8 +1326,9 @@ class LayerOp(IRDLOperation):
                 raise VerifyException(f"{self.name}: schedule must be an #accel.schedule")
             want = "gemm" if self.kind.data in GEMM_KINDS else self.kind.data
             if self.schedule.kind.data != want:
-                raise VerifyException(f"{self.name}: a {self.kind.data} layer takes a {want} "
-                                      f"schedule, not {self.schedule.kind.data}")  # fmt: skip
+                raise VerifyException(f"{self.name}: kind {self.kind.data} takes an "
+                                      f"#accel.schedule<{want}, ...>, not "
+                                      f"<{self.schedule.kind.data}, ...>")  # fmt: skip
 
 
 

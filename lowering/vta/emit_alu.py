@@ -95,9 +95,9 @@ class _AluEmitter(_Stream):
             raise LayerError(f"{layer.name}: the store module's output stage cannot run the "
                              "layer's tail (no store_requant, or not a requantization)")  # fmt: skip
         if stage is not None:
-            cut, rows = stage
+            cut, stage_rows = stage
             self.steps, self.stage_row = self.steps[:cut], len(self.params)
-            self.params = np.concatenate([self.params.reshape(-1, layer.block), rows])
+            self.params = np.concatenate([self.params.reshape(-1, layer.block), stage_rows])
         self.n_params = len(self.params)
         self.layout(rows)
 
