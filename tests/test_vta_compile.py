@@ -183,19 +183,18 @@ def test_mobilenet_v2_all_layers_on_the_accelerator(hw_config):
 
 
 def test_schedules_come_from_the_ir():
-    from qaccel.lowering.schedule_vta import SCHEDULE_ATTR
-    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, i64
+    from qaccel.dialects.accel import LayerOp, ScheduleAttr
 
     module, _ = vta_lowered("cnn")
-    roots = [op for op in module.walk() if SCHEDULE_ATTR in op.attributes]
+    roots = [op for op in module.walk() if isinstance(op, LayerOp) and op.schedule is not None]
     assert roots, "vta-pipeline ends with schedule-vta"
     searched = compile_module(module)
     chosen = [r["tiling"] for r in searched.report["layers"]]
     first = roots[0]
-    values = dict(first.attributes[SCHEDULE_ATTR].data)
-    values["tile_h"] = IntegerAttr(1, i64)
+    values = first.schedule.fields()
+    values["tile_h"] = 1
     values.pop("inp_slots")
-    first.attributes[SCHEDULE_ATTR] = DictionaryAttr(values)
+    first.schedule = ScheduleAttr("gemm", **values)
     edited = compile_module(module)
     assert edited.report["layers"][0]["tiling"]["tile_h"] == 1
     assert [r["tiling"] for r in edited.report["layers"][1:]] == chosen[1:]
@@ -205,18 +204,41 @@ def test_schedules_come_from_the_ir():
         np.testing.assert_array_equal(x, y)
 
 
+def test_element_wise_schedules_come_from_the_ir():
+    # An element-wise layer's chunk rows, as edited in the IR, are what the program walks;
+    # the result stays bit-exact.
+    from qaccel.dialects.accel import LayerOp, ScheduleAttr
+
+    module, _ = vta_lowered("residual")
+    eltwise = [op for op in module.walk() if isinstance(op, LayerOp)
+               and op.kind.data == "eltwise"]  # fmt: skip
+    assert eltwise and all(op.schedule is not None for op in eltwise)
+    searched = compile_module(module)
+    rows = [r["tiling"]["chunk_rows"] for r in searched.report["layers"] if r["kind"] == "eltwise"]
+    assert rows == [op.schedule.get("rows") for op in eltwise]
+    values = eltwise[0].schedule.fields()
+    values["rows"] = max(1, values["rows"] // 4)
+    eltwise[0].schedule = ScheduleAttr("eltwise", **values)
+    edited = compile_module(module)
+    got = [r["tiling"]["chunk_rows"] for r in edited.report["layers"] if r["kind"] == "eltwise"]
+    assert got == [values["rows"], *rows[1:]]
+    inputs = random_inputs(entry_function(module), 0)
+    expected = run_function(module, inputs)
+    for x, y in zip(run_compiled(edited, inputs), expected, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
 def test_a_schedule_that_does_not_fit_is_a_one_line_error(tmp_path, capsys):
     from qaccel.backends.vta.compiled import CompileError
-    from qaccel.lowering.schedule_vta import SCHEDULE_ATTR
-    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, i64
+    from qaccel.dialects.accel import LayerOp, ScheduleAttr
 
     module, _ = vta_lowered("cnn")
-    first = next(op for op in module.walk() if SCHEDULE_ATTR in op.attributes)
-    values = dict(first.attributes[SCHEDULE_ATTR].data)
-    values["tile_co"] = IntegerAttr(1, i64)
-    values["tile_h"] = values["tile_w"] = IntegerAttr(4096, i64)
-    first.attributes[SCHEDULE_ATTR] = DictionaryAttr(values)
-    with pytest.raises(CompileError, match=r"^@vta_fn_0: accel.conv2d_zp \(conv .*\): .* fit"):
+    first = next(op for op in module.walk() if isinstance(op, LayerOp) and op.schedule)
+    values = first.schedule.fields()
+    values["tile_co"] = 1
+    values["tile_h"] = values["tile_w"] = 4096
+    first.schedule = ScheduleAttr("gemm", **values)
+    with pytest.raises(CompileError, match=r'^@vta_fn_0: accel.layer "conv" \(conv .*\): .* fit'):
         compile_module(module)
 
 

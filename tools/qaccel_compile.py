@@ -7,8 +7,10 @@
     qaccel-run out/ --random-inputs 0 --outputs-dir res --compare-litert
 
 Runs the pipeline (`-p`, default `vta-pipeline`; with `--config`, `vta-pipeline{hw-config=...}`)
-on the imported model or on MLIR text, then emits every accelerator layer with the tiling its
-`qaccel.schedule` attribute gives (searched for layers without one) (`backends/vta/compile.py`) and writes OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
+on the imported model or on MLIR text, then emits every formed accelerator layer
+(`accel.layer`) with the schedule its `#accel.schedule` gives (the search's or the emitter's
+choice for layers without one) (`backends/vta/compile.py`) and writes OUTDIR/host.mlir,
+OUTDIR/vta_fn_k/layer_i.bin and
 layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json; prints the report table
 (per layer: cycles, GEMM utilization, roofline and ratio, DRAM bytes, tiling; totals, ms at the
 configured clock, MAC share, host fallbacks). Compiling twice gives identical files. Progress

@@ -40,7 +40,10 @@ from qaccel.backends.vta.compiled import (
 from qaccel.targets.vta.config import HardwareConfig
 from xdsl.dialects.builtin import ModuleOp
 
-ARTIFACT_FORMAT = 2
+ARTIFACT_FORMAT = 3
+"""3: layers are `accel.layer` ops of host.mlir (a layer's `ops`, `anchor` and `widened` are
+the position of its `accel.layer`; `widened` names its result 1). 2: layers were groups of
+ops found by pattern matching (positions of every op of the group)."""
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:

@@ -3,14 +3,14 @@
     compiled = compile_module(module, config)        # a `CompiledModel` (backends/vta/compiled.py)
 
 **What runs where.** Each accelerator function (`qaccel.target = "vta"`) is a sequence of
-`accel` ops on the packed layout. Every GEMM op with its requantization tail becomes one
-`ConvLayer` (`lowering/vta/layers.py`), scheduled with the tiling its schedule attribute
-gives (`schedule-vta`; searched here when absent) and emitted as one `LayerProgram`
-(`lowering/vta/emit.py`) that runs on the simulator. Every tree of ALU-able ops
-(`accel.add`/`max`/`min`/`mul` of two tensors or by constants, shifts, rounding multiplies)
-from GEMM layers' outputs or widened int8 tensors to an `accel.narrow` (a residual add with
-its requantization) becomes an element-wise layer (`AluLayer`, `lowering/vta/emit_alu.py`).
-The `accel` packed tensor of a layer's input is its DRAM input region byte for byte, and its
+`accel` ops on the packed layout in which `form-vta-layers` made every accelerator layer one
+`accel.layer` op and `schedule-vta` gave it an `#accel.schedule`. Compilation walks those
+ops in body order and never looks for patterns: each layer's body is read as its kind says
+(`lowering/vta/layers.py`: a GEMM layer `ConvLayer`, an element-wise tree `AluLayer`, a
+pool `PoolLayer`), its schedule is checked (a GEMM layer without one is searched, an
+element-wise or pool layer without one gets the emitter's choice), and it is emitted as one
+instruction stream (`lowering/vta/emit.py`, `emit_alu.py`) that runs on the simulator. The
+`accel` packed tensor of a layer's input is its DRAM input region byte for byte, and its
 output region is the packed result.
 
 **DRAM.** An accelerator function has one DRAM image: the activation arena
@@ -21,13 +21,10 @@ where it was stored; the host writes into the arena only tensors it produced and
 only tensors a host op or the return uses (`host_write_bytes` / `host_read_bytes` in the
 report).
 
-A global average pool (`accel.reduce_sum` over H and W, after any such tree) with its
-requantization is an element-wise layer too, and a windowed max or sum pool of an int8
-tensor (`PoolLayer`, padding with the pool's identity folded in) with its constant tail is a
-pool layer. Every other op of an accelerator function (pads, concatenations, pools of
-computed values, element-wise trees that do not end in an int8 narrowing, a layer whose tail
-does not match, a layer the scheduler or emitter refuses) runs on the host interpreter and is
-listed in the report as a host fallback with its reason; nothing is dropped silently.
+Every other op of an accelerator function (pads, concatenations, ops no layer holds, a layer
+whose body does not read as its kind or whose schedule or emission fails) runs on the host
+interpreter and is listed in the report as a host fallback with its reason; nothing is
+dropped silently.
 """
 
 from __future__ import annotations
