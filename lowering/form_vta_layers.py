@@ -30,7 +30,9 @@ layer computes exactly what its ops computed (the interpreter runs the body):
 
 Ops that form no layer (pads, concatenations, a GEMM op whose tail is not a requantization,
 trees that do not end in an int8 narrowing, `accel.host_requantize`) stay where they are and
-run on the host. Functions that already hold layers are left alone (the pass is idempotent).
+run on the host; a GEMM op or an `accel.narrow` that forms none says why in
+`accel.host_reason` (reported by `qaccel-compile`). Functions that already hold layers are
+left alone (the pass is idempotent).
 `schedule-vta` then gives every layer its `#accel.schedule`.
 """
 
@@ -66,9 +68,18 @@ def vta_functions(module: ModuleOp) -> list[func.FuncOp]:
     return out
 
 
-def match_layers(f: func.FuncOp) -> list[tuple[str, LayerMatch | AluMatch | PoolMatch]]:
+HOST_REASON_ATTR = "accel.host_reason"
+"""Why an op that could start or end a layer (a GEMM op, an `accel.narrow`) forms none: it
+runs on the host, and `qaccel-compile` reports this reason."""
+
+
+def match_layers(
+    f: func.FuncOp, reasons: dict[Operation, str] | None = None
+) -> list[tuple[str, LayerMatch | AluMatch | PoolMatch]]:
     """Every layer of `f`'s body as (kind, match): the GEMM layers, then the element-wise
-    trees and pools over their outputs (and over int8 tensors), in body order."""
+    trees and pools over their outputs (and over int8 tensors), in body order. `reasons`
+    receives why each GEMM op or narrowing that ends no layer forms none."""
+    reasons = {} if reasons is None else reasons
     name = f.sym_name.data
     found: list[tuple[str, LayerMatch | AluMatch | PoolMatch]] = []
     leaves: dict[SSAValue, tuple[SSAValue, int]] = {}
@@ -78,7 +89,8 @@ def match_layers(f: func.FuncOp) -> list[tuple[str, LayerMatch | AluMatch | Pool
             continue
         try:
             m = match_layer(op, f"{name}_layer{len(found)}")
-        except NotALayer:
+        except NotALayer as e:
+            reasons[op] = str(e)
             continue
         found.append((m.layer.kind, m))
         claimed.update(m.ops)
@@ -93,12 +105,14 @@ def match_layers(f: func.FuncOp) -> list[tuple[str, LayerMatch | AluMatch | Pool
         kind = "eltwise"
         try:
             am = match_alu_layer(op, leaves, claimed, f"{name}_eltwise{n_alu}")
-        except NotALayer:
+        except NotALayer as e:
             try:
                 am = match_pool_layer(op, leaves, claimed, f"{name}_pool{n_alu}")
             except NotALayer:
+                reasons[op] = str(e)
                 continue
             if any(o in claimed for o in am.ops):
+                reasons[op] = str(e)
                 continue
             kind = "pool"
         n_alu += 1
@@ -154,9 +168,12 @@ class FormVtaLayersPass(ModulePass):
         for f in vta_functions(op):
             if any(isinstance(o, accel.LayerOp) for o in f.body.block.ops):
                 continue
-            for kind, m in match_layers(f):
+            reasons: dict[Operation, str] = {}
+            for kind, m in match_layers(f, reasons):
                 yielded = [m.output] if m.widened is None else [m.output, m.widened]
                 try:
                     form_layer(kind, list(m.ops), yielded)
-                except NotALayer:
-                    continue  # stays on the host
+                except NotALayer as e:
+                    reasons[m.output.owner] = str(e)  # type: ignore[index]
+            for o, why in reasons.items():
+                o.attributes[HOST_REASON_ATTR] = StringAttr(why)

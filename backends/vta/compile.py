@@ -48,6 +48,7 @@ from qaccel.backends.vta.compiled import (
 from qaccel.backends.vta.report import alu_report, build_report, gemm_report
 from qaccel.dialects import accel, tfl
 from qaccel.dialects.types import tensor_dtype
+from qaccel.lowering.form_vta_layers import HOST_REASON_ATTR
 from qaccel.lowering.schedule_vta import (
     ScheduleAttrError,
     alu_schedule,
@@ -60,7 +61,7 @@ from qaccel.lowering.vta.layers import AluMatch, LayerMatch, LayerReader, NotALa
 from qaccel.lowering.vta.schedule import LayerError, Schedule, schedule
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 
 _NO_CODEGEN = "no VTA code generator yet"
@@ -174,13 +175,23 @@ def compile_module(
         for i, op in enumerate(ops):
             if op in covered or isinstance(op, func.ReturnOp | tfl.ConstOp):
                 continue
-            reason = reasons.get(op, _NO_CODEGEN)
+            why = op.attributes.get(HOST_REASON_ATTR)
+            reason = reasons.get(op, why.data if isinstance(why, StringAttr) else _NO_CODEGEN)
             if isinstance(op, accel.HostRequantizeOp):
                 reason = "a host op by design (LiteRT's double-precision requantization)"
-            fallbacks.append(Fallback(name, op.name, i, reason))
+            fallbacks.append(Fallback(name, _fallback_name(op), i, reason))
     compiled = CompiledModel(module, c, functions, fallbacks, {})
     compiled.report = build_report(compiled, total_macs)
     return compiled
+
+
+def _fallback_name(op: Operation) -> str:
+    """A refused layer is named by its GEMM op, or by the narrowing that ends it."""
+    if isinstance(op, accel.LayerOp):
+        body = op.body_ops()
+        root = body[0] if op.kind.data in accel.GEMM_KINDS else body[-1]
+        return f"{root.name} (accel.layer \"{op.kind.data}\")"
+    return op.name
 
 
 def _read_layers(name: str, ops: list[Operation], refused: dict[Operation, str],
@@ -208,8 +219,10 @@ def _read_layers(name: str, ops: list[Operation], refused: dict[Operation, str],
     return out
 
 
-def _compile_function(name: str, ops: list[Operation], reasons: dict[Operation, str],
-                      c: HardwareConfig, progress=None, count=None) -> CompiledFunction:  # fmt: skip
+def _compile_function(
+    name: str, ops: list[Operation], reasons: dict[Operation, str], c: HardwareConfig,
+    progress=None, count=None,
+) -> CompiledFunction:
     """Arena, placement and emission of one accelerator function's layers, in body order.
     A layer the emitter refuses goes back to the host (its reason reported) and the arena
     is planned again without it."""

@@ -93,7 +93,7 @@ class _AluEmitter(_Stream):
             config.store_requant and use_stage is not False) else None  # fmt: skip
         if use_stage and stage is None:
             raise LayerError(f"{layer.name}: the store module's output stage cannot run the "
-                             "layer's tail (no store_requant, or not a requantization)")  # fmt: skip
+                             "layer's tail (no store_requant, or not a requantization)")
         if stage is not None:
             cut, stage_rows = stage
             self.steps, self.stage_row = self.steps[:cut], len(self.params)

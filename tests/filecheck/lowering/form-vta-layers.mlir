@@ -95,11 +95,11 @@ func.func private @vta_fn_0(%x: tensor<1x4x4x6x!q>) -> tensor<1x2x2x6x!q> attrib
 // -----
 
 // Accumulators that leave without a requantization form no layer: the op stays where it is
-// (it runs on the host; qaccel-compile says why). Functions for other targets are left alone.
+// and says why (it runs on the host; qaccel-compile reports the reason).
 // CHECK-LABEL: func.func @not_a_layer
 // CHECK:       func.func private @vta_fn_0
 // CHECK-NEXT:    %w = tfl.const
-// CHECK-NEXT:    %acc = accel.conv2d_zp %x, %w
+// CHECK-NEXT:    %acc = accel.conv2d_zp %x, %w {{.*}} {accel.host_reason = "the accumulators go to func.return, not a requantization"}
 // CHECK-NEXT:    func.return %acc
 !qa = !quant.uniform<i8:f32, 0.5:0>
 func.func @not_a_layer(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16xi32> {

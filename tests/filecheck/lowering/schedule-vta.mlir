@@ -125,7 +125,9 @@ func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16
 // Accumulators that leave without a requantization do not form a layer: no schedule (the op
 // runs on the host, and qaccel-compile says why).
 // CHECK-LABEL: func.func @not_a_layer
-// CHECK:         accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor
+// CHECK-NOT:     accel.layer
+// CHECK:         accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] {accel.host_reason = "{{.*}}"} : tensor
+// CHECK-NOT:     accel.layer
 !qa = !quant.uniform<i8:f32, 0.5:0>
 func.func @not_a_layer(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16xi32> {
   %y = func.call @vta_fn_0(%x) : (tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16xi32>
