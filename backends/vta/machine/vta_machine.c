@@ -292,6 +292,11 @@ struct fifo {
     int64_t (*clock)[VTA_MODULES]; /* the pusher's vector clock */
 };
 
+struct rowset {
+    int64_t nb, no;
+    int64_t *bases, *offs;
+};
+
 typedef struct machine {
     const vta_config *cfg;
     struct geometry g;
@@ -317,6 +322,10 @@ typedef struct machine {
     int32_t *acc_writer, *acc_store_reader, *acc_clearer;
     int64_t dram_blocks;
     int32_t *dram_writer, *dram_reader[2]; /* readers: load, compute */
+    int16_t *wgt_pairs;         /* WGT widened for the GEMM kernel, or NULL (gemm_tile_pairs) */
+    /* Scratch for the distinct rows of a GEMM (see distinct()). */
+    uint32_t *stamp_base, *stamp_off, stamp_gen;
+    struct rowset rows[3];
     void *owned[24];             /* buffers to free */
     int n_owned;
 } machine;
@@ -508,6 +517,8 @@ static int32_t read_le32(const uint8_t *p) {
                   (uint32_t)p[3] << 24);
 }
 
+static void widen_weights(machine *m, int64_t row);
+
 static int exec_load(machine *m, int64_t i, int me, const int64_t *f) {
     const struct geometry *g = &m->g;
     int64_t mt = f[F_MEMORY_TYPE];
@@ -593,6 +604,7 @@ static int exec_load(machine *m, int64_t i, int me, const int64_t *f) {
                 else
                     memset(m->wgt + row * blk * blk, 0, (size_t)(blk * blk));
                 m->wgt_writer[row] = (int32_t)i;
+                if (m->wgt_pairs) widen_weights(m, row);
             } else {
                 int32_t *dst = m->acc + row * blk;
                 for (int64_t j = 0; j < blk; j++)
@@ -629,24 +641,41 @@ static int32_t shr(int32_t x, int32_t y) {
     return y >= 0 ? asr32(x, y) : to_i32((uint32_t)x << -y);
 }
 
-/* One lane; returns 0 when a shift operand is out of range (result undefined). */
-static int alu_lane(int op, int32_t x, int32_t y, int32_t *out) {
-    switch (op) {
-    case ALU_MIN: *out = x < y ? x : y; return 1;
-    case ALU_MAX: *out = x > y ? x : y; return 1;
-    case ALU_ADD: *out = to_i32((uint32_t)x + (uint32_t)y); return 1;
-    case ALU_SHR:
-        if (y < -31 || y > 31) return 0;
-        *out = shr(x, y);
-        return 1;
-    case ALU_MUL: *out = to_i32((uint32_t)x * (uint32_t)y); return 1;
-    case ALU_RDMUL: *out = rdmul(x, y); return 1;
-    default: /* ALU_RSHR */
-        if (y < 0 || y > 31) return 0;
-        *out = rshr(x, y);
-        return 1;
+/* One accumulator row: x[j] = op(x[j], y ? y[j] : imm) for every lane. Returns the first lane
+ * whose shift operand is out of range (the hardware result is undefined), or -1. The switch
+ * is outside the lane loops so that each loop is tight. */
+#define LANES(expr)                                                                         \
+    if (y) {                                                                                \
+        for (int64_t j = 0; j < blk; j++) {                                                 \
+            int32_t a = x[j], b = y[j];                                                     \
+            x[j] = (expr);                                                                  \
+        }                                                                                   \
+    } else { /* the immediate: one operand for every lane */                                \
+        const int32_t b = imm;                                                              \
+        for (int64_t j = 0; j < blk; j++) {                                                 \
+            int32_t a = x[j];                                                               \
+            x[j] = (expr);                                                                  \
+        }                                                                                   \
     }
+static int64_t alu_row(int op, int32_t *x, const int32_t *y, int32_t imm, int64_t blk) {
+    switch (op) {
+    case ALU_MIN: LANES(a < b ? a : b) break;
+    case ALU_MAX: LANES(a > b ? a : b) break;
+    case ALU_ADD: LANES(to_i32((uint32_t)a + (uint32_t)b)) break;
+    case ALU_MUL: LANES(to_i32((uint32_t)a * (uint32_t)b)) break;
+    case ALU_RDMUL: LANES(rdmul(a, b)) break;
+    case ALU_SHR:
+        for (int64_t j = 0; j < blk; j++)
+            if ((y ? y[j] : imm) < -31 || (y ? y[j] : imm) > 31) return j;
+        LANES(shr(a, b)) break;
+    default: /* ALU_RSHR */
+        for (int64_t j = 0; j < blk; j++)
+            if ((y ? y[j] : imm) < 0 || (y ? y[j] : imm) > 31) return j;
+        LANES(rshr(a, b)) break;
+    }
+    return -1;
 }
+#undef LANES
 
 /* STORE OUTQ's output stage on one lane (docs/isa.md §6.3); 0: shift lane out of range. */
 static int output_lane(int32_t x, const int32_t *p, int64_t blk, int64_t lane, int32_t *out) {
@@ -852,28 +881,128 @@ static inline void gemm_tile(int32_t *restrict acc, const int8_t *restrict x,
     }
 }
 
-#define GEMM_LOOPS(BLK)                                                                     \
+#define GEMM_LOOPS(TILE, WGT, WROW, BLK)                                                    \
     for (int64_t o = 0; o < L->n_out; o++)                                                  \
         for (int64_t ii = 0; ii < L->n_in; ii++) {                                          \
             int64_t d0 = o * L->dfo + ii * L->dfi, s0 = o * L->sfo + ii * L->sfi;           \
             int64_t w0 = o * L->wfo + ii * L->wfi;                                          \
             for (int64_t k = 0; k < nk; k++)                                                \
-                gemm_tile(acc + (d0 + L->dk[k]) * (BLK), inp + (s0 + L->sk[k]) * (BLK),     \
-                          wgt + (w0 + L->wk[k]) * (BLK) * (BLK), (BLK));                    \
+                TILE(acc + (d0 + L->dk[k]) * (BLK), inp + (s0 + L->sk[k]) * (BLK),          \
+                     (WGT) + (w0 + L->wk[k]) * (WROW), (BLK));                              \
         }
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+/* x86-64 always has SSE2. The weights are kept a second time, widened to int16 and laid out
+ * as [c / 2][j][c % 2] ("pair rows"), so that one PMADDWD multiplies the lane pair
+ * (x[c], x[c+1]) into four output lanes at once and no horizontal sums are needed. */
+#define HAVE_PAIR_KERNEL 1
+static int pair_kernel_fits(int64_t blk) { return blk == 8 || blk == 16 || blk == 32; }
+
+/* Accumulators are named variables, not an array, so that they live in registers; with a
+ * constant `blk` the `nv > k` tests fold away. */
+#define PAIR_STEP(pair, w)                                                                  \
+    do {                                                                                    \
+        s0 = _mm_add_epi32(s0, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 0)));             \
+        s1 = _mm_add_epi32(s1, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 1)));             \
+        if (nv > 2) s2 = _mm_add_epi32(s2, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 2))); \
+        if (nv > 3) s3 = _mm_add_epi32(s3, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 3))); \
+        if (nv > 4) s4 = _mm_add_epi32(s4, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 4))); \
+        if (nv > 5) s5 = _mm_add_epi32(s5, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 5))); \
+        if (nv > 6) s6 = _mm_add_epi32(s6, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 6))); \
+        if (nv > 7) s7 = _mm_add_epi32(s7, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 7))); \
+    } while (0)
+
+static inline void gemm_tile_pairs(int32_t *acc, const int8_t *x, const int16_t *wp,
+                                   int64_t blk) {
+    const int64_t nv = blk / 4; /* 2..8 vectors of four int32 lanes */
+    __m128i *a = (__m128i *)acc;
+    __m128i s0 = _mm_loadu_si128(a), s1 = _mm_loadu_si128(a + 1), zero = _mm_setzero_si128();
+    __m128i s2 = nv > 2 ? _mm_loadu_si128(a + 2) : zero, s3 = nv > 3 ? _mm_loadu_si128(a + 3) : zero;
+    __m128i s4 = nv > 4 ? _mm_loadu_si128(a + 4) : zero, s5 = nv > 5 ? _mm_loadu_si128(a + 5) : zero;
+    __m128i s6 = nv > 6 ? _mm_loadu_si128(a + 6) : zero, s7 = nv > 7 ? _mm_loadu_si128(a + 7) : zero;
+    for (int64_t c0 = 0; c0 < blk; c0 += 8) { /* four lane pairs at a time */
+        __m128i raw = _mm_loadl_epi64((const __m128i *)(x + c0));
+        __m128i x16 = _mm_unpacklo_epi8(raw, _mm_cmpgt_epi8(zero, raw)); /* sign-extend */
+        const __m128i *w = (const __m128i *)(wp + c0 * blk); /* pair row c0 / 2 */
+        PAIR_STEP(_mm_shuffle_epi32(x16, 0x00), w);
+        PAIR_STEP(_mm_shuffle_epi32(x16, 0x55), w + nv);
+        PAIR_STEP(_mm_shuffle_epi32(x16, 0xAA), w + 2 * nv);
+        PAIR_STEP(_mm_shuffle_epi32(x16, 0xFF), w + 3 * nv);
+    }
+    _mm_storeu_si128(a, s0);
+    _mm_storeu_si128(a + 1, s1);
+    if (nv > 2) _mm_storeu_si128(a + 2, s2);
+    if (nv > 3) _mm_storeu_si128(a + 3, s3);
+    if (nv > 4) _mm_storeu_si128(a + 4, s4);
+    if (nv > 5) _mm_storeu_si128(a + 5, s5);
+    if (nv > 6) _mm_storeu_si128(a + 6, s6);
+    if (nv > 7) _mm_storeu_si128(a + 7, s7);
+}
+#else
+#define HAVE_PAIR_KERNEL 0
+static int pair_kernel_fits(int64_t blk) { (void)blk; return 0; }
+#endif
+
+/* The pair-row copy of WGT row `row` (see gemm_tile_pairs). */
+static void widen_weights(machine *m, int64_t row) {
+    int64_t blk = m->g.blk;
+    const int8_t *w = m->wgt + row * blk * blk;
+    int16_t *wp = m->wgt_pairs + row * blk * blk;
+    for (int64_t j = 0; j < blk; j++)
+        for (int64_t c = 0; c < blk; c++) wp[(c / 2) * 2 * blk + 2 * j + c % 2] = w[j * blk + c];
+}
 
 static void gemm_run(machine *m, const struct loops *L) {
     int32_t *acc = m->acc;
     const int8_t *inp = m->inp, *wgt = m->wgt;
     int64_t nk = L->end - L->bgn, blk = m->g.blk;
-    /* Specialized copies let the compiler unroll and vectorize the common block sizes. */
+#if HAVE_PAIR_KERNEL
+    const int16_t *wp = m->wgt_pairs;
+    if (wp) {
+        switch (blk) { /* constant block sizes let the compiler unroll the vector loops */
+        case 8: GEMM_LOOPS(gemm_tile_pairs, wp, 64, 8) return;
+        case 16: GEMM_LOOPS(gemm_tile_pairs, wp, 256, 16) return;
+        default: GEMM_LOOPS(gemm_tile_pairs, wp, 1024, 32) return;
+        }
+    }
+#endif
     switch (blk) {
-    case 8: GEMM_LOOPS(8) break;
-    case 16: GEMM_LOOPS(16) break;
-    case 32: GEMM_LOOPS(32) break;
-    default: GEMM_LOOPS(blk) break;
+    case 16: GEMM_LOOPS(gemm_tile, wgt, 256, 16) break;
+    default: GEMM_LOOPS(gemm_tile, wgt, blk * blk, blk) break;
     }
 }
+
+/* The distinct values of base[0..k) and of o*fo + i*fi (o < n_out, i < n_in): every row the
+ * loops touch is one of each, summed. Hazard checks visit these instead of every iteration
+ * (the reduction loops revisit the same rows many times). Values are below `depth`. */
+static void distinct(machine *m, const int32_t *base, int64_t k, int64_t fo, int64_t fi,
+                     int64_t n_out, int64_t n_in, struct rowset *rs) {
+    uint32_t gen = ++m->stamp_gen;
+    rs->nb = rs->no = 0;
+    for (int64_t u = 0; u < k; u++)
+        if (m->stamp_base[base[u]] != gen) {
+            m->stamp_base[base[u]] = gen;
+            rs->bases[rs->nb++] = base[u];
+        }
+    if (fo == 0 || n_out == 1) n_out = 1;
+    if (fi == 0 || n_in == 1) n_in = 1;
+    for (int64_t o = 0; o < n_out; o++)
+        for (int64_t ii = 0; ii < n_in; ii++) {
+            int64_t off = o * fo + ii * fi;
+            if (m->stamp_off[off] != gen) {
+                m->stamp_off[off] = gen;
+                rs->offs[rs->no++] = off;
+            }
+        }
+}
+
+/* Every row of a rowset (a row may come twice when two sums coincide: the visits are
+ * idempotent). */
+#define FOR_ROWS(rs, row)                                                                   \
+    for (int64_t b_ = 0; b_ < (rs)->nb; b_++)                                                \
+        for (int64_t o_ = 0, row; o_ < (rs)->no && (row = (rs)->bases[b_] + (rs)->offs[o_], 1); \
+             o_++)
 
 static int exec_gemm(machine *m, int64_t i, const int64_t *f) {
     struct loops L;
@@ -887,37 +1016,30 @@ static int exec_gemm(machine *m, int64_t i, const int64_t *f) {
         if ((rc = index_range(m, i, &L, L.wk, L.wfo, L.wfi, BUF_WGT))) return rc;
         if ((rc = pipeline_rule(m, i, &L))) return rc;
     }
-    /* Hazards on every row the loops touch (each iteration; cheap next to its MACs). */
-    for (int64_t o = 0; o < L.n_out; o++)
-        for (int64_t ii = 0; ii < L.n_in; ii++)
-            for (int64_t k = 0; k < nk; k++) {
-                int64_t d = L.dk[k] + o * L.dfo + ii * L.dfi;
-                if ((rc = war_row(m, i, COMPUTE, STORE, m->acc_store_reader, d, BUF_ACC)))
-                    return rc;
-                if (f[F_RESET]) continue;
-                int64_t s = L.sk[k] + o * L.sfo + ii * L.sfi;
-                int64_t w = L.wk[k] + o * L.wfo + ii * L.wfi;
-                if ((rc = read_row(m, i, COMPUTE, m->acc_writer, d, BUF_ACC, COMPUTE)) ||
-                    (rc = read_row(m, i, COMPUTE, m->inp_writer, s, BUF_INP, LOAD)) ||
-                    (rc = read_row(m, i, COMPUTE, m->wgt_writer, w, BUF_WGT, LOAD)))
-                    return rc;
-            }
-    for (int64_t o = 0; o < L.n_out; o++)
-        for (int64_t ii = 0; ii < L.n_in; ii++)
-            for (int64_t k = 0; k < nk; k++) {
-                int64_t d = L.dk[k] + o * L.dfo + ii * L.dfi;
-                if (f[F_RESET]) {
-                    memset(m->acc + d * blk, 0, (size_t)(blk * 4));
-                } else {
-                    m->inp_reader[L.sk[k] + o * L.sfo + ii * L.sfi] = (int32_t)i;
-                    m->wgt_reader[L.wk[k] + o * L.wfo + ii * L.wfi] = (int32_t)i;
-                }
-            }
-    if (!f[F_RESET]) gemm_run(m, &L);
-    for (int64_t o = 0; o < L.n_out; o++)
-        for (int64_t ii = 0; ii < L.n_in; ii++)
-            for (int64_t k = 0; k < nk; k++)
-                m->acc_writer[L.dk[k] + o * L.dfo + ii * L.dfi] = (int32_t)i;
+    struct rowset *dst = &m->rows[0], *src = &m->rows[1], *wgt = &m->rows[2];
+    distinct(m, L.dk, nk, L.dfo, L.dfi, L.n_out, L.n_in, dst);
+    FOR_ROWS(dst, d) {
+        if ((rc = war_row(m, i, COMPUTE, STORE, m->acc_store_reader, d, BUF_ACC))) return rc;
+        if (!f[F_RESET] && (rc = read_row(m, i, COMPUTE, m->acc_writer, d, BUF_ACC, COMPUTE)))
+            return rc;
+    }
+    if (f[F_RESET]) {
+        FOR_ROWS(dst, d) {
+            memset(m->acc + d * blk, 0, (size_t)(blk * 4));
+            m->acc_writer[d] = (int32_t)i;
+        }
+        return VTA_OK;
+    }
+    distinct(m, L.sk, nk, L.sfo, L.sfi, L.n_out, L.n_in, src);
+    FOR_ROWS(src, s)
+        if ((rc = read_row(m, i, COMPUTE, m->inp_writer, s, BUF_INP, LOAD))) return rc;
+    distinct(m, L.wk, nk, L.wfo, L.wfi, L.n_out, L.n_in, wgt);
+    FOR_ROWS(wgt, w)
+        if ((rc = read_row(m, i, COMPUTE, m->wgt_writer, w, BUF_WGT, LOAD))) return rc;
+    FOR_ROWS(src, s) m->inp_reader[s] = (int32_t)i;
+    FOR_ROWS(wgt, w) m->wgt_reader[w] = (int32_t)i;
+    gemm_run(m, &L);
+    FOR_ROWS(dst, d) m->acc_writer[d] = (int32_t)i;
     return VTA_OK;
 }
 
@@ -946,24 +1068,22 @@ static int exec_alu(machine *m, int64_t i, const int64_t *f) {
             }
     /* Iterations run in loop order: a later one sees the rows earlier ones wrote. */
     int32_t imm = (int32_t)f[F_IMM];
-    int64_t n = 0;
     for (int64_t o = 0; o < L.n_out; o++)
         for (int64_t ii = 0; ii < L.n_in; ii++)
-            for (int64_t k = 0; k < nk; k++, n++) {
+            for (int64_t k = 0; k < nk; k++) {
                 int64_t d = L.dk[k] + o * L.dfo + ii * L.dfi;
                 int32_t *x = m->acc + d * blk;
                 const int32_t *y = use_imm ? NULL : m->acc + (L.sk[k] + o * L.sfo + ii * L.sfi) * blk;
-                for (int64_t j = 0; j < blk; j++) {
-                    int32_t yv = y ? y[j] : imm;
-                    if (!alu_lane(op, x[j], yv, &x[j]))
-                        return fail(m, i,
-                                    "%s %d outside [%d, 31] (iteration outer %lld, inner %lld, "
-                                    "micro-op %lld, lane %lld, accumulator row %lld); the "
-                                    "hardware result is undefined",
-                                    op == ALU_SHR ? "SHR shift amount" : "RSHR exponent", (int)yv,
-                                    op == ALU_SHR ? -31 : 0, (long long)o, (long long)ii,
-                                    (long long)(L.bgn + k), (long long)j, (long long)d);
-                }
+                int64_t j = alu_row(op, x, y, imm, blk);
+                if (j >= 0)
+                    return fail(m, i,
+                                "%s %d outside [%d, 31] (iteration outer %lld, inner %lld, "
+                                "micro-op %lld, lane %lld, accumulator row %lld); the "
+                                "hardware result is undefined",
+                                op == ALU_SHR ? "SHR shift amount" : "RSHR exponent",
+                                (int)(y ? y[j] : imm), op == ALU_SHR ? -31 : 0, (long long)o,
+                                (long long)ii, (long long)(L.bgn + k), (long long)j,
+                                (long long)d);
             }
     for (int64_t o = 0; o < L.n_out; o++)
         for (int64_t ii = 0; ii < L.n_in; ii++)
@@ -1133,6 +1253,22 @@ static int setup_state(machine *m) {
     int32_t *d = alloc_tracker(m, 3 * m->dram_blocks);
     if (!m->uop || !m->inp || !m->wgt || !m->acc || !t || !m->uop_valid || !d)
         return VTA_ERR_NOMEM;
+    /* GEMM scratch: stamps and distinct-row lists, indexed by row (< the largest depth). */
+    int64_t maxd = du;
+    for (int b = BUF_INP; b < BUF_COUNT; b++)
+        if (g->depth[b] > maxd) maxd = g->depth[b];
+    m->stamp_base = alloc(m, (size_t)(2 * maxd), sizeof(uint32_t));
+    int64_t *lists = alloc(m, (size_t)(6 * maxd), sizeof(int64_t));
+    if (!m->stamp_base || !lists) return VTA_ERR_NOMEM;
+    m->stamp_off = m->stamp_base + maxd;
+    for (int k = 0; k < 3; k++) {
+        m->rows[k].bases = lists + 2 * k * maxd;
+        m->rows[k].offs = lists + (2 * k + 1) * maxd;
+    }
+    if (HAVE_PAIR_KERNEL && pair_kernel_fits(blk)) {
+        m->wgt_pairs = alloc(m, (size_t)(dw * blk * blk), sizeof(int16_t));
+        if (!m->wgt_pairs) return VTA_ERR_NOMEM; /* zero, like the WGT buffer (API contract) */
+    }
     for (int k = 0; k < 3; k++, t += du) m->uop_field[k] = t;
     m->inp_writer = t, t += di;
     m->inp_reader = t, t += di;
