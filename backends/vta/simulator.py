@@ -640,6 +640,8 @@ class _Machine:
         return base + np.arange(y, dtype=np.int64)[:, None] * stride + np.arange(x)[None, :]
 
     def _dram_blocks(self, elements, eb):
+        if eb < DRAM_BLOCK:  # BLOCK 8: 8-byte INP/OUT/ACC8 elements share 16-byte blocks
+            return elements.reshape(-1) * eb // DRAM_BLOCK
         per = eb // DRAM_BLOCK
         return (elements.reshape(-1, 1) * per + np.arange(per)).reshape(-1)
 

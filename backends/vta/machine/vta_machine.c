@@ -507,6 +507,11 @@ static int check_dram(machine *m, int64_t i, const int64_t *f, int64_t eb, int64
     return VTA_OK;
 }
 
+/* The 16-byte DRAM blocks element `e` of `eb` bytes covers, `lo..hi` (for every element of
+ * 16 bytes or more, `e * eb / 16` and the following `eb / 16 - 1`). */
+#define BLOCKS_OF(e, eb, lo, hi)                                                            \
+    int64_t lo = (e) * (eb) / DRAM_BLOCK, hi = ((e) * (eb) + (eb) - 1) / DRAM_BLOCK
+
 static int32_t to_i32(uint32_t u) {
     /* two's complement reinterpretation without implementation-defined conversions */
     return u < 0x80000000u ? (int32_t)u : (int32_t)(u - 0x80000000u) + INT32_MIN;
@@ -549,12 +554,11 @@ static int exec_load(machine *m, int64_t i, int me, const int64_t *f) {
     int64_t eb = dram_elem_bytes(g, mt);
     if ((rc = check_dram(m, i, f, eb, m->run->dram_len, "DRAM"))) return rc;
     /* DRAM read after a STORE's write: the STORE must happen before. */
-    int64_t per = eb / DRAM_BLOCK; /* 0 when an element is smaller than a block (reference) */
     int64_t worst = -1, worst_block = 0;
-    for (int64_t y = 0; y < ys && per; y++)
+    for (int64_t y = 0; y < ys; y++)
         for (int64_t x = 0; x < xs; x++) {
-            int64_t b0 = (f[F_DRAM_BASE] + y * stride + x) * per;
-            for (int64_t b = b0; b < b0 + per; b++)
+            BLOCKS_OF(f[F_DRAM_BASE] + y * stride + x, eb, b0, b1);
+            for (int64_t b = b0; b <= b1; b++)
                 if (m->dram_writer[b] > m->vc[me][STORE] && worst < 0) {
                     worst_block = b;
                     worst = m->dram_writer[b];
@@ -564,8 +568,8 @@ static int exec_load(machine *m, int64_t i, int me, const int64_t *f) {
         /* the reference names the first offending block and the latest offending writer */
         for (int64_t y = 0; y < ys; y++)
             for (int64_t x = 0; x < xs; x++) {
-                int64_t b0 = (f[F_DRAM_BASE] + y * stride + x) * per;
-                for (int64_t b = b0; b < b0 + per; b++)
+                BLOCKS_OF(f[F_DRAM_BASE] + y * stride + x, eb, b0, b1);
+                for (int64_t b = b0; b <= b1; b++)
                     if (m->dram_writer[b] > worst) worst = m->dram_writer[b];
             }
         char what[48];
@@ -573,10 +577,10 @@ static int exec_load(machine *m, int64_t i, int me, const int64_t *f) {
                      where(what, sizeof what, "DRAM byte", worst_block * DRAM_BLOCK), 0);
     }
     int32_t *reader = m->dram_reader[me == LOAD ? 0 : 1];
-    for (int64_t y = 0; y < ys && per; y++)
+    for (int64_t y = 0; y < ys; y++)
         for (int64_t x = 0; x < xs; x++) {
-            int64_t b0 = (f[F_DRAM_BASE] + y * stride + x) * per;
-            for (int64_t b = b0; b < b0 + per; b++) reader[b] = (int32_t)i;
+            BLOCKS_OF(f[F_DRAM_BASE] + y * stride + x, eb, b0, b1);
+            for (int64_t b = b0; b <= b1; b++) reader[b] = (int32_t)i;
         }
     /* Write-after-read on the SRAM rows: the reader must have finished. */
     const int32_t *readers = buf == BUF_INP ? m->inp_reader : buf == BUF_WGT ? m->wgt_reader
@@ -710,20 +714,19 @@ static int exec_store(machine *m, int64_t i, const int64_t *f) {
         if ((rc = read_row(m, i, STORE, m->acc_writer, r, BUF_ACC, COMPUTE))) return rc;
     int64_t eb = dram_elem_bytes(g, mt);
     if ((rc = check_dram(m, i, f, eb, m->run->dram_len, "DRAM"))) return rc;
-    int64_t per = eb / DRAM_BLOCK;
     for (int other = LOAD; other <= COMPUTE; other++) {
         const int32_t *rd = m->dram_reader[other];
-        for (int64_t y = 0; y < ys && per; y++)
+        for (int64_t y = 0; y < ys; y++)
             for (int64_t x = 0; x < xs; x++) {
-                int64_t b0 = (f[F_DRAM_BASE] + y * stride + x) * per;
-                for (int64_t b = b0; b < b0 + per; b++)
+                BLOCKS_OF(f[F_DRAM_BASE] + y * stride + x, eb, b0, b1);
+                for (int64_t b = b0; b <= b1; b++)
                     if (rd[b] > m->vc[STORE][other]) {
                         /* the reference names the latest offending reader */
                         int64_t worst = -1;
                         for (int64_t y2 = 0; y2 < ys; y2++)
                             for (int64_t x2 = 0; x2 < xs; x2++) {
-                                int64_t c0 = (f[F_DRAM_BASE] + y2 * stride + x2) * per;
-                                for (int64_t c = c0; c < c0 + per; c++)
+                                BLOCKS_OF(f[F_DRAM_BASE] + y2 * stride + x2, eb, c0, c1);
+                                for (int64_t c = c0; c <= c1; c++)
                                     if (rd[c] > worst) worst = rd[c];
                             }
                         char what[48];
@@ -788,9 +791,8 @@ static int exec_store(machine *m, int64_t i, const int64_t *f) {
             }
         }
         m->acc_store_reader[row] = (int32_t)i;
-        for (int64_t b = (f[F_DRAM_BASE] + y * stride + x) * per;
-             b < (f[F_DRAM_BASE] + y * stride + x + 1) * per; b++)
-            m->dram_writer[b] = (int32_t)i;
+        BLOCKS_OF(f[F_DRAM_BASE] + y * stride + x, eb, b0, b1);
+        for (int64_t b = b0; b <= b1; b++) m->dram_writer[b] = (int32_t)i;
     }
     if (f[F_CLEAR])
         for (int64_t r = base; r < base + n; r++) {
