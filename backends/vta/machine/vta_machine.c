@@ -453,30 +453,97 @@ static const char *where(char *buf, size_t size, const char *what, int64_t at) {
     return buf;
 }
 
-/* A read of `row` of buffer `buf` written (tracker `writer`) by module `writer_module`. */
-static int read_row(machine *m, int64_t i, int me, const int32_t *writer, int64_t row, int buf,
-                    int writer_module) {
-    int64_t w = writer[row];
-    if (w < 0)
-        return fail(m, i,
-                    "reads %s row %lld before any instruction wrote it (uninitialized, or a "
-                    "missing dependency token lets this instruction run first)",
-                    BUF_NAMES[buf], (long long)row);
-    if (writer_module != me && w > m->vc[me][writer_module]) {
-        char what[48], name[8];
-        snprintf(name, sizeof name, "%s row", BUF_NAMES[buf]);
-        return after(m, i, me, writer_module, w, where(what, sizeof what, name, row), 0);
-    }
-    return VTA_OK;
+/* Row sequences in the reference's order: for each offset (outer), each base (inner); a row
+ * may come twice when two sums coincide (the checks and updates are idempotent). A range
+ * [base, base + n) is one base and the offsets 0..n-1. */
+#define FOR_ROWS(rs, row)                                                                   \
+    for (int64_t o_ = 0; o_ < (rs)->no; o_++)                                                \
+        for (int64_t b_ = 0, row; b_ < (rs)->nb && (row = (rs)->offs[o_] + (rs)->bases[b_], 1); \
+             b_++)
+
+static struct rowset *range_rows(machine *m, int slot, int64_t base, int64_t n) {
+    struct rowset *rs = &m->rows[slot];
+    rs->nb = 1;
+    rs->bases[0] = base;
+    rs->no = n;
+    for (int64_t k = 0; k < n; k++) rs->offs[k] = k;
+    return rs;
 }
 
-/* A write of `row` that module `other` may still have to read (tracker `readers`). */
-static int war_row(machine *m, int64_t i, int me, int other, const int32_t *readers, int64_t row,
-                   int buf) {
+static int cmp_int64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The rows the loops touch through `base` (micro-op fields) with factors (fo, fi): the
+ * distinct micro-op values (in micro-op order) and the distinct loop offsets o*fo + i*fi in
+ * the order of the reference's `distinct_offsets` (loop order, or sorted when it has to
+ * deduplicate). Hazard checks visit these instead of every iteration: the reduction loops
+ * revisit the same rows many times. All values are below the buffer depth (range-checked). */
+static struct rowset *loop_rows(machine *m, int slot, const int32_t *base, int64_t k, int64_t fo,
+                                int64_t fi, int64_t n_out, int64_t n_in) {
+    struct rowset *rs = &m->rows[slot];
+    uint32_t gen = ++m->stamp_gen;
+    rs->nb = rs->no = 0;
+    for (int64_t u = 0; u < k; u++)
+        if (m->stamp_base[base[u]] != gen) {
+            m->stamp_base[base[u]] = gen;
+            rs->bases[rs->nb++] = base[u];
+        }
+    int sorted = 0;
+    if (fo == 0 || n_out == 1) {
+        n_out = 1;
+        if (fi == 0) n_in = 1;
+    } else if (fi == 0 || n_in == 1) {
+        n_in = 1;
+    } else if (!(fo >= fi * n_in || fi >= fo * n_out)) {
+        sorted = 1; /* offsets may coincide: the reference takes np.unique (sorted) */
+    }
+    for (int64_t o = 0; o < n_out; o++)
+        for (int64_t ii = 0; ii < n_in; ii++) {
+            int64_t off = o * fo + ii * fi;
+            if (m->stamp_off[off] != gen) {
+                m->stamp_off[off] = gen;
+                rs->offs[rs->no++] = off;
+            }
+        }
+    if (sorted) qsort(rs->offs, (size_t)rs->no, sizeof rs->offs[0], cmp_int64);
+    return rs;
+}
+
+/* The reference's `_war` / `_after` over rows: every instruction of module `other` recorded in
+ * `tracker` for these rows must happen before instruction i. Names the first offending row
+ * and the latest offending instruction. */
+static int rows_after(machine *m, int64_t i, int me, int other, const struct rowset *rs,
+                      const int32_t *tracker, int buf, int overwrites) {
+    int64_t limit = m->vc[me][other], first = -1, worst = -1;
+    FOR_ROWS(rs, row)
+        if (tracker[row] > limit) {
+            if (first < 0) first = row;
+            if (tracker[row] > worst) worst = tracker[row];
+        }
+    if (first < 0) return VTA_OK;
     char what[48], name[8];
-    if (readers[row] <= m->vc[me][other]) return VTA_OK;
     snprintf(name, sizeof name, "%s row", BUF_NAMES[buf]);
-    return after(m, i, me, other, readers[row], where(what, sizeof what, name, row), 1);
+    return after(m, i, me, other, worst, where(what, sizeof what, name, first), overwrites);
+}
+
+/* The reference's `_read_rows`: every row was written (else "uninitialized"), and a write by
+ * another module happens before instruction i. */
+static int rows_read(machine *m, int64_t i, int me, const struct rowset *rs,
+                     const int32_t *writer, int buf, int writer_module) {
+    FOR_ROWS(rs, row)
+        if (writer[row] < 0)
+            return fail(m, i,
+                        "reads %s row %lld before any instruction wrote it (uninitialized, or "
+                        "a missing dependency token lets this instruction run first)",
+                        BUF_NAMES[buf], (long long)row);
+    if (writer_module == me) return VTA_OK;
+    return rows_after(m, i, me, writer_module, rs, writer, buf, 0);
+}
+
+static void rows_set(const struct rowset *rs, int32_t *tracker, int64_t i) {
+    FOR_ROWS(rs, row) tracker[row] = (int32_t)i;
 }
 
 /* --- LOAD / STORE -------------------------------------------------------------------------- */
@@ -586,8 +653,8 @@ static int exec_load(machine *m, int64_t i, int me, const int64_t *f) {
     const int32_t *readers = buf == BUF_INP ? m->inp_reader : buf == BUF_WGT ? m->wgt_reader
                                                                               : m->acc_store_reader;
     int other = buf == BUF_ACC ? STORE : COMPUTE;
-    for (int64_t r = base; r < base + rows; r++)
-        if ((rc = war_row(m, i, me, other, readers, r, buf))) return rc;
+    if ((rc = rows_after(m, i, me, other, range_rows(m, 0, base, rows), readers, buf, 1)))
+        return rc;
     const uint8_t *dram = m->run->dram;
     int64_t blk = g->blk;
     for (int64_t y = 0; y < ytot; y++)
@@ -710,8 +777,8 @@ static int exec_store(machine *m, int64_t i, const int64_t *f) {
     if (ys > 1 && stride < xs)
         return fail(m, i, "x_stride %lld < x_size %lld: the rows overlap in DRAM",
                     (long long)stride, (long long)xs);
-    for (int64_t r = base; r < base + n; r++)
-        if ((rc = read_row(m, i, STORE, m->acc_writer, r, BUF_ACC, COMPUTE))) return rc;
+    const struct rowset *data = range_rows(m, 0, base, n);
+    if ((rc = rows_read(m, i, STORE, data, m->acc_writer, BUF_ACC, COMPUTE))) return rc;
     int64_t eb = dram_elem_bytes(g, mt);
     if ((rc = check_dram(m, i, f, eb, m->run->dram_len, "DRAM"))) return rc;
     for (int other = LOAD; other <= COMPUTE; other++) {
@@ -741,13 +808,14 @@ static int exec_store(machine *m, int64_t i, const int64_t *f) {
         if (first_max + PARAM_ROWS > depth)
             return fail(m, i, "parameter rows up to %lld exceed the ACC depth %lld",
                         (long long)(first_max + PARAM_ROWS - 1), (long long)depth);
-        for (int64_t y = 0; y < ys; y++)
-            for (int64_t x = 0; x < xs; x++) {
-                int64_t p = f[F_PARAM_ROW] + PARAM_ROWS * (y * py + x * px);
-                for (int64_t k = 0; k < PARAM_ROWS; k++)
-                    if ((rc = read_row(m, i, STORE, m->acc_writer, p + k, BUF_ACC, COMPUTE)))
-                        return rc;
-            }
+        /* the parameter blocks, row by row: offsets = each block's first row */
+        struct rowset *prs = &m->rows[1];
+        prs->nb = PARAM_ROWS;
+        for (int64_t k = 0; k < PARAM_ROWS; k++) prs->bases[k] = k;
+        prs->no = n;
+        for (int64_t k = 0; k < n; k++)
+            prs->offs[k] = f[F_PARAM_ROW] + PARAM_ROWS * ((k / xs) * py + (k % xs) * px);
+        if ((rc = rows_read(m, i, STORE, prs, m->acc_writer, BUF_ACC, COMPUTE))) return rc;
         /* Range-check every shift lane before writing anything; the reference reports the
          * first lane whose shift is > 31 (its SHR step), else the first < -31 (RSHR step). */
         for (int pass = 0; pass < 2; pass++)
@@ -763,11 +831,7 @@ static int exec_store(machine *m, int64_t i, const int64_t *f) {
                                     pass == 0 ? -shift[j] : -shift[j], pass == 0 ? -31 : 0,
                                     31, (long long)k, (long long)j);
             }
-        for (int64_t y = 0; y < ys; y++)
-            for (int64_t x = 0; x < xs; x++) {
-                int64_t p = f[F_PARAM_ROW] + PARAM_ROWS * (y * py + x * px);
-                for (int64_t k = 0; k < PARAM_ROWS; k++) m->acc_store_reader[p + k] = (int32_t)i;
-            }
+        rows_set(prs, m->acc_store_reader, i);
     }
     uint8_t *dram = m->run->dram;
     for (int64_t k = 0; k < n; k++) {
@@ -975,37 +1039,6 @@ static void gemm_run(machine *m, const struct loops *L) {
     }
 }
 
-/* The distinct values of base[0..k) and of o*fo + i*fi (o < n_out, i < n_in): every row the
- * loops touch is one of each, summed. Hazard checks visit these instead of every iteration
- * (the reduction loops revisit the same rows many times). Values are below `depth`. */
-static void distinct(machine *m, const int32_t *base, int64_t k, int64_t fo, int64_t fi,
-                     int64_t n_out, int64_t n_in, struct rowset *rs) {
-    uint32_t gen = ++m->stamp_gen;
-    rs->nb = rs->no = 0;
-    for (int64_t u = 0; u < k; u++)
-        if (m->stamp_base[base[u]] != gen) {
-            m->stamp_base[base[u]] = gen;
-            rs->bases[rs->nb++] = base[u];
-        }
-    if (fo == 0 || n_out == 1) n_out = 1;
-    if (fi == 0 || n_in == 1) n_in = 1;
-    for (int64_t o = 0; o < n_out; o++)
-        for (int64_t ii = 0; ii < n_in; ii++) {
-            int64_t off = o * fo + ii * fi;
-            if (m->stamp_off[off] != gen) {
-                m->stamp_off[off] = gen;
-                rs->offs[rs->no++] = off;
-            }
-        }
-}
-
-/* Every row of a rowset (a row may come twice when two sums coincide: the visits are
- * idempotent). */
-#define FOR_ROWS(rs, row)                                                                   \
-    for (int64_t b_ = 0; b_ < (rs)->nb; b_++)                                                \
-        for (int64_t o_ = 0, row; o_ < (rs)->no && (row = (rs)->bases[b_] + (rs)->offs[o_], 1); \
-             o_++)
-
 static int exec_gemm(machine *m, int64_t i, const int64_t *f) {
     struct loops L;
     int rc;
@@ -1018,30 +1051,23 @@ static int exec_gemm(machine *m, int64_t i, const int64_t *f) {
         if ((rc = index_range(m, i, &L, L.wk, L.wfo, L.wfi, BUF_WGT))) return rc;
         if ((rc = pipeline_rule(m, i, &L))) return rc;
     }
-    struct rowset *dst = &m->rows[0], *src = &m->rows[1], *wgt = &m->rows[2];
-    distinct(m, L.dk, nk, L.dfo, L.dfi, L.n_out, L.n_in, dst);
-    FOR_ROWS(dst, d) {
-        if ((rc = war_row(m, i, COMPUTE, STORE, m->acc_store_reader, d, BUF_ACC))) return rc;
-        if (!f[F_RESET] && (rc = read_row(m, i, COMPUTE, m->acc_writer, d, BUF_ACC, COMPUTE)))
-            return rc;
-    }
+    const struct rowset *dst = loop_rows(m, 0, L.dk, nk, L.dfo, L.dfi, L.n_out, L.n_in);
+    if ((rc = rows_after(m, i, COMPUTE, STORE, dst, m->acc_store_reader, BUF_ACC, 1))) return rc;
     if (f[F_RESET]) {
-        FOR_ROWS(dst, d) {
-            memset(m->acc + d * blk, 0, (size_t)(blk * 4));
-            m->acc_writer[d] = (int32_t)i;
-        }
+        FOR_ROWS(dst, d) memset(m->acc + d * blk, 0, (size_t)(blk * 4));
+        rows_set(dst, m->acc_writer, i);
         return VTA_OK;
     }
-    distinct(m, L.sk, nk, L.sfo, L.sfi, L.n_out, L.n_in, src);
-    FOR_ROWS(src, s)
-        if ((rc = read_row(m, i, COMPUTE, m->inp_writer, s, BUF_INP, LOAD))) return rc;
-    distinct(m, L.wk, nk, L.wfo, L.wfi, L.n_out, L.n_in, wgt);
-    FOR_ROWS(wgt, w)
-        if ((rc = read_row(m, i, COMPUTE, m->wgt_writer, w, BUF_WGT, LOAD))) return rc;
-    FOR_ROWS(src, s) m->inp_reader[s] = (int32_t)i;
-    FOR_ROWS(wgt, w) m->wgt_reader[w] = (int32_t)i;
+    const struct rowset *src = loop_rows(m, 1, L.sk, nk, L.sfo, L.sfi, L.n_out, L.n_in);
+    const struct rowset *wgt = loop_rows(m, 2, L.wk, nk, L.wfo, L.wfi, L.n_out, L.n_in);
+    if ((rc = rows_read(m, i, COMPUTE, dst, m->acc_writer, BUF_ACC, COMPUTE)) ||
+        (rc = rows_read(m, i, COMPUTE, src, m->inp_writer, BUF_INP, LOAD)) ||
+        (rc = rows_read(m, i, COMPUTE, wgt, m->wgt_writer, BUF_WGT, LOAD)))
+        return rc;
+    rows_set(src, m->inp_reader, i);
+    rows_set(wgt, m->wgt_reader, i);
     gemm_run(m, &L);
-    FOR_ROWS(dst, d) m->acc_writer[d] = (int32_t)i;
+    rows_set(dst, m->acc_writer, i);
     return VTA_OK;
 }
 
@@ -1054,20 +1080,18 @@ static int exec_alu(machine *m, int64_t i, const int64_t *f) {
     int use_imm = f[F_USE_IMM] != 0, op = (int)f[F_ALU_OPCODE];
     if ((rc = index_range(m, i, &L, L.dk, L.dfo, L.dfi, BUF_ACC))) return rc;
     if (!use_imm && (rc = index_range(m, i, &L, L.sk, L.sfo, L.sfi, BUF_ACC))) return rc;
-    for (int64_t o = 0; o < L.n_out; o++)
-        for (int64_t ii = 0; ii < L.n_in; ii++)
-            for (int64_t k = 0; k < nk; k++) {
-                int64_t d = L.dk[k] + o * L.dfo + ii * L.dfi;
-                if ((rc = read_row(m, i, COMPUTE, m->acc_writer, d, BUF_ACC, COMPUTE))) return rc;
-                if ((rc = war_row(m, i, COMPUTE, STORE, m->acc_store_reader, d, BUF_ACC)))
-                    return rc;
-                if (use_imm) continue;
-                int64_t s = L.sk[k] + o * L.sfo + ii * L.sfi;
-                if ((rc = read_row(m, i, COMPUTE, m->acc_writer, s, BUF_ACC, COMPUTE))) return rc;
-                /* a row a STORE cleared must not be read before that STORE */
-                if (m->acc_clearer[s] > m->vc[COMPUTE][STORE])
-                    return after(m, i, COMPUTE, STORE, m->acc_clearer[s], "ACC rows", 0);
-            }
+    const struct rowset *dst = loop_rows(m, 0, L.dk, nk, L.dfo, L.dfi, L.n_out, L.n_in);
+    if ((rc = rows_read(m, i, COMPUTE, dst, m->acc_writer, BUF_ACC, COMPUTE))) return rc;
+    if (!use_imm) {
+        const struct rowset *src = loop_rows(m, 1, L.sk, nk, L.sfo, L.sfi, L.n_out, L.n_in);
+        if ((rc = rows_read(m, i, COMPUTE, src, m->acc_writer, BUF_ACC, COMPUTE))) return rc;
+        /* a row a STORE cleared must not be read before that STORE */
+        int64_t cleared = -1;
+        FOR_ROWS(src, s)
+            if (m->acc_clearer[s] > cleared) cleared = m->acc_clearer[s];
+        if ((rc = after(m, i, COMPUTE, STORE, cleared, "ACC rows", 0))) return rc;
+    }
+    if ((rc = rows_after(m, i, COMPUTE, STORE, dst, m->acc_store_reader, BUF_ACC, 1))) return rc;
     /* Iterations run in loop order: a later one sees the rows earlier ones wrote. */
     int32_t imm = (int32_t)f[F_IMM];
     for (int64_t o = 0; o < L.n_out; o++)
@@ -1087,10 +1111,7 @@ static int exec_alu(machine *m, int64_t i, const int64_t *f) {
                                 (long long)ii, (long long)(L.bgn + k), (long long)j,
                                 (long long)d);
             }
-    for (int64_t o = 0; o < L.n_out; o++)
-        for (int64_t ii = 0; ii < L.n_in; ii++)
-            for (int64_t k = 0; k < nk; k++)
-                m->acc_writer[L.dk[k] + o * L.dfo + ii * L.dfi] = (int32_t)i;
+    rows_set(dst, m->acc_writer, i);
     return VTA_OK;
 }
 
