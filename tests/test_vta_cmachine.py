@@ -2,8 +2,8 @@
 
 Both run the same programs; they must agree bit for bit (DRAM and SRAM after FINISH), cycle
 for cycle (every instruction's start and end, per-module statistics, bytes moved, leftover
-tokens) and on errors (the same `SimulationError.kind` and `.index`; the messages are
-compared too and must match for all but a few hazard reports, see `_compare`). The programs:
+tokens) and on errors (the same `SimulationError.kind`, `.index` and message, down to the row,
+lane and instruction it names, data races included). The programs:
 
 - structured random programs (`random_program`): tiles of LOAD / GEMM / ALU / STORE (OUT, ACC,
   OUTQ with `store_requant`) synchronized by tokens, on four hardware configurations
