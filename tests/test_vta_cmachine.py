@@ -248,6 +248,27 @@ def test_random_programs(config):
     assert outcomes["ran"] >= 40, outcomes  # enough programs run to FINISH to compare data
 
 
+@pytest.mark.parametrize("kernel", ["c", "sse2", "avx2"])
+def test_every_gemm_kernel(kernel, monkeypatch):
+    """Each GEMM kernel (portable C, SSE2, AVX2; the run uses the best one the CPU has) on
+    random programs of every block size and on an emitted convolution."""
+    monkeypatch.setattr(cmachine, "kernel", kernel)
+    rng = np.random.default_rng(7)
+    for config in CONFIGS:
+        for n in range(25):
+            p, dram = random_program(rng, config)
+            _compare(p, None, dram, config, f"{kernel} {config.name} {n}")
+    from qaccel.backends.vta.emit import emit
+    from qaccel.lowering.vta_schedule import schedule
+    from test_vta_codegen import conv_layer
+
+    layer = conv_layer(H=9, W=9, C=40, O=36, k=3, rng=rng)
+    prog = emit(layer, schedule(layer, DEFAULT_CONFIG, refine=0), DEFAULT_CONFIG)
+    x = rng.integers(-128, 128, layer.input_shape).astype(np.int8)
+    assert _compare(prog.program, prog.program.uops, prog.dram_image(x), DEFAULT_CONFIG) == "ran"
+    assert cmachine.last_kernel in (kernel, "sse2", "c")  # never faster than asked
+
+
 def test_random_encodings():
     """Random field values of random opcodes (mostly malformed) as short programs."""
     from test_vta_isa import _random_fields

@@ -43,7 +43,11 @@ from qaccel.backends.vta.simulator import (
 MACHINE_DIR = Path(__file__).with_name("machine")
 SOURCES = ("vta_machine.c",)
 HEADERS = ("vta_machine.h",)
-ABI = 1  # VTA_MACHINE_ABI in vta_machine.h
+ABI = 2  # VTA_MACHINE_ABI in vta_machine.h
+# GEMM kernels (enum vta_kernel): all compute the same sums; "auto" is the fastest the CPU has.
+KERNELS = {"auto": 0, "c": 1, "sse2": 2, "avx2": 3}
+kernel = os.environ.get("QACCEL_CMACHINE_KERNEL", "auto")  # tests set it to check each one
+last_kernel: str | None = None  # the kernel the last functional run used
 CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared")
 LIB_NAME = "libqaccel_vta.so"
 
@@ -62,7 +66,7 @@ class _Run(ctypes.Structure):  # vta_run
     _fields_ = [
         ("uop_image", _P), ("uop_image_len", _I), ("dram", _P), ("dram_len", _I),
         ("uop_sram", _P), ("inp_sram", _P), ("wgt_sram", _P), ("acc_sram", _P),
-        ("start", _P), ("end", _P), ("module", _P),
+        ("start", _P), ("end", _P), ("module", _P), ("kernel", _I),
         ("total_cycles", _I), ("busy", _I * 3), ("stalled", _I * 3), ("bus_wait", _I * 3),
         ("gemm_iterations", _I), ("alu_iterations", _I),
         ("dram_read_bytes", _I * 8), ("dram_write_bytes", _I * 8), ("leftover_tokens", _I * 4),
@@ -233,6 +237,7 @@ def _run(program, config, functional: bool, uops=None, dram=None):
         run.uop_sram, run.inp_sram = _ptr(sram["uop"]), _ptr(sram["inp"])
         run.wgt_sram, run.acc_sram = _ptr(sram["wgt"]), _ptr(sram["acc"])
         keep += [image, dram]
+    run.kernel = KERNELS[kernel]
     cfg = _config_struct(c)
     rc = lib.vta_simulate(ctypes.byref(cfg), _ptr(words), n, int(functional), ctypes.byref(run))
     if rc == VTA_ERROR:
@@ -261,6 +266,8 @@ def _run(program, config, functional: bool, uops=None, dram=None):
     leftover = {name: int(run.leftover_tokens[q]) for q, name in enumerate(FIFOS)}
     if not functional:
         return report, leftover, None, None
+    global last_kernel
+    last_kernel = {v: k for k, v in KERNELS.items()}[int(run.kernel)]
     return report, leftover, dram, sram
 
 

@@ -322,7 +322,8 @@ typedef struct machine {
     int32_t *acc_writer, *acc_store_reader, *acc_clearer;
     int64_t dram_blocks;
     int32_t *dram_writer, *dram_reader[2]; /* readers: load, compute */
-    int16_t *wgt_pairs;         /* WGT widened for the GEMM kernel, or NULL (gemm_tile_pairs) */
+    int kernel;                 /* the GEMM kernel in use (enum vta_kernel) */
+    int16_t *wgt_pairs;         /* WGT widened for the vector kernels, or NULL (gemm_tile_pairs) */
     /* Scratch for the distinct rows of a GEMM (see distinct()). */
     uint32_t *stamp_base, *stamp_off, stamp_gen;
     struct rowset rows[3];
@@ -1005,8 +1006,58 @@ static inline void gemm_tile_pairs(int32_t *acc, const int8_t *x, const int16_t 
     if (nv > 6) _mm_storeu_si128(a + 6, s6);
     if (nv > 7) _mm_storeu_si128(a + 7, s7);
 }
+
+#if defined(__GNUC__) && defined(__x86_64__)
+/* The same pair rows, eight output lanes per AVX2 instruction. Compiled for AVX2 whatever the
+ * build flags and used only when the CPU has it (vta_simulate checks). */
+#include <immintrin.h>
+#define HAVE_AVX2_KERNEL 1
+#define AVX2 __attribute__((target("avx2")))
+
+#define PAIR_STEP8(pair, w)                                                                 \
+    do {                                                                                    \
+        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(pair, _mm256_loadu_si256((w) + 0)));    \
+        if (nv > 1)                                                                         \
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(pair, _mm256_loadu_si256((w) + 1)));\
+        if (nv > 2)                                                                         \
+            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(pair, _mm256_loadu_si256((w) + 2)));\
+        if (nv > 3)                                                                         \
+            s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(pair, _mm256_loadu_si256((w) + 3)));\
+    } while (0)
+
+static inline AVX2 void gemm_tile_pairs_avx2(int32_t *acc, const int8_t *x, const int16_t *wp,
+                                             int64_t blk) {
+    const int64_t nv = blk / 8; /* 1..4 vectors of eight int32 lanes */
+    __m256i *a = (__m256i *)acc, zero = _mm256_setzero_si256();
+    __m256i s0 = _mm256_loadu_si256(a);
+    __m256i s1 = nv > 1 ? _mm256_loadu_si256(a + 1) : zero;
+    __m256i s2 = nv > 2 ? _mm256_loadu_si256(a + 2) : zero;
+    __m256i s3 = nv > 3 ? _mm256_loadu_si256(a + 3) : zero;
+    for (int64_t c0 = 0; c0 < blk; c0 += 8) { /* four lane pairs at a time */
+        __m128i x16 = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(x + c0)));
+        __m256i both = _mm256_broadcastsi128_si256(x16); /* in-lane shuffles broadcast */
+        const __m256i *w = (const __m256i *)(wp + c0 * blk);
+        PAIR_STEP8(_mm256_shuffle_epi32(both, 0x00), w);
+        PAIR_STEP8(_mm256_shuffle_epi32(both, 0x55), w + nv);
+        PAIR_STEP8(_mm256_shuffle_epi32(both, 0xAA), w + 2 * nv);
+        PAIR_STEP8(_mm256_shuffle_epi32(both, 0xFF), w + 3 * nv);
+    }
+    _mm256_storeu_si256(a, s0);
+    if (nv > 1) _mm256_storeu_si256(a + 1, s1);
+    if (nv > 2) _mm256_storeu_si256(a + 2, s2);
+    if (nv > 3) _mm256_storeu_si256(a + 3, s3);
+}
+
+static int cpu_has_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+}
+#else
+#define HAVE_AVX2_KERNEL 0
+#endif
 #else
 #define HAVE_PAIR_KERNEL 0
+#define HAVE_AVX2_KERNEL 0
 static int pair_kernel_fits(int64_t blk) { (void)blk; return 0; }
 #endif
 
@@ -1019,13 +1070,33 @@ static void widen_weights(machine *m, int64_t row) {
         for (int64_t c = 0; c < blk; c++) wp[(c / 2) * 2 * blk + 2 * j + c % 2] = w[j * blk + c];
 }
 
+#if HAVE_AVX2_KERNEL
+static AVX2 void gemm_run_avx2(machine *m, const struct loops *L) {
+    int32_t *acc = m->acc;
+    const int8_t *inp = m->inp;
+    const int16_t *wp = m->wgt_pairs;
+    int64_t nk = L->end - L->bgn;
+    switch (m->g.blk) {
+    case 8: GEMM_LOOPS(gemm_tile_pairs_avx2, wp, 64, 8) return;
+    case 16: GEMM_LOOPS(gemm_tile_pairs_avx2, wp, 256, 16) return;
+    default: GEMM_LOOPS(gemm_tile_pairs_avx2, wp, 1024, 32) return;
+    }
+}
+#endif
+
 static void gemm_run(machine *m, const struct loops *L) {
     int32_t *acc = m->acc;
     const int8_t *inp = m->inp, *wgt = m->wgt;
     int64_t nk = L->end - L->bgn, blk = m->g.blk;
+#if HAVE_AVX2_KERNEL
+    if (m->kernel == VTA_KERNEL_AVX2) {
+        gemm_run_avx2(m, L);
+        return;
+    }
+#endif
 #if HAVE_PAIR_KERNEL
     const int16_t *wp = m->wgt_pairs;
-    if (wp) {
+    if (m->kernel == VTA_KERNEL_SSE2) {
         switch (blk) { /* constant block sizes let the compiler unroll the vector loops */
         case 8: GEMM_LOOPS(gemm_tile_pairs, wp, 64, 8) return;
         case 16: GEMM_LOOPS(gemm_tile_pairs, wp, 256, 16) return;
@@ -1033,7 +1104,7 @@ static void gemm_run(machine *m, const struct loops *L) {
         }
     }
 #endif
-    switch (blk) {
+    switch (blk) { /* VTA_KERNEL_C */
     case 16: GEMM_LOOPS(gemm_tile, wgt, 256, 16) break;
     default: GEMM_LOOPS(gemm_tile, wgt, blk * blk, blk) break;
     }
@@ -1288,7 +1359,16 @@ static int setup_state(machine *m) {
         m->rows[k].bases = lists + 2 * k * maxd;
         m->rows[k].offs = lists + (2 * k + 1) * maxd;
     }
-    if (HAVE_PAIR_KERNEL && pair_kernel_fits(blk)) {
+    /* The fastest GEMM kernel this build, CPU and block size have, unless the caller asks
+     * for a given one (tests run each against the reference). */
+    int best = VTA_KERNEL_C;
+    if (HAVE_PAIR_KERNEL && pair_kernel_fits(blk)) best = VTA_KERNEL_SSE2;
+#if HAVE_AVX2_KERNEL
+    if (best == VTA_KERNEL_SSE2 && cpu_has_avx2()) best = VTA_KERNEL_AVX2;
+#endif
+    m->kernel = r->kernel == VTA_KERNEL_AUTO || r->kernel > best ? best : (int)r->kernel;
+    r->kernel = m->kernel;
+    if (m->kernel != VTA_KERNEL_C) {
         m->wgt_pairs = alloc(m, (size_t)(dw * blk * blk), sizeof(int16_t));
         if (!m->wgt_pairs) return VTA_ERR_NOMEM; /* zero, like the WGT buffer (API contract) */
     }

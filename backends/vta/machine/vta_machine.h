@@ -27,7 +27,7 @@ extern "C" {
 
 /* Bumped whenever a struct below or a function signature changes; the Python loader refuses a
  * library built from other sources. */
-#define VTA_MACHINE_ABI 1
+#define VTA_MACHINE_ABI 2
 
 enum vta_status {
     VTA_OK = 0,
@@ -53,6 +53,14 @@ typedef struct vta_config {
 
 enum { VTA_MODULES = 3, VTA_MEM_TYPES = 8, VTA_FIFOS = 4 };
 
+/* GEMM kernels, slowest to fastest; all compute the same sums. */
+enum vta_kernel {
+    VTA_KERNEL_AUTO = 0, /* the fastest available */
+    VTA_KERNEL_C = 1,    /* portable C, any block size */
+    VTA_KERNEL_SSE2 = 2, /* x86-64, BLOCK 8/16/32 */
+    VTA_KERNEL_AVX2 = 3  /* x86-64 CPUs with AVX2 (checked at run time), BLOCK 8/16/32 */
+};
+
 typedef struct vta_run {
     /* --- inputs ---------------------------------------------------------------------------- */
     const uint32_t *uop_image;  /* what LOAD UOP reads (indexed in micro-ops) */
@@ -70,6 +78,9 @@ typedef struct vta_run {
     int64_t *start;
     int64_t *end;
     int64_t *module;
+    /* GEMM kernel (enum vta_kernel): in, what to use (a slower one than available is
+     * honoured, a faster one is not); out, the one used. */
+    int64_t kernel;
     /* --- outputs (TimingReport) -------------------------------------------------------------- */
     int64_t total_cycles;
     int64_t busy[VTA_MODULES];
