@@ -690,9 +690,11 @@ static int exec_load(machine *m, int64_t i, int me, const int64_t *f) {
 
 /* --- ALU lanes (alu.py) --------------------------------------------------------------------- */
 
-static int32_t asr32(int32_t x, int s) { /* arithmetic shift right, s in [0, 31] */
-    return x < 0 ? ~(int32_t)(~(uint32_t)x >> s) : (int32_t)((uint32_t)x >> s);
-}
+/* Arithmetic shift right, s in [0, 31]. C99 leaves `>>` of a negative value
+ * implementation-defined; every compiler we target (GCC, Clang, MSVC) shifts arithmetically,
+ * which lets the lane loops vectorize. The typedef stops the build on one that does not. */
+typedef char vta_requires_arithmetic_right_shift[((-8) >> 1) == -4 ? 1 : -1];
+static int32_t asr32(int32_t x, int s) { return x >> s; }
 
 static int32_t rdmul(int32_t x, int32_t y) { /* gemmlowp SaturatingRoundingDoublingHighMul */
     if (x == INT32_MIN && y == INT32_MIN) return INT32_MAX;
@@ -739,6 +741,10 @@ static int64_t alu_row(int op, int32_t *x, const int32_t *y, int32_t imm, int64_
     case ALU_SHR:
         for (int64_t j = 0; j < blk; j++)
             if ((y ? y[j] : imm) < -31 || (y ? y[j] : imm) > 31) return j;
+        if (!y && imm >= 0) { /* the common immediate right shift, one direction */
+            for (int64_t j = 0; j < blk; j++) x[j] = asr32(x[j], imm);
+            break;
+        }
         LANES(shr(a, b)) break;
     default: /* ALU_RSHR */
         for (int64_t j = 0; j < blk; j++)
