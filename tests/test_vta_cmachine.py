@@ -352,17 +352,46 @@ def test_python_fallback_when_the_library_is_missing(tmp_path):
         from qaccel.backends.vta.asm import assemble
         from qaccel.backends.vta.simulator import simulate
         p = assemble("load.uop sram=0 dram=0 y=1 x=1\\ngemm.reset uop=0:1\\nfinish\\n.uop 0 0 0")
-        print(simulate(p).timing.total_cycles)
-        print(simulate(p).timing.total_cycles)
+        print(simulate(p).timing.total_cycles, simulate(p).timing.total_cycles)
         """
     )
+    from qaccel.backends.vta.asm import assemble
+
+    p = assemble("load.uop sram=0 dram=0 y=1 x=1\ngemm.reset uop=0:1\nfinish\n.uop 0 0 0")
+    cycles = str(simulate(p, simulator="python").timing.total_cycles)
     for env in ({"QACCEL_NO_CMACHINE": "1"},
                 {"QACCEL_CMACHINE_LIB": str(tmp_path / "missing.so")}):  # fmt: skip
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              env={**os.environ, **env}, check=True)  # fmt: skip
-        assert out.stdout.split() == ["37", "37"] or len(set(out.stdout.split())) == 1
+        assert out.stdout.split() == [cycles, cycles]
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and "using the Python simulator" in lines[0], out.stderr
+
+
+def test_simulator_option_of_the_tools(tmp_path, capsys):
+    """qaccel-sim and qaccel-run take --simulator c|python; both give the same results."""
+    from qaccel.tools import qaccel_compile, qaccel_run, qaccel_sim
+
+    prog = tmp_path / "p.s"
+    prog.write_text("load.uop sram=0 dram=0 y=1 x=2\ngemm.reset uop=0:2 iter=2,1 dst=2,0\n"
+                    "alu.add uop=0:2 imm=5 push_next\nstore.acc sram=0 dram=0 y=1 x=4 pop_prev "
+                    "push_prev\nfinish pop_next\n.uop 0 0 0\n.uop 1 0 0\n.dram 256\n")  # fmt: skip
+    outs = []
+    for sim in ("c", "python"):
+        assert qaccel_sim.main([str(prog), "--trace", "--dump", "0:4:i32", "--simulator", sim]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and "dram[0:16] i32: 5 5 5 5" in outs[0]
+    art = tmp_path / "art"
+    with pytest.raises(SystemExit):
+        qaccel_compile.main([str(Path(__file__).parent / "fixtures" / "models" / "cnn.tflite"),
+                             "-o", str(art)])  # fmt: skip
+    for sim in ("c", "python"):
+        with pytest.raises(SystemExit) as e:
+            qaccel_run.main([str(art), "--random-inputs", "2", "--outputs-dir",
+                             str(tmp_path / sim), "--simulator", sim])  # fmt: skip
+        assert e.value.code == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "c" / "output_0.npy"),
+                                  np.load(tmp_path / "python" / "output_0.npy"))  # fmt: skip
 
 
 def test_stale_or_foreign_library_is_not_used(tmp_path, monkeypatch):
@@ -380,7 +409,6 @@ def test_decode_matches_the_isa_module():
     from test_vta_isa import _random_fields
 
     lib = cmachine.library()
-    assert [lib.vta_field_name(k).decode() if False else None for k in range(0)] == []
     lib.vta_field_name.restype = ctypes.c_char_p
     assert [lib.vta_field_name(k).decode() for k in range(lib.vta_field_count())] == list(
         FIELD_NAMES
@@ -424,7 +452,7 @@ def test_sanitizers(tmp_path):
         assert cmachine.available(), cmachine.unavailable_reason()
         for config in t.CONFIGS:
             rng = np.random.default_rng(99)
-            for n in range(40):
+            for n in range(24):
                 p, dram = t.random_program(rng, config)
                 if n %% 2:
                     p = t.mutate(rng, p, config)
