@@ -324,7 +324,7 @@ typedef struct machine {
     int32_t *dram_writer, *dram_reader[2]; /* readers: load, compute */
     int kernel;                 /* the GEMM kernel in use (enum vta_kernel) */
     int16_t *wgt_pairs;         /* WGT widened for the vector kernels, or NULL (gemm_tile_pairs) */
-    /* Scratch for the distinct rows of a GEMM (see distinct()). */
+    /* Scratch for the rows a GEMM/ALU/LOAD/STORE touches (see loop_rows, range_rows). */
     uint32_t *stamp_base, *stamp_off, stamp_gen;
     struct rowset rows[3];
     void *owned[24];             /* buffers to free */
@@ -350,9 +350,11 @@ static const char *kind_of(machine *m, int64_t i, char *buf, size_t size) {
     return buf;
 }
 
+/* Zeroed memory freed when the run ends (NULL when out of memory). */
 static void *alloc(machine *m, size_t count, size_t size) {
+    if (m->n_owned == (int)(sizeof m->owned / sizeof m->owned[0])) return NULL;
     void *p = calloc(count ? count : 1, size);
-    if (p && m->n_owned < (int)(sizeof m->owned / sizeof m->owned[0])) m->owned[m->n_owned++] = p;
+    if (p) m->owned[m->n_owned++] = p;
     return p;
 }
 
