@@ -14,6 +14,10 @@ Finding the library, first hit wins:
   4. compiled on first use with the system C compiler into a per-user cache directory.
 A library built from other sources than the ones next to this file (a stale in-place build)
 is not used. When none loads, `available()` is False and one line on stderr says why.
+
+The GEMM kernel (portable C, SSE2, AVX2 when the CPU has it) is the fastest available unless
+`QACCEL_CMACHINE_KERNEL` (or the module attribute `kernel`) names a slower one; all compute the
+same sums, and the cross-check runs each.
 """
 
 from __future__ import annotations
