@@ -110,6 +110,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--simulator", choices=("c", "python"), default="c",
                     help="--target vta / artifacts: run the layers on libqaccel_vta (c, the "
                          "default) or on the Python reference simulator")  # fmt: skip
+    ap.add_argument("--driver", choices=("python", "c"), default="python",
+                    help="--target vta / artifacts: run the accelerator functions with the "
+                         "Python runtime (the default) or through the generated C driver "
+                         "(driver/model.c on libqaccel_vta, built once with the C compiler)")  # fmt: skip
     ap.add_argument("--plot", type=Path, metavar="FILE.png",
                     help="with an artifact or --target vta: each layer's cycles against its "
                          "roofline (needs matplotlib)")  # fmt: skip
@@ -150,7 +154,12 @@ def run_vta(args) -> int:
                                                   config_path=args.config)  # fmt: skip
         function = entry_function(compiled.module)
         inputs = _inputs_for(args, function)
-        outputs = run_compiled(compiled, inputs, simulator=args.simulator)
+        if args.driver == "c":
+            from qaccel.backends.vta.cdriver_runtime import run_compiled_c
+
+            outputs = run_compiled_c(compiled, inputs, path if is_artifact(path) else None)
+        else:
+            outputs = run_compiled(compiled, inputs, simulator=args.simulator)
     except CompileError as e:
         raise RunError(str(e)) from None
     if args.plot:
@@ -160,7 +169,8 @@ def run_vta(args) -> int:
         print(f"wrote {args.plot}")
     _write_outputs(outputs, Path(args.outputs_dir))
     layers = sum(len(v) for v in compiled.layers.values())
-    print(f"ran {layers} accelerator layer(s) on the simulator, "
+    where = "through the C driver" if args.driver == "c" else "on the simulator"
+    print(f"ran {layers} accelerator layer(s) {where}, "
           f"{len(compiled.fallbacks)} op(s) of accelerator functions on the host")  # fmt: skip
     if not args.compare_litert:
         return 0

@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
     if (fread(constants, 1, n, f) != (size_t)n) return 2;
     if (vta_fn_0_init(&dev, constants, (uint32_t)n) != 0) return 3;
     if (memcmp(dev.dram + VTA_FN_0_ARENA_BYTES, constants, (size_t)n) != 0) return 4;
-    if (vta_fn_0_run(&dev, &host) != 0) return 5;
+    if (vta_fn_0_run(&dev, &host, NULL) != 0) return 5;
     fclose(dev.dump);
     return 0;
 }

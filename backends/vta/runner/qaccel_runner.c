@@ -1,0 +1,208 @@
+/* qaccel_runner: the qaccel_vta.h device on libqaccel_vta (the DRAM image in host memory, each
+ * instruction stream run to FINISH on the functional simulator) and the entry points of
+ * qaccel_runner.h. The generated driver (model.c) stays board-neutral: a board support package
+ * implements the same two qaccel_vta.h calls on the hardware instead of this file. */
+#include "qaccel_runner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vta_machine.h"
+
+#define QACCEL_DEVICE_ERROR_LEN 640 /* holds vta_run's error_kind and error_message */
+#define QACCEL_ERROR_LEN 1024
+
+struct qaccel_vta {
+    vta_config config;
+    uint8_t *dram;
+    uint32_t dram_len;
+    int64_t cycles;
+    char error[QACCEL_DEVICE_ERROR_LEN]; /* why the last qaccel_vta_run failed */
+};
+
+struct qaccel_runner {
+    qaccel_vta *devices; /* one per function of qaccel_model_functions */
+    int *loaded;
+    char error[QACCEL_ERROR_LEN];
+};
+
+/* ---- the device (qaccel_vta.h) -------------------------------------------------------------- */
+
+uint8_t *qaccel_vta_dram(qaccel_vta *dev, uint32_t nbytes) {
+    if (nbytes > dev->dram_len || !dev->dram) {
+        uint32_t size = nbytes > dev->dram_len ? nbytes : dev->dram_len;
+        uint8_t *grown = (uint8_t *)realloc(dev->dram, size ? size : 1);
+        if (!grown) return NULL;
+        memset(grown + dev->dram_len, 0, (size ? size : 1) - dev->dram_len);
+        dev->dram = grown;
+        dev->dram_len = size;
+    }
+    return dev->dram;
+}
+
+int qaccel_vta_run(qaccel_vta *dev, const uint64_t *insns, uint32_t n_insns,
+                   const uint32_t *uops, uint32_t n_uops) {
+    vta_run run;
+    int rc, q;
+    memset(&run, 0, sizeof run);
+    run.uop_image = uops;
+    run.uop_image_len = n_uops;
+    run.dram = dev->dram;
+    run.dram_len = dev->dram_len;
+    run.kernel = VTA_KERNEL_AUTO;
+    dev->error[0] = '\0';
+    rc = vta_simulate(&dev->config, insns, n_insns, 1, &run);
+    if (rc == VTA_ERROR) {
+        if (run.error_index >= 0 && run.error_kind[0])
+            snprintf(dev->error, sizeof dev->error, "instruction %lld (%s): %s",
+                     (long long)run.error_index, run.error_kind, run.error_message);
+        else if (run.error_index >= 0)
+            snprintf(dev->error, sizeof dev->error, "instruction %lld: %s",
+                     (long long)run.error_index, run.error_message);
+        else
+            snprintf(dev->error, sizeof dev->error, "%s", run.error_message);
+        return rc;
+    }
+    if (rc == VTA_ERR_CONFIG) {
+        snprintf(dev->error, sizeof dev->error, "the C machine cannot run hardware config %s",
+                 qaccel_model_hw_name);
+        return rc;
+    }
+    if (rc != VTA_OK) {
+        snprintf(dev->error, sizeof dev->error, "the C machine ran out of memory");
+        return rc;
+    }
+    dev->cycles += run.total_cycles;
+    for (q = 0; q < VTA_FIFOS; q++) {
+        if (run.leftover_tokens[q]) {
+            snprintf(dev->error, sizeof dev->error,
+                     "tokens left over (load->compute %lld, compute->load %lld, "
+                     "store->compute %lld, compute->store %lld)",
+                     (long long)run.leftover_tokens[0], (long long)run.leftover_tokens[1],
+                     (long long)run.leftover_tokens[2], (long long)run.leftover_tokens[3]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- the runner (qaccel_runner.h) ----------------------------------------------------------- */
+
+int qaccel_runner_abi(void) { return QACCEL_RUNNER_ABI; }
+
+int qaccel_runner_function_count(void) { return qaccel_model_n_functions; }
+
+const char *qaccel_runner_function_name(int fn) {
+    if (fn < 0 || fn >= qaccel_model_n_functions) return NULL;
+    return qaccel_model_functions[fn].name;
+}
+
+int qaccel_runner_find(const char *name) {
+    int fn;
+    for (fn = 0; name && fn < qaccel_model_n_functions; fn++)
+        if (strcmp(qaccel_model_functions[fn].name, name) == 0) return fn;
+    return -1;
+}
+
+qaccel_runner *qaccel_runner_open(void) {
+    size_t n = qaccel_model_n_functions > 0 ? (size_t)qaccel_model_n_functions : 1;
+    qaccel_runner *r = (qaccel_runner *)calloc(1, sizeof *r);
+    int fn;
+    if (!r) return NULL;
+    r->devices = (qaccel_vta *)calloc(n, sizeof *r->devices);
+    r->loaded = (int *)calloc(n, sizeof *r->loaded);
+    if (!r->devices || !r->loaded) {
+        qaccel_runner_close(r);
+        return NULL;
+    }
+    for (fn = 0; fn < qaccel_model_n_functions; fn++) {
+        /* vta_config's fields are qaccel_model_hw's, in order (both HardwareConfig's keys) */
+        vta_config *c = &r->devices[fn].config;
+        c->log_block = qaccel_model_hw[0];
+        c->log_uop_buff_size = qaccel_model_hw[1];
+        c->log_inp_buff_size = qaccel_model_hw[2];
+        c->log_wgt_buff_size = qaccel_model_hw[3];
+        c->log_acc_buff_size = qaccel_model_hw[4];
+        c->bus_width_bytes = qaccel_model_hw[5];
+        c->dma_setup_cycles = qaccel_model_hw[6];
+        c->insn_issue_cycles = qaccel_model_hw[7];
+        c->gemm_cycles_per_uop = qaccel_model_hw[8];
+        c->alu_cycles_per_uop = qaccel_model_hw[9];
+        c->store_requant = qaccel_model_hw[10];
+    }
+    return r;
+}
+
+void qaccel_runner_close(qaccel_runner *r) {
+    int fn;
+    if (!r) return;
+    for (fn = 0; r->devices && fn < qaccel_model_n_functions; fn++) free(r->devices[fn].dram);
+    free(r->devices);
+    free(r->loaded);
+    free(r);
+}
+
+static int bad_function(qaccel_runner *r, int fn) {
+    if (fn >= 0 && fn < qaccel_model_n_functions) return 0;
+    snprintf(r->error, sizeof r->error, "no accelerator function %d (the model has %d)", fn,
+             qaccel_model_n_functions);
+    return 1;
+}
+
+int qaccel_runner_load(qaccel_runner *r, int fn, const uint8_t *constants, uint32_t nbytes) {
+    const qaccel_function *f;
+    if (bad_function(r, fn)) return -1;
+    f = &qaccel_model_functions[fn];
+    r->error[0] = '\0';
+    if (nbytes != f->constants_bytes) {
+        snprintf(r->error, sizeof r->error, "%s: %u bytes of constants, expected %u", f->name,
+                 (unsigned)nbytes, (unsigned)f->constants_bytes);
+        return -1;
+    }
+    if (f->init(&r->devices[fn], constants, nbytes) != 0) {
+        snprintf(r->error, sizeof r->error, "%s: no DRAM image of %u bytes", f->name,
+                 (unsigned)f->dram_bytes);
+        return -1;
+    }
+    r->loaded[fn] = 1;
+    return 0;
+}
+
+static const char *const STEP_NAMES[4] = {"write slot", "layer", "read slot", "host segment"};
+
+int qaccel_runner_call(qaccel_runner *r, int fn, const qaccel_host *host) {
+    const qaccel_function *f;
+    qaccel_vta *dev;
+    qaccel_where where = {-1, -1, -1};
+    int rc;
+    if (bad_function(r, fn)) return -1;
+    f = &qaccel_model_functions[fn];
+    dev = &r->devices[fn];
+    r->error[0] = '\0';
+    if (!r->loaded[fn]) {
+        snprintf(r->error, sizeof r->error, "%s: constants not loaded", f->name);
+        return -1;
+    }
+    memset(dev->dram, 0, f->arena_bytes); /* every call starts from a zero arena */
+    rc = f->run(dev, host, &where);
+    if (rc == 0) return 0;
+    if (where.kind == QACCEL_STEP_LAYER)
+        snprintf(r->error, sizeof r->error, "%s layer %d: %s", f->name, where.arg,
+                 dev->error[0] ? dev->error : "the device failed");
+    else if (where.kind >= 0 && where.kind < 4)
+        snprintf(r->error, sizeof r->error, "%s step %d (%s %d): the host failed (rc %d)",
+                 f->name, where.step, STEP_NAMES[where.kind], where.arg, rc);
+    else
+        snprintf(r->error, sizeof r->error, "%s: failed (rc %d)", f->name, rc);
+    return rc;
+}
+
+const char *qaccel_runner_error(const qaccel_runner *r) { return r->error; }
+
+int64_t qaccel_runner_cycles(const qaccel_runner *r) {
+    int64_t total = 0;
+    int fn;
+    for (fn = 0; fn < qaccel_model_n_functions; fn++) total += r->devices[fn].cycles;
+    return total;
+}
