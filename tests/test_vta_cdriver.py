@@ -213,6 +213,28 @@ def test_cli_runs_the_artifact_driver(tmp_path, capsys):
     assert "through the C driver" in capsys.readouterr().out
 
 
+@needs_cc
+def test_cli_target_vta_driver_c_compares_with_litert(tmp_path, capsys, oracle):
+    """`--target vta --driver c`: the driver generated in memory, bit-exact with LiteRT."""
+    with pytest.raises(SystemExit) as e:
+        qaccel_run.main([str(FIXTURE_MODELS / "small_cnn.tflite"), "--target", "vta",
+                         "--config", "vta-store-requant", "--driver", "c",
+                         "--outputs-dir", str(tmp_path), "--compare-litert"])  # fmt: skip
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "through the C driver" in out and "(bit-exact)" in out
+
+
+def test_driver_of_an_older_artifact_is_refused_with_one_line(tmp_path):
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    for name in cdr.DRIVER_FILES:
+        (driver / name).write_text("/* qaccel VTA runtime interface */\n")
+    with pytest.raises(cdr.DriverUnavailable, match="older qaccel-compile") as e:
+        cdr.driver_sources(None, tmp_path)
+    assert "\n" not in str(e.value)
+
+
 def _corrupt(compiled, layer: int, insn: int):
     """Give instruction `insn` of layer `layer` of vta_fn_0 an opcode that does not exist."""
     lay = compiled.functions["vta_fn_0"].layers[layer]

@@ -11,7 +11,10 @@
 MODEL is a `.tflite` (imported first) or `.mlir` file, or an artifact folder written by
 `qaccel-compile`; `-p` runs a pass pipeline before executing. With an artifact, or with
 `--target vta` (which compiles MODEL with `-p`, default `vta-pipeline`, in memory), the host
-program runs on the interpreter and every compiled accelerator layer on the VTA simulator. Outputs are written as DIR/output_0.npy, output_1.npy, ... in the model's output
+program runs on the interpreter and every compiled accelerator layer on the VTA simulator;
+`--driver c` runs each accelerator function through the generated C driver instead
+(`driver/model.c` with libqaccel_vta, compiled once by the system C compiler and cached; without
+one it fails with one line). Outputs are written as DIR/output_0.npy, output_1.npy, ... in the model's output
 order. `--compare-litert` (for `.tflite` input) runs LiteRT's reference kernels in a subprocess
 on the same inputs, prints per-output mismatch counts and max |diff| (and the first
 intermediate tensor that differs), and exits 1 on any mismatch. The pass-manager flags of
@@ -108,8 +111,9 @@ def parser() -> argparse.ArgumentParser:
                     help="vta: compile for the accelerator and run its layers on the simulator")
     ap.add_argument("--config", type=Path, help="hardware config JSON for --target vta")
     ap.add_argument("--simulator", choices=("c", "python"), default="c",
-                    help="--target vta / artifacts: run the layers on libqaccel_vta (c, the "
-                         "default) or on the Python reference simulator")  # fmt: skip
+                    help="--target vta / artifacts with --driver python: run the layers on "
+                         "libqaccel_vta (c, the default) or on the Python reference "
+                         "simulator")  # fmt: skip
     ap.add_argument("--driver", choices=("python", "c"), default="python",
                     help="--target vta / artifacts: run the accelerator functions with the "
                          "Python runtime (the default) or through the generated C driver "
