@@ -225,6 +225,16 @@ def test_cli_target_vta_driver_c_compares_with_litert(tmp_path, capsys, oracle):
     assert "through the C driver" in out and "(bit-exact)" in out
 
 
+def test_driver_c_with_the_python_simulator_is_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        qaccel_run.main([str(FIXTURE_MODELS / "small_cnn.tflite"), "--target", "vta",
+                         "--driver", "c", "--simulator", "python",
+                         "--outputs-dir", str(tmp_path)])  # fmt: skip
+    assert e.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--simulator python needs --driver python" in err
+
+
 def test_driver_of_an_older_artifact_is_refused_with_one_line(tmp_path):
     driver = tmp_path / "driver"
     driver.mkdir()
@@ -259,6 +269,21 @@ def test_layer_error_is_one_line_naming_function_layer_and_instruction():
         _run_c(compiled, inputs)
     assert str(e.value) == f"vta_fn_0 layer 2: {expected.value}"
     assert "\n" not in str(e.value)
+
+
+@needs_cc
+def test_cli_layer_error_is_one_line(tmp_path, capsys):
+    compiled, data = _compiled("residual")
+    _corrupt(compiled, 1, 2)
+    write_artifact(compiled, tmp_path / "art", data)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        qaccel_run.main([str(tmp_path / "art"), "--driver", "c", "--outputs-dir",
+                         str(tmp_path / "out")])  # fmt: skip
+    assert e.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("qaccel-run: error: vta_fn_0 layer 1: instruction 2 (")
 
 
 @needs_cc
@@ -322,6 +347,10 @@ def test_sanitizers(tmp_path):
     process, which is slow.)"""
     compiled, data = _compiled("residual")
     write_artifact(compiled, tmp_path / "good", data)
+    for seed in (0, 1):
+        inputs = random_inputs(entry_function(compiled.module), seed)
+        np.savez(tmp_path / f"in{seed}.npz", *inputs)
+        np.savez(tmp_path / f"out{seed}.npz", *run_compiled(compiled, inputs))
     _corrupt(compiled, 1, 2)
     write_artifact(compiled, tmp_path / "bad", data)
     for name in ("good", "bad"):
@@ -333,16 +362,16 @@ def test_sanitizers(tmp_path):
         from pathlib import Path
         from qaccel.backends.vta import cdriver_runtime as cdr
         from qaccel.backends.vta.artifact import load_artifact
-        from qaccel.backends.vta.runtime import run_compiled
-        from qaccel.interpreter.interpreter import entry_function, random_inputs
         root = Path(%r)
         good = load_artifact(root / "good")
         runner = cdr.Runner(cdr.load_driver(root / "good" / "lib" / cdr.LIB_NAME), good)
         for seed in (0, 1):
-            inputs = random_inputs(entry_function(good.module), seed)
-            for x, y in zip(cdr.run_compiled_c(good, inputs, runner=runner),
-                            run_compiled(good, inputs), strict=True):
-                np.testing.assert_array_equal(x, y)
+            ins, outs = (np.load(root / f"{k}{seed}.npz") for k in ("in", "out"))
+            inputs = [ins[f"arr_{k}"] for k in range(len(ins.files))]
+            got = cdr.run_compiled_c(good, inputs, runner=runner)
+            for k, x in enumerate(got):
+                np.testing.assert_array_equal(x, outs[f"arr_{k}"])
+            assert len(got) == len(outs.files)
         runner.close()
         bad = load_artifact(root / "bad")
         try:

@@ -147,6 +147,9 @@ def run_vta(args) -> int:
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)
+    if args.driver == "c" and args.simulator == "python":
+        raise RunError("--simulator python needs --driver python (the C driver runs its "
+                       "layers on libqaccel_vta)")  # fmt: skip
     try:
         if is_artifact(path):
             compiled = load_artifact(path)

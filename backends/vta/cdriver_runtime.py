@@ -14,7 +14,8 @@ for a model compiled in memory), `runner/qaccel_runner.c` and libqaccel_vta's so
 (`$CC`, else `cc`) as C99 with `-Wall -Wextra -Werror`, once: it is cached under
 `$QACCEL_CACHE_DIR` (else `~/.cache/qaccel`) in a folder named by the SHA-256 of every source,
 the compiler and the flags (`cdriver-<hash>/`); the runner's and libqaccel_vta's objects are
-shared by every model (`cdriver-objects-<hash>/`), so a new artifact compiles only its model.c. The artifact is never written to (it may be read-only, and its
+shared by every model (`cdriver-objects-<hash>/`), so a new artifact compiles only its model.c.
+Nothing is evicted: remove the folders to reclaim the space. The artifact is never written to (it may be read-only, and its
 bytes are deterministic). Without a working C compiler `--driver c` fails with one line
 (`DriverUnavailable`); it does not fall back, because the user asked for this driver.
 """
