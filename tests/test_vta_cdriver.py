@@ -497,3 +497,53 @@ def test_hostile_function_name_gets_a_c_identifier(tmp_path):
     lib = cdr.load_driver(cdr.build_driver(
         {n: files[f"driver/{n}"] for n in cdr.DRIVER_FILES}, out_dir=tmp_path))  # fmt: skip
     assert lib.qaccel_runner_find(name.encode()) == 0
+
+
+@needs_cc
+def test_runner_c_api_reports_a_failing_host_step(tmp_path):
+    """Through the C API alone (as a LiteRT custom op would use it): a host callback that
+    fails stops the call with its return code, and the error names function, step and slot."""
+    compiled, _ = _compiled("residual")
+    lib = cdr.load_driver(cdr.build_driver(cdr.driver_sources(compiled)))
+    runner = cdr.Runner(lib, compiled)
+    seen = []
+
+    def write_slot(_ctx, slot, _dst, nbytes):
+        seen.append(("W", slot, nbytes))
+        return -7
+
+    host = cdr._Host(None, cdr._WRITE(write_slot), cdr._READ(lambda *a: 0),
+                     cdr._HOST(lambda *a: 0))  # fmt: skip
+    assert runner.call("vta_fn_0", host) == -7
+    slot0 = compiled.functions["vta_fn_0"].slots[0]
+    assert seen == [("W", 0, slot0.nbytes)] and slot0.host_writes
+    assert runner.error() == "vta_fn_0 step 0 (write slot 0): the host failed (rc -7)"
+    assert lib.qaccel_runner_call(runner.handle, 5, ctypes.byref(host)) != 0
+    assert runner.error() == "no accelerator function 5 (the model has 1)"
+    fresh = lib.qaccel_runner_open()
+    assert lib.qaccel_runner_call(fresh, 0, ctypes.byref(host)) != 0
+    lib.qaccel_runner_error.restype = ctypes.c_char_p
+    assert lib.qaccel_runner_error(fresh) == b"vta_fn_0: constants not loaded"
+    lib.qaccel_runner_close(fresh)
+    runner.close()
+
+
+@needs_cc
+def test_model_without_accelerator_functions():
+    """Nothing for the accelerator: the driver still builds strictly (empty table) and the
+    host program runs."""
+    from qaccel.frontend.builder import QParams, TensorSpec, single_op_model
+    from qaccel.frontend.tflite_import import import_tflite
+    from qaccel.pipeline.manager import build_pipeline, qaccel_context
+
+    q = QParams.per_tensor(0.1, 0)
+    model = single_op_model("ADD", [TensorSpec("a", (1, 4), np.int8, q),
+                                    TensorSpec("b", (1, 4), np.int8, q)],
+                            [TensorSpec("c", (1, 4), np.int8, q)])  # fmt: skip
+    module = import_tflite(model)
+    build_pipeline("vta-pipeline").apply(qaccel_context(), module)
+    compiled = compile_module(module)
+    assert not compiled.functions
+    inputs = random_inputs(entry_function(compiled.module), 0)
+    for x, y in zip(_run_c(compiled, inputs), run_compiled(compiled, inputs), strict=True):
+        np.testing.assert_array_equal(x, y)

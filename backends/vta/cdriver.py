@@ -277,6 +277,9 @@ typedef struct {
     int arg;
 } qaccel_step;
 
+"""
+
+_C_RUN_STEPS = """\
 static int qaccel_run_steps(qaccel_vta *dev, const qaccel_host *host, uint8_t *dram,
                             const qaccel_step *steps, uint32_t n_steps,
                             const qaccel_layer *layers, const uint32_t *slot_offset,
@@ -352,7 +355,8 @@ def driver_files(compiled: CompiledModel) -> dict[str, bytes]:
                                        n=len(compiled.functions), size=size)
                + "\n#endif\n")  # fmt: skip
     hw = ", ".join(f"QACCEL_HW_{key.upper()}" for key in HW_KEYS)
-    model_c = (_C_PRELUDE + "\n".join(sources)
+    run_steps = _C_RUN_STEPS if compiled.functions else ""  # unused static: -Werror
+    model_c = (_C_PRELUDE + run_steps + "\n".join(sources)
                + f"\nconst qaccel_function qaccel_model_functions[{size}] = {{\n"
                + "\n".join(table) + "\n};\n"
                + "const int qaccel_model_n_functions = QACCEL_MODEL_N_FUNCTIONS;\n"
