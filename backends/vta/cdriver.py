@@ -68,8 +68,8 @@ def _escaped_bytes(text: str) -> list[str]:
 
 
 def c_comment(text: str) -> str:
-    """`text` for the inside of a /* */ comment on one line: no newline, no `*/` or `/*`, no
-    trigraph, no backslash (all shown escaped)."""
+    """`text` for the inside of a /* */ comment on one line: no newline or other control or
+    non-ASCII byte (shown as \\xNN), no `*/` or `/*`, no trigraph, backslashes doubled."""
     out = "".join("\\\\" if c == "\\" else c for c in _escaped_bytes(text))
     out = out.replace("*/", "*\\/").replace("/*", "/\\*")
     while "??" in out:
