@@ -283,3 +283,26 @@ def test_qaccel_sim_runs_a_layer_of_the_artifact(tmp_path, capsys):
     code = qaccel_sim.main([str(fn / "layer_1.bin"), "--uops", str(tmp_path / "bad.uops")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1 and "not a whole number of micro-ops" in err[0]
+
+
+def test_a_layer_that_does_not_read_as_its_kind_runs_on_the_host():
+    # A hand-edited layer whose body is not a layer of its kind is refused with the reason,
+    # its body runs on the host interpreter, the layers after it still run on the simulator,
+    # and the result stays bit-exact.
+    from qaccel.dialects.accel import LayerOp
+    from xdsl.dialects.builtin import StringAttr
+
+    module, _ = vta_lowered("residual")
+    layers = [op for op in module.walk() if isinstance(op, LayerOp)]
+    eltwise = next(op for op in layers if op.kind.data == "eltwise")
+    eltwise.kind = StringAttr("pool")
+    eltwise.schedule = None
+    compiled = compile_module(module)
+    assert len(compiled.report["layers"]) == len(layers) - 1
+    refused = [fb for fb in compiled.fallbacks if "accel.layer" in fb.op]
+    assert len(refused) == 1 and refused[0].op == 'accel.narrow (accel.layer "pool")'
+    assert refused[0].reason == "not a pool followed by constant ALU ops"
+    inputs = random_inputs(entry_function(module), 0)
+    expected = run_function(module, inputs)
+    for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
+        np.testing.assert_array_equal(x, y)
