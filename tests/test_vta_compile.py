@@ -306,3 +306,30 @@ def test_a_layer_that_does_not_read_as_its_kind_runs_on_the_host():
     expected = run_function(module, inputs)
     for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+def test_pool_schedules_come_from_the_ir():
+    # A pool's output rows per tile, as edited in the IR, are what the program walks; the
+    # result stays bit-exact. Asking for the output stage on a configuration without one is
+    # a one-line error naming the layer.
+    from qaccel.backends.vta.compiled import CompileError
+    from qaccel.dialects.accel import LayerOp, ScheduleAttr
+
+    module, _ = vta_lowered("small_cnn")
+    pool = next(op for op in module.walk() if isinstance(op, LayerOp) and op.kind.data == "pool")
+    values = pool.schedule.fields()
+    assert values["rows"] > 1
+    values["rows"] = 1
+    pool.schedule = ScheduleAttr("pool", **values)
+    compiled = compile_module(module)
+    tiles = [r["tiling"]["tile_rows"] for r in compiled.report["layers"] if r["kind"] == "pool"]
+    assert tiles[0] == 1
+    inputs = random_inputs(entry_function(module), 0)
+    expected = run_function(module, inputs)
+    for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
+        np.testing.assert_array_equal(x, y)
+    values["output_stage"] = True
+    pool.schedule = ScheduleAttr("pool", **values)
+    with pytest.raises(CompileError, match=r'^@vta_fn_0: accel.layer "pool" \(max pool .*\): '
+                                           r".*output stage cannot run"):  # fmt: skip
+        compile_module(module)
