@@ -105,11 +105,13 @@ class CompiledFunction:
     arena_nbytes: int
     image: np.ndarray  # the DRAM image: arena zero, then every layer's constants
 
-    def run_layer(self, lay: CompiledLayer, image: np.ndarray, config: HardwareConfig):
-        """Simulate one layer on `image` (not modified); the DRAM after it."""
+    def run_layer(self, lay: CompiledLayer, image: np.ndarray, config: HardwareConfig,
+                  simulator: str = "c"):  # fmt: skip
+        """Simulate one layer on `image` (not modified); the DRAM after it. `simulator`: "c"
+        (libqaccel_vta) or "python" (the reference)."""
         from qaccel.targets.vta.simulator import simulate
 
-        result = simulate(lay.words, lay.uops, image, config)
+        result = simulate(lay.words, lay.uops, image, config, simulator=simulator)
         if any(result.leftover_tokens.values()):
             raise CompileError(f"{self.name} layer {lay.index}: tokens left over "
                                f"{result.leftover_tokens}")  # fmt: skip
