@@ -173,7 +173,8 @@ class FormVtaLayersPass(ModulePass):
                 yielded = [m.output] if m.widened is None else [m.output, m.widened]
                 try:
                     form_layer(kind, list(m.ops), yielded)
-                except NotALayer as e:
-                    reasons[m.output.owner] = str(e)  # type: ignore[index]
+                except NotALayer as e:  # the GEMM op, or the narrowing, says why
+                    root = m.ops[0] if isinstance(m, LayerMatch) else m.output.owner
+                    reasons[root] = str(e)  # type: ignore[index]
             for o, why in reasons.items():
                 o.attributes[HOST_REASON_ATTR] = StringAttr(why)

@@ -333,3 +333,19 @@ def test_pool_schedules_come_from_the_ir():
     with pytest.raises(CompileError, match=r'^@vta_fn_0: accel.layer "pool" \(max pool .*\): '
                                            r".*output stage cannot run"):  # fmt: skip
         compile_module(module)
+
+
+def test_ir_without_formed_layers_is_a_one_line_error():
+    # accel IR that never went through form-vta-layers (e.g. text from an older qaccel)
+    # would put every GEMM on the host: qaccel-compile says what to run instead.
+    from qaccel.backends.vta.compiled import CompileError
+    from qaccel.frontend.tflite_import import import_tflite
+    from qaccel.pipeline.manager import build_pipeline, qaccel_context
+
+    module = import_tflite((MODELS / "cnn.tflite").read_bytes(), "cnn.tflite")
+    build_pipeline("fuse-composites,legalize-tfl-to-q,annotate-target{target=vta},"
+                   "partition-graph{target=vta},insert-pack-unpack,lower-q-to-accel"
+                   ).apply(qaccel_context(), module)  # fmt: skip
+    with pytest.raises(CompileError, match=r"^@vta_fn_0: accel.conv2d_zp \(#\d+\) is in no "
+                                           r"accel.layer: run form-vta-layers and schedule-vta"):
+        compile_module(module)
