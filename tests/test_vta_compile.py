@@ -176,7 +176,12 @@ def test_mobilenet_v2_all_layers_on_the_accelerator(hw_config):
     assert modes == {"store"} if hw_config else "store" not in modes
     kinds = [r["kind"] for r in compiled.report["layers"]]
     assert len(kinds) - kinds.count("eltwise") == 53  # every convolution and the classifier
-    inputs = random_inputs(entry_function(module), 0)
+    _assert_bit_exact(module, compiled)
+
+
+def _assert_bit_exact(module, compiled, seed: int = 0) -> None:
+    """The compiled model's outputs equal the interpreter's on the same random inputs."""
+    inputs = random_inputs(entry_function(module), seed)
     expected = run_function(module, inputs)
     for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
         np.testing.assert_array_equal(x, y)
@@ -198,10 +203,7 @@ def test_schedules_come_from_the_ir():
     edited = compile_module(module)
     assert edited.report["layers"][0]["tiling"]["tile_h"] == 1
     assert [r["tiling"] for r in edited.report["layers"][1:]] == chosen[1:]
-    inputs = random_inputs(entry_function(module), 0)
-    expected = run_function(module, inputs)
-    for x, y in zip(run_compiled(edited, inputs), expected, strict=True):
-        np.testing.assert_array_equal(x, y)
+    _assert_bit_exact(module, edited)
 
 
 def test_element_wise_schedules_come_from_the_ir():
@@ -222,10 +224,7 @@ def test_element_wise_schedules_come_from_the_ir():
     edited = compile_module(module)
     got = [r["tiling"]["chunk_rows"] for r in edited.report["layers"] if r["kind"] == "eltwise"]
     assert got == [values["rows"], *rows[1:]]
-    inputs = random_inputs(entry_function(module), 0)
-    expected = run_function(module, inputs)
-    for x, y in zip(run_compiled(edited, inputs), expected, strict=True):
-        np.testing.assert_array_equal(x, y)
+    _assert_bit_exact(module, edited)
 
 
 def test_a_schedule_that_does_not_fit_is_a_one_line_error(tmp_path, capsys):
@@ -302,10 +301,7 @@ def test_a_layer_that_does_not_read_as_its_kind_runs_on_the_host():
     refused = [fb for fb in compiled.fallbacks if "accel.layer" in fb.op]
     assert len(refused) == 1 and refused[0].op == 'accel.narrow (accel.layer "pool")'
     assert refused[0].reason == "not a pool followed by constant ALU ops"
-    inputs = random_inputs(entry_function(module), 0)
-    expected = run_function(module, inputs)
-    for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
-        np.testing.assert_array_equal(x, y)
+    _assert_bit_exact(module, compiled)
 
 
 def test_pool_schedules_come_from_the_ir():
@@ -324,10 +320,7 @@ def test_pool_schedules_come_from_the_ir():
     compiled = compile_module(module)
     tiles = [r["tiling"]["tile_rows"] for r in compiled.report["layers"] if r["kind"] == "pool"]
     assert tiles[0] == 1
-    inputs = random_inputs(entry_function(module), 0)
-    expected = run_function(module, inputs)
-    for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
-        np.testing.assert_array_equal(x, y)
+    _assert_bit_exact(module, compiled)
     values["output_stage"] = True
     pool.schedule = ScheduleAttr("pool", **values)
     with pytest.raises(CompileError, match=r'^@vta_fn_0: accel.layer "pool" \(max pool .*\): '
