@@ -15,8 +15,8 @@ for a model compiled in memory), `runner/qaccel_runner.c` and libqaccel_vta's so
 `$QACCEL_CACHE_DIR` (else `~/.cache/qaccel`) in a folder named by the SHA-256 of every source,
 the compiler and the flags (`cdriver-<hash>/`); the runner's and libqaccel_vta's objects are
 shared by every model (`cdriver-objects-<hash>/`), so a new artifact compiles only its model.c.
-Nothing is evicted: remove the folders to reclaim the space. The artifact is never written to (it may be read-only, and its
-bytes are deterministic). Without a working C compiler `--driver c` fails with one line
+Nothing is evicted: remove the folders to reclaim the space. The artifact is never written to
+(it may be read-only, and its bytes are deterministic). Without a working C compiler `--driver c` fails with one line
 (`DriverUnavailable`); it does not fall back, because the user asked for this driver.
 """
 
@@ -138,7 +138,7 @@ def _shared_objects(interface: bytes, cc: str, flags: Sequence[str]) -> list[Pat
         (Path(tmp) / "qaccel_vta.h").write_bytes(interface)
         for src, obj in zip(_sources(), objects, strict=True):
             out = Path(tmp) / obj.name
-            _compile([cc, *flags, "-c", f"-I{tmp}", f"-I{RUNNER_DIR}", f"-I{_machine_dir()}",
+            _compile([cc, *(f for f in flags if f != "-shared"), "-c", f"-I{tmp}", f"-I{RUNNER_DIR}", f"-I{_machine_dir()}",
                       str(src), "-o", str(out)])  # fmt: skip
             os.replace(out, obj)  # atomic, as the library
     return objects
