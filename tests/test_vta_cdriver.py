@@ -548,3 +548,13 @@ def test_model_without_accelerator_functions():
     inputs = random_inputs(entry_function(compiled.module), 0)
     for x, y in zip(_run_c(compiled, inputs), run_compiled(compiled, inputs), strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+@needs_cc
+def test_runner_refuses_a_driver_for_another_hardware_config():
+    compiled, _ = _compiled("small_cnn")
+    lib = cdr.load_driver(cdr.build_driver(cdr.driver_sources(compiled)))
+    compiled.config = HardwareConfig.from_json("vta-store-requant")
+    with pytest.raises(cdr.DriverUnavailable, match=r"another hardware config than "
+                       r"'vta-store-requant' \(store_requant differ\)"):  # fmt: skip
+        cdr.Runner(lib, compiled)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from qaccel.backends.vta.cdriver import driver_files
+from qaccel.backends.vta.cdriver import HW_KEYS, driver_files
 from qaccel.backends.vta.compiled import CompiledModel, CompileError, resolve
 from qaccel.backends.vta.runtime import function_steps
 from qaccel.dialects import accel
@@ -224,6 +224,14 @@ class Runner:
 
     def __init__(self, lib: ctypes.CDLL, compiled: CompiledModel):
         self.lib = lib
+        self.handle = None
+        built = list((ctypes.c_int64 * len(HW_KEYS)).in_dll(lib, "qaccel_model_hw"))
+        wanted = [int(getattr(compiled.config, k)) for k in HW_KEYS]
+        if built != wanted:
+            differ = [k for k, a, b in zip(HW_KEYS, built, wanted, strict=True) if a != b]
+            raise DriverUnavailable(f"the C driver was generated for another hardware config "
+                                    f"than {compiled.config.name!r} ({', '.join(differ)} "
+                                    "differ)")  # fmt: skip
         self.handle = lib.qaccel_runner_open()
         if not self.handle:
             raise MemoryError("the C driver ran out of memory")
