@@ -515,10 +515,16 @@ def test_runner_c_api_reports_a_failing_host_step(tmp_path):
 
     host = cdr._Host(None, cdr._WRITE(write_slot), cdr._READ(lambda *a: 0),
                      cdr._HOST(lambda *a: 0))  # fmt: skip
-    assert runner.call("vta_fn_0", host) == -7
+    assert lib.qaccel_runner_call(runner.handle, 0, ctypes.byref(host)) == -7
     slot0 = compiled.functions["vta_fn_0"].slots[0]
     assert seen == [("W", 0, slot0.nbytes)] and slot0.host_writes
     assert runner.error() == "vta_fn_0 step 0 (write slot 0): the host failed (rc -7)"
+    # after a failure the function needs its constants again; Runner.call reloads them
+    assert lib.qaccel_runner_call(runner.handle, 0, ctypes.byref(host)) != 0
+    assert runner.error() == "vta_fn_0: constants not loaded"
+    runner._load("vta_fn_0")
+    assert runner.call("vta_fn_0", host) == -7 and runner.call("vta_fn_0", host) == -7
+    assert runner.last_error == "vta_fn_0 step 0 (write slot 0): the host failed (rc -7)"
     assert lib.qaccel_runner_call(runner.handle, 5, ctypes.byref(host)) != 0
     assert runner.error() == "no accelerator function 5 (the model has 1)"
     fresh = lib.qaccel_runner_open()

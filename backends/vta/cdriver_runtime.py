@@ -236,14 +236,22 @@ class Runner:
         if not self.handle:
             raise MemoryError("the C driver ran out of memory")
         self.index: dict[str, int] = {}
+        self.constants: dict[str, np.ndarray] = {}
         for name, fn in compiled.functions.items():
             k = lib.qaccel_runner_find(name.encode("utf-8", "surrogateescape"))
             if k < 0:
                 raise DriverUnavailable(f"the C driver has no accelerator function @{name}")
-            constants = np.ascontiguousarray(fn.image[fn.arena_nbytes :])
-            if lib.qaccel_runner_load(self.handle, k, constants.ctypes.data, constants.size):
-                raise DriverError(self.error())
             self.index[name] = k
+            self.constants[name] = np.ascontiguousarray(fn.image[fn.arena_nbytes :])
+            self._load(name)
+
+    def _load(self, name: str) -> None:
+        constants = self.constants[name]
+        if self.lib.qaccel_runner_load(self.handle, self.index[name], constants.ctypes.data,
+                                       constants.size):  # fmt: skip
+            raise DriverError(self.error())
+
+    last_error = ""  # the error of the last failed `call`
 
     def error(self) -> str:
         return self.lib.qaccel_runner_error(self.handle).decode("utf-8", "replace")
@@ -252,7 +260,14 @@ class Runner:
         return int(self.lib.qaccel_runner_cycles(self.handle))
 
     def call(self, name: str, host: _Host) -> int:
-        return self.lib.qaccel_runner_call(self.handle, self.index[name], ctypes.byref(host))
+        """`qaccel_runner_call`; after a failure the constants are loaded again (the error
+        stays readable), so the runner remains usable."""
+        rc = self.lib.qaccel_runner_call(self.handle, self.index[name], ctypes.byref(host))
+        if rc != 0:
+            error = self.error()
+            self._load(name)
+            self.last_error = error
+        return rc
 
     def close(self) -> None:
         if self.handle:
@@ -359,7 +374,7 @@ def _make_call_impl():
             if failure:
                 raise failure[0]
             if rc != 0:
-                raise DriverError(self.runner.error())
+                raise DriverError(self.runner.last_error)
             return tuple(env[v] for v in ops[-1].operands)
 
     return CDriverCalls

@@ -187,6 +187,7 @@ int qaccel_runner_call(qaccel_runner *r, int fn, const qaccel_host *host) {
     memset(dev->dram, 0, f->arena_bytes); /* every call starts from a zero arena */
     rc = f->run(dev, host, &where);
     if (rc == 0) return 0;
+    r->loaded[fn] = 0; /* a failed stream may have written anywhere: load the constants again */
     if (where.kind == QACCEL_STEP_LAYER)
         snprintf(r->error, sizeof r->error, "%s layer %d: %s", f->name, where.arg,
                  dev->error[0] ? dev->error : "the device failed");

@@ -56,7 +56,8 @@ void qaccel_runner_close(qaccel_runner *r);
 int qaccel_runner_load(qaccel_runner *r, int fn, const uint8_t *constants, uint32_t nbytes);
 
 /* Runs function `fn` once (after qaccel_runner_load). 0 on success; otherwise the return code
- * of the failing step and qaccel_runner_error() says where and why. */
+ * of the failing step and qaccel_runner_error() says where and why, and the function needs
+ * qaccel_runner_load again (a failed stream may have overwritten its constants). */
 int qaccel_runner_call(qaccel_runner *r, int fn, const qaccel_host *host);
 
 /* The last failure as one line: "<function> layer <i>: instruction <k> (<kind>): <why>",
