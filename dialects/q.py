@@ -122,6 +122,21 @@ def _check_channels(op: QOp, names: Sequence[str], channels: int) -> None:
             )
 
 
+# TFLite's MultiplyByQuantizedMultiplier is defined for shifts in [-31, 30]
+# (`TFLITE_DCHECK(shift >= -31 && shift <= 30)`); outside, the int32 arithmetic is undefined.
+MIN_SHIFT, MAX_SHIFT = -31, 30
+
+
+def _check_shifts(op: QOp, name: str, values) -> None:
+    values = np.atleast_1d(np.asarray(values, np.int64))
+    bad = values[(values < MIN_SHIFT) | (values > MAX_SHIFT)]
+    if bad.size:
+        raise VerifyException(
+            f"{op.name}: {name} {int(bad[0])} is outside [{MIN_SHIFT}, {MAX_SHIFT}], "
+            "where TFLite's fixed-point rescaling is defined"
+        )
+
+
 class _WindowOp(QOp):
     strides = prop_def(DenseArrayBase)
     """[stride_h, stride_w]"""
@@ -248,6 +263,7 @@ class RequantizeOp(QOp):
             raise VerifyException("q.requantize: multiplier and shift differ in length")
         if np.any(self.array_prop("multiplier") < 0):
             raise VerifyException("q.requantize: multipliers must not be negative")
+        _check_shifts(self, "shift", self.array_prop("shift"))
 
 
 @irdl_op_definition
@@ -289,6 +305,8 @@ class _AddSubOp(QOp):
             raise VerifyException(
                 f"{self.name}: output_shift must not be positive, got {self.int_prop('output_shift')}"
             )
+        for name in ("lhs_shift", "rhs_shift", "output_shift"):
+            _check_shifts(self, name, self.int_prop(name))
 
 
 @irdl_op_definition
@@ -319,6 +337,9 @@ class MulOp(QOp):
     multiplier = prop_def(IntegerAttr[I32])
     shift = prop_def(IntegerAttr[I32])
     output_zero_point = prop_def(IntegerAttr[I32])
+
+    def verify_(self) -> None:
+        _check_shifts(self, "shift", self.int_prop("shift"))
 
 
 class _PoolOp(_WindowOp):

@@ -50,8 +50,11 @@ from qaccel.dialects.tfl import (
     py_to_attr,
 )
 from qaccel.dialects.types import element_type_for, numpy_dtype
+from qaccel.dialects.memory import MemoryBudgetError, check_budget
 from qaccel.frontend.errors import TFLiteImportError
 from qaccel.frontend import tflite_schema
+from qaccel.frontend.tflite_shapes import ShapeMismatch, infer_shape
+from qaccel.frontend.tflite_verify import verify_model
 
 _MAX_ELEMENTS = 1 << 40  # no real tensor comes near this; larger counts are corrupt files
 
@@ -73,6 +76,7 @@ def import_tflite(data: bytes, source: str = "<bytes>") -> ModuleOp:
         raise TFLiteImportError(
             f"{source}: not a TFLite model (file identifier {ident!r}, expected b'TFL3')"
         )
+    verify_model(data, source)
     try:
         return _Importer(data, source).run()
     except TFLiteImportError:
@@ -134,8 +138,14 @@ class _Importer:
         entry_name = "main"
         for i in range(self.model.SignatureDefsLength()):
             sig = self.model.SignatureDefs(i)
+            if sig.SubgraphIndex() >= n_subgraphs:
+                raise TFLiteImportError(
+                    f"{self.source}: signature {i}: subgraph index {sig.SubgraphIndex()} out "
+                    f"of range (the model has {n_subgraphs} subgraphs)"
+                )
             if sig.SubgraphIndex() == 0 and sig.SignatureKey():
-                entry_name = _symbol_name(sig.SignatureKey().decode(), "main")
+                key = _utf8(sig.SignatureKey(), f"{self.source}: signature {i}: key")
+                entry_name = _symbol_name(key, "main")
         taken = {entry_name}
         self.subgraphs: list[_Subgraph] = []
         for i in range(n_subgraphs):
@@ -143,7 +153,7 @@ class _Importer:
             if i == 0:
                 name = entry_name
             else:
-                raw = graph.Name().decode() if graph.Name() else ""
+                raw = _utf8(graph.Name(), f"{self.source}: subgraph {i}: name") if graph.Name() else ""
                 name = _symbol_name(raw, f"subgraph_{i}")
                 if name in taken:
                     name = f"{name}_{i}"
@@ -160,6 +170,10 @@ class _Importer:
         self.names = [
             (graph.Tensors(t).Name() or b"").decode("utf-8", "replace") for t in range(n_tensors)
         ]
+        try:
+            check_budget(sum(_type_bytes(t) for t in self.types), self.where)
+        except MemoryBudgetError as e:
+            raise TFLiteImportError(str(e)) from None
         inputs = [self._check_tensor(graph.Inputs(i), n_tensors, "input") for i in range(graph.InputsLength())]
         outputs = [self._check_tensor(graph.Outputs(i), n_tensors, "output") for i in range(graph.OutputsLength())]
 
@@ -321,6 +335,8 @@ class _Importer:
         except Exception as e:
             raise TFLiteImportError(f"{what}: cannot read its options ({e})") from None
 
+        self._check_per_axis(what, op_name, in_idx, out_idx)
+        self._check_shape(what, op_name, operands, result_types, options)
         op = self._make_op(op_name, opcode, code, operands, result_types, options, version, operator)
         for t, result in zip(out_idx, op.results):
             if t in self.sg.values:
@@ -329,6 +345,47 @@ class _Importer:
         locs: list[LocationAttr] = [_name_loc(self.names[t]) for t in out_idx]
         op.location = locs[0] if len(locs) == 1 else FusedLoc(ArrayAttr(locs), NoneAttr())
         return op
+
+    def _check_per_axis(self, what: str, op_name: str, in_idx: list[int], out_idx: list[int]) -> None:
+        """Per-axis (per-channel) quantization only where TFLite defines it: the weights and
+        bias of the convolutions and FULLY_CONNECTED, DEQUANTIZE's input, QUANTIZE's output."""
+        allowed = _PER_AXIS_OPERANDS.get(op_name)
+        if allowed is None and op_name not in OPS_BY_TFLITE_NAME:
+            return  # an operator we don't know: LiteRT's kernel (if any) decides
+        for pos, t in [*((i, t) for i, t in enumerate(in_idx)), *((-1 - i, t) for i, t in enumerate(out_idx))]:
+            if t == -1:
+                continue
+            element = self.types[t].element_type
+            if isinstance(element, UniformQuantizedType) and element.is_per_axis:
+                if allowed is not None and pos in allowed:
+                    continue
+                role = f"input {pos}" if pos >= 0 else f"output {-1 - pos}"
+                raise TFLiteImportError(
+                    f"{what}: {role}, tensor {t} '{self.names[t]}', is quantized per axis, "
+                    f"which {op_name} does not accept there"
+                )
+
+    def _check_shape(self, what, op_name, operands, result_types, options) -> None:
+        """The declared output shape must be the one TFLite's Prepare computes."""
+        if len(result_types) != 1 or not isinstance(result_types[0], TensorType):
+            return
+        shapes = [
+            tuple(v.type.get_shape()) if isinstance(v.type, TensorType) else None
+            for v in operands
+        ]
+        consts = [v.owner.as_array() if isinstance(v.owner, ConstOp) else None for v in operands]
+        try:
+            inferred = infer_shape(op_name, shapes, consts, options)
+        except ShapeMismatch as e:
+            raise TFLiteImportError(f"{what}: {e}") from None
+        except Exception:
+            return  # odd options: the Prepare checks of the kernels decide
+        declared = tuple(result_types[0].get_shape())
+        if inferred is not None and tuple(inferred) != declared:
+            raise TFLiteImportError(
+                f"{what}: the output is declared with shape {list(declared)}, but the inputs "
+                f"give {list(inferred)}"
+            )
 
     def _make_op(self, op_name, opcode, code, operands, result_types, options, version, operator):
         cls = OPS_BY_TFLITE_NAME.get(op_name)
@@ -373,6 +430,36 @@ class _Importer:
         return StableHLOCompositeOp.create(
             operands=operands, result_types=result_types, properties=props
         )
+
+
+# Operand positions (outputs as -1, -2, ...) where TFLite accepts per-axis quantization.
+_PER_AXIS_OPERANDS = {
+    "CONV_2D": {1, 2},
+    "DEPTHWISE_CONV_2D": {1, 2},
+    "FULLY_CONNECTED": {1, 2},
+    "TRANSPOSE_CONV": {1, 3},
+    "CONV_3D": {1, 2},
+    "CONV_3D_TRANSPOSE": {1, 3},
+    "DEQUANTIZE": {0},
+    "QUANTIZE": {-1},
+    "EMBEDDING_LOOKUP": {1},
+    "BATCH_MATMUL": {1},
+}
+
+
+def _utf8(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TFLiteImportError(f"{what} is not UTF-8 (byte {e.start})") from None
+
+
+def _type_bytes(t: TensorType) -> int:
+    try:
+        itemsize = numpy_dtype(storage_type_of(t.element_type)).itemsize
+    except Exception:
+        itemsize = 8
+    return math.prod(t.get_shape()) * itemsize
 
 
 def _decode_flexbuffer(data: bytes):
