@@ -5,7 +5,8 @@ end (IndexError, struct.error) or, worse, read garbage from elsewhere in the fil
 model that LiteRT's verifier (`tflite::VerifyModelBuffer`) rejects. This module checks what
 that verifier checks for the tables qaccel reads: every table's offset and vtable lie inside
 the buffer, every scalar field fits, every vector's length keeps it inside the buffer, every
-string is NUL-terminated, and tables are nested at most 64 deep. Union members (the builtin
+string is NUL-terminated, every scalar, offset and vector is aligned to its size, and tables are
+nested at most 64 deep; and the schema version is 3, the only one LiteRT reads. Union members (the builtin
 options, quantization details, sparsity) are checked as tables whose fields are in bounds.
 
     verify_model(data, "m.tflite")   # TFLiteImportError: m.tflite: subgraph 0: tensor 3: ...
@@ -93,9 +94,15 @@ class _Verifier:
     def within(self, pos: int, n: int) -> bool:
         return 0 <= pos and pos + n <= self.size
 
+    def aligned(self, pos: int, n: int, path: list[str], what: str) -> None:
+        """flatbuffers::Verifier::VerifyAlignment: scalars at multiples of their size."""
+        if n in (2, 4, 8) and pos % n:
+            self.fail(path, f"{what} at byte {pos} is not aligned to {n} bytes")
+
     def offset_target(self, pos: int, path: list[str], what: str) -> int:
         if not self.within(pos, 4):
             self.fail(path, f"{what}: offset at byte {pos} lies outside the file")
+        self.aligned(pos, 4, path, what)
         target = pos + self.u32(pos)
         if target >= self.size:
             self.fail(path, f"{what}: points to byte {target}, past the end ({self.size} bytes)")
@@ -106,6 +113,8 @@ class _Verifier:
         start = self.offset_target(pos, path, what)
         if not self.within(start, 4):
             self.fail(path, f"{what}: vector length at byte {start} lies outside the file")
+        self.aligned(start, 4, path, what)
+        self.aligned(start + 4, elem, path, what)
         n = self.u32(start)
         if not self.within(start + 4, n * elem):
             self.fail(path, f"{what}: vector of {n} elements runs past the end of the file")
@@ -119,9 +128,11 @@ class _Verifier:
             self.fail(path, f"more than {_MAX_TABLES} tables")
         if not self.within(pos, 4):
             self.fail(path, f"{spec.name} at byte {pos} lies outside the file")
+        self.aligned(pos, 4, path, spec.name)
         vtable = pos - self.i32(pos)
         if not self.within(vtable, 4):
             self.fail(path, f"{spec.name}: vtable at byte {vtable} lies outside the file")
+        self.aligned(vtable, 2, path, f"{spec.name}: vtable")
         vsize, tsize = self.u16(vtable), self.u16(vtable + 2)
         if vsize < 4 or vsize % 2 or not self.within(vtable, vsize):
             self.fail(path, f"{spec.name}: invalid vtable size {vsize}")
@@ -136,6 +147,7 @@ class _Verifier:
             size = kind if isinstance(kind, int) else 4
             if off + size > tsize or not self.within(pos + off, size):
                 self.fail(path, f"{field} lies outside its table")
+            self.aligned(pos + off, size, path, field)
             if not isinstance(kind, int):
                 self.field(pos + off, kind, path, field, depth)
 
@@ -165,7 +177,22 @@ def verify_model(data: bytes, source: str = "<bytes>") -> None:
         v.fail([], f"too short to be a TFLite model ({v.size} bytes)")
     if v.size >= 1 << 31:
         v.fail([], "larger than 2 GiB (flatbuffers address at most 2 GiB)")
-    v.table(v.offset_target(0, [], "root table"), _MODEL, [], 1)
+    root = v.offset_target(0, [], "root table")
+    v.table(root, _MODEL, [], 1)
+    version = tflite_model_version(data, root)
+    if version != SCHEMA_VERSION:
+        v.fail([], f"schema version {version}, expected {SCHEMA_VERSION}")
+
+
+SCHEMA_VERSION = 3  # the only one LiteRT reads ("Model provided is schema version ...")
+
+
+def tflite_model_version(data: bytes, root: int) -> int:
+    """Model.version (vtable offset 4), 0 when absent; `data` already verified."""
+    vtable = root - struct.unpack_from("<i", data, root)[0]
+    vsize = struct.unpack_from("<H", data, vtable)[0]
+    off = struct.unpack_from("<H", data, vtable + 4)[0] if vsize > 4 else 0
+    return struct.unpack_from("<I", data, root + off)[0] if off else 0
 
 
 __all__ = ["verify_model"]
