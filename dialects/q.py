@@ -122,9 +122,10 @@ def _check_channels(op: QOp, names: Sequence[str], channels: int) -> None:
             )
 
 
-# TFLite's MultiplyByQuantizedMultiplier is defined for shifts in [-31, 30]
-# (`TFLITE_DCHECK(shift >= -31 && shift <= 30)`); outside, the int32 arithmetic is undefined.
-MIN_SHIFT, MAX_SHIFT = -31, 30
+# The shifts the kernels' MultiplyByQuantizedMultiplier defines: a left shift of an int32 by at
+# most 31, a rounding right shift of the int64 high product by at most 62. (TFLite itself
+# produces [-31, 30]; smaller shifts are exact here and refused by the accelerator lowering.)
+MIN_SHIFT, MAX_SHIFT = -62, 31
 
 
 def _check_shifts(op: QOp, name: str, values) -> None:

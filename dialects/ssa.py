@@ -5,7 +5,7 @@ same block, inside the regions of a later op, or as a block argument of an enclo
 A value used by its own defining op, or before its definition, is refused:
 
     %4 = q.bias_add %4, %b : ...
-    f.mlir: q.bias_add uses its own result %4 as an operand
+    f.mlir: @f: op 0 (q.bias_add) uses its own result as operand 0
 
 Regions with several blocks (control flow) are checked only for values defined outside them;
 dominance between their blocks would need a CFG analysis that no qaccel IR needs.
@@ -24,12 +24,26 @@ def verify_dominance(root: Operation, source: str = "<input>") -> None:
         _check_region(region, visible, source)
 
 
-def _value_name(value: SSAValue) -> str:
-    return f"%{value.name_hint}" if value.name_hint else f"a result of {value.owner.name}"
+def _where(op: Operation) -> str:
+    """`@f: op 3 (q.bias_add)`: the op's function (if any) and its index in its block."""
+    index = list(op.parent.ops).index(op) if op.parent is not None else 0
+    parent = op.parent_op()
+    while parent is not None and "sym_name" not in parent.properties:
+        parent = parent.parent_op()
+    fn = f"@{parent.properties['sym_name'].data}: " if parent is not None else ""
+    return f"{fn}op {index} ({op.name})"
 
 
-def _own_result(value: SSAValue) -> str:
-    return f"its own result %{value.name_hint}" if value.name_hint else "its own result"
+def _error(source: str, op: Operation, i: int, value: SSAValue) -> VerifyException:
+    name = f"%{value.name_hint}" if value.name_hint else "its value"
+    if value.owner is op:
+        return VerifyException(f"{source}: {_where(op)} uses its own result as operand {i}")
+    if isinstance(value.owner, Operation) and value.owner.parent is not None:
+        return VerifyException(
+            f"{source}: {_where(op)}: operand {i} ({name}) is used before its definition by "
+            f"{_where(value.owner).split(': ')[-1]}"
+        )
+    return VerifyException(f"{source}: {_where(op)}: operand {i} is not visible here")
 
 
 def _check_region(region: Region, visible: set[SSAValue], source: str) -> None:
@@ -48,14 +62,9 @@ def _check_region(region: Region, visible: set[SSAValue], source: str) -> None:
                 visible.update(block.args)
                 added.extend(block.args)
             for op in block.ops:
-                for operand in op.operands:
+                for i, operand in enumerate(op.operands):
                     if operand not in visible:
-                        raise VerifyException(
-                            f"{source}: {op.name} uses {_own_result(operand)} as an operand"
-                            if operand.owner is op else
-                            f"{source}: {op.name} uses {_value_name(operand)} before its "
-                            "definition"
-                        )  # fmt: skip
+                        raise _error(source, op, i, operand)
                 for inner in op.regions:
                     _check_region(inner, visible, source)
                 if ordered:
