@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     i32,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from qaccel.dialects.quant import UniformQuantizedType, storage_type_of
 from qaccel.dialects.tfl import (
@@ -78,7 +79,7 @@ def import_tflite(data: bytes, source: str = "<bytes>") -> ModuleOp:
         )
     verify_model(data, source)
     try:
-        return _Importer(data, source).run()
+        module = _Importer(data, source).run()
     except TFLiteImportError:
         raise
     except Exception as e:
@@ -87,6 +88,12 @@ def import_tflite(data: bytes, source: str = "<bytes>") -> ModuleOp:
         raise TFLiteImportError(
             f"{source}: truncated or malformed flatbuffer ({type(e).__name__}: {e})"
         ) from e
+    try:
+        module.verify()  # e.g. a zero stride: refused here, not by the first pass
+    except VerifyException as e:
+        first = next((line for line in str(e).splitlines() if line.strip()), "invalid IR")
+        raise TFLiteImportError(f"{source}: {first.strip()}") from None
+    return module
 
 
 def _raised_by_reader(e: Exception) -> bool:
@@ -228,7 +235,10 @@ class _Importer:
         if not isinstance(dtype, np.dtype):
             type_name = dtype if isinstance(dtype, str) else f"#{tensor.Type()}"
             raise TFLiteImportError(f"{what}: tensor type {type_name} is not supported")
-        element = element_type_for(dtype)
+        try:
+            element = element_type_for(dtype)
+        except KeyError:
+            raise TFLiteImportError(f"{what}: tensor type {dtype} is not supported") from None
         quant = tensor.Quantization()
         if quant is not None and quant.ScaleLength() > 0 and dtype.kind in "iu":
             scales = quant.ScaleAsNumpy().astype(np.float32)
@@ -392,7 +402,12 @@ class _Importer:
         if cls is not None and len(result_types) == 1:
             fitted = _fit_operands(cls, operands, self._none)
             if fitted is not None:
-                props = cls.properties_from_options(options)
+                try:
+                    props = cls.properties_from_options(options)
+                except (IndexError, KeyError, ValueError, TypeError) as e:
+                    raise TFLiteImportError(
+                        f"{self.where}: {op_name}: invalid options {options} ({e})"
+                    ) from None
                 if version > 1:
                     props["version"] = IntegerAttr(version, i32)
                 return cls.create(operands=fitted, result_types=result_types, properties=props)

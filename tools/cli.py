@@ -26,6 +26,47 @@ class OutputPathError(Exception):
     """An output location that cannot be written (checked before the work starts)."""
 
 
+class InputError(ValueError):
+    """An input file that cannot be read as what it claims to be, as one line."""
+
+
+def parse_mlir(data: bytes, source: str, ctx=None):
+    """MLIR text -> a verified `ModuleOp` in SSA form, or InputError (one line) / xDSL's
+    VerifyException. The one parse boundary of every tool and of the `mlir` fuzz harness:
+    undecodable bytes, nesting beyond Python's recursion limit and literals xDSL rejects with
+    a bare ValueError (`dense<262> : tensor<i8>`) become one-line errors here."""
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
+
+    from qaccel.dialects import qaccel_context
+    from qaccel.dialects.ssa import verify_dominance
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"'{source}': not UTF-8 text (byte {e.start})") from None
+    try:
+        module = Parser(ctx or qaccel_context(), text, source).parse_module()
+    except RecursionError:
+        raise InputError(f"'{source}': nested too deeply to parse") from None
+    except ParseError as e:
+        raise InputError(parse_error_line(e)) from None
+    except (ValueError, OverflowError) as e:  # xDSL: literals out of range of their type
+        raise InputError(f"'{source}': {one_line(str(e))}") from None
+    module.verify()
+    verify_dominance(module, source)
+    return module
+
+
+def parse_error_line(e) -> str:
+    """`file:line:col: message` for an xDSL ParseError, instead of its multi-line excerpt."""
+    try:
+        loc = e.span.get_location()
+        return f"{loc}: {e.msg}"
+    except Exception:
+        return one_line(e.msg)
+
+
 def one_line(message: str) -> str:
     """The first non-empty line of `message` (diagnostics are one line)."""
     for line in str(message).splitlines():
@@ -104,7 +145,10 @@ def resource_errors(prog: str) -> Iterator[None]:
 
 
 __all__ = [
+    "InputError",
     "OutputPathError",
+    "parse_error_line",
+    "parse_mlir",
     "check_output_dir",
     "check_output_file",
     "fail",

@@ -37,9 +37,15 @@ from qaccel.backends.vta.report_plot import PlotError, plot_report, require_matp
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
 from qaccel.pipeline.manager import PipelineError, available_passes, qaccel_context
 from qaccel.dialects.memory import MemoryBudgetError
-from qaccel.dialects.ssa import verify_dominance
 from qaccel.interpreter.interpreter import ExecutionError, check_memory
-from qaccel.tools.cli import OutputPathError, check_output_dir, check_output_file, resource_errors
+from qaccel.tools.cli import (
+    InputError,
+    OutputPathError,
+    check_output_dir,
+    check_output_file,
+    parse_mlir,
+    resource_errors,
+)
 from qaccel.tools.qaccel_opt import add_pass_manager_arguments, normalize_argv, pass_manager_for
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
@@ -113,22 +119,10 @@ def compile_model(
 
 
 def _parse_mlir(data: bytes, path: Path):
-    from xdsl.parser import Parser
-    from xdsl.utils.exceptions import ParseError
-
     try:
-        module = Parser(qaccel_context(), data.decode(), str(path)).parse_module()
-    except UnicodeDecodeError as e:
-        raise CompileError(f"'{path}': not UTF-8 text (byte {e.start})") from None
-    except RecursionError:
-        raise CompileError(f"'{path}': nested too deeply to parse") from None
-    except ParseError as e:
-        from qaccel.tools.qaccel_opt import parse_error_line
-
-        raise CompileError(parse_error_line(e)) from None
-    module.verify()
-    verify_dominance(module, str(path))
-    return module
+        return parse_mlir(data, str(path))
+    except InputError as e:
+        raise CompileError(str(e)) from None
 
 
 def run(argv: Sequence[str] | None = None) -> int:

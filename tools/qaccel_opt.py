@@ -271,6 +271,10 @@ class QaccelOptMain(xDSLOptMain):
             raise UsageError(f"'{name}': not UTF-8 text (byte {e.start})") from None
         except RecursionError:
             raise UsageError(f"'{name}': nested too deeply to parse") from None
+        except (TFLiteImportError, DiagnosticException):
+            raise
+        except (ValueError, OverflowError) as e:  # xDSL: literals out of range of their type
+            raise UsageError(f"'{name}': {str(e).strip()}") from None
         if module is not None:
             verify_input(module, name)
         if self.timing is not None:

@@ -48,9 +48,10 @@ from qaccel.pipeline.manager import (
     qaccel_context,
 )
 from qaccel.dialects.memory import MemoryBudgetError
-from qaccel.dialects.ssa import verify_dominance
 from qaccel.tools.cli import (
+    InputError,
     OutputPathError,
+    parse_mlir,
     check_output_dir,
     check_output_file,
     resource_errors,
@@ -63,7 +64,6 @@ from qaccel.tools.qaccel_opt import (
 )
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.parser import Parser
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
 PROG = "qaccel-run"
@@ -86,14 +86,7 @@ def load_model(path: Path, ctx: Context) -> tuple[ModuleOp, bytes | None]:
     if path.suffix == ".tflite":
         return import_tflite(data, str(path)), data
     if path.suffix == ".mlir":
-        try:
-            module = Parser(ctx, data.decode("utf-8"), str(path)).parse_module()
-        except UnicodeDecodeError as e:
-            raise RunError(f"'{path}': not UTF-8 text (byte {e.start})") from None
-        except RecursionError:
-            raise RunError(f"'{path}': nested too deeply to parse") from None
-        module.verify()
-        verify_dominance(module, str(path))
+        module = parse_mlir(data, str(path), ctx)
         return module, None
     raise RunError(f"'{path}': unknown model extension '{path.suffix}' (expected .tflite or .mlir)")
 
@@ -257,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         with resource_errors(PROG):
             code = run(argv)
     except (RunError, ExecutionError, PipelineError, TFLiteImportError, DiagnosticException,
-            SemanticsError, PlotError, OutputPathError, MemoryBudgetError) as e:
+            SemanticsError, PlotError, OutputPathError, MemoryBudgetError, InputError) as e:
         _fail(str(e))
     except kernels.Refusal as e:
         _fail(f"LiteRT's reference kernels refuse this model: {e}")
