@@ -116,6 +116,15 @@ def test_deep_nesting(tmp_path, capsys, text):
             expect="nested too deeply to parse", absent=[tmp_path / "c"])  # fmt: skip
 
 
+def test_unterminated_string_does_not_hang(tmp_path, capsys):
+    """xDSL's string-literal regex backtracked exponentially (minutes for 30 characters)."""
+    path = write(tmp_path, "s.mlir", 'func.func @f() attributes {a = "' + "x" * 60 + "\n} {\n}\n")
+    refused(capsys, qaccel_opt, [path], prog="qaccel-opt",
+            expect="End of file reached before closing string literal")  # fmt: skip
+    refused(capsys, qaccel_compile, [path, "-o", tmp_path / "c"], prog="qaccel-compile",
+            expect="closing string literal", absent=[tmp_path / "c"])  # fmt: skip
+
+
 # --- graph wiring the importer trusted --------------------------------------------------------
 
 

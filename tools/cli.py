@@ -22,6 +22,20 @@ from typing import NoReturn, TypeVar
 T = TypeVar("T")
 
 
+def linear_string_literal_lexing() -> None:
+    r"""xDSL 0.74 lexes string literals with `"(?:[^"\\\n\v\f]+|\\(...))*"`: the nested
+    quantifiers backtrack exponentially on an unterminated literal (`"abc...` then a newline;
+    30 characters take minutes; found by fuzz/). One character per repetition matches the same
+    strings in linear time, the alternatives starting with different characters."""
+    import re
+
+    from xdsl.utils.mlir_lexer import MLIRLexer
+
+    MLIRLexer._unescaped_characters_regex = re.compile(
+        r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"'
+    )
+
+
 class OutputPathError(Exception):
     """An output location that cannot be written (checked before the work starts)."""
 
@@ -41,6 +55,7 @@ def parse_mlir(data: bytes, source: str, ctx=None):
     from qaccel.dialects import qaccel_context
     from qaccel.dialects.ssa import verify_dominance
 
+    linear_string_literal_lexing()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -140,6 +155,8 @@ def resource_errors(prog: str) -> Iterator[None]:
         fail(prog, "out of memory (see QACCEL_MEMORY_LIMIT in README.md)")
     except OutputPathError as e:
         fail(prog, str(e))
+    except UnicodeDecodeError as e:  # e.g. a --config file (its loader lets this escape)
+        fail(prog, f"an input file is not UTF-8 text (byte {e.start}: {e.reason})")
     except OSError as e:  # e.g. an output folder that cannot be created (read-only, /proc)
         fail(prog, f"'{e.filename}': {e.strerror}" if e.filename else str(e))
 

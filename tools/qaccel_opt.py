@@ -35,7 +35,12 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qaccel.frontend.errors import TFLiteExportError, TFLiteImportError
 from qaccel.interpreter.prepare import ExecutionError
-from qaccel.tools.cli import OutputPathError, check_output_file, resource_errors
+from qaccel.tools.cli import (
+    OutputPathError,
+    check_output_file,
+    linear_string_literal_lexing,
+    resource_errors,
+)
 from qaccel.pipeline.manager import (
     IRPrinter,
     PassInfo,
@@ -265,6 +270,7 @@ class QaccelOptMain(xDSLOptMain):
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
         start = time.perf_counter()
         name = self.get_input_name()
+        linear_string_literal_lexing()
         try:
             module = super().parse_chunk(chunk, file_extension, start_offset)
         except UnicodeDecodeError as e:
