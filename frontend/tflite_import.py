@@ -52,9 +52,9 @@ from qaccel.dialects.tfl import (
 )
 from qaccel.dialects.types import element_type_for, numpy_dtype
 from qaccel.dialects.memory import MemoryBudgetError, check_budget
+from qaccel.kernels.shapes import ShapeMismatch, infer_shape
 from qaccel.frontend.errors import TFLiteImportError
 from qaccel.frontend import tflite_schema
-from qaccel.frontend.tflite_shapes import ShapeMismatch, infer_shape
 from qaccel.frontend.tflite_verify import verify_model
 
 _MAX_ELEMENTS = 1 << 40  # no real tensor comes near this; larger counts are corrupt files

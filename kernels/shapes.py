@@ -1,6 +1,6 @@
-"""The output shapes TFLite's Prepare computes for the common operators, so the importer can
-refuse a model whose declared output shape disagrees (LiteRT would resize the tensor; qaccel
-keeps declared types, so a disagreement would compile into wrong code).
+"""The output shapes TFLite's Prepare computes for the common operators, so the importer and the
+`tfl` op verifiers can refuse a declared output shape that disagrees (LiteRT would resize the
+tensor; qaccel keeps declared types, so a disagreement would compile into wrong code).
 
     infer_shape("ADD", [(1, 4), (1, 4)], [None, None], {})  -> (1, 4)
 
@@ -58,8 +58,8 @@ def infer_shape(op: str, shapes: Sequence[Shape | None], consts: Sequence[np.nda
                 options: dict[str, Any]) -> Shape | None:
     """The output shape of single-output `op` from its input shapes (None: absent input),
     constant inputs and options; None when not inferred. Raises ShapeMismatch."""
-    if any(s is None for s in shapes[:1]):
-        return None
+    if any(s is None for s in shapes[:1]) or any(d < 0 for s in shapes if s for d in s):
+        return None  # no input, or dynamic dimensions
     if op in _SAME_SHAPE and shapes:
         return shapes[0]
     if op in _BROADCAST and len(shapes) == 2 and shapes[1] is not None:
@@ -128,4 +128,7 @@ def infer_shape(op: str, shapes: Sequence[Shape | None], consts: Sequence[np.nda
     return None
 
 
-__all__ = ["ShapeMismatch", "infer_shape"]
+# Operators whose shape depends on the value of input 1 (a constant tensor).
+NEEDS_CONSTANT_INPUT_1 = frozenset({"RESHAPE", "PAD", "PADV2", "MEAN"})
+
+__all__ = ["NEEDS_CONSTANT_INPUT_1", "ShapeMismatch", "infer_shape"]
