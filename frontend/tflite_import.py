@@ -144,6 +144,12 @@ class _Importer:
                     f"{self.source}: signature {i}: subgraph index {sig.SubgraphIndex()} out "
                     f"of range (the model has {n_subgraphs} subgraphs)"
                 )
+            for kind, length, get in (("input", sig.InputsLength, sig.Inputs),
+                                      ("output", sig.OutputsLength, sig.Outputs)):
+                for j in range(length()):
+                    name = get(j).Name()
+                    if name is not None:
+                        _utf8(name, f"{self.source}: signature {i}: {kind} {j}: name")
             if sig.SubgraphIndex() == 0 and sig.SignatureKey():
                 key = _utf8(sig.SignatureKey(), f"{self.source}: signature {i}: key")
                 entry_name = _symbol_name(key, "main")
@@ -166,6 +172,9 @@ class _Importer:
     def _import_subgraph(self, sg: _Subgraph) -> func.FuncOp:
         graph = sg.graph
         self.where = f"{self.source}: subgraph {sg.index}"
+        if graph.TensorsIsNone() or graph.OperatorsIsNone():
+            # LiteRT: "Did not get operators or tensors in subgraph N."
+            raise TFLiteImportError(f"{self.where}: no tensors or no operators vector")
         n_tensors = graph.TensorsLength()
         self.types = [self._tensor_type(graph, t) for t in range(n_tensors)]
         self.names = [
@@ -358,19 +367,19 @@ class _Importer:
         return op
 
     def _check_per_axis(self, what: str, op_name: str, in_idx: list[int], out_idx: list[int]) -> None:
-        """Per-axis (per-channel) quantization only where TFLite defines it: the weights and
-        bias of the convolutions and FULLY_CONNECTED, DEQUANTIZE's input, QUANTIZE's output."""
-        allowed = _PER_AXIS_OPERANDS.get(op_name)
-        if allowed is None and op_name not in OPS_BY_TFLITE_NAME:
-            return  # an operator we don't know: LiteRT's kernel (if any) decides
-        for pos, t in [*((i, t) for i, t in enumerate(in_idx)), *((-1 - i, t) for i, t in enumerate(out_idx))]:
-            if t == -1:
+        """Per-axis (per-channel) quantization is refused where TFLite's kernels (and our
+        legalization) read one scale and zero point: activations of the arithmetic operators,
+        pools and reductions, the data input and output of the convolutions."""
+        per_tensor = _PER_TENSOR_ONLY.get(op_name)
+        if per_tensor is None:
+            return
+        roles = [*((f"input {i}", t, i) for i, t in enumerate(in_idx)),
+                 *((f"output {i}", t, -1 - i) for i, t in enumerate(out_idx))]  # fmt: skip
+        for role, t, pos in roles:
+            if t == -1 or (per_tensor != "all" and pos not in per_tensor):
                 continue
             element = self.types[t].element_type
             if isinstance(element, UniformQuantizedType) and element.is_per_axis:
-                if allowed is not None and pos in allowed:
-                    continue
-                role = f"input {pos}" if pos >= 0 else f"output {-1 - pos}"
                 raise TFLiteImportError(
                     f"{what}: {role}, tensor {t} '{self.names[t]}', is quantized per axis, "
                     f"which {op_name} does not accept there"
@@ -426,19 +435,19 @@ class _Importer:
         )
 
 
-# Operand positions (outputs as -1, -2, ...) where TFLite accepts per-axis quantization.
-_PER_AXIS_OPERANDS = {
-    "CONV_2D": {1, 2},
-    "DEPTHWISE_CONV_2D": {1, 2},
-    "FULLY_CONNECTED": {1, 2},
-    "TRANSPOSE_CONV": {1, 3},
-    "CONV_3D": {1, 2},
-    "CONV_3D_TRANSPOSE": {1, 3},
-    "DEQUANTIZE": {0},
-    "QUANTIZE": {-1},
-    "EMBEDDING_LOOKUP": {1},
-    "BATCH_MATMUL": {1},
-}
+# Operand positions (outputs as -1, -2, ...) that must be quantized per tensor, or "all".
+_PER_TENSOR_ONLY: dict[str, set[int] | str] = {
+    **{op: "all" for op in (
+        "ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE",
+        "AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D", "MEAN", "SUM", "REDUCE_MAX",
+        "REDUCE_MIN", "SOFTMAX", "LOG_SOFTMAX", "LOGISTIC", "TANH", "RELU", "RELU6",
+        "RELU_N1_TO_1", "HARD_SWISH", "LEAKY_RELU", "PRELU", "CONCATENATION", "PAD", "PADV2",
+    )},
+    "CONV_2D": {0, -1},
+    "DEPTHWISE_CONV_2D": {0, -1},
+    "FULLY_CONNECTED": {0, -1},
+    "TRANSPOSE_CONV": {2, -1},
+}  # fmt: skip
 
 
 def _utf8(raw: bytes, what: str) -> str:

@@ -3,16 +3,18 @@
 The generated flatbuffer readers trust every offset: a mutated file makes them read past the
 end (IndexError, struct.error) or, worse, read garbage from elsewhere in the file and import a
 model that LiteRT's verifier (`tflite::VerifyModelBuffer`) rejects. This module checks what
-that verifier checks for the tables qaccel reads: every table's offset and vtable lie inside
-the buffer, every scalar field fits, every vector's length keeps it inside the buffer, every
-string is NUL-terminated, every scalar, offset and vector is aligned to its size, and tables are
-nested at most 64 deep; and the schema version is 3, the only one LiteRT reads. Union members (the builtin
-options, quantization details, sparsity) are checked as tables whose fields are in bounds.
+that verifier (flatbuffers::Verifier) checks, no more, for the tables qaccel reads: every
+offset is non-zero and points inside the buffer, every table's vtable lies inside it with an
+even size, every present field fits, every vector's length keeps it inside the buffer, every
+string is NUL-terminated, scalars, offsets and vector lengths are aligned to their size, and
+tables nest at most 64 deep; and the schema version is 3, the only one LiteRT reads. Union
+members (the builtin options, quantization details, sparsity) are checked as tables whose fields
+are unknown here (their decoders report bad fields).
 
     verify_model(data, "m.tflite")   # TFLiteImportError: m.tflite: subgraph 0: tensor 3: ...
 
 The cross-references (buffer, tensor, opcode and subgraph indices) are checked by the importer
-where it uses them, and by `verify_indices` here for the ones it would not reach.
+where it uses them.
 """
 
 from __future__ import annotations
@@ -103,7 +105,10 @@ class _Verifier:
         if not self.within(pos, 4):
             self.fail(path, f"{what}: offset at byte {pos} lies outside the file")
         self.aligned(pos, 4, path, what)
-        target = pos + self.u32(pos)
+        offset = self.u32(pos)
+        if offset == 0 or offset >= 1 << 31:
+            self.fail(path, f"{what}: invalid offset {offset}")
+        target = pos + offset
         if target >= self.size:
             self.fail(path, f"{what}: points to byte {target}, past the end ({self.size} bytes)")
         return target
@@ -114,7 +119,6 @@ class _Verifier:
         if not self.within(start, 4):
             self.fail(path, f"{what}: vector length at byte {start} lies outside the file")
         self.aligned(start, 4, path, what)
-        self.aligned(start + 4, elem, path, what)
         n = self.u32(start)
         if not self.within(start + 4, n * elem):
             self.fail(path, f"{what}: vector of {n} elements runs past the end of the file")
@@ -133,20 +137,19 @@ class _Verifier:
         if not self.within(vtable, 4):
             self.fail(path, f"{spec.name}: vtable at byte {vtable} lies outside the file")
         self.aligned(vtable, 2, path, f"{spec.name}: vtable")
-        vsize, tsize = self.u16(vtable), self.u16(vtable + 2)
-        if vsize < 4 or vsize % 2 or not self.within(vtable, vsize):
+        vsize = self.u16(vtable)
+        if vsize % 2 or not self.within(vtable, vsize):
             self.fail(path, f"{spec.name}: invalid vtable size {vsize}")
-        if tsize < 4 or not self.within(pos, tsize):
-            self.fail(path, f"{spec.name}: table of {tsize} bytes runs past the end of the file")
-        for slot in range(4, vsize, 2):
+        for slot, kind in spec.fields.items():  # unknown fields are not read, not checked
+            if slot >= vsize:
+                continue
             off = self.u16(vtable + slot)
             if off == 0:
                 continue
-            kind = spec.fields.get(slot, 1)
             field = f"{spec.name} field {(slot - 4) // 2}"
             size = kind if isinstance(kind, int) else 4
-            if off + size > tsize or not self.within(pos + off, size):
-                self.fail(path, f"{field} lies outside its table")
+            if not self.within(pos + off, size):
+                self.fail(path, f"{field} lies outside the file")
             self.aligned(pos + off, size, path, field)
             if not isinstance(kind, int):
                 self.field(pos + off, kind, path, field, depth)
