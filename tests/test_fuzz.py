@@ -39,9 +39,9 @@ def test_harnesses_refuse_garbage_only_with_documented_errors():
 @pytest.mark.parametrize("name", [
     "tflite", "mlir", "isa",
     pytest.param("config", marks=pytest.mark.xfail(
-        strict=False, reason="HardwareConfig.from_json lets UnicodeDecodeError and TypeError "
-        "escape for non-UTF-8 or wrongly typed JSON; its validation is being written in "
-        "targets/vta/config.py")),
+        strict=False, reason="HardwareConfig.from_json lets UnicodeDecodeError escape for a "
+        "file that is not UTF-8 (the tools catch it); targets/vta/config.py is another "
+        "engineer's")),
 ])  # fmt: skip
 def test_short_atheris_run_finds_nothing(name):
     pytest.importorskip("atheris")
