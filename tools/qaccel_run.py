@@ -14,8 +14,8 @@ MODEL is a `.tflite` (imported first) or `.mlir` file, or an artifact folder wri
 program runs on the interpreter and every compiled accelerator layer on the VTA simulator;
 `--driver c` runs each accelerator function through the generated C driver instead
 (`driver/model.c` with libqaccel_vta, compiled once by the system C compiler and cached; without
-one it fails with one line). Outputs are written as DIR/output_0.npy, output_1.npy, ... in the model's output
-order. `--compare-litert` (for `.tflite` input) runs LiteRT's reference kernels in a subprocess
+one it fails with one line). Outputs are written as DIR/output_0.npy, output_1.npy, ... in the
+model's output order. `--compare-litert` (for `.tflite` input) runs LiteRT's reference kernels in a subprocess
 on the same inputs, prints per-output mismatch counts and max |diff| (and the first
 intermediate tensor that differs), and exits 1 on any mismatch. The pass-manager flags of
 qaccel-opt (`--print-ir-after-all`, `--print-ir-after=PASS`, `--pass-timing`,
