@@ -285,6 +285,12 @@ def test_cli_layer_error_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith("qaccel-run: error: vta_fn_0 layer 1: instruction 2 (")
+    with pytest.raises(SystemExit) as e:  # the Python runtime: one line too
+        qaccel_run.main([str(tmp_path / "art"), "--outputs-dir", str(tmp_path / "out")])
+    assert e.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("qaccel-run: error: an accelerator layer failed: instruction 2 (")
 
 
 @needs_cc

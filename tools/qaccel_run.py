@@ -151,6 +151,7 @@ def run_vta(args) -> int:
     from qaccel.backends.vta.compiled import CompileError
     from qaccel.backends.vta.runtime import run_compiled
     from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
+    from qaccel.targets.vta.simulator import SimulationError
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)
@@ -179,6 +180,8 @@ def run_vta(args) -> int:
             outputs = run_compiled(compiled, inputs, simulator=args.simulator)
     except CompileError as e:
         raise RunError(str(e)) from None
+    except SimulationError as e:  # a malformed layer (the C driver names function and layer)
+        raise RunError(f"an accelerator layer failed: {e}") from None
     if args.plot:
         from qaccel.backends.vta.report_plot import plot_report
 
