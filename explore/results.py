@@ -39,7 +39,11 @@ class ResultStore:
         self.path = Path(path)
         self.rows: dict[str, dict[str, Any]] = {}
         if self.path.exists():
-            for line in self.path.read_text().splitlines():
+            text = self.path.read_text()
+            if text and not text.endswith("\n"):
+                with self.path.open("a") as f:  # the next row starts on a line of its own
+                    f.write("\n")
+            for line in text.splitlines():
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError:
