@@ -479,7 +479,15 @@ def available_targets() -> dict[str, Callable[[], Target]]:
                 raise TargetError(
                     f"target {ep.name}: cannot load entry point '{ep.value}': {e}"
                 ) from None
-            return obj if isinstance(obj, Target) else obj()
+            if isinstance(obj, Target):
+                return obj
+            try:
+                return obj()
+            except Exception as e:  # noqa: BLE001 - the plugin's factory failed
+                raise TargetError(
+                    f"target {ep.name}: entry point '{ep.value}' ({ENTRY_POINT_GROUP}) raised "
+                    f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+                ) from None
 
         targets[ep.name] = load
     targets.update(_REGISTERED)
