@@ -180,12 +180,21 @@ class ResultTable:
             front = fronts[model]
             ax.step([r[x] for r in front], [r[y] for r in front], where="post", color=colour,
                     linewidth=1.5)  # fmt: skip
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel(f"{x} (on-chip SRAM)" if x == "sram_bytes" else x)
+        values = [r[y] for r in self.ok]
+        if values and min(values) > 0 and max(values) > 20 * min(values):
+            ax.set_yscale("log")  # models of very different sizes
+        if x.endswith("_bytes"):
+            xs = sorted({r[x] for r in self.ok})
+            if len(xs) <= 10:  # the configurations' sizes themselves
+                ax.set_xticks(xs, [f"{v / 1024:.0f} KiB" for v in xs], rotation=30)
+            else:
+                from matplotlib.ticker import FuncFormatter
+
+                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1024:.0f} KiB"))
+        ax.set_xlabel("on-chip SRAM (uop + inp + wgt + acc buffers)" if x == "sram_bytes" else x)
         ax.set_ylabel(y)
         ax.set_title("Design-space sweep: Pareto frontier per model")
-        ax.grid(True, which="both", alpha=0.3)
+        ax.grid(True, which="major", alpha=0.3)
         if fronts:
             ax.legend(fontsize=8)
         fig.tight_layout()
