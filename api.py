@@ -123,15 +123,16 @@ def write_artifact(compiled, outdir: str | Path, model: ModelLike | None = None)
     return Path(outdir)
 
 
-def run_simulator(compiled, inputs: Sequence[np.ndarray] | None = None,
-                  seed: int = 0) -> list[np.ndarray]:  # fmt: skip
+def run_simulator(compiled, inputs: Sequence[np.ndarray] | None = None, seed: int = 0,
+                  simulator: str = "c") -> list[np.ndarray]:  # fmt: skip
     """Run a compiled model (or an artifact folder): host ops on the interpreter, accelerator
-    layers on the simulator."""
+    layers on the simulator (`c`: libqaccel_vta when built, else `python`, the reference)."""
     from qaccel.interpreter.interpreter import entry_function
 
     if isinstance(compiled, str | Path):
         compiled = _backend.load_artifact(compiled)
-    return _backend.run_compiled(compiled, _inputs(entry_function(compiled.module), inputs, seed))
+    inputs = _inputs(entry_function(compiled.module), inputs, seed)
+    return _backend.run_compiled(compiled, inputs, simulator)
 
 
 def sweep(models: Sequence[str | Path] | dict[str, bytes], spec: SweepSpec | dict | str | Path,

@@ -48,8 +48,10 @@ def is_artifact(path: str | Path) -> bool:
     return check(path)
 
 
-def run_compiled(compiled: Any, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Host ops on the interpreter, accelerator layers on the simulator."""
+def run_compiled(compiled: Any, inputs: Sequence[np.ndarray],
+                 simulator: str = "c") -> list[np.ndarray]:  # fmt: skip
+    """Host ops on the interpreter, accelerator layers on the simulator (`c`: libqaccel_vta,
+    falling back to `python`, the reference)."""
     from qaccel.backends.vta.compile import run_compiled as run
 
-    return run(compiled, inputs)
+    return run(compiled, inputs, simulator=simulator)

@@ -142,7 +142,8 @@ def _compiled_from(files: dict[str, bytes]) -> Any:
 def _run_chunk(shared: dict[str, Any], chunk: list[tuple[int, list[np.ndarray]]]) -> list[dict]:
     """Our outputs for every set of the chunk, and LiteRT's (one subprocess per chunk)."""
     compiled = _compiled_from(shared["files"])
-    results = [{"index": i, "outputs": run_compiled(compiled, arrays)} for i, arrays in chunk]
+    results = [{"index": i, "outputs": run_compiled(compiled, arrays, shared["simulator"])}
+               for i, arrays in chunk]  # fmt: skip
     if shared["compare"]:
         from qaccel.backends.litert.oracle import run_reference
 
@@ -164,6 +165,7 @@ def evaluate_dataset(
     outputs_dir: str | Path | None = None,
     compare: bool = True,
     progress: bool = False,
+    simulator: str = "c",
 ) -> DatasetSummary:
     """Run every input set on the artifact, compare with LiteRT (needs the artifact's
     model.tflite), write DIR/<set>/output_i.npy when `outputs_dir` is given."""
@@ -180,7 +182,7 @@ def evaluate_dataset(
     size = max(1, min(64, -(-len(input_sets) // (2 * jobs))))
     indexed = list(enumerate(arrays for _, arrays in input_sets))
     chunks = [indexed[i:i + size] for i in range(0, len(indexed), size)]
-    shared = {"files": files, "model": model, "compare": compare}
+    shared = {"files": files, "model": model, "compare": compare, "simulator": simulator}
     ours: dict[int, list[np.ndarray]] = {}
     refs: dict[int, list[np.ndarray]] = {}
     bar = None
