@@ -101,9 +101,11 @@ class RayExecutor:
     def map(self, fn: Callable[[Any, Any], Any], shared: Any,
             items: Sequence[Any]) -> Iterator[tuple[int, Any]]:  # fmt: skip
         ray = self.ray
-        shared_ref = ray.put(shared)  # once, whatever the number of tasks
-        fn_ref = ray.put(fn)
-        pending = {self._remote.remote(fn_ref, shared_ref, item): i for i, item in enumerate(items)}
+        # The models (shared), the function and the points each go to the object store once,
+        # whatever the number of tasks; a task gets them by reference and takes its item.
+        shared_ref, fn_ref, items_ref = ray.put(shared), ray.put(fn), ray.put(list(items))
+        pending = {self._remote.remote(fn_ref, shared_ref, items_ref, i): i
+                   for i in range(len(items))}  # fmt: skip
         try:
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
@@ -114,8 +116,8 @@ class RayExecutor:
                 ray.cancel(ref)
 
 
-def _ray_call(fn: Callable[[Any, Any], Any], shared: Any, item: Any) -> Any:
-    return fn(shared, item)
+def _ray_call(fn: Callable[[Any, Any], Any], shared: Any, items: Sequence[Any], i: int) -> Any:
+    return fn(shared, items[i])
 
 
 def make_executor(jobs: int | None = None, ray: str | None = None) -> LocalExecutor | RayExecutor:

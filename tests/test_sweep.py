@@ -164,6 +164,14 @@ def test_yaml_spec_and_folder_of_models(tmp_path):
         collect_models([tmp_path])
 
 
+def test_parquet_table(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    spec = SweepSpec.from_dict({"grid": {"store_requant": [True], "log_block": [3, 4]}})
+    result = run_sweep(SMALL[:1], spec, tmp_path, LocalExecutor(1), plot=False)
+    table = pq.read_table(tmp_path / "table.parquet").to_pylist()
+    assert table == result.table.to_dicts() and len(table) == 2
+
+
 def test_pareto_front_keeps_undominated_points():
     rows = [{"x": 1, "y": 9}, {"x": 2, "y": 5}, {"x": 2, "y": 7}, {"x": 3, "y": 6},
             {"x": 4, "y": 1}]  # fmt: skip
