@@ -78,8 +78,9 @@ def empty_row(model: str, point: Point) -> dict[str, Any]:
     return row
 
 
-class PointTimeout(Exception):
-    """A point that took longer than the sweep's per-point time limit."""
+class PointTimeout(BaseException):
+    """A point that took longer than the sweep's per-point time limit. A BaseException, as
+    KeyboardInterrupt is, so that no `except Exception` on the way swallows it."""
 
 
 @contextlib.contextmanager
@@ -95,6 +96,10 @@ def _time_limit(seconds: float | None):
         return
 
     def expire(signum, frame):
+        # Raised wherever the main thread is; if that is a finalizer (__del__, a weakref
+        # callback), Python swallows the exception, so the timer fires again until the
+        # point is given up.
+        signal.setitimer(signal.ITIMER_REAL, 0.25)
         raise PointTimeout(f"timeout: compiling took more than {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, expire)
@@ -128,7 +133,7 @@ def evaluate_point(
             total_macs = sum(op_macs(op) for op in module.walk())
             run_pipeline(module, pipeline_spec(point, path))
             compiled = compile_for(module, point.config, total_macs)
-    except Exception as e:  # a failing point is a row, never a crash of the sweep
+    except (Exception, PointTimeout) as e:  # a failing point is a row, never a crash
         row["status"] = one_line(e)
         row["compile_s"] = round(time.perf_counter() - start, 3)
         return row

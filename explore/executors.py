@@ -22,6 +22,18 @@ class ExecutorError(RuntimeError):
     """An executor that cannot start (e.g. Ray not installed, no cluster at the address)."""
 
 
+class TaskFailed:
+    """What `map` yields for an item whose worker failed (crashed, was killed, raised): the
+    caller decides; the other items go on."""
+
+    def __init__(self, error: BaseException):
+        text = str(error).strip().splitlines()
+        self.reason = f"{type(error).__name__}{': ' + text[0] if text else ''}"
+
+    def __repr__(self) -> str:
+        return f"TaskFailed({self.reason!r})"
+
+
 _SHARED: Any = None
 
 
@@ -59,7 +71,11 @@ class LocalExecutor:
         try:
             futures = {pool.submit(_call_in_worker, fn, item): i for i, item in enumerate(items)}
             for future in concurrent.futures.as_completed(futures):
-                yield futures[future], future.result()
+                try:
+                    result = future.result()
+                except Exception as e:  # noqa: BLE001 - e.g. a worker killed by the OS
+                    result = TaskFailed(e)
+                yield futures[future], result
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
@@ -110,7 +126,11 @@ class RayExecutor:
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
-                    yield pending.pop(ref), ray.get(ref)
+                    try:
+                        result = ray.get(ref)
+                    except Exception as e:  # noqa: BLE001 - a task error, a dead worker
+                        result = TaskFailed(e)
+                    yield pending.pop(ref), result
         finally:
             for ref in pending:
                 ray.cancel(ref)

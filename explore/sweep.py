@@ -11,13 +11,14 @@ with matplotlib) and the frontier (`frontier.txt`) are written.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qaccel.explore.evaluate import evaluate_point
-from qaccel.explore.executors import LocalExecutor, RayExecutor
+from qaccel.explore.evaluate import empty_row, evaluate_point
+from qaccel.explore.executors import LocalExecutor, RayExecutor, TaskFailed
 from qaccel.explore.results import ResultStore, ResultTable, content_hash, point_key
 from qaccel.explore.spec import Point, SweepSpec
 
@@ -100,22 +101,24 @@ def run_sweep(
         for point in points:
             key = point_key(hashes[name], point.as_dict())
             keys.append(key)
-            if store is None or key not in store:
+            if store is None or not _done(store.rows.get(key), timeout_s):
                 pending.append((key, (name, point, timeout_s)))
     rows: dict[str, dict[str, Any]] = {}
     if store is not None:
-        rows.update({k: store.rows[k] for k in keys if k in store})
+        rows.update({k: store.rows[k] for k in keys if _done(store.rows.get(k), timeout_s)})
     bar = _progress_bar(len(keys), len(keys) - len(pending), progress)
     failures = 0
     try:
         needed = {pending[i][1][0] for i in range(len(pending))}
         shared = {n: d for n, d in named.items() if n in needed}
         for index, row in executor.map(_evaluate_task, shared, [t for _, t in pending]):
-            key = pending[index][0]
+            key, (name, point, _) = pending[index]
+            if isinstance(row, TaskFailed):  # not stored: a rerun tries the point again
+                row = {**empty_row(name, point), "status": f"worker failed: {row.reason}"}
+            elif store is not None:
+                store.append({**row, "key": key})
             row["key"] = key
             rows[key] = row
-            if store is not None:
-                store.append(row)
             if on_row is not None:
                 on_row(row)
             failures += row["status"] != "ok"
@@ -139,6 +142,17 @@ def run_sweep(
             except ImportError:
                 pass
     return result
+
+
+def _done(row: dict[str, Any] | None, timeout_s: float | None) -> bool:
+    """Whether a stored row stands: a point that timed out is tried again with a longer (or
+    no) time limit."""
+    if row is None:
+        return False
+    limit = re.fullmatch(r"timeout: compiling took more than (\S+) s", str(row.get("status")))
+    if limit:
+        return timeout_s is not None and timeout_s <= float(limit.group(1))
+    return True
 
 
 def _progress_bar(total: int, done: int, enabled: bool):

@@ -11,7 +11,7 @@ import pytest
 from qaccel.explore.executors import LocalExecutor
 from qaccel.explore.results import ResultStore, pareto_front
 from qaccel.explore.spec import SpecError, SweepSpec
-from qaccel.explore.sweep import SweepError, collect_models, run_sweep
+from qaccel.explore.sweep import SweepError, _evaluate_task, collect_models, run_sweep
 from qaccel.tools import qaccel_sweep
 
 from conftest import FIXTURE_MODELS
@@ -89,10 +89,33 @@ def test_changed_model_is_not_taken_from_the_cache(tmp_path):
     assert run_sweep(models, spec, tmp_path, LocalExecutor(1)).computed == 1
 
 
-def test_point_over_time_limit_is_a_row():
+def test_point_over_time_limit_is_a_row(tmp_path):
     spec = SweepSpec.from_dict({"grid": {"log_acc_buff_size": [12]}})
-    table = run_sweep(SMALL[:1], spec, None, LocalExecutor(1), timeout_s=0.5).table
-    assert table[0]["status"] == "timeout: compiling took more than 0.5 s"
+    result = run_sweep(SMALL[:1], spec, tmp_path, LocalExecutor(1), timeout_s=0.5)
+    assert result.table[0]["status"] == "timeout: compiling took more than 0.5 s"
+    assert run_sweep(SMALL[:1], spec, tmp_path, LocalExecutor(1), timeout_s=0.5).computed == 0
+    retried = run_sweep(SMALL[:1], spec, tmp_path, LocalExecutor(1), timeout_s=0.7)
+    assert retried.computed == 1  # a longer time limit tries the point again
+
+
+def _die(models, task):
+    import os
+
+    if task[1].as_dict()["store_requant"]:
+        os._exit(3)  # the worker process dies (as when the OS kills it)
+    return _evaluate_task(models, task)
+
+
+def test_dead_worker_is_a_failed_row_tried_again(tmp_path, monkeypatch):
+    from qaccel.explore import sweep
+
+    spec = SweepSpec.from_dict({"grid": {"store_requant": [False, True]}})
+    monkeypatch.setattr(sweep, "_evaluate_task", _die)
+    result = run_sweep(SMALL[1:], spec, tmp_path, LocalExecutor(2))
+    assert result.table[1]["status"].startswith("worker failed: BrokenProcessPool")
+    monkeypatch.undo()
+    again = run_sweep(SMALL[1:], spec, tmp_path, LocalExecutor(1))
+    assert again.computed >= 1 and [r["status"] for r in again.table] == ["ok", "ok"]
 
 
 def test_spec_constraints_and_sampling():
