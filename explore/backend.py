@@ -1,7 +1,7 @@
-"""The one place `explore` touches the VTA backend (`backends/vta/compile.py`).
-
-`backends/vta/compile.py` is being split into compile/artifact/runtime/report modules; when it
-moves, only the imports in these small functions change.
+"""The one place `explore` touches the VTA backend (`backends/vta/`: `compile.py` compiles,
+`compiled.py` holds the compiled model and `CompileError`, `artifact.py` writes and loads
+artifact folders, `runtime.py` runs them); when the backend moves, only these imports
+change.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from qaccel.targets.vta.config import HardwareConfig
 
 def backend_errors() -> tuple[type[Exception], ...]:
     """Exceptions of the backend that carry a one-line message for the user."""
-    from qaccel.backends.vta.compile import CompileError
+    from qaccel.backends.vta.compiled import CompileError
 
     return (CompileError,)
 
@@ -31,19 +31,19 @@ def compile_for(module: Any, config: HardwareConfig, total_macs: int | None = No
 
 
 def write_artifact(compiled: Any, outdir: str | Path, source: bytes | None = None) -> None:
-    from qaccel.backends.vta import compile as backend
+    from qaccel.backends.vta.artifact import write_artifact as write
 
-    backend.write_artifact(compiled, outdir, source)
+    write(compiled, outdir, source)
 
 
 def load_artifact(outdir: str | Path) -> Any:
-    from qaccel.backends.vta.compile import load_artifact as load
+    from qaccel.backends.vta.artifact import load_artifact as load
 
     return load(outdir)
 
 
 def is_artifact(path: str | Path) -> bool:
-    from qaccel.backends.vta.compile import is_artifact as check
+    from qaccel.backends.vta.artifact import is_artifact as check
 
     return check(path)
 
@@ -52,6 +52,6 @@ def run_compiled(compiled: Any, inputs: Sequence[np.ndarray],
                  simulator: str = "c") -> list[np.ndarray]:  # fmt: skip
     """Host ops on the interpreter, accelerator layers on the simulator (`c`: libqaccel_vta,
     falling back to `python`, the reference)."""
-    from qaccel.backends.vta.compile import run_compiled as run
+    from qaccel.backends.vta.runtime import run_compiled as run
 
     return run(compiled, inputs, simulator=simulator)
