@@ -89,7 +89,15 @@ def test_changed_model_is_not_taken_from_the_cache(tmp_path):
     assert run_sweep(models, spec, tmp_path, LocalExecutor(1)).computed == 1
 
 
-def test_point_over_time_limit_is_a_row(tmp_path):
+def test_point_over_time_limit_is_a_row(tmp_path, monkeypatch):
+    import time
+
+    from qaccel.explore import evaluate
+
+    def slow_compile(*args):
+        time.sleep(30)
+
+    monkeypatch.setattr(evaluate, "compile_for", slow_compile)
     spec = SweepSpec.from_dict({"grid": {"log_acc_buff_size": [12]}})
     result = run_sweep(SMALL[:1], spec, tmp_path, LocalExecutor(1), timeout_s=0.5)
     assert result.table[0]["status"] == "timeout: compiling took more than 0.5 s"
