@@ -55,6 +55,15 @@ from qaccel.pipeline.manager import (
     available_passes,
     qaccel_context,
 )
+from qaccel.dialects.memory import MemoryBudgetError
+from qaccel.tools.cli import (
+    InputError,
+    OutputPathError,
+    parse_mlir,
+    check_output_dir,
+    check_output_file,
+    resource_errors,
+)
 from qaccel.tools.qaccel_opt import (
     add_pass_manager_arguments,
     normalize_argv,
@@ -63,7 +72,6 @@ from qaccel.tools.qaccel_opt import (
 )
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.parser import Parser
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
 PROG = "qaccel-run"
@@ -86,8 +94,7 @@ def load_model(path: Path, ctx: Context) -> tuple[ModuleOp, bytes | None]:
     if path.suffix == ".tflite":
         return import_tflite(data, str(path)), data
     if path.suffix == ".mlir":
-        module = Parser(ctx, data.decode("utf-8", "replace"), str(path)).parse_module()
-        module.verify()
+        module = parse_mlir(data, str(path), ctx)
         return module, None
     raise RunError(f"'{path}': unknown model extension '{path.suffix}' (expected .tflite or .mlir)")
 
@@ -152,7 +159,7 @@ def run_vta(args) -> int:
     from qaccel.backends.vta.artifact import is_artifact, load_artifact
     from qaccel.backends.vta.compiled import CompileError
     from qaccel.backends.vta.runtime import run_compiled
-    from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+    from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)
@@ -162,7 +169,10 @@ def run_vta(args) -> int:
             model_file = path / "model.tflite"
             model_bytes = model_file.read_bytes() if model_file.is_file() else None
         else:
-            config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
+            try:
+                config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
+            except ConfigError as e:
+                raise RunError(str(e)) from None
             compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline", config,
                                                   config_path=args.config)  # fmt: skip
         function = entry_function(compiled.module)
@@ -246,7 +256,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.labels is not None or args.ray is not None or args.jobs is not None:
         raise RunError("--labels, --jobs and --ray go with --inputs-dir")
     vta = args.target == "vta" or Path(args.model).is_dir()
+    check_output_dir(args.outputs_dir, "--outputs-dir")  # before the work, not after it
     if args.plot:
+        check_output_file(args.plot, "--plot")
         if not vta:
             raise RunError("--plot needs an accelerator compile (an artifact folder or "
                            "--target vta)")  # fmt: skip
@@ -291,9 +303,10 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     try:
-        code = run(argv)
+        with resource_errors(PROG):
+            code = run(argv)
     except (RunError, ExecutionError, PipelineError, TFLiteImportError, DiagnosticException,
-            SemanticsError, PlotError) as e:
+            SemanticsError, PlotError, OutputPathError, MemoryBudgetError, InputError) as e:
         _fail(str(e))
     except kernels.Refusal as e:
         _fail(f"LiteRT's reference kernels refuse this model: {e}")
