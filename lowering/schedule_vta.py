@@ -2,7 +2,7 @@
 
 Every `accel.conv2d_zp` / `accel.dense_zp` of a `vta` accelerator function that forms a layer
 with its requantization tail (`lowering/vta/layers.py`) gets a `qaccel.schedule` dictionary:
-the tiling the cost-model search chose (`lowering/vta/schedule.py`), i.e. the loop nest the
+the tiling the cost-model search chose (`lowering/vta/search.py`), i.e. the loop nest the
 emitter walks: output-row, output-column, output-channel and input-channel tile sizes (pixels;
 channel blocks), the order of the two outer loops, how the bias reaches the accumulators, and
 how many slots of each on-chip buffer double-buffer the loads (VTA's virtual threads).
@@ -29,15 +29,9 @@ from dataclasses import dataclass
 
 from qaccel.dialects import accel
 from qaccel.lowering.vta.layers import NotALayer, match_layer
-from qaccel.lowering.vta.schedule import (
-    BIAS_MODES,
-    LOOP_ORDERS,
-    ConvLayer,
-    LayerError,
-    Schedule,
-    make_schedule,
-    schedule,
-)
+from qaccel.lowering.vta.geometry import ConvLayer, LayerError
+from qaccel.lowering.vta.planning import BIAS_MODES, LOOP_ORDERS, Schedule
+from qaccel.lowering.vta.search import make_schedule, schedule
 from qaccel.passes.annotate_target import TARGET_ATTR, load_target
 from xdsl.context import Context
 from xdsl.dialects import func

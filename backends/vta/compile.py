@@ -76,12 +76,9 @@ from qaccel.lowering.vta.layers import (
     match_layer,
     match_pool_layer,
 )
-from qaccel.lowering.vta.schedule import (
-    LayerError,
-    alu_bound_cycles,
-    roofline_cycles,
-    schedule,
-)
+from qaccel.lowering.vta.cost_model import alu_bound_cycles, roofline_cycles
+from qaccel.lowering.vta.geometry import LayerError
+from qaccel.lowering.vta.search import schedule
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.interpreter import Interpreter, impl, register_impls
@@ -486,7 +483,8 @@ def _alu_report(
     name: str, index: int, layer: AluLayer | PoolLayer, prog, c: HardwareConfig
 ) -> dict:
     """The report row of an element-wise or pool layer (no MACs; bounds: memory and ALU)."""
-    from qaccel.targets.vta.simulator import roofline, timing
+    from qaccel.targets.vta.roofline import roofline
+    from qaccel.targets.vta.simulator import timing
 
     t = timing(prog.program, c)
     cycles = int(t.total_cycles)

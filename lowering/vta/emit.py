@@ -3,7 +3,7 @@
     prog = emit(layer, schedule(layer, config), config)     # -> LayerProgram
     y = prog.run(x_nhwc)                                      # pack, simulate, unpack
 
-`emit` walks the `Schedule`'s loop nest (`lowering/vta/schedule.py`) and produces
+`emit` walks the `Schedule`'s loop nest (`lowering/vta/planning.py`) and produces
 
 * the **DRAM layout** (`LayerProgram.regions`): constants first (packed weights
   OIHW16o16i, or one diagonal tile per output block and tap for depthwise; int32 parameter
@@ -47,25 +47,19 @@ from qaccel.targets.vta.isa import (
     encode,
     encode_uops,
 )
-from qaccel.lowering.vta.schedule import (
+from qaccel.lowering.vta.bias import bias_row, dense_requantize_host, param_layout
+from qaccel.lowering.vta.geometry import (
     MAX_STRIDE,
     ConvLayer,
     LayerError,
-    Schedule,
-    Step,
-    bias_row,
     bias_tiles,
-    dense_requantize_host,
     frame_cols,
-    frame_mode,
     frame_rows,
     frame_shape,
     fused_bias,
-    param_layout,
     pixel_block,
-    plan_steps,
-    uses_zp_gemm,
 )
+from qaccel.lowering.vta.planning import Schedule, Step, frame_mode, plan_steps, uses_zp_gemm
 
 _IDX = {name: i for i, name in enumerate(FIELD_NAMES)}
 _NF = len(FIELD_NAMES)

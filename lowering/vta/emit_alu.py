@@ -30,7 +30,7 @@ from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.lowering.vta.emit import ALIGN, COMPUTE, _Stream
 from qaccel.targets.vta.isa import AluOp, MemType, Program, encode_uops
 from qaccel.lowering.vta.layers import AluLayer, PoolLayer, output_stage
-from qaccel.lowering.vta.schedule import LayerError
+from qaccel.lowering.vta.geometry import LayerError
 
 
 @dataclass

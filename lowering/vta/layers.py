@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from qaccel.dialects import accel, tfl
 from qaccel.dialects.types import tensor_dtype
-from qaccel.lowering.vta.schedule import ConvLayer
+from qaccel.lowering.vta.geometry import ConvLayer
 from xdsl.ir import Operation, SSAValue
 
 
