@@ -157,12 +157,6 @@ class LayerGeometry:
         """1-row kernels with a vertical stride load only the rows they use."""
         return self.kind != "dense" and self.KH == 1 and self.sh > 1
 
-    def act_strides(self, blocks: int, h: int, w: int) -> tuple[int, int, int]:
-        """(cstride, ystride, xstride) of a packed activation tensor, in 16-byte elements."""
-        if self.kind == "dense":
-            return 1, 0, blocks
-        return h * w, w, 1
-
     def ci_range(self, co0: int, nco: int, ci0: int, nci: int) -> tuple[int, int]:
         """Input blocks [first, count) a reduction step of output blocks co0.. reads."""
         if self.diagonal:
