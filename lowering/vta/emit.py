@@ -33,12 +33,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from qaccel.dialects import accel
 from qaccel.targets.vta.alu import output_stage_block
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.targets.vta.isa import (
     FIELD_NAMES,
     FIELDS_DTYPE,
     PARAM_ROWS,
+    TOKEN_FIFOS,
     AluOp,
     MemType,
     Module,
@@ -65,12 +67,7 @@ _IDX = {name: i for i, name in enumerate(FIELD_NAMES)}
 _NF = len(FIELD_NAMES)
 LOAD, COMPUTE, STORE = int(Module.LOAD), int(Module.COMPUTE), int(Module.STORE)
 # (producer, consumer) -> (producer's push flag, consumer's pop flag)
-_TOKEN_FLAGS = {
-    (LOAD, COMPUTE): ("push_next", "pop_prev"),
-    (COMPUTE, LOAD): ("push_prev", "pop_next"),
-    (STORE, COMPUTE): ("push_prev", "pop_next"),
-    (COMPUTE, STORE): ("push_next", "pop_prev"),
-}
+_TOKEN_FLAGS = {(int(p), int(c)): (push, pop) for p, c, push, pop in TOKEN_FIFOS.values()}
 ALIGN = 256
 
 
@@ -222,11 +219,10 @@ def pack_weights(layer: ConvLayer) -> np.ndarray:
     )
 
 
-def _lanes(values, g, fill=0) -> np.ndarray:
-    v = np.asarray(values, np.int64).reshape(-1)
-    out = np.full(g.COB * g.block, fill, np.int64)
-    out[: g.O] = np.broadcast_to(v, (g.O,)) if len(v) == 1 else v
-    return out
+def _padded(values, g, fill=0) -> np.ndarray:
+    """A per-tensor or per-channel parameter as int64 values of the layer's channels, padded
+    to whole blocks with `fill`."""
+    return accel.per_lane(np.asarray(values, np.int64), g.COB * g.block, fill, channels=g.O)
 
 
 def param_rows(layer: ConvLayer, bias_mode: str) -> np.ndarray:
@@ -235,7 +231,7 @@ def param_rows(layer: ConvLayer, bias_mode: str) -> np.ndarray:
     stage's rows per block: fused bias, multiplier, shift, and (zp, min, max) in lanes 0-2."""
     g = layer.geometry
     if bias_mode == "store":
-        lanes = [_lanes(v, g).reshape(g.COB, g.block)
+        lanes = [_padded(v, g).reshape(g.COB, g.block)
                  for v in (fused_bias(layer), layer.multiplier, layer.shift)]  # fmt: skip
         rows = output_stage_block(*lanes, layer.output_zero_point, max(layer.act_min, -128),
                                   min(layer.act_max, 127), g.block)  # fmt: skip
@@ -246,11 +242,11 @@ def param_rows(layer: ConvLayer, bias_mode: str) -> np.ndarray:
     shift = np.asarray(layer.shift, np.int64).reshape(-1) if layer.shift is not None else None
     values = {}
     if "bias" in lay:
-        values["bias"] = _lanes(fused_bias(layer), g)
+        values["bias"] = _padded(fused_bias(layer), g)
     if shift is not None:
-        values["lsh"] = -_lanes(np.maximum(shift, 0), g)
-        values["rdmul"] = _lanes(layer.multiplier, g)
-        values["rshr"] = _lanes(np.maximum(-shift, 0), g)
+        values["lsh"] = -_padded(np.maximum(shift, 0), g)
+        values["rdmul"] = _padded(layer.multiplier, g)
+        values["rshr"] = _padded(np.maximum(-shift, 0), g)
     for kind, (start, per) in lay.items():
         v = values[kind]
         if per:
@@ -464,7 +460,7 @@ class _Emitter(_Stream):
         if len(params):
             parts.append(("params", params.reshape(-1).view(np.uint8)))
         if g.has_bias and self.s.bias_mode == "dma":
-            parts.append(("bias", _lanes(fused_bias(layer), g).astype(np.int32).view(np.uint8)))
+            parts.append(("bias", _padded(fused_bias(layer), g).astype(np.int32).view(np.uint8)))
         if self.gemm_bias:
             tiles = bias_tiles(fused_bias(layer), g.COB, blk)
             if tiles is None:

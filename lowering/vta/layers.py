@@ -47,11 +47,6 @@ def _scalar(values: np.ndarray, what: str) -> int:
     return int(v[0])
 
 
-def _lanes(values: np.ndarray, lanes: int) -> np.ndarray:
-    v = np.asarray(values, np.int64).reshape(-1)
-    return np.broadcast_to(v, (lanes,)) if len(v) == 1 else v
-
-
 @dataclass
 class LayerMatch:
     layer: ConvLayer
@@ -121,7 +116,7 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
     ops: list[Operation] = [op]
     fused = np.zeros(lanes, np.int64)
     if op.bias is not None:
-        fused += _lanes(accel.array_values(op.bias), lanes)
+        fused += accel.per_lane(accel.array_values(op.bias), lanes)
     cur: SSAValue = op.output
     nxt = _sole_user(cur)
     while isinstance(nxt, accel.BiasAddZpOp):
@@ -154,11 +149,11 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
         right = nxt.values.astype(np.int64)
         ops.append(nxt)
         cur, nxt = nxt.output, _sole_user(nxt.output)
-    if np.any((_lanes(left, lanes) > 0) & (_lanes(right, lanes) > 0)):
+    if np.any((accel.per_lane(left, lanes) > 0) & (accel.per_lane(right, lanes) > 0)):
         raise NotALayer("a lane shifted both left and right")
     per_channel = max(len(left), len(right), len(multiplier)) > 1
     n = lanes if per_channel else 1
-    shift = _lanes(left, n) - _lanes(right, n)
+    shift = accel.per_lane(left, n) - accel.per_lane(right, n)
     lo, hi, zp = -(2**31), 2**31 - 1, 0
     widened = None
     for cls in (accel.MaxOp, accel.MinOp, accel.AddOp):
@@ -196,7 +191,8 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
         output, widened = cur, None
     if not -128 <= act_min <= act_max <= 127:
         raise NotALayer(f"clamp [{act_min}, {act_max}] is not within int8")
-    kw.update(multiplier=_lanes(multiplier, n).astype(np.int32), shift=shift.astype(np.int32),
+    kw.update(multiplier=accel.per_lane(multiplier, n).astype(np.int32),
+              shift=shift.astype(np.int32),
               output_zero_point=zp, act_min=act_min, act_max=act_max)  # fmt: skip
     layer = ConvLayer(kind, name=name, **kw)
     return LayerMatch(layer, ops, op.input, output, widened, [_filter_array(op)[1]], offset)

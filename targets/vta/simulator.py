@@ -30,6 +30,7 @@ from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.targets.vta.isa import (
     FIELD_NAMES,
     PARAM_ROWS,
+    TOKEN_FIFOS,
     AluOp,
     MemType,
     Module,
@@ -44,13 +45,7 @@ from qaccel.targets.vta.isa import (
 
 MODULE_NAMES = ("load", "compute", "store")
 LOAD, COMPUTE, STORE = int(Module.LOAD), int(Module.COMPUTE), int(Module.STORE)
-# Token FIFOs: (producer, consumer, producer's push flag, consumer's pop flag).
-FIFOS = {
-    "load->compute": (LOAD, COMPUTE, "push_next", "pop_prev"),
-    "compute->load": (COMPUTE, LOAD, "push_prev", "pop_next"),
-    "store->compute": (STORE, COMPUTE, "push_prev", "pop_next"),
-    "compute->store": (COMPUTE, STORE, "push_next", "pop_prev"),
-}
+FIFOS = {name: (int(p), int(c), push, pop) for name, (p, c, push, pop) in TOKEN_FIFOS.items()}
 DRAM_BLOCK = 16  # hazard-tracking granularity: every data element is a multiple of 16 bytes
 
 
@@ -284,12 +279,6 @@ class GemmPlan:
             x = np.take(inp, self.s[sl], axis=0).astype(np.float32)[:, None, :]
             t = np.take(wgt, self.w[sl], axis=0).transpose(0, 2, 1).astype(np.float32)
             _scatter_add(acc, self.d[sl], np.matmul(x, t)[:, 0, :])
-
-
-def gemm_accumulate(acc, inp, wgt, dk, sk, wk, n_out, n_in, factors):
-    """One-shot `GemmPlan(dk, sk, wk, n_out, n_in, factors).run(acc, inp, wgt)`; `factors` =
-    (dst_out, dst_in, src_out, src_in, wgt_out, wgt_in)."""
-    GemmPlan(dk, sk, wk, n_out, n_in, factors).run(acc, inp, wgt)
 
 
 # --------------------------------------------------------------------------------------------
