@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 from qaccel.backends.vta.arena import Slot, allocate
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.lowering.vta.emit import ALIGN, LayerProgram, Placement, emit
+from qaccel.lowering.vta.emit import LayerProgram, Placement, emit
 from qaccel.lowering.vta.emit_alu import AluProgram, emit_alu, emit_pool
 from qaccel.dialects import accel, tfl
 from qaccel.dialects.types import tensor_dtype
@@ -393,7 +393,7 @@ def _compile_function(name: str, ops: list[Operation], gemms: list[tuple[LayerMa
             key=lambda e: e[0],
         )
         slots, slot_of, arena = _plan_arena([_planned(w, e) for w, e in entries], ops)
-        layers, constants, at, failed = [], [], arena, None
+        layers, constants, at, failed = [], [], -(-arena // c.dram_align) * c.dram_align, None
         for when, e in entries:
             try:
                 lay, consts = _emit_layer(name, len(layers), e, slots, slot_of, at, index_of, c)
@@ -402,12 +402,12 @@ def _compile_function(name: str, ops: list[Operation], gemms: list[tuple[LayerMa
                 break
             layers.append(lay)
             constants.append((at, consts))
-            at = -(-(at + len(consts)) // ALIGN) * ALIGN
+            at = -(-(at + len(consts)) // c.dram_align) * c.dram_align
         if failed is None:
             break
         e, why = failed
         if isinstance(e, tuple):
-            gemms = [g for g in gemms if g is not e]
+            gemms = [g for g in gemms if g[0] is not e[0]]  # entries rebuild the tuples
             reasons[e[0].ops[0]] = why
         else:
             refused_alu[e.ops[-1]] = why

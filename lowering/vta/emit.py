@@ -13,7 +13,8 @@
   (`[ci block][H][W][16]` int8, channels padded with the input zero point; dense
   `[row][ci block][16]`), then the packed output (`[co block][OH][OW][16]` int8, or int32
   `[row][co block][16]` for dense layers that finish on the host). Every region starts on a
-  256-byte boundary so any memory type can address it.
+  `HardwareConfig.dram_align` boundary (256 bytes, or a larger element) so any memory type
+  can address it.
 * the **micro-op kernels**: GEMM micro-ops enumerate (input block, tap, output block, pixel
   block) with the output pixels in the instruction's two loops, so a kernel's size does not
   grow with the tile; one kernel per tile shape and slot combination, built with numpy. All
@@ -68,11 +69,10 @@ _NF = len(FIELD_NAMES)
 LOAD, COMPUTE, STORE = int(Module.LOAD), int(Module.COMPUTE), int(Module.STORE)
 # (producer, consumer) -> (producer's push flag, consumer's pop flag)
 _TOKEN_FLAGS = {(int(p), int(c)): (push, pop) for p, c, push, pop in TOKEN_FIFOS.values()}
-ALIGN = 256
 
 
-def _align(n: int) -> int:
-    return -(-n // ALIGN) * ALIGN
+def _align(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment
 
 
 def _factors(f, n_out: int, n_in: int) -> tuple[int, int]:
@@ -96,7 +96,8 @@ def _row(opcode: int, **values) -> list[int]:
 @dataclass(frozen=True)
 class Placement:
     """Where one layer's data lives in a DRAM image it shares with other layers (byte offsets,
-    multiples of 256): its constants, its input and its output (in an activation arena).
+    multiples of `HardwareConfig.dram_align`): its constants, its input and its output (in an
+    activation arena).
     Without a placement a layer has an image of its own: constants, input, output. The
     program's `dram_size` is then where its last region ends; the image may be larger."""
 
@@ -479,7 +480,7 @@ class _Emitter(_Stream):
         regions, at = {}, 0
         for name, data in parts:
             regions[name] = (at, len(data))
-            at = _align(at + len(data))
+            at = _align(at + len(data), self.c.dram_align)
         const = np.zeros(at, np.uint8)
         for name, data in parts:
             off, n = regions[name]
@@ -488,16 +489,19 @@ class _Emitter(_Stream):
         out_eb = 4 * blk if g.int32_output else blk
         out_bytes = (g.rows if g.kind == "dense" else g.OH * g.OW) * g.COB * out_eb
         regions["input"] = (at, in_bytes)
-        at = _align(at + in_bytes)
+        at = _align(at + in_bytes, self.c.dram_align)
         regions["output"] = (at, out_bytes)
-        at = _align(at + out_bytes)
+        at = _align(at + out_bytes, self.c.dram_align)
         self.regions, self.constants, self.dram_size = regions, const, at
         self.out_eb = out_eb
 
     def place(self, p: Placement) -> None:
         """Move the regions into a shared image (`layout_dram` made them start at 0)."""
-        if any(v % ALIGN for v in (p.constants, p.input, p.output)):
-            raise LayerError(f"placement {p} is not {ALIGN}-byte aligned")
+        align = self.c.dram_align
+        act = self.c.elem_bytes("acc")  # a multiple of the int8 row; int32 outputs are ACC rows
+        if p.constants % align or p.input % act or p.output % act:
+            raise LayerError(f"placement {p} is not aligned ({align}-byte constants, {act}-byte "
+                             f"activations)")  # fmt: skip
         for name, (off, n) in self.regions.items():
             if name == "input":
                 self.regions[name] = (p.input, n)
@@ -506,7 +510,7 @@ class _Emitter(_Stream):
             else:
                 self.regions[name] = (off + p.constants, n)
         self.constants_offset = p.constants
-        self.dram_size = _align(max(off + n for off, n in self.regions.values()))
+        self.dram_size = _align(max(off + n for off, n in self.regions.values()), align)
 
     def elem(self, region: str, nbytes: int) -> int:
         return self.regions[region][0] // nbytes

@@ -32,12 +32,14 @@ BIAS_DIGIT = 127  # the "gemm" bias mode's constant input row: [127] * 15 + [1]
 MAX_PAD = 15  # LOAD's 4-bit padding fields
 MAX_STRIDE = 0xFFFF  # LOAD/STORE 16-bit x_stride
 
+
 class LayerError(ValueError):
     """A layer the accelerator cannot run (the message says why); it stays on the CPU."""
 
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
 
 @dataclass(eq=False)
 class ConvLayer:
@@ -54,6 +56,8 @@ class ConvLayer:
                 reference FULLY_CONNECTED); the accelerator then stores int32 accumulators.
     requant_input_zero_point, output_zero_point, act_min, act_max: the rest of the tail
                 (`q.requantize` / `q.relu`); the result is int8.
+    block       channels per block of the packed layout: the hardware's BLOCK_IN = BLOCK_OUT
+                (`HardwareConfig.block`); the scheduler refuses a layer of another block.
 
     `geometry` is derived once at construction: treat a layer as immutable and make variants
     with `dataclasses.replace`.
@@ -77,6 +81,7 @@ class ConvLayer:
     act_max: int = 127
     depth_multiplier: int = 1
     name: str = ""
+    block: int = 16
     geometry: LayerGeometry = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -186,6 +191,8 @@ def _geometry(layer: ConvLayer) -> LayerGeometry:
     kind = layer.kind
     if kind not in KINDS:
         raise LayerError(f"layer kind {kind!r} is not one of {', '.join(KINDS)}")
+    if layer.block < 2 or layer.block & (layer.block - 1):
+        raise LayerError(f"channel block {layer.block} is not a power of two >= 2")
     w = layer.weights
     where = f"{layer.name or kind}"
     if w.dtype != np.int8:
@@ -285,7 +292,7 @@ def _geometry(layer: ConvLayer) -> LayerGeometry:
             tail.append("zp")
     geometry = LayerGeometry(
         kind=kind, H=H, W=W, C=C, O=O, KH=KH, KW=KW, sh=sh, sw=sw, dh=dh, dw=dw,
-        pad_t=pt, pad_b=pb, pad_l=pl, pad_r=pr, OH=OH, OW=OW, block=16,
+        pad_t=pt, pad_b=pb, pad_l=pl, pad_r=pr, OH=OH, OW=OW, block=layer.block,
         depth_multiplier=layer.depth_multiplier, tail=tuple(tail), per_channel=per_channel,
         has_bias=True, small_bias=False, int32_output=int32_output,
         input_zero_point=layer.input_zero_point,

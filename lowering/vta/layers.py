@@ -112,7 +112,7 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
     else:
         kind, kw = _dense_params(op)
     out_shape = op.output.type.get_shape()
-    lanes = accel.packed_lanes(out_shape)
+    lanes, blk = accel.packed_lanes(out_shape), out_shape[-1]
     ops: list[Operation] = [op]
     fused = np.zeros(lanes, np.int64)
     if op.bias is not None:
@@ -132,7 +132,7 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
         # LiteRT's FULLY_CONNECTED requantizes in double: the accelerator stores the int32
         # accumulators, `accel.host_requantize` stays a host op (the scale only marks this).
         kw["scale"] = np.ones(1)
-        layer = ConvLayer(kind, name=name, **kw)
+        layer = ConvLayer(kind, name=name, block=blk, **kw)
         return LayerMatch(layer, ops, op.input, cur, None, [_filter_array(op)[1]], None)
     left = right = np.zeros(1, np.int64)
     if isinstance(nxt, accel.ShiftLeftOp):
@@ -194,7 +194,7 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
     kw.update(multiplier=accel.per_lane(multiplier, n).astype(np.int32),
               shift=shift.astype(np.int32),
               output_zero_point=zp, act_min=act_min, act_max=act_max)  # fmt: skip
-    layer = ConvLayer(kind, name=name, **kw)
+    layer = ConvLayer(kind, name=name, block=blk, **kw)
     return LayerMatch(layer, ops, op.input, output, widened, [_filter_array(op)[1]], offset)
 
 

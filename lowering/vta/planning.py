@@ -29,6 +29,7 @@ from qaccel.lowering.vta.bias import n_param_rows
 from qaccel.lowering.vta.geometry import (
     MAX_PAD,
     MAX_STRIDE,
+    LayerError,
     LayerGeometry,
     _cdiv,
     frame_cols,
@@ -161,6 +162,13 @@ class Step:
 def _depths(config: HardwareConfig) -> tuple[int, int, int, int]:
     """Buffer depths (uop, inp, wgt, acc) in elements."""
     return tuple(config.depth(key) for key in ("uop", "inp", "wgt", "acc"))  # type: ignore[return-value]
+
+
+def check_block(g: LayerGeometry, config: HardwareConfig) -> None:
+    """Refuse a layer packed in blocks other than the hardware's BLOCK_IN = BLOCK_OUT."""
+    if g.block != config.block:
+        raise LayerError(f"the layer is packed in blocks of {g.block} channels, hardware config "
+                         f"'{config.name}' has blocks of {config.block}")  # fmt: skip
 
 
 def uses_zp_gemm(g: LayerGeometry, bias_mode: str = "alu") -> bool:

@@ -36,6 +36,7 @@ from qaccel.lowering.vta.planning import (
     Schedule,
     _depths,
     available_bias_modes,
+    check_block,
     plan_buffers,
     store_requant,
 )
@@ -102,6 +103,7 @@ def make_schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | Non
     Rebuilds a `Schedule` from its loop-structure fields (e.g. carried by an IR op)."""
     c = config or DEFAULT_CONFIG
     g = layer.geometry if isinstance(layer, ConvLayer) else layer
+    check_block(g, c)
     if loop_order not in LOOP_ORDERS or bias_mode not in BIAS_MODES:
         raise ValueError(f"loop_order {loop_order!r} / bias_mode {bias_mode!r} unknown")
     if bias_mode == "store" and not store_requant(g, c):
@@ -156,6 +158,7 @@ def schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | None = N
     the total by 0.01% for 2-3x the compile time. `bias_mode` / `loop_order` force a choice."""
     c = config or DEFAULT_CONFIG
     g = layer.geometry if isinstance(layer, ConvLayer) else layer
+    check_block(g, c)
     modes = BIAS_MODES if bias_mode is None else (bias_mode,)
     orders = LOOP_ORDERS if loop_order is None else (loop_order,)
     for m in modes:

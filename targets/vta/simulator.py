@@ -11,7 +11,7 @@ Every instruction executes atomically at its start, vectorized with numpy.
 
 A program that works only thanks to that particular order is rejected: the simulator keeps a
 vector clock per module (merged when a token is popped) and records, for every SRAM row and
-every 16-byte DRAM block, the last instruction that wrote it and the last that read it. An
+every 16-byte DRAM block (8-byte with 8-channel blocks), the last instruction that wrote it and the last that read it. An
 access by one module to data another module wrote (or still has to read) without a token
 chain ordering the two is a hazard and raises `SimulationError`, as are deadlocks, pops of
 tokens never pushed, out-of-range SRAM/DRAM/micro-op accesses, reads of never-written SRAM,
@@ -46,7 +46,7 @@ from qaccel.targets.vta.isa import (
 MODULE_NAMES = ("load", "compute", "store")
 LOAD, COMPUTE, STORE = int(Module.LOAD), int(Module.COMPUTE), int(Module.STORE)
 FIFOS = {name: (int(p), int(c), push, pop) for name, (p, c, push, pop) in TOKEN_FIFOS.items()}
-DRAM_BLOCK = 16  # hazard-tracking granularity: every data element is a multiple of 16 bytes
+DRAM_BLOCK = 16  # hazard-tracking granularity, bytes (smaller when an element is smaller)
 
 
 class SimulationError(Exception):
@@ -362,7 +362,9 @@ class _Machine:
         self.acc_writer = np.full(c.depth("acc"), -1, np.int64)
         self.acc_store_reader = np.full(c.depth("acc"), -1, np.int64)
         self.acc_clearer = np.full(c.depth("acc"), -1, np.int64)  # STORE ... clear
-        nblocks = _ceil_div(len(self.dram), DRAM_BLOCK)
+        # Every data element (INP/OUT rows, WGT tiles, ACC rows) is a multiple of this.
+        self.dram_block = min(DRAM_BLOCK, c.elem_bytes("inp"))
+        nblocks = _ceil_div(len(self.dram), self.dram_block)
         self.dram_writer = np.full(nblocks, -1, np.int64)
         self.dram_reader = {LOAD: np.full(nblocks, -1, np.int64), COMPUTE: None}
         self.dram_reader[COMPUTE] = np.full(nblocks, -1, np.int64)
@@ -582,7 +584,7 @@ class _Machine:
         return base + np.arange(y, dtype=np.int64)[:, None] * stride + np.arange(x)[None, :]
 
     def _dram_blocks(self, elements, eb):
-        per = eb // DRAM_BLOCK
+        per = eb // self.dram_block
         return (elements.reshape(-1, 1) * per + np.arange(per)).reshape(-1)
 
     def _load(self, i, m, r):
@@ -615,8 +617,8 @@ class _Machine:
         blocks = self._dram_blocks(el, eb)
         if self.dram_writer[blocks].max() > self.vc[m][STORE]:
             bad = blocks[np.flatnonzero(self.dram_writer[blocks] > self.vc[m][STORE])[0]]
-            self._after(i, m, STORE, self.dram_writer[blocks], f"DRAM byte {bad * DRAM_BLOCK}",
-                        "reads")  # fmt: skip
+            self._after(i, m, STORE, self.dram_writer[blocks],
+                        f"DRAM byte {bad * self.dram_block}", "reads")  # fmt: skip
         self.dram_reader[m][blocks] = i
         usable = len(self.dram) // eb * eb
         data = self.dram[:usable].reshape(-1, eb)[el]  # (y, x, eb) bytes
@@ -677,7 +679,8 @@ class _Machine:
             bad = rd > self.vc[STORE][other]
             if bad.any():
                 b = blocks[np.flatnonzero(bad)[0]]
-                self._after(i, STORE, other, rd[bad], f"DRAM byte {b * DRAM_BLOCK}", "overwrites")
+                self._after(i, STORE, other, rd[bad], f"DRAM byte {b * self.dram_block}",
+                            "overwrites")  # fmt: skip
         vals = self.acc[rows]
         if mem == MemType.OUTQ:
             vals = self._requantize(i, r, vals)
