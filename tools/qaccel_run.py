@@ -135,7 +135,7 @@ def run_vta(args) -> int:
         load_artifact,
         run_compiled,
     )
-    from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+    from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)
@@ -151,7 +151,7 @@ def run_vta(args) -> int:
         function = entry_function(compiled.module)
         inputs = _inputs_for(args, function)
         outputs = run_compiled(compiled, inputs)
-    except CompileError as e:
+    except (CompileError, ConfigError) as e:
         raise RunError(str(e)) from None
     if args.plot:
         from qaccel.backends.vta.report_plot import plot_report
