@@ -52,8 +52,10 @@ class VtaPipeline(NamedPipeline):
     5. `insert-pack-unpack`: layout changes at CPU/accelerator borders;
     6. `lower-q-to-accel{bias-mode=...}`: q ops become `conv2d_zp`, `bias_add_zp`,
        `round_multiply`, `round_rshift`, ... ;
-    7. `schedule-vta{hw-config=...}`: each accelerator layer gets its tiling
-       (`qaccel.schedule`), from which `qaccel-compile` emits the instruction streams.
+    7. `form-vta-layers`: each accelerator layer (a GEMM op with its requantization tail,
+       an element-wise tree, a pool) becomes one `accel.layer` op holding its ops;
+    8. `schedule-vta{hw-config=...}`: each layer gets its `#accel.schedule` (tiling, chunks),
+       from which `qaccel-compile` emits the instruction streams.
 
     A pass of this list that is not registered yet is skipped (the drivers print a note), so
     the pipeline runs the part of the flow that exists; giving an option that goes to a
@@ -82,5 +84,6 @@ class VtaPipeline(NamedPipeline):
                       hw_config=self.hw_config),  # fmt: skip
             pass_spec("insert-pack-unpack", hw_config=self.hw_config),
             pass_spec("lower-q-to-accel", bias_mode=self.bias_mode),
+            "form-vta-layers",
             pass_spec("schedule-vta", hw_config=self.hw_config),
         ]

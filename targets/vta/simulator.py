@@ -11,7 +11,7 @@ Every instruction executes atomically at its start, vectorized with numpy.
 
 A program that works only thanks to that particular order is rejected: the simulator keeps a
 vector clock per module (merged when a token is popped) and records, for every SRAM row and
-every 16-byte DRAM block (8-byte with 8-channel blocks), the last instruction that wrote it and the last that read it. An
+every 16-byte DRAM block, the last instruction that wrote it and the last that read it. An
 access by one module to data another module wrote (or still has to read) without a token
 chain ordering the two is a hazard and raises `SimulationError`, as are deadlocks, pops of
 tokens never pushed, out-of-range SRAM/DRAM/micro-op accesses, reads of never-written SRAM,
@@ -22,6 +22,7 @@ and malformed encodings. Every error names the instruction index.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from qaccel.targets.vta._blas import single_threaded_blas
@@ -46,7 +47,7 @@ from qaccel.targets.vta.isa import (
 MODULE_NAMES = ("load", "compute", "store")
 LOAD, COMPUTE, STORE = int(Module.LOAD), int(Module.COMPUTE), int(Module.STORE)
 FIFOS = {name: (int(p), int(c), push, pop) for name, (p, c, push, pop) in TOKEN_FIFOS.items()}
-DRAM_BLOCK = 16  # hazard-tracking granularity, bytes (smaller when an element is smaller)
+DRAM_BLOCK = 16  # hazard-tracking granularity: every data element is a multiple of 16 bytes
 
 
 class SimulationError(Exception):
@@ -362,9 +363,7 @@ class _Machine:
         self.acc_writer = np.full(c.depth("acc"), -1, np.int64)
         self.acc_store_reader = np.full(c.depth("acc"), -1, np.int64)
         self.acc_clearer = np.full(c.depth("acc"), -1, np.int64)  # STORE ... clear
-        # Every data element (INP/OUT rows, WGT tiles, ACC rows) is a multiple of this.
-        self.dram_block = min(DRAM_BLOCK, c.elem_bytes("inp"))
-        nblocks = _ceil_div(len(self.dram), self.dram_block)
+        nblocks = _ceil_div(len(self.dram), DRAM_BLOCK)
         self.dram_writer = np.full(nblocks, -1, np.int64)
         self.dram_reader = {LOAD: np.full(nblocks, -1, np.int64), COMPUTE: None}
         self.dram_reader[COMPUTE] = np.full(nblocks, -1, np.int64)
@@ -584,7 +583,9 @@ class _Machine:
         return base + np.arange(y, dtype=np.int64)[:, None] * stride + np.arange(x)[None, :]
 
     def _dram_blocks(self, elements, eb):
-        per = eb // self.dram_block
+        if eb < DRAM_BLOCK:  # BLOCK 8: 8-byte INP/OUT/ACC8 elements share 16-byte blocks
+            return elements.reshape(-1) * eb // DRAM_BLOCK
+        per = eb // DRAM_BLOCK
         return (elements.reshape(-1, 1) * per + np.arange(per)).reshape(-1)
 
     def _load(self, i, m, r):
@@ -617,8 +618,8 @@ class _Machine:
         blocks = self._dram_blocks(el, eb)
         if self.dram_writer[blocks].max() > self.vc[m][STORE]:
             bad = blocks[np.flatnonzero(self.dram_writer[blocks] > self.vc[m][STORE])[0]]
-            self._after(i, m, STORE, self.dram_writer[blocks],
-                        f"DRAM byte {bad * self.dram_block}", "reads")  # fmt: skip
+            self._after(i, m, STORE, self.dram_writer[blocks], f"DRAM byte {bad * DRAM_BLOCK}",
+                        "reads")  # fmt: skip
         self.dram_reader[m][blocks] = i
         usable = len(self.dram) // eb * eb
         data = self.dram[:usable].reshape(-1, eb)[el]  # (y, x, eb) bytes
@@ -679,8 +680,7 @@ class _Machine:
             bad = rd > self.vc[STORE][other]
             if bad.any():
                 b = blocks[np.flatnonzero(bad)[0]]
-                self._after(i, STORE, other, rd[bad], f"DRAM byte {b * self.dram_block}",
-                            "overwrites")  # fmt: skip
+                self._after(i, STORE, other, rd[bad], f"DRAM byte {b * DRAM_BLOCK}", "overwrites")
         vals = self.acc[rows]
         if mem == MemType.OUTQ:
             vals = self._requantize(i, r, vals)
@@ -871,13 +871,34 @@ class _Machine:
         self.acc_writer[dst_rows] = i
 
 
-def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None) -> SimResult:
+SIMULATORS = ("c", "python")
+
+
+def _use_c(simulator: str) -> bool:
+    """The C machine (targets/vta/cmachine.py) unless `simulator` is "python" or it cannot
+    load (then one notice on stderr and the Python reference runs)."""
+    if simulator not in SIMULATORS:
+        raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, got {simulator!r}")
+    if simulator == "python":
+        return False
+    from qaccel.targets.vta import cmachine
+
+    return cmachine.available()
+
+
+def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None,
+             simulator: Literal["c", "python"] = "c") -> SimResult:  # fmt: skip
     """Run `program` (a `Program` or `(n, 2)` uint64 words) to FINISH.
 
     `uops`: uint32 micro-op image read by LOAD UOP (default: `program.uops`); `dram`: flat uint8
     DRAM image, not modified (default: built from the program's assembler data directives).
     Returns the DRAM after FINISH and the timing report; raises `SimulationError`.
+    `simulator`: "c" (libqaccel_vta, the default) or "python" (this module, the reference).
     """
+    if _use_c(simulator):
+        from qaccel.targets.vta import cmachine
+
+        return cmachine.simulate(program, uops, dram, config)
     machine = _Machine(program, config, uops, dram, functional=True)
     with single_threaded_blas():
         report, leftover = machine.run()
@@ -885,8 +906,13 @@ def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None
     return SimResult(machine.dram, report, leftover, sram)
 
 
-def timing(program, config: HardwareConfig | None = None) -> TimingReport:
+def timing(program, config: HardwareConfig | None = None,
+           simulator: Literal["c", "python"] = "c") -> TimingReport:  # fmt: skip
     """The timing model alone: token protocol and cycle counts, no data or hazard checks."""
+    if _use_c(simulator):
+        from qaccel.targets.vta import cmachine
+
+        return cmachine.timing(program, config)
     machine = _Machine(program, config, None, None, functional=False)
     report, _ = machine.run()
     return report
