@@ -423,6 +423,21 @@ def packed_lanes(shape: Sequence[int]) -> int:
     return int(shape[1]) * int(shape[-1])
 
 
+def per_lane(values, lanes: int, fill=0, *, spread: bool = True,
+             channels: int | None = None) -> np.ndarray:  # fmt: skip
+    """A per-tensor or per-channel parameter as `lanes` values: one value stands for the
+    first `channels` lanes (default all; with `spread=False` it stays one value), per-channel
+    values are padded to `lanes` with `fill`."""
+    v = np.asarray(values).reshape(-1)
+    if v.size == 1:
+        if not spread:
+            return v
+        v = np.broadcast_to(v, (lanes if channels is None else channels,))
+    if v.size == lanes:
+        return v
+    return np.concatenate([v, np.full(lanes - v.size, fill, dtype=v.dtype)])
+
+
 def lane_values(values: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     """One value per tensor or per lane, shaped to broadcast against a packed activation of
     `shape`: `[1, C/B, 1, ..., 1, B]`."""

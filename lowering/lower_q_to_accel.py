@@ -119,14 +119,6 @@ class LoweringError(Exception):
 # Values
 
 
-def _lanes(values, lanes: int, fill=0) -> np.ndarray:
-    """Per-tensor values stay one; per-channel values are padded to every lane."""
-    values = np.asarray(values).reshape(-1)
-    if values.size == 1:
-        return values
-    return np.concatenate([values, np.full(lanes - values.size, fill, dtype=values.dtype)])
-
-
 def _storage_of(t: Attribute) -> tuple[int, int]:
     element = t.element_type if isinstance(t, TensorType) else t
     storage = accel._storage(element)
@@ -299,9 +291,11 @@ class _FunctionLowering:
             raise LoweringError(f"{where} shift {worst} is beyond the ALU's 31-bit shifts")
         lanes = self.lanes_of(v)
         if np.any(shift > 0):
-            v = self.emit(accel.ShiftLeftOp(v, _lanes(np.maximum(shift, 0), lanes)))
-        v = self.emit(accel.RoundMultiplyOp(v, _lanes(multiplier, lanes)))
-        return self.emit(accel.RoundRShiftOp(v, _lanes(np.maximum(-shift, 0), lanes)))
+            left = accel.per_lane(np.maximum(shift, 0), lanes, spread=False)
+            v = self.emit(accel.ShiftLeftOp(v, left))
+        v = self.emit(accel.RoundMultiplyOp(v, accel.per_lane(multiplier, lanes, spread=False)))
+        right = accel.per_lane(np.maximum(-shift, 0), lanes, spread=False)
+        return self.emit(accel.RoundRShiftOp(v, right))
 
     def saturate(self, v: SSAValue, zero_point: int, result: TensorType) -> SSAValue:
         """`clamp(v + zero_point)` to the result's storage, exact for every int32 `v` (clamp
@@ -392,7 +386,8 @@ class _FunctionLowering:
             fused = fused - requant.int_prop("input_zero_point")
             self.zero_point_folded.add(requant)
         result = self.packed_type(op.output.type)
-        fused = _lanes(ar.wrap_int32(fused), accel.packed_lanes(result.get_shape()))
+        lanes = accel.packed_lanes(result.get_shape())
+        fused = accel.per_lane(ar.wrap_int32(fused), lanes, spread=False)
         preload = fused if self.bias_mode == "preload" and np.any(fused) else None
         if isinstance(op, q.DenseOp):
             acc = self.emit(accel.DenseZpOp(x, filter, result, bias=preload))
@@ -434,7 +429,8 @@ class _FunctionLowering:
     def lower_bias_add(self, op: q.BiasAddOp) -> SSAValue:
         acc = self.int32(self.packed_of(op.input))
         bias = self.constant_array(op.bias, "the bias").astype(np.int64)
-        return self.emit(accel.BiasAddZpOp(acc, _lanes(ar.wrap_int32(bias), self.lanes_of(acc))))
+        bias = accel.per_lane(ar.wrap_int32(bias), self.lanes_of(acc), spread=False)
+        return self.emit(accel.BiasAddZpOp(acc, bias))
 
     def lower_requantize(self, op: q.RequantizeOp) -> SSAValue:
         v = self.int32(self.packed_of(op.input))
@@ -442,7 +438,7 @@ class _FunctionLowering:
         input_zp = op.int_prop("input_zero_point")
         output_zp = op.int_prop("output_zero_point")
         if op.is_double:
-            scale = _lanes(op.array_prop("scale"), self.lanes_of(v), 0.0)
+            scale = accel.per_lane(op.array_prop("scale"), self.lanes_of(v), 0.0, spread=False)
             return self.emit(
                 accel.HostRequantizeOp(
                     v, self.packed_type(result), scale, (input_zp, output_zp), _storage_of(result)
@@ -488,7 +484,7 @@ class _FunctionLowering:
                 return data.reshape(1)
             if _per_channel_shape(shape, out):
                 packed = self.packed_type(op.results[0].type).get_shape()
-                return _lanes(data.reshape(-1), accel.packed_lanes(packed))
+                return accel.per_lane(data.reshape(-1), accel.packed_lanes(packed), spread=False)
             if shape == out:
                 from qaccel.interpreter.accel_semantics import pack
 

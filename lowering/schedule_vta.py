@@ -4,7 +4,7 @@ Every `accel.layer` (`form-vta-layers`) of a `vta` accelerator function gets an
 `#accel.schedule` (`dialects/accel.py`):
 
 - a GEMM layer (`conv`, `depthwise`, `dense`): the tiling the cost-model search chose
-  (`lowering/vta/schedule.py`), i.e. the loop nest the emitter walks: output-row,
+  (`lowering/vta/search.py`), i.e. the loop nest the emitter walks: output-row,
   output-column, output-channel and input-channel tile sizes (pixels; channel blocks), the
   order of the two outer loops, how the bias reaches the accumulators, and how many slots of
   each on-chip buffer double-buffer the loads (VTA's virtual threads);
@@ -40,14 +40,9 @@ from qaccel.dialects.accel import ScheduleAttr
 from qaccel.lowering.form_vta_layers import vta_functions
 from qaccel.lowering.vta.emit_alu import AluPlan, emit_alu, emit_pool, plan_alu
 from qaccel.lowering.vta.layers import AluLayer, LayerMatch, LayerReader, NotALayer, PoolLayer
-from qaccel.lowering.vta.schedule import (
-    BIAS_MODES,
-    ConvLayer,
-    LayerError,
-    Schedule,
-    make_schedule,
-    schedule,
-)
+from qaccel.lowering.vta.geometry import ConvLayer, LayerError
+from qaccel.lowering.vta.planning import BIAS_MODES, Schedule
+from qaccel.lowering.vta.search import make_schedule, schedule
 from qaccel.passes.annotate_target import load_target
 from xdsl.context import Context
 from xdsl.dialects import func

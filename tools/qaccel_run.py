@@ -178,7 +178,7 @@ def run_vta(args) -> int:
         function = entry_function(compiled.module)
         inputs = _inputs_for(args, function)
         outputs = run_compiled(compiled, inputs, simulator=args.simulator)
-    except CompileError as e:
+    except (CompileError, ConfigError) as e:
         raise RunError(str(e)) from None
     if args.plot:
         from qaccel.backends.vta.report_plot import plot_report

@@ -55,10 +55,12 @@ from qaccel.lowering.schedule_vta import (
     describe,
     gemm_schedule,
 )
-from qaccel.lowering.vta.emit import ALIGN, LayerProgram, Placement, emit
+from qaccel.lowering.vta.emit import LayerProgram, Placement, emit
 from qaccel.lowering.vta.emit_alu import AluPlan, emit_alu, emit_pool
 from qaccel.lowering.vta.layers import AluMatch, LayerMatch, LayerReader, NotALayer, PoolMatch
-from qaccel.lowering.vta.schedule import LayerError, Schedule, schedule
+from qaccel.lowering.vta.geometry import LayerError
+from qaccel.lowering.vta.planning import Schedule
+from qaccel.lowering.vta.search import schedule
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
@@ -244,7 +246,8 @@ def _compile_function(
     while True:
         planned = [lay.planned(index_of[lay.op]) for lay in layers_read]
         slots, slot_of, arena = _plan_arena(planned, ops)
-        layers, constants, at, failed = [], [], arena, None
+        layers, constants, failed = [], [], None
+        at = -(-arena // c.dram_align) * c.dram_align  # constants: weights need whole tiles
         for lay in layers_read:
             try:
                 compiled, consts = _emit_layer(name, len(layers), lay, slots, slot_of, at,
@@ -254,7 +257,7 @@ def _compile_function(
                 break
             layers.append(compiled)
             constants.append((at, consts))
-            at = -(-(at + len(consts)) // ALIGN) * ALIGN
+            at = -(-(at + len(consts)) // c.dram_align) * c.dram_align
         if failed is None:
             break
         reasons[failed[0].op] = failed[1]

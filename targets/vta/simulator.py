@@ -21,7 +21,6 @@ and malformed encodings. Every error names the instruction index.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -32,6 +31,7 @@ from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.targets.vta.isa import (
     FIELD_NAMES,
     PARAM_ROWS,
+    TOKEN_FIFOS,
     AluOp,
     MemType,
     Module,
@@ -46,13 +46,7 @@ from qaccel.targets.vta.isa import (
 
 MODULE_NAMES = ("load", "compute", "store")
 LOAD, COMPUTE, STORE = int(Module.LOAD), int(Module.COMPUTE), int(Module.STORE)
-# Token FIFOs: (producer, consumer, producer's push flag, consumer's pop flag).
-FIFOS = {
-    "load->compute": (LOAD, COMPUTE, "push_next", "pop_prev"),
-    "compute->load": (COMPUTE, LOAD, "push_prev", "pop_next"),
-    "store->compute": (STORE, COMPUTE, "push_prev", "pop_next"),
-    "compute->store": (COMPUTE, STORE, "push_next", "pop_prev"),
-}
+FIFOS = {name: (int(p), int(c), push, pop) for name, (p, c, push, pop) in TOKEN_FIFOS.items()}
 DRAM_BLOCK = 16  # hazard-tracking granularity: every data element is a multiple of 16 bytes
 
 
@@ -142,51 +136,6 @@ class SimResult:
     timing: TimingReport
     leftover_tokens: dict[str, int]  # tokens pushed but never popped, per FIFO
     sram: dict[str, np.ndarray] = field(repr=False)  # final buffers: uop, inp, wgt, acc
-
-
-@dataclass(frozen=True)
-class Roofline:
-    compute_cycles: int
-    memory_cycles: int
-
-    @property
-    def cycles(self) -> int:
-        return max(self.compute_cycles, self.memory_cycles)
-
-    @property
-    def bound(self) -> str:
-        return "compute" if self.compute_cycles >= self.memory_cycles else "memory"
-
-
-def roofline(macs: int, dram_bytes: int, config: HardwareConfig | None = None) -> Roofline:
-    """Lower bound on cycles: `macs` at one GEMM block per cycle, `dram_bytes` over the bus."""
-    c = config or DEFAULT_CONFIG
-    return Roofline(math.ceil(macs / c.macs_per_cycle), math.ceil(dram_bytes / c.bus_width_bytes))
-
-
-def conv2d_roofline(height, width, in_channels, out_channels, kernel_h, kernel_w, stride=1,
-                    padding=0, config: HardwareConfig | None = None) -> Roofline:  # fmt: skip
-    """Roofline of one NHWC int8 convolution (batch 1) on the accelerator: channels padded to
-    BLOCK multiples; each input, weight and output byte crosses the bus once (int32 bias and
-    requantization parameters: 3 rows of int32 per output block)."""
-    c = config or DEFAULT_CONFIG
-    blk = c.block
-    ci = -(-in_channels // blk) * blk
-    co = -(-out_channels // blk) * blk
-    oh = (height + 2 * padding - kernel_h) // stride + 1
-    ow = (width + 2 * padding - kernel_w) // stride + 1
-    macs = oh * ow * co * ci * kernel_h * kernel_w
-    nbytes = height * width * ci + kernel_h * kernel_w * ci * co + oh * ow * co + co * 4 * 3
-    return roofline(macs, nbytes, c)
-
-
-def gemm_roofline(rows, inner, cols, config: HardwareConfig | None = None) -> Roofline:
-    """Roofline of an int8 (rows x inner) @ (inner x cols) product with int8 output."""
-    c = config or DEFAULT_CONFIG
-    blk = c.block
-    k = -(-inner // blk) * blk
-    n = -(-cols // blk) * blk
-    return roofline(rows * k * n, rows * k + k * n + rows * n + n * 4 * 3, c)
 
 
 # --------------------------------------------------------------------------------------------
@@ -331,12 +280,6 @@ class GemmPlan:
             x = np.take(inp, self.s[sl], axis=0).astype(np.float32)[:, None, :]
             t = np.take(wgt, self.w[sl], axis=0).transpose(0, 2, 1).astype(np.float32)
             _scatter_add(acc, self.d[sl], np.matmul(x, t)[:, 0, :])
-
-
-def gemm_accumulate(acc, inp, wgt, dk, sk, wk, n_out, n_in, factors):
-    """One-shot `GemmPlan(dk, sk, wk, n_out, n_in, factors).run(acc, inp, wgt)`; `factors` =
-    (dst_out, dst_in, src_out, src_in, wgt_out, wgt_in)."""
-    GemmPlan(dk, sk, wk, n_out, n_in, factors).run(acc, inp, wgt)
 
 
 # --------------------------------------------------------------------------------------------
