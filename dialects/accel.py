@@ -53,7 +53,8 @@ Their canonicalization patterns live in `dialects/accel_canonicalization.py`;
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -64,19 +65,23 @@ from xdsl.dialects.builtin import (
     I32,
     I64,
     DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
     Float64Type,
     IntegerAttr,
+    StringAttr,
     IntegerType,
     TensorType,
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
     VarConstraint,
     base,
+    irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
@@ -1106,4 +1111,91 @@ COMPUTE_OPS: tuple[type[AccelOp], ...] = (
 
 ACCEL_OPS: tuple[type[AccelOp], ...] = (PackOp, UnpackOp, *COMPUTE_OPS)
 
-Accel = Dialect("accel", list(ACCEL_OPS), [])
+# --------------------------------------------------------------------------------------------
+# The target
+
+
+MODULE_TARGET_ATTR = "accel.target"
+"""Discardable attribute of `builtin.module` holding its `#accel.target` (`attach-target`)."""
+
+ConfigValue = int | float | bool | str
+
+
+@irdl_attr_definition
+class TargetAttr(ParametrizedAttribute):
+    """The accelerator a module is compiled for: a target name and its whole hardware
+    configuration, as `attach-target` puts it on the module (MLIR's `tosa-attach-target`):
+
+        module attributes {accel.target = #accel.target<"vta", {log_block = 4 : i64,
+                           clock_mhz = 3.330000e+02 : f64, name = "vta-default",
+                           store_requant = false, ...}>} { ... }
+
+    The configuration's keys and meaning belong to the target (`targets/`; for `vta`,
+    `HardwareConfig`'s fields), so the dialect fixes only their form: identifier keys whose
+    values are i64 integers, f64 floats, booleans (i1) or strings. Every pass after
+    `attach-target` reads the target from here (`targets.base.module_target`), which also
+    checks the configuration with the target's own rules."""
+
+    name = "accel.target"
+
+    target: StringAttr
+    config: DictionaryAttr
+
+    def __init__(self, target: str | StringAttr, config: Mapping[str, ConfigValue] | DictionaryAttr):
+        if not isinstance(config, DictionaryAttr):
+            config = DictionaryAttr({k: _config_attr(k, v) for k, v in config.items()})
+        super().__init__(StringAttr(target) if isinstance(target, str) else target, config)
+
+    @property
+    def target_name(self) -> str:
+        return self.target.data
+
+    def config_values(self) -> dict[str, ConfigValue]:
+        """The configuration as plain Python values (booleans for i1 integers)."""
+        values: dict[str, ConfigValue] = {}
+        for key, attr in self.config.data.items():
+            if isinstance(attr, IntegerAttr):
+                v = attr.value.data
+                values[key] = bool(v) if attr.type == IntegerType(1) else int(v)
+            elif isinstance(attr, FloatAttr):
+                values[key] = float(attr.value.data)
+            else:
+                assert isinstance(attr, StringAttr)
+                values[key] = attr.data
+        return values
+
+    def verify(self) -> None:
+        if not re.fullmatch(r"[A-Za-z_][\w-]*", self.target.data):
+            raise VerifyException(
+                f"#accel.target: target name '{self.target.data}' must be an identifier"
+            )
+        for key, attr in self.config.data.items():
+            if not re.fullmatch(r"[A-Za-z_]\w*", key):
+                raise VerifyException(f"#accel.target: config key '{key}' must be an identifier")
+            ok = (
+                isinstance(attr, IntegerAttr) and attr.type in (i64, IntegerType(1))
+                or isinstance(attr, FloatAttr) and isinstance(attr.type, Float64Type)
+                or isinstance(attr, StringAttr)
+            )
+            if not ok:
+                raise VerifyException(
+                    f"#accel.target: config key '{key}' must be an i64 integer, an f64 float, a "
+                    f"boolean or a string, got {attr}"
+                )
+
+
+def _config_attr(key: str, value: ConfigValue) -> Attribute:
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), IntegerType(1))
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, Float64Type())
+    if isinstance(value, str):
+        return StringAttr(value)
+    raise TypeError(f"#accel.target: config key '{key}' has a {type(value).__name__} value")
+
+
+ACCEL_ATTRIBUTES: tuple[type[Attribute], ...] = (TargetAttr,)
+
+Accel = Dialect("accel", list(ACCEL_OPS), list(ACCEL_ATTRIBUTES))

@@ -1,4 +1,4 @@
-"""`lower-q-to-accel{bias-mode=alu|preload}`: the method's operator-level transformation (step
+"""`lower-q-to-accel{bias-placement=alu|preload}`: the method's operator-level transformation (step
 4): inside accelerator functions, q ops become the `accel` ops the accelerator executes, on the
 packed layout.
 
@@ -34,7 +34,7 @@ change. Host functions keep their q ops. A conv group (canonicalized; the relu m
   `accel.conv2d_zp` with `groups` over channel blocks (depthwise: one group per block,
   diagonal 16x16 tiles; a depth multiplier or group width that does not align with blocks
   falls back to fewer, larger groups with zero tiles).
-- **`bias-mode`** is the method's variant: `alu` (a) adds `qfused_bias` after the GEMM
+- **`bias-placement`** is the method's variant: `alu` (a) adds `qfused_bias` after the GEMM
   (`accel.bias_add_zp`: ALU ADD of a parameter row); `preload` (b) puts it in the accumulators
   before the GEMM accumulates onto them (the `bias` of `accel.conv2d_zp` / `accel.dense_zp`:
   LOAD ACC of bias rows, no ALU add). Both are exact: the same sum modulo 2^32.
@@ -81,7 +81,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 from xdsl.context import Context
@@ -104,11 +104,12 @@ from qaccel.kernels import arithmetic as ar
 from qaccel.targets.base import describe_op, describe_value
 from qaccel.dialects import accel, q, tfl
 from qaccel.dialects.quant import storage_range
-from qaccel.passes.annotate_target import TARGET_ATTR
+from qaccel.dialects.annotations import accelerator_functions
 from qaccel.passes.canonicalize_accel import canonicalize_accel
+from qaccel.targets.base import TargetError, module_target
 
 PASS = "lower-q-to-accel"
-BIAS_MODES = ("alu", "preload")
+BiasPlacement = Literal["alu", "preload"]
 
 
 class LoweringError(Exception):
@@ -189,24 +190,18 @@ def block_grouped_filter(
 
 
 class _FunctionLowering:
-    def __init__(self, f: func.FuncOp, bias_mode: str):
+    def __init__(self, f: func.FuncOp, bias_placement: BiasPlacement, block: int):
         self.f = f
-        self.bias_mode = bias_mode
+        self.bias_placement = bias_placement
         self.packed: dict[SSAValue, SSAValue] = {}
         self.absorbed: set[Operation] = set()  # q.bias_add folded into an accumulating op
         self.zero_point_folded: set[Operation] = set()  # q.requantize whose input zp is in a bias
         self.constants: dict[tuple, SSAValue] = {}
         self.widened: dict[SSAValue, SSAValue] = {}
         self.point: InsertPoint | None = None
-        self.block = self._block_size()
+        self.block = block
 
     # --- helpers -------------------------------------------------------------------------
-
-    def _block_size(self) -> int:
-        for op in self.f.walk():
-            if isinstance(op, accel.PackOp | accel.UnpackOp) and op.inner_tiles is not None:
-                return accel._values(op.inner_tiles)[-1]
-        return 16
 
     def emit(self, op: Operation) -> SSAValue:
         assert self.point is not None
@@ -393,7 +388,7 @@ class _FunctionLowering:
             self.zero_point_folded.add(requant)
         result = self.packed_type(op.output.type)
         fused = _lanes(ar.wrap_int32(fused), accel.packed_lanes(result.get_shape()))
-        preload = fused if self.bias_mode == "preload" and np.any(fused) else None
+        preload = fused if self.bias_placement == "preload" and np.any(fused) else None
         if isinstance(op, q.DenseOp):
             acc = self.emit(accel.DenseZpOp(x, filter, result, bias=preload))
         else:
@@ -419,7 +414,7 @@ class _FunctionLowering:
                 )
             )  # fmt: skip
         acc.name_hint = op.output.name_hint
-        if self.bias_mode == "alu" and np.any(fused):
+        if self.bias_placement == "alu" and np.any(fused):
             acc = self.emit(accel.BiasAddZpOp(acc, fused))
             hint = tail.results[0].name_hint if tail is not op else None
             acc.name_hint = hint or (
@@ -766,22 +761,26 @@ class LowerQToAccelPass(ModulePass):
 
     name = "lower-q-to-accel"
 
-    bias_mode: str = "alu"
-    """`alu`: the fused bias is added by the ALU after the GEMM (method's variant (a));
-    `preload`: it is loaded into the accumulators before the GEMM accumulates (variant (b))."""
+    bias_placement: BiasPlacement = "alu"
+    """Where the fused bias enters the accumulators: `alu`, added by the ALU after the GEMM
+    (method's variant (a)); `preload`, loaded into them before the GEMM accumulates (variant
+    (b)). (`schedule-vta`'s `bias-mode` is another choice: how the scheduled layer moves it.)"""
 
     canonicalize: bool = True
     """Run the `accel` canonicalization patterns afterwards (merging clamps, dropping no-ops)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.bias_mode not in BIAS_MODES:
-            raise PassFailedException(
-                f"{PASS}: bias-mode must be one of {', '.join(BIAS_MODES)}, got '{self.bias_mode}'"
-            )
-        functions = [
-            f for f in op.ops if isinstance(f, func.FuncOp) and TARGET_ATTR in f.attributes
-        ]
+        functions = accelerator_functions(op)
+        if not functions:
+            return
+        try:
+            config = module_target(op).config
+        except (TargetError, ValueError) as e:
+            raise PassFailedException(f"{PASS}: {e}") from None
+        block = getattr(config, "block", None)
+        if not isinstance(block, int):
+            raise PassFailedException(f"{PASS}: the module's target has no block size")
         for f in functions:
-            _FunctionLowering(f, self.bias_mode).run()
+            _FunctionLowering(f, self.bias_placement, block).run()
             if self.canonicalize:
                 canonicalize_accel(f)

@@ -26,6 +26,7 @@ the host and reports why. The attribute does not change what the op computes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from qaccel.dialects import accel
 from qaccel.lowering.vta.layers import NotALayer, match_layer
@@ -38,7 +39,8 @@ from qaccel.lowering.vta.schedule import (
     make_schedule,
     schedule,
 )
-from qaccel.passes.annotate_target import TARGET_ATTR, load_target
+from qaccel.dialects.annotations import TARGET_ATTR
+from qaccel.targets.base import TargetError, hardware_config
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
@@ -113,11 +115,7 @@ class ScheduleVtaPass(ModulePass):
 
     name = "schedule-vta"
 
-    hw_config: str = ""
-    """Hardware configuration JSON, or a bundled configuration's name (`vta-default`,
-    `vta-store-requant`); default: the VTA default configuration."""
-
-    bias_mode: str = ""
+    bias_mode: Literal["alu", "dma", "gemm", "store"] | None = None
     """Force how the bias reaches the accumulators: `alu`, `dma`, `gemm`, or `store` (the
     store module's output stage adds it and requantizes; needs a hardware config with
     `store_requant`). Default: the cost model chooses per layer."""
@@ -126,10 +124,10 @@ class ScheduleVtaPass(ModulePass):
     """Replace schedules already present instead of checking and keeping them."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.bias_mode and self.bias_mode not in BIAS_MODES:
-            raise PassFailedException(f"{PASS}: bias-mode must be one of "
-                                      f"{', '.join(BIAS_MODES)}, got '{self.bias_mode}'")  # fmt: skip
-        config = load_target(PASS, "vta", self.hw_config).config
+        try:
+            config = hardware_config(op, "vta")  # the module's #accel.target (attach-target)
+        except (TargetError, ValueError) as e:
+            raise PassFailedException(f"{PASS}: {e}") from None
         if self.bias_mode == "store" and not config.store_requant:
             raise PassFailedException(f"{PASS}: bias-mode=store needs a hardware config with "
                                       f"store_requant ('{config.name}' has none)")  # fmt: skip

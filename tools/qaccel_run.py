@@ -135,7 +135,6 @@ def run_vta(args) -> int:
         load_artifact,
         run_compiled,
     )
-    from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)
@@ -145,8 +144,7 @@ def run_vta(args) -> int:
             model_file = path / "model.tflite"
             model_bytes = model_file.read_bytes() if model_file.is_file() else None
         else:
-            config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
-            compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline", config,
+            compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline",
                                                   config_path=args.config)  # fmt: skip
         function = entry_function(compiled.module)
         inputs = _inputs_for(args, function)

@@ -59,7 +59,9 @@ from typing import Any
 
 import numpy as np
 from qaccel.backends.vta.arena import Slot, allocate
-from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.dialects.annotations import TARGET_ATTR, accelerator_functions
+from qaccel.targets.base import TargetError, hardware_config
+from qaccel.targets.vta.config import HardwareConfig
 from qaccel.lowering.vta.emit import ALIGN, LayerProgram, Placement, emit
 from qaccel.lowering.vta.emit_alu import AluProgram, emit_alu, emit_pool
 from qaccel.dialects import accel, tfl
@@ -88,7 +90,6 @@ from xdsl.interpreter import Interpreter, impl, register_impls
 from xdsl.ir import Operation, SSAValue
 
 ARTIFACT_FORMAT = 2
-TARGET_ATTR = "qaccel.target"
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
@@ -113,13 +114,6 @@ def _resolve(ref: Sequence[int], ops: list[Operation], f: func.FuncOp) -> SSAVal
     if op_index < 0:
         return f.body.block.args[result]
     return ops[op_index].results[result]
-
-
-def accelerator_functions(module: ModuleOp) -> list[func.FuncOp]:
-    return [
-        op for op in module.ops
-        if isinstance(op, func.FuncOp) and TARGET_ATTR in op.attributes
-    ]  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -307,8 +301,12 @@ def compile_module(
 ) -> CompiledModel:
     """Schedule and emit every accelerator layer of `module` (the output of `vta-pipeline`)
     into one DRAM image per accelerator function. `total_macs` (the model's MACs, e.g. of the
-    imported IR) gives the report's MAC share."""
-    c = config or DEFAULT_CONFIG
+    imported IR) gives the report's MAC share. `config` defaults to the module's
+    (`#accel.target`, from `attach-target`)."""
+    try:
+        c = config or hardware_config(module, "vta")
+    except (TargetError, ValueError) as e:
+        raise CompileError(str(e)) from None
     functions: dict[str, CompiledFunction] = {}
     fallbacks: list[Fallback] = []
     accel_functions = accelerator_functions(module)

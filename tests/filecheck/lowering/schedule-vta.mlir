@@ -1,9 +1,9 @@
-// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'insert-pack-unpack,lower-q-to-accel,schedule-vta' | filecheck %s
-// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,schedule-vta{bias-mode=dma}' | filecheck %s --check-prefix=DMA
-// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,schedule-vta{recompute=true}' | filecheck %s --check-prefix=RECOMPUTE
-// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,schedule-vta{hw-config=vta-store-requant}' | filecheck %s --check-prefix=RQ
+// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'attach-target,insert-pack-unpack,lower-q-to-accel,schedule-vta' | filecheck %s
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,insert-pack-unpack,lower-q-to-accel,schedule-vta{bias-mode=dma}' | filecheck %s --check-prefix=DMA
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,insert-pack-unpack,lower-q-to-accel,schedule-vta{recompute=true}' | filecheck %s --check-prefix=RECOMPUTE
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target{config=vta-store-requant},insert-pack-unpack,lower-q-to-accel,schedule-vta' | filecheck %s --check-prefix=RQ
 // Scheduling twice is scheduling once:
-// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,schedule-vta,schedule-vta' | filecheck %s
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,insert-pack-unpack,lower-q-to-accel,schedule-vta,schedule-vta' | filecheck %s
 
 // schedule-vta attaches the loop nest of every accelerator layer to its GEMM op: tile sizes
 // (output rows and columns in pixels, output and input channels in blocks of 16), the order of
