@@ -799,7 +799,9 @@ class DenseZpOp(_ComputeOp):
     `acc[o] = bias[o] + Σ w[o, i] * x[i]` modulo 2^32.
 
     Input `[N, I/B, d1, ..., 1, B]` (every position but the channel blocks is a row), filter
-    `[O/B, I/B, B, B]`, result `[N, O/B, d1, ..., 1, B]`; `bias` as for `accel.conv2d_zp`.
+    `[O/B, I/B, B, B]`, result `[N, O/B, d1, ..., 1, B]`, or, as TFLite's FULLY_CONNECTED
+    without `keep_num_dims` gives it, the rows flattened in `(n, d1, ...)` order,
+    `[N * d1 * ..., O/B, 1, B]`; `bias` as for `accel.conv2d_zp`.
     """
 
     name = "accel.dense_zp"
@@ -837,9 +839,11 @@ class DenseZpOp(_ComputeOp):
                 f"tiles for this input, got {ft}"
             )
         expected = (shape[0], fshape[0], *shape[2:])
-        if out != expected:
+        flattened = (int(np.prod(shape[:1] + shape[2:-2])), fshape[0], 1, block)
+        if out not in (expected, flattened):
+            also = f" or, rows flattened, {list(flattened)}" if flattened != expected else ""
             raise VerifyException(
-                f"{self.name}: the result must be {list(expected)}, got {list(out)}"
+                f"{self.name}: the result must be {list(expected)}{also}, got {list(out)}"
             )
         if self.bias is not None:
             _check_lanes(self, "bias", array_values(self.bias), out)
