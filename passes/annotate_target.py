@@ -19,7 +19,6 @@ from xdsl.traits import ConstantLike
 from xdsl.utils.exceptions import PassFailedException
 
 from qaccel.dialects.annotations import (
-    ANNOTATIONS,
     GROUP_ATTR,
     PARTITION_INDEX_ATTR,
     PATTERN_ATTR,

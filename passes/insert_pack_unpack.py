@@ -80,7 +80,6 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IntegerType,
     ModuleOp,
-    StringAttr,
     TensorType,
     UnitAttr,
 )

@@ -1,6 +1,9 @@
 // RUN: qaccel-opt %s --split-input-file --verify-diagnostics -p 'attach-target{config="%S/Inputs/vta-block4.json"},insert-pack-unpack,lower-q-to-accel' | filecheck %s
 // RUN: not qaccel-opt %s --split-input-file -p 'lower-q-to-accel{bias-placement=dma}' 2>&1 | filecheck %s --check-prefix=MODE
 // RUN: not qaccel-opt %s --split-input-file -p 'attach-target,lower-q-to-accel' 2>&1 | filecheck %s --check-prefix=UNPACKED
+// The block comes from the module's #accel.target:
+// RUN: not qaccel-opt %s --split-input-file -p 'lower-q-to-accel' 2>&1 | filecheck %s --check-prefix=NOTARGET
+// NOTARGET: qaccel-opt: error: lower-q-to-accel: the module has no accel.target: run attach-target{target=NAME} first (vta-pipeline does)
 
 // Every accelerator function below holds something lower-q-to-accel cannot put on the
 // accelerator exactly; the pass fails with one line naming the function, the op and why.
