@@ -98,6 +98,7 @@ def compile_model(
             passes = ",".join(p for p in (f"attach-target{{target=vta config={config}}}", passes) if p)
     ns = args or parser().parse_args([str(model_path), "-o", "unused", "-p", passes])
     ns.passes = passes
+    ns.report_partitioning = True  # partition-graph's summary on stderr (--quiet drops stderr)
     manager, _ = pass_manager_for(ns, available_passes(), PROG)
     manager.run(qaccel_context(), module)
     compiled = compile_module(module, total_macs=total_macs, progress=progress)
