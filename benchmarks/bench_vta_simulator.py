@@ -1,6 +1,6 @@
 """Throughput of the VTA-like functional simulator: GEMM micro-op iterations per second.
 
-    python benchmarks/bench_vta_simulator.py [--repeat N]
+    python benchmarks/bench_vta_simulator.py [--repeat N] [--simulator c|python]
 
 Scenarios (each checked once against a numpy reference):
   layer    a whole ResNet-18 layer-1 convolution (3x3, 56x56x64 -> 64, int8 out) as 16 tiles
@@ -184,18 +184,20 @@ def _perrow(rng):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--simulator", choices=("c", "python"), default="c",
+                    help="c: libqaccel_vta (default); python: the reference simulator")  # fmt: skip
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     for name, make in (("layer", _layer), ("conv3x3", _conv3x3), ("dense", _dense), ("perrow", _perrow)):
         p, dram, out_off, reference, iters = make(rng)
-        result = simulate(p, dram=dram)
+        result = simulate(p, dram=dram, simulator=args.simulator)
         ref = reference()
         got = result.dram[out_off : out_off + ref.nbytes].view(ref.dtype)
         assert np.array_equal(got, ref), f"{name}: simulator disagrees with numpy"
         times = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            simulate(p, dram=dram)
+            simulate(p, dram=dram, simulator=args.simulator)
             times.append(time.perf_counter() - t0)
         # best of N: the machine is shared, the minimum is the least disturbed run
         dt, median = min(times), float(np.median(times))

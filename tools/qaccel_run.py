@@ -107,6 +107,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--target", choices=("cpu", "vta"), default="cpu",
                     help="vta: compile for the accelerator and run its layers on the simulator")
     ap.add_argument("--config", type=Path, help="hardware config JSON for --target vta")
+    ap.add_argument("--simulator", choices=("c", "python"), default="c",
+                    help="--target vta / artifacts: run the layers on libqaccel_vta (c, the "
+                         "default) or on the Python reference simulator")  # fmt: skip
     ap.add_argument("--plot", type=Path, metavar="FILE.png",
                     help="with an artifact or --target vta: each layer's cycles against its "
                          "roofline (needs matplotlib)")  # fmt: skip
@@ -148,7 +151,7 @@ def run_vta(args) -> int:
                                                   config_path=args.config)  # fmt: skip
         function = entry_function(compiled.module)
         inputs = _inputs_for(args, function)
-        outputs = run_compiled(compiled, inputs)
+        outputs = run_compiled(compiled, inputs, simulator=args.simulator)
     except CompileError as e:
         raise RunError(str(e)) from None
     if args.plot:

@@ -64,6 +64,8 @@ def main(argv=None) -> int:
     ap.add_argument("--dump", action="append", default=[], metavar="OFF:COUNT[:TYPE]",
                     help="print COUNT elements of the final DRAM from byte OFF")  # fmt: skip
     ap.add_argument("--output", type=Path, help="write the final DRAM to this .npz")
+    ap.add_argument("--simulator", choices=("c", "python"), default="c",
+                    help="c: libqaccel_vta (default); python: the reference simulator")  # fmt: skip
     args = ap.parse_args(argv)
 
     from qaccel.targets.vta.asm import AsmError, disassemble
@@ -111,9 +113,9 @@ def main(argv=None) -> int:
         uops = np.frombuffer(raw, "<u4").astype(np.uint32)
     try:
         if args.timing_only:
-            report, result = timing(program, config), None
+            report, result = timing(program, config, simulator=args.simulator), None
         else:
-            result = simulate(program, uops, dram, config)
+            result = simulate(program, uops, dram, config, simulator=args.simulator)
             report = result.timing
     except SimulationError as e:
         return fail(f"{args.program}: {e}")

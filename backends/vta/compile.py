@@ -158,11 +158,13 @@ class CompiledFunction:
     arena_nbytes: int
     image: np.ndarray  # the DRAM image: arena zero, then every layer's constants
 
-    def run_layer(self, lay: CompiledLayer, image: np.ndarray, config: HardwareConfig):
-        """Simulate one layer on `image` (not modified); the DRAM after it."""
+    def run_layer(self, lay: CompiledLayer, image: np.ndarray, config: HardwareConfig,
+                  simulator: str = "c"):  # fmt: skip
+        """Simulate one layer on `image` (not modified); the DRAM after it. `simulator`: "c"
+        (libqaccel_vta) or "python" (the reference)."""
         from qaccel.targets.vta.simulator import simulate
 
-        result = simulate(lay.words, lay.uops, image, config)
+        result = simulate(lay.words, lay.uops, image, config, simulator=simulator)
         if any(result.leftover_tokens.values()):
             raise CompileError(f"{self.name} layer {lay.index}: tokens left over "
                                f"{result.leftover_tokens}")  # fmt: skip
@@ -794,9 +796,10 @@ def _make_call_impl():
         simulator over the function's DRAM image, host segments on the interpreter (the
         fallbacks); other calls as usual."""
 
-        def __init__(self, compiled: CompiledModel):
+        def __init__(self, compiled: CompiledModel, simulator: str = "c"):
             super().__init__()
             self.compiled = compiled
+            self.simulator = simulator
             self.plans: dict[str, tuple] = {}
             self.layer_runs = 0
             self.host_bytes = 0  # bytes the host wrote into or read from an arena
@@ -838,7 +841,7 @@ def _make_call_impl():
                     self.host_bytes += slot.nbytes
                 elif kind == STEP_LAYER:
                     lay = fn.layers[arg]
-                    image = fn.run_layer(lay, image, self.compiled.config)
+                    image = fn.run_layer(lay, image, self.compiled.config, self.simulator)
                     self.layer_runs += 1
                 elif kind == STEP_READ:  # right after the layer that wrote the slot
                     result = ops[lay.anchor].results[0]
@@ -854,10 +857,11 @@ def _make_call_impl():
 
 
 def run_compiled(
-    compiled: CompiledModel, inputs: Sequence[np.ndarray], listener=None
+    compiled: CompiledModel, inputs: Sequence[np.ndarray], listener=None, simulator: str = "c"
 ) -> list[np.ndarray]:
     """Run the host program with the interpreter and each compiled accelerator layer on the
-    simulator (bit-exact with the interpreter's own semantics of the accel ops)."""
+    simulator (bit-exact with the interpreter's own semantics of the accel ops); `simulator`
+    "c" (libqaccel_vta, the default) or "python" (the reference)."""
     from qaccel.interpreter.interpreter import (
         check_inputs,
         entry_function,
@@ -869,7 +873,7 @@ def run_compiled(
     args = check_inputs(function, inputs)
     prepare_module(compiled.module)
     interpreter = make_interpreter(compiled.module, [listener] if listener else [])
-    interpreter.register_implementations(_make_call_impl()(compiled), override=True)
+    interpreter.register_implementations(_make_call_impl()(compiled, simulator), override=True)
     return [np.asarray(r) for r in interpreter.call_op(function, tuple(args))]
 
 

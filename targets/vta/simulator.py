@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from qaccel.targets.vta._blas import single_threaded_blas
@@ -639,6 +640,8 @@ class _Machine:
         return base + np.arange(y, dtype=np.int64)[:, None] * stride + np.arange(x)[None, :]
 
     def _dram_blocks(self, elements, eb):
+        if eb < DRAM_BLOCK:  # BLOCK 8: 8-byte INP/OUT/ACC8 elements share 16-byte blocks
+            return elements.reshape(-1) * eb // DRAM_BLOCK
         per = eb // DRAM_BLOCK
         return (elements.reshape(-1, 1) * per + np.arange(per)).reshape(-1)
 
@@ -925,13 +928,34 @@ class _Machine:
         self.acc_writer[dst_rows] = i
 
 
-def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None) -> SimResult:
+SIMULATORS = ("c", "python")
+
+
+def _use_c(simulator: str) -> bool:
+    """The C machine (targets/vta/cmachine.py) unless `simulator` is "python" or it cannot
+    load (then one notice on stderr and the Python reference runs)."""
+    if simulator not in SIMULATORS:
+        raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, got {simulator!r}")
+    if simulator == "python":
+        return False
+    from qaccel.targets.vta import cmachine
+
+    return cmachine.available()
+
+
+def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None,
+             simulator: Literal["c", "python"] = "c") -> SimResult:  # fmt: skip
     """Run `program` (a `Program` or `(n, 2)` uint64 words) to FINISH.
 
     `uops`: uint32 micro-op image read by LOAD UOP (default: `program.uops`); `dram`: flat uint8
     DRAM image, not modified (default: built from the program's assembler data directives).
     Returns the DRAM after FINISH and the timing report; raises `SimulationError`.
+    `simulator`: "c" (libqaccel_vta, the default) or "python" (this module, the reference).
     """
+    if _use_c(simulator):
+        from qaccel.targets.vta import cmachine
+
+        return cmachine.simulate(program, uops, dram, config)
     machine = _Machine(program, config, uops, dram, functional=True)
     with single_threaded_blas():
         report, leftover = machine.run()
@@ -939,8 +963,13 @@ def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None
     return SimResult(machine.dram, report, leftover, sram)
 
 
-def timing(program, config: HardwareConfig | None = None) -> TimingReport:
+def timing(program, config: HardwareConfig | None = None,
+           simulator: Literal["c", "python"] = "c") -> TimingReport:  # fmt: skip
     """The timing model alone: token protocol and cycle counts, no data or hazard checks."""
+    if _use_c(simulator):
+        from qaccel.targets.vta import cmachine
+
+        return cmachine.timing(program, config)
     machine = _Machine(program, config, None, None, functional=False)
     report, _ = machine.run()
     return report

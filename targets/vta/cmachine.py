@@ -1,0 +1,300 @@
+"""libqaccel_vta (targets/vta/machine/, C99) behind the Python simulator's interface.
+
+    result = simulate(program, uops, dram, config)   # SimResult, as simulator.simulate
+    report = timing(program, config)                 # TimingReport, as simulator.timing
+
+Same inputs, same outputs, same `SimulationError` (kind and instruction index) as the Python
+reference in `simulator.py`, which stays the checked specification: tests/test_vta_cmachine.py
+cross-checks the two. `simulator.simulate(..., simulator="c")` (the default) comes here.
+
+Finding the library, first hit wins:
+  1. `QACCEL_NO_CMACHINE=1`: none (the Python simulator runs; for tests and debugging);
+  2. `QACCEL_CMACHINE_LIB=path`: that shared object (e.g. a sanitizer build);
+  3. the extension `pip install` built next to this file (setup.py, optional);
+  4. compiled on first use with the system C compiler into a per-user cache directory.
+A library built from other sources than the ones next to this file (a stale in-place build)
+is not used. When none loads, `available()` is False and one line on stderr says why.
+
+The GEMM kernel (portable C, SSE2, AVX2 when the CPU has it) is the fastest available unless
+`QACCEL_CMACHINE_KERNEL` (or the module attribute `kernel`) names a slower one; all compute the
+same sums, and the cross-check runs each.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.machinery
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.targets.vta.isa import MemType, Program
+from qaccel.targets.vta.simulator import (
+    FIFOS,
+    MODULE_NAMES,
+    SimResult,
+    SimulationError,
+    TimingReport,
+)
+
+MACHINE_DIR = Path(__file__).with_name("machine")
+SOURCES = ("vta_machine.c",)
+HEADERS = ("vta_machine.h",)
+ABI = 2  # VTA_MACHINE_ABI in vta_machine.h
+# GEMM kernels (enum vta_kernel): all compute the same sums; "auto" is the fastest the CPU has.
+KERNELS = {"auto": 0, "c": 1, "sse2": 2, "avx2": 3}
+kernel = os.environ.get("QACCEL_CMACHINE_KERNEL", "auto")  # tests set it to check each one
+last_kernel: str | None = None  # the kernel the last functional run used
+CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared")
+LIB_NAME = "libqaccel_vta.so"
+
+_CONFIG_KEYS = ("log_block", "log_uop_buff_size", "log_inp_buff_size", "log_wgt_buff_size",
+                "log_acc_buff_size", "bus_width_bytes", "dma_setup_cycles", "insn_issue_cycles",
+                "gemm_cycles_per_uop", "alu_cycles_per_uop", "store_requant")  # fmt: skip
+_P = ctypes.c_void_p
+_I = ctypes.c_int64
+
+
+class _Config(ctypes.Structure):
+    _fields_ = [(k, _I) for k in _CONFIG_KEYS]
+
+
+class _Run(ctypes.Structure):  # vta_run
+    _fields_ = [
+        ("uop_image", _P), ("uop_image_len", _I), ("dram", _P), ("dram_len", _I),
+        ("uop_sram", _P), ("inp_sram", _P), ("wgt_sram", _P), ("acc_sram", _P),
+        ("start", _P), ("end", _P), ("module", _P), ("kernel", _I),
+        ("total_cycles", _I), ("busy", _I * 3), ("stalled", _I * 3), ("bus_wait", _I * 3),
+        ("gemm_iterations", _I), ("alu_iterations", _I),
+        ("dram_read_bytes", _I * 8), ("dram_write_bytes", _I * 8), ("leftover_tokens", _I * 4),
+        ("error_index", _I), ("error_kind", ctypes.c_char * 32),
+        ("error_message", ctypes.c_char * 512),
+    ]  # fmt: skip
+
+
+VTA_OK, VTA_ERROR, VTA_ERR_CONFIG, VTA_ERR_NOMEM = 0, 1, 2, 3
+
+
+def source_hash() -> str:
+    """Identifies the C sources; `setup.py` compiles the same digest into the library."""
+    h = hashlib.sha256()
+    for name in SOURCES + HEADERS:
+        h.update(name.encode() + b"\0" + (MACHINE_DIR / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build_library(out_dir, cc: str | None = None, extra_flags=()) -> Path:
+    """Compile the sources into `out_dir/libqaccel_vta.so` (raises CalledProcessError/OSError)."""
+    out = Path(out_dir) / LIB_NAME
+    cc = cc or os.environ.get("CC") or "cc"
+    tmp = out.with_name(f".{LIB_NAME}.{os.getpid()}.tmp")
+    cmd = [cc, *CFLAGS, *extra_flags, f'-DVTA_SOURCE_HASH="{source_hash()}"',
+           *(str(MACHINE_DIR / s) for s in SOURCES), "-o", str(tmp)]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    os.replace(tmp, out)  # atomic: concurrent first uses never load a half-written file
+    return out
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("QACCEL_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
+    base = Path(root) if root else Path.home() / ".cache"
+    if not os.environ.get("QACCEL_CACHE_DIR"):
+        base = base / "qaccel"
+    return base / f"vta-machine-{source_hash()}"
+
+
+def _open(path: Path, check_hash: bool):
+    lib = ctypes.CDLL(str(path))
+    lib.vta_machine_abi.restype = ctypes.c_int
+    if lib.vta_machine_abi() != ABI:
+        raise OSError(f"{path}: ABI {lib.vta_machine_abi()}, expected {ABI}")
+    lib.vta_source_hash.restype = ctypes.c_char_p
+    if check_hash and lib.vta_source_hash().decode() != source_hash():
+        raise OSError(f"{path} was built from other sources")
+    lib.vta_simulate.restype = ctypes.c_int
+    lib.vta_simulate.argtypes = [ctypes.POINTER(_Config), _P, _I, ctypes.c_int,
+                                 ctypes.POINTER(_Run)]  # fmt: skip
+    return lib
+
+
+def _load():
+    """(library, None) or (None, reason)."""
+    if os.environ.get("QACCEL_NO_CMACHINE", "") not in ("", "0"):
+        return None, "QACCEL_NO_CMACHINE is set"
+    explicit = os.environ.get("QACCEL_CMACHINE_LIB")
+    if explicit:
+        try:
+            return _open(Path(explicit), check_hash=False), None
+        except OSError as e:
+            return None, f"cannot load QACCEL_CMACHINE_LIB: {e}"
+    here = Path(__file__).parent
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:  # built by setup.py
+        ext = here / f"_vta_machine{suffix}"
+        if ext.is_file():
+            try:
+                return _open(ext, check_hash=True), None
+            except OSError:
+                break  # stale or foreign build: compile the current sources instead
+    cached = _cache_dir() / LIB_NAME
+    try:
+        if not cached.is_file():
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            build_library(cached.parent)
+        return _open(cached, check_hash=True), None
+    except subprocess.CalledProcessError as e:
+        lines = (e.stderr or "").strip().splitlines()
+        return None, f"compiling it failed ({lines[0] if lines else e})"
+    except OSError as e:
+        return None, f"no C compiler or library ({e})"
+
+
+_LIB = None
+_REASON = None
+_LOADED = False
+
+
+def library():
+    """The loaded ctypes library, or None (after one notice on stderr)."""
+    global _LIB, _REASON, _LOADED
+    if not _LOADED:
+        _LIB, _REASON = _load()
+        _LOADED = True
+        if _LIB is None:
+            print(f"qaccel: C simulator unavailable ({_REASON}); using the Python simulator",
+                  file=sys.stderr)  # fmt: skip
+    return _LIB
+
+
+def available() -> bool:
+    return library() is not None
+
+
+def unavailable_reason() -> str | None:
+    library()
+    return _REASON
+
+
+def _reset_for_tests():
+    """Forget the loaded library so the next call searches again (environment changed)."""
+    global _LIB, _REASON, _LOADED
+    _LIB, _REASON, _LOADED = None, None, False
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _config_struct(c: HardwareConfig) -> _Config:
+    return _Config(*(int(getattr(c, k)) for k in _CONFIG_KEYS))
+
+
+def _ptr(a: np.ndarray) -> int:
+    return a.ctypes.data
+
+
+def _run(program, config, functional: bool, uops=None, dram=None):
+    lib = library()
+    if lib is None:
+        raise RuntimeError(f"the C simulator is unavailable: {_REASON}")
+    if isinstance(program, Program):
+        config = config or program.config
+    c = config or DEFAULT_CONFIG
+    prog = program if isinstance(program, Program) else Program(c, program)
+    words = np.ascontiguousarray(prog.words, dtype="<u8")
+    n = len(words)
+    run = _Run()
+    start = np.zeros(n, np.int64)
+    end = np.zeros(n, np.int64)
+    module = np.zeros(n, np.int64)
+    run.start, run.end, run.module = _ptr(start), _ptr(end), _ptr(module)
+    keep = []  # arrays the C call points into
+    sram = None
+    if functional:
+        image = np.ascontiguousarray(
+            np.asarray(prog.uops if uops is None else uops, dtype=np.uint32).reshape(-1)
+        )
+        if dram is None:
+            size = max([prog.dram_size] + [o + len(b) for o, b in prog.dram_init])
+            dram = np.zeros(size, np.uint8)
+            for off, data in prog.dram_init:
+                dram[off : off + len(data)] = np.frombuffer(data, np.uint8)
+        dram = np.asarray(dram)
+        if dram.dtype != np.uint8 or dram.ndim != 1:
+            _run(prog, c, False)  # malformed programs are reported first, as the reference
+            raise SimulationError("the DRAM image must be a flat uint8 array")
+        dram = dram.copy()
+        blk = c.block
+        sram = {
+            "uop": np.zeros(c.depth("uop"), np.uint32),
+            "inp": np.zeros((c.depth("inp"), blk), np.int8),
+            "wgt": np.zeros((c.depth("wgt"), blk, blk), np.int8),
+            "acc": np.zeros((c.depth("acc"), blk), np.int32),
+        }
+        run.uop_image, run.uop_image_len = _ptr(image), len(image)
+        run.dram, run.dram_len = _ptr(dram), len(dram)
+        run.uop_sram, run.inp_sram = _ptr(sram["uop"]), _ptr(sram["inp"])
+        run.wgt_sram, run.acc_sram = _ptr(sram["wgt"]), _ptr(sram["acc"])
+        keep += [image, dram]
+    run.kernel = KERNELS[kernel]
+    cfg = _config_struct(c)
+    rc = lib.vta_simulate(ctypes.byref(cfg), _ptr(words), n, int(functional), ctypes.byref(run))
+    if rc == VTA_ERROR:
+        kind = run.error_kind.decode() or None
+        index = None if run.error_index < 0 else int(run.error_index)
+        raise SimulationError(run.error_message.decode(errors="replace"), index, kind)
+    if rc == VTA_ERR_CONFIG:
+        raise SimulationError(f"the C simulator cannot run hardware config {c.name!r}")
+    if rc == VTA_ERR_NOMEM:
+        raise MemoryError("the C simulator ran out of memory")
+    mem_names = [m.name.lower() for m in MemType]
+    report = TimingReport(
+        config=c,
+        total_cycles=int(run.total_cycles),
+        busy=dict(zip(MODULE_NAMES, map(int, run.busy))),
+        stalled=dict(zip(MODULE_NAMES, map(int, run.stalled))),
+        bus_wait=dict(zip(MODULE_NAMES, map(int, run.bus_wait))),
+        gemm_iterations=int(run.gemm_iterations),
+        alu_iterations=int(run.alu_iterations),
+        dram_read_bytes={k: int(run.dram_read_bytes[int(m)]) for k, m in zip(mem_names, MemType)},
+        dram_write_bytes={k: int(run.dram_write_bytes[int(m)]) for k, m in zip(mem_names, MemType)},
+        start=start,
+        end=end,
+        module=module,
+    )
+    leftover = {name: int(run.leftover_tokens[q]) for q, name in enumerate(FIFOS)}
+    if not functional:
+        return report, leftover, None, None
+    global last_kernel
+    last_kernel = {v: k for k, v in KERNELS.items()}[int(run.kernel)]
+    return report, leftover, dram, sram
+
+
+def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None) -> SimResult:
+    """`simulator.simulate` on the C machine."""
+    report, leftover, dram, sram = _run(program, config, True, uops, dram)
+    return SimResult(dram, report, leftover, sram)
+
+
+def timing(program, config: HardwareConfig | None = None) -> TimingReport:
+    """`simulator.timing` on the C machine: token protocol and cycle counts only."""
+    return _run(program, config, False)[0]
+
+
+def compiler_available() -> bool:
+    return shutil.which(os.environ.get("CC") or "cc") is not None
+
+
+__all__ = ["available", "build_library", "library", "simulate", "source_hash", "timing",
+           "unavailable_reason", "MACHINE_DIR"]  # fmt: skip
+
+
+if __name__ == "__main__":  # python -m qaccel.targets.vta.cmachine: build and report
+    with tempfile.TemporaryDirectory() as d:
+        print(build_library(d))
+    print("available:", available(), unavailable_reason() or "")

@@ -1,0 +1,1473 @@
+/* libqaccel_vta: the VTA-like accelerator as a C99 functional simulator and timing model.
+ *
+ * Semantics: docs/isa.md. Reference: targets/vta/simulator.py, which this file mirrors
+ * step for step so that both report the same DRAM, the same cycles and the same errors:
+ *
+ *   decode + validate   -> the first malformed instruction (isa.validate's order)
+ *   token counts        -> a pop whose token the program never pushes (static)
+ *   event loop          -> the module whose next instruction can start earliest executes it
+ *                          (ties: load, compute, store); deadlock when all wait on tokens
+ *   execute             -> functional semantics plus the hazard checks: per SRAM row and per
+ *                          16-byte DRAM block the last writer / reader instruction, compared
+ *                          with the vector clock each module merges when it pops a token.
+ *
+ * Every size comes from the vta_config (block, buffer depths, field widths); nothing assumes
+ * BLOCK = 16, but the GEMM kernel has specialized copies for the common block sizes.
+ */
+#include "vta_machine.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------ */
+/* Instruction fields                                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Every field any instruction has, in the order of isa.FIELD_NAMES. */
+#define VTA_FIELDS(X)                                                                       \
+    X(OPCODE, "opcode") X(POP_PREV, "pop_prev") X(POP_NEXT, "pop_next")                      \
+    X(PUSH_PREV, "push_prev") X(PUSH_NEXT, "push_next") X(MEMORY_TYPE, "memory_type")        \
+    X(SRAM_BASE, "sram_base") X(DRAM_BASE, "dram_base") X(Y_SIZE, "y_size")                  \
+    X(X_SIZE, "x_size") X(X_STRIDE, "x_stride") X(Y_PAD_0, "y_pad_0") X(Y_PAD_1, "y_pad_1")  \
+    X(X_PAD_0, "x_pad_0") X(X_PAD_1, "x_pad_1") X(RESET, "reset") X(UOP_BGN, "uop_bgn")      \
+    X(UOP_END, "uop_end") X(ITER_OUT, "iter_out") X(ITER_IN, "iter_in")                      \
+    X(DST_FACTOR_OUT, "dst_factor_out") X(DST_FACTOR_IN, "dst_factor_in")                    \
+    X(SRC_FACTOR_OUT, "src_factor_out") X(SRC_FACTOR_IN, "src_factor_in")                    \
+    X(WGT_FACTOR_OUT, "wgt_factor_out") X(WGT_FACTOR_IN, "wgt_factor_in")                    \
+    X(ALU_OPCODE, "alu_opcode") X(USE_IMM, "use_imm") X(IMM, "imm")                          \
+    X(PAD_VALUE, "pad_value") X(CLEAR, "clear") X(PARAM_ROW, "param_row")                    \
+    X(PARAM_Y, "param_y") X(PARAM_X, "param_x")
+
+#define AS_ENUM(id, name) F_##id,
+#define AS_NAME(id, name) name,
+enum field { VTA_FIELDS(AS_ENUM) F_COUNT };
+static const char *const FIELD_NAMES[F_COUNT] = {VTA_FIELDS(AS_NAME)};
+
+enum opcode { OP_LOAD, OP_STORE, OP_GEMM, OP_FINISH, OP_ALU, OP_SETPAD, OP_COUNT };
+enum mem_type { MEM_UOP, MEM_WGT, MEM_INP, MEM_ACC, MEM_OUT, MEM_ACC8, MEM_OUTQ };
+enum alu_op { ALU_MIN, ALU_MAX, ALU_ADD, ALU_SHR, ALU_MUL, ALU_RDMUL, ALU_RSHR };
+enum module { LOAD, COMPUTE, STORE };
+enum buffer { BUF_UOP, BUF_INP, BUF_WGT, BUF_ACC, BUF_COUNT };
+
+static const char *const OPCODE_NAMES[OP_COUNT] = {"LOAD", "STORE", "GEMM", "FINISH", "ALU",
+                                                   "SETPAD"};
+static const char *const MEM_NAMES[7] = {"UOP", "WGT", "INP", "ACC", "OUT", "ACC8", "OUTQ"};
+static const char *const ALU_NAMES[7] = {"MIN", "MAX", "ADD", "SHR", "MUL", "RDMUL", "RSHR"};
+static const char *const MODULE_NAMES[VTA_MODULES] = {"load", "compute", "store"};
+static const char *const BUF_NAMES[BUF_COUNT] = {"UOP", "INP", "WGT", "ACC"};
+
+/* Instruction formats, one bit per opcode; STORE_RQ is the part of STORE that exists only
+ * with store_requant. */
+enum {
+    FMT_LOAD = 1 << OP_LOAD,
+    FMT_STORE = 1 << OP_STORE,
+    FMT_GEMM = 1 << OP_GEMM,
+    FMT_FINISH = 1 << OP_FINISH,
+    FMT_ALU = 1 << OP_ALU,
+    FMT_SETPAD = 1 << OP_SETPAD,
+    FMT_ALL = (1 << OP_COUNT) - 1,
+    FMT_STORE_RQ = 1 << OP_COUNT
+};
+/* Widths that follow the configuration (log2 of buffer depths, docs/isa.md §2). */
+enum { W_LU = -1, W_LU1 = -2, W_LA = -3, W_LI = -4, W_LW = -5 };
+#define NEXT (-1) /* the field starts where the format's previous field ends */
+
+struct field_spec {
+    int formats, field, bit, width, is_signed;
+};
+
+/* The whole ISA encoding (docs/isa.md §4), one line per field. */
+static const struct field_spec FIELD_TABLE[] = {
+    /* formats                 field               first bit  width   signed */
+    {FMT_ALL,                  F_OPCODE,           0,         3,      0},
+    {FMT_ALL,                  F_POP_PREV,         3,         1,      0},
+    {FMT_ALL,                  F_POP_NEXT,         4,         1,      0},
+    {FMT_ALL,                  F_PUSH_PREV,        5,         1,      0},
+    {FMT_ALL,                  F_PUSH_NEXT,        6,         1,      0},
+    /* 4.1 LOAD / STORE (VTAMemInsn) */
+    {FMT_LOAD | FMT_STORE,     F_MEMORY_TYPE,      7,         3,      0},
+    {FMT_LOAD | FMT_STORE,     F_SRAM_BASE,        NEXT,      16,     0},
+    {FMT_LOAD | FMT_STORE,     F_DRAM_BASE,        NEXT,      32,     0},
+    {FMT_LOAD | FMT_STORE,     F_Y_SIZE,           64,        16,     0},
+    {FMT_LOAD | FMT_STORE,     F_X_SIZE,           NEXT,      16,     0},
+    {FMT_LOAD | FMT_STORE,     F_X_STRIDE,         NEXT,      16,     0},
+    {FMT_LOAD,                 F_Y_PAD_0,          NEXT,      4,      0},
+    {FMT_LOAD,                 F_Y_PAD_1,          NEXT,      4,      0},
+    {FMT_LOAD,                 F_X_PAD_0,          NEXT,      4,      0},
+    {FMT_LOAD,                 F_X_PAD_1,          NEXT,      4,      0},
+    {FMT_STORE_RQ,             F_CLEAR,            58,        1,      0},
+    {FMT_STORE_RQ,             F_PARAM_ROW,        112,       W_LA,   0},
+    {FMT_STORE_RQ,             F_PARAM_Y,          NEXT,      1,      0},
+    {FMT_STORE_RQ,             F_PARAM_X,          NEXT,      1,      0},
+    /* 4.2 / 4.3 GEMM and ALU share word 0 and the dst factors */
+    {FMT_GEMM | FMT_ALU,       F_RESET,            7,         1,      0},
+    {FMT_GEMM | FMT_ALU,       F_UOP_BGN,          NEXT,      W_LU,   0},
+    {FMT_GEMM | FMT_ALU,       F_UOP_END,          NEXT,      W_LU1,  0},
+    {FMT_GEMM | FMT_ALU,       F_ITER_OUT,         NEXT,      14,     0},
+    {FMT_GEMM | FMT_ALU,       F_ITER_IN,          NEXT,      14,     0},
+    {FMT_GEMM | FMT_ALU,       F_DST_FACTOR_OUT,   64,        W_LA,   0},
+    {FMT_GEMM | FMT_ALU,       F_DST_FACTOR_IN,    NEXT,      W_LA,   0},
+    {FMT_GEMM,                 F_SRC_FACTOR_OUT,   NEXT,      W_LI,   0},
+    {FMT_GEMM,                 F_SRC_FACTOR_IN,    NEXT,      W_LI,   0},
+    {FMT_GEMM,                 F_WGT_FACTOR_OUT,   NEXT,      W_LW,   0},
+    {FMT_GEMM,                 F_WGT_FACTOR_IN,    NEXT,      W_LW,   0},
+    {FMT_ALU,                  F_SRC_FACTOR_OUT,   NEXT,      W_LA,   0},
+    {FMT_ALU,                  F_SRC_FACTOR_IN,    NEXT,      W_LA,   0},
+    {FMT_ALU,                  F_ALU_OPCODE,       NEXT,      3,      0},
+    {FMT_ALU,                  F_USE_IMM,          NEXT,      1,      0},
+    {FMT_ALU,                  F_IMM,              NEXT,      16,     1},
+    /* 4.5 SETPAD [ext] */
+    {FMT_SETPAD,               F_PAD_VALUE,        7,         8,      1},
+};
+#define FIELD_TABLE_LEN ((int)(sizeof FIELD_TABLE / sizeof FIELD_TABLE[0]))
+
+struct field_pos {
+    int field, bit, width, is_signed;
+};
+
+/* FIFOs: producer, consumer, the producer's push flag, the consumer's pop flag (§5). */
+static const struct {
+    int producer, consumer, push, pop;
+    const char *name;
+} FIFOS[VTA_FIFOS] = {
+    {LOAD, COMPUTE, F_PUSH_NEXT, F_POP_PREV, "load->compute"},
+    {COMPUTE, LOAD, F_PUSH_PREV, F_POP_NEXT, "compute->load"},
+    {STORE, COMPUTE, F_PUSH_PREV, F_POP_NEXT, "store->compute"},
+    {COMPUTE, STORE, F_PUSH_NEXT, F_POP_PREV, "compute->store"},
+};
+static const char *const FLAG_NAMES[F_COUNT] = {
+    [F_POP_PREV] = "pop_prev", [F_POP_NEXT] = "pop_next",
+    [F_PUSH_PREV] = "push_prev", [F_PUSH_NEXT] = "push_next"};
+
+enum { PARAM_ROWS = 4 };  /* STORE OUTQ parameter block: bias, multiplier, shift, (zp, lo, hi) */
+enum { DRAM_BLOCK = 16 }; /* hazard-tracking granularity of DRAM, as the reference */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Geometry and layout derived from the configuration                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+struct geometry {
+    int64_t blk;                 /* BLOCK */
+    int64_t depth[BUF_COUNT];    /* rows per buffer */
+    int log_depth[BUF_COUNT];    /* floor(log2(depth)) */
+    int64_t elem[BUF_COUNT];     /* bytes per row */
+    struct field_pos fmt[OP_COUNT][F_COUNT];
+    int fmt_len[OP_COUNT];
+    uint64_t reserved[OP_COUNT][2]; /* bits a format does not use: must be zero */
+    int uop_bit[3], uop_width[3];   /* micro-op dst, src, wgt */
+};
+
+static int floor_log2(int64_t v) {
+    int k = -1;
+    while (v > 0) {
+        v >>= 1;
+        k++;
+    }
+    return k;
+}
+
+static int resolve_width(const struct geometry *g, int w) {
+    switch (w) {
+    case W_LU: return g->log_depth[BUF_UOP];
+    case W_LU1: return g->log_depth[BUF_UOP] + 1;
+    case W_LA: return g->log_depth[BUF_ACC];
+    case W_LI: return g->log_depth[BUF_INP];
+    case W_LW: return g->log_depth[BUF_WGT];
+    default: return w;
+    }
+}
+
+static int make_geometry(const vta_config *c, struct geometry *g) {
+    int64_t logs[BUF_COUNT];
+    memset(g, 0, sizeof *g);
+    if (c->log_block < 0 || c->log_block > 12) return VTA_ERR_CONFIG;
+    g->blk = (int64_t)1 << c->log_block;
+    g->elem[BUF_UOP] = 4;
+    g->elem[BUF_INP] = g->blk;
+    g->elem[BUF_WGT] = g->blk * g->blk;
+    g->elem[BUF_ACC] = 4 * g->blk;
+    logs[BUF_UOP] = c->log_uop_buff_size;
+    logs[BUF_INP] = c->log_inp_buff_size;
+    logs[BUF_WGT] = c->log_wgt_buff_size;
+    logs[BUF_ACC] = c->log_acc_buff_size;
+    for (int b = 0; b < BUF_COUNT; b++) {
+        if (logs[b] < 0 || logs[b] > 40) return VTA_ERR_CONFIG;
+        g->depth[b] = ((int64_t)1 << logs[b]) / g->elem[b];
+        if (g->depth[b] < 1) return VTA_ERR_CONFIG;
+        g->log_depth[b] = floor_log2(g->depth[b]);
+    }
+    if (c->bus_width_bytes < 1 || c->gemm_cycles_per_uop < 1 || c->alu_cycles_per_uop < 1 ||
+        c->dma_setup_cycles < 0 || c->insn_issue_cycles < 0)
+        return VTA_ERR_CONFIG;
+    /* Lay the fields out as the table says, per format. */
+    for (int op = 0; op < OP_COUNT; op++) {
+        int cursor = 0;
+        uint64_t used[2] = {0, 0};
+        for (int t = 0; t < FIELD_TABLE_LEN; t++) {
+            const struct field_spec *s = &FIELD_TABLE[t];
+            int formats = s->formats;
+            if ((formats & FMT_STORE_RQ) && c->store_requant) formats |= FMT_STORE;
+            if (!(formats & (1 << op))) continue;
+            struct field_pos p = {s->field, s->bit == NEXT ? cursor : s->bit,
+                                  resolve_width(g, s->width), s->is_signed};
+            /* A field must sit inside one 64-bit word (the config loader guarantees it). */
+            if (p.width < 1 || p.width > 32 || p.bit / 64 != (p.bit + p.width - 1) / 64 ||
+                p.bit + p.width > 128)
+                return VTA_ERR_CONFIG;
+            for (int b = p.bit; b < p.bit + p.width; b++) used[b / 64] |= (uint64_t)1 << (b % 64);
+            cursor = p.bit + p.width;
+            g->fmt[op][g->fmt_len[op]++] = p;
+        }
+        g->reserved[op][0] = ~used[0];
+        g->reserved[op][1] = ~used[1];
+    }
+    /* Micro-op: dst (LA bits), src (max(LA, LI)), wgt (LW), from bit 0. */
+    g->uop_width[0] = g->log_depth[BUF_ACC];
+    g->uop_width[1] = g->log_depth[BUF_ACC] > g->log_depth[BUF_INP] ? g->log_depth[BUF_ACC]
+                                                                    : g->log_depth[BUF_INP];
+    g->uop_width[2] = g->log_depth[BUF_WGT];
+    g->uop_bit[0] = 0;
+    g->uop_bit[1] = g->uop_width[0];
+    g->uop_bit[2] = g->uop_width[0] + g->uop_width[1];
+    if (g->uop_bit[2] + g->uop_width[2] > 32) return VTA_ERR_CONFIG;
+    if (c->store_requant && g->log_depth[BUF_ACC] + 2 > 16) return VTA_ERR_CONFIG;
+    return VTA_OK;
+}
+
+static int64_t extract(const uint64_t *w, const struct field_pos *p) {
+    uint64_t v = (w[p->bit / 64] >> (p->bit % 64)) & (((uint64_t)1 << p->width) - 1);
+    if (p->is_signed && (v >> (p->width - 1)))
+        return (int64_t)v - ((int64_t)1 << p->width);
+    return (int64_t)v;
+}
+
+static void decode_one(const struct geometry *g, const uint64_t *w, int64_t *f) {
+    memset(f, 0, F_COUNT * sizeof *f);
+    f[F_OPCODE] = (int64_t)(w[0] & 7);
+    if (f[F_OPCODE] >= OP_COUNT) return; /* unknown opcodes decode to their opcode only */
+    int op = (int)f[F_OPCODE];
+    for (int k = 0; k < g->fmt_len[op]; k++) f[g->fmt[op][k].field] = extract(w, &g->fmt[op][k]);
+}
+
+/* isa.describe: "LOAD INP", "ALU RDMUL", "GEMM reset", "opcode 6", ... */
+static void describe(const int64_t *f, char *out, size_t size) {
+    int64_t op = f[F_OPCODE];
+    if (op >= OP_COUNT) {
+        snprintf(out, size, "opcode %d", (int)op);
+    } else if (op == OP_LOAD || op == OP_STORE) {
+        int64_t m = f[F_MEMORY_TYPE];
+        if (m < 7)
+            snprintf(out, size, "%s %s", OPCODE_NAMES[op], MEM_NAMES[m]);
+        else
+            snprintf(out, size, "%s %d", OPCODE_NAMES[op], (int)m);
+    } else if (op == OP_ALU) {
+        if (f[F_ALU_OPCODE] < 7)
+            snprintf(out, size, "ALU %s", ALU_NAMES[f[F_ALU_OPCODE]]);
+        else
+            snprintf(out, size, "ALU");
+    } else if (op == OP_GEMM && f[F_RESET]) {
+        snprintf(out, size, "GEMM reset");
+    } else {
+        snprintf(out, size, "%s", OPCODE_NAMES[op]);
+    }
+}
+
+static int module_of(const int64_t *f) {
+    if (f[F_OPCODE] == OP_STORE) return STORE;
+    if (f[F_OPCODE] == OP_SETPAD) return LOAD;
+    if (f[F_OPCODE] == OP_LOAD && (f[F_MEMORY_TYPE] == MEM_INP || f[F_MEMORY_TYPE] == MEM_WGT))
+        return LOAD;
+    return COMPUTE;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The machine                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+struct fifo {
+    int64_t cap, count, head;
+    int64_t *avail;    /* cycle the token becomes available (the pusher's end) */
+    int64_t (*clock)[VTA_MODULES]; /* the pusher's vector clock */
+};
+
+struct rowset {
+    int64_t nb, no;
+    int64_t *bases, *offs;
+};
+
+typedef struct machine {
+    const vta_config *cfg;
+    struct geometry g;
+    vta_run *run;
+    int functional;
+    int64_t n;
+    const uint64_t *words;
+    int64_t *f;                 /* n * F_COUNT decoded fields */
+    int64_t *queue[VTA_MODULES];
+    int64_t qlen[VTA_MODULES];
+    struct fifo fifo[VTA_FIFOS];
+    /* vc[m][k]: the last instruction of module k known to happen before module m's next one */
+    int64_t vc[VTA_MODULES][VTA_MODULES];
+    /* Functional state. */
+    uint32_t *uop;
+    int8_t *inp, *wgt;
+    int32_t *acc;
+    uint8_t *uop_valid;
+    int32_t *uop_field[3];      /* decoded micro-ops: dst, src, wgt */
+    int8_t pad_value;
+    /* Hazard tracking: the last instruction that wrote / read each row or DRAM block. */
+    int32_t *inp_writer, *inp_reader, *wgt_writer, *wgt_reader;
+    int32_t *acc_writer, *acc_store_reader, *acc_clearer;
+    int64_t dram_blocks;
+    int32_t *dram_writer, *dram_reader[2]; /* readers: load, compute */
+    int kernel;                 /* the GEMM kernel in use (enum vta_kernel) */
+    int16_t *wgt_pairs;         /* WGT widened for the vector kernels, or NULL (gemm_tile_pairs) */
+    /* Scratch for the rows a GEMM/ALU/LOAD/STORE touches (see loop_rows, range_rows). */
+    uint32_t *stamp_base, *stamp_off, stamp_gen;
+    struct rowset rows[3];
+    void *owned[24];             /* buffers to free */
+    int n_owned;
+} machine;
+
+#define FLD(m, i) (&(m)->f[(i) * F_COUNT])
+
+static int fail(machine *m, int64_t i, const char *fmt, ...) {
+    va_list ap;
+    vta_run *r = m->run;
+    r->error_index = i;
+    r->error_kind[0] = 0;
+    if (i >= 0 && i < m->n) describe(FLD(m, i), r->error_kind, sizeof r->error_kind);
+    va_start(ap, fmt);
+    vsnprintf(r->error_message, sizeof r->error_message, fmt, ap);
+    va_end(ap);
+    return VTA_ERROR;
+}
+
+static const char *kind_of(machine *m, int64_t i, char *buf, size_t size) {
+    describe(FLD(m, i), buf, size);
+    return buf;
+}
+
+/* Zeroed memory freed when the run ends (NULL when out of memory). */
+static void *alloc(machine *m, size_t count, size_t size) {
+    if (m->n_owned == (int)(sizeof m->owned / sizeof m->owned[0])) return NULL;
+    void *p = calloc(count ? count : 1, size);
+    if (p) m->owned[m->n_owned++] = p;
+    return p;
+}
+
+static int32_t *alloc_tracker(machine *m, int64_t count) {
+    int32_t *p = alloc(m, (size_t)count, sizeof(int32_t));
+    if (p)
+        for (int64_t k = 0; k < count; k++) p[k] = -1;
+    return p;
+}
+
+/* --- isa.validate -------------------------------------------------------------------------- */
+
+static int check_encoding(machine *m, int64_t i) {
+    const int64_t *f = FLD(m, i);
+    const uint64_t *w = m->words + 2 * i;
+    const struct geometry *g = &m->g;
+    int64_t op = f[F_OPCODE];
+    char kind[32];
+    kind_of(m, i, kind, sizeof kind);
+#define BAD(...) return fail(m, i, "malformed instruction: " __VA_ARGS__)
+    if (op >= OP_COUNT) BAD("unknown opcode %d", (int)op);
+    if ((w[0] & g->reserved[op][0]) || (w[1] & g->reserved[op][1]))
+        BAD("%s: reserved bits are not zero", OPCODE_NAMES[op]);
+    int64_t mt = f[F_MEMORY_TYPE];
+    const char *mname = mt < 7 ? MEM_NAMES[mt] : "7";
+    if (op == OP_LOAD && !(mt == MEM_UOP || mt == MEM_WGT || mt == MEM_INP || mt == MEM_ACC ||
+                           mt == MEM_ACC8))
+        BAD("LOAD: illegal memory type %s", mname);
+    if (op == OP_STORE &&
+        !(mt == MEM_ACC || mt == MEM_OUT || (mt == MEM_OUTQ && m->cfg->store_requant)))
+        BAD("STORE: illegal memory type %s", mname);
+    if (op == OP_STORE && mt != MEM_OUTQ && (f[F_PARAM_ROW] | f[F_PARAM_Y] | f[F_PARAM_X]))
+        BAD("%s: parameter rows are only defined for STORE OUTQ", kind);
+    if (op == OP_LOAD && mt == MEM_UOP &&
+        (f[F_Y_PAD_0] | f[F_Y_PAD_1] | f[F_X_PAD_0] | f[F_X_PAD_1]))
+        BAD("%s: padding is only defined for LOAD INP/WGT/ACC/ACC8", kind);
+    int mod = module_of(f);
+    if (mod == LOAD && (f[F_POP_PREV] | f[F_PUSH_PREV]))
+        BAD("%s: the load module has no prev token queues", kind);
+    if (mod == STORE && (f[F_POP_NEXT] | f[F_PUSH_NEXT]))
+        BAD("%s: the store module has no next token queues", kind);
+    if (op == OP_ALU && f[F_RESET]) BAD("ALU: reset bit must be zero");
+    if ((op == OP_GEMM || op == OP_ALU) && f[F_UOP_BGN] >= f[F_UOP_END])
+        BAD("%s: empty micro-op range %d:%d", kind, (int)f[F_UOP_BGN], (int)f[F_UOP_END]);
+    if (op == OP_ALU) {
+        int64_t a = f[F_ALU_OPCODE], imm = f[F_IMM];
+        if (!f[F_USE_IMM] && imm) BAD("ALU: imm must be zero when use_imm is 0");
+        if (a > ALU_RSHR) BAD("ALU: unknown ALU opcode %d", (int)a);
+        if (f[F_USE_IMM] && a == ALU_SHR && (imm < -31 || imm > 31))
+            BAD("ALU SHR: immediate shift %d outside [-31, 31]", (int)imm);
+        if (f[F_USE_IMM] && a == ALU_RSHR && (imm < 0 || imm > 31))
+            BAD("ALU RSHR: immediate exponent %d outside [0, 31]", (int)imm);
+    }
+    if (i == m->n - 1 && op != OP_FINISH) BAD("the program must end with FINISH");
+    if (op == OP_FINISH && i != m->n - 1) BAD("FINISH before the end of the program");
+#undef BAD
+    return VTA_OK;
+}
+
+/* The k-th pop of a FIFO with fewer than k pushes in the whole program can never proceed. */
+static int check_token_counts(machine *m) {
+    for (int q = 0; q < VTA_FIFOS; q++) {
+        int64_t pushes = 0, pops = 0;
+        int prod = FIFOS[q].producer, cons = FIFOS[q].consumer;
+        for (int64_t k = 0; k < m->qlen[prod]; k++) pushes += FLD(m, m->queue[prod][k])[FIFOS[q].push] != 0;
+        for (int64_t k = 0; k < m->qlen[cons]; k++) {
+            int64_t i = m->queue[cons][k];
+            if (!FLD(m, i)[FIFOS[q].pop]) continue;
+            if (pops++ == pushes)
+                return fail(m, i,
+                            "pops %s token #%lld (%s) but the program pushes only %lld %s "
+                            "token(s) (%s on %s instructions)",
+                            FIFOS[q].name, (long long)(pushes + 1), FLAG_NAMES[FIFOS[q].pop],
+                            (long long)pushes, FIFOS[q].name, FLAG_NAMES[FIFOS[q].push],
+                            MODULE_NAMES[prod]);
+        }
+        m->fifo[q].cap = pushes;
+    }
+    return VTA_OK;
+}
+
+/* --- hazards (vector clocks) --------------------------------------------------------------- */
+
+/* Instruction `last` of module `other` must happen before instruction i of module `me`. */
+static int after(machine *m, int64_t i, int me, int other, int64_t last, const char *what,
+                 int overwrites) {
+    char kind[32];
+    if (last <= m->vc[me][other]) return VTA_OK;
+    return fail(m, i,
+                "%s %s %s by %s instruction %lld (%s) with no token chain ordering the two "
+                "(missing push/pop of a dependency token?)",
+                overwrites ? "overwrites" : "reads", what, overwrites ? "touched" : "written",
+                MODULE_NAMES[other], (long long)last, kind_of(m, last, kind, sizeof kind));
+}
+
+/* "INP row 5", "DRAM byte 4096": what a hazard is about. */
+static const char *where(char *buf, size_t size, const char *what, int64_t at) {
+    snprintf(buf, size, "%s %lld", what, (long long)at);
+    return buf;
+}
+
+/* Row sequences in the reference's order: for each offset (outer), each base (inner); a row
+ * may come twice when two sums coincide (the checks and updates are idempotent). A range
+ * [base, base + n) is one base and the offsets 0..n-1. */
+#define FOR_ROWS(rs, row)                                                                   \
+    for (int64_t o_ = 0; o_ < (rs)->no; o_++)                                                \
+        for (int64_t b_ = 0, row; b_ < (rs)->nb && (row = (rs)->offs[o_] + (rs)->bases[b_], 1); \
+             b_++)
+
+static struct rowset *range_rows(machine *m, int slot, int64_t base, int64_t n) {
+    struct rowset *rs = &m->rows[slot];
+    rs->nb = 1;
+    rs->bases[0] = base;
+    rs->no = n;
+    for (int64_t k = 0; k < n; k++) rs->offs[k] = k;
+    return rs;
+}
+
+static int cmp_int64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The rows the loops touch through `base` (micro-op fields) with factors (fo, fi): the
+ * distinct micro-op values (in micro-op order) and the distinct loop offsets o*fo + i*fi in
+ * the order of the reference's `distinct_offsets` (loop order, or sorted when it has to
+ * deduplicate). Hazard checks visit these instead of every iteration: the reduction loops
+ * revisit the same rows many times. All values are below the buffer depth (range-checked). */
+static struct rowset *loop_rows(machine *m, int slot, const int32_t *base, int64_t k, int64_t fo,
+                                int64_t fi, int64_t n_out, int64_t n_in) {
+    struct rowset *rs = &m->rows[slot];
+    uint32_t gen = ++m->stamp_gen;
+    rs->nb = rs->no = 0;
+    for (int64_t u = 0; u < k; u++)
+        if (m->stamp_base[base[u]] != gen) {
+            m->stamp_base[base[u]] = gen;
+            rs->bases[rs->nb++] = base[u];
+        }
+    int sorted = 0;
+    if (fo == 0 || n_out == 1) {
+        n_out = 1;
+        if (fi == 0) n_in = 1;
+    } else if (fi == 0 || n_in == 1) {
+        n_in = 1;
+    } else if (!(fo >= fi * n_in || fi >= fo * n_out)) {
+        sorted = 1; /* offsets may coincide: the reference takes np.unique (sorted) */
+    }
+    for (int64_t o = 0; o < n_out; o++)
+        for (int64_t ii = 0; ii < n_in; ii++) {
+            int64_t off = o * fo + ii * fi;
+            if (m->stamp_off[off] != gen) {
+                m->stamp_off[off] = gen;
+                rs->offs[rs->no++] = off;
+            }
+        }
+    if (sorted) qsort(rs->offs, (size_t)rs->no, sizeof rs->offs[0], cmp_int64);
+    return rs;
+}
+
+/* The reference's `_war` / `_after` over rows: every instruction of module `other` recorded in
+ * `tracker` for these rows must happen before instruction i. Names the first offending row
+ * and the latest offending instruction. */
+static int rows_after(machine *m, int64_t i, int me, int other, const struct rowset *rs,
+                      const int32_t *tracker, int buf, int overwrites) {
+    int64_t limit = m->vc[me][other], first = -1, worst = -1;
+    FOR_ROWS(rs, row)
+        if (tracker[row] > limit) {
+            if (first < 0) first = row;
+            if (tracker[row] > worst) worst = tracker[row];
+        }
+    if (first < 0) return VTA_OK;
+    char what[48], name[8];
+    snprintf(name, sizeof name, "%s row", BUF_NAMES[buf]);
+    return after(m, i, me, other, worst, where(what, sizeof what, name, first), overwrites);
+}
+
+/* The reference's `_read_rows`: every row was written (else "uninitialized"), and a write by
+ * another module happens before instruction i. */
+static int rows_read(machine *m, int64_t i, int me, const struct rowset *rs,
+                     const int32_t *writer, int buf, int writer_module) {
+    FOR_ROWS(rs, row)
+        if (writer[row] < 0)
+            return fail(m, i,
+                        "reads %s row %lld before any instruction wrote it (uninitialized, or "
+                        "a missing dependency token lets this instruction run first)",
+                        BUF_NAMES[buf], (long long)row);
+    if (writer_module == me) return VTA_OK;
+    return rows_after(m, i, me, writer_module, rs, writer, buf, 0);
+}
+
+static void rows_set(const struct rowset *rs, int32_t *tracker, int64_t i) {
+    FOR_ROWS(rs, row) tracker[row] = (int32_t)i;
+}
+
+/* --- LOAD / STORE -------------------------------------------------------------------------- */
+
+static int64_t dram_elem_bytes(const struct geometry *g, int64_t mt) {
+    switch (mt) {
+    case MEM_UOP: return 4;
+    case MEM_WGT: return g->elem[BUF_WGT];
+    case MEM_ACC: return g->elem[BUF_ACC];
+    default: return g->blk; /* INP, OUT, OUTQ, ACC8: one int8 per lane */
+    }
+}
+
+static int sram_of(int64_t mt) {
+    return mt == MEM_UOP ? BUF_UOP : mt == MEM_WGT ? BUF_WGT : mt == MEM_INP ? BUF_INP : BUF_ACC;
+}
+
+/* The DRAM element range of a 2-D access must lie inside `limit` bytes. */
+static int check_dram(machine *m, int64_t i, const int64_t *f, int64_t eb, int64_t limit,
+                      const char *what) {
+    int64_t last = f[F_DRAM_BASE] + (f[F_Y_SIZE] - 1) * f[F_X_STRIDE] + f[F_X_SIZE] - 1;
+    if ((last + 1) * eb > limit)
+        return fail(m, i,
+                    "%s access out of range: element %lld of %lld bytes ends at byte %lld > %s "
+                    "size %lld",
+                    what, (long long)last, (long long)eb, (long long)((last + 1) * eb), what,
+                    (long long)limit);
+    return VTA_OK;
+}
+
+/* The 16-byte DRAM blocks element `e` of `eb` bytes covers, `lo..hi` (for every element of
+ * 16 bytes or more, `e * eb / 16` and the following `eb / 16 - 1`). */
+#define BLOCKS_OF(e, eb, lo, hi)                                                            \
+    int64_t lo = (e) * (eb) / DRAM_BLOCK, hi = ((e) * (eb) + (eb) - 1) / DRAM_BLOCK
+
+static int32_t to_i32(uint32_t u) {
+    /* two's complement reinterpretation without implementation-defined conversions */
+    return u < 0x80000000u ? (int32_t)u : (int32_t)(u - 0x80000000u) + INT32_MIN;
+}
+
+static int32_t read_le32(const uint8_t *p) {
+    return to_i32((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                  (uint32_t)p[3] << 24);
+}
+
+static void widen_weights(machine *m, int64_t row);
+
+static int exec_load(machine *m, int64_t i, int me, const int64_t *f) {
+    const struct geometry *g = &m->g;
+    int64_t mt = f[F_MEMORY_TYPE];
+    if (f[F_X_SIZE] == 0 || f[F_Y_SIZE] == 0) return VTA_OK; /* dependency-only no-op */
+    int64_t yp0 = f[F_Y_PAD_0], xp0 = f[F_X_PAD_0];
+    int64_t ys = f[F_Y_SIZE], xs = f[F_X_SIZE], stride = f[F_X_STRIDE];
+    int64_t ytot = yp0 + ys + f[F_Y_PAD_1], xtot = xp0 + xs + f[F_X_PAD_1];
+    int buf = sram_of(mt);
+    int64_t depth = g->depth[buf], base = f[F_SRAM_BASE], rows = ytot * xtot;
+    int rc;
+    if (base + rows > depth)
+        return fail(m, i, "%s SRAM out of range: rows %lld..%lld (depth %lld)", BUF_NAMES[buf],
+                    (long long)base, (long long)(base + rows - 1), (long long)depth);
+    if (mt == MEM_UOP) { /* no padding (validated); from the micro-op image */
+        if ((rc = check_dram(m, i, f, 4, 4 * m->run->uop_image_len, "micro-op image"))) return rc;
+        for (int64_t y = 0; y < ys; y++)
+            for (int64_t x = 0; x < xs; x++) {
+                int64_t row = base + y * xs + x;
+                uint32_t u = m->run->uop_image[f[F_DRAM_BASE] + y * stride + x];
+                m->uop[row] = u;
+                m->uop_valid[row] = 1;
+                for (int k = 0; k < 3; k++)
+                    m->uop_field[k][row] =
+                        (int32_t)((u >> g->uop_bit[k]) & (((uint64_t)1 << g->uop_width[k]) - 1));
+            }
+        return VTA_OK;
+    }
+    int64_t eb = dram_elem_bytes(g, mt);
+    if ((rc = check_dram(m, i, f, eb, m->run->dram_len, "DRAM"))) return rc;
+    /* DRAM read after a STORE's write: the STORE must happen before. */
+    int64_t worst = -1, worst_block = 0;
+    for (int64_t y = 0; y < ys; y++)
+        for (int64_t x = 0; x < xs; x++) {
+            BLOCKS_OF(f[F_DRAM_BASE] + y * stride + x, eb, b0, b1);
+            for (int64_t b = b0; b <= b1; b++)
+                if (m->dram_writer[b] > m->vc[me][STORE] && worst < 0) {
+                    worst_block = b;
+                    worst = m->dram_writer[b];
+                }
+        }
+    if (worst >= 0) {
+        /* the reference names the first offending block and the latest offending writer */
+        for (int64_t y = 0; y < ys; y++)
+            for (int64_t x = 0; x < xs; x++) {
+                BLOCKS_OF(f[F_DRAM_BASE] + y * stride + x, eb, b0, b1);
+                for (int64_t b = b0; b <= b1; b++)
+                    if (m->dram_writer[b] > worst) worst = m->dram_writer[b];
+            }
+        char what[48];
+        return after(m, i, me, STORE, worst,
+                     where(what, sizeof what, "DRAM byte", worst_block * DRAM_BLOCK), 0);
+    }
+    int32_t *reader = m->dram_reader[me == LOAD ? 0 : 1];
+    for (int64_t y = 0; y < ys; y++)
+        for (int64_t x = 0; x < xs; x++) {
+            BLOCKS_OF(f[F_DRAM_BASE] + y * stride + x, eb, b0, b1);
+            for (int64_t b = b0; b <= b1; b++) reader[b] = (int32_t)i;
+        }
+    /* Write-after-read on the SRAM rows: the reader must have finished. */
+    const int32_t *readers = buf == BUF_INP ? m->inp_reader : buf == BUF_WGT ? m->wgt_reader
+                                                                              : m->acc_store_reader;
+    int other = buf == BUF_ACC ? STORE : COMPUTE;
+    if ((rc = rows_after(m, i, me, other, range_rows(m, 0, base, rows), readers, buf, 1)))
+        return rc;
+    const uint8_t *dram = m->run->dram;
+    int64_t blk = g->blk;
+    for (int64_t y = 0; y < ytot; y++)
+        for (int64_t x = 0; x < xtot; x++) {
+            int64_t row = base + y * xtot + x;
+            int inside = y >= yp0 && y < yp0 + ys && x >= xp0 && x < xp0 + xs;
+            const uint8_t *src =
+                inside ? dram + (f[F_DRAM_BASE] + (y - yp0) * stride + (x - xp0)) * eb : NULL;
+            if (buf == BUF_INP) {
+                if (src)
+                    memcpy(m->inp + row * blk, src, (size_t)blk);
+                else
+                    memset(m->inp + row * blk, (unsigned char)m->pad_value, (size_t)blk);
+                m->inp_writer[row] = (int32_t)i;
+            } else if (buf == BUF_WGT) {
+                if (src)
+                    memcpy(m->wgt + row * blk * blk, src, (size_t)(blk * blk));
+                else
+                    memset(m->wgt + row * blk * blk, 0, (size_t)(blk * blk));
+                m->wgt_writer[row] = (int32_t)i;
+                if (m->wgt_pairs) widen_weights(m, row);
+            } else {
+                int32_t *dst = m->acc + row * blk;
+                for (int64_t j = 0; j < blk; j++)
+                    dst[j] = !src ? 0 : mt == MEM_ACC ? read_le32(src + 4 * j)
+                                                      : (int32_t)(int8_t)src[j];
+                m->acc_writer[row] = (int32_t)i;
+            }
+        }
+    return VTA_OK;
+}
+
+/* --- ALU lanes (alu.py) --------------------------------------------------------------------- */
+
+/* Arithmetic shift right, s in [0, 31]. C99 leaves `>>` of a negative value
+ * implementation-defined; every compiler we target (GCC, Clang, MSVC) shifts arithmetically,
+ * which lets the lane loops vectorize. The typedef stops the build on one that does not. */
+typedef char vta_requires_arithmetic_right_shift[((-8) >> 1) == -4 ? 1 : -1];
+static int32_t asr32(int32_t x, int s) { return x >> s; }
+
+static int32_t rdmul(int32_t x, int32_t y) { /* gemmlowp SaturatingRoundingDoublingHighMul */
+    if (x == INT32_MIN && y == INT32_MIN) return INT32_MAX;
+    int64_t p = (int64_t)x * y;
+    int64_t nudge = p >= 0 ? (int64_t)1 << 30 : 1 - ((int64_t)1 << 30);
+    return (int32_t)((p + nudge) / ((int64_t)1 << 31)); /* C division truncates toward zero */
+}
+
+static int32_t rshr(int32_t x, int e) { /* gemmlowp RoundingDivideByPOT, e in [0, 31] */
+    int64_t mask = ((int64_t)1 << e) - 1;
+    int64_t rem = (int64_t)x & mask;
+    int64_t threshold = (mask >> 1) + (x < 0);
+    return asr32(x, e) + (rem > threshold);
+}
+
+/* SHR: y in [0, 31] shifts right; y in [-31, -1] shifts left keeping the low 32 bits. */
+static int32_t shr(int32_t x, int32_t y) {
+    return y >= 0 ? asr32(x, y) : to_i32((uint32_t)x << -y);
+}
+
+/* One accumulator row: x[j] = op(x[j], y ? y[j] : imm) for every lane. Returns the first lane
+ * whose shift operand is out of range (the hardware result is undefined), or -1. The switch
+ * is outside the lane loops so that each loop is tight. */
+#define LANES(expr)                                                                         \
+    if (y) {                                                                                \
+        for (int64_t j = 0; j < blk; j++) {                                                 \
+            int32_t a = x[j], b = y[j];                                                     \
+            x[j] = (expr);                                                                  \
+        }                                                                                   \
+    } else { /* the immediate: one operand for every lane */                                \
+        const int32_t b = imm;                                                              \
+        for (int64_t j = 0; j < blk; j++) {                                                 \
+            int32_t a = x[j];                                                               \
+            x[j] = (expr);                                                                  \
+        }                                                                                   \
+    }
+static int64_t alu_row(int op, int32_t *x, const int32_t *y, int32_t imm, int64_t blk) {
+    switch (op) {
+    case ALU_MIN: LANES(a < b ? a : b) break;
+    case ALU_MAX: LANES(a > b ? a : b) break;
+    case ALU_ADD: LANES(to_i32((uint32_t)a + (uint32_t)b)) break;
+    case ALU_MUL: LANES(to_i32((uint32_t)a * (uint32_t)b)) break;
+    case ALU_RDMUL: LANES(rdmul(a, b)) break;
+    case ALU_SHR:
+        for (int64_t j = 0; j < blk; j++)
+            if ((y ? y[j] : imm) < -31 || (y ? y[j] : imm) > 31) return j;
+        if (!y && imm >= 0) { /* the common immediate right shift, one direction */
+            for (int64_t j = 0; j < blk; j++) x[j] = asr32(x[j], imm);
+            break;
+        }
+        LANES(shr(a, b)) break;
+    default: /* ALU_RSHR */
+        for (int64_t j = 0; j < blk; j++)
+            if ((y ? y[j] : imm) < 0 || (y ? y[j] : imm) > 31) return j;
+        LANES(rshr(a, b)) break;
+    }
+    return -1;
+}
+#undef LANES
+
+/* STORE OUTQ's output stage on one lane (docs/isa.md §6.3); 0: shift lane out of range. */
+static int output_lane(int32_t x, const int32_t *p, int64_t blk, int64_t lane, int32_t *out) {
+    int32_t bias = p[lane], mult = p[blk + lane], s = p[2 * blk + lane];
+    int32_t zp = p[3 * blk], lo = p[3 * blk + 1], hi = p[3 * blk + 2];
+    if (s > 31 || s < -31) return 0;
+    int32_t v = to_i32((uint32_t)x + (uint32_t)bias);
+    v = shr(v, -(s > 0 ? s : 0));
+    v = rdmul(v, mult);
+    v = rshr(v, s < 0 ? -s : 0);
+    int64_t w = (int64_t)v + zp; /* exact: the sum does not wrap */
+    if (w < lo) w = lo;
+    if (w > hi) w = hi;
+    *out = (int32_t)w;
+    return 1;
+}
+
+static int exec_store(machine *m, int64_t i, const int64_t *f) {
+    const struct geometry *g = &m->g;
+    int64_t mt = f[F_MEMORY_TYPE];
+    if (f[F_X_SIZE] == 0 || f[F_Y_SIZE] == 0) return VTA_OK;
+    int64_t ys = f[F_Y_SIZE], xs = f[F_X_SIZE], stride = f[F_X_STRIDE], n = ys * xs;
+    int64_t base = f[F_SRAM_BASE], depth = g->depth[BUF_ACC], blk = g->blk;
+    int rc;
+    if (base + n > depth)
+        return fail(m, i, "ACC SRAM out of range: rows %lld..%lld (depth %lld)",
+                    (long long)base, (long long)(base + n - 1), (long long)depth);
+    if (ys > 1 && stride < xs)
+        return fail(m, i, "x_stride %lld < x_size %lld: the rows overlap in DRAM",
+                    (long long)stride, (long long)xs);
+    const struct rowset *data = range_rows(m, 0, base, n);
+    if ((rc = rows_read(m, i, STORE, data, m->acc_writer, BUF_ACC, COMPUTE))) return rc;
+    int64_t eb = dram_elem_bytes(g, mt);
+    if ((rc = check_dram(m, i, f, eb, m->run->dram_len, "DRAM"))) return rc;
+    for (int other = LOAD; other <= COMPUTE; other++) {
+        const int32_t *rd = m->dram_reader[other];
+        for (int64_t y = 0; y < ys; y++)
+            for (int64_t x = 0; x < xs; x++) {
+                BLOCKS_OF(f[F_DRAM_BASE] + y * stride + x, eb, b0, b1);
+                for (int64_t b = b0; b <= b1; b++)
+                    if (rd[b] > m->vc[STORE][other]) {
+                        /* the reference names the latest offending reader */
+                        int64_t worst = -1;
+                        for (int64_t y2 = 0; y2 < ys; y2++)
+                            for (int64_t x2 = 0; x2 < xs; x2++) {
+                                BLOCKS_OF(f[F_DRAM_BASE] + y2 * stride + x2, eb, c0, c1);
+                                for (int64_t c = c0; c <= c1; c++)
+                                    if (rd[c] > worst) worst = rd[c];
+                            }
+                        char what[48];
+                        return after(m, i, STORE, other, worst,
+                                     where(what, sizeof what, "DRAM byte", b * DRAM_BLOCK), 1);
+                    }
+            }
+    }
+    if (mt == MEM_OUTQ) {
+        int64_t py = f[F_PARAM_Y], px = f[F_PARAM_X];
+        int64_t first_max = f[F_PARAM_ROW] + PARAM_ROWS * ((ys - 1) * py + (xs - 1) * px);
+        if (first_max + PARAM_ROWS > depth)
+            return fail(m, i, "parameter rows up to %lld exceed the ACC depth %lld",
+                        (long long)(first_max + PARAM_ROWS - 1), (long long)depth);
+        /* the parameter blocks, row by row: offsets = each block's first row */
+        struct rowset *prs = &m->rows[1];
+        prs->nb = PARAM_ROWS;
+        for (int64_t k = 0; k < PARAM_ROWS; k++) prs->bases[k] = k;
+        prs->no = n;
+        for (int64_t k = 0; k < n; k++)
+            prs->offs[k] = f[F_PARAM_ROW] + PARAM_ROWS * ((k / xs) * py + (k % xs) * px);
+        if ((rc = rows_read(m, i, STORE, prs, m->acc_writer, BUF_ACC, COMPUTE))) return rc;
+        /* Range-check every shift lane before writing anything; the reference reports the
+         * first lane whose shift is > 31 (its SHR step), else the first < -31 (RSHR step). */
+        for (int pass = 0; pass < 2; pass++)
+            for (int64_t k = 0; k < n; k++) {
+                int64_t p = f[F_PARAM_ROW] + PARAM_ROWS * ((k / xs) * py + (k % xs) * px);
+                const int32_t *shift = m->acc + (p + 2) * blk;
+                for (int64_t j = 0; j < blk; j++)
+                    if (pass == 0 ? shift[j] > 31 : shift[j] < -31)
+                        return fail(m, i,
+                                    "output stage: %s %d outside [%d, %d] (row %lld of the "
+                                    "store, lane %lld); the hardware result is undefined",
+                                    pass == 0 ? "SHR shift amount" : "RSHR exponent",
+                                    pass == 0 ? -shift[j] : -shift[j], pass == 0 ? -31 : 0,
+                                    31, (long long)k, (long long)j);
+            }
+        rows_set(prs, m->acc_store_reader, i);
+    }
+    uint8_t *dram = m->run->dram;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t y = k / xs, x = k % xs, row = base + k;
+        uint8_t *dst = dram + (f[F_DRAM_BASE] + y * stride + x) * eb;
+        const int32_t *v = m->acc + row * blk;
+        const int32_t *params = NULL;
+        if (mt == MEM_OUTQ)
+            params = m->acc + (f[F_PARAM_ROW] + PARAM_ROWS * (y * f[F_PARAM_Y] + x * f[F_PARAM_X])) * blk;
+        for (int64_t j = 0; j < blk; j++) {
+            int32_t out = v[j];
+            if (params) output_lane(v[j], params, blk, j, &out); /* ranges checked above */
+            uint32_t u = (uint32_t)out;
+            if (mt == MEM_ACC) {
+                dst[4 * j] = (uint8_t)u;
+                dst[4 * j + 1] = (uint8_t)(u >> 8);
+                dst[4 * j + 2] = (uint8_t)(u >> 16);
+                dst[4 * j + 3] = (uint8_t)(u >> 24);
+            } else {
+                dst[j] = (uint8_t)u; /* OUT / OUTQ: the low 8 bits */
+            }
+        }
+        m->acc_store_reader[row] = (int32_t)i;
+        BLOCKS_OF(f[F_DRAM_BASE] + y * stride + x, eb, b0, b1);
+        for (int64_t b = b0; b <= b1; b++) m->dram_writer[b] = (int32_t)i;
+    }
+    if (f[F_CLEAR])
+        for (int64_t r = base; r < base + n; r++) {
+            memset(m->acc + r * blk, 0, (size_t)(blk * 4));
+            m->acc_clearer[r] = (int32_t)i;
+        }
+    return VTA_OK;
+}
+
+/* --- GEMM / ALU ---------------------------------------------------------------------------- */
+
+struct loops {
+    int64_t bgn, end, n_out, n_in;
+    int64_t dfo, dfi, sfo, sfi, wfo, wfi;
+    const int32_t *dk, *sk, *wk; /* micro-op fields from bgn */
+};
+
+static int uop_range(machine *m, int64_t i, const int64_t *f, struct loops *L) {
+    L->bgn = f[F_UOP_BGN];
+    L->end = f[F_UOP_END];
+    L->n_out = f[F_ITER_OUT];
+    L->n_in = f[F_ITER_IN];
+    L->dfo = f[F_DST_FACTOR_OUT];
+    L->dfi = f[F_DST_FACTOR_IN];
+    L->sfo = f[F_SRC_FACTOR_OUT];
+    L->sfi = f[F_SRC_FACTOR_IN];
+    L->wfo = f[F_WGT_FACTOR_OUT];
+    L->wfi = f[F_WGT_FACTOR_IN];
+    int64_t depth = m->g.depth[BUF_UOP];
+    if (L->end > depth)
+        return fail(m, i, "micro-op range %lld:%lld exceeds the micro-op buffer (%lld)",
+                    (long long)L->bgn, (long long)L->end, (long long)depth);
+    for (int64_t k = L->bgn; k < L->end; k++)
+        if (!m->uop_valid[k])
+            return fail(m, i, "micro-op %lld was never loaded (LOAD UOP)", (long long)k);
+    L->dk = m->uop_field[0] + L->bgn;
+    L->sk = m->uop_field[1] + L->bgn;
+    L->wk = m->uop_field[2] + L->bgn;
+    return VTA_OK;
+}
+
+/* Every base[k] + o*fo + i*fi below the depth (factors are unsigned: check the largest). */
+static int index_range(machine *m, int64_t i, const struct loops *L, const int32_t *base,
+                       int64_t fo, int64_t fi, int buf) {
+    int64_t hi = 0;
+    for (int64_t k = 0; k < L->end - L->bgn; k++)
+        if (base[k] > hi) hi = base[k];
+    hi += (L->n_out - 1) * fo + (L->n_in - 1) * fi;
+    if (hi >= m->g.depth[buf])
+        return fail(m, i,
+                    "%s SRAM index %lld out of range (depth %lld): micro-op index + "
+                    "iter_out*factor_out + iter_in*factor_in",
+                    BUF_NAMES[buf], (long long)hi, (long long)m->g.depth[buf]);
+    return VTA_OK;
+}
+
+/* VTA's pipeline rule: consecutive iterations of a non-reset GEMM write different rows. */
+static int pipeline_rule(machine *m, int64_t i, const struct loops *L) {
+    int64_t k = L->end - L->bgn;
+    for (int64_t u = 0; u + 1 < k; u++)
+        if (L->dk[u] == L->dk[u + 1])
+            return fail(m, i,
+                        "micro-ops %lld and %lld write the same accumulator row consecutively "
+                        "(the GEMM pipeline cannot accumulate back to back into one row)",
+                        (long long)(L->bgn + u), (long long)(L->bgn + u + 1));
+    int64_t total = L->n_out * L->n_in, prev = 0;
+    for (int64_t b = 1; b < total; b++) {
+        int64_t off = (b / L->n_in) * L->dfo + (b % L->n_in) * L->dfi;
+        if (L->dk[k - 1] + prev == L->dk[0] + off)
+            return fail(m, i,
+                        "the last micro-op of iteration (outer %lld, inner %lld) and the first "
+                        "of the next write the same accumulator row %lld consecutively",
+                        (long long)((b - 1) / L->n_in), (long long)((b - 1) % L->n_in),
+                        (long long)(L->dk[k - 1] + prev));
+        prev = off;
+    }
+    return VTA_OK;
+}
+
+/* acc[j] += sum_c x[c] * w[j][c], modulo 2^32. |sum| <= blk * 2^14 fits int32 for every block
+ * the configuration allows. Inlined with a constant `blk` into the specialized loops. */
+static inline void gemm_tile(int32_t *restrict acc, const int8_t *restrict x,
+                             const int8_t *restrict w, int64_t blk) {
+    for (int64_t j = 0; j < blk; j++) {
+        int32_t s = 0;
+        for (int64_t c = 0; c < blk; c++) s += (int32_t)x[c] * (int32_t)w[j * blk + c];
+        acc[j] = to_i32((uint32_t)acc[j] + (uint32_t)s);
+    }
+}
+
+#define GEMM_LOOPS(TILE, WGT, WROW, BLK)                                                    \
+    for (int64_t o = 0; o < L->n_out; o++)                                                  \
+        for (int64_t ii = 0; ii < L->n_in; ii++) {                                          \
+            int64_t d0 = o * L->dfo + ii * L->dfi, s0 = o * L->sfo + ii * L->sfi;           \
+            int64_t w0 = o * L->wfo + ii * L->wfi;                                          \
+            for (int64_t k = 0; k < nk; k++)                                                \
+                TILE(acc + (d0 + L->dk[k]) * (BLK), inp + (s0 + L->sk[k]) * (BLK),          \
+                     (WGT) + (w0 + L->wk[k]) * (WROW), (BLK));                              \
+        }
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+/* x86-64 always has SSE2. The weights are kept a second time, widened to int16 and laid out
+ * as [c / 2][j][c % 2] ("pair rows"), so that one PMADDWD multiplies the lane pair
+ * (x[c], x[c+1]) into four output lanes at once and no horizontal sums are needed. */
+#define HAVE_PAIR_KERNEL 1
+static int pair_kernel_fits(int64_t blk) { return blk == 8 || blk == 16 || blk == 32; }
+
+/* Accumulators are named variables, not an array, so that they live in registers; with a
+ * constant `blk` the `nv > k` tests fold away. */
+#define PAIR_STEP(pair, w)                                                                  \
+    do {                                                                                    \
+        s0 = _mm_add_epi32(s0, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 0)));             \
+        s1 = _mm_add_epi32(s1, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 1)));             \
+        if (nv > 2) s2 = _mm_add_epi32(s2, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 2))); \
+        if (nv > 3) s3 = _mm_add_epi32(s3, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 3))); \
+        if (nv > 4) s4 = _mm_add_epi32(s4, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 4))); \
+        if (nv > 5) s5 = _mm_add_epi32(s5, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 5))); \
+        if (nv > 6) s6 = _mm_add_epi32(s6, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 6))); \
+        if (nv > 7) s7 = _mm_add_epi32(s7, _mm_madd_epi16(pair, _mm_loadu_si128((w) + 7))); \
+    } while (0)
+
+static inline void gemm_tile_pairs(int32_t *acc, const int8_t *x, const int16_t *wp,
+                                   int64_t blk) {
+    const int64_t nv = blk / 4; /* 2..8 vectors of four int32 lanes */
+    __m128i *a = (__m128i *)acc;
+    __m128i s0 = _mm_loadu_si128(a), s1 = _mm_loadu_si128(a + 1), zero = _mm_setzero_si128();
+    __m128i s2 = nv > 2 ? _mm_loadu_si128(a + 2) : zero, s3 = nv > 3 ? _mm_loadu_si128(a + 3) : zero;
+    __m128i s4 = nv > 4 ? _mm_loadu_si128(a + 4) : zero, s5 = nv > 5 ? _mm_loadu_si128(a + 5) : zero;
+    __m128i s6 = nv > 6 ? _mm_loadu_si128(a + 6) : zero, s7 = nv > 7 ? _mm_loadu_si128(a + 7) : zero;
+    for (int64_t c0 = 0; c0 < blk; c0 += 8) { /* four lane pairs at a time */
+        __m128i raw = _mm_loadl_epi64((const __m128i *)(x + c0));
+        __m128i x16 = _mm_unpacklo_epi8(raw, _mm_cmpgt_epi8(zero, raw)); /* sign-extend */
+        const __m128i *w = (const __m128i *)(wp + c0 * blk); /* pair row c0 / 2 */
+        PAIR_STEP(_mm_shuffle_epi32(x16, 0x00), w);
+        PAIR_STEP(_mm_shuffle_epi32(x16, 0x55), w + nv);
+        PAIR_STEP(_mm_shuffle_epi32(x16, 0xAA), w + 2 * nv);
+        PAIR_STEP(_mm_shuffle_epi32(x16, 0xFF), w + 3 * nv);
+    }
+    _mm_storeu_si128(a, s0);
+    _mm_storeu_si128(a + 1, s1);
+    if (nv > 2) _mm_storeu_si128(a + 2, s2);
+    if (nv > 3) _mm_storeu_si128(a + 3, s3);
+    if (nv > 4) _mm_storeu_si128(a + 4, s4);
+    if (nv > 5) _mm_storeu_si128(a + 5, s5);
+    if (nv > 6) _mm_storeu_si128(a + 6, s6);
+    if (nv > 7) _mm_storeu_si128(a + 7, s7);
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+/* The same pair rows, eight output lanes per AVX2 instruction. Compiled for AVX2 whatever the
+ * build flags and used only when the CPU has it (vta_simulate checks). */
+#include <immintrin.h>
+#define HAVE_AVX2_KERNEL 1
+#define AVX2 __attribute__((target("avx2")))
+
+#define PAIR_STEP8(pair, w)                                                                 \
+    do {                                                                                    \
+        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(pair, _mm256_loadu_si256((w) + 0)));    \
+        if (nv > 1)                                                                         \
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(pair, _mm256_loadu_si256((w) + 1)));\
+        if (nv > 2)                                                                         \
+            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(pair, _mm256_loadu_si256((w) + 2)));\
+        if (nv > 3)                                                                         \
+            s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(pair, _mm256_loadu_si256((w) + 3)));\
+    } while (0)
+
+static inline AVX2 void gemm_tile_pairs_avx2(int32_t *acc, const int8_t *x, const int16_t *wp,
+                                             int64_t blk) {
+    const int64_t nv = blk / 8; /* 1..4 vectors of eight int32 lanes */
+    __m256i *a = (__m256i *)acc, zero = _mm256_setzero_si256();
+    __m256i s0 = _mm256_loadu_si256(a);
+    __m256i s1 = nv > 1 ? _mm256_loadu_si256(a + 1) : zero;
+    __m256i s2 = nv > 2 ? _mm256_loadu_si256(a + 2) : zero;
+    __m256i s3 = nv > 3 ? _mm256_loadu_si256(a + 3) : zero;
+    for (int64_t c0 = 0; c0 < blk; c0 += 8) { /* four lane pairs at a time */
+        __m128i x16 = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(x + c0)));
+        __m256i both = _mm256_broadcastsi128_si256(x16); /* in-lane shuffles broadcast */
+        const __m256i *w = (const __m256i *)(wp + c0 * blk);
+        PAIR_STEP8(_mm256_shuffle_epi32(both, 0x00), w);
+        PAIR_STEP8(_mm256_shuffle_epi32(both, 0x55), w + nv);
+        PAIR_STEP8(_mm256_shuffle_epi32(both, 0xAA), w + 2 * nv);
+        PAIR_STEP8(_mm256_shuffle_epi32(both, 0xFF), w + 3 * nv);
+    }
+    _mm256_storeu_si256(a, s0);
+    if (nv > 1) _mm256_storeu_si256(a + 1, s1);
+    if (nv > 2) _mm256_storeu_si256(a + 2, s2);
+    if (nv > 3) _mm256_storeu_si256(a + 3, s3);
+}
+
+static int cpu_has_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+}
+#else
+#define HAVE_AVX2_KERNEL 0
+#endif
+#else
+#define HAVE_PAIR_KERNEL 0
+#define HAVE_AVX2_KERNEL 0
+static int pair_kernel_fits(int64_t blk) { (void)blk; return 0; }
+#endif
+
+/* The pair-row copy of WGT row `row` (see gemm_tile_pairs). */
+static void widen_weights(machine *m, int64_t row) {
+    int64_t blk = m->g.blk;
+    const int8_t *w = m->wgt + row * blk * blk;
+    int16_t *wp = m->wgt_pairs + row * blk * blk;
+    for (int64_t j = 0; j < blk; j++)
+        for (int64_t c = 0; c < blk; c++) wp[(c / 2) * 2 * blk + 2 * j + c % 2] = w[j * blk + c];
+}
+
+#if HAVE_AVX2_KERNEL
+static AVX2 void gemm_run_avx2(machine *m, const struct loops *L) {
+    int32_t *acc = m->acc;
+    const int8_t *inp = m->inp;
+    const int16_t *wp = m->wgt_pairs;
+    int64_t nk = L->end - L->bgn;
+    switch (m->g.blk) {
+    case 8: GEMM_LOOPS(gemm_tile_pairs_avx2, wp, 64, 8) return;
+    case 16: GEMM_LOOPS(gemm_tile_pairs_avx2, wp, 256, 16) return;
+    default: GEMM_LOOPS(gemm_tile_pairs_avx2, wp, 1024, 32) return;
+    }
+}
+#endif
+
+static void gemm_run(machine *m, const struct loops *L) {
+    int32_t *acc = m->acc;
+    const int8_t *inp = m->inp, *wgt = m->wgt;
+    int64_t nk = L->end - L->bgn, blk = m->g.blk;
+#if HAVE_AVX2_KERNEL
+    if (m->kernel == VTA_KERNEL_AVX2) {
+        gemm_run_avx2(m, L);
+        return;
+    }
+#endif
+#if HAVE_PAIR_KERNEL
+    const int16_t *wp = m->wgt_pairs;
+    if (m->kernel == VTA_KERNEL_SSE2) {
+        switch (blk) { /* constant block sizes let the compiler unroll the vector loops */
+        case 8: GEMM_LOOPS(gemm_tile_pairs, wp, 64, 8) return;
+        case 16: GEMM_LOOPS(gemm_tile_pairs, wp, 256, 16) return;
+        default: GEMM_LOOPS(gemm_tile_pairs, wp, 1024, 32) return;
+        }
+    }
+#endif
+    switch (blk) { /* VTA_KERNEL_C */
+    case 16: GEMM_LOOPS(gemm_tile, wgt, 256, 16) break;
+    default: GEMM_LOOPS(gemm_tile, wgt, blk * blk, blk) break;
+    }
+}
+
+static int exec_gemm(machine *m, int64_t i, const int64_t *f) {
+    struct loops L;
+    int rc;
+    if ((rc = uop_range(m, i, f, &L))) return rc;
+    if (L.n_out == 0 || L.n_in == 0) return VTA_OK;
+    int64_t nk = L.end - L.bgn, blk = m->g.blk;
+    if ((rc = index_range(m, i, &L, L.dk, L.dfo, L.dfi, BUF_ACC))) return rc;
+    if (!f[F_RESET]) {
+        if ((rc = index_range(m, i, &L, L.sk, L.sfo, L.sfi, BUF_INP))) return rc;
+        if ((rc = index_range(m, i, &L, L.wk, L.wfo, L.wfi, BUF_WGT))) return rc;
+        if ((rc = pipeline_rule(m, i, &L))) return rc;
+    }
+    const struct rowset *dst = loop_rows(m, 0, L.dk, nk, L.dfo, L.dfi, L.n_out, L.n_in);
+    if ((rc = rows_after(m, i, COMPUTE, STORE, dst, m->acc_store_reader, BUF_ACC, 1))) return rc;
+    if (f[F_RESET]) {
+        FOR_ROWS(dst, d) memset(m->acc + d * blk, 0, (size_t)(blk * 4));
+        rows_set(dst, m->acc_writer, i);
+        return VTA_OK;
+    }
+    const struct rowset *src = loop_rows(m, 1, L.sk, nk, L.sfo, L.sfi, L.n_out, L.n_in);
+    const struct rowset *wgt = loop_rows(m, 2, L.wk, nk, L.wfo, L.wfi, L.n_out, L.n_in);
+    if ((rc = rows_read(m, i, COMPUTE, dst, m->acc_writer, BUF_ACC, COMPUTE)) ||
+        (rc = rows_read(m, i, COMPUTE, src, m->inp_writer, BUF_INP, LOAD)) ||
+        (rc = rows_read(m, i, COMPUTE, wgt, m->wgt_writer, BUF_WGT, LOAD)))
+        return rc;
+    rows_set(src, m->inp_reader, i);
+    rows_set(wgt, m->wgt_reader, i);
+    gemm_run(m, &L);
+    rows_set(dst, m->acc_writer, i);
+    return VTA_OK;
+}
+
+static int exec_alu(machine *m, int64_t i, const int64_t *f) {
+    struct loops L;
+    int rc;
+    if ((rc = uop_range(m, i, f, &L))) return rc;
+    if (L.n_out == 0 || L.n_in == 0) return VTA_OK;
+    int64_t nk = L.end - L.bgn, blk = m->g.blk;
+    int use_imm = f[F_USE_IMM] != 0, op = (int)f[F_ALU_OPCODE];
+    if ((rc = index_range(m, i, &L, L.dk, L.dfo, L.dfi, BUF_ACC))) return rc;
+    if (!use_imm && (rc = index_range(m, i, &L, L.sk, L.sfo, L.sfi, BUF_ACC))) return rc;
+    const struct rowset *dst = loop_rows(m, 0, L.dk, nk, L.dfo, L.dfi, L.n_out, L.n_in);
+    if ((rc = rows_read(m, i, COMPUTE, dst, m->acc_writer, BUF_ACC, COMPUTE))) return rc;
+    if (!use_imm) {
+        const struct rowset *src = loop_rows(m, 1, L.sk, nk, L.sfo, L.sfi, L.n_out, L.n_in);
+        if ((rc = rows_read(m, i, COMPUTE, src, m->acc_writer, BUF_ACC, COMPUTE))) return rc;
+        /* a row a STORE cleared must not be read before that STORE */
+        int64_t cleared = -1;
+        FOR_ROWS(src, s)
+            if (m->acc_clearer[s] > cleared) cleared = m->acc_clearer[s];
+        if ((rc = after(m, i, COMPUTE, STORE, cleared, "ACC rows", 0))) return rc;
+    }
+    if ((rc = rows_after(m, i, COMPUTE, STORE, dst, m->acc_store_reader, BUF_ACC, 1))) return rc;
+    /* Iterations run in loop order: a later one sees the rows earlier ones wrote. */
+    int32_t imm = (int32_t)f[F_IMM];
+    for (int64_t o = 0; o < L.n_out; o++)
+        for (int64_t ii = 0; ii < L.n_in; ii++)
+            for (int64_t k = 0; k < nk; k++) {
+                int64_t d = L.dk[k] + o * L.dfo + ii * L.dfi;
+                int32_t *x = m->acc + d * blk;
+                const int32_t *y = use_imm ? NULL : m->acc + (L.sk[k] + o * L.sfo + ii * L.sfi) * blk;
+                int64_t j = alu_row(op, x, y, imm, blk);
+                if (j >= 0)
+                    return fail(m, i,
+                                "%s %d outside [%d, 31] (iteration outer %lld, inner %lld, "
+                                "micro-op %lld, lane %lld, accumulator row %lld); the "
+                                "hardware result is undefined",
+                                op == ALU_SHR ? "SHR shift amount" : "RSHR exponent",
+                                (int)(y ? y[j] : imm), op == ALU_SHR ? -31 : 0, (long long)o,
+                                (long long)ii, (long long)(L.bgn + k), (long long)j,
+                                (long long)d);
+            }
+    rows_set(dst, m->acc_writer, i);
+    return VTA_OK;
+}
+
+/* Every LOAD INP/WGT/SETPAD and STORE must happen before FINISH. */
+static int exec_finish(machine *m, int64_t i) {
+    static const int others[2] = {LOAD, STORE};
+    char kind[32];
+    for (int k = 0; k < 2; k++) {
+        int o = others[k];
+        if (m->qlen[o] && m->vc[COMPUTE][o] < m->queue[o][m->qlen[o] - 1]) {
+            int64_t last = m->queue[o][m->qlen[o] - 1];
+            return fail(m, i,
+                        "FINISH does not wait for %s instruction %lld (%s): no token chain "
+                        "orders it before FINISH, so the host could see the accelerator idle "
+                        "before it completes",
+                        MODULE_NAMES[o], (long long)last, kind_of(m, last, kind, sizeof kind));
+        }
+    }
+    return VTA_OK;
+}
+
+static int execute(machine *m, int64_t i, int me) {
+    const int64_t *f = FLD(m, i);
+    switch (f[F_OPCODE]) {
+    case OP_LOAD: return exec_load(m, i, me, f);
+    case OP_STORE: return exec_store(m, i, f);
+    case OP_GEMM: return exec_gemm(m, i, f);
+    case OP_ALU: return exec_alu(m, i, f);
+    case OP_SETPAD: m->pad_value = (int8_t)f[F_PAD_VALUE]; return VTA_OK;
+    default: return exec_finish(m, i);
+    }
+}
+
+/* --- the event loop (simulator._Machine.run) ----------------------------------------------- */
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int run_events(machine *m) {
+    const vta_config *c = m->cfg;
+    const struct geometry *g = &m->g;
+    vta_run *r = m->run;
+    int64_t head[VTA_MODULES] = {0, 0, 0}, free_at[VTA_MODULES] = {0, 0, 0};
+    int64_t bus_free = 0;
+    int rc;
+    for (int a = 0; a < VTA_MODULES; a++)
+        for (int b = 0; b < VTA_MODULES; b++) m->vc[a][b] = -1;
+    for (;;) {
+        int best_m = -1;
+        int64_t best_t = 0;
+        int nblocked = 0, blocked_m[VTA_MODULES], blocked_q[VTA_MODULES];
+        for (int md = 0; md < VTA_MODULES; md++) {
+            if (head[md] >= m->qlen[md]) continue;
+            const int64_t *f = FLD(m, m->queue[md][head[md]]);
+            int64_t t = free_at[md];
+            int waiting = -1;
+            for (int q = 0; q < VTA_FIFOS; q++) {
+                if (FIFOS[q].consumer != md || !f[FIFOS[q].pop]) continue;
+                if (m->fifo[q].head >= m->fifo[q].count) {
+                    waiting = q;
+                    break;
+                }
+                if (m->fifo[q].avail[m->fifo[q].head] > t) t = m->fifo[q].avail[m->fifo[q].head];
+            }
+            if (waiting >= 0) {
+                blocked_m[nblocked] = md;
+                blocked_q[nblocked++] = waiting;
+            } else if (best_m < 0 || t < best_t) {
+                best_m = md;
+                best_t = t;
+            }
+        }
+        if (best_m < 0) {
+            if (!nblocked) break;
+            char detail[400] = "", kind[32];
+            size_t used = 0;
+            for (int b = 0; b < nblocked; b++) {
+                int64_t i = m->queue[blocked_m[b]][head[blocked_m[b]]];
+                int w = snprintf(detail + used, sizeof detail - used,
+                                 "%s%s waits at instruction %lld (%s) for a %s token",
+                                 b ? "; " : "", MODULE_NAMES[blocked_m[b]], (long long)i,
+                                 kind_of(m, i, kind, sizeof kind), FIFOS[blocked_q[b]].name);
+                if (w > 0) used += (size_t)w;
+                if (used >= sizeof detail) used = sizeof detail - 1;
+            }
+            return fail(m, m->queue[blocked_m[0]][head[blocked_m[0]]], "deadlock: %s", detail);
+        }
+        int md = best_m;
+        int64_t i = m->queue[md][head[md]++], t0 = best_t;
+        const int64_t *f = FLD(m, i);
+        r->stalled[md] += t0 - free_at[md];
+        for (int q = 0; q < VTA_FIFOS; q++) {
+            if (FIFOS[q].consumer != md || !f[FIFOS[q].pop]) continue;
+            const int64_t *clock = m->fifo[q].clock[m->fifo[q].head++];
+            for (int k = 0; k < VTA_MODULES; k++)
+                if (clock[k] > m->vc[md][k]) m->vc[md][k] = clock[k];
+        }
+        int64_t op = f[F_OPCODE], t = t0 + c->insn_issue_cycles;
+        if (op == OP_LOAD || op == OP_STORE) {
+            int64_t mt = f[F_MEMORY_TYPE];
+            if (f[F_X_SIZE] && f[F_Y_SIZE]) {
+                int64_t n = f[F_Y_SIZE] * f[F_X_SIZE];
+                int64_t total = (f[F_Y_PAD_0] + f[F_Y_SIZE] + f[F_Y_PAD_1]) *
+                                (f[F_X_PAD_0] + f[F_X_SIZE] + f[F_X_PAD_1]);
+                int64_t nbytes = n * dram_elem_bytes(g, mt);
+                int64_t pad_bytes = (total - n) * g->elem[sram_of(mt)];
+                (op == OP_LOAD ? r->dram_read_bytes : r->dram_write_bytes)[mt] += nbytes;
+                int64_t ready = t + c->dma_setup_cycles;
+                int64_t data_start = ready > bus_free ? ready : bus_free;
+                r->bus_wait[md] += data_start - ready;
+                bus_free = data_start + ceil_div(nbytes, c->bus_width_bytes);
+                t = bus_free + ceil_div(pad_bytes, c->bus_width_bytes);
+            }
+        } else if (op == OP_GEMM || op == OP_ALU) {
+            int64_t iters = f[F_ITER_OUT] * f[F_ITER_IN] * (f[F_UOP_END] - f[F_UOP_BGN]);
+            if (op == OP_GEMM) {
+                if (!f[F_RESET]) r->gemm_iterations += iters;
+                t += iters * c->gemm_cycles_per_uop;
+            } else {
+                r->alu_iterations += iters;
+                t += iters * c->alu_cycles_per_uop;
+            }
+        }
+        if (m->functional)
+            rc = execute(m, i, md);
+        else
+            rc = op == OP_FINISH ? exec_finish(m, i) : VTA_OK;
+        if (rc) return rc;
+        m->vc[md][md] = i;
+        if (r->start) r->start[i] = t0;
+        if (r->end) r->end[i] = t;
+        if (t > r->total_cycles) r->total_cycles = t;
+        r->busy[md] += t - t0;
+        free_at[md] = t;
+        for (int q = 0; q < VTA_FIFOS; q++) {
+            if (FIFOS[q].producer != md || !f[FIFOS[q].push]) continue;
+            struct fifo *fq = &m->fifo[q];
+            fq->avail[fq->count] = t; /* cap = the program's pushes: counted statically */
+            memcpy(fq->clock[fq->count], m->vc[md], sizeof fq->clock[0]);
+            fq->count++;
+        }
+    }
+    for (int q = 0; q < VTA_FIFOS; q++) r->leftover_tokens[q] = m->fifo[q].count - m->fifo[q].head;
+    return VTA_OK;
+}
+
+/* --- entry points -------------------------------------------------------------------------- */
+
+static int setup_state(machine *m) {
+    const struct geometry *g = &m->g;
+    vta_run *r = m->run;
+    int64_t du = g->depth[BUF_UOP], di = g->depth[BUF_INP], dw = g->depth[BUF_WGT];
+    int64_t da = g->depth[BUF_ACC], blk = g->blk;
+    m->uop = r->uop_sram ? r->uop_sram : alloc(m, (size_t)du, 4);
+    m->inp = r->inp_sram ? r->inp_sram : alloc(m, (size_t)(di * blk), 1);
+    m->wgt = r->wgt_sram ? r->wgt_sram : alloc(m, (size_t)(dw * blk * blk), 1);
+    m->acc = r->acc_sram ? r->acc_sram : alloc(m, (size_t)(da * blk), 4);
+    /* One block for the small per-row arrays keeps the allocation count fixed. */
+    int64_t words = 3 * du + 2 * di + 2 * dw + 3 * da;
+    int32_t *t = alloc_tracker(m, words);
+    m->uop_valid = alloc(m, (size_t)du, 1);
+    m->dram_blocks = ceil_div(r->dram_len, DRAM_BLOCK);
+    int32_t *d = alloc_tracker(m, 3 * m->dram_blocks);
+    if (!m->uop || !m->inp || !m->wgt || !m->acc || !t || !m->uop_valid || !d)
+        return VTA_ERR_NOMEM;
+    /* GEMM scratch: stamps and distinct-row lists, indexed by row (< the largest depth). */
+    int64_t maxd = du;
+    for (int b = BUF_INP; b < BUF_COUNT; b++)
+        if (g->depth[b] > maxd) maxd = g->depth[b];
+    m->stamp_base = alloc(m, (size_t)(2 * maxd), sizeof(uint32_t));
+    int64_t *lists = alloc(m, (size_t)(6 * maxd), sizeof(int64_t));
+    if (!m->stamp_base || !lists) return VTA_ERR_NOMEM;
+    m->stamp_off = m->stamp_base + maxd;
+    for (int k = 0; k < 3; k++) {
+        m->rows[k].bases = lists + 2 * k * maxd;
+        m->rows[k].offs = lists + (2 * k + 1) * maxd;
+    }
+    /* The fastest GEMM kernel this build, CPU and block size have, unless the caller asks
+     * for a given one (tests run each against the reference). */
+    int best = VTA_KERNEL_C;
+    if (HAVE_PAIR_KERNEL && pair_kernel_fits(blk)) best = VTA_KERNEL_SSE2;
+#if HAVE_AVX2_KERNEL
+    if (best == VTA_KERNEL_SSE2 && cpu_has_avx2()) best = VTA_KERNEL_AVX2;
+#endif
+    m->kernel = r->kernel == VTA_KERNEL_AUTO || r->kernel > best ? best : (int)r->kernel;
+    r->kernel = m->kernel;
+    if (m->kernel != VTA_KERNEL_C) {
+        m->wgt_pairs = alloc(m, (size_t)(dw * blk * blk), sizeof(int16_t));
+        if (!m->wgt_pairs) return VTA_ERR_NOMEM; /* zero, like the WGT buffer (API contract) */
+    }
+    for (int k = 0; k < 3; k++, t += du) m->uop_field[k] = t;
+    m->inp_writer = t, t += di;
+    m->inp_reader = t, t += di;
+    m->wgt_writer = t, t += dw;
+    m->wgt_reader = t, t += dw;
+    m->acc_writer = t, t += da;
+    m->acc_store_reader = t, t += da;
+    m->acc_clearer = t;
+    m->dram_writer = d;
+    m->dram_reader[0] = d + m->dram_blocks;
+    m->dram_reader[1] = d + 2 * m->dram_blocks;
+    return VTA_OK;
+}
+
+int vta_simulate(const vta_config *config, const uint64_t *words, int64_t n, int functional,
+                 vta_run *run) {
+    machine mach, *m = &mach;
+    int rc;
+    memset(m, 0, sizeof *m);
+    run->error_index = -1;
+    run->error_kind[0] = run->error_message[0] = 0;
+    run->total_cycles = run->gemm_iterations = run->alu_iterations = 0;
+    for (int k = 0; k < VTA_MODULES; k++) run->busy[k] = run->stalled[k] = run->bus_wait[k] = 0;
+    for (int k = 0; k < VTA_MEM_TYPES; k++) run->dram_read_bytes[k] = run->dram_write_bytes[k] = 0;
+    for (int k = 0; k < VTA_FIFOS; k++) run->leftover_tokens[k] = 0;
+    if ((rc = make_geometry(config, &m->g))) return rc;
+    m->cfg = config;
+    m->run = run;
+    m->functional = functional;
+    m->n = n;
+    m->words = words;
+    if (n <= 0) return fail(m, 0, "malformed instruction: empty program (it must end with FINISH)");
+    m->f = alloc(m, (size_t)n * F_COUNT, sizeof(int64_t));
+    int64_t *queues = alloc(m, (size_t)n, sizeof(int64_t));
+    if (!m->f || !queues) {
+        rc = VTA_ERR_NOMEM;
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) decode_one(&m->g, words + 2 * i, FLD(m, i));
+    for (int64_t i = 0; i < n; i++)
+        if ((rc = check_encoding(m, i))) goto done;
+    /* Fetch: route every instruction to its module's queue, in program order. */
+    for (int64_t i = 0; i < n; i++) m->qlen[module_of(FLD(m, i))]++;
+    for (int md = 0, off = 0; md < VTA_MODULES; md++) {
+        m->queue[md] = queues + off;
+        off += (int)m->qlen[md];
+        m->qlen[md] = 0; /* refilled below */
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int md = module_of(FLD(m, i));
+        m->queue[md][m->qlen[md]++] = i;
+        if (run->module) run->module[i] = md;
+    }
+    if ((rc = check_token_counts(m))) goto done;
+    for (int q = 0; q < VTA_FIFOS; q++) {
+        m->fifo[q].avail = alloc(m, (size_t)m->fifo[q].cap, sizeof(int64_t));
+        m->fifo[q].clock = alloc(m, (size_t)m->fifo[q].cap, sizeof m->fifo[q].clock[0]);
+        if (!m->fifo[q].avail || !m->fifo[q].clock) {
+            rc = VTA_ERR_NOMEM;
+            goto done;
+        }
+    }
+    if (functional && (rc = setup_state(m))) goto done;
+    rc = run_events(m);
+done:
+    for (int k = 0; k < m->n_owned; k++) free(m->owned[k]);
+    return rc;
+}
+
+int vta_machine_abi(void) { return VTA_MACHINE_ABI; }
+
+/* Builds pass -DVTA_SOURCE_HASH="..." (a digest of these sources) so that a loader can tell a
+ * stale library from a current one. */
+#ifndef VTA_SOURCE_HASH
+#define VTA_SOURCE_HASH ""
+#endif
+const char *vta_source_hash(void) { return VTA_SOURCE_HASH; }
+
+int vta_field_count(void) { return F_COUNT; }
+
+const char *vta_field_name(int field) {
+    return field >= 0 && field < F_COUNT ? FIELD_NAMES[field] : NULL;
+}
+
+int vta_decode(const vta_config *config, const uint64_t *words, int64_t n, int64_t *fields) {
+    struct geometry g;
+    int rc = make_geometry(config, &g);
+    if (rc) return rc;
+    for (int64_t i = 0; i < n; i++) decode_one(&g, words + 2 * i, fields + i * F_COUNT);
+    return VTA_OK;
+}

@@ -1,0 +1,122 @@
+/* libqaccel_vta: functional simulator and timing model of qaccel's VTA-like accelerator.
+ *
+ * The semantics are docs/isa.md; the reference implementation is the Python simulator
+ * (targets/vta/simulator.py). This machine agrees with it bit for bit (DRAM and SRAM after
+ * FINISH), cycle for cycle (every instruction's start and end, per-module statistics), and
+ * on errors (same instruction index and kind), including the data-race checks.
+ *
+ * Usage:
+ *     vta_config cfg = {...};              // the JSON keys of HardwareConfig
+ *     vta_run run;  memset(&run, 0, sizeof run);
+ *     run.dram = image; run.dram_len = n;  // modified in place: the DRAM after FINISH
+ *     run.uop_image = uops; run.uop_image_len = k;
+ *     int rc = vta_simulate(&cfg, words, n_insns, 1, &run);
+ *     if (rc == VTA_ERROR) fprintf(stderr, "instruction %lld (%s): %s\n", ...);
+ *
+ * C99, no global state: a run is reentrant.
+ */
+#ifndef QACCEL_VTA_MACHINE_H
+#define QACCEL_VTA_MACHINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a struct below or a function signature changes; the Python loader refuses a
+ * library built from other sources. */
+#define VTA_MACHINE_ABI 2
+
+enum vta_status {
+    VTA_OK = 0,
+    VTA_ERROR = 1,        /* the program is malformed or fails at run time: see error_* */
+    VTA_ERR_CONFIG = 2,   /* a configuration the ISA cannot describe */
+    VTA_ERR_NOMEM = 3
+};
+
+/* HardwareConfig, key for key (int64 so that every binding lays it out the same way). */
+typedef struct vta_config {
+    int64_t log_block;          /* BLOCK_IN = BLOCK_OUT = 1 << log_block */
+    int64_t log_uop_buff_size;  /* buffer sizes in bytes, log2 */
+    int64_t log_inp_buff_size;
+    int64_t log_wgt_buff_size;
+    int64_t log_acc_buff_size;
+    int64_t bus_width_bytes;
+    int64_t dma_setup_cycles;
+    int64_t insn_issue_cycles;
+    int64_t gemm_cycles_per_uop;
+    int64_t alu_cycles_per_uop;
+    int64_t store_requant;      /* 0 or 1: STORE OUTQ and STORE clear exist */
+} vta_config;
+
+enum { VTA_MODULES = 3, VTA_MEM_TYPES = 8, VTA_FIFOS = 4 };
+
+/* GEMM kernels, slowest to fastest; all compute the same sums. */
+enum vta_kernel {
+    VTA_KERNEL_AUTO = 0, /* the fastest available */
+    VTA_KERNEL_C = 1,    /* portable C, any block size */
+    VTA_KERNEL_SSE2 = 2, /* x86-64, BLOCK 8/16/32 */
+    VTA_KERNEL_AVX2 = 3  /* x86-64 CPUs with AVX2 (checked at run time), BLOCK 8/16/32 */
+};
+
+typedef struct vta_run {
+    /* --- inputs ---------------------------------------------------------------------------- */
+    const uint32_t *uop_image;  /* what LOAD UOP reads (indexed in micro-ops) */
+    int64_t uop_image_len;
+    uint8_t *dram;              /* the DRAM image, updated in place by STOREs */
+    int64_t dram_len;
+    /* Final SRAM contents (zero-initialized by the caller, `depth` rows each); when NULL the
+     * machine uses private buffers. */
+    uint32_t *uop_sram;
+    int8_t *inp_sram;
+    int8_t *wgt_sram;
+    int32_t *acc_sram;
+    /* Per instruction (n entries each), may be NULL: start and end cycle, module (0 load,
+     * 1 compute, 2 store). */
+    int64_t *start;
+    int64_t *end;
+    int64_t *module;
+    /* GEMM kernel (enum vta_kernel): in, what to use (a slower one than available is
+     * honoured, a faster one is not); out, the one used. */
+    int64_t kernel;
+    /* --- outputs (TimingReport) -------------------------------------------------------------- */
+    int64_t total_cycles;
+    int64_t busy[VTA_MODULES];
+    int64_t stalled[VTA_MODULES];
+    int64_t bus_wait[VTA_MODULES];
+    int64_t gemm_iterations;
+    int64_t alu_iterations;
+    int64_t dram_read_bytes[VTA_MEM_TYPES];   /* by memory type id */
+    int64_t dram_write_bytes[VTA_MEM_TYPES];
+    int64_t leftover_tokens[VTA_FIFOS];       /* load->compute, compute->load, store->compute,
+                                                 compute->store */
+    /* --- error (status VTA_ERROR) ------------------------------------------------------------ */
+    int64_t error_index;        /* instruction index, -1 when none */
+    char error_kind[32];        /* "LOAD INP", "GEMM reset", ...; empty when there is none */
+    char error_message[512];
+} vta_run;
+
+/* Runs `n` instructions (`words`: 2n little-endian 64-bit words, word 0 of each first) to
+ * FINISH. functional = 0 is `timing()`: token protocol and cycle counts only, no data. */
+int vta_simulate(const vta_config *config, const uint64_t *words, int64_t n, int functional,
+                 vta_run *run);
+
+/* VTA_MACHINE_ABI of the compiled library. */
+int vta_machine_abi(void);
+
+/* The digest of the sources the library was built from ("" when the build gave none). */
+const char *vta_source_hash(void);
+
+/* Number of decoded fields per instruction and their names (the order of isa.FIELD_NAMES). */
+int vta_field_count(void);
+const char *vta_field_name(int field);
+
+/* Decodes `n` instructions into n * vta_field_count() int64 values (isa.decode). */
+int vta_decode(const vta_config *config, const uint64_t *words, int64_t n, int64_t *fields);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
