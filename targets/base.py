@@ -503,7 +503,7 @@ def available_targets() -> dict[str, Callable[[], Target]]:
     return targets
 
 
-def get_target(name: str, hw_config: str | None = None) -> Target:
+def get_target(name: str, config: str | None = None) -> Target:
     """The target registered as `name` (optionally with a hardware configuration file)."""
     targets = available_targets()
     if name not in targets:
@@ -515,7 +515,7 @@ def get_target(name: str, hw_config: str | None = None) -> Target:
         )
     if target.name != name:
         raise TargetError(f"target registered as '{name}' calls itself '{target.name}'")
-    return target.with_config(hw_config) if hw_config else target
+    return target.with_config(config) if config else target
 
 
 # --------------------------------------------------------------------------------------------
