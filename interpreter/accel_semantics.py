@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
-from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    ReturnedValues,
+    impl,
+    impl_terminator,
+    register_impls,
+)
 from xdsl.traits import SymbolTable
 
 from qaccel.kernels import arithmetic as ar
@@ -274,6 +281,16 @@ class AccelComputeFunctions(InterpreterFunctions):
     @impl(accel.ConcatOp)
     def run_concat(self, interpreter: Interpreter, op: accel.ConcatOp, args):
         return (np.concatenate(args, axis=op.int_prop("axis")),)
+
+    @impl(accel.LayerOp)
+    def run_layer(self, interpreter: Interpreter, op: accel.LayerOp, args):
+        """A formed layer computes what its body's ops compute (the schedule says how the
+        accelerator runs them, not what they compute)."""
+        return interpreter.run_ssacfg_region(op.body, (), "accel.layer")
+
+    @impl_terminator(accel.YieldOp)
+    def run_yield(self, interpreter: Interpreter, op: accel.YieldOp, args):
+        return ReturnedValues(args), ()
 
 
 def _check_values(values: tuple[Any, ...], types, what: str) -> None:

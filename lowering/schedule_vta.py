@@ -1,26 +1,34 @@
-"""`schedule-vta`: choose each accelerator layer's loop structure and keep it in the IR.
+"""`schedule-vta`: decide how each accelerator layer runs and keep it in the IR.
 
-Every `accel.conv2d_zp` / `accel.dense_zp` of a `vta` accelerator function that forms a layer
-with its requantization tail (`lowering/vta/layers.py`) gets a `qaccel.schedule` dictionary:
-the tiling the cost-model search chose (`lowering/vta/schedule.py`), i.e. the loop nest the
-emitter walks: output-row, output-column, output-channel and input-channel tile sizes (pixels;
-channel blocks), the order of the two outer loops, how the bias reaches the accumulators, and
-how many slots of each on-chip buffer double-buffer the loads (VTA's virtual threads).
+Every `accel.layer` (`form-vta-layers`) of a `vta` accelerator function gets an
+`#accel.schedule` (`dialects/accel.py`):
+
+- a GEMM layer (`conv`, `depthwise`, `dense`): the tiling the cost-model search chose
+  (`lowering/vta/schedule.py`), i.e. the loop nest the emitter walks: output-row,
+  output-column, output-channel and input-channel tile sizes (pixels; channel blocks), the
+  order of the two outer loops, how the bias reaches the accumulators, and how many slots of
+  each on-chip buffer double-buffer the loads (VTA's virtual threads);
+- an `eltwise` or `pool` layer: what its emitter decides (`lowering/vta/emit_alu.py`): the
+  rows of a channel block processed at a time (chunk; output rows of a pool tile), the
+  parameter rows loaded first into the accumulator buffer, and whether the store module's
+  output stage runs the requantizing tail; `estimated_cycles` is the timing model's count
+  for that program.
+
 `qaccel-compile` emits the instruction streams from these attributes, so a schedule written
 or edited by hand in the IR is what runs.
 
-    %acc = accel.conv2d_zp %x, %w pad_value(-1) {...} : ...
+    %y = accel.layer "conv" {...} : tensor<1x1x8x8x1x16xi8>
   becomes
-    %acc = accel.conv2d_zp %x, %w pad_value(-1) {..., qaccel.schedule = {
-               acc_slots = 2 : i64, bias_mode = "alu", config = "vta-default",
-               estimated_cycles = 5216 : i64, inp_slots = 2 : i64, loop_order = "spatial",
-               tile_ci = 1 : i64, tile_co = 1 : i64, tile_h = 8 : i64, tile_w = 8 : i64,
-               wgt_slots = 1 : i64}} : ...
+    %y = accel.layer "conv" {schedule = #accel.schedule<gemm, config = "vta-default",
+             tile_h = 8, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial,
+             bias_mode = alu, inp_slots = 2, wgt_slots = 1, acc_slots = 2,
+             estimated_cycles = 5216>} {...} : tensor<1x1x8x8x1x16xi8>
 
-A `qaccel.schedule` already present is checked (it must fit on chip for this layer and name
-this hardware configuration) and kept, unless `recompute=true`. An op that does not form a
-layer (e.g. its tail is not a requantization) or has no tiling that fits gets no schedule; `qaccel-compile` runs it on
-the host and reports why. The attribute does not change what the op computes.
+A schedule already present is checked (it must fit on chip for this layer and name this
+hardware configuration; the message names the function, the layer and the problem) and kept,
+unless `recompute=true`. A layer whose body is not a layer of its kind or that has no
+schedule that fits gets none; `qaccel-compile` runs it on the host and reports why. The
+attribute does not change what the layer computes.
 """
 
 from __future__ import annotations
@@ -29,89 +37,100 @@ from dataclasses import dataclass
 from typing import Literal
 
 from qaccel.dialects import accel
-from qaccel.lowering.vta.layers import NotALayer, match_layer
+from qaccel.dialects.accel import ScheduleAttr
+from qaccel.lowering.form_vta_layers import vta_functions
+from qaccel.lowering.vta.emit_alu import AluPlan, emit_alu, emit_pool, plan_alu
+from qaccel.lowering.vta.layers import AluLayer, LayerMatch, LayerReader, NotALayer, PoolLayer
 from qaccel.lowering.vta.schedule import (
-    BIAS_MODES,
-    LOOP_ORDERS,
     ConvLayer,
     LayerError,
     Schedule,
     make_schedule,
     schedule,
 )
-from qaccel.dialects.annotations import TARGET_ATTR
 from qaccel.targets.base import TargetError, hardware_config
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 PASS = "schedule-vta"
-SCHEDULE_ATTR = "qaccel.schedule"
-_INT_FIELDS = ("tile_h", "tile_w", "tile_co", "tile_ci", "inp_slots", "wgt_slots", "acc_slots")
-_STR_FIELDS = {"loop_order": LOOP_ORDERS, "bias_mode": BIAS_MODES}
+_TILING = ("tile_h", "tile_w", "tile_co", "tile_ci", "loop_order", "bias_mode", "inp_slots",
+           "wgt_slots", "acc_slots")  # fmt: skip
 
 
 class ScheduleAttrError(ValueError):
-    """A `qaccel.schedule` attribute that is malformed (message names the field)."""
+    """A schedule that does not suit its layer (message: why)."""
 
 
-def schedule_attr(sched: Schedule, config_name: str) -> DictionaryAttr:
-    values: dict[str, Attribute] = {"config": StringAttr(config_name)}
-    for key, value in sched.tiling().items():
-        values[key] = StringAttr(value) if isinstance(value, str) else IntegerAttr(value, i64)
-    values["estimated_cycles"] = IntegerAttr(int(sched.estimated_cycles), i64)
-    return DictionaryAttr(values)
+def gemm_schedule_attr(sched: Schedule, config_name: str) -> ScheduleAttr:
+    return ScheduleAttr("gemm", config=config_name, **sched.tiling(),
+                        estimated_cycles=int(sched.estimated_cycles))  # fmt: skip
 
 
-def read_schedule_attr(attr: Attribute) -> tuple[str | None, dict]:
-    """(hardware config name or None, tiling keyword arguments of `make_schedule`)."""
-    if not isinstance(attr, DictionaryAttr):
-        raise ScheduleAttrError(f"{SCHEDULE_ATTR} must be a dictionary")
-    data = attr.data
-    tiling: dict = {}
-    for key in _INT_FIELDS:
-        value = data.get(key)
-        if value is None:
-            if key.endswith("_slots"):
-                continue  # the search's choice for this tiling
-            raise ScheduleAttrError(f"{SCHEDULE_ATTR} lacks {key}")
-        if not isinstance(value, IntegerAttr):
-            raise ScheduleAttrError(f"{SCHEDULE_ATTR}.{key} must be an integer")
-        tiling[key] = value.value.data
-    for key, allowed in _STR_FIELDS.items():
-        value = data.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, StringAttr) or value.data not in allowed:
-            raise ScheduleAttrError(f"{SCHEDULE_ATTR}.{key} must be one of {', '.join(allowed)}")
-        tiling[key] = value.data
-    unknown = set(data) - set(_INT_FIELDS) - set(_STR_FIELDS) - {"config", "estimated_cycles"}
-    if unknown:
-        raise ScheduleAttrError(f"{SCHEDULE_ATTR} has unknown fields {', '.join(sorted(unknown))}")
-    config = data.get("config")
-    return (config.data if isinstance(config, StringAttr) else None), tiling
+def alu_cycles(layer: AluLayer | PoolLayer, plan: AluPlan, config) -> int:
+    """The timing model's cycles for the program `plan` gives (placed at DRAM offset 0)."""
+    emitter = emit_pool if isinstance(layer, PoolLayer) else emit_alu
+    prog = emitter(layer, config, inputs_at=[0] * layer.n_inputs, output_at=0, constants_at=0,
+                   rows=plan.rows, output_stage=plan.output_stage)  # fmt: skip
+    return int(prog.timing().total_cycles)
 
 
-def layer_schedule(op: Operation, layer: ConvLayer, config) -> Schedule:
-    """The schedule an op's `qaccel.schedule` gives (checked), or `ScheduleAttrError` /
-    `LayerError` saying why it cannot be used."""
-    name, tiling = read_schedule_attr(op.attributes[SCHEDULE_ATTR])
+def alu_schedule_attr(kind: str, plan: AluPlan, config_name: str,
+                      cycles: int | None = None) -> ScheduleAttr:  # fmt: skip
+    return ScheduleAttr(kind, config=config_name, rows=plan.rows, param_rows=plan.param_rows,
+                        output_stage=plan.output_stage, estimated_cycles=cycles)  # fmt: skip
+
+
+def _check_config(attr: ScheduleAttr, config) -> None:
+    name = attr.get("config")
     if name is not None and name != config.name:
         raise ScheduleAttrError(
-            f"{SCHEDULE_ATTR} was made for hardware config '{name}', not '{config.name}'"
+            f"#accel.schedule was made for hardware config '{name}', not '{config.name}'"
         )
-    return make_schedule(layer, config, **tiling)
+
+
+def gemm_schedule(attr: ScheduleAttr, layer: ConvLayer, config) -> Schedule:
+    """The schedule a GEMM layer's `#accel.schedule` gives (checked), or `ScheduleAttrError` /
+    `LayerError` saying why it cannot be used."""
+    _check_config(attr, config)
+    fields = attr.fields()
+    tiling = {k: fields[k] for k in _TILING if k in fields}
+    try:
+        return make_schedule(layer, config, **tiling)
+    except ValueError as e:
+        raise ScheduleAttrError(str(e)) from None
+
+
+def alu_schedule(attr: ScheduleAttr | None, layer, config) -> AluPlan:
+    """The plan an element-wise or pool layer's `#accel.schedule` gives (checked; the
+    emitter's own choice without one), or `ScheduleAttrError` / `LayerError` saying why."""
+    if attr is None:
+        return plan_alu(layer, config)
+    _check_config(attr, config)
+    plan = plan_alu(layer, config, rows=attr.get("rows"), output_stage=attr.get("output_stage"))
+    given = attr.get("param_rows")
+    if given is not None and given != plan.param_rows:
+        raise ScheduleAttrError(f"param_rows {given}: the layer loads {plan.param_rows} "
+                                "parameter rows")  # fmt: skip
+    return plan
+
+
+def describe(op: accel.LayerOp, m=None) -> str:
+    """`accel.layer "conv" (conv 8x8x16 -> ...)`: how messages name a layer."""
+    what = f" ({m.layer.describe()})" if m is not None else ""
+    return f'{op.name} "{op.kind.data}"{what}'
 
 
 @dataclass(frozen=True)
 class ScheduleVtaPass(ModulePass):
-    """Attach each VTA layer's tiling (the cost model's best loop nest) as `qaccel.schedule`.
+    """Attach each VTA layer's schedule (GEMM layers: the cost model's best loop nest;
+    element-wise and pool layers: chunk rows, parameter rows, output stage) as
+    `#accel.schedule`.
 
-    Runs on `vta` accelerator functions after `lower-q-to-accel`. Schedules already in the IR
-    are checked and kept unless `recompute=true`."""
+    Runs on the `accel.layer` ops of `vta` accelerator functions (`form-vta-layers`).
+    Schedules already in the IR are checked and kept unless `recompute=true`."""
 
     name = "schedule-vta"
 
@@ -131,35 +150,39 @@ class ScheduleVtaPass(ModulePass):
         if self.bias_mode == "store" and not config.store_requant:
             raise PassFailedException(f"{PASS}: bias-mode=store needs a hardware config with "
                                       f"store_requant ('{config.name}' has none)")  # fmt: skip
-        for f in op.ops:
-            if not isinstance(f, func.FuncOp):
-                continue
-            target = f.attributes.get(TARGET_ATTR)
-            if not isinstance(target, StringAttr) or target.data != "vta":
-                continue
+        for f in vta_functions(op):
             self._schedule_function(f, config)
 
     def _schedule_function(self, f: func.FuncOp, config) -> None:
-        fname = f.sym_name.data
-        index = 0
+        reader = LayerReader(f.sym_name.data)
         for o in f.body.block.ops:
-            if not isinstance(o, accel.Conv2DZpOp | accel.DenseZpOp):
+            if not isinstance(o, accel.LayerOp):
                 continue
             try:
-                layer = match_layer(o, f"{fname}_layer{index}").layer
+                m = reader.read(o)
             except NotALayer:
-                o.attributes.pop(SCHEDULE_ATTR, None)
+                o.schedule = None
                 continue
-            index += 1
-            where = f"{PASS}: @{fname}: {o.name} ({layer.describe()})"
-            if SCHEDULE_ATTR in o.attributes and not self.recompute:
+            where = f"{PASS}: @{f.sym_name.data}: {describe(o, m)}"
+            if o.schedule is not None and not self.recompute:
                 try:
-                    layer_schedule(o, layer, config)
-                except (ScheduleAttrError, LayerError, ValueError) as e:
+                    if isinstance(m, LayerMatch):
+                        gemm_schedule(o.schedule, m.layer, config)
+                    else:
+                        alu_schedule(o.schedule, m.layer, config)
+                except (ScheduleAttrError, LayerError) as e:
                     raise PassFailedException(f"{where}: {e}") from None
+                reader.accept(o, m)
                 continue
             try:
-                best = schedule(layer, config, bias_mode=self.bias_mode or None)
+                if isinstance(m, LayerMatch):
+                    best = schedule(m.layer, config, bias_mode=self.bias_mode or None)
+                    o.schedule = gemm_schedule_attr(best, config.name)
+                else:
+                    plan = plan_alu(m.layer, config)
+                    cycles = alu_cycles(m.layer, plan, config)
+                    o.schedule = alu_schedule_attr(o.kind.data, plan, config.name, cycles)
             except LayerError:
-                continue  # no tiling fits: the op runs on the host, qaccel-compile says why
-            o.attributes[SCHEDULE_ATTR] = schedule_attr(best, config.name)
+                o.schedule = None  # nothing fits: the layer runs on the host (qaccel-compile)
+                continue
+            reader.accept(o, m)

@@ -55,8 +55,10 @@ class VtaPipeline(NamedPipeline):
     6. `insert-pack-unpack`: layout changes at CPU/accelerator borders;
     7. `lower-q-to-accel{bias-placement=...}`: q ops become `conv2d_zp`, `bias_add_zp`,
        `round_multiply`, `round_rshift`, ... ;
-    8. `schedule-vta`: each accelerator layer gets its tiling
-       (`qaccel.schedule`), from which `qaccel-compile` emits the instruction streams.
+    8. `form-vta-layers`: each accelerator layer (a GEMM op with its requantization tail,
+       an element-wise tree, a pool) becomes one `accel.layer` op holding its ops;
+    9. `schedule-vta`: each layer gets its `#accel.schedule` (tiling, chunks),
+       from which `qaccel-compile` emits the instruction streams.
 
     A pass of this list that is not registered yet is skipped (the drivers print a note), so
     the pipeline runs the part of the flow that exists; giving an option that goes to a
@@ -85,5 +87,6 @@ class VtaPipeline(NamedPipeline):
             pass_spec("partition-graph", max_partitions=self.max_partitions),
             "insert-pack-unpack",
             pass_spec("lower-q-to-accel", bias_placement=self.bias_placement),
+            "form-vta-layers",
             "schedule-vta",
         ]

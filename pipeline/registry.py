@@ -19,6 +19,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "insert-pack-unpack": ("qaccel.passes.insert_pack_unpack", "InsertPackUnpackPass"),
     "lower-q-to-accel": ("qaccel.lowering.lower_q_to_accel", "LowerQToAccelPass"),
     "canonicalize-accel": ("qaccel.passes.canonicalize_accel", "CanonicalizeAccelPass"),
+    "form-vta-layers": ("qaccel.lowering.form_vta_layers", "FormVtaLayersPass"),
     "schedule-vta": ("qaccel.lowering.schedule_vta", "ScheduleVtaPass"),
     # named pipelines
     "cpu-pipeline": ("qaccel.pipeline.named", "CpuPipeline"),

@@ -95,6 +95,7 @@ VTA_FLOW = {
     "partition-graph": _fake_pass("partition-graph", target="", max_partitions=None),
     "insert-pack-unpack": _fake_pass("insert-pack-unpack"),
     "lower-q-to-accel": _fake_pass("lower-q-to-accel", bias_placement="fused"),
+    "form-vta-layers": _fake_pass("form-vta-layers"),
     "schedule-vta": _fake_pass("schedule-vta"),
     "vta-pipeline": lambda: VtaPipeline,
 }
@@ -114,6 +115,7 @@ def test_vta_pipeline_expands_in_order_with_pass_through_options():
         "partition-graph{max-partitions=4} (vta-pipeline)",
         "insert-pack-unpack (vta-pipeline)",
         "lower-q-to-accel{bias-placement=preload} (vta-pipeline)",
+        "form-vta-layers (vta-pipeline)",
         "schedule-vta (vta-pipeline)",
         "cse",
     ]
@@ -130,7 +132,7 @@ def test_pipeline_skips_passes_not_registered_yet_with_a_note():
     assert scheduled.notes() == [
         "vta-pipeline: skipping passes that are not registered yet: attach-target, "
         "legalize-tfl-to-q, annotate-target, partition-graph, insert-pack-unpack, "
-        "lower-q-to-accel, schedule-vta"
+        "lower-q-to-accel, form-vta-layers, schedule-vta"
     ]
 
 
@@ -141,10 +143,11 @@ def test_option_for_a_pass_not_registered_yet_is_an_error():
         r"'partition-graph': no such pass is registered yet$"
     )):  # fmt: skip
         expand(parse_passes("vta-pipeline{max-partitions=4}", available), available)
-    assert len(expand(parse_passes("vta-pipeline", available), available).passes) == 7
-    # The fixed target=vta of a skipped pass is not the user's option: no error.
+    assert len(expand(parse_passes("vta-pipeline", available), available).passes) == 8
+    # The fixed target=vta of a skipped pass is not the user's option: no error (the eight
+    # passes but attach-target run).
     available = {k: v for k, v in VTA_FLOW.items() if k != "attach-target"}
-    assert len(expand(parse_passes("vta-pipeline", available), available).passes) == 7
+    assert len(expand(parse_passes("vta-pipeline", available), available).passes) == 8
 
 
 def test_bad_inner_options_and_unloadable_passes_name_the_pass():

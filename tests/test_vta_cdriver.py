@@ -12,14 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import vta_lowered
-from qaccel.backends.vta.compile import (
-    STEP_HOST,
-    STEP_LAYER,
-    STEP_READ,
-    compile_module,
-    function_steps,
-    write_artifact,
-)
+from qaccel.backends.vta.artifact import write_artifact
+from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.runtime import STEP_HOST, STEP_LAYER, STEP_READ, function_steps
 
 HARNESS = Path(__file__).parent / "cdriver" / "harness.c"
 CC = shutil.which("cc") or shutil.which("gcc")

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from qaccel.backends.vta.compile import format_report
+from qaccel.backends.vta.report import format_report
 from qaccel.tools import qaccel_compile, qaccel_run
 
 SMALL_CNN = Path(__file__).parent / "fixtures" / "models" / "small_cnn.tflite"

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from conftest import vta_lowered
 from qaccel.interpreter.interpreter import entry_function, random_inputs, run_function
-from qaccel.backends.vta.compile import compile_module, run_compiled
+from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.runtime import run_compiled
 from qaccel.targets.vta.config import DEFAULT_CONFIG
 from qaccel.lowering.vta.emit_alu import chunk_rows, emit_alu
 from qaccel.targets.vta.simulator import simulate
@@ -253,7 +254,12 @@ func.func private @vta_fn_0(%x: tensor<1x2x9x9x1x16x!q>) -> tensor<1x2x5x5x1x16x
 def test_a_padded_max_pool_runs_on_the_accelerator():
     from conftest import attach_vta, parse_module
 
+    from qaccel.lowering.form_vta_layers import FormVtaLayersPass
+    from qaccel.pipeline.manager import qaccel_context
+    from conftest import attach_vta
+
     module = attach_vta(parse_module(POOL_IR))  # the hand-written IR is for VTA's default
+    FormVtaLayersPass().apply(qaccel_context(), module)  # compile emits formed layers
     compiled = compile_module(module)
     assert [r["kind"] for r in compiled.report["layers"]] == ["pool"]
     assert compiled.fallbacks == []

@@ -8,9 +8,10 @@
 
 Runs the pipeline (`-p`, default `vta-pipeline`; with `--config`, `vta-pipeline{config=...}`,
 or `attach-target{target=vta config=...}` before another pipeline; the artifact is built for
-the module's `#accel.target`)
-on the imported model or on MLIR text, then emits every accelerator layer with the tiling its
-`qaccel.schedule` attribute gives (searched for layers without one) (`backends/vta/compile.py`) and writes OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
+the module's `#accel.target`) on the imported model or on MLIR text, then emits every formed
+accelerator layer (`accel.layer`) with the schedule its `#accel.schedule` gives (the search's or
+the emitter's choice for layers without one) (`backends/vta/compile.py`) and writes
+OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
 layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json; prints the report table
 (per layer: cycles, GEMM utilization, roofline and ratio, DRAM bytes, tiling; totals, ms at the
 configured clock, MAC share, host fallbacks). Compiling twice gives identical files. Progress
@@ -28,12 +29,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from qaccel.backends.vta.compile import (
-    CompileError,
-    compile_module,
-    format_report,
-    write_artifact,
-)
+from qaccel.backends.vta.artifact import write_artifact
+from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.compiled import CompileError
+from qaccel.backends.vta.report import format_report
 from qaccel.targets.vta.config import ConfigError
 from qaccel.backends.vta.report_plot import PlotError, plot_report, require_matplotlib
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite

@@ -132,12 +132,9 @@ def _inputs_for(args, function) -> list[np.ndarray]:
 
 def run_vta(args) -> int:
     """An artifact folder, or a .tflite compiled with `--target vta`: layers on the simulator."""
-    from qaccel.backends.vta.compile import (
-        CompileError,
-        is_artifact,
-        load_artifact,
-        run_compiled,
-    )
+    from qaccel.backends.vta.artifact import is_artifact, load_artifact
+    from qaccel.backends.vta.compiled import CompileError
+    from qaccel.backends.vta.runtime import run_compiled
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)

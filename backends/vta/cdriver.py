@@ -19,7 +19,8 @@ accelerator functions, the same sequence `run_compiled` simulates.
 from __future__ import annotations
 
 import numpy as np
-from qaccel.backends.vta.compile import CompiledFunction, CompiledModel, function_steps
+from qaccel.backends.vta.compiled import CompiledFunction, CompiledModel
+from qaccel.backends.vta.runtime import function_steps
 from xdsl.dialects import func
 
 RUNTIME_HEADER = """\

@@ -66,11 +66,21 @@ def chunk_rows(layer: AluLayer, config: HardwareConfig, n_params: int | None = N
     return rows
 
 
+def _rows(layer: AluLayer | PoolLayer, rows: int | None, most: int, what: str) -> int:
+    """A schedule's `rows` (checked to fit: at most `most`), or `most`."""
+    if rows is None:
+        return most
+    if not 1 <= rows <= most:
+        raise LayerError(f"{layer.name}: {what} {rows} rows do not fit (at most {most})")
+    return rows
+
+
 class _AluEmitter(_Stream):
     """Element-wise layers; the pool emitter below shares its steps, stores and parameters."""
 
     def __init__(self, layer: AluLayer | PoolLayer, config: HardwareConfig,
-                 inputs_at: list[int], output_at: int, constants_at: int):  # fmt: skip
+                 inputs_at: list[int], output_at: int, constants_at: int,
+                 rows: int | None = None, use_stage: bool | None = None):  # fmt: skip
         if any(v % ALIGN for v in (*inputs_at, output_at, constants_at)):
             raise LayerError(f"{layer.name}: DRAM regions must be {ALIGN}-byte aligned")
         super().__init__(config)
@@ -80,13 +90,16 @@ class _AluEmitter(_Stream):
         self.stage_row = None  # the output stage's parameter block, when it runs the tail
         result, first = self.stage_scope()
         stage = output_stage(self.steps, result, self.params, first, layer.block) if (
-            config.store_requant) else None  # fmt: skip
+            config.store_requant and use_stage is not False) else None  # fmt: skip
+        if use_stage and stage is None:
+            raise LayerError(f"{layer.name}: the store module's output stage cannot run the "
+                             "layer's tail (no store_requant, or not a requantization)")
         if stage is not None:
-            cut, rows = stage
+            cut, stage_rows = stage
             self.steps, self.stage_row = self.steps[:cut], len(self.params)
-            self.params = np.concatenate([self.params.reshape(-1, layer.block), rows])
+            self.params = np.concatenate([self.params.reshape(-1, layer.block), stage_rows])
         self.n_params = len(self.params)
-        self.layout()
+        self.layout(rows)
 
     def stage_scope(self) -> tuple[int, int]:
         """(the temp the steps leave the result in, the first step the output stage may
@@ -94,10 +107,11 @@ class _AluEmitter(_Stream):
         lay = self.layer
         return lay.result, (lay.reduce_at if lay.reduce > 1 else 0)
 
-    def layout(self) -> None:
-        """Accumulator rows: chunk size, temps and (for a sum pool) sums of each set."""
+    def layout(self, rows: int | None) -> None:
+        """Accumulator rows: chunk size (`rows`, a schedule's, or as many as fit), temps and
+        (for a sum pool) sums of each set."""
         layer = self.layer
-        self.R = chunk_rows(layer, self.c, self.n_params)
+        self.R = _rows(layer, rows, chunk_rows(layer, self.c, self.n_params), "chunks of")
         self.span = self.R * layer.reduce  # rows of one temp
         self.set_rows = layer.n_inputs * self.span + (self.R if layer.reduce > 1 else 0)
 
@@ -202,10 +216,35 @@ class _AluEmitter(_Stream):
 
 
 def emit_alu(layer: AluLayer, config: HardwareConfig | None = None, *, inputs_at: list[int],
-             output_at: int, constants_at: int) -> AluProgram:  # fmt: skip
+             output_at: int, constants_at: int, rows: int | None = None,
+             output_stage: bool | None = None) -> AluProgram:  # fmt: skip
     """The program of an element-wise layer whose inputs, output and parameter rows live at
-    the given byte offsets of a DRAM image."""
-    return _AluEmitter(layer, config or DEFAULT_CONFIG, inputs_at, output_at, constants_at).run()
+    the given byte offsets of a DRAM image; `rows` / `output_stage` as a schedule gives them
+    (default: as many rows as fit; the output stage when the configuration has one)."""
+    return _AluEmitter(layer, config or DEFAULT_CONFIG, inputs_at, output_at, constants_at,
+                       rows, output_stage).run()  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AluPlan:
+    """What the emitter decides for an element-wise or pool layer (its schedule): rows of a
+    channel block at a time (element-wise chunk, or output rows of a pool tile), parameter
+    rows loaded first into the accumulator buffer, and whether the store module's output
+    stage runs the requantizing tail."""
+
+    rows: int
+    param_rows: int
+    output_stage: bool
+
+
+def plan_alu(layer: AluLayer | PoolLayer, config: HardwareConfig | None = None, *,
+             rows: int | None = None, output_stage: bool | None = None) -> AluPlan:  # fmt: skip
+    """The emitter's decisions for `layer` (given ones checked); `LayerError` when it does
+    not fit or the output stage cannot run its tail."""
+    cls = _PoolEmitter if isinstance(layer, PoolLayer) else _AluEmitter
+    e = cls(layer, config or DEFAULT_CONFIG, [0] * layer.n_inputs, 0, 0, rows, output_stage)
+    return AluPlan(e.th if isinstance(e, _PoolEmitter) else e.R, e.n_params,
+                   e.stage_row is not None)  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -232,10 +271,10 @@ class _PoolEmitter(_AluEmitter):
     def stage_scope(self) -> tuple[int, int]:
         return 0, 0  # the steps run on the pooled tile
 
-    def layout(self) -> None:
+    def layout(self, rows: int | None) -> None:
         """Accumulator rows: each set holds every input's frame, then the output tile."""
         layer = self.layer
-        self.th = pool_tile_rows(layer, self.c, self.n_params)
+        self.th = _rows(layer, rows, pool_tile_rows(layer, self.c, self.n_params), "tiles of")
         self.frame_rows = ((self.th - 1) * layer.sh + layer.KH) * layer.W
         self.set_rows = layer.n_inputs * self.frame_rows + self.th * layer.OW
 
@@ -294,7 +333,10 @@ class _PoolEmitter(_AluEmitter):
 
 
 def emit_pool(layer: PoolLayer, config: HardwareConfig | None = None, *, inputs_at: list[int],
-              output_at: int, constants_at: int) -> AluProgram:  # fmt: skip
+              output_at: int, constants_at: int, rows: int | None = None,
+              output_stage: bool | None = None) -> AluProgram:  # fmt: skip
     """The program of a windowed pool whose inputs, output and parameter rows live at the
-    given byte offsets of a DRAM image."""
-    return _PoolEmitter(layer, config or DEFAULT_CONFIG, inputs_at, output_at, constants_at).run()
+    given byte offsets of a DRAM image; `rows` (output rows of a tile) / `output_stage` as
+    for `emit_alu`."""
+    return _PoolEmitter(layer, config or DEFAULT_CONFIG, inputs_at, output_at, constants_at,
+                        rows, output_stage).run()  # fmt: skip

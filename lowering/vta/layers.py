@@ -1,7 +1,12 @@
-"""Accelerator layers in `accel` IR: a GEMM op with its requantization tail as one `ConvLayer`.
+"""Accelerator layers in `accel` IR: a GEMM op with its requantization tail as one `ConvLayer`,
+an element-wise tree as an `AluLayer`, a windowed pool as a `PoolLayer`.
 
     m = match_layer(conv_op, "fn_layer0")    # -> LayerMatch, or raises NotALayer (why)
     m.layer                                   # the ConvLayer the scheduler and emitter take
+
+`form-vta-layers` finds the layers with the `match_*` functions and makes each one
+`accel.layer` op; `schedule-vta` and `qaccel-compile` read a formed layer back with
+`read_layer` / `LayerReader` (its body, as its kind says; no search).
 
 `lower-q-to-accel` (+ `canonicalize-accel`) writes every convolution, depthwise convolution
 or matrix product with its requantization tail as
@@ -36,8 +41,16 @@ class NotALayer(Exception):
 
 
 def _sole_user(value: SSAValue) -> Operation | None:
+    """The one op that reads `value`, seen through the end of a formed layer (the op that
+    reads the layer's result), so a layer reads the same in its `accel.layer` as before."""
     uses = list(value.uses)
-    return uses[0].operation if len(uses) == 1 else None
+    if len(uses) != 1:
+        return None
+    use = uses[0]
+    if isinstance(use.operation, accel.YieldOp):
+        layer = use.operation.parent_op()
+        return _sole_user(layer.results[use.index]) if layer is not None else None
+    return use.operation
 
 
 def _scalar(values: np.ndarray, what: str) -> int:
@@ -643,15 +656,93 @@ def _pool_match(name, narrow, pool, kind, tree: _Tree, pooled: int | None, chain
     return PoolMatch(layer, ops, tree.inputs, narrow.output, widened)
 
 
+# --------------------------------------------------------------------------------------------
+# Formed layers: `accel.layer` ops (`form-vta-layers`)
+
+
+def read_layer(
+    op: accel.LayerOp,
+    name: str,
+    leaves: dict[SSAValue, tuple[SSAValue, int]] | None = None,
+) -> LayerMatch | AluMatch | PoolMatch:
+    """The layer a formed `accel.layer` holds, read from its body as its kind says (a GEMM
+    layer from the body's first op, an element-wise tree or a pool from the value it narrows);
+    `NotALayer` when the body is not exactly such a layer (e.g. edited by hand) or, for an
+    element-wise or pool layer, reads a value that is neither a `leaves` entry nor an int8
+    tensor in DRAM. The match's `output` / `widened` are the body's values (the layer's
+    results 0 / 1)."""
+    body = op.body_ops()
+    kind = op.kind.data
+    yielded = list(op.body.block.last_op.operands)  # type: ignore[union-attr]
+    m: LayerMatch | AluMatch | PoolMatch
+    if kind in accel.GEMM_KINDS:
+        if not body or not isinstance(body[0], accel.Conv2DZpOp | accel.DenseZpOp):
+            raise NotALayer(f"a {kind} layer's body does not start with a GEMM op")
+        m = match_layer(body[0], name)
+        if m.layer.kind != kind:
+            raise NotALayer(f"the body computes a {m.layer.kind} layer, not a {kind} one")
+    else:
+        narrow = yielded[0].owner
+        if not isinstance(narrow, Operation):
+            raise NotALayer(f"a {kind} layer's result is not computed in its body")
+        match = match_pool_layer if kind == "pool" else match_alu_layer
+        m = match(narrow, leaves or {}, set(), name)
+    if set(m.ops) != set(body):
+        raise NotALayer(f"the body of the {kind} layer holds ops that are not part of it")
+    want = [m.output] if m.widened is None else [m.output, m.widened]
+    if yielded != want:
+        raise NotALayer(f"the {kind} layer yields other values than its output and the value it "
+                        "narrows")  # fmt: skip
+    return m
+
+
+class LayerReader:
+    """Reads the formed layers of one accelerator function in body order:
+
+        reader = LayerReader("vta_fn_0")
+        m = reader.read(layer_op)       # LayerMatch | AluMatch | PoolMatch, or NotALayer
+        reader.accept(layer_op, m)      # later layers may read its results from DRAM
+
+    A layer's results become leaves of later element-wise and pool layers (the values they
+    read from DRAM) only once accepted, so a layer that runs on the host is no leaf."""
+
+    def __init__(self, function: str):
+        self.function = function
+        self.leaves: dict[SSAValue, tuple[SSAValue, int]] = {}
+        self.n_gemm = self.n_alu = 0
+
+    def name(self, op: accel.LayerOp) -> str:
+        if op.kind.data in accel.GEMM_KINDS:
+            return f"{self.function}_layer{self.n_gemm}"
+        kind = "pool" if op.kind.data == "pool" else "eltwise"
+        return f"{self.function}_{kind}{self.n_alu}"
+
+    def read(self, op: accel.LayerOp) -> LayerMatch | AluMatch | PoolMatch:
+        return read_layer(op, self.name(op), self.leaves)
+
+    def accept(self, op: accel.LayerOp, m: LayerMatch | AluMatch | PoolMatch) -> None:
+        output = op.outputs[0]
+        if isinstance(m, LayerMatch):
+            self.n_gemm += 1
+            if m.offset is not None:
+                self.leaves[output] = (output, m.offset)
+        else:
+            self.n_alu += 1
+        if len(op.outputs) > 1:
+            self.leaves[op.outputs[1]] = (output, 0)
+
+
 __all__ = [
     "AluLayer",
     "AluMatch",
     "AluStep",
     "LayerMatch",
+    "LayerReader",
     "NotALayer",
     "PoolLayer",
     "PoolMatch",
     "match_alu_layer",
     "match_layer",
     "match_pool_layer",
+    "read_layer",
 ]

@@ -1,0 +1,176 @@
+"""The artifact `qaccel-compile` writes: write it, check and load it back.
+
+    write_artifact(compiled, outdir, source)     # host.mlir, vta_fn_k/*, driver/, report.json
+    compiled = load_artifact(outdir, ctx)        # for `run_compiled` (backends/vta/runtime.py)
+
+**Files.** `host.mlir` (the whole module as text: host functions and accelerator functions,
+whose bodies show every formed layer as an `accel.layer` op with its `#accel.schedule`; the
+runtime interprets the ops outside the layers); for every accelerator function
+`vta_fn_k/dram.npz` (`dram`: the function's DRAM image, constants in place and the arena zero)
+and per layer `vta_fn_k/layer_i.bin` (16-byte instructions) and `vta_fn_k/layer_i.uops.bin`
+(the micro-op image, little-endian uint32):
+`qaccel-sim vta_fn_0/layer_0.bin --dram vta_fn_0/dram.npz --uops vta_fn_0/layer_0.uops.bin`
+runs one layer. The C driver (`backends/vta/cdriver.py`): `driver/qaccel_vta.h`,
+`driver/model.h`, `driver/model.c` and each function's `vta_fn_k/constants.bin`. Also
+`model.tflite` (the source, for `--compare-litert`), `report.json`, and `manifest.json`
+(versions, hardware config, every layer's body position and DRAM offsets, the arena's slots,
+SHA-256 of every file). No timestamps, sorted keys, npz members with a fixed date: compiling
+the same model twice gives identical bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from qaccel.backends.vta.cdriver import driver_files
+from qaccel.backends.vta.compiled import (
+    ArenaSlot,
+    CompiledFunction,
+    CompiledLayer,
+    CompiledModel,
+    CompileError,
+    Fallback,
+)
+from qaccel.targets.vta.config import HardwareConfig
+from xdsl.dialects.builtin import ModuleOp
+
+ARTIFACT_FORMAT = 3
+"""3: layers are `accel.layer` ops of host.mlir (a layer's `ops`, `anchor` and `widened` are
+the position of its `accel.layer`; `widened` names its result 1). 2: layers were groups of
+ops found by pattern matching (positions of every op of the group)."""
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """An .npz that `np.load` reads, with fixed member dates (np.savez stamps the time)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for key in sorted(arrays):
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.asarray(arrays[key]),
+                                      allow_pickle=False)  # fmt: skip
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, member.getvalue())
+    return buf.getvalue()
+
+
+def module_text(module: ModuleOp) -> str:
+    from qaccel.dialects.printing import op_text  # xDSL's text, printed faster
+
+    return op_text(module)
+
+
+def _versions() -> dict:
+    from importlib import metadata
+
+    out = {}
+    for dist in ("qaccel", "xdsl", "numpy"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "unknown"
+    return out
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=1, sort_keys=True) + "\n"
+
+
+def write_artifact(
+    compiled: CompiledModel, outdir: str | Path, source: bytes | None = None
+) -> None:
+    """Write the artifact (see the module docstring) into `outdir` (created if needed)."""
+    root = Path(outdir)
+    root.mkdir(parents=True, exist_ok=True)
+    files: dict[str, bytes] = {"host.mlir": module_text(compiled.module).encode()}
+    functions = {}
+    for name, fn in compiled.functions.items():
+        entries = []
+        for lay in fn.layers:
+            base = f"{name}/layer_{lay.index}"
+            files[f"{base}.bin"] = np.asarray(lay.words).astype("<u8").tobytes()
+            files[f"{base}.uops.bin"] = np.asarray(lay.uops).astype("<u4").tobytes()
+            entries.append({
+                "index": lay.index, "ops": lay.ops, "anchor": lay.anchor, "inputs": lay.inputs,
+                "output": lay.output, "widened": lay.widened, "offset": lay.offset,
+                "description": lay.description, "program": f"{base}.bin",
+                "uops": f"{base}.uops.bin",
+            })  # fmt: skip
+        files[f"{name}/dram.npz"] = _npz_bytes({"dram": fn.image})
+        functions[name] = {
+            "image": f"{name}/dram.npz", "arena_bytes": fn.arena_nbytes,
+            "slots": [s.__dict__ for s in fn.slots], "layers": entries,
+        }  # fmt: skip
+    files.update(driver_files(compiled))
+    if source is not None:
+        files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
+    files["report.json"] = _dumps(compiled.report).encode()
+    manifest = {
+        "format": ARTIFACT_FORMAT, "versions": _versions(),
+        "config": compiled.config.to_dict(), "functions": functions,
+        "fallbacks": [fb.__dict__ for fb in compiled.fallbacks],
+        "source_sha256": hashlib.sha256(source).hexdigest() if source is not None else None,
+        "files": {k: hashlib.sha256(v).hexdigest() for k, v in sorted(files.items())},
+    }  # fmt: skip
+    files["manifest.json"] = _dumps(manifest).encode()
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def is_artifact(path: str | Path) -> bool:
+    return Path(path).is_dir() and (Path(path) / "manifest.json").is_file()
+
+
+def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
+    """Read an artifact back (checking the files' hashes) for `run_compiled`."""
+    from qaccel.dialects import qaccel_context
+    from xdsl.parser import Parser
+
+    root = Path(outdir)
+    try:
+        manifest = json.loads((root / "manifest.json").read_text())
+    except (OSError, ValueError) as e:
+        raise CompileError(f"'{root}': not a qaccel-compile artifact ({e})") from None
+    if manifest.get("format") != ARTIFACT_FORMAT:
+        raise CompileError(f"'{root}': artifact format {manifest.get('format')}, "
+                           f"expected {ARTIFACT_FORMAT} (compile the model again)")  # fmt: skip
+    data = {}
+    for rel, digest in manifest["files"].items():
+        try:
+            blob = (root / rel).read_bytes()
+        except OSError as e:
+            raise CompileError(f"'{root / rel}': {e.strerror}") from None
+        if hashlib.sha256(blob).hexdigest() != digest:
+            raise CompileError(f"'{root / rel}' does not match the manifest's hash")
+        data[rel] = blob
+    module = Parser(ctx or qaccel_context(), data["host.mlir"].decode(), str(root / "host.mlir"))
+    module = module.parse_module()
+    config = HardwareConfig.from_dict(manifest["config"])
+    functions = {}
+    for name, entry in manifest["functions"].items():
+        layers = []
+        for e in entry["layers"]:
+            layers.append(CompiledLayer(
+                function=name, index=e["index"], ops=e["ops"], anchor=e["anchor"],
+                inputs=e["inputs"], output=e["output"], widened=e["widened"], offset=e["offset"],
+                program=None, words=np.frombuffer(data[e["program"]], "<u8").reshape(-1, 2),
+                uops=np.frombuffer(data[e["uops"]], "<u4"), description=e["description"],
+            ))  # fmt: skip
+        with np.load(io.BytesIO(data[entry["image"]])) as z:
+            image = z["dram"].copy()
+        slots = [ArenaSlot(**s) for s in entry["slots"]]
+        functions[name] = CompiledFunction(name, layers, slots, entry["arena_bytes"], image)
+    fallbacks = [Fallback(**fb) for fb in manifest["fallbacks"]]
+    report = json.loads(data["report.json"])
+    return CompiledModel(module, config, functions, fallbacks, report)
+
+
+__all__ = ["ARTIFACT_FORMAT", "is_artifact", "load_artifact", "module_text", "write_artifact"]

@@ -1,0 +1,193 @@
+"""The cycle report of a compiled model: one row per accelerator layer, totals, fallbacks.
+
+    report = build_report(compiled, total_macs)      # JSON-able (the artifact's report.json)
+    print(format_report(report))                     # a table, as `qaccel-compile` prints it
+
+A row gives the layer's simulated cycles (timing model), GEMM utilization, roofline and
+ALU-bound cycles, DRAM traffic, instruction and micro-op counts and the tiling it ran with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from qaccel.backends.vta.compiled import TARGET_ATTR, CompiledFunction, CompiledModel
+from qaccel.lowering.vta.emit import LayerProgram
+from qaccel.lowering.vta.layers import AluLayer, ConvLayer, PoolLayer
+from qaccel.lowering.vta.schedule import alu_bound_cycles, roofline_cycles
+from qaccel.targets.vta.config import HardwareConfig
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+
+def gemm_report(
+    name: str, index: int, layer: ConvLayer, sched, prog: LayerProgram, c: HardwareConfig
+) -> dict:
+    """The report row of a GEMM layer (conv, depthwise or dense)."""
+    from qaccel.targets.vta.simulator import timing
+
+    t = timing(prog.program, c)
+    g = layer.geometry
+    cycles = int(t.total_cycles)
+    roof = roofline_cycles(g, c)
+    return {
+        "function": name, "layer": index, "kind": g.kind,
+        "description": layer.describe(), "cycles": cycles,
+        "ms": cycles / (c.clock_mhz * 1e3),
+        "gemm_utilization": g.useful_macs / max(1, cycles * c.macs_per_cycle),
+        "macs": int(g.useful_macs), "roofline_cycles": int(roof),
+        "roofline_ratio": cycles / max(1, roof),
+        "alu_bound_cycles": int(alu_bound_cycles(g, c)),
+        "dram_read_bytes": int(sum(t.dram_read_bytes.values())),
+        "dram_write_bytes": int(sum(t.dram_write_bytes.values())),
+        "instructions": len(prog.program), "uop_loads": prog.uop_loads,
+        "constant_bytes": len(prog.constants), "tiling": sched.tiling(),
+        "host_requantize": bool(g.int32_output),
+    }  # fmt: skip
+
+
+
+def _row_counts(layer: AluLayer | PoolLayer, stage_steps: int = 0) -> tuple[int, int]:
+    """(DRAM rows the layer reads and writes, accumulator rows its ALU instructions walk when
+    the last `stage_steps` steps run in the store module's output stage)."""
+    if isinstance(layer, PoolLayer):
+        rows_in = layer.blocks * layer.H * layer.W
+        rows_out = layer.blocks * layer.OH * layer.OW
+        steps = len(layer.steps) - stage_steps
+        alu = rows_out * (layer.KH * layer.KW + steps) + rows_in * len(layer.pre_steps)
+        return rows_in * layer.n_inputs + rows_out, alu
+    rows_out = layer.blocks * layer.rows
+    rows_in = rows_out * layer.reduce
+    steps = len(layer.steps) - stage_steps
+    if layer.reduce > 1:  # steps before the sum on every input row, the sum, the rest
+        alu = rows_in * (layer.reduce_at + 1) + rows_out * (steps - layer.reduce_at)
+    else:
+        alu = rows_in * steps
+    return rows_in * layer.n_inputs + rows_out, alu
+
+
+def alu_report(
+    name: str, index: int, layer: AluLayer | PoolLayer, prog, c: HardwareConfig
+) -> dict:
+    """The report row of an element-wise or pool layer (no MACs; bounds: memory and ALU)."""
+    from qaccel.targets.vta.simulator import roofline, timing
+
+    t = timing(prog.program, c)
+    cycles = int(t.total_cycles)
+    nrows, alu_rows = _row_counts(layer, prog.stage_steps)
+    roof = roofline(0, nrows * c.block + len(prog.constants), c).cycles
+    pool = isinstance(layer, PoolLayer)
+    return {
+        "function": name, "layer": index, "kind": "pool" if pool else "eltwise",
+        "description": layer.describe(),
+        "cycles": cycles, "ms": cycles / (c.clock_mhz * 1e3), "gemm_utilization": 0.0,
+        "macs": 0, "roofline_cycles": int(roof), "roofline_ratio": cycles / max(1, roof),
+        "alu_bound_cycles": int(max(roof, alu_rows * c.alu_cycles_per_uop)),
+        "dram_read_bytes": int(sum(t.dram_read_bytes.values())),
+        "dram_write_bytes": int(sum(t.dram_write_bytes.values())),
+        "instructions": len(prog.program), "uop_loads": prog.uop_loads,
+        "constant_bytes": len(prog.constants),
+        "tiling": {"tile_rows" if pool else "chunk_rows": prog.chunk_rows},
+        "host_requantize": False,
+    }  # fmt: skip
+
+
+def _function_report(fn: CompiledFunction) -> dict:
+    return {
+        "function": fn.name, "layers": len(fn.layers), "dram_image_bytes": len(fn.image),
+        "arena_bytes": fn.arena_nbytes,
+        "activation_bytes": sum(s.nbytes for s in fn.slots),
+        "constant_bytes": len(fn.image) - fn.arena_nbytes,
+        "host_write_bytes": sum(s.nbytes for s in fn.slots if s.host_writes),
+        "host_read_bytes": sum(s.nbytes for s in fn.slots if s.host_reads),
+    }  # fmt: skip
+
+
+def _host_macs(module: ModuleOp) -> int:
+    from qaccel.dialects.macs import op_macs
+
+    return sum(
+        op_macs(op) for f in module.ops if isinstance(f, func.FuncOp)
+        and TARGET_ATTR not in f.attributes for op in f.body.walk()
+    )  # fmt: skip
+
+
+def build_report(compiled: CompiledModel, total_macs: int | None) -> dict:
+    c = compiled.config
+    rows = [lay.report for ls in compiled.layers.values() for lay in ls]
+    cycles = sum(r["cycles"] for r in rows)
+    vta_macs = sum(r["macs"] for r in rows)
+    host_macs = _host_macs(compiled.module)
+    totals = {
+        "layers": len(rows), "cycles": cycles, "ms": cycles / (c.clock_mhz * 1e3),
+        "clock_mhz": c.clock_mhz, "roofline_cycles": sum(r["roofline_cycles"] for r in rows),
+        "alu_bound_cycles": sum(r["alu_bound_cycles"] for r in rows),
+        "dram_bytes": sum(r["dram_read_bytes"] + r["dram_write_bytes"] for r in rows),
+        "accelerator_functions": len(compiled.layers),
+        "host_fallback_ops": len(compiled.fallbacks),
+        "host_macs": host_macs,
+    }  # fmt: skip
+    if total_macs:
+        # Layer MACs count padded channel lanes; the model's split is exact from host MACs.
+        totals["model_macs"] = int(total_macs)
+        totals["accelerator_mac_share"] = 1.0 - host_macs / total_macs
+    totals["roofline_ratio"] = cycles / max(1, totals["roofline_cycles"])
+    totals["gemm_utilization"] = vta_macs / max(1, cycles * c.macs_per_cycle)
+    functions = [_function_report(fn) for fn in compiled.functions.values()]
+    for key in ("arena_bytes", "activation_bytes", "constant_bytes", "host_write_bytes",
+                "host_read_bytes"):  # fmt: skip
+        totals[key] = sum(f[key] for f in functions)
+    return {
+        "config": c.name, "layers": rows, "totals": totals, "functions": functions,
+        "host_fallbacks": [fb.line() for fb in compiled.fallbacks],
+    }  # fmt: skip
+
+
+def _tiling_text(t: dict) -> str:
+    if "chunk_rows" in t:  # an element-wise layer
+        return f"chunks of {t['chunk_rows']} rows"
+    if "tile_rows" in t:  # a windowed pool
+        return f"tiles of {t['tile_rows']} output rows"
+    return (f"{t['tile_h']}x{t['tile_w']}px co{t['tile_co']} ci{t['tile_ci']} {t['loop_order']} "
+            f"{t['bias_mode']}")  # fmt: skip
+
+
+def format_report(report: dict) -> str:
+    """The report as a table, one line per accelerator layer, then the totals. Columns are as
+    wide as their contents and the layer's description comes last, so nothing is cut."""
+    columns = ("layer", "cycles", "util", "roofline", "ratio", "DRAM B", "tiling", "description")
+    left = {"layer", "tiling", "description"}
+    rows = []
+    for r in report["layers"]:
+        t = r["tiling"]
+        rows.append((
+            f"{r['function']}/{r['layer']}", str(r["cycles"]), f"{r['gemm_utilization']:.1%}",
+            str(r["roofline_cycles"]), f"{r['roofline_ratio']:.2f}",
+            str(r["dram_read_bytes"] + r["dram_write_bytes"]),
+            _tiling_text(t), r["description"],
+        ))  # fmt: skip
+    widths = [max(len(cell) for cell in col) for col in zip(columns, *rows)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            cell.ljust(w) if name in left else cell.rjust(w)
+            for name, w, cell in zip(columns, widths, cells)
+        ).rstrip()
+
+    table = [line(columns)] + [line(row) for row in rows]
+    rule = "-" * max(len(text) for text in table)
+    lines = [table[0], rule, *table[1:], rule]
+    t = report["totals"]
+    lines.append(
+        f"total: {t['layers']} accelerator layers, {t['cycles']} cycles = {t['ms']:.3f} ms at "
+        f"{t['clock_mhz']:g} MHz, GEMM utilization {t['gemm_utilization']:.1%}, "
+        f"{t['roofline_ratio']:.2f}x the roofline, {t['dram_bytes']} DRAM bytes"
+    )
+    if "accelerator_mac_share" in t:
+        lines.append(f"MACs on the accelerator: {t['accelerator_mac_share']:.2%} of "
+                     f"{t['model_macs']}")  # fmt: skip
+    lines.extend(report["host_fallbacks"])
+    return "\n".join(lines)
+
+
+__all__ = ["alu_report", "build_report", "format_report", "gemm_report"]

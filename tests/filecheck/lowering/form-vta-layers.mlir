@@ -1,0 +1,113 @@
+// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'insert-pack-unpack,lower-q-to-accel,form-vta-layers' | filecheck %s
+// Forming twice is forming once:
+// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,form-vta-layers,form-vta-layers' | filecheck %s
+
+// form-vta-layers moves the ops of each accelerator layer into one `accel.layer` (its kind,
+// its ops, `accel.yield` of what it stores). --verify-semantics runs the IR before and after
+// the pass on the same inputs: the formed IR computes the same values.
+
+// A 3x3 convolution with bias, per-channel requantization and relu: one "conv" layer, from
+// the GEMM op to the narrowing. The filter and bias constants stay outside (read from above).
+// CHECK-LABEL: func.func @conv
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %w_packed = tfl.const
+// CHECK-NEXT:    %y = accel.layer "conv" {
+// CHECK-NEXT:      %acc = accel.conv2d_zp %x, %w_packed pad_value(-1)
+// CHECK-NEXT:      %bias = accel.bias_add_zp %acc by [262, -38, 462, -238, 662, -438, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+// CHECK-NEXT:      %[[M:.*]] = accel.round_multiply %bias
+// CHECK-NEXT:      %[[S:.*]] = accel.round_rshift %[[M]]
+// CHECK-NEXT:      %[[LO:.*]] = accel.max %[[S]] by [0]
+// CHECK-NEXT:      %[[HI:.*]] = accel.min %[[LO]] by [124]
+// CHECK-NEXT:      %[[ZP:.*]] = accel.add %[[HI]] by [3]
+// CHECK-NEXT:      %[[Y:.*]] = accel.narrow %[[ZP]] : tensor<1x1x8x8x1x16xi32> -> tensor<1x1x8x8x1x16x!quant.uniform<i8:f32, 0.25:3>>
+// CHECK-NEXT:      accel.yield %[[Y]] : tensor<1x1x8x8x1x16x!quant.uniform<i8:f32, 0.25:3>>
+// CHECK-NEXT:    } : tensor<1x1x8x8x1x16x!quant.uniform<i8:f32, 0.25:3>>
+// CHECK-NEXT:    func.return %y
+!qi = !quant.uniform<i8:f32, 0.5:-1>
+!qo = !quant.uniform<i8:f32, 0.25:3>
+!w = !quant.uniform<i8:f32:0, {0.1:0, 0.2:0, 0.3:0, 0.4:0, 0.5:0, 0.6:0}>
+func.func @conv(%x: tensor<1x8x8x6x!qi>) -> tensor<1x8x8x6x!qo> {
+  %y = func.call @vta_fn_0(%x) : (tensor<1x8x8x6x!qi>) -> tensor<1x8x8x6x!qo>
+  func.return %y : tensor<1x8x8x6x!qo>
+}
+func.func private @vta_fn_0(%x: tensor<1x8x8x6x!qi>) -> tensor<1x8x8x6x!qo> attributes {qaccel.target = "vta"} {
+  %w = tfl.const dense<3> : tensor<6x3x3x6xi8> -> tensor<6x3x3x6x!w>
+  %b = tfl.const dense<[100, -200, 300, -400, 500, -600]> : tensor<6xi32> -> tensor<6xi32>
+  %acc = q.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, input_zero_point = -1 : i32, filter_zero_point = 0 : i32} : (tensor<1x8x8x6x!qi>, tensor<6x3x3x6x!w>) -> tensor<1x8x8x6xi32>
+  %bias = q.bias_add %acc, %b : (tensor<1x8x8x6xi32>, tensor<6xi32>) -> tensor<1x8x8x6xi32>
+  %r = q.requantize %bias {multiplier = array<i32: 1073741824, 1288490189, 1503238554, 1717986918, 1932735283, 2147483647>, shift = array<i32: -3, -4, -5, -6, -7, -8>, input_zero_point = 0 : i32, output_zero_point = 3 : i32} : (tensor<1x8x8x6xi32>) -> tensor<1x8x8x6x!qo>
+  %y = q.relu %r {min = 3 : i32, max = 127 : i32} : (tensor<1x8x8x6x!qo>) -> tensor<1x8x8x6x!qo>
+  func.return %y : tensor<1x8x8x6x!qo>
+}
+
+// -----
+
+// A residual add with its requantization: one "eltwise" layer over the two int8 inputs
+// (widened, rescaled, added, requantized, clamped, narrowed).
+// CHECK-LABEL: func.func @add
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %s = accel.layer "eltwise" {
+// CHECK-NEXT:      %[[X:.*]] = accel.widen %x
+// CHECK-NEXT:      %[[X1:.*]] = accel.add %[[X]] by [34]
+// CHECK-NEXT:      %[[X2:.*]] = accel.shift_left %[[X1]] by [20]
+// CHECK-NEXT:      %[[X3:.*]] = accel.round_multiply %[[X2]] by [1073741824]
+// CHECK-NEXT:      %[[Y:.*]] = accel.widen %y
+// CHECK:           %[[Y4:.*]] = accel.round_rshift %{{.*}} by [1]
+// CHECK-NEXT:      %[[SUM:.*]] = accel.add %[[X3]], %[[Y4]]
+// CHECK:           %[[Z:.*]] = accel.narrow
+// CHECK-NEXT:      accel.yield %[[Z]]
+// CHECK-NEXT:    } : tensor<1x1x2x2x1x16x!quant.uniform<i8:f32, 0.75:-128>>
+// CHECK-NEXT:    func.return %s
+!a = !quant.uniform<i8:f32, 0.5:-34>
+!b = !quant.uniform<i8:f32, 0.25:-2>
+!o = !quant.uniform<i8:f32, 0.75:-128>
+func.func @add(%x: tensor<1x2x2x6x!a>, %y: tensor<1x2x2x6x!b>) -> tensor<1x2x2x6x!o> {
+  %z = func.call @vta_fn_0(%x, %y) : (tensor<1x2x2x6x!a>, tensor<1x2x2x6x!b>) -> tensor<1x2x2x6x!o>
+  func.return %z : tensor<1x2x2x6x!o>
+}
+func.func private @vta_fn_0(%x: tensor<1x2x2x6x!a>, %y: tensor<1x2x2x6x!b>) -> tensor<1x2x2x6x!o> attributes {qaccel.target = "vta"} {
+  %s = q.add %x, %y {lhs_zero_point = -34 : i32, rhs_zero_point = -2 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1925241870 : i32, rhs_shift = -1 : i32, output_multiplier = 1701543333 : i32, output_shift = -18 : i32, output_zero_point = -128 : i32} : (tensor<1x2x2x6x!a>, tensor<1x2x2x6x!b>) -> tensor<1x2x2x6x!o>
+  func.return %s : tensor<1x2x2x6x!o>
+}
+
+// -----
+
+// A 2x2 max pool of an int8 tensor: one "pool" layer (widen, pool, narrow).
+// CHECK-LABEL: func.func @pool
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %m = accel.layer "pool" {
+// CHECK-NEXT:      %[[W:.*]] = accel.widen %x
+// CHECK-NEXT:      %[[P:.*]] = accel.max_pool2d %[[W]] window = [2, 2] strides = [2, 2]
+// CHECK-NEXT:      %[[N:.*]] = accel.narrow %[[P]]
+// CHECK-NEXT:      accel.yield %[[N]]
+// CHECK-NEXT:    } : tensor<1x1x2x2x1x16x!quant.uniform<i8:f32, 0.5:3>>
+// CHECK-NEXT:    func.return %m
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @pool(%x: tensor<1x4x4x6x!q>) -> tensor<1x2x2x6x!q> {
+  %m = func.call @vta_fn_0(%x) : (tensor<1x4x4x6x!q>) -> tensor<1x2x2x6x!q>
+  func.return %m : tensor<1x2x2x6x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x4x4x6x!q>) -> tensor<1x2x2x6x!q> attributes {qaccel.target = "vta"} {
+  %m = q.max_pool2d %x {filter = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>} : (tensor<1x4x4x6x!q>) -> tensor<1x2x2x6x!q>
+  func.return %m : tensor<1x2x2x6x!q>
+}
+
+// -----
+
+// Accumulators that leave without a requantization form no layer: the op stays where it is
+// and says why (it runs on the host; qaccel-compile reports the reason).
+// CHECK-LABEL: func.func @not_a_layer
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %w = tfl.const
+// CHECK-NEXT:    %acc = accel.conv2d_zp %x, %w {{.*}} {accel.host_reason = "the accumulators go to func.return, not a requantization"}
+// CHECK-NEXT:    func.return %acc
+!qa = !quant.uniform<i8:f32, 0.5:0>
+func.func @not_a_layer(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16xi32> {
+  %y = func.call @vta_fn_0(%x) : (tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16xi32>
+  func.return %y : tensor<1x1x8x8x1x16xi32>
+}
+func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16xi32> attributes {qaccel.target = "vta", accel.packed} {
+  %w = tfl.const dense<1> : tensor<1x1x1x1x16x16xi8> -> tensor<1x1x1x1x16x16xi8>
+  %acc = accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x8x8x1x16x!qa>, tensor<1x1x1x1x16x16xi8> -> tensor<1x1x8x8x1x16xi32>
+  func.return %acc : tensor<1x1x8x8x1x16xi32>
+}
