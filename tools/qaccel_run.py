@@ -47,6 +47,15 @@ from qaccel.pipeline.manager import (
     available_passes,
     qaccel_context,
 )
+from qaccel.dialects.memory import MemoryBudgetError
+from qaccel.tools.cli import (
+    InputError,
+    OutputPathError,
+    parse_mlir,
+    check_output_dir,
+    check_output_file,
+    resource_errors,
+)
 from qaccel.tools.qaccel_opt import (
     add_pass_manager_arguments,
     normalize_argv,
@@ -55,7 +64,6 @@ from qaccel.tools.qaccel_opt import (
 )
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.parser import Parser
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
 PROG = "qaccel-run"
@@ -78,8 +86,7 @@ def load_model(path: Path, ctx: Context) -> tuple[ModuleOp, bytes | None]:
     if path.suffix == ".tflite":
         return import_tflite(data, str(path)), data
     if path.suffix == ".mlir":
-        module = Parser(ctx, data.decode("utf-8", "replace"), str(path)).parse_module()
-        module.verify()
+        module = parse_mlir(data, str(path), ctx)
         return module, None
     raise RunError(f"'{path}': unknown model extension '{path.suffix}' (expected .tflite or .mlir)")
 
@@ -188,7 +195,9 @@ def _write_outputs(outputs: Sequence[np.ndarray], out_dir: Path) -> None:
 def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(normalize_argv(argv))
     vta = args.target == "vta" or Path(args.model).is_dir()
+    check_output_dir(args.outputs_dir, "--outputs-dir")  # before the work, not after it
     if args.plot:
+        check_output_file(args.plot, "--plot")
         if not vta:
             raise RunError("--plot needs an accelerator compile (an artifact folder or "
                            "--target vta)")  # fmt: skip
@@ -233,9 +242,10 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     try:
-        code = run(argv)
+        with resource_errors(PROG):
+            code = run(argv)
     except (RunError, ExecutionError, PipelineError, TFLiteImportError, DiagnosticException,
-            SemanticsError, PlotError) as e:
+            SemanticsError, PlotError, OutputPathError, MemoryBudgetError, InputError) as e:
         _fail(str(e))
     except kernels.Refusal as e:
         _fail(f"LiteRT's reference kernels refuse this model: {e}")
