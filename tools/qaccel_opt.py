@@ -121,7 +121,9 @@ def pass_manager_for(
         print(f"{prog}: note: {note}", file=sys.stderr)
     passes = list(expansion.passes)
     if getattr(args, "explain_partitioning", False):
-        passes = [explaining(p) for p in passes]
+        passes = [partitioning_output(p, explain=True) for p in passes]
+    elif getattr(args, "report_partitioning", False):  # qaccel-compile: the summary line
+        passes = [partitioning_output(p, report=True) for p in passes]
     after = print_ir_after_names(args.print_ir_after)
     IRPrinter.check_names(after, passes, "--print-ir-after")
     instrumentations: list[PassInstrumentation] = []
@@ -136,12 +138,13 @@ def pass_manager_for(
     return PassManager(passes, instrumentations, verify, timing), timing
 
 
-def explaining(scheduled):
-    """A scheduled partition-graph pass with explain=true; any other pass as it is."""
+def partitioning_output(scheduled, **options: bool):
+    """A scheduled partition-graph pass with `options` (explain=true, report=true) set; any
+    other pass as it is."""
     import dataclasses
 
     if scheduled.name == "partition-graph":
-        return dataclasses.replace(scheduled, pass_=dataclasses.replace(scheduled.pass_, explain=True))
+        return dataclasses.replace(scheduled, pass_=dataclasses.replace(scheduled.pass_, **options))
     return scheduled
 
 

@@ -159,7 +159,6 @@ def run_vta(args) -> int:
     from qaccel.backends.vta.artifact import is_artifact, load_artifact
     from qaccel.backends.vta.compiled import CompileError
     from qaccel.backends.vta.runtime import run_compiled
-    from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)
@@ -169,11 +168,7 @@ def run_vta(args) -> int:
             model_file = path / "model.tflite"
             model_bytes = model_file.read_bytes() if model_file.is_file() else None
         else:
-            try:
-                config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
-            except ConfigError as e:
-                raise RunError(str(e)) from None
-            compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline", config,
+            compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline",
                                                   config_path=args.config)  # fmt: skip
         function = entry_function(compiled.module)
         inputs = _inputs_for(args, function)

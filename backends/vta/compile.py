@@ -46,6 +46,7 @@ from qaccel.backends.vta.compiled import (
     value_ref,
 )
 from qaccel.backends.vta.report import alu_report, build_report, gemm_report
+from qaccel.targets.base import TargetError, hardware_config
 from qaccel.dialects import accel, tfl
 from qaccel.dialects.types import tensor_dtype
 from qaccel.lowering.form_vta_layers import HOST_REASON_ATTR
@@ -61,7 +62,7 @@ from qaccel.lowering.vta.layers import AluMatch, LayerMatch, LayerReader, NotALa
 from qaccel.lowering.vta.geometry import LayerError
 from qaccel.lowering.vta.planning import Schedule
 from qaccel.lowering.vta.search import schedule
-from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.targets.vta.config import HardwareConfig
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
@@ -160,8 +161,12 @@ def compile_module(
 ) -> CompiledModel:
     """Emit every formed, scheduled accelerator layer (`accel.layer`) of `module` (the
     output of `vta-pipeline`) into one DRAM image per accelerator function. `total_macs`
-    (the model's MACs, e.g. of the imported IR) gives the report's MAC share."""
-    c = config or DEFAULT_CONFIG
+    (the model's MACs, e.g. of the imported IR) gives the report's MAC share. `config`
+    defaults to the module's (`#accel.target`, from `attach-target`)."""
+    try:
+        c = config or hardware_config(module, "vta")
+    except (TargetError, ValueError) as e:
+        raise CompileError(str(e)) from None
     functions: dict[str, CompiledFunction] = {}
     fallbacks: list[Fallback] = []
     accel_functions = accelerator_functions(module)

@@ -110,9 +110,9 @@ def _conv_params(op: accel.Conv2DZpOp) -> tuple[str, dict]:
 def _dense_params(op: accel.DenseZpOp) -> tuple[str, dict]:
     w, _ = _filter_array(op)
     shape = op.input.type.get_shape()
-    if len(shape) != 4:
+    if len(shape) != 4 and any(d != 1 for d in shape[2:-2]):
         raise NotALayer(f"dense input of rank {len(shape)} (rows beyond the batch dimension)")
-    n, ib, _, blk = shape
+    n, ib, blk = shape[0], shape[1], shape[-1]  # [N, I/B, 1, ..., 1, B]: the bytes of [N, I/B, 1, B]
     ob = w.shape[0]
     weights = w.transpose(0, 2, 1, 3).reshape(ob * blk, ib * blk).astype(np.int8)
     return "dense", {"input_shape": (n, ib * blk), "weights": weights, "input_zero_point": 0}
