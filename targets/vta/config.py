@@ -213,7 +213,7 @@ class HardwareConfig:
             path = bundled
         try:
             data = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as e:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
             raise ConfigError(f"{path}: cannot read hardware config: {e}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: hardware config must be a JSON object")
