@@ -343,7 +343,6 @@ class FoldPadIntoConv(RewritePattern):
         new = op.clone()
         new.operands = [pad.input, *op.operands[1:]]
         new.properties["padding"] = accel.i64_array(total)
-        new.attributes.pop("qaccel.schedule", None)  # made for the padded input
         rewriter.replace_op(op, new)
 
 
