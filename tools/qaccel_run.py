@@ -7,6 +7,7 @@
     qaccel-run OUTDIR --random-inputs 0 --outputs-dir out --compare-litert   # qaccel-compile's
     qaccel-run model.tflite --target vta --outputs-dir out --compare-litert  # compile and run
     qaccel-run OUTDIR --outputs-dir out --plot layers.png   # + per-layer cycles vs. roofline
+    qaccel-run OUTDIR --inputs-dir data/ --labels labels.npy --outputs-dir res [--jobs N|--ray]
 
 MODEL is a `.tflite` (imported first) or `.mlir` file, or an artifact folder written by
 `qaccel-compile`; `-p` runs a pass pipeline before executing. With an artifact, or with
@@ -23,6 +24,13 @@ qaccel-opt (`--print-ir-after-all`, `--print-ir-after=PASS`, `--pass-timing`,
 
 Bad input (wrong number, shape or dtype of inputs, unreadable files, a model the reference
 kernels refuse) ends with one line on stderr and exit code 1.
+
+`--inputs-dir DIR` (with an artifact folder) evaluates a dataset: DIR holds one `.npy` per
+input set (or one `.npz` per set for several inputs), or is one `.npz` of input sets
+(`explore/dataset.py`). Every set runs, in parallel on local processes (`--jobs N`) or Ray
+tasks (`--ray [ADDRESS]`), against LiteRT's reference kernels too; outputs go to
+DIR/<set>/output_i.npy and the agreement (bit-exact sets, max |diff|; with `--labels
+FILE.npy` top-1 agreement and accuracy) to DIR/summary.json.
 """
 
 from __future__ import annotations
@@ -128,6 +136,15 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--plot", type=Path, metavar="FILE.png",
                     help="with an artifact or --target vta: each layer's cycles against its "
                          "roofline (needs matplotlib)")  # fmt: skip
+    ap.add_argument("--inputs-dir", type=Path, metavar="DIR",
+                    help="with an artifact: evaluate every input set of DIR (.npy/.npz files) "
+                         "or of one .npz, against LiteRT")  # fmt: skip
+    ap.add_argument("--labels", type=Path, metavar="FILE.npy",
+                    help="with --inputs-dir: class labels, one per input set (top-1 accuracy)")
+    ap.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                    help="with --inputs-dir: local processes (default: every core)")
+    ap.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                    help="with --inputs-dir: run the input sets as Ray tasks")
     add_pass_manager_arguments(ap)
 
     def error(message: str) -> NoReturn:
@@ -150,8 +167,8 @@ def run_vta(args) -> int:
     from qaccel.backends.vta.artifact import is_artifact, load_artifact
     from qaccel.backends.vta.compiled import CompileError
     from qaccel.backends.vta.runtime import run_compiled
-    from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
-    from qaccel.targets.vta.simulator import SimulationError
+    from qaccel.targets.vta.config import ConfigError
+    from qaccel.targets.vta.results import SimulationError
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)
@@ -164,11 +181,7 @@ def run_vta(args) -> int:
             model_file = path / "model.tflite"
             model_bytes = model_file.read_bytes() if model_file.is_file() else None
         else:
-            try:
-                config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
-            except ConfigError as e:
-                raise RunError(str(e)) from None
-            compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline", config,
+            compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline",
                                                   config_path=args.config)  # fmt: skip
         function = entry_function(compiled.module)
         inputs = _inputs_for(args, function)
@@ -178,7 +191,7 @@ def run_vta(args) -> int:
             outputs = run_compiled_c(compiled, inputs, path if is_artifact(path) else None)
         else:
             outputs = run_compiled(compiled, inputs, simulator=args.simulator)
-    except CompileError as e:
+    except (CompileError, ConfigError) as e:
         raise RunError(str(e)) from None
     except SimulationError as e:  # a malformed layer (the C driver names function and layer)
         raise RunError(f"an accelerator layer failed: {e}") from None
@@ -210,6 +223,41 @@ def run_vta(args) -> int:
     return 0 if all(d.mismatches == 0 for d in diffs) else 1
 
 
+def run_dataset(args) -> int:
+    """`--inputs-dir`: every input set on the artifact, compared with LiteRT."""
+    import json
+
+    from qaccel.explore.dataset import DatasetError, evaluate_dataset, input_shapes, load_input_sets
+    from qaccel.explore.executors import ExecutorError, make_executor
+
+    path = Path(args.model)
+    if not path.is_dir():
+        raise RunError("--inputs-dir needs an artifact folder written by qaccel-compile")
+    if args.inputs is not None or args.random_inputs is not None:
+        raise RunError("give either --inputs-dir or --inputs/--random-inputs, not both")
+    if args.jobs is not None and args.jobs < 1:
+        raise RunError("--jobs must be at least 1")
+    try:
+        sets = load_input_sets(args.inputs_dir, input_shapes(path))
+        labels = load_inputs([str(args.labels)])[0] if args.labels else None
+        compare = (path / "model.tflite").is_file()
+        if not compare:
+            print(f"{PROG}: note: {path} has no model.tflite; not comparing with LiteRT",
+                  file=sys.stderr)  # fmt: skip
+        summary = evaluate_dataset(path, sets, labels=labels,
+                                   executor=make_executor(args.jobs, args.ray),
+                                   outputs_dir=args.outputs_dir, compare=compare,
+                                   progress=sys.stderr.isatty(),
+                                   simulator=args.simulator)  # fmt: skip
+    except (DatasetError, ExecutorError) as e:
+        raise RunError(str(e)) from None
+    out = Path(args.outputs_dir)
+    (out / "summary.json").write_text(json.dumps(summary.to_dict(), indent=1) + "\n")
+    print(summary.line())
+    print(f"wrote {summary.sets} set(s) of outputs and summary.json to {out}")
+    return 0 if summary.bit_exact in (None, summary.sets) else 1
+
+
 def _write_outputs(outputs: Sequence[np.ndarray], out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     for i, y in enumerate(outputs):
@@ -219,6 +267,10 @@ def _write_outputs(outputs: Sequence[np.ndarray], out_dir: Path) -> None:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(normalize_argv(argv))
+    if args.inputs_dir is not None:
+        return run_dataset(args)
+    if args.labels is not None or args.ray is not None or args.jobs is not None:
+        raise RunError("--labels, --jobs and --ray go with --inputs-dir")
     vta = args.target == "vta" or Path(args.model).is_dir()
     check_output_dir(args.outputs_dir, "--outputs-dir")  # before the work, not after it
     if args.plot:
