@@ -37,8 +37,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     config = HardwareConfig.from_json(args.config)
-    compiled, data = compile_model(args.model, "vta-pipeline", config,
-                                   config_path=Path(args.config))
+    compiled, data = compile_model(args.model, "vta-pipeline", config_path=Path(args.config))
     with tempfile.TemporaryDirectory() as tmp:
         write_artifact(compiled, tmp, data)
         loaded = load_artifact(tmp)

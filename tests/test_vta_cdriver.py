@@ -159,7 +159,7 @@ def _assert_bit_exact(oracle, name, hw):
 
         data = _without_final_softmax((FIXTURE_MODELS / f"{name}.tflite").read_bytes())
         module = import_tflite(data)
-        build_pipeline(f"vta-pipeline{{hw-config={hw}}}").apply(qaccel_context(), module)
+        build_pipeline(f"vta-pipeline{{config={hw}}}").apply(qaccel_context(), module)
         compiled = compile_module(module, HardwareConfig.from_json(hw))
     else:
         compiled, data = _compiled(name, hw)
