@@ -83,6 +83,7 @@ OPTIONS_VERSION = 1
 PROGRAM_MAGIC = b"QACCPROG"
 PROGRAM_VERSION = 1
 PROGRAM_PREFIX = "qaccel_program_"
+AOT_FILE = "model.qaccel.tflite"
 HEADER_BYTES, VALUE_BYTES, IO_BYTES, STEP_BYTES, LAYER_BYTES = 192, 16, 176, 96, 32
 KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT = 1, 2, 3, 4
 MAX_RANK = 8
@@ -410,5 +411,5 @@ def custom_ops(data: bytes) -> list[dict]:
     return out
 
 
-__all__ = ["CUSTOM_CODE", "AotError", "custom_ops", "custom_options", "export_aot",
+__all__ = ["AOT_FILE", "CUSTOM_CODE", "AotError", "custom_ops", "custom_options", "export_aot",
            "program_blob"]  # fmt: skip
