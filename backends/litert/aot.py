@@ -21,8 +21,9 @@ back, requantize on the host), every layer's instruction stream and micro-ops.
 
 Host ops inside an accelerator function run in the kernel: `accel.host_requantize` (LiteRT's
 double-precision FULLY_CONNECTED requantization) is plain IEEE double arithmetic, which C
-reproduces exactly, so the function is not split around it. A function with any other host op
-is not exported (`AotError`, one line naming the op).
+reproduces exactly, so the function is not split around it; `accel.pad` and `accel.concat`
+(left on the host) are copies. A function with any other host op is not exported (`AotError`,
+one line naming the op).
 
 Little-endian layout (offsets in bytes from the blob's start; every section 8-byte aligned):
 
@@ -35,6 +36,12 @@ Little-endian layout (offsets in bytes from the blob's start; every section 8-by
              i32 split shape[16], i32 order[16]                        (IO_BYTES each;
              inputs first: plain -> packed value; then outputs: packed value -> plain)
     steps    u32 kind, a, b, c, i64 p[8], u64 offset, bytes            (STEP_BYTES each)
+             WRITE value a to DRAM[offset:+bytes]; LAYER a; READ DRAM[offset:+bytes] into
+             value a (b = 1: int8 widened to int32 minus p[0]); REQUANT value a into b (c
+             scales of f64 at offset; p: zero points in/out, clamp min/max, lanes C/B, inner
+             elements, B); PAD value a into b (rank c, pad value p[0]; at offset i64 shape,
+             before, after, c each); CONCAT c values into a (p[0] outer elements; at
+             offset i64 (value, elements per outer index) for each input)
     layers   u64 words offset, instructions, uops offset, uops         (LAYER_BYTES each)
     data     DRAM image, instruction words, micro-ops, requantization scales
 """
@@ -85,7 +92,7 @@ PROGRAM_VERSION = 1
 PROGRAM_PREFIX = "qaccel_program_"
 AOT_FILE = "model.qaccel.tflite"
 HEADER_BYTES, VALUE_BYTES, IO_BYTES, STEP_BYTES, LAYER_BYTES = 192, 16, 176, 96, 32
-KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT = 1, 2, 3, 4
+KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT, KIND_PAD, KIND_CONCAT = 1, 2, 3, 4, 5, 6
 MAX_RANK = 8
 CONFIG_KEYS = ("log_block", "log_uop_buff_size", "log_inp_buff_size", "log_wgt_buff_size",
                "log_acc_buff_size", "bus_width_bytes", "dma_setup_cycles", "insn_issue_cycles",
@@ -188,6 +195,31 @@ def program_blob(
         else:
             for i in plan.segments[arg]:
                 op = ops[i]
+                if isinstance(op, accel.PadOp):
+                    shape = list(op.input.type.get_shape())
+                    spatial = [int(v) for v in op.array_prop("padding")]
+                    before = [0, 0, *spatial[0::2], 0, 0]
+                    after = [0, 0, *spatial[1::2], 0, 0]
+                    if len(before) != len(shape) or len(shape) > MAX_RANK:
+                        raise AotError(f"{name}: accel.pad (#{i}) of rank {len(shape)}")
+                    src = values[op.input]
+                    dst = new_value(op.output)
+                    geometry = np.asarray([shape, before, after], dtype="<i8").tobytes()
+                    steps.append((KIND_PAD, dict(a=src, b=dst, c=len(shape),
+                                                 p=[op.pad_value.value.data],
+                                                 data=geometry)))  # fmt: skip
+                    continue
+                if isinstance(op, accel.ConcatOp):
+                    axis = op.int_prop("axis")
+                    shape = list(op.output.type.get_shape())
+                    outer = int(np.prod(shape[:axis]))
+                    chunks = []
+                    for x in op.inputs:
+                        chunks += [values[x], int(np.prod(x.type.get_shape()[axis:]))]
+                    dst = new_value(op.output)
+                    steps.append((KIND_CONCAT, dict(a=dst, c=len(op.inputs), p=[outer],
+                                                    data=np.asarray(chunks, "<i8").tobytes())))
+                    continue
                 if not isinstance(op, accel.HostRequantizeOp):
                     raise AotError(f"{name}: host op {op.name} (#{i}) is not supported by the "
                                    f"{CUSTOM_CODE} kernel")  # fmt: skip

@@ -6,8 +6,8 @@
  * hardware configuration, every offset and size), packs the inputs into the function's
  * values, walks the steps (write an arena slot of the DRAM image, run a layer on libqaccel_vta
  * (targets/vta/machine/vta_machine.c, compiled into this library), read a slot back,
- * requantize on the host in double precision as LiteRT's FULLY_CONNECTED does) and unpacks
- * the outputs.
+ * requantize on the host in double precision as LiteRT's FULLY_CONNECTED does, pad or
+ * concatenate on the host) and unpacks the outputs.
  *
  * LiteRT 2.3.0 ignores what Run and GetOutputLayouts return, so errors also go to our own side
  * channel: qaccel_litert_last_error() (the first error since qaccel_litert_clear_error()),
@@ -35,7 +35,7 @@
 
 enum { PROGRAM_VERSION = 1, OPTIONS_VERSION = 1, HEADER_BYTES = 192, VALUE_BYTES = 16,
        IO_BYTES = 176, STEP_BYTES = 96, LAYER_BYTES = 32, MAX_RANK = 8, MAX_NODES = 256,
-       KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4 };
+       KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6 };
 static const char PROGRAM_MAGIC[8] = {'Q', 'A', 'C', 'C', 'P', 'R', 'O', 'G'};
 
 /* ---- error side channel ------------------------------------------------------------------ */
@@ -258,6 +258,70 @@ static int requantize(const Program *p, const uint8_t *s, const Value *in, Value
   return 0;
 }
 
+/* accel.pad: constant padding of every dimension by (before, after) (spatial ones only). */
+static int pad(const Program *p, const uint8_t *s, const Value *in, Value *out) {
+  uint32_t rank = u32(s + 12);
+  int64_t value = i64(s + 16);
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88);
+  int64_t shape[MAX_RANK], before[MAX_RANK], oshape[MAX_RANK], idx[MAX_RANK] = {0};
+  uint64_t n_in = 1, n_out = 1;
+  if (rank == 0 || rank > MAX_RANK || nbytes != 24ull * rank || !in_range(p, at, nbytes) || in->elem != out->elem)
+    return fail("QACCEL_VTA: a host padding step is malformed (corrupt program)");
+  for (uint32_t d = 0; d < rank; d++) {
+    shape[d] = i64(p->base + at + 8 * d);
+    before[d] = i64(p->base + at + 8 * (rank + d));
+    int64_t after = i64(p->base + at + 8 * (2 * rank + d));
+    if (shape[d] <= 0 || before[d] < 0 || after < 0 || shape[d] > (1 << 24) || before[d] > (1 << 24) || after > (1 << 24))
+      return fail("QACCEL_VTA: a host padding step is malformed (corrupt program)");
+    oshape[d] = shape[d] + before[d] + after;
+    n_in *= (uint64_t)shape[d];
+    n_out *= (uint64_t)oshape[d];
+  }
+  if (n_in != in->count || n_out != out->count)
+    return fail("QACCEL_VTA: a host padding step does not fit its values (corrupt program)");
+  for (uint64_t i = 0; i < n_out; i++) {
+    int64_t flat = 0, inside = 1;
+    for (uint32_t d = 0; d < rank; d++) {
+      int64_t c = idx[d] - before[d];
+      if (c < 0 || c >= shape[d]) { inside = 0; break; }
+      flat = flat * shape[d] + c;
+    }
+    set_elem(out, i, inside ? get_elem(in, (uint64_t)flat) : value);
+    for (int d = (int)rank - 1; d >= 0; d--) {
+      if (++idx[d] < oshape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return 0;
+}
+
+/* accel.concat: out = the inputs' chunks, one after the other, for each outer index. */
+static int concat(const Program *p, const uint8_t *s, Value *values, Value *out) {
+  uint32_t n = u32(s + 12);
+  int64_t outer = i64(s + 16);
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88), total = 0;
+  if (n == 0 || n > 4096 || outer <= 0 || nbytes != 16ull * n || !in_range(p, at, nbytes))
+    return fail("QACCEL_VTA: a host concatenation step is malformed (corrupt program)");
+  for (uint32_t k = 0; k < n; k++) {
+    int64_t v = i64(p->base + at + 16 * k), chunk = i64(p->base + at + 16 * k + 8);
+    if (v < 0 || (uint64_t)v >= p->n_values || chunk <= 0 || values[v].elem != out->elem ||
+        values[v].count != (uint64_t)(chunk * outer))
+      return fail("QACCEL_VTA: a host concatenation step does not fit its values (corrupt program)");
+    total += (uint64_t)chunk;
+  }
+  if (total * (uint64_t)outer != out->count)
+    return fail("QACCEL_VTA: a host concatenation step does not fit its values (corrupt program)");
+  size_t e = out->elem;
+  uint8_t *dst = out->data;
+  for (int64_t o = 0; o < outer; o++)
+    for (uint32_t k = 0; k < n; k++) {
+      int64_t v = i64(p->base + at + 16 * k), chunk = i64(p->base + at + 16 * k + 8);
+      memcpy(dst, values[v].data + (size_t)(o * chunk) * e, (size_t)chunk * e);
+      dst += (size_t)chunk * e;
+    }
+  return 0;
+}
+
 static int run_layer(const Program *p, uint32_t k, uint8_t *dram) {
   const uint8_t *l = p->base + p->layers_at + (uint64_t)LAYER_BYTES * k;
   vta_run r;
@@ -321,7 +385,7 @@ EXPORT int qaccel_litert_run_program(const void *program, size_t size, size_t n_
       if (run_layer(&p, a, dram)) goto done;
       continue;
     }
-    if (a >= p.n_values || (kind == KIND_REQUANT && b >= p.n_values)) {
+    if (a >= p.n_values || ((kind == KIND_REQUANT || kind == KIND_PAD) && b >= p.n_values)) {
       fail("QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p.n_values);
       goto done;
     }
@@ -342,6 +406,10 @@ EXPORT int qaccel_litert_run_program(const void *program, size_t size, size_t n_
       }
     } else if (kind == KIND_REQUANT) {
       if (requantize(&p, s, v, &values[b])) goto done;
+    } else if (kind == KIND_PAD) {
+      if (pad(&p, s, v, &values[b])) goto done;
+    } else if (kind == KIND_CONCAT) {
+      if (concat(&p, s, values, v)) goto done;
     } else {
       fail("QACCEL_VTA: step %u has unknown kind %u (corrupt program)", k, kind);
       goto done;
