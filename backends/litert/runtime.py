@@ -106,6 +106,14 @@ def kernel_library() -> Path:
 
 
 _loaded: dict[str, tuple] = {}
+_kernel_lib: list = []
+
+
+def _kernel():
+    """libqaccel_litert, loaded once per process (its error channel is process-wide)."""
+    if not _kernel_lib:
+        _kernel_lib.append(C.CDLL(str(kernel_library())))
+    return _kernel_lib[0]
 
 
 def _fn(lib, name, res, *args):
@@ -119,7 +127,11 @@ def load(litert: str | Path | None = None):
     library or C API function."""
     path = str(litert or litert_library())
     if path in _loaded:
-        return _loaded[path]
+        lrt, kern = _loaded[path]
+        kern.qaccel_litert_clear_error()
+        if kern.qaccel_litert_bind(path.encode()):  # the kernel may have been bound elsewhere
+            raise LiteRtError(kern.qaccel_litert_last_error().decode())
+        return lrt, kern
     try:
         lrt = C.CDLL(path)
     except OSError as e:
@@ -127,7 +139,7 @@ def load(litert: str | Path | None = None):
     for name in RUNNER_API:
         if not hasattr(lrt, name):
             raise LiteRtError(f"{path}: the LiteRT C API lacks {name}")
-    kern = C.CDLL(str(kernel_library()))
+    kern = _kernel()
     _fn(kern, "qaccel_litert_bind", C.c_int, C.c_char_p)
     _fn(kern, "qaccel_litert_last_error", C.c_char_p)
     _fn(kern, "qaccel_litert_clear_error", None)
