@@ -76,7 +76,7 @@ static void *resolve(void *lib, const char *what, const char *name) {
 EXPORT int qaccel_litert_bind(const char *path) {
   void *lib = path ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : RTLD_DEFAULT;
   const char *what = path ? path : "this process";
-  if (!lib) return fail("cannot load %s: %s", path, dlerror());
+  if (path && !lib) return fail("cannot load %s: %s", path, dlerror()); /* RTLD_DEFAULT is 0 */
   api.bound = 0;
   *(void **)&api.GetPackedSize = resolve(lib, what, "LiteRtGetTensorBufferPackedSize");
   *(void **)&api.Lock = resolve(lib, what, "LiteRtLockTensorBuffer");
