@@ -281,6 +281,15 @@ def test_corrupt_program_through_litert_is_one_line(small_cnn, tmp_path, capsys)
                    "version 1"]  # fmt: skip
 
 
+def test_foreign_custom_options_are_one_line(small_cnn, tmp_path):
+    model = tmp_path / aot.AOT_FILE
+    data = (small_cnn / aot.AOT_FILE).read_bytes()
+    assert data.count(aot.CUSTOM_MAGIC) == 2  # the two ops' custom options
+    model.write_bytes(data.replace(aot.CUSTOM_MAGIC, b"XVTA", 1))
+    with pytest.raises(LiteRtError, match="^QACCEL_VTA: custom options are not ours"):
+        run_litert(model, _input(model))
+
+
 def _stub_library(tmp_path: Path, names) -> Path:
     src = tmp_path / "stub.c"
     src.write_text("".join(f"int {n}(void) {{ return 0; }}\n" for n in names))
