@@ -150,6 +150,68 @@ def test_litert_runs_the_aot_model_bit_exact_with_builtin_ref(model, tmp_path, c
     assert "QACCEL_VTA op(s)" in out and "(bit-exact)" in out
 
 
+def _built_model(kind: str) -> bytes:
+    """Small models whose accelerator functions need the kernel's host steps: "cpu-pad" (a
+    channel PAD left on the CPU: exported as TFLite PAD), "host-pad" (a spatial PAD after a
+    conv: accel.pad inside the function), "host-concat" (accel.concat inside the function)."""
+    from qaccel.frontend.builder import (ModelBuilder, QParams, TensorSpec, bias_tensor,
+                                         per_axis_qparams, random_weights)  # fmt: skip
+
+    rng = np.random.default_rng(0)
+    q, q_out = QParams.per_tensor(0.05, -3), QParams.per_tensor(0.1, 5)
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    conv = {"padding": "VALID", "stride_w": 1, "stride_h": 1, "fused_activation_function": "RELU"}
+
+    def conv2d(x, cin, name, k=1, out_q=q):
+        wq = per_axis_qparams(rng, channels=16, axis=0)
+        w = g.const(f"{name}_w", random_weights(rng, (16, k, k, cin)), wq)
+        b = g.add_tensor(bias_tensor(f"{name}_b", rng, q, wq))
+        return g.op("CONV_2D", [x, w, b], TensorSpec(name, (1, 8, 8, 16), np.int8, out_q),
+                    conv)  # fmt: skip
+
+    def pad(x, widths, shape, name):
+        pads = g.const(f"{name}_pads", np.array(widths, np.int32))
+        return g.op("PAD", [x, pads], TensorSpec(name, shape, np.int8, q))
+
+    if kind == "cpu-pad":
+        x = g.input("x", (1, 8, 8, 8), q=q)
+        g.output(conv2d(pad(x, [[0, 0], [0, 0], [0, 0], [0, 8]], (1, 8, 8, 16), "padded"), 16,
+                        "y", out_q=q_out))  # fmt: skip
+    elif kind == "host-pad":
+        x = g.input("x", (1, 8, 8, 16), q=q)
+        g.output(pad(conv2d(x, 16, "c"), [[0, 0], [1, 2], [2, 1], [0, 0]], (1, 11, 11, 16), "y"))
+    else:
+        x, x2 = g.input("x", (1, 8, 8, 16), q=q), g.input("x2", (1, 8, 8, 16), q=q)
+        c = conv2d(pad(x2, [[0, 0], [1, 1], [1, 1], [0, 0]], (1, 10, 10, 16), "p"), 16, "c", k=3)
+        cat = g.op("CONCATENATION", [x, c], TensorSpec("cat", (1, 8, 8, 32), np.int8, q),
+                   {"axis": 3})  # fmt: skip
+        g.output(conv2d(cat, 32, "y", out_q=q_out))
+    return mb.build()
+
+
+@pytest.mark.parametrize(("kind", "needle"), [
+    ("cpu-pad", "PAD"), ("host-pad", "accel.pad"), ("host-concat", "accel.concat")])
+def test_kernel_host_steps_are_bit_exact(kind, needle, tmp_path, capsys):
+    from qaccel.tools.qaccel_compile import run as compile_run
+    from qaccel.tools.qaccel_run import run
+
+    model = tmp_path / f"{kind}.tflite"
+    model.write_bytes(_built_model(kind))
+    assert compile_run([str(model), "-o", str(tmp_path / "art")]) == 0
+    out = capsys.readouterr().out
+    if kind == "cpu-pad":
+        ops = [o.op for o in read_model((tmp_path / "art" / aot.AOT_FILE).read_bytes())
+               .subgraphs[0].operators]  # fmt: skip
+        assert ops == ["PAD", "CUSTOM"]
+    else:
+        assert f"host fallback inside vta_fn_0: {needle}" in out
+    code = run([str(tmp_path / "art"), "--runtime", "litert", "--outputs-dir",
+                str(tmp_path / "o"), "--compare-litert"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "(bit-exact)" in out, out
+
+
 def test_litert_matches_the_simulated_runtime(small_cnn):
     from qaccel.backends.vta.artifact import load_artifact
     from qaccel.backends.vta.runtime import run_compiled
