@@ -420,3 +420,16 @@ def test_aot_model_reimports_with_opaque_custom_ops_on_the_cpu(small_cnn, tmp_pa
     assert text.count('custom_code = "QACCEL_VTA"') == 2 and "func.call" not in text
     assert ('vta: kept on CPU: tfl.opaque QACCEL_VTA "vta_fn_0": custom op QACCEL_VTA: an '
             "accelerator function compiled ahead of time") in captured.err  # fmt: skip
+
+
+def test_opcheck_compares_litert_with_builtin_ref_op_by_op():
+    from qaccel.backends.litert.opcheck import check_ops
+
+    rows = check_ops(FIXTURE_MODELS / "small_cnn.tflite")
+    assert [r.op for r in rows] == ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D", "ADD", "MAX_POOL_2D",
+                                    "CONV_2D", "AVERAGE_POOL_2D", "RESHAPE", "FULLY_CONNECTED",
+                                    "SOFTMAX"]  # fmt: skip
+    assert all(r.mismatches >= 0 for r in rows)
+    # the ops the AOT models leave to LiteRT's CPU kernels agree with BUILTIN_REF
+    assert all(r.mismatches == 0 for r in rows if r.op in ("RESHAPE", "SOFTMAX"))
+    assert "of 288 differ (bit-exact)" in rows[7].line()
