@@ -317,6 +317,14 @@ def test_corrupt_or_unsupported_programs_are_one_line_errors(fn1_program, corrup
     assert message in err and "\n" not in err
 
 
+def test_randomly_corrupted_programs_never_crash(small_cnn):
+    script = Path(__file__).parent / "litert" / "fuzz_program.py"
+    run = subprocess.run([sys.executable, str(script), str(small_cnn / aot.AOT_FILE), "11", "150"],
+                         capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "program tables out of range" in run.stdout
+
+
 def test_wrong_io_sizes_are_errors(fn1_program):
     assert "input 0 has 100 bytes, the program expects 288" in _run_blob(
         fn1_program, np.zeros(100, np.int8), 10)  # fmt: skip

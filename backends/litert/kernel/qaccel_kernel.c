@@ -358,7 +358,7 @@ EXPORT int qaccel_litert_run_program(const void *program, size_t size, size_t n_
     const uint8_t *r = p.base + p.values_at + (uint64_t)VALUE_BYTES * v;
     values[v].elem = u32(r);
     values[v].count = u64(r + 8);
-    if ((values[v].elem != 1 && values[v].elem != 4) || values[v].count == 0 || values[v].count > (1ull << 34)) {
+    if ((values[v].elem != 1 && values[v].elem != 4) || values[v].count == 0 || values[v].count > (1ull << 31)) {
       fail("QACCEL_VTA: value %u is malformed (corrupt program)", v);
       goto done;
     }
