@@ -21,8 +21,10 @@ back, requantize on the host), every layer's instruction stream and micro-ops.
 
 Host ops inside an accelerator function run in the kernel: `accel.host_requantize` (LiteRT's
 double-precision FULLY_CONNECTED requantization) is plain IEEE double arithmetic, which C
-reproduces exactly, so the function is not split around it; `accel.pad` and `accel.concat`
-(left on the host) are copies. A function with any other host op is not exported (`AotError`,
+reproduces exactly, so the function is not split around it; the other host ops that layers
+leave behind (`accel.pad`, `accel.concat`, the lane and binary ops, widen/narrow,
+`accel.reduce_sum`) are integer element-wise loops the kernel implements as the interpreter
+does (`interpreter/accel_semantics.py`). A function with any other host op is not exported (`AotError`,
 one line naming the op).
 
 Little-endian layout (offsets in bytes from the blob's start; every section 8-byte aligned):
@@ -41,7 +43,12 @@ Little-endian layout (offsets in bytes from the blob's start; every section 8-by
              scales of f64 at offset; p: zero points in/out, clamp min/max, lanes C/B, inner
              elements, B); PAD value a into b (rank c, pad value p[0]; at offset i64 shape,
              before, after, c each); CONCAT c values into a (p[0] outer elements; at
-             offset i64 (value, elements per outer index) for each input)
+             offset i64 (value, elements per outer index) for each input); LANE value a into
+             b, operation c (OP_*: convert, or with p[0] per-lane int64 constants at offset,
+             lane geometry p[1..3] as REQUANT's); BINARY value a with value p[0] into b,
+             operation c (at offset i64 lhs shape, rhs shape (1 = broadcast), rank each);
+             REDUCE value a into b summing the dimensions flagged 1 (rank c; at offset i64
+             shape, flags)
     layers   u64 words offset, instructions, uops offset, uops         (LAYER_BYTES each)
     data     DRAM image, instruction words, micro-ops, requantization scales
 """
@@ -93,6 +100,10 @@ PROGRAM_PREFIX = "qaccel_program_"
 AOT_FILE = "model.qaccel.tflite"
 HEADER_BYTES, VALUE_BYTES, IO_BYTES, STEP_BYTES, LAYER_BYTES = 192, 16, 176, 96, 32
 KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT, KIND_PAD, KIND_CONCAT = 1, 2, 3, 4, 5, 6
+KIND_LANE, KIND_BINARY, KIND_REDUCE = 7, 8, 9
+# KIND_LANE / KIND_BINARY operations (the step's c)
+OP_CONVERT, OP_BIAS_ADD, OP_SHIFT_LEFT, OP_ROUND_MULTIPLY, OP_ROUND_RSHIFT = 0, 1, 2, 3, 4
+OP_ADD, OP_MUL, OP_MIN, OP_MAX = 5, 6, 7, 8
 MAX_RANK = 8
 CONFIG_KEYS = ("log_block", "log_uop_buff_size", "log_inp_buff_size", "log_wgt_buff_size",
                "log_acc_buff_size", "bus_width_bytes", "dma_setup_cycles", "insn_issue_cycles",
@@ -140,6 +151,55 @@ def _io_record(value: int, packing: accel.Packing, plain: tuple[int, ...], pad: 
 def _step(kind: int, a=0, b=0, c=0, p=(), offset=0, nbytes=0) -> bytes:
     p = list(p) + [0] * (8 - len(p))
     return struct.pack("<IIII8qQQ", kind, a, b, c, *p, offset, nbytes)
+
+
+def _lane_geometry(shape) -> list[int]:
+    """(C/B, elements between lanes, B) of a packed `[N, C/B, ..., B]` shape: the lane of flat
+    index i is ((i // (mid * B)) % (C/B)) * B + i % B."""
+    if len(shape) < 3:
+        return [1, int(np.prod(shape[1:-1])) if len(shape) > 1 else 1, int(shape[-1])]
+    return [int(shape[1]), int(np.prod(shape[2:-1])), int(shape[-1])]
+
+
+def _elementwise_step(op, values, new_value, name: str, i: int):
+    """The step of a host lane op, binary op, widen/narrow or reduce_sum (None: not one)."""
+    lane_ops = {accel.BiasAddZpOp: OP_BIAS_ADD, accel.ShiftLeftOp: OP_SHIFT_LEFT,
+                accel.RoundMultiplyOp: OP_ROUND_MULTIPLY, accel.RoundRShiftOp: OP_ROUND_RSHIFT,
+                accel.AddOp: OP_ADD, accel.MulOp: OP_MUL, accel.MinOp: OP_MIN,
+                accel.MaxOp: OP_MAX}  # fmt: skip
+    if isinstance(op, accel.WidenOp | accel.NarrowOp):
+        src = values[op.input]
+        return (KIND_LANE, dict(a=src, b=new_value(op.output), c=OP_CONVERT))
+    if isinstance(op, accel.ReduceSumOp):
+        shape = list(op.input.type.get_shape())
+        axes = {int(a) % len(shape) for a in op.array_prop("axes")}
+        flags = [1 if d in axes else 0 for d in range(len(shape))]
+        src = values[op.input]
+        return (KIND_REDUCE, dict(a=src, b=new_value(op.output), c=len(shape),
+                                  data=np.asarray([shape, flags], "<i8").tobytes()))  # fmt: skip
+    code = lane_ops.get(type(op))
+    if code is None:
+        return None
+    x = op.operands[0]
+    shape = list(x.type.get_shape())
+    rhs = getattr(op, "rhs", None)
+    if rhs is not None:
+        other = list(rhs.type.get_shape())
+        if len(other) > len(shape):
+            raise AotError(f"{name}: {op.name} (#{i}) broadcasts its lhs")
+        other = [1] * (len(shape) - len(other)) + other
+        if any(o not in (1, d) for o, d in zip(other, shape)):
+            raise AotError(f"{name}: {op.name} (#{i}) with shapes {shape} and {other}")
+        src, rhs_value = values[x], values[rhs]
+        return (KIND_BINARY, dict(a=src, b=new_value(op.output), c=code, p=[rhs_value],
+                                  data=np.asarray([shape, other], "<i8").tobytes()))  # fmt: skip
+    consts = np.asarray(op.values, dtype="<i8").reshape(-1)
+    geometry = _lane_geometry(shape)
+    if consts.size not in (1, geometry[0] * geometry[2]):
+        raise AotError(f"{name}: {op.name} (#{i}) with {consts.size} values for {shape}")
+    src = values[x]
+    return (KIND_LANE, dict(a=src, b=new_value(op.output), c=code, p=[consts.size, *geometry],
+                            data=consts.tobytes()))  # fmt: skip
 
 
 def program_blob(
@@ -219,6 +279,10 @@ def program_blob(
                     dst = new_value(op.output)
                     steps.append((KIND_CONCAT, dict(a=dst, c=len(op.inputs), p=[outer],
                                                     data=np.asarray(chunks, "<i8").tobytes())))
+                    continue
+                step = _elementwise_step(op, values, new_value, name, i)
+                if step is not None:
+                    steps.append(step)
                     continue
                 if not isinstance(op, accel.HostRequantizeOp):
                     raise AotError(f"{name}: host op {op.name} (#{i}) is not supported by the "

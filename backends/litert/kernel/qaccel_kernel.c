@@ -6,8 +6,9 @@
  * hardware configuration, every offset and size), packs the inputs into the function's
  * values, walks the steps (write an arena slot of the DRAM image, run a layer on libqaccel_vta
  * (targets/vta/machine/vta_machine.c, compiled into this library), read a slot back,
- * requantize on the host in double precision as LiteRT's FULLY_CONNECTED does, pad or
- * concatenate on the host) and unpacks the outputs.
+ * requantize on the host in double precision as LiteRT's FULLY_CONNECTED does, and the
+ * other host ops a function keeps: pad, concatenate, lane and binary integer ops, widen,
+ * narrow, reduce_sum) and unpacks the outputs.
  *
  * LiteRT 2.3.0 ignores what Run and GetOutputLayouts return, so errors also go to our own side
  * channel: qaccel_litert_last_error() (the first error since qaccel_litert_clear_error()),
@@ -35,7 +36,11 @@
 
 enum { PROGRAM_VERSION = 1, OPTIONS_VERSION = 1, HEADER_BYTES = 192, VALUE_BYTES = 16,
        IO_BYTES = 176, STEP_BYTES = 96, LAYER_BYTES = 32, MAX_RANK = 8, MAX_NODES = 256,
-       KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6 };
+       KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6,
+       KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9 };
+/* KIND_LANE / KIND_BINARY operations */
+enum { OP_CONVERT = 0, OP_BIAS_ADD = 1, OP_SHIFT_LEFT = 2, OP_ROUND_MULTIPLY = 3, OP_ROUND_RSHIFT = 4,
+       OP_ADD = 5, OP_MUL = 6, OP_MIN = 7, OP_MAX = 8 };
 static const char PROGRAM_MAGIC[8] = {'Q', 'A', 'C', 'C', 'P', 'R', 'O', 'G'};
 
 /* ---- error side channel ------------------------------------------------------------------ */
@@ -322,6 +327,120 @@ static int concat(const Program *p, const uint8_t *s, Value *values, Value *out)
   return 0;
 }
 
+/* The integer arithmetic of interpreter/accel_semantics.py (kernels/arithmetic.py). */
+static int64_t wrap32(int64_t x) { return (int32_t)(uint32_t)(uint64_t)x; }
+
+static int apply(uint32_t code, int64_t a, int64_t b, int64_t *out) {
+  switch (code) {
+  case OP_BIAS_ADD: case OP_ADD: *out = wrap32(a + b); return 0;
+  case OP_MUL: *out = wrap32((int64_t)((uint64_t)a * (uint64_t)b)); return 0;
+  case OP_MIN: *out = a < b ? a : b; return 0;
+  case OP_MAX: *out = a > b ? a : b; return 0;
+  case OP_SHIFT_LEFT:
+    if (b < 0 || b > 62) return 1;
+    *out = wrap32((int64_t)((uint64_t)a << b));
+    return 0;
+  case OP_ROUND_MULTIPLY: /* SaturatingRoundingDoublingHighMul */
+    if (a == INT32_MIN && b == INT32_MIN) *out = INT32_MAX;
+    else *out = wrap32((a * b + (1ll << 30)) >> 31); /* arithmetic shift (gcc, clang) */
+    return 0;
+  case OP_ROUND_RSHIFT: /* RoundingDivideByPOT */
+    if (b < 0 || b > 62) return 1;
+    *out = b == 0 ? a : wrap32((a + ((1ll << b) >> 1) - (a < 0)) >> b);
+    return 0;
+  }
+  return 1;
+}
+
+static int lane_step(const Program *p, const uint8_t *s, const Value *in, Value *out) {
+  uint32_t code = u32(s + 12);
+  uint64_t n = in->count;
+  if (out->count != n) return fail("QACCEL_VTA: a host element-wise step does not fit its values (corrupt program)");
+  if (code == OP_CONVERT) { /* widen or narrow: numpy's astype (low bits when narrowing) */
+    for (uint64_t i = 0; i < n; i++) set_elem(out, i, get_elem(in, i));
+    return 0;
+  }
+  int64_t n_consts = i64(s + 16), outer = i64(s + 24), mid = i64(s + 32), inner = i64(s + 40);
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88);
+  if (n_consts <= 0 || nbytes != 8ull * (uint64_t)n_consts || !in_range(p, at, nbytes) || outer <= 0 || mid <= 0 ||
+      inner <= 0 || (n_consts != 1 && n_consts != outer * inner) || n % (uint64_t)(outer * mid * inner))
+    return fail("QACCEL_VTA: a host element-wise step is malformed (corrupt program)");
+  const uint8_t *consts = p->base + at;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t lane = n_consts == 1 ? 0 : ((i / (uint64_t)(mid * inner)) % (uint64_t)outer) * (uint64_t)inner + i % (uint64_t)inner;
+    int64_t y;
+    if (apply(code, get_elem(in, i), i64(consts + 8 * lane), &y))
+      return fail("QACCEL_VTA: host element-wise operation %u out of range (corrupt program)", code);
+    set_elem(out, i, y);
+  }
+  return 0;
+}
+
+static int binary_step(const Program *p, const uint8_t *s, Value *values, const Value *lhs, Value *out) {
+  uint32_t code = u32(s + 12);
+  int64_t r = i64(s + 16);
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88), n = 1, n_rhs = 1;
+  if (r < 0 || (uint64_t)r >= p->n_values || nbytes % 16 || nbytes / 16 == 0 || nbytes / 16 > MAX_RANK ||
+      !in_range(p, at, nbytes) || code < OP_ADD || code > OP_MAX)
+    return fail("QACCEL_VTA: a host binary step is malformed (corrupt program)");
+  const Value *rhs = &values[r];
+  uint32_t rank = (uint32_t)(nbytes / 16);
+  int64_t shape[MAX_RANK], rshape[MAX_RANK], idx[MAX_RANK] = {0};
+  for (uint32_t d = 0; d < rank; d++) {
+    shape[d] = i64(p->base + at + 8 * d);
+    rshape[d] = i64(p->base + at + 8 * (rank + d));
+    if (shape[d] <= 0 || (rshape[d] != 1 && rshape[d] != shape[d]))
+      return fail("QACCEL_VTA: a host binary step is malformed (corrupt program)");
+    n *= (uint64_t)shape[d];
+    n_rhs *= (uint64_t)rshape[d];
+  }
+  if (n != lhs->count || n != out->count || n_rhs != rhs->count)
+    return fail("QACCEL_VTA: a host binary step does not fit its values (corrupt program)");
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t j = 0;
+    for (uint32_t d = 0; d < rank; d++) j = j * (uint64_t)rshape[d] + (uint64_t)(rshape[d] == 1 ? 0 : idx[d]);
+    int64_t y;
+    apply(code, get_elem(lhs, i), get_elem(rhs, j), &y);
+    set_elem(out, i, y);
+    for (int d = (int)rank - 1; d >= 0; d--) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return 0;
+}
+
+static int reduce_step(const Program *p, const uint8_t *s, const Value *in, Value *out) {
+  uint32_t rank = u32(s + 12);
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88), n = 1, n_out = 1;
+  int64_t shape[MAX_RANK], flag[MAX_RANK], idx[MAX_RANK] = {0};
+  if (rank == 0 || rank > MAX_RANK || nbytes != 16ull * rank || !in_range(p, at, nbytes))
+    return fail("QACCEL_VTA: a host reduction step is malformed (corrupt program)");
+  for (uint32_t d = 0; d < rank; d++) {
+    shape[d] = i64(p->base + at + 8 * d);
+    flag[d] = i64(p->base + at + 8 * (rank + d));
+    if (shape[d] <= 0) return fail("QACCEL_VTA: a host reduction step is malformed (corrupt program)");
+    n *= (uint64_t)shape[d];
+    n_out *= flag[d] ? 1 : (uint64_t)shape[d];
+  }
+  if (n != in->count || n_out != out->count)
+    return fail("QACCEL_VTA: a host reduction step does not fit its values (corrupt program)");
+  int64_t *acc = (int64_t *)calloc(n_out, sizeof(int64_t));
+  if (!acc) return fail("QACCEL_VTA: out of memory");
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t j = 0;
+    for (uint32_t d = 0; d < rank; d++) j = j * (uint64_t)(flag[d] ? 1 : shape[d]) + (uint64_t)(flag[d] ? 0 : idx[d]);
+    acc[j] += get_elem(in, i);
+    for (int d = (int)rank - 1; d >= 0; d--) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  for (uint64_t j = 0; j < n_out; j++) set_elem(out, j, wrap32(acc[j]));
+  free(acc);
+  return 0;
+}
+
 static int run_layer(const Program *p, uint32_t k, uint8_t *dram) {
   const uint8_t *l = p->base + p->layers_at + (uint64_t)LAYER_BYTES * k;
   vta_run r;
@@ -385,7 +504,8 @@ EXPORT int qaccel_litert_run_program(const void *program, size_t size, size_t n_
       if (run_layer(&p, a, dram)) goto done;
       continue;
     }
-    if (a >= p.n_values || ((kind == KIND_REQUANT || kind == KIND_PAD) && b >= p.n_values)) {
+    if (a >= p.n_values || ((kind == KIND_REQUANT || kind == KIND_PAD || kind == KIND_LANE || kind == KIND_BINARY ||
+                             kind == KIND_REDUCE) && b >= p.n_values)) {
       fail("QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p.n_values);
       goto done;
     }
@@ -410,6 +530,12 @@ EXPORT int qaccel_litert_run_program(const void *program, size_t size, size_t n_
       if (pad(&p, s, v, &values[b])) goto done;
     } else if (kind == KIND_CONCAT) {
       if (concat(&p, s, values, v)) goto done;
+    } else if (kind == KIND_LANE) {
+      if (lane_step(&p, s, v, &values[b])) goto done;
+    } else if (kind == KIND_BINARY) {
+      if (binary_step(&p, s, values, v, &values[b])) goto done;
+    } else if (kind == KIND_REDUCE) {
+      if (reduce_step(&p, s, v, &values[b])) goto done;
     } else {
       fail("QACCEL_VTA: step %u has unknown kind %u (corrupt program)", k, kind);
       goto done;
