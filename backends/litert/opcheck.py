@@ -76,7 +76,9 @@ def _one_op_model(spec: ModelSpec, k: int) -> tuple[bytes, list[int], int]:
     sub = SubgraphSpec("main", tensors, [index[t] for t in inputs], new_outputs, [new_op])
     sig = SignatureDefSpec("serving_default", {tensors[index[t]].name: index[t] for t in inputs},
                            {tensors[i].name: i for i in new_outputs})  # fmt: skip
-    return write_model(ModelSpec([sub], signature_defs=[sig])), inputs, op.outputs[0]
+    # the other subgraphs too: a STABLEHLO_COMPOSITE names its decomposition by index
+    model = ModelSpec([sub, *spec.subgraphs[1:]], signature_defs=[sig])
+    return write_model(model), inputs, op.outputs[0]
 
 
 def check_ops(model: str | Path, seed: int = 0, kernel_mode: str = "reference") -> list[OpCheck]:
