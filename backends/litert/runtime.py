@@ -17,10 +17,13 @@ every run we read the kernel's own error (`qaccel_litert_last_error`).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes as C
 import hashlib
 import os
 import subprocess
+import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -185,13 +188,49 @@ def _io_types(model: Path) -> tuple[list, list]:
             [(sg.tensors[i].shape, sg.tensors[i].dtype) for i in sg.outputs])  # fmt: skip
 
 
+@contextlib.contextmanager
+def _captured_stderr(enabled: bool):
+    """LiteRT logs (INFO lines, its own errors) to file descriptor 2 and has no C API to quiet
+    it: capture them; yields a list that holds the captured lines afterwards."""
+    lines: list[str] = []
+    if not enabled:
+        yield lines
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            lines.extend(tmp.read().decode("utf-8", "replace").splitlines())
+
+
 def run_litert(
     model: str | Path,
     inputs: Sequence[np.ndarray],
     kernel_mode: str = "reference",
     litert: str | Path | None = None,
+    quiet: bool = True,
 ) -> list[np.ndarray]:
-    """Run `model` (an AOT `.tflite`, or any `.tflite`) with LiteRT, QACCEL_VTA registered."""
+    """Run `model` (an AOT `.tflite`, or any `.tflite`) with LiteRT, QACCEL_VTA registered.
+    `quiet`: LiteRT's log lines are dropped, except that its first ERROR line completes a
+    LiteRtError that only has a status."""
+    with _captured_stderr(quiet) as log:
+        try:
+            return _run(model, inputs, kernel_mode, litert)
+        except LiteRtError as e:
+            failure = e
+    errors = [line for line in log if line.startswith("ERROR")]
+    if errors and "LiteRT status" in str(failure):
+        raise LiteRtError(f"{failure}: {errors[0]}") from None
+    raise failure
+
+
+def _run(model, inputs, kernel_mode, litert) -> list[np.ndarray]:
     model = Path(model)
     ins, outs = _io_types(model)
     if len(inputs) != len(ins):
