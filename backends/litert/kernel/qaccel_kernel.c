@@ -113,6 +113,24 @@ static int in_range(const Program *p, uint64_t at, uint64_t n) {
   return at <= p->total && n <= p->total - at;
 }
 
+#define MAX_ELEMENTS (1ull << 31) /* per value, and per dimension */
+
+/* outer * mid * inner divides n (<= MAX_ELEMENTS), each factor positive: no overflow. */
+static int geometry_ok(int64_t outer, int64_t mid, int64_t inner, uint64_t n) {
+  if (outer <= 0 || mid <= 0 || inner <= 0 || (uint64_t)outer > n || (uint64_t)mid > n || (uint64_t)inner > n)
+    return 0;
+  uint64_t mi = (uint64_t)mid * (uint64_t)inner;
+  if (mi > n || (uint64_t)outer > n / mi) return 0;
+  return n % (mi * (uint64_t)outer) == 0;
+}
+
+/* *product *= d, unless d is out of (0, MAX_ELEMENTS] or the product exceeds it. */
+static int times(uint64_t *product, int64_t d) {
+  if (d <= 0 || (uint64_t)d > MAX_ELEMENTS || *product > MAX_ELEMENTS / (uint64_t)d) return 0;
+  *product *= (uint64_t)d;
+  return 1;
+}
+
 /* Header, configuration and table bounds; 0 when the program can be run. */
 static int parse_program(const uint8_t *b, size_t size, Program *p) {
   if (size < HEADER_BYTES) return fail("QACCEL_VTA: program of %zu bytes, shorter than its header", size);
@@ -132,9 +150,11 @@ static int parse_program(const uint8_t *b, size_t size, Program *p) {
   for (int k = 0; k < 11; k++) c[k] = i64(b + 64 + 8 * k);
   p->values_at = u64(b + 152); p->io_at = u64(b + 160); p->steps_at = u64(b + 168);
   p->layers_at = u64(b + 176);
-  if (p->cfg.log_block < 0 || p->cfg.log_block > 6 || (p->cfg.store_requant != 0 && p->cfg.store_requant != 1) ||
-      p->cfg.bus_width_bytes <= 0 || p->cfg.log_acc_buff_size > 40 || p->cfg.log_inp_buff_size > 40 ||
-      p->cfg.log_wgt_buff_size > 40 || p->cfg.log_uop_buff_size > 40)
+  int config_ok = p->cfg.log_block >= 0 && p->cfg.log_block <= 6 &&
+                  (p->cfg.store_requant == 0 || p->cfg.store_requant == 1) && p->cfg.bus_width_bytes > 0;
+  for (int k = 1; k < 10; k++) /* buffer sizes (log2) and timing parameters */
+    if (c[k] < 0 || c[k] > (k <= 4 ? 40 : (1 << 20))) config_ok = 0;
+  if (!config_ok)
     return fail("QACCEL_VTA: hardware configuration not supported by this kernel (log_block %lld, "
                 "store_requant %lld, bus %lld bytes)", (long long)p->cfg.log_block,
                 (long long)p->cfg.store_requant, (long long)p->cfg.bus_width_bytes);
@@ -181,15 +201,14 @@ static int parse_io(const Program *p, uint32_t k, Io *io, const Value *values) {
   int seen[2 * MAX_RANK] = {0};
   for (uint32_t d = 0; d < io->rank; d++) {
     io->plain[d] = i32(r + 16 + 4 * d);
-    if (io->plain[d] <= 0) return fail("QACCEL_VTA: tensor %u has a bad shape (corrupt program)", k);
-    io->plain_count *= (uint64_t)io->plain[d];
+    if (!times(&io->plain_count, io->plain[d])) return fail("QACCEL_VTA: tensor %u has a bad shape (corrupt program)", k);
   }
   for (uint32_t j = 0; j < 2 * io->rank; j++) {
     io->split[j] = i32(r + 48 + 4 * j);
     io->order[j] = i32(r + 112 + 4 * j);
-    if (io->split[j] <= 0 || io->order[j] < 0 || io->order[j] >= (int32_t)(2 * io->rank) || seen[io->order[j]]++)
+    if (!times(&io->packed_count, io->split[j]) || io->order[j] < 0 || io->order[j] >= (int32_t)(2 * io->rank) ||
+        seen[io->order[j]]++)
       return fail("QACCEL_VTA: tensor %u has a bad packing (corrupt program)", k);
-    io->packed_count *= (uint64_t)io->split[j];
   }
   for (uint32_t d = 0; d < io->rank; d++)
     if (io->split[2 * d] * io->split[2 * d + 1] < io->plain[d])
@@ -248,8 +267,7 @@ static int requantize(const Program *p, const uint8_t *s, const Value *in, Value
   int64_t outer = i64(s + 48), mid = i64(s + 56), inner = i64(s + 64);
   uint64_t at = u64(s + 80), nbytes = u64(s + 88);
   if (in->count != out->count || n_scales == 0 || nbytes != 8ull * n_scales || !in_range(p, at, nbytes) ||
-      outer <= 0 || mid <= 0 || inner <= 0 || (n_scales != 1 && (uint64_t)(outer * inner) != n_scales) ||
-      (uint64_t)(outer * mid * inner) == 0 || in->count % (uint64_t)(outer * mid * inner))
+      !geometry_ok(outer, mid, inner, in->count) || (n_scales != 1 && (uint64_t)(outer * inner) != n_scales))
     return fail("QACCEL_VTA: a host requantization step is malformed (corrupt program)");
   const uint8_t *scales = p->base + at;
   for (uint64_t i = 0; i < in->count; i++) {
@@ -276,11 +294,9 @@ static int pad(const Program *p, const uint8_t *s, const Value *in, Value *out) 
     shape[d] = i64(p->base + at + 8 * d);
     before[d] = i64(p->base + at + 8 * (rank + d));
     int64_t after = i64(p->base + at + 8 * (2 * rank + d));
-    if (shape[d] <= 0 || before[d] < 0 || after < 0 || shape[d] > (1 << 24) || before[d] > (1 << 24) || after > (1 << 24))
+    if (before[d] < 0 || after < 0 || before[d] > (1 << 24) || after > (1 << 24) || !times(&n_in, shape[d]) ||
+        !times(&n_out, oshape[d] = shape[d] + before[d] + after))
       return fail("QACCEL_VTA: a host padding step is malformed (corrupt program)");
-    oshape[d] = shape[d] + before[d] + after;
-    n_in *= (uint64_t)shape[d];
-    n_out *= (uint64_t)oshape[d];
   }
   if (n_in != in->count || n_out != out->count)
     return fail("QACCEL_VTA: a host padding step does not fit its values (corrupt program)");
@@ -309,12 +325,13 @@ static int concat(const Program *p, const uint8_t *s, Value *values, Value *out)
     return fail("QACCEL_VTA: a host concatenation step is malformed (corrupt program)");
   for (uint32_t k = 0; k < n; k++) {
     int64_t v = i64(p->base + at + 16 * k), chunk = i64(p->base + at + 16 * k + 8);
-    if (v < 0 || (uint64_t)v >= p->n_values || chunk <= 0 || values[v].elem != out->elem ||
-        values[v].count != (uint64_t)(chunk * outer))
+    if (v < 0 || (uint64_t)v >= p->n_values || chunk <= 0 || (uint64_t)chunk > MAX_ELEMENTS ||
+        (uint64_t)outer > MAX_ELEMENTS || values[v].elem != out->elem ||
+        values[v].count != (uint64_t)chunk * (uint64_t)outer)
       return fail("QACCEL_VTA: a host concatenation step does not fit its values (corrupt program)");
     total += (uint64_t)chunk;
   }
-  if (total * (uint64_t)outer != out->count)
+  if (total > out->count || total * (uint64_t)outer != out->count)
     return fail("QACCEL_VTA: a host concatenation step does not fit its values (corrupt program)");
   size_t e = out->elem;
   uint8_t *dst = out->data;
@@ -362,8 +379,8 @@ static int lane_step(const Program *p, const uint8_t *s, const Value *in, Value 
   }
   int64_t n_consts = i64(s + 16), outer = i64(s + 24), mid = i64(s + 32), inner = i64(s + 40);
   uint64_t at = u64(s + 80), nbytes = u64(s + 88);
-  if (n_consts <= 0 || nbytes != 8ull * (uint64_t)n_consts || !in_range(p, at, nbytes) || outer <= 0 || mid <= 0 ||
-      inner <= 0 || (n_consts != 1 && n_consts != outer * inner) || n % (uint64_t)(outer * mid * inner))
+  if (n_consts <= 0 || nbytes != 8ull * (uint64_t)n_consts || !in_range(p, at, nbytes) ||
+      !geometry_ok(outer, mid, inner, n) || (n_consts != 1 && n_consts != outer * inner))
     return fail("QACCEL_VTA: a host element-wise step is malformed (corrupt program)");
   const uint8_t *consts = p->base + at;
   for (uint64_t i = 0; i < n; i++) {
@@ -389,10 +406,8 @@ static int binary_step(const Program *p, const uint8_t *s, Value *values, const 
   for (uint32_t d = 0; d < rank; d++) {
     shape[d] = i64(p->base + at + 8 * d);
     rshape[d] = i64(p->base + at + 8 * (rank + d));
-    if (shape[d] <= 0 || (rshape[d] != 1 && rshape[d] != shape[d]))
+    if ((rshape[d] != 1 && rshape[d] != shape[d]) || !times(&n, shape[d]) || !times(&n_rhs, rshape[d]))
       return fail("QACCEL_VTA: a host binary step is malformed (corrupt program)");
-    n *= (uint64_t)shape[d];
-    n_rhs *= (uint64_t)rshape[d];
   }
   if (n != lhs->count || n != out->count || n_rhs != rhs->count)
     return fail("QACCEL_VTA: a host binary step does not fit its values (corrupt program)");
@@ -419,9 +434,8 @@ static int reduce_step(const Program *p, const uint8_t *s, const Value *in, Valu
   for (uint32_t d = 0; d < rank; d++) {
     shape[d] = i64(p->base + at + 8 * d);
     flag[d] = i64(p->base + at + 8 * (rank + d));
-    if (shape[d] <= 0) return fail("QACCEL_VTA: a host reduction step is malformed (corrupt program)");
-    n *= (uint64_t)shape[d];
-    n_out *= flag[d] ? 1 : (uint64_t)shape[d];
+    if (!times(&n, shape[d]) || !times(&n_out, flag[d] ? 1 : shape[d]))
+      return fail("QACCEL_VTA: a host reduction step is malformed (corrupt program)");
   }
   if (n != in->count || n_out != out->count)
     return fail("QACCEL_VTA: a host reduction step does not fit its values (corrupt program)");
@@ -477,7 +491,7 @@ EXPORT int qaccel_litert_run_program(const void *program, size_t size, size_t n_
     const uint8_t *r = p.base + p.values_at + (uint64_t)VALUE_BYTES * v;
     values[v].elem = u32(r);
     values[v].count = u64(r + 8);
-    if ((values[v].elem != 1 && values[v].elem != 4) || values[v].count == 0 || values[v].count > (1ull << 31)) {
+    if ((values[v].elem != 1 && values[v].elem != 4) || values[v].count == 0 || values[v].count > MAX_ELEMENTS) {
       fail("QACCEL_VTA: value %u is malformed (corrupt program)", v);
       goto done;
     }

@@ -72,7 +72,7 @@ typedef struct {
     double real_value;
     const char *str_value;
     const void *ptr_value;
-  };
+  } v; /* named: C99 has no anonymous unions */
 } LiteRtAny;
 enum {
   QLRT_ENV_COMPILER_PLUGIN_DIR = 0,
