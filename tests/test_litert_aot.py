@@ -443,3 +443,13 @@ def test_opcheck_compares_litert_with_builtin_ref_op_by_op():
     # the ops the AOT models leave to LiteRT's CPU kernels agree with BUILTIN_REF
     assert all(r.mismatches == 0 for r in rows if r.op in ("RESHAPE", "SOFTMAX"))
     assert "of 288 differ (bit-exact)" in rows[7].line()
+
+
+def test_kernel_library_knows_its_sources(tmp_path):
+    from qaccel.backends.litert import runtime
+
+    lib = ctypes.CDLL(str(runtime.build_kernel(tmp_path)))
+    lib.qaccel_litert_source_hash.restype = ctypes.c_char_p
+    assert lib.qaccel_litert_source_hash().decode() == runtime.source_hash()
+    setup = (Path(runtime.__file__).parents[2] / "setup.py").read_text()
+    assert "qaccel.backends.litert._qaccel_litert" in setup  # pip install builds it too

@@ -3,10 +3,11 @@
 
     outputs = run_litert("OUTDIR/model.qaccel.tflite", inputs)
 
-The kernel, `libqaccel_litert.so`, is built on first use from `kernel/qaccel_kernel.c` and
-libqaccel_vta's sources (`targets/vta/machine/`) with the system C compiler into the per-user
-cache directory (`QACCEL_CACHE_DIR`, else `~/.cache/qaccel`), keyed by the sources' digest;
-`QACCEL_LITERT_KERNEL_LIB` names a prebuilt one. It links no LiteRT: it resolves LiteRT's
+The kernel, `libqaccel_litert.so`, is built from `kernel/qaccel_kernel.c` and libqaccel_vta's
+sources (`targets/vta/machine/`): by `pip install` (setup.py, optional, next to this file) or
+else on first use with the system C compiler into the per-user cache directory
+(`QACCEL_CACHE_DIR`, else `~/.cache/qaccel`), keyed by the sources' digest; a library built
+from other sources is not used. `QACCEL_LITERT_KERNEL_LIB` names a prebuilt one. It links no LiteRT: it resolves LiteRT's
 functions at run time from the library we run (`qaccel_litert_bind`), so building it needs
 no LiteRT and a missing function is one error naming it. The Python `CompiledModel` of
 ai_edge_litert cannot take custom ops (and runs a separate copy of the runtime), hence ctypes.
@@ -86,16 +87,36 @@ def build_kernel(out_dir, cc: str | None = None) -> Path:
     tmp = out.with_name(f".{LIB_NAME}.{os.getpid()}.tmp")
     cmd = [cc or os.environ.get("CC") or "cc", "-std=c99", "-O2", "-fPIC", "-shared",
            "-fvisibility=hidden", f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
+           f'-DQACCEL_LITERT_SOURCE_HASH="{source_hash()}"',
+           f'-DVTA_SOURCE_HASH="{source_hash()}"',
            str(SOURCES[0]), str(SOURCES[2]), "-o", str(tmp), "-ldl", "-lm"]  # fmt: skip
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     os.replace(tmp, out)
     return out
 
 
+def _built_here() -> Path | None:
+    """The library `pip install` built next to this file (setup.py), if it is current."""
+    for path in sorted(Path(__file__).parent.glob("_qaccel_litert*.so")):
+        try:
+            lib = C.CDLL(str(path))
+            lib.qaccel_litert_source_hash.restype = C.c_char_p
+            if lib.qaccel_litert_source_hash().decode() == source_hash():
+                return path
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
 def kernel_library() -> Path:
+    """libqaccel_litert: `QACCEL_LITERT_KERNEL_LIB`, else the one `pip install` built (when
+    built from the current sources), else compiled on first use into the cache directory."""
     explicit = os.environ.get("QACCEL_LITERT_KERNEL_LIB")
     if explicit:
         return Path(explicit)
+    here = _built_here()
+    if here is not None:
+        return here
     root = os.environ.get("QACCEL_CACHE_DIR")
     base = Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qaccel"
     path = base / f"litert-kernel-{source_hash()}" / LIB_NAME

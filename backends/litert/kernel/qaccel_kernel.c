@@ -55,6 +55,12 @@ static int fail(const char *fmt, ...) {
   return 1;
 }
 
+#ifndef QACCEL_LITERT_SOURCE_HASH
+#define QACCEL_LITERT_SOURCE_HASH ""
+#endif
+/* The digest of the sources this library was built from (runtime.source_hash()). */
+EXPORT const char *qaccel_litert_source_hash(void) { return QACCEL_LITERT_SOURCE_HASH; }
+
 EXPORT const char *qaccel_litert_last_error(void) { return g_error; }
 EXPORT void qaccel_litert_clear_error(void) { g_error[0] = 0; }
 
