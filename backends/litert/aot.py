@@ -17,15 +17,19 @@ The program (`program_blob`, read by `kernel/qaccel_kernel.c`) holds everything 
 needs: format version, hardware configuration, DRAM image (constants in place, arena zero),
 how each input is packed into the `[N, C/B, H, W, 1, B]` layout (padding value, split shape and
 transpose) and each output unpacked, the steps (write an arena slot, run a layer, read a slot
-back, requantize on the host), every layer's instruction stream and micro-ops.
+back, a host op), every layer's instruction stream and micro-ops.
 
 Host ops inside an accelerator function run in the kernel: `accel.host_requantize` (LiteRT's
 double-precision FULLY_CONNECTED requantization) is plain IEEE double arithmetic, which C
 reproduces exactly, so the function is not split around it; the other host ops that layers
 leave behind (`accel.pad`, `accel.concat`, the lane and binary ops, widen/narrow,
-`accel.reduce_sum`) are integer element-wise loops the kernel implements as the interpreter
-does (`interpreter/accel_semantics.py`). A function with any other host op is not exported (`AotError`,
-one line naming the op).
+`accel.reduce_sum`) are integer loops the kernel implements as the interpreter does
+(`interpreter/accel_semantics.py`). A function with any other host op (e.g. a GEMM op left on
+the host) is not exported (`AotError`, one line naming the op).
+
+Ops of the entry function other than the accelerator calls must be `tfl` ops, except `q.pad`
+(a PAD the partitioner kept on the CPU), written as TFLite PAD (PADV2 when its pad value is not
+the zero point).
 
 Little-endian layout (offsets in bytes from the blob's start; every section 8-byte aligned):
 
@@ -50,7 +54,7 @@ Little-endian layout (offsets in bytes from the blob's start; every section 8-by
              REDUCE value a into b summing the dimensions flagged 1 (rank c; at offset i64
              shape, flags)
     layers   u64 words offset, instructions, uops offset, uops         (LAYER_BYTES each)
-    data     DRAM image, instruction words, micro-ops, requantization scales
+    data     DRAM image, instruction words, micro-ops, the host steps' constants
 """
 
 from __future__ import annotations
