@@ -172,11 +172,18 @@ def _built_model(kind: str) -> bytes:
         return g.op("CONV_2D", [x, w, b], TensorSpec(name, (1, 8, 8, 16), np.int8, out_q),
                     conv)  # fmt: skip
 
-    def pad(x, widths, shape, name):
+    def pad(x, widths, shape, name, value=None):
         pads = g.const(f"{name}_pads", np.array(widths, np.int32))
-        return g.op("PAD", [x, pads], TensorSpec(name, shape, np.int8, q))
+        if value is None:
+            return g.op("PAD", [x, pads], TensorSpec(name, shape, np.int8, q))
+        c = g.const(f"{name}_value", np.array([value], np.int8), q)
+        return g.op("PADV2", [x, pads, c], TensorSpec(name, shape, np.int8, q))
 
-    if kind == "cpu-pad":
+    if kind == "cpu-padv2":
+        x = g.input("x", (1, 8, 8, 8), q=q)
+        g.output(conv2d(pad(x, [[0, 0], [0, 0], [0, 0], [0, 8]], (1, 8, 8, 16), "padded", 17),
+                        16, "y", out_q=q_out))  # fmt: skip
+    elif kind == "cpu-pad":
         x = g.input("x", (1, 8, 8, 8), q=q)
         g.output(conv2d(pad(x, [[0, 0], [0, 0], [0, 0], [0, 8]], (1, 8, 8, 16), "padded"), 16,
                         "y", out_q=q_out))  # fmt: skip
@@ -193,7 +200,8 @@ def _built_model(kind: str) -> bytes:
 
 
 @pytest.mark.parametrize(("kind", "needle"), [
-    ("cpu-pad", "PAD"), ("host-pad", "accel.pad"), ("host-concat", "accel.concat")])
+    ("cpu-pad", "PAD"), ("cpu-padv2", "PADV2"), ("host-pad", "accel.pad"),
+    ("host-concat", "accel.concat")])
 def test_kernel_host_steps_are_bit_exact(kind, needle, tmp_path, capsys):
     from qaccel.tools.qaccel_compile import run as compile_run
     from qaccel.tools.qaccel_run import run
@@ -202,10 +210,10 @@ def test_kernel_host_steps_are_bit_exact(kind, needle, tmp_path, capsys):
     model.write_bytes(_built_model(kind))
     assert compile_run([str(model), "-o", str(tmp_path / "art")]) == 0
     out = capsys.readouterr().out
-    if kind == "cpu-pad":
+    if kind.startswith("cpu-"):
         ops = [o.op for o in read_model((tmp_path / "art" / aot.AOT_FILE).read_bytes())
                .subgraphs[0].operators]  # fmt: skip
-        assert ops == ["PAD", "CUSTOM"]
+        assert ops == [needle, "CUSTOM"]
     else:
         assert f"host fallback inside vta_fn_0: {needle}" in out
     code = run([str(tmp_path / "art"), "--runtime", "litert", "--outputs-dir",
