@@ -50,6 +50,15 @@ from qaccel.pipeline.manager import (
     available_passes,
     qaccel_context,
 )
+from qaccel.dialects.memory import MemoryBudgetError
+from qaccel.tools.cli import (
+    InputError,
+    OutputPathError,
+    parse_mlir,
+    check_output_dir,
+    check_output_file,
+    resource_errors,
+)
 from qaccel.tools.qaccel_opt import (
     add_pass_manager_arguments,
     normalize_argv,
@@ -58,7 +67,6 @@ from qaccel.tools.qaccel_opt import (
 )
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.parser import Parser
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
 PROG = "qaccel-run"
@@ -81,8 +89,7 @@ def load_model(path: Path, ctx: Context) -> tuple[ModuleOp, bytes | None]:
     if path.suffix == ".tflite":
         return import_tflite(data, str(path)), data
     if path.suffix == ".mlir":
-        module = Parser(ctx, data.decode("utf-8", "replace"), str(path)).parse_module()
-        module.verify()
+        module = parse_mlir(data, str(path), ctx)
         return module, None
     raise RunError(f"'{path}': unknown model extension '{path.suffix}' (expected .tflite or .mlir)")
 
@@ -142,7 +149,7 @@ def run_vta(args) -> int:
     from qaccel.backends.vta.artifact import is_artifact, load_artifact
     from qaccel.backends.vta.compiled import CompileError
     from qaccel.backends.vta.runtime import run_compiled
-    from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+    from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)
@@ -152,7 +159,10 @@ def run_vta(args) -> int:
             model_file = path / "model.tflite"
             model_bytes = model_file.read_bytes() if model_file.is_file() else None
         else:
-            config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
+            try:
+                config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
+            except ConfigError as e:
+                raise RunError(str(e)) from None
             compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline", config,
                                                   config_path=args.config)  # fmt: skip
         function = entry_function(compiled.module)
@@ -224,7 +234,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     vta = args.target == "vta" or Path(args.model).is_dir()
     if args.runtime == "litert" and not Path(args.model).is_dir():
         raise RunError("--runtime litert runs an artifact folder written by qaccel-compile")
+    check_output_dir(args.outputs_dir, "--outputs-dir")  # before the work, not after it
     if args.plot:
+        check_output_file(args.plot, "--plot")
         if not vta:
             raise RunError("--plot needs an accelerator compile (an artifact folder or "
                            "--target vta)")  # fmt: skip
@@ -269,9 +281,10 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     try:
-        code = run(argv)
+        with resource_errors(PROG):
+            code = run(argv)
     except (RunError, ExecutionError, PipelineError, TFLiteImportError, DiagnosticException,
-            SemanticsError, PlotError) as e:
+            SemanticsError, PlotError, OutputPathError, MemoryBudgetError, InputError) as e:
         _fail(str(e))
     except kernels.Refusal as e:
         _fail(f"LiteRT's reference kernels refuse this model: {e}")
