@@ -67,7 +67,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from qaccel.dialects.accel import MODULE_TARGET_ATTR, TargetAttr
@@ -88,10 +88,12 @@ class TargetError(ValueError):
 def describe_op(op: Operation) -> str:
     """`q.conv2d "tensor/name"`, or `q.conv2d %hint` when the op has no location name."""
     name = location_name(op)
+    code = getattr(op, "custom_code", None)  # a custom op (tfl.opaque): its name too
+    what = f"{op.name} {code.data}" if isinstance(code, StringAttr) else op.name
     if name is not None:
-        return f'{op.name} "{name}"'
+        return f'{what} "{name}"'
     hint = op.results[0].name_hint if op.results else None
-    return f"{op.name} %{hint}" if hint else op.name
+    return f"{what} %{hint}" if hint else what
 
 
 def describe_value(v: SSAValue) -> str:
@@ -454,6 +456,13 @@ class Target:
                 f"no {self.name} pattern matches {op.name} here (patterns with {op.name}: "
                 f"{', '.join(using)})"
             )
+        code = getattr(op, "custom_code", None)
+        if isinstance(code, StringAttr):
+            if code.data == "QACCEL_VTA":
+                return ("custom op QACCEL_VTA: an accelerator function compiled ahead of time "
+                        "(its program is in the model), run by LiteRT's kernel for it "
+                        "(libqaccel_litert); opaque to qaccel")  # fmt: skip
+            return f"custom op {code.data} is opaque to qaccel: it runs on the CPU"
         if not op.name.startswith("q."):
             return f"no {self.name} pattern for {op.name} (the accelerator runs q ops only)"
         return f"no {self.name} pattern for {op.name}"

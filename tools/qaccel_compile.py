@@ -12,7 +12,10 @@ the module's `#accel.target`) on the imported model or on MLIR text, then emits 
 accelerator layer (`accel.layer`) with the schedule its `#accel.schedule` gives (the search's or
 the emitter's choice for layers without one) (`backends/vta/compile.py`) and writes
 OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
-layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json; prints the report table
+layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json, and OUTDIR/model.qaccel.tflite
+(the model for LiteRT: each accelerator function one QACCEL_VTA custom op carrying its
+program, `backends/litert/aot.py`; run by `qaccel-run OUTDIR --runtime litert`); prints the
+report table
 (per layer: cycles, GEMM utilization, roofline and ratio, DRAM bytes, tiling; totals, ms at the
 configured clock, MAC share, host fallbacks). Compiling twice gives identical files. Progress
 goes to stderr when it is a terminal; `--quiet` silences progress and the table.
@@ -148,13 +151,28 @@ def run(argv: Sequence[str] | None = None) -> int:
     if tty:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
     write_artifact(compiled, args.output, data)
+    aot = _write_aot(compiled, Path(args.output))
     if args.plot:
         plot_report(compiled.report, args.plot, Path(args.model).name)
     if not args.quiet:
         print(format_report(compiled.report))
+        print(aot)
         plot = f" and {args.plot}" if args.plot else ""
         print(f"wrote {args.output}{plot} in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def _write_aot(compiled, outdir: Path) -> str:
+    """OUTDIR/model.qaccel.tflite for LiteRT (backends/litert/aot.py); the report's line."""
+    from qaccel.backends.litert.aot import AOT_FILE, AotError, custom_ops, export_aot
+
+    try:
+        data = export_aot(compiled)
+    except AotError as e:
+        return f"no LiteRT AOT model: {e}"
+    (outdir / AOT_FILE).write_bytes(data)
+    ops = ", ".join(f"{o['name']} ({o['program_bytes']} B program)" for o in custom_ops(data))
+    return f"LiteRT AOT model {AOT_FILE}: QACCEL_VTA custom op(s) {ops or 'none'}"
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -20,7 +20,10 @@ model's output order. `--compare-litert` (for `.tflite` input) runs LiteRT's ref
 on the same inputs, prints per-output mismatch counts and max |diff| (and the first
 intermediate tensor that differs), and exits 1 on any mismatch. The pass-manager flags of
 qaccel-opt (`--print-ir-after-all`, `--print-ir-after=PASS`, `--pass-timing`,
-`--verify-semantics[=SEED]`) work here too.
+`--verify-semantics[=SEED]`) work here too. `OUTDIR --runtime litert` runs the artifact's
+`model.qaccel.tflite` with LiteRT itself (our QACCEL_VTA kernel runs the accelerator functions
+on libqaccel_vta, LiteRT's CPU reference kernels the rest); `--compare-litert` then compares
+it with LiteRT's BUILTIN_REF on the original model.
 
 Bad input (wrong number, shape or dtype of inputs, unreadable files, a model the reference
 kernels refuse) ends with one line on stderr and exit code 1.
@@ -133,6 +136,10 @@ def parser() -> argparse.ArgumentParser:
                     help="--target vta / artifacts: run the accelerator functions with the "
                          "Python runtime (the default) or through the generated C driver "
                          "(driver/model.c on libqaccel_vta, built once with the C compiler)")  # fmt: skip
+    ap.add_argument("--runtime", choices=("interpreter", "litert"), default="interpreter",
+                    help="with an artifact: litert runs its model.qaccel.tflite with LiteRT "
+                         "(CPU reference kernels, our QACCEL_VTA kernel for the accelerator "
+                         "functions)")  # fmt: skip
     ap.add_argument("--plot", type=Path, metavar="FILE.png",
                     help="with an artifact or --target vta: each layer's cycles against its "
                          "roofline (needs matplotlib)")  # fmt: skip
@@ -175,6 +182,9 @@ def run_vta(args) -> int:
     if args.driver == "c" and args.simulator == "python":
         raise RunError("--simulator python needs --driver python (the C driver runs its "
                        "layers on libqaccel_vta)")  # fmt: skip
+    if args.driver == "c" and args.runtime == "litert":
+        raise RunError("--driver c runs the host program on the interpreter: it needs "
+                       "--runtime interpreter")  # fmt: skip
     try:
         if is_artifact(path):
             compiled = load_artifact(path)
@@ -185,7 +195,9 @@ def run_vta(args) -> int:
                                                   config_path=args.config)  # fmt: skip
         function = entry_function(compiled.module)
         inputs = _inputs_for(args, function)
-        if args.driver == "c":
+        if args.runtime == "litert":
+            outputs = _run_litert(path, inputs)
+        elif args.driver == "c":
             from qaccel.backends.vta.cdriver_runtime import run_compiled_c
 
             outputs = run_compiled_c(compiled, inputs, path if is_artifact(path) else None)
@@ -202,9 +214,14 @@ def run_vta(args) -> int:
         print(f"wrote {args.plot}")
     _write_outputs(outputs, Path(args.outputs_dir))
     layers = sum(len(v) for v in compiled.layers.values())
-    where = "through the C driver" if args.driver == "c" else "on the simulator"
-    print(f"ran {layers} accelerator layer(s) {where}, "
-          f"{len(compiled.fallbacks)} op(s) of accelerator functions on the host")  # fmt: skip
+    if args.runtime == "litert":
+        print(f"ran {path / 'model.qaccel.tflite'} with LiteRT: {len(compiled.functions)} "
+              f"QACCEL_VTA op(s) ({layers} layer(s)) on libqaccel_vta, the rest on LiteRT's "
+              "CPU reference kernels")  # fmt: skip
+    else:
+        where = "through the C driver" if args.driver == "c" else "on the simulator"
+        print(f"ran {layers} accelerator layer(s) {where}, "
+              f"{len(compiled.fallbacks)} op(s) of accelerator functions on the host")  # fmt: skip
     if not args.compare_litert:
         return 0
     if model_bytes is None:
@@ -258,6 +275,23 @@ def run_dataset(args) -> int:
     return 0 if summary.bit_exact in (None, summary.sets) else 1
 
 
+def _run_litert(path: Path, inputs) -> list[np.ndarray]:
+    """The artifact's AOT model run by LiteRT (backends/litert/runtime.py)."""
+    from qaccel.backends.litert.aot import AOT_FILE
+    from qaccel.backends.litert.runtime import LiteRtError, run_litert
+    from qaccel.backends.vta.artifact import is_artifact
+
+    if not is_artifact(path):
+        raise RunError("--runtime litert runs an artifact folder written by qaccel-compile")
+    model = path / AOT_FILE
+    if not model.is_file():
+        raise RunError(f"'{path}' has no {AOT_FILE} (compile the model again)")
+    try:
+        return run_litert(model, inputs)
+    except LiteRtError as e:
+        raise RunError(str(e)) from None
+
+
 def _write_outputs(outputs: Sequence[np.ndarray], out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     for i, y in enumerate(outputs):
@@ -272,6 +306,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.labels is not None or args.ray is not None or args.jobs is not None:
         raise RunError("--labels, --jobs and --ray go with --inputs-dir")
     vta = args.target == "vta" or Path(args.model).is_dir()
+    if args.runtime == "litert" and not Path(args.model).is_dir():
+        raise RunError("--runtime litert runs an artifact folder written by qaccel-compile")
     check_output_dir(args.outputs_dir, "--outputs-dir")  # before the work, not after it
     if args.plot:
         check_output_file(args.plot, "--plot")
