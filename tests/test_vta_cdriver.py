@@ -234,6 +234,12 @@ def test_driver_c_with_the_python_simulator_is_refused(tmp_path, capsys):
     assert e.value.code == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--simulator python needs --driver python" in err
+    with pytest.raises(SystemExit) as e:
+        qaccel_run.main([str(tmp_path), "--driver", "c", "--runtime", "litert",
+                         "--outputs-dir", str(tmp_path / "o")])  # fmt: skip
+    assert e.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--driver c" in err and "--runtime" in err
 
 
 def test_driver_of_an_older_artifact_is_refused_with_one_line(tmp_path):
