@@ -576,3 +576,24 @@ def test_runner_refuses_a_driver_for_another_hardware_config():
     with pytest.raises(cdr.DriverUnavailable, match=r"another hardware config than "
                        r"'vta-store-requant' \(store_requant differ\)"):  # fmt: skip
         cdr.Runner(lib, compiled)
+
+
+@needs_cc
+@pytest.mark.parametrize("log_block", [2, 5])
+def test_other_block_sizes(tmp_path, log_block):
+    """4- and 32-lane blocks: the driver carries the configuration to the C machine and runs
+    as the Python runtime does."""
+    import json
+
+    from qaccel.targets.vta.config import DEFAULT_CONFIG
+    from test_vta_hw_configs import BLOCKS
+
+    path = tmp_path / f"block{1 << log_block}.json"
+    path.write_text(json.dumps({**DEFAULT_CONFIG.to_dict(), **BLOCKS[log_block],
+                                "log_block": log_block, "name": path.stem}))  # fmt: skip
+    module, _ = vta_lowered("residual", f'"{path}"')
+    compiled = compile_module(module, HardwareConfig.from_json(path))
+    assert compiled.layers["vta_fn_0"]
+    inputs = random_inputs(entry_function(compiled.module), 0)
+    for x, y in zip(_run_c(compiled, inputs), run_compiled(compiled, inputs), strict=True):
+        np.testing.assert_array_equal(x, y)
