@@ -77,10 +77,10 @@ def import_model(model: ModelLike, name: str = "model.tflite"):
 def run_pipeline(module, pipeline: str = "vta-pipeline", config: ConfigLike = None,
                  **options: Any):  # fmt: skip
     """Run a pass pipeline on `module` in place and return it. For `vta-pipeline`, `config`
-    becomes its `hw-config` and `options` (e.g. `bias_mode="preload"`) its options."""
+    becomes its `config` and `options` (e.g. `bias_placement="preload"`) its options."""
     if pipeline == "vta-pipeline" and (config is not None or options):
         with _config_file(load_config(config)) as path:
-            opts = [f'hw-config="{path}"'] + [f"{k.replace('_', '-')}={v}"
+            opts = [f'config="{path}"'] + [f"{k.replace('_', '-')}={v}"
                                               for k, v in options.items()]  # fmt: skip
             _run_pipeline(module, "vta-pipeline{" + " ".join(opts) + "}")
         return module

@@ -25,8 +25,8 @@ METRICS = (
 
 
 def pipeline_spec(point: Point, config_path: str) -> str:
-    """`vta-pipeline{hw-config="..." bias-mode=... max-partitions=...}` for the point."""
-    options = [f'hw-config="{config_path}"']
+    """`vta-pipeline{config="..." bias-placement=... max-partitions=...}` for the point."""
+    options = [f'config="{config_path}"']
     for key, value in point.pipeline_options:
         options.append(f"{key.replace('_', '-')}={value}")
     return "vta-pipeline{" + " ".join(options) + "}"

@@ -8,14 +8,14 @@ A spec is a YAML or JSON mapping:
       log_inp_buff_size: [14, 15, 16]
       log_wgt_buff_size: [17, 18]
       store_requant: [false, true]
-      bias_mode: [alu, preload]  # a vta-pipeline option
+      bias_placement: [alu, preload]  # a vta-pipeline option
     constraints:                 # every point must satisfy all of them
       - total_sram_bytes <= 524288
     samples: 8                   # optional: a seeded random sample of the grid's points
     seed: 0
 
 Keys are `HardwareConfig` fields (`targets/vta/config.py`) or the `vta-pipeline` options
-`bias_mode` and `max_partitions` (spelled with `_` or `-`). Constraints are a small expression
+`bias_placement` and `max_partitions` (spelled with `_` or `-`). Constraints are a small expression
 language evaluated without `eval`: numbers, `true`/`false`, strings, parameter names and the
 derived quantities in `DERIVED` (e.g. `total_sram_bytes`, `block`, `macs_per_cycle`),
 `+ - * / // % **`, comparisons (chained too), `and`/`or`/`not`, parentheses and `min`/`max`.
@@ -36,7 +36,7 @@ from typing import Any
 
 from qaccel.targets.vta.config import ConfigError, HardwareConfig
 
-PIPELINE_KEYS = ("bias_mode", "max_partitions")
+PIPELINE_KEYS = ("bias_placement", "max_partitions")
 """Points' keys that are `vta-pipeline` options rather than hardware configuration keys."""
 
 HARDWARE_KEYS = tuple(f.name for f in fields(HardwareConfig) if f.name != "name")
@@ -321,7 +321,7 @@ class SweepSpec:
             params = {**self.fixed, **combo}
             hw = {k: v for k, v in params.items() if k in HARDWARE_KEYS}
             pipe = {k: v for k, v in params.items() if k in PIPELINE_KEYS}
-            env: dict[str, Any] = {"bias_mode": "alu", "max_partitions": 0, **base, **hw, **pipe}
+            env: dict[str, Any] = {"bias_placement": "alu", "max_partitions": 0, **base, **hw, **pipe}
             try:
                 env.update({k: f(env) for k, f in DERIVED.items()})
             except (TypeError, ValueError) as e:

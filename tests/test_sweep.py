@@ -129,17 +129,17 @@ def test_dead_worker_is_a_failed_row_tried_again(tmp_path, monkeypatch):
 def test_spec_constraints_and_sampling():
     spec = SweepSpec.from_dict({
         "grid": {"log_inp_buff_size": [13, 14, 15, 16], "log-wgt-buff-size": [16, 17, 18],
-                 "bias_mode": ["alu", "preload"]},
+                 "bias_placement": ["alu", "preload"]},
         "constraints": ["inp_buff_bytes * 8 <= wgt_buff_bytes <= 2 ** 18",
-                        "bias_mode == 'alu' or max(log_inp_buff_size, 14) == 14"],
+                        "bias_placement == 'alu' or max(log_inp_buff_size, 14) == 14"],
     })  # fmt: skip
     points = spec.points()
     assert all(p.config is not None for p in points)
     for p in points:
         d = p.as_dict()
         assert (1 << d["log_inp_buff_size"]) * 8 <= 1 << d["log_wgt_buff_size"]
-        assert d["bias_mode"] == "alu" or d["log_inp_buff_size"] <= 14
-        assert dict(p.pipeline_options) == {"bias_mode": d["bias_mode"]}
+        assert d["bias_placement"] == "alu" or d["log_inp_buff_size"] <= 14
+        assert dict(p.pipeline_options) == {"bias_placement": d["bias_placement"]}
     sampled = SweepSpec.from_dict({**spec_dict(spec), "samples": 3, "seed": 7}).points()
     assert len(sampled) == 3 and set(sampled) <= set(points)
     assert sampled == SweepSpec.from_dict({**spec_dict(spec), "samples": 3, "seed": 7}).points()

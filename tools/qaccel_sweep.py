@@ -7,7 +7,7 @@
 
 MODELS are `.tflite` files or folders of them; the spec (YAML or JSON, `explore/spec.py`) is a
 grid or a seeded random sample over `HardwareConfig` keys and `vta-pipeline` options
-(`bias_mode`, `max_partitions`), with fixed keys and constraints. Every (model, point) is
+(`bias_placement`, `max_partitions`), with fixed keys and constraints. Every (model, point) is
 compiled as `qaccel-compile` does and evaluated with the timing model. Results are appended to
 OUTDIR/results.jsonl as they finish (a rerun skips points already there); at the end
 OUTDIR/table.csv, table.jsonl (table.parquet with pyarrow), pareto.png (cycles vs on-chip SRAM,
