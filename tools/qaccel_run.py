@@ -29,34 +29,16 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
-from qaccel.kernels import registry as kernels
-from qaccel.interpreter.interpreter import (
-    ExecutionError,
-    entry_function,
-    random_inputs,
-    run_function,
-)
-from qaccel.backends.vta.report_plot import PlotError
-from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
-from qaccel.pipeline.manager import (
-    PipelineError,
-    SemanticsError,
-    available_passes,
-    qaccel_context,
-)
-from qaccel.tools.qaccel_opt import (
-    add_pass_manager_arguments,
-    normalize_argv,
-    parse_error_line,
-    pass_manager_for,
-)
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.parser import Parser
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+
+if TYPE_CHECKING:
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
+
+# Imports are lazy: `qaccel-run OUTDIR` on an artifact with a run plan needs numpy, the
+# reference kernels and the VTA machine only (backends/vta/run_plan.py), never xDSL.
 
 PROG = "qaccel-run"
 
@@ -71,6 +53,9 @@ def _fail(message: str) -> NoReturn:
 
 
 def load_model(path: Path, ctx: Context) -> tuple[ModuleOp, bytes | None]:
+    from qaccel.frontend.tflite_import import import_tflite
+    from xdsl.parser import Parser
+
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -94,7 +79,8 @@ def load_inputs(paths: Sequence[str]) -> list[np.ndarray]:
     return arrays
 
 
-def parser() -> argparse.ArgumentParser:
+def _own_arguments() -> argparse.ArgumentParser:
+    """The parser with qaccel-run's own options (the pass-manager flags come on top)."""
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("model", help="a .tflite or .mlir file")
     ap.add_argument("-p", "--passes", default="", help="pass pipeline to run before executing")
@@ -113,6 +99,13 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--plot", type=Path, metavar="FILE.png",
                     help="with an artifact or --target vta: each layer's cycles against its "
                          "roofline (needs matplotlib)")  # fmt: skip
+    return ap
+
+
+def parser() -> argparse.ArgumentParser:
+    from qaccel.tools.qaccel_opt import add_pass_manager_arguments
+
+    ap = _own_arguments()
     add_pass_manager_arguments(ap)
 
     def error(message: str) -> NoReturn:
@@ -123,11 +116,91 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _inputs_for(args, function) -> list[np.ndarray]:
+    from qaccel.interpreter.interpreter import random_inputs
+
     if args.inputs is not None and args.random_inputs is not None:
         raise RunError("give either --inputs or --random-inputs, not both")
     if args.inputs is not None:
         return load_inputs(args.inputs)
     return random_inputs(function, args.random_inputs or 0)
+
+
+# --------------------------------------------------------------------------------------------
+# The fast path: an artifact with a run plan
+
+
+class _NotFast(Exception):
+    pass
+
+
+# Options the run plan honours; any other option away from its default takes the full path.
+_FAST_OPTIONS = {"model", "inputs", "random_inputs", "outputs_dir", "compare_litert",
+                 "simulator", "plot", "target"}  # fmt: skip
+
+
+def _fast_args(argv: list[str]) -> argparse.Namespace | None:
+    """The arguments when `argv` runs an artifact folder with qaccel-run's own options only
+    (else None: the full parser reports errors and pass-manager flags)."""
+    ap = _own_arguments()
+
+    def error(message: str) -> NoReturn:
+        raise _NotFast(message)
+
+    ap.error = error  # type: ignore[method-assign]
+    try:
+        args, extra = ap.parse_known_args(argv)
+    except _NotFast:
+        return None
+    if extra or not Path(args.model).is_dir():
+        return None
+    for key, value in vars(args).items():
+        if key not in _FAST_OPTIONS and value != ap.get_default(key):
+            return None
+    return args
+
+
+def run_fast(args) -> int | None:
+    """Run an artifact by its run plan (numpy and the VTA machine, no MLIR); None when it has
+    no plan of this version (the caller takes the full path)."""
+    from qaccel.backends.vta.run_plan import RunPlanError, load_run_plan
+
+    path = Path(args.model)
+    try:
+        plan = load_run_plan(path, args.simulator)
+        if plan is None:
+            return None
+        if args.plot:
+            from qaccel.backends.vta.report_plot import require_matplotlib
+
+            require_matplotlib(args.plot)
+        if args.inputs is not None and args.random_inputs is not None:
+            raise RunError("give either --inputs or --random-inputs, not both")
+        if args.inputs is not None:
+            inputs = load_inputs(args.inputs)
+        else:
+            inputs = plan.random_inputs(args.random_inputs or 0)
+        outputs = plan.run(inputs)
+    except RunPlanError as e:
+        raise RunError(str(e)) from None
+    if args.plot:
+        import json
+
+        from qaccel.backends.vta.report_plot import plot_report
+
+        report = json.loads(plan.read("report.json"))
+        plot_report(report, args.plot, path.name)
+        print(f"wrote {args.plot}")
+    _write_outputs(outputs, Path(args.outputs_dir))
+    print(f"ran {plan.layer_count} accelerator layer(s) on the simulator, "
+          f"{plan.fallback_count} op(s) of accelerator functions on the host")  # fmt: skip
+    if not args.compare_litert:
+        return 0
+    model_file = path / "model.tflite"
+    model_bytes = model_file.read_bytes() if model_file.is_file() else None
+    return _compare_with_litert(model_bytes, inputs, outputs, path)
+
+
+# --------------------------------------------------------------------------------------------
 
 
 def run_vta(args) -> int:
@@ -136,6 +209,7 @@ def run_vta(args) -> int:
     from qaccel.backends.vta.compiled import CompileError
     from qaccel.backends.vta.runtime import run_compiled
     from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+    from qaccel.interpreter.interpreter import entry_function
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)
@@ -164,6 +238,10 @@ def run_vta(args) -> int:
           f"{len(compiled.fallbacks)} op(s) of accelerator functions on the host")  # fmt: skip
     if not args.compare_litert:
         return 0
+    return _compare_with_litert(model_bytes, inputs, outputs, path)
+
+
+def _compare_with_litert(model_bytes, inputs, outputs, path: Path) -> int:
     if model_bytes is None:
         raise RunError("--compare-litert needs the .tflite model (the artifact has none)")
     from qaccel.backends.litert.compare import compare_outputs
@@ -188,6 +266,16 @@ def _write_outputs(outputs: Sequence[np.ndarray], out_dir: Path) -> None:
 
 
 def run(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    fast = _fast_args(argv)
+    if fast is not None:
+        code = run_fast(fast)
+        if code is not None:
+            return code
+    from qaccel.interpreter.interpreter import entry_function, run_function
+    from qaccel.pipeline.manager import available_passes, qaccel_context
+    from qaccel.tools.qaccel_opt import normalize_argv, pass_manager_for
+
     args = parser().parse_args(normalize_argv(argv))
     vta = args.target == "vta" or Path(args.model).is_dir()
     if args.plot:
@@ -236,16 +324,33 @@ def run(argv: Sequence[str] | None = None) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     try:
         code = run(argv)
-    except (RunError, ExecutionError, PipelineError, TFLiteImportError, DiagnosticException,
-            SemanticsError, PlotError) as e:
+    except RunError as e:
         _fail(str(e))
-    except kernels.Refusal as e:
-        _fail(f"LiteRT's reference kernels refuse this model: {e}")
-    except ParseError as e:
-        _fail(parse_error_line(e))
-    except ArgSpecParseError as e:
-        _fail(f"invalid pass pipeline: {str(e).splitlines()[-1].strip()}")
+    except Exception as e:
+        _fail_known(e)
+        raise
     sys.exit(code)
+
+
+def _fail_known(e: Exception) -> None:
+    """One line for the errors the full path reports (imported only once one happened)."""
+    from qaccel.backends.vta.report_plot import PlotError
+    from qaccel.frontend.tflite_import import TFLiteImportError
+    from qaccel.interpreter.interpreter import ExecutionError
+    from qaccel.kernels import registry as kernels
+    from qaccel.pipeline.manager import PipelineError, SemanticsError
+    from qaccel.tools.qaccel_opt import parse_error_line
+    from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+
+    if isinstance(e, ExecutionError | PipelineError | TFLiteImportError | DiagnosticException
+                  | SemanticsError | PlotError):  # fmt: skip
+        _fail(str(e))
+    if isinstance(e, kernels.Refusal):
+        _fail(f"LiteRT's reference kernels refuse this model: {e}")
+    if isinstance(e, ParseError):
+        _fail(parse_error_line(e))
+    if isinstance(e, ArgSpecParseError):
+        _fail(f"invalid pass pipeline: {str(e).splitlines()[-1].strip()}")
 
 
 if __name__ == "__main__":

@@ -273,14 +273,17 @@ def _run_host_op(kind: str, p: dict, xs: list):
 class RunPlan:
     """A loaded run plan (see the module docstring)."""
 
-    def __init__(self, root: Path, meta: dict, arrays: dict, digests: dict, simulator: str):
+    def __init__(self, root: Path, manifest: dict, meta: dict, simulator: str = "c"):
         self.root = root
         self.meta = meta
-        self.arrays = arrays
-        self.digests = digests
+        self.digests: dict[str, str] = manifest["files"]
         self.simulator = simulator
+        self.layer_count = sum(len(f["layers"]) for f in manifest["functions"].values())
+        self.fallback_count = len(manifest["fallbacks"])
         self.layer_runs = 0
         self._config = None
+        with np.load(io.BytesIO(self.read(PLAN_ARRAYS))) as z:
+            self.arrays = {k: z[k] for k in z.files}
         self.functions = {name: _Function(name, e, self) for name, e in meta["functions"].items()}
 
     def read(self, rel: str) -> bytes:
@@ -364,18 +367,18 @@ def load_run_plan(outdir: str | Path, simulator: str = "c") -> RunPlan | None:
     if PLAN_JSON not in digests or PLAN_ARRAYS not in digests:
         return None
     try:
-        meta = json.loads((root / PLAN_JSON).read_bytes())
-    except (OSError, ValueError):
+        blob = (root / PLAN_JSON).read_bytes()
+    except OSError as e:
+        raise RunPlanError(f"'{root / PLAN_JSON}': {e.strerror}") from None
+    if hashlib.sha256(blob).hexdigest() != digests[PLAN_JSON]:
+        raise RunPlanError(f"'{root / PLAN_JSON}' does not match the manifest's hash")
+    try:
+        meta = json.loads(blob)
+    except ValueError:
         return None
     if not isinstance(meta, dict) or meta.get("format") != RUN_PLAN_FORMAT:
         return None
-    plan = RunPlan.__new__(RunPlan)
-    plan.root, plan.digests = root, digests
-    if hashlib.sha256((root / PLAN_JSON).read_bytes()).hexdigest() != digests[PLAN_JSON]:
-        raise RunPlanError(f"'{root / PLAN_JSON}' does not match the manifest's hash")
-    with np.load(io.BytesIO(plan.read(PLAN_ARRAYS))) as z:
-        arrays = {k: z[k] for k in z.files}
-    return RunPlan(root, meta, arrays, digests, simulator)
+    return RunPlan(root, manifest, meta, simulator)
 
 
 __all__ = ["PLAN_ARRAYS", "PLAN_JSON", "RUN_PLAN_FORMAT", "RunPlan", "RunPlanError",
