@@ -79,9 +79,10 @@ def load_inputs(paths: Sequence[str]) -> list[np.ndarray]:
     return arrays
 
 
-def _own_arguments() -> argparse.ArgumentParser:
+def _own_arguments(add_help: bool = True) -> argparse.ArgumentParser:
     """The parser with qaccel-run's own options (the pass-manager flags come on top)."""
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                 add_help=add_help)  # fmt: skip
     ap.add_argument("model", help="a .tflite or .mlir file")
     ap.add_argument("-p", "--passes", default="", help="pass pipeline to run before executing")
     ap.add_argument("--inputs", nargs="+", default=None, metavar="A.npy", help="input arrays")
@@ -141,7 +142,7 @@ _FAST_OPTIONS = {"model", "inputs", "random_inputs", "outputs_dir", "compare_lit
 def _fast_args(argv: list[str]) -> argparse.Namespace | None:
     """The arguments when `argv` runs an artifact folder with qaccel-run's own options only
     (else None: the full parser reports errors and pass-manager flags)."""
-    ap = _own_arguments()
+    ap = _own_arguments(add_help=False)  # --help: the full parser's
 
     def error(message: str) -> NoReturn:
         raise _NotFast(message)
