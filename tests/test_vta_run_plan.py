@@ -1,0 +1,224 @@
+"""The run plan (`backends/vta/run_plan.py`, built by `plan_compile.py`): every fixture runs
+bit-exact both ways (the plan, and `run_compiled` on the interpreter); `qaccel-run OUTDIR`
+takes the plan without importing xDSL and falls back to the full way when the plan is
+missing or of another format."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import FIXTURE_MODELS, vta_lowered
+from qaccel.backends.vta.artifact import write_artifact
+from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.plan_compile import build_run_plan, encode_value
+from qaccel.backends.vta.run_plan import (
+    PLAN_ARRAYS,
+    PLAN_JSON,
+    RUN_PLAN_FORMAT,
+    RunPlanError,
+    decode_value,
+    load_run_plan,
+)
+from qaccel.backends.vta.runtime import run_compiled
+from qaccel.interpreter.interpreter import entry_function, random_inputs
+from qaccel.kernels.registry import Refusal
+from qaccel.targets.vta.config import HardwareConfig
+from qaccel.tools import qaccel_run
+
+REFUSED = "mobilenetv2_035_96_collapsed"
+FIXTURES = sorted(p.stem for p in FIXTURE_MODELS.glob("*.tflite"))
+CASES = [(name, "vta-default") for name in FIXTURES] + [
+    ("cnn", "vta-store-requant"), ("residual", "vta-store-requant"),
+    ("pad_concat_slice", "vta-store-requant"), ("composite", "vta-store-requant"),
+]  # fmt: skip
+
+
+def _artifact(name: str, config: str, outdir: Path):
+    module, data = vta_lowered(name, "" if config == "vta-default" else config)
+    compiled = compile_module(module, HardwareConfig.from_json(config))
+    write_artifact(compiled, outdir, data)
+    return compiled
+
+
+@pytest.mark.parametrize("name,config", CASES)
+def test_fixture_runs_bit_exact_by_its_plan(name, config, tmp_path):
+    compiled = _artifact(name, config, tmp_path)
+    plan = load_run_plan(tmp_path)
+    if name == REFUSED:  # LiteRT's kernels refuse its softmax: no plan, the full way says why
+        assert plan is None
+        with pytest.raises(Refusal, match="tfl.softmax"):
+            run_compiled(compiled, random_inputs(entry_function(compiled.module), 0))
+        return
+    assert plan is not None, f"{name}: no run plan"
+    for seed in (0, 1):
+        inputs = random_inputs(entry_function(compiled.module), seed)
+        for x, y in zip(plan.random_inputs(seed), inputs, strict=True):
+            assert x.dtype == y.dtype and np.array_equal(x, y)
+        expected = run_compiled(compiled, inputs)
+        got = plan.run(inputs)
+        for x, y in zip(got, expected, strict=True):
+            assert x.dtype == y.dtype and x.shape == y.shape
+            np.testing.assert_array_equal(x, y)
+    assert plan.layer_runs == 2 * sum(len(f.layers) for f in compiled.functions.values())
+
+
+@pytest.fixture(scope="module")
+def small_artifact(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plan") / "residual"
+    _artifact("residual", "vta-default", out)
+    return out
+
+
+def _run(argv, capsys) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as e:
+        qaccel_run.main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def test_qaccel_run_fast_path_matches_full_path(small_artifact, tmp_path, capsys, monkeypatch):
+    x = random_inputs_of(small_artifact, 5)
+    np.save(tmp_path / "x.npy", x[0])
+    code, out, _ = _run([small_artifact, "--inputs", tmp_path / "x.npy", "--outputs-dir",
+                         tmp_path / "fast"], capsys)  # fmt: skip
+    assert code == 0 and "accelerator layer(s) on the simulator" in out
+    monkeypatch.setattr(qaccel_run, "run_fast", lambda args: None)  # the full way
+    code, full_out, _ = _run([small_artifact, "--inputs", tmp_path / "x.npy", "--outputs-dir",
+                              tmp_path / "full"], capsys)  # fmt: skip
+    assert code == 0 and full_out.replace("full", "fast") == out
+    for f in sorted((tmp_path / "full").glob("*.npy")):
+        np.testing.assert_array_equal(np.load(f), np.load(tmp_path / "fast" / f.name))
+
+
+def random_inputs_of(artifact: Path, seed: int):
+    plan = load_run_plan(artifact)
+    assert plan is not None
+    return plan.random_inputs(seed)
+
+
+def test_qaccel_run_on_a_plan_imports_no_xdsl(small_artifact, tmp_path):
+    code = (
+        "import sys; from qaccel.tools.qaccel_run import run; "
+        f"code = run([{str(small_artifact)!r}, '--outputs-dir', {str(tmp_path)!r}]); "
+        "assert code == 0, code; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'xdsl' or "
+        "m.startswith(('qaccel.interpreter', 'qaccel.dialects', 'qaccel.frontend'))); "
+        "assert not bad, bad"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "output_0.npy").is_file()
+
+
+def test_qaccel_run_plan_with_the_python_simulator(small_artifact, tmp_path, capsys):
+    for sim in ("c", "python"):
+        code, _, _ = _run([small_artifact, "--random-inputs", "3", "--simulator", sim,
+                           "--outputs-dir", tmp_path / sim], capsys)  # fmt: skip
+        assert code == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "c" / "output_0.npy"),
+                                  np.load(tmp_path / "python" / "output_0.npy"))  # fmt: skip
+
+
+def _rehash(root: Path, rel: str | None = None, drop: tuple[str, ...] = ()) -> None:
+    """Keep the manifest consistent after a deliberate change of `rel` (or dropping files)."""
+    manifest = json.loads((root / "manifest.json").read_text())
+    for d in drop:
+        del manifest["files"][d]
+        (root / d).unlink()
+    if rel is not None:
+        manifest["files"][rel] = hashlib.sha256((root / rel).read_bytes()).hexdigest()
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_plan_missing_or_of_another_format_falls_back(small_artifact, tmp_path, capsys):
+    code, _, _ = _run([small_artifact, "--random-inputs", "1", "--outputs-dir", tmp_path / "r"],
+                      capsys)  # fmt: skip
+    assert code == 0
+    missing = _copy(small_artifact, tmp_path / "missing")
+    _rehash(missing, drop=(PLAN_JSON, PLAN_ARRAYS))
+    other = _copy(small_artifact, tmp_path / "other")
+    meta = json.loads((other / PLAN_JSON).read_text())
+    meta["format"] = RUN_PLAN_FORMAT + 1
+    (other / PLAN_JSON).write_text(json.dumps(meta))
+    _rehash(other, PLAN_JSON)
+    for art in (missing, other):
+        assert load_run_plan(art) is None
+        code, out, err = _run([art, "--random-inputs", "1", "--outputs-dir", art / "out"], capsys)
+        assert code == 0 and err == ""
+        np.testing.assert_array_equal(np.load(art / "out" / "output_0.npy"),
+                                      np.load(tmp_path / "r" / "output_0.npy"))  # fmt: skip
+
+
+def test_damaged_plan_is_one_line(small_artifact, tmp_path, capsys):
+    art = _copy(small_artifact, tmp_path / "a")
+    (art / PLAN_ARRAYS).write_bytes(b"PK\0\0")
+    code, _, err = _run([art, "--outputs-dir", tmp_path / "o"], capsys)
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "runtime.npz' does not match the manifest's hash" in lines[0]
+    with pytest.raises(RunPlanError):
+        load_run_plan(art)
+
+
+@pytest.mark.parametrize("make_input,message", [
+    (lambda: np.zeros((1, 2), np.int8), "expected shape"),
+    (lambda: np.zeros((1, 8, 8, 3), np.float32), "expected dtype"),
+])  # fmt: skip
+def test_fast_path_rejects_bad_inputs_in_one_line(small_artifact, tmp_path, capsys,
+                                                  make_input, message):  # fmt: skip
+    np.save(tmp_path / "x.npy", make_input())
+    code, _, err = _run([small_artifact, "--inputs", tmp_path / "x.npy", "--outputs-dir",
+                         tmp_path / "o"], capsys)  # fmt: skip
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("qaccel-run: error: @")
+    assert message in lines[0]
+
+
+def test_fast_path_compare_litert(small_artifact, tmp_path, capsys, oracle):
+    code, out, _ = _run([small_artifact, "--random-inputs", "2", "--outputs-dir", tmp_path,
+                         "--compare-litert"], capsys)  # fmt: skip
+    assert code == 0 and "(bit-exact)" in out
+
+
+def test_module_without_a_plan_writes_no_plan_files(tmp_path, monkeypatch):
+    from qaccel.backends.vta import plan_compile
+
+    module, data = vta_lowered("mlp")
+    compiled = compile_module(module)
+
+    def refuse(self, op):
+        raise plan_compile.NoPlan(f"no run-plan step for {op.name}")
+
+    monkeypatch.setattr(plan_compile._Builder, "step", refuse)
+    assert build_run_plan(compiled) is None
+    write_artifact(compiled, tmp_path, data)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert PLAN_JSON not in manifest["files"] and not (tmp_path / PLAN_JSON).exists()
+    assert load_run_plan(tmp_path) is None
+
+
+def test_option_values_round_trip():
+    arrays: dict[str, np.ndarray] = {}
+    value = {"a": 1, "b": 2.5, "c": "SAME", "d": b"\x01\xff", "e": (1, [2, 3]),
+             "f": np.arange(3, dtype=np.int32), "g": None, "h": True}  # fmt: skip
+    encoded = json.loads(json.dumps(encode_value(value, arrays, "o")))
+    back = decode_value(encoded, arrays)
+    assert back.keys() == value.keys()
+    for k in value:
+        if isinstance(value[k], np.ndarray):
+            assert back[k].dtype == value[k].dtype and np.array_equal(back[k], value[k])
+        else:
+            assert back[k] == value[k] and type(back[k]) is type(value[k])
