@@ -172,7 +172,11 @@ class _Builder:
                 "output_dtypes": [np.dtype(d).str for d in call.output_dtypes],
                 "options": encode_value(call.options, self.arrays, f"options.{n}"),
             }
-            return "kernel", {"name": _kernel_name(op), "op": describe(op), "call": static}
+            from qaccel.kernels.registry import KERNELS
+
+            name = _kernel_name(op)
+            return "kernel", {"name": name, "module": KERNELS[name].__module__,
+                              "op": describe(op), "call": static}  # fmt: skip
         if isinstance(op, func.CallOp):
             return "call", {"fn": op.callee.string_value()}
         if isinstance(op, accel.PackOp):

@@ -164,8 +164,11 @@ class _Function:
     def _prepare(step: list, plan: RunPlan) -> tuple:
         kind, ins, outs, p = step
         if kind == "kernel":
-            from qaccel.kernels import registry as kernels
+            from importlib import import_module
 
+            from qaccel.kernels.base import KERNELS
+
+            import_module(p["module"])  # the kernel's family registers it (not all of them)
             c = p["call"]
             call = (
                 [_qparams(q, plan.arrays) for q in c["input_q"]],
@@ -174,7 +177,7 @@ class _Function:
                 [np.dtype(d) for d in c["output_dtypes"]],
                 decode_value(c["options"], plan.arrays),
             )
-            p = {**p, "kernel": kernels.KERNELS[p["name"]], "static": call}
+            p = {**p, "kernel": KERNELS[p["name"]], "static": call}
         elif kind in ("lane", "binary", "requantize") and p.get("values") is not None:
             p = {**p, "array": plan.arrays[p["values"]]}
         elif kind in ("astype", "read"):
@@ -187,14 +190,12 @@ class _Function:
             regs[r] = x
         for r, x in self.consts:
             regs[r] = x
-        image = self.image
+        image = None if self.image is None else self.image.copy()  # the layers run in place
         for kind, ins, outs, p in self.steps:
             if kind == "layer":
                 image = plan.run_layer(self.name, p["index"], self.layers[p["index"]], image)
                 continue
             if kind == "write":
-                if image is self.image:
-                    image = image.copy()
                 data = np.ascontiguousarray(regs[ins[0]]).reshape(-1).view(np.uint8)
                 if data.size != p["nbytes"]:
                     raise RunPlanError(f"{self.name}: a tensor of {data.size} bytes for an "
@@ -226,13 +227,13 @@ class _Function:
 
 def _run_host_op(kind: str, p: dict, xs: list):
     if kind == "kernel":
-        from qaccel.kernels import registry as kernels
+        from qaccel.kernels.base import KernelError, OpCall, Refusal, UnsupportedOp
 
         input_q, output_q, shapes, dtypes, options = p["static"]
-        call = kernels.OpCall(list(xs), input_q, output_q, shapes, dtypes, options)
+        call = OpCall(list(xs), input_q, output_q, shapes, dtypes, options)
         try:
             return p["kernel"](call)
-        except (kernels.Refusal, kernels.KernelError, kernels.UnsupportedOp) as e:
+        except (Refusal, KernelError, UnsupportedOp) as e:
             raise RunPlanError(f"{p['op']}: {e}") from None
     if kind == "none":
         return None
@@ -309,10 +310,21 @@ class RunPlan:
         return [(tuple(s["shape"]), np.dtype(s["dtype"])) for s in self.meta["inputs"]]
 
     def run_layer(self, fn: str, index: int, layer, image: np.ndarray) -> np.ndarray:
-        from qaccel.targets.vta.simulator import simulate
-
+        """Run one layer on `image` (modified in place by the C machine); the DRAM after it."""
         words, uops = layer
-        result = simulate(words, uops, image, self.config, simulator=self.simulator)
+        if self.simulator == "c":
+            from qaccel.targets.vta import cmachine
+
+            if cmachine.available():
+                result = cmachine.simulate(words, uops, image, self.config, in_place=True)
+            else:  # the notice is printed; the reference runs
+                from qaccel.targets.vta.simulator import simulate
+
+                result = simulate(words, uops, image, self.config, simulator="python")
+        else:
+            from qaccel.targets.vta.simulator import simulate
+
+            result = simulate(words, uops, image, self.config, simulator=self.simulator)
         if any(result.leftover_tokens.values()):
             raise RunPlanError(f"{fn} layer {index}: tokens left over {result.leftover_tokens}")
         self.layer_runs += 1
