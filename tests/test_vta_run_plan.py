@@ -222,3 +222,19 @@ def test_option_values_round_trip():
             assert back[k].dtype == value[k].dtype and np.array_equal(back[k], value[k])
         else:
             assert back[k] == value[k] and type(back[k]) is type(value[k])
+
+
+def test_cmachine_runs_in_place(small_artifact):
+    """`cmachine.simulate(..., in_place=True)` computes the same DRAM, in the given array."""
+    from qaccel.targets.vta import cmachine
+
+    if not cmachine.available():
+        pytest.skip("the C machine is unavailable")
+    plan = load_run_plan(small_artifact)
+    fn = next(f for f in plan.functions.values() if f.layers)
+    words, uops = fn.layers[0]
+    image = fn.image.copy()
+    copied = cmachine.simulate(words, uops, image, plan.config)
+    assert np.array_equal(image, fn.image)  # not modified
+    result = cmachine.simulate(words, uops, image, plan.config, in_place=True)
+    assert result.dram is image and np.array_equal(image, copied.dram)
