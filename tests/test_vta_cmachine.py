@@ -39,6 +39,7 @@ from qaccel.targets.vta.isa import (
     decode,
     encode,
     encode_uops,
+    layout_of,
 )
 from qaccel.targets.vta.simulator import SimulationError, simulate, timing
 
@@ -223,7 +224,7 @@ def mutate(rng, p, config):
         words[i, b // 64] ^= np.uint64(1 << (b % 64))
     else:
         f = decode(words[i : i + 1], config)
-        fmt = config.layout.by_opcode[Opcode(int(f["opcode"][0]))]
+        fmt = layout_of(config).by_opcode[Opcode(int(f["opcode"][0]))]
         fld = fmt[int(rng.integers(1, len(fmt)))] if len(fmt) > 1 else fmt[0]
         if fld.name == "opcode":
             return p
