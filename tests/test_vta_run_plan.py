@@ -238,3 +238,59 @@ def test_cmachine_runs_in_place(small_artifact):
     assert np.array_equal(image, fn.image)  # not modified
     result = cmachine.simulate(words, uops, image, plan.config, in_place=True)
     assert result.dram is image and np.array_equal(image, copied.dram)
+
+
+HOST_OPS = """
+!q = !quant.uniform<i8:f32, 0.5:-1>
+!t = tensor<1x2x4x4x1x16xi32>
+func.func public @host(%acc: !t, %fc: tensor<1x1x1x16xi32>, %row: tensor<1x2x1x1x1x16xi32>,
+                       %y: tensor<1x4x4x2x!q>, %lanes: tensor<1x2x1x4xi32>)
+    -> (!t, !t, tensor<1x2x4x4x1x16x!q>, tensor<1x1x1x16x!q>, tensor<1x2x2x2x1x16xi32>,
+        tensor<1x2x2x2x1x16xi32>, tensor<1x2x1x16xi32>, tensor<1x2x4x1x1x16xi32>,
+        tensor<1x2x5x6x1x16x!q>, tensor<1x4x4x4x1x16x!q>, tensor<1x4x4x2x!q>,
+        tensor<1x4x4x4x!q>, tensor<1x2x1x4xi32>, tensor<1x2x1x4xi32>) {
+  %b = accel.bias_add_zp %acc by [3] : !t
+  %s = accel.shift_left %b by [1] : !t
+  %m = accel.round_multiply %s by [1073741824] : !t
+  %r = accel.round_rshift %m by [3] : !t
+  %a = accel.add %r, %acc : !t, !t
+  %lo = accel.max %a by [-128] : !t
+  %hi = accel.min %lo by [127] : !t
+  %mul = accel.mul %hi, %row : !t, tensor<1x2x1x1x1x16xi32>
+  %n = accel.narrow %hi : !t -> tensor<1x2x4x4x1x16x!q>
+  %wide = accel.widen %n : tensor<1x2x4x4x1x16x!q> -> !t
+  %host = accel.host_requantize %fc scale = [0.0013913921871730327] zero_points(0, -1) clamp(-128, 127) : tensor<1x1x1x16xi32> -> tensor<1x1x1x16x!q>
+  %mp = accel.max_pool2d %wide window = [2, 2] strides = [2, 2] : !t -> tensor<1x2x2x2x1x16xi32>
+  %sp = accel.sum_pool2d %wide window = [3, 2] strides = [1, 2] : !t -> tensor<1x2x2x2x1x16xi32>
+  %rs = accel.reduce_sum %wide axes = [2, 3] : !t -> tensor<1x2x1x16xi32>
+  %kd = accel.reduce_sum %wide axes = [3] : !t -> tensor<1x2x4x1x1x16xi32>
+  %p = accel.pad %n pad_value(-1) padding = [1, 0, 0, 2] : tensor<1x2x4x4x1x16x!q> -> tensor<1x2x5x6x1x16x!q>
+  %c = accel.concat %n, %n axis = 1 : tensor<1x2x4x4x1x16x!q>, tensor<1x2x4x4x1x16x!q> -> tensor<1x4x4x4x1x16x!q>
+  %relu = q.relu %y {min = -1 : i32, max = 11 : i32} : (tensor<1x4x4x2x!q>) -> tensor<1x4x4x2x!q>
+  %qc = q.concat %relu, %y {axis = 3 : i32} : (tensor<1x4x4x2x!q>, tensor<1x4x4x2x!q>) -> tensor<1x4x4x4x!q>
+  %pl = accel.round_multiply %lanes by [1, 2, 3, 4, 5, 6, 7, 8] : tensor<1x2x1x4xi32>
+  %pm = accel.max %pl by [0, -5, 0, -5, 9, 0, 0, 1] : tensor<1x2x1x4xi32>
+  func.return %mul, %wide, %n, %host, %mp, %sp, %rs, %kd, %p, %c, %relu, %qc, %pl, %pm : !t, !t, tensor<1x2x4x4x1x16x!q>, tensor<1x1x1x16x!q>, tensor<1x2x2x2x1x16xi32>, tensor<1x2x2x2x1x16xi32>, tensor<1x2x1x16xi32>, tensor<1x2x4x1x1x16xi32>, tensor<1x2x5x6x1x16x!q>, tensor<1x4x4x4x1x16x!q>, tensor<1x4x4x2x!q>, tensor<1x4x4x4x!q>, tensor<1x2x1x4xi32>, tensor<1x2x1x4xi32>
+}
+"""
+
+
+def test_host_op_steps_match_the_interpreter(tmp_path):
+    """Every host op kind of the plan computes what the interpreter computes."""
+    from conftest import parse_module
+    from qaccel.backends.vta.compiled import CompiledModel
+    from qaccel.interpreter.interpreter import run_function
+    from qaccel.targets.vta.config import DEFAULT_CONFIG
+
+    module = parse_module(HOST_OPS)
+    write_artifact(CompiledModel(module, DEFAULT_CONFIG, {}, [], {}), tmp_path)
+    plan = load_run_plan(tmp_path)
+    assert plan is not None
+    kinds = {s[0] for f in plan.functions.values() for s in f.steps}
+    assert {"lane", "binary", "astype", "requantize", "pool", "reduce_sum", "pad", "clip",
+            "concat"} <= kinds  # fmt: skip
+    for seed in range(3):
+        inputs = random_inputs(entry_function(module), seed)
+        for x, y in zip(plan.run(inputs), run_function(module, inputs), strict=True):
+            assert x.dtype == y.dtype and x.shape == y.shape
+            np.testing.assert_array_equal(x, y)

@@ -162,6 +162,8 @@ class _Builder:
 
         if isinstance(op, tfl.NoValueOp):
             return "none", {}
+        if isinstance(op, tfl.StableHLOCompositeOp):
+            raise NoPlan("a stablehlo.composite on the host")
         if isinstance(op, tfl.TflOp | tfl.OpaqueOp) and not isinstance(op, tfl.ConstOp):
             call = prepare_op(op)
             n = len(self.arrays)
@@ -266,6 +268,10 @@ def build_run_plan(compiled: CompiledModel) -> tuple[dict, dict[str, np.ndarray]
         for op in compiled.module.ops:
             if isinstance(op, func.FuncOp) and not op.is_declaration:
                 b.function(op)
+        for f in b.functions.values():
+            for kind, _, _, params in f["steps"]:
+                if kind == "call" and params["fn"] not in b.functions:
+                    raise NoPlan(f"a call of @{params['fn']}, which has no body")
     except (NoPlan, Refusal, ExecutionError, UnsupportedOp):
         return None  # the full way runs it (and reports what it refuses)
     meta = {
