@@ -49,7 +49,10 @@ np.save(sys.argv[3], interp.get_tensor(interp.get_output_details()[0]["index"]))
 
 
 def _tool(name: str) -> str:
-    return shutil.which(name) or str(Path(sys.executable).parent / name)
+    """The console script beside this Python (not a version manager's shim, which would add
+    its own start-up to qaccel's side only)."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() else (shutil.which(name) or name)
 
 
 def _timed(cmd: list[str]) -> float:
