@@ -12,10 +12,19 @@ host ops read become named arrays. A module holding an op the plan cannot expres
 layer left on the host, an op without semantics here) gets no plan: `qaccel-run` then runs
 the artifact the full way.
 
-Example: `%3 = accel.unpack %2 inner_dims_pos = [0, 1] inner_tiles = [1, 16] : tensor<1x63x1x16x!q>
--> tensor<1x1000x!q>` becomes
-`["unpack", [2], [3], {"view": [1, 1, 63, 16], "order": [0, 2, 1, 3], "padded": [1, 1008],
-"shape": [1, 1000]}]`.
+Example (MobileNetV2's entry function):
+
+    %3 = accel.unpack %2 inner_dims_pos = [0, 1] inner_tiles = [1, 16]
+           : tensor<1x63x1x16x!q> -> tensor<1x1000x!q>
+    %4 = tfl.softmax %3 {beta = 1.000000e+00 : f32, ...} : (...) -> tensor<1x1000x!q2>
+
+becomes, in `runtime.json` (registers 2, 3, 4; arrays named in `runtime.npz`)
+
+    ["unpack", [2], [3], {"order": [0, 2, 1, 3], "padded": [1, 1008], "shape": [1, 1000],
+                          "view": [1, 63, 1, 16]}]
+    ["kernel", [3], [4], {"name": "SOFTMAX", "module": "qaccel.kernels.elementwise",
+                          "call": {"input_q": [{"scale": "scale.0", ...}], "options":
+                          {"__dict__": {"beta": 1.0}}, "output_shapes": [[1, 1000]], ...}}]
 """
 
 from __future__ import annotations
