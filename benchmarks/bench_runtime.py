@@ -57,7 +57,7 @@ def _tool(name: str) -> str:
 
 def _timed(cmd: list[str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]

@@ -111,7 +111,8 @@ def test_qaccel_run_on_a_plan_imports_no_xdsl(small_artifact, tmp_path):
         "m.startswith(('qaccel.interpreter', 'qaccel.dialects', 'qaccel.frontend'))); "
         "assert not bad, bad"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "output_0.npy").is_file()
 
@@ -156,7 +157,7 @@ def test_plan_missing_or_of_another_format_falls_back(small_artifact, tmp_path, 
     _rehash(other, PLAN_JSON)
     for art in (missing, other):
         assert load_run_plan(art) is None
-        code, out, err = _run([art, "--random-inputs", "1", "--outputs-dir", art / "out"], capsys)
+        code, _, err = _run([art, "--random-inputs", "1", "--outputs-dir", art / "out"], capsys)
         assert code == 0 and err == ""
         np.testing.assert_array_equal(np.load(art / "out" / "output_0.npy"),
                                       np.load(tmp_path / "r" / "output_0.npy"))  # fmt: skip
@@ -217,11 +218,11 @@ def test_option_values_round_trip():
     encoded = json.loads(json.dumps(encode_value(value, arrays, "o")))
     back = decode_value(encoded, arrays)
     assert back.keys() == value.keys()
-    for k in value:
-        if isinstance(value[k], np.ndarray):
-            assert back[k].dtype == value[k].dtype and np.array_equal(back[k], value[k])
+    for k, v in value.items():
+        if isinstance(v, np.ndarray):
+            assert back[k].dtype == v.dtype and np.array_equal(back[k], v)
         else:
-            assert back[k] == value[k] and type(back[k]) is type(value[k])
+            assert back[k] == v and type(back[k]) is type(v)
 
 
 def test_cmachine_runs_in_place(small_artifact):

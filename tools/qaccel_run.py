@@ -55,8 +55,9 @@ def _fail(message: str) -> NoReturn:
 
 
 def load_model(path: Path, ctx: Context) -> tuple[ModuleOp, bytes | None]:
-    from qaccel.frontend.tflite_import import import_tflite
     from xdsl.parser import Parser
+
+    from qaccel.frontend.tflite_import import import_tflite
 
     try:
         data = path.read_bytes()
@@ -211,8 +212,8 @@ def run_vta(args) -> int:
     from qaccel.backends.vta.artifact import is_artifact, load_artifact
     from qaccel.backends.vta.compiled import CompileError
     from qaccel.backends.vta.runtime import run_compiled
-    from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
     from qaccel.interpreter.interpreter import entry_function
+    from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)
@@ -337,13 +338,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _fail_known(e: Exception) -> None:
     """One line for the errors the full path reports (imported only once one happened)."""
+    from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+
     from qaccel.backends.vta.report_plot import PlotError
     from qaccel.frontend.tflite_import import TFLiteImportError
     from qaccel.interpreter.interpreter import ExecutionError
     from qaccel.kernels import registry as kernels
     from qaccel.pipeline.manager import PipelineError, SemanticsError
     from qaccel.tools.qaccel_opt import parse_error_line
-    from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
     if isinstance(e, ExecutionError | PipelineError | TFLiteImportError | DiagnosticException
                   | SemanticsError | PlotError):  # fmt: skip

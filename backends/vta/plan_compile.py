@@ -32,14 +32,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from qaccel.backends.vta.compiled import CompiledModel
-from qaccel.backends.vta.run_plan import RUN_PLAN_FORMAT
-from qaccel.backends.vta.runtime import STEP_HOST, STEP_LAYER, STEP_READ, STEP_WRITE
-from qaccel.backends.vta.runtime import function_steps
-from qaccel.dialects import accel, q, tfl
-from qaccel.dialects.types import tensor_dtype
 from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
+
+from qaccel.backends.vta.compiled import CompiledModel
+from qaccel.backends.vta.run_plan import RUN_PLAN_FORMAT
+from qaccel.backends.vta.runtime import STEP_LAYER, STEP_READ, STEP_WRITE, function_steps
+from qaccel.dialects import accel, q, tfl
+from qaccel.dialects.types import tensor_dtype
 
 
 class NoPlan(Exception):
