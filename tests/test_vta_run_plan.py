@@ -56,6 +56,8 @@ def test_fixture_runs_bit_exact_by_its_plan(name, config, tmp_path):
             run_compiled(compiled, random_inputs(entry_function(compiled.module), 0))
         return
     assert plan is not None, f"{name}: no run plan"
+    for fn_name, fn in compiled.functions.items():  # built from constants.bin
+        assert np.array_equal(plan.functions[fn_name].image, fn.image)
     for seed in (0, 1):
         inputs = random_inputs(entry_function(compiled.module), seed)
         for x, y in zip(plan.random_inputs(seed), inputs, strict=True):
@@ -295,3 +297,18 @@ def test_host_op_steps_match_the_interpreter(tmp_path):
         for x, y in zip(plan.run(inputs), run_function(module, inputs), strict=True):
             assert x.dtype == y.dtype and x.shape == y.shape
             np.testing.assert_array_equal(x, y)
+
+
+def test_plan_reads_the_dram_image_without_constants_bin(small_artifact, tmp_path):
+    art = _copy(small_artifact, tmp_path / "a")
+    plan = load_run_plan(art)
+    drop = tuple(f"{name}/constants.bin" for name, f in plan.functions.items() if f.layers)
+    assert drop
+    _rehash(art, drop=drop)
+    without = load_run_plan(art)
+    for name, f in plan.functions.items():
+        if f.layers:
+            assert np.array_equal(without.functions[name].image, f.image)
+    inputs = plan.random_inputs(4)
+    for x, y in zip(without.run(inputs), plan.run(inputs), strict=True):
+        np.testing.assert_array_equal(x, y)

@@ -129,7 +129,8 @@ class _Builder:
                     for i in plan.segments[arg]:
                         self.op(ops[i], reg, entry, steps)
             entry["accel"] = {
-                "image": f"{name}/dram.npz",
+                "image": f"{name}/dram.npz",  # = arena_bytes zeros, then constants.bin
+                "constants": f"{name}/constants.bin", "arena_bytes": fn.arena_nbytes,
                 "layers": [{"program": f"{name}/layer_{lay.index}.bin",
                             "uops": f"{name}/layer_{lay.index}.uops.bin"}
                            for lay in fn.layers],
