@@ -46,8 +46,21 @@ def _artifact(name: str, config: str, outdir: Path):
     return compiled
 
 
+@pytest.fixture(scope="module")
+def litert():
+    """LiteRT's reference kernels (BUILTIN_REF, in a subprocess), or None without LiteRT."""
+    try:
+        import ai_edge_litert  # noqa: F401
+    except ImportError:
+        return None
+    from qaccel.backends.litert.oracle import run_reference
+
+    return run_reference
+
+
 @pytest.mark.parametrize("name,config", CASES)
-def test_fixture_runs_bit_exact_by_its_plan(name, config, tmp_path):
+def test_fixture_runs_bit_exact_by_its_plan(name, config, tmp_path, litert):
+    """Both ways bit-exact, and (with LiteRT installed) bit-exact with LiteRT's reference."""
     compiled = _artifact(name, config, tmp_path)
     plan = load_run_plan(tmp_path)
     if name == REFUSED:  # LiteRT's kernels refuse its softmax: no plan, the full way says why
@@ -67,6 +80,11 @@ def test_fixture_runs_bit_exact_by_its_plan(name, config, tmp_path):
         for x, y in zip(got, expected, strict=True):
             assert x.dtype == y.dtype and x.shape == y.shape
             np.testing.assert_array_equal(x, y)
+        if litert is not None and seed == 0:
+            ref = litert(tmp_path / "model.tflite", [inputs], keep_all_tensors=False)
+            assert ref.refused is None, ref.refused
+            for x, y in zip(got, ref.outputs[0], strict=True):
+                np.testing.assert_array_equal(x, y)
     assert plan.layer_runs == 2 * sum(len(f.layers) for f in compiled.functions.values())
 
 
