@@ -2,10 +2,15 @@
 
     python benchmarks/bench_runtime.py [MODEL.tflite] [--artifact OUTDIR] [--config NAME]
                                        [--repeat N] [--simulator c|python]
+    python benchmarks/bench_runtime.py --resnet50-proxy [--repeat N]
 
 MODEL defaults to MobileNetV2 1.0/224 (tests/fixtures/models/mobilenet_v2.tflite), compiled
 with `qaccel-compile MODEL -o OUTDIR` (default configuration) unless `--artifact` names an
-existing artifact. Best and median of N (default 5), runs of the two sides alternating so a
+existing artifact. `--resnet50-proxy` builds, without TensorFlow, an int8 model of ResNet-50
+v1's shape (224x224 input, 7x7 stem, max pool, 3-4-6-3 bottlenecks with projection
+shortcuts, mean, 1000-way FC, softmax; 4.1 GMACs) with random weights and quantization, for
+when the real ResNet-50 (`tools/make_fixtures.py --only resnet50`, needs TensorFlow) is not
+at hand. Best and median of N (default 5), runs of the two sides alternating so a
 change in the machine's load affects both alike:
 
   inference  in this process: the artifact loaded once (`load_run_plan`), then inputs in,
@@ -48,6 +53,76 @@ np.save(sys.argv[3], interp.get_tensor(interp.get_output_details()[0]["index"]))
 """
 
 
+def resnet50_proxy(seed: int = 0) -> bytes:
+    """An int8 .tflite of ResNet-50 v1's shape with random weights (see the docstring)."""
+    from qaccel.frontend.builder import (
+        ModelBuilder,
+        QParams,
+        TensorSpec,
+        bias_tensor,
+        per_axis_qparams,
+        weights_tensor,
+    )
+
+    rng = np.random.default_rng(seed)
+    model = ModelBuilder("resnet50 proxy")
+    g = model.subgraph("main")
+    names = iter(range(10**6))
+
+    def conv(x, xq, shape, cout, k, stride, act="RELU"):
+        spread = 40.0 * np.sqrt(k * k * shape[3])  # weight scales that keep activations' scale
+        w_q = per_axis_qparams(rng, cout, 0, (0.5 / spread, 1.0 / spread))
+        n = next(names)
+        y_q = QParams.per_tensor(xq.s * float(np.max(w_q.scale)) * spread,
+                                 int(rng.integers(-20, 20)))  # fmt: skip
+        oh, ow = -(-shape[1] // stride), -(-shape[2] // stride)
+        out_shape = (1, oh, ow, cout)
+        y = g.op("CONV_2D", [x, weights_tensor(f"w{n}", rng, (cout, k, k, shape[3]), w_q),
+                             bias_tensor(f"b{n}", rng, xq, w_q, cout)],
+                 TensorSpec(f"y{n}", out_shape, np.int8, y_q),
+                 {"padding": "SAME", "stride_w": stride, "stride_h": stride,
+                  "dilation_w_factor": 1, "dilation_h_factor": 1,
+                  "fused_activation_function": act})  # fmt: skip
+        return y, y_q, out_shape
+
+    x_q = QParams.per_tensor(0.0078125, 0)
+    x = g.input("image", (1, 224, 224, 3), np.int8, x_q)
+    y, q, shape = conv(x, x_q, (1, 224, 224, 3), 64, 7, 2)
+    shape = (1, 56, 56, 64)
+    y = g.op("MAX_POOL_2D", [y], TensorSpec("pool", shape, np.int8, q),
+             {"padding": "SAME", "stride_w": 2, "stride_h": 2, "filter_width": 3,
+              "filter_height": 3, "fused_activation_function": "NONE"})  # fmt: skip
+    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for b in range(blocks):
+            s = stride if b == 0 else 1
+            a, aq, ashape = conv(y, q, shape, width, 1, s)
+            a, aq, ashape = conv(a, aq, ashape, width, 3, 1)
+            a, aq, ashape = conv(a, aq, ashape, 4 * width, 1, 1, act="NONE")
+            if b == 0:
+                short, sq, _ = conv(y, q, shape, 4 * width, 1, s, act="NONE")
+            else:
+                short, sq = y, q
+            n = next(names)
+            q = QParams.per_tensor(max(aq.s, sq.s) * 1.5, int(rng.integers(-20, 20)))
+            y = g.op("ADD", [a, short], TensorSpec(f"add{n}", ashape, np.int8, q),
+                     {"fused_activation_function": "RELU"})  # fmt: skip
+            shape = ashape
+    axes = g.const("axes", np.array([1, 2], np.int32))
+    mq = QParams.per_tensor(q.s, q.zero_point[0])
+    y = g.op("MEAN", [y, axes], TensorSpec("mean", (1, shape[3]), np.int8, mq),
+             {"keep_dims": False})  # fmt: skip
+    w_q = QParams.per_tensor(float(1.0 / (40.0 * np.sqrt(shape[3]))), 0)
+    fq = QParams.per_tensor(mq.s, 0)
+    y = g.op("FULLY_CONNECTED", [y, weights_tensor("fc_w", rng, (1000, shape[3]), w_q),
+                                 bias_tensor("fc_b", rng, mq, w_q, 1000)],
+             TensorSpec("logits", (1, 1000), np.int8, fq),
+             {"fused_activation_function": "NONE"})  # fmt: skip
+    y = g.op("SOFTMAX", [y], TensorSpec("probs", (1, 1000), np.int8,
+                                        QParams.per_tensor(1 / 256, -128)), {"beta": 1.0})
+    g.output(y)
+    return model.build()
+
+
 def _tool(name: str) -> str:
     """The console script beside this Python (not a version manager's shim, which would add
     its own start-up to qaccel's side only)."""
@@ -76,6 +151,8 @@ def main() -> None:
     ap.add_argument("--config", default=None, help="--config of qaccel-compile")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--simulator", choices=("c", "python"), default="c")
+    ap.add_argument("--resnet50-proxy", action="store_true",
+                    help="build and measure an int8 model of ResNet-50's shape (no TensorFlow)")
     args = ap.parse_args()
 
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
@@ -83,6 +160,9 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
+        if args.resnet50_proxy:
+            args.model = tmp / "resnet50_proxy.tflite"
+            args.model.write_bytes(resnet50_proxy())
         art = args.artifact
         if art is None:
             art = tmp / "artifact"

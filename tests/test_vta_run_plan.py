@@ -269,7 +269,8 @@ func.func public @host(%acc: !t, %fc: tensor<1x1x1x16xi32>, %row: tensor<1x2x1x1
     -> (!t, !t, tensor<1x2x4x4x1x16x!q>, tensor<1x1x1x16x!q>, tensor<1x2x2x2x1x16xi32>,
         tensor<1x2x2x2x1x16xi32>, tensor<1x2x1x16xi32>, tensor<1x2x4x1x1x16xi32>,
         tensor<1x2x5x6x1x16x!q>, tensor<1x4x4x4x1x16x!q>, tensor<1x4x4x2x!q>,
-        tensor<1x4x4x4x!q>, tensor<1x2x1x4xi32>, tensor<1x2x1x4xi32>) {
+        tensor<1x4x4x4x!q>, tensor<1x2x1x4xi32>, tensor<1x2x1x4xi32>, tensor<1x2x2x2x!q>,
+        tensor<1x3x2x2x!q>) {
   %b = accel.bias_add_zp %acc by [3] : !t
   %s = accel.shift_left %b by [1] : !t
   %m = accel.round_multiply %s by [1073741824] : !t
@@ -291,7 +292,9 @@ func.func public @host(%acc: !t, %fc: tensor<1x1x1x16xi32>, %row: tensor<1x2x1x1
   %qc = q.concat %relu, %y {axis = 3 : i32} : (tensor<1x4x4x2x!q>, tensor<1x4x4x2x!q>) -> tensor<1x4x4x4x!q>
   %pl = accel.round_multiply %lanes by [1, 2, 3, 4, 5, 6, 7, 8] : tensor<1x2x1x4xi32>
   %pm = accel.max %pl by [0, -5, 0, -5, 9, 0, 0, 1] : tensor<1x2x1x4xi32>
-  func.return %mul, %wide, %n, %host, %mp, %sp, %rs, %kd, %p, %c, %relu, %qc, %pl, %pm : !t, !t, tensor<1x2x4x4x1x16x!q>, tensor<1x1x1x16x!q>, tensor<1x2x2x2x1x16xi32>, tensor<1x2x2x2x1x16xi32>, tensor<1x2x1x16xi32>, tensor<1x2x4x1x1x16xi32>, tensor<1x2x5x6x1x16x!q>, tensor<1x4x4x4x1x16x!q>, tensor<1x4x4x2x!q>, tensor<1x4x4x4x!q>, tensor<1x2x1x4xi32>, tensor<1x2x1x4xi32>
+  %qmp = q.max_pool2d %y {filter = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 0, 1, 0, 1>} : (tensor<1x4x4x2x!q>) -> tensor<1x2x2x2x!q>
+  %qap = q.avg_pool2d %y {filter = array<i64: 2, 3>, strides = array<i64: 1, 2>, padding = array<i64: 0, 0, 1, 0>} : (tensor<1x4x4x2x!q>) -> tensor<1x3x2x2x!q>
+  func.return %mul, %wide, %n, %host, %mp, %sp, %rs, %kd, %p, %c, %relu, %qc, %pl, %pm, %qmp, %qap : !t, !t, tensor<1x2x4x4x1x16x!q>, tensor<1x1x1x16x!q>, tensor<1x2x2x2x1x16xi32>, tensor<1x2x2x2x1x16xi32>, tensor<1x2x1x16xi32>, tensor<1x2x4x1x1x16xi32>, tensor<1x2x5x6x1x16x!q>, tensor<1x4x4x4x1x16x!q>, tensor<1x4x4x2x!q>, tensor<1x4x4x4x!q>, tensor<1x2x1x4xi32>, tensor<1x2x1x4xi32>, tensor<1x2x2x2x!q>, tensor<1x3x2x2x!q>
 }
 """
 
@@ -309,7 +312,7 @@ def test_host_op_steps_match_the_interpreter(tmp_path):
     assert plan is not None
     kinds = {s[0] for f in plan.functions.values() for s in f.steps}
     assert {"lane", "binary", "astype", "requantize", "pool", "reduce_sum", "pad", "clip",
-            "concat"} <= kinds  # fmt: skip
+            "concat", "qpool"} <= kinds  # fmt: skip
     for seed in range(3):
         inputs = random_inputs(entry_function(module), seed)
         for x, y in zip(plan.run(inputs), run_function(module, inputs), strict=True):
