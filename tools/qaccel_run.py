@@ -14,9 +14,10 @@ MODEL is a `.tflite` (imported first) or `.mlir` file, or an artifact folder wri
 program runs on the interpreter and every compiled accelerator layer on the VTA simulator; an
 artifact with a run plan (`runtime.json`, backends/vta/run_plan.py) runs it without parsing
 `host.mlir` or importing xDSL when only qaccel-run's own options are given. Outputs are
-written as DIR/output_0.npy, output_1.npy, ... in the model's output order. `--compare-litert` (for `.tflite` input) runs LiteRT's reference kernels in a subprocess
-on the same inputs, prints per-output mismatch counts and max |diff| (and the first
-intermediate tensor that differs), and exits 1 on any mismatch. The pass-manager flags of
+written as DIR/output_0.npy, output_1.npy, ... in the model's output order.
+`--compare-litert` (for `.tflite` input) runs LiteRT's reference kernels in a subprocess on
+the same inputs, prints per-output mismatch counts and max |diff| (and the first intermediate
+tensor that differs), and exits 1 on any mismatch. The pass-manager flags of
 qaccel-opt (`--print-ir-after-all`, `--print-ir-after=PASS`, `--pass-timing`,
 `--verify-semantics[=SEED]`) work here too.
 
