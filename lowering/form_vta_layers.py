@@ -16,8 +16,8 @@ int32 value it narrows (result 1). The body reads its inputs and weights from ab
 layer computes exactly what its ops computed (the interpreter runs the body):
 
     %acc = accel.conv2d_zp %x, %w pad_value(-1) ... -> tensor<1x1x8x8x1x16xi32>
-    %b = accel.bias_add_zp %acc values = [...] ...
-    %m = accel.round_multiply %b values = [...] ...
+    %b = accel.bias_add_zp %acc by [...] : ...
+    %m = accel.round_multiply %b by [...] : ...
     ...
     %y = accel.narrow %c : tensor<1x1x8x8x1x16xi32> -> tensor<1x1x8x8x1x16xi8>
   becomes
@@ -173,7 +173,8 @@ class FormVtaLayersPass(ModulePass):
                 yielded = [m.output] if m.widened is None else [m.output, m.widened]
                 try:
                     form_layer(kind, list(m.ops), yielded)
-                except NotALayer as e:
-                    reasons[m.output.owner] = str(e)  # type: ignore[index]
+                except NotALayer as e:  # the GEMM op, or the narrowing, says why
+                    root = m.ops[0] if isinstance(m, LayerMatch) else m.output.owner
+                    reasons[root] = str(e)  # type: ignore[index]
             for o, why in reasons.items():
                 o.attributes[HOST_REASON_ATTR] = StringAttr(why)

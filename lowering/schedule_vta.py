@@ -11,7 +11,8 @@ Every `accel.layer` (`form-vta-layers`) of a `vta` accelerator function gets an
 - an `eltwise` or `pool` layer: what its emitter decides (`lowering/vta/emit_alu.py`): the
   rows of a channel block processed at a time (chunk; output rows of a pool tile), the
   parameter rows loaded first into the accumulator buffer, and whether the store module's
-  output stage runs the requantizing tail.
+  output stage runs the requantizing tail; `estimated_cycles` is the timing model's count
+  for that program.
 
 `qaccel-compile` emits the instruction streams from these attributes, so a schedule written
 or edited by hand in the IR is what runs.
@@ -37,8 +38,8 @@ from dataclasses import dataclass
 from qaccel.dialects import accel
 from qaccel.dialects.accel import ScheduleAttr
 from qaccel.lowering.form_vta_layers import vta_functions
-from qaccel.lowering.vta.emit_alu import AluPlan, plan_alu
-from qaccel.lowering.vta.layers import LayerMatch, LayerReader, NotALayer
+from qaccel.lowering.vta.emit_alu import AluPlan, emit_alu, emit_pool, plan_alu
+from qaccel.lowering.vta.layers import AluLayer, LayerMatch, LayerReader, NotALayer, PoolLayer
 from qaccel.lowering.vta.schedule import (
     BIAS_MODES,
     ConvLayer,
@@ -68,9 +69,18 @@ def gemm_schedule_attr(sched: Schedule, config_name: str) -> ScheduleAttr:
                         estimated_cycles=int(sched.estimated_cycles))  # fmt: skip
 
 
-def alu_schedule_attr(kind: str, plan: AluPlan, config_name: str) -> ScheduleAttr:
-    return ScheduleAttr(kind, config=config_name, rows=plan.rows,
-                        param_rows=plan.param_rows, output_stage=plan.output_stage)  # fmt: skip
+def alu_cycles(layer: AluLayer | PoolLayer, plan: AluPlan, config) -> int:
+    """The timing model's cycles for the program `plan` gives (placed at DRAM offset 0)."""
+    emitter = emit_pool if isinstance(layer, PoolLayer) else emit_alu
+    prog = emitter(layer, config, inputs_at=[0] * layer.n_inputs, output_at=0, constants_at=0,
+                   rows=plan.rows, output_stage=plan.output_stage)  # fmt: skip
+    return int(prog.timing().total_cycles)
+
+
+def alu_schedule_attr(kind: str, plan: AluPlan, config_name: str,
+                      cycles: int | None = None) -> ScheduleAttr:  # fmt: skip
+    return ScheduleAttr(kind, config=config_name, rows=plan.rows, param_rows=plan.param_rows,
+                        output_stage=plan.output_stage, estimated_cycles=cycles)  # fmt: skip
 
 
 def _check_config(attr: ScheduleAttr, config) -> None:
@@ -174,7 +184,8 @@ class ScheduleVtaPass(ModulePass):
                     o.schedule = gemm_schedule_attr(best, config.name)
                 else:
                     plan = plan_alu(m.layer, config)
-                    o.schedule = alu_schedule_attr(o.kind.data, plan, config.name)
+                    cycles = alu_cycles(m.layer, plan, config)
+                    o.schedule = alu_schedule_attr(o.kind.data, plan, config.name, cycles)
             except LayerError:
                 o.schedule = None  # nothing fits: the layer runs on the host (qaccel-compile)
                 continue

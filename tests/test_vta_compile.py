@@ -176,7 +176,12 @@ def test_mobilenet_v2_all_layers_on_the_accelerator(hw_config):
     assert modes == {"store"} if hw_config else "store" not in modes
     kinds = [r["kind"] for r in compiled.report["layers"]]
     assert len(kinds) - kinds.count("eltwise") == 53  # every convolution and the classifier
-    inputs = random_inputs(entry_function(module), 0)
+    _assert_bit_exact(module, compiled)
+
+
+def _assert_bit_exact(module, compiled, seed: int = 0) -> None:
+    """The compiled model's outputs equal the interpreter's on the same random inputs."""
+    inputs = random_inputs(entry_function(module), seed)
     expected = run_function(module, inputs)
     for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
         np.testing.assert_array_equal(x, y)
@@ -198,10 +203,7 @@ def test_schedules_come_from_the_ir():
     edited = compile_module(module)
     assert edited.report["layers"][0]["tiling"]["tile_h"] == 1
     assert [r["tiling"] for r in edited.report["layers"][1:]] == chosen[1:]
-    inputs = random_inputs(entry_function(module), 0)
-    expected = run_function(module, inputs)
-    for x, y in zip(run_compiled(edited, inputs), expected, strict=True):
-        np.testing.assert_array_equal(x, y)
+    _assert_bit_exact(module, edited)
 
 
 def test_element_wise_schedules_come_from_the_ir():
@@ -222,10 +224,7 @@ def test_element_wise_schedules_come_from_the_ir():
     edited = compile_module(module)
     got = [r["tiling"]["chunk_rows"] for r in edited.report["layers"] if r["kind"] == "eltwise"]
     assert got == [values["rows"], *rows[1:]]
-    inputs = random_inputs(entry_function(module), 0)
-    expected = run_function(module, inputs)
-    for x, y in zip(run_compiled(edited, inputs), expected, strict=True):
-        np.testing.assert_array_equal(x, y)
+    _assert_bit_exact(module, edited)
 
 
 def test_a_schedule_that_does_not_fit_is_a_one_line_error(tmp_path, capsys):
@@ -283,3 +282,63 @@ def test_qaccel_sim_runs_a_layer_of_the_artifact(tmp_path, capsys):
     code = qaccel_sim.main([str(fn / "layer_1.bin"), "--uops", str(tmp_path / "bad.uops")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1 and "not a whole number of micro-ops" in err[0]
+
+
+def test_a_layer_that_does_not_read_as_its_kind_runs_on_the_host():
+    # A hand-edited layer whose body is not a layer of its kind is refused with the reason,
+    # its body runs on the host interpreter, the layers after it still run on the simulator,
+    # and the result stays bit-exact.
+    from qaccel.dialects.accel import LayerOp
+    from xdsl.dialects.builtin import StringAttr
+
+    module, _ = vta_lowered("residual")
+    layers = [op for op in module.walk() if isinstance(op, LayerOp)]
+    eltwise = next(op for op in layers if op.kind.data == "eltwise")
+    eltwise.kind = StringAttr("pool")
+    eltwise.schedule = None
+    compiled = compile_module(module)
+    assert len(compiled.report["layers"]) == len(layers) - 1
+    refused = [fb for fb in compiled.fallbacks if "accel.layer" in fb.op]
+    assert len(refused) == 1 and refused[0].op == 'accel.narrow (accel.layer "pool")'
+    assert refused[0].reason == "not a pool followed by constant ALU ops"
+    _assert_bit_exact(module, compiled)
+
+
+def test_pool_schedules_come_from_the_ir():
+    # A pool's output rows per tile, as edited in the IR, are what the program walks; the
+    # result stays bit-exact. Asking for the output stage on a configuration without one is
+    # a one-line error naming the layer.
+    from qaccel.backends.vta.compiled import CompileError
+    from qaccel.dialects.accel import LayerOp, ScheduleAttr
+
+    module, _ = vta_lowered("small_cnn")
+    pool = next(op for op in module.walk() if isinstance(op, LayerOp) and op.kind.data == "pool")
+    values = pool.schedule.fields()
+    assert values["rows"] > 1
+    values["rows"] = 1
+    pool.schedule = ScheduleAttr("pool", **values)
+    compiled = compile_module(module)
+    tiles = [r["tiling"]["tile_rows"] for r in compiled.report["layers"] if r["kind"] == "pool"]
+    assert tiles[0] == 1
+    _assert_bit_exact(module, compiled)
+    values["output_stage"] = True
+    pool.schedule = ScheduleAttr("pool", **values)
+    with pytest.raises(CompileError, match=r'^@vta_fn_0: accel.layer "pool" \(max pool .*\): '
+                                           r".*output stage cannot run"):  # fmt: skip
+        compile_module(module)
+
+
+def test_ir_without_formed_layers_is_a_one_line_error():
+    # accel IR that never went through form-vta-layers (e.g. text from an older qaccel)
+    # would put every GEMM on the host: qaccel-compile says what to run instead.
+    from qaccel.backends.vta.compiled import CompileError
+    from qaccel.frontend.tflite_import import import_tflite
+    from qaccel.pipeline.manager import build_pipeline, qaccel_context
+
+    module = import_tflite((MODELS / "cnn.tflite").read_bytes(), "cnn.tflite")
+    build_pipeline("fuse-composites,legalize-tfl-to-q,annotate-target{target=vta},"
+                   "partition-graph{target=vta},insert-pack-unpack,lower-q-to-accel"
+                   ).apply(qaccel_context(), module)  # fmt: skip
+    with pytest.raises(CompileError, match=r"^@vta_fn_0: accel.conv2d_zp \(#\d+\) is in no "
+                                           r"accel.layer: run form-vta-layers and schedule-vta"):
+        compile_module(module)

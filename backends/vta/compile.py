@@ -168,6 +168,7 @@ def compile_module(
     for f in accel_functions:
         name = f.sym_name.data
         ops = list(f.body.block.ops)
+        _check_formed(name, ops)
         reasons: dict[Operation, str] = {}
         fn = _compile_function(name, ops, reasons, c, progress, count)
         functions[name] = fn
@@ -183,6 +184,18 @@ def compile_module(
     compiled = CompiledModel(module, c, functions, fallbacks, {})
     compiled.report = build_report(compiled, total_macs)
     return compiled
+
+
+def _check_formed(name: str, ops: list[Operation]) -> None:
+    """A GEMM op outside any layer that does not say why (`accel.host_reason`): the IR was
+    not formed (e.g. text from before `form-vta-layers`), so compiling it would silently put
+    every layer on the host."""
+    for i, op in enumerate(ops):
+        if isinstance(op, accel.Conv2DZpOp | accel.DenseZpOp) and HOST_REASON_ATTR not in (
+            op.attributes
+        ):  # fmt: skip
+            raise CompileError(f"@{name}: {op.name} (#{i}) is in no accel.layer: run "
+                               "form-vta-layers and schedule-vta first (vta-pipeline does)")
 
 
 def _fallback_name(op: Operation) -> str:

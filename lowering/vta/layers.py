@@ -1,7 +1,12 @@
-"""Accelerator layers in `accel` IR: a GEMM op with its requantization tail as one `ConvLayer`.
+"""Accelerator layers in `accel` IR: a GEMM op with its requantization tail as one `ConvLayer`,
+an element-wise tree as an `AluLayer`, a windowed pool as a `PoolLayer`.
 
     m = match_layer(conv_op, "fn_layer0")    # -> LayerMatch, or raises NotALayer (why)
     m.layer                                   # the ConvLayer the scheduler and emitter take
+
+`form-vta-layers` finds the layers with the `match_*` functions and makes each one
+`accel.layer` op; `schedule-vta` and `qaccel-compile` read a formed layer back with
+`read_layer` / `LayerReader` (its body, as its kind says; no search).
 
 `lower-q-to-accel` (+ `canonicalize-accel`) writes every convolution, depthwise convolution
 or matrix product with its requantization tail as

@@ -53,10 +53,10 @@ func.func private @vta_fn_0(%x: tensor<1x8x8x6x!qi>) -> tensor<1x8x8x6x!qo> attr
 // store module's output stage, the final requantization (rounding multiply, shift, clamp,
 // zero point) moves into it, adding its 4 parameter rows.
 // CHECK-LABEL: func.func @add
-// CHECK:         %s = accel.layer "eltwise" schedule #accel.schedule<eltwise, config = "vta-default", rows = 4, param_rows = 3, output_stage = false> {
+// CHECK:         %s = accel.layer "eltwise" schedule #accel.schedule<eltwise, config = "vta-default", rows = 4, param_rows = 3, output_stage = false, estimated_cycles = {{[0-9]+}}> {
 // CHECK-NEXT:      accel.widen %x
 // RQ-LABEL:    func.func @add
-// RQ:            %s = accel.layer "eltwise" schedule #accel.schedule<eltwise, config = "vta-store-requant", rows = 4, param_rows = 7, output_stage = true> {
+// RQ:            %s = accel.layer "eltwise" schedule #accel.schedule<eltwise, config = "vta-store-requant", rows = 4, param_rows = 7, output_stage = true, estimated_cycles = {{[0-9]+}}> {
 !a = !quant.uniform<i8:f32, 0.5:-34>
 !b = !quant.uniform<i8:f32, 0.25:-2>
 !o = !quant.uniform<i8:f32, 0.75:-128>
@@ -73,7 +73,7 @@ func.func private @vta_fn_0(%x: tensor<1x2x2x6x!a>, %y: tensor<1x2x2x6x!b>) -> t
 
 // A 2x2 max pool: both output rows in one tile, no parameter rows.
 // CHECK-LABEL: func.func @pool
-// CHECK:         %m = accel.layer "pool" schedule #accel.schedule<pool, config = "vta-default", rows = 2, param_rows = 0, output_stage = false> {
+// CHECK:         %m = accel.layer "pool" schedule #accel.schedule<pool, config = "vta-default", rows = 2, param_rows = 0, output_stage = false, estimated_cycles = {{[0-9]+}}> {
 // CHECK-NEXT:      accel.widen %x
 !q = !quant.uniform<i8:f32, 0.5:3>
 func.func @pool(%x: tensor<1x4x4x6x!q>) -> tensor<1x2x2x6x!q> {
@@ -97,7 +97,7 @@ func.func private @vta_fn_0(%x: tensor<1x4x4x6x!q>) -> tensor<1x2x2x6x!q> attrib
 // DMA:           schedule #accel.schedule<gemm, tile_h = 1, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = alu> {
 // RECOMPUTE-LABEL: func.func @hand_written
 // RECOMPUTE:       schedule #accel.schedule<gemm, config = "vta-default", tile_h = 2, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = alu, inp_slots = 4,
-// RECOMPUTE:       schedule #accel.schedule<eltwise, config = "vta-default", rows = 64, param_rows = 0, output_stage = false> {
+// RECOMPUTE:       schedule #accel.schedule<eltwise, config = "vta-default", rows = 64, param_rows = 0, output_stage = false, estimated_cycles = {{[0-9]+}}> {
 !qa = !quant.uniform<i8:f32, 0.5:0>
 func.func @hand_written(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa> {
   %y = func.call @vta_fn_0(%x) : (tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa>
