@@ -122,6 +122,22 @@ def _check_channels(op: QOp, names: Sequence[str], channels: int) -> None:
             )
 
 
+# The shifts the kernels' MultiplyByQuantizedMultiplier defines: a left shift of an int32 by at
+# most 31, a rounding right shift of the int64 high product by at most 62. (TFLite itself
+# produces [-31, 30]; smaller shifts are exact here and refused by the accelerator lowering.)
+MIN_SHIFT, MAX_SHIFT = -62, 31
+
+
+def _check_shifts(op: QOp, name: str, values) -> None:
+    values = np.atleast_1d(np.asarray(values, np.int64))
+    bad = values[(values < MIN_SHIFT) | (values > MAX_SHIFT)]
+    if bad.size:
+        raise VerifyException(
+            f"{op.name}: {name} {int(bad[0])} is outside [{MIN_SHIFT}, {MAX_SHIFT}], "
+            "where TFLite's fixed-point rescaling is defined"
+        )
+
+
 class _WindowOp(QOp):
     strides = prop_def(DenseArrayBase)
     """[stride_h, stride_w]"""
@@ -248,6 +264,7 @@ class RequantizeOp(QOp):
             raise VerifyException("q.requantize: multiplier and shift differ in length")
         if np.any(self.array_prop("multiplier") < 0):
             raise VerifyException("q.requantize: multipliers must not be negative")
+        _check_shifts(self, "shift", self.array_prop("shift"))
 
 
 @irdl_op_definition
@@ -289,6 +306,8 @@ class _AddSubOp(QOp):
             raise VerifyException(
                 f"{self.name}: output_shift must not be positive, got {self.int_prop('output_shift')}"
             )
+        for name in ("lhs_shift", "rhs_shift", "output_shift"):
+            _check_shifts(self, name, self.int_prop(name))
 
 
 @irdl_op_definition
@@ -319,6 +338,9 @@ class MulOp(QOp):
     multiplier = prop_def(IntegerAttr[I32])
     shift = prop_def(IntegerAttr[I32])
     output_zero_point = prop_def(IntegerAttr[I32])
+
+    def verify_(self) -> None:
+        _check_shifts(self, "shift", self.int_prop("shift"))
 
 
 class _PoolOp(_WindowOp):

@@ -238,6 +238,32 @@ class TflOp(IRDLOperation):
         for name in ("stride_w", "stride_h", "dilation_w_factor", "dilation_h_factor"):
             if name in self.OPTION_TABLE and self.options[name] < 1:
                 raise VerifyException(f"{self.name}: {name} must be at least 1")
+        self.verify_output_shape()
+
+    def verify_output_shape(self) -> None:
+        """The declared result shape is the one TFLite's Prepare computes from the inputs."""
+        from qaccel.kernels.shapes import NEEDS_CONSTANT_INPUT_1, ShapeMismatch, infer_shape
+
+        if len(self.results) != 1 or not isinstance(self.results[0].type, TensorType):
+            return
+        shapes = [tuple(v.type.get_shape()) if isinstance(v.type, TensorType) else None
+                  for v in self.operands]  # fmt: skip
+        consts: list[np.ndarray | None] = [None] * len(shapes)
+        if self.TFLITE_NAME in NEEDS_CONSTANT_INPUT_1 and len(shapes) > 1:
+            owner = self.operands[1].owner
+            consts[1] = owner.as_array() if isinstance(owner, ConstOp) else None
+        try:
+            inferred = infer_shape(self.TFLITE_NAME, shapes, consts, self.options)
+        except ShapeMismatch as e:
+            raise VerifyException(f"{self.name}: {e}") from None
+        except (ValueError, TypeError, ZeroDivisionError):
+            return  # options the kernels' Prepare checks refuse, with their own message
+        declared = tuple(self.results[0].type.get_shape())
+        if inferred is not None and tuple(inferred) != declared and min(declared, default=0) >= 0:
+            raise VerifyException(
+                f"{self.name}: the result is declared with shape {list(declared)}, but the "
+                f"inputs give {list(inferred)}"
+            )
 
 
 def _is_default(value: Any) -> bool:

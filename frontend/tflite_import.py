@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     i32,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from qaccel.dialects.quant import UniformQuantizedType, storage_type_of
 from qaccel.dialects.tfl import (
@@ -50,8 +51,10 @@ from qaccel.dialects.tfl import (
     py_to_attr,
 )
 from qaccel.dialects.types import element_type_for, numpy_dtype
+from qaccel.dialects.memory import MemoryBudgetError, check_budget
 from qaccel.frontend.errors import TFLiteImportError
 from qaccel.frontend import tflite_schema
+from qaccel.frontend.tflite_verify import verify_model
 
 _MAX_ELEMENTS = 1 << 40  # no real tensor comes near this; larger counts are corrupt files
 
@@ -73,8 +76,9 @@ def import_tflite(data: bytes, source: str = "<bytes>") -> ModuleOp:
         raise TFLiteImportError(
             f"{source}: not a TFLite model (file identifier {ident!r}, expected b'TFL3')"
         )
+    verify_model(data, source)
     try:
-        return _Importer(data, source).run()
+        module = _Importer(data, source).run()
     except TFLiteImportError:
         raise
     except Exception as e:
@@ -83,6 +87,7 @@ def import_tflite(data: bytes, source: str = "<bytes>") -> ModuleOp:
         raise TFLiteImportError(
             f"{source}: truncated or malformed flatbuffer ({type(e).__name__}: {e})"
         ) from e
+    return module
 
 
 def _raised_by_reader(e: Exception) -> bool:
@@ -134,8 +139,20 @@ class _Importer:
         entry_name = "main"
         for i in range(self.model.SignatureDefsLength()):
             sig = self.model.SignatureDefs(i)
+            if sig.SubgraphIndex() >= n_subgraphs:
+                raise TFLiteImportError(
+                    f"{self.source}: signature {i}: subgraph index {sig.SubgraphIndex()} out "
+                    f"of range (the model has {n_subgraphs} subgraphs)"
+                )
+            for kind, length, get in (("input", sig.InputsLength, sig.Inputs),
+                                      ("output", sig.OutputsLength, sig.Outputs)):
+                for j in range(length()):
+                    name = get(j).Name()
+                    if name is not None:
+                        _utf8(name, f"{self.source}: signature {i}: {kind} {j}: name")
             if sig.SubgraphIndex() == 0 and sig.SignatureKey():
-                entry_name = _symbol_name(sig.SignatureKey().decode(), "main")
+                key = _utf8(sig.SignatureKey(), f"{self.source}: signature {i}: key")
+                entry_name = _symbol_name(key, "main")
         taken = {entry_name}
         self.subgraphs: list[_Subgraph] = []
         for i in range(n_subgraphs):
@@ -143,7 +160,7 @@ class _Importer:
             if i == 0:
                 name = entry_name
             else:
-                raw = graph.Name().decode() if graph.Name() else ""
+                raw = _utf8(graph.Name(), f"{self.source}: subgraph {i}: name") if graph.Name() else ""
                 name = _symbol_name(raw, f"subgraph_{i}")
                 if name in taken:
                     name = f"{name}_{i}"
@@ -155,11 +172,18 @@ class _Importer:
     def _import_subgraph(self, sg: _Subgraph) -> func.FuncOp:
         graph = sg.graph
         self.where = f"{self.source}: subgraph {sg.index}"
+        if graph.TensorsIsNone() or graph.OperatorsIsNone():
+            # LiteRT: "Did not get operators or tensors in subgraph N."
+            raise TFLiteImportError(f"{self.where}: no tensors or no operators vector")
         n_tensors = graph.TensorsLength()
         self.types = [self._tensor_type(graph, t) for t in range(n_tensors)]
         self.names = [
             (graph.Tensors(t).Name() or b"").decode("utf-8", "replace") for t in range(n_tensors)
         ]
+        try:
+            check_budget(sum(_type_bytes(t) for t in self.types), self.where)
+        except MemoryBudgetError as e:
+            raise TFLiteImportError(str(e)) from None
         inputs = [self._check_tensor(graph.Inputs(i), n_tensors, "input") for i in range(graph.InputsLength())]
         outputs = [self._check_tensor(graph.Outputs(i), n_tensors, "output") for i in range(graph.OutputsLength())]
 
@@ -214,7 +238,10 @@ class _Importer:
         if not isinstance(dtype, np.dtype):
             type_name = dtype if isinstance(dtype, str) else f"#{tensor.Type()}"
             raise TFLiteImportError(f"{what}: tensor type {type_name} is not supported")
-        element = element_type_for(dtype)
+        try:
+            element = element_type_for(dtype)
+        except KeyError:
+            raise TFLiteImportError(f"{what}: tensor type {dtype} is not supported") from None
         quant = tensor.Quantization()
         if quant is not None and quant.ScaleLength() > 0 and dtype.kind in "iu":
             scales = quant.ScaleAsNumpy().astype(np.float32)
@@ -321,7 +348,16 @@ class _Importer:
         except Exception as e:
             raise TFLiteImportError(f"{what}: cannot read its options ({e})") from None
 
+        self._check_per_axis(what, op_name, in_idx, out_idx)
         op = self._make_op(op_name, opcode, code, operands, result_types, options, version, operator)
+        if isinstance(op, TflOp):
+            # The op's own checks (a zero stride; a declared output shape other than the one
+            # TFLite's Prepare computes, `kernels/shapes.py`), so the imported IR verifies;
+            # xDSL's generic constraints hold by construction (`verify` costs 15% of import).
+            try:
+                op.verify_()
+            except VerifyException as e:
+                raise TFLiteImportError(f"{what}: {str(e).strip().splitlines()[0]}") from None
         for t, result in zip(out_idx, op.results):
             if t in self.sg.values:
                 raise TFLiteImportError(f"{what}: tensor {t} '{self.names[t]}' is defined twice")
@@ -330,12 +366,36 @@ class _Importer:
         op.location = locs[0] if len(locs) == 1 else FusedLoc(ArrayAttr(locs), NoneAttr())
         return op
 
+    def _check_per_axis(self, what: str, op_name: str, in_idx: list[int], out_idx: list[int]) -> None:
+        """Per-axis (per-channel) quantization is refused where TFLite's kernels (and our
+        legalization) read one scale and zero point: activations of the arithmetic operators,
+        pools and reductions, the data input and output of the convolutions."""
+        per_tensor = _PER_TENSOR_ONLY.get(op_name)
+        if per_tensor is None:
+            return
+        roles = [*((f"input {i}", t, i) for i, t in enumerate(in_idx)),
+                 *((f"output {i}", t, -1 - i) for i, t in enumerate(out_idx))]  # fmt: skip
+        for role, t, pos in roles:
+            if t == -1 or (per_tensor != "all" and pos not in per_tensor):
+                continue
+            element = self.types[t].element_type
+            if isinstance(element, UniformQuantizedType) and element.is_per_axis:
+                raise TFLiteImportError(
+                    f"{what}: {role}, tensor {t} '{self.names[t]}', is quantized per axis, "
+                    f"which {op_name} does not accept there"
+                )
+
     def _make_op(self, op_name, opcode, code, operands, result_types, options, version, operator):
         cls = OPS_BY_TFLITE_NAME.get(op_name)
         if cls is not None and len(result_types) == 1:
             fitted = _fit_operands(cls, operands, self._none)
             if fitted is not None:
-                props = cls.properties_from_options(options)
+                try:
+                    props = cls.properties_from_options(options)
+                except (IndexError, KeyError, ValueError, TypeError) as e:
+                    raise TFLiteImportError(
+                        f"{self.where}: {op_name}: invalid options {options} ({e})"
+                    ) from None
                 if version > 1:
                     props["version"] = IntegerAttr(version, i32)
                 return cls.create(operands=fitted, result_types=result_types, properties=props)
@@ -373,6 +433,36 @@ class _Importer:
         return StableHLOCompositeOp.create(
             operands=operands, result_types=result_types, properties=props
         )
+
+
+# Operand positions (outputs as -1, -2, ...) that must be quantized per tensor, or "all".
+_PER_TENSOR_ONLY: dict[str, set[int] | str] = {
+    **{op: "all" for op in (
+        "ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE",
+        "AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D", "MEAN", "SUM", "REDUCE_MAX",
+        "REDUCE_MIN", "SOFTMAX", "LOG_SOFTMAX", "LOGISTIC", "TANH", "RELU", "RELU6",
+        "RELU_N1_TO_1", "HARD_SWISH", "LEAKY_RELU", "PRELU", "CONCATENATION", "PAD", "PADV2",
+    )},
+    "CONV_2D": {0, -1},
+    "DEPTHWISE_CONV_2D": {0, -1},
+    "FULLY_CONNECTED": {0, -1},
+    "TRANSPOSE_CONV": {2, -1},
+}  # fmt: skip
+
+
+def _utf8(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TFLiteImportError(f"{what} is not UTF-8 (byte {e.start})") from None
+
+
+def _type_bytes(t: TensorType) -> int:
+    try:
+        itemsize = numpy_dtype(storage_type_of(t.element_type)).itemsize
+    except Exception:
+        itemsize = 8
+    return math.prod(t.get_shape()) * itemsize
 
 
 def _decode_flexbuffer(data: bytes):

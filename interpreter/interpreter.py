@@ -16,6 +16,7 @@ wrong number.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,7 @@ from qaccel.dialects.tfl import (
     StableHLOCompositeOp,
     TflOp,
 )
+from qaccel.dialects.memory import MemoryBudgetError, check_budget
 from qaccel.dialects.types import tensor_dtype
 
 
@@ -170,6 +172,30 @@ def prepare_module(module: ModuleOp) -> None:
             prepare_op(op)
 
 
+def declared_bytes(op: Operation) -> int:
+    """Bytes of every tensor that `op` and the ops inside it declare (results, arguments)."""
+    total = 0
+    for inner in op.walk():
+        values = [*inner.results, *(a for r in inner.regions for b in r.blocks for a in b.args)]
+        for v in values:
+            t = v.type
+            if isinstance(t, TensorType):
+                try:
+                    itemsize = tensor_dtype(t).itemsize
+                except Exception:
+                    itemsize = 8
+                total += math.prod(max(d, 1) for d in t.get_shape()) * itemsize
+    return total
+
+
+def check_memory(op: Operation, what: str) -> None:
+    """Refuse (ExecutionError, one line) to run IR whose tensors exceed the memory budget."""
+    try:
+        check_budget(declared_bytes(op), what)
+    except MemoryBudgetError as e:
+        raise ExecutionError(str(e)) from None
+
+
 def run_function(
     module: ModuleOp,
     inputs: Sequence[np.ndarray],
@@ -178,6 +204,7 @@ def run_function(
 ) -> list[np.ndarray]:
     """Run the entry function (the first public one, or `entry`) on `inputs`."""
     function = entry_function(module, entry)
+    check_memory(module, "the module")
     args = check_inputs(function, inputs)
     prepare_module(module)
     interpreter = make_interpreter(module, [listener] if listener else [])
@@ -187,6 +214,7 @@ def run_function(
 
 def random_inputs(function: func.FuncOp, seed: int) -> list[np.ndarray]:
     """Seeded random inputs covering each argument's whole storage range."""
+    check_memory(function, f"@{function.sym_name.data}")
     rng = np.random.default_rng(seed)
     arrays = []
     for t in function.function_type.inputs.data:
@@ -208,6 +236,8 @@ __all__ = [
     "TflFunctions",
     "Trace",
     "check_inputs",
+    "check_memory",
+    "declared_bytes",
     "describe",
     "entry_function",
     "make_interpreter",

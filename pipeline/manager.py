@@ -149,6 +149,8 @@ def parse_passes(spec: str, available: PassFactories | None = None) -> list[Modu
     Raises PipelineError (unknown pass, pass that cannot load, bad option) or xDSL's
     ArgSpecParseError (syntax)."""
     available = available_passes() if available is None else available
+    if spec.strip().endswith(","):
+        raise PipelineError(f"invalid pass pipeline '{spec}': a pass name must follow the last ','")
     specs = list(parse_pipeline(spec))
     unknown = [s.name for s in specs if s.name not in available]
     if unknown:

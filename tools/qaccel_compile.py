@@ -36,6 +36,16 @@ from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfi
 from qaccel.backends.vta.report_plot import PlotError, plot_report, require_matplotlib
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
 from qaccel.pipeline.manager import PipelineError, available_passes, qaccel_context
+from qaccel.dialects.memory import MemoryBudgetError
+from qaccel.interpreter.interpreter import ExecutionError, check_memory
+from qaccel.tools.cli import (
+    InputError,
+    OutputPathError,
+    check_output_dir,
+    check_output_file,
+    parse_mlir,
+    resource_errors,
+)
 from qaccel.tools.qaccel_opt import add_pass_manager_arguments, normalize_argv, pass_manager_for
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
@@ -74,6 +84,8 @@ def compile_model(
     config_path: Path | None = None,
 ):
     """Import, run the pipeline, compile: the `CompiledModel` and the model's bytes."""
+    from xdsl.dialects import func
+
     from qaccel.dialects.macs import op_macs
 
     try:
@@ -88,6 +100,12 @@ def compile_model(
         source = data
     else:
         raise CompileError(f"'{model_path}': expected a .tflite model or .mlir text")
+    if not any(isinstance(op, func.FuncOp) and op.body.blocks for op in module.ops):
+        raise CompileError(f"'{model_path}': the module has no function to compile")
+    try:
+        check_memory(module, str(model_path))
+    except ExecutionError as e:
+        raise CompileError(str(e)) from None
     total_macs = sum(op_macs(op) for op in module.walk())
     if config_path is not None and passes == "vta-pipeline":
         passes = f'vta-pipeline{{hw-config="{config_path}"}}'  # partitions and tiles for it
@@ -101,22 +119,17 @@ def compile_model(
 
 
 def _parse_mlir(data: bytes, path: Path):
-    from xdsl.parser import Parser
-    from xdsl.utils.exceptions import ParseError
-
     try:
-        return Parser(qaccel_context(), data.decode(), str(path)).parse_module()
-    except UnicodeDecodeError:
-        raise CompileError(f"'{path}': not UTF-8 text") from None
-    except ParseError as e:
-        from qaccel.tools.qaccel_opt import parse_error_line
-
-        raise CompileError(parse_error_line(e)) from None
+        return parse_mlir(data, str(path))
+    except InputError as e:
+        raise CompileError(str(e)) from None
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(normalize_argv(argv))
+    check_output_dir(args.output, "-o")  # before the compile, not after it
     if args.plot:
+        check_output_file(args.plot, "--plot")
         require_matplotlib(args.plot)  # before the compile, not after it
     config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
     tty = sys.stderr.isatty() and not args.quiet
@@ -143,9 +156,10 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     try:
-        code = run(argv)
+        with resource_errors(PROG):
+            code = run(argv)
     except (CompileError, PipelineError, TFLiteImportError, DiagnosticException,
-            ConfigError, PlotError) as e:  # fmt: skip
+            ConfigError, PlotError, OutputPathError, MemoryBudgetError) as e:  # fmt: skip
         _fail(str(e))
     except ArgSpecParseError as e:
         _fail(f"invalid pass pipeline: {str(e).splitlines()[-1].strip()}")

@@ -22,6 +22,7 @@ line on stderr, `qaccel-opt: error: ...`, and exit code 1; never a Python traceb
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -33,6 +34,13 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qaccel.frontend.errors import TFLiteExportError, TFLiteImportError
+from qaccel.interpreter.prepare import ExecutionError
+from qaccel.tools.cli import (
+    OutputPathError,
+    check_output_file,
+    linear_string_literal_lexing,
+    resource_errors,
+)
 from qaccel.pipeline.manager import (
     IRPrinter,
     PassInfo,
@@ -261,7 +269,20 @@ class QaccelOptMain(xDSLOptMain):
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
         start = time.perf_counter()
-        module = super().parse_chunk(chunk, file_extension, start_offset)
+        name = self.get_input_name()
+        linear_string_literal_lexing()
+        try:
+            module = super().parse_chunk(chunk, file_extension, start_offset)
+        except UnicodeDecodeError as e:
+            raise UsageError(f"'{name}': not UTF-8 text (byte {e.start})") from None
+        except RecursionError:
+            raise UsageError(f"'{name}': nested too deeply to parse") from None
+        except (TFLiteImportError, DiagnosticException):
+            raise
+        except (ValueError, OverflowError) as e:  # xDSL: literals out of range of their type
+            raise UsageError(f"'{name}': {str(e).strip()}") from None
+        if module is not None:
+            verify_input(module, name)
         if self.timing is not None:
             what = "Import" if file_extension == "tflite" else "Parse"
             self.timing.add(("input",), f"{what} ({file_extension})", time.perf_counter() - start)
@@ -274,13 +295,24 @@ class QaccelOptMain(xDSLOptMain):
             self.timing.add(("output",), f"Output ({self.args.target})", time.perf_counter() - start)
         return text
 
+    def prepare_output(self) -> IO[str]:
+        # Written only once everything succeeded: a failure leaves no partial output file.
+        return sys.stdout if self.args.output_file is None else _HeldOutput()
+
     def run(self):
         if self.args.list_passes:
             list_passes(self.available_passes, sys.stdout)
             return
+        if self.args.output_file is not None:
+            check_output_file(self.args.output_file, "-o")
         start = time.perf_counter()
         if self.args.target.split("{")[0] != "tflite":
+            held = self.prepare_output()
+            self.prepare_output = lambda: held  # type: ignore[method-assign]
             super().run()
+            if isinstance(held, _HeldOutput):
+                with open(self.args.output_file, "w") as f:
+                    f.write(held.getvalue())
         else:
             self._run_tflite_target()
         if self.timing is not None:
@@ -311,17 +343,32 @@ class QaccelOptMain(xDSLOptMain):
                 f.write(data)
 
 
+class _HeldOutput(io.StringIO):
+    """Output text kept in memory until the run succeeded (xDSL closes its stream early)."""
+
+    def close(self) -> None:
+        pass
+
+
+def verify_input(module: ModuleOp, source: str) -> None:
+    """Dominance of every parsed or imported module (xDSL's verifier does not check it)."""
+    from qaccel.dialects.ssa import verify_dominance
+
+    verify_dominance(module, source)
+
+
 def main(
     argv: Sequence[str] | None = None,
     extra_passes: Mapping[str, Callable[[], type[ModulePass]]] | None = None,
 ) -> None:
     """The `qaccel-opt` command; `extra_passes` as for `QaccelOptMain`."""
     try:
-        try:
-            opt = QaccelOptMain(args=argv, extra_passes=extra_passes)
-        except ValueError as e:  # xDSL reports unknown passes and pass options this way
-            raise UsageError(str(e)) from None
-        opt.run()
+        with resource_errors(PROG):
+            try:
+                opt = QaccelOptMain(args=argv, extra_passes=extra_passes)
+            except ValueError as e:  # xDSL reports unknown passes and pass options this way
+                raise UsageError(str(e)) from None
+            opt.run()
     except UsageError as e:
         fail(str(e))
     except ArgSpecParseError as e:
@@ -329,7 +376,7 @@ def main(
     except ParseError as e:
         fail(parse_error_line(e))
     except (TFLiteImportError, TFLiteExportError, DiagnosticException, SemanticsError,
-            PipelineError) as e:
+            PipelineError, OutputPathError, ExecutionError) as e:
         fail(str(e))
     except BrokenPipeError:
         sys.exit(1)

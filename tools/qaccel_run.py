@@ -36,6 +36,14 @@ from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 
+from qaccel.tools.cli import (  # stdlib only
+    InputError,
+    OutputPathError,
+    check_output_dir,
+    check_output_file,
+    resource_errors,
+)
+
 if TYPE_CHECKING:
     from xdsl.context import Context
     from xdsl.dialects.builtin import ModuleOp
@@ -56,9 +64,8 @@ def _fail(message: str) -> NoReturn:
 
 
 def load_model(path: Path, ctx: Context) -> tuple[ModuleOp, bytes | None]:
-    from xdsl.parser import Parser
-
     from qaccel.frontend.tflite_import import import_tflite
+    from qaccel.tools.cli import parse_mlir
 
     try:
         data = path.read_bytes()
@@ -67,8 +74,7 @@ def load_model(path: Path, ctx: Context) -> tuple[ModuleOp, bytes | None]:
     if path.suffix == ".tflite":
         return import_tflite(data, str(path)), data
     if path.suffix == ".mlir":
-        module = Parser(ctx, data.decode("utf-8", "replace"), str(path)).parse_module()
-        module.verify()
+        module = parse_mlir(data, str(path), ctx)
         return module, None
     raise RunError(f"'{path}': unknown model extension '{path.suffix}' (expected .tflite or .mlir)")
 
@@ -174,7 +180,9 @@ def run_fast(args) -> int | None:
         plan = load_run_plan(path, args.simulator)
         if plan is None:
             return None
+        check_output_dir(args.outputs_dir, "--outputs-dir")  # before the work, not after it
         if args.plot:
+            check_output_file(args.plot, "--plot")
             from qaccel.backends.vta.report_plot import require_matplotlib
 
             require_matplotlib(args.plot)
@@ -214,7 +222,7 @@ def run_vta(args) -> int:
     from qaccel.backends.vta.compiled import CompileError
     from qaccel.backends.vta.runtime import run_compiled
     from qaccel.interpreter.interpreter import entry_function
-    from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+    from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)
@@ -224,7 +232,10 @@ def run_vta(args) -> int:
             model_file = path / "model.tflite"
             model_bytes = model_file.read_bytes() if model_file.is_file() else None
         else:
-            config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
+            try:
+                config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
+            except ConfigError as e:
+                raise RunError(str(e)) from None
             compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline", config,
                                                   config_path=args.config)  # fmt: skip
         function = entry_function(compiled.module)
@@ -283,7 +294,9 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     args = parser().parse_args(normalize_argv(argv))
     vta = args.target == "vta" or Path(args.model).is_dir()
+    check_output_dir(args.outputs_dir, "--outputs-dir")  # before the work, not after it
     if args.plot:
+        check_output_file(args.plot, "--plot")
         if not vta:
             raise RunError("--plot needs an accelerator compile (an artifact folder or "
                            "--target vta)")  # fmt: skip
@@ -328,8 +341,9 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     try:
-        code = run(argv)
-    except RunError as e:
+        with resource_errors(PROG):
+            code = run(argv)
+    except (RunError, OutputPathError, InputError) as e:
         _fail(str(e))
     except Exception as e:
         _fail_known(e)
@@ -342,6 +356,7 @@ def _fail_known(e: Exception) -> None:
     from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
     from qaccel.backends.vta.report_plot import PlotError
+    from qaccel.dialects.memory import MemoryBudgetError
     from qaccel.frontend.tflite_import import TFLiteImportError
     from qaccel.interpreter.interpreter import ExecutionError
     from qaccel.kernels import registry as kernels
@@ -349,7 +364,7 @@ def _fail_known(e: Exception) -> None:
     from qaccel.tools.qaccel_opt import parse_error_line
 
     if isinstance(e, ExecutionError | PipelineError | TFLiteImportError | DiagnosticException
-                  | SemanticsError | PlotError):  # fmt: skip
+                  | SemanticsError | PlotError | MemoryBudgetError):  # fmt: skip
         _fail(str(e))
     if isinstance(e, kernels.Refusal):
         _fail(f"LiteRT's reference kernels refuse this model: {e}")

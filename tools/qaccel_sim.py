@@ -51,6 +51,10 @@ def _parse_dump(spec: str):
     return int(parts[0], 0), int(parts[1], 0), kind
 
 
+class _ArgumentError(Exception):
+    """A command-line mistake (argparse's), reported in one line with exit status 1."""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="qaccel-sim", description=__doc__.splitlines()[0])
     ap.add_argument("program", type=Path)
@@ -66,7 +70,14 @@ def main(argv=None) -> int:
     ap.add_argument("--output", type=Path, help="write the final DRAM to this .npz")
     ap.add_argument("--simulator", choices=("c", "python"), default="c",
                     help="c: libqaccel_vta (default); python: the reference simulator")  # fmt: skip
-    args = ap.parse_args(argv)
+    from qaccel.tools.cli import OutputPathError, check_output_file, one_line_argument_errors
+
+    one_line_argument_errors(ap, "qaccel-sim", raise_as=_ArgumentError)
+    try:
+        args = ap.parse_args(argv)
+    except _ArgumentError as e:
+        print(f"qaccel-sim: error: {e}", file=sys.stderr)
+        return 1
 
     from qaccel.targets.vta.asm import AsmError, disassemble
     from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
@@ -79,7 +90,9 @@ def main(argv=None) -> int:
     try:
         config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
         dumps = [_parse_dump(d) for d in args.dump]
-    except (ConfigError, ValueError) as e:
+        if args.output:
+            check_output_file(args.output, "--output")
+    except (ConfigError, ValueError, OutputPathError) as e:
         return fail(str(e))
     try:
         program = _load_program(args.program, args.format, config)
@@ -136,7 +149,10 @@ def main(argv=None) -> int:
             values = result.dram[offset:end].view(dt)
             print(f"dram[{offset}:{end}] {kind}: " + " ".join(str(int(v)) for v in values))
         if args.output:
-            np.savez(args.output, dram=result.dram)
+            try:
+                np.savez(args.output, dram=result.dram)
+            except OSError as e:
+                return fail(f"--output '{args.output}': {e.strerror or e}")
     return 0
 
 

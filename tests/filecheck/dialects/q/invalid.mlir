@@ -61,3 +61,27 @@ func.func @add_left_shift_out(%a: tensor<4xi8>) {
   func.return
 }
 // CHECK: q.add: output_shift must not be positive, got 1
+
+// -----
+
+func.func @requantize_shift_out_of_range(%acc: tensor<1x4xi32>) {
+  %0 = q.requantize %acc {multiplier = array<i32: 1073741824, 1073741824, 1073741824, 1073741824>, shift = array<i32: 0, 100, 0, 0>, input_zero_point = 0 : i32, output_zero_point = 0 : i32} : (tensor<1x4xi32>) -> tensor<1x4xi8>
+  func.return
+}
+// CHECK: q.requantize: shift 100 is outside [-62, 31], where TFLite's fixed-point rescaling is defined
+
+// -----
+
+func.func @mul_shift_out_of_range(%a: tensor<4xi8>) {
+  %0 = q.mul %a, %a {lhs_zero_point = 0 : i32, rhs_zero_point = 0 : i32, multiplier = 1073741824 : i32, shift = -63 : i32, output_zero_point = 0 : i32} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  func.return
+}
+// CHECK: q.mul: shift -63 is outside [-62, 31]
+
+// -----
+
+func.func @add_input_shift_out_of_range(%a: tensor<4xi8>) {
+  %0 = q.add %a, %a {lhs_zero_point = 0 : i32, rhs_zero_point = 0 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 40 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1073741824 : i32, output_shift = 0 : i32, output_zero_point = 0 : i32} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  func.return
+}
+// CHECK: q.add: lhs_shift 40 is outside [-62, 31]

@@ -61,3 +61,31 @@ func.func private @one(%x: tensor<1x4x!q>) -> tensor<1x4x!q> {
   func.return %x : tensor<1x4x!q>
 }
 // CHECK: tfl.stablehlo_composite 'odml.foo': 2 operands but decomposition @one takes 1
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @add_declared_shape_wrong(%x: tensor<1x4x!q>, %z: tensor<1x4x!q>) -> tensor<1x5x!q> {
+  %y = tfl.add %x, %z {fused_activation_function = "NONE", pot_scale_int16 = true} : (tensor<1x4x!q>, tensor<1x4x!q>) -> tensor<1x5x!q>
+  func.return %y : tensor<1x5x!q>
+}
+// CHECK: tfl.add: the result is declared with shape [1, 5], but the inputs give [1, 4]
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @add_no_broadcast(%x: tensor<1x3x!q>, %z: tensor<1x4x!q>) -> tensor<1x4x!q> {
+  %y = tfl.add %x, %z {fused_activation_function = "NONE", pot_scale_int16 = true} : (tensor<1x3x!q>, tensor<1x4x!q>) -> tensor<1x4x!q>
+  func.return %y : tensor<1x4x!q>
+}
+// CHECK: tfl.add: shapes [1, 3] and [1, 4] do not broadcast
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @reshape_shape_tensor_disagrees(%x: tensor<1x8x!q>) -> tensor<4x2x!q> {
+  %s = tfl.const dense<[2, 4]> : tensor<2xi32> -> tensor<2xi32>
+  %y = tfl.reshape %x, %s {new_shape = array<i32: 2, 4>} : (tensor<1x8x!q>, tensor<2xi32>) -> tensor<4x2x!q>
+  func.return %y : tensor<4x2x!q>
+}
+// CHECK: tfl.reshape: the result is declared with shape [4, 2], but the inputs give [2, 4]

@@ -1,0 +1,39 @@
+// RUN: qaccel-opt %s | qaccel-opt | filecheck %s
+// Every q op survives a print-parse round trip.
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+
+// CHECK-LABEL: func.func @all_ops
+func.func @all_ops(%x: tensor<1x4x4x2x!q>, %w: tensor<2x1x1x2xi8>, %dw: tensor<1x1x1x2xi8>, %fw: tensor<3x32xi8>, %bias: tensor<2xi32>) -> tensor<1x4x4x2x!q> {
+  // CHECK: q.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, input_zero_point = -1 : i32, filter_zero_point = 0 : i32}
+  %0 = q.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, input_zero_point = -1 : i32, filter_zero_point = 0 : i32} : (tensor<1x4x4x2x!q>, tensor<2x1x1x2xi8>) -> tensor<1x4x4x2xi32>
+  // CHECK: q.depthwise_conv2d {{.*}}depth_multiplier = 1 : i32
+  %1 = q.depthwise_conv2d %x, %dw {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, input_zero_point = -1 : i32, filter_zero_point = 0 : i32, depth_multiplier = 1 : i32} : (tensor<1x4x4x2x!q>, tensor<1x1x1x2xi8>) -> tensor<1x4x4x2xi32>
+  // CHECK: q.dense %x, %fw {input_zero_point = -1 : i32, filter_zero_point = 0 : i32}
+  %2 = q.dense %x, %fw {input_zero_point = -1 : i32, filter_zero_point = 0 : i32} : (tensor<1x4x4x2x!q>, tensor<3x32xi8>) -> tensor<1x3xi32>
+  // CHECK: q.bias_add %0, %bias
+  %3 = q.bias_add %0, %bias : (tensor<1x4x4x2xi32>, tensor<2xi32>) -> tensor<1x4x4x2xi32>
+  // CHECK: q.requantize %3 {multiplier = array<i32: 1073741824, 1073741824>, shift = array<i32: -3, -4>, input_zero_point = 0 : i32, output_zero_point = -1 : i32}
+  %4 = q.requantize %3 {multiplier = array<i32: 1073741824, 1073741824>, shift = array<i32: -3, -4>, input_zero_point = 0 : i32, output_zero_point = -1 : i32} : (tensor<1x4x4x2xi32>) -> tensor<1x4x4x2x!q>
+  // CHECK: q.requantize %2 {scale = array<f64: 1.250000e-01>, input_zero_point = 0 : i32, output_zero_point = 0 : i32}
+  %5 = q.requantize %2 {scale = array<f64: 0.125>, input_zero_point = 0 : i32, output_zero_point = 0 : i32} : (tensor<1x3xi32>) -> tensor<1x3xi8>
+  // CHECK: q.relu %4 {min = -1 : i32, max = 11 : i32}
+  %6 = q.relu %4 {min = -1 : i32, max = 11 : i32} : (tensor<1x4x4x2x!q>) -> tensor<1x4x4x2x!q>
+  // CHECK: q.add %6, %x {{.*}}left_shift = 20 : i32
+  %7 = q.add %6, %x {lhs_zero_point = -1 : i32, rhs_zero_point = -1 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1073741824 : i32, output_shift = -20 : i32, output_zero_point = -1 : i32} : (tensor<1x4x4x2x!q>, tensor<1x4x4x2x!q>) -> tensor<1x4x4x2x!q>
+  // CHECK: q.sub
+  %8 = q.sub %7, %x {lhs_zero_point = -1 : i32, rhs_zero_point = -1 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1073741824 : i32, output_shift = -20 : i32, output_zero_point = -1 : i32} : (tensor<1x4x4x2x!q>, tensor<1x4x4x2x!q>) -> tensor<1x4x4x2x!q>
+  // CHECK: q.mul %8, %x {lhs_zero_point = -1 : i32, rhs_zero_point = -1 : i32, multiplier = 1073741824 : i32, shift = 0 : i32, output_zero_point = -1 : i32}
+  %9 = q.mul %8, %x {lhs_zero_point = -1 : i32, rhs_zero_point = -1 : i32, multiplier = 1073741824 : i32, shift = 0 : i32, output_zero_point = -1 : i32} : (tensor<1x4x4x2x!q>, tensor<1x4x4x2x!q>) -> tensor<1x4x4x2x!q>
+  // CHECK: q.avg_pool2d %9 {filter = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>}
+  %10 = q.avg_pool2d %9 {filter = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>} : (tensor<1x4x4x2x!q>) -> tensor<1x2x2x2x!q>
+  // CHECK: q.max_pool2d
+  %11 = q.max_pool2d %9 {filter = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x4x4x2x!q>) -> tensor<1x4x4x2x!q>
+  // CHECK: q.mean %11 {axes = array<i64: 1, 2>, num_elements = 16 : i32
+  %12 = q.mean %11 {axes = array<i64: 1, 2>, num_elements = 16 : i32, input_zero_point = -1 : i32, multiplier = 1073741824 : i32, shift = -3 : i32, output_zero_point = -1 : i32} : (tensor<1x4x4x2x!q>) -> tensor<1x2x!q>
+  // CHECK: q.pad %11 {padding = array<i64: 0, 0, 1, 1, 1, 1, 0, 0>, pad_value = -1 : i32}
+  %13 = q.pad %11 {padding = array<i64: 0, 0, 1, 1, 1, 1, 0, 0>, pad_value = -1 : i32} : (tensor<1x4x4x2x!q>) -> tensor<1x6x6x2x!q>
+  // CHECK: q.concat %11, %x {axis = 3 : i32}
+  %14 = q.concat %11, %x {axis = 3 : i32} : (tensor<1x4x4x2x!q>, tensor<1x4x4x2x!q>) -> tensor<1x4x4x4x!q>
+  func.return %11 : tensor<1x4x4x2x!q>
+}

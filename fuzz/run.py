@@ -1,0 +1,116 @@
+"""Coverage-guided fuzzing of qaccel's input boundaries with atheris (libFuzzer).
+
+    python fuzz/run.py --seconds 600 --harness tflite     # one harness, ten minutes
+    python fuzz/run.py --seconds 30                       # every harness, 30 s each
+    python fuzz/run.py --harness mlir --replay crash-abc  # re-run one input, no atheris
+
+Harnesses (`fuzz/harnesses.py`): `tflite` (the importer), `mlir` (parse + verify +
+dominance), `config` (`HardwareConfig.from_json`/`from_dict`), `isa` (decode, validate and
+simulate with a small step budget). Each starts from its seed corpus in `fuzz/corpus/<name>/`
+(never modified: new inputs go to a temporary folder) and stops at the first input that lets an
+undocumented exception escape; the input is saved as `fuzz/crashes/<harness>-crash-<sha1>`.
+Prints, per harness, the executions done and whether it crashed; exits 1 if any did.
+Needs the `fuzz` extra (`pip install -e '.[fuzz]'`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+NAMES = ("tflite", "mlir", "config", "isa")
+# The modules each harness exercises, imported under atheris's coverage instrumentation.
+MODULES = {
+    "tflite": ["qaccel.frontend.tflite_import"],
+    "mlir": ["qaccel.dialects", "qaccel.dialects.ssa", "qaccel.tools.cli"],
+    "config": ["qaccel.targets.vta.config"],
+    "isa": ["qaccel.targets.vta.isa", "qaccel.targets.vta.simulator"],
+}
+
+
+def _child(name: str, libfuzzer_args: list[str]) -> None:
+    """In a fresh process: instrument, then fuzz one harness (atheris.Fuzz never returns)."""
+    import importlib
+
+    import atheris
+
+    with atheris.instrument_imports(include=["qaccel"]):
+        for module in MODULES[name]:
+            importlib.import_module(module)
+    sys.path.insert(0, str(HERE))
+    from harnesses import checked, harnesses
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
+    atheris.Setup([sys.argv[0], *libfuzzer_args], checked(harnesses()[name]))
+    atheris.Fuzz()
+
+
+def fuzz(name: str, seconds: int, seed: int, runs: int | None, max_len: int) -> tuple[int, bool]:
+    """(executions, crashed) of one harness run in a subprocess."""
+    crashes = HERE / "crashes"
+    crashes.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"qaccel-fuzz-{name}-") as work:
+        args = [f"-max_total_time={seconds}", f"-seed={seed}", f"-max_len={max_len}",
+                f"-artifact_prefix={crashes}/{name}-", "-print_final_stats=1",
+                "-timeout=20", "-rss_limit_mb=3072", work, str(HERE / "corpus" / name)]  # fmt: skip
+        if runs is not None:
+            args.insert(0, f"-runs={runs}")
+        done = subprocess.run([sys.executable, __file__, "--child", name, "--", *args],
+                              capture_output=True, text=True)  # fmt: skip
+    log = done.stdout + done.stderr
+    m = re.search(r"stat::number_of_executed_units:\s*(\d+)", log) or re.search(
+        r"Done (\d+) runs", log)
+    executions = int(m.group(1)) if m else 0
+    crashed = done.returncode != 0
+    if crashed:
+        tail = "\n".join(log.strip().splitlines()[-25:])
+        print(f"--- {name}: finding (exit {done.returncode}) ---\n{tail}", file=sys.stderr)
+    return executions, crashed
+
+
+def replay(name: str, paths: list[str]) -> int:
+    sys.path.insert(0, str(HERE))
+    from harnesses import checked, harnesses
+
+    run = checked(harnesses()[name])
+    for p in paths:
+        run(Path(p).read_bytes())
+        print(f"{p}: ok")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        _child(argv[1], argv[3:])
+        return 0
+    ap = argparse.ArgumentParser(prog="fuzz/run.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--harness", choices=(*NAMES, "all"), default="all")
+    ap.add_argument("--seconds", type=int, default=60, help="per harness")
+    ap.add_argument("--runs", type=int, default=None, help="stop after this many inputs")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--max-len", type=int, default=4096, help="largest input in bytes")
+    ap.add_argument("--replay", nargs="+", metavar="FILE", help="run these inputs, no atheris")
+    args = ap.parse_args(argv)
+    if args.replay:
+        if args.harness == "all":
+            ap.error("--replay needs one --harness")
+        return replay(args.harness, args.replay)
+    names = NAMES if args.harness == "all" else (args.harness,)
+    failed = False
+    for name in names:
+        executions, crashed = fuzz(name, args.seconds, args.seed, args.runs, args.max_len)
+        print(f"{name}: {executions} executions, {'FINDING' if crashed else 'no finding'}")
+        failed |= crashed
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""The output shapes TFLite's Prepare computes for the common operators, so the importer and the
+`tfl` op verifiers can refuse a declared output shape that disagrees (LiteRT would resize the
+tensor; qaccel keeps declared types, so a disagreement would compile into wrong code).
+
+    infer_shape("ADD", [(1, 4), (1, 4)], [None, None], {})  -> (1, 4)
+
+`None` means "not inferred here" (an operator not covered, or an input shape that makes the
+kernel refuse: the Prepare checks report those).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from qaccel.kernels.base import window_geometry
+
+Shape = tuple[int, ...]
+
+_SAME_SHAPE = {
+    "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "QUANTIZE",
+    "DEQUANTIZE", "SOFTMAX", "LOG_SOFTMAX", "HARD_SWISH", "LEAKY_RELU", "ABS", "NEG", "ELU",
+    "PRELU_NONE",
+}  # fmt: skip
+_BROADCAST = {"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "DIV"}
+
+
+class ShapeMismatch(ValueError):
+    """Inputs whose shapes the operator cannot combine (e.g. broadcasting 3 against 4)."""
+
+
+def _broadcast(a: Shape, b: Shape) -> Shape:
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(a, b))
+    except ValueError:
+        raise ShapeMismatch(f"shapes {list(a)} and {list(b)} do not broadcast") from None
+
+
+def _windowed(op: str, x: Shape, kh: int, kw: int, channels: int, o: dict[str, Any]) -> Shape | None:
+    if len(x) != 4:
+        return None
+    sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
+    dh, dw = int(o.get("dilation_h_factor", 1)), int(o.get("dilation_w_factor", 1))
+    if min(sh, sw, dh, dw, kh, kw) < 1:
+        return None  # Prepare refuses it
+    padding = o.get("padding", "SAME")
+    if padding not in ("SAME", "VALID"):
+        return None
+    oh, _ = window_geometry(padding, x[1], kh, sh, dh)
+    ow, _ = window_geometry(padding, x[2], kw, sw, dw)
+    return (x[0], oh, ow, channels)
+
+
+def infer_shape(op: str, shapes: Sequence[Shape | None], consts: Sequence[np.ndarray | None],
+                options: dict[str, Any]) -> Shape | None:
+    """The output shape of single-output `op` from its input shapes (None: absent input),
+    constant inputs and options; None when not inferred. Raises ShapeMismatch."""
+    if any(s is None for s in shapes[:1]) or any(d < 0 for s in shapes if s for d in s):
+        return None  # no input, or dynamic dimensions
+    if op in _SAME_SHAPE and shapes:
+        return shapes[0]
+    if op in _BROADCAST and len(shapes) == 2 and shapes[1] is not None:
+        return _broadcast(shapes[0], shapes[1])
+    x = shapes[0]
+    if op in ("CONV_2D", "DEPTHWISE_CONV_2D") and len(shapes) >= 2 and shapes[1] is not None:
+        w = shapes[1]
+        if len(w) != 4:
+            return None
+        channels = w[0] if op == "CONV_2D" else w[3]
+        return _windowed(op, x, w[1], w[2], channels, options)
+    if op in ("AVERAGE_POOL_2D", "MAX_POOL_2D") and len(x) == 4:
+        return _windowed(op, x, int(options.get("filter_height", 1)),
+                         int(options.get("filter_width", 1)), x[3], options)  # fmt: skip
+    if op == "FULLY_CONNECTED" and len(shapes) >= 2 and shapes[1] is not None:
+        w = shapes[1]
+        if len(w) != 2 or w[1] == 0:
+            return None
+        if options.get("keep_num_dims", False):
+            return (*x[:-1], w[0])
+        total = math.prod(x)
+        if total % w[1]:
+            raise ShapeMismatch(f"input of {total} elements is not a whole number of rows of "
+                                f"{w[1]} (the weights' input size)")  # fmt: skip
+        return (total // w[1], w[0])
+    if op == "RESHAPE":
+        target = None
+        if len(consts) >= 2 and consts[1] is not None:
+            target = [int(d) for d in np.asarray(consts[1]).reshape(-1)]
+        elif "new_shape" in options:
+            target = [int(d) for d in np.asarray(options["new_shape"]).reshape(-1)]
+        if target is None:
+            return None
+        total = math.prod(x)
+        if target.count(-1) > 1 or any(d < -1 for d in target):
+            raise ShapeMismatch(f"invalid new shape {target}")
+        if -1 in target:
+            known = math.prod(d for d in target if d != -1)
+            if known == 0 or total % known:
+                raise ShapeMismatch(f"cannot reshape {list(x)} to {target}")
+            target = [total // known if d == -1 else d for d in target]
+        if math.prod(target) != total:
+            raise ShapeMismatch(f"cannot reshape {list(x)} ({total} elements) to {target}")
+        return tuple(target)
+    if op == "CONCATENATION" and all(s is not None for s in shapes):
+        axis = int(options.get("axis", 0))
+        rank = len(x)
+        if not -rank <= axis < rank:
+            raise ShapeMismatch(f"axis {axis} out of range for rank {rank}")
+        axis %= rank
+        for s in shapes[1:]:
+            if len(s) != rank or any(a != b for i, (a, b) in enumerate(zip(s, x)) if i != axis):
+                raise ShapeMismatch(f"cannot concatenate {list(x)} and {list(s)} on axis {axis}")
+        return (*x[:axis], sum(s[axis] for s in shapes), *x[axis + 1:])
+    if op in ("PAD", "PADV2") and len(consts) >= 2 and consts[1] is not None:
+        pads = np.asarray(consts[1]).astype(np.int64)
+        if pads.shape != (len(x), 2) or np.any(pads < 0):
+            raise ShapeMismatch(f"paddings of shape {list(pads.shape)} for rank {len(x)}")
+        return tuple(int(d + a + b) for d, (a, b) in zip(x, pads))
+    if op == "MEAN" and len(consts) >= 2 and consts[1] is not None:
+        axes = {int(a) % len(x) if len(x) else 0
+                for a in np.asarray(consts[1]).reshape(-1)}  # fmt: skip
+        if options.get("keep_dims", False):
+            return tuple(1 if i in axes else d for i, d in enumerate(x))
+        return tuple(d for i, d in enumerate(x) if i not in axes)
+    return None
+
+
+# Operators whose shape depends on the value of input 1 (a constant tensor).
+NEEDS_CONSTANT_INPUT_1 = frozenset({"RESHAPE", "PAD", "PADV2", "MEAN"})
+
+__all__ = ["NEEDS_CONSTANT_INPUT_1", "ShapeMismatch", "infer_shape"]

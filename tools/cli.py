@@ -1,0 +1,175 @@
+"""What every qaccel command-line tool shares: one-line errors, argument errors in the same
+form, checks of output locations before any work, and the last line of defence against inputs
+that exhaust Python itself (nesting deeper than the recursion limit, memory).
+
+    qaccel-compile: error: 'out': exists and is not a directory
+    qaccel-sim: error: the following arguments are required: program
+
+Every tool reports bad input as exactly one line `<tool>: error: ...` on stderr and exits with
+status 1 (argparse's usage errors included, which would otherwise print the usage and exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NoReturn, TypeVar
+
+T = TypeVar("T")
+
+
+def linear_string_literal_lexing() -> None:
+    r"""xDSL 0.74 lexes string literals with `"(?:[^"\\\n\v\f]+|\\(...))*"`: the nested
+    quantifiers backtrack exponentially on an unterminated literal (`"abc...` then a newline;
+    30 characters take minutes; found by fuzz/). One character per repetition matches the same
+    strings in linear time, the alternatives starting with different characters."""
+    import re
+
+    from xdsl.utils.mlir_lexer import MLIRLexer
+
+    MLIRLexer._unescaped_characters_regex = re.compile(
+        r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"'
+    )
+
+
+class OutputPathError(Exception):
+    """An output location that cannot be written (checked before the work starts)."""
+
+
+class InputError(ValueError):
+    """An input file that cannot be read as what it claims to be, as one line."""
+
+
+def parse_mlir(data: bytes, source: str, ctx=None):
+    """MLIR text -> a verified `ModuleOp` in SSA form, or InputError (one line) / xDSL's
+    VerifyException. The one parse boundary of every tool and of the `mlir` fuzz harness:
+    undecodable bytes, nesting beyond Python's recursion limit and literals xDSL rejects with
+    a bare ValueError (`dense<262> : tensor<i8>`) become one-line errors here."""
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
+
+    from qaccel.dialects import qaccel_context
+    from qaccel.dialects.ssa import verify_dominance
+
+    linear_string_literal_lexing()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"'{source}': not UTF-8 text (byte {e.start})") from None
+    try:
+        module = Parser(ctx or qaccel_context(), text, source).parse_module()
+    except RecursionError:
+        raise InputError(f"'{source}': nested too deeply to parse") from None
+    except ParseError as e:
+        raise InputError(parse_error_line(e)) from None
+    except (ValueError, OverflowError) as e:  # xDSL: literals out of range of their type
+        raise InputError(f"'{source}': {one_line(str(e))}") from None
+    module.verify()
+    verify_dominance(module, source)
+    return module
+
+
+def parse_error_line(e) -> str:
+    """`file:line:col: message` for an xDSL ParseError, instead of its multi-line excerpt."""
+    try:
+        loc = e.span.get_location()
+        return f"{loc}: {e.msg}"
+    except Exception:
+        return one_line(e.msg)
+
+
+def one_line(message: str) -> str:
+    """The first non-empty line of `message` (diagnostics are one line)."""
+    for line in str(message).splitlines():
+        if line.strip():
+            return line.strip()
+    return "unknown error"
+
+
+def fail(prog: str, message: str) -> NoReturn:
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
+    sys.exit(1)
+
+
+def one_line_argument_errors(ap: argparse.ArgumentParser, prog: str,
+                             raise_as: Callable[[str], Exception] | None = None) -> None:
+    """Make `ap` report argument errors as `<prog>: error: ...`, exit 1 (not usage + exit 2);
+    with `raise_as`, raise that exception instead of exiting."""
+
+    def error(message: str) -> NoReturn:
+        if raise_as is not None:
+            raise raise_as(message)
+        fail(prog, message)
+
+    ap.error = error  # type: ignore[method-assign]
+
+
+def _nearest_existing(path: Path) -> Path:
+    """`path` or its closest existing ancestor."""
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def check_output_dir(path: str | os.PathLike, option: str) -> None:
+    """Raise OutputPathError unless `path` is, or can be created as, a writable directory."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise OutputPathError(f"{option} '{p}': exists and is not a directory")
+    base = _nearest_existing(p)
+    if not base.is_dir():
+        raise OutputPathError(f"{option} '{p}': '{base}' is not a directory")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{option} '{p}': '{base}' is not writable")
+
+
+def check_output_file(path: str | os.PathLike, option: str) -> None:
+    """Raise OutputPathError unless `path` can be written as a file (its folder exists)."""
+    p = Path(path)
+    if p.is_dir():
+        raise OutputPathError(f"{option} '{p}': is a directory")
+    parent = p.absolute().parent
+    if not parent.is_dir():
+        raise OutputPathError(f"{option} '{p}': folder '{parent}' does not exist")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise OutputPathError(f"{option} '{p}': is not writable")
+    if not p.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{option} '{p}': folder '{parent}' is not writable")
+
+
+@contextmanager
+def resource_errors(prog: str) -> Iterator[None]:
+    """Turn the failures no input check can foresee into one line: nesting beyond Python's
+    recursion limit (e.g. thousands of nested brackets), exhausted memory, an output location
+    that vanished or filled up while writing."""
+    try:
+        yield
+    except RecursionError:
+        fail(prog, "input nested too deeply (Python's recursion limit reached)")
+    except MemoryError:
+        fail(prog, "out of memory (see QACCEL_MEMORY_LIMIT in README.md)")
+    except OutputPathError as e:
+        fail(prog, str(e))
+    except UnicodeDecodeError as e:  # e.g. a --config file (its loader lets this escape)
+        fail(prog, f"an input file is not UTF-8 text (byte {e.start}: {e.reason})")
+    except OSError as e:  # e.g. an output folder that cannot be created (read-only, /proc)
+        fail(prog, f"'{e.filename}': {e.strerror}" if e.filename else str(e))
+
+
+__all__ = [
+    "InputError",
+    "OutputPathError",
+    "parse_error_line",
+    "parse_mlir",
+    "check_output_dir",
+    "check_output_file",
+    "fail",
+    "one_line",
+    "one_line_argument_errors",
+    "resource_errors",
+]
