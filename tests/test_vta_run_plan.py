@@ -333,3 +333,11 @@ def test_plan_reads_the_dram_image_without_constants_bin(small_artifact, tmp_pat
     inputs = plan.random_inputs(4)
     for x, y in zip(without.run(inputs), plan.run(inputs), strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+def test_fast_path_checks_the_outputs_dir_first(small_artifact, tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    code, out, err = _run([small_artifact, "--outputs-dir", tmp_path / "file"], capsys)
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and "exists and is not a directory" in lines[0]
+    assert "ran" not in out
