@@ -129,7 +129,8 @@ def measure(path: Path, target: Target) -> dict:
     total_macs = sum(op_macs(op) for op in module.walk())
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        spec = f"annotate-target{{target={target.name}}},partition-graph{{target={target.name}}}"
+        spec = (f"annotate-target{{target={target.name}}},"
+                f"partition-graph{{target={target.name} report=true}}")
         build_pipeline(spec).apply(qaccel_context(), module)
     report = err.getvalue().splitlines()[0].split(": ", 1)[1]
     functions = {

@@ -5,7 +5,7 @@
 
 For every accelerator layer of the bundled models (`tests/fixtures/models/mobilenet_v2.tflite`,
 `tests/fixtures/generated/resnet50.tflite`, imported and legalized to `q`), schedules it
-(`lowering.vta_schedule.schedule`), emits it (`backends.vta.emit.emit`) and runs the timing
+(`lowering.vta.search.schedule`), emits it (`lowering.vta.emit.emit`) and runs the timing
 model. Per layer: simulated cycles, the roofline bound (`conv2d_roofline`: MACs at one 16x16
 block per cycle vs each byte once over the 16-byte bus), the ISA bound (the compute module
 must also run the requantization tail of every accumulator row: max(GEMM + tail, memory)),
@@ -33,7 +33,7 @@ MODELS = {
 
 def model_layers(path):
     from qaccel.frontend.tflite_import import import_tflite_file
-    from qaccel.lowering.vta.schedule import layers_from_q
+    from qaccel.lowering.vta.q_layers import layers_from_q
     from qaccel.passes.legalize_tfl_to_q import LegalizeTflToQPass
     from xdsl.context import Context
 
@@ -51,12 +51,9 @@ def main(argv=None):
     from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
     from qaccel.lowering.vta.emit import emit
     from qaccel.targets.vta.simulator import timing
-    from qaccel.lowering.vta.schedule import (
-        alu_bound_cycles,
-        reference,
-        roofline_cycles,
-        schedule,
-    )
+    from qaccel.lowering.vta.cost_model import alu_bound_cycles, roofline_cycles
+    from qaccel.lowering.vta.q_layers import reference
+    from qaccel.lowering.vta.search import schedule
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", choices=["mobilenet", "resnet", "all"], default="all")

@@ -28,7 +28,14 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Accel
 
-    return {"quant": get_quant, "tfl": get_tfl, "q": get_q, "accel": get_accel}
+    def get_qaccel():
+        from qaccel.dialects.annotations import Qaccel
+
+        return Qaccel
+
+    return {
+        "quant": get_quant, "tfl": get_tfl, "q": get_q, "accel": get_accel, "qaccel": get_qaccel,
+    }  # fmt: skip
 
 
 def qaccel_context() -> Context:

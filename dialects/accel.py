@@ -53,7 +53,8 @@ Their canonicalization patterns live in `dialects/accel_canonicalization.py`;
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -64,6 +65,8 @@ from xdsl.dialects.builtin import (
     I32,
     I64,
     DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
     Float64Type,
     IntAttr,
     IntegerAttr,
@@ -421,6 +424,21 @@ def storage_width(t: Attribute) -> int | None:
 def packed_lanes(shape: Sequence[int]) -> int:
     """The channel lanes of a packed activation `[N, C/B, ..., 1, B]`: `C/B * B`."""
     return int(shape[1]) * int(shape[-1])
+
+
+def per_lane(values, lanes: int, fill=0, *, spread: bool = True,
+             channels: int | None = None) -> np.ndarray:  # fmt: skip
+    """A per-tensor or per-channel parameter as `lanes` values: one value stands for the
+    first `channels` lanes (default all; with `spread=False` it stays one value), per-channel
+    values are padded to `lanes` with `fill`."""
+    v = np.asarray(values).reshape(-1)
+    if v.size == 1:
+        if not spread:
+            return v
+        v = np.broadcast_to(v, (lanes if channels is None else channels,))
+    if v.size == lanes:
+        return v
+    return np.concatenate([v, np.full(lanes - v.size, fill, dtype=v.dtype)])
 
 
 def lane_values(values: np.ndarray, shape: Sequence[int]) -> np.ndarray:
@@ -803,7 +821,9 @@ class DenseZpOp(_ComputeOp):
     `acc[o] = bias[o] + Σ w[o, i] * x[i]` modulo 2^32.
 
     Input `[N, I/B, d1, ..., 1, B]` (every position but the channel blocks is a row), filter
-    `[O/B, I/B, B, B]`, result `[N, O/B, d1, ..., 1, B]`; `bias` as for `accel.conv2d_zp`.
+    `[O/B, I/B, B, B]`, result `[N, O/B, d1, ..., 1, B]`, or, as TFLite's FULLY_CONNECTED
+    without `keep_num_dims` gives it, the rows flattened in `(n, d1, ...)` order,
+    `[N * d1 * ..., O/B, 1, B]`; `bias` as for `accel.conv2d_zp`.
     """
 
     name = "accel.dense_zp"
@@ -841,9 +861,11 @@ class DenseZpOp(_ComputeOp):
                 f"tiles for this input, got {ft}"
             )
         expected = (shape[0], fshape[0], *shape[2:])
-        if out != expected:
+        flattened = (int(np.prod(shape[:1] + shape[2:-2])), fshape[0], 1, block)
+        if out not in (expected, flattened):
+            also = f" or, rows flattened, {list(flattened)}" if flattened != expected else ""
             raise VerifyException(
-                f"{self.name}: the result must be {list(expected)}, got {list(out)}"
+                f"{self.name}: the result must be {list(expected)}{also}, got {list(out)}"
             )
         if self.bias is not None:
             _check_lanes(self, "bias", array_values(self.bias), out)
@@ -1342,7 +1364,93 @@ COMPUTE_OPS: tuple[type[AccelOp], ...] = (
 
 ACCEL_OPS: tuple[type[AccelOp], ...] = (PackOp, UnpackOp, *COMPUTE_OPS)
 
+# --------------------------------------------------------------------------------------------
+# The target
+
+
+MODULE_TARGET_ATTR = "accel.target"
+"""Discardable attribute of `builtin.module` holding its `#accel.target` (`attach-target`)."""
+
+ConfigValue = int | float | bool | str
+
+
+@irdl_attr_definition
+class TargetAttr(ParametrizedAttribute):
+    """The accelerator a module is compiled for: a target name and its whole hardware
+    configuration, as `attach-target` puts it on the module (MLIR's `tosa-attach-target`):
+
+        module attributes {accel.target = #accel.target<"vta", {log_block = 4 : i64,
+                           clock_mhz = 3.330000e+02 : f64, name = "vta-default",
+                           store_requant = false, ...}>} { ... }
+
+    The configuration's keys and meaning belong to the target (`targets/`; for `vta`,
+    `HardwareConfig`'s fields), so the dialect fixes only their form: identifier keys whose
+    values are i64 integers, f64 floats, booleans (i1) or strings. Every pass after
+    `attach-target` reads the target from here (`targets.base.module_target`), which also
+    checks the configuration with the target's own rules."""
+
+    name = "accel.target"
+
+    target: StringAttr
+    config: DictionaryAttr
+
+    def __init__(self, target: str | StringAttr, config: Mapping[str, ConfigValue] | DictionaryAttr):
+        if not isinstance(config, DictionaryAttr):
+            config = DictionaryAttr({k: _config_attr(k, v) for k, v in config.items()})
+        super().__init__(StringAttr(target) if isinstance(target, str) else target, config)
+
+    @property
+    def target_name(self) -> str:
+        return self.target.data
+
+    def config_values(self) -> dict[str, ConfigValue]:
+        """The configuration as plain Python values (booleans for i1 integers)."""
+        values: dict[str, ConfigValue] = {}
+        for key, attr in self.config.data.items():
+            if isinstance(attr, IntegerAttr):
+                v = attr.value.data
+                values[key] = bool(v) if attr.type == IntegerType(1) else int(v)
+            elif isinstance(attr, FloatAttr):
+                values[key] = float(attr.value.data)
+            else:
+                assert isinstance(attr, StringAttr)
+                values[key] = attr.data
+        return values
+
+    def verify(self) -> None:
+        if not re.fullmatch(r"[A-Za-z_][\w-]*", self.target.data):
+            raise VerifyException(
+                f"#accel.target: target name '{self.target.data}' must be an identifier"
+            )
+        for key, attr in self.config.data.items():
+            if not re.fullmatch(r"[A-Za-z_]\w*", key):
+                raise VerifyException(f"#accel.target: config key '{key}' must be an identifier")
+            ok = (
+                isinstance(attr, IntegerAttr) and attr.type in (i64, IntegerType(1))
+                or isinstance(attr, FloatAttr) and isinstance(attr.type, Float64Type)
+                or isinstance(attr, StringAttr)
+            )
+            if not ok:
+                raise VerifyException(
+                    f"#accel.target: config key '{key}' must be an i64 integer, an f64 float, a "
+                    f"boolean or a string, got {attr}"
+                )
+
+
+def _config_attr(key: str, value: ConfigValue) -> Attribute:
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), IntegerType(1))
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, Float64Type())
+    if isinstance(value, str):
+        return StringAttr(value)
+    raise TypeError(f"#accel.target: config key '{key}' has a {type(value).__name__} value")
+
+
 LAYER_OPS = (LayerOp, YieldOp)
 """Structure: accelerator layers (`form-vta-layers`)."""
 
-Accel = Dialect("accel", [*ACCEL_OPS, *LAYER_OPS], [ScheduleAttr])
+Accel = Dialect("accel", [*ACCEL_OPS, *LAYER_OPS], [ScheduleAttr, TargetAttr])
+

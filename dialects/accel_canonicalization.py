@@ -168,14 +168,10 @@ def _value_range(v: SSAValue, depth: int, memo: dict) -> tuple[int, int]:
 # Helpers
 
 
-def _lanes(values: np.ndarray, shape) -> int:
-    return 1 if values.size == 1 else accel.packed_lanes(shape)
-
-
 def _combine(a: np.ndarray, b: np.ndarray, shape, fn) -> np.ndarray:
     """`fn` of two value lists (per tensor or per lane), per lane when either is."""
-    n = max(_lanes(a, shape), _lanes(b, shape))
-    return fn(np.broadcast_to(a.astype(np.int64), n), np.broadcast_to(b.astype(np.int64), n))
+    n = 1 if a.size == b.size == 1 else accel.packed_lanes(shape)
+    return fn(accel.per_lane(a.astype(np.int64), n), accel.per_lane(b.astype(np.int64), n))
 
 
 def _single_use(v: SSAValue) -> bool:
@@ -347,7 +343,6 @@ class FoldPadIntoConv(RewritePattern):
         new = op.clone()
         new.operands = [pad.input, *op.operands[1:]]
         new.properties["padding"] = accel.i64_array(total)
-        new.attributes.pop("qaccel.schedule", None)  # made for the padded input
         rewriter.replace_op(op, new)
 
 

@@ -58,7 +58,7 @@ from xdsl.irdl import (
 from xdsl.traits import ConstantLike, Pure, SymbolUserOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from qaccel.dialects.quant import UniformQuantizedType, storage_type_of
+from qaccel.dialects.quant import storage_type_of
 
 # --------------------------------------------------------------------------------------------
 # Option kinds: how a schema field is held as a property and read back as a Python value.
@@ -761,9 +761,3 @@ OPS_BY_TFLITE_NAME: dict[str, type[TflOp]] = {op.TFLITE_NAME: op for op in TFL_O
 TFL = Dialect(
     "tfl", [ConstOp, NoValueOp, StableHLOCompositeOp, OpaqueOp, *TFL_OPS], []
 )
-
-
-def is_quantized(t: Attribute) -> bool:
-    return isinstance(t, TensorType) and isinstance(t.element_type, UniformQuantizedType)
-
-

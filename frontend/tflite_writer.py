@@ -44,13 +44,18 @@ SCHEMA_VERSION = 3
 FILE_IDENTIFIER = b"TFL3"
 # Buffer.data is declared `force_align: 16` so that mmapped weights are SIMD-aligned.
 _BUFFER_ALIGNMENT = 16
+# External buffers (TensorSpec.external) start at file offsets that are multiples of this.
+EXTERNAL_ALIGNMENT = 64
 
 
 @dataclass(eq=False)
 class TensorSpec:
     """A tensor of a subgraph. `data` makes it a constant (raw little-endian bytes, or an array
     of the tensor's dtype and size); `dtype` is a numpy dtype or a TensorType member name for
-    types numpy lacks ("INT4", "STRING", ...). `shape_signature` marks dynamic dims with -1."""
+    types numpy lacks ("INT4", "STRING", ...). `shape_signature` marks dynamic dims with -1.
+    `external`: the data is stored after the flatbuffer at a 64-byte aligned file offset (the
+    buffer's `offset`/`size` fields) instead of inside it, as LiteRT needs for a constant it
+    hands to a custom op's kernel without copying."""
 
     name: str
     shape: tuple[int, ...]
@@ -59,6 +64,7 @@ class TensorSpec:
     data: bytes | np.ndarray | None = None
     is_variable: bool = False
     shape_signature: tuple[int, ...] | None = None
+    external: bool = False
 
     def __post_init__(self) -> None:
         self.shape = tuple(int(d) for d in self.shape)
@@ -104,9 +110,10 @@ class TensorSpec:
             return NotImplemented
         mine, theirs = self.data_bytes(), other.data_bytes()
         return (
-            (self.name, self.shape, self.dtype, self.quant, self.is_variable, self.shape_signature)
+            (self.name, self.shape, self.dtype, self.quant, self.is_variable, self.shape_signature,
+             self.external)
             == (other.name, other.shape, other.dtype, other.quant, other.is_variable,
-                other.shape_signature)
+                other.shape_signature, other.external)
             and (mine is None) == (theirs is None)
             and (mine is None or bytes(mine) == bytes(theirs))
         )
@@ -199,13 +206,33 @@ def _options_equal(a: dict, b: dict) -> bool:
 
 
 def write_model(spec: ModelSpec) -> bytes:
-    """Serialize `spec` to a `.tflite` flatbuffer."""
+    """Serialize `spec` to a `.tflite` flatbuffer (then the external tensors' data, if any)."""
+    external = [t.data_bytes() for sg in spec.subgraphs for t in sg.tensors
+                if t.data is not None and t.external]  # fmt: skip
+    if not external:
+        return _write_flatbuffer(spec, [])
+    # Offsets are uint64 scalars: the flatbuffer's size does not depend on their values, so a
+    # first pass with placeholders tells where the data goes.
+    head = _write_flatbuffer(spec, [(1, len(d)) for d in external])
+    blob, places = bytearray(head), []
+    for data in external:
+        blob += bytes(-len(blob) % EXTERNAL_ALIGNMENT)
+        places.append((len(blob), len(data)))
+        blob += data
+    final = _write_flatbuffer(spec, places)
+    if len(final) != len(head):
+        raise AssertionError("tflite writer: the flatbuffer changed size between passes")
+    blob[: len(final)] = final
+    return bytes(blob)
+
+
+def _write_flatbuffer(spec: ModelSpec, places: list[tuple[int, int]]) -> bytes:
+    """The flatbuffer; `places`: (offset, size) of each external tensor's data, in order."""
     import flatbuffers
 
     M = schema.generated_module("Model")
-    constant_bytes = [
-        t.data_bytes() for sg in spec.subgraphs for t in sg.tensors if t.data is not None
-    ]
+    constants = [t for sg in spec.subgraphs for t in sg.tensors if t.data is not None]
+    constant_bytes = [t.data_bytes() for t in constants if not t.external]
     n_tensors = sum(len(sg.tensors) for sg in spec.subgraphs)
     size_hint = sum(len(d) + 2 * _BUFFER_ALIGNMENT for d in constant_bytes) + 256 * n_tensors
     builder = flatbuffers.Builder(min(size_hint + 65536, 2**31 - 1))
@@ -213,7 +240,12 @@ def write_model(spec: ModelSpec) -> bytes:
     # Buffers: 0 is the empty sentinel, then one per constant in tensor order, then metadata;
     # written first (they are the bulk) so the tables sit together at the front of the file.
     buffer_offsets = [_write_buffer(builder, None)]
-    buffer_offsets += [_write_buffer(builder, raw) for raw in constant_bytes]
+    where = iter(places)
+    buffer_offsets += [
+        _write_buffer(builder, None, next(where)) if t.external
+        else _write_buffer(builder, t.data_bytes())
+        for t in constants
+    ]  # fmt: skip
     metadata_buffers = list(range(len(buffer_offsets), len(buffer_offsets) + len(spec.metadata)))
     buffer_offsets += [_write_buffer(builder, raw) for raw in spec.metadata.values()]
 
@@ -254,12 +286,15 @@ def write_model(spec: ModelSpec) -> bytes:
     return bytes(memoryview(builder.Bytes)[builder.Head() :])
 
 
-def _write_buffer(builder, raw) -> int:
+def _write_buffer(builder, raw, place: tuple[int, int] | None = None) -> int:
     B = schema.generated_module("Buffer")
     data = _aligned_byte_vector(builder, raw) if raw is not None else None
     B.BufferStart(builder)
     if data is not None:
         B.BufferAddData(builder, data)
+    if place is not None:  # external data: offset (> 1) and size in the file
+        B.BufferAddOffset(builder, place[0])
+        B.BufferAddSize(builder, place[1])
     return B.BufferEnd(builder)
 
 
@@ -436,11 +471,15 @@ def read_model(data: bytes) -> ModelSpec:
         raise ValueError("not a TFLite flatbuffer (file identifier is not TFL3)")
     model = M.Model.GetRootAs(data, 0)
     buffers = []
+    external: set[int] = set()
     for i in range(model.BuffersLength()):
         buf = model.Buffers(i)
-        if buf.Offset() > 1:
-            raise ValueError(f"buffer {i} lives outside the flatbuffer (>2 GB model): unsupported")
-        if buf.DataIsNone() or buf.DataLength() == 0:
+        if buf.Offset() > 1:  # external data (TensorSpec.external)
+            if buf.Offset() + buf.Size() > len(data):
+                raise ValueError(f"buffer {i}: external data beyond the end of the file")
+            buffers.append(memoryview(data)[buf.Offset() : buf.Offset() + buf.Size()])
+            external.add(i)
+        elif buf.DataIsNone() or buf.DataLength() == 0:
             buffers.append(None)
         else:
             arr = buf.DataAsNumpy()
@@ -454,7 +493,7 @@ def read_model(data: bytes) -> ModelSpec:
             raise ValueError(f"operator code {code} is not in the schema this build knows")
         custom = oc.CustomCode()
         opcodes.append((name, oc.Version(), custom.decode() if custom is not None else None))
-    subgraphs = [_read_subgraph(model.Subgraphs(i), buffers, opcodes)
+    subgraphs = [_read_subgraph(model.Subgraphs(i), buffers, opcodes, external)
                  for i in range(model.SubgraphsLength())]
     signatures = []
     for i in range(model.SignatureDefsLength()):
@@ -477,7 +516,7 @@ def read_model(data: bytes) -> ModelSpec:
                      signatures, metadata)
 
 
-def _read_subgraph(sg, buffers, opcodes) -> SubgraphSpec:
+def _read_subgraph(sg, buffers, opcodes, external=frozenset()) -> SubgraphSpec:
     tensors = []
     for i in range(sg.TensorsLength()):
         t = sg.Tensors(i)
@@ -496,6 +535,7 @@ def _read_subgraph(sg, buffers, opcodes) -> SubgraphSpec:
             data=raw,
             is_variable=t.IsVariable(),
             shape_signature=signature,
+            external=t.Buffer() in external,
         ))
     operators = []
     for i in range(sg.OperatorsLength()):

@@ -124,9 +124,13 @@ def dense_zp(op: accel.DenseZpOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     moved = np.moveaxis(x[..., 0, :], 1, -2)  # [N, d1.., I/B, B]
     rows = moved.reshape(-1, ib * block).astype(np.float64)
     wf = w.astype(np.float64).transpose(0, 2, 1, 3).reshape(ob * block, ib * block)
-    acc = (rows @ wf.T).astype(np.int64).reshape(*moved.shape[:-2], ob, block)
-    acc = np.moveaxis(acc, -2, 1)[..., None, :]
-    return _add_bias(acc, op.bias, op.output.type.get_shape()).astype(np.int32)
+    acc = (rows @ wf.T).astype(np.int64)  # [rows in (n, d1, ...) order, O]
+    out_shape = tuple(op.output.type.get_shape())
+    if len(out_shape) == 4:  # [N, O/B, 1, B], or the rows flattened: [N * d1 * ..., O/B, 1, B]
+        acc = acc.reshape(-1, ob, 1, block)
+    else:
+        acc = np.moveaxis(acc.reshape(*moved.shape[:-2], ob, block), -2, 1)[..., None, :]
+    return _add_bias(acc, op.bias, out_shape).astype(np.int32)
 
 
 def lane_op(op: accel._LaneOp, x: np.ndarray) -> np.ndarray:

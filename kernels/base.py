@@ -105,14 +105,6 @@ def f32(x: float) -> np.float32:
     return np.float32(x)
 
 
-def is_int8(dtype) -> bool:
-    return np.dtype(dtype) == np.int8
-
-
-def is_float(dtype) -> bool:
-    return np.dtype(dtype) == np.float32
-
-
 def activation(call: OpCall) -> str:
     return call.options.get("fused_activation_function", "NONE") or "NONE"
 

@@ -1,4 +1,4 @@
-"""`lower-q-to-accel{bias-mode=alu|preload}`: the method's operator-level transformation (step
+"""`lower-q-to-accel{bias-placement=alu|preload}`: the method's operator-level transformation (step
 4): inside accelerator functions, q ops become the `accel` ops the accelerator executes, on the
 packed layout.
 
@@ -34,7 +34,7 @@ change. Host functions keep their q ops. A conv group (canonicalized; the relu m
   `accel.conv2d_zp` with `groups` over channel blocks (depthwise: one group per block,
   diagonal 16x16 tiles; a depth multiplier or group width that does not align with blocks
   falls back to fewer, larger groups with zero tiles).
-- **`bias-mode`** is the method's variant: `alu` (a) adds `qfused_bias` after the GEMM
+- **`bias-placement`** is the method's variant: `alu` (a) adds `qfused_bias` after the GEMM
   (`accel.bias_add_zp`: ALU ADD of a parameter row); `preload` (b) puts it in the accumulators
   before the GEMM accumulates onto them (the `bias` of `accel.conv2d_zp` / `accel.dense_zp`:
   LOAD ACC of bias rows, no ALU add). Both are exact: the same sum modulo 2^32.
@@ -74,6 +74,18 @@ An accelerator function holding anything else (an op the target did not accept, 
 non-constant weight or bias, a pool with padding, ...) makes the pass fail with one line naming
 the function, the op and the reason. Afterwards the `accel` canonicalization patterns run
 (`canonicalize-accel`; `canonicalize=false` keeps the raw sequences).
+
+## Structure
+
+The channel block B is the module's target's (`#accel.target`, from `attach-target`). One
+`RewritePattern` per q-op family (`PATTERNS`: `LowerAccumulate`, `LowerBiasAdd`,
+`LowerRequantize`, ...) is applied by a `PatternRewriteWalker` once per op, in program order
+(`dce_enabled=False`: unused pure ops stay until the end). Each replaces its op by the lowered
+ops on packed values followed by an `accel.unpack` to the op's plain type, so the IR is valid
+after every rewrite; a later pattern takes its operand's packed form from that unpack, and at
+the end the function's result packs of those unpacks become the packed values and every unused
+conversion and constant is erased. The arithmetic shared by the patterns (requantization,
+saturation, filter tiles, constants built once per function) lives on `_FunctionLowering`.
 """
 
 from __future__ import annotations
@@ -81,7 +93,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Literal
 
 import numpy as np
 from xdsl.context import Context
@@ -96,19 +108,33 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import ConstantLike
 from xdsl.utils.exceptions import PassFailedException
 
 from qaccel.kernels import arithmetic as ar
-from qaccel.targets.base import describe_op, describe_value
+from qaccel.targets.base import (
+    TargetError,
+    constant_value,
+    describe_op,
+    describe_value,
+    is_constant,
+    module_target,
+)
 from qaccel.dialects import accel, q, tfl
 from qaccel.dialects.quant import storage_range
-from qaccel.passes.annotate_target import TARGET_ATTR
+from qaccel.dialects.annotations import accelerator_functions
 from qaccel.passes.canonicalize_accel import canonicalize_accel
 
 PASS = "lower-q-to-accel"
-BIAS_MODES = ("alu", "preload")
+BiasPlacement = Literal["alu", "preload"]
 
 
 class LoweringError(Exception):
@@ -117,14 +143,6 @@ class LoweringError(Exception):
 
 # --------------------------------------------------------------------------------------------
 # Values
-
-
-def _lanes(values, lanes: int, fill=0) -> np.ndarray:
-    """Per-tensor values stay one; per-channel values are padded to every lane."""
-    values = np.asarray(values).reshape(-1)
-    if values.size == 1:
-        return values
-    return np.concatenate([values, np.full(lanes - values.size, fill, dtype=values.dtype)])
 
 
 def _storage_of(t: Attribute) -> tuple[int, int]:
@@ -138,11 +156,6 @@ def _describe(value: SSAValue) -> str:
     """A value as the user wrote it: an argument rather than its entry `accel.unpack`."""
     owner = value.owner
     return describe_value(owner.input if isinstance(owner, accel.UnpackOp) else value)
-
-
-def _sole_user(value: SSAValue) -> Operation | None:
-    uses = list(value.uses)
-    return uses[0].operation if len(uses) == 1 else None
 
 
 def _per_channel_shape(shape: Sequence[int], out: Sequence[int]) -> bool:
@@ -189,28 +202,23 @@ def block_grouped_filter(
 
 
 class _FunctionLowering:
-    def __init__(self, f: func.FuncOp, bias_mode: str):
+    def __init__(self, f: func.FuncOp, bias_placement: BiasPlacement, block: int):
         self.f = f
-        self.bias_mode = bias_mode
-        self.packed: dict[SSAValue, SSAValue] = {}
-        self.absorbed: set[Operation] = set()  # q.bias_add folded into an accumulating op
+        self.bias_placement = bias_placement
+        self.absorbed: dict[Operation, Operation] = {}  # accumulating op -> its folded q.bias_add
         self.zero_point_folded: set[Operation] = set()  # q.requantize whose input zp is in a bias
         self.constants: dict[tuple, SSAValue] = {}
         self.widened: dict[SSAValue, SSAValue] = {}
         self.point: InsertPoint | None = None
-        self.block = self._block_size()
+        self.rewriter: PatternRewriter | None = None
+        self.block = block
+        self.lowered_from: dict[Operation, str] = {}  # materialized unpack -> the q op it replaced
 
     # --- helpers -------------------------------------------------------------------------
 
-    def _block_size(self) -> int:
-        for op in self.f.walk():
-            if isinstance(op, accel.PackOp | accel.UnpackOp) and op.inner_tiles is not None:
-                return accel._values(op.inner_tiles)[-1]
-        return 16
-
     def emit(self, op: Operation) -> SSAValue:
-        assert self.point is not None
-        Rewriter.insert_op(op, self.point)
+        assert self.point is not None and self.rewriter is not None
+        self.rewriter.insert(op, self.point)
         return op.results[0]
 
     def packed_type(self, t: TensorType, element: Attribute | None = None) -> TensorType:
@@ -227,10 +235,9 @@ class _FunctionLowering:
         if isinstance(owner, accel.UnpackOp) and isinstance(owner.input.owner, tfl.ConstOp):
             packed = owner.input.owner.as_array()
             return unpack(packed, owner.packing, tuple(owner.output.type.get_shape()))
-        if isinstance(owner, Operation) and owner.has_trait(ConstantLike):
-            as_array = getattr(owner, "as_array", None)
-            if as_array is not None:
-                return np.asarray(as_array())
+        array = constant_value(value)
+        if array is not None:
+            return np.asarray(array)
         raise LoweringError(
             f"{what} is computed at run time ({_describe(value)}); the accelerator needs "
             "it at compile time"
@@ -253,16 +260,11 @@ class _FunctionLowering:
     def packed_of(self, value: SSAValue) -> SSAValue:
         """The packed form of a plain value: the lowered producer's result, a packed argument,
         or a constant packed at compile time."""
-        found = self.packed.get(value)
-        if found is not None:
-            return found
+        owner = value.owner
+        if isinstance(owner, accel.UnpackOp):  # an entry unpack, or a lowered op's result
+            return owner.input
         t = value.type
-        if (
-            isinstance(t, TensorType)
-            and isinstance(value.owner, Operation)
-            and value.owner.has_trait(ConstantLike)
-            and len(t.get_shape()) >= 2
-        ):
+        if isinstance(t, TensorType) and is_constant(value) and len(t.get_shape()) >= 2:
             from qaccel.interpreter.accel_semantics import pack
 
             packing = accel.Packing.activations(len(t.get_shape()), self.block)
@@ -299,9 +301,11 @@ class _FunctionLowering:
             raise LoweringError(f"{where} shift {worst} is beyond the ALU's 31-bit shifts")
         lanes = self.lanes_of(v)
         if np.any(shift > 0):
-            v = self.emit(accel.ShiftLeftOp(v, _lanes(np.maximum(shift, 0), lanes)))
-        v = self.emit(accel.RoundMultiplyOp(v, _lanes(multiplier, lanes)))
-        return self.emit(accel.RoundRShiftOp(v, _lanes(np.maximum(-shift, 0), lanes)))
+            left = accel.per_lane(np.maximum(shift, 0), lanes, spread=False)
+            v = self.emit(accel.ShiftLeftOp(v, left))
+        v = self.emit(accel.RoundMultiplyOp(v, accel.per_lane(multiplier, lanes, spread=False)))
+        right = accel.per_lane(np.maximum(-shift, 0), lanes, spread=False)
+        return self.emit(accel.RoundRShiftOp(v, right))
 
     def saturate(self, v: SSAValue, zero_point: int, result: TensorType) -> SSAValue:
         """`clamp(v + zero_point)` to the result's storage, exact for every int32 `v` (clamp
@@ -381,19 +385,20 @@ class _FunctionLowering:
         filter, groups, wsum = self.filter_tiles(op, x)
         fused = -op.int_prop("input_zero_point") * wsum
         tail: Operation = op
-        bias_add = _sole_user(op.output)
+        bias_add = op.output.get_user_of_unique_use()
         if isinstance(bias_add, q.BiasAddOp) and bias_add.input == op.output:
             bias = self.constant_array(bias_add.bias, "the bias").astype(np.int64)
             fused = fused + bias
-            self.absorbed.add(bias_add)
+            self.absorbed[op] = bias_add
             tail = bias_add
-        requant = _sole_user(tail.results[0])
+        requant = tail.results[0].get_user_of_unique_use()
         if isinstance(requant, q.RequantizeOp) and not requant.is_double:
             fused = fused - requant.int_prop("input_zero_point")
             self.zero_point_folded.add(requant)
         result = self.packed_type(op.output.type)
-        fused = _lanes(ar.wrap_int32(fused), accel.packed_lanes(result.get_shape()))
-        preload = fused if self.bias_mode == "preload" and np.any(fused) else None
+        lanes = accel.packed_lanes(result.get_shape())
+        fused = accel.per_lane(ar.wrap_int32(fused), lanes, spread=False)
+        preload = fused if self.bias_placement == "preload" and np.any(fused) else None
         if isinstance(op, q.DenseOp):
             acc = self.emit(accel.DenseZpOp(x, filter, result, bias=preload))
         else:
@@ -419,14 +424,12 @@ class _FunctionLowering:
                 )
             )  # fmt: skip
         acc.name_hint = op.output.name_hint
-        if self.bias_mode == "alu" and np.any(fused):
+        if self.bias_placement == "alu" and np.any(fused):
             acc = self.emit(accel.BiasAddZpOp(acc, fused))
             hint = tail.results[0].name_hint if tail is not op else None
             acc.name_hint = hint or (
                 f"{op.output.name_hint}_fused" if op.output.name_hint else None
             )
-        if tail is not op:
-            self.packed[tail.results[0]] = acc
         return acc
 
     # --- the requantization tail ---------------------------------------------------------
@@ -434,7 +437,8 @@ class _FunctionLowering:
     def lower_bias_add(self, op: q.BiasAddOp) -> SSAValue:
         acc = self.int32(self.packed_of(op.input))
         bias = self.constant_array(op.bias, "the bias").astype(np.int64)
-        return self.emit(accel.BiasAddZpOp(acc, _lanes(ar.wrap_int32(bias), self.lanes_of(acc))))
+        bias = accel.per_lane(ar.wrap_int32(bias), self.lanes_of(acc), spread=False)
+        return self.emit(accel.BiasAddZpOp(acc, bias))
 
     def lower_requantize(self, op: q.RequantizeOp) -> SSAValue:
         v = self.int32(self.packed_of(op.input))
@@ -442,7 +446,7 @@ class _FunctionLowering:
         input_zp = op.int_prop("input_zero_point")
         output_zp = op.int_prop("output_zero_point")
         if op.is_double:
-            scale = _lanes(op.array_prop("scale"), self.lanes_of(v), 0.0)
+            scale = accel.per_lane(op.array_prop("scale"), self.lanes_of(v), 0.0, spread=False)
             return self.emit(
                 accel.HostRequantizeOp(
                     v, self.packed_type(result), scale, (input_zp, output_zp), _storage_of(result)
@@ -476,19 +480,14 @@ class _FunctionLowering:
         (`compute` at compile time)."""
         out = tuple(op.results[0].type.get_shape())
         shape = tuple(value.type.get_shape())
-        owner = value.owner
-        if (
-            isinstance(owner, Operation)
-            and owner.has_trait(ConstantLike)
-            and value not in self.packed
-        ):
+        if is_constant(value):
             data = compute(self.constant_array(value, "a constant").astype(np.int64))
             data = ar.wrap_int32(data)
             if data.size == 1:
                 return data.reshape(1)
             if _per_channel_shape(shape, out):
                 packed = self.packed_type(op.results[0].type).get_shape()
-                return _lanes(data.reshape(-1), accel.packed_lanes(packed))
+                return accel.per_lane(data.reshape(-1), accel.packed_lanes(packed), spread=False)
             if shape == out:
                 from qaccel.interpreter.accel_semantics import pack
 
@@ -678,72 +677,194 @@ class _FunctionLowering:
         values = [self.packed_of(v) for v in op.inputs]
         return self.emit(accel.ConcatOp(values, self.packed_type(op.output.type), packed_axis))
 
-    RULES: ClassVar[dict[type[Operation], Callable[[_FunctionLowering, q.QOp], SSAValue]]] = {}
-
     # --- driver --------------------------------------------------------------------------
 
-    def fail(self, op: Operation | None, message: str) -> PassFailedException:
-        where = f"{describe_op(op)}: " if op is not None else ""
-        return PassFailedException(f"{PASS}: @{self.f.sym_name.data}: {where}{message}")
+    def fail(self, op: Operation | None, message: str, where: str | None = None) -> PassFailedException:
+        if where is None:
+            where = describe_op(op) if op is not None else None
+        prefix = f"{where}: " if where is not None else ""
+        return PassFailedException(f"{PASS}: @{self.f.sym_name.data}: {prefix}{message}")
 
-    def run(self) -> None:
+    def replace(
+        self, op: q.QOp, rewriter: PatternRewriter, lower: Callable[[q.QOp], SSAValue]
+    ) -> None:
+        """Lower `op` (and the q.bias_add it folds) before it; its uses get the lowered packed
+        value through an `accel.unpack` (removed when a pack or another lowering consumes
+        it)."""
+        self.point, self.rewriter = InsertPoint.before(op), rewriter
+        try:
+            lowered = lower(op)
+        except LoweringError as e:
+            raise self.fail(op, str(e)) from None
+        if lowered.name_hint is None:
+            lowered.name_hint = op.results[0].name_hint
+        tail = self.absorbed.pop(op, op)
+        plain = tail.results[0]
+        packing = accel.Packing.activations(len(plain.type.get_shape()), self.block)
+        unpack = accel.UnpackOp(lowered, packing, plain.type)
+        rewriter.insert(unpack, self.point)
+        self.lowered_from[unpack] = describe_op(tail)
+        rewriter.replace_all_uses_with(plain, unpack.output)
+        if tail is not op:
+            rewriter.erase(tail)
+        rewriter.erase(op)
+
+    def check(self) -> None:
         f = self.f
         if accel.PACKED_FUNCTION_ATTR not in f.attributes:
             raise self.fail(None, "not in the packed layout yet: run insert-pack-unpack first")
         if len(f.body.blocks) != 1:
             raise self.fail(None, "accelerator functions must have one block")
-        ops = list(f.body.block.ops)
-        for op in ops:
-            if isinstance(op, accel.UnpackOp):
-                self.packed[op.output] = op.input
-            elif isinstance(op, q.QOp):
-                if op in self.absorbed:
-                    continue
-                rule = self.RULES.get(type(op))
-                if rule is None:
-                    raise self.fail(op, "has no accelerator form (the target should not accept it)")
-                self.point = InsertPoint.before(op)
-                try:
-                    lowered = rule(self, op)
-                except LoweringError as e:
-                    raise self.fail(op, str(e)) from None
-                if lowered.name_hint is None:
-                    lowered.name_hint = op.results[0].name_hint
-                self.packed[op.results[0]] = lowered
-            elif not (isinstance(op, accel.AccelOp | func.ReturnOp) or op.has_trait(ConstantLike)):
+        for op in f.body.block.ops:
+            if isinstance(op, q.QOp) and type(op) not in LOWERED_OPS:
+                raise self.fail(op, "has no accelerator form (the target should not accept it)")
+            if not isinstance(op, q.QOp | accel.AccelOp | func.ReturnOp) and not op.has_trait(
+                ConstantLike
+            ):
                 raise self.fail(op, "cannot run on the accelerator: not a q or accel op")
-        for op in ops:
-            if isinstance(op, accel.PackOp) and op.input in self.packed:
-                new = self.packed[op.input]
+
+    def finish(self) -> None:
+        """Results are packed already: `accel.pack` of a lowered value's unpack is the value;
+        conversions and constants nothing uses are erased."""
+        block = self.f.body.block
+        for op in list(block.ops):
+            if isinstance(op, accel.PackOp) and isinstance(op.input.owner, accel.UnpackOp):
+                new = op.input.owner.input
                 if new.type != op.output.type:
                     raise self.fail(op, f"lowered value has type {new.type}, not {op.output.type}")
                 op.output.replace_all_uses_with(new)
-        for op in reversed(list(f.body.block.ops)):
+        for op in reversed(list(block.ops)):
             if isinstance(op, func.ReturnOp) or op.results and any(r.uses for r in op.results):
                 continue
             if isinstance(op, q.QOp | accel.PackOp | accel.UnpackOp) or op.has_trait(ConstantLike):
                 Rewriter.erase_op(op)
-        for op in f.body.block.ops:
-            if isinstance(op, q.QOp):
-                raise self.fail(op, "its result leaves the function unpacked; cannot lower it")
+        for op in block.ops:
+            if op in self.lowered_from:
+                raise self.fail(
+                    None, "its result leaves the function unpacked; cannot lower it",
+                    self.lowered_from[op],
+                )  # fmt: skip
 
 
-_FunctionLowering.RULES = {
-    q.Conv2DOp: _FunctionLowering.lower_accumulate,
-    q.DepthwiseConv2DOp: _FunctionLowering.lower_accumulate,
-    q.DenseOp: _FunctionLowering.lower_accumulate,
-    q.BiasAddOp: _FunctionLowering.lower_bias_add,
-    q.RequantizeOp: _FunctionLowering.lower_requantize,
-    q.ReluOp: _FunctionLowering.lower_relu,
-    q.AddOp: _FunctionLowering.lower_add_sub,
-    q.SubOp: _FunctionLowering.lower_add_sub,
-    q.MulOp: _FunctionLowering.lower_mul,
-    q.MaxPool2DOp: _FunctionLowering.lower_max_pool,
-    q.AvgPool2DOp: _FunctionLowering.lower_avg_pool,
-    q.MeanOp: _FunctionLowering.lower_mean,
-    q.PadOp: _FunctionLowering.lower_pad,
-    q.ConcatOp: _FunctionLowering.lower_concat,
-}
+# --------------------------------------------------------------------------------------------
+# One rewrite pattern per q-op family; the arithmetic is `_FunctionLowering`'s, per function.
+
+
+@dataclass
+class _LowerQOp(RewritePattern):
+    functions: dict[func.FuncOp, _FunctionLowering]
+
+    def lowering_of(self, op: Operation) -> _FunctionLowering | None:
+        return self.functions.get(op.parent_op())  # type: ignore[arg-type]
+
+    def lower(self, op: q.QOp, rewriter: PatternRewriter, method) -> None:
+        lowering = self.lowering_of(op)
+        if lowering is not None:  # host functions keep their q ops
+            lowering.replace(op, rewriter, lambda o: method(lowering, o))
+
+
+class LowerAccumulate(_LowerQOp):
+    """`q.conv2d` / `q.depthwise_conv2d` / `q.dense` (+ the `q.bias_add` it folds) ->
+    `accel.conv2d_zp` / `accel.dense_zp` (+ `accel.bias_add_zp`)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, q.Conv2DOp | q.DepthwiseConv2DOp | q.DenseOp):
+            self.lower(op, rewriter, _FunctionLowering.lower_accumulate)
+
+
+class LowerBiasAdd(_LowerQOp):
+    """A `q.bias_add` no accumulating op folded -> `accel.bias_add_zp`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.BiasAddOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, _FunctionLowering.lower_bias_add)
+
+
+class LowerRequantize(_LowerQOp):
+    """`q.requantize` -> shift/multiply/round + clamp + zero point, or `accel.host_requantize`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.RequantizeOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, _FunctionLowering.lower_requantize)
+
+
+class LowerRelu(_LowerQOp):
+    """`q.relu` -> `accel.max` + `accel.min`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.ReluOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, _FunctionLowering.lower_relu)
+
+
+class LowerAddSub(_LowerQOp):
+    """`q.add` / `q.sub` -> rescaled sides, `accel.add`, output rescale and clamp."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, q.AddOp | q.SubOp):
+            self.lower(op, rewriter, _FunctionLowering.lower_add_sub)
+
+
+class LowerMul(_LowerQOp):
+    """`q.mul` -> `accel.mul` of the centred sides, rescale and clamp."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.MulOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, _FunctionLowering.lower_mul)
+
+
+class LowerPool(_LowerQOp):
+    """`q.max_pool2d` -> `accel.max_pool2d`; `q.avg_pool2d` -> `accel.sum_pool2d` + shift."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, q.MaxPool2DOp):
+            self.lower(op, rewriter, _FunctionLowering.lower_max_pool)
+        elif isinstance(op, q.AvgPool2DOp):
+            self.lower(op, rewriter, _FunctionLowering.lower_avg_pool)
+
+
+class LowerMean(_LowerQOp):
+    """`q.mean` over H and W -> `accel.reduce_sum` + requantization."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.MeanOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, _FunctionLowering.lower_mean)
+
+
+class LowerPad(_LowerQOp):
+    """`q.pad` of H and W -> `accel.pad`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.PadOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, _FunctionLowering.lower_pad)
+
+
+class LowerConcat(_LowerQOp):
+    """`q.concat` -> `accel.concat`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.ConcatOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, _FunctionLowering.lower_concat)
+
+
+PATTERNS: tuple[type[_LowerQOp], ...] = (
+    LowerAccumulate, LowerBiasAdd, LowerRequantize, LowerRelu, LowerAddSub, LowerMul,
+    LowerPool, LowerMean, LowerPad, LowerConcat,
+)  # fmt: skip
+LOWERED_OPS: tuple[type[q.QOp], ...] = (
+    q.Conv2DOp, q.DepthwiseConv2DOp, q.DenseOp, q.BiasAddOp, q.RequantizeOp, q.ReluOp, q.AddOp,
+    q.SubOp, q.MulOp, q.MaxPool2DOp, q.AvgPool2DOp, q.MeanOp, q.PadOp, q.ConcatOp,
+)  # fmt: skip
+"""The q ops the patterns lower (every other q op in an accelerator function is an error)."""
+
+
+def lower_functions(functions: dict[func.FuncOp, _FunctionLowering]) -> None:
+    """Apply the patterns in program order over each accelerator function, once per op (new
+    ops are not revisited; unused pure ops are not erased on the way: `dce_enabled=False`)."""
+    applier = GreedyRewritePatternApplier([p(functions) for p in PATTERNS], dce_enabled=False)
+    for f, lowering in functions.items():
+        lowering.check()
+        PatternRewriteWalker(applier, apply_recursively=False).rewrite_region(f.body)
+        lowering.finish()
 
 
 @dataclass(frozen=True)
@@ -766,22 +887,26 @@ class LowerQToAccelPass(ModulePass):
 
     name = "lower-q-to-accel"
 
-    bias_mode: str = "alu"
-    """`alu`: the fused bias is added by the ALU after the GEMM (method's variant (a));
-    `preload`: it is loaded into the accumulators before the GEMM accumulates (variant (b))."""
+    bias_placement: BiasPlacement = "alu"
+    """Where the fused bias enters the accumulators: `alu`, added by the ALU after the GEMM
+    (method's variant (a)); `preload`, loaded into them before the GEMM accumulates (variant
+    (b)). (`schedule-vta`'s `bias-mode` is another choice: how the scheduled layer moves it.)"""
 
     canonicalize: bool = True
     """Run the `accel` canonicalization patterns afterwards (merging clamps, dropping no-ops)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.bias_mode not in BIAS_MODES:
-            raise PassFailedException(
-                f"{PASS}: bias-mode must be one of {', '.join(BIAS_MODES)}, got '{self.bias_mode}'"
-            )
-        functions = [
-            f for f in op.ops if isinstance(f, func.FuncOp) and TARGET_ATTR in f.attributes
-        ]
-        for f in functions:
-            _FunctionLowering(f, self.bias_mode).run()
-            if self.canonicalize:
+        functions = accelerator_functions(op)
+        if not functions:
+            return
+        try:
+            config = module_target(op).config
+        except (TargetError, ValueError) as e:
+            raise PassFailedException(f"{PASS}: {e}") from None
+        block = getattr(config, "block", None)
+        if not isinstance(block, int):
+            raise PassFailedException(f"{PASS}: the module's target has no block size")
+        lower_functions({f: _FunctionLowering(f, self.bias_placement, block) for f in functions})
+        if self.canonicalize:
+            for f in functions:
                 canonicalize_accel(f)

@@ -4,7 +4,7 @@ Every `accel.layer` (`form-vta-layers`) of a `vta` accelerator function gets an
 `#accel.schedule` (`dialects/accel.py`):
 
 - a GEMM layer (`conv`, `depthwise`, `dense`): the tiling the cost-model search chose
-  (`lowering/vta/schedule.py`), i.e. the loop nest the emitter walks: output-row,
+  (`lowering/vta/search.py`), i.e. the loop nest the emitter walks: output-row,
   output-column, output-channel and input-channel tile sizes (pixels; channel blocks), the
   order of the two outer loops, how the bias reaches the accumulators, and how many slots of
   each on-chip buffer double-buffer the loads (VTA's virtual threads);
@@ -34,21 +34,17 @@ attribute does not change what the layer computes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from qaccel.dialects import accel
 from qaccel.dialects.accel import ScheduleAttr
 from qaccel.lowering.form_vta_layers import vta_functions
 from qaccel.lowering.vta.emit_alu import AluPlan, emit_alu, emit_pool, plan_alu
 from qaccel.lowering.vta.layers import AluLayer, LayerMatch, LayerReader, NotALayer, PoolLayer
-from qaccel.lowering.vta.schedule import (
-    BIAS_MODES,
-    ConvLayer,
-    LayerError,
-    Schedule,
-    make_schedule,
-    schedule,
-)
-from qaccel.passes.annotate_target import load_target
+from qaccel.lowering.vta.geometry import ConvLayer, LayerError
+from qaccel.lowering.vta.planning import Schedule
+from qaccel.lowering.vta.search import make_schedule, schedule
+from qaccel.targets.base import TargetError, hardware_config
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -134,11 +130,7 @@ class ScheduleVtaPass(ModulePass):
 
     name = "schedule-vta"
 
-    hw_config: str = ""
-    """Hardware configuration JSON, or a bundled configuration's name (`vta-default`,
-    `vta-store-requant`); default: the VTA default configuration."""
-
-    bias_mode: str = ""
+    bias_mode: Literal["alu", "dma", "gemm", "store"] | None = None
     """Force how the bias reaches the accumulators: `alu`, `dma`, `gemm`, or `store` (the
     store module's output stage adds it and requantizes; needs a hardware config with
     `store_requant`). Default: the cost model chooses per layer."""
@@ -147,10 +139,10 @@ class ScheduleVtaPass(ModulePass):
     """Replace schedules already present instead of checking and keeping them."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.bias_mode and self.bias_mode not in BIAS_MODES:
-            raise PassFailedException(f"{PASS}: bias-mode must be one of "
-                                      f"{', '.join(BIAS_MODES)}, got '{self.bias_mode}'")  # fmt: skip
-        config = load_target(PASS, "vta", self.hw_config).config
+        try:
+            config = hardware_config(op, "vta")  # the module's #accel.target (attach-target)
+        except (TargetError, ValueError) as e:
+            raise PassFailedException(f"{PASS}: {e}") from None
         if self.bias_mode == "store" and not config.store_requant:
             raise PassFailedException(f"{PASS}: bias-mode=store needs a hardware config with "
                                       f"store_requant ('{config.name}' has none)")  # fmt: skip

@@ -1,4 +1,4 @@
-"""`annotate-target{target=vta}`: mark the op groups a target can run (the method's grouping).
+"""`annotate-target`: mark the op groups a target can run (the method's grouping).
 
 The pass and its IR before/after are documented on `AnnotateTargetPass`.
 """
@@ -18,20 +18,22 @@ from xdsl.passes import ModulePass
 from xdsl.traits import ConstantLike
 from xdsl.utils.exceptions import PassFailedException
 
-from qaccel.targets.base import MatchResult, Target, TargetError, describe_op, get_target
+from qaccel.dialects.annotations import (
+    GROUP_ATTR,
+    PARTITION_INDEX_ATTR,
+    PATTERN_ATTR,
+    TARGET_ATTR,
+    annotated_target,
+)
+from qaccel.targets.base import MatchResult, Target, TargetError, describe_op, resolve_target
 
-TARGET_ATTR = "qaccel.target"
-PATTERN_ATTR = "qaccel.pattern"
-GROUP_ATTR = "qaccel.group"
-PARTITION_INDEX_ATTR = "qaccel.partition_index"
-ANNOTATIONS = (TARGET_ATTR, PATTERN_ATTR, GROUP_ATTR, PARTITION_INDEX_ATTR)
 
-
-def load_target(pass_name: str, name: str, hw_config: str) -> Target:
-    """The target for a pass's `target=` option, or a PassFailedException naming the pass."""
+def load_target(pass_name: str, module: ModuleOp, name: str = "") -> Target:
+    """The target a pass's `target=` option selects (`resolve_target`: by default the module's
+    `#accel.target`), or a PassFailedException naming the pass."""
     try:
-        return get_target(name, hw_config or None)
-    except (TargetError, OSError, ValueError) as e:
+        return resolve_target(module, name)
+    except (TargetError, ValueError) as e:
         raise PassFailedException(f"{pass_name}: {e}") from None
 
 
@@ -53,11 +55,6 @@ def host_functions(module: ModuleOp) -> Iterator[func.FuncOp]:
 def is_compute_op(op: Operation) -> bool:
     """Ops a partition report counts: not constants, not the function's terminator."""
     return not op.has_trait(ConstantLike) and not isinstance(op, func.ReturnOp)
-
-
-def annotated_target(op: Operation) -> str | None:
-    attr = op.attributes.get(TARGET_ATTR)
-    return attr.data if isinstance(attr, StringAttr) else None
 
 
 def explain_lines(
@@ -127,24 +124,22 @@ class AnnotateTargetPass(ModulePass):
     Ops that already carry a `qaccel.target` (this target's or another's) are left alone, so the
     pass is idempotent and `annotate-target{target=a},annotate-target{target=b}` gives `a`
     priority. `explain=true` prints to stderr, for every op left unannotated, why (no pattern, or
-    the pattern whose checks failed and the values that failed them). `hw-config=FILE` reads the
-    target's hardware configuration (for `vta`, a `HardwareConfig` JSON).
+    the pattern whose checks failed and the values that failed them). The target and its
+    hardware configuration are the module's `#accel.target` (`attach-target`); `target=NAME`
+    naming another target matches that target's table in its default configuration.
     """
 
     name = "annotate-target"
 
-    target: str = "vta"
-    """The target whose pattern table is matched (built-in `vta`, or one registered through
-    the `qaccel.targets` entry point)."""
-
-    hw_config: str = ""
-    """A hardware configuration file for the target (for `vta`: HardwareConfig JSON)."""
+    target: str = ""
+    """The target whose pattern table is matched; default: the module's `#accel.target`
+    (built-in `vta`, or one registered through the `qaccel.targets` entry point)."""
 
     explain: bool = False
     """Print to stderr why each op left unannotated is not matched."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = load_target(self.name, self.target, self.hw_config)
+        target = load_target(self.name, op, self.target)
         group = _next_group_id(op)
         for function in host_functions(op):
             block = function.body.block

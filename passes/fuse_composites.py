@@ -14,6 +14,7 @@ weights.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -110,8 +111,14 @@ class FuseCompositesPass(ModulePass):
     """Also apply fusions whose fused op rounds differently from the decomposition, as
     TensorFlow's converter does (e.g. one HARD_SWISH for an int8 ADD/MUL chain)."""
 
+    report: bool = False
+    """Print which fusions fired (name, count, where each comes from) as one line on stderr."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _Fuser(op, default_registry(), self.keep_unregistered, self.allow_inexact).run()
+        fuser = _Fuser(op, default_registry(), self.keep_unregistered, self.allow_inexact)
+        fuser.run()
+        if self.report:
+            print(fuser.summary(), file=sys.stderr)
 
 
 def _fail(message: str) -> PassFailedException:
@@ -145,6 +152,19 @@ class _Fuser:
             f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)
         }
         self.replaced_decompositions: set[str] = set()
+        self.fired: Counter[str] = Counter()
+        """Interface name -> how many composites or functions its fusion replaced."""
+
+    def summary(self) -> str:
+        if not self.fired:
+            return "fuse-composites: no fusion fired"
+        parts = [f"{name} x{n} ({self.registry.origin(name) or 'the API'})"
+                 for name, n in sorted(self.fired.items())]  # fmt: skip
+        return f"fuse-composites: {sum(self.fired.values())} fused: {', '.join(parts)}"
+
+    def plugin(self, sig: Signature) -> str:
+        """How diagnostics name where a fusion comes from (its entry point, for a plugin)."""
+        return f" from {self.registry.origin(sig.name) or 'the API'}"
 
     def run(self) -> None:
         for f in list(self.functions.values()):
@@ -352,7 +372,7 @@ class _Fuser:
         try:
             reason = fusion.check(sig)
         except Exception as e:
-            raise _fail(f"{sig.where}: fusion {fusion!r} failed checking '{sig.name}': "
+            raise _fail(f"{sig.where}: fusion {fusion!r}{self.plugin(sig)} failed checking '{sig.name}': "
                         f"{type(e).__name__}: {e}") from e
         if reason:
             raise _fail(f"{sig.where} implements '{sig.name}', which does not fit the fused "
@@ -362,7 +382,7 @@ class _Fuser:
         try:
             return bool(fusion.exact(sig))
         except Exception as e:
-            raise _fail(f"{sig.where}: fusion {fusion!r} failed deciding whether '{sig.name}' "
+            raise _fail(f"{sig.where}: fusion {fusion!r}{self.plugin(sig)} failed deciding whether '{sig.name}' "
                         f"is exact: {type(e).__name__}: {e}") from e
 
     def build(self, fusion: Fusion, sig: Signature, operands: Sequence[SSAValue],
@@ -372,7 +392,7 @@ class _Fuser:
         try:
             results = list(fusion.build(builder, operands, sig))
         except Exception as e:
-            raise _fail(f"{sig.where}: fusion {fusion!r} failed building '{sig.name}': "
+            raise _fail(f"{sig.where}: fusion {fusion!r}{self.plugin(sig)} failed building '{sig.name}': "
                         f"{type(e).__name__}: {e}") from e
         types = [r.type for r in results]
         if types != list(sig.result_types):
@@ -387,6 +407,7 @@ class _Fuser:
                 raise _fail(f"{sig.where}: fusion {fusion!r} built an invalid {op.name}: "
                             f"{str(e).strip().splitlines()[0]}") from None
             self.check_kernel_accepts(op, fusion, sig)
+        self.fired[sig.name] += 1
         return results
 
     @staticmethod

@@ -4,7 +4,7 @@ function-level transformation, steps 3.1-3.4).
 Input: partitioned IR (see "Partitioned IR contract"): host functions call accelerator
 functions, recognised by their `qaccel.target` attribute. Afterwards every accelerator function
 takes and returns *packed* tensors (`dialects/accel.py`: NHWC `[N, H, W, C]` becomes
-`[N, ceil(C/B), H, W, 1, B]`, `[N, C]` becomes `[N, ceil(C/B), 1, B]`, B the target's block),
+`[N, ceil(C/B), H, W, 1, B]`, `[N, C]` becomes `[N, ceil(C/B), 1, B]`, B the block of the module's `#accel.target`),
 and the host converts with `accel.pack` / `accel.unpack` only where the method says so:
 
     %m = q.max_pool2d %x {...}            %m = q.max_pool2d %x {...}
@@ -80,7 +80,6 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IntegerType,
     ModuleOp,
-    StringAttr,
     TensorType,
     UnitAttr,
 )
@@ -92,7 +91,8 @@ from xdsl.utils.exceptions import PassFailedException
 
 from qaccel.dialects import accel, q, tfl
 from qaccel.dialects.quant import UniformQuantizedType
-from qaccel.passes.annotate_target import TARGET_ATTR, load_target
+from qaccel.dialects.annotations import TARGET_ATTR, accelerator_functions, annotated_target
+from qaccel.targets.base import TargetError, module_target
 
 # --------------------------------------------------------------------------------------------
 # What counts as element-wise
@@ -142,42 +142,33 @@ def activation_packing(t: Attribute, block: int) -> accel.Packing | None:
 # Targets
 
 
-def target_block(target: str, hw_config: str = "") -> int:
-    """The channel block of `target`'s hardware (`targets/base.py`; for `vta`, the
+def target_block(module: ModuleOp) -> int:
+    """The channel block of the module's target (`#accel.target`; for `vta`, the
     HardwareConfig's BLOCK_IN, which must equal BLOCK_OUT: one accelerator function's packed
     output is the next one's packed input)."""
-    config = load_target(InsertPackUnpackPass.name, target, hw_config).config
+    try:
+        target = module_target(module)
+    except (TargetError, ValueError) as e:
+        raise PassFailedException(f"insert-pack-unpack: {e}") from None
+    config = target.config
     block_in = getattr(config, "block_in", None)
     block_out = getattr(config, "block_out", None)
     if not isinstance(block_in, int) or not isinstance(block_out, int):
         raise PassFailedException(
-            f"insert-pack-unpack: target {target} has no block size in its hardware config; "
-            "give one with block=N"
+            f"insert-pack-unpack: target {target.name} has no block size in its hardware config"
         )
     if block_in != block_out:
         raise PassFailedException(
-            f"insert-pack-unpack: target {target} has BLOCK_IN {block_in} != BLOCK_OUT "
+            f"insert-pack-unpack: target {target.name} has BLOCK_IN {block_in} != BLOCK_OUT "
             f"{block_out}; one packed layout cannot serve both sides"
         )
+    for f in accelerator_functions(module):
+        if annotated_target(f) != target.name:
+            raise PassFailedException(
+                f"insert-pack-unpack: @{f.sym_name.data} is for target "
+                f"{annotated_target(f) or f.attributes[TARGET_ATTR]}, the module's is {target.name}"
+            )
     return block_in
-
-
-def accelerator_functions(module: ModuleOp) -> dict[str, func.FuncOp]:
-    """The module's accelerator functions (those with `qaccel.target`), by name."""
-    return {
-        f.sym_name.data: f
-        for f in module.ops
-        if isinstance(f, func.FuncOp) and TARGET_ATTR in f.attributes
-    }
-
-
-def _target_of(f: func.FuncOp) -> str:
-    attr = f.attributes[TARGET_ATTR]
-    if not isinstance(attr, StringAttr):
-        raise PassFailedException(
-            f"insert-pack-unpack: @{f.sym_name.data}: {TARGET_ATTR} must be a string, got {attr}"
-        )
-    return attr.data
 
 
 # --------------------------------------------------------------------------------------------
@@ -368,30 +359,22 @@ def _check_structure(module: ModuleOp, accelerators: dict[str, func.FuncOp]) -> 
             )
 
 
-def _module_block(
-    accelerators: dict[str, func.FuncOp], block: int | None, hw_config: str = ""
-) -> int:
+def _module_block(module: ModuleOp, block: int | None) -> int:
     if block is not None:
         if block < 1:
             raise PassFailedException(f"insert-pack-unpack: block must be positive, got {block}")
         return block
-    targets = {_target_of(f) for f in accelerators.values()}
-    blocks = {target_block(t, hw_config) for t in sorted(targets)}
-    if len(blocks) > 1:
-        raise PassFailedException(
-            f"insert-pack-unpack: accelerator functions use different blocks {sorted(blocks)}"
-        )
-    return blocks.pop() if blocks else 16
+    return target_block(module)
 
 
-def plan_pack_unpack(
-    module: ModuleOp, block: int | None = None, hw_config: str = ""
-) -> list[HostPlan]:
+def plan_pack_unpack(module: ModuleOp, block: int | None = None) -> list[HostPlan]:
     """Steps 3.1-3.3 for every host function that calls an accelerator function (the module is
-    not changed). `block` overrides the targets' channel block."""
-    accelerators = accelerator_functions(module)
+    not changed). `block` overrides the module target's channel block (for analysis)."""
+    accelerators = {f.sym_name.data: f for f in accelerator_functions(module)}
     _check_structure(module, accelerators)
-    size = _module_block(accelerators, block, hw_config)
+    if not accelerators:
+        return []
+    size = _module_block(module, block)
     plans = []
     for f in module.ops:
         if not isinstance(f, func.FuncOp) or TARGET_ATTR in f.attributes or not f.body.blocks:
@@ -550,7 +533,7 @@ class InsertPackUnpackPass(ModulePass):
     """Pack/unpack at CPU/accelerator borders so accelerator functions get the packed layout.
 
     The method's function-level transformation. Accelerator functions (`qaccel.target`) take
-    and return tensors packed as `[N, ceil(C/B), H, W, 1, B]` (B: the target's block); their
+    and return tensors packed as `[N, ceil(C/B), H, W, 1, B]` (B: the block of the module's `#accel.target`); their
     bodies unpack on entry and pack before returning, and constant `q.conv2d` / `q.dense`
     weights are packed at compile time (`[O/B, I/B, KH, KW, B, B]`). Per accelerator call, in
     host program order: pack its inputs when a non-element-wise op lies before it (since the
@@ -566,26 +549,22 @@ class InsertPackUnpackPass(ModulePass):
 
     name = "insert-pack-unpack"
 
-    block: int | None = None
-    """Channel block of the packed layout; none: the target's (VTA: BLOCK_IN = BLOCK_OUT = 16)."""
-
-    hw_config: str = ""
-    """A hardware configuration file for the targets (as for annotate-target), for the block."""
-
     print_flags: bool = False
     """Print the calls, the accelerator calls and their (pack, unpack) flags to stderr."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        plans = plan_pack_unpack(op, self.block, self.hw_config)
+        plans = plan_pack_unpack(op)
         if self.print_flags:
             for plan in plans:
                 for line in plan.lines():
                     print(f"insert-pack-unpack: {line}", file=sys.stderr)
             sys.stderr.flush()
         accelerators = accelerator_functions(op)
-        size = _module_block(accelerators, self.block, self.hw_config)
+        if not accelerators:
+            return
+        size = target_block(op)
         for plan in plans:
             _rewrite_host(plan)
-        for f in accelerators.values():
+        for f in accelerators:
             if accel.PACKED_FUNCTION_ATTR not in f.attributes:
                 _rewrite_accelerator(f, size)

@@ -20,12 +20,14 @@ from xdsl.utils.exceptions import PassFailedException
 
 from qaccel.targets.base import RegionSummary, Target, describe_op
 from qaccel.dialects.macs import op_macs
-from qaccel.passes.annotate_target import (
+from qaccel.dialects.annotations import (
     ANNOTATIONS,
     GROUP_ATTR,
     PARTITION_INDEX_ATTR,
     TARGET_ATTR,
     annotated_target,
+)
+from qaccel.passes.annotate_target import (
     explain_lines,
     host_functions,
     is_compute_op,
@@ -320,15 +322,17 @@ class PartitionGraphPass(ModulePass):
 
     A region stays on the CPU (its annotations removed) when it has fewer than `min-ops` ops, when
     the target's region check refuses it (for `vta`: no GEMM work), or when `max-partitions`
-    keeps only the partitions with the most MACs. The pass reports on stderr, LiteRT-style,
-    `vta: selected N of M ops (X% of MACs) into K partitions`, one line per dropped partition,
-    and with `explain=true` the reason every op left on the CPU has.
+    keeps only the partitions with the most MACs. With `report=true` (or `explain=true`) the
+    pass reports on stderr, LiteRT-style, `vta: selected N of M ops (X% of MACs) into K
+    partitions` and one line per dropped partition; with `explain=true` also the reason every
+    op left on the CPU has (`qaccel-opt --explain-partitioning` sets it).
     """
 
     name = "partition-graph"
 
-    target: str = "vta"
-    """The target whose annotated groups are outlined."""
+    target: str = ""
+    """The target whose annotated groups are outlined; default: the module's `#accel.target`
+    (as for annotate-target)."""
 
     max_partitions: int | None = None
     """Keep at most this many partitions, those with the most MACs (the others run on the
@@ -337,18 +341,19 @@ class PartitionGraphPass(ModulePass):
     min_ops: int = 1
     """Partitions with fewer ops stay on the CPU."""
 
-    explain: bool = False
-    """Print to stderr, for every op left on the CPU, why."""
+    report: bool = False
+    """Print to stderr how many ops (and what share of the MACs) went into how many
+    partitions, and each partition dropped by max-partitions."""
 
-    hw_config: str = ""
-    """A hardware configuration file for the target (as for annotate-target)."""
+    explain: bool = False
+    """Print the report and, for every op left on the CPU, why."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.max_partitions is not None and self.max_partitions < 0:
             raise PassFailedException(
                 f"partition-graph: max-partitions must not be negative, got {self.max_partitions}"
             )
-        target = load_target(self.name, self.target, self.hw_config)
+        target = load_target(self.name, op, self.target)
         taken = {o.sym_name.data for o in op.ops if isinstance(o, func.FuncOp)}
         for host in list(host_functions(op)):
             self._partition(op, host, target, taken)
@@ -434,6 +439,8 @@ class PartitionGraphPass(ModulePass):
         if kept:
             self._outline(module, host, target, kept, taken)
 
+        if not (self.report or self.explain):
+            return
         selected = sum(len(p.ops) for p in kept)
         macs = sum(p.macs for p in kept)
         out = sys.stderr

@@ -35,10 +35,11 @@ import inspect
 import re
 import sys
 import time
+import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
-from typing import IO, TYPE_CHECKING, Any, get_type_hints
+from typing import IO, TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -51,6 +52,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.hints import type_repr
 
 from qaccel.dialects import qaccel_context  # noqa: F401  (re-exported for the tools)
+from qaccel.dialects.annotations import verify_annotations
 
 if TYPE_CHECKING:
     import numpy as np
@@ -135,8 +137,39 @@ def load_pass(name: str, available: PassFactories) -> type[ModulePass]:
         ) from None
 
 
+def _literal_choices(hint: Any) -> tuple[Any, ...] | None:
+    """The allowed values of a `Literal[...]` (or `Literal[...] | None`) option type."""
+    if get_origin(hint) is Literal:
+        return get_args(hint)
+    if get_origin(hint) in (Union, types.UnionType):
+        for arg in get_args(hint):
+            if get_origin(arg) is Literal:
+                return get_args(arg)
+    return None
+
+
+def _check_literal_options(cls: type[ModulePass], spec: ArgSpec) -> None:
+    """A one-line error naming the option for a value outside a `Literal[...]` option's
+    words (xDSL's own message names neither the option nor the words)."""
+    try:
+        hints = get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - unresolvable hints: leave the check to xDSL
+        return
+    for key, values in spec.parameters.items():
+        choices = _literal_choices(hints.get(key.replace("-", "_")))
+        if choices is None:
+            continue
+        for value in values:
+            if value not in choices:
+                raise PipelineError(
+                    f"{spec.name}: {key} must be one of {', '.join(map(str, choices))}, "
+                    f"got '{value}'"
+                )
+
+
 def instantiate(spec: ArgSpec, available: PassFactories) -> ModulePass:
     cls = load_pass(spec.name, available)
+    _check_literal_options(cls, spec)
     try:
         return cls.from_spec(spec)
     except ValueError as e:
@@ -407,7 +440,7 @@ class PassManager:
 
     def run(self, ctx: Context, module: ModuleOp) -> None:
         if self.verify:
-            self._timed("verifier", "Verifier", module.verify)  # the input's errors are its own
+            self._timed("verifier", "Verifier", lambda: verify_ir(module))  # the input's errors are its own
         self._instrument(lambda inst: inst.run_before_pipeline(module, self.passes))
         for index, scheduled in enumerate(self.passes):
             start = time.perf_counter()
@@ -421,12 +454,19 @@ class PassManager:
     @staticmethod
     def _verify_after(scheduled: ScheduledPass, module: ModuleOp) -> None:
         try:
-            module.verify()
+            verify_ir(module)
         except DiagnosticException as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise PassVerificationError(
                 f"IR after pass {scheduled.quoted} does not verify: {first}"
             ) from e
+
+
+def verify_ir(module: ModuleOp) -> None:
+    """The IR verifier plus the registered discardable attributes (`dialects/annotations.py`:
+    xDSL 0.74 has no hook that verifies them with the ops)."""
+    module.verify()
+    verify_annotations(module)
 
 
 def _print_module(module: ModuleOp, stream: IO[str], **printer_options: Any) -> None:
@@ -707,6 +747,16 @@ def _default_text(f: dataclasses.Field[Any]) -> str | None:
     return _format_value(value)
 
 
+def _option_type_text(hint: Any) -> str:
+    """`int | None`; a `Literal[...]` option as its words, `alu|preload` (`| None`)."""
+    choices = _literal_choices(hint)
+    if choices is not None:
+        words = "|".join(map(str, choices))
+        optional = get_origin(hint) is not Literal and type(None) in get_args(hint)
+        return f"{words} | None" if optional else words
+    return type_repr(hint).replace("|", " | ").replace("typing.", "")
+
+
 def option_infos(cls: type[ModulePass], with_docs: bool = True) -> tuple[OptionInfo, ...]:
     try:
         hints = get_type_hints(cls)
@@ -716,7 +766,7 @@ def option_infos(cls: type[ModulePass], with_docs: bool = True) -> tuple[OptionI
     return tuple(
         OptionInfo(
             f.name.replace("_", "-"),
-            type_repr(hints.get(f.name, f.type)).replace("|", " | ").replace("typing.", ""),
+            _option_type_text(hints.get(f.name, f.type)),
             _default_text(f),
             docs.get(f.name, ""),
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from qaccel.pipeline.manager import NamedPipeline, pass_spec
 from xdsl.passes import ModulePass
@@ -44,17 +45,19 @@ class VtaPipeline(NamedPipeline):
 
     Runs, in order:
 
-    1. `fuse-composites`;
-    2. `legalize-tfl-to-q`;
-    3. `annotate-target{target=vta}`: marks the op patterns VTA runs
+    1. `attach-target{target=vta config=...}`: the module gets its `#accel.target` (the VTA
+       and its hardware configuration), which every later pass reads;
+    2. `fuse-composites`;
+    3. `legalize-tfl-to-q`;
+    4. `annotate-target`: marks the op patterns VTA runs
        (e.g. `q.conv2d+q.bias_add+q.requantize+q.relu`);
-    4. `partition-graph{target=vta max-partitions=...}`: outlines accelerator functions;
-    5. `insert-pack-unpack`: layout changes at CPU/accelerator borders;
-    6. `lower-q-to-accel{bias-mode=...}`: q ops become `conv2d_zp`, `bias_add_zp`,
+    5. `partition-graph{max-partitions=...}`: outlines accelerator functions;
+    6. `insert-pack-unpack`: layout changes at CPU/accelerator borders;
+    7. `lower-q-to-accel{bias-placement=...}`: q ops become `conv2d_zp`, `bias_add_zp`,
        `round_multiply`, `round_rshift`, ... ;
-    7. `form-vta-layers`: each accelerator layer (a GEMM op with its requantization tail,
+    8. `form-vta-layers`: each accelerator layer (a GEMM op with its requantization tail,
        an element-wise tree, a pool) becomes one `accel.layer` op holding its ops;
-    8. `schedule-vta{hw-config=...}`: each layer gets its `#accel.schedule` (tiling, chunks),
+    9. `schedule-vta`: each layer gets its `#accel.schedule` (tiling, chunks),
        from which `qaccel-compile` emits the instruction streams.
 
     A pass of this list that is not registered yet is skipped (the drivers print a note), so
@@ -64,26 +67,26 @@ class VtaPipeline(NamedPipeline):
 
     name = "vta-pipeline"
 
+    config: str | None = None
+    """Hardware configuration JSON or bundled name (`vta-default`, `vta-store-requant`),
+    passed to `attach-target`."""
+
     max_partitions: int | None = None
     """Passed to `partition-graph`: at most this many accelerator functions."""
 
-    bias_mode: str | None = None
-    """Passed to `lower-q-to-accel`: how the bias (with the zero-point term) reaches the
-    accelerator."""
-
-    hw_config: str | None = None
-    """Hardware configuration JSON or bundled name (`vta-store-requant`), passed to
-    `annotate-target`, `partition-graph`, `insert-pack-unpack` and `schedule-vta`."""
+    bias_placement: Literal["alu", "preload"] | None = None
+    """Passed to `lower-q-to-accel`: where the fused bias (with the zero-point term) enters
+    the accumulators."""
 
     def expansion(self) -> Sequence[str | ArgSpec | ModulePass]:
         return [
+            pass_spec("attach-target", target="vta", config=self.config),
             "fuse-composites",
             "legalize-tfl-to-q",
-            pass_spec("annotate-target", target="vta", hw_config=self.hw_config),
-            pass_spec("partition-graph", target="vta", max_partitions=self.max_partitions,
-                      hw_config=self.hw_config),  # fmt: skip
-            pass_spec("insert-pack-unpack", hw_config=self.hw_config),
-            pass_spec("lower-q-to-accel", bias_mode=self.bias_mode),
+            "annotate-target",
+            pass_spec("partition-graph", max_partitions=self.max_partitions),
+            "insert-pack-unpack",
+            pass_spec("lower-q-to-accel", bias_placement=self.bias_placement),
             "form-vta-layers",
-            pass_spec("schedule-vta", hw_config=self.hw_config),
+            "schedule-vta",
         ]

@@ -13,6 +13,7 @@ from xdsl.passes import ModulePass
 _PASSES: dict[str, tuple[str, str]] = {
     "fuse-composites": ("qaccel.passes.fuse_composites", "FuseCompositesPass"),
     "legalize-tfl-to-q": ("qaccel.passes.legalize_tfl_to_q", "LegalizeTflToQPass"),
+    "attach-target": ("qaccel.passes.attach_target", "AttachTargetPass"),
     "annotate-target": ("qaccel.passes.annotate_target", "AnnotateTargetPass"),
     "partition-graph": ("qaccel.passes.partition_graph", "PartitionGraphPass"),
     "insert-pack-unpack": ("qaccel.passes.insert_pack_unpack", "InsertPackUnpackPass"),

@@ -48,21 +48,29 @@ point group `qaccel.targets`; the entry point's name is the target's name:
 
 `register_target(name, factory)` does the same inside one process (notebooks, tests).
 `get_target(name)` returns a target or raises `TargetError` naming the known ones.
+
+## The target in the IR
+
+`attach-target{target=NAME config=...}` puts `target_attr(target)`, an `#accel.target` holding
+the name and the whole configuration (`config.to_dict()`), on the module; passes after it get
+the `Target` back with `module_target(module)` (rebuilt with the target's `from_config`, which
+checks the configuration) and never parse configuration files themselves.
 """
 
 from __future__ import annotations
 
 import re
 from importlib import import_module
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
+from qaccel.dialects.accel import MODULE_TARGET_ATTR, TargetAttr
 from qaccel.dialects.names import location_name
 from xdsl.traits import ConstantLike
 
@@ -80,10 +88,12 @@ class TargetError(ValueError):
 def describe_op(op: Operation) -> str:
     """`q.conv2d "tensor/name"`, or `q.conv2d %hint` when the op has no location name."""
     name = location_name(op)
+    code = getattr(op, "custom_code", None)  # a custom op (tfl.opaque): its name too
+    what = f"{op.name} {code.data}" if isinstance(code, StringAttr) else op.name
     if name is not None:
-        return f'{op.name} "{name}"'
+        return f'{what} "{name}"'
     hint = op.results[0].name_hint if op.results else None
-    return f"{op.name} %{hint}" if hint else op.name
+    return f"{what} %{hint}" if hint else what
 
 
 def describe_value(v: SSAValue) -> str:
@@ -360,7 +370,11 @@ class Target:
     description: str = ""
     region_check: Callable[[RegionSummary], str | None] | None = None
     configure: Callable[[str], Target] | None = None
-    """Returns this target with the hardware configuration read from a file (`hw-config`)."""
+    """Returns this target with the hardware configuration read from a file or named by a
+    bundled configuration's name (`attach-target{config=...}`)."""
+    from_config: Callable[[Mapping[str, Any]], Target] | None = None
+    """Returns this target with the configuration given as a dictionary (`config.to_dict()`,
+    as `#accel.target` holds it); raises ValueError naming a bad key or value."""
 
     def __post_init__(self):
         if not re.fullmatch(r"[A-Za-z_][\w-]*", self.name):
@@ -386,6 +400,11 @@ class Target:
         if self.configure is None:
             raise TargetError(f"target {self.name} takes no hardware configuration file")
         return self.configure(path)
+
+    def config_dict(self) -> dict[str, Any]:
+        """The configuration as plain values (what `#accel.target` stores)."""
+        to_dict = getattr(self.config, "to_dict", None)
+        return dict(to_dict()) if to_dict is not None else {}
 
     def match(self, block: Block, claimed: Iterable[Operation] = ()) -> MatchResult:
         """Match the pattern table over the ops of `block`, leaving `claimed` ops alone."""
@@ -437,6 +456,13 @@ class Target:
                 f"no {self.name} pattern matches {op.name} here (patterns with {op.name}: "
                 f"{', '.join(using)})"
             )
+        code = getattr(op, "custom_code", None)
+        if isinstance(code, StringAttr):
+            if code.data == "QACCEL_VTA":
+                return ("custom op QACCEL_VTA: an accelerator function compiled ahead of time "
+                        "(its program is in the model), run by LiteRT's kernel for it "
+                        "(libqaccel_litert); opaque to qaccel")  # fmt: skip
+            return f"custom op {code.data} is opaque to qaccel: it runs on the CPU"
         if not op.name.startswith("q."):
             return f"no {self.name} pattern for {op.name} (the accelerator runs q ops only)"
         return f"no {self.name} pattern for {op.name}"
@@ -479,14 +505,22 @@ def available_targets() -> dict[str, Callable[[], Target]]:
                 raise TargetError(
                     f"target {ep.name}: cannot load entry point '{ep.value}': {e}"
                 ) from None
-            return obj if isinstance(obj, Target) else obj()
+            if isinstance(obj, Target):
+                return obj
+            try:
+                return obj()
+            except Exception as e:  # noqa: BLE001 - the plugin's factory failed
+                raise TargetError(
+                    f"target {ep.name}: entry point '{ep.value}' ({ENTRY_POINT_GROUP}) raised "
+                    f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+                ) from None
 
         targets[ep.name] = load
     targets.update(_REGISTERED)
     return targets
 
 
-def get_target(name: str, hw_config: str | None = None) -> Target:
+def get_target(name: str, config: str | None = None) -> Target:
     """The target registered as `name` (optionally with a hardware configuration file)."""
     targets = available_targets()
     if name not in targets:
@@ -498,7 +532,66 @@ def get_target(name: str, hw_config: str | None = None) -> Target:
         )
     if target.name != name:
         raise TargetError(f"target registered as '{name}' calls itself '{target.name}'")
-    return target.with_config(hw_config) if hw_config else target
+    return target.with_config(config) if config else target
+
+
+# --------------------------------------------------------------------------------------------
+# The module's target (`#accel.target`)
+
+
+def target_attr(target: Target) -> TargetAttr:
+    """The `#accel.target` describing `target` and its whole configuration."""
+    return TargetAttr(target.name, target.config_dict())
+
+
+def target_from_attr(attr: TargetAttr) -> Target:
+    """The `Target` an `#accel.target` describes; TargetError when the name is unknown or the
+    target refuses the configuration (naming the key)."""
+    target = get_target(attr.target_name)
+    values = attr.config_values()
+    if not values:
+        return target
+    if target.from_config is None:
+        raise TargetError(f"target {target.name} takes no configuration, got {sorted(values)}")
+    try:
+        return target.from_config(values)
+    except (TypeError, ValueError) as e:
+        raise TargetError(f"#accel.target<\"{target.name}\">: {e}") from None
+
+
+def module_target(module: ModuleOp, name: str | None = None) -> Target:
+    """The target the module is compiled for (its `#accel.target`, from `attach-target`);
+    TargetError (one line) when it has none, or, with `name`, when it is another target."""
+    attr = module.attributes.get(MODULE_TARGET_ATTR)
+    if attr is None:
+        wanted = name or "NAME"
+        raise TargetError(
+            f"the module has no {MODULE_TARGET_ATTR}: run attach-target{{target={wanted}}} "
+            "first (vta-pipeline does)"
+        )
+    if not isinstance(attr, TargetAttr):
+        raise TargetError(f"the module's {MODULE_TARGET_ATTR} is not an #accel.target: {attr}")
+    if name is not None and attr.target_name != name:
+        raise TargetError(
+            f"the module is compiled for target {attr.target_name}, not {name}"
+        )
+    return target_from_attr(attr)
+
+
+def hardware_config(module: ModuleOp, name: str = "vta") -> Any:
+    """The hardware configuration of the module's target `name` (for `vta`, a
+    `HardwareConfig`); TargetError when the module has no such target."""
+    return module_target(module, name).config
+
+
+def resolve_target(module: ModuleOp, name: str = "") -> Target:
+    """The target a pass's `target=NAME` option selects: the module's target when `name` is
+    empty or names it, else target `name` in its default configuration (so several targets can
+    annotate one module in turn)."""
+    attr = module.attributes.get(MODULE_TARGET_ATTR)
+    if not name or (isinstance(attr, TargetAttr) and attr.target_name == name):
+        return module_target(module)
+    return get_target(name)
 
 
 __all__ = [
@@ -515,6 +608,11 @@ __all__ = [
     "check",
     "describe_op",
     "get_target",
+    "hardware_config",
+    "module_target",
+    "resolve_target",
+    "target_attr",
+    "target_from_attr",
     "parse_pattern",
     "register_target",
 ]  # fmt: skip

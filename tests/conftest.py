@@ -31,18 +31,37 @@ def parse_module(text: str) -> ModuleOp:
     return module
 
 
-def vta_lowered(name: str, hw_config: str = "") -> tuple[ModuleOp, bytes]:
+def vta_lowered(name: str, config: str = "") -> tuple[ModuleOp, bytes]:
     """A fixture model imported and run through `vta-pipeline` (for the hardware config file
-    or bundled config name `hw_config`), and the model's bytes."""
+    or bundled config name `config`), and the model's bytes."""
     from qaccel.frontend.tflite_import import import_tflite
     from qaccel.pipeline.manager import build_pipeline, qaccel_context
 
     path = FIXTURE_MODELS / f"{name}.tflite"
     data = path.read_bytes()
     module = import_tflite(data, str(path))
-    pipeline = f"vta-pipeline{{hw-config={hw_config}}}" if hw_config else "vta-pipeline"
+    pipeline = f"vta-pipeline{{config={config}}}" if config else "vta-pipeline"
     build_pipeline(pipeline).apply(qaccel_context(), module)
     return module, data
+
+
+def attach_vta(module: ModuleOp, block: int = 16) -> ModuleOp:
+    """Put `#accel.target<"vta", ...>` on `module` (what `attach-target` does): VTA's default
+    configuration, or for another channel block one with that block and buffers small enough
+    for the ISA's fields."""
+    from qaccel.dialects.accel import MODULE_TARGET_ATTR
+    from qaccel.targets.base import target_attr
+    from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+    from qaccel.targets.vta.target import vta_target
+
+    config = DEFAULT_CONFIG
+    if block != DEFAULT_CONFIG.block:
+        config = HardwareConfig(name=f"vta-block{block}", log_block=block.bit_length() - 1,
+                                log_inp_buff_size=13, log_wgt_buff_size=14,
+                                log_acc_buff_size=15)  # fmt: skip
+        assert config.block == block, f"block {block} is not a power of two"
+    module.attributes[MODULE_TARGET_ATTR] = target_attr(vta_target(config))
+    return module
 
 
 def print_module(module: ModuleOp) -> str:

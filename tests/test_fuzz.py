@@ -29,20 +29,12 @@ def test_seed_corpus_replays(name):
 
 def test_harnesses_refuse_garbage_only_with_documented_errors():
     for name, harness in harnesses().items():
-        if name == "config":
-            continue  # see the xfail below: not UTF-8 escapes HardwareConfig.from_json
         run = checked(harness)
         for data in (b"", b"\x00" * 64, b"\xff" * 100, b"{" * 3000, b"TFL3" * 8):
             run(data)
 
 
-@pytest.mark.parametrize("name", [
-    "tflite", "mlir", "isa",
-    pytest.param("config", marks=pytest.mark.xfail(
-        strict=False, reason="HardwareConfig.from_json lets UnicodeDecodeError escape for a "
-        "file that is not UTF-8 (the tools catch it); targets/vta/config.py is another "
-        "engineer's")),
-])  # fmt: skip
+@pytest.mark.parametrize("name", ["tflite", "mlir", "isa", "config"])
 def test_short_atheris_run_finds_nothing(name):
     pytest.importorskip("atheris")
     seconds = SHORT_RUN[name]

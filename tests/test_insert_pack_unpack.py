@@ -32,7 +32,14 @@ from qaccel.passes.insert_pack_unpack import (
 from qaccel.pipeline.manager import build_pipeline
 from qaccel.tools.qaccel_run import main as qaccel_run
 
-from conftest import FIXTURE_MODELS, context, fixture_models, parse_module, print_module
+from conftest import (
+    FIXTURE_MODELS,
+    attach_vta,
+    context,
+    fixture_models,
+    parse_module,
+    print_module,
+)
 
 # --------------------------------------------------------------------------------------------
 # Layouts
@@ -142,12 +149,14 @@ def flags_of(module, block=4) -> list[tuple[str, int, int]]:
     return [(f.callee, int(f.pack), int(f.unpack)) for f in plan.flags]
 
 
-def assert_pass_keeps_semantics(text: str, block: int = 4, seeds=range(3)):
-    """Run the entry function before and after the pass; returns the rewritten module."""
+def assert_pass_keeps_semantics(text: str, block: int | None = 4, seeds=range(3)):
+    """Run the entry function before and after the pass (the module's target: VTA with
+    channel block `block`, None: VTA's default configuration); returns the rewritten module."""
     module = parse_module(text)
+    attach_vta(module) if block is None else attach_vta(module, block)
     inputs = [random_inputs(entry_function(module), s) for s in seeds]
     before = [run_function(module, x) for x in inputs]
-    InsertPackUnpackPass(block=block).apply(Context(), module)
+    InsertPackUnpackPass().apply(Context(), module)
     module.verify()
     for x, expected in zip(inputs, before):
         got = run_function(module, x)
@@ -190,7 +199,7 @@ def test_steps_3_1_to_3_3():
 
 
 def test_print_flags_goes_to_stderr(capsys):
-    InsertPackUnpackPass(block=4, print_flags=True).apply(Context(), parse_module(CHAIN))
+    InsertPackUnpackPass(print_flags=True).apply(Context(), attach_vta(parse_module(CHAIN), 4))
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == [
@@ -219,16 +228,16 @@ def test_chain_keeps_semantics_and_signature():
 
 
 def test_pass_is_idempotent():
-    module = parse_module(CHAIN)
-    InsertPackUnpackPass(block=4).apply(Context(), module)
+    module = attach_vta(parse_module(CHAIN), 4)
+    InsertPackUnpackPass().apply(Context(), module)
     once = print_module(module)
-    InsertPackUnpackPass(block=4).apply(Context(), module)
+    InsertPackUnpackPass().apply(Context(), module)
     assert print_module(module) == once
     assert plan_pack_unpack(module, 4) == []
 
 
 def test_default_block_comes_from_the_target():
-    module = assert_pass_keeps_semantics(CHAIN, block=None)  # type: ignore[arg-type]
+    module = assert_pass_keeps_semantics(CHAIN, block=None)
     callee = next(
         f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "vta_fn_0"
     )
@@ -372,7 +381,7 @@ def test_random_dags_keep_semantics(seed):
 # Fixture models through the partitioned pipeline
 
 PIPELINE = (
-    "legalize-tfl-to-q,annotate-target{target=vta},partition-graph{target=vta},insert-pack-unpack"
+    "attach-target,legalize-tfl-to-q,annotate-target,partition-graph,insert-pack-unpack"
 )
 COLLAPSED = FIXTURE_MODELS / "mobilenetv2_035_96_collapsed.tflite"
 RUNNABLE = [p for p in fixture_models() if p != COLLAPSED]
@@ -450,5 +459,5 @@ def test_collapsed_model_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         qaccel_run([str(COLLAPSED), "-p", PIPELINE, "--outputs-dir", str(tmp_path)])
     assert exit_info.value.code == 1
-    last = capsys.readouterr().err.splitlines()[-1]  # after partition-graph's report
+    last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith("qaccel-run: error: ") and "tfl.softmax" in last

@@ -6,7 +6,7 @@
   `lower-q-to-accel` (both bias modes, blocks 4 and 16), compared bit for bit with the q IR;
 - FULLY_CONNECTED: the accumulators on which the naive integer requantization is wrong, and the
   host requantization that is not;
-- every fixture through `vta-pipeline{bias-mode=preload}` with `--verify-semantics`, the
+- every fixture through `vta-pipeline{bias-placement=preload}` with `--verify-semantics`, the
   collapsed MobileNet's accelerator function on its own, and LiteRT on a few fixtures in both
   bias modes.
 """
@@ -20,7 +20,7 @@ import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import TensorType, i8, i32
 from xdsl.ir import Block
-from xdsl.utils.exceptions import PassFailedException
+from qaccel.pipeline.manager import PipelineError, build_pipeline
 
 from qaccel.interpreter import accel_semantics as sem
 from qaccel.kernels import arithmetic as ar
@@ -31,7 +31,7 @@ from qaccel.passes.insert_pack_unpack import InsertPackUnpackPass
 from qaccel.lowering.lower_q_to_accel import LowerQToAccelPass, block_grouped_filter
 from qaccel.tools.qaccel_opt import main as qaccel_opt
 
-from conftest import FIXTURE_MODELS, fixture_models, parse_module
+from conftest import FIXTURE_MODELS, attach_vta, fixture_models, parse_module
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 TARGET = 'qaccel.target = "vta"'
@@ -547,9 +547,9 @@ CASES = {
 
 
 def lowered_outputs(text: str, block: int, bias_mode: str, inputs) -> list[list[np.ndarray]]:
-    module = parse_module(text)
-    InsertPackUnpackPass(block=block).apply(Context(), module)
-    LowerQToAccelPass(bias_mode=bias_mode).apply(Context(), module)
+    module = attach_vta(parse_module(text), block)
+    InsertPackUnpackPass().apply(Context(), module)
+    LowerQToAccelPass(bias_placement=bias_mode).apply(Context(), module)
     module.verify()
     remaining = [op.name for f in module.ops if "qaccel.target" in f.attributes
                  for op in f.walk() if isinstance(op, q.QOp)]  # fmt: skip
@@ -675,9 +675,9 @@ def test_lowered_fully_connected_is_exact_where_the_naive_lowering_is_not():
     # The naive lowering would be wrong in every channel, on unsaturated outputs.
     assert all(np.any((naive[:, k] != exact[:, k]) & (np.abs(exact[:, k]) < 128)) for k in range(o))
     for mode in ("alu", "preload"):
-        module = parse_module(text)
-        InsertPackUnpackPass(block=4).apply(Context(), module)
-        LowerQToAccelPass(bias_mode=mode).apply(Context(), module)
+        module = attach_vta(parse_module(text), 4)
+        InsertPackUnpackPass().apply(Context(), module)
+        LowerQToAccelPass(bias_placement=mode).apply(Context(), module)
         assert any(isinstance(op, accel.HostRequantizeOp) for op in module.walk())
         (got,) = run_function(module, [x])
         assert np.array_equal(got, expected)
@@ -694,13 +694,13 @@ def test_host_functions_keep_their_q_ops_and_bad_options_fail():
     text += "\nfunc.func @host(%x: tensor<4xi8>) -> tensor<4xi8> {\n" \
             "  %y = q.relu %x {min = 0 : i32, max = 7 : i32} : (tensor<4xi8>) -> tensor<4xi8>\n" \
             "  func.return %y : tensor<4xi8>\n}"  # fmt: skip
-    module = parse_module(text)
-    InsertPackUnpackPass(block=4).apply(Context(), module)
+    module = attach_vta(parse_module(text), 4)
+    InsertPackUnpackPass().apply(Context(), module)
     LowerQToAccelPass().apply(Context(), module)
     host = next(f for f in module.ops if f.sym_name.data == "host")
     assert [op.name for op in host.walk()][1:] == ["q.relu", "func.return"]
-    with pytest.raises(PassFailedException, match="bias-mode must be one of alu, preload"):
-        LowerQToAccelPass(bias_mode="dma").apply(Context(), module)
+    with pytest.raises(PipelineError, match="bias-placement must be one of alu, preload"):
+        build_pipeline("lower-q-to-accel{bias-placement=dma}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -712,7 +712,7 @@ def test_fixture_through_vta_pipeline_in_preload_mode(path: Path, tmp_path, caps
     """`tests/test_pipeline_fixtures.py` runs the default (alu) bias mode."""
     out = tmp_path / "out.mlir"
     try:
-        qaccel_opt([str(path), "-p", "vta-pipeline{bias-mode=preload}", "--verify-semantics=3",
+        qaccel_opt([str(path), "-p", "vta-pipeline{bias-placement=preload}", "--verify-semantics=3",
                     "-o", str(out)])  # fmt: skip
     except SystemExit as e:
         pytest.fail(f"qaccel-opt exited {e.code}: {capsys.readouterr().err}")
@@ -729,8 +729,8 @@ def test_collapsed_mobilenet_accelerator_function_lowers_exactly():
 
     def prepared():
         module = import_tflite(COLLAPSED.read_bytes())
-        spec = ("fuse-composites,legalize-tfl-to-q,annotate-target{target=vta},"
-                "partition-graph{target=vta},insert-pack-unpack")  # fmt: skip
+        spec = ("attach-target,fuse-composites,legalize-tfl-to-q,annotate-target,"
+                "partition-graph,insert-pack-unpack")  # fmt: skip
         build_pipeline(spec).apply(qaccel_context(), module)
         for f in list(module.ops):  # the host function holds the refused SOFTMAX
             if "qaccel.target" not in f.attributes:
@@ -739,7 +739,7 @@ def test_collapsed_mobilenet_accelerator_function_lowers_exactly():
         return module
 
     before, after = prepared(), prepared()
-    LowerQToAccelPass(bias_mode="preload").apply(Context(), after)
+    LowerQToAccelPass(bias_placement="preload").apply(Context(), after)
     f = entry_function(before, "vta_fn_0")
     for seed in range(2):
         x = random_inputs(f, seed)
@@ -757,7 +757,7 @@ def test_lowered_fixture_is_bit_exact_with_litert(name, mode, oracle):
 
     data = (FIXTURE_MODELS / f"{name}.tflite").read_bytes()
     module = import_tflite(data)
-    build_pipeline(f"vta-pipeline{{bias-mode={mode}}}").apply(qaccel_context(), module)
+    build_pipeline(f"vta-pipeline{{bias-placement={mode}}}").apply(qaccel_context(), module)
     assert any(isinstance(op, accel.NarrowOp | accel.HostRequantizeOp) for op in module.walk())
     inputs = [random_inputs(entry_function(module), seed) for seed in range(2)]
     report = compare_with_reference(data, module, inputs, layers=False)

@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import FIXTURE_MODELS, parse_module, print_module
+from conftest import FIXTURE_MODELS, attach_vta, parse_module, print_module
 from xdsl.dialects import func
 
 from qaccel.kernels import registry as kernels
@@ -53,7 +53,7 @@ def test_partitioned_fixture_is_bit_exact(path, capsys):
     except kernels.Refusal as refusal:
         before = refusal
     capsys.readouterr()
-    build_pipeline("annotate-target{target=vta},partition-graph{target=vta}").apply(
+    build_pipeline("attach-target,annotate-target,partition-graph{report=true}").apply(
         qaccel_context(), module
     )
     module.verify()
@@ -72,7 +72,7 @@ def test_partitioned_fixture_is_bit_exact(path, capsys):
 
 
 def test_explain_names_every_cpu_op(capsys):
-    module = _legalized(FIXTURE_MODELS / "cnn.tflite")
+    module = attach_vta(_legalized(FIXTURE_MODELS / "cnn.tflite"))
     PartitionGraphPass(explain=True).apply(qaccel_context(), module)  # nothing annotated yet
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "vta: selected 0 of 25 ops (0.0% of MACs) into 0 partitions"
@@ -92,11 +92,18 @@ def test_explain_names_every_cpu_op(capsys):
     ]
 
 
+def test_summary_is_printed_on_request_only(capsys):
+    module = _legalized(FIXTURE_MODELS / "cnn.tflite")
+    build_pipeline("attach-target,annotate-target,partition-graph").apply(qaccel_context(), module)
+    assert capsys.readouterr().err == ""
+    assert len(_accelerator_functions(module)) == 2
+
+
 def test_max_partitions_keeps_the_most_macs(capsys):
     module = _legalized(FIXTURE_MODELS / "cnn.tflite")
-    build_pipeline("annotate-target,partition-graph{max-partitions=1}").apply(
-        qaccel_context(), module
-    )
+    build_pipeline(
+        "attach-target,annotate-target,partition-graph{max-partitions=1 report=true}"
+    ).apply(qaccel_context(), module)
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "vta: selected 18 of 25 ops (99.2% of MACs) into 1 partition"
     assert err[1].startswith(
@@ -122,7 +129,7 @@ def test_names_avoid_existing_symbols_and_rerun_is_a_no_op(capsys):
         func.return
       }
     """)
-    passes = build_pipeline("annotate-target,partition-graph")
+    passes = build_pipeline("attach-target,annotate-target,partition-graph{report=true}")
     passes.apply(qaccel_context(), module)
     assert [f.sym_name.data for f in _accelerator_functions(module)] == ["vta_fn_1"]
     once = print_module(module)

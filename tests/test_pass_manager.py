@@ -88,38 +88,41 @@ def _fake_pass(pass_name: str, **options):
 
 
 VTA_FLOW = {
+    "attach-target": _fake_pass("attach-target", target="", config=""),
     "fuse-composites": _fake_pass("fuse-composites"),
     "legalize-tfl-to-q": _fake_pass("legalize-tfl-to-q"),
     "annotate-target": _fake_pass("annotate-target", target=""),
     "partition-graph": _fake_pass("partition-graph", target="", max_partitions=None),
     "insert-pack-unpack": _fake_pass("insert-pack-unpack"),
-    "lower-q-to-accel": _fake_pass("lower-q-to-accel", bias_mode="fused"),
+    "lower-q-to-accel": _fake_pass("lower-q-to-accel", bias_placement="fused"),
     "form-vta-layers": _fake_pass("form-vta-layers"),
-    "schedule-vta": _fake_pass("schedule-vta", hw_config=""),
+    "schedule-vta": _fake_pass("schedule-vta"),
     "vta-pipeline": lambda: VtaPipeline,
 }
 
 
 def test_vta_pipeline_expands_in_order_with_pass_through_options():
     scheduled = expand(
-        parse_passes("vta-pipeline{max-partitions=4 bias-mode=preload},cse", {**VTA_FLOW,
+        parse_passes("vta-pipeline{max-partitions=4 bias-placement=preload},cse", {**VTA_FLOW,
                      "cse": available_passes()["cse"]}),  # fmt: skip
         {**VTA_FLOW, "cse": available_passes()["cse"]},
     )
     assert [s.label for s in scheduled.passes] == [
+        "attach-target{target=vta} (vta-pipeline)",
         "fuse-composites (vta-pipeline)",
         "legalize-tfl-to-q (vta-pipeline)",
-        "annotate-target{target=vta} (vta-pipeline)",
-        "partition-graph{target=vta max-partitions=4} (vta-pipeline)",
+        "annotate-target (vta-pipeline)",
+        "partition-graph{max-partitions=4} (vta-pipeline)",
         "insert-pack-unpack (vta-pipeline)",
-        "lower-q-to-accel{bias-mode=preload} (vta-pipeline)",
+        "lower-q-to-accel{bias-placement=preload} (vta-pipeline)",
         "form-vta-layers (vta-pipeline)",
         "schedule-vta (vta-pipeline)",
         "cse",
     ]
     assert scheduled.skipped == []
-    partition = scheduled.passes[3].pass_
-    assert (partition.target, partition.max_partitions) == ("vta", 4)
+    attach, partition = scheduled.passes[0].pass_, scheduled.passes[4].pass_
+    assert (attach.target, attach.config) == ("vta", "")
+    assert (partition.target, partition.max_partitions) == ("", 4)
 
 
 def test_pipeline_skips_passes_not_registered_yet_with_a_note():
@@ -127,9 +130,9 @@ def test_pipeline_skips_passes_not_registered_yet_with_a_note():
     scheduled = expand(parse_passes("vta-pipeline", available), available)
     assert [s.name for s in scheduled.passes] == ["fuse-composites"]
     assert scheduled.notes() == [
-        "vta-pipeline: skipping passes that are not registered yet: legalize-tfl-to-q, "
-        "annotate-target, partition-graph, insert-pack-unpack, lower-q-to-accel, form-vta-layers, "
-        "schedule-vta"
+        "vta-pipeline: skipping passes that are not registered yet: attach-target, "
+        "legalize-tfl-to-q, annotate-target, partition-graph, insert-pack-unpack, "
+        "lower-q-to-accel, form-vta-layers, schedule-vta"
     ]
 
 
@@ -140,17 +143,19 @@ def test_option_for_a_pass_not_registered_yet_is_an_error():
         r"'partition-graph': no such pass is registered yet$"
     )):  # fmt: skip
         expand(parse_passes("vta-pipeline{max-partitions=4}", available), available)
+    assert len(expand(parse_passes("vta-pipeline", available), available).passes) == 8
     # The fixed target=vta of a skipped pass is not the user's option: no error (the eight
-    # passes but partition-graph run).
-    assert len(expand(parse_passes("vta-pipeline", available), available).passes) == 7
+    # passes but attach-target run).
+    available = {k: v for k, v in VTA_FLOW.items() if k != "attach-target"}
+    assert len(expand(parse_passes("vta-pipeline", available), available).passes) == 8
 
 
 def test_bad_inner_options_and_unloadable_passes_name_the_pass():
     available = {**VTA_FLOW, "lower-q-to-accel": _fake_pass("lower-q-to-accel")}
     with pytest.raises(PipelineError, match=(
-        r"^vta-pipeline\{bias-mode=preload\}: bad options for pass 'lower-q-to-accel': "
+        r"^vta-pipeline\{bias-placement=preload\}: bad options for pass 'lower-q-to-accel': "
     )):  # fmt: skip
-        expand(parse_passes("vta-pipeline{bias-mode=preload}", available), available)
+        expand(parse_passes("vta-pipeline{bias-placement=preload}", available), available)
 
     def broken():
         raise ImportError("No module named 'qaccel.passes.annotate_target'")
@@ -211,7 +216,8 @@ def test_real_pipelines_are_registered_and_documented():
     for name in ("vta-pipeline", "cpu-pipeline"):
         info = pass_info(name, available)
         assert info.error is None and info.is_pipeline and info.summary
-        assert info.expansion[:2] == ("fuse-composites", "legalize-tfl-to-q")
+        start = 1 if name == "vta-pipeline" else 0  # after attach-target{target=vta}
+        assert info.expansion[start:start + 2] == ("fuse-composites", "legalize-tfl-to-q")
     options = {o.name: o for o in pass_info("vta-pipeline", available).options}
     assert options["max-partitions"].type == "int | None"
     assert options["max-partitions"].doc.startswith("Passed to `partition-graph`")
@@ -230,8 +236,10 @@ def test_list_passes(capsys):
     lines = out.splitlines()
     assert lines[0] == "qaccel named pipelines:"
     vta = lines.index(next(line for line in lines if line.startswith("  vta-pipeline ")))
-    assert "max-partitions: int | None = none  Passed to `partition-graph`" in lines[vta + 1]
-    assert any(line.startswith("      runs: fuse-composites, legalize-tfl-to-q, annotate-target")
+    assert "max-partitions: int | None = none  Passed to `partition-graph`" in lines[vta + 2]
+    assert "bias-placement: alu|preload | None = none  Passed to `lower-q-to-accel`" in lines[vta + 3]
+    assert any(line.startswith("      runs: attach-target{target=vta}, fuse-composites, "
+                               "legalize-tfl-to-q, annotate-target")
                for line in lines[vta:vta + 5])  # fmt: skip
     assert any(line.startswith("  canonicalize ") for line in lines)
     assert "  test-broken               (not available: ImportError: no such module)" in lines

@@ -260,7 +260,7 @@ def test_every_gemm_kernel(kernel, monkeypatch):
             p, dram = random_program(rng, config)
             _compare(p, None, dram, config, f"{kernel} {config.name} {n}")
     from qaccel.lowering.vta.emit import emit
-    from qaccel.lowering.vta.schedule import schedule
+    from qaccel.lowering.vta.search import schedule
     from test_vta_codegen import conv_layer
 
     layer = conv_layer(H=9, W=9, C=40, O=36, k=3, rng=rng)
@@ -293,7 +293,7 @@ def test_random_encodings():
 def test_random_emitted_layers():
     """The emitter's random layers (convolutions, depthwise, dense) on both bundled configs."""
     from qaccel.lowering.vta.emit import emit
-    from qaccel.lowering.vta.schedule import schedule
+    from qaccel.lowering.vta.search import schedule
     from test_vta_codegen import random_layer
 
     rng = np.random.default_rng(31)

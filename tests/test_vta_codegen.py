@@ -10,16 +10,11 @@ from qaccel.kernels import arithmetic as ar
 from qaccel.targets.vta.config import HardwareConfig
 from qaccel.lowering.vta.emit import emit, pack_weights
 from qaccel.targets.vta.isa import MemType, Opcode, decode
-from qaccel.lowering.vta.schedule import (
-    ConvLayer,
-    LayerError,
-    candidates,
-    dense_requantize_host,
-    estimate,
-    make_schedule,
-    reference,
-    schedule,
-)
+from qaccel.lowering.vta.bias import dense_requantize_host
+from qaccel.lowering.vta.cost_model import estimate
+from qaccel.lowering.vta.geometry import ConvLayer, LayerError
+from qaccel.lowering.vta.q_layers import reference
+from qaccel.lowering.vta.search import candidates, make_schedule, schedule
 
 RNG = np.random.default_rng(1234)
 
@@ -132,7 +127,8 @@ def test_tail_variants(shift_range, zp_in, zp_out, act, bias):
 def test_bias_gemm_digits_and_limits():
     """The one-cycle bias GEMM: [127]*15 + [1] times int8 digit tiles reproduces every bias up
     to its limits; larger biases fall back to the ALU add."""
-    from qaccel.lowering.vta.schedule import bias_row, bias_tiles
+    from qaccel.lowering.vta.bias import bias_row
+    from qaccel.lowering.vta.geometry import bias_tiles
 
     b = np.array([0, 1, -1, 63, -64, 127, 241871, -243903, 100000, -5], np.int64)
     tiles = bias_tiles(b, 1)
@@ -437,7 +433,7 @@ def test_layers_of_a_fixture_model():
     from pathlib import Path
 
     from qaccel.frontend.tflite_import import import_tflite_file
-    from qaccel.lowering.vta.schedule import layers_from_q
+    from qaccel.lowering.vta.q_layers import layers_from_q
     from qaccel.passes.legalize_tfl_to_q import LegalizeTflToQPass
     from xdsl.context import Context
 

@@ -336,8 +336,8 @@ def test_ir_without_formed_layers_is_a_one_line_error():
     from qaccel.pipeline.manager import build_pipeline, qaccel_context
 
     module = import_tflite((MODELS / "cnn.tflite").read_bytes(), "cnn.tflite")
-    build_pipeline("fuse-composites,legalize-tfl-to-q,annotate-target{target=vta},"
-                   "partition-graph{target=vta},insert-pack-unpack,lower-q-to-accel"
+    build_pipeline("attach-target,fuse-composites,legalize-tfl-to-q,annotate-target,"
+                   "partition-graph,insert-pack-unpack,lower-q-to-accel"
                    ).apply(qaccel_context(), module)  # fmt: skip
     with pytest.raises(CompileError, match=r"^@vta_fn_0: accel.conv2d_zp \(#\d+\) is in no "
                                            r"accel.layer: run form-vta-layers and schedule-vta"):

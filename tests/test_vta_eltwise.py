@@ -252,12 +252,13 @@ func.func private @vta_fn_0(%x: tensor<1x2x9x9x1x16x!q>) -> tensor<1x2x5x5x1x16x
 
 
 def test_a_padded_max_pool_runs_on_the_accelerator():
-    from conftest import parse_module
+    from conftest import attach_vta, parse_module
 
     from qaccel.lowering.form_vta_layers import FormVtaLayersPass
     from qaccel.pipeline.manager import qaccel_context
+    from conftest import attach_vta
 
-    module = parse_module(POOL_IR)
+    module = attach_vta(parse_module(POOL_IR))  # the hand-written IR is for VTA's default
     FormVtaLayersPass().apply(qaccel_context(), module)  # compile emits formed layers
     compiled = compile_module(module)
     assert [r["kind"] for r in compiled.report["layers"]] == ["pool"]

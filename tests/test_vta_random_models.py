@@ -89,7 +89,7 @@ def test_random_single_layer_models_are_bit_exact_with_litert(oracle, seed, bias
     rng = np.random.default_rng(seed)
     model = random_model(rng, KINDS[seed % 3])
     module = import_tflite(model, f"random{seed}.tflite")
-    options = "hw-config=vta-store-requant" if bias_mode == "store" else f"bias-mode={bias_mode}"
+    options = "config=vta-store-requant" if bias_mode == "store" else f"bias-placement={bias_mode}"
     build_pipeline(f"vta-pipeline{{{options}}}").apply(qaccel_context(), module)
     config = HardwareConfig.from_json("vta-store-requant") if bias_mode == "store" else None
     compiled = compile_module(module, config)

@@ -1,4 +1,4 @@
-"""The scheduler's search memo and slot bookkeeping (lowering/vta/schedule.py): a memoized
+"""The scheduler's search memo and slot bookkeeping (lowering/vta/search.py, planning.py): a memoized
 search returns what a fresh search finds, carries the caller's geometry, and the emitted
 program is still bit-exact."""
 
@@ -8,12 +8,21 @@ from dataclasses import replace
 
 import numpy as np
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.lowering.vta import schedule as vs
+from qaccel.lowering.vta import search
+from qaccel.lowering.vta.geometry import LayerGeometry
+from qaccel.lowering.vta.planning import (
+    BIAS_MODES,
+    LOOP_ORDERS,
+    Schedule,
+    _SlotLRU,
+    plan_steps,
+)
+from qaccel.lowering.vta.search import _search, _step_count, candidates, schedule
 from test_vta_codegen import check, conv_layer
 
 
-def _fresh(g: vs.LayerGeometry, config: HardwareConfig = DEFAULT_CONFIG) -> vs.Schedule:
-    return vs._search(g, config, vs.BIAS_MODES, vs.LOOP_ORDERS, True, 600)[0]
+def _fresh(g: LayerGeometry, config: HardwareConfig = DEFAULT_CONFIG) -> Schedule:
+    return _search(g, config, BIAS_MODES, LOOP_ORDERS, True, 600)[0]
 
 
 def test_layers_differing_only_in_input_zero_point_share_one_search():
@@ -21,9 +30,9 @@ def test_layers_differing_only_in_input_zero_point_share_one_search():
     b = conv_layer(H=7, W=9, C=20, O=24, zp_in=6, rng=np.random.default_rng(5))
     assert a.geometry != b.geometry
     assert replace(a.geometry, input_zero_point=0) == replace(b.geometry, input_zero_point=0)
-    vs._best.cache_clear()
-    sa, sb = vs.schedule(a), vs.schedule(b)
-    info = vs._best.cache_info()
+    search._best.cache_clear()
+    sa, sb = schedule(a), schedule(b)
+    info = search._best.cache_info()
     assert (info.misses, info.hits) == (1, 1)
     assert sa.geometry is a.geometry and sb.geometry is b.geometry
     assert sa.tiling() == sb.tiling() == _fresh(a.geometry).tiling()
@@ -36,16 +45,16 @@ def test_memo_is_per_config_and_per_forced_choice():
     layer = conv_layer(H=10, W=10, C=32, O=48, k=1, pad=(0, 0, 0, 0))
     small = HardwareConfig(name="small", log_inp_buff_size=11, log_wgt_buff_size=14,
                            log_acc_buff_size=12)  # fmt: skip
-    default, tight = vs.schedule(layer), vs.schedule(layer, small)
+    default, tight = schedule(layer), schedule(layer, small)
     assert tight.tiling() == _fresh(layer.geometry, small).tiling()
     assert default.tiling() == _fresh(layer.geometry).tiling()
-    assert vs.schedule(layer, bias_mode="alu").bias_mode == "alu"
-    assert vs.schedule(layer, loop_order="channel").loop_order == "channel"
-    assert vs.schedule(layer).tiling() == default.tiling()
+    assert schedule(layer, bias_mode="alu").bias_mode == "alu"
+    assert schedule(layer, loop_order="channel").loop_order == "channel"
+    assert schedule(layer).tiling() == default.tiling()
 
 
 def test_slot_lru():
-    lru = vs._SlotLRU(2)
+    lru = _SlotLRU(2)
     assert lru.claim("a") == (0, True)
     assert lru.claim("b") == (1, True)
     assert lru.claim("a") == (0, False)  # "b" is now the oldest
@@ -56,9 +65,9 @@ def test_slot_lru():
 
 def test_plan_steps_uses_at_most_the_schedule_slots():
     layer = conv_layer(H=12, W=12, C=48, O=64, k=3)
-    for s in vs.candidates(layer.geometry, DEFAULT_CONFIG)[::7]:
-        plans = vs.plan_steps(s)
-        assert len(plans) == vs._step_count(s)
+    for s in candidates(layer.geometry, DEFAULT_CONFIG)[::7]:
+        plans = plan_steps(s)
+        assert len(plans) == _step_count(s)
         assert max(p.inp_slot for p in plans) < s.inp_slots
         assert max(p.wgt_slot for p in plans) < s.wgt_slots
         loaded = {(kind, slot) for p in plans for kind, _, slot, _ in p.loads}

@@ -10,14 +10,8 @@ from qaccel.targets.vta.alu import ALU_FUNCTIONS
 from qaccel.targets.vta.asm import assemble
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.targets.vta.isa import AluOp, MemType, Program, encode_uops
-from qaccel.targets.vta.simulator import (
-    SimulationError,
-    conv2d_roofline,
-    gemm_roofline,
-    roofline,
-    simulate,
-    timing,
-)
+from qaccel.targets.vta.roofline import conv2d_roofline, gemm_roofline, roofline
+from qaccel.targets.vta.simulator import SimulationError, simulate, timing
 
 INP_AT, WGT_AT, ACC_AT, OUT_AT = 0, 1 << 16, 1 << 19, 1 << 20  # byte offsets in test DRAM
 

@@ -15,14 +15,9 @@ from qaccel.lowering.vta.emit_alu import emit_alu
 from qaccel.targets.vta.isa import PARAM_ROWS, MemType, Opcode, Program, decode, validate
 from qaccel.targets.vta.simulator import SimulationError, simulate, timing
 from qaccel.lowering.vta.layers import AluLayer, AluStep, PoolLayer, output_stage
-from qaccel.lowering.vta.schedule import (
-    LayerError,
-    alu_bound_cycles,
-    candidates,
-    estimate,
-    make_schedule,
-    schedule,
-)
+from qaccel.lowering.vta.cost_model import alu_bound_cycles, estimate
+from qaccel.lowering.vta.geometry import LayerError
+from qaccel.lowering.vta.search import candidates, make_schedule, schedule
 from test_vta_codegen import check, conv_layer, dense_layer, random_layer
 from test_vta_eltwise import run_layer, run_two_inputs
 

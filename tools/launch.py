@@ -25,6 +25,7 @@ TOOLS = {
     "qaccel-compile": "qaccel.tools.qaccel_compile",
     "qaccel-run": "qaccel.tools.qaccel_run",
     "qaccel-sim": "qaccel.tools.qaccel_sim",
+    "qaccel-sweep": "qaccel.tools.qaccel_sweep",
 }
 
 
@@ -54,6 +55,10 @@ def run_main():
 
 def sim_main():
     return _launch("qaccel-sim")
+
+
+def sweep_main():
+    return _launch("qaccel-sweep")
 
 
 def generated_help(tool: str) -> str:

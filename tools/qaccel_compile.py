@@ -6,12 +6,16 @@
     qaccel-compile scheduled.mlir -o out/ -p ''                 # IR after vta-pipeline (edited)
     qaccel-run out/ --random-inputs 0 --outputs-dir res --compare-litert
 
-Runs the pipeline (`-p`, default `vta-pipeline`; with `--config`, `vta-pipeline{hw-config=...}`)
-on the imported model or on MLIR text, then emits every formed accelerator layer
-(`accel.layer`) with the schedule its `#accel.schedule` gives (the search's or the emitter's
-choice for layers without one) (`backends/vta/compile.py`) and writes OUTDIR/host.mlir,
-OUTDIR/vta_fn_k/layer_i.bin and
-layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json; prints the report table
+Runs the pipeline (`-p`, default `vta-pipeline`; with `--config`, `vta-pipeline{config=...}`,
+or `attach-target{target=vta config=...}` before another pipeline; the artifact is built for
+the module's `#accel.target`) on the imported model or on MLIR text, then emits every formed
+accelerator layer (`accel.layer`) with the schedule its `#accel.schedule` gives (the search's or
+the emitter's choice for layers without one) (`backends/vta/compile.py`) and writes
+OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
+layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json, and OUTDIR/model.qaccel.tflite
+(the model for LiteRT: each accelerator function one QACCEL_VTA custom op carrying its
+program, `backends/litert/aot.py`; run by `qaccel-run OUTDIR --runtime litert`); prints the
+report table
 (per layer: cycles, GEMM utilization, roofline and ratio, DRAM bytes, tiling; totals, ms at the
 configured clock, MAC share, host fallbacks). Compiling twice gives identical files. Progress
 goes to stderr when it is a terminal; `--quiet` silences progress and the table.
@@ -32,7 +36,7 @@ from qaccel.backends.vta.artifact import write_artifact
 from qaccel.backends.vta.compile import compile_module
 from qaccel.backends.vta.compiled import CompileError
 from qaccel.backends.vta.report import format_report
-from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
+from qaccel.targets.vta.config import ConfigError
 from qaccel.backends.vta.report_plot import PlotError, plot_report, require_matplotlib
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
 from qaccel.pipeline.manager import PipelineError, available_passes, qaccel_context
@@ -78,7 +82,6 @@ def parser() -> argparse.ArgumentParser:
 def compile_model(
     model_path: Path,
     passes: str = "vta-pipeline",
-    config: HardwareConfig | None = None,
     progress=None,
     args: argparse.Namespace | None = None,
     config_path: Path | None = None,
@@ -107,14 +110,18 @@ def compile_model(
     except ExecutionError as e:
         raise CompileError(str(e)) from None
     total_macs = sum(op_macs(op) for op in module.walk())
-    if config_path is not None and passes == "vta-pipeline":
-        passes = f'vta-pipeline{{hw-config="{config_path}"}}'  # partitions and tiles for it
+    if config_path is not None:  # the module's #accel.target: every pass and the emitter use it
+        config = f'"{config_path}"'
+        if passes == "vta-pipeline":
+            passes = f"vta-pipeline{{config={config}}}"
+        else:
+            passes = ",".join(p for p in (f"attach-target{{target=vta config={config}}}", passes) if p)
     ns = args or parser().parse_args([str(model_path), "-o", "unused", "-p", passes])
     ns.passes = passes
+    ns.report_partitioning = True  # partition-graph's summary on stderr (--quiet drops stderr)
     manager, _ = pass_manager_for(ns, available_passes(), PROG)
     manager.run(qaccel_context(), module)
-    compiled = compile_module(module, config or DEFAULT_CONFIG, total_macs=total_macs,
-                              progress=progress)  # fmt: skip
+    compiled = compile_module(module, total_macs=total_macs, progress=progress)
     return compiled, source
 
 
@@ -131,7 +138,6 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.plot:
         check_output_file(args.plot, "--plot")
         require_matplotlib(args.plot)  # before the compile, not after it
-    config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
     tty = sys.stderr.isatty() and not args.quiet
 
     def progress(line: str) -> None:
@@ -140,18 +146,33 @@ def run(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     # --quiet: the passes' summaries (e.g. partition-graph's) too; errors still raise.
     with contextlib.redirect_stderr(io.StringIO()) if args.quiet else contextlib.nullcontext():
-        compiled, data = compile_model(Path(args.model), args.passes, config,
+        compiled, data = compile_model(Path(args.model), args.passes,
                                        progress if tty else None, args, args.config)  # fmt: skip
     if tty:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
     write_artifact(compiled, args.output, data)
+    aot = _write_aot(compiled, Path(args.output))
     if args.plot:
         plot_report(compiled.report, args.plot, Path(args.model).name)
     if not args.quiet:
         print(format_report(compiled.report))
+        print(aot)
         plot = f" and {args.plot}" if args.plot else ""
         print(f"wrote {args.output}{plot} in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def _write_aot(compiled, outdir: Path) -> str:
+    """OUTDIR/model.qaccel.tflite for LiteRT (backends/litert/aot.py); the report's line."""
+    from qaccel.backends.litert.aot import AOT_FILE, AotError, custom_ops, export_aot
+
+    try:
+        data = export_aot(compiled)
+    except AotError as e:
+        return f"no LiteRT AOT model: {e}"
+    (outdir / AOT_FILE).write_bytes(data)
+    ops = ", ".join(f"{o['name']} ({o['program_bytes']} B program)" for o in custom_ops(data))
+    return f"LiteRT AOT model {AOT_FILE}: QACCEL_VTA custom op(s) {ops or 'none'}"
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -121,7 +121,9 @@ def pass_manager_for(
         print(f"{prog}: note: {note}", file=sys.stderr)
     passes = list(expansion.passes)
     if getattr(args, "explain_partitioning", False):
-        passes = [explaining(p) for p in passes]
+        passes = [partitioning_output(p, explain=True) for p in passes]
+    elif getattr(args, "report_partitioning", False):  # qaccel-compile: the summary line
+        passes = [partitioning_output(p, report=True) for p in passes]
     after = print_ir_after_names(args.print_ir_after)
     IRPrinter.check_names(after, passes, "--print-ir-after")
     instrumentations: list[PassInstrumentation] = []
@@ -136,12 +138,13 @@ def pass_manager_for(
     return PassManager(passes, instrumentations, verify, timing), timing
 
 
-def explaining(scheduled):
-    """A scheduled partition-graph pass with explain=true; any other pass as it is."""
+def partitioning_output(scheduled, **options: bool):
+    """A scheduled partition-graph pass with `options` (explain=true, report=true) set; any
+    other pass as it is."""
     import dataclasses
 
     if scheduled.name == "partition-graph":
-        return dataclasses.replace(scheduled, pass_=dataclasses.replace(scheduled.pass_, explain=True))
+        return dataclasses.replace(scheduled, pass_=dataclasses.replace(scheduled.pass_, **options))
     return scheduled
 
 
@@ -217,6 +220,12 @@ class QaccelOptMain(xDSLOptMain):
         arg_parser.add_argument("--list-passes", action="store_true",
                                 help="list every pass and named pipeline with its summary and "
                                 "options, then exit")
+        arg_parser.add_argument("--list-targets", action="store_true",
+                                help="list every target (built-in and `qaccel.targets` plugins) "
+                                "with where it comes from, then exit")
+        arg_parser.add_argument("--list-fusions", action="store_true",
+                                help="list every fusion of fuse-composites (built-in and "
+                                "`qaccel.fusions` plugins) with where it comes from, then exit")
 
     def register_all_passes(self):
         super().register_all_passes()
@@ -250,7 +259,12 @@ class QaccelOptMain(xDSLOptMain):
         self.pipeline = PassPipeline(tuple(s.pass_ for s in self.pass_manager.passes))
 
     def apply_passes(self, prog: ModuleOp):
-        self.pass_manager.run(self.ctx, prog)
+        try:
+            self.pass_manager.run(self.ctx, prog)
+        except (DiagnosticException, PipelineError, SemanticsError):
+            raise
+        except Exception as e:  # a pass's own bug, e.g. in a plugin: one line naming it
+            raise UsageError(failing_pass_line(e)) from None
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         path = self.args.input_file
@@ -305,6 +319,12 @@ class QaccelOptMain(xDSLOptMain):
             return
         if self.args.output_file is not None:
             check_output_file(self.args.output_file, "-o")
+        if self.args.list_targets:
+            list_targets(sys.stdout)
+            return
+        if self.args.list_fusions:
+            list_fusions(sys.stdout)
+            return
         start = time.perf_counter()
         if self.args.target.split("{")[0] != "tflite":
             held = self.prepare_output()
@@ -357,6 +377,85 @@ def verify_input(module: ModuleOp, source: str) -> None:
     verify_dominance(module, source)
 
 
+def _origin_of(module: str, group: str) -> str:
+    """The entry point of `group` whose value lives in `module`'s top-level package, else
+    built-in (qaccel) or the module."""
+    from importlib.metadata import entry_points
+
+    top = module.split(".")[0]
+    if top in ("qaccel", "xdsl"):
+        return "built-in" if top == "qaccel" else "xDSL"
+    for ep in entry_points(group=group):
+        if ep.value.split(".")[0].split(":")[0] == top:
+            return f"entry point '{ep.name} = {ep.value}' ({group})"
+    return f"module {module}"
+
+
+def failing_pass_line(e: Exception) -> str:
+    """`pass 'NAME' (from ...) raised TYPE: message`: the innermost pass on the traceback."""
+    tb, failing = e.__traceback__, None
+    while tb is not None:
+        candidate = tb.tb_frame.f_locals.get("self")
+        if isinstance(candidate, ModulePass):
+            failing = candidate
+        tb = tb.tb_next
+    message = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    what = f"{type(e).__name__}{': ' + message if message else ''}"
+    if failing is None:
+        return f"a pass raised {what}"
+    cls = type(failing)
+    origin = _origin_of(cls.__module__, "xdsl.universe")
+    return f"pass '{failing.name}' ({cls.__module__}.{cls.__qualname__}, {origin}) raised {what}"
+
+
+def universe_failure_line(e: Exception) -> str:
+    """One line naming the `xdsl.universe` entry point that fails to load (else `e`)."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="xdsl.universe"):
+        try:
+            ep.load()
+        except Exception as err:  # noqa: BLE001 - another package's code
+            text = str(err).strip().splitlines()
+            return (f"pass plugin entry point '{ep.name} = {ep.value}' (xdsl.universe) failed "
+                    f"to load: {type(err).__name__}{': ' + text[0] if text else ''}")  # fmt: skip
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}{': ' + text[0] if text else ''}"
+
+
+def list_targets(stream: IO[str]) -> None:
+    """`--list-targets`: name, where it comes from, description."""
+    from importlib.metadata import entry_points
+
+    from qaccel.targets.base import ENTRY_POINT_GROUP, TargetError, available_targets
+
+    plugins = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    for name, load in sorted(available_targets().items()):
+        try:
+            target = load()
+        except TargetError as e:
+            raise UsageError(str(e)) from None
+        except Exception as e:  # noqa: BLE001 - another package's factory
+            raise UsageError(f"target {name}: entry point '{plugins[name].value}' "
+                             f"({ENTRY_POINT_GROUP}) raised {type(e).__name__}: {e}") from None  # fmt: skip
+        origin = (f"entry point '{plugins[name].value}'" if name in plugins else "built-in")
+        summary = (getattr(target, "description", "") or "").strip().splitlines()
+        print(f"{name:<{NAME_WIDTH}} {origin}{' - ' + summary[0] if summary else ''}",
+              file=stream)  # fmt: skip
+
+
+def list_fusions(stream: IO[str]) -> None:
+    """`--list-fusions`: interface name (aliases), where it comes from, summary."""
+    from qaccel.fusions.registry import default_registry
+
+    registry = default_registry()
+    for fusion in sorted(registry.fusions(), key=lambda f: f.name):
+        aliases = f" (also {', '.join(fusion.aliases)})" if fusion.aliases else ""
+        doc = (type(fusion).__doc__ or "").strip().splitlines()
+        print(f"{fusion.name:<{NAME_WIDTH}} {registry.origin(fusion.name)}{aliases}"
+              f"{' - ' + doc[0] if doc else ''}", file=stream)  # fmt: skip
+
+
 def main(
     argv: Sequence[str] | None = None,
     extra_passes: Mapping[str, Callable[[], type[ModulePass]]] | None = None,
@@ -368,6 +467,8 @@ def main(
                 opt = QaccelOptMain(args=argv, extra_passes=extra_passes)
             except ValueError as e:  # xDSL reports unknown passes and pass options this way
                 raise UsageError(str(e)) from None
+            except Exception as e:  # noqa: BLE001 - an xdsl.universe plugin that does not load
+                raise UsageError(universe_failure_line(e)) from None
             opt.run()
     except UsageError as e:
         fail(str(e))

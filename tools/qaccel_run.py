@@ -7,6 +7,7 @@
     qaccel-run OUTDIR --random-inputs 0 --outputs-dir out --compare-litert   # qaccel-compile's
     qaccel-run model.tflite --target vta --outputs-dir out --compare-litert  # compile and run
     qaccel-run OUTDIR --outputs-dir out --plot layers.png   # + per-layer cycles vs. roofline
+    qaccel-run OUTDIR --inputs-dir data/ --labels labels.npy --outputs-dir res [--jobs N|--ray]
 
 MODEL is a `.tflite` (imported first) or `.mlir` file, or an artifact folder written by
 `qaccel-compile`; `-p` runs a pass pipeline before executing. With an artifact, or with
@@ -19,10 +20,20 @@ written as DIR/output_0.npy, output_1.npy, ... in the model's output order.
 the same inputs, prints per-output mismatch counts and max |diff| (and the first intermediate
 tensor that differs), and exits 1 on any mismatch. The pass-manager flags of
 qaccel-opt (`--print-ir-after-all`, `--print-ir-after=PASS`, `--pass-timing`,
-`--verify-semantics[=SEED]`) work here too.
+`--verify-semantics[=SEED]`) work here too. `OUTDIR --runtime litert` runs the artifact's
+`model.qaccel.tflite` with LiteRT itself (our QACCEL_VTA kernel runs the accelerator functions
+on libqaccel_vta, LiteRT's CPU reference kernels the rest); `--compare-litert` then compares
+it with LiteRT's BUILTIN_REF on the original model.
 
 Bad input (wrong number, shape or dtype of inputs, unreadable files, a model the reference
 kernels refuse) ends with one line on stderr and exit code 1.
+
+`--inputs-dir DIR` (with an artifact folder) evaluates a dataset: DIR holds one `.npy` per
+input set (or one `.npz` per set for several inputs), or is one `.npz` of input sets
+(`explore/dataset.py`). Every set runs, in parallel on local processes (`--jobs N`) or Ray
+tasks (`--ray [ADDRESS]`), against LiteRT's reference kernels too; outputs go to
+DIR/<set>/output_i.npy and the agreement (bit-exact sets, max |diff|; with `--labels
+FILE.npy` top-1 agreement and accuracy) to DIR/summary.json.
 """
 
 from __future__ import annotations
@@ -107,9 +118,22 @@ def _own_arguments(add_help: bool = True) -> argparse.ArgumentParser:
     ap.add_argument("--simulator", choices=("c", "python"), default="c",
                     help="--target vta / artifacts: run the layers on libqaccel_vta (c, the "
                          "default) or on the Python reference simulator")  # fmt: skip
+    ap.add_argument("--runtime", choices=("interpreter", "litert"), default="interpreter",
+                    help="with an artifact: litert runs its model.qaccel.tflite with LiteRT "
+                         "(CPU reference kernels, our QACCEL_VTA kernel for the accelerator "
+                         "functions)")  # fmt: skip
     ap.add_argument("--plot", type=Path, metavar="FILE.png",
                     help="with an artifact or --target vta: each layer's cycles against its "
                          "roofline (needs matplotlib)")  # fmt: skip
+    ap.add_argument("--inputs-dir", type=Path, metavar="DIR",
+                    help="with an artifact: evaluate every input set of DIR (.npy/.npz files) "
+                         "or of one .npz, against LiteRT")  # fmt: skip
+    ap.add_argument("--labels", type=Path, metavar="FILE.npy",
+                    help="with --inputs-dir: class labels, one per input set (top-1 accuracy)")
+    ap.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                    help="with --inputs-dir: local processes (default: every core)")
+    ap.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                    help="with --inputs-dir: run the input sets as Ray tasks")
     return ap
 
 
@@ -222,7 +246,7 @@ def run_vta(args) -> int:
     from qaccel.backends.vta.compiled import CompileError
     from qaccel.backends.vta.runtime import run_compiled
     from qaccel.interpreter.interpreter import entry_function
-    from qaccel.targets.vta.config import DEFAULT_CONFIG, ConfigError, HardwareConfig
+    from qaccel.targets.vta.config import ConfigError
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)
@@ -232,16 +256,15 @@ def run_vta(args) -> int:
             model_file = path / "model.tflite"
             model_bytes = model_file.read_bytes() if model_file.is_file() else None
         else:
-            try:
-                config = HardwareConfig.from_json(args.config) if args.config else DEFAULT_CONFIG
-            except ConfigError as e:
-                raise RunError(str(e)) from None
-            compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline", config,
+            compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline",
                                                   config_path=args.config)  # fmt: skip
         function = entry_function(compiled.module)
         inputs = _inputs_for(args, function)
-        outputs = run_compiled(compiled, inputs, simulator=args.simulator)
-    except CompileError as e:
+        if args.runtime == "litert":
+            outputs = _run_litert(path, inputs)
+        else:
+            outputs = run_compiled(compiled, inputs, simulator=args.simulator)
+    except (CompileError, ConfigError) as e:
         raise RunError(str(e)) from None
     if args.plot:
         from qaccel.backends.vta.report_plot import plot_report
@@ -250,8 +273,13 @@ def run_vta(args) -> int:
         print(f"wrote {args.plot}")
     _write_outputs(outputs, Path(args.outputs_dir))
     layers = sum(len(v) for v in compiled.layers.values())
-    print(f"ran {layers} accelerator layer(s) on the simulator, "
-          f"{len(compiled.fallbacks)} op(s) of accelerator functions on the host")  # fmt: skip
+    if args.runtime == "litert":
+        print(f"ran {path / 'model.qaccel.tflite'} with LiteRT: {len(compiled.functions)} "
+              f"QACCEL_VTA op(s) ({layers} layer(s)) on libqaccel_vta, the rest on LiteRT's "
+              "CPU reference kernels")  # fmt: skip
+    else:
+        print(f"ran {layers} accelerator layer(s) on the simulator, "
+              f"{len(compiled.fallbacks)} op(s) of accelerator functions on the host")  # fmt: skip
     if not args.compare_litert:
         return 0
     return _compare_with_litert(model_bytes, inputs, outputs, path)
@@ -274,6 +302,58 @@ def _compare_with_litert(model_bytes, inputs, outputs, path: Path) -> int:
     return 0 if all(d.mismatches == 0 for d in diffs) else 1
 
 
+def run_dataset(args) -> int:
+    """`--inputs-dir`: every input set on the artifact, compared with LiteRT."""
+    import json
+
+    from qaccel.explore.dataset import DatasetError, evaluate_dataset, input_shapes, load_input_sets
+    from qaccel.explore.executors import ExecutorError, make_executor
+
+    path = Path(args.model)
+    if not path.is_dir():
+        raise RunError("--inputs-dir needs an artifact folder written by qaccel-compile")
+    if args.inputs is not None or args.random_inputs is not None:
+        raise RunError("give either --inputs-dir or --inputs/--random-inputs, not both")
+    if args.jobs is not None and args.jobs < 1:
+        raise RunError("--jobs must be at least 1")
+    try:
+        sets = load_input_sets(args.inputs_dir, input_shapes(path))
+        labels = load_inputs([str(args.labels)])[0] if args.labels else None
+        compare = (path / "model.tflite").is_file()
+        if not compare:
+            print(f"{PROG}: note: {path} has no model.tflite; not comparing with LiteRT",
+                  file=sys.stderr)  # fmt: skip
+        summary = evaluate_dataset(path, sets, labels=labels,
+                                   executor=make_executor(args.jobs, args.ray),
+                                   outputs_dir=args.outputs_dir, compare=compare,
+                                   progress=sys.stderr.isatty(),
+                                   simulator=args.simulator)  # fmt: skip
+    except (DatasetError, ExecutorError) as e:
+        raise RunError(str(e)) from None
+    out = Path(args.outputs_dir)
+    (out / "summary.json").write_text(json.dumps(summary.to_dict(), indent=1) + "\n")
+    print(summary.line())
+    print(f"wrote {summary.sets} set(s) of outputs and summary.json to {out}")
+    return 0 if summary.bit_exact in (None, summary.sets) else 1
+
+
+def _run_litert(path: Path, inputs) -> list[np.ndarray]:
+    """The artifact's AOT model run by LiteRT (backends/litert/runtime.py)."""
+    from qaccel.backends.litert.aot import AOT_FILE
+    from qaccel.backends.litert.runtime import LiteRtError, run_litert
+    from qaccel.backends.vta.artifact import is_artifact
+
+    if not is_artifact(path):
+        raise RunError("--runtime litert runs an artifact folder written by qaccel-compile")
+    model = path / AOT_FILE
+    if not model.is_file():
+        raise RunError(f"'{path}' has no {AOT_FILE} (compile the model again)")
+    try:
+        return run_litert(model, inputs)
+    except LiteRtError as e:
+        raise RunError(str(e)) from None
+
+
 def _write_outputs(outputs: Sequence[np.ndarray], out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     for i, y in enumerate(outputs):
@@ -293,7 +373,13 @@ def run(argv: Sequence[str] | None = None) -> int:
     from qaccel.tools.qaccel_opt import normalize_argv, pass_manager_for
 
     args = parser().parse_args(normalize_argv(argv))
+    if args.inputs_dir is not None:
+        return run_dataset(args)
+    if args.labels is not None or args.ray is not None or args.jobs is not None:
+        raise RunError("--labels, --jobs and --ray go with --inputs-dir")
     vta = args.target == "vta" or Path(args.model).is_dir()
+    if args.runtime == "litert" and not Path(args.model).is_dir():
+        raise RunError("--runtime litert runs an artifact folder written by qaccel-compile")
     check_output_dir(args.outputs_dir, "--outputs-dir")  # before the work, not after it
     if args.plot:
         check_output_file(args.plot, "--plot")

@@ -46,6 +46,7 @@ from qaccel.backends.vta.compiled import (
     value_ref,
 )
 from qaccel.backends.vta.report import alu_report, build_report, gemm_report
+from qaccel.targets.base import TargetError, hardware_config
 from qaccel.dialects import accel, tfl
 from qaccel.dialects.types import tensor_dtype
 from qaccel.lowering.form_vta_layers import HOST_REASON_ATTR
@@ -55,11 +56,13 @@ from qaccel.lowering.schedule_vta import (
     describe,
     gemm_schedule,
 )
-from qaccel.lowering.vta.emit import ALIGN, LayerProgram, Placement, emit
+from qaccel.lowering.vta.emit import LayerProgram, Placement, emit
 from qaccel.lowering.vta.emit_alu import AluPlan, emit_alu, emit_pool
 from qaccel.lowering.vta.layers import AluMatch, LayerMatch, LayerReader, NotALayer, PoolMatch
-from qaccel.lowering.vta.schedule import LayerError, Schedule, schedule
-from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.lowering.vta.geometry import LayerError
+from qaccel.lowering.vta.planning import Schedule
+from qaccel.lowering.vta.search import schedule
+from qaccel.targets.vta.config import HardwareConfig
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
@@ -158,8 +161,12 @@ def compile_module(
 ) -> CompiledModel:
     """Emit every formed, scheduled accelerator layer (`accel.layer`) of `module` (the
     output of `vta-pipeline`) into one DRAM image per accelerator function. `total_macs`
-    (the model's MACs, e.g. of the imported IR) gives the report's MAC share."""
-    c = config or DEFAULT_CONFIG
+    (the model's MACs, e.g. of the imported IR) gives the report's MAC share. `config`
+    defaults to the module's (`#accel.target`, from `attach-target`)."""
+    try:
+        c = config or hardware_config(module, "vta")
+    except (TargetError, ValueError) as e:
+        raise CompileError(str(e)) from None
     functions: dict[str, CompiledFunction] = {}
     fallbacks: list[Fallback] = []
     accel_functions = accelerator_functions(module)
@@ -244,7 +251,8 @@ def _compile_function(
     while True:
         planned = [lay.planned(index_of[lay.op]) for lay in layers_read]
         slots, slot_of, arena = _plan_arena(planned, ops)
-        layers, constants, at, failed = [], [], arena, None
+        layers, constants, failed = [], [], None
+        at = -(-arena // c.dram_align) * c.dram_align  # constants: weights need whole tiles
         for lay in layers_read:
             try:
                 compiled, consts = _emit_layer(name, len(layers), lay, slots, slot_of, at,
@@ -254,7 +262,7 @@ def _compile_function(
                 break
             layers.append(compiled)
             constants.append((at, consts))
-            at = -(-(at + len(consts)) // ALIGN) * ALIGN
+            at = -(-(at + len(consts)) // c.dram_align) * c.dram_align
         if failed is None:
             break
         reasons[failed[0].op] = failed[1]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from qaccel.dialects.annotations import TARGET_ATTR, accelerator_functions
 from qaccel.dialects.types import tensor_dtype
 from qaccel.lowering.vta.emit import LayerProgram
 from qaccel.lowering.vta.emit_alu import AluProgram
@@ -23,7 +24,6 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
-TARGET_ATTR = "qaccel.target"
 
 
 class CompileError(Exception):
@@ -55,12 +55,6 @@ def top_level(op: Operation, block) -> Operation:
         op = op.parent_op()  # type: ignore[assignment]
     return op
 
-
-def accelerator_functions(module: ModuleOp) -> list[func.FuncOp]:
-    return [
-        op for op in module.ops
-        if isinstance(op, func.FuncOp) and TARGET_ATTR in op.attributes
-    ]  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------

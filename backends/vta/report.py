@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from qaccel.backends.vta.compiled import TARGET_ATTR, CompiledFunction, CompiledModel
 from qaccel.lowering.vta.emit import LayerProgram
 from qaccel.lowering.vta.layers import AluLayer, ConvLayer, PoolLayer
-from qaccel.lowering.vta.schedule import alu_bound_cycles, roofline_cycles
+from qaccel.lowering.vta.cost_model import alu_bound_cycles, roofline_cycles
 from qaccel.targets.vta.config import HardwareConfig
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -70,7 +70,8 @@ def alu_report(
     name: str, index: int, layer: AluLayer | PoolLayer, prog, c: HardwareConfig
 ) -> dict:
     """The report row of an element-wise or pool layer (no MACs; bounds: memory and ALU)."""
-    from qaccel.targets.vta.simulator import roofline, timing
+    from qaccel.targets.vta.roofline import roofline
+    from qaccel.targets.vta.simulator import timing
 
     t = timing(prog.program, c)
     cycles = int(t.total_cycles)

@@ -3,7 +3,7 @@
     prog = emit(layer, schedule(layer, config), config)     # -> LayerProgram
     y = prog.run(x_nhwc)                                      # pack, simulate, unpack
 
-`emit` walks the `Schedule`'s loop nest (`lowering/vta/schedule.py`) and produces
+`emit` walks the `Schedule`'s loop nest (`lowering/vta/planning.py`) and produces
 
 * the **DRAM layout** (`LayerProgram.regions`): constants first (packed weights
   OIHW16o16i, or one diagonal tile per output block and tap for depthwise; int32 parameter
@@ -13,7 +13,8 @@
   (`[ci block][H][W][16]` int8, channels padded with the input zero point; dense
   `[row][ci block][16]`), then the packed output (`[co block][OH][OW][16]` int8, or int32
   `[row][co block][16]` for dense layers that finish on the host). Every region starts on a
-  256-byte boundary so any memory type can address it.
+  `HardwareConfig.dram_align` boundary (256 bytes, or a larger element) so any memory type
+  can address it.
 * the **micro-op kernels**: GEMM micro-ops enumerate (input block, tap, output block, pixel
   block) with the output pixels in the instruction's two loops, so a kernel's size does not
   grow with the tile; one kernel per tile shape and slot combination, built with numpy. All
@@ -33,12 +34,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from qaccel.dialects import accel
 from qaccel.targets.vta.alu import output_stage_block
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.targets.vta.isa import (
     FIELD_NAMES,
     FIELDS_DTYPE,
     PARAM_ROWS,
+    TOKEN_FIFOS,
     AluOp,
     MemType,
     Module,
@@ -47,41 +50,29 @@ from qaccel.targets.vta.isa import (
     encode,
     encode_uops,
 )
-from qaccel.lowering.vta.schedule import (
+from qaccel.lowering.vta.bias import bias_row, dense_requantize_host, param_layout
+from qaccel.lowering.vta.geometry import (
     MAX_STRIDE,
     ConvLayer,
     LayerError,
-    Schedule,
-    Step,
-    bias_row,
     bias_tiles,
-    dense_requantize_host,
     frame_cols,
-    frame_mode,
     frame_rows,
     frame_shape,
     fused_bias,
-    param_layout,
     pixel_block,
-    plan_steps,
-    uses_zp_gemm,
 )
+from qaccel.lowering.vta.planning import Schedule, Step, frame_mode, plan_steps, uses_zp_gemm
 
 _IDX = {name: i for i, name in enumerate(FIELD_NAMES)}
 _NF = len(FIELD_NAMES)
 LOAD, COMPUTE, STORE = int(Module.LOAD), int(Module.COMPUTE), int(Module.STORE)
 # (producer, consumer) -> (producer's push flag, consumer's pop flag)
-_TOKEN_FLAGS = {
-    (LOAD, COMPUTE): ("push_next", "pop_prev"),
-    (COMPUTE, LOAD): ("push_prev", "pop_next"),
-    (STORE, COMPUTE): ("push_prev", "pop_next"),
-    (COMPUTE, STORE): ("push_next", "pop_prev"),
-}
-ALIGN = 256
+_TOKEN_FLAGS = {(int(p), int(c)): (push, pop) for p, c, push, pop in TOKEN_FIFOS.values()}
 
 
-def _align(n: int) -> int:
-    return -(-n // ALIGN) * ALIGN
+def _align(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment
 
 
 def _factors(f, n_out: int, n_in: int) -> tuple[int, int]:
@@ -105,7 +96,8 @@ def _row(opcode: int, **values) -> list[int]:
 @dataclass(frozen=True)
 class Placement:
     """Where one layer's data lives in a DRAM image it shares with other layers (byte offsets,
-    multiples of 256): its constants, its input and its output (in an activation arena).
+    multiples of `HardwareConfig.dram_align`): its constants, its input and its output (in an
+    activation arena).
     Without a placement a layer has an image of its own: constants, input, output. The
     program's `dram_size` is then where its last region ends; the image may be larger."""
 
@@ -228,11 +220,10 @@ def pack_weights(layer: ConvLayer) -> np.ndarray:
     )
 
 
-def _lanes(values, g, fill=0) -> np.ndarray:
-    v = np.asarray(values, np.int64).reshape(-1)
-    out = np.full(g.COB * g.block, fill, np.int64)
-    out[: g.O] = np.broadcast_to(v, (g.O,)) if len(v) == 1 else v
-    return out
+def _padded(values, g, fill=0) -> np.ndarray:
+    """A per-tensor or per-channel parameter as int64 values of the layer's channels, padded
+    to whole blocks with `fill`."""
+    return accel.per_lane(np.asarray(values, np.int64), g.COB * g.block, fill, channels=g.O)
 
 
 def param_rows(layer: ConvLayer, bias_mode: str) -> np.ndarray:
@@ -241,7 +232,7 @@ def param_rows(layer: ConvLayer, bias_mode: str) -> np.ndarray:
     stage's rows per block: fused bias, multiplier, shift, and (zp, min, max) in lanes 0-2."""
     g = layer.geometry
     if bias_mode == "store":
-        lanes = [_lanes(v, g).reshape(g.COB, g.block)
+        lanes = [_padded(v, g).reshape(g.COB, g.block)
                  for v in (fused_bias(layer), layer.multiplier, layer.shift)]  # fmt: skip
         rows = output_stage_block(*lanes, layer.output_zero_point, max(layer.act_min, -128),
                                   min(layer.act_max, 127), g.block)  # fmt: skip
@@ -252,11 +243,11 @@ def param_rows(layer: ConvLayer, bias_mode: str) -> np.ndarray:
     shift = np.asarray(layer.shift, np.int64).reshape(-1) if layer.shift is not None else None
     values = {}
     if "bias" in lay:
-        values["bias"] = _lanes(fused_bias(layer), g)
+        values["bias"] = _padded(fused_bias(layer), g)
     if shift is not None:
-        values["lsh"] = -_lanes(np.maximum(shift, 0), g)
-        values["rdmul"] = _lanes(layer.multiplier, g)
-        values["rshr"] = _lanes(np.maximum(-shift, 0), g)
+        values["lsh"] = -_padded(np.maximum(shift, 0), g)
+        values["rdmul"] = _padded(layer.multiplier, g)
+        values["rshr"] = _padded(np.maximum(-shift, 0), g)
     for kind, (start, per) in lay.items():
         v = values[kind]
         if per:
@@ -470,7 +461,7 @@ class _Emitter(_Stream):
         if len(params):
             parts.append(("params", params.reshape(-1).view(np.uint8)))
         if g.has_bias and self.s.bias_mode == "dma":
-            parts.append(("bias", _lanes(fused_bias(layer), g).astype(np.int32).view(np.uint8)))
+            parts.append(("bias", _padded(fused_bias(layer), g).astype(np.int32).view(np.uint8)))
         if self.gemm_bias:
             tiles = bias_tiles(fused_bias(layer), g.COB, blk)
             if tiles is None:
@@ -489,7 +480,7 @@ class _Emitter(_Stream):
         regions, at = {}, 0
         for name, data in parts:
             regions[name] = (at, len(data))
-            at = _align(at + len(data))
+            at = _align(at + len(data), self.c.dram_align)
         const = np.zeros(at, np.uint8)
         for name, data in parts:
             off, n = regions[name]
@@ -498,16 +489,19 @@ class _Emitter(_Stream):
         out_eb = 4 * blk if g.int32_output else blk
         out_bytes = (g.rows if g.kind == "dense" else g.OH * g.OW) * g.COB * out_eb
         regions["input"] = (at, in_bytes)
-        at = _align(at + in_bytes)
+        at = _align(at + in_bytes, self.c.dram_align)
         regions["output"] = (at, out_bytes)
-        at = _align(at + out_bytes)
+        at = _align(at + out_bytes, self.c.dram_align)
         self.regions, self.constants, self.dram_size = regions, const, at
         self.out_eb = out_eb
 
     def place(self, p: Placement) -> None:
         """Move the regions into a shared image (`layout_dram` made them start at 0)."""
-        if any(v % ALIGN for v in (p.constants, p.input, p.output)):
-            raise LayerError(f"placement {p} is not {ALIGN}-byte aligned")
+        align = self.c.dram_align
+        act = self.c.elem_bytes("acc")  # a multiple of the int8 row; int32 outputs are ACC rows
+        if p.constants % align or p.input % act or p.output % act:
+            raise LayerError(f"placement {p} is not aligned ({align}-byte constants, {act}-byte "
+                             f"activations)")  # fmt: skip
         for name, (off, n) in self.regions.items():
             if name == "input":
                 self.regions[name] = (p.input, n)
@@ -516,7 +510,7 @@ class _Emitter(_Stream):
             else:
                 self.regions[name] = (off + p.constants, n)
         self.constants_offset = p.constants
-        self.dram_size = _align(max(off + n for off, n in self.regions.values()))
+        self.dram_size = _align(max(off + n for off, n in self.regions.values()), align)
 
     def elem(self, region: str, nbytes: int) -> int:
         return self.regions[region][0] // nbytes

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.lowering.vta.emit import ALIGN, COMPUTE, _Stream
+from qaccel.lowering.vta.emit import COMPUTE, _Stream
 from qaccel.targets.vta.isa import AluOp, MemType, Program, encode_uops
 from qaccel.lowering.vta.layers import AluLayer, PoolLayer, output_stage
-from qaccel.lowering.vta.schedule import LayerError
+from qaccel.lowering.vta.geometry import LayerError
 
 
 @dataclass
@@ -81,8 +81,9 @@ class _AluEmitter(_Stream):
     def __init__(self, layer: AluLayer | PoolLayer, config: HardwareConfig,
                  inputs_at: list[int], output_at: int, constants_at: int,
                  rows: int | None = None, use_stage: bool | None = None):  # fmt: skip
-        if any(v % ALIGN for v in (*inputs_at, output_at, constants_at)):
-            raise LayerError(f"{layer.name}: DRAM regions must be {ALIGN}-byte aligned")
+        align = config.elem_bytes("acc")  # int8 rows and int32 parameter rows
+        if any(v % align for v in (*inputs_at, output_at, constants_at)):
+            raise LayerError(f"{layer.name}: DRAM regions must be {align}-byte aligned")
         super().__init__(config)
         self.layer = layer
         self.inputs_at, self.output_at, self.constants_at = inputs_at, output_at, constants_at

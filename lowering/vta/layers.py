@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from qaccel.dialects import accel, tfl
 from qaccel.dialects.types import tensor_dtype
-from qaccel.lowering.vta.schedule import ConvLayer
+from qaccel.lowering.vta.geometry import ConvLayer
 from xdsl.ir import Operation, SSAValue
 
 
@@ -58,11 +58,6 @@ def _scalar(values: np.ndarray, what: str) -> int:
     if len(v) == 0 or np.any(v != v[0]):
         raise NotALayer(f"{what} differs between lanes")
     return int(v[0])
-
-
-def _lanes(values: np.ndarray, lanes: int) -> np.ndarray:
-    v = np.asarray(values, np.int64).reshape(-1)
-    return np.broadcast_to(v, (lanes,)) if len(v) == 1 else v
 
 
 @dataclass
@@ -115,9 +110,9 @@ def _conv_params(op: accel.Conv2DZpOp) -> tuple[str, dict]:
 def _dense_params(op: accel.DenseZpOp) -> tuple[str, dict]:
     w, _ = _filter_array(op)
     shape = op.input.type.get_shape()
-    if len(shape) != 4:
+    if len(shape) != 4 and any(d != 1 for d in shape[2:-2]):
         raise NotALayer(f"dense input of rank {len(shape)} (rows beyond the batch dimension)")
-    n, ib, _, blk = shape
+    n, ib, blk = shape[0], shape[1], shape[-1]  # [N, I/B, 1, ..., 1, B]: the bytes of [N, I/B, 1, B]
     ob = w.shape[0]
     weights = w.transpose(0, 2, 1, 3).reshape(ob * blk, ib * blk).astype(np.int8)
     return "dense", {"input_shape": (n, ib * blk), "weights": weights, "input_zero_point": 0}
@@ -130,11 +125,11 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
     else:
         kind, kw = _dense_params(op)
     out_shape = op.output.type.get_shape()
-    lanes = accel.packed_lanes(out_shape)
+    lanes, blk = accel.packed_lanes(out_shape), out_shape[-1]
     ops: list[Operation] = [op]
     fused = np.zeros(lanes, np.int64)
     if op.bias is not None:
-        fused += _lanes(accel.array_values(op.bias), lanes)
+        fused += accel.per_lane(accel.array_values(op.bias), lanes)
     cur: SSAValue = op.output
     nxt = _sole_user(cur)
     while isinstance(nxt, accel.BiasAddZpOp):
@@ -150,7 +145,7 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
         # LiteRT's FULLY_CONNECTED requantizes in double: the accelerator stores the int32
         # accumulators, `accel.host_requantize` stays a host op (the scale only marks this).
         kw["scale"] = np.ones(1)
-        layer = ConvLayer(kind, name=name, **kw)
+        layer = ConvLayer(kind, name=name, block=blk, **kw)
         return LayerMatch(layer, ops, op.input, cur, None, [_filter_array(op)[1]], None)
     left = right = np.zeros(1, np.int64)
     if isinstance(nxt, accel.ShiftLeftOp):
@@ -167,11 +162,11 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
         right = nxt.values.astype(np.int64)
         ops.append(nxt)
         cur, nxt = nxt.output, _sole_user(nxt.output)
-    if np.any((_lanes(left, lanes) > 0) & (_lanes(right, lanes) > 0)):
+    if np.any((accel.per_lane(left, lanes) > 0) & (accel.per_lane(right, lanes) > 0)):
         raise NotALayer("a lane shifted both left and right")
     per_channel = max(len(left), len(right), len(multiplier)) > 1
     n = lanes if per_channel else 1
-    shift = _lanes(left, n) - _lanes(right, n)
+    shift = accel.per_lane(left, n) - accel.per_lane(right, n)
     lo, hi, zp = -(2**31), 2**31 - 1, 0
     widened = None
     for cls in (accel.MaxOp, accel.MinOp, accel.AddOp):
@@ -209,9 +204,10 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
         output, widened = cur, None
     if not -128 <= act_min <= act_max <= 127:
         raise NotALayer(f"clamp [{act_min}, {act_max}] is not within int8")
-    kw.update(multiplier=_lanes(multiplier, n).astype(np.int32), shift=shift.astype(np.int32),
+    kw.update(multiplier=accel.per_lane(multiplier, n).astype(np.int32),
+              shift=shift.astype(np.int32),
               output_zero_point=zp, act_min=act_min, act_max=act_max)  # fmt: skip
-    layer = ConvLayer(kind, name=name, **kw)
+    layer = ConvLayer(kind, name=name, block=blk, **kw)
     return LayerMatch(layer, ops, op.input, output, widened, [_filter_array(op)[1]], offset)
 
 

@@ -33,10 +33,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.targets.vta.isa import MemType, Program
-from qaccel.targets.vta.simulator import (
+from qaccel.targets.vta.results import (
     FIFOS,
     MODULE_NAMES,
     SimResult,

@@ -12,6 +12,7 @@ fields do not fit in 128-bit instructions / 32-bit micro-ops is rejected. See `d
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -20,6 +21,28 @@ DEFAULT_CONFIG_PATH = Path(__file__).with_name("vta_default.json")
 
 class ConfigError(ValueError):
     """A hardware configuration that the ISA cannot describe (names the offending key)."""
+
+
+MAX_CLOCK_MHZ = 100_000.0
+# The accepted range of every integer key. Buffer sizes are bytes as log2 (at most 16 MiB);
+# cycle counts and the bus width stay within what a timing model of real hardware needs, so
+# that cycle totals stay exact integers far below 2**53.
+INT_RANGES = {
+    "log_inp_width": (0, 10),  # only 3, 3, 5 (int8, int8, int32): refused below
+    "log_wgt_width": (0, 10),
+    "log_acc_width": (0, 10),
+    "log_batch": (0, 10),  # only 0: refused below
+    "log_block": (3, 5),
+    "log_uop_buff_size": (0, 24),
+    "log_inp_buff_size": (0, 24),
+    "log_wgt_buff_size": (0, 24),
+    "log_acc_buff_size": (0, 24),
+    "bus_width_bytes": (1, 4096),
+    "dma_setup_cycles": (0, 100_000),
+    "insn_issue_cycles": (0, 100_000),
+    "gemm_cycles_per_uop": (1, 100_000),
+    "alu_cycles_per_uop": (1, 100_000),
+}
 
 
 @dataclass(frozen=True)
@@ -51,21 +74,28 @@ class HardwareConfig:
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
             if f.name == "name":
+                if not isinstance(value, str):
+                    raise ConfigError(f"hardware config: name must be a string, got {shown}")
                 continue
             if f.name == "store_requant":
                 if not isinstance(value, bool):
                     raise ConfigError(
-                        f"hardware config: store_requant must be true or false, got {value!r}"
+                        f"hardware config: store_requant must be true or false, got {shown}"
                     )
                 continue
             if f.name == "clock_mhz":
-                if not value > 0:
-                    raise ConfigError(f"hardware config: clock_mhz must be > 0, got {value}")
+                ok = isinstance(value, int | float) and not isinstance(value, bool)
+                if not ok or not math.isfinite(value) or not 0 < value <= MAX_CLOCK_MHZ:
+                    raise ConfigError(f"hardware config: clock_mhz must be a number in "
+                                      f"(0, {MAX_CLOCK_MHZ}], got {shown}")  # fmt: skip
                 continue
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            lo, hi = INT_RANGES[f.name]
+            if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
                 raise ConfigError(
-                    f"hardware config: {f.name} must be a non-negative integer, got {value!r}"
+                    f"hardware config: {f.name} must be a non-negative integer in [{lo}, {hi}], "
+                    f"got {shown}"
                 )
         if (self.log_inp_width, self.log_wgt_width, self.log_acc_width) != (3, 3, 5):
             raise ConfigError(
@@ -119,6 +149,12 @@ class HardwareConfig:
         """Bytes of one element (buffer row) of memory `key` in uop/inp/wgt/acc/out."""
         b, blk = self.batch, self.block
         return {"uop": 4, "inp": b * blk, "wgt": blk * blk, "acc": 4 * b * blk, "out": b * blk}[key]
+
+    @property
+    def dram_align(self) -> int:
+        """Byte alignment of every DRAM region the compiler lays out: a multiple of every
+        element size (so any memory type can address the region), at least 256."""
+        return max(256, *(self.elem_bytes(k) for k in ("uop", "inp", "wgt", "acc", "out")))
 
     def depth(self, key: str) -> int:
         size = {
@@ -177,7 +213,7 @@ class HardwareConfig:
             path = bundled
         try:
             data = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as e:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
             raise ConfigError(f"{path}: cannot read hardware config: {e}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: hardware config must be a JSON object")

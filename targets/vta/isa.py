@@ -67,6 +67,14 @@ LOAD_MEM_TYPES = (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC, MemType.AC
 STORE_MEM_TYPES = (MemType.ACC, MemType.OUT, MemType.OUTQ)
 PARAM_ROWS = 4  # OUTQ parameter rows per output block: bias, multiplier, shift, (zp, min, max)
 DEP_FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
+# The four dependency-token FIFOs: name -> (producer, consumer, the producer's push flag, the
+# consumer's pop flag). Load and store exchange tokens with compute only.
+TOKEN_FIFOS = {
+    "load->compute": (Module.LOAD, Module.COMPUTE, "push_next", "pop_prev"),
+    "compute->load": (Module.COMPUTE, Module.LOAD, "push_prev", "pop_next"),
+    "store->compute": (Module.STORE, Module.COMPUTE, "push_prev", "pop_next"),
+    "compute->store": (Module.COMPUTE, Module.STORE, "push_next", "pop_prev"),
+}
 INSN_BYTES = 16
 
 # Every field any instruction has, in one table; unused ones decode as 0.

@@ -21,8 +21,6 @@ and malformed encodings. Every error names the instruction index.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -34,7 +32,6 @@ from qaccel.targets.vta.isa import (
     PARAM_ROWS,
     AluOp,
     MemType,
-    Module,
     Opcode,
     Program,
     decode,
@@ -43,150 +40,18 @@ from qaccel.targets.vta.isa import (
     module_of,
     validate,
 )
+from qaccel.targets.vta.results import (  # noqa: F401  (re-exported)
+    COMPUTE,
+    FIFOS,
+    LOAD,
+    MODULE_NAMES,
+    STORE,
+    SimResult,
+    SimulationError,
+    TimingReport,
+)
 
-MODULE_NAMES = ("load", "compute", "store")
-LOAD, COMPUTE, STORE = int(Module.LOAD), int(Module.COMPUTE), int(Module.STORE)
-# Token FIFOs: (producer, consumer, producer's push flag, consumer's pop flag).
-FIFOS = {
-    "load->compute": (LOAD, COMPUTE, "push_next", "pop_prev"),
-    "compute->load": (COMPUTE, LOAD, "push_prev", "pop_next"),
-    "store->compute": (STORE, COMPUTE, "push_prev", "pop_next"),
-    "compute->store": (COMPUTE, STORE, "push_next", "pop_prev"),
-}
 DRAM_BLOCK = 16  # hazard-tracking granularity: every data element is a multiple of 16 bytes
-
-
-class SimulationError(Exception):
-    """A program the hardware would not run correctly; `index` is the instruction index."""
-
-    def __init__(self, message: str, index: int | None = None, kind: str | None = None):
-        self.index = index
-        self.kind = kind
-        self.detail = message
-        where = "" if index is None else f"instruction {index}" + (f" ({kind})" if kind else "")
-        super().__init__(f"{where}: {message}" if where else message)
-
-
-@dataclass
-class TimingReport:
-    """Cycle counts of one run; `start`/`end` are per instruction (cycle numbers)."""
-
-    config: HardwareConfig
-    total_cycles: int
-    busy: dict[str, int]
-    stalled: dict[str, int]
-    bus_wait: dict[str, int]
-    gemm_iterations: int
-    alu_iterations: int
-    dram_read_bytes: dict[str, int]
-    dram_write_bytes: dict[str, int]
-    start: np.ndarray
-    end: np.ndarray
-    module: np.ndarray
-
-    @property
-    def gemm_macs(self) -> int:
-        return self.gemm_iterations * self.config.macs_per_cycle
-
-    @property
-    def gemm_utilization(self) -> float:
-        if self.total_cycles == 0:
-            return 0.0
-        return self.gemm_macs / (self.total_cycles * self.config.macs_per_cycle)
-
-    @property
-    def dram_bytes(self) -> int:
-        return sum(self.dram_read_bytes.values()) + sum(self.dram_write_bytes.values())
-
-    @property
-    def seconds(self) -> float:
-        return self.total_cycles / (self.config.clock_mhz * 1e6)
-
-    def format(self) -> str:
-        c = self.config
-        lines = [
-            f"config:            {c.name} ({c.clock_mhz:g} MHz, {c.bus_width_bytes}-byte bus)",
-            f"total cycles:      {self.total_cycles}  ({self.seconds * 1e6:.3f} us)",
-        ]
-        for m in MODULE_NAMES:
-            lines.append(
-                f"{m + ':':<18} busy {self.busy[m]}  stalled {self.stalled[m]}"
-                f"  (dram bus wait {self.bus_wait[m]})"
-            )
-        lines += [
-            f"gemm iterations:   {self.gemm_iterations}  ({self.gemm_macs} MACs)",
-            f"gemm utilization:  {self.gemm_utilization:.4f}",
-            f"alu iterations:    {self.alu_iterations}",
-            f"dram bytes read:   {sum(self.dram_read_bytes.values())}  "
-            + " ".join(f"{k}={v}" for k, v in self.dram_read_bytes.items() if v),
-            f"dram bytes written: {sum(self.dram_write_bytes.values())}  "
-            + " ".join(f"{k}={v}" for k, v in self.dram_write_bytes.items() if v),
-        ]
-        return "\n".join(lines)
-
-    def format_trace(self, program) -> str:
-        """One line per instruction, in program order: index, module, start and end cycle."""
-        from qaccel.targets.vta.asm import disassemble_lines
-
-        text = disassemble_lines(program)
-        return "\n".join(
-            f"{i:6d} {MODULE_NAMES[self.module[i]]:<8} {self.start[i]:>10d} {self.end[i]:>10d}"
-            f"  {text[i]}"
-            for i in range(len(self.start))
-        )
-
-
-@dataclass
-class SimResult:
-    dram: np.ndarray  # uint8, the DRAM image after FINISH
-    timing: TimingReport
-    leftover_tokens: dict[str, int]  # tokens pushed but never popped, per FIFO
-    sram: dict[str, np.ndarray] = field(repr=False)  # final buffers: uop, inp, wgt, acc
-
-
-@dataclass(frozen=True)
-class Roofline:
-    compute_cycles: int
-    memory_cycles: int
-
-    @property
-    def cycles(self) -> int:
-        return max(self.compute_cycles, self.memory_cycles)
-
-    @property
-    def bound(self) -> str:
-        return "compute" if self.compute_cycles >= self.memory_cycles else "memory"
-
-
-def roofline(macs: int, dram_bytes: int, config: HardwareConfig | None = None) -> Roofline:
-    """Lower bound on cycles: `macs` at one GEMM block per cycle, `dram_bytes` over the bus."""
-    c = config or DEFAULT_CONFIG
-    return Roofline(math.ceil(macs / c.macs_per_cycle), math.ceil(dram_bytes / c.bus_width_bytes))
-
-
-def conv2d_roofline(height, width, in_channels, out_channels, kernel_h, kernel_w, stride=1,
-                    padding=0, config: HardwareConfig | None = None) -> Roofline:  # fmt: skip
-    """Roofline of one NHWC int8 convolution (batch 1) on the accelerator: channels padded to
-    BLOCK multiples; each input, weight and output byte crosses the bus once (int32 bias and
-    requantization parameters: 3 rows of int32 per output block)."""
-    c = config or DEFAULT_CONFIG
-    blk = c.block
-    ci = -(-in_channels // blk) * blk
-    co = -(-out_channels // blk) * blk
-    oh = (height + 2 * padding - kernel_h) // stride + 1
-    ow = (width + 2 * padding - kernel_w) // stride + 1
-    macs = oh * ow * co * ci * kernel_h * kernel_w
-    nbytes = height * width * ci + kernel_h * kernel_w * ci * co + oh * ow * co + co * 4 * 3
-    return roofline(macs, nbytes, c)
-
-
-def gemm_roofline(rows, inner, cols, config: HardwareConfig | None = None) -> Roofline:
-    """Roofline of an int8 (rows x inner) @ (inner x cols) product with int8 output."""
-    c = config or DEFAULT_CONFIG
-    blk = c.block
-    k = -(-inner // blk) * blk
-    n = -(-cols // blk) * blk
-    return roofline(rows * k * n, rows * k + k * n + rows * n + n * 4 * 3, c)
 
 
 # --------------------------------------------------------------------------------------------
@@ -331,12 +196,6 @@ class GemmPlan:
             x = np.take(inp, self.s[sl], axis=0).astype(np.float32)[:, None, :]
             t = np.take(wgt, self.w[sl], axis=0).transpose(0, 2, 1).astype(np.float32)
             _scatter_add(acc, self.d[sl], np.matmul(x, t)[:, 0, :])
-
-
-def gemm_accumulate(acc, inp, wgt, dk, sk, wk, n_out, n_in, factors):
-    """One-shot `GemmPlan(dk, sk, wk, n_out, n_in, factors).run(acc, inp, wgt)`; `factors` =
-    (dst_out, dst_in, src_out, src_in, wgt_out, wgt_in)."""
-    GemmPlan(dk, sk, wk, n_out, n_in, factors).run(acc, inp, wgt)
 
 
 # --------------------------------------------------------------------------------------------

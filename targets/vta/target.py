@@ -383,6 +383,9 @@ def vta_target(config=None, alu_ops: Iterable[Any] | None = None) -> Target:
     def configure(path: str) -> Target:
         return vta_target(HardwareConfig.from_json(path), ops)
 
+    def from_config(values) -> Target:
+        return vta_target(HardwareConfig.from_dict(dict(values)), ops)
+
     return Target(
         "vta",
         VTA_PATTERNS,
@@ -391,6 +394,7 @@ def vta_target(config=None, alu_ops: Iterable[Any] | None = None) -> Target:
         description=f"VTA-like accelerator ({config.name}: 1x{config.block}x{config.block} GEMM)",
         region_check=_vta_region_check,
         configure=configure,
+        from_config=from_config,
     )
 
 

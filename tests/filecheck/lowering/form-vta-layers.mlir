@@ -1,6 +1,6 @@
-// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'insert-pack-unpack,lower-q-to-accel,form-vta-layers' | filecheck %s
+// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'attach-target,insert-pack-unpack,lower-q-to-accel,form-vta-layers' | filecheck %s
 // Forming twice is forming once:
-// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,form-vta-layers,form-vta-layers' | filecheck %s
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,insert-pack-unpack,lower-q-to-accel,form-vta-layers,form-vta-layers' | filecheck %s
 
 // form-vta-layers moves the ops of each accelerator layer into one `accel.layer` (its kind,
 // its ops, `accel.yield` of what it stores). --verify-semantics runs the IR before and after

@@ -1,7 +1,7 @@
-// RUN: qaccel-opt %s --split-input-file --verify-diagnostics -p schedule-vta | filecheck %s
+// RUN: qaccel-opt %s --split-input-file --verify-diagnostics -p 'attach-target,schedule-vta' | filecheck %s
 // RUN: not qaccel-opt %s --split-input-file -p 'schedule-vta{bias-mode=fast}' 2>&1 | filecheck %s --check-prefix=MODE
-// RUN: not qaccel-opt %s --split-input-file -p 'schedule-vta{hw-config="%S/missing.json"}' 2>&1 | filecheck %s --check-prefix=CONFIG
-// RUN: not qaccel-opt %s --split-input-file -p 'schedule-vta{bias-mode=store}' 2>&1 | filecheck %s --check-prefix=STORE
+// RUN: not qaccel-opt %s --split-input-file -p schedule-vta 2>&1 | filecheck %s --check-prefix=NOTARGET
+// RUN: not qaccel-opt %s --split-input-file -p 'attach-target,schedule-vta{bias-mode=store}' 2>&1 | filecheck %s --check-prefix=STORE
 
 // Options and hand-written schedules that cannot be used: one line naming the pass, the
 // function, the layer, and why; a schedule that is malformed in itself is rejected when the
@@ -9,7 +9,7 @@
 
 // MODE: qaccel-opt: error: schedule-vta: bias-mode must be one of alu, dma, gemm, store, got 'fast'
 // STORE: qaccel-opt: error: schedule-vta: bias-mode=store needs a hardware config with store_requant ('vta-default' has none)
-// CONFIG: qaccel-opt: error: schedule-vta: {{.*}}missing.json: cannot read hardware config
+// NOTARGET: qaccel-opt: error: schedule-vta: the module has no accel.target: run attach-target{target=vta} first (vta-pipeline does)
 
 // A tile of 64x64 output pixels needs 4096 accumulator rows; the buffer has 2048.
 !qa = !quant.uniform<i8:f32, 0.5:0>

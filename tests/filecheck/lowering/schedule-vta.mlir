@@ -1,9 +1,9 @@
-// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'insert-pack-unpack,lower-q-to-accel,form-vta-layers,schedule-vta' | filecheck %s
-// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,form-vta-layers,schedule-vta{bias-mode=dma}' | filecheck %s --check-prefix=DMA
-// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,form-vta-layers,schedule-vta{recompute=true}' | filecheck %s --check-prefix=RECOMPUTE
-// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,form-vta-layers,schedule-vta{hw-config=vta-store-requant}' | filecheck %s --check-prefix=RQ
+// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'attach-target,insert-pack-unpack,lower-q-to-accel,form-vta-layers,schedule-vta' | filecheck %s
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,insert-pack-unpack,lower-q-to-accel,form-vta-layers,schedule-vta{bias-mode=dma}' | filecheck %s --check-prefix=DMA
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,insert-pack-unpack,lower-q-to-accel,form-vta-layers,schedule-vta{recompute=true}' | filecheck %s --check-prefix=RECOMPUTE
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target{config=vta-store-requant},insert-pack-unpack,lower-q-to-accel,form-vta-layers,schedule-vta' | filecheck %s --check-prefix=RQ
 // Scheduling twice is scheduling once:
-// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack,lower-q-to-accel,form-vta-layers,schedule-vta,schedule-vta' | filecheck %s
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,insert-pack-unpack,lower-q-to-accel,form-vta-layers,schedule-vta,schedule-vta' | filecheck %s
 
 // schedule-vta gives every formed accelerator layer (`accel.layer`, form-vta-layers) an
 // `#accel.schedule`. A GEMM layer's is its loop nest: tile sizes (output rows and columns in

@@ -1,7 +1,7 @@
 // RUN: qaccel-opt %s --split-input-file -p 'annotate-target{target=vta}' 2>/dev/null | filecheck %s
 // Idempotent: a second run changes nothing.
-// RUN: qaccel-opt %s --split-input-file -p 'annotate-target,annotate-target' 2>/dev/null | filecheck %s
-// RUN: qaccel-opt %s --split-input-file -p 'annotate-target{explain=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=WHY
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,annotate-target,annotate-target' 2>/dev/null | filecheck %s
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,annotate-target{explain=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=WHY
 
 // Each pattern of the vta target, then each check failing.
 

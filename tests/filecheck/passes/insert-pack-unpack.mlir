@@ -1,9 +1,9 @@
-// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'insert-pack-unpack{block=4}' | filecheck %s
-// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack{block=4 print-flags=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=FLAGS
+// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'attach-target{config="%S/Inputs/vta-block4.json"},insert-pack-unpack' | filecheck %s
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target{config="%S/Inputs/vta-block4.json"},insert-pack-unpack{print-flags=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=FLAGS
 // Running the pass twice is the same as running it once (done functions are marked accel.packed):
-// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack{block=4},insert-pack-unpack{block=4}' | filecheck %s
-// Without `block`, the target's: VTA's BLOCK_IN = BLOCK_OUT = 16.
-// RUN: qaccel-opt %s --split-input-file --verify-semantics -p insert-pack-unpack | filecheck %s --check-prefix=VTA
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target{config="%S/Inputs/vta-block4.json"},insert-pack-unpack,insert-pack-unpack' | filecheck %s
+// With the bundled vta-default configuration: VTA's BLOCK_IN = BLOCK_OUT = 16.
+// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'attach-target,insert-pack-unpack' | filecheck %s --check-prefix=VTA
 
 // The method's step 3.3, case by case, on hand-written partitioned IR: host functions calling
 // accelerator functions (marked qaccel.target). With B = 4, tensor<1x2x2x6> packs into

@@ -1,11 +1,14 @@
-// RUN: qaccel-opt %s --split-input-file --verify-diagnostics -p 'insert-pack-unpack{block=4},lower-q-to-accel' | filecheck %s
-// RUN: not qaccel-opt %s --split-input-file -p 'lower-q-to-accel{bias-mode=dma}' 2>&1 | filecheck %s --check-prefix=MODE
-// RUN: not qaccel-opt %s --split-input-file -p lower-q-to-accel 2>&1 | filecheck %s --check-prefix=UNPACKED
+// RUN: qaccel-opt %s --split-input-file --verify-diagnostics -p 'attach-target{config="%S/Inputs/vta-block4.json"},insert-pack-unpack,lower-q-to-accel' | filecheck %s
+// RUN: not qaccel-opt %s --split-input-file -p 'lower-q-to-accel{bias-placement=dma}' 2>&1 | filecheck %s --check-prefix=MODE
+// RUN: not qaccel-opt %s --split-input-file -p 'attach-target,lower-q-to-accel' 2>&1 | filecheck %s --check-prefix=UNPACKED
+// The block comes from the module's #accel.target:
+// RUN: not qaccel-opt %s --split-input-file -p 'lower-q-to-accel' 2>&1 | filecheck %s --check-prefix=NOTARGET
+// NOTARGET: qaccel-opt: error: lower-q-to-accel: the module has no accel.target: run attach-target{target=NAME} first (vta-pipeline does)
 
 // Every accelerator function below holds something lower-q-to-accel cannot put on the
 // accelerator exactly; the pass fails with one line naming the function, the op and why.
 
-// MODE: qaccel-opt: error: lower-q-to-accel: bias-mode must be one of alu, preload, got 'dma'
+// MODE: qaccel-opt: error: lower-q-to-accel: bias-placement must be one of alu, preload, got 'dma'
 // UNPACKED: qaccel-opt: error: lower-q-to-accel: @vta_fn_0: not in the packed layout yet: run insert-pack-unpack first
 
 // A filter zero point that does not fold into int8 weights (w - zp_w spans [-228, 27]): the

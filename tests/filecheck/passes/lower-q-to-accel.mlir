@@ -1,10 +1,10 @@
-// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'insert-pack-unpack{block=4},lower-q-to-accel' | filecheck %s
-// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'insert-pack-unpack{block=4},lower-q-to-accel{bias-mode=preload}' | filecheck %s --check-prefix=PRELOAD
-// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'insert-pack-unpack{block=4},lower-q-to-accel{canonicalize=false}' | filecheck %s --check-prefix=RAW
+// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'attach-target{config="%S/Inputs/vta-block4.json"},insert-pack-unpack,lower-q-to-accel' | filecheck %s
+// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'attach-target{config="%S/Inputs/vta-block4.json"},insert-pack-unpack,lower-q-to-accel{bias-placement=preload}' | filecheck %s --check-prefix=PRELOAD
+// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'attach-target{config="%S/Inputs/vta-block4.json"},insert-pack-unpack,lower-q-to-accel{canonicalize=false}' | filecheck %s --check-prefix=RAW
 // Running the pass twice is the same as running it once (nothing is left to lower):
-// RUN: qaccel-opt %s --split-input-file -p 'insert-pack-unpack{block=4},lower-q-to-accel,lower-q-to-accel' | filecheck %s
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target{config="%S/Inputs/vta-block4.json"},insert-pack-unpack,lower-q-to-accel,lower-q-to-accel' | filecheck %s
 // With VTA's own block (16) every case still computes the same:
-// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'insert-pack-unpack,lower-q-to-accel{bias-mode=preload}' | filecheck %s --check-prefix=VTA
+// RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'attach-target,insert-pack-unpack,lower-q-to-accel{bias-placement=preload}' | filecheck %s --check-prefix=VTA
 
 // Each case is hand-written partitioned IR: a host function calling an accelerator function
 // (qaccel.target). insert-pack-unpack packs it with B = 4 (small tensors, several blocks); then

@@ -1,10 +1,13 @@
-// RUN: qaccel-opt %s --split-input-file -p 'annotate-target,partition-graph' 2>/dev/null | filecheck %s
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,annotate-target,partition-graph' 2>/dev/null | filecheck %s
 // Running it again changes nothing.
-// RUN: qaccel-opt %s --split-input-file -p 'annotate-target,partition-graph,partition-graph' 2>/dev/null | filecheck %s
-// RUN: qaccel-opt %s --split-input-file -p 'annotate-target,partition-graph{explain=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=REPORT
-// RUN: qaccel-opt %s --split-input-file -p 'annotate-target,partition-graph{max-partitions=1}' 2>/dev/null | filecheck %s --check-prefix=MAX
-// RUN: qaccel-opt %s --split-input-file -p 'annotate-target,partition-graph{max-partitions=1}' 2>&1 >/dev/null | filecheck %s --check-prefix=MAX-REPORT
-// RUN: qaccel-opt %s --split-input-file -p 'annotate-target,partition-graph{min-ops=5 explain=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=MIN
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,annotate-target,partition-graph,partition-graph' 2>/dev/null | filecheck %s
+// The summary is printed on request only (report=true, or explain=true):
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,annotate-target,partition-graph' 2>&1 >/dev/null | filecheck %s --allow-empty --check-prefix=QUIET
+// QUIET-NOT: selected
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,annotate-target,partition-graph{explain=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=REPORT
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,annotate-target,partition-graph{max-partitions=1}' 2>/dev/null | filecheck %s --check-prefix=MAX
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,annotate-target,partition-graph{max-partitions=1 report=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=MAX-REPORT
+// RUN: qaccel-opt %s --split-input-file -p 'attach-target,annotate-target,partition-graph{min-ops=5 explain=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=MIN
 
 // A diamond where merging every annotated group would create a cycle: %a -> tanh (CPU) -> add,
 // and %a -> %b -> add. The add cannot join %a's partition, so it starts a second one; the

@@ -1,5 +1,5 @@
-// RUN: qaccel-opt %s -p 'annotate-target,partition-graph,insert-pack-unpack' -t dot 2>/dev/null | filecheck %s
-// RUN: qaccel-opt %s -p 'annotate-target' -t dot | filecheck %s --check-prefix=GROUPS
+// RUN: qaccel-opt %s -p 'attach-target,annotate-target,partition-graph,insert-pack-unpack' -t dot 2>/dev/null | filecheck %s
+// RUN: qaccel-opt %s -p 'attach-target,annotate-target' -t dot | filecheck %s --check-prefix=GROUPS
 // RUN: qaccel-opt %s -t dot | filecheck %s --check-prefix=PLAIN
 
 // Each partition is a coloured cluster holding its ops; pack/unpack are orange trapezoids;

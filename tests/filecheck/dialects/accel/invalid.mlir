@@ -170,6 +170,14 @@ func.func @conv_shape(%x: tensor<1x1x4x4x1x4xi8>, %w: tensor<2x1x3x3x4x4xi8>) ->
 
 // -----
 
+func.func @dense_rows(%x: tensor<1x2x3x1x16xi8>, %w: tensor<1x2x16x16xi8>) -> tensor<1x1x1x16xi32> {
+  %y = accel.dense_zp %x, %w : tensor<1x2x3x1x16xi8>, tensor<1x2x16x16xi8> -> tensor<1x1x1x16xi32>
+  func.return %y : tensor<1x1x1x16xi32>
+}
+// CHECK: accel.dense_zp: the result must be [1, 1, 3, 1, 16] or, rows flattened, [3, 1, 1, 16], got [1, 1, 1, 16]
+
+// -----
+
 func.func @conv_groups(%x: tensor<1x2x4x4x1x4xi8>, %w: tensor<3x1x1x1x4x4xi8>) -> tensor<1x3x4x4x1x4xi32> {
   %y = accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] groups = 2 : tensor<1x2x4x4x1x4xi8>, tensor<3x1x1x1x4x4xi8> -> tensor<1x3x4x4x1x4xi32>
   func.return %y : tensor<1x3x4x4x1x4xi32>

@@ -147,3 +147,15 @@ func.func @layers(%x: tensor<1x1x2x2x1x16xi8>) -> (tensor<1x1x2x2x1x16xi32>, ten
   } : tensor<1x1x2x2x1x16xi8>
   func.return %v, %z, %g : tensor<1x1x2x2x1x16xi32>, tensor<1x1x1x1x1x16xi8>, tensor<1x1x2x2x1x16xi8>
 }
+
+// -----
+
+// FULLY_CONNECTED without keep_num_dims: the rows of a rank-3 input, flattened.
+// CHECK-LABEL: func.func @dense_rows
+// CHECK-NEXT:    %rows = accel.dense_zp %x, %w : tensor<1x2x3x1x16xi8>, tensor<1x2x16x16xi8> -> tensor<3x1x1x16xi32>
+// CHECK-NEXT:    %kept = accel.dense_zp %x, %w : tensor<1x2x3x1x16xi8>, tensor<1x2x16x16xi8> -> tensor<1x1x3x1x16xi32>
+func.func @dense_rows(%x: tensor<1x2x3x1x16xi8>, %w: tensor<1x2x16x16xi8>) -> (tensor<3x1x1x16xi32>, tensor<1x1x3x1x16xi32>) {
+  %rows = accel.dense_zp %x, %w : tensor<1x2x3x1x16xi8>, tensor<1x2x16x16xi8> -> tensor<3x1x1x16xi32>
+  %kept = accel.dense_zp %x, %w : tensor<1x2x3x1x16xi8>, tensor<1x2x16x16xi8> -> tensor<1x1x3x1x16xi32>
+  func.return %rows, %kept : tensor<3x1x1x16xi32>, tensor<1x1x3x1x16xi32>
+}

@@ -1,0 +1,5 @@
+"""Design-space exploration: sweeps of hardware configurations and pipeline options over a
+set of models (`spec.py`, `sweep.py`), their executors (`executors.py`: local processes or
+Ray), result table, cache and Pareto frontier (`results.py`), and dataset evaluation of a
+compiled artifact (`dataset.py`). Above `pipeline/` and `backends/`, below `api.py` and the
+tools."""

@@ -1,0 +1,57 @@
+"""The one place `explore` touches the VTA backend (`backends/vta/`: `compile.py` compiles,
+`compiled.py` holds the compiled model and `CompileError`, `artifact.py` writes and loads
+artifact folders, `runtime.py` runs them); when the backend moves, only these imports
+change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qaccel.targets.vta.config import HardwareConfig
+
+
+def backend_errors() -> tuple[type[Exception], ...]:
+    """Exceptions of the backend that carry a one-line message for the user."""
+    from qaccel.backends.vta.compiled import CompileError
+
+    return (CompileError,)
+
+
+def compile_for(module: Any, config: HardwareConfig, total_macs: int | None = None) -> Any:
+    """Schedule and emit every accelerator layer of `module` (after `vta-pipeline`), exactly
+    as `qaccel-compile` does: the `CompiledModel` (`.report` is report.json's content)."""
+    from qaccel.backends.vta.compile import compile_module
+
+    return compile_module(module, config, total_macs=total_macs)
+
+
+def write_artifact(compiled: Any, outdir: str | Path, source: bytes | None = None) -> None:
+    from qaccel.backends.vta.artifact import write_artifact as write
+
+    write(compiled, outdir, source)
+
+
+def load_artifact(outdir: str | Path) -> Any:
+    from qaccel.backends.vta.artifact import load_artifact as load
+
+    return load(outdir)
+
+
+def is_artifact(path: str | Path) -> bool:
+    from qaccel.backends.vta.artifact import is_artifact as check
+
+    return check(path)
+
+
+def run_compiled(compiled: Any, inputs: Sequence[np.ndarray],
+                 simulator: str = "c") -> list[np.ndarray]:  # fmt: skip
+    """Host ops on the interpreter, accelerator layers on the simulator (`c`: libqaccel_vta,
+    falling back to `python`, the reference)."""
+    from qaccel.backends.vta.runtime import run_compiled as run
+
+    return run(compiled, inputs, simulator=simulator)

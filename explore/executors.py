@@ -1,0 +1,147 @@
+"""Where sweep points and dataset inputs run: a local process pool or Ray tasks.
+
+Both run `fn(shared, item)` for every item and yield `(index, result)` as results finish (in
+completion order). `shared` (e.g. the models' bytes) goes to every worker once: as the
+process pool's initializer argument, or with `ray.put` into Ray's object store.
+
+    executor = make_executor(jobs=4)            # local processes (jobs=1: in this process)
+    executor = make_executor(ray="auto")        # Ray: "local" starts one, else an address
+    for index, result in executor.map(fn, shared, items): ...
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+
+class ExecutorError(RuntimeError):
+    """An executor that cannot start (e.g. Ray not installed, no cluster at the address)."""
+
+
+class TaskFailed:
+    """What `map` yields for an item whose worker failed (crashed, was killed, raised): the
+    caller decides; the other items go on."""
+
+    def __init__(self, error: BaseException):
+        text = str(error).strip().splitlines()
+        self.reason = f"{type(error).__name__}{': ' + text[0] if text else ''}"
+
+    def __repr__(self) -> str:
+        return f"TaskFailed({self.reason!r})"
+
+
+_SHARED: Any = None
+
+
+def _init_worker(shared: Any) -> None:
+    global _SHARED
+    _SHARED = shared
+
+
+def _call_in_worker(fn: Callable[[Any, Any], Any], item: Any) -> Any:
+    return fn(_SHARED, item)
+
+
+class LocalExecutor:
+    """A pool of `jobs` processes (default: every core); `jobs=1` runs in this process."""
+
+    name = "local"
+
+    def __init__(self, jobs: int | None = None):
+        self.jobs = max(1, jobs or os.cpu_count() or 1)
+
+    def describe(self) -> str:
+        return f"{self.jobs} local process(es)" if self.jobs > 1 else "this process"
+
+    def map(self, fn: Callable[[Any, Any], Any], shared: Any,
+            items: Sequence[Any]) -> Iterator[tuple[int, Any]]:  # fmt: skip
+        if self.jobs == 1 or len(items) <= 1:
+            for i, item in enumerate(items):
+                yield i, fn(shared, item)
+            return
+        context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+        pool = concurrent.futures.ProcessPoolExecutor(
+            min(self.jobs, len(items)), mp_context=context, initializer=_init_worker,
+            initargs=(shared,),
+        )  # fmt: skip
+        try:
+            futures = {pool.submit(_call_in_worker, fn, item): i for i, item in enumerate(items)}
+            for future in concurrent.futures.as_completed(futures):
+                try:
+                    result = future.result()
+                except Exception as e:  # noqa: BLE001 - e.g. a worker killed by the OS
+                    result = TaskFailed(e)
+                yield futures[future], result
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class RayExecutor:
+    """Ray tasks, one per item, on a cluster (`address`) or on a local one Ray starts
+    (`address` None or "local", with `num_cpus`). Results stream back with `ray.wait`."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None):
+        try:
+            import ray
+        except ImportError:
+            raise ExecutorError("--ray needs Ray: pip install 'qaccel[distributed]'") from None
+        self.ray = ray
+        self.address = None if address in (None, "", "local") else address
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False,
+                                      "include_dashboard": False}  # fmt: skip
+            if self.address is None:
+                kwargs["num_cpus"] = num_cpus or os.cpu_count()
+            else:
+                import qaccel
+
+                # The workers import qaccel from this checkout, uploaded once.
+                kwargs["runtime_env"] = {"py_modules": [os.path.dirname(qaccel.__file__)]}
+            try:
+                ray.init(address=self.address, **kwargs)
+            except Exception as e:  # noqa: BLE001 - ray raises many kinds; one line for the user
+                raise ExecutorError(f"cannot start Ray at {self.address or 'local'}: "
+                                    f"{str(e).strip().splitlines()[0] if str(e).strip() else e}") from None  # fmt: skip
+        self._remote = ray.remote(_ray_call)
+
+    def describe(self) -> str:
+        cpus = int(self.ray.cluster_resources().get("CPU", 0))
+        return f"Ray ({self.address or 'local'}, {cpus} CPU(s))"
+
+    def map(self, fn: Callable[[Any, Any], Any], shared: Any,
+            items: Sequence[Any]) -> Iterator[tuple[int, Any]]:  # fmt: skip
+        ray = self.ray
+        # The models (shared), the function and the points each go to the object store once,
+        # whatever the number of tasks; a task gets them by reference and takes its item.
+        shared_ref, fn_ref, items_ref = ray.put(shared), ray.put(fn), ray.put(list(items))
+        pending = {self._remote.remote(fn_ref, shared_ref, items_ref, i): i
+                   for i in range(len(items))}  # fmt: skip
+        try:
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    try:
+                        result = ray.get(ref)
+                    except Exception as e:  # noqa: BLE001 - a task error, a dead worker
+                        result = TaskFailed(e)
+                    yield pending.pop(ref), result
+        finally:
+            for ref in pending:
+                ray.cancel(ref)
+
+
+def _ray_call(fn: Callable[[Any, Any], Any], shared: Any, items: Sequence[Any], i: int) -> Any:
+    return fn(shared, items[i])
+
+
+def make_executor(jobs: int | None = None, ray: str | None = None) -> LocalExecutor | RayExecutor:
+    """`ray` (an address, or "local"/"" for a local cluster) selects Ray, else local processes."""
+    if ray is not None:
+        return RayExecutor(ray, num_cpus=jobs)
+    return LocalExecutor(jobs)

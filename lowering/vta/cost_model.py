@@ -1,0 +1,340 @@
+"""Cycle models of a schedule: `quick_estimate` (closed form) and `estimate` (step level).
+
+`quick_estimate` is the busiest module or the DRAM bus, plus prologue and epilogue; the search
+ranks every candidate with it. `estimate` walks the step plan as the emitter does (same slots
+and tokens) and is within about 1% of the simulator's timing model on MobileNetV2 and ResNet-50
+layers. The tail of each accumulator tile is
+
+    reset + GEMM bias (bias_mode "gemm") | reset + ALU ADD bias ("alu") | LOAD ACC bias ("dma")
+    GEMM ...               (the convolution accumulates onto the tile)
+    [ALU SHR -left]  ALU RDMUL M  [ALU RSHR right]    TFLite's MultiplyByQuantizedMultiplier
+    ALU MAX lo - zp_out ; ALU MIN hi - zp_out           clamp first: the zero point add can
+    GEMM +zp_out                                         then never wrap around int32
+    STORE OUT
+
+The output zero point is added by a one-block GEMM (a constant input row [1, 0, ...] times a
+constant weight tile whose column 0 holds zp_out): one cycle per row instead of the ALU's two.
+Per-tensor shifts are immediates; multipliers (31 bits) always come from a parameter row.
+
+With VTA's ISA this tail costs 11-12 compute-module cycles per accumulator row (2 more with a
+left shift), on the same module as the GEMM, which runs (input blocks x taps) cycles per row: a
+1x1 convolution with 32 input channels spends 2 cycles in the GEMM for 11 in the tail.
+`alu_bound_cycles` is therefore the bound to compare schedules with; the roofline
+(`targets/vta/roofline.py`: GEMM and DRAM only) is below it by 3.1x on average on MobileNetV2's
+convolutions with >= 16 input channels and by 1.65x on ResNet-50's; the chosen schedules are
+within 2.8% and 0.9% of it. With the store module's output stage (bias mode "store") the tail
+overlaps the GEMMs: MobileNetV2's convolutions come within 1.06x of the roofline, ResNet-50's
+within 1.02x.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qaccel.lowering.vta.bias import n_param_rows
+from qaccel.lowering.vta.geometry import (
+    MAX_STRIDE,
+    LayerGeometry,
+    _cdiv,
+    frame_cols,
+    frame_rows,
+    frame_shape,
+    pixel_block,
+)
+from qaccel.lowering.vta.planning import (
+    Schedule,
+    _depths,
+    available_bias_modes,
+    frame_loads,
+    plan_steps,
+)
+from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.targets.vta.roofline import conv2d_roofline, gemm_roofline, roofline
+
+
+@dataclass(frozen=True)
+class Estimate:
+    cycles: int
+    compute: int
+    load: int
+    store: int
+    bus: int
+    prologue: int
+    epilogue: int
+
+def tail_cycles_per_row(g: LayerGeometry, bias_mode: str, config: HardwareConfig) -> int:
+    """Compute-module cycles per accumulator row of the init + tail (GEMM/ALU rows). Bias mode
+    "store" has none: the store module requantizes and clears the rows it stores, so only the
+    first tile of each accumulator slot is reset."""
+    alu, gemm = config.alu_cycles_per_uop, config.gemm_cycles_per_uop
+    if bias_mode == "store":
+        return 0
+    c = 0
+    if bias_mode != "dma" or not g.has_bias:
+        c += gemm  # reset
+        if g.has_bias:
+            c += gemm if bias_mode == "gemm" else alu
+    for op in g.tail:
+        c += {"lsh": alu, "rdmul": alu, "rshr": alu, "clamp": 2 * alu, "zp": gemm}[op]
+    return c
+
+
+def _tail_insns(g: LayerGeometry, bias_mode: str) -> int:
+    if bias_mode == "store":
+        return 0
+    n = 1 + (1 if g.has_bias and bias_mode != "dma" else 0)
+    return n + sum(2 if op == "clamp" else 1 for op in g.tail)
+
+def _axis_sums(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
+    """(real input positions, frame positions) summed over the tiles of one axis."""
+    key = ("axis_sums", tile, rows)
+    found = g._memo.get(key)
+    if found is None:
+        found = g._memo[key] = _axis_sums_of(g, tile, rows)
+    return found
+
+
+def _axis_sums_of(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
+    n_out = g.OH if rows else g.OW
+    real = frame = 0
+    for i in range(_cdiv(n_out, tile)):
+        size = min(tile, n_out - i * tile)
+        if rows:
+            fr, _, _, (_, r) = frame_rows(g, i * tile, size)
+        else:
+            fr, _, (_, r) = frame_cols(g, i * tile, size)
+        real += r
+        frame += fr
+    return real, frame
+
+def _merged_frames(g: LayerGeometry, tw: int) -> bool:
+    """Whether a typical frame of `tw`-wide tiles loads in one LOAD (for the quick model)."""
+    if g.kind == "dense" or (g.KH == 1 and (g.row_subsample or g.OH == 1)):
+        return g.kind == "dense" or g.H * g.W <= MAX_STRIDE
+    return (g.KW == 1 and tw >= g.OW and g.pad_t == g.pad_b == 0 and not g.row_subsample
+            and g.H * g.W <= MAX_STRIDE)  # fmt: skip
+
+def quick_estimate(sched: Schedule, config: HardwareConfig | None = None) -> int:
+    """Closed-form cycle estimate used to prune the search: prologue + the busiest of compute,
+    load, store and the DRAM bus + epilogue (no transient stalls; see `estimate`)."""
+    c = config or DEFAULT_CONFIG
+    g = sched.geometry
+    I, setup, bw = c.insn_issue_cycles, c.dma_setup_cycles, c.bus_width_bytes
+    blk = g.block
+    K = g.taps
+    th, tw, tco, tci = sched.tile_h, sched.tile_w, min(sched.tile_co, g.COB), sched.tile_ci
+    Ty, Tx, G, R = sched.tiles_y, sched.tiles_x, sched.co_groups, sched.ci_groups
+    T = Ty * Tx
+    sy, fy = _axis_sums(g, th, True)
+    sx, fx = _axis_sums(g, tw, False)
+    real_pass, frame_pass = sy * sx, fy * fx
+    chunk_ci = g.ci_range(0, tco, 0, 0)[1] if g.diagonal else min(tci, g.CIB)
+    ci_per_pass = (g.COB + g.depth_multiplier - 1) // g.depth_multiplier if g.diagonal else g.CIB
+    if g.diagonal:
+        inp_passes, inp_chunks = 1, T * G
+        w_passes = 1 if (sched.loop_order == "channel" or sched.wgt_slots >= G) else T
+    else:
+        if sched.loop_order == "spatial":
+            inp_passes = 1 if (R == 1 or sched.inp_slots >= R + 1) else G
+            w_passes = 1 if (G * R == 1 or sched.wgt_slots >= G * R) else T
+        else:
+            inp_passes = 1 if (T * R == 1 or sched.inp_slots >= T * R) else G
+            w_passes = 1 if (R == 1 or sched.wgt_slots >= R + 1) else T
+        inp_chunks = T * R * inp_passes
+    inp_bytes = inp_passes * real_pass * ci_per_pass * blk
+    pad_rows = inp_passes * (frame_pass - real_pass) * ci_per_pass
+    merged = _merged_frames(g, tw)
+    inp_loads = inp_chunks * (1 if merged else max(1, chunk_ci))
+    wgt_bytes = w_passes * g.COB * (1 if g.diagonal else g.CIB) * K * blk * blk
+    wgt_loads = w_passes * G * R
+    inp_time = inp_loads * (I + setup) + _cdiv(inp_bytes + pad_rows * blk, bw)
+    wgt_time = wgt_loads * (I + setup) + _cdiv(wgt_bytes, bw)
+    load = inp_time + wgt_time
+    # With a single slot a reloaded chunk cannot overlap the GEMMs that read the previous one.
+    serial = (inp_time if sched.inp_slots == 1 and inp_chunks > 1 else 0) + (
+        wgt_time if sched.wgt_slots == 1 and wgt_loads > 1 else 0
+    )
+    out_eb = 4 * blk if g.int32_output else blk
+    out_bytes = g.OH * g.OW * g.COB * out_eb
+    tiles = T * G
+    n_store = tiles if (g.kind == "dense" or tw >= g.OW) else T * g.COB
+    store = n_store * (I + setup) + _cdiv(out_bytes, bw)
+    rows = g.OH * g.OW * g.COB
+    gemm = (g.macs // (blk * blk)) * c.gemm_cycles_per_uop
+    tail = rows * tail_cycles_per_row(g, sched.bias_mode, c)
+    insns = T * G * R + tiles * _tail_insns(g, sched.bias_mode)
+    compute_dma = 0
+    dma_bias = g.has_bias and sched.bias_mode == "dma"
+    if dma_bias:
+        compute_dma = tiles * (1 if g.kind == "dense" else tco) * (I + setup)
+        compute_dma += _cdiv(rows * 4 * blk, bw)
+    param_bytes = n_param_rows(g, sched.bias_mode) * 4 * blk
+    red = K * (1 if g.diagonal else min(tci, g.CIB))
+    pb = pixel_block(tco, red, min(th, g.OH), min(tw, g.OW)) or (1, 1)
+    kernel = red * tco * pb[0] * pb[1]
+    combos = min(T * G * R, sched.inp_slots * sched.acc_slots * sched.wgt_slots, 8)
+    uops = kernel * combos
+    uop_depth = _depths(c)[0]
+    if uops > uop_depth:  # kernels reloaded every step
+        compute_dma += T * G * R * (I + setup + _cdiv(kernel * 4, bw))
+        uops = uop_depth
+    preamble = 2 * (I + setup) + _cdiv(param_bytes + 4 * uops, bw)
+    compute = gemm + tail + insns * I + compute_dma + preamble + serial
+    bus = _cdiv(inp_bytes + wgt_bytes + out_bytes + param_bytes + 4 * uops, bw)
+    if dma_bias:
+        bus += _cdiv(rows * 4 * blk, bw)
+    fr, fc = frame_shape(g, min(th, g.OH), min(tw, g.OW))
+    first_w = tco * (1 if g.diagonal else min(tci, g.CIB)) * K * blk * blk
+    first_loads = (1 if merged else chunk_ci) + 1
+    prologue = first_loads * (I + setup) + _cdiv(
+        chunk_ci * fr * fc * blk + first_w + param_bytes + 4 * uops, bw
+    )
+    last_rows = min(th, g.OH) * min(tw, g.OW) * tco
+    epilogue = (I + setup) * (1 if tw >= g.OW else tco) + _cdiv(last_rows * out_eb, bw)
+    steady = max(compute - preamble, load - first_loads * (I + setup), store, bus)
+    return int(prologue + steady + epilogue)
+
+def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
+    """Cycle estimate of a schedule from a step-level model of the three modules.
+
+    Walks the loop nest as the emitter does (same slot assignment), with each step's load,
+    GEMM, tail and store durations from the timing model's formulas, and the dependencies the
+    tokens enforce: a load waits for the last GEMM that read its slot, a GEMM for its data,
+    a tile's first write for the store that last read its accumulator slot. The shared DRAM
+    bus is only a global bound. Micro-op kernels are counted exactly; when they do not fit the
+    buffer, every step pays a reload."""
+    c = config or DEFAULT_CONFIG
+    g = sched.geometry
+    I, setup, bw = c.insn_issue_cycles, c.dma_setup_cycles, c.bus_width_bytes
+    blk = g.block
+    K = g.taps
+    alu, gemm_c = c.alu_cycles_per_uop, c.gemm_cycles_per_uop
+    dma_bias = g.has_bias and sched.bias_mode == "dma"
+    store_tail = sched.bias_mode == "store"
+    out_eb = 4 * blk if g.int32_output else blk
+    per_row = tail_cycles_per_row(g, sched.bias_mode, c)
+    # The tail after the GEMMs (the reset that starts a tile is counted with its first step).
+    after_gemm = per_row if (dma_bias or store_tail) else per_row - gemm_c
+    n_tail = _tail_insns(g, sched.bias_mode)
+    slot_ready: dict = {}
+    last_use: dict = {}  # slot -> step index whose GEMM read it last
+    cend: list[int] = []
+    store_end: list[int] = []
+    kernels: dict = {}
+    l_end = s_free = bus_bytes = 0
+    load_busy = store_busy = compute_busy = 0
+    param_bytes = n_param_rows(g, sched.bias_mode) * 4 * blk
+    c_end = 2 * (I + setup) + _cdiv(param_bytes, bw)  # the parameter load (uops added below)
+    prologue = None
+    inp_loads: dict = {}  # frame -> (bytes, load cycles): frames repeat across output groups
+    plans = plan_steps(sched)
+    n_steps = len(plans)
+    for n, sp in enumerate(plans):
+        st, islot, wslot = sp.step, sp.inp_slot, sp.wgt_slot
+        for kind, ch, slot, part in sp.loads:
+            if kind == "inp":
+                frame = (ch.oy0, ch.th, ch.ox0, ch.tw, ch.nci)
+                found = inp_loads.get(frame)
+                if found is None:
+                    fr, _, _, (_, yreal) = frame_rows(g, ch.oy0, ch.th)
+                    fc, _, (_, xreal) = frame_cols(g, ch.ox0, ch.tw)
+                    nbytes = ch.nci * yreal * xreal * blk
+                    pad = ch.nci * (fr * fc - yreal * xreal) * blk
+                    ldur = frame_loads(g, ch) * (I + setup) + _cdiv(nbytes, bw) + _cdiv(pad, bw)
+                    found = inp_loads[frame] = (nbytes, ldur)
+                nbytes, ldur = found
+            else:
+                blocks = ch.nco if part is None else 1
+                nbytes = blocks * (1 if g.diagonal else ch.nci) * K * blk * blk
+                ldur = I + setup + _cdiv(nbytes, bw)
+            bus_bytes += nbytes
+            wait = last_use.get((kind, slot), -1)
+            l_end = max(l_end, cend[wait] if wait >= 0 else 0) + ldur
+            load_busy += ldur
+            slot_ready[(kind, slot)] = l_end
+        aslot = st.tile % sched.acc_slots
+        red = K * (1 if g.diagonal else st.nci)
+        pb = pixel_block(st.nco, red, st.th, st.tw)
+        kernels[(st.th, st.tw, st.nco, st.nci, islot, wslot, aslot)] = (
+            red if pb is None else red * st.nco * pb[0] * pb[1]
+        )
+        kernels[(aslot, st.co0)] = 6  # the tail's single micro-ops
+        rows = st.th * st.tw * st.nco
+        dur = I + red * rows * gemm_c
+        start = max(c_end, slot_ready[("inp", islot)], slot_ready[("wgt", wslot)])
+        if st.first:
+            split = pb is None
+            if st.tile >= sched.acc_slots:
+                start = max(start, store_end[st.tile - sched.acc_slots])
+            if store_tail:  # rows are reset once per slot, then cleared by the stores
+                if st.tile < sched.acc_slots or split:
+                    dur += I + rows * gemm_c
+            elif dma_bias:
+                nl = 1 if (g.kind == "dense" or st.th * st.tw == 1) else st.nco
+                dur += nl * (I + setup) + _cdiv(rows * 4 * blk, bw)
+                bus_bytes += rows * 4 * blk
+            else:
+                dur += I + rows * gemm_c
+        if st.last:
+            dur += n_tail * I + rows * after_gemm
+            if split:
+                dur += I + alu
+        if prologue is None:
+            prologue = start
+        c_end = start + dur
+        compute_busy += dur
+        cend.append(c_end)
+        last_use[("inp", islot)] = last_use[("wgt", wslot)] = n
+        if st.last:
+            whole_rows = st.tw == g.OW and g.OH * g.OW <= MAX_STRIDE
+            n_st = 1 if (g.kind == "dense" or whole_rows) else st.nco
+            nbytes = rows * out_eb
+            sdur = n_st * (I + setup) + _cdiv(nbytes, bw)
+            s_free = max(s_free, c_end) + sdur
+            store_busy += sdur
+            store_end.append(s_free)
+            bus_bytes += nbytes
+    uops = sum(kernels.values())
+    depth = _depths(c)[0]
+    if uops <= depth:
+        extra = _cdiv(4 * uops, bw)  # one LOAD UOP in the prologue
+    else:
+        biggest = max(v for k, v in kernels.items() if len(k) == 7)
+        extra = n_steps * (I + setup + _cdiv(4 * biggest, bw))
+    bus_bytes += 4 * min(uops, depth) + param_bytes
+    total = max(c_end + extra, s_free + (extra if uops > depth else 0)) + I
+    bus = _cdiv(bus_bytes, bw)
+    total = max(total, bus)
+    return Estimate(int(total), int(compute_busy + extra), int(load_busy), int(store_busy),
+                    int(bus), int(prologue or 0), int(total - c_end))  # fmt: skip
+
+def roofline_cycles(g: LayerGeometry, config: HardwareConfig | None = None) -> int:
+    """`conv2d_roofline` / `gemm_roofline` of the layer (docs/isa.md §9): the lower bound the
+    benchmarks compare with. Depthwise counts its diagonal MACs (one block per tap)."""
+    c = config or DEFAULT_CONFIG
+    if g.kind == "dense":
+        return gemm_roofline(g.rows, g.C, g.O, c).cycles
+    if g.kind == "depthwise":
+        blk = c.block
+        cb = _cdiv(g.O, blk) * blk
+        nbytes = g.H * g.W * _cdiv(g.C, blk) * blk + g.taps * cb * blk + g.OH * g.OW * cb + cb * 12
+        return roofline(g.macs, nbytes, c).cycles
+    if g.pad_t == g.pad_b == g.pad_l == g.pad_r and g.sh == g.sw and g.dh == g.dw == 1:
+        return conv2d_roofline(g.H, g.W, g.C, g.O, g.KH, g.KW, g.sh, g.pad_t, c).cycles
+    blk = c.block
+    ci, co = g.CIB * blk, g.COB * blk
+    nbytes = g.H * g.W * ci + g.taps * ci * co + g.OH * g.OW * co + co * 12
+    return roofline(g.macs, nbytes, c).cycles
+
+
+def alu_bound_cycles(g: LayerGeometry, config: HardwareConfig | None = None) -> int:
+    """A tighter lower bound for this ISA: the compute module runs the GEMM iterations and the
+    requantization tail (reset, bias, RDMUL, RSHR, clamp, zero point) of every accumulator row
+    back to back, so no schedule beats max(GEMM + tail, memory) (the tail with the cheapest
+    bias mode the layer allows)."""
+    c = config or DEFAULT_CONFIG
+    rows = g.OH * g.OW * g.COB
+    modes = available_bias_modes(g, c, ("alu", "gemm", "store"))
+    tail = rows * min(tail_cycles_per_row(g, m, c) for m in modes)
+    gemm = g.macs // (g.block * g.block) * c.gemm_cycles_per_uop
+    return max(gemm + tail, roofline_cycles(g, c))

@@ -1,0 +1,375 @@
+"""The schedule of one layer and its step plan: loop nest, buffer slots, load order.
+
+A `Schedule` is the explicit loop structure that `lowering/vta/emit.py` turns into an
+instruction stream, small enough to be carried by an IR op (`Schedule.tiling()` gives the
+fields, `search.make_schedule(layer, config, **tiling)` rebuilds it):
+
+    for tile in output tiles (tile_h x tile_w pixels)     | loop_order "spatial": tiles outer,
+      for co group (tile_co blocks of channels)           | "channel": co groups outer
+        for ci group (tile_ci blocks of channels)         | reduction, innermost
+          LOAD INP frame / LOAD WGT chunk (unless already in a slot) ; GEMM
+        (after the last ci group) requantize tail on the accumulator tile ; STORE
+
+Every buffer is split into slots (`inp_slots`, `wgt_slots`, `acc_slots`): a chunk keeps its
+slot while it is reused and the next chunk loads into another, so with two or more slots the
+load of step i+1 overlaps the GEMM of step i and the store of tile j overlaps tile j+1 (VTA's
+"virtual threads"); when every chunk of a buffer fits, each gets its own slot and is loaded
+exactly once. `plan_buffers` sizes the slots and places the constants, `plan_steps` fixes the
+slots and the load order (with a one-chunk prefetch at the start of each run of steps sharing
+a chunk); the emitter derives the dependency tokens.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import lru_cache
+
+from qaccel.lowering.vta.bias import n_param_rows
+from qaccel.lowering.vta.geometry import (
+    MAX_PAD,
+    MAX_STRIDE,
+    LayerError,
+    LayerGeometry,
+    _cdiv,
+    frame_cols,
+    frame_rows,
+    frame_shape,
+    max_kernel,
+)
+from qaccel.targets.vta.config import HardwareConfig
+
+
+LOOP_ORDERS = ("spatial", "channel")
+BIAS_MODES = ("alu", "dma", "gemm", "store")
+
+@dataclass(frozen=True)
+class BufferPlan:
+    """Where everything lives on chip (row indices of each buffer).
+
+    INP: [zp constant row][bias constant row][inp_slots x inp_slot_rows]; WGT: [zp constant
+    tile][bias tiles][wgt_slots x wgt_slot_tiles]; ACC: [parameter rows][acc_slots x
+    acc_slot_rows] (constants only when used). Micro-op kernels are placed by the emitter
+    (all loaded once when they fit, else cached and reloaded)."""
+
+    inp_const: int  # row of the constant [1, 0, ...] input (-1: none)
+    inp_bias: int  # row of the "gemm" bias mode's constant input (-1: none)
+    inp_base: int
+    inp_slot_rows: int
+    wgt_const: int
+    wgt_bias: int  # first of the COB bias tiles of the "gemm" bias mode (-1: none)
+    wgt_base: int
+    wgt_slot_tiles: int
+    param_rows: int  # ACC rows 0.. hold bias / shift / multiplier rows
+    acc_base: int
+    acc_slot_rows: int
+
+@dataclass(frozen=True)
+class Schedule:
+    """The loop structure of one layer (see the module docstring); all sizes in blocks of 16
+    channels or output pixels. `estimated_cycles` is the cost model's figure, `simulated_cycles`
+    the timing model's when the search measured it (else 0)."""
+
+    geometry: LayerGeometry
+    tile_h: int
+    tile_w: int
+    tile_co: int
+    tile_ci: int
+    loop_order: str
+    bias_mode: str
+    inp_slots: int
+    wgt_slots: int
+    acc_slots: int
+    buffers: BufferPlan
+    estimated_cycles: int = 0
+    simulated_cycles: int = 0
+
+    @property
+    def tiles_y(self) -> int:
+        return _cdiv(self.geometry.OH, self.tile_h)
+
+    @property
+    def tiles_x(self) -> int:
+        return _cdiv(self.geometry.OW, self.tile_w)
+
+    @property
+    def co_groups(self) -> int:
+        return _cdiv(self.geometry.COB, self.tile_co)
+
+    @property
+    def ci_groups(self) -> int:
+        return 1 if self.geometry.diagonal else _cdiv(self.geometry.CIB, self.tile_ci)
+
+    def steps(self):
+        """The loop nest, in execution order: one `Step` per GEMM instruction."""
+        g = self.geometry
+        ty = [(i * self.tile_h, min(self.tile_h, g.OH - i * self.tile_h))
+              for i in range(self.tiles_y)]  # fmt: skip
+        tx = [(i * self.tile_w, min(self.tile_w, g.OW - i * self.tile_w))
+              for i in range(self.tiles_x)]  # fmt: skip
+        spatial = [(a, b) for a in ty for b in tx]
+        cos = [(i * self.tile_co, min(self.tile_co, g.COB - i * self.tile_co))
+               for i in range(self.co_groups)]  # fmt: skip
+        if g.diagonal:
+            cis = [(0, 0)]
+        else:
+            cis = [(i * self.tile_ci, min(self.tile_ci, g.CIB - i * self.tile_ci))
+                   for i in range(self.ci_groups)]  # fmt: skip
+        if self.loop_order == "spatial":
+            order = [(s, c) for s in range(len(spatial)) for c in range(len(cos))]
+        else:
+            order = [(s, c) for c in range(len(cos)) for s in range(len(spatial))]
+        for tile, (s, c) in enumerate(order):
+            (oy0, th), (ox0, tw) = spatial[s]
+            co0, nco = cos[c]
+            for r, (ci0, nci) in enumerate(cis):
+                ci0, nci = g.ci_range(co0, nco, ci0, nci)
+                yield Step(tile, s, oy0, th, ox0, tw, c, co0, nco, ci0, nci,
+                           r == 0, r == len(cis) - 1)  # fmt: skip
+
+    def tiling(self) -> dict:
+        """The loop-structure fields; `make_schedule(layer, config, **tiling)` rebuilds it."""
+        return {
+            "tile_h": self.tile_h, "tile_w": self.tile_w, "tile_co": self.tile_co,
+            "tile_ci": self.tile_ci, "loop_order": self.loop_order, "bias_mode": self.bias_mode,
+            "inp_slots": self.inp_slots, "wgt_slots": self.wgt_slots, "acc_slots": self.acc_slots,
+        }  # fmt: skip
+
+    def describe(self) -> str:
+        return (
+            f"tiles {self.tile_h}x{self.tile_w} px x {self.tile_co} co x {self.tile_ci} ci blocks, "
+            f"{self.loop_order} order, bias {self.bias_mode}, slots inp {self.inp_slots} "
+            f"wgt {self.wgt_slots} acc {self.acc_slots}"
+        )
+
+@dataclass(frozen=True)
+class Step:
+    tile: int  # accumulator tile index (execution order)
+    spatial: int  # spatial tile index
+    oy0: int
+    th: int
+    ox0: int
+    tw: int
+    group: int  # co group index
+    co0: int
+    nco: int
+    ci0: int
+    nci: int
+    first: bool  # first reduction step of its tile
+    last: bool  # last: the tail and the store follow
+
+@lru_cache(maxsize=16)
+def _depths(config: HardwareConfig) -> tuple[int, int, int, int]:
+    """Buffer depths (uop, inp, wgt, acc) in elements."""
+    return tuple(config.depth(key) for key in ("uop", "inp", "wgt", "acc"))  # type: ignore[return-value]
+
+
+def check_block(g: LayerGeometry, config: HardwareConfig) -> None:
+    """Refuse a layer packed in blocks other than the hardware's BLOCK_IN = BLOCK_OUT."""
+    if g.block != config.block:
+        raise LayerError(f"the layer is packed in blocks of {g.block} channels, hardware config "
+                         f"'{config.name}' has blocks of {config.block}")  # fmt: skip
+
+
+def uses_zp_gemm(g: LayerGeometry, bias_mode: str = "alu") -> bool:
+    """Whether the tail adds the output zero point with a one-block GEMM (not in the store
+    module's output stage)."""
+    return "zp" in g.tail and bias_mode != "store"
+
+
+def store_requant(g: LayerGeometry, config: HardwareConfig) -> bool:
+    """Whether the store module can run this layer's tail (bias mode "store")."""
+    return config.store_requant and not g.int32_output
+
+
+def available_bias_modes(g: LayerGeometry, config: HardwareConfig, modes=BIAS_MODES) -> list[str]:
+    """The bias modes of `modes` this layer can use on `config`."""
+    return [m for m in modes if (m != "gemm" or (g.has_bias and g.small_bias))
+            and (m != "dma" or g.has_bias) and (m != "store" or store_requant(g, config))]  # fmt: skip
+
+def frame_mode(g: LayerGeometry, st: Step) -> str:
+    """How the emitter loads a step's input frame: "dense" (one LOAD of [row][ci]),
+    "contiguous" (every block's frame is a contiguous run of DRAM rows: one LOAD, one frame
+    per LOAD row), "row" (one-row frames: one LOAD, one block per LOAD row, horizontal
+    padding per row), "padding" (the frame lies in the padding: one LOAD per block from a
+    row of zero points), "blocks" (one LOAD per input block, with padding)."""
+    if g.kind == "dense":
+        return "dense"
+    fr, _, ystep, (_, yreal) = frame_rows(g, st.oy0, st.th)
+    fc, _, (_, xreal) = frame_cols(g, st.ox0, st.tw)
+    if yreal == 0 or xreal == 0:
+        return "padding"
+    if g.H * g.W > MAX_STRIDE:  # a block's plane is too far for a LOAD's 16-bit row stride
+        return "blocks"
+    if fr == 1:
+        return "row"
+    if yreal == fr and xreal == fc == g.W and ystep == 1:
+        return "contiguous"
+    return "blocks"
+
+
+def frame_loads(g: LayerGeometry, st: Step) -> int:
+    """LOAD instructions of a step's input frame (see `frame_mode`)."""
+    mode = frame_mode(g, st)
+    if mode in ("dense", "contiguous", "row"):
+        return 1
+    if mode == "padding":
+        return st.nci
+    fr, _, _, (ypad0, yreal) = frame_rows(g, st.oy0, st.th)
+    extra = (ypad0 > MAX_PAD) + (fr - ypad0 - yreal > MAX_PAD)
+    return st.nci * (1 + extra)
+
+class _SlotLRU:
+    """Least-recently-used slots of one buffer. Slots are only ever reused by evicting the
+    oldest chunk once all are taken, so the chunks in use hold slots 0..len-1 and a new
+    chunk gets the next one while any is free."""
+
+    __slots__ = ("chunks", "n_slots")
+
+    def __init__(self, n_slots: int):
+        self.chunks: OrderedDict = OrderedDict()  # chunk key -> slot, oldest first
+        self.n_slots = n_slots
+
+    def claim(self, key) -> tuple[int, bool]:
+        """(slot of the chunk `key`, whether the chunk must be loaded)."""
+        chunks = self.chunks
+        slot = chunks.get(key)
+        if slot is not None:
+            chunks.move_to_end(key)
+            return slot, False
+        slot = len(chunks) if len(chunks) < self.n_slots else chunks.popitem(last=False)[1]
+        chunks[key] = slot
+        return slot, True
+
+@dataclass(frozen=True)
+class StepPlan:
+    """One step with its buffer slots and the loads to issue before its GEMM: `loads` holds
+    (kind "inp"/"wgt", the step whose chunk it loads, slot, part), the step's own chunks
+    first, then prefetches of the next chunks; `part` is None for a whole chunk, or the output
+    block of a weight chunk loaded piecewise."""
+
+    step: Step
+    inp_slot: int
+    wgt_slot: int
+    acc_slot: int
+    loads: tuple[tuple[str, Step, int, int | None], ...]
+
+def plan_steps(sched: Schedule) -> list[StepPlan]:
+    """Slot assignment and load order of the whole loop nest (the emitter and `estimate`
+    both follow it). Chunks keep their slot while reused (LRU eviction). Loads issue in
+    program order on the in-order load module, so at the first step of a run of steps using
+    one chunk, the next different chunk of the same kind is claimed too: the weights of the
+    next output group do not wait behind input loads that wait for the GEMM to free a slot.
+    A prefetched weight chunk is loaded one output block at a time, spread over the run, so
+    that it does not hold up the run's own input loads either."""
+    steps = list(sched.steps())
+    n = len(steps)
+    inp_keys = [(st.spatial, st.ci0, st.nci) for st in steps]
+    wgt_keys = [(st.co0, st.nco, st.ci0, st.nci) for st in steps]
+
+    def next_different(keys):
+        out = [-1] * n
+        nxt = -1
+        for i in range(n - 2, -1, -1):
+            if keys[i + 1] != keys[i]:
+                nxt = i + 1
+            out[i] = nxt
+        return out
+
+    inp_lru, wgt_lru = _SlotLRU(sched.inp_slots), _SlotLRU(sched.wgt_slots)
+    kinds = (("inp", inp_lru, inp_keys, next_different(inp_keys)),
+             ("wgt", wgt_lru, wgt_keys, next_different(wgt_keys)))  # fmt: skip
+    acc_slots = sched.acc_slots
+    plans = []
+    later: dict[int, list] = {}  # step index -> weight parts to load there
+    for i, st in enumerate(steps):
+        loads = []
+        islot, new = inp_lru.claim(inp_keys[i])
+        if new:
+            loads.append(("inp", st, islot, None))
+        wslot, new = wgt_lru.claim(wgt_keys[i])
+        if new:
+            loads.append(("wgt", st, wslot, None))
+        for kind, lru, keys, nxt in kinds:
+            key = keys[i]
+            if lru.n_slots < 2 or nxt[i] < 0 or (i > 0 and keys[i - 1] == key):
+                continue  # one slot, nothing ahead, or not the first step of a run
+            ahead_key = keys[nxt[i]]
+            if ahead_key in lru.chunks:
+                continue
+            ahead = steps[nxt[i]]
+            slot, _ = lru.claim(ahead_key)
+            run = nxt[i] - i
+            if kind == "wgt" and run > 1 and ahead.nco > 1:
+                for part in range(ahead.nco):
+                    later.setdefault(i + part * run // ahead.nco, []).append(
+                        (kind, ahead, slot, part)
+                    )
+            else:
+                loads.append((kind, ahead, slot, None))
+            lru.chunks.move_to_end(key)  # keep the chunk this step uses the most recent
+        loads.extend(later.pop(i, ()))
+        plans.append(StepPlan(st, islot, wslot, st.tile % acc_slots, tuple(loads)))
+    return plans
+
+def plan_buffers(
+    g: LayerGeometry, th: int, tw: int, tco: int, tci: int, loop_order: str, bias_mode: str,
+    config: HardwareConfig,
+) -> tuple[int, int, int, BufferPlan] | None:
+    """Slots and buffer bases for a tiling, or None when it does not fit on chip."""
+    K = g.taps
+    depth_uop, depth_inp, depth_wgt, depth_acc = _depths(config)
+    th, tw = min(th, g.OH), min(tw, g.OW)
+    tco = min(tco, g.COB)
+    nci = g.ci_range(0, tco, 0, 0)[1] if g.diagonal else min(tci, g.CIB)
+    if g.diagonal and g.depth_multiplier > 1:
+        nci = max(g.ci_range(i, tco, 0, 0)[1] for i in range(0, g.COB, tco))
+    fr, fc = frame_shape(g, th, tw)
+    inp_rows = nci * fr * fc
+    wgt_tiles = tco * (1 if g.diagonal else nci) * K
+    red = K * (1 if g.diagonal else nci)
+    split = tco == 1 and th * tw == 1 and red > 1
+    acc_rows = tco * th * tw + (1 if split else 0)
+    zp = 1 if uses_zp_gemm(g, bias_mode) else 0
+    gemm_bias = g.has_bias and bias_mode == "gemm"
+    if gemm_bias and not g.small_bias:
+        return None
+    inp_reserved = zp + (1 if gemm_bias else 0)
+    wgt_reserved = zp + (g.COB if gemm_bias else 0)
+    inp_free = depth_inp - inp_reserved
+    wgt_free = depth_wgt - wgt_reserved
+    params = n_param_rows(g, bias_mode)
+    acc_free = depth_acc - params
+    if inp_rows > inp_free or wgt_tiles > wgt_free or acc_rows > acc_free:
+        return None
+    if max_kernel(g, th, tw, tco, nci) > depth_uop // 2:  # room for two at least
+        return None
+    # Micro-op fields: ACC/INP indices and loop factors must fit their widths (< depth).
+    if fr * fc * nci > depth_inp or tco * (1 if g.diagonal else nci) * K > depth_wgt:
+        return None
+    Ty, Tx = _cdiv(g.OH, th), _cdiv(g.OW, tw)
+    G = _cdiv(g.COB, tco)
+    R = 1 if g.diagonal else _cdiv(g.CIB, tci)
+    n_inp_chunks = Ty * Tx * (G if g.diagonal else R)
+    n_wgt_chunks = G * R
+    inp_cap, wgt_cap, acc_cap = inp_free // inp_rows, wgt_free // wgt_tiles, acc_free // acc_rows
+    inp_slots = n_inp_chunks if n_inp_chunks <= inp_cap else min(inp_cap, 2)
+    wgt_slots = n_wgt_chunks if n_wgt_chunks <= wgt_cap else min(wgt_cap, 2)
+    acc_slots = min(acc_cap, 2, Ty * Tx * G)
+    # Spatial order with a split reduction wants every ci chunk of a tile resident.
+    if not g.diagonal and loop_order == "spatial" and R > 1 and inp_slots < n_inp_chunks:
+        inp_slots = min(inp_cap, R + 1) if inp_cap >= R + 1 else inp_slots
+    plan = BufferPlan(
+        inp_const=0 if zp else -1,
+        inp_bias=zp if gemm_bias else -1,
+        inp_base=inp_reserved,
+        inp_slot_rows=inp_rows,
+        wgt_const=0 if zp else -1,
+        wgt_bias=zp if gemm_bias else -1,
+        wgt_base=wgt_reserved,
+        wgt_slot_tiles=wgt_tiles,
+        param_rows=params,
+        acc_base=params,
+        acc_slot_rows=acc_rows,
+    )
+    return inp_slots, wgt_slots, acc_slots, plan

@@ -1,0 +1,463 @@
+"""The LiteRT deployment path (backends/litert/aot.py, runtime.py, kernel/): the AOT model
+`model.qaccel.tflite` that qaccel-compile writes, its QACCEL_VTA custom ops run by LiteRT itself
+through our kernel (libqaccel_litert), bit-exact with LiteRT's BUILTIN_REF on the original
+model; its errors (missing LiteRT symbol, unsupported program version or hardware
+configuration, corrupt programs) as one line; interop (re-import, LiteRT's analyzer, the plain
+Interpreter's refusal); and a C host program running it without Python."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import FIXTURE_MODELS
+
+pytest.importorskip("ai_edge_litert")
+CC = shutil.which("cc") or shutil.which("gcc")
+pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler (the kernel is built on use)")
+
+from qaccel.backends.litert import aot  # noqa: E402
+from qaccel.backends.litert.runtime import (  # noqa: E402
+    RUNNER_API,
+    LiteRtError,
+    kernel_library,
+    litert_library,
+    load,
+    run_litert,
+)
+from qaccel.frontend.tflite_writer import read_model  # noqa: E402
+
+HOST = Path(__file__).parent / "litert" / "host.c"
+
+
+def _compile(model: str, out: Path, *extra: str) -> Path:
+    from qaccel.tools.qaccel_compile import run
+
+    assert run([str(FIXTURE_MODELS / f"{model}.tflite"), "-o", str(out), "--quiet", *extra]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def small_cnn(tmp_path_factory) -> Path:
+    return _compile("small_cnn", tmp_path_factory.mktemp("aot") / "small_cnn")
+
+
+def _program_place(model: Path, k: int = 0) -> tuple[int, int]:
+    """File offset and size of the k-th external buffer (a program)."""
+    import tflite
+
+    m = tflite.Model.GetRootAs(model.read_bytes(), 0)
+    places = [(m.Buffers(i).Offset(), m.Buffers(i).Size()) for i in range(m.BuffersLength())
+              if m.Buffers(i).Offset() > 1]  # fmt: skip
+    return places[k]
+
+
+def _input(model: Path, seed: int = 0) -> list[np.ndarray]:
+    sg = read_model(model.read_bytes()).subgraphs[0]
+    rng = np.random.default_rng(seed)
+    return [rng.integers(-128, 128, sg.tensors[i].shape).astype(np.int8) for i in sg.inputs]
+
+
+# --------------------------------------------------------------------------------------------
+# The AOT model
+
+
+def test_aot_model_replaces_each_function_by_one_custom_op(small_cnn):
+    data = (small_cnn / aot.AOT_FILE).read_bytes()
+    spec = read_model(data)
+    sg = spec.subgraphs[0]
+    ops = [(o.op, o.custom_code) for o in sg.operators]
+    assert ops == [("CUSTOM", "QACCEL_VTA"), ("RESHAPE", None), ("CUSTOM", "QACCEL_VTA"),
+                   ("SOFTMAX", None)]  # fmt: skip
+    for op in sg.operators:
+        if op.op != "CUSTOM":
+            continue
+        program = sg.tensors[op.inputs[-1]]
+        assert program.external and np.dtype(program.dtype) == np.uint8
+        blob = bytes(program.data_bytes())
+        assert blob[:8] == aot.PROGRAM_MAGIC and struct.unpack_from("<I", blob, 8)[0] == 1
+        options = op.custom_options
+        assert options[:4] == aot.CUSTOM_MAGIC
+        assert struct.unpack_from("<III", options, 4) == (1, len(blob), len(op.outputs))
+    for k in range(2):
+        offset, size = _program_place(small_cnn / aot.AOT_FILE, k)
+        assert offset % 64 == 0 and offset + size <= len(data)
+    assert [o["name"] for o in aot.custom_ops(data)] == ["vta_fn_0", "vta_fn_1"]
+
+
+def test_aot_model_is_byte_identical_on_recompilation(small_cnn, tmp_path):
+    again = _compile("small_cnn", tmp_path / "again")
+    assert (again / aot.AOT_FILE).read_bytes() == (small_cnn / aot.AOT_FILE).read_bytes()
+    from qaccel.backends.vta.artifact import load_artifact
+
+    # host.mlir keeps no tensor names (locations): from the artifact, the same graph and
+    # programs under generated names
+    a = read_model(aot.export_aot(load_artifact(small_cnn))).subgraphs[0]
+    b = read_model((small_cnn / aot.AOT_FILE).read_bytes()).subgraphs[0]
+    assert a.operators == b.operators
+    for x, y in zip(a.tensors, b.tensors, strict=True):
+        x.name = y.name
+        assert x == y
+
+
+def test_unsupported_host_op_gives_no_aot_model_and_says_why(tmp_path, capsys, monkeypatch):
+    # every host op of the fixtures is supported: pretend the element-wise ones are not
+    from qaccel.tools.qaccel_compile import run
+
+    monkeypatch.setattr(aot, "_elementwise_step", lambda *args: None)
+    out = tmp_path / "pcs"
+    assert run([str(FIXTURE_MODELS / "pad_concat_slice.tflite"), "-o", str(out)]) == 0
+    assert not (out / aot.AOT_FILE).exists()
+    assert ("no LiteRT AOT model: vta_fn_1: host op accel.widen (#2) is not supported by the "
+            "QACCEL_VTA kernel") in capsys.readouterr().out  # fmt: skip
+
+
+def test_external_buffers_round_trip():
+    from qaccel.frontend.tflite_writer import (ModelSpec, OperatorSpec, SubgraphSpec, TensorSpec,
+                                               write_model)  # fmt: skip
+
+    blob = bytes(range(200))
+    spec = ModelSpec([SubgraphSpec("main", [
+        TensorSpec("x", (1, 4), np.int8), TensorSpec("p", (200,), np.uint8, data=blob,
+                                                     external=True),
+        TensorSpec("c", (4,), np.int8, data=np.arange(4, dtype=np.int8)),
+        TensorSpec("y", (1, 4), np.int8)], [0], [3],
+        [OperatorSpec("CUSTOM", [0, 1, 2], [3], custom_code="X", custom_options=b"o")])])
+    data = write_model(spec)
+    back = read_model(data)
+    assert back == spec
+    at = data.index(blob)
+    assert at % 64 == 0 and at + len(blob) == len(data)
+
+
+# --------------------------------------------------------------------------------------------
+# Run by LiteRT
+
+
+@pytest.mark.parametrize("model", ["small_cnn", "mlp", "residual", "pad_concat_slice"])
+def test_litert_runs_the_aot_model_bit_exact_with_builtin_ref(model, tmp_path, capsys):
+    from qaccel.tools.qaccel_run import run
+
+    art = _compile(model, tmp_path / model)
+    code = run([str(art), "--runtime", "litert", "--outputs-dir", str(tmp_path / "o"),
+                "--compare-litert", "--random-inputs", "3"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "QACCEL_VTA op(s)" in out and "(bit-exact)" in out
+
+
+def _built_model(kind: str) -> bytes:
+    """Small models whose accelerator functions need the kernel's host steps: "cpu-pad" (a
+    channel PAD left on the CPU: exported as TFLite PAD), "host-pad" (a spatial PAD after a
+    conv: accel.pad inside the function), "host-concat" (accel.concat inside the function)."""
+    from qaccel.frontend.builder import (ModelBuilder, QParams, TensorSpec, bias_tensor,
+                                         per_axis_qparams, random_weights)  # fmt: skip
+
+    rng = np.random.default_rng(0)
+    q, q_out = QParams.per_tensor(0.05, -3), QParams.per_tensor(0.1, 5)
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    conv = {"padding": "VALID", "stride_w": 1, "stride_h": 1, "fused_activation_function": "RELU"}
+
+    def conv2d(x, cin, name, k=1, out_q=q):
+        wq = per_axis_qparams(rng, channels=16, axis=0)
+        w = g.const(f"{name}_w", random_weights(rng, (16, k, k, cin)), wq)
+        b = g.add_tensor(bias_tensor(f"{name}_b", rng, q, wq))
+        return g.op("CONV_2D", [x, w, b], TensorSpec(name, (1, 8, 8, 16), np.int8, out_q),
+                    conv)  # fmt: skip
+
+    def pad(x, widths, shape, name, value=None):
+        pads = g.const(f"{name}_pads", np.array(widths, np.int32))
+        if value is None:
+            return g.op("PAD", [x, pads], TensorSpec(name, shape, np.int8, q))
+        c = g.const(f"{name}_value", np.array([value], np.int8), q)
+        return g.op("PADV2", [x, pads, c], TensorSpec(name, shape, np.int8, q))
+
+    if kind == "cpu-padv2":
+        x = g.input("x", (1, 8, 8, 8), q=q)
+        g.output(conv2d(pad(x, [[0, 0], [0, 0], [0, 0], [0, 8]], (1, 8, 8, 16), "padded", 17),
+                        16, "y", out_q=q_out))  # fmt: skip
+    elif kind == "cpu-pad":
+        x = g.input("x", (1, 8, 8, 8), q=q)
+        g.output(conv2d(pad(x, [[0, 0], [0, 0], [0, 0], [0, 8]], (1, 8, 8, 16), "padded"), 16,
+                        "y", out_q=q_out))  # fmt: skip
+    elif kind == "host-pad":
+        x = g.input("x", (1, 8, 8, 16), q=q)
+        g.output(pad(conv2d(x, 16, "c"), [[0, 0], [1, 2], [2, 1], [0, 0]], (1, 11, 11, 16), "y"))
+    else:
+        x, x2 = g.input("x", (1, 8, 8, 16), q=q), g.input("x2", (1, 8, 8, 16), q=q)
+        c = conv2d(pad(x2, [[0, 0], [1, 1], [1, 1], [0, 0]], (1, 10, 10, 16), "p"), 16, "c", k=3)
+        cat = g.op("CONCATENATION", [x, c], TensorSpec("cat", (1, 8, 8, 32), np.int8, q),
+                   {"axis": 3})  # fmt: skip
+        g.output(conv2d(cat, 32, "y", out_q=q_out))
+    return mb.build()
+
+
+@pytest.mark.parametrize(("kind", "needle"), [
+    ("cpu-pad", "PAD"), ("cpu-padv2", "PADV2"), ("host-pad", "accel.pad"),
+    ("host-concat", "accel.concat")])
+def test_kernel_host_steps_are_bit_exact(kind, needle, tmp_path, capsys):
+    from qaccel.tools.qaccel_compile import run as compile_run
+    from qaccel.tools.qaccel_run import run
+
+    model = tmp_path / f"{kind}.tflite"
+    model.write_bytes(_built_model(kind))
+    assert compile_run([str(model), "-o", str(tmp_path / "art")]) == 0
+    out = capsys.readouterr().out
+    if kind.startswith("cpu-"):
+        ops = [o.op for o in read_model((tmp_path / "art" / aot.AOT_FILE).read_bytes())
+               .subgraphs[0].operators]  # fmt: skip
+        assert ops == [needle, "CUSTOM"]
+    else:
+        assert f"host fallback inside vta_fn_0: {needle}" in out
+    code = run([str(tmp_path / "art"), "--runtime", "litert", "--outputs-dir",
+                str(tmp_path / "o"), "--compare-litert"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "(bit-exact)" in out, out
+
+
+def test_litert_matches_the_simulated_runtime(small_cnn):
+    from qaccel.backends.vta.artifact import load_artifact
+    from qaccel.backends.vta.runtime import run_compiled
+
+    x = _input(small_cnn / aot.AOT_FILE, seed=7)
+    ours = run_compiled(load_artifact(small_cnn), x)
+    theirs = run_litert(small_cnn / aot.AOT_FILE, x)
+    assert [a.tobytes() for a in ours] == [b.tobytes() for b in theirs]
+
+
+def test_store_requant_config_runs_too(tmp_path):
+    art = _compile("mlp", tmp_path / "mlp", "--config", "vta-store-requant")
+    from qaccel.backends.vta.artifact import load_artifact
+    from qaccel.backends.vta.runtime import run_compiled
+
+    x = _input(art / aot.AOT_FILE, seed=1)
+    assert [a.tobytes() for a in run_litert(art / aot.AOT_FILE, x)] == [
+        a.tobytes() for a in run_compiled(load_artifact(art), x)]  # fmt: skip
+
+
+def test_c_host_program_runs_the_aot_model(small_cnn, tmp_path):
+    from qaccel.backends.litert.runtime import KERNEL_DIR, MACHINE_DIR
+
+    lrt = litert_library().parent
+    exe = tmp_path / "host"
+    subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Werror", f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
+                    str(HOST), str(KERNEL_DIR / "qaccel_kernel.c"), str(MACHINE_DIR / "vta_machine.c"),
+                    f"-L{lrt}", "-lLiteRt", f"-Wl,-rpath,{lrt}", "-ldl", "-lm", "-o", str(exe)],
+                   check=True, capture_output=True)  # fmt: skip
+    model = small_cnn / aot.AOT_FILE
+    x = _input(model, seed=5)[0]
+    (tmp_path / "in.bin").write_bytes(x.tobytes())
+    run = subprocess.run([str(exe), str(model), str(tmp_path / "in.bin"), "1x32x32x3",
+                          str(tmp_path / "out.bin"), "1x10"], capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "out.bin").read_bytes() == run_litert(model, [x])[0].tobytes()
+
+
+# --------------------------------------------------------------------------------------------
+# Errors: one line each
+
+
+def _kernel():
+    load()
+    lib = ctypes.CDLL(str(kernel_library()))
+    f = lib.qaccel_litert_run_program
+    f.restype = ctypes.c_int
+    f.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,
+                  ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p]  # fmt: skip
+    lib.qaccel_litert_last_error.restype = ctypes.c_char_p
+    return lib
+
+
+def _run_blob(blob: bytes, x: np.ndarray, out_bytes: int) -> str:
+    """The kernel's error for `blob` run on one input ("" when it runs)."""
+    lib = _kernel()
+    lib.qaccel_litert_clear_error()
+    raw = np.frombuffer(blob, np.uint8).copy()
+    y = np.zeros(out_bytes, np.int8)
+    ins = (ctypes.c_void_p * 1)(x.ctypes.data)
+    in_bytes = (ctypes.c_size_t * 1)(x.nbytes)
+    outs = (ctypes.c_void_p * 1)(y.ctypes.data)
+    o_bytes = (ctypes.c_size_t * 1)(out_bytes)
+    rc = lib.qaccel_litert_run_program(raw.ctypes.data, raw.size, 1, ins, in_bytes, 1, outs, o_bytes)
+    err = lib.qaccel_litert_last_error().decode()
+    assert (rc != 0) == bool(err)
+    return err
+
+
+def _patch(blob: bytes, at: int, fmt: str, *values) -> bytes:
+    b = bytearray(blob)
+    struct.pack_into(fmt, b, at, *values)
+    return bytes(b)
+
+
+@pytest.fixture(scope="module")
+def fn1_program(small_cnn) -> bytes:
+    """vta_fn_1's program (1x288 int8 -> 1x10 int8)."""
+    sg = read_model((small_cnn / aot.AOT_FILE).read_bytes()).subgraphs[0]
+    op = [o for o in sg.operators if o.op == "CUSTOM"][1]
+    return bytes(sg.tensors[op.inputs[-1]].data_bytes())
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "message"),
+    [
+        (lambda b: b[:100], "program of 100 bytes, shorter than its header"),
+        (lambda b: b[: len(b) // 2], "program truncated"),
+        (lambda b: b"XXXXXXXX" + b[8:], "bad program magic"),
+        (lambda b: _patch(b, 8, "<I", 2), "program format version 2, this kernel reads version 1"),
+        (lambda b: _patch(b, 64, "<q", 9), "hardware configuration not supported"),
+        (lambda b: _patch(b, 64 + 8 * 10, "<q", 7), "hardware configuration not supported"),
+        (lambda b: _patch(b, 56, "<Q", 1 << 40), "program tables out of range"),
+        (lambda b: _patch(b, 40, "<I", 1 << 19), "program tables out of range"),
+        (lambda b: _patch(b, struct.unpack_from("<Q", b, 176)[0] + 8, "<Q", 1 << 30),
+         "layer 0's instructions out of range"),  # fmt: skip
+    ],
+)
+def test_corrupt_or_unsupported_programs_are_one_line_errors(fn1_program, corrupt, message):
+    x = np.zeros((1, 288), np.int8)
+    assert _run_blob(fn1_program, x, 10) == ""
+    err = _run_blob(corrupt(fn1_program), x, 10)
+    assert message in err and "\n" not in err
+
+
+def test_randomly_corrupted_programs_never_crash(small_cnn):
+    script = Path(__file__).parent / "litert" / "fuzz_program.py"
+    run = subprocess.run([sys.executable, str(script), str(small_cnn / aot.AOT_FILE), "11", "150"],
+                         capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "program tables out of range" in run.stdout
+
+
+def test_wrong_io_sizes_are_errors(fn1_program):
+    assert "input 0 has 100 bytes, the program expects 288" in _run_blob(
+        fn1_program, np.zeros(100, np.int8), 10)  # fmt: skip
+    assert "output 0 has 11 bytes" in _run_blob(fn1_program, np.zeros(288, np.int8), 11)
+
+
+def test_corrupt_program_through_litert_is_one_line(small_cnn, tmp_path, capfd):
+    art = tmp_path / "art"
+    shutil.copytree(small_cnn, art)
+    model = art / aot.AOT_FILE
+    offset, _ = _program_place(model)
+    data = bytearray(model.read_bytes())
+    data[offset + 8] = 9  # format version 9
+    model.write_bytes(bytes(data))
+    with pytest.raises(LiteRtError, match="program format version 9, this kernel reads version 1"):
+        run_litert(model, _input(model))
+    from qaccel.tools.qaccel_run import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main([str(art), "--runtime", "litert", "--outputs-dir", str(tmp_path / "o")])
+    assert exit_.value.code == 1
+    err = capfd.readouterr().err.splitlines()  # LiteRT's own log lines included
+    assert err == ["qaccel-run: error: QACCEL_VTA: program format version 9, this kernel reads "
+                   "version 1"]  # fmt: skip
+
+
+def test_foreign_custom_options_are_one_line(small_cnn, tmp_path):
+    model = tmp_path / aot.AOT_FILE
+    data = (small_cnn / aot.AOT_FILE).read_bytes()
+    assert data.count(aot.CUSTOM_MAGIC) == 2  # the two ops' custom options
+    model.write_bytes(data.replace(aot.CUSTOM_MAGIC, b"XVTA", 1))
+    with pytest.raises(LiteRtError, match="^QACCEL_VTA: custom options are not ours"):
+        run_litert(model, _input(model))
+
+
+def _stub_library(tmp_path: Path, names) -> Path:
+    src = tmp_path / "stub.c"
+    src.write_text("".join(f"int {n}(void) {{ return 0; }}\n" for n in names))
+    lib = tmp_path / "libstub.so"
+    subprocess.run([CC, "-shared", "-fPIC", str(src), "-o", str(lib)], check=True)
+    return lib
+
+
+def test_litert_without_a_function_we_need_is_one_line(small_cnn, tmp_path):
+    empty = _stub_library(tmp_path, ["Unrelated"])
+    with pytest.raises(LiteRtError, match=r"libstub.so: the LiteRT C API lacks LiteRtCreateEnvironment$"):
+        run_litert(small_cnn / aot.AOT_FILE, _input(small_cnn / aot.AOT_FILE), litert=empty)
+
+
+def test_kernel_binding_names_the_missing_symbol(small_cnn, tmp_path):
+    (tmp_path / "k").mkdir()
+    runner_only = _stub_library(tmp_path / "k", RUNNER_API)  # no tensor-buffer functions
+    with pytest.raises(LiteRtError, match="the LiteRT C API lacks LiteRtGetTensorBufferPackedSize"):
+        load(runner_only)
+    # and the real library works again afterwards
+    x = _input(small_cnn / aot.AOT_FILE)
+    assert run_litert(small_cnn / aot.AOT_FILE, x)[0].shape == (1, 10)
+
+
+def test_runtime_litert_needs_an_artifact(tmp_path, capsys):
+    from qaccel.tools.qaccel_run import main
+
+    with pytest.raises(SystemExit):
+        main([str(FIXTURE_MODELS / "mlp.tflite"), "--runtime", "litert", "--outputs-dir",
+              str(tmp_path)])  # fmt: skip
+    assert "--runtime litert runs an artifact folder" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# Interop
+
+
+def test_plain_interpreter_names_the_unresolved_custom_op(small_cnn):
+    code = ("from ai_edge_litert.interpreter import Interpreter\n"
+            f"i = Interpreter({str(small_cnn / aot.AOT_FILE)!r})\n"
+            "try:\n    i.allocate_tensors()\nexcept RuntimeError as e:\n    print(e)\n")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert "Encountered unresolved custom op: QACCEL_VTA." in out
+    assert "(QACCEL_VTA) failed to prepare" in out
+
+
+def test_litert_analyzer_opens_the_aot_model(small_cnn):
+    code = ("from ai_edge_litert import _pywrap_analyzer_wrapper as a\n"
+            f"print(a.ModelAnalyzer({str(small_cnn / aot.AOT_FILE)!r}, True, False))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert "Op#0 QACCEL_VTA(T#0, T#2) -> [T#3]" in out
+    assert "T#2(qaccel_program_vta_fn_0) shape:[79232], type:UINT8" in out
+
+
+def test_aot_model_reimports_with_opaque_custom_ops_on_the_cpu(small_cnn, tmp_path, capsys):
+    from qaccel.tools.qaccel_opt import main
+
+    out = tmp_path / "out.mlir"
+    try:
+        main([str(small_cnn / aot.AOT_FILE), "-p", "vta-pipeline", "--explain-partitioning",
+              "-o", str(out)])  # fmt: skip
+    except SystemExit as e:
+        assert e.code in (0, None)
+    captured = capsys.readouterr()
+    text = out.read_text()
+    assert text.count('custom_code = "QACCEL_VTA"') == 2 and "func.call" not in text
+    assert ('vta: kept on CPU: tfl.opaque QACCEL_VTA "vta_fn_0": custom op QACCEL_VTA: an '
+            "accelerator function compiled ahead of time") in captured.err  # fmt: skip
+
+
+def test_opcheck_compares_litert_with_builtin_ref_op_by_op():
+    from qaccel.backends.litert.opcheck import check_ops
+
+    rows = check_ops(FIXTURE_MODELS / "small_cnn.tflite")
+    assert [r.op for r in rows] == ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D", "ADD", "MAX_POOL_2D",
+                                    "CONV_2D", "AVERAGE_POOL_2D", "RESHAPE", "FULLY_CONNECTED",
+                                    "SOFTMAX"]  # fmt: skip
+    assert all(r.mismatches >= 0 for r in rows)
+    # the ops the AOT models leave to LiteRT's CPU kernels agree with BUILTIN_REF
+    assert all(r.mismatches == 0 for r in rows if r.op in ("RESHAPE", "SOFTMAX"))
+    assert "of 288 differ (bit-exact)" in rows[7].line()
+
+
+def test_kernel_library_knows_its_sources(tmp_path):
+    from qaccel.backends.litert import runtime
+
+    lib = ctypes.CDLL(str(runtime.build_kernel(tmp_path)))
+    lib.qaccel_litert_source_hash.restype = ctypes.c_char_p
+    assert lib.qaccel_litert_source_hash().decode() == runtime.source_hash()
+    setup = (Path(runtime.__file__).parents[2] / "setup.py").read_text()
+    assert "qaccel.backends.litert._qaccel_litert" in setup  # pip install builds it too
