@@ -25,7 +25,7 @@ def _load(tmp_path, text: str) -> HardwareConfig:
     ("dma_setup_cycles", str(10**18)), ("dma_setup_cycles", "-1"),
     ("insn_issue_cycles", "Infinity"), ("bus_width_bytes", "0"), ("bus_width_bytes", "1e30"),
     ("gemm_cycles_per_uop", "0"), ("alu_cycles_per_uop", "null"), ("log_block", "7"),
-    ("log_block", "2"), ("log_batch", "true"),
+    ("log_block", "1"), ("log_batch", "true"),
 ])  # fmt: skip
 def test_bad_values_are_refused_at_load_naming_the_key(tmp_path, key, value):
     with pytest.raises(ConfigError) as info:

@@ -1,6 +1,6 @@
 """Every hardware configuration that validates compiles to programs the simulator runs
 bit-exactly, or the compiler refuses a layer with a one-line reason (the layer stays on the
-host): block sizes 8, 16 and 32 (`log_block` 3, 4, 5) on the small fixtures, and a sweep of
+host): block sizes 4, 8, 16 and 32 (`log_block` 2 to 5) on the small fixtures, and a sweep of
 random valid configurations (small buffers, with and without the store module's output stage,
 other bus widths and DMA costs). Never a simulator error."""
 
@@ -20,6 +20,8 @@ from test_vta_compile import assert_same_calls
 FIXTURES = ["small_cnn", "cnn", "residual", "mlp", "composite", "pad_concat_slice"]
 # Buffers of VTA's default sizes in elements, so the ISA's fields keep their widths.
 BLOCKS = {
+    2: {"log_uop_buff_size": 15, "log_inp_buff_size": 13, "log_wgt_buff_size": 14,
+        "log_acc_buff_size": 15},
     3: {"log_uop_buff_size": 15, "log_inp_buff_size": 14, "log_wgt_buff_size": 16,
         "log_acc_buff_size": 16},
     5: {"log_uop_buff_size": 15, "log_inp_buff_size": 16, "log_wgt_buff_size": 20,

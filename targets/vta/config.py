@@ -32,7 +32,7 @@ INT_RANGES = {
     "log_wgt_width": (0, 10),
     "log_acc_width": (0, 10),
     "log_batch": (0, 10),  # only 0: refused below
-    "log_block": (3, 5),
+    "log_block": (2, 5),
     "log_uop_buff_size": (0, 24),
     "log_inp_buff_size": (0, 24),
     "log_wgt_buff_size": (0, 24),
