@@ -40,7 +40,8 @@ CASES = [(name, "vta-default") for name in FIXTURES] + [
 
 
 def _artifact(name: str, config: str, outdir: Path):
-    module, data = vta_lowered(name, "" if config == "vta-default" else config)
+    option = f'"{config}"' if "/" in config else config  # a file: quoted in the pipeline
+    module, data = vta_lowered(name, "" if config == "vta-default" else option)
     compiled = compile_module(module, HardwareConfig.from_json(config))
     write_artifact(compiled, outdir, data)
     return compiled
@@ -341,3 +342,19 @@ def test_fast_path_checks_the_outputs_dir_first(small_artifact, tmp_path, capsys
     lines = err.strip().splitlines()
     assert code == 1 and len(lines) == 1 and "exists and is not a directory" in lines[0]
     assert "ran" not in out
+
+
+def test_plan_on_another_block_size(tmp_path):
+    """4-lane blocks (log_block 2): the plan carries its configuration."""
+    from qaccel.targets.vta.config import DEFAULT_CONFIG
+
+    config = {**DEFAULT_CONFIG.to_dict(), "name": "block4", "log_block": 2,
+              "log_inp_buff_size": 13, "log_wgt_buff_size": 14, "log_acc_buff_size": 15}  # fmt: skip
+    path = tmp_path / "block4.json"
+    path.write_text(json.dumps(config))
+    compiled = _artifact("residual", str(path), tmp_path / "a")
+    plan = load_run_plan(tmp_path / "a")
+    assert plan is not None and plan.config.log_block == 2
+    inputs = plan.random_inputs(0)
+    for x, y in zip(plan.run(inputs), run_compiled(compiled, inputs), strict=True):
+        np.testing.assert_array_equal(x, y)
