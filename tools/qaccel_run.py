@@ -12,11 +12,13 @@
 MODEL is a `.tflite` (imported first) or `.mlir` file, or an artifact folder written by
 `qaccel-compile`; `-p` runs a pass pipeline before executing. With an artifact, or with
 `--target vta` (which compiles MODEL with `-p`, default `vta-pipeline`, in memory), the host
-program runs on the interpreter and every compiled accelerator layer on the VTA simulator;
-`--driver c` runs each accelerator function through the generated C driver instead
-(`driver/model.c` with libqaccel_vta, compiled once by the system C compiler and cached; without
-one it fails with one line). Outputs are written as DIR/output_0.npy, output_1.npy, ... in the
-model's output order. `--compare-litert` (for `.tflite` input) runs LiteRT's reference kernels in a subprocess
+program runs on the interpreter and every compiled accelerator layer on the VTA simulator; an
+artifact with a run plan (`runtime.json`, backends/vta/run_plan.py) runs it without parsing
+`host.mlir` or importing xDSL when only qaccel-run's own options are given. `--driver c` runs
+each accelerator function through the generated C driver instead (`driver/model.c` with
+libqaccel_vta, compiled once by the system C compiler and cached; without one it fails with
+one line). Outputs are written as DIR/output_0.npy, output_1.npy, ... in the model's output
+order. `--compare-litert` (for `.tflite` input) runs LiteRT's reference kernels in a subprocess
 on the same inputs, prints per-output mismatch counts and max |diff| (and the first
 intermediate tensor that differs), and exits 1 on any mismatch. The pass-manager flags of
 qaccel-opt (`--print-ir-after-all`, `--print-ir-after=PASS`, `--pass-timing`,
@@ -43,42 +45,24 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
-from qaccel.kernels import registry as kernels
-from qaccel.interpreter.interpreter import (
-    ExecutionError,
-    entry_function,
-    random_inputs,
-    run_function,
-)
-from qaccel.backends.vta.report_plot import PlotError
-from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
-from qaccel.pipeline.manager import (
-    PipelineError,
-    SemanticsError,
-    available_passes,
-    qaccel_context,
-)
-from qaccel.dialects.memory import MemoryBudgetError
-from qaccel.tools.cli import (
+
+from qaccel.tools.cli import (  # stdlib only
     InputError,
     OutputPathError,
-    parse_mlir,
     check_output_dir,
     check_output_file,
     resource_errors,
 )
-from qaccel.tools.qaccel_opt import (
-    add_pass_manager_arguments,
-    normalize_argv,
-    parse_error_line,
-    pass_manager_for,
-)
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+
+if TYPE_CHECKING:
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
+
+# Imports are lazy: `qaccel-run OUTDIR` on an artifact with a run plan needs numpy, the
+# reference kernels and the VTA machine only (backends/vta/run_plan.py), never xDSL.
 
 PROG = "qaccel-run"
 
@@ -93,6 +77,9 @@ def _fail(message: str) -> NoReturn:
 
 
 def load_model(path: Path, ctx: Context) -> tuple[ModuleOp, bytes | None]:
+    from qaccel.frontend.tflite_import import import_tflite
+    from qaccel.tools.cli import parse_mlir
+
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -115,8 +102,10 @@ def load_inputs(paths: Sequence[str]) -> list[np.ndarray]:
     return arrays
 
 
-def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+def _own_arguments(add_help: bool = True) -> argparse.ArgumentParser:
+    """The parser with qaccel-run's own options (the pass-manager flags come on top)."""
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                 add_help=add_help)  # fmt: skip
     ap.add_argument("model", help="a .tflite or .mlir file")
     ap.add_argument("-p", "--passes", default="", help="pass pipeline to run before executing")
     ap.add_argument("--inputs", nargs="+", default=None, metavar="A.npy", help="input arrays")
@@ -152,6 +141,13 @@ def parser() -> argparse.ArgumentParser:
                     help="with --inputs-dir: local processes (default: every core)")
     ap.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                     help="with --inputs-dir: run the input sets as Ray tasks")
+    return ap
+
+
+def parser() -> argparse.ArgumentParser:
+    from qaccel.tools.qaccel_opt import add_pass_manager_arguments
+
+    ap = _own_arguments()
     add_pass_manager_arguments(ap)
 
     def error(message: str) -> NoReturn:
@@ -162,6 +158,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _inputs_for(args, function) -> list[np.ndarray]:
+    from qaccel.interpreter.interpreter import random_inputs
+
     if args.inputs is not None and args.random_inputs is not None:
         raise RunError("give either --inputs or --random-inputs, not both")
     if args.inputs is not None:
@@ -169,11 +167,92 @@ def _inputs_for(args, function) -> list[np.ndarray]:
     return random_inputs(function, args.random_inputs or 0)
 
 
+# --------------------------------------------------------------------------------------------
+# The fast path: an artifact with a run plan
+
+
+class _NotFast(Exception):
+    pass
+
+
+# Options the run plan honours; any other option away from its default takes the full path.
+_FAST_OPTIONS = {"model", "inputs", "random_inputs", "outputs_dir", "compare_litert",
+                 "simulator", "plot", "target"}  # fmt: skip
+
+
+def _fast_args(argv: list[str]) -> argparse.Namespace | None:
+    """The arguments when `argv` runs an artifact folder with qaccel-run's own options only
+    (else None: the full parser reports errors and pass-manager flags)."""
+    ap = _own_arguments(add_help=False)  # --help: the full parser's
+
+    def error(message: str) -> NoReturn:
+        raise _NotFast(message)
+
+    ap.error = error  # type: ignore[method-assign]
+    try:
+        args, extra = ap.parse_known_args(argv)
+    except _NotFast:
+        return None
+    if extra or not Path(args.model).is_dir():
+        return None
+    for key, value in vars(args).items():
+        if key not in _FAST_OPTIONS and value != ap.get_default(key):
+            return None
+    return args
+
+
+def run_fast(args) -> int | None:
+    """Run an artifact by its run plan (numpy and the VTA machine, no MLIR); None when it has
+    no plan of this version (the caller takes the full path)."""
+    from qaccel.backends.vta.run_plan import RunPlanError, load_run_plan
+
+    path = Path(args.model)
+    try:
+        plan = load_run_plan(path, args.simulator)
+        if plan is None:
+            return None
+        check_output_dir(args.outputs_dir, "--outputs-dir")  # before the work, not after it
+        if args.plot:
+            check_output_file(args.plot, "--plot")
+            from qaccel.backends.vta.report_plot import require_matplotlib
+
+            require_matplotlib(args.plot)
+        if args.inputs is not None and args.random_inputs is not None:
+            raise RunError("give either --inputs or --random-inputs, not both")
+        if args.inputs is not None:
+            inputs = load_inputs(args.inputs)
+        else:
+            inputs = plan.random_inputs(args.random_inputs or 0)
+        outputs = plan.run(inputs)
+    except RunPlanError as e:
+        raise RunError(str(e)) from None
+    if args.plot:
+        import json
+
+        from qaccel.backends.vta.report_plot import plot_report
+
+        report = json.loads(plan.read("report.json"))
+        plot_report(report, args.plot, path.name)
+        print(f"wrote {args.plot}")
+    _write_outputs(outputs, Path(args.outputs_dir))
+    print(f"ran {plan.layer_count} accelerator layer(s) on the simulator, "
+          f"{plan.fallback_count} op(s) of accelerator functions on the host")  # fmt: skip
+    if not args.compare_litert:
+        return 0
+    model_file = path / "model.tflite"
+    model_bytes = model_file.read_bytes() if model_file.is_file() else None
+    return _compare_with_litert(model_bytes, inputs, outputs, path)
+
+
+# --------------------------------------------------------------------------------------------
+
+
 def run_vta(args) -> int:
     """An artifact folder, or a .tflite compiled with `--target vta`: layers on the simulator."""
     from qaccel.backends.vta.artifact import is_artifact, load_artifact
     from qaccel.backends.vta.compiled import CompileError
     from qaccel.backends.vta.runtime import run_compiled
+    from qaccel.interpreter.interpreter import entry_function
     from qaccel.targets.vta.config import ConfigError
     from qaccel.targets.vta.results import SimulationError
     from qaccel.tools.qaccel_compile import compile_model
@@ -224,6 +303,10 @@ def run_vta(args) -> int:
               f"{len(compiled.fallbacks)} op(s) of accelerator functions on the host")  # fmt: skip
     if not args.compare_litert:
         return 0
+    return _compare_with_litert(model_bytes, inputs, outputs, path)
+
+
+def _compare_with_litert(model_bytes, inputs, outputs, path: Path) -> int:
     if model_bytes is None:
         raise RunError("--compare-litert needs the .tflite model (the artifact has none)")
     from qaccel.backends.litert.compare import compare_outputs
@@ -300,6 +383,16 @@ def _write_outputs(outputs: Sequence[np.ndarray], out_dir: Path) -> None:
 
 
 def run(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    fast = _fast_args(argv)
+    if fast is not None:
+        code = run_fast(fast)
+        if code is not None:
+            return code
+    from qaccel.interpreter.interpreter import entry_function, run_function
+    from qaccel.pipeline.manager import available_passes, qaccel_context
+    from qaccel.tools.qaccel_opt import normalize_argv, pass_manager_for
+
     args = parser().parse_args(normalize_argv(argv))
     if args.inputs_dir is not None:
         return run_dataset(args)
@@ -357,16 +450,35 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         with resource_errors(PROG):
             code = run(argv)
-    except (RunError, ExecutionError, PipelineError, TFLiteImportError, DiagnosticException,
-            SemanticsError, PlotError, OutputPathError, MemoryBudgetError, InputError) as e:
+    except (RunError, OutputPathError, InputError) as e:
         _fail(str(e))
-    except kernels.Refusal as e:
-        _fail(f"LiteRT's reference kernels refuse this model: {e}")
-    except ParseError as e:
-        _fail(parse_error_line(e))
-    except ArgSpecParseError as e:
-        _fail(f"invalid pass pipeline: {str(e).splitlines()[-1].strip()}")
+    except Exception as e:
+        _fail_known(e)
+        raise
     sys.exit(code)
+
+
+def _fail_known(e: Exception) -> None:
+    """One line for the errors the full path reports (imported only once one happened)."""
+    from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+
+    from qaccel.backends.vta.report_plot import PlotError
+    from qaccel.dialects.memory import MemoryBudgetError
+    from qaccel.frontend.tflite_import import TFLiteImportError
+    from qaccel.interpreter.interpreter import ExecutionError
+    from qaccel.kernels import registry as kernels
+    from qaccel.pipeline.manager import PipelineError, SemanticsError
+    from qaccel.tools.qaccel_opt import parse_error_line
+
+    if isinstance(e, ExecutionError | PipelineError | TFLiteImportError | DiagnosticException
+                  | SemanticsError | PlotError | MemoryBudgetError):  # fmt: skip
+        _fail(str(e))
+    if isinstance(e, kernels.Refusal):
+        _fail(f"LiteRT's reference kernels refuse this model: {e}")
+    if isinstance(e, ParseError):
+        _fail(parse_error_line(e))
+    if isinstance(e, ArgSpecParseError):
+        _fail(f"invalid pass pipeline: {str(e).splitlines()[-1].strip()}")
 
 
 if __name__ == "__main__":

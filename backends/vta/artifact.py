@@ -14,7 +14,9 @@ runs one layer. The C driver (`backends/vta/cdriver.py`): `driver/qaccel_vta.h`,
 `driver/model.h`, `driver/model.c` and each function's `vta_fn_k/constants.bin`. Also
 `model.tflite` (the source, for `--compare-litert`), `report.json`, and `manifest.json`
 (versions, hardware config, every layer's body position and DRAM offsets, the arena's slots,
-SHA-256 of every file). No timestamps, sorted keys, npz members with a fixed date: compiling
+SHA-256 of every file). `runtime.json` and `runtime.npz`: the run plan
+(`backends/vta/run_plan.py`), with which `qaccel-run OUTDIR` runs the model without parsing
+`host.mlir` (absent when the module holds something the plan cannot express). No timestamps, sorted keys, npz members with a fixed date: compiling
 the same model twice gives identical bytes.
 """
 
@@ -40,10 +42,12 @@ from qaccel.backends.vta.compiled import (
 from qaccel.targets.vta.config import HardwareConfig
 from xdsl.dialects.builtin import ModuleOp
 
-ARTIFACT_FORMAT = 3
-"""3: layers are `accel.layer` ops of host.mlir (a layer's `ops`, `anchor` and `widened` are
+ARTIFACT_FORMAT = 4
+"""4: the run plan, `runtime.json` + `runtime.npz` (every other file as in 3; `load_artifact`
+reads 3 too). 3: layers are `accel.layer` ops of host.mlir (a layer's `ops`, `anchor` and `widened` are
 the position of its `accel.layer`; `widened` names its result 1). 2: layers were groups of
 ops found by pattern matching (positions of every op of the group)."""
+_READS = (3, ARTIFACT_FORMAT)  # format 4 only adds files `load_artifact` does not need
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
@@ -111,6 +115,7 @@ def write_artifact(
     if source is not None:
         files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
     files["report.json"] = _dumps(compiled.report).encode()
+    files.update(_run_plan_files(compiled))
     manifest = {
         "format": ARTIFACT_FORMAT, "versions": _versions(),
         "config": compiled.config.to_dict(), "functions": functions,
@@ -123,6 +128,17 @@ def write_artifact(
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+
+
+def _run_plan_files(compiled: CompiledModel) -> dict[str, bytes]:
+    from qaccel.backends.vta.plan_compile import build_run_plan
+    from qaccel.backends.vta.run_plan import PLAN_ARRAYS, PLAN_JSON
+
+    plan = build_run_plan(compiled)
+    if plan is None:
+        return {}
+    meta, arrays = plan
+    return {PLAN_JSON: _dumps(meta).encode(), PLAN_ARRAYS: _npz_bytes(arrays)}
 
 
 def is_artifact(path: str | Path) -> bool:
@@ -139,7 +155,7 @@ def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
         manifest = json.loads((root / "manifest.json").read_text())
     except (OSError, ValueError) as e:
         raise CompileError(f"'{root}': not a qaccel-compile artifact ({e})") from None
-    if manifest.get("format") != ARTIFACT_FORMAT:
+    if manifest.get("format") not in _READS:
         raise CompileError(f"'{root}': artifact format {manifest.get('format')}, "
                            f"expected {ARTIFACT_FORMAT} (compile the model again)")  # fmt: skip
     data = {}

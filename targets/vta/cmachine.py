@@ -197,7 +197,7 @@ def _ptr(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
-def _run(program, config, functional: bool, uops=None, dram=None):
+def _run(program, config, functional: bool, uops=None, dram=None, in_place: bool = False):
     lib = library()
     if lib is None:
         raise RuntimeError(f"the C simulator is unavailable: {_REASON}")
@@ -227,7 +227,8 @@ def _run(program, config, functional: bool, uops=None, dram=None):
         if dram.dtype != np.uint8 or dram.ndim != 1:
             _run(prog, c, False)  # malformed programs are reported first, as the reference
             raise SimulationError("the DRAM image must be a flat uint8 array")
-        dram = dram.copy()
+        if not (in_place and dram.flags.c_contiguous and dram.flags.writeable):
+            dram = dram.copy()
         blk = c.block
         sram = {
             "uop": np.zeros(c.depth("uop"), np.uint32),
@@ -274,9 +275,11 @@ def _run(program, config, functional: bool, uops=None, dram=None):
     return report, leftover, dram, sram
 
 
-def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None) -> SimResult:
-    """`simulator.simulate` on the C machine."""
-    report, leftover, dram, sram = _run(program, config, True, uops, dram)
+def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None, *,
+             in_place: bool = False) -> SimResult:  # fmt: skip
+    """`simulator.simulate` on the C machine. `in_place`: run on `dram` itself (a contiguous,
+    writeable uint8 array) instead of a copy, as a runtime that owns its DRAM image does."""
+    report, leftover, dram, sram = _run(program, config, True, uops, dram, in_place)
     return SimResult(dram, report, leftover, sram)
 
 

@@ -1,0 +1,442 @@
+"""The run plan of a compiled artifact: run it with numpy and the VTA machine only.
+
+    plan = load_run_plan(outdir)           # None: no plan, or one of another format
+    outputs = plan.run(inputs)             # bit-exact with `run_compiled` (runtime.py)
+
+`qaccel-compile` writes the plan beside `host.mlir` (`backends/vta/plan_compile.py` builds it
+from the compiled module): `runtime.json` says, per function, what `run_compiled` would do,
+precomputed, and `runtime.npz` holds the arrays it needs (constants host ops read, the lane
+values of host ALU ops, quantization parameters). The layers' instruction streams and the
+DRAM images are the artifact's own `vta_fn_k/` files, read from there. No MLIR is parsed and
+xDSL is never imported: `qaccel-run OUTDIR` starts in a fraction of the time.
+
+A function is a register machine: `args` and `consts` fill registers, each step reads its
+`in` registers and sets its `out` registers, `results` are returned. Steps:
+
+    ["kernel", in, out, {"name", "call": static OpCall}]   a tfl op: KERNELS[name] (kernels/)
+    ["none", [], [r], {}]                                   tfl.no_value
+    ["call", in, out, {"fn"}]                               func.call
+    ["pack" | "unpack", [x], [y], {layout}]                 accel.pack / accel.unpack
+    ["write", [x], [], {"offset", "nbytes"}]                fill an arena slot (STEP_WRITE)
+    ["layer", [], [], {"index"}]                            run a layer on the VTA machine
+    ["read", [], [y] or [y, y32], {"offset", "nbytes", "dtype", "shape", "zp"}]   STEP_READ
+    ["astype", "lane", "binary", "requantize", "pool", "reduce_sum", "pad", "clip",
+     "concat", "qpool"]                                     the other host ops (accel, q)
+
+The plan has its own format number (`RUN_PLAN_FORMAT`); a plan of another format is ignored
+(`load_run_plan` returns None) and the caller runs the artifact the full way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RUN_PLAN_FORMAT = 1
+"""1: the first run plan (runtime.json + runtime.npz, artifact format 4)."""
+PLAN_JSON = "runtime.json"
+PLAN_ARRAYS = "runtime.npz"
+
+
+class RunPlanError(Exception):
+    """The plan cannot run on these inputs, or a file of it is damaged (one line)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Encoding of kernel options and quantization parameters (JSON + named arrays)
+
+
+def decode_value(v: Any, arrays) -> Any:
+    """The inverse of `plan_compile.encode_value`: tagged dicts are arrays, bytes, tuples."""
+    if isinstance(v, dict):
+        if "__array__" in v:
+            return arrays[v["__array__"]]
+        if "__bytes__" in v:
+            return bytes.fromhex(v["__bytes__"])
+        if "__tuple__" in v:
+            return tuple(decode_value(x, arrays) for x in v["__tuple__"])
+        return {k: decode_value(x, arrays) for k, x in v["__dict__"].items()}
+    if isinstance(v, list):
+        return [decode_value(x, arrays) for x in v]
+    return v
+
+
+def _qparams(q, arrays):
+    if q is None:
+        return None
+    from qaccel.kernels.qparams import QParams
+
+    return QParams(arrays[q["scale"]], arrays[q["zero_point"]], q["axis"])
+
+
+# --------------------------------------------------------------------------------------------
+# The host ops of accelerator functions, on numpy arrays (as interpreter/accel_semantics.py)
+
+
+def _lane(kind: str, x: np.ndarray, values: np.ndarray) -> np.ndarray:
+    from qaccel.kernels import arithmetic as ar
+
+    xi = x.astype(np.int64)
+    if kind == "bias_add":
+        out = ar.wrap_int32(xi + values)
+    elif kind == "shift_left":
+        out = ar.wrap_int32(xi << values)
+    elif kind == "round_multiply":
+        out = ar.saturating_rounding_doubling_high_mul(xi, values)
+    else:
+        out = ar.rounding_divide_by_pot(xi, np.broadcast_to(values, xi.shape))
+    return out.astype(np.int32)
+
+
+def _binary(kind: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    from qaccel.kernels import arithmetic as ar
+
+    x, y = a.astype(np.int64), b.astype(np.int64)
+    if kind == "add":
+        out = ar.wrap_int32(x + y)
+    elif kind == "mul":
+        out = ar.wrap_int32(x * y)
+    elif kind == "min":
+        out = np.minimum(x, y)
+    else:
+        out = np.maximum(x, y)
+    return np.broadcast_to(out, a.shape).astype(np.int32)
+
+
+def _requantize(p: dict, x: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    from qaccel.kernels import arithmetic as ar
+
+    centred = x.astype(np.int64) - p["input_zero_point"]
+    scaled = ar.float_to_int32(ar.round_half_away(centred.astype(np.float64) * scale))
+    out = ar.wrap_int32(scaled + p["output_zero_point"])
+    return np.clip(out, p["min"], p["max"]).astype(p["dtype"])
+
+
+def _pool(p: dict, x: np.ndarray) -> np.ndarray:
+    from qaccel.kernels import arithmetic as ar
+
+    (kh, kw), (sh, sw), oh, ow = p["window"], p["strides"], p["oh"], p["ow"]
+    xi = x.astype(np.int64)
+    taps = (
+        xi[:, :, ky : ky + (oh - 1) * sh + 1 : sh, kx : kx + (ow - 1) * sw + 1 : sw]
+        for ky in range(kh)
+        for kx in range(kw)
+    )
+    if p["kind"] == "max":
+        out = next(taps).copy()
+        for tap in taps:
+            np.maximum(out, tap, out=out)
+    else:
+        out = sum(taps)
+    return ar.wrap_int32(out).astype(np.int32)
+
+
+def _qpool(p: dict, x: np.ndarray) -> np.ndarray:
+    """`q.max_pool2d` / `q.avg_pool2d` (as interpreter/q_semantics.py): windows over the
+    padded input, taps outside the input skipped (max) or not counted (average)."""
+    from qaccel.kernels import arithmetic as ar
+    from qaccel.kernels.base import pad_spatial
+
+    (kh, kw), (sh, sw), top, left = p["filter"], p["strides"], p["top"], p["left"]
+    shape = tuple(p["shape"])
+    out_h, out_w = shape[1:3]
+    h, w = x.shape[1:3]
+    is_max = p["kind"] == "max"
+    xi = x.astype(np.int64)
+    pad_value = np.iinfo(np.int64).min if is_max else 0
+    xp = pad_spatial(xi, top, left, out_h, out_w, kh, kw, sh, sw, 1, 1, pad_value)
+    ys, xs = np.arange(out_h) * sh - top, np.arange(out_w) * sw - left
+    if is_max:
+        out = np.full(shape, np.iinfo(np.int64).min, dtype=np.int64)
+    else:
+        out = np.zeros(shape, dtype=np.int64)
+        count = np.zeros((1, out_h, out_w, 1), dtype=np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            view = xp[:, ky : ky + (out_h - 1) * sh + 1 : sh, kx : kx + (out_w - 1) * sw + 1 : sw]
+            if is_max:
+                np.maximum(out, view, out=out)
+                continue
+            out += view
+            inside = ((ys + ky >= 0) & (ys + ky < h))[:, None] & (
+                (xs + kx >= 0) & (xs + kx < w)
+            )[None, :]
+            count = count + inside[None, :, :, None]
+    if not is_max:
+        count = np.maximum(count, 1)
+        half = count // 2
+        out = np.where(out > 0, ar.trunc_div(out + half, count), ar.trunc_div(out - half, count))
+    return np.clip(out, p["min"], p["max"]).astype(p["dtype"])
+
+
+# --------------------------------------------------------------------------------------------
+# The plan
+
+
+class _Function:
+    def __init__(self, name: str, entry: dict, plan: RunPlan):
+        self.name = name
+        self.args: list[int] = entry["args"]
+        self.results: list[int] = entry["results"]
+        self.size: int = entry["registers"]
+        self.consts = [(r, plan.arrays[k]) for r, k in entry["consts"]]
+        self.steps = [self._prepare(step, plan) for step in entry["steps"]]
+        accel = entry.get("accel")
+        self.image = None
+        self.layers: list[tuple[np.ndarray, np.ndarray]] = []
+        if accel is not None:
+            if accel.get("constants") in plan.digests:  # raw bytes: no inflating of dram.npz
+                constants = np.frombuffer(plan.read(accel["constants"]), np.uint8)
+                self.image = np.zeros(accel["arena_bytes"] + constants.size, np.uint8)
+                self.image[accel["arena_bytes"] :] = constants
+            else:
+                with np.load(io.BytesIO(plan.read(accel["image"]))) as z:
+                    self.image = z["dram"]
+            self.layers = [
+                (np.frombuffer(plan.read(lay["program"]), "<u8").reshape(-1, 2),
+                 np.frombuffer(plan.read(lay["uops"]), "<u4"))
+                for lay in accel["layers"]
+            ]  # fmt: skip
+
+    @staticmethod
+    def _prepare(step: list, plan: RunPlan) -> tuple:
+        kind, ins, outs, p = step
+        if kind == "kernel":
+            from importlib import import_module
+
+            from qaccel.kernels.base import KERNELS
+
+            import_module(p["module"])  # the kernel's family registers it (not all of them)
+            c = p["call"]
+            call = (
+                [_qparams(q, plan.arrays) for q in c["input_q"]],
+                [_qparams(q, plan.arrays) for q in c["output_q"]],
+                [tuple(s) for s in c["output_shapes"]],
+                [np.dtype(d) for d in c["output_dtypes"]],
+                decode_value(c["options"], plan.arrays),
+            )
+            p = {**p, "kernel": KERNELS[p["name"]], "static": call}
+        elif kind in ("lane", "binary", "requantize") and p.get("values") is not None:
+            p = {**p, "array": plan.arrays[p["values"]]}
+        elif kind in ("astype", "read"):
+            p = {**p, "dtype": np.dtype(p["dtype"])}
+        return kind, ins, outs, p
+
+    def run(self, plan: RunPlan, args: list) -> list:
+        regs: list[Any] = [None] * self.size
+        for r, x in zip(self.args, args):
+            regs[r] = x
+        for r, x in self.consts:
+            regs[r] = x
+        image = None if self.image is None else self.image.copy()  # the layers run in place
+        for kind, ins, outs, p in self.steps:
+            if kind == "layer":
+                image = plan.run_layer(self.name, p["index"], self.layers[p["index"]], image)
+                continue
+            if kind == "write":
+                data = np.ascontiguousarray(regs[ins[0]]).reshape(-1).view(np.uint8)
+                if data.size != p["nbytes"]:
+                    raise RunPlanError(f"{self.name}: a tensor of {data.size} bytes for an "
+                                       f"arena slot of {p['nbytes']}")  # fmt: skip
+                image[p["offset"] : p["offset"] + p["nbytes"]] = data
+                continue
+            if kind == "read":
+                raw = image[p["offset"] : p["offset"] + p["nbytes"]]
+                if p["zp"] is None:
+                    y = raw.view(p["dtype"]).reshape(p["shape"]).copy()
+                else:
+                    y = (raw.view(np.int8).astype(np.int32) - np.int32(p["zp"]))
+                    y = y.reshape(p["shape"])
+                regs[outs[0]] = y
+                if len(outs) > 1:
+                    regs[outs[1]] = y.astype(np.int32)
+                continue
+            xs = [regs[r] for r in ins]
+            if kind == "call":
+                ys = plan.functions[p["fn"]].run(plan, xs)
+            elif kind == "kernel":
+                ys = _run_host_op(kind, p, xs)
+            else:
+                ys = (_run_host_op(kind, p, xs),)
+            for r, y in zip(outs, ys):
+                regs[r] = y
+        return [regs[r] for r in self.results]
+
+
+def _run_host_op(kind: str, p: dict, xs: list):
+    if kind == "kernel":
+        from qaccel.kernels.base import KernelError, OpCall, Refusal, UnsupportedOp
+
+        input_q, output_q, shapes, dtypes, options = p["static"]
+        call = OpCall(list(xs), input_q, output_q, shapes, dtypes, options)
+        try:
+            return p["kernel"](call)
+        except (Refusal, KernelError, UnsupportedOp) as e:
+            raise RunPlanError(f"{p['op']}: {e}") from None
+    if kind == "none":
+        return None
+    x = xs[0] if xs else None
+    if kind == "pack":
+        if p["pad"] is not None:
+            x = np.pad(x, p["pad"], constant_values=np.asarray(p["value"], dtype=x.dtype))
+        view = x.reshape(p["split"]).transpose(p["order"])
+        return np.ascontiguousarray(view).reshape(p["shape"])
+    if kind == "unpack":
+        plain = x.reshape(p["view"]).transpose(p["order"]).reshape(p["padded"])
+        return np.ascontiguousarray(plain[tuple(slice(0, n) for n in p["shape"])])
+    if kind == "astype":
+        return x.astype(p["dtype"])
+    if kind == "lane":
+        return _lane(p["kind"], x, p["array"])
+    if kind == "binary":
+        return _binary(p["kind"], x, xs[1] if len(xs) > 1 else p["array"])
+    if kind == "requantize":
+        return _requantize(p, x, p["array"])
+    if kind == "pool":
+        return _pool(p, x)
+    if kind == "qpool":
+        return _qpool(p, x)
+    if kind == "reduce_sum":
+        from qaccel.kernels import arithmetic as ar
+
+        total = x.astype(np.int64).sum(axis=tuple(p["axes"]))
+        return ar.wrap_int32(total).astype(np.int32).reshape(p["shape"])
+    if kind == "pad":
+        value = np.asarray(p["value"], x.dtype) if p["typed"] else p["value"]
+        return np.pad(x, [tuple(w) for w in p["widths"]], constant_values=value)
+    if kind == "clip":
+        return np.clip(x, p["min"], p["max"]).astype(x.dtype)
+    if kind == "concat":
+        return np.concatenate(xs, axis=p["axis"])
+    raise RunPlanError(f"unknown run-plan step '{kind}'")
+
+
+class RunPlan:
+    """A loaded run plan (see the module docstring)."""
+
+    def __init__(self, root: Path, manifest: dict, meta: dict, simulator: str = "c"):
+        self.root = root
+        self.meta = meta
+        self.digests: dict[str, str] = manifest["files"]
+        self.simulator = simulator
+        self.layer_count = sum(len(f["layers"]) for f in manifest["functions"].values())
+        self.fallback_count = len(manifest["fallbacks"])
+        self.layer_runs = 0
+        self._config = None
+        with np.load(io.BytesIO(self.read(PLAN_ARRAYS))) as z:
+            self.arrays = {k: z[k] for k in z.files}
+        self.functions = {name: _Function(name, e, self) for name, e in meta["functions"].items()}
+
+    def read(self, rel: str) -> bytes:
+        """A file of the artifact, checked against the manifest's SHA-256."""
+        try:
+            blob = (self.root / rel).read_bytes()
+        except OSError as e:
+            raise RunPlanError(f"'{self.root / rel}': {e.strerror}") from None
+        if hashlib.sha256(blob).hexdigest() != self.digests.get(rel):
+            raise RunPlanError(f"'{self.root / rel}' does not match the manifest's hash")
+        return blob
+
+    @property
+    def config(self):
+        if self._config is None:
+            from qaccel.targets.vta.config import HardwareConfig
+
+            self._config = HardwareConfig.from_dict(self.meta["config"])
+        return self._config
+
+    @property
+    def inputs(self) -> list[tuple[tuple[int, ...], np.dtype]]:
+        return [(tuple(s["shape"]), np.dtype(s["dtype"])) for s in self.meta["inputs"]]
+
+    def run_layer(self, fn: str, index: int, layer, image: np.ndarray) -> np.ndarray:
+        """Run one layer on `image` (modified in place by the C machine); the DRAM after it."""
+        words, uops = layer
+        if self.simulator == "c":
+            from qaccel.targets.vta import cmachine
+
+            if cmachine.available():
+                result = cmachine.simulate(words, uops, image, self.config, in_place=True)
+            else:  # the notice is printed; the reference runs
+                from qaccel.targets.vta.simulator import simulate
+
+                result = simulate(words, uops, image, self.config, simulator="python")
+        else:
+            from qaccel.targets.vta.simulator import simulate
+
+            result = simulate(words, uops, image, self.config, simulator=self.simulator)
+        if any(result.leftover_tokens.values()):
+            raise RunPlanError(f"{fn} layer {index}: tokens left over {result.leftover_tokens}")
+        self.layer_runs += 1
+        return result.dram
+
+    def check_inputs(self, inputs) -> list[np.ndarray]:
+        """As `interpreter.check_inputs`: the inputs, or a one-line RunPlanError."""
+        name, specs = self.meta["entry"], self.inputs
+        if len(inputs) != len(specs):
+            raise RunPlanError(f"@{name} takes {len(specs)} inputs, got {len(inputs)}")
+        checked = []
+        for i, (x, (shape, dtype)) in enumerate(zip(inputs, specs)):
+            x = np.asarray(x)
+            if x.dtype != dtype:
+                raise RunPlanError(f"@{name} input {i}: expected dtype {dtype}, got {x.dtype}")
+            if tuple(x.shape) != shape:
+                raise RunPlanError(f"@{name} input {i}: expected shape {list(shape)}, "
+                                   f"got {list(x.shape)}")  # fmt: skip
+            checked.append(x)
+        return checked
+
+    def random_inputs(self, seed: int) -> list[np.ndarray]:
+        """The same arrays as `interpreter.random_inputs` for the entry function."""
+        rng = np.random.default_rng(seed)
+        arrays = []
+        for shape, dtype in self.inputs:
+            if dtype.kind in "iu":
+                info = np.iinfo(dtype)
+                lo, hi = (info.min, info.max) if info.bits <= 16 else (-1000, 1000)
+                arrays.append(rng.integers(lo, hi, size=shape, endpoint=True, dtype=dtype))
+            elif dtype == np.bool_:
+                arrays.append(rng.integers(0, 2, size=shape).astype(np.bool_))
+            else:
+                arrays.append(rng.standard_normal(size=shape).astype(dtype))
+        return arrays
+
+    def run(self, inputs) -> list[np.ndarray]:
+        args = self.check_inputs(inputs)
+        outputs = self.functions[self.meta["entry"]].run(self, args)
+        return [np.asarray(y) for y in outputs]
+
+
+def load_run_plan(outdir: str | Path, simulator: str = "c") -> RunPlan | None:
+    """The artifact's run plan, or None when it has none or one of another format (the caller
+    then runs the artifact the full way). Damaged files raise RunPlanError."""
+    root = Path(outdir)
+    try:
+        manifest = json.loads((root / "manifest.json").read_bytes())
+        digests = manifest["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if PLAN_JSON not in digests or PLAN_ARRAYS not in digests:
+        return None
+    try:
+        blob = (root / PLAN_JSON).read_bytes()
+    except OSError as e:
+        raise RunPlanError(f"'{root / PLAN_JSON}': {e.strerror}") from None
+    if hashlib.sha256(blob).hexdigest() != digests[PLAN_JSON]:
+        raise RunPlanError(f"'{root / PLAN_JSON}' does not match the manifest's hash")
+    try:
+        meta = json.loads(blob)
+    except ValueError:
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != RUN_PLAN_FORMAT:
+        return None
+    return RunPlan(root, manifest, meta, simulator)
+
+
+__all__ = ["PLAN_ARRAYS", "PLAN_JSON", "RUN_PLAN_FORMAT", "RunPlan", "RunPlanError",
+           "load_run_plan"]  # fmt: skip

@@ -1,0 +1,360 @@
+"""The run plan (`backends/vta/run_plan.py`, built by `plan_compile.py`): every fixture runs
+bit-exact both ways (the plan, and `run_compiled` on the interpreter); `qaccel-run OUTDIR`
+takes the plan without importing xDSL and falls back to the full way when the plan is
+missing or of another format."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import FIXTURE_MODELS, vta_lowered
+from qaccel.backends.vta.artifact import write_artifact
+from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.plan_compile import build_run_plan, encode_value
+from qaccel.backends.vta.run_plan import (
+    PLAN_ARRAYS,
+    PLAN_JSON,
+    RUN_PLAN_FORMAT,
+    RunPlanError,
+    decode_value,
+    load_run_plan,
+)
+from qaccel.backends.vta.runtime import run_compiled
+from qaccel.interpreter.interpreter import entry_function, random_inputs
+from qaccel.kernels.registry import Refusal
+from qaccel.targets.vta.config import HardwareConfig
+from qaccel.tools import qaccel_run
+
+REFUSED = "mobilenetv2_035_96_collapsed"
+FIXTURES = sorted(p.stem for p in FIXTURE_MODELS.glob("*.tflite"))
+CASES = [(name, "vta-default") for name in FIXTURES] + [
+    ("cnn", "vta-store-requant"), ("residual", "vta-store-requant"),
+    ("pad_concat_slice", "vta-store-requant"), ("composite", "vta-store-requant"),
+]  # fmt: skip
+
+
+def _artifact(name: str, config: str, outdir: Path):
+    option = f'"{config}"' if "/" in config else config  # a file: quoted in the pipeline
+    module, data = vta_lowered(name, "" if config == "vta-default" else option)
+    compiled = compile_module(module, HardwareConfig.from_json(config))
+    write_artifact(compiled, outdir, data)
+    return compiled
+
+
+@pytest.fixture(scope="module")
+def litert():
+    """LiteRT's reference kernels (BUILTIN_REF, in a subprocess), or None without LiteRT."""
+    try:
+        import ai_edge_litert  # noqa: F401
+    except ImportError:
+        return None
+    from qaccel.backends.litert.oracle import run_reference
+
+    return run_reference
+
+
+@pytest.mark.parametrize("name,config", CASES)
+def test_fixture_runs_bit_exact_by_its_plan(name, config, tmp_path, litert):
+    """Both ways bit-exact, and (with LiteRT installed) bit-exact with LiteRT's reference."""
+    compiled = _artifact(name, config, tmp_path)
+    plan = load_run_plan(tmp_path)
+    if name == REFUSED:  # LiteRT's kernels refuse its softmax: no plan, the full way says why
+        assert plan is None
+        with pytest.raises(Refusal, match="tfl.softmax"):
+            run_compiled(compiled, random_inputs(entry_function(compiled.module), 0))
+        return
+    assert plan is not None, f"{name}: no run plan"
+    for fn_name, fn in compiled.functions.items():  # built from constants.bin
+        assert np.array_equal(plan.functions[fn_name].image, fn.image)
+    for seed in (0, 1):
+        inputs = random_inputs(entry_function(compiled.module), seed)
+        for x, y in zip(plan.random_inputs(seed), inputs, strict=True):
+            assert x.dtype == y.dtype and np.array_equal(x, y)
+        expected = run_compiled(compiled, inputs)
+        got = plan.run(inputs)
+        for x, y in zip(got, expected, strict=True):
+            assert x.dtype == y.dtype and x.shape == y.shape
+            np.testing.assert_array_equal(x, y)
+        if litert is not None and seed == 0:
+            ref = litert(tmp_path / "model.tflite", [inputs], keep_all_tensors=False)
+            assert ref.refused is None, ref.refused
+            for x, y in zip(got, ref.outputs[0], strict=True):
+                np.testing.assert_array_equal(x, y)
+    assert plan.layer_runs == 2 * sum(len(f.layers) for f in compiled.functions.values())
+
+
+@pytest.fixture(scope="module")
+def small_artifact(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plan") / "residual"
+    _artifact("residual", "vta-default", out)
+    return out
+
+
+def _run(argv, capsys) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as e:
+        qaccel_run.main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def test_qaccel_run_fast_path_matches_full_path(small_artifact, tmp_path, capsys, monkeypatch):
+    x = random_inputs_of(small_artifact, 5)
+    np.save(tmp_path / "x.npy", x[0])
+    code, out, _ = _run([small_artifact, "--inputs", tmp_path / "x.npy", "--outputs-dir",
+                         tmp_path / "fast"], capsys)  # fmt: skip
+    assert code == 0 and "accelerator layer(s) on the simulator" in out
+    monkeypatch.setattr(qaccel_run, "run_fast", lambda args: None)  # the full way
+    code, full_out, _ = _run([small_artifact, "--inputs", tmp_path / "x.npy", "--outputs-dir",
+                              tmp_path / "full"], capsys)  # fmt: skip
+    assert code == 0 and full_out.replace("full", "fast") == out
+    for f in sorted((tmp_path / "full").glob("*.npy")):
+        np.testing.assert_array_equal(np.load(f), np.load(tmp_path / "fast" / f.name))
+
+
+def random_inputs_of(artifact: Path, seed: int):
+    plan = load_run_plan(artifact)
+    assert plan is not None
+    return plan.random_inputs(seed)
+
+
+def test_qaccel_run_on_a_plan_imports_no_xdsl(small_artifact, tmp_path):
+    code = (
+        "import sys; from qaccel.tools.qaccel_run import run; "
+        f"code = run([{str(small_artifact)!r}, '--outputs-dir', {str(tmp_path)!r}]); "
+        "assert code == 0, code; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'xdsl' or "
+        "m.startswith(('qaccel.interpreter', 'qaccel.dialects', 'qaccel.frontend'))); "
+        "assert not bad, bad"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "output_0.npy").is_file()
+
+
+def test_qaccel_run_plan_with_the_python_simulator(small_artifact, tmp_path, capsys):
+    for sim in ("c", "python"):
+        code, _, _ = _run([small_artifact, "--random-inputs", "3", "--simulator", sim,
+                           "--outputs-dir", tmp_path / sim], capsys)  # fmt: skip
+        assert code == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "c" / "output_0.npy"),
+                                  np.load(tmp_path / "python" / "output_0.npy"))  # fmt: skip
+
+
+def _rehash(root: Path, rel: str | None = None, drop: tuple[str, ...] = ()) -> None:
+    """Keep the manifest consistent after a deliberate change of `rel` (or dropping files)."""
+    manifest = json.loads((root / "manifest.json").read_text())
+    for d in drop:
+        del manifest["files"][d]
+        (root / d).unlink()
+    if rel is not None:
+        manifest["files"][rel] = hashlib.sha256((root / rel).read_bytes()).hexdigest()
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_plan_missing_or_of_another_format_falls_back(small_artifact, tmp_path, capsys):
+    code, _, _ = _run([small_artifact, "--random-inputs", "1", "--outputs-dir", tmp_path / "r"],
+                      capsys)  # fmt: skip
+    assert code == 0
+    missing = _copy(small_artifact, tmp_path / "missing")
+    _rehash(missing, drop=(PLAN_JSON, PLAN_ARRAYS))
+    other = _copy(small_artifact, tmp_path / "other")
+    meta = json.loads((other / PLAN_JSON).read_text())
+    meta["format"] = RUN_PLAN_FORMAT + 1
+    (other / PLAN_JSON).write_text(json.dumps(meta))
+    _rehash(other, PLAN_JSON)
+    for art in (missing, other):
+        assert load_run_plan(art) is None
+        code, _, err = _run([art, "--random-inputs", "1", "--outputs-dir", art / "out"], capsys)
+        assert code == 0 and err == ""
+        np.testing.assert_array_equal(np.load(art / "out" / "output_0.npy"),
+                                      np.load(tmp_path / "r" / "output_0.npy"))  # fmt: skip
+
+
+def test_damaged_plan_is_one_line(small_artifact, tmp_path, capsys):
+    art = _copy(small_artifact, tmp_path / "a")
+    (art / PLAN_ARRAYS).write_bytes(b"PK\0\0")
+    code, _, err = _run([art, "--outputs-dir", tmp_path / "o"], capsys)
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "runtime.npz' does not match the manifest's hash" in lines[0]
+    with pytest.raises(RunPlanError):
+        load_run_plan(art)
+
+
+@pytest.mark.parametrize("make_input,message", [
+    (lambda: np.zeros((1, 2), np.int8), "expected shape"),
+    (lambda: np.zeros((1, 8, 8, 3), np.float32), "expected dtype"),
+])  # fmt: skip
+def test_fast_path_rejects_bad_inputs_in_one_line(small_artifact, tmp_path, capsys,
+                                                  make_input, message):  # fmt: skip
+    np.save(tmp_path / "x.npy", make_input())
+    code, _, err = _run([small_artifact, "--inputs", tmp_path / "x.npy", "--outputs-dir",
+                         tmp_path / "o"], capsys)  # fmt: skip
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("qaccel-run: error: @")
+    assert message in lines[0]
+
+
+def test_fast_path_compare_litert(small_artifact, tmp_path, capsys, oracle):
+    code, out, _ = _run([small_artifact, "--random-inputs", "2", "--outputs-dir", tmp_path,
+                         "--compare-litert"], capsys)  # fmt: skip
+    assert code == 0 and "(bit-exact)" in out
+
+
+def test_module_without_a_plan_writes_no_plan_files(tmp_path, monkeypatch):
+    from qaccel.backends.vta import plan_compile
+
+    module, data = vta_lowered("mlp")
+    compiled = compile_module(module)
+
+    def refuse(self, op):
+        raise plan_compile.NoPlan(f"no run-plan step for {op.name}")
+
+    monkeypatch.setattr(plan_compile._Builder, "step", refuse)
+    assert build_run_plan(compiled) is None
+    write_artifact(compiled, tmp_path, data)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert PLAN_JSON not in manifest["files"] and not (tmp_path / PLAN_JSON).exists()
+    assert load_run_plan(tmp_path) is None
+
+
+def test_option_values_round_trip():
+    arrays: dict[str, np.ndarray] = {}
+    value = {"a": 1, "b": 2.5, "c": "SAME", "d": b"\x01\xff", "e": (1, [2, 3]),
+             "f": np.arange(3, dtype=np.int32), "g": None, "h": True}  # fmt: skip
+    encoded = json.loads(json.dumps(encode_value(value, arrays, "o")))
+    back = decode_value(encoded, arrays)
+    assert back.keys() == value.keys()
+    for k, v in value.items():
+        if isinstance(v, np.ndarray):
+            assert back[k].dtype == v.dtype and np.array_equal(back[k], v)
+        else:
+            assert back[k] == v and type(back[k]) is type(v)
+
+
+def test_cmachine_runs_in_place(small_artifact):
+    """`cmachine.simulate(..., in_place=True)` computes the same DRAM, in the given array."""
+    from qaccel.targets.vta import cmachine
+
+    if not cmachine.available():
+        pytest.skip("the C machine is unavailable")
+    plan = load_run_plan(small_artifact)
+    fn = next(f for f in plan.functions.values() if f.layers)
+    words, uops = fn.layers[0]
+    image = fn.image.copy()
+    copied = cmachine.simulate(words, uops, image, plan.config)
+    assert np.array_equal(image, fn.image)  # not modified
+    result = cmachine.simulate(words, uops, image, plan.config, in_place=True)
+    assert result.dram is image and np.array_equal(image, copied.dram)
+
+
+HOST_OPS = """
+!q = !quant.uniform<i8:f32, 0.5:-1>
+!t = tensor<1x2x4x4x1x16xi32>
+func.func public @host(%acc: !t, %fc: tensor<1x1x1x16xi32>, %row: tensor<1x2x1x1x1x16xi32>,
+                       %y: tensor<1x4x4x2x!q>, %lanes: tensor<1x2x1x4xi32>)
+    -> (!t, !t, tensor<1x2x4x4x1x16x!q>, tensor<1x1x1x16x!q>, tensor<1x2x2x2x1x16xi32>,
+        tensor<1x2x2x2x1x16xi32>, tensor<1x2x1x16xi32>, tensor<1x2x4x1x1x16xi32>,
+        tensor<1x2x5x6x1x16x!q>, tensor<1x4x4x4x1x16x!q>, tensor<1x4x4x2x!q>,
+        tensor<1x4x4x4x!q>, tensor<1x2x1x4xi32>, tensor<1x2x1x4xi32>, tensor<1x2x2x2x!q>,
+        tensor<1x3x2x2x!q>) {
+  %b = accel.bias_add_zp %acc by [3] : !t
+  %s = accel.shift_left %b by [1] : !t
+  %m = accel.round_multiply %s by [1073741824] : !t
+  %r = accel.round_rshift %m by [3] : !t
+  %a = accel.add %r, %acc : !t, !t
+  %lo = accel.max %a by [-128] : !t
+  %hi = accel.min %lo by [127] : !t
+  %mul = accel.mul %hi, %row : !t, tensor<1x2x1x1x1x16xi32>
+  %n = accel.narrow %hi : !t -> tensor<1x2x4x4x1x16x!q>
+  %wide = accel.widen %n : tensor<1x2x4x4x1x16x!q> -> !t
+  %host = accel.host_requantize %fc scale = [0.0013913921871730327] zero_points(0, -1) clamp(-128, 127) : tensor<1x1x1x16xi32> -> tensor<1x1x1x16x!q>
+  %mp = accel.max_pool2d %wide window = [2, 2] strides = [2, 2] : !t -> tensor<1x2x2x2x1x16xi32>
+  %sp = accel.sum_pool2d %wide window = [3, 2] strides = [1, 2] : !t -> tensor<1x2x2x2x1x16xi32>
+  %rs = accel.reduce_sum %wide axes = [2, 3] : !t -> tensor<1x2x1x16xi32>
+  %kd = accel.reduce_sum %wide axes = [3] : !t -> tensor<1x2x4x1x1x16xi32>
+  %p = accel.pad %n pad_value(-1) padding = [1, 0, 0, 2] : tensor<1x2x4x4x1x16x!q> -> tensor<1x2x5x6x1x16x!q>
+  %c = accel.concat %n, %n axis = 1 : tensor<1x2x4x4x1x16x!q>, tensor<1x2x4x4x1x16x!q> -> tensor<1x4x4x4x1x16x!q>
+  %relu = q.relu %y {min = -1 : i32, max = 11 : i32} : (tensor<1x4x4x2x!q>) -> tensor<1x4x4x2x!q>
+  %qc = q.concat %relu, %y {axis = 3 : i32} : (tensor<1x4x4x2x!q>, tensor<1x4x4x2x!q>) -> tensor<1x4x4x4x!q>
+  %pl = accel.round_multiply %lanes by [1, 2, 3, 4, 5, 6, 7, 8] : tensor<1x2x1x4xi32>
+  %pm = accel.max %pl by [0, -5, 0, -5, 9, 0, 0, 1] : tensor<1x2x1x4xi32>
+  %qmp = q.max_pool2d %y {filter = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 0, 1, 0, 1>} : (tensor<1x4x4x2x!q>) -> tensor<1x2x2x2x!q>
+  %qap = q.avg_pool2d %y {filter = array<i64: 2, 3>, strides = array<i64: 1, 2>, padding = array<i64: 0, 0, 1, 0>} : (tensor<1x4x4x2x!q>) -> tensor<1x3x2x2x!q>
+  func.return %mul, %wide, %n, %host, %mp, %sp, %rs, %kd, %p, %c, %relu, %qc, %pl, %pm, %qmp, %qap : !t, !t, tensor<1x2x4x4x1x16x!q>, tensor<1x1x1x16x!q>, tensor<1x2x2x2x1x16xi32>, tensor<1x2x2x2x1x16xi32>, tensor<1x2x1x16xi32>, tensor<1x2x4x1x1x16xi32>, tensor<1x2x5x6x1x16x!q>, tensor<1x4x4x4x1x16x!q>, tensor<1x4x4x2x!q>, tensor<1x4x4x4x!q>, tensor<1x2x1x4xi32>, tensor<1x2x1x4xi32>, tensor<1x2x2x2x!q>, tensor<1x3x2x2x!q>
+}
+"""
+
+
+def test_host_op_steps_match_the_interpreter(tmp_path):
+    """Every host op kind of the plan computes what the interpreter computes."""
+    from conftest import parse_module
+    from qaccel.backends.vta.compiled import CompiledModel
+    from qaccel.interpreter.interpreter import run_function
+    from qaccel.targets.vta.config import DEFAULT_CONFIG
+
+    module = parse_module(HOST_OPS)
+    write_artifact(CompiledModel(module, DEFAULT_CONFIG, {}, [], {}), tmp_path)
+    plan = load_run_plan(tmp_path)
+    assert plan is not None
+    kinds = {s[0] for f in plan.functions.values() for s in f.steps}
+    assert {"lane", "binary", "astype", "requantize", "pool", "reduce_sum", "pad", "clip",
+            "concat", "qpool"} <= kinds  # fmt: skip
+    for seed in range(3):
+        inputs = random_inputs(entry_function(module), seed)
+        for x, y in zip(plan.run(inputs), run_function(module, inputs), strict=True):
+            assert x.dtype == y.dtype and x.shape == y.shape
+            np.testing.assert_array_equal(x, y)
+
+
+def test_plan_reads_the_dram_image_without_constants_bin(small_artifact, tmp_path):
+    art = _copy(small_artifact, tmp_path / "a")
+    plan = load_run_plan(art)
+    drop = tuple(f"{name}/constants.bin" for name, f in plan.functions.items() if f.layers)
+    assert drop
+    _rehash(art, drop=drop)
+    without = load_run_plan(art)
+    for name, f in plan.functions.items():
+        if f.layers:
+            assert np.array_equal(without.functions[name].image, f.image)
+    inputs = plan.random_inputs(4)
+    for x, y in zip(without.run(inputs), plan.run(inputs), strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_fast_path_checks_the_outputs_dir_first(small_artifact, tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    code, out, err = _run([small_artifact, "--outputs-dir", tmp_path / "file"], capsys)
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and "exists and is not a directory" in lines[0]
+    assert "ran" not in out
+
+
+def test_plan_on_another_block_size(tmp_path):
+    """4-lane blocks (log_block 2): the plan carries its configuration."""
+    from qaccel.targets.vta.config import DEFAULT_CONFIG
+
+    config = {**DEFAULT_CONFIG.to_dict(), "name": "block4", "log_block": 2,
+              "log_inp_buff_size": 13, "log_wgt_buff_size": 14, "log_acc_buff_size": 15}  # fmt: skip
+    path = tmp_path / "block4.json"
+    path.write_text(json.dumps(config))
+    compiled = _artifact("residual", str(path), tmp_path / "a")
+    plan = load_run_plan(tmp_path / "a")
+    assert plan is not None and plan.config.log_block == 2
+    inputs = plan.random_inputs(0)
+    for x, y in zip(plan.run(inputs), run_compiled(compiled, inputs), strict=True):
+        np.testing.assert_array_equal(x, y)
