@@ -226,6 +226,12 @@ def run_fast(args) -> int | None:
         outputs = plan.run(inputs)
     except RunPlanError as e:
         raise RunError(str(e)) from None
+    except Exception as e:
+        from qaccel.targets.vta.results import SimulationError
+
+        if isinstance(e, SimulationError):
+            raise RunError(f"an accelerator layer failed: {e}") from None
+        raise
     if args.plot:
         import json
 
