@@ -84,6 +84,21 @@ def test_report_fields():
     assert totals["cycles"] == sum(r["cycles"] for r in compiled.report["layers"])
 
 
+def test_report_counts_useful_and_padded_macs_apart():
+    """A depthwise layer runs as block-diagonal GEMM tiles: its utilization counts the model's
+    MACs; the MACs the hardware spends on padding are reported separately."""
+    module, _ = vta_lowered("mobilenet_v2")
+    report = compile_module(module).report
+    depthwise = [r for r in report["layers"] if r["kind"] == "depthwise"]
+    assert depthwise
+    for r in depthwise:
+        assert r["padded_macs"] == 16 * r["macs"]  # 1 useful lane in 16 of each tile
+        assert r["padded_utilization"] == pytest.approx(16 * r["gemm_utilization"])
+    totals = report["totals"]
+    assert totals["padded_macs"] > sum(r["macs"] for r in report["layers"])
+    assert totals["padded_utilization"] > totals["gemm_utilization"]
+
+
 def test_artifact_round_trip_and_determinism(tmp_path):
     module, data = vta_lowered("residual")
     compiled = compile_module(module)
