@@ -35,8 +35,7 @@ from typing import Any
 import numpy as np
 from qaccel.backends.vta.cdriver import HW_KEYS, driver_files
 from qaccel.backends.vta.compiled import CompiledModel, CompileError, resolve
-from qaccel.backends.vta.runtime import function_steps
-from qaccel.dialects import accel
+from qaccel.backends.vta.runtime import function_steps, run_host_op
 from qaccel.dialects.types import tensor_dtype
 from xdsl.dialects import func
 from xdsl.interpreter import Interpreter, impl, register_impls
@@ -311,13 +310,7 @@ def _make_call_impl():
             return plan
 
         def _run_op(self, interpreter: Interpreter, o: Operation, env) -> None:
-            if isinstance(o, accel.LayerOp):  # a layer that runs on the host: its body
-                for inner in o.body_ops():
-                    self._run_op(interpreter, inner, env)
-                yielded = o.body.block.last_op.operands  # type: ignore[union-attr]
-                env.update(zip(o.results, [env[v] for v in yielded]))
-                return
-            env.update(zip(o.results, interpreter.run_op(o, tuple(env[v] for v in o.operands))))
+            run_host_op(interpreter, o, env)
 
         @impl(func.CallOp)
         def run_call(self, interpreter: Interpreter, op: func.CallOp, args: tuple[Any, ...]):

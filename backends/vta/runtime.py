@@ -70,6 +70,18 @@ def function_steps(fn: CompiledFunction, ops: list[Operation]) -> FunctionSteps:
     return out
 
 
+def run_host_op(interpreter: Interpreter, o: Operation, env: dict) -> None:
+    """Run `o` on the interpreter with its operands from `env`, recording its results there;
+    a layer left on the host runs its body."""
+    if isinstance(o, accel.LayerOp):
+        for inner in o.body_ops():
+            run_host_op(interpreter, inner, env)
+        yielded = o.body.block.last_op.operands  # type: ignore[union-attr]
+        env.update(zip(o.results, [env[v] for v in yielded]))
+        return
+    env.update(zip(o.results, interpreter.run_op(o, tuple(env[v] for v in o.operands))))
+
+
 def _make_call_impl():
     from qaccel.interpreter.accel_semantics import AccelFunctions
 
@@ -106,13 +118,7 @@ def _make_call_impl():
                 self._run_op(interpreter, ops[i], env)
 
         def _run_op(self, interpreter: Interpreter, o: Operation, env) -> None:
-            if isinstance(o, accel.LayerOp):  # a layer that runs on the host: its body
-                for inner in o.body_ops():
-                    self._run_op(interpreter, inner, env)
-                yielded = o.body.block.last_op.operands  # type: ignore[union-attr]
-                env.update(zip(o.results, [env[v] for v in yielded]))
-                return
-            env.update(zip(o.results, interpreter.run_op(o, tuple(env[v] for v in o.operands))))
+            run_host_op(interpreter, o, env)
 
         @impl(func.CallOp)
         def run_call(self, interpreter: Interpreter, op: func.CallOp, args: tuple[Any, ...]):
