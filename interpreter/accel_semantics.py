@@ -33,6 +33,7 @@ from xdsl.interpreter import (
 from xdsl.traits import SymbolTable
 
 from qaccel.kernels import arithmetic as ar
+from qaccel.kernels import packed
 from qaccel.kernels.base import pad_spatial
 from qaccel.kernels.conv import grouped_matmul
 from qaccel.dialects import accel, q
@@ -167,30 +168,17 @@ def binary_op(op: accel._BinaryOp, lhs: np.ndarray, rhs: np.ndarray | None) -> n
 def host_requantize(op: accel.HostRequantizeOp, x: np.ndarray) -> np.ndarray:
     """As `q.requantize` with `scale` (q_semantics.requantize) followed by the clamp."""
     scale = accel.lane_values(q.array_values(op.scale), x.shape)
-    centred = x.astype(np.int64) - op.int_prop("input_zero_point")
-    scaled = ar.float_to_int32(ar.round_half_away(centred.astype(np.float64) * scale))
-    out = ar.wrap_int32(scaled + op.int_prop("output_zero_point"))
-    out = np.clip(out, op.int_prop("min"), op.int_prop("max"))
-    return out.astype(tensor_dtype(op.output.type))
+    return packed.host_requantize(x, scale, op.int_prop("input_zero_point"),
+                                  op.int_prop("output_zero_point"), op.int_prop("min"),
+                                  op.int_prop("max"), tensor_dtype(op.output.type))  # fmt: skip
 
 
 def pool(op: accel._PoolOp, x: np.ndarray) -> np.ndarray:
-    kh, kw = (int(v) for v in op.array_prop("window"))
-    sh, sw = (int(v) for v in op.array_prop("strides"))
     _, _, oh, ow, _, _ = op.output.type.get_shape()
-    xi = x.astype(np.int64)
-    taps = (
-        xi[:, :, ky : ky + (oh - 1) * sh + 1 : sh, kx : kx + (ow - 1) * sw + 1 : sw]
-        for ky in range(kh)
-        for kx in range(kw)
-    )
-    if isinstance(op, accel.MaxPool2DOp):
-        out = next(taps).copy()
-        for tap in taps:
-            np.maximum(out, tap, out=out)
-    else:
-        out = sum(taps)
-    return ar.wrap_int32(out).astype(np.int32)
+    kind = "max" if isinstance(op, accel.MaxPool2DOp) else "sum"
+    window = [int(v) for v in op.array_prop("window")]
+    strides = [int(v) for v in op.array_prop("strides")]
+    return packed.window_pool(x, window, strides, (oh, ow), kind)
 
 
 def reduce_sum(op: accel.ReduceSumOp, x: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_i
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
+from qaccel.kernels import packed
 from qaccel.kernels import registry as kernels
 from qaccel.interpreter.accel_semantics import AccelFunctions
 from qaccel.interpreter.prepare import ExecutionError, _kernel_name, describe, prepare_op
@@ -215,20 +216,8 @@ def run_function(
 def random_inputs(function: func.FuncOp, seed: int) -> list[np.ndarray]:
     """Seeded random inputs covering each argument's whole storage range."""
     check_memory(function, f"@{function.sym_name.data}")
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for t in function.function_type.inputs.data:
-        dtype = tensor_dtype(t)
-        shape = t.get_shape()
-        if dtype.kind in "iu":
-            info = np.iinfo(dtype)
-            lo, hi = (info.min, info.max) if info.bits <= 16 else (-1000, 1000)
-            arrays.append(rng.integers(lo, hi, size=shape, endpoint=True, dtype=dtype))
-        elif dtype == np.bool_:
-            arrays.append(rng.integers(0, 2, size=shape).astype(np.bool_))
-        else:
-            arrays.append(rng.standard_normal(size=shape).astype(dtype))
-    return arrays
+    specs = [(t.get_shape(), tensor_dtype(t)) for t in function.function_type.inputs.data]
+    return packed.random_arrays(specs, seed)
 
 
 __all__ = [

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from qaccel.backends.vta.cdriver import HW_KEYS, driver_files
 from qaccel.backends.vta.compiled import CompiledModel, CompileError, resolve
-from qaccel.backends.vta.runtime import function_steps, run_host_op
+from qaccel.backends.vta.runtime import function_body, function_steps, run_host_op
 from qaccel.dialects.types import tensor_dtype
 from xdsl.dialects import func
 from xdsl.interpreter import Interpreter, impl, register_impls
@@ -299,10 +299,7 @@ def _make_call_impl():
         def _plan(self, name: str, interpreter: Interpreter):
             plan = self.plans.get(name)
             if plan is None:
-                f = interpreter.get_op_for_symbol(name)
-                ops = list(f.body.block.ops)
-                if not ops or not isinstance(ops[-1], func.ReturnOp):
-                    raise CompileError(f"@{name} has no func.return")
+                f, ops = function_body(interpreter, name)
                 fn = self.compiled.functions[name]
                 steps = function_steps(fn, ops)
                 writer = {lay.output: lay for lay in fn.layers}

@@ -109,31 +109,16 @@ def _binary(kind: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _requantize(p: dict, x: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    from qaccel.kernels import arithmetic as ar
+    from qaccel.kernels.packed import host_requantize
 
-    centred = x.astype(np.int64) - p["input_zero_point"]
-    scaled = ar.float_to_int32(ar.round_half_away(centred.astype(np.float64) * scale))
-    out = ar.wrap_int32(scaled + p["output_zero_point"])
-    return np.clip(out, p["min"], p["max"]).astype(p["dtype"])
+    return host_requantize(x, scale, p["input_zero_point"], p["output_zero_point"], p["min"],
+                           p["max"], p["dtype"])  # fmt: skip
 
 
 def _pool(p: dict, x: np.ndarray) -> np.ndarray:
-    from qaccel.kernels import arithmetic as ar
+    from qaccel.kernels.packed import window_pool
 
-    (kh, kw), (sh, sw), oh, ow = p["window"], p["strides"], p["oh"], p["ow"]
-    xi = x.astype(np.int64)
-    taps = (
-        xi[:, :, ky : ky + (oh - 1) * sh + 1 : sh, kx : kx + (ow - 1) * sw + 1 : sw]
-        for ky in range(kh)
-        for kx in range(kw)
-    )
-    if p["kind"] == "max":
-        out = next(taps).copy()
-        for tap in taps:
-            np.maximum(out, tap, out=out)
-    else:
-        out = sum(taps)
-    return ar.wrap_int32(out).astype(np.int32)
+    return window_pool(x, p["window"], p["strides"], (p["oh"], p["ow"]), p["kind"])
 
 
 def _qpool(p: dict, x: np.ndarray) -> np.ndarray:
@@ -393,18 +378,9 @@ class RunPlan:
 
     def random_inputs(self, seed: int) -> list[np.ndarray]:
         """The same arrays as `interpreter.random_inputs` for the entry function."""
-        rng = np.random.default_rng(seed)
-        arrays = []
-        for shape, dtype in self.inputs:
-            if dtype.kind in "iu":
-                info = np.iinfo(dtype)
-                lo, hi = (info.min, info.max) if info.bits <= 16 else (-1000, 1000)
-                arrays.append(rng.integers(lo, hi, size=shape, endpoint=True, dtype=dtype))
-            elif dtype == np.bool_:
-                arrays.append(rng.integers(0, 2, size=shape).astype(np.bool_))
-            else:
-                arrays.append(rng.standard_normal(size=shape).astype(dtype))
-        return arrays
+        from qaccel.kernels.packed import random_arrays
+
+        return random_arrays(self.inputs, seed)
 
     def run(self, inputs) -> list[np.ndarray]:
         args = self.check_inputs(inputs)

@@ -82,6 +82,15 @@ def run_host_op(interpreter: Interpreter, o: Operation, env: dict) -> None:
     env.update(zip(o.results, interpreter.run_op(o, tuple(env[v] for v in o.operands))))
 
 
+def function_body(interpreter: Interpreter, name: str) -> tuple[func.FuncOp, list[Operation]]:
+    """The accelerator function `@name` and its ops, which must end in `func.return`."""
+    f = interpreter.get_op_for_symbol(name)
+    ops = list(f.body.block.ops)
+    if not ops or not isinstance(ops[-1], func.ReturnOp):
+        raise CompileError(f"@{name} has no func.return")
+    return f, ops
+
+
 def _make_call_impl():
     from qaccel.interpreter.accel_semantics import AccelFunctions
 
@@ -102,10 +111,7 @@ def _make_call_impl():
         def _plan(self, name: str, interpreter: Interpreter):
             plan = self.plans.get(name)
             if plan is None:
-                f = interpreter.get_op_for_symbol(name)
-                ops = list(f.body.block.ops)
-                if not ops or not isinstance(ops[-1], func.ReturnOp):
-                    raise CompileError(f"@{name} has no func.return")
+                f, ops = function_body(interpreter, name)
                 plan = self.plans[name] = (
                     f,
                     ops,
