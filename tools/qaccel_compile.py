@@ -43,6 +43,7 @@ from qaccel.pipeline.manager import PipelineError, available_passes, qaccel_cont
 from qaccel.dialects.memory import MemoryBudgetError
 from qaccel.interpreter.interpreter import ExecutionError, check_memory
 from qaccel.tools.cli import (
+    fail,
     InputError,
     OutputPathError,
     check_output_dir,
@@ -57,8 +58,7 @@ PROG = "qaccel-compile"
 
 
 def _fail(message: str) -> NoReturn:
-    print(f"{PROG}: error: {message.strip().splitlines()[0]}", file=sys.stderr)
-    sys.exit(1)
+    fail(PROG, message)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, NoReturn
 import numpy as np
 
 from qaccel.tools.cli import (  # stdlib only
+    fail,
     InputError,
     OutputPathError,
     check_output_dir,
@@ -72,8 +73,7 @@ class RunError(Exception):
 
 
 def _fail(message: str) -> NoReturn:
-    print(f"{PROG}: error: {message.strip().splitlines()[0]}", file=sys.stderr)
-    sys.exit(1)
+    fail(PROG, message)
 
 
 def load_model(path: Path, ctx: Context) -> tuple[ModuleOp, bytes | None]:

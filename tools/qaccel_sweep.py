@@ -28,13 +28,13 @@ from typing import NoReturn
 from qaccel.explore.executors import ExecutorError, make_executor
 from qaccel.explore.spec import SpecError, SweepSpec
 from qaccel.explore.sweep import SweepError, run_sweep
+from qaccel.tools.cli import fail
 
 PROG = "qaccel-sweep"
 
 
 def _fail(message: str) -> NoReturn:
-    print(f"{PROG}: error: {message.strip().splitlines()[0]}", file=sys.stderr)
-    sys.exit(1)
+    fail(PROG, message)
 
 
 def parser() -> argparse.ArgumentParser:
