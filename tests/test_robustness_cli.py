@@ -99,6 +99,19 @@ def test_signature_key_not_utf8(tmp_path, capsys):
     refused(capsys, qaccel_opt, [path], prog="qaccel-opt", expect="signature 0: key is not UTF-8")
 
 
+def test_tensor_name_not_utf8_is_accepted(tmp_path, capsys):
+    """A tensor's name is only a label (LiteRT does not decode it either): it is decoded with
+    U+FFFD replacements and the model compiles and runs; signature keys, which name the
+    model's API, are refused above."""
+    data = add_model()
+    first = data.index(b"x\0")  # the signature's key; the tensor table's name comes after it
+    at = data.index(b"x\0", first + 1)
+    path = write(tmp_path, "name.tflite", data[:at] + b"\xff" + data[at + 1:])
+    assert call(qaccel_compile, [path, "-o", tmp_path / "out"]) == 0, capsys.readouterr().err
+    assert call(qaccel_run, [tmp_path / "out", "--outputs-dir", tmp_path / "y"]) == 0
+    assert (tmp_path / "y" / "output_0.npy").exists()
+
+
 # --- deep nesting -----------------------------------------------------------------------------
 
 
