@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes as C
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -72,6 +73,25 @@ def _library(directory: Path):
     return lib
 
 
+_LOCATION = re.compile(r"ERROR: \[[^\]]*\]")
+
+
+def _litert_message(model: Path, failure: str | None, log: list[str]) -> str:
+    """One line for a LiteRT failure: the deepest cause its exception names (its message is a
+    chain of causes, one per "└" line), else its first ERROR log line that says something after
+    the source location, else the exception."""
+    text = failure or ""
+    chain = [c.strip() for c in text.split("└")]
+    causes = [c for c in chain if c and not _LOCATION.fullmatch(c)]
+    if len(chain) > 2 and causes:
+        return f"LiteRT: {' '.join(causes[-1].split())}"
+    for line in log:
+        said = _LOCATION.sub("", line, count=1).strip() if _LOCATION.match(line) else ""
+        if said and not said.startswith("ERROR"):
+            return f"LiteRT: {' '.join(said.split())}"
+    return f"LiteRT failed on '{model}': {' '.join(text.split()) or 'no reason given'}"
+
+
 def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray], quiet: bool = True) -> list[np.ndarray]:
     """Run the DISPATCH_OP model `model` with LiteRT and libLiteRtDispatch_Qaccel; its outputs.
     `quiet`: LiteRT's log lines are dropped (the first ERROR line completes an error)."""
@@ -104,7 +124,7 @@ def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray], quiet: bool = 
     lib = _library(directory)
     lib.qaccel_litert_clear_error()
     before = lib.qaccel_dispatch_invocations()
-    failure: Exception | None = None
+    failure: str | None = None
     env = compiled = in_bufs = out_bufs = None
     with _captured_stderr(quiet) as log:
         try:
@@ -121,14 +141,12 @@ def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray], quiet: bool = 
             results = [buf.read(int(np.prod(shape)), np.dtype(dtype)).reshape(shape)
                        for buf, (shape, dtype) in zip(out_bufs, outs)]  # fmt: skip
         except Exception as e:  # LiteRT's wrappers raise RuntimeError, ValueError, ...
-            failure = e
+            failure = str(e) or type(e).__name__  # not the traceback: it holds LiteRT objects
         finally:  # released here, so that LiteRT's teardown logs are captured too
             del env, compiled, in_bufs, out_bufs
     ours = lib.qaccel_litert_last_error().decode()
     if failure is not None or ours:
-        errors = [line for line in log if line.startswith("ERROR")]
-        message = ours or (errors[0] if errors else f"LiteRT failed on '{model}': {failure}")
-        raise LiteRtError(" ".join(message.split()))
+        raise LiteRtError(ours or _litert_message(model, failure, log))
     ran = lib.qaccel_dispatch_invocations() - before
     if ran != n_ops:
         raise LiteRtError(f"LiteRT ran {ran} of the {n_ops} DISPATCH_OP(s) of '{model}' with "

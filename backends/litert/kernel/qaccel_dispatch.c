@@ -38,8 +38,9 @@ static int runtime_ok(const QLrtRuntimeContext *rt) {
                  "library needs version %d with at least %d bytes",
                  rt->abi_header.major_version, rt->abi_header.struct_size,
                  QLRT_RUNTIME_CONTEXT_MAJOR, QLRT_RUNTIME_CONTEXT_PREFIX);
-  if (!rt->create_tensor_buffer_requirements || !rt->get_tensor_buffer_packed_size ||
-      !rt->lock_tensor_buffer || !rt->unlock_tensor_buffer)
+  if (!rt->create_tensor_buffer_requirements || !rt->get_tensor_buffer_type ||
+      !rt->get_tensor_buffer_packed_size || !rt->lock_tensor_buffer || !rt->unlock_tensor_buffer ||
+      !rt->get_tensor_buffer_host_memory)
     return !fail("qaccel dispatch: LiteRT's runtime context lacks a tensor buffer function");
   return 1;
 }
@@ -293,34 +294,42 @@ static LiteRtStatus detach_output(LiteRtDispatchInvocationContext ic, int index,
   return QLRT_OK;
 }
 
-/* Lock every attached buffer (inputs to read, outputs to write), run the program, unlock. */
+/* The host memory of every attached buffer, then run the program.  A host memory buffer is
+ * read in place without a lock: LiteRT keeps a graph input that CPU ops read too locked
+ * for the whole run.  Other buffer types are locked (inputs to read, outputs to write). */
 static LiteRtStatus invoke(LiteRtDispatchInvocationContext ic) {
   const QLrtRuntimeContext *rt = ic->rt;
-  LiteRtTensorBuffer buffers[2 * MAX_IO];
+  LiteRtTensorBuffer locked[2 * MAX_IO];
   void *ptr[2 * MAX_IO] = {0};
   size_t bytes[2 * MAX_IO] = {0};
-  int n = ic->n_in + ic->n_out, locked = 0, rc = 1;
+  int n = ic->n_in + ic->n_out, n_locked = 0, rc = 1;
   g_invocations++;
-  for (; locked < n; locked++) {
-    int is_in = locked < ic->n_in, k = is_in ? locked : locked - ic->n_in;
-    LiteRtTensorBufferHandle h = is_in ? ic->in[k] : ic->out[k];
-    buffers[locked] = lookup(ic->device, h);
-    if (!buffers[locked]) {
-      fail("qaccel dispatch: %s: %s %d has no tensor buffer attached", ic->name,
-           is_in ? "input" : "output", k);
+  for (int j = 0; j < n; j++) {
+    int is_in = j < ic->n_in, k = is_in ? j : j - ic->n_in, type = 0;
+    const char *what = is_in ? "input" : "output";
+    LiteRtTensorBuffer buffer = lookup(ic->device, is_in ? ic->in[k] : ic->out[k]);
+    if (!buffer) {
+      fail("qaccel dispatch: %s: %s %d has no tensor buffer attached", ic->name, what, k);
       goto unlock;
     }
-    if (rt->get_tensor_buffer_packed_size(buffers[locked], &bytes[locked]) ||
-        rt->lock_tensor_buffer(buffers[locked], &ptr[locked],
-                               is_in ? QLRT_LOCK_READ : QLRT_LOCK_WRITE)) {
-      fail("qaccel dispatch: %s: cannot lock %s %d", ic->name, is_in ? "input" : "output", k);
+    LiteRtStatus st = rt->get_tensor_buffer_packed_size(buffer, &bytes[j]);
+    if (!st) st = rt->get_tensor_buffer_type(buffer, &type);
+    if (!st && type == QLRT_TENSOR_BUFFER_HOST_MEMORY) {
+      st = rt->get_tensor_buffer_host_memory(buffer, &ptr[j]);
+    } else if (!st) {
+      st = rt->lock_tensor_buffer(buffer, &ptr[j], is_in ? QLRT_LOCK_READ : QLRT_LOCK_WRITE);
+      if (!st) locked[n_locked++] = buffer;
+    }
+    if (st || !ptr[j]) {
+      fail("qaccel dispatch: %s: no host memory for %s %d (buffer type %d, LiteRT status %d)",
+           ic->name, what, k, type, st);
       goto unlock;
     }
   }
   rc = qaccel_program_run(ic->program, ic->size, (size_t)ic->n_in, (const void *const *)ptr, bytes,
                           (size_t)ic->n_out, ptr + ic->n_in, bytes + ic->n_in);
 unlock:
-  while (locked) rt->unlock_tensor_buffer(buffers[--locked]);
+  while (n_locked) rt->unlock_tensor_buffer(locked[--n_locked]);
   return rc ? QLRT_RUNTIME_FAILURE : QLRT_OK;
 }
 

@@ -69,13 +69,16 @@ typedef struct {
   LiteRtStatus (*create_tensor_buffer_requirements)(      /* 8 */
       int num_types, const int *types, size_t buffer_size, int num_strides,
       const uint32_t *strides, LiteRtTensorBufferRequirements *requirements);
-  QLrtUnusedFn unused_16_to_200[24];                      /* 16 .. 200 */
+  QLrtUnusedFn unused_16_to_176[21];                      /* 16 .. 176 */
+  LiteRtStatus (*get_tensor_buffer_type)(LiteRtTensorBuffer buffer, int *type); /* 184 */
+  QLrtUnusedFn get_tensor_buffer_tensor_type, get_tensor_buffer_size; /* 192, 200 */
   LiteRtStatus (*get_tensor_buffer_packed_size)(LiteRtTensorBuffer buffer, size_t *size); /* 208 */
   QLrtUnusedFn get_tensor_buffer_offset;                  /* 216 */
   LiteRtStatus (*lock_tensor_buffer)(LiteRtTensorBuffer buffer, void **host, int mode); /* 224 */
   LiteRtStatus (*unlock_tensor_buffer)(LiteRtTensorBuffer buffer); /* 232 */
+  LiteRtStatus (*get_tensor_buffer_host_memory)(LiteRtTensorBuffer buffer, void **host); /* 240 */
 } QLrtRuntimeContext;
-enum { QLRT_RUNTIME_CONTEXT_MAJOR = 1, QLRT_RUNTIME_CONTEXT_PREFIX = 240 };
+enum { QLRT_RUNTIME_CONTEXT_MAJOR = 1, QLRT_RUNTIME_CONTEXT_PREFIX = 248 };
 
 /* The function table, in the runtime's order (LiteRtDispatchInterface). */
 typedef struct {
