@@ -274,6 +274,18 @@ def test_litert_matches_the_simulated_runtime(small_cnn):
     assert [a.tobytes() for a in ours] == [b.tobytes() for b in theirs]
 
 
+def test_api_runs_a_compiled_model_with_litert(small_cnn):
+    from qaccel import api
+
+    expected = [a.tobytes() for a in api.run_simulator(small_cnn, seed=2)]
+    for path in LITERT_PATHS:
+        assert [a.tobytes() for a in api.run_litert(small_cnn, seed=2, path=path)] == expected
+    # a compiled model without a folder: exported for the run
+    compiled = api.compile(FIXTURE_MODELS / "mlp.tflite")
+    assert [a.tobytes() for a in api.run_litert(compiled, seed=2)] == [
+        a.tobytes() for a in api.run_simulator(compiled, seed=2)]  # fmt: skip
+
+
 def test_store_requant_config_runs_too(tmp_path):
     art = _compile("mlp", tmp_path / "mlp", "--config", "vta-store-requant")
     from qaccel.backends.vta.artifact import load_artifact
