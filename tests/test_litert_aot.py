@@ -10,6 +10,7 @@ host programs running them without Python."""
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 import struct
 import subprocess
@@ -494,6 +495,46 @@ def test_bad_dispatch_bytecode_through_qaccel_run_is_one_line(small_cnn, tmp_pat
     err = capfd.readouterr().err.splitlines()  # LiteRT's own log lines included
     assert err == ["qaccel-run: error: QACCEL_VTA: program format version 9, this kernel reads "
                    "version 1"]  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc with AddressSanitizer")
+def test_dispatch_library_under_sanitizers(small_cnn, tmp_path):
+    """The dispatch library and the C host built with -fsanitize=address,undefined: LiteRT runs
+    the model and refuses corrupt bytecode (at creation and at run time) without a report."""
+    from qaccel.backends.litert.dispatch import LIB_NAME
+    from qaccel.backends.litert.runtime import DISPATCH_SOURCES, KERNEL_DIR, MACHINE_DIR
+
+    sanitize = ["-g", "-O0", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+                "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-std=c99"]  # fmt: skip
+    lib_dir, lrt = tmp_path / "lib", litert_library().parent
+    lib_dir.mkdir()
+    try:
+        subprocess.run(["gcc", *sanitize, "-fPIC", "-shared", "-fvisibility=hidden",
+                        f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
+                        *(str(p) for p in DISPATCH_SOURCES if p.suffix == ".c"),
+                        "-o", str(lib_dir / LIB_NAME), "-lm"], check=True, capture_output=True)
+        subprocess.run(["gcc", *sanitize, f"-I{KERNEL_DIR}", str(DISPATCH_HOST), f"-L{lrt}",
+                        "-lLiteRt", f"-Wl,-rpath,{lrt}", "-o", str(tmp_path / "host")],
+                       check=True, capture_output=True)  # fmt: skip
+    except subprocess.CalledProcessError as e:
+        pytest.skip(f"no sanitizer build: {e.stderr.decode()[-200:]}")
+    env = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+           "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}  # fmt: skip
+    x = _input(small_cnn / aot.DISPATCH_FILE)[0]
+    (tmp_path / "in.bin").write_bytes(x.tobytes())
+    variants = {"ok": lambda d, o: None, "version": _poke(8, "<I", 9),
+                "magic": _poke(0, "<8s", b"XXXXXXXX"), "step": _first_step_kind,
+                "short": lambda d, o: (o["bytecode_offset"], 100)}  # fmt: skip
+    for name, change in variants.items():
+        (tmp_path / name).mkdir()
+        model = _dispatch_variant(small_cnn, tmp_path / name, change)
+        run = subprocess.run([str(tmp_path / "host"), str(model), str(lib_dir),
+                              str(tmp_path / "in.bin"), "1x32x32x3", str(tmp_path / "out.bin"),
+                              "1x10"], capture_output=True, text=True, env=env)  # fmt: skip
+        assert "Sanitizer" not in run.stderr and "runtime error" not in run.stderr, run.stderr
+        assert run.returncode == (0 if name == "ok" else 1), (name, run.stderr[-2000:])
+        assert run.returncode or (tmp_path / "out.bin").read_bytes() == run_dispatch(
+            small_cnn / aot.DISPATCH_FILE, [x])[0].tobytes()  # fmt: skip
 
 
 class _Header(ctypes.Structure):
