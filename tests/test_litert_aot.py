@@ -304,8 +304,8 @@ def test_c_host_program_runs_the_aot_model(small_cnn, tmp_path):
     lrt = litert_library().parent
     exe = tmp_path / "host"
     subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Werror", f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
-                    str(HOST), str(KERNEL_DIR / "qaccel_kernel.c"), str(KERNEL_DIR / "qaccel_program.c"),
-                    str(MACHINE_DIR / "vta_machine.c"),
+                    str(HOST), str(KERNEL_DIR / "qaccel_kernel.c"),
+                    str(KERNEL_DIR / "qaccel_program.c"), str(MACHINE_DIR / "vta_machine.c"),
                     f"-L{lrt}", "-lLiteRt", f"-Wl,-rpath,{lrt}", "-ldl", "-lm", "-o", str(exe)],
                    check=True, capture_output=True)  # fmt: skip
     model = small_cnn / aot.AOT_FILE
@@ -324,13 +324,14 @@ def test_c_host_program_runs_the_dispatch_model(small_cnn, tmp_path):
     lrt = litert_library().parent
     exe = tmp_path / "dispatch_host"
     subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{KERNEL_DIR}",
-                    str(DISPATCH_HOST), f"-L{lrt}", "-lLiteRt", f"-Wl,-rpath,{lrt}", "-o", str(exe)],
+                    str(DISPATCH_HOST), f"-L{lrt}", "-lLiteRt", f"-Wl,-rpath,{lrt}", "-o",
+                    str(exe)],
                    check=True, capture_output=True)  # fmt: skip
     model = small_cnn / aot.DISPATCH_FILE
     x = _input(model, seed=5)[0]
     (tmp_path / "in.bin").write_bytes(x.tobytes())
-    run = subprocess.run([str(exe), str(model), str(dispatch_library_dir()), str(tmp_path / "in.bin"),
-                          "1x32x32x3", str(tmp_path / "out.bin"), "1x10"],
+    run = subprocess.run([str(exe), str(model), str(dispatch_library_dir()),
+                          str(tmp_path / "in.bin"), "1x32x32x3", str(tmp_path / "out.bin"), "1x10"],
                          capture_output=True, text=True)  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "out.bin").read_bytes() == run_dispatch(model, [x])[0].tobytes()
@@ -472,9 +473,11 @@ def _first_step_kind(data, o):
      "LiteRT: dispatch op bytecode range is outside the model allocation"),
     (lambda d, o: (o["bytecode_offset"], len(d)),
      "LiteRT: dispatch op bytecode range is outside the model allocation"),
-    (lambda d, o: (0, o["bytecode_size"]), "LiteRT: Found dispatch op with missing bytecode offset"),
+    (lambda d, o: (0, o["bytecode_size"]),
+     "LiteRT: Found dispatch op with missing bytecode offset"),
     (lambda d, o: (64, o["bytecode_size"]), "QACCEL_VTA: bad program magic"),  # into the flatbuffer
-    (lambda d, o: (o["bytecode_offset"], 100), "QACCEL_VTA: program of 100 bytes, shorter than its"),
+    (lambda d, o: (o["bytecode_offset"], 100),
+     "QACCEL_VTA: program of 100 bytes, shorter than its"),
 ])  # fmt: skip
 def test_bad_dispatch_bytecode_is_one_line(small_cnn, tmp_path, change, message):
     model = _dispatch_variant(small_cnn, tmp_path, change)
@@ -578,7 +581,8 @@ def test_dispatch_library_refuses_a_runtime_context_it_cannot_use():
     _Header.from_buffer(context).__init__(408, 1, 1, 0)
     lib.qaccel_litert_clear_error()
     assert initialize(ctypes.addressof(context), None, None) != 0
-    assert "runtime context lacks a tensor buffer function" in lib.qaccel_litert_last_error().decode()
+    error = lib.qaccel_litert_last_error().decode()
+    assert "runtime context lacks a tensor buffer function" in error
     lib.qaccel_litert_clear_error()
 
 

@@ -130,7 +130,8 @@ def _own_arguments(add_help: bool = True) -> argparse.ArgumentParser:
                          "(driver/model.c on libqaccel_vta, built once with the C compiler)")  # fmt: skip
     ap.add_argument("--runtime", choices=("interpreter", "litert"), default="interpreter",
                     help="with an artifact: litert runs its model for LiteRT with LiteRT (CPU "
-                         "reference kernels, our library for the accelerator functions)")  # fmt: skip
+                         "reference kernels, our library for the accelerator "
+                         "functions)")  # fmt: skip
     ap.add_argument("--litert-path", choices=("dispatch", "custom-op"), default="dispatch",
                     help="with --runtime litert: dispatch runs model.qaccel.dispatch.tflite, "
                          "whose DISPATCH_OPs our dispatch library runs (LiteRT's NPU vendor "

@@ -24,11 +24,12 @@ outputs, becomes one CUSTOM op `QACCEL_VTA`:
     outputs: the function's plain outputs
     custom options: CUSTOM_MAGIC, options version, the program's size, the outputs' shapes
 
-The program (`program_blob`, run by `kernel/qaccel_program.c` in both flavours) holds everything the function
-needs: format version, hardware configuration, DRAM image (constants in place, arena zero),
-how each input is packed into the `[N, C/B, H, W, 1, B]` layout (padding value, split shape and
-transpose) and each output unpacked, the steps (write an arena slot, run a layer, read a slot
-back, a host op), every layer's instruction stream and micro-ops.
+The program (`program_blob`, run by `kernel/qaccel_program.c` in both flavours) holds
+everything the function needs: format version, hardware configuration, DRAM image (constants
+in place, arena zero), how each input is packed into the `[N, C/B, H, W, 1, B]` layout
+(padding value, split shape and transpose) and each output unpacked, the steps (write an arena
+slot, run a layer, read a slot back, a host op), every layer's instruction stream and
+micro-ops.
 
 Host ops inside an accelerator function run in the kernel: `accel.host_requantize` (LiteRT's
 double-precision FULLY_CONNECTED requantization) is plain IEEE double arithmetic, which C
@@ -394,8 +395,8 @@ def read_dispatch_options(data: bytes) -> dict:
     from flatbuffers import flexbuffers
 
     m = flexbuffers.GetRoot(bytearray(data)).AsMap
-    return {"bytecode_size": m["bytecode_size"].AsInt, "bytecode_offset": m["bytecode_offset"].AsInt,
-            "name": m["name"].AsString}  # fmt: skip
+    return {"bytecode_size": m["bytecode_size"].AsInt,
+            "bytecode_offset": m["bytecode_offset"].AsInt, "name": m["name"].AsString}
 
 
 def build_stamp() -> bytes:

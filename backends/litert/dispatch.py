@@ -52,7 +52,8 @@ def dispatch_library_dir() -> Path:
     explicit = os.environ.get("QACCEL_LITERT_DISPATCH_DIR")
     if explicit:
         return Path(explicit)
-    if any(is_current(p, DISPATCH_SOURCES) for p in BUILT_HERE.glob("libLiteRtDispatch_Qaccel*.so")):
+    built = BUILT_HERE.glob("libLiteRtDispatch_Qaccel*.so")
+    if any(is_current(p, DISPATCH_SOURCES) for p in built):
         return BUILT_HERE
     path = cache_dir() / f"litert-dispatch-{source_hash(DISPATCH_SOURCES)}" / LIB_NAME
     return built_library(path, DISPATCH_SOURCES).parent
@@ -92,7 +93,8 @@ def _litert_message(model: Path, failure: str | None, log: list[str]) -> str:
     return f"LiteRT failed on '{model}': {' '.join(text.split()) or 'no reason given'}"
 
 
-def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray], quiet: bool = True) -> list[np.ndarray]:
+def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray],
+                 quiet: bool = True) -> list[np.ndarray]:  # fmt: skip
     """Run the DISPATCH_OP model `model` with LiteRT and libLiteRtDispatch_Qaccel; its outputs.
     `quiet`: LiteRT's log lines are dropped (the first ERROR line completes an error)."""
     model = Path(model)
@@ -104,7 +106,8 @@ def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray], quiet: bool = 
         from ai_edge_litert.hardware_accelerator import HardwareAccelerator
         from ai_edge_litert.options import Options
     except ImportError as e:
-        raise LiteRtError(f"LiteRT's Python API is not available (pip install ai-edge-litert): {e}") from None
+        raise LiteRtError(f"LiteRT's Python API is not available (pip install "
+                          f"ai-edge-litert): {e}") from None  # fmt: skip
     from qaccel.backends.litert.aot import DISPATCH_CODE
     from qaccel.frontend.tflite_writer import read_model
 
@@ -129,9 +132,8 @@ def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray], quiet: bool = 
     with _captured_stderr(quiet) as log:
         try:
             env = Environment.create(dispatch_library_path=str(directory))
-            options = Options(hardware_accelerators=HardwareAccelerator.NPU | HardwareAccelerator.CPU,
-                              cpu_options=CpuOptions(num_threads=1,
-                                                     kernel_mode=CpuKernelMode.REFERENCE))  # fmt: skip
+            cpu = CpuOptions(num_threads=1, kernel_mode=CpuKernelMode.REFERENCE)
+            options = Options(HardwareAccelerator.NPU | HardwareAccelerator.CPU, cpu_options=cpu)
             compiled = CompiledModel.from_file(str(model), environment=env, options=options)
             in_bufs = compiled.create_input_buffers(0)
             out_bufs = compiled.create_output_buffers(0)

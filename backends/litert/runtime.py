@@ -99,7 +99,8 @@ def build_library(out: Path, sources: Sequence[Path], cc: str | None = None) -> 
     digest = source_hash(sources)
     cmd = [cc or os.environ.get("CC") or "cc", *CFLAGS, f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
            f'-DQACCEL_LITERT_SOURCE_HASH="{digest}"', f'-DVTA_SOURCE_HASH="{digest}"',
-           *(str(p) for p in sources if p.suffix == ".c"), "-o", str(tmp), "-ldl", "-lm"]  # fmt: skip
+           *(str(p) for p in sources if p.suffix == ".c"), "-o", str(tmp),
+           "-ldl", "-lm"]  # fmt: skip
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     os.replace(tmp, out)
     return out
@@ -113,7 +114,9 @@ def build_kernel(out_dir, cc: str | None = None) -> Path:
 def cache_dir() -> Path:
     """The per-user directory of libraries built on first use."""
     root = os.environ.get("QACCEL_CACHE_DIR")
-    return Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qaccel"
+    if root:
+        return Path(root)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qaccel"
 
 
 def built_library(path: Path, sources: Sequence[Path]) -> Path:
@@ -124,7 +127,8 @@ def built_library(path: Path, sources: Sequence[Path]) -> Path:
             build_library(path, sources)
         except (OSError, subprocess.CalledProcessError) as e:
             detail = getattr(e, "stderr", None) or str(e)
-            raise LiteRtError(f"cannot build {path.name}: {detail.strip().splitlines()[-1]}") from None
+            last = detail.strip().splitlines()[-1]
+            raise LiteRtError(f"cannot build {path.name}: {last}") from None
     return path
 
 
