@@ -6,6 +6,7 @@
     outputs = api.run_interpreter(module, seed=0)             # the imported model, on the CPU
     compiled = api.compile("tests/fixtures/models/small_cnn.tflite", config="vta-store-requant")
     outputs = api.run_simulator(compiled, seed=0)             # accelerator layers simulated
+    outputs = api.run_litert(compiled, seed=0)                # run by LiteRT (dispatch library)
     table = api.sweep(["tests/fixtures/models/small_cnn.tflite"],
                       {"grid": {"log_inp_buff_size": [14, 15]}}, jobs=1)
     table.to_pandas()                                         # with pandas installed
@@ -41,8 +42,8 @@ ModelLike = str | Path | bytes
 
 __all__ = [
     "DatasetSummary", "HardwareConfig", "ResultTable", "SweepSpec", "compile", "evaluate",
-    "import_model", "load_config", "run_interpreter", "run_pipeline", "run_simulator", "sweep",
-    "write_artifact",
+    "import_model", "load_config", "run_interpreter", "run_litert", "run_pipeline",
+    "run_simulator", "sweep", "write_artifact",
 ]  # fmt: skip
 
 
@@ -133,6 +134,19 @@ def run_simulator(compiled, inputs: Sequence[np.ndarray] | None = None, seed: in
         compiled = _backend.load_artifact(compiled)
     inputs = _inputs(entry_function(compiled.module), inputs, seed)
     return _backend.run_compiled(compiled, inputs, simulator)
+
+
+def run_litert(compiled, inputs: Sequence[np.ndarray] | None = None, seed: int = 0,
+               path: str = "dispatch") -> list[np.ndarray]:  # fmt: skip
+    """Run a compiled model (or an artifact folder) with LiteRT itself, as `qaccel-run OUTDIR
+    --runtime litert` does: `path` "dispatch" (its DISPATCH_OPs run by our dispatch library,
+    libLiteRtDispatch_Qaccel) or "custom-op" (its QACCEL_VTA ops run by our custom-op kernel);
+    LiteRT's CPU reference kernels run the rest."""
+    from qaccel.interpreter.interpreter import entry_function
+
+    loaded = _backend.load_artifact(compiled) if isinstance(compiled, str | Path) else compiled
+    inputs = _inputs(entry_function(loaded.module), inputs, seed)
+    return _backend.run_litert(compiled, inputs, path)
 
 
 def sweep(models: Sequence[str | Path] | dict[str, bytes], spec: SweepSpec | dict | str | Path,

@@ -1,6 +1,7 @@
-"""Builds libqaccel_vta, the C simulator (targets/vta/machine/), and libqaccel_litert, the
-QACCEL_VTA LiteRT kernel (backends/litert/kernel/), as optional parts of the install;
-everything else about the package is in pyproject.toml.
+"""Builds libqaccel_vta, the C simulator (targets/vta/machine/), libqaccel_litert, the
+QACCEL_VTA LiteRT kernel, and libLiteRtDispatch_Qaccel, the LiteRT dispatch library
+(backends/litert/kernel/), as optional parts of the install; everything else about the package
+is in pyproject.toml.
 
 The library is plain C loaded with ctypes (targets/vta/cmachine.py), not a Python extension
 module: it has no Python.h dependency and the generated C driver compiles the same sources.
@@ -16,12 +17,21 @@ from setuptools.command.build_ext import build_ext
 
 MACHINE = Path("targets") / "vta" / "machine"
 SOURCES, HEADERS = ("vta_machine.c",), ("vta_machine.h",)
-# libqaccel_litert, the QACCEL_VTA LiteRT kernel (backends/litert/): its sources and
-# libqaccel_vta's, in the order of backends/litert/runtime.py's source_hash(). It links no
-# LiteRT (it resolves LiteRT's C API at run time), so it builds where LiteRT is absent.
+# libqaccel_litert, the QACCEL_VTA LiteRT kernel, and libLiteRtDispatch_Qaccel, the dispatch
+# library (backends/litert/): their C files, then their headers, as backends/litert/runtime.py's
+# SOURCES and DISPATCH_SOURCES (hashed in this order). Neither links LiteRT (the kernel resolves
+# LiteRT's C API at run time, the dispatch library gets it from LiteRT), so both build where
+# LiteRT is absent. LiteRT loads any libLiteRtDispatch*.so of the directory it is given: the
+# dispatch library is alone in backends/litert/libdispatch/.
 KERNEL = Path("backends") / "litert" / "kernel"
-KERNEL_FILES = (KERNEL / "qaccel_kernel.c", KERNEL / "qaccel_litert_api.h",
-                MACHINE / "vta_machine.c", MACHINE / "vta_machine.h")
+KERNEL_FILES = (KERNEL / "qaccel_kernel.c", KERNEL / "qaccel_program.c", MACHINE / "vta_machine.c",
+                KERNEL / "qaccel_litert_api.h", KERNEL / "qaccel_program.h",
+                MACHINE / "vta_machine.h")
+DISPATCH_FILES = (KERNEL / "qaccel_dispatch.c", KERNEL / "qaccel_program.c",
+                  MACHINE / "vta_machine.c", KERNEL / "qaccel_dispatch_api.h",
+                  KERNEL / "qaccel_litert_api.h", KERNEL / "qaccel_program.h",
+                  MACHINE / "vta_machine.h")
+STRICT_C = ["-std=c99", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror"]
 
 
 def source_hash() -> str:
@@ -33,12 +43,28 @@ def source_hash() -> str:
     return h.hexdigest()[:16]
 
 
-def kernel_hash() -> str:
-    """As backends/litert/runtime.source_hash()."""
+def kernel_hash(files=KERNEL_FILES) -> str:
+    """As backends/litert/runtime.source_hash(files)."""
     h = hashlib.sha256()
-    for path in KERNEL_FILES:
+    for path in files:
         h.update(path.name.encode() + b"\0" + (Path(__file__).parent / path).read_bytes())
     return h.hexdigest()[:16]
+
+
+def litert_library(name: str, files) -> Extension:
+    digest = kernel_hash(files)
+    return Extension(
+        name,
+        sources=[str(f) for f in files if f.suffix == ".c"],
+        depends=[str(f) for f in files if f.suffix == ".h"],
+        include_dirs=[str(KERNEL), str(MACHINE)],
+        define_macros=[("QACCEL_LITERT_SOURCE_HASH", f'"{digest}"'),
+                       ("VTA_SOURCE_HASH", f'"{digest}"')],
+        extra_compile_args=STRICT_C,
+        extra_link_args=["-Wl,-z,defs"],
+        libraries=["dl", "m"],
+        optional=True,
+    )
 
 
 class BuildCLibrary(build_ext):
@@ -56,17 +82,9 @@ setup(
             extra_compile_args=["-std=c99", "-O2"],
             optional=True,
         ),
-        Extension(
-            "qaccel.backends.litert._qaccel_litert",
-            sources=[str(KERNEL_FILES[0]), str(KERNEL_FILES[2])],
-            depends=[str(KERNEL_FILES[1]), str(KERNEL_FILES[3])],
-            include_dirs=[str(KERNEL), str(MACHINE)],
-            define_macros=[("QACCEL_LITERT_SOURCE_HASH", f'"{kernel_hash()}"'),
-                           ("VTA_SOURCE_HASH", f'"{kernel_hash()}"')],
-            extra_compile_args=["-std=c99", "-O2", "-fvisibility=hidden"],
-            libraries=["dl", "m"],
-            optional=True,
-        ),
+        litert_library("qaccel.backends.litert._qaccel_litert", KERNEL_FILES),
+        litert_library("qaccel.backends.litert.libdispatch.libLiteRtDispatch_Qaccel",
+                       DISPATCH_FILES),
     ],
     cmdclass={"build_ext": BuildCLibrary},
 )

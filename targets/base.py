@@ -462,6 +462,10 @@ class Target:
                 return ("custom op QACCEL_VTA: an accelerator function compiled ahead of time "
                         "(its program is in the model), run by LiteRT's kernel for it "
                         "(libqaccel_litert); opaque to qaccel")  # fmt: skip
+            if code.data == "DISPATCH_OP":
+                return ("custom op DISPATCH_OP: a partition compiled ahead of time for an NPU "
+                        "(its bytecode is in the model), run by LiteRT's dispatch library "
+                        "(libLiteRtDispatch_Qaccel for qaccel's); opaque to qaccel")  # fmt: skip
             return f"custom op {code.data} is opaque to qaccel: it runs on the CPU"
         if not op.name.startswith("q."):
             return f"no {self.name} pattern for {op.name} (the accelerator runs q ops only)"

@@ -1,13 +1,16 @@
-"""The LiteRT deployment path (backends/litert/aot.py, runtime.py, kernel/): the AOT model
-`model.qaccel.tflite` that qaccel-compile writes, its QACCEL_VTA custom ops run by LiteRT itself
-through our kernel (libqaccel_litert), bit-exact with LiteRT's BUILTIN_REF on the original
-model; its errors (missing LiteRT symbol, unsupported program version or hardware
-configuration, corrupt programs) as one line; interop (re-import, LiteRT's analyzer, the plain
-Interpreter's refusal); and a C host program running it without Python."""
+"""The LiteRT deployment paths (backends/litert/aot.py, dispatch.py, runtime.py, kernel/): the
+AOT models qaccel-compile writes, `model.qaccel.dispatch.tflite` (DISPATCH_OPs run by LiteRT
+through our dispatch library, libLiteRtDispatch_Qaccel) and `model.qaccel.tflite` (QACCEL_VTA
+custom ops run through our kernel, libqaccel_litert), bit-exact with LiteRT's BUILTIN_REF on
+the original model; their errors (missing LiteRT symbol or runtime-context member,
+unsupported program version or hardware configuration, corrupt programs, bad bytecode places)
+as one line; interop (re-import, LiteRT's analyzer, the plain Interpreter's refusal); and C
+host programs running them without Python."""
 
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 import struct
 import subprocess
@@ -31,9 +34,14 @@ from qaccel.backends.litert.runtime import (  # noqa: E402
     load,
     run_litert,
 )
+from qaccel.backends.litert.dispatch import dispatch_library_dir, run_dispatch  # noqa: E402
 from qaccel.frontend.tflite_writer import read_model  # noqa: E402
 
 HOST = Path(__file__).parent / "litert" / "host.c"
+DISPATCH_HOST = Path(__file__).parent / "litert" / "dispatch_host.c"
+# --litert-path: the flavour of the AOT model it runs and how qaccel-run names its ops
+LITERT_PATHS = {"dispatch": (aot.DISPATCH_FILE, "DISPATCH_OP(s)"),
+                "custom-op": (aot.AOT_FILE, "QACCEL_VTA op(s)")}  # fmt: skip
 
 
 def _compile(model: str, out: Path, *extra: str) -> Path:
@@ -94,6 +102,7 @@ def test_aot_model_replaces_each_function_by_one_custom_op(small_cnn):
 def test_aot_model_is_byte_identical_on_recompilation(small_cnn, tmp_path):
     again = _compile("small_cnn", tmp_path / "again")
     assert (again / aot.AOT_FILE).read_bytes() == (small_cnn / aot.AOT_FILE).read_bytes()
+    assert (again / aot.DISPATCH_FILE).read_bytes() == (small_cnn / aot.DISPATCH_FILE).read_bytes()
     from qaccel.backends.vta.artifact import load_artifact
 
     # host.mlir keeps no tensor names (locations): from the artifact, the same graph and
@@ -104,6 +113,35 @@ def test_aot_model_is_byte_identical_on_recompilation(small_cnn, tmp_path):
     for x, y in zip(a.tensors, b.tensors, strict=True):
         x.name = y.name
         assert x == y
+
+
+def test_dispatch_model_is_in_litert_dispatch_op_format(small_cnn):
+    data = (small_cnn / aot.DISPATCH_FILE).read_bytes()
+    spec = read_model(data)
+    sg = spec.subgraphs[0]
+    assert [(o.op, o.custom_code) for o in sg.operators] == [
+        ("CUSTOM", "DISPATCH_OP"), ("RESHAPE", None), ("CUSTOM", "DISPATCH_OP"), ("SOFTMAX", None)]
+    # the same graph as the custom-op flavour, without the program tensors
+    custom = read_model((small_cnn / aot.AOT_FILE).read_bytes()).subgraphs[0]
+    assert len(sg.tensors) == len(custom.tensors) - 2
+    end = 0
+    pairs = [(a, b) for a, b in zip(sg.operators, custom.operators) if a.op == "CUSTOM"]
+    for (op, their), name in zip(pairs, ["vta_fn_0", "vta_fn_1"], strict=True):
+        program = bytes(custom.tensors[their.inputs[-1]].data_bytes())
+        names = [custom.tensors[i].name for i in [*their.inputs[:-1], *their.outputs]]
+        assert [sg.tensors[i].name for i in [*op.inputs, *op.outputs]] == names
+        options = aot.read_dispatch_options(op.custom_options)
+        assert options["name"] == name and options["bytecode_size"] == len(program)
+        at = options["bytecode_offset"]
+        assert at % 64 == 0 and at >= end and data[at : at + len(program)] == program
+        end = at + len(program)
+    assert end == len(data)
+    # LiteRT updates the places in place: its integers are 64 bits whatever their values
+    assert len(aot.dispatch_options("vta_fn_0", 0, 0)) == len(
+        aot.dispatch_options("vta_fn_0", 1 << 40, 1 << 40))  # fmt: skip
+    stamp = spec.metadata["LiteRtStamp"]  # compiled: LiteRT applies no compiler plugin
+    assert len(stamp) == 250 and stamp[:7] == b"Qaccel\0" and stamp[125:129] == b"VTA\0"
+    assert [o["program"] for o in aot.custom_ops(data)] == ["vta_fn_0", "vta_fn_1"]
 
 
 def test_unsupported_host_op_gives_no_aot_model_and_says_why(tmp_path, capsys, monkeypatch):
@@ -145,11 +183,13 @@ def test_litert_runs_the_aot_model_bit_exact_with_builtin_ref(model, tmp_path, c
     from qaccel.tools.qaccel_run import run
 
     art = _compile(model, tmp_path / model)
-    code = run([str(art), "--runtime", "litert", "--outputs-dir", str(tmp_path / "o"),
-                "--compare-litert", "--random-inputs", "3"])  # fmt: skip
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert "QACCEL_VTA op(s)" in out and "(bit-exact)" in out
+    for path, (model_file, ops) in LITERT_PATHS.items():
+        extra = [] if path == "dispatch" else ["--litert-path", path]  # dispatch: the default
+        code = run([str(art), "--runtime", "litert", "--outputs-dir", str(tmp_path / "o"),
+                    "--compare-litert", "--random-inputs", "3", *extra])  # fmt: skip
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert f"{model_file} with LiteRT" in out and ops in out and "(bit-exact)" in out
 
 
 def _built_model(kind: str) -> bytes:
@@ -216,10 +256,11 @@ def test_kernel_host_steps_are_bit_exact(kind, needle, tmp_path, capsys):
         assert ops == [needle, "CUSTOM"]
     else:
         assert f"host fallback inside vta_fn_0: {needle}" in out
-    code = run([str(tmp_path / "art"), "--runtime", "litert", "--outputs-dir",
-                str(tmp_path / "o"), "--compare-litert"])  # fmt: skip
-    out = capsys.readouterr().out
-    assert code == 0 and "(bit-exact)" in out, out
+    for path in LITERT_PATHS:
+        code = run([str(tmp_path / "art"), "--runtime", "litert", "--litert-path", path,
+                    "--outputs-dir", str(tmp_path / "o"), "--compare-litert"])  # fmt: skip
+        out = capsys.readouterr().out
+        assert code == 0 and "(bit-exact)" in out, out
 
 
 def test_litert_matches_the_simulated_runtime(small_cnn):
@@ -230,6 +271,20 @@ def test_litert_matches_the_simulated_runtime(small_cnn):
     ours = run_compiled(load_artifact(small_cnn), x)
     theirs = run_litert(small_cnn / aot.AOT_FILE, x)
     assert [a.tobytes() for a in ours] == [b.tobytes() for b in theirs]
+    theirs = run_dispatch(small_cnn / aot.DISPATCH_FILE, x)
+    assert [a.tobytes() for a in ours] == [b.tobytes() for b in theirs]
+
+
+def test_api_runs_a_compiled_model_with_litert(small_cnn):
+    from qaccel import api
+
+    expected = [a.tobytes() for a in api.run_simulator(small_cnn, seed=2)]
+    for path in LITERT_PATHS:
+        assert [a.tobytes() for a in api.run_litert(small_cnn, seed=2, path=path)] == expected
+    # a compiled model without a folder: exported for the run
+    compiled = api.compile(FIXTURE_MODELS / "mlp.tflite")
+    assert [a.tobytes() for a in api.run_litert(compiled, seed=2)] == [
+        a.tobytes() for a in api.run_simulator(compiled, seed=2)]  # fmt: skip
 
 
 def test_store_requant_config_runs_too(tmp_path):
@@ -238,8 +293,9 @@ def test_store_requant_config_runs_too(tmp_path):
     from qaccel.backends.vta.runtime import run_compiled
 
     x = _input(art / aot.AOT_FILE, seed=1)
-    assert [a.tobytes() for a in run_litert(art / aot.AOT_FILE, x)] == [
-        a.tobytes() for a in run_compiled(load_artifact(art), x)]  # fmt: skip
+    expected = [a.tobytes() for a in run_compiled(load_artifact(art), x)]
+    assert [a.tobytes() for a in run_litert(art / aot.AOT_FILE, x)] == expected
+    assert [a.tobytes() for a in run_dispatch(art / aot.DISPATCH_FILE, x)] == expected
 
 
 def test_c_host_program_runs_the_aot_model(small_cnn, tmp_path):
@@ -248,7 +304,8 @@ def test_c_host_program_runs_the_aot_model(small_cnn, tmp_path):
     lrt = litert_library().parent
     exe = tmp_path / "host"
     subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Werror", f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
-                    str(HOST), str(KERNEL_DIR / "qaccel_kernel.c"), str(MACHINE_DIR / "vta_machine.c"),
+                    str(HOST), str(KERNEL_DIR / "qaccel_kernel.c"),
+                    str(KERNEL_DIR / "qaccel_program.c"), str(MACHINE_DIR / "vta_machine.c"),
                     f"-L{lrt}", "-lLiteRt", f"-Wl,-rpath,{lrt}", "-ldl", "-lm", "-o", str(exe)],
                    check=True, capture_output=True)  # fmt: skip
     model = small_cnn / aot.AOT_FILE
@@ -258,6 +315,26 @@ def test_c_host_program_runs_the_aot_model(small_cnn, tmp_path):
                           str(tmp_path / "out.bin"), "1x10"], capture_output=True, text=True)  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "out.bin").read_bytes() == run_litert(model, [x])[0].tobytes()
+
+
+def test_c_host_program_runs_the_dispatch_model(small_cnn, tmp_path):
+    # libLiteRt.so alone, no qaccel code linked: LiteRT loads the dispatch library itself
+    from qaccel.backends.litert.runtime import KERNEL_DIR
+
+    lrt = litert_library().parent
+    exe = tmp_path / "dispatch_host"
+    subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{KERNEL_DIR}",
+                    str(DISPATCH_HOST), f"-L{lrt}", "-lLiteRt", f"-Wl,-rpath,{lrt}", "-o",
+                    str(exe)],
+                   check=True, capture_output=True)  # fmt: skip
+    model = small_cnn / aot.DISPATCH_FILE
+    x = _input(model, seed=5)[0]
+    (tmp_path / "in.bin").write_bytes(x.tobytes())
+    run = subprocess.run([str(exe), str(model), str(dispatch_library_dir()),
+                          str(tmp_path / "in.bin"), "1x32x32x3", str(tmp_path / "out.bin"), "1x10"],
+                         capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "out.bin").read_bytes() == run_dispatch(model, [x])[0].tobytes()
 
 
 # --------------------------------------------------------------------------------------------
@@ -354,11 +431,159 @@ def test_corrupt_program_through_litert_is_one_line(small_cnn, tmp_path, capfd):
     from qaccel.tools.qaccel_run import main
 
     with pytest.raises(SystemExit) as exit_:
+        main([str(art), "--runtime", "litert", "--litert-path", "custom-op", "--outputs-dir",
+              str(tmp_path / "o")])  # fmt: skip
+    assert exit_.value.code == 1
+    err = capfd.readouterr().err.splitlines()  # LiteRT's own log lines included
+    assert err == ["qaccel-run: error: QACCEL_VTA: program format version 9, this kernel reads "
+                   "version 1"]  # fmt: skip
+
+
+def _dispatch_variant(small_cnn: Path, tmp_path: Path, change) -> Path:
+    """A copy of small_cnn's dispatch model with `change(data, options of vta_fn_0)` applied:
+    a bytearray edited in place (its bytecode), or new options for vta_fn_0 (offset, size)."""
+    data = bytearray((small_cnn / aot.DISPATCH_FILE).read_bytes())
+    op = read_model(bytes(data)).subgraphs[0].operators[0]
+    options = aot.read_dispatch_options(op.custom_options)
+    place = change(data, options)
+    if place is not None:
+        at = data.index(op.custom_options)
+        new = aot.dispatch_options(options["name"], *place)
+        data[at : at + len(new)] = new
+    out = tmp_path / aot.DISPATCH_FILE
+    out.write_bytes(bytes(data))
+    return out
+
+
+def _poke(at_in_program: int, fmt: str, value):
+    return lambda data, o: struct.pack_into(fmt, data, o["bytecode_offset"] + at_in_program, value)
+
+
+def _first_step_kind(data, o):
+    steps_at = struct.unpack_from("<Q", data, o["bytecode_offset"] + 168)[0]
+    struct.pack_into("<I", data, o["bytecode_offset"] + steps_at, 77)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (_poke(8, "<I", 9), "QACCEL_VTA: program format version 9, this kernel reads version 1"),
+    (_poke(64, "<q", 9), "QACCEL_VTA: hardware configuration not supported by this kernel"),
+    (_poke(0, "<8s", b"XXXXXXXX"), "QACCEL_VTA: bad program magic"),
+    (_first_step_kind, "QACCEL_VTA: step 0 has unknown kind 77 (corrupt program)"),  # at run time
+    (lambda d, o: (len(d) + 64, o["bytecode_size"]),
+     "LiteRT: dispatch op bytecode range is outside the model allocation"),
+    (lambda d, o: (o["bytecode_offset"], len(d)),
+     "LiteRT: dispatch op bytecode range is outside the model allocation"),
+    (lambda d, o: (0, o["bytecode_size"]),
+     "LiteRT: Found dispatch op with missing bytecode offset"),
+    (lambda d, o: (64, o["bytecode_size"]), "QACCEL_VTA: bad program magic"),  # into the flatbuffer
+    (lambda d, o: (o["bytecode_offset"], 100),
+     "QACCEL_VTA: program of 100 bytes, shorter than its"),
+])  # fmt: skip
+def test_bad_dispatch_bytecode_is_one_line(small_cnn, tmp_path, change, message):
+    model = _dispatch_variant(small_cnn, tmp_path, change)
+    with pytest.raises(LiteRtError) as err:
+        run_dispatch(model, _input(model))
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_bad_dispatch_bytecode_through_qaccel_run_is_one_line(small_cnn, tmp_path, capfd):
+    art = tmp_path / "art"
+    shutil.copytree(small_cnn, art)
+    _dispatch_variant(small_cnn, art, _poke(8, "<I", 9))
+    from qaccel.tools.qaccel_run import main
+
+    with pytest.raises(SystemExit) as exit_:
         main([str(art), "--runtime", "litert", "--outputs-dir", str(tmp_path / "o")])
     assert exit_.value.code == 1
     err = capfd.readouterr().err.splitlines()  # LiteRT's own log lines included
     assert err == ["qaccel-run: error: QACCEL_VTA: program format version 9, this kernel reads "
                    "version 1"]  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc with AddressSanitizer")
+def test_dispatch_library_under_sanitizers(small_cnn, tmp_path):
+    """The dispatch library and the C host built with -fsanitize=address,undefined: LiteRT runs
+    the model and refuses corrupt bytecode (at creation and at run time) without a report."""
+    from qaccel.backends.litert.dispatch import LIB_NAME
+    from qaccel.backends.litert.runtime import DISPATCH_SOURCES, KERNEL_DIR, MACHINE_DIR
+
+    sanitize = ["-g", "-O0", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+                "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-std=c99"]  # fmt: skip
+    lib_dir, lrt = tmp_path / "lib", litert_library().parent
+    lib_dir.mkdir()
+    try:
+        subprocess.run(["gcc", *sanitize, "-fPIC", "-shared", "-fvisibility=hidden",
+                        f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
+                        *(str(p) for p in DISPATCH_SOURCES if p.suffix == ".c"),
+                        "-o", str(lib_dir / LIB_NAME), "-lm"], check=True, capture_output=True)
+        subprocess.run(["gcc", *sanitize, f"-I{KERNEL_DIR}", str(DISPATCH_HOST), f"-L{lrt}",
+                        "-lLiteRt", f"-Wl,-rpath,{lrt}", "-o", str(tmp_path / "host")],
+                       check=True, capture_output=True)  # fmt: skip
+    except subprocess.CalledProcessError as e:
+        pytest.skip(f"no sanitizer build: {e.stderr.decode()[-200:]}")
+    env = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+           "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}  # fmt: skip
+    x = _input(small_cnn / aot.DISPATCH_FILE)[0]
+    (tmp_path / "in.bin").write_bytes(x.tobytes())
+    variants = {"ok": lambda d, o: None, "version": _poke(8, "<I", 9),
+                "magic": _poke(0, "<8s", b"XXXXXXXX"), "step": _first_step_kind,
+                "short": lambda d, o: (o["bytecode_offset"], 100)}  # fmt: skip
+    for name, change in variants.items():
+        (tmp_path / name).mkdir()
+        model = _dispatch_variant(small_cnn, tmp_path / name, change)
+        run = subprocess.run([str(tmp_path / "host"), str(model), str(lib_dir),
+                              str(tmp_path / "in.bin"), "1x32x32x3", str(tmp_path / "out.bin"),
+                              "1x10"], capture_output=True, text=True, env=env)  # fmt: skip
+        assert "Sanitizer" not in run.stderr and "runtime error" not in run.stderr, run.stderr
+        assert run.returncode == (0 if name == "ok" else 1), (name, run.stderr[-2000:])
+        assert run.returncode or (tmp_path / "out.bin").read_bytes() == run_dispatch(
+            small_cnn / aot.DISPATCH_FILE, [x])[0].tobytes()  # fmt: skip
+
+
+class _Header(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint16), ("major", ctypes.c_uint16),
+                ("minor", ctypes.c_uint16), ("reserved", ctypes.c_uint16)]  # fmt: skip
+
+
+def _dispatch_api():
+    """libLiteRtDispatch_Qaccel's api struct (bytes) and its interface's functions (addresses)."""
+    lib = ctypes.CDLL(str(next(dispatch_library_dir().glob("libLiteRtDispatch_Qaccel*.so"))))
+    api = (ctypes.c_uint8 * 56)()
+    assert lib.LiteRtDispatchGetApi(api) == 0
+    interface = struct.unpack_from("<Q", bytes(api), 24)[0]
+    return lib, bytes(api), list((ctypes.c_uint64 * 28).from_address(interface))
+
+
+def test_dispatch_api_is_the_layout_the_wheel_expects():
+    lib, api, functions = _dispatch_api()
+    # ABI header (56 bytes, layout 1), version 0.1.0, interface; async, graph, handlers: none
+    assert struct.unpack_from("<4H3i", api) == (56, 1, 0, 0, 0, 1, 0)
+    assert struct.unpack_from("<3Q", api, 32) == (0, 0, 0)
+    # 26 entries: the 18 of the basic API, 5 metrics (none), compatibility, options, hooks (none)
+    assert all(functions[:18]) and functions[18:23] == [0] * 5 and all(functions[23:25])
+    assert functions[25:] == [0, 0, 0]
+
+
+def test_dispatch_library_refuses_a_runtime_context_it_cannot_use():
+    lib, _, functions = _dispatch_api()
+    initialize = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                                  ctypes.c_void_p)(functions[0])  # fmt: skip
+    lib.qaccel_litert_last_error.restype = ctypes.c_char_p
+    for header, message in [((8, 1, 0, 0), "version 1 with 8 bytes; this library needs version 1 "
+                                           "with at least 248 bytes"),
+                            ((408, 2, 0, 0), "version 2 with 408 bytes")]:  # fmt: skip
+        context = (ctypes.c_uint64 * 51)()  # a null table after the header
+        _Header.from_buffer(context).__init__(*header)
+        lib.qaccel_litert_clear_error()
+        assert initialize(ctypes.addressof(context), None, None) != 0
+        assert message in lib.qaccel_litert_last_error().decode()
+    context = (ctypes.c_uint64 * 51)()
+    _Header.from_buffer(context).__init__(408, 1, 1, 0)
+    lib.qaccel_litert_clear_error()
+    assert initialize(ctypes.addressof(context), None, None) != 0
+    error = lib.qaccel_litert_last_error().decode()
+    assert "runtime context lacks a tensor buffer function" in error
+    lib.qaccel_litert_clear_error()
 
 
 def test_foreign_custom_options_are_one_line(small_cnn, tmp_path):
@@ -440,6 +665,29 @@ def test_aot_model_reimports_with_opaque_custom_ops_on_the_cpu(small_cnn, tmp_pa
             "accelerator function compiled ahead of time") in captured.err  # fmt: skip
 
 
+def test_dispatch_model_interop(small_cnn, tmp_path, capsys):
+    model = small_cnn / aot.DISPATCH_FILE
+    code = ("from ai_edge_litert.interpreter import Interpreter\n"
+            f"i = Interpreter({str(model)!r})\n"
+            "try:\n    i.allocate_tensors()\nexcept RuntimeError as e:\n    print(e)\n"
+            "from ai_edge_litert import _pywrap_analyzer_wrapper as a\n"
+            f"print(a.ModelAnalyzer({str(model)!r}, True, False))\n")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert "Encountered unresolved custom op: DISPATCH_OP." in out
+    assert "Op#0 DISPATCH_OP(T#0) -> [T#2]" in out and "Op#2 DISPATCH_OP(T#3) -> [T#4]" in out
+    from qaccel.tools.qaccel_opt import main
+
+    out_file = tmp_path / "out.mlir"
+    try:
+        main([str(model), "-p", "vta-pipeline", "--explain-partitioning", "-o", str(out_file)])
+    except SystemExit as e:
+        assert e.code in (0, None)
+    text = out_file.read_text()
+    assert text.count('custom_code = "DISPATCH_OP"') == 2 and "func.call" not in text
+    assert ('vta: kept on CPU: tfl.opaque DISPATCH_OP "vta_fn_0": custom op DISPATCH_OP: a '
+            "partition compiled ahead of time for an NPU") in capsys.readouterr().err  # fmt: skip
+
+
 def test_opcheck_compares_litert_with_builtin_ref_op_by_op():
     from qaccel.backends.litert.opcheck import check_ops
 
@@ -461,3 +709,14 @@ def test_kernel_library_knows_its_sources(tmp_path):
     assert lib.qaccel_litert_source_hash().decode() == runtime.source_hash()
     setup = (Path(runtime.__file__).parents[2] / "setup.py").read_text()
     assert "qaccel.backends.litert._qaccel_litert" in setup  # pip install builds it too
+
+
+def test_dispatch_library_knows_its_sources(tmp_path):
+    from qaccel.backends.litert import runtime
+    from qaccel.backends.litert.dispatch import LIB_NAME
+
+    path = runtime.build_library(tmp_path / LIB_NAME, runtime.DISPATCH_SOURCES)
+    assert runtime.is_current(path, runtime.DISPATCH_SOURCES)
+    assert not runtime.is_current(path, runtime.SOURCES)
+    setup = (Path(runtime.__file__).parents[2] / "setup.py").read_text()
+    assert "qaccel.backends.litert.libdispatch.libLiteRtDispatch_Qaccel" in setup

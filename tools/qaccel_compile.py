@@ -12,9 +12,11 @@ the module's `#accel.target`) on the imported model or on MLIR text, then emits 
 accelerator layer (`accel.layer`) with the schedule its `#accel.schedule` gives (the search's or
 the emitter's choice for layers without one) (`backends/vta/compile.py`) and writes
 OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
-layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json, and OUTDIR/model.qaccel.tflite
-(the model for LiteRT: each accelerator function one QACCEL_VTA custom op carrying its
-program, `backends/litert/aot.py`; run by `qaccel-run OUTDIR --runtime litert`); prints the
+layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json, and the models for LiteRT
+(`backends/litert/aot.py`): OUTDIR/model.qaccel.dispatch.tflite (each accelerator function one
+LiteRT DISPATCH_OP whose bytecode, its program, our dispatch library runs) and
+OUTDIR/model.qaccel.tflite (each one QACCEL_VTA custom op carrying its program, for our
+custom-op kernel); `qaccel-run OUTDIR --runtime litert` runs them; prints the
 report table
 (per layer: cycles, GEMM utilization, roofline and ratio, DRAM bytes, tiling; totals, ms at the
 configured clock, MAC share, host fallbacks). Compiling twice gives identical files. Progress
@@ -163,16 +165,20 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _write_aot(compiled, outdir: Path) -> str:
-    """OUTDIR/model.qaccel.tflite for LiteRT (backends/litert/aot.py); the report's line."""
-    from qaccel.backends.litert.aot import AOT_FILE, AotError, custom_ops, export_aot
+    """OUTDIR/model.qaccel.dispatch.tflite and OUTDIR/model.qaccel.tflite for LiteRT
+    (backends/litert/aot.py); the report's line."""
+    from qaccel.backends.litert.aot import (AOT_FILE, DISPATCH_FILE, AotError, custom_ops,
+                                            export_aot, export_dispatch)  # fmt: skip
 
     try:
-        data = export_aot(compiled)
+        dispatch, custom = export_dispatch(compiled), export_aot(compiled)
     except AotError as e:
         return f"no LiteRT AOT model: {e}"
-    (outdir / AOT_FILE).write_bytes(data)
-    ops = ", ".join(f"{o['name']} ({o['program_bytes']} B program)" for o in custom_ops(data))
-    return f"LiteRT AOT model {AOT_FILE}: QACCEL_VTA custom op(s) {ops or 'none'}"
+    (outdir / DISPATCH_FILE).write_bytes(dispatch)
+    (outdir / AOT_FILE).write_bytes(custom)
+    ops = ", ".join(f"{o['name']} ({o['program_bytes']} B program)" for o in custom_ops(dispatch))
+    return (f"LiteRT AOT models {DISPATCH_FILE} (DISPATCH_OP) and {AOT_FILE} (QACCEL_VTA custom "
+            f"op): accelerator function(s) {ops or 'none'}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

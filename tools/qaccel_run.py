@@ -23,9 +23,12 @@ on the same inputs, prints per-output mismatch counts and max |diff| (and the fi
 intermediate tensor that differs), and exits 1 on any mismatch. The pass-manager flags of
 qaccel-opt (`--print-ir-after-all`, `--print-ir-after=PASS`, `--pass-timing`,
 `--verify-semantics[=SEED]`) work here too. `OUTDIR --runtime litert` runs the artifact's
-`model.qaccel.tflite` with LiteRT itself (our QACCEL_VTA kernel runs the accelerator functions
-on libqaccel_vta, LiteRT's CPU reference kernels the rest); `--compare-litert` then compares
-it with LiteRT's BUILTIN_REF on the original model.
+model for LiteRT with LiteRT itself, its CPU reference kernels running the rest of the graph:
+`--litert-path dispatch` (the default) runs `model.qaccel.dispatch.tflite` through LiteRT's
+Python API, our dispatch library libLiteRtDispatch_Qaccel running its DISPATCH_OPs on
+libqaccel_vta; `--litert-path custom-op` runs `model.qaccel.tflite` through LiteRT's C API,
+our QACCEL_VTA kernel running its custom ops. `--compare-litert` then compares it with
+LiteRT's BUILTIN_REF on the original model.
 
 Bad input (wrong number, shape or dtype of inputs, unreadable files, a model the reference
 kernels refuse) ends with one line on stderr and exit code 1.
@@ -126,9 +129,14 @@ def _own_arguments(add_help: bool = True) -> argparse.ArgumentParser:
                          "Python runtime (the default) or through the generated C driver "
                          "(driver/model.c on libqaccel_vta, built once with the C compiler)")  # fmt: skip
     ap.add_argument("--runtime", choices=("interpreter", "litert"), default="interpreter",
-                    help="with an artifact: litert runs its model.qaccel.tflite with LiteRT "
-                         "(CPU reference kernels, our QACCEL_VTA kernel for the accelerator "
+                    help="with an artifact: litert runs its model for LiteRT with LiteRT (CPU "
+                         "reference kernels, our library for the accelerator "
                          "functions)")  # fmt: skip
+    ap.add_argument("--litert-path", choices=("dispatch", "custom-op"), default="dispatch",
+                    help="with --runtime litert: dispatch runs model.qaccel.dispatch.tflite, "
+                         "whose DISPATCH_OPs our dispatch library runs (LiteRT's NPU vendor "
+                         "path, the default); custom-op runs model.qaccel.tflite, whose "
+                         "QACCEL_VTA ops our custom-op kernel runs")  # fmt: skip
     ap.add_argument("--plot", type=Path, metavar="FILE.png",
                     help="with an artifact or --target vta: each layer's cycles against its "
                          "roofline (needs matplotlib)")  # fmt: skip
@@ -281,7 +289,7 @@ def run_vta(args) -> int:
         function = entry_function(compiled.module)
         inputs = _inputs_for(args, function)
         if args.runtime == "litert":
-            outputs = _run_litert(path, inputs)
+            outputs = _run_litert(path, inputs, args.litert_path)
         elif args.driver == "c":
             from qaccel.backends.vta.cdriver_runtime import run_compiled_c
 
@@ -300,9 +308,14 @@ def run_vta(args) -> int:
     _write_outputs(outputs, Path(args.outputs_dir))
     layers = sum(len(v) for v in compiled.layers.values())
     if args.runtime == "litert":
-        print(f"ran {path / 'model.qaccel.tflite'} with LiteRT: {len(compiled.functions)} "
-              f"QACCEL_VTA op(s) ({layers} layer(s)) on libqaccel_vta, the rest on LiteRT's "
-              "CPU reference kernels")  # fmt: skip
+        from qaccel.backends.litert.aot import AOT_FILE, DISPATCH_FILE
+
+        model_file, ops, lib = ((DISPATCH_FILE, "DISPATCH_OP(s)", "libLiteRtDispatch_Qaccel")
+                                if args.litert_path == "dispatch" else
+                                (AOT_FILE, "QACCEL_VTA op(s)", "libqaccel_litert"))  # fmt: skip
+        print(f"ran {path / model_file} with LiteRT: {len(compiled.functions)} {ops} "
+              f"({layers} layer(s)) run by {lib} on libqaccel_vta, the rest on LiteRT's CPU "
+              "reference kernels")  # fmt: skip
     else:
         where = "through the C driver" if args.driver == "c" else "on the simulator"
         print(f"ran {layers} accelerator layer(s) {where}, "
@@ -364,18 +377,27 @@ def run_dataset(args) -> int:
     return 0 if summary.bit_exact in (None, summary.sets) else 1
 
 
-def _run_litert(path: Path, inputs) -> list[np.ndarray]:
-    """The artifact's AOT model run by LiteRT (backends/litert/runtime.py)."""
-    from qaccel.backends.litert.aot import AOT_FILE
-    from qaccel.backends.litert.runtime import LiteRtError, run_litert
+def _run_litert(path: Path, inputs, litert_path: str = "dispatch") -> list[np.ndarray]:
+    """The artifact's AOT model run by LiteRT: its DISPATCH_OP flavour with our dispatch
+    library (backends/litert/dispatch.py), or its QACCEL_VTA flavour with our custom-op kernel
+    (backends/litert/runtime.py)."""
+    from qaccel.backends.litert.aot import AOT_FILE, DISPATCH_FILE
+    from qaccel.backends.litert.runtime import LiteRtError
     from qaccel.backends.vta.artifact import is_artifact
 
     if not is_artifact(path):
         raise RunError("--runtime litert runs an artifact folder written by qaccel-compile")
-    model = path / AOT_FILE
+    name = DISPATCH_FILE if litert_path == "dispatch" else AOT_FILE
+    model = path / name
     if not model.is_file():
-        raise RunError(f"'{path}' has no {AOT_FILE} (compile the model again)")
+        raise RunError(f"'{path}' has no {name} (compile the model again)")
     try:
+        if litert_path == "dispatch":
+            from qaccel.backends.litert.dispatch import run_dispatch
+
+            return run_dispatch(model, inputs)
+        from qaccel.backends.litert.runtime import run_litert
+
         return run_litert(model, inputs)
     except LiteRtError as e:
         raise RunError(str(e)) from None
@@ -405,6 +427,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.labels is not None or args.ray is not None or args.jobs is not None:
         raise RunError("--labels, --jobs and --ray go with --inputs-dir")
     vta = args.target == "vta" or Path(args.model).is_dir()
+    if args.litert_path != "dispatch" and args.runtime != "litert":
+        raise RunError("--litert-path goes with --runtime litert")
     if args.runtime == "litert" and not Path(args.model).is_dir():
         raise RunError("--runtime litert runs an artifact folder written by qaccel-compile")
     check_output_dir(args.outputs_dir, "--outputs-dir")  # before the work, not after it

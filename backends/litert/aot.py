@@ -1,11 +1,22 @@
-"""Ahead-of-time export: the compiled model as a `.tflite` that LiteRT runs with our kernel.
+"""Ahead-of-time export: the compiled model as a `.tflite` that LiteRT runs, in two flavours.
 
+    data = export_dispatch(compiled)   # bytes of OUTDIR/model.qaccel.dispatch.tflite
     data = export_aot(compiled)        # bytes of OUTDIR/model.qaccel.tflite
 
-The host program's entry function becomes the graph: its ops stay builtin TFLite ops with
-their tensors (as `qaccel-opt -t tflite` writes them), and every accelerator function, with
-the `accel.pack` of its inputs and the `accel.unpack` of its outputs, becomes one CUSTOM op
-`QACCEL_VTA`:
+`model.qaccel.dispatch.tflite` is what LiteRT's `apply_plugin_main` writes for an NPU vendor:
+every accelerator function is one CUSTOM op `DISPATCH_OP` whose inputs and outputs are the
+function's plain ones and whose custom options are LiteRT's flexbuffer map {bytecode_size,
+bytecode_offset, name}: its bytecode (the function's program, below) lies after the
+flatbuffer at that absolute file offset (64-byte aligned), and name is the function's. The
+metadata `LiteRtStamp` (SoC "Qaccel" / "VTA") marks the model as compiled, so LiteRT applies
+no compiler plugin; our dispatch library (`kernel/qaccel_dispatch.c`) runs the programs.
+
+`model.qaccel.tflite` is the custom-op flavour, for LiteRT's custom-op kernel API:
+
+the host program's entry function becomes the graph: its ops stay builtin TFLite ops with
+their tensors (as `qaccel-opt -t tflite` writes them; so in the dispatch flavour too), and
+every accelerator function, with the `accel.pack` of its inputs and the `accel.unpack` of its
+outputs, becomes one CUSTOM op `QACCEL_VTA`:
 
     inputs:  the function's plain (unpacked) inputs, then its program (a constant uint8
              tensor whose data lies outside the flatbuffer at a 64-byte aligned offset, so that
@@ -13,11 +24,12 @@ the `accel.pack` of its inputs and the `accel.unpack` of its outputs, becomes on
     outputs: the function's plain outputs
     custom options: CUSTOM_MAGIC, options version, the program's size, the outputs' shapes
 
-The program (`program_blob`, read by `kernel/qaccel_kernel.c`) holds everything the function
-needs: format version, hardware configuration, DRAM image (constants in place, arena zero),
-how each input is packed into the `[N, C/B, H, W, 1, B]` layout (padding value, split shape and
-transpose) and each output unpacked, the steps (write an arena slot, run a layer, read a slot
-back, a host op), every layer's instruction stream and micro-ops.
+The program (`program_blob`, run by `kernel/qaccel_program.c` in both flavours) holds
+everything the function needs: format version, hardware configuration, DRAM image (constants
+in place, arena zero), how each input is packed into the `[N, C/B, H, W, 1, B]` layout
+(padding value, split shape and transpose) and each output unpacked, the steps (write an arena
+slot, run a layer, read a slot back, a host op), every layer's instruction stream and
+micro-ops.
 
 Host ops inside an accelerator function run in the kernel: `accel.host_requantize` (LiteRT's
 double-precision FULLY_CONNECTED requantization) is plain IEEE double arithmetic, which C
@@ -102,6 +114,11 @@ PROGRAM_MAGIC = b"QACCPROG"
 PROGRAM_VERSION = 1
 PROGRAM_PREFIX = "qaccel_program_"
 AOT_FILE = "model.qaccel.tflite"
+DISPATCH_FILE = "model.qaccel.dispatch.tflite"
+DISPATCH_CODE = "DISPATCH_OP"  # LiteRT's custom code of every vendor's compiled partition
+BUILD_STAMP_KEY = "LiteRtStamp"  # metadata marking a model as compiled for a SoC
+SOC_MANUFACTURER, SOC_MODEL = "Qaccel", "VTA"
+BYTECODE_ALIGNMENT = 64
 HEADER_BYTES, VALUE_BYTES, IO_BYTES, STEP_BYTES, LAYER_BYTES = 192, 16, 176, 96, 32
 KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT, KIND_PAD, KIND_CONCAT = 1, 2, 3, 4, 5, 6
 KIND_LANE, KIND_BINARY, KIND_REDUCE = 7, 8, 9
@@ -359,6 +376,37 @@ def custom_options(program_bytes: int, output_shapes: list[tuple[int, ...]]) -> 
     return out
 
 
+def dispatch_options(name: str, offset: int, size: int) -> bytes:
+    """A DISPATCH_OP's custom options as LiteRT writes them: a flexbuffer map {bytecode_size,
+    bytecode_offset (from the start of the file), name (the function in the bytecode)}, every
+    integer 64 bits wide so that LiteRT can update the offsets in place."""
+    from flatbuffers import flexbuffers
+
+    builder = flexbuffers.Builder(force_min_bit_width=flexbuffers.BitWidth.W64)
+    with builder.Map():
+        builder.UInt("bytecode_size", size)
+        builder.UInt("bytecode_offset", offset)
+        builder.String("name", name)
+    return bytes(builder.Finish())
+
+
+def read_dispatch_options(data: bytes) -> dict:
+    """{bytecode_size, bytecode_offset, name} of a DISPATCH_OP's custom options."""
+    from flatbuffers import flexbuffers
+
+    m = flexbuffers.GetRoot(bytearray(data)).AsMap
+    return {"bytecode_size": m["bytecode_size"].AsInt,
+            "bytecode_offset": m["bytecode_offset"].AsInt, "name": m["name"].AsString}
+
+
+def build_stamp() -> bytes:
+    """LiteRT's build stamp (metadata `LiteRtStamp`): SoC manufacturer and model, each a
+    NUL-padded field of 125 bytes. LiteRT applies no compiler plugin to a stamped model."""
+    field = 125
+    return (SOC_MANUFACTURER.encode().ljust(field, b"\0")
+            + SOC_MODEL.encode().ljust(field, b"\0"))  # fmt: skip
+
+
 def _name_loc(name: str) -> NameLoc:
     return NameLoc(StringAttr(name), UnknownLoc())
 
@@ -377,9 +425,11 @@ def _opaque(op_name: str, opcode: int, operands, result_types, version: int = 1,
                            properties=props)  # fmt: skip
 
 
-def _replace_call(compiled: CompiledModel, module: ModuleOp, call: func.CallOp, used: set[int]):
+def _replace_call(compiled: CompiledModel, module: ModuleOp, call: func.CallOp, used: set[int],
+                  bytecodes: dict[str, bytes] | None = None):
     """Put one QACCEL_VTA op (and its program constant) in place of `call` and its packs and
-    unpacks; returns the ops that became dead."""
+    unpacks, or with `bytecodes` one DISPATCH_OP whose program goes to bytecodes[name] (placed
+    after the flatbuffer later); returns the ops that became dead."""
     name = call.callee.string_value()
     f = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == name)
     inputs, plain_inputs, dead = [], [], []
@@ -402,21 +452,27 @@ def _replace_call(compiled: CompiledModel, module: ModuleOp, call: func.CallOp, 
         outputs.append((first.packing, tuple(first.output.type.get_shape())))
         unpacks.append(users)
     blob = program_blob(compiled, name, f, inputs, outputs)
-    while len(blob) in used:  # the kernel tells nodes apart by their programs' sizes
-        blob += bytes(8)
-    used.add(len(blob))
-    u8 = IntegerType(8, Signedness.UNSIGNED)
-    ptype = TensorType(u8, [len(blob)])
-    const = ConstOp(DenseIntOrFPElementsAttr(ptype, BytesAttr(blob)), ptype)
-    const.location = _name_loc(PROGRAM_PREFIX + name)
     result_types = [users[0].output.type for users in unpacks]
-    op = _opaque("CUSTOM", _OPCODE_CUSTOM, [*plain_inputs, const.output], result_types,
-                 CUSTOM_VERSION, CUSTOM_CODE,
-                 custom_options(len(blob), [shape for _, shape in outputs]))  # fmt: skip
+    if bytecodes is not None:
+        bytecodes[name] = blob
+        new_ops = [_opaque("CUSTOM", _OPCODE_CUSTOM, plain_inputs, result_types, 1,
+                           DISPATCH_CODE, dispatch_options(name, 0, 0))]  # fmt: skip
+    else:
+        while len(blob) in used:  # the kernel tells nodes apart by their programs' sizes
+            blob += bytes(8)
+        used.add(len(blob))
+        u8 = IntegerType(8, Signedness.UNSIGNED)
+        ptype = TensorType(u8, [len(blob)])
+        const = ConstOp(DenseIntOrFPElementsAttr(ptype, BytesAttr(blob)), ptype)
+        const.location = _name_loc(PROGRAM_PREFIX + name)
+        new_ops = [const, _opaque("CUSTOM", _OPCODE_CUSTOM, [*plain_inputs, const.output],
+                                  result_types, CUSTOM_VERSION, CUSTOM_CODE,
+                                  custom_options(len(blob), [shape for _, shape in outputs]))]
+    op = new_ops[-1]
     named = unpacks[0][0] if unpacks else None
     op.location = named.location if location_name(named) else _name_loc(name)
     block = call.parent_block()
-    block.insert_ops_before([const, op], call)
+    block.insert_ops_before(new_ops, call)
     for users, res in zip(unpacks, op.results):
         for u in users:
             u.output.replace_all_uses_with(res)
@@ -460,6 +516,44 @@ def _pad_to_tflite(op: q.PadOp) -> list[Operation]:
 
 def export_aot(compiled: CompiledModel) -> bytes:
     """`model.qaccel.tflite` (see the module docstring); raises AotError."""
+    spec = _aot_spec(compiled, None)
+    for sg in spec.subgraphs:
+        for t in sg.tensors:
+            if t.data is not None and t.name.startswith(PROGRAM_PREFIX):
+                t.external = True
+    spec.description = "qaccel AOT: accelerator functions as QACCEL_VTA custom ops"
+    return write_model(spec)
+
+
+def export_dispatch(compiled: CompiledModel) -> bytes:
+    """`model.qaccel.dispatch.tflite` (see the module docstring); raises AotError."""
+    bytecodes: dict[str, bytes] = {}
+    spec = _aot_spec(compiled, bytecodes)
+    spec.description = "qaccel AOT: accelerator functions as LiteRT DISPATCH ops"
+    spec.metadata[BUILD_STAMP_KEY] = build_stamp()
+    ops = [op for sg in spec.subgraphs for op in sg.operators if op.custom_code == DISPATCH_CODE]
+    names = [read_dispatch_options(op.custom_options)["name"] for op in ops]
+    # The options' integers are 64-bit whatever their values, so the flatbuffer's size does not
+    # depend on where the bytecode goes: a first pass with placeholders tells where it goes.
+    head = write_model(spec)
+    places, end = {}, len(head)
+    for name in names:
+        end += -end % BYTECODE_ALIGNMENT
+        places[name] = end
+        end += len(bytecodes[name])
+    for op, name in zip(ops, names):
+        op.custom_options = dispatch_options(name, places[name], len(bytecodes[name]))
+    data = bytearray(write_model(spec))
+    if len(data) != len(head):
+        raise AssertionError("dispatch export: the flatbuffer changed size between passes")
+    for name in names:
+        data += bytes(places[name] - len(data)) + bytecodes[name]
+    return bytes(data)
+
+
+def _aot_spec(compiled: CompiledModel, bytecodes: dict[str, bytes] | None):
+    """The AOT model's ModelSpec: QACCEL_VTA ops (`bytecodes` None) or DISPATCH_OPs whose
+    programs go to `bytecodes`."""
     module = compiled.module.clone()
     public = public_functions(module)
     if not public:
@@ -468,7 +562,7 @@ def export_aot(compiled: CompiledModel) -> bytes:
     used: set[int] = set()
     for op in list(entry.body.block.ops):
         if isinstance(op, func.CallOp) and op.callee.string_value() in compiled.functions:
-            for d in _replace_call(compiled, module, op, used):
+            for d in _replace_call(compiled, module, op, used, bytecodes):
                 if not d.results[0].uses:
                     d.detach()
                     d.erase()
@@ -486,30 +580,32 @@ def export_aot(compiled: CompiledModel) -> bytes:
         if not isinstance(op, ConstOp | OpaqueOp | func.ReturnOp) and not op.name.startswith("tfl."):
             raise AotError(f"{op.name} in @{entry.sym_name.data} has no TFLite form")
     try:
-        spec = read_model(export_tflite(module))
+        return read_model(export_tflite(module))
     except Exception as e:  # the exporter's own one-line messages
         raise AotError(str(e)) from None
-    for sg in spec.subgraphs:
-        for t in sg.tensors:
-            if t.data is not None and t.name.startswith(PROGRAM_PREFIX):
-                t.external = True
-    spec.description = "qaccel AOT: accelerator functions as QACCEL_VTA custom ops"
-    return write_model(spec)
 
 
 def custom_ops(data: bytes) -> list[dict]:
-    """The QACCEL_VTA ops of an AOT model: name of the first output, inputs, program bytes."""
+    """The QACCEL_VTA ops or DISPATCH_OPs of an AOT model: name of the first output, program
+    (the program tensor's name, or the DISPATCH_OP's function name), program bytes, inputs,
+    outputs."""
     spec = read_model(data)
     out = []
-    for op in spec.subgraphs[0].operators:
+    sg = spec.subgraphs[0]
+    for op in sg.operators:
         if op.op == "CUSTOM" and op.custom_code == CUSTOM_CODE:
-            sg = spec.subgraphs[0]
             prog = sg.tensors[op.inputs[-1]]
             out.append({"name": sg.tensors[op.outputs[0]].name, "program": prog.name,
                         "program_bytes": len(prog.data_bytes()), "inputs": len(op.inputs) - 1,
                         "outputs": len(op.outputs)})  # fmt: skip
+        elif op.op == "CUSTOM" and op.custom_code == DISPATCH_CODE:
+            opts = read_dispatch_options(op.custom_options or b"")
+            out.append({"name": sg.tensors[op.outputs[0]].name, "program": opts["name"],
+                        "program_bytes": opts["bytecode_size"], "inputs": len(op.inputs),
+                        "outputs": len(op.outputs)})  # fmt: skip
     return out
 
 
-__all__ = ["AOT_FILE", "CUSTOM_CODE", "AotError", "custom_ops", "custom_options", "export_aot",
-           "program_blob"]  # fmt: skip
+__all__ = ["AOT_FILE", "CUSTOM_CODE", "DISPATCH_CODE", "DISPATCH_FILE", "AotError", "build_stamp",
+           "custom_ops", "custom_options", "dispatch_options", "export_aot", "export_dispatch",
+           "program_blob", "read_dispatch_options"]  # fmt: skip

@@ -3,11 +3,13 @@
 
     outputs = run_litert("OUTDIR/model.qaccel.tflite", inputs)
 
-The kernel, `libqaccel_litert.so`, is built from `kernel/qaccel_kernel.c` and libqaccel_vta's
-sources (`targets/vta/machine/`): by `pip install` (setup.py, optional, next to this file) or
-else on first use with the system C compiler into the per-user cache directory
-(`QACCEL_CACHE_DIR`, else `~/.cache/qaccel`), keyed by the sources' digest; a library built
-from other sources is not used. `QACCEL_LITERT_KERNEL_LIB` names a prebuilt one. It links no LiteRT: it resolves LiteRT's
+The kernel, `libqaccel_litert.so`, is built from `kernel/qaccel_kernel.c`, the program runner
+`kernel/qaccel_program.c` and libqaccel_vta's sources (`targets/vta/machine/`): by `pip
+install` (setup.py, optional, next to this file) or else on first use with the system C
+compiler into the per-user cache directory (`QACCEL_CACHE_DIR`, else `~/.cache/qaccel`), keyed
+by the sources' digest; a library built from other sources is not used.
+`QACCEL_LITERT_KERNEL_LIB` names a prebuilt one. The dispatch library of the DISPATCH_OP path
+(`dispatch.py`) is built the same way (`build_library`). It links no LiteRT: it resolves LiteRT's
 functions at run time from the library we run (`qaccel_litert_bind`), so building it needs
 no LiteRT and a missing function is one error naming it. The Python `CompiledModel` of
 ai_edge_litert cannot take custom ops (and runs a separate copy of the runtime), hence ctypes.
@@ -32,8 +34,17 @@ import numpy as np
 
 KERNEL_DIR = Path(__file__).with_name("kernel")
 MACHINE_DIR = Path(__file__).parents[2] / "targets" / "vta" / "machine"
-SOURCES = (KERNEL_DIR / "qaccel_kernel.c", KERNEL_DIR / "qaccel_litert_api.h",
-           MACHINE_DIR / "vta_machine.c", MACHINE_DIR / "vta_machine.h")  # fmt: skip
+# The C sources of each library, then the headers they include (all hashed, in this order;
+# setup.py builds the same lists).
+SOURCES = (KERNEL_DIR / "qaccel_kernel.c", KERNEL_DIR / "qaccel_program.c",
+           MACHINE_DIR / "vta_machine.c", KERNEL_DIR / "qaccel_litert_api.h",
+           KERNEL_DIR / "qaccel_program.h", MACHINE_DIR / "vta_machine.h")  # fmt: skip
+DISPATCH_SOURCES = (KERNEL_DIR / "qaccel_dispatch.c", KERNEL_DIR / "qaccel_program.c",
+                    MACHINE_DIR / "vta_machine.c", KERNEL_DIR / "qaccel_dispatch_api.h",
+                    KERNEL_DIR / "qaccel_litert_api.h", KERNEL_DIR / "qaccel_program.h",
+                    MACHINE_DIR / "vta_machine.h")  # fmt: skip
+CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra",
+          "-Werror", "-Wl,-z,defs")  # fmt: skip
 LIB_NAME = "libqaccel_litert.so"
 # The LiteRT C functions the runner calls (the kernel resolves its own, also by name).
 RUNNER_API = (
@@ -73,38 +84,69 @@ def litert_library() -> Path:
     return Path(ai_edge_litert.__file__).with_name("libLiteRt.so")
 
 
-def source_hash() -> str:
+def source_hash(sources: Sequence[Path] = SOURCES) -> str:
     h = hashlib.sha256()
-    for path in SOURCES:
+    for path in sources:
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 
-def build_kernel(out_dir, cc: str | None = None) -> Path:
-    """Compile libqaccel_litert.so into `out_dir` (raises CalledProcessError/OSError)."""
-    out = Path(out_dir) / LIB_NAME
+def build_library(out: Path, sources: Sequence[Path], cc: str | None = None) -> Path:
+    """Compile the C files of `sources` into the shared library `out` (C99, every warning an
+    error, no undefined symbol); raises CalledProcessError/OSError."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{LIB_NAME}.{os.getpid()}.tmp")
-    cmd = [cc or os.environ.get("CC") or "cc", "-std=c99", "-O2", "-fPIC", "-shared",
-           "-fvisibility=hidden", f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
-           f'-DQACCEL_LITERT_SOURCE_HASH="{source_hash()}"',
-           f'-DVTA_SOURCE_HASH="{source_hash()}"',
-           str(SOURCES[0]), str(SOURCES[2]), "-o", str(tmp), "-ldl", "-lm"]  # fmt: skip
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    digest = source_hash(sources)
+    cmd = [cc or os.environ.get("CC") or "cc", *CFLAGS, f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
+           f'-DQACCEL_LITERT_SOURCE_HASH="{digest}"', f'-DVTA_SOURCE_HASH="{digest}"',
+           *(str(p) for p in sources if p.suffix == ".c"), "-o", str(tmp),
+           "-ldl", "-lm"]  # fmt: skip
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     os.replace(tmp, out)
     return out
 
 
+def build_kernel(out_dir, cc: str | None = None) -> Path:
+    """Compile libqaccel_litert.so into `out_dir` (raises CalledProcessError/OSError)."""
+    return build_library(Path(out_dir) / LIB_NAME, SOURCES, cc)
+
+
+def cache_dir() -> Path:
+    """The per-user directory of libraries built on first use."""
+    root = os.environ.get("QACCEL_CACHE_DIR")
+    if root:
+        return Path(root)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qaccel"
+
+
+def built_library(path: Path, sources: Sequence[Path]) -> Path:
+    """`path`, compiled first if it is missing; raises LiteRtError naming the compiler's
+    complaint."""
+    if not path.is_file():
+        try:
+            build_library(path, sources)
+        except (OSError, subprocess.CalledProcessError) as e:
+            detail = getattr(e, "stderr", None) or str(e)
+            last = detail.strip().splitlines()[-1]
+            raise LiteRtError(f"cannot build {path.name}: {last}") from None
+    return path
+
+
+def is_current(path: Path, sources: Sequence[Path]) -> bool:
+    """Whether the library at `path` was built from the current `sources`."""
+    try:
+        lib = C.CDLL(str(path))
+        lib.qaccel_litert_source_hash.restype = C.c_char_p
+        return lib.qaccel_litert_source_hash().decode() == source_hash(sources)
+    except (OSError, AttributeError):
+        return False
+
+
 def _built_here() -> Path | None:
     """The library `pip install` built next to this file (setup.py), if it is current."""
     for path in sorted(Path(__file__).parent.glob("_qaccel_litert*.so")):
-        try:
-            lib = C.CDLL(str(path))
-            lib.qaccel_litert_source_hash.restype = C.c_char_p
-            if lib.qaccel_litert_source_hash().decode() == source_hash():
-                return path
-        except (OSError, AttributeError):
-            continue
+        if is_current(path, SOURCES):
+            return path
     return None
 
 
@@ -117,16 +159,7 @@ def kernel_library() -> Path:
     here = _built_here()
     if here is not None:
         return here
-    root = os.environ.get("QACCEL_CACHE_DIR")
-    base = Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qaccel"
-    path = base / f"litert-kernel-{source_hash()}" / LIB_NAME
-    if not path.is_file():
-        try:
-            build_kernel(path.parent)
-        except (OSError, subprocess.CalledProcessError) as e:
-            detail = getattr(e, "stderr", None) or str(e)
-            raise LiteRtError(f"cannot build {LIB_NAME}: {detail.strip().splitlines()[-1]}") from None
-    return path
+    return built_library(cache_dir() / f"litert-kernel-{source_hash()}" / LIB_NAME, SOURCES)
 
 
 _loaded: dict[str, tuple] = {}
@@ -323,5 +356,5 @@ def _run(model, inputs, kernel_mode, litert) -> list[np.ndarray]:
             lrt.LiteRtDestroyEnvironment(env)
 
 
-__all__ = ["LiteRtError", "build_kernel", "kernel_library", "litert_library", "load",
-           "run_litert"]  # fmt: skip
+__all__ = ["LiteRtError", "build_kernel", "build_library", "kernel_library", "litert_library",
+           "load", "run_litert"]  # fmt: skip

@@ -1,0 +1,33 @@
+/* The qaccel program runner (qaccel_program.c), shared by libqaccel_litert (the QACCEL_VTA
+ * custom-op kernel) and libLiteRtDispatch_Qaccel (the LiteRT dispatch library).  Every
+ * function returns 0 on success; on failure 1, with the first error kept in the library's
+ * side channel (qaccel_litert_last_error). */
+#ifndef QACCEL_PROGRAM_H_
+#define QACCEL_PROGRAM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define QACCEL_EXPORT __attribute__((visibility("default")))
+
+/* Record an error (printf format) unless one is already recorded; returns 1. */
+int qaccel_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 1 when an error is recorded. */
+int qaccel_failed(void);
+
+/* Validate a program's header, configuration and tables; its input and output counts. */
+int qaccel_program_check(const void *program, size_t size, uint32_t *n_in, uint32_t *n_out);
+
+/* Run a program on plain inputs into plain outputs (sizes in bytes). */
+int qaccel_program_run(const void *program, size_t size, size_t n_in, const void *const *inputs,
+                       const size_t *in_bytes, size_t n_out, void *const *outputs,
+                       const size_t *out_bytes);
+
+/* Little-endian reads at any alignment. */
+static inline uint32_t qaccel_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline int32_t qaccel_i32(const uint8_t *p) { int32_t v; memcpy(&v, p, 4); return v; }
+static inline uint64_t qaccel_u64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline int64_t qaccel_i64(const uint8_t *p) { int64_t v; memcpy(&v, p, 8); return v; }
+
+#endif /* QACCEL_PROGRAM_H_ */
