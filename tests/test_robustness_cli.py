@@ -116,6 +116,13 @@ def test_deep_nesting(tmp_path, capsys, text):
             expect="nested too deeply to parse", absent=[tmp_path / "c"])  # fmt: skip
 
 
+def test_complex_literal_with_three_parts(tmp_path, capsys):
+    """xDSL's parser asserts on it (found by the mlir fuzz harness)."""
+    path = write(tmp_path, "c.mlir", '%0 = "test.op"() {a = dense<[(1, 2, 3)]> : '
+                                     'tensor<1xcomplex<i32>>} : () -> i32\n')
+    refused(capsys, qaccel_opt, [path], prog="qaccel-opt", expect="cannot parse: Unexpected token")
+
+
 def test_unterminated_string_does_not_hang(tmp_path, capsys):
     """xDSL's string-literal regex backtracked exponentially (minutes for 30 characters)."""
     path = write(tmp_path, "s.mlir", 'func.func @f() attributes {a = "' + "x" * 60 + "\n} {\n}\n")
