@@ -51,7 +51,7 @@ from qaccel.dialects.tfl import (
     py_to_attr,
 )
 from qaccel.dialects.types import element_type_for, numpy_dtype
-from qaccel.dialects.memory import MemoryBudgetError, check_budget
+from qaccel.kernels.memory import MemoryBudgetError, check_budget
 from qaccel.frontend.errors import TFLiteImportError
 from qaccel.frontend import tflite_schema
 from qaccel.frontend.tflite_verify import verify_model

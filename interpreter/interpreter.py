@@ -42,7 +42,7 @@ from qaccel.dialects.tfl import (
     StableHLOCompositeOp,
     TflOp,
 )
-from qaccel.dialects.memory import MemoryBudgetError, check_budget
+from qaccel.kernels.memory import MemoryBudgetError, check_budget
 from qaccel.dialects.types import tensor_dtype
 
 

@@ -129,6 +129,13 @@ def test_deep_nesting(tmp_path, capsys, text):
             expect="nested too deeply to parse", absent=[tmp_path / "c"])  # fmt: skip
 
 
+def test_complex_literal_with_three_parts(tmp_path, capsys):
+    """xDSL's parser asserts on it (found by the mlir fuzz harness)."""
+    path = write(tmp_path, "c.mlir", '%0 = "test.op"() {a = dense<[(1, 2, 3)]> : '
+                                     'tensor<1xcomplex<i32>>} : () -> i32\n')
+    refused(capsys, qaccel_opt, [path], prog="qaccel-opt", expect="cannot parse: Unexpected token")
+
+
 def test_unterminated_string_does_not_hang(tmp_path, capsys):
     """xDSL's string-literal regex backtracked exponentially (minutes for 30 characters)."""
     path = write(tmp_path, "s.mlir", 'func.func @f() attributes {a = "' + "x" * 60 + "\n} {\n}\n")
@@ -244,6 +251,65 @@ def test_memory_limit_from_environment(tmp_path, capsys, monkeypatch):
             expect="QACCEL_MEMORY_LIMIT='lots'")  # fmt: skip
     monkeypatch.setenv("QACCEL_MEMORY_LIMIT", "1K")
     assert call(qaccel_run, [path, "--outputs-dir", tmp_path / "o"]) == 0
+
+
+# A GEMM of 16383 x 16383 iterations over 4 micro-ops: about 2**30 micro-op executions.
+HUGE_LOOPS = """\
+.uop 0 0 0
+.uop 1 0 0
+.uop 2 0 0
+.uop 3 0 0
+load.uop sram=0 dram=0 y=1 x=4
+gemm.reset uop=0:4 iter=16383,16383
+finish
+"""
+
+
+@pytest.mark.parametrize("simulator", ["c", "python"])
+def test_sim_huge_loop_extents_refused_before_running(tmp_path, capsys, simulator):
+    program = write(tmp_path, "loops.s", HUGE_LOOPS)
+    err = refused(capsys, qaccel_sim, [program, "--simulator", simulator], prog="qaccel-sim",
+                  expect="pass the step limit of 268435456 (raise it with QACCEL_STEP_LIMIT)")
+    assert "instruction 1 (GEMM reset): 1073610762 steps" in err
+
+
+def test_sim_step_limit_from_environment(tmp_path, capsys, monkeypatch):
+    program = write(tmp_path, "loops.s", HUGE_LOOPS.replace("16383,16383", "10,10"))
+    monkeypatch.setenv("QACCEL_STEP_LIMIT", "100")
+    refused(capsys, qaccel_sim, [program], prog="qaccel-sim", expect="step limit of 100 ")
+    monkeypatch.setenv("QACCEL_STEP_LIMIT", "many")
+    refused(capsys, qaccel_sim, [program], prog="qaccel-sim",
+            expect="QACCEL_STEP_LIMIT='many': expected a number")  # fmt: skip
+    monkeypatch.setenv("QACCEL_STEP_LIMIT", "1K")
+    assert call(qaccel_sim, [program]) == 0
+
+
+@pytest.mark.parametrize("simulator", ["c", "python"])
+def test_sim_huge_dram_refused_before_allocating(tmp_path, capsys, simulator):
+    program = write(tmp_path, "dram.s", ".dram 100000000000\nfinish\n")
+    refused(capsys, qaccel_sim, [program, "--simulator", simulator], prog="qaccel-sim",
+            expect="the simulator needs 163.0 GiB (DRAM image 93.1 GiB, scratchpads and hazard "
+                   "trackers 69.8 GiB, decoded program 280 bytes), above the memory limit of "
+                   "4.0 GiB (raise it with QACCEL_MEMORY_LIMIT)")  # fmt: skip
+    program = write(tmp_path, "init.s", ".i8 99999999999 1\nfinish\n")
+    refused(capsys, qaccel_sim, [program, "--simulator", simulator], prog="qaccel-sim",
+            expect="DRAM image 93.1 GiB")  # fmt: skip
+
+
+def test_sim_dram_image_declaring_huge_array(tmp_path, capsys):
+    """An .npz whose header declares 10 GB: refused from the header, nothing inflated."""
+    import io
+    import zipfile
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "|u1", "fortran_order": False, "shape": (10**10,)})  # fmt: skip
+    image = tmp_path / "dram.npz"
+    with zipfile.ZipFile(image, "w") as z:
+        z.writestr("dram.npy", header.getvalue() + b"\0" * 64)
+    program = write(tmp_path, "p.s", "finish\n")
+    refused(capsys, qaccel_sim, [program, "--dram", image], prog="qaccel-sim",
+            expect="dram.npz: the DRAM image needs 9.3 GiB, above the memory limit")  # fmt: skip
 
 
 def test_interpreter_budget_on_mlir(tmp_path, capsys, monkeypatch):

@@ -48,7 +48,8 @@ def parse_mlir(data: bytes, source: str, ctx=None):
     """MLIR text -> a verified `ModuleOp` in SSA form, or InputError (one line) / xDSL's
     VerifyException. The one parse boundary of every tool and of the `mlir` fuzz harness:
     undecodable bytes, nesting beyond Python's recursion limit and literals xDSL rejects with
-    a bare ValueError (`dense<262> : tensor<i8>`) become one-line errors here."""
+    a bare ValueError (`dense<262> : tensor<i8>`) or an assertion (a complex literal with three
+    parts, `dense<[(1, 2, 3)]>`) become one-line errors here."""
     from xdsl.parser import Parser
     from xdsl.utils.exceptions import ParseError
 
@@ -68,6 +69,8 @@ def parse_mlir(data: bytes, source: str, ctx=None):
         raise InputError(parse_error_line(e)) from None
     except (ValueError, OverflowError) as e:  # xDSL: literals out of range of their type
         raise InputError(f"'{source}': {one_line(str(e))}") from None
+    except AssertionError as e:  # xDSL 0.74's lexer asserts on some malformed literals
+        raise InputError(f"'{source}': cannot parse: {one_line(str(e))}") from None
     module.verify()
     verify_dominance(module, source)
     return module

@@ -42,7 +42,7 @@ from qaccel.targets.vta.config import ConfigError
 from qaccel.backends.vta.report_plot import PlotError, plot_report, require_matplotlib
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
 from qaccel.pipeline.manager import PipelineError, available_passes, qaccel_context
-from qaccel.dialects.memory import MemoryBudgetError
+from qaccel.kernels.memory import MemoryBudgetError
 from qaccel.interpreter.interpreter import ExecutionError, check_memory
 from qaccel.tools.cli import (
     fail,

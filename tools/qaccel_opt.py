@@ -295,6 +295,8 @@ class QaccelOptMain(xDSLOptMain):
             raise
         except (ValueError, OverflowError) as e:  # xDSL: literals out of range of their type
             raise UsageError(f"'{name}': {str(e).strip()}") from None
+        except AssertionError as e:  # xDSL 0.74's lexer asserts on some malformed literals
+            raise UsageError(f"'{name}': cannot parse: {str(e).strip()}") from None
         if module is not None:
             verify_input(module, name)
         if self.timing is not None:

@@ -493,7 +493,7 @@ def _fail_known(e: Exception) -> None:
     from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
     from qaccel.backends.vta.report_plot import PlotError
-    from qaccel.dialects.memory import MemoryBudgetError
+    from qaccel.kernels.memory import MemoryBudgetError
     from qaccel.frontend.tflite_import import TFLiteImportError
     from qaccel.interpreter.interpreter import ExecutionError
     from qaccel.kernels import registry as kernels

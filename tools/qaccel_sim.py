@@ -10,7 +10,9 @@ instructions (`.bin`, or any file that is not UTF-8 text). IMAGE.npz holds `dram
 and optionally `uops` (uint32 micro-op image); UOPS.bin is a micro-op image as raw little-endian
 uint32 (`qaccel-compile` writes one per layer beside the function's `dram.npz`); without them
 the program's `.dram`/`.i8`/`.i32`/`.uop` directives build them. `--output OUT.npz` saves the final DRAM. Errors are one line
-naming the file and the instruction index, with exit status 1.
+naming the file and the instruction index, with exit status 1; so are files, DRAM images and
+simulator states above the memory budget (`QACCEL_MEMORY_LIMIT`) and programs above the step
+budget (`QACCEL_STEP_LIMIT`), refused before anything is allocated or run.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ def _load_program(path: Path, fmt: str, config):
     from qaccel.targets.vta.asm import assemble
     from qaccel.targets.vta.isa import Program
 
+    from qaccel.kernels.memory import check_bytes
+
+    check_bytes(path.stat().st_size, f"{path}: the program")
     data = path.read_bytes()
     if fmt == "auto":
         fmt = "bin" if path.suffix == ".bin" else "asm"
@@ -94,10 +99,14 @@ def main(argv=None) -> int:
             check_output_file(args.output, "--output")
     except (ConfigError, ValueError, OutputPathError) as e:
         return fail(str(e))
+    from qaccel.kernels.memory import MemoryBudgetError, check_bytes, check_npz
+
     try:
         program = _load_program(args.program, args.format, config)
     except OSError as e:
         return fail(f"{args.program}: {e.strerror or e}")
+    except MemoryBudgetError as e:
+        return fail(str(e))
     except (AsmError, ValueError) as e:
         return fail(f"{args.program}: {e}")
     if args.disasm:
@@ -106,6 +115,7 @@ def main(argv=None) -> int:
     uops = dram = None
     if args.dram:
         try:
+            check_npz(args.dram, f"{args.dram}: the DRAM image")
             with np.load(args.dram) as image:
                 if "dram" not in image:
                     return fail(f"{args.dram}: no 'dram' array in the image")
@@ -114,11 +124,16 @@ def main(argv=None) -> int:
                     return fail(f"{args.dram}: 'dram' must be uint8, got {dram.dtype}")
                 if "uops" in image:
                     uops = np.asarray(image["uops"]).astype(np.uint32).reshape(-1)
+        except MemoryBudgetError as e:
+            return fail(str(e))
         except (OSError, ValueError) as e:
             return fail(f"{args.dram}: cannot read DRAM image: {e}")
     if args.uops:
         try:
+            check_bytes(args.uops.stat().st_size, f"{args.uops}: the micro-op image")
             raw = args.uops.read_bytes()
+        except MemoryBudgetError as e:
+            return fail(str(e))
         except OSError as e:
             return fail(f"{args.uops}: {e.strerror or e}")
         if len(raw) % 4:

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 from qaccel.backends.vta.cdriver import driver_files
+from qaccel.kernels.memory import MemoryBudgetError, check_npz
 from qaccel.backends.vta.compiled import (
     ArenaSlot,
     CompiledFunction,
@@ -180,6 +181,11 @@ def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
                 program=None, words=np.frombuffer(data[e["program"]], "<u8").reshape(-1, 2),
                 uops=np.frombuffer(data[e["uops"]], "<u4"), description=e["description"],
             ))  # fmt: skip
+        try:  # what the image's arrays declare, from their headers, before inflating them
+            check_npz(data[entry["image"]], f"'{root / entry['image']}': the DRAM image")
+        except (ValueError, MemoryBudgetError) as e:
+            raise CompileError(str(e) if isinstance(e, MemoryBudgetError)
+                               else f"'{root / entry['image']}': {e}") from None  # fmt: skip
         with np.load(io.BytesIO(data[entry["image"]])) as z:
             image = z["dram"].copy()
         slots = [ArenaSlot(**s) for s in entry["slots"]]

@@ -47,6 +47,27 @@ class RunPlanError(Exception):
     """The plan cannot run on these inputs, or a file of it is damaged (one line)."""
 
 
+def _check_memory(nbytes: int, what: str) -> None:
+    """The memory budget (QACCEL_MEMORY_LIMIT) before allocating what the plan declares."""
+    from qaccel.kernels.memory import MemoryBudgetError, check_bytes
+
+    try:
+        check_bytes(nbytes, what)
+    except MemoryBudgetError as e:
+        raise RunPlanError(str(e)) from None
+
+
+def _check_npz(blob: bytes, what: str) -> None:
+    """The arrays an .npz of the plan declares, from their headers, before inflating them."""
+    from qaccel.kernels.memory import npz_declared_bytes
+
+    try:
+        nbytes = npz_declared_bytes(blob)
+    except ValueError as e:
+        raise RunPlanError(f"{what}: {e}") from None
+    _check_memory(nbytes, what)
+
+
 # --------------------------------------------------------------------------------------------
 # Encoding of kernel options and quantization parameters (JSON + named arrays)
 
@@ -177,10 +198,16 @@ class _Function:
         if accel is not None:
             if accel.get("constants") in plan.digests:  # raw bytes: no inflating of dram.npz
                 constants = np.frombuffer(plan.read(accel["constants"]), np.uint8)
-                self.image = np.zeros(accel["arena_bytes"] + constants.size, np.uint8)
-                self.image[accel["arena_bytes"] :] = constants
+                arena = accel["arena_bytes"]
+                if not isinstance(arena, int) or arena < 0:
+                    raise RunPlanError(f"{name}: arena_bytes must be a byte count, got {arena!r}")
+                _check_memory(arena + constants.size, f"{name}: the DRAM image")
+                self.image = np.zeros(arena + constants.size, np.uint8)
+                self.image[arena:] = constants
             else:
-                with np.load(io.BytesIO(plan.read(accel["image"]))) as z:
+                blob = plan.read(accel["image"])
+                _check_npz(blob, f"{name}: the DRAM image {accel['image']}")
+                with np.load(io.BytesIO(blob)) as z:
                     self.image = z["dram"]
             self.layers = [
                 (np.frombuffer(plan.read(lay["program"]), "<u8").reshape(-1, 2),
@@ -313,7 +340,9 @@ class RunPlan:
         self.fallback_count = len(manifest["fallbacks"])
         self.layer_runs = 0
         self._config = None
-        with np.load(io.BytesIO(self.read(PLAN_ARRAYS))) as z:
+        blob = self.read(PLAN_ARRAYS)
+        _check_npz(blob, f"'{self.root / PLAN_ARRAYS}'")
+        with np.load(io.BytesIO(blob)) as z:
             self.arrays = {k: z[k] for k in z.files}
         self.functions = {name: _Function(name, e, self) for name, e in meta["functions"].items()}
 

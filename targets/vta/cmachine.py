@@ -33,6 +33,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from qaccel.targets.vta import budget
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.targets.vta.isa import MemType, Program
 from qaccel.targets.vta.results import (
@@ -46,7 +47,7 @@ from qaccel.targets.vta.results import (
 MACHINE_DIR = Path(__file__).with_name("machine")
 SOURCES = ("vta_machine.c",)
 HEADERS = ("vta_machine.h",)
-ABI = 2  # VTA_MACHINE_ABI in vta_machine.h
+ABI = 3  # VTA_MACHINE_ABI in vta_machine.h
 # GEMM kernels (enum vta_kernel): all compute the same sums; "auto" is the fastest the CPU has.
 KERNELS = {"auto": 0, "c": 1, "sse2": 2, "avx2": 3}
 kernel = os.environ.get("QACCEL_CMACHINE_KERNEL", "auto")  # tests set it to check each one
@@ -70,6 +71,7 @@ class _Run(ctypes.Structure):  # vta_run
         ("uop_image", _P), ("uop_image_len", _I), ("dram", _P), ("dram_len", _I),
         ("uop_sram", _P), ("inp_sram", _P), ("wgt_sram", _P), ("acc_sram", _P),
         ("start", _P), ("end", _P), ("module", _P), ("kernel", _I),
+        ("step_limit", _I), ("memory_limit", _I),
         ("total_cycles", _I), ("busy", _I * 3), ("stalled", _I * 3), ("bus_wait", _I * 3),
         ("gemm_iterations", _I), ("alu_iterations", _I),
         ("dram_read_bytes", _I * 8), ("dram_write_bytes", _I * 8), ("leftover_tokens", _I * 4),
@@ -197,7 +199,13 @@ def _ptr(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
-def _run(program, config, functional: bool, uops=None, dram=None, in_place: bool = False):
+def _limit(value: int | None) -> int:
+    """A vta_run limit: the value, or -1 for none (0 would mean "the environment's")."""
+    return -1 if value is None else max(1, int(value))
+
+
+def _run(program, config, functional: bool, uops=None, dram=None, in_place: bool = False,
+         limits=(budget.FROM_ENVIRONMENT, budget.FROM_ENVIRONMENT)):  # fmt: skip
     lib = library()
     if lib is None:
         raise RuntimeError(f"the C simulator is unavailable: {_REASON}")
@@ -207,7 +215,9 @@ def _run(program, config, functional: bool, uops=None, dram=None, in_place: bool
     prog = program if isinstance(program, Program) else Program(c, program)
     words = np.ascontiguousarray(prog.words, dtype="<u8")
     n = len(words)
+    step_limit, memory_limit = budget.resolve_limits(*limits)
     run = _Run()
+    run.step_limit, run.memory_limit = _limit(step_limit), _limit(memory_limit)
     start = np.zeros(n, np.int64)
     end = np.zeros(n, np.int64)
     module = np.zeros(n, np.int64)
@@ -220,12 +230,15 @@ def _run(program, config, functional: bool, uops=None, dram=None, in_place: bool
         )
         if dram is None:
             size = max([prog.dram_size] + [o + len(b) for o, b in prog.dram_init])
+            budget.check_state(c, n, size, True, memory_limit)  # before allocating it
             dram = np.zeros(size, np.uint8)
             for off, data in prog.dram_init:
                 dram[off : off + len(data)] = np.frombuffer(data, np.uint8)
         dram = np.asarray(dram)
+        # The machine checks the budget again (for its C callers); here it comes before the copy.
+        budget.check_state(c, n, dram.nbytes, True, memory_limit)
         if dram.dtype != np.uint8 or dram.ndim != 1:
-            _run(prog, c, False)  # malformed programs are reported first, as the reference
+            _run(prog, c, False, limits=limits)  # malformed programs first, as the reference
             raise SimulationError("the DRAM image must be a flat uint8 array")
         if not (in_place and dram.flags.c_contiguous and dram.flags.writeable):
             dram = dram.copy()
@@ -276,16 +289,20 @@ def _run(program, config, functional: bool, uops=None, dram=None, in_place: bool
 
 
 def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None, *,
-             in_place: bool = False) -> SimResult:  # fmt: skip
+             in_place: bool = False, step_limit=budget.FROM_ENVIRONMENT,
+             memory_limit=budget.FROM_ENVIRONMENT) -> SimResult:  # fmt: skip
     """`simulator.simulate` on the C machine. `in_place`: run on `dram` itself (a contiguous,
     writeable uint8 array) instead of a copy, as a runtime that owns its DRAM image does."""
-    report, leftover, dram, sram = _run(program, config, True, uops, dram, in_place)
+    report, leftover, dram, sram = _run(program, config, True, uops, dram, in_place,
+                                        (step_limit, memory_limit))  # fmt: skip
     return SimResult(dram, report, leftover, sram)
 
 
-def timing(program, config: HardwareConfig | None = None) -> TimingReport:
+def timing(program, config: HardwareConfig | None = None, *,
+           step_limit=budget.FROM_ENVIRONMENT,
+           memory_limit=budget.FROM_ENVIRONMENT) -> TimingReport:  # fmt: skip
     """`simulator.timing` on the C machine: token protocol and cycle counts only."""
-    return _run(program, config, False)[0]
+    return _run(program, config, False, limits=(step_limit, memory_limit))[0]
 
 
 def compiler_available() -> bool:

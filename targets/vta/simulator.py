@@ -16,7 +16,9 @@ access by one module to data another module wrote (or still has to read) without
 chain ordering the two is a hazard and raises `SimulationError`, as are deadlocks, pops of
 tokens never pushed, out-of-range SRAM/DRAM/micro-op accesses, reads of never-written SRAM,
 two consecutive GEMM micro-ops writing the same accumulator row, out-of-range shift operands
-and malformed encodings. Every error names the instruction index.
+and malformed encodings. Every error names the instruction index. Before any of it, a run
+whose state would not fit in the memory budget or whose program takes more steps than the
+step budget is refused (`budget.py`: `QACCEL_MEMORY_LIMIT`, `QACCEL_STEP_LIMIT`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+from qaccel.targets.vta import budget
 from qaccel.targets.vta._blas import single_threaded_blas
 from qaccel.targets.vta.alu import ALU_FUNCTIONS, AluRangeError, output_stage
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
@@ -127,8 +130,15 @@ def _gemm_group(acc, inp, wgt, dk, sk, w_base, groups, soff, woff):
     blk = inp.shape[1]
     uniq, blocks = groups
     if blocks.ndim == 2:
-        # Blocks that write the same rows are folded into the matmul's reduction dimension.
+        # Blocks that write the same rows are folded into the matmul's reduction dimension,
+        # at most _CHUNK gathered elements at a time (int32 sums modulo 2**32 split freely).
         g, m = blocks.shape
+        width = max(1, _CHUNK // max(1, k * blk))
+        if m > width:
+            for lo in range(0, m, width):
+                part = (uniq, blocks[:, lo : lo + width])
+                _gemm_group(acc, inp, wgt, dk, sk, w_base, part, soff, woff)
+            return
         dtype = np.float32 if m * blk * 128 * 128 < 1 << 24 else np.float64  # exact sums
         step = max(1, _CHUNK // max(1, m * k * blk))
         for lo in range(0, g, step):
@@ -207,12 +217,23 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _initial_dram_size(program: Program) -> int:
+    """The DRAM the program's assembler directives ask for (no image given)."""
+    return max([program.dram_size] + [o + len(b) for o, b in program.dram_init])
+
+
 class _Machine:
-    def __init__(self, program, config, uops, dram, functional: bool):
+    def __init__(self, program, config, uops, dram, functional: bool,
+                 limits=(budget.FROM_ENVIRONMENT, budget.FROM_ENVIRONMENT)):  # fmt: skip
         if isinstance(program, Program):
             config = config or program.config
         self.config = c = config or DEFAULT_CONFIG
         self.program = program if isinstance(program, Program) else Program(c, program)
+        step_limit, memory_limit = budget.resolve_limits(*limits)
+        if functional:
+            dram_len = _initial_dram_size(self.program) if dram is None else np.asarray(dram).nbytes
+        budget.check_state(c, len(self.program), dram_len if functional else 0, functional,
+                           memory_limit)  # fmt: skip
         self.f = decode(self.program.words, c)
         self.n = len(self.f)
         self.functional = functional
@@ -223,6 +244,7 @@ class _Machine:
         self.module = module_of(self.f)
         self.queues = [np.flatnonzero(self.module == m).tolist() for m in range(3)]
         self._check_token_counts()
+        budget.check_steps(self.f, c, step_limit)
         self.blk = c.block
         if functional:
             self._init_state(uops, dram)
@@ -253,10 +275,7 @@ class _Machine:
             self.program.uops if uops is None else uops, dtype=np.uint32
         ).reshape(-1)
         if dram is None:
-            size = max(
-                [self.program.dram_size] + [o + len(b) for o, b in self.program.dram_init]
-            )
-            dram = np.zeros(size, np.uint8)
+            dram = np.zeros(_initial_dram_size(self.program), np.uint8)
             for off, data in self.program.dram_init:
                 dram[off : off + len(data)] = np.frombuffer(data, np.uint8)
         dram = np.asarray(dram)
@@ -803,19 +822,24 @@ def _use_c(simulator: str) -> bool:
 
 
 def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None,
-             simulator: Literal["c", "python"] = "c") -> SimResult:  # fmt: skip
+             simulator: Literal["c", "python"] = "c", *,
+             step_limit=budget.FROM_ENVIRONMENT,
+             memory_limit=budget.FROM_ENVIRONMENT) -> SimResult:  # fmt: skip
     """Run `program` (a `Program` or `(n, 2)` uint64 words) to FINISH.
 
     `uops`: uint32 micro-op image read by LOAD UOP (default: `program.uops`); `dram`: flat uint8
     DRAM image, not modified (default: built from the program's assembler data directives).
     Returns the DRAM after FINISH and the timing report; raises `SimulationError`.
     `simulator`: "c" (libqaccel_vta, the default) or "python" (this module, the reference).
+    `step_limit` (steps) and `memory_limit` (bytes) override `QACCEL_STEP_LIMIT` and
+    `QACCEL_MEMORY_LIMIT` (None: no limit); see `budget.py`.
     """
     if _use_c(simulator):
         from qaccel.targets.vta import cmachine
 
-        return cmachine.simulate(program, uops, dram, config)
-    machine = _Machine(program, config, uops, dram, functional=True)
+        return cmachine.simulate(program, uops, dram, config, step_limit=step_limit,
+                                 memory_limit=memory_limit)  # fmt: skip
+    machine = _Machine(program, config, uops, dram, True, (step_limit, memory_limit))
     with single_threaded_blas():
         report, leftover = machine.run()
     sram = {"uop": machine.uop_mem, "inp": machine.inp, "wgt": machine.wgt, "acc": machine.acc}
@@ -823,12 +847,16 @@ def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None
 
 
 def timing(program, config: HardwareConfig | None = None,
-           simulator: Literal["c", "python"] = "c") -> TimingReport:  # fmt: skip
-    """The timing model alone: token protocol and cycle counts, no data or hazard checks."""
+           simulator: Literal["c", "python"] = "c", *,
+           step_limit=budget.FROM_ENVIRONMENT,
+           memory_limit=budget.FROM_ENVIRONMENT) -> TimingReport:  # fmt: skip
+    """The timing model alone: token protocol and cycle counts, no data or hazard checks
+    (the same step budget as `simulate`; its memory is the decoded program's)."""
     if _use_c(simulator):
         from qaccel.targets.vta import cmachine
 
-        return cmachine.timing(program, config)
-    machine = _Machine(program, config, None, None, functional=False)
+        return cmachine.timing(program, config, step_limit=step_limit,
+                               memory_limit=memory_limit)  # fmt: skip
+    machine = _Machine(program, config, None, None, False, (step_limit, memory_limit))
     report, _ = machine.run()
     return report

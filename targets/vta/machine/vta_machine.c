@@ -1336,6 +1336,145 @@ static int run_events(machine *m) {
     return VTA_OK;
 }
 
+/* --- budgets (targets/vta/budget.py) ---------------------------------------------------------- */
+
+#define MAX_LIMIT ((int64_t)1 << 62) /* larger limits are no limit; keeps counts in int64 */
+enum { LIMIT_NONE = -1, LIMIT_MALFORMED = -2 };
+
+static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+static char lower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c; }
+
+static int64_t mul_sat(int64_t a, int64_t b) { return a && b > INT64_MAX / a ? INT64_MAX : a * b; }
+
+/* kernels.memory.parse_limit on the variable `name`: the limit, `fallback` when unset or
+ * blank, LIMIT_NONE for "none" or 0, LIMIT_MALFORMED otherwise (the stripped text in `text`).
+ * Grammar: [0-9]{1,30} ("." [0-9]{0,3})? [ \t]* ([KMGT] ("B" | "iB")? | "B")?, case-insensitive,
+ * K/M/G/T powers of 1024; the value is truncated to a whole number. */
+static int64_t env_limit(const char *name, int64_t fallback, char *text, size_t size) {
+    const char *s = getenv(name), *end;
+    if (!s) return fallback;
+    while (is_space(*s)) s++;
+    end = s + strlen(s);
+    while (end > s && is_space(end[-1])) end--;
+    snprintf(text, size, "%.*s", (int)(end - s), s);
+    if (end == s) return fallback;
+    if (end - s == 4 && lower(s[0]) == 'n' && lower(s[1]) == 'o' && lower(s[2]) == 'n' &&
+        lower(s[3]) == 'e')
+        return LIMIT_NONE;
+    const char *p = s;
+    int64_t num = 0, scale = 1, mult = 1;
+    int digits = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++, digits++)
+        num = mul_sat(num, 10) > INT64_MAX - 9 ? INT64_MAX : mul_sat(num, 10) + (*p - '0');
+    if (digits < 1 || digits > 30) return LIMIT_MALFORMED;
+    if (p < end && *p == '.') {
+        int frac = 0;
+        for (p++; p < end && *p >= '0' && *p <= '9'; p++, frac++) {
+            num = mul_sat(num, 10) > INT64_MAX - 9 ? INT64_MAX : mul_sat(num, 10) + (*p - '0');
+            scale *= 10;
+        }
+        if (frac > 3) return LIMIT_MALFORMED;
+    }
+    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    if (p < end) {
+        const char *units = "kmgt";
+        const char *u = strchr(units, lower(*p));
+        if (u && *p) {
+            mult = (int64_t)1 << (10 * (u - units + 1));
+            p++;
+            if (p < end && lower(*p) == 'i') p++, u = NULL; /* "iB" needs its B */
+            if (p < end && lower(*p) == 'b') p++, u = units;
+            if (!u) return LIMIT_MALFORMED;
+        } else if (lower(*p) == 'b') {
+            p++;
+        } else {
+            return LIMIT_MALFORMED;
+        }
+    }
+    if (p != end) return LIMIT_MALFORMED;
+    int64_t limit = num == INT64_MAX ? INT64_MAX : mul_sat(num, mult) / scale;
+    return limit == 0 ? LIMIT_NONE : limit;
+}
+
+/* A limit from vta_run: its own, or the environment's, or the default. */
+static int resolve_limit(machine *m, int64_t given, const char *name, int64_t fallback,
+                         int64_t *out) {
+    char text[128];
+    *out = given < 0 ? LIMIT_NONE : given;
+    if (given != 0) return VTA_OK;
+    *out = env_limit(name, fallback, text, sizeof text);
+    if (*out == LIMIT_MALFORMED)
+        return fail(m, -1, "%s='%s': expected a number, optionally with K, M, G or T, or none",
+                    name, text);
+    return VTA_OK;
+}
+
+/* kernels.memory.format_bytes */
+static const char *format_bytes(char *buf, size_t size, int64_t n) {
+    static const char *const units[4] = {"TiB", "GiB", "MiB", "KiB"};
+    for (int k = 0; k < 4; k++) {
+        int64_t unit = (int64_t)1 << (10 * (4 - k));
+        if (n >= unit) {
+            snprintf(buf, size, "%.1f %s", (double)n / (double)unit, units[k]);
+            return buf;
+        }
+    }
+    snprintf(buf, size, "%lld bytes", (long long)n);
+    return buf;
+}
+
+/* budget.check_state: the state vta_simulate and setup_state allocate (as laid out there). */
+static int check_state(machine *m, int64_t limit) {
+    const struct geometry *g = &m->g;
+    int64_t decoded = m->n * (F_COUNT + 1) * 8, dram = 0, state = 0;
+    if (limit < 0) return VTA_OK;
+    if (m->functional) {
+        int64_t du = g->depth[BUF_UOP], di = g->depth[BUF_INP], dw = g->depth[BUF_WGT];
+        int64_t da = g->depth[BUF_ACC], blk = g->blk;
+        dram = m->run->dram_len;
+        state = du * 4 + di * blk + dw * blk * blk + da * blk * 4;
+        state += 4 * (3 * du + 2 * di + 2 * dw + 3 * da) + du;
+        state += 3 * 4 * ceil_div(dram, DRAM_BLOCK);
+    }
+    int64_t total = dram + state + decoded;
+    if (total <= limit) return VTA_OK;
+    char a[32], b[32], c[32], d[32], e[32];
+    return fail(m, -1,
+                "the simulator needs %s (DRAM image %s, scratchpads and hazard trackers %s, "
+                "decoded program %s), above the memory limit of %s (raise it with "
+                "QACCEL_MEMORY_LIMIT)",
+                format_bytes(a, sizeof a, total), format_bytes(b, sizeof b, dram),
+                format_bytes(c, sizeof c, state), format_bytes(d, sizeof d, decoded),
+                format_bytes(e, sizeof e, limit));
+}
+
+/* budget.check_steps: refuses the program at the instruction where its steps pass `limit`. */
+static int check_steps(machine *m, int64_t limit) {
+    int64_t total = 0;
+    if (limit < 0) return VTA_OK;
+    if (limit > MAX_LIMIT) limit = MAX_LIMIT;
+    for (int64_t i = 0; i < m->n; i++) {
+        const int64_t *f = FLD(m, i);
+        int64_t op = f[F_OPCODE], steps = 1;
+        if (op == OP_GEMM || op == OP_ALU) {
+            steps += f[F_ITER_OUT] * f[F_ITER_IN] * (f[F_UOP_END] - f[F_UOP_BGN]);
+        } else if ((op == OP_LOAD || op == OP_STORE) && f[F_Y_SIZE] && f[F_X_SIZE]) {
+            int64_t rows = (f[F_Y_PAD_0] + f[F_Y_SIZE] + f[F_Y_PAD_1]) *
+                           (f[F_X_PAD_0] + f[F_X_SIZE] + f[F_X_PAD_1]);
+            int64_t depth = m->g.depth[op == OP_STORE ? BUF_ACC : sram_of(f[F_MEMORY_TYPE])];
+            steps += rows < depth ? rows : depth;
+        }
+        total += steps;
+        if (total > limit)
+            return fail(m, i,
+                        "%lld steps up to this instruction (one per instruction, plus GEMM/ALU "
+                        "micro-op iterations and LOAD/STORE rows) pass the step limit of %lld "
+                        "(raise it with QACCEL_STEP_LIMIT)",
+                        (long long)total, (long long)limit);
+    }
+    return VTA_OK;
+}
+
 /* --- entry points -------------------------------------------------------------------------- */
 
 static int setup_state(machine *m) {
@@ -1411,6 +1550,13 @@ int vta_simulate(const vta_config *config, const uint64_t *words, int64_t n, int
     m->functional = functional;
     m->n = n;
     m->words = words;
+    int64_t step_limit, memory_limit;
+    if ((rc = resolve_limit(m, run->step_limit, "QACCEL_STEP_LIMIT", VTA_DEFAULT_STEP_LIMIT,
+                            &step_limit)) ||
+        (rc = resolve_limit(m, run->memory_limit, "QACCEL_MEMORY_LIMIT",
+                            VTA_DEFAULT_MEMORY_LIMIT, &memory_limit)) ||
+        (rc = check_state(m, memory_limit)))
+        return rc;
     if (n <= 0) return fail(m, 0, "malformed instruction: empty program (it must end with FINISH)");
     m->f = alloc(m, (size_t)n * F_COUNT, sizeof(int64_t));
     int64_t *queues = alloc(m, (size_t)n, sizeof(int64_t));
@@ -1433,7 +1579,7 @@ int vta_simulate(const vta_config *config, const uint64_t *words, int64_t n, int
         m->queue[md][m->qlen[md]++] = i;
         if (run->module) run->module[i] = md;
     }
-    if ((rc = check_token_counts(m))) goto done;
+    if ((rc = check_token_counts(m)) || (rc = check_steps(m, step_limit))) goto done;
     for (int q = 0; q < VTA_FIFOS; q++) {
         m->fifo[q].avail = alloc(m, (size_t)m->fifo[q].cap, sizeof(int64_t));
         m->fifo[q].clock = alloc(m, (size_t)m->fifo[q].cap, sizeof m->fifo[q].clock[0]);

@@ -27,7 +27,7 @@ extern "C" {
 
 /* Bumped whenever a struct below or a function signature changes; the Python loader refuses a
  * library built from other sources. */
-#define VTA_MACHINE_ABI 2
+#define VTA_MACHINE_ABI 3
 
 enum vta_status {
     VTA_OK = 0,
@@ -52,6 +52,9 @@ typedef struct vta_config {
 } vta_config;
 
 enum { VTA_MODULES = 3, VTA_MEM_TYPES = 8, VTA_FIFOS = 4 };
+
+#define VTA_DEFAULT_STEP_LIMIT ((int64_t)1 << 28)
+#define VTA_DEFAULT_MEMORY_LIMIT ((int64_t)4 << 30)
 
 /* GEMM kernels, slowest to fastest; all compute the same sums. */
 enum vta_kernel {
@@ -81,6 +84,14 @@ typedef struct vta_run {
     /* GEMM kernel (enum vta_kernel): in, what to use (a slower one than available is
      * honoured, a faster one is not); out, the one used. */
     int64_t kernel;
+    /* Budgets, checked before the first instruction runs (targets/vta/budget.py): the steps
+     * the program takes (one per instruction, plus GEMM/ALU micro-op iterations and LOAD/STORE
+     * rows) and the bytes of the machine's state (the DRAM image, scratchpads, hazard trackers
+     * and decoded program). 0: the environment's QACCEL_STEP_LIMIT / QACCEL_MEMORY_LIMIT, else
+     * VTA_DEFAULT_STEP_LIMIT / VTA_DEFAULT_MEMORY_LIMIT; negative: no limit. A run above a
+     * budget fails with VTA_ERROR and a one-line message saying how to raise it. */
+    int64_t step_limit;
+    int64_t memory_limit;
     /* --- outputs (TimingReport) -------------------------------------------------------------- */
     int64_t total_cycles;
     int64_t busy[VTA_MODULES];
