@@ -500,6 +500,21 @@ def test_bad_dispatch_bytecode_through_qaccel_run_is_one_line(small_cnn, tmp_pat
                    "version 1"]  # fmt: skip
 
 
+def test_qaccel_run_process_says_one_line_with_litert(small_cnn, tmp_path):
+    """The whole process's stderr: LiteRT's exit-time log lines must not follow our line."""
+    art = tmp_path / "art"
+    shutil.copytree(small_cnn, art)
+    argv = ["qaccel-run", str(art), "--runtime", "litert", "--outputs-dir", str(tmp_path / "o")]
+    code = f"import sys; sys.argv = {argv!r}; from qaccel.tools import launch; launch.run_main()"
+    cmd = [sys.executable, "-c", code]
+    ok = subprocess.run(cmd, capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stderr == "", ok.stderr
+    _dispatch_variant(small_cnn, art, _poke(8, "<I", 9))
+    bad = subprocess.run(cmd, capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert bad.stderr.count("\n") == 1 and "format version 9" in bad.stderr, bad.stderr
+
+
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc with AddressSanitizer")
 def test_dispatch_library_under_sanitizers(small_cnn, tmp_path):
     """The dispatch library and the C host built with -fsanitize=address,undefined: LiteRT runs

@@ -44,6 +44,8 @@ FILE.npy` top-1 agreement and accuracy) to DIR/summary.json.
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -377,6 +379,13 @@ def run_dataset(args) -> int:
     return 0 if summary.bit_exact in (None, summary.sets) else 1
 
 
+def _drop_stderr() -> None:
+    """At exit, after our last line: LiteRT's Python runtime logs INFO lines from its global
+    destructors when the process ends, which would follow our one-line error or summary."""
+    sys.stderr.flush()
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+
+
 def _run_litert(path: Path, inputs, litert_path: str = "dispatch") -> list[np.ndarray]:
     """The artifact's AOT model run by LiteRT: its DISPATCH_OP flavour with our dispatch
     library (backends/litert/dispatch.py), or its QACCEL_VTA flavour with our custom-op kernel
@@ -395,6 +404,7 @@ def _run_litert(path: Path, inputs, litert_path: str = "dispatch") -> list[np.nd
         if litert_path == "dispatch":
             from qaccel.backends.litert.dispatch import run_dispatch
 
+            atexit.register(_drop_stderr)
             return run_dispatch(model, inputs)
         from qaccel.backends.litert.runtime import run_litert
 
