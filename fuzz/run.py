@@ -2,6 +2,7 @@
 
     python fuzz/run.py --seconds 600 --harness tflite     # one harness, ten minutes
     python fuzz/run.py --seconds 30                       # every harness, 30 s each
+    python fuzz/run.py --harness isa --runs 1000000 --seconds 7200   # a 1 M-input campaign
     python fuzz/run.py --harness mlir --replay crash-abc  # re-run one input, no atheris
 
 Harnesses (`fuzz/harnesses.py`): `tflite` (the importer), `mlir` (parse + verify +
@@ -19,13 +20,20 @@ import argparse
 import os
 import re
 import shutil
+import itertools
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 NAMES = ("tflite", "mlir", "config", "isa")
+# Executions per child process. atheris 3.0's comparison tracing leaks about 1 KB whenever an
+# instrumented comparison yields a numpy array (the decoders and simulators compare arrays
+# throughout: the isa harness grows by ~7 KB per input), so a long campaign restarts its child
+# from the corpus it has grown, well before libFuzzer's 3 GB RSS limit.
+CHUNK = 200_000
 # The modules each harness exercises, imported under atheris's coverage instrumentation.
 MODULES = {
     "tflite": ["qaccel.frontend.tflite_import"],
@@ -52,18 +60,36 @@ def _child(name: str, libfuzzer_args: list[str]) -> None:
     atheris.Fuzz()
 
 
-def fuzz(name: str, seconds: int, seed: int, runs: int | None, max_len: int) -> tuple[int, bool]:
-    """(executions, crashed) of one harness run in a subprocess."""
+def fuzz(name: str, seconds: int, seed: int, runs: int | None, max_len: int,
+         chunk: int = CHUNK) -> tuple[int, bool]:
+    """(executions, crashed) of one harness's campaign: child processes of at most `chunk`
+    executions each, every one starting from the corpus the previous ones grew."""
     crashes = HERE / "crashes"
     crashes.mkdir(exist_ok=True)
+    executions, deadline = 0, time.monotonic() + seconds
     with tempfile.TemporaryDirectory(prefix=f"qaccel-fuzz-{name}-") as work:
-        args = [f"-max_total_time={seconds}", f"-seed={seed}", f"-max_len={max_len}",
-                f"-artifact_prefix={crashes}/{name}-", "-print_final_stats=1",
-                "-timeout=20", "-rss_limit_mb=3072", work, str(HERE / "corpus" / name)]  # fmt: skip
-        if runs is not None:
-            args.insert(0, f"-runs={runs}")
-        done = subprocess.run([sys.executable, __file__, "--child", name, "--", *args],
-                              capture_output=True, text=True)  # fmt: skip
+        for part in itertools.count():
+            left = int(deadline - time.monotonic())
+            todo = chunk if runs is None else min(chunk, runs - executions)
+            if left <= 0 or todo <= 0:
+                break
+            done, crashed = _fuzz_chunk(name, work, left, seed + part, todo, max_len)
+            executions += done
+            if crashed:
+                return executions, True
+            if done == 0:
+                break
+    return executions, False
+
+
+def _fuzz_chunk(name: str, work: str, seconds: int, seed: int, runs: int,
+                max_len: int) -> tuple[int, bool]:  # fmt: skip
+    crashes = HERE / "crashes"
+    args = [f"-runs={runs}", f"-max_total_time={seconds}", f"-seed={seed}", f"-max_len={max_len}",
+            f"-artifact_prefix={crashes}/{name}-", "-print_final_stats=1",
+            "-timeout=20", "-rss_limit_mb=3072", work, str(HERE / "corpus" / name)]  # fmt: skip
+    done = subprocess.run([sys.executable, __file__, "--child", name, "--", *args],
+                          capture_output=True, text=True)  # fmt: skip
     log = done.stdout + done.stderr
     m = re.search(r"stat::number_of_executed_units:\s*(\d+)", log) or re.search(
         r"Done (\d+) runs", log)
@@ -95,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--harness", choices=(*NAMES, "all"), default="all")
     ap.add_argument("--seconds", type=int, default=60, help="per harness")
     ap.add_argument("--runs", type=int, default=None, help="stop after this many inputs")
+    ap.add_argument("--chunk", type=int, default=CHUNK,
+                    help="inputs per child process (each restarts from the grown corpus)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-len", type=int, default=4096, help="largest input in bytes")
     ap.add_argument("--replay", nargs="+", metavar="FILE", help="run these inputs, no atheris")
@@ -106,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     names = NAMES if args.harness == "all" else (args.harness,)
     failed = False
     for name in names:
-        executions, crashed = fuzz(name, args.seconds, args.seed, args.runs, args.max_len)
+        executions, crashed = fuzz(name, args.seconds, args.seed, args.runs, args.max_len,
+                                   args.chunk)
         print(f"{name}: {executions} executions, {'FINDING' if crashed else 'no finding'}")
         failed |= crashed
     return 1 if failed else 0
