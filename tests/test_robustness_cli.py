@@ -136,6 +136,13 @@ def test_complex_literal_with_three_parts(tmp_path, capsys):
     refused(capsys, qaccel_opt, [path], prog="qaccel-opt", expect="cannot parse: Unexpected token")
 
 
+def test_dense_literal_of_an_unusual_integer_width(tmp_path, capsys):
+    """xDSL cannot pack i92 values (NotImplementedError; found by the mlir fuzz harness)."""
+    path = write(tmp_path, "w.mlir", '%0 = "test.op"() {a = dense<[3, -4]> : tensor<2xi92>} : '
+                                     '() -> i32\n')
+    refused(capsys, qaccel_opt, [path], prog="qaccel-opt", expect="not supported by the parser")
+
+
 def test_unterminated_string_does_not_hang(tmp_path, capsys):
     """xDSL's string-literal regex backtracked exponentially (minutes for 30 characters)."""
     path = write(tmp_path, "s.mlir", 'func.func @f() attributes {a = "' + "x" * 60 + "\n} {\n}\n")

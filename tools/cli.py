@@ -71,6 +71,8 @@ def parse_mlir(data: bytes, source: str, ctx=None):
         raise InputError(f"'{source}': {one_line(str(e))}") from None
     except AssertionError as e:  # xDSL 0.74's lexer asserts on some malformed literals
         raise InputError(f"'{source}': cannot parse: {one_line(str(e))}") from None
+    except NotImplementedError as e:  # xDSL: e.g. dense<...> of an integer type like i92
+        raise InputError(f"'{source}': not supported by the parser: {one_line(str(e))}") from None
     module.verify()
     verify_dominance(module, source)
     return module

@@ -297,6 +297,8 @@ class QaccelOptMain(xDSLOptMain):
             raise UsageError(f"'{name}': {str(e).strip()}") from None
         except AssertionError as e:  # xDSL 0.74's lexer asserts on some malformed literals
             raise UsageError(f"'{name}': cannot parse: {str(e).strip()}") from None
+        except NotImplementedError as e:  # xDSL: e.g. dense<...> of an integer type like i92
+            raise UsageError(f"'{name}': not supported by the parser: {str(e).strip()}") from None
         if module is not None:
             verify_input(module, name)
         if self.timing is not None:
