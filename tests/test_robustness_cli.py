@@ -141,6 +141,8 @@ def test_dense_literal_of_an_unusual_integer_width(tmp_path, capsys):
     path = write(tmp_path, "w.mlir", '%0 = "test.op"() {a = dense<[3, -4]> : tensor<2xi92>} : '
                                      '() -> i32\n')
     refused(capsys, qaccel_opt, [path], prog="qaccel-opt", expect="not supported by the parser")
+    path = write(tmp_path, "h.mlir", "tfl.const dense<1> : tensor<i7777777777781>\n")
+    refused(capsys, qaccel_opt, [path], prog="qaccel-opt", expect="too large to represent")
 
 
 def test_unterminated_string_does_not_hang(tmp_path, capsys):

@@ -73,6 +73,8 @@ def parse_mlir(data: bytes, source: str, ctx=None):
         raise InputError(f"'{source}': cannot parse: {one_line(str(e))}") from None
     except NotImplementedError as e:  # xDSL: e.g. dense<...> of an integer type like i92
         raise InputError(f"'{source}': not supported by the parser: {one_line(str(e))}") from None
+    except MemoryError:  # xDSL: e.g. the value range of i7777777777781
+        raise InputError(f"'{source}': a type or literal too large to represent") from None
     module.verify()
     verify_dominance(module, source)
     return module

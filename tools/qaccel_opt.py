@@ -299,6 +299,8 @@ class QaccelOptMain(xDSLOptMain):
             raise UsageError(f"'{name}': cannot parse: {str(e).strip()}") from None
         except NotImplementedError as e:  # xDSL: e.g. dense<...> of an integer type like i92
             raise UsageError(f"'{name}': not supported by the parser: {str(e).strip()}") from None
+        except MemoryError:  # xDSL: e.g. the value range of i7777777777781
+            raise UsageError(f"'{name}': a type or literal too large to represent") from None
         if module is not None:
             verify_input(module, name)
         if self.timing is not None:
