@@ -1,7 +1,7 @@
 """Generated models end to end: N random valid int8 models (`frontend/random_models.py`), each
 checked bit for bit against LiteRT's reference kernels at every stage (`explore/conformance.py`:
 the tfl interpreter, the interpreter after every pass of `vta-pipeline`, the compiled artifact on
-the simulator, for both bundled configurations), on 2 seeded input sets.
+the C and the Python simulator, for both bundled configurations), on 2 seeded input sets.
 
     python benchmarks/bench_generated_models.py 1000 [--start S] [--jobs J] [--chunk C]
 

@@ -9,7 +9,8 @@ For one model and a few seeded random input sets (`interpreter.random_inputs(fn,
    run again after every pass that changed it (the `--verify-semantics` instrumentation, but
    compared with LiteRT's outputs on every input set);
 3. the pipeline's result is compiled for that configuration and run with its host ops on the
-   interpreter and its accelerator layers on the simulator.
+   interpreter and its accelerator layers on each simulator (the C machine and the Python
+   reference simulator).
 
 Every output at every stage must equal LiteRT's bit for bit. The first difference, refusal or
 exception is the model's failure: one line naming the stage.
@@ -34,6 +35,7 @@ from qaccel.explore.backend import compile_for, run_compiled
 
 CONFIGS = ("vta-default", "vta-store-requant")
 """The bundled hardware configurations."""
+SIMULATORS = ("c", "python")
 
 
 @dataclass
@@ -117,7 +119,8 @@ def _stage_checker(reference: list[list[np.ndarray]], inputs: list[list[np.ndarr
 
 
 def _check_config(model: bytes, name: str, config: str, inputs: list[list[np.ndarray]],
-                  reference: list[list[np.ndarray]], result: ModelCheck) -> None:  # fmt: skip
+                  reference: list[list[np.ndarray]], result: ModelCheck,
+                  simulators: Sequence[str]) -> None:  # fmt: skip
     from qaccel.frontend.tflite_import import import_tflite
     from qaccel.pipeline.manager import PassManager, expand, parse_passes, qaccel_context
     from qaccel.targets.vta.config import HardwareConfig
@@ -137,13 +140,14 @@ def _check_config(model: bytes, name: str, config: str, inputs: list[list[np.nda
         raise _classify(f"{config}: compile", e) from None
     result.layers[config] = sum(len(layers) for layers in compiled.layers.values())
     result.host_ops[config] = len(compiled.fallbacks)
-    stage = f"{config}: artifact on the simulator"
-    for k, (xs, want) in enumerate(zip(inputs, reference)):
-        try:
-            got = run_compiled(compiled, xs)
-        except Exception as e:
-            raise _classify(stage, e) from None
-        _compare(stage, got, want, k)
+    for simulator in simulators:
+        stage = f"{config}: artifact on the {simulator} simulator"
+        for k, (xs, want) in enumerate(zip(inputs, reference)):
+            try:
+                got = run_compiled(compiled, xs, simulator)
+            except Exception as e:
+                raise _classify(stage, e) from None
+            _compare(stage, got, want, k)
 
 
 def _inputs(model: bytes, name: str, input_sets: int) -> list[list[np.ndarray]]:
@@ -155,7 +159,8 @@ def _inputs(model: bytes, name: str, input_sets: int) -> list[list[np.ndarray]]:
 
 
 def check_model(model: bytes, reference: Any, inputs: list[list[np.ndarray]], result: ModelCheck,
-                configs: Sequence[str] = CONFIGS) -> ModelCheck:  # fmt: skip
+                configs: Sequence[str] = CONFIGS,
+                simulators: Sequence[str] = SIMULATORS) -> ModelCheck:  # fmt: skip
     """Check `model` against `reference` (a `ReferenceResult` for `inputs`); fills `result`."""
     from qaccel.frontend.tflite_import import import_tflite
     from qaccel.interpreter.interpreter import run_function
@@ -176,15 +181,15 @@ def check_model(model: bytes, reference: Any, inputs: list[list[np.ndarray]], re
                 raise _classify("tfl: interpreter", e) from None
             _compare("tfl: interpreter", got, want, k)
         for config in configs:
-            _check_config(model, result.name, config, inputs, expected, result)
+            _check_config(model, result.name, config, inputs, expected, result, simulators)
     except _Failure as f:
         result.failure, result.kind = str(f), f.kind
     result.seconds += time.perf_counter() - start
     return result
 
 
-def check_models(models: Iterable[Any], input_sets: int = 2,
-                 configs: Sequence[str] = CONFIGS) -> list[ModelCheck]:  # fmt: skip
+def check_models(models: Iterable[Any], input_sets: int = 2, configs: Sequence[str] = CONFIGS,
+                 simulators: Sequence[str] = SIMULATORS) -> list[ModelCheck]:  # fmt: skip
     """Check every model: a `GeneratedModel` (from `frontend.random_models`) or `(name, bytes)`.
     LiteRT runs all of them in as few child processes as it can."""
     from qaccel.backends.litert.oracle import run_reference_batch
@@ -216,5 +221,5 @@ def check_models(models: Iterable[Any], input_sets: int = 2,
         if xs is None:
             continue
         result.seconds += oracle_share
-        check_model(data, next(references), xs, result, configs)
+        check_model(data, next(references), xs, result, configs, simulators)
     return [result for _, result in items]

@@ -19,9 +19,10 @@ reference kernels (`BUILTIN_REF`) accept it, and its quantization is the convert
 - pooling, PAD, RESHAPE and CONCATENATION keep their input's quantization (a concatenation's
   branches are given its quantization, as the converter ties them).
 
-Shapes cover what the compiler has to handle: odd spatial sizes, strides, dilations (never with
-a stride, as the converter never combines them), SAME/VALID padding, channel counts that are
-not multiples of 16, FULLY_CONNECTED over rank 2-4 inputs with and without bias and
+Shapes cover what the compiler has to handle: odd spatial sizes, strides (now and then unequal),
+dilations (never with a stride, as the converter never combines them), square and 1xN/Nx1
+kernels, SAME/VALID padding, channel counts that are not multiples of 16 (and some that are),
+now and then feature maps larger than the accelerator's buffers, FULLY_CONNECTED over rank 2-4 inputs with and without bias and
 `keep_num_dims` both ways, ADD/SUB/MUL broadcasting a constant or a second input, MEAN over
 several axis sets, residual (ResNet, MobileNetV2) and squeeze-excite blocks.
 """
@@ -50,6 +51,7 @@ from qaccel.kernels.base import window_geometry
 __all__ = ["GeneratedModel", "generate", "generate_model"]
 
 MAX_CHANNELS = 48
+LARGE_MAX_CHANNELS = 64
 SOFTMAX_Q = QParams.per_tensor(1.0 / 256, -128)
 
 
@@ -88,6 +90,30 @@ class _Value:
         return s * (-128 - zp), s * (127 - zp)
 
 
+@dataclass(frozen=True)
+class _Window:
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    d: int
+    padding: str
+
+    def out(self, h: int, w: int) -> tuple[int, int]:
+        return (window_geometry(self.padding, h, self.kh, self.sh, self.d)[0],
+                window_geometry(self.padding, w, self.kw, self.sw, self.d)[0])  # fmt: skip
+
+    def options(self) -> dict[str, Any]:
+        return {"padding": self.padding, "stride_h": self.sh, "stride_w": self.sw,
+                "dilation_h_factor": self.d, "dilation_w_factor": self.d}  # fmt: skip
+
+    def __str__(self) -> str:
+        s = f"{self.kh}x{self.kw}"
+        if max(self.sh, self.sw) > 1:
+            s += f"/s{self.sh}" if self.sh == self.sw else f"/s{self.sh}x{self.sw}"
+        return s + (f"/d{self.d}" if self.d > 1 else "") + self.padding[0]
+
+
 def _range_q(lo: float, hi: float) -> QParams:
     """The converter's quantization of a calibrated range [lo, hi] (0 always representable)."""
     lo, hi = min(lo, 0.0), max(hi, 0.0)
@@ -112,6 +138,8 @@ class _Generator:
         self.words: list[str] = []
         self.names = 0
         self.budget = int(self.rng.integers(3, 16))
+        self.large = False  # feature maps bigger than the accelerator's buffers (tiling)
+        self.max_channels = MAX_CHANNELS
         self.outputs: list[int] = []
 
     # ---- random helpers ---------------------------------------------------------------------
@@ -130,6 +158,11 @@ class _Generator:
         return float(self.rng.uniform(lo, hi))
 
     def channels(self, lo: int = 1, hi: int = 40) -> int:
+        """A channel count: mostly any in [lo, hi], sometimes whole 16-channel blocks."""
+        if self.large:
+            lo, hi = max(lo, 16), max(hi, self.max_channels)
+        if self.chance(0.2) and hi >= 16:
+            return 16 * self.randint(1, hi // 16)
         return self.randint(lo, hi)
 
     def name(self, base: str) -> str:
@@ -185,72 +218,73 @@ class _Generator:
     def activation(self) -> str:
         return self.pick(("NONE", "NONE", "RELU", "RELU6"))
 
-    def window(self, h: int, w: int, k: int, s: int, d: int, padding: str) -> tuple[int, int]:
-        return window_geometry(padding, h, k, s, d)[0], window_geometry(padding, w, k, s, d)[0]
-
-    def window_features(self, kind: str, w_q: QParams, k: int, s: int, d: int, padding: str,
-                        c: int, o: int) -> None:  # fmt: skip
+    def window_features(self, kind: str, w_q: QParams, win: _Window, c: int, o: int) -> None:
         f = self.features
         f[f"{kind} {'per-channel' if w_q.is_per_axis else 'per-tensor'}"] += 1
-        f[f"{kind} {padding}"] += 1
-        if k % 2 == 0:
+        f[f"{kind} {win.padding}"] += 1
+        if win.kh != win.kw:
+            f[f"{kind} non-square kernel"] += 1
+        if win.kh % 2 == 0 or win.kw % 2 == 0:
             f[f"{kind} even kernel"] += 1
-        if s > 1:
-            f[f"{kind} stride {s}"] += 1
-        if d > 1:
-            f[f"{kind} dilation {d}"] += 1
+        if win.sh != win.sw:
+            f[f"{kind} unequal strides"] += 1
+        if max(win.sh, win.sw) > 1:
+            f[f"{kind} stride {max(win.sh, win.sw)}"] += 1
+        if win.d > 1:
+            f[f"{kind} dilation {win.d}"] += 1
         if c % 16 or o % 16:
             f[f"{kind} channels not a multiple of 16"] += 1
 
     def geometry(self, h: int, w: int, k: int | None = None, s: int | None = None,
-                 d: int | None = None, padding: str | None = None):  # fmt: skip
-        k = self.pick((1, 2, 3, 3, 3, 5)) if k is None else k
-        s = self.pick((1, 1, 1, 2, 2, 3)) if s is None else s
+                 d: int | None = None, padding: str | None = None) -> _Window:  # fmt: skip
+        """A window: square unless `k` is given and a draw says otherwise (1x3, 7x1, ...),
+        equal strides but now and then, dilation only with stride 1 (as converters emit)."""
+        kh = kw = self.pick((1, 2, 3, 3, 3, 5)) if k is None else k
+        if k is None and self.chance(0.15):
+            kh, kw = (1, self.pick((3, 5, 7))) if self.chance(0.5) else (self.pick((3, 5, 7)), 1)
+        sh = sw = self.pick((1, 1, 1, 2, 2, 3)) if s is None else s
+        if s is None and self.chance(0.1):
+            sh, sw = self.pick(((1, 2), (2, 1), (2, 3)))
         if d is None:
-            d = 1 if s > 1 else self.pick((1, 1, 1, 1, 2, 3))
+            d = 1 if max(sh, sw) > 1 else self.pick((1, 1, 1, 1, 2, 3))
         padding = self.pick(("SAME", "VALID")) if padding is None else padding
-        if padding == "VALID" and min(h, w) - (k - 1) * d < 1:
+        if padding == "VALID" and (h - (kh - 1) * d < 1 or w - (kw - 1) * d < 1):
             padding = "SAME"
-        return k, s, d, padding
+        return _Window(kh, kw, sh, sw, d, padding)
 
     def conv(self, x: _Value, out_channels: int | None = None, act: str | None = None,
              q: QParams | None = None, **geometry) -> _Value:  # fmt: skip
         n, h, w, c = x.shape
-        k, s, d, padding = self.geometry(h, w, **geometry)
+        win = self.geometry(h, w, **geometry)
         o = self.channels() if out_channels is None else out_channels
         act = self.activation() if act is None else act
         w_q = self.weight_q(o, 0, self.chance(0.7))
-        weights = weights_tensor(self.name("filter"), self.rng, (o, k, k, c), w_q)
+        weights = weights_tensor(self.name("filter"), self.rng, (o, win.kh, win.kw, c), w_q)
         bias = bias_tensor(self.name("bias"), self.rng, x.q, w_q, o)
-        q = q or self.gemm_q(x, float(np.max(w_q.scale)), k * k * c, act)
-        oh, ow = self.window(h, w, k, s, d, padding)
-        self.window_features("conv", w_q, k, s, d, padding, c, o)
-        self.words.append(f"conv{k}x{k}" + (f"/s{s}" if s > 1 else "") +
-                          (f"/d{d}" if d > 1 else "") + f"{padding[0]}->{o}")  # fmt: skip
+        q = q or self.gemm_q(x, float(np.max(w_q.scale)), win.kh * win.kw * c, act)
+        oh, ow = win.out(h, w)
+        self.window_features("conv", w_q, win, c, o)
+        self.words.append(f"conv{win}->{o}")
         return self.op("CONV_2D", [x.index, weights, bias], (n, oh, ow, o), q,
-                       {"padding": padding, "stride_w": s, "stride_h": s,
-                        "dilation_w_factor": d, "dilation_h_factor": d,
-                        "fused_activation_function": act})  # fmt: skip
+                       {**win.options(), "fused_activation_function": act})
 
     def depthwise(self, x: _Value, act: str | None = None, **geometry) -> _Value:
         n, h, w, c = x.shape
-        k, s, d, padding = self.geometry(h, w, **geometry)
-        m = 2 if c * 2 <= MAX_CHANNELS and self.chance(0.2) else 1
+        win = self.geometry(h, w, **geometry)
+        m = 2 if c * 2 <= self.max_channels and self.chance(0.2) else 1
         o = c * m
         act = self.activation() if act is None else act
         w_q = self.weight_q(o, 3, self.chance(0.8))
-        weights = weights_tensor(self.name("filter"), self.rng, (1, k, k, o), w_q)
+        weights = weights_tensor(self.name("filter"), self.rng, (1, win.kh, win.kw, o), w_q)
         bias = bias_tensor(self.name("bias"), self.rng, x.q, w_q, o)
-        q = self.gemm_q(x, float(np.max(w_q.scale)), k * k, act)
-        oh, ow = self.window(h, w, k, s, d, padding)
-        self.window_features("depthwise", w_q, k, s, d, padding, c, o)
+        q = self.gemm_q(x, float(np.max(w_q.scale)), win.kh * win.kw, act)
+        oh, ow = win.out(h, w)
+        self.window_features("depthwise", w_q, win, c, o)
         if m > 1:
             self.features["depthwise multiplier 2"] += 1
-        self.words.append(f"dw{k}x{k}" + (f"/s{s}" if s > 1 else "") + (f"/d{d}" if d > 1 else "")
-                          + padding[0] + (f"x{m}" if m > 1 else ""))  # fmt: skip
+        self.words.append(f"dw{win}" + (f"x{m}" if m > 1 else ""))
         return self.op("DEPTHWISE_CONV_2D", [x.index, weights, bias], (n, oh, ow, o), q,
-                       {"padding": padding, "stride_w": s, "stride_h": s,
-                        "dilation_w_factor": d, "dilation_h_factor": d, "depth_multiplier": m,
+                       {**win.options(), "depth_multiplier": m,
                         "fused_activation_function": act})  # fmt: skip
 
     def fully_connected(self, x: _Value, out_channels: int | None = None, act: str | None = None,
@@ -283,7 +317,7 @@ class _Generator:
         padding = padding or self.pick(("SAME", "VALID"))
         if padding == "VALID" and min(h, w) < k:
             padding = "SAME"
-        oh, ow = self.window(h, w, k, s, 1, padding)
+        oh, ow = _Window(k, k, s, s, 1, padding).out(h, w)
         self.words.append(f"{kind[:3].lower()}pool{k}/s{s}{padding[0]}")
         return self.op(kind, [x.index], (n, oh, ow, c), x.q,
                        {"padding": padding, "stride_w": s, "stride_h": s, "filter_width": k,
@@ -422,7 +456,7 @@ class _Generator:
         if self.chance(0.5) and self.room(4):
             self.words.append("[mbv2")
             self.features["block inverted residual"] += 1
-            e = min(c * self.randint(2, 4), MAX_CHANNELS)
+            e = min(c * self.randint(2, 4), self.max_channels)
             y = self.conv(x, e, "RELU6", k=1, s=1, d=1, padding="SAME")
             y = self.depthwise(y, "RELU6", k=3, s=1, d=1, padding="SAME")
             y = self.conv(y, c, "NONE", k=1, s=1, d=1, padding="SAME")
@@ -510,9 +544,9 @@ class _Generator:
             p = weights[fitting] / weights[fitting].sum()
             block = blocks[fitting[int(self.rng.choice(len(fitting), p=p))]][2]
             x = block(x)
-            if x.shape[3] > MAX_CHANNELS:
+            if x.shape[3] > self.max_channels:
                 x = self.conv(x, self.channels(1, 32), k=1, s=1, padding="SAME")
-            if max(x.shape[1:3]) > 24:
+            if max(x.shape[1:3]) > (32 if self.large else 24):
                 x = self.pool(x, "MAX_POOL_2D", k=2, s=2, padding="SAME")
             if self.chance(0.08) and self.room(2):
                 self.outputs.append(x.index)
@@ -590,8 +624,14 @@ class _Generator:
         if self.chance(0.25):
             self.sequence_model()
         else:
-            h = self.randint(3, 14)
-            w = h if self.chance(0.6) else self.randint(3, 14)
+            self.large = self.chance(0.1)
+            size = (18, 30) if self.large else (3, 14)
+            if self.large:
+                self.max_channels = LARGE_MAX_CHANNELS
+                self.budget = min(self.budget, 6)
+                self.features["large feature maps"] += 1
+            h = self.randint(*size)
+            w = h if self.chance(0.6) else self.randint(*size)
             c = self.channels(1, 40)
             self.words.append(f"cnn 1x{h}x{w}x{c}:")
             x = self.input((1, h, w, c))

@@ -1,6 +1,7 @@
 """Generated models (`frontend/random_models.py`) bit-exact with LiteRT's reference kernels at
 every stage (`explore/conformance.py`): the tfl interpreter, the interpreter after every pass of
-`vta-pipeline`, and the compiled artifact on the simulator, for both bundled configurations.
+`vta-pipeline`, and the compiled artifact on both simulators (C and Python), for both bundled
+configurations.
 
 A fixed set of seeds runs here (about 15 s, one LiteRT child for all of them);
 `benchmarks/bench_generated_models.py N` runs any number."""
@@ -56,6 +57,8 @@ def test_generated_models_cover_the_variants_converters_emit():
         "conv channels not a multiple of 16", "depthwise multiplier 2", "add broadcast",
         "sub broadcast", "mul broadcast", "block residual", "block inverted residual",
         "block squeeze-excite conv", "block squeeze-excite fc", "block squeeze-excite fc rank 4",
+        "conv non-square kernel", "conv unequal strides", "depthwise non-square kernel",
+        "large feature maps",
     ]  # fmt: skip
     assert not [f for f in wanted if not features[f]]
 
@@ -69,16 +72,18 @@ def test_generation_is_deterministic():
 def test_a_wrong_artifact_output_is_a_mismatch(oracle, monkeypatch):
     real = conformance.run_compiled
 
-    def off_by_one(compiled, inputs):
-        outputs = real(compiled, inputs)
+    def off_by_one(compiled, inputs, simulator):
+        outputs = real(compiled, inputs, simulator)
         outputs[0] = outputs[0].copy()
         outputs[0].flat[0] ^= 1
         return outputs
 
     monkeypatch.setattr(conformance, "run_compiled", off_by_one)
-    (result,) = check_models([generate(0)], input_sets=1, configs=("vta-default",))
+    (result,) = check_models([generate(0)], input_sets=1, configs=("vta-default",),
+                             simulators=("python",))  # fmt: skip
     assert result.kind == "mismatch"
-    assert result.failure.startswith("vta-default: artifact on the simulator: output 0 of @main")
+    assert result.failure.startswith(
+        "vta-default: artifact on the python simulator: output 0 of @main")
     assert "1 of " in result.failure
 
 
