@@ -1,7 +1,8 @@
 """Generated models end to end: N random valid int8 models (`frontend/random_models.py`), each
 checked bit for bit against LiteRT's reference kernels at every stage (`explore/conformance.py`:
-the tfl interpreter, the interpreter after every pass of `vta-pipeline`, the compiled artifact on
-the C and the Python simulator, for both bundled configurations), on 2 seeded input sets.
+the tfl interpreter, the interpreter after every pass of `vta-pipeline`, the compiled model on
+the C and the Python simulator and the artifact folder's run plan, for both bundled
+configurations), on 2 seeded input sets.
 
     python benchmarks/bench_generated_models.py 1000 [--start S] [--jobs J] [--chunk C]
 
@@ -34,6 +35,7 @@ def check_chunk(seeds: list[int]) -> list[dict]:
         {"seed": m.seed, "ok": r.ok, "kind": r.kind, "failure": r.failure, "line": r.line(),
          "ops": dict(r.ops), "features": dict(m.features),
          "layers": sum(r.layers.values()), "host_ops": sum(r.host_ops.values()),
+         "artifacts": len(r.run_plans), "run_plans": sum(r.run_plans.values()),
          "seconds": r.seconds}
         for m, r in zip(models, check_models(models))
     ]  # fmt: skip
@@ -90,7 +92,8 @@ def main() -> int:
           f"({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()) if k != 'ok') or 'none'})")
     print(f"ops: {n_ops} ({n_ops / max(len(rows), 1):.1f} per model); accelerator layers "
           f"{sum(r['layers'] for r in rows)}, host ops {sum(r['host_ops'] for r in rows)} "
-          "(both configurations)")
+          "(both configurations); artifacts run by their run plan too: "
+          f"{sum(r['run_plans'] for r in rows)} of {sum(r['artifacts'] for r in rows)}")
     print("op counts (ops, models using it):")
     for op, count in sorted(ops.items(), key=lambda kv: -kv[1]):
         print(f"  {op:20s} {count:6d} {models_with_op[op]:6d}")

@@ -10,7 +10,8 @@ For one model and a few seeded random input sets (`interpreter.random_inputs(fn,
    compared with LiteRT's outputs on every input set);
 3. the pipeline's result is compiled for that configuration and run with its host ops on the
    interpreter and its accelerator layers on each simulator (the C machine and the Python
-   reference simulator).
+   reference simulator); then written as an artifact folder and run as `qaccel-run OUTDIR`
+   runs it, by its run plan (numpy and the C machine), when it has one.
 
 Every output at every stage must equal LiteRT's bit for bit. The first difference, refusal or
 exception is the model's failure: one line naming the stage.
@@ -23,6 +24,7 @@ exception is the model's failure: one line naming the stage.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -31,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from qaccel.explore.backend import compile_for, run_compiled
+from qaccel.explore.backend import compile_for, load_run_plan, run_compiled, write_artifact
 
 CONFIGS = ("vta-default", "vta-store-requant")
 """The bundled hardware configurations."""
@@ -54,6 +56,8 @@ class ModelCheck:
     """Accelerator layers per configuration."""
     host_ops: dict[str, int] = field(default_factory=dict)
     """Ops left on the host (fallbacks) per configuration."""
+    run_plans: dict[str, bool] = field(default_factory=dict)
+    """Whether the artifact has a run plan (then it was checked too), per configuration."""
 
     @property
     def ok(self) -> bool:
@@ -148,6 +152,18 @@ def _check_config(model: bytes, name: str, config: str, inputs: list[list[np.nda
             except Exception as e:
                 raise _classify(stage, e) from None
             _compare(stage, got, want, k)
+    stage = f"{config}: artifact run plan"
+    with tempfile.TemporaryDirectory(prefix="qaccel-conformance-") as tmp:
+        try:
+            write_artifact(compiled, tmp, model)
+            plan = load_run_plan(tmp)
+            result.run_plans[config] = plan is not None
+            for k, (xs, want) in enumerate(zip(inputs, reference) if plan else ()):
+                _compare(stage, plan.run(xs), want, k)
+        except _Failure:
+            raise
+        except Exception as e:
+            raise _classify(stage, e) from None
 
 
 def _inputs(model: bytes, name: str, input_sets: int) -> list[list[np.ndarray]]:

@@ -1,7 +1,7 @@
 """Generated models (`frontend/random_models.py`) bit-exact with LiteRT's reference kernels at
 every stage (`explore/conformance.py`): the tfl interpreter, the interpreter after every pass of
-`vta-pipeline`, and the compiled artifact on both simulators (C and Python), for both bundled
-configurations.
+`vta-pipeline`, the compiled model on both simulators (C and Python) and the artifact folder's
+run plan, for both bundled configurations.
 
 A fixed set of seeds runs here (about 15 s, one LiteRT child for all of them);
 `benchmarks/bench_generated_models.py N` runs any number."""
@@ -36,6 +36,11 @@ def test_generated_model_is_bit_exact_at_every_stage(checked, seed):
     result = checked[seed]
     assert result.ok, result.line()
     assert set(result.layers) == set(conformance.CONFIGS)
+
+
+def test_artifacts_with_a_run_plan_are_run_by_it_too(checked):
+    plans = Counter(has for r in checked.values() for has in r.run_plans.values())
+    assert plans[True] >= 10, plans
 
 
 def test_the_fixed_seeds_use_every_op():
