@@ -415,6 +415,12 @@ class _Tree:
         if not self.allow_sum or len(src) != 6 or axes != [2, 3] or self.reduce > 1:
             raise NotALayer("a reduction other than one global sum pool over H and W")
         t = self.visit(op.input, src)
+        if src[2] * src[3] == 1:
+            return t  # a sum over one row (a MEAN of a 1x1 map): nothing to record
+        # The operand's subtree is visited first: a sum inside it has set `reduce` by now.
+        # Recording this one over it would drop that sum (a MEAN of a MEAN, keep_dims).
+        if self.reduce > 1:
+            raise NotALayer("two global sum pools in one layer")
         self.reduce, self.reduce_at, self.summed = src[2] * src[3], len(self.steps), t
         return t
 
