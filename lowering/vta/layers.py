@@ -488,7 +488,9 @@ def match_alu_layer(
                         "[1, C/B, 1, B]")  # fmt: skip
     blocks, block = shape[1], shape[-1]
     rows = shape[2] * shape[3] if len(shape) == 6 else 1
-    tree = _Tree(leaves, claimed, blocks, block, shape if len(shape) == 4 else None)
+    # A sum over H and W gives [1, C/B, 1, B], or [1, C/B, 1, 1, 1, B] with keep_dims.
+    summed = len(shape) == 4 or shape[2] * shape[3] == 1
+    tree = _Tree(leaves, claimed, blocks, block, shape if summed else None)
     result = tree.visit(narrow.input, shape, root=True)
     widened = narrow.input if len(list(narrow.input.uses)) > 1 else None
     steps = tree.steps
