@@ -9,8 +9,7 @@
 Every model is built with our builder (`frontend/builder.py`) and is meant to be valid: LiteRT's
 reference kernels (`BUILTIN_REF`) accept it, and its quantization is the converter's:
 
-- activations per-tensor asymmetric int8; an output scale chosen from an estimate of the
-  value range the op produces on inputs spanning the int8 range (as calibration would);
+- activations per-tensor asymmetric int8; an output range as calibration would find it;
   a fused RELU/RELU6 gives zero point -128 (RELU6: scale at most 6/255);
 - CONV_2D weights per-channel (axis 0) or per-tensor, DEPTHWISE_CONV_2D per-channel on axis 3,
   FULLY_CONNECTED per-tensor, all symmetric, with int32 biases of scale input x weight;
@@ -19,12 +18,17 @@ reference kernels (`BUILTIN_REF`) accept it, and its quantization is the convert
 - pooling, PAD, RESHAPE and CONCATENATION keep their input's quantization (a concatenation's
   branches are given its quantization, as the converter ties them).
 
-Shapes cover what the compiler has to handle: odd spatial sizes, strides (now and then unequal),
-dilations (never with a stride, as the converter never combines them), square and 1xN/Nx1
-kernels, SAME/VALID padding, channel counts that are not multiples of 16 (and some that are),
-now and then feature maps larger than the accelerator's buffers, FULLY_CONNECTED over rank 2-4 inputs with and without bias and
-`keep_num_dims` both ways, ADD/SUB/MUL broadcasting a constant or a second input, MEAN over
-several axis sets, residual (ResNet, MobileNetV2) and squeeze-excite blocks.
+Activation scales stay within the ranges of real models (0.004-0.3 after a GEMM op, as
+normalization keeps them) and weight scales follow from them, so that ops' multipliers stay in
+the ranges LiteRT accepts (ADD's output multiplier, FULLY_CONNECTED's bias scale check).
+
+Shapes cover what the compiler has to handle: odd spatial sizes, strides (now and then
+unequal), dilations (never with a stride, as the converter never combines them), square and
+1xN/Nx1 kernels, SAME/VALID padding, channel counts that are not multiples of 16 (and some
+that are), now and then feature maps larger than the accelerator's buffers, FULLY_CONNECTED
+over rank 2-4 inputs with and without bias and `keep_num_dims` both ways, ADD/SUB/MUL
+broadcasting a constant or a second input, MEAN over several axis sets, residual (ResNet,
+MobileNetV2) and squeeze-excite blocks.
 """
 
 from __future__ import annotations
@@ -42,7 +46,6 @@ from qaccel.frontend.builder import (
     QParams,
     TensorSpec,
     bias_tensor,
-    per_axis_qparams,
     random_int8,
     weights_tensor,
 )
@@ -198,22 +201,35 @@ class _Generator:
         return TensorSpec(self.name("const"), shape, np.int8, q,
                           data=random_int8(self.rng, shape)), q  # fmt: skip
 
-    def gemm_q(self, x: _Value, w_scale: float, reduction: int, act: str) -> QParams:
-        """Output quantization of a GEMM op: the accumulator's spread on inputs spanning int8
-        (the root mean square of `x - zero point` over the int8 range, 74 for zero point 0)."""
-        spread = math.hypot(74.0, x.q.zp + 0.5) / 74.0
-        s = x.q.s * w_scale * math.sqrt(reduction) * spread * self.uniform(50.0, 200.0)
-        if act == "NONE":
-            return QParams.per_tensor(float(np.float32(s)), self.randint(-30, 30))
-        s /= 2
-        if act == "RELU6":
-            s = min(s, 6.0 / 255)
-        return QParams.per_tensor(float(np.float32(s)), -128)
+    def output_scale(self, x: _Value) -> float:
+        """A layer's output scale: near its input's (normalization keeps activation ranges
+        alike from layer to layer), within the ranges of real models."""
+        return float(np.clip(x.q.s * math.exp(self.uniform(-0.7, 0.7)), 0.004, 0.3))
 
-    def weight_q(self, channels: int, axis: int, per_channel: bool) -> QParams:
-        if per_channel:
-            return per_axis_qparams(self.rng, channels, axis)
-        return QParams.per_tensor(float(np.float32(self.uniform(0.002, 0.02))), 0)
+    def activation_q(self, scale: float, act: str) -> QParams:
+        """The converter's output quantization for a real range of about +-128 `scale`,
+        clamped by the fused activation."""
+        if act == "NONE":
+            return QParams.per_tensor(float(np.float32(scale)), self.randint(-30, 30))
+        scale /= 2
+        if act == "RELU6":
+            scale = min(scale, 6.0 / 255)
+        return QParams.per_tensor(float(np.float32(scale)), -128)
+
+    def gemm_quant(self, x: _Value, reduction: int, act: str, channels: int, axis: int,
+                   per_channel: bool,
+                   q: QParams | None = None) -> tuple[QParams, QParams]:  # fmt: skip
+        """(weight, output) quantization of a GEMM op: symmetric weight scales that make the
+        accumulator's spread, on inputs spanning int8 (the root mean square of `x - zero
+        point`, 74 for zero point 0), about the output's range."""
+        q = q or self.activation_q(self.output_scale(x), act)
+        spread = math.hypot(74.0, x.q.zp + 0.5) / 74.0
+        full = q.s * (1 if act == "NONE" else 2)  # a fused RELU keeps the upper half
+        w_s = full / (x.q.s * math.sqrt(reduction) * spread * self.uniform(30.0, 120.0))
+        if not per_channel:
+            return QParams.per_tensor(float(np.float32(w_s)), 0), q
+        scales = (w_s * np.exp(self.rng.uniform(-0.7, 0.7, channels))).astype(np.float32)
+        return QParams.per_axis(scales, np.zeros(channels, np.int64), axis), q
 
     def activation(self) -> str:
         return self.pick(("NONE", "NONE", "RELU", "RELU6"))
@@ -258,10 +274,9 @@ class _Generator:
         win = self.geometry(h, w, **geometry)
         o = self.channels() if out_channels is None else out_channels
         act = self.activation() if act is None else act
-        w_q = self.weight_q(o, 0, self.chance(0.7))
+        w_q, q = self.gemm_quant(x, win.kh * win.kw * c, act, o, 0, self.chance(0.7), q)
         weights = weights_tensor(self.name("filter"), self.rng, (o, win.kh, win.kw, c), w_q)
         bias = bias_tensor(self.name("bias"), self.rng, x.q, w_q, o)
-        q = q or self.gemm_q(x, float(np.max(w_q.scale)), win.kh * win.kw * c, act)
         oh, ow = win.out(h, w)
         self.window_features("conv", w_q, win, c, o)
         self.words.append(f"conv{win}->{o}")
@@ -274,10 +289,9 @@ class _Generator:
         m = 2 if c * 2 <= self.max_channels and self.chance(0.2) else 1
         o = c * m
         act = self.activation() if act is None else act
-        w_q = self.weight_q(o, 3, self.chance(0.8))
+        w_q, q = self.gemm_quant(x, win.kh * win.kw, act, o, 3, self.chance(0.8))
         weights = weights_tensor(self.name("filter"), self.rng, (1, win.kh, win.kw, o), w_q)
         bias = bias_tensor(self.name("bias"), self.rng, x.q, w_q, o)
-        q = self.gemm_q(x, float(np.max(w_q.scale)), win.kh * win.kw, act)
         oh, ow = win.out(h, w)
         self.window_features("depthwise", w_q, win, c, o)
         if m > 1:
@@ -294,10 +308,9 @@ class _Generator:
         act = self.activation() if act is None else act
         keep = self.chance(0.5) if keep_num_dims is None else keep_num_dims
         with_bias = self.chance(0.7) if bias is None else bias
-        w_q = QParams.per_tensor(float(np.float32(self.uniform(0.002, 0.02))), 0)
+        w_q, q = self.gemm_quant(x, c, act, o, 0, False)  # int8 FULLY_CONNECTED: per-tensor
         weights = weights_tensor(self.name("weights"), self.rng, (o, c), w_q)
         b = bias_tensor(self.name("bias"), self.rng, x.q, w_q, o) if with_bias else None
-        q = self.gemm_q(x, w_q.s, c, act)
         rows = int(np.prod(x.shape[:-1]))
         shape = (*x.shape[:-1], o) if keep else (rows, o)
         self.features[f"fc rank {len(x.shape)}"] += 1
@@ -508,7 +521,7 @@ class _Generator:
             y = self.conv(x, c, "NONE", q=x.q, s=1, padding="SAME")
             return self.concat([x, y] if self.chance(0.5) else [y, x], axis)
         with_pool = self.chance(0.4)
-        q = x.q if with_pool else self.gemm_q(x, 0.01, 9 * c, "NONE")
+        q = x.q if with_pool else self.activation_q(self.output_scale(x), "NONE")
         s = self.pick((1, 1, 2))
         branches = [self.conv(x, self.channels(1, 24), None, q=q, k=k, s=s, d=1, padding="SAME")
                     for k in (1, 3)]  # fmt: skip
@@ -596,7 +609,7 @@ class _Generator:
             elif r == 5:
                 x = self.pick((self.hard_swish, self.logistic))(x)
             elif r == 6 and self.room(3):
-                q = self.gemm_q(x, 0.01, x.shape[-1], "NONE")
+                q = self.activation_q(self.output_scale(x), "NONE")
                 ys = []
                 for _ in range(2):
                     y = self.fully_connected(x, self.channels(1, 24), "NONE", keep_num_dims=True)
