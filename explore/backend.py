@@ -73,6 +73,14 @@ def load_artifact(outdir: str | Path) -> Any:
     return load(outdir)
 
 
+def load_run_plan(outdir: str | Path, simulator: str = "c") -> Any:
+    """The artifact's run plan (what `qaccel-run OUTDIR` runs: numpy and the C machine), or
+    None when it has none."""
+    from qaccel.backends.vta.run_plan import load_run_plan as load
+
+    return load(outdir, simulator)
+
+
 def is_artifact(path: str | Path) -> bool:
     from qaccel.backends.vta.artifact import is_artifact as check
 

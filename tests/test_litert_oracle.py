@@ -202,6 +202,34 @@ def test_collapsed_softmax_model_is_refused_not_raised():
     assert ref.outputs == [] and ref.tensors == []
 
 
+def test_a_batch_runs_the_models_after_one_that_aborts():
+    """run_reference_batch: one child for every model; a model that makes LiteRT abort is
+    refused and the models after it run in a new child."""
+    q = QParams.per_tensor(0.1, 0)
+    add = _add_model(q, q, q, shape=(1, 4))
+    ones = np.ones((1, 4), np.int8)
+    collapsed = FIXTURES / "mobilenetv2_035_96_collapsed.tflite"
+    refs = litert.run_reference_batch([(add, [[ones, ones]]),
+                                       (collapsed, [[np.zeros((1, 96, 96, 3), np.int8)]]),
+                                       (add, [[ones, 2 * ones]])])  # fmt: skip
+    assert [r.ok for r in refs] == [True, False, True]
+    assert "SIGABRT" in refs[1].refused
+    alone = run_reference(add, [[ones, ones]])
+    np.testing.assert_array_equal(refs[0].outputs[0][0], alone.outputs[0][0])
+    assert refs[2].outputs[0][0].tolist() == [[3, 3, 3, 3]]
+
+
+def test_a_scalar_input_keeps_its_rank():
+    q = QParams.per_tensor(0.1, 0)
+    model = single_op_model(
+        "ADD", [TensorSpec("a", (1, 4), np.int8, q), TensorSpec("b", (), np.int8, q)],
+        [TensorSpec("y", (1, 4), np.int8, q)], {"fused_activation_function": "NONE"},
+    )
+    ref = run_reference(model, [[np.arange(4, dtype=np.int8).reshape(1, 4), np.array(2, np.int8)]])
+    assert ref.ok, ref.refused
+    assert ref.outputs[0][0].tolist() == [[2, 3, 4, 5]]
+
+
 def test_prepare_error_is_refused_with_litert_message():
     rng = np.random.default_rng(17)
     x_q, w_q = QParams.per_tensor(0.05, 0), per_axis_qparams(rng, 8, axis=0)

@@ -268,3 +268,35 @@ def test_a_padded_max_pool_runs_on_the_accelerator():
         expected = run_function(module, inputs)
         for x, y in zip(run_compiled(compiled, inputs), expected, strict=True):
             np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("keep_dims", [False, True])
+def test_a_mean_of_a_mean_is_bit_exact(oracle, keep_dims):
+    """MEAN over H and W (keep_dims) then MEAN of the 1x1 map: the outer sum (over one row)
+    used to overwrite the inner one when both joined one element-wise layer, which then summed
+    nothing (found by generated models). Both run on the accelerator: a sum keeping its 1x1
+    dimensions (`[1, C/B, 1, 1, 1, B]`) is an element-wise layer too."""
+    from qaccel.explore.conformance import check_models
+    from qaccel.frontend.builder import (ModelBuilder, QParams, TensorSpec, bias_tensor,
+                                         weights_tensor)  # fmt: skip
+
+    rng = np.random.default_rng(3)
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    x_q, w_q = QParams.per_tensor(0.05, -3), QParams.per_tensor(0.01, 0)
+    y_q = QParams.per_tensor(0.3, 2)
+    x = g.input("x", (1, 9, 9, 16), np.int8, x_q)
+    w = weights_tensor("w", rng, (32, 1, 1, 16), w_q)
+    y = g.op("CONV_2D", [x, w, bias_tensor("b", rng, x_q, w_q, 32)],
+             TensorSpec("y", (1, 9, 9, 32), np.int8, y_q),
+             {"padding": "SAME", "stride_w": 1, "stride_h": 1,
+              "fused_activation_function": "NONE"})  # fmt: skip
+    axes = TensorSpec("axes", (2,), np.int32, data=np.array([1, 2], np.int32))
+    m = g.op("MEAN", [y, axes], TensorSpec("m", (1, 1, 1, 32), np.int8, y_q), {"keep_dims": True})
+    shape = (1, 1, 1, 32) if keep_dims else (1, 32)
+    out = g.op("MEAN", [m, axes], TensorSpec("mm", shape, np.int8, QParams.per_tensor(0.2, -5)),
+               {"keep_dims": keep_dims})  # fmt: skip
+    g.output(out)
+    (result,) = check_models([("mean-of-mean", mb.build())])
+    assert result.ok, result.line()
+    assert result.host_ops == {"vta-default": 0, "vta-store-requant": 0}

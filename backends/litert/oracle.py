@@ -16,6 +16,8 @@ message, not an exception.
         conv_out = ref.tensors[0][7]                       # set 0, tensor 7 of subgraph 0
         print(ref.tensor_names[7])
 
+    refs = run_reference_batch([(model_a, [[x0]]), (model_b, [[y0], [y1]])])  # one child
+
 `ai-edge-litert` is a test-only dependency (the `test` extra); this module imports it only in
 the child, so importing it never fails.
 """
@@ -40,6 +42,7 @@ __all__ = [
     "LiteRTUnavailable",
     "litert_available",
     "run_reference",
+    "run_reference_batch",
 ]
 
 DEFAULT_TIMEOUT = 600.0
@@ -98,7 +101,8 @@ def _normalize_input_sets(input_sets) -> list[list[np.ndarray]]:
     for i, arrays in enumerate(input_sets):
         if isinstance(arrays, np.ndarray) or not isinstance(arrays, Sequence):
             raise ValueError(f"input set {i} must be a list of arrays, got {type(arrays).__name__}")
-        sets.append([np.ascontiguousarray(a) for a in arrays])
+        # np.ascontiguousarray would make a scalar (rank-0) input an array of shape (1,).
+        sets.append([np.asarray(a, order="C") for a in arrays])
     return sets
 
 
@@ -133,77 +137,120 @@ def run_reference(
     TimeoutError when the child runs longer than `timeout` seconds. A model LiteRT refuses
     (including one that makes it abort) gives a result with `.refused` set.
     """
+    return run_reference_batch([(model, input_sets)], keep_all_tensors=keep_all_tensors,
+                               timeout=timeout)[0]  # fmt: skip
+
+
+def run_reference_batch(
+    jobs: Sequence[tuple[bytes | str | Path, Sequence[Sequence[np.ndarray]]]],
+    *,
+    keep_all_tensors: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[ReferenceResult]:
+    """`run_reference` for several `(model, input_sets)` jobs, run one after another in as few
+    child processes as possible (a child's start-up costs about 0.2 s): one, unless a model
+    makes LiteRT abort, in which case that model is refused and the jobs after it run in a new
+    child. `timeout` is per child. Raises as `run_reference` does."""
     _require_litert()
-    sets = _normalize_input_sets(input_sets)
+    normalized = [_normalize_input_sets(sets) for _, sets in jobs]
+    results: list[ReferenceResult | None] = [None] * len(jobs)
     with tempfile.TemporaryDirectory(prefix="qaccel-litert-") as tmp:
         tmpdir = Path(tmp)
-        if isinstance(model, (bytes, bytearray, memoryview)):
-            model_path = tmpdir / "model.tflite"
-            model_path.write_bytes(model)
-        else:
-            model_path = Path(model)
-            if not model_path.is_file():
-                raise FileNotFoundError(f"no model file {str(model_path)!r}")
-        np.savez(tmpdir / "inputs.npz",
-                 **{f"s{i}_{k}": a for i, arrays in enumerate(sets) for k, a in enumerate(arrays)})
-        request = {
-            "model": str(model_path.resolve()),
-            "inputs": str(tmpdir / "inputs.npz"),
-            "n_inputs": [len(arrays) for arrays in sets],
-            "keep_all_tensors": bool(keep_all_tensors),
-            "progress": str(tmpdir / "progress.txt"),
-            "status": str(tmpdir / "status.json"),
-            "result": str(tmpdir / "result.npz"),
-        }
-        (tmpdir / "request.json").write_text(json.dumps(request))
-        env = dict(os.environ)
-        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        cmd = [sys.executable, "-m", "qaccel.backends.litert.worker", str(tmpdir / "request.json")]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-        except subprocess.TimeoutExpired:
-            raise TimeoutError(
-                f"LiteRT's reference interpreter did not finish within {timeout:g} s "
-                f"(it was {_stage(request)})"
-            ) from None
-        status_path = Path(request["status"])
-        if not status_path.exists():
-            detail = _last_line(proc.stderr)
-            message = (
-                f"LiteRT's reference kernels refused the model ({_death(proc.returncode)} "
-                f"while {_stage(request)})"
-            )
-            return ReferenceResult(refused=message + (f": {detail}" if detail else ""))
-        status = json.loads(status_path.read_text())
-        kind = status["status"]
-        if kind == "refused":
-            return ReferenceResult(
-                refused=f"LiteRT's reference kernels refused the model: {status['message']}"
-            )
-        if kind == "bad_input":
-            raise ValueError(f"LiteRT oracle: {status['message']}")
-        if kind == "unavailable":
-            raise LiteRTUnavailable(
-                f"the LiteRT oracle cannot import ai_edge_litert ({status['message']}): "
-                "install the `test` extra"
-            )
-        if kind != "ok":
-            raise RuntimeError(f"the LiteRT worker failed: {_last_line(status['message'])}")
-        result = ReferenceResult(
-            tensor_names={int(k): v for k, v in status["tensor_names"].items()},
-            input_indices=status["input_indices"],
-            output_indices=status["output_indices"],
+        requests = [
+            _write_request(tmpdir / f"job{j}", model, sets, keep_all_tensors)
+            for j, ((model, _), sets) in enumerate(zip(jobs, normalized))
+        ]
+        pending = list(range(len(jobs)))
+        while pending:
+            proc = _run_child(tmpdir, [requests[j] for j in pending], timeout)
+            for n, j in enumerate(pending):
+                if not Path(requests[j]["status"]).exists():
+                    # The child died on this job: it is refused; the rest run in a new child.
+                    detail = _last_line(proc.stderr)
+                    message = (
+                        f"LiteRT's reference kernels refused the model "
+                        f"({_death(proc.returncode)} while {_stage(requests[j])})"
+                    )
+                    results[j] = ReferenceResult(
+                        refused=message + (f": {detail}" if detail else ""))
+                    pending = pending[n + 1:]
+                    break
+                results[j] = _read_result(requests[j], len(normalized[j]), keep_all_tensors)
+            else:
+                pending = []
+    return [r for r in results if r is not None]
+
+
+def _write_request(folder: Path, model, sets: list[list[np.ndarray]],
+                   keep_all_tensors: bool) -> dict:  # fmt: skip
+    folder.mkdir()
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        model_path = folder / "model.tflite"
+        model_path.write_bytes(model)
+    else:
+        model_path = Path(model)
+        if not model_path.is_file():
+            raise FileNotFoundError(f"no model file {str(model_path)!r}")
+    np.savez(folder / "inputs.npz",
+             **{f"s{i}_{k}": a for i, arrays in enumerate(sets) for k, a in enumerate(arrays)})
+    return {
+        "model": str(model_path.resolve()),
+        "inputs": str(folder / "inputs.npz"),
+        "n_inputs": [len(arrays) for arrays in sets],
+        "keep_all_tensors": bool(keep_all_tensors),
+        "progress": str(folder / "progress.txt"),
+        "status": str(folder / "status.json"),
+        "result": str(folder / "result.npz"),
+    }
+
+
+def _run_child(tmpdir: Path, requests: list[dict], timeout: float) -> subprocess.CompletedProcess:
+    request_path = tmpdir / "request.json"
+    request_path.write_text(json.dumps({"batch": requests}))
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    cmd = [sys.executable, "-m", "qaccel.backends.litert.worker", str(request_path)]
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        running = next((r for r in requests if not Path(r["status"]).exists()), requests[-1])
+        raise TimeoutError(
+            f"LiteRT's reference interpreter did not finish within {timeout:g} s "
+            f"(it was {_stage(running)})"
+        ) from None
+
+
+def _read_result(request: dict, n_sets: int, keep_all_tensors: bool) -> ReferenceResult:
+    status = json.loads(Path(request["status"]).read_text())
+    kind = status["status"]
+    if kind == "refused":
+        return ReferenceResult(
+            refused=f"LiteRT's reference kernels refused the model: {status['message']}"
         )
-        with np.load(request["result"]) as npz:
-            available = set(npz.files)
-            for i in range(len(sets)):
-                result.outputs.append([npz[f"o{i}_{k}"] for k in range(status["n_outputs"])])
-                if keep_all_tensors:
-                    result.tensors.append({
-                        t: npz[f"t{i}_{t}"] for t in status["tensor_ids"]
-                        if f"t{i}_{t}" in available
-                    })
-        return result
+    if kind == "bad_input":
+        raise ValueError(f"LiteRT oracle: {status['message']}")
+    if kind == "unavailable":
+        raise LiteRTUnavailable(
+            f"the LiteRT oracle cannot import ai_edge_litert ({status['message']}): "
+            "install the `test` extra"
+        )
+    if kind != "ok":
+        raise RuntimeError(f"the LiteRT worker failed: {_last_line(status['message'])}")
+    result = ReferenceResult(
+        tensor_names={int(k): v for k, v in status["tensor_names"].items()},
+        input_indices=status["input_indices"],
+        output_indices=status["output_indices"],
+    )
+    with np.load(request["result"]) as npz:
+        available = set(npz.files)
+        for i in range(n_sets):
+            result.outputs.append([npz[f"o{i}_{k}"] for k in range(status["n_outputs"])])
+            if keep_all_tensors:
+                result.tensors.append({
+                    t: npz[f"t{i}_{t}"] for t in status["tensor_ids"]
+                    if f"t{i}_{t}" in available
+                })
+    return result
 
 
 def _stage(request: dict) -> str:

@@ -1,6 +1,6 @@
 """The subprocess side of the LiteRT oracle (`qaccel.backends.litert.oracle`); not an API.
 
-Usage: python -m qaccel.backends.litert.worker REQUEST.json
+Usage: python -m qaccel.backends.litert.worker REQUEST.json   (one request, or a batch)
 
 Runs every input set through LiteRT's reference kernels in this one process. LiteRT calls
 abort() when a kernel check fails, so the parent learns how far we got from `stage` lines
@@ -138,9 +138,7 @@ def run(request: dict, progress) -> dict:
     }
 
 
-def main(argv: list[str]) -> int:
-    with open(argv[1]) as f:
-        request = json.load(f)
+def _run_one(request: dict) -> None:
     with open(request["progress"], "w") as progress:
         try:
             status = run(request, progress)
@@ -148,6 +146,15 @@ def main(argv: list[str]) -> int:
             status = {"status": "error", "message": traceback.format_exc()}
     with open(request["status"], "w") as f:
         json.dump(status, f)
+
+
+def main(argv: list[str]) -> int:
+    """REQUEST.json holds one request, or `{"batch": [request, ...]}` run in order (each
+    writes its own status file, so the parent knows where a crash stopped the batch)."""
+    with open(argv[1]) as f:
+        request = json.load(f)
+    for one in request.get("batch", [request]):
+        _run_one(one)
     return 0
 
 

@@ -415,6 +415,12 @@ class _Tree:
         if not self.allow_sum or len(src) != 6 or axes != [2, 3] or self.reduce > 1:
             raise NotALayer("a reduction other than one global sum pool over H and W")
         t = self.visit(op.input, src)
+        if src[2] * src[3] == 1:
+            return t  # a sum over one row (a MEAN of a 1x1 map): nothing to record
+        # The operand's subtree is visited first: a sum inside it has set `reduce` by now.
+        # Recording this one over it would drop that sum (a MEAN of a MEAN, keep_dims).
+        if self.reduce > 1:
+            raise NotALayer("two global sum pools in one layer")
         self.reduce, self.reduce_at, self.summed = src[2] * src[3], len(self.steps), t
         return t
 
@@ -482,7 +488,9 @@ def match_alu_layer(
                         "[1, C/B, 1, B]")  # fmt: skip
     blocks, block = shape[1], shape[-1]
     rows = shape[2] * shape[3] if len(shape) == 6 else 1
-    tree = _Tree(leaves, claimed, blocks, block, shape if len(shape) == 4 else None)
+    # A sum over H and W gives [1, C/B, 1, B], or [1, C/B, 1, 1, 1, B] with keep_dims.
+    summed = len(shape) == 4 or shape[2] * shape[3] == 1
+    tree = _Tree(leaves, claimed, blocks, block, shape if summed else None)
     result = tree.visit(narrow.input, shape, root=True)
     widened = narrow.input if len(list(narrow.input.uses)) > 1 else None
     steps = tree.steps

@@ -213,12 +213,15 @@ def _broadcast(m: Match) -> str | None:
         per_channel = all(d == 1 for d in s[:-1]) and lanes == out[-1:]
         scalar = all(d == 1 for d in s)
         # The ALU repeats whole accumulator rows: a per-channel operand is one row; a scalar
-        # fills all 16 lanes only when the compiler can write that row as a constant.
-        if per_channel or (scalar and is_constant(v)):
+        # fills all 16 lanes only when the compiler can write that row as a constant. A
+        # per-channel tensor is packed as it is, so it needs the result's rank (`[C]` against
+        # `[1, H, W, C]` would need a reshape); a constant one is written as that row.
+        if (per_channel and (len(s) == len(out) or is_constant(v))) or \
+                (scalar and is_constant(v)):  # fmt: skip
             continue
         return (
             f"{op.name} broadcasts {list(s)} against {list(out)}: the ALU repeats whole rows "
-            "only (per-channel operands, or constant scalars)"
+            "only (per-channel operands of the result's rank, or constants)"
         )
     return None
 

@@ -175,10 +175,10 @@ func.func @refused_structure(%x: tensor<1x4x4x16xi8>) -> (tensor<1x4x4x16xi8>, t
 // CHECK-NOT:   qaccel
 // CHECK:       func.return
 func.func @refused_alu_ops(%x: tensor<1x4x4x16xi8>, %row: tensor<1x4x1x16xi8>, %x8: tensor<1x4x4x8xi8>, %s: tensor<1x1x1x1xi8>) -> (tensor<1x4x4x16xi8>, tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x4x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>, tensor<1x4x4x24xi8>) {
-  // WHY: vta: kept on CPU: q.add %add: pattern add refused: q.add broadcasts [1, 4, 1, 16] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands, or constant scalars) [broadcast]
+  // WHY: vta: kept on CPU: q.add %add: pattern add refused: q.add broadcasts [1, 4, 1, 16] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands of the result's rank, or constants) [broadcast]
   %add = q.add %x, %row {lhs_zero_point = 0 : i32, rhs_zero_point = 0 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1073741824 : i32, output_shift = -19 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>, tensor<1x4x1x16xi8>) -> tensor<1x4x4x16xi8>
   // A run-time scalar would have to be broadcast across the 16 lanes, which the ALU cannot do.
-  // WHY: vta: kept on CPU: q.add %scalar_add: pattern add refused: q.add broadcasts [1, 1, 1, 1] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands, or constant scalars) [broadcast]
+  // WHY: vta: kept on CPU: q.add %scalar_add: pattern add refused: q.add broadcasts [1, 1, 1, 1] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands of the result's rank, or constants) [broadcast]
   %scalar_add = q.add %x, %s {lhs_zero_point = 0 : i32, rhs_zero_point = 0 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1073741824 : i32, output_shift = -19 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>, tensor<1x1x1x1xi8>) -> tensor<1x4x4x16xi8>
   // WHY: vta: kept on CPU: q.max_pool2d %mp: pattern max_pool2d refused: q.max_pool2d padding [0, 1, 0, 1]: padded taps must not count, but accumulator loads pad with zeros [pool-padding]
   %mp = q.max_pool2d %x {filter = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 1, 0, 1>} : (tensor<1x4x4x16xi8>) -> tensor<1x2x2x16xi8>
@@ -193,4 +193,17 @@ func.func @refused_alu_ops(%x: tensor<1x4x4x16xi8>, %row: tensor<1x4x1x16xi8>, %
   // WHY: vta: kept on CPU: q.concat %cat: pattern concat refused: concatenates 8+16 channels: lanes cannot move, so every input but the last needs a multiple of 16 channels [concat-lanes]
   %cat = q.concat %x8, %x {axis = 3 : i32} : (tensor<1x4x4x8xi8>, tensor<1x4x4x16xi8>) -> tensor<1x4x4x24xi8>
   func.return %add, %scalar_add, %mp, %ap, %mean, %padc, %padw, %cat : tensor<1x4x4x16xi8>, tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x4x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>, tensor<1x4x4x24xi8>
+}
+
+// -----
+
+// A run-time per-channel operand of lower rank would need a reshape before the ALU repeats it
+// (a constant one is written as the row itself).
+// CHECK-LABEL: func.func @refused_lower_rank_operand
+// CHECK-NOT:   qaccel
+// CHECK:       func.return
+func.func @refused_lower_rank_operand(%x: tensor<1x4x4x16xi8>, %c: tensor<16xi8>) -> tensor<1x4x4x16xi8> {
+  // WHY: vta: kept on CPU: q.mul %m: pattern mul refused: q.mul broadcasts [16] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands of the result's rank, or constants) [broadcast]
+  %m = q.mul %x, %c {lhs_zero_point = 0 : i32, rhs_zero_point = 0 : i32, multiplier = 1073741824 : i32, shift = -6 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>, tensor<16xi8>) -> tensor<1x4x4x16xi8>
+  func.return %m : tensor<1x4x4x16xi8>
 }
