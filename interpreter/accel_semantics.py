@@ -73,7 +73,7 @@ def unpack(p: np.ndarray, packing: accel.Packing, shape: tuple[int, ...]) -> np.
     order = _split_order(packing)
     plain = p.reshape([split[k] for k in order]).transpose(np.argsort(order))
     padded = plain.reshape([n * t for n, t in zip(split[::2], split[1::2])])
-    return np.ascontiguousarray(padded[tuple(slice(0, n) for n in shape)])
+    return np.asarray(padded[tuple(slice(0, n) for n in shape)], order="C")
 
 
 # --------------------------------------------------------------------------------------------

@@ -122,7 +122,7 @@ def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray],
         if tuple(x.shape) != tuple(shape) or x.dtype != dtype:
             raise LiteRtError(f"'{model}': input of {x.dtype}{list(x.shape)}, the model takes "
                               f"{np.dtype(dtype)}{list(shape)}")  # fmt: skip
-        arrays.append(np.ascontiguousarray(x))
+        arrays.append(np.asarray(x, order="C"))  # keeps a scalar rank 0
     directory = dispatch_library_dir()
     lib = _library(directory)
     lib.qaccel_litert_clear_error()

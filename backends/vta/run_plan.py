@@ -300,7 +300,7 @@ def _run_host_op(kind: str, p: dict, xs: list):
         return np.ascontiguousarray(view).reshape(p["shape"])
     if kind == "unpack":
         plain = x.reshape(p["view"]).transpose(p["order"]).reshape(p["padded"])
-        return np.ascontiguousarray(plain[tuple(slice(0, n) for n in p["shape"])])
+        return np.asarray(plain[tuple(slice(0, n) for n in p["shape"])], order="C")
     if kind == "astype":
         return x.astype(p["dtype"])
     if kind == "lane":
