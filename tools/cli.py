@@ -47,11 +47,9 @@ class InputError(ValueError):
 def parse_mlir(data: bytes, source: str, ctx=None):
     """MLIR text -> a verified `ModuleOp` in SSA form, or InputError (one line) / xDSL's
     VerifyException. The one parse boundary of every tool and of the `mlir` fuzz harness:
-    undecodable bytes, nesting beyond Python's recursion limit and literals xDSL rejects with
-    a bare ValueError (`dense<262> : tensor<i8>`) or an assertion (a complex literal with three
-    parts, `dense<[(1, 2, 3)]>`) become one-line errors here."""
+    undecodable bytes and whatever xDSL's parser raises on malformed text (`parser_failures`)
+    become one-line errors here."""
     from xdsl.parser import Parser
-    from xdsl.utils.exceptions import ParseError
 
     from qaccel.dialects import qaccel_context
     from qaccel.dialects.ssa import verify_dominance
@@ -61,23 +59,39 @@ def parse_mlir(data: bytes, source: str, ctx=None):
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(f"'{source}': not UTF-8 text (byte {e.start})") from None
-    try:
+    with parser_failures(source, InputError):
         module = Parser(ctx or qaccel_context(), text, source).parse_module()
-    except RecursionError:
-        raise InputError(f"'{source}': nested too deeply to parse") from None
-    except ParseError as e:
-        raise InputError(parse_error_line(e)) from None
-    except (ValueError, OverflowError) as e:  # xDSL: literals out of range of their type
-        raise InputError(f"'{source}': {one_line(str(e))}") from None
-    except AssertionError as e:  # xDSL 0.74's lexer asserts on some malformed literals
-        raise InputError(f"'{source}': cannot parse: {one_line(str(e))}") from None
-    except NotImplementedError as e:  # xDSL: e.g. dense<...> of an integer type like i92
-        raise InputError(f"'{source}': not supported by the parser: {one_line(str(e))}") from None
-    except MemoryError:  # xDSL: e.g. the value range of i7777777777781
-        raise InputError(f"'{source}': a type or literal too large to represent") from None
     module.verify()
     verify_dominance(module, source)
     return module
+
+
+@contextmanager
+def parser_failures(source: str, error: Callable[[str], Exception],
+                    keep: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+    """What xDSL's parser raises on malformed text, as `error(one line naming source)`: a
+    ParseError; RecursionError (deep nesting); a bare ValueError or OverflowError (a literal out
+    of its type's range); AssertionError (its lexer, on some malformed literals);
+    NotImplementedError (a dense literal of an integer width it cannot pack, i92); MemoryError
+    (the value range of i7777777777781). Exceptions in `keep` pass unchanged."""
+    from xdsl.utils.exceptions import ParseError
+
+    try:
+        yield
+    except keep:
+        raise
+    except RecursionError:
+        raise error(f"'{source}': nested too deeply to parse") from None
+    except ParseError as e:
+        raise error(parse_error_line(e)) from None
+    except (ValueError, OverflowError) as e:
+        raise error(f"'{source}': {one_line(str(e))}") from None
+    except AssertionError as e:
+        raise error(f"'{source}': cannot parse: {one_line(str(e))}") from None
+    except NotImplementedError as e:
+        raise error(f"'{source}': not supported by the parser: {one_line(str(e))}") from None
+    except MemoryError:
+        raise error(f"'{source}': a type or literal too large to represent") from None
 
 
 def parse_error_line(e) -> str:

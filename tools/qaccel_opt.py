@@ -39,6 +39,8 @@ from qaccel.tools.cli import (
     OutputPathError,
     check_output_file,
     linear_string_literal_lexing,
+    parse_error_line,
+    parser_failures,
     resource_errors,
 )
 from qaccel.pipeline.manager import (
@@ -67,15 +69,6 @@ def fail(message: str, prog: str = PROG) -> NoReturn:
     first = message.strip().splitlines()[0] if message.strip() else "unknown error"
     print(f"{prog}: error: {first}", file=sys.stderr)
     sys.exit(1)
-
-
-def parse_error_line(e: ParseError) -> str:
-    """`file:line:col: message` for a parse error, instead of xDSL's multi-line excerpt."""
-    try:
-        loc = e.span.get_location()
-        return f"{loc}: {e.msg}"
-    except Exception:
-        return e.msg
 
 
 def add_pass_manager_arguments(ap: argparse.ArgumentParser, semantics: bool = True) -> None:
@@ -286,21 +279,11 @@ class QaccelOptMain(xDSLOptMain):
         name = self.get_input_name()
         linear_string_literal_lexing()
         try:
-            module = super().parse_chunk(chunk, file_extension, start_offset)
+            with parser_failures(name, UsageError, keep=(UnicodeDecodeError, TFLiteImportError,
+                                                         DiagnosticException, ParseError)):
+                module = super().parse_chunk(chunk, file_extension, start_offset)
         except UnicodeDecodeError as e:
             raise UsageError(f"'{name}': not UTF-8 text (byte {e.start})") from None
-        except RecursionError:
-            raise UsageError(f"'{name}': nested too deeply to parse") from None
-        except (TFLiteImportError, DiagnosticException):
-            raise
-        except (ValueError, OverflowError) as e:  # xDSL: literals out of range of their type
-            raise UsageError(f"'{name}': {str(e).strip()}") from None
-        except AssertionError as e:  # xDSL 0.74's lexer asserts on some malformed literals
-            raise UsageError(f"'{name}': cannot parse: {str(e).strip()}") from None
-        except NotImplementedError as e:  # xDSL: e.g. dense<...> of an integer type like i92
-            raise UsageError(f"'{name}': not supported by the parser: {str(e).strip()}") from None
-        except MemoryError:  # xDSL: e.g. the value range of i7777777777781
-            raise UsageError(f"'{name}': a type or literal too large to represent") from None
         if module is not None:
             verify_input(module, name)
         if self.timing is not None:

@@ -508,7 +508,7 @@ def _fail_known(e: Exception) -> None:
     from qaccel.interpreter.interpreter import ExecutionError
     from qaccel.kernels import registry as kernels
     from qaccel.pipeline.manager import PipelineError, SemanticsError
-    from qaccel.tools.qaccel_opt import parse_error_line
+    from qaccel.tools.cli import parse_error_line
 
     if isinstance(e, ExecutionError | PipelineError | TFLiteImportError | DiagnosticException
                   | SemanticsError | PlotError | MemoryBudgetError):  # fmt: skip

@@ -14,31 +14,17 @@ int qaccel_litert_register(LiteRtOptions options);
 int qaccel_litert_set_cpu_kernel_mode(LiteRtOptions options, const char *mode);
 const char *qaccel_litert_last_error(void);
 
+#define PROG "host"
 static void die(const char *what, int status) {
   const char *err = qaccel_litert_last_error();
   fprintf(stderr, "host: error: %s (status %d)%s%s\n", what, status, *err ? ": " : "", err);
   exit(1);
 }
 #define CHECK(x) do { int s_ = (x); if (s_ || *qaccel_litert_last_error()) die(#x, s_); } while (0)
-
-static size_t parse_shape(const char *text, LiteRtRankedTensorType *t) {
-  memset(t, 0, sizeof *t);
-  t->element_type = QLRT_ELEM_INT8;
-  size_t n = 1;
-  char *end;
-  for (const char *p = text; *p; p = *end ? end + 1 : end) {
-    long d = strtol(p, &end, 10);
-    if (d <= 0 || t->layout.rank >= QLRT_MAX_RANK) { fprintf(stderr, "host: error: bad shape %s\n", text); exit(1); }
-    t->layout.dimensions[t->layout.rank++] = (int32_t)d;
-    n *= (size_t)d;
-  }
-  return n;
-}
+#include "host_io.h"
 
 int main(int argc, char **argv) {
   if (argc != 6) { fprintf(stderr, "usage: host MODEL IN.bin SHAPE OUT.bin SHAPE\n"); return 1; }
-  LiteRtRankedTensorType tin, tout;
-  size_t nin = parse_shape(argv[3], &tin), nout = parse_shape(argv[5], &tout);
   CHECK(qaccel_litert_bind(NULL)); /* LiteRT is linked into this process */
   LiteRtEnvironment env = NULL;
   CHECK(LiteRtCreateEnvironment(0, NULL, &env));
@@ -49,28 +35,5 @@ int main(int argc, char **argv) {
   CHECK(LiteRtSetOptionsHardwareAccelerators(opts, QLRT_HW_CPU));
   CHECK(qaccel_litert_set_cpu_kernel_mode(opts, "reference"));
   CHECK(qaccel_litert_register(opts));
-  LiteRtCompiledModel cm = NULL;
-  CHECK(LiteRtCreateCompiledModel(env, model, opts, &cm));
-  LiteRtTensorBuffer bin, bout;
-  CHECK(LiteRtCreateManagedTensorBuffer(env, QLRT_TENSOR_BUFFER_HOST_MEMORY, &tin, nin, &bin));
-  CHECK(LiteRtCreateManagedTensorBuffer(env, QLRT_TENSOR_BUFFER_HOST_MEMORY, &tout, nout, &bout));
-  void *p;
-  CHECK(LiteRtLockTensorBuffer(bin, &p, QLRT_LOCK_WRITE));
-  FILE *f = fopen(argv[2], "rb");
-  if (!f || fread(p, 1, nin, f) != nin) { fprintf(stderr, "host: error: cannot read %zu bytes from %s\n", nin, argv[2]); return 1; }
-  fclose(f);
-  CHECK(LiteRtUnlockTensorBuffer(bin));
-  CHECK(LiteRtRunCompiledModel(cm, 0, 1, &bin, 1, &bout));
-  CHECK(LiteRtLockTensorBuffer(bout, &p, QLRT_LOCK_READ));
-  f = fopen(argv[4], "wb");
-  if (!f || fwrite(p, 1, nout, f) != nout) { fprintf(stderr, "host: error: cannot write %s\n", argv[4]); return 1; }
-  fclose(f);
-  CHECK(LiteRtUnlockTensorBuffer(bout));
-  LiteRtDestroyTensorBuffer(bin);
-  LiteRtDestroyTensorBuffer(bout);
-  LiteRtDestroyCompiledModel(cm);
-  LiteRtDestroyOptions(opts);
-  LiteRtDestroyModel(model);
-  LiteRtDestroyEnvironment(env);
-  return 0;
+  return run_once(env, model, opts, argv[3], argv[2], argv[5], argv[4]);
 }
