@@ -37,6 +37,7 @@ from qaccel.backends.litert.runtime import (
     _io_types,
     built_library,
     cache_dir,
+    checked_inputs,
     is_current,
     source_hash,
 )
@@ -114,15 +115,7 @@ def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray],
     spec = read_model(model.read_bytes())
     n_ops = sum(op.custom_code == DISPATCH_CODE for sg in spec.subgraphs for op in sg.operators)
     ins, outs = _io_types(model)
-    if len(inputs) != len(ins):
-        raise LiteRtError(f"'{model}' takes {len(ins)} inputs, got {len(inputs)}")
-    arrays = []
-    for x, (shape, dtype) in zip(inputs, ins):
-        x = np.asarray(x)
-        if tuple(x.shape) != tuple(shape) or x.dtype != dtype:
-            raise LiteRtError(f"'{model}': input of {x.dtype}{list(x.shape)}, the model takes "
-                              f"{np.dtype(dtype)}{list(shape)}")  # fmt: skip
-        arrays.append(np.asarray(x, order="C"))  # keeps a scalar rank 0
+    arrays = checked_inputs(model, inputs, ins)
     directory = dispatch_library_dir()
     lib = _library(directory)
     lib.qaccel_litert_clear_error()

@@ -242,6 +242,21 @@ def _io_types(model: Path) -> tuple[list, list]:
             [(sg.tensors[i].shape, sg.tensors[i].dtype) for i in sg.outputs])  # fmt: skip
 
 
+def checked_inputs(model: Path, inputs: Sequence[np.ndarray], ins: list) -> list[np.ndarray]:
+    """`inputs` as C-ordered arrays (rank 0 kept), or LiteRtError when their number, shapes or
+    dtypes are not the model's `ins` ((shape, dtype) pairs from `_io_types`)."""
+    if len(inputs) != len(ins):
+        raise LiteRtError(f"'{model}' takes {len(ins)} inputs, got {len(inputs)}")
+    arrays = []
+    for x, (shape, dtype) in zip(inputs, ins):
+        x = np.asarray(x, order="C")
+        if tuple(x.shape) != tuple(shape) or x.dtype != dtype:
+            raise LiteRtError(f"'{model}': input of {x.dtype}{list(x.shape)}, the model takes "
+                              f"{np.dtype(dtype)}{list(shape)}")  # fmt: skip
+        arrays.append(x)
+    return arrays
+
+
 @contextlib.contextmanager
 def _captured_stderr(enabled: bool):
     """LiteRT logs (INFO lines, its own errors) to file descriptor 2 and has no C API to quiet
@@ -287,8 +302,7 @@ def run_litert(
 def _run(model, inputs, kernel_mode, litert) -> list[np.ndarray]:
     model = Path(model)
     ins, outs = _io_types(model)
-    if len(inputs) != len(ins):
-        raise LiteRtError(f"'{model}' takes {len(ins)} inputs, got {len(inputs)}")
+    inputs = checked_inputs(model, inputs, ins)
     lrt, kern = load(litert)
     kern.qaccel_litert_clear_error()
     env, mdl, opts, cm = P(), P(), P(), P()
@@ -329,10 +343,6 @@ def _run(model, inputs, kernel_mode, litert) -> list[np.ndarray]:
            f"compiling '{model}' with LiteRT")  # fmt: skip
         in_bufs = []
         for x, (shape, dtype) in zip(inputs, ins):
-            x = np.asarray(x)
-            if tuple(x.shape) != tuple(shape) or x.dtype != dtype:
-                raise LiteRtError(f"'{model}': input of {x.dtype}{list(x.shape)}, the model "
-                                  f"takes {np.dtype(dtype)}{list(shape)}")  # fmt: skip
             a = _aligned(shape, dtype)
             a[...] = x
             keep.append(a)
