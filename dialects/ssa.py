@@ -192,11 +192,6 @@ def _check_cfg(region: Region, visible: set[SSAValue], source: str) -> None:
     visible.update(fresh)
     try:
         for block in unreachable:
-            for op in block.ops:
-                for i, operand in enumerate(op.operands):
-                    if operand not in visible:
-                        raise _error(source, op, i, operand)
-                for inner in op.regions:
-                    _check_region(inner, visible, source)
+            _check_block(block, visible, [], source)  # adds only values already in `fresh`
     finally:
         visible.difference_update(fresh)
