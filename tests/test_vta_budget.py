@@ -103,3 +103,19 @@ def test_the_c_machine_reads_the_environment(monkeypatch, text, limit):
         assert c == (None, None, expected)
     else:
         assert c == outcome(lambda: simulate(prog, simulator="python", step_limit=limit))
+
+
+def test_the_python_reference_defaults_to_a_lower_step_limit(monkeypatch):
+    """The Python reference holds per-iteration index arrays (2**28 GEMM steps: 139 s, 4.1 GB),
+    so unless QACCEL_STEP_LIMIT is set it stops at 2**25; the C machine's default is 2**28."""
+    from qaccel.targets.vta.isa import decode
+
+    monkeypatch.delenv("QACCEL_STEP_LIMIT", raising=False)
+    prog = assemble(PROGRAM.replace("iter=30,20", "iter=4096,4097"))
+    steps = budget.check_steps(decode(prog.words), prog.config, None)
+    assert budget.PYTHON_DEFAULT_STEP_LIMIT < steps < budget.DEFAULT_STEP_LIMIT
+    refused = outcome(lambda: simulate(prog, simulator="python"))
+    assert refused is not None and refused[:2] == (4, "GEMM") and "QACCEL_STEP_LIMIT" in refused[2]
+    monkeypatch.setenv("QACCEL_STEP_LIMIT", str(steps - 1))
+    assert outcome(lambda: timing(prog, simulator="python")) == outcome(
+        lambda: timing(prog, simulator="c"))

@@ -270,9 +270,13 @@ def test_every_gemm_kernel(kernel, monkeypatch):
     assert cmachine.last_kernel in (kernel, "sse2", "c")  # never faster than asked
 
 
-def test_random_encodings():
-    """Random field values of random opcodes (mostly malformed) as short programs."""
+def test_random_encodings(monkeypatch):
+    """Random field values of random opcodes (mostly malformed) as short programs, under one
+    step limit for both (their defaults differ)."""
+    from qaccel.targets.vta import budget
     from test_vta_isa import _random_fields
+
+    monkeypatch.setenv("QACCEL_STEP_LIMIT", str(budget.PYTHON_DEFAULT_STEP_LIMIT))
 
     rng = np.random.default_rng(11)
     fields = _random_fields(rng, 2000)

@@ -16,7 +16,10 @@ minutes:
   first instruction runs, naming the instruction where the running count passes the limit.
   The budget is `QACCEL_STEP_LIMIT` (same syntax as `QACCEL_MEMORY_LIMIT`: `2G`, `none`),
   2**28 by default: the largest layer of ResNet-50 takes about 3 M steps at BLOCK 16, and the
-  C machine runs 2**28 GEMM steps in about 3 s (10 s with its portable kernel).
+  C machine runs 2**28 GEMM steps in about 3 s (10 s with its portable kernel). The Python
+  reference, about 35x slower and holding per-iteration index arrays, defaults to 2**25 (a
+  GEMM of 2**25 steps: about 17 s and 600 MB; of 2**28: 139 s and 4.1 GB); a variable that is
+  set applies to both.
 """
 
 from __future__ import annotations
@@ -30,18 +33,20 @@ from qaccel.targets.vta.results import SimulationError
 
 STEP_ENV_VAR = "QACCEL_STEP_LIMIT"
 DEFAULT_STEP_LIMIT = 1 << 28
+PYTHON_DEFAULT_STEP_LIMIT = 1 << 25
 _MAX_LIMIT = 1 << 62  # larger limits are no limit; keeps the running counts in int64
 DRAM_BLOCK = 16  # hazard-tracking granularity of DRAM (simulator.DRAM_BLOCK)
 
 FROM_ENVIRONMENT = "environment"
 
 
-def resolve_limits(step_limit=FROM_ENVIRONMENT, memory=FROM_ENVIRONMENT):
-    """(steps, bytes), each None when disabled; FROM_ENVIRONMENT reads the variables.
-    Raises SimulationError on a malformed variable."""
+def resolve_limits(step_limit=FROM_ENVIRONMENT, memory=FROM_ENVIRONMENT,
+                   default_steps: int = DEFAULT_STEP_LIMIT):  # fmt: skip
+    """(steps, bytes), each None when disabled; FROM_ENVIRONMENT reads the variables (an unset
+    QACCEL_STEP_LIMIT means `default_steps`). Raises SimulationError on a malformed variable."""
     try:
         if step_limit == FROM_ENVIRONMENT:
-            step_limit = parse_limit(STEP_ENV_VAR, DEFAULT_STEP_LIMIT)
+            step_limit = parse_limit(STEP_ENV_VAR, default_steps)
         if memory == FROM_ENVIRONMENT:
             memory = memory_limit()
     except MemoryBudgetError as e:

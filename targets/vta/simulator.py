@@ -229,7 +229,7 @@ class _Machine:
             config = config or program.config
         self.config = c = config or DEFAULT_CONFIG
         self.program = program if isinstance(program, Program) else Program(c, program)
-        step_limit, memory_limit = budget.resolve_limits(*limits)
+        step_limit, memory_limit = budget.resolve_limits(*limits, budget.PYTHON_DEFAULT_STEP_LIMIT)
         if functional:
             dram_len = _initial_dram_size(self.program) if dram is None else np.asarray(dram).nbytes
         budget.check_state(c, len(self.program), dram_len if functional else 0, functional,
@@ -832,7 +832,8 @@ def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None
     Returns the DRAM after FINISH and the timing report; raises `SimulationError`.
     `simulator`: "c" (libqaccel_vta, the default) or "python" (this module, the reference).
     `step_limit` (steps) and `memory_limit` (bytes) override `QACCEL_STEP_LIMIT` and
-    `QACCEL_MEMORY_LIMIT` (None: no limit); see `budget.py`.
+    `QACCEL_MEMORY_LIMIT` (None: no limit; unset, this module's default is 2**25 steps, the C
+    machine's 2**28); see `budget.py`.
     """
     if _use_c(simulator):
         from qaccel.targets.vta import cmachine
