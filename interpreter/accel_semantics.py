@@ -34,8 +34,6 @@ from xdsl.traits import SymbolTable
 
 from qaccel.kernels import arithmetic as ar
 from qaccel.kernels import packed
-from qaccel.kernels.base import pad_spatial
-from qaccel.kernels.conv import grouped_matmul
 from qaccel.dialects import accel, q
 from qaccel.dialects.types import tensor_dtype
 
@@ -80,58 +78,28 @@ def unpack(p: np.ndarray, packing: accel.Packing, shape: tuple[int, ...]) -> np.
 # Compute ops (bit-exact with the gemmlowp/TFLite primitives of `arithmetic.py`)
 
 
-def _to_nhwc(x: np.ndarray) -> np.ndarray:
-    """`[N, C/B, H, W, 1, B]` -> `[N, H, W, C/B * B]` (all lanes, padded ones included)."""
-    n, cb, h, w, _, b = x.shape
-    return x[:, :, :, :, 0, :].transpose(0, 2, 3, 1, 4).reshape(n, h, w, cb * b)
+def bias_lanes(op: accel.Conv2DZpOp | accel.DenseZpOp) -> np.ndarray | None:
+    """The op's bias as int64 lane values for its result (None: no bias)."""
+    if op.bias is None:
+        return None
+    return accel.lane_values(q.array_values(op.bias).astype(np.int64), op.output.type.get_shape())
 
 
-def _from_nhwc(y: np.ndarray, block: int) -> np.ndarray:
-    n, h, w, c = y.shape
-    return np.ascontiguousarray(
-        y.reshape(n, h, w, c // block, block).transpose(0, 3, 1, 2, 4)[:, :, :, :, None, :]
-    )
-
-
-def _add_bias(acc: np.ndarray, bias, shape) -> np.ndarray:
-    if bias is None:
-        return ar.wrap_int32(acc)
-    return ar.wrap_int32(acc + accel.lane_values(q.array_values(bias).astype(np.int64), shape))
+def conv2d_zp_params(op: accel.Conv2DZpOp) -> dict:
+    """The arguments of `packed.conv2d_zp` after the operands and the bias."""
+    return {"out_shape": list(op.output.type.get_shape()),
+            "padding": [int(v) for v in op.array_prop("padding")],
+            "strides": [int(v) for v in op.array_prop("strides")],
+            "dilations": [int(v) for v in op.array_prop("dilations")],
+            "pad_value": op.pad_value.value.data, "groups": op.group_count}  # fmt: skip
 
 
 def conv2d_zp(op: accel.Conv2DZpOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """The GEMM over raw inputs padded with `pad_value`: centring by `pad_value` makes the
-    padding zero (what `grouped_matmul` pads with) and `pad_value * Σw` puts it back; float64
-    sums of int8 products are exact."""
-    pad_value = op.pad_value.value.data
-    ob, ibg, kh, kw, block, _ = w.shape
-    wf = w.astype(np.float64).transpose(0, 4, 2, 3, 1, 5).reshape(ob * block, kh, kw, ibg * block)
-    xf = _to_nhwc(x).astype(np.float64) - pad_value
-    shape = op.output.type.get_shape()
-    top, _, left, _ = (int(v) for v in op.array_prop("padding"))
-    sh, sw = (int(v) for v in op.array_prop("strides"))
-    dh, dw = (int(v) for v in op.array_prop("dilations"))
-    # Pad here (not in _im2col): every tap of every window then lies inside the array.
-    xf = pad_spatial(xf, top, left, shape[2], shape[3], kh, kw, sh, sw, dh, dw, 0.0)
-    geometry = (shape[2], shape[3], 0, 0, sh, sw, dh, dw)
-    acc = grouped_matmul(xf, wf, op.group_count, kh, kw, geometry)
-    acc += (pad_value * wf.sum(axis=(1, 2, 3))).astype(np.int64)
-    acc = acc.reshape(x.shape[0], shape[2], shape[3], ob * block)
-    return _add_bias(_from_nhwc(acc, block), op.bias, shape).astype(np.int32)
+    return packed.conv2d_zp(x, w, bias_lanes(op), **conv2d_zp_params(op))
 
 
 def dense_zp(op: accel.DenseZpOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    ob, ib, block, _ = w.shape
-    moved = np.moveaxis(x[..., 0, :], 1, -2)  # [N, d1.., I/B, B]
-    rows = moved.reshape(-1, ib * block).astype(np.float64)
-    wf = w.astype(np.float64).transpose(0, 2, 1, 3).reshape(ob * block, ib * block)
-    acc = (rows @ wf.T).astype(np.int64)  # [rows in (n, d1, ...) order, O]
-    out_shape = tuple(op.output.type.get_shape())
-    if len(out_shape) == 4:  # [N, O/B, 1, B], or the rows flattened: [N * d1 * ..., O/B, 1, B]
-        acc = acc.reshape(-1, ob, 1, block)
-    else:
-        acc = np.moveaxis(acc.reshape(*moved.shape[:-2], ob, block), -2, 1)[..., None, :]
-    return _add_bias(acc, op.bias, out_shape).astype(np.int32)
+    return packed.dense_zp(x, w, bias_lanes(op), list(op.output.type.get_shape()))
 
 
 def lane_op(op: accel._LaneOp, x: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 
 from qaccel.kernels import arithmetic as ar
+from qaccel.kernels import qhost
 from qaccel.kernels.base import pad_spatial
 from qaccel.kernels.conv import grouped_matmul
 from qaccel.dialects import q
@@ -91,31 +92,32 @@ def requantize(op: q.RequantizeOp, x: np.ndarray) -> np.ndarray:
     return _saturate(out, op)
 
 
+def _storage(op: q.QOp) -> dict:
+    lo, hi = q.storage_bounds(op.output.type)
+    return {"lo": lo, "hi": hi, "dtype": tensor_dtype(op.output.type).str}
+
+
+def add_sub_params(op: q._AddSubOp) -> dict:
+    """The keyword arguments of `qhost.add_sub` for `op` (the run plan stores them too)."""
+    names = ("left_shift", "lhs_zero_point", "lhs_multiplier", "lhs_shift", "rhs_zero_point",
+             "rhs_multiplier", "rhs_shift", "output_multiplier", "output_shift",
+             "output_zero_point")  # fmt: skip
+    return {"subtract": isinstance(op, q.SubOp), **{n: op.int_prop(n) for n in names},
+            **_storage(op)}  # fmt: skip
+
+
 def add_sub(op: q._AddSubOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    left = op.int_prop("left_shift")
+    return qhost.add_sub(a, b, **add_sub_params(op))
 
-    def scaled(v: np.ndarray, side: str) -> np.ndarray:
-        shifted = (v.astype(np.int64) - op.int_prop(f"{side}_zero_point")) << left
-        return ar.multiply_by_quantized_multiplier(
-            shifted, op.int_prop(f"{side}_multiplier"), op.int_prop(f"{side}_shift")
-        )
 
-    va, vb = scaled(a, "lhs"), scaled(b, "rhs")
-    raw = ar.wrap_int32(va + vb if isinstance(op, q.AddOp) else va - vb)
-    out = ar.multiply_by_quantized_multiplier(
-        raw, op.int_prop("output_multiplier"), op.int_prop("output_shift")
-    )
-    return _saturate(out + op.int_prop("output_zero_point"), op)
+def mul_params(op: q.MulOp) -> dict:
+    """The keyword arguments of `qhost.mul` for `op`."""
+    names = ("lhs_zero_point", "rhs_zero_point", "multiplier", "shift", "output_zero_point")
+    return {**{n: op.int_prop(n) for n in names}, **_storage(op)}
 
 
 def mul(op: q.MulOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    prod = (a.astype(np.int64) - op.int_prop("lhs_zero_point")) * (
-        b.astype(np.int64) - op.int_prop("rhs_zero_point")
-    )
-    out = ar.multiply_by_quantized_multiplier(
-        ar.wrap_int32(prod), op.int_prop("multiplier"), op.int_prop("shift")
-    )
-    return _saturate(out + op.int_prop("output_zero_point"), op)
+    return qhost.mul(a, b, **mul_params(op))
 
 
 def _pool_taps(op: q._PoolOp, x: np.ndarray, pad_value):
@@ -152,14 +154,16 @@ def max_pool2d(op: q.MaxPool2DOp, x: np.ndarray) -> np.ndarray:
     return _saturate(best, op)
 
 
+def mean_params(op: q.MeanOp) -> dict:
+    """The keyword arguments of `qhost.mean` for `op`."""
+    names = ("num_elements", "input_zero_point", "multiplier", "shift", "output_zero_point")
+    return {"axes": [int(a) for a in op.array_prop("axes")],
+            **{n: op.int_prop(n) for n in names},
+            "shape": list(op.output.type.get_shape()), **_storage(op)}  # fmt: skip
+
+
 def mean(op: q.MeanOp, x: np.ndarray) -> np.ndarray:
-    axes = tuple(int(a) for a in op.array_prop("axes"))
-    total = ar.wrap_int32(x.astype(np.int64).sum(axis=axes))
-    n = op.int_prop("num_elements")
-    centred = ar.wrap_int32(total - op.int_prop("input_zero_point") * n)
-    out = ar.multiply_by_quantized_multiplier(centred, op.int_prop("multiplier"), op.int_prop("shift"))
-    out = out + op.int_prop("output_zero_point")
-    return _saturate(out.reshape(op.output.type.get_shape()), op)
+    return qhost.mean(x, **mean_params(op))
 
 
 def pad(op: q.PadOp, x: np.ndarray) -> np.ndarray:

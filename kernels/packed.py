@@ -1,4 +1,4 @@
-"""Host arithmetic of the `accel` ops the host runs on packed int32 tensors, numpy only.
+"""Host arithmetic of the `accel` ops the host runs on packed tensors, numpy only.
 
 `interpreter/accel_semantics.py` (from the IR) and the artifact's run plan
 (`backends/vta/run_plan.py`, without xDSL) both call these, so they cannot drift apart.
@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from qaccel.kernels import arithmetic as ar
+from qaccel.kernels.base import pad_spatial
+from qaccel.kernels.conv import grouped_matmul
 
 
 def host_requantize(x: np.ndarray, scale: np.ndarray, input_zero_point: int,
@@ -37,6 +39,58 @@ def window_pool(x: np.ndarray, window, strides, out_hw, kind: str) -> np.ndarray
     else:
         out = sum(taps)
     return ar.wrap_int32(out).astype(np.int32)
+
+
+def to_nhwc(x: np.ndarray) -> np.ndarray:
+    """`[N, C/B, H, W, 1, B]` -> `[N, H, W, C/B * B]` (all lanes, padded ones included)."""
+    n, cb, h, w, _, b = x.shape
+    return x[:, :, :, :, 0, :].transpose(0, 2, 3, 1, 4).reshape(n, h, w, cb * b)
+
+
+def from_nhwc(y: np.ndarray, block: int) -> np.ndarray:
+    n, h, w, c = y.shape
+    return np.ascontiguousarray(
+        y.reshape(n, h, w, c // block, block).transpose(0, 3, 1, 2, 4)[:, :, :, :, None, :]
+    )
+
+
+def _add_bias(acc: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    return ar.wrap_int32(acc if bias is None else acc + bias)
+
+
+def conv2d_zp(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out_shape, padding,
+              strides, dilations, pad_value: int, groups: int) -> np.ndarray:  # fmt: skip
+    """`accel.conv2d_zp`: the GEMM over raw inputs padded with `pad_value`; centring by
+    `pad_value` makes the padding zero (what `grouped_matmul` pads with) and `pad_value * Σw`
+    puts it back; float64 sums of int8 products are exact. `bias`: int64 lane values
+    (`accel.lane_values`) or None; `padding` `[top, bottom, left, right]`."""
+    ob, ibg, kh, kw, block, _ = w.shape
+    wf = w.astype(np.float64).transpose(0, 4, 2, 3, 1, 5).reshape(ob * block, kh, kw, ibg * block)
+    xf = to_nhwc(x).astype(np.float64) - pad_value
+    top, _, left, _ = padding
+    (sh, sw), (dh, dw) = strides, dilations
+    oh, ow = out_shape[2], out_shape[3]
+    # Pad here (not in _im2col): every tap of every window then lies inside the array.
+    xf = pad_spatial(xf, top, left, oh, ow, kh, kw, sh, sw, dh, dw, 0.0)
+    acc = grouped_matmul(xf, wf, groups, kh, kw, (oh, ow, 0, 0, sh, sw, dh, dw))
+    acc += (pad_value * wf.sum(axis=(1, 2, 3))).astype(np.int64)
+    acc = acc.reshape(x.shape[0], oh, ow, ob * block)
+    return _add_bias(from_nhwc(acc, block), bias).astype(np.int32)
+
+
+def dense_zp(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out_shape) -> np.ndarray:
+    """`accel.dense_zp` (rows of raw int8 by the filter tiles, float64 exact sums); `bias` as
+    for `conv2d_zp`."""
+    ob, ib, block, _ = w.shape
+    moved = np.moveaxis(x[..., 0, :], 1, -2)  # [N, d1.., I/B, B]
+    rows = moved.reshape(-1, ib * block).astype(np.float64)
+    wf = w.astype(np.float64).transpose(0, 2, 1, 3).reshape(ob * block, ib * block)
+    acc = (rows @ wf.T).astype(np.int64)  # [rows in (n, d1, ...) order, O]
+    if len(out_shape) == 4:  # [N, O/B, 1, B], or the rows flattened: [N * d1 * ..., O/B, 1, B]
+        acc = acc.reshape(-1, ob, 1, block)
+    else:
+        acc = np.moveaxis(acc.reshape(*moved.shape[:-2], ob, block), -2, 1)[..., None, :]
+    return _add_bias(acc, bias).astype(np.int32)
 
 
 def random_arrays(specs, seed: int) -> list[np.ndarray]:

@@ -358,3 +358,73 @@ def test_plan_on_another_block_size(tmp_path):
     inputs = plan.random_inputs(0)
     for x, y in zip(plan.run(inputs), run_compiled(compiled, inputs), strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+HOST_Q_AND_GEMM = """
+!q = !quant.uniform<i8:f32, 0.5:-1>
+!y = tensor<1x4x4x2x!q>
+func.func public @host(%y: !y, %z: !y, %x: tensor<1x2x4x4x1x4xi8>, %w: tensor<3x2x3x3x4x4xi8>,
+                       %d: tensor<1x2x3x1x16xi8>, %dw: tensor<1x2x16x16xi8>,
+                       %f: tensor<1x2x1x16xi8>, %w1: tensor<2x1x1x1x4x4xi8>)
+    -> (!y, !y, !y, tensor<1x2x!q>, tensor<1x4x!q>, tensor<1x3x2x4x1x4xi32>,
+        tensor<1x2x4x4x1x4xi32>, tensor<1x1x3x1x16xi32>, tensor<1x1x1x16xi32>) {
+  %add = q.add %y, %z {lhs_zero_point = -1 : i32, rhs_zero_point = 3 : i32, left_shift = 20 : i32, lhs_multiplier = 1518500250 : i32, lhs_shift = -1 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1288490189 : i32, output_shift = -18 : i32, output_zero_point = 2 : i32} : (!y, !y) -> !y
+  %sub = q.sub %add, %y {lhs_zero_point = 2 : i32, rhs_zero_point = -1 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1073741824 : i32, output_shift = -20 : i32, output_zero_point = -1 : i32} : (!y, !y) -> !y
+  %mul = q.mul %sub, %z {lhs_zero_point = -1 : i32, rhs_zero_point = 3 : i32, multiplier = 1431655765 : i32, shift = -5 : i32, output_zero_point = 4 : i32} : (!y, !y) -> !y
+  %mean = q.mean %mul {axes = array<i64: 1, 2>, num_elements = 16 : i32, input_zero_point = 4 : i32, multiplier = 1073741824 : i32, shift = -3 : i32, output_zero_point = -1 : i32} : (!y) -> tensor<1x2x!q>
+  %m2 = q.mean %y {axes = array<i64: 1, 3>, num_elements = 8 : i32, input_zero_point = -1 : i32, multiplier = 1717986918 : i32, shift = -2 : i32, output_zero_point = 0 : i32} : (!y) -> tensor<1x4x!q>
+  %c = accel.conv2d_zp %x, %w pad_value(-3) strides = [2, 1] dilations = [1, 2] padding = [1, 0, 2, 2] bias = [5, -6, 7, 100, -1000, 0, 1, 2, 3, 4, 5, 6] : tensor<1x2x4x4x1x4xi8>, tensor<3x2x3x3x4x4xi8> -> tensor<1x3x2x4x1x4xi32>
+  %g = accel.conv2d_zp %x, %w1 pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] groups = 2 : tensor<1x2x4x4x1x4xi8>, tensor<2x1x1x1x4x4xi8> -> tensor<1x2x4x4x1x4xi32>
+  %dk = accel.dense_zp %d, %dw bias = [9] : tensor<1x2x3x1x16xi8>, tensor<1x2x16x16xi8> -> tensor<1x1x3x1x16xi32>
+  %fc = accel.dense_zp %f, %dw : tensor<1x2x1x16xi8>, tensor<1x2x16x16xi8> -> tensor<1x1x1x16xi32>
+  func.return %add, %sub, %mul, %mean, %m2, %c, %g, %dk, %fc : !y, !y, !y, tensor<1x2x!q>, tensor<1x4x!q>, tensor<1x3x2x4x1x4xi32>, tensor<1x2x4x4x1x4xi32>, tensor<1x1x3x1x16xi32>, tensor<1x1x1x16xi32>
+}
+"""
+
+
+def test_q_and_gemm_host_steps_match_the_interpreter(tmp_path):
+    """`q.add`/`sub`/`mul`/`mean` and the GEMM ops left on the host: the plan computes what
+    the interpreter computes (both call `kernels/qhost.py`, `kernels/packed.py`)."""
+    from conftest import parse_module
+    from qaccel.backends.vta.compiled import CompiledModel
+    from qaccel.interpreter.interpreter import run_function
+    from qaccel.targets.vta.config import DEFAULT_CONFIG
+
+    module = parse_module(HOST_Q_AND_GEMM)
+    write_artifact(CompiledModel(module, DEFAULT_CONFIG, {}, [], {}), tmp_path)
+    plan = load_run_plan(tmp_path)
+    assert plan is not None and plan.meta["format"] == RUN_PLAN_FORMAT
+    kinds = {s[0] for f in plan.functions.values() for s in f.steps}
+    assert {"qadd_sub", "qmul", "qmean", "conv2d_zp", "dense_zp"} <= kinds
+    for seed in range(3):
+        inputs = random_inputs(entry_function(module), seed)
+        for x, y in zip(plan.run(inputs), run_function(module, inputs), strict=True):
+            assert x.dtype == y.dtype and x.shape == y.shape
+            np.testing.assert_array_equal(x, y)
+
+
+def test_generated_models_all_get_a_run_plan(tmp_path):
+    """Every host op the compiler leaves in a generated model has a run-plan step, and the
+    plan runs bit-exact with `run_compiled`."""
+    from qaccel.backends.vta.compile import compile_module
+    from qaccel.frontend.random_models import generate
+    from qaccel.frontend.tflite_import import import_tflite
+    from qaccel.pipeline.manager import PassManager, expand, parse_passes, qaccel_context
+
+    kinds: set[str] = set()
+    for seed in range(5000, 5010):
+        model = generate(seed)
+        for config in ("vta-default", "vta-store-requant"):
+            module = import_tflite(model.model, f"seed{seed}")
+            passes = expand(parse_passes(f"vta-pipeline{{config={config}}}")).passes
+            PassManager(passes, []).run(qaccel_context(), module)
+            compiled = compile_module(module, HardwareConfig.from_json(config))
+            outdir = tmp_path / f"{seed}-{config}"
+            write_artifact(compiled, outdir, model.model)
+            plan = load_run_plan(outdir)
+            assert plan is not None, (seed, config, model.description)
+            kinds |= {s[0] for f in plan.functions.values() for s in f.steps}
+            inputs = plan.random_inputs(seed)
+            for x, y in zip(plan.run(inputs), run_compiled(compiled, inputs), strict=True):
+                np.testing.assert_array_equal(x, y)
+    assert {"qadd_sub", "qmul", "dense_zp"} <= kinds  # the steps these seeds need

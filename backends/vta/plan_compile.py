@@ -8,8 +8,10 @@ op: its kernel name and static `OpCall`, as `interpreter/prepare.py` builds it, 
 checks included; `accel.pack`/`unpack`: the pad, split and transpose of
 `interpreter/accel_semantics.py`; the host ALU ops: their lane values broadcast as
 `accel.lane_values` shapes them), every accelerator function its `function_steps`, constants
-host ops read become named arrays. A module holding an op the plan cannot express (a GEMM
-layer left on the host, an op without semantics here) gets no plan: `qaccel-run` then runs
+host ops read become named arrays; the `q` element-wise ops and the GEMM ops left on the
+host store the arguments of their `kernels/` functions (`qhost`, `packed`), read off the op
+by the interpreter's own helpers (`q_semantics.add_sub_params` ...). A module holding an op
+the plan cannot express (an op without semantics here) gets no plan: `qaccel-run` then runs
 the artifact the full way.
 
 Example (MobileNetV2's entry function):
@@ -168,6 +170,7 @@ class _Builder:
 
     def step(self, op: Operation) -> tuple[str, dict]:
         from qaccel.interpreter import accel_semantics as sem
+        from qaccel.interpreter import q_semantics as qsem
         from qaccel.interpreter.prepare import _kernel_name, describe, prepare_op
 
         if isinstance(op, tfl.NoValueOp):
@@ -273,6 +276,18 @@ class _Builder:
             return "clip", {"min": op.int_prop("min"), "max": op.int_prop("max")}
         if isinstance(op, accel.ConcatOp | q.ConcatOp):
             return "concat", {"axis": op.int_prop("axis")}
+        if isinstance(op, q.AddOp | q.SubOp):
+            return "qadd_sub", qsem.add_sub_params(op)
+        if isinstance(op, q.MulOp):
+            return "qmul", qsem.mul_params(op)
+        if isinstance(op, q.MeanOp):
+            return "qmean", qsem.mean_params(op)
+        if isinstance(op, accel.Conv2DZpOp | accel.DenseZpOp):
+            bias = sem.bias_lanes(op)
+            params = {"bias": None if bias is None else self.array("bias", bias)}
+            if isinstance(op, accel.DenseZpOp):
+                return "dense_zp", {**params, "out_shape": list(op.output.type.get_shape())}
+            return "conv2d_zp", {**params, **sem.conv2d_zp_params(op)}
         raise NoPlan(f"no run-plan step for {op.name}")
 
 

@@ -22,9 +22,12 @@ A function is a register machine: `args` and `consts` fill registers, each step 
     ["read", [], [y] or [y, y32], {"offset", "nbytes", "dtype", "shape", "zp"}]   STEP_READ
     ["astype", "lane", "binary", "requantize", "pool", "reduce_sum", "pad", "clip",
      "concat", "qpool"]                                     the other host ops (accel, q)
+    ["qadd_sub" | "qmul" | "qmean", in, [y], {kwargs}]     q.add/sub, q.mul, q.mean (qhost)
+    ["dense_zp" | "conv2d_zp", [x, w], [y], {"bias", ...}] a GEMM on the host (packed)
 
-The plan has its own format number (`RUN_PLAN_FORMAT`); a plan of another format is ignored
-(`load_run_plan` returns None) and the caller runs the artifact the full way.
+The plan has its own format number (`RUN_PLAN_FORMAT`, the plans of earlier formats run too);
+a plan of a format this reader does not know is ignored (`load_run_plan` returns None) and the
+caller runs the artifact the full way.
 """
 
 from __future__ import annotations
@@ -37,8 +40,11 @@ from typing import Any
 
 import numpy as np
 
-RUN_PLAN_FORMAT = 1
-"""1: the first run plan (runtime.json + runtime.npz, artifact format 4)."""
+RUN_PLAN_FORMAT = 2
+"""1: the first run plan (runtime.json + runtime.npz, artifact format 4); 2: the steps of
+the `q` element-wise ops and of host GEMMs (a reader of format 1 would refuse them, so it
+ignores these plans). This reader runs both."""
+_READS = (1, 2)
 PLAN_JSON = "runtime.json"
 PLAN_ARRAYS = "runtime.npz"
 
@@ -235,6 +241,8 @@ class _Function:
             p = {**p, "kernel": KERNELS[p["name"]], "static": call}
         elif kind in ("lane", "binary", "requantize") and p.get("values") is not None:
             p = {**p, "array": plan.arrays[p["values"]]}
+        elif kind in ("dense_zp", "conv2d_zp") and p.get("bias") is not None:
+            p = {**p, "array": plan.arrays[p["bias"]]}
         elif kind in ("astype", "read"):
             p = {**p, "dtype": np.dtype(p["dtype"])}
         return kind, ins, outs, p
@@ -325,6 +333,17 @@ def _run_host_op(kind: str, p: dict, xs: list):
         return np.clip(x, p["min"], p["max"]).astype(x.dtype)
     if kind == "concat":
         return np.concatenate(xs, axis=p["axis"])
+    if kind in ("qadd_sub", "qmul", "qmean"):
+        from qaccel.kernels import qhost
+
+        fn = {"qadd_sub": qhost.add_sub, "qmul": qhost.mul, "qmean": qhost.mean}[kind]
+        return fn(*xs, **p)
+    if kind in ("dense_zp", "conv2d_zp"):
+        from qaccel.kernels import packed
+
+        args = {k: v for k, v in p.items() if k not in ("bias", "array")}
+        fn = packed.dense_zp if kind == "dense_zp" else packed.conv2d_zp
+        return fn(xs[0], xs[1], p.get("array"), **args)
     raise RunPlanError(f"unknown run-plan step '{kind}'")
 
 
@@ -438,7 +457,7 @@ def load_run_plan(outdir: str | Path, simulator: str = "c") -> RunPlan | None:
         meta = json.loads(blob)
     except ValueError:
         return None
-    if not isinstance(meta, dict) or meta.get("format") != RUN_PLAN_FORMAT:
+    if not isinstance(meta, dict) or meta.get("format") not in _READS:
         return None
     return RunPlan(root, manifest, meta, simulator)
 
