@@ -120,38 +120,21 @@ def mul(op: q.MulOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return qhost.mul(a, b, **mul_params(op))
 
 
-def _pool_taps(op: q._PoolOp, x: np.ndarray, pad_value):
-    kh, kw = (int(v) for v in op.array_prop("filter"))
-    out_h, out_w, top, left, sh, sw, _, _ = _window_geometry(op, kh, kw)
-    h, w = x.shape[1:3]
-    xp = pad_spatial(x, top, left, out_h, out_w, kh, kw, sh, sw, 1, 1, pad_value)
-    ys, xs = np.arange(out_h) * sh - top, np.arange(out_w) * sw - left
-    for ky in range(kh):
-        for kx in range(kw):
-            view = xp[:, ky : ky + (out_h - 1) * sh + 1 : sh, kx : kx + (out_w - 1) * sw + 1 : sw]
-            inside = ((ys + ky >= 0) & (ys + ky < h))[:, None] & (
-                (xs + kx >= 0) & (xs + kx < w)
-            )[None, :]
-            yield view, inside[None, :, :, None]
+def pool_params(op: q._PoolOp) -> dict:
+    """The keyword arguments of `qhost.pool2d` for `op` (the run plan stores them too)."""
+    top, _, left, _ = (int(v) for v in op.array_prop("padding"))
+    return {"kind": "max" if isinstance(op, q.MaxPool2DOp) else "avg",
+            "filter": [int(v) for v in op.array_prop("filter")],
+            "strides": [int(v) for v in op.array_prop("strides")], "top": top, "left": left,
+            "shape": list(op.output.type.get_shape()), **_storage(op)}  # fmt: skip
 
 
 def avg_pool2d(op: q.AvgPool2DOp, x: np.ndarray) -> np.ndarray:
-    acc = np.zeros(op.output.type.get_shape(), dtype=np.int64)
-    count = np.zeros((1, *acc.shape[1:3], 1), dtype=np.int64)
-    for view, inside in _pool_taps(op, x.astype(np.int64), 0):
-        acc += view
-        count = count + inside
-    count = np.maximum(count, 1)  # a window entirely in the padding was refused earlier
-    half = count // 2
-    rounded = np.where(acc > 0, ar.trunc_div(acc + half, count), ar.trunc_div(acc - half, count))
-    return _saturate(rounded, op)
+    return qhost.pool2d(x, **pool_params(op))
 
 
 def max_pool2d(op: q.MaxPool2DOp, x: np.ndarray) -> np.ndarray:
-    best = np.full(op.output.type.get_shape(), np.iinfo(np.int64).min, dtype=np.int64)
-    for view, _ in _pool_taps(op, x.astype(np.int64), np.iinfo(np.int64).min):
-        np.maximum(best, view, out=best)
-    return _saturate(best, op)
+    return qhost.pool2d(x, **pool_params(op))
 
 
 def mean_params(op: q.MeanOp) -> dict:

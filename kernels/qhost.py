@@ -53,3 +53,35 @@ def mean(x: np.ndarray, *, axes, num_elements: int, input_zero_point: int, multi
     centred = ar.wrap_int32(total - input_zero_point * num_elements)
     out = ar.multiply_by_quantized_multiplier(centred, multiplier, shift) + output_zero_point
     return saturate(out.reshape(shape), lo, hi, dtype)
+
+
+def pool2d(x: np.ndarray, *, kind: str, filter: list[int], strides: list[int], top: int,
+           left: int, shape: list[int], lo: int, hi: int, dtype) -> np.ndarray:  # fmt: skip
+    """`q.max_pool2d` / `q.avg_pool2d` over NHWC `x`: windows over the input padded at `top`,
+    `left`; taps outside the input are skipped (max) or not counted (average, rounded half away
+    from zero as TFLite's reference kernel)."""
+    from qaccel.kernels.base import pad_spatial
+
+    (kh, kw), (sh, sw) = filter, strides
+    out_h, out_w = shape[1:3]
+    h, w = x.shape[1:3]
+    is_max = kind == "max"
+    empty = np.iinfo(np.int64).min if is_max else 0
+    xp = pad_spatial(x.astype(np.int64), top, left, out_h, out_w, kh, kw, sh, sw, 1, 1, empty)
+    ys, xs = np.arange(out_h) * sh - top, np.arange(out_w) * sw - left
+    out = np.full(shape, empty, dtype=np.int64)
+    count = np.zeros((1, out_h, out_w, 1), dtype=np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            view = xp[:, ky : ky + (out_h - 1) * sh + 1 : sh, kx : kx + (out_w - 1) * sw + 1 : sw]
+            if is_max:
+                np.maximum(out, view, out=out)
+                continue
+            out += view
+            inside = ((ys + ky >= 0) & (ys + ky < h))[:, None] & ((xs + kx >= 0) & (xs + kx < w))
+            count = count + inside[None, :, :, None]
+    if not is_max:
+        count = np.maximum(count, 1)  # a window entirely in the padding was refused earlier
+        half = count // 2
+        out = np.where(out > 0, ar.trunc_div(out + half, count), ar.trunc_div(out - half, count))
+    return saturate(out, lo, hi, dtype)

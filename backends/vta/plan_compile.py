@@ -263,15 +263,7 @@ class _Builder:
             return "pad", {"widths": [[int(v) for v in w] for w in widths],
                            "value": op.int_prop("pad_value"), "typed": False}  # fmt: skip
         if isinstance(op, q.MaxPool2DOp | q.AvgPool2DOp):
-            top, _, left, _ = (int(v) for v in op.array_prop("padding"))
-            lo, hi = q.storage_bounds(op.output.type)
-            return "qpool", {
-                "kind": "max" if isinstance(op, q.MaxPool2DOp) else "avg",
-                "filter": [int(v) for v in op.array_prop("filter")],
-                "strides": [int(v) for v in op.array_prop("strides")], "top": top, "left": left,
-                "shape": list(op.output.type.get_shape()), "min": lo, "max": hi,
-                "dtype": tensor_dtype(op.output.type).str,
-            }  # fmt: skip
+            return "qpool", qsem.pool_params(op)
         if isinstance(op, q.ReluOp):
             return "clip", {"min": op.int_prop("min"), "max": op.int_prop("max")}
         if isinstance(op, accel.ConcatOp | q.ConcatOp):

@@ -148,44 +148,6 @@ def _pool(p: dict, x: np.ndarray) -> np.ndarray:
     return window_pool(x, p["window"], p["strides"], (p["oh"], p["ow"]), p["kind"])
 
 
-def _qpool(p: dict, x: np.ndarray) -> np.ndarray:
-    """`q.max_pool2d` / `q.avg_pool2d` (as interpreter/q_semantics.py): windows over the
-    padded input, taps outside the input skipped (max) or not counted (average)."""
-    from qaccel.kernels import arithmetic as ar
-    from qaccel.kernels.base import pad_spatial
-
-    (kh, kw), (sh, sw), top, left = p["filter"], p["strides"], p["top"], p["left"]
-    shape = tuple(p["shape"])
-    out_h, out_w = shape[1:3]
-    h, w = x.shape[1:3]
-    is_max = p["kind"] == "max"
-    xi = x.astype(np.int64)
-    pad_value = np.iinfo(np.int64).min if is_max else 0
-    xp = pad_spatial(xi, top, left, out_h, out_w, kh, kw, sh, sw, 1, 1, pad_value)
-    ys, xs = np.arange(out_h) * sh - top, np.arange(out_w) * sw - left
-    if is_max:
-        out = np.full(shape, np.iinfo(np.int64).min, dtype=np.int64)
-    else:
-        out = np.zeros(shape, dtype=np.int64)
-        count = np.zeros((1, out_h, out_w, 1), dtype=np.int64)
-    for ky in range(kh):
-        for kx in range(kw):
-            view = xp[:, ky : ky + (out_h - 1) * sh + 1 : sh, kx : kx + (out_w - 1) * sw + 1 : sw]
-            if is_max:
-                np.maximum(out, view, out=out)
-                continue
-            out += view
-            inside = ((ys + ky >= 0) & (ys + ky < h))[:, None] & (
-                (xs + kx >= 0) & (xs + kx < w)
-            )[None, :]
-            count = count + inside[None, :, :, None]
-    if not is_max:
-        count = np.maximum(count, 1)
-        half = count // 2
-        out = np.where(out > 0, ar.trunc_div(out + half, count), ar.trunc_div(out - half, count))
-    return np.clip(out, p["min"], p["max"]).astype(p["dtype"])
-
-
 # --------------------------------------------------------------------------------------------
 # The plan
 
@@ -320,7 +282,10 @@ def _run_host_op(kind: str, p: dict, xs: list):
     if kind == "pool":
         return _pool(p, x)
     if kind == "qpool":
-        return _qpool(p, x)
+        from qaccel.kernels import qhost
+
+        old_names = {"min": "lo", "max": "hi"}  # format 1 named the storage bounds min, max
+        return qhost.pool2d(x, **{old_names.get(k, k): v for k, v in p.items()})
     if kind == "reduce_sum":
         from qaccel.kernels import arithmetic as ar
 
