@@ -75,26 +75,25 @@ def format_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def check_budget(total_bytes: int, what: str) -> None:
-    """Raise MemoryBudgetError if `what` (e.g. "model.tflite: subgraph 0") declares more
-    tensor bytes than the budget allows."""
+def _check(total_bytes: int, claim: str) -> None:
+    """Raise MemoryBudgetError ("{claim}, above the memory limit of ...") above the budget."""
     limit = memory_limit()
     if limit is not None and total_bytes > limit:
         raise MemoryBudgetError(
-            f"{what} declares {format_bytes(total_bytes)} of tensors, above the memory limit "
-            f"of {format_bytes(limit)} (raise it with {ENV_VAR})"
+            f"{claim}, above the memory limit of {format_bytes(limit)} (raise it with {ENV_VAR})"
         )
+
+
+def check_budget(total_bytes: int, what: str) -> None:
+    """Raise MemoryBudgetError if `what` (e.g. "model.tflite: subgraph 0") declares more
+    tensor bytes than the budget allows."""
+    _check(total_bytes, f"{what} declares {format_bytes(total_bytes)} of tensors")
 
 
 def check_bytes(total_bytes: int, what: str) -> None:
     """Raise MemoryBudgetError if `what` (e.g. "the simulator state (DRAM image 5.0 GiB, ...)")
     needs more bytes than the budget allows."""
-    limit = memory_limit()
-    if limit is not None and total_bytes > limit:
-        raise MemoryBudgetError(
-            f"{what} needs {format_bytes(total_bytes)}, above the memory limit of "
-            f"{format_bytes(limit)} (raise it with {ENV_VAR})"
-        )
+    _check(total_bytes, f"{what} needs {format_bytes(total_bytes)}")
 
 
 def npz_declared_bytes(source) -> int:

@@ -27,10 +27,9 @@ _DUMP_TYPES = {"i8": "i1", "u8": "u1", "i32": "<i4", "u32": "<u4"}
 
 
 def _load_program(path: Path, fmt: str, config):
+    from qaccel.kernels.memory import check_bytes
     from qaccel.targets.vta.asm import assemble
     from qaccel.targets.vta.isa import Program
-
-    from qaccel.kernels.memory import check_bytes
 
     check_bytes(path.stat().st_size, f"{path}: the program")
     data = path.read_bytes()

@@ -228,15 +228,10 @@ def _run(program, config, functional: bool, uops=None, dram=None, in_place: bool
         image = np.ascontiguousarray(
             np.asarray(prog.uops if uops is None else uops, dtype=np.uint32).reshape(-1)
         )
-        if dram is None:
-            size = max([prog.dram_size] + [o + len(b) for o, b in prog.dram_init])
-            budget.check_state(c, n, size, True, memory_limit)  # before allocating it
-            dram = np.zeros(size, np.uint8)
-            for off, data in prog.dram_init:
-                dram[off : off + len(data)] = np.frombuffer(data, np.uint8)
-        dram = np.asarray(dram)
-        # The machine checks the budget again (for its C callers); here it comes before the copy.
-        budget.check_state(c, n, dram.nbytes, True, memory_limit)
+        # Before allocating the image or copying it (the machine checks again, for its C callers).
+        size = prog.initial_dram_bytes() if dram is None else np.asarray(dram).nbytes
+        budget.check_state(c, n, size, True, memory_limit)
+        dram = prog.initial_dram() if dram is None else np.asarray(dram)
         if dram.dtype != np.uint8 or dram.ndim != 1:
             _run(prog, c, False, limits=limits)  # malformed programs first, as the reference
             raise SimulationError("the DRAM image must be a flat uint8 array")

@@ -423,6 +423,18 @@ class Program:
     def fields(self) -> np.ndarray:
         return decode(self.words, self.config)
 
+    def initial_dram_bytes(self) -> int:
+        """The size of the DRAM the data directives ask for (used when no image is given)."""
+        return max([self.dram_size] + [o + len(b) for o, b in self.dram_init])
+
+    def initial_dram(self) -> np.ndarray:
+        """The DRAM image the data directives describe (check its size against the memory
+        budget first: `initial_dram_bytes`)."""
+        dram = np.zeros(self.initial_dram_bytes(), np.uint8)
+        for off, data in self.dram_init:
+            dram[off : off + len(data)] = np.frombuffer(data, np.uint8)
+        return dram
+
     def to_bytes(self) -> bytes:
         return self.words.astype("<u8").tobytes()
 

@@ -217,11 +217,6 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _initial_dram_size(program: Program) -> int:
-    """The DRAM the program's assembler directives ask for (no image given)."""
-    return max([program.dram_size] + [o + len(b) for o, b in program.dram_init])
-
-
 class _Machine:
     def __init__(self, program, config, uops, dram, functional: bool,
                  limits=(budget.FROM_ENVIRONMENT, budget.FROM_ENVIRONMENT)):  # fmt: skip
@@ -230,10 +225,11 @@ class _Machine:
         self.config = c = config or DEFAULT_CONFIG
         self.program = program if isinstance(program, Program) else Program(c, program)
         step_limit, memory_limit = budget.resolve_limits(*limits, budget.PYTHON_DEFAULT_STEP_LIMIT)
+        dram_len = 0
         if functional:
-            dram_len = _initial_dram_size(self.program) if dram is None else np.asarray(dram).nbytes
-        budget.check_state(c, len(self.program), dram_len if functional else 0, functional,
-                           memory_limit)  # fmt: skip
+            given = dram is not None
+            dram_len = np.asarray(dram).nbytes if given else self.program.initial_dram_bytes()
+        budget.check_state(c, len(self.program), dram_len, functional, memory_limit)
         self.f = decode(self.program.words, c)
         self.n = len(self.f)
         self.functional = functional
@@ -275,9 +271,7 @@ class _Machine:
             self.program.uops if uops is None else uops, dtype=np.uint32
         ).reshape(-1)
         if dram is None:
-            dram = np.zeros(_initial_dram_size(self.program), np.uint8)
-            for off, data in self.program.dram_init:
-                dram[off : off + len(data)] = np.frombuffer(data, np.uint8)
+            dram = self.program.initial_dram()
         dram = np.asarray(dram)
         if dram.dtype != np.uint8 or dram.ndim != 1:
             raise SimulationError("the DRAM image must be a flat uint8 array")
