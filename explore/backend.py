@@ -39,33 +39,25 @@ def write_artifact(compiled: Any, outdir: str | Path, source: bytes | None = Non
 
 def run_litert(compiled: Any, inputs: Sequence[np.ndarray], litert_path: str = "dispatch") -> list:
     """LiteRT runs the model for LiteRT of `compiled` (a compiled model or an artifact folder;
-    the folder's own `model.qaccel.dispatch.tflite` / `model.qaccel.tflite` when it has one,
-    else exported into a temporary folder): `litert_path` "dispatch" (DISPATCH_OPs, our
-    dispatch library) or "custom-op" (QACCEL_VTA ops, our custom-op kernel). Raises AotError
+    the folder's own model when it has one, else exported into a temporary folder) the
+    `litert_path` way (`backends/litert/paths.py`: "dispatch" or "custom-op"). Raises AotError
     or LiteRtError (one line)."""
     import tempfile
 
-    from qaccel.backends.litert.aot import AOT_FILE, DISPATCH_FILE, export_aot, export_dispatch
+    from qaccel.backends.litert.paths import PATHS
 
-    if litert_path not in ("dispatch", "custom-op"):
-        raise ValueError(f"litert_path is 'dispatch' or 'custom-op', not {litert_path!r}")
-    dispatch = litert_path == "dispatch"
-    name = DISPATCH_FILE if dispatch else AOT_FILE
+    if litert_path not in PATHS:
+        raise ValueError(f"litert_path is one of {', '.join(PATHS)}, not {litert_path!r}")
+    way = PATHS[litert_path]
+    if isinstance(compiled, str | Path) and (Path(compiled) / way.model_file).is_file():
+        return way.run(Path(compiled) / way.model_file, inputs)
+    if isinstance(compiled, str | Path):
+        compiled = load_artifact(compiled)
     with tempfile.TemporaryDirectory() as tmp:
-        if isinstance(compiled, str | Path) and (Path(compiled) / name).is_file():
-            model = Path(compiled) / name
-        else:
-            if isinstance(compiled, str | Path):
-                compiled = load_artifact(compiled)
-            model = Path(tmp) / name
-            model.write_bytes((export_dispatch if dispatch else export_aot)(compiled))
-        if dispatch:
-            from qaccel.backends.litert.dispatch import run_dispatch
+        model = Path(tmp) / way.model_file
+        model.write_bytes(way.export(compiled))
+        return way.run(model, inputs)
 
-            return run_dispatch(model, inputs)
-        from qaccel.backends.litert.runtime import run_litert as run_custom_op
-
-        return run_custom_op(model, inputs)
 
 def load_artifact(outdir: str | Path) -> Any:
     from qaccel.backends.vta.artifact import load_artifact as load

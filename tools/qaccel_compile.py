@@ -167,16 +167,17 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _write_aot(compiled, outdir: Path) -> str:
     """OUTDIR/model.qaccel.dispatch.tflite and OUTDIR/model.qaccel.tflite for LiteRT
     (backends/litert/aot.py); the report's line."""
-    from qaccel.backends.litert.aot import (AOT_FILE, DISPATCH_FILE, AotError, custom_ops,
-                                            export_aot, export_dispatch)  # fmt: skip
+    from qaccel.backends.litert.aot import AOT_FILE, DISPATCH_FILE, AotError, custom_ops
+    from qaccel.backends.litert.paths import PATHS
 
     try:
-        dispatch, custom = export_dispatch(compiled), export_aot(compiled)
+        models = {way.model_file: way.export(compiled) for way in PATHS.values()}
     except AotError as e:
         return f"no LiteRT AOT model: {e}"
-    (outdir / DISPATCH_FILE).write_bytes(dispatch)
-    (outdir / AOT_FILE).write_bytes(custom)
-    ops = ", ".join(f"{o['name']} ({o['program_bytes']} B program)" for o in custom_ops(dispatch))
+    for name, data in models.items():
+        (outdir / name).write_bytes(data)
+    ops = ", ".join(f"{o['name']} ({o['program_bytes']} B program)"
+                    for o in custom_ops(models[DISPATCH_FILE]))  # fmt: skip
     return (f"LiteRT AOT models {DISPATCH_FILE} (DISPATCH_OP) and {AOT_FILE} (QACCEL_VTA custom "
             f"op): accelerator function(s) {ops or 'none'}")
 

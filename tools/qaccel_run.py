@@ -310,14 +310,12 @@ def run_vta(args) -> int:
     _write_outputs(outputs, Path(args.outputs_dir))
     layers = sum(len(v) for v in compiled.layers.values())
     if args.runtime == "litert":
-        from qaccel.backends.litert.aot import AOT_FILE, DISPATCH_FILE
+        from qaccel.backends.litert.paths import PATHS
 
-        model_file, ops, lib = ((DISPATCH_FILE, "DISPATCH_OP(s)", "libLiteRtDispatch_Qaccel")
-                                if args.litert_path == "dispatch" else
-                                (AOT_FILE, "QACCEL_VTA op(s)", "libqaccel_litert"))  # fmt: skip
-        print(f"ran {path / model_file} with LiteRT: {len(compiled.functions)} {ops} "
-              f"({layers} layer(s)) run by {lib} on libqaccel_vta, the rest on LiteRT's CPU "
-              "reference kernels")  # fmt: skip
+        way = PATHS[args.litert_path]
+        print(f"ran {path / way.model_file} with LiteRT: {len(compiled.functions)} {way.ops} "
+              f"({layers} layer(s)) run by {way.library} on libqaccel_vta, the rest on LiteRT's "
+              "CPU reference kernels")  # fmt: skip
     else:
         where = "through the C driver" if args.driver == "c" else "on the simulator"
         print(f"ran {layers} accelerator layer(s) {where}, "
@@ -387,28 +385,22 @@ def _drop_stderr() -> None:
 
 
 def _run_litert(path: Path, inputs, litert_path: str = "dispatch") -> list[np.ndarray]:
-    """The artifact's AOT model run by LiteRT: its DISPATCH_OP flavour with our dispatch
-    library (backends/litert/dispatch.py), or its QACCEL_VTA flavour with our custom-op kernel
-    (backends/litert/runtime.py)."""
-    from qaccel.backends.litert.aot import AOT_FILE, DISPATCH_FILE
+    """The artifact's model for LiteRT run by LiteRT the `litert_path` way
+    (backends/litert/paths.py)."""
+    from qaccel.backends.litert.paths import PATHS
     from qaccel.backends.litert.runtime import LiteRtError
     from qaccel.backends.vta.artifact import is_artifact
 
     if not is_artifact(path):
         raise RunError("--runtime litert runs an artifact folder written by qaccel-compile")
-    name = DISPATCH_FILE if litert_path == "dispatch" else AOT_FILE
-    model = path / name
+    way = PATHS[litert_path]
+    model = path / way.model_file
     if not model.is_file():
-        raise RunError(f"'{path}' has no {name} (compile the model again)")
+        raise RunError(f"'{path}' has no {way.model_file} (compile the model again)")
+    if litert_path == "dispatch":
+        atexit.register(_drop_stderr)  # LiteRT's Python runtime logs at exit
     try:
-        if litert_path == "dispatch":
-            from qaccel.backends.litert.dispatch import run_dispatch
-
-            atexit.register(_drop_stderr)
-            return run_dispatch(model, inputs)
-        from qaccel.backends.litert.runtime import run_litert
-
-        return run_litert(model, inputs)
+        return way.run(model, inputs)
     except LiteRtError as e:
         raise RunError(str(e)) from None
 

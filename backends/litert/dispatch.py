@@ -114,7 +114,7 @@ def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray],
 
     spec = read_model(model.read_bytes())
     n_ops = sum(op.custom_code == DISPATCH_CODE for sg in spec.subgraphs for op in sg.operators)
-    ins, outs = _io_types(model)
+    ins, outs = _io_types(spec)
     arrays = checked_inputs(model, inputs, ins)
     directory = dispatch_library_dir()
     lib = _library(directory)

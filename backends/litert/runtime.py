@@ -232,11 +232,8 @@ def _aligned(shape, dtype) -> np.ndarray:
     return raw[off : off + n].view(dtype).reshape(shape)
 
 
-def _io_types(model: Path) -> tuple[list, list]:
-    """(shape, dtype) of the entry subgraph's inputs and outputs."""
-    from qaccel.frontend.tflite_writer import read_model
-
-    spec = read_model(model.read_bytes())
+def _io_types(spec) -> tuple[list, list]:
+    """(shape, dtype) of the entry subgraph's inputs and outputs of a model (its ModelSpec)."""
     sg = spec.subgraphs[0]
     return ([(sg.tensors[i].shape, sg.tensors[i].dtype) for i in sg.inputs],
             [(sg.tensors[i].shape, sg.tensors[i].dtype) for i in sg.outputs])  # fmt: skip
@@ -300,8 +297,10 @@ def run_litert(
 
 
 def _run(model, inputs, kernel_mode, litert) -> list[np.ndarray]:
+    from qaccel.frontend.tflite_writer import read_model
+
     model = Path(model)
-    ins, outs = _io_types(model)
+    ins, outs = _io_types(read_model(model.read_bytes()))
     inputs = checked_inputs(model, inputs, ins)
     lrt, kern = load(litert)
     kern.qaccel_litert_clear_error()
