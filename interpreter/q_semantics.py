@@ -129,11 +129,7 @@ def pool_params(op: q._PoolOp) -> dict:
             "shape": list(op.output.type.get_shape()), **_storage(op)}  # fmt: skip
 
 
-def avg_pool2d(op: q.AvgPool2DOp, x: np.ndarray) -> np.ndarray:
-    return qhost.pool2d(x, **pool_params(op))
-
-
-def max_pool2d(op: q.MaxPool2DOp, x: np.ndarray) -> np.ndarray:
+def pool2d(op: q._PoolOp, x: np.ndarray) -> np.ndarray:
     return qhost.pool2d(x, **pool_params(op))
 
 
@@ -198,11 +194,11 @@ class QFunctions(InterpreterFunctions):
 
     @impl(q.AvgPool2DOp)
     def run_avg_pool(self, interpreter: Interpreter, op: q.AvgPool2DOp, args):
-        return (avg_pool2d(op, *args),)
+        return (pool2d(op, *args),)
 
     @impl(q.MaxPool2DOp)
     def run_max_pool(self, interpreter: Interpreter, op: q.MaxPool2DOp, args):
-        return (max_pool2d(op, *args),)
+        return (pool2d(op, *args),)
 
     @impl(q.MeanOp)
     def run_mean(self, interpreter: Interpreter, op: q.MeanOp, args: tuple[Any, ...]):

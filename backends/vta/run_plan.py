@@ -204,7 +204,7 @@ class _Function:
         elif kind in ("lane", "binary", "requantize") and p.get("values") is not None:
             p = {**p, "array": plan.arrays[p["values"]]}
         elif kind in ("dense_zp", "conv2d_zp") and p.get("bias") is not None:
-            p = {**p, "array": plan.arrays[p["bias"]]}
+            p = {**p, "bias": plan.arrays[p["bias"]]}  # the array's name -> the array
         elif kind in ("astype", "read"):
             p = {**p, "dtype": np.dtype(p["dtype"])}
         return kind, ins, outs, p
@@ -306,9 +306,8 @@ def _run_host_op(kind: str, p: dict, xs: list):
     if kind in ("dense_zp", "conv2d_zp"):
         from qaccel.kernels import packed
 
-        args = {k: v for k, v in p.items() if k not in ("bias", "array")}
         fn = packed.dense_zp if kind == "dense_zp" else packed.conv2d_zp
-        return fn(xs[0], xs[1], p.get("array"), **args)
+        return fn(xs[0], xs[1], **p)
     raise RunPlanError(f"unknown run-plan step '{kind}'")
 
 
