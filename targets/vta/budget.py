@@ -35,7 +35,7 @@ STEP_ENV_VAR = "QACCEL_STEP_LIMIT"
 DEFAULT_STEP_LIMIT = 1 << 28
 PYTHON_DEFAULT_STEP_LIMIT = 1 << 25
 _MAX_LIMIT = 1 << 62  # larger limits are no limit; keeps the running counts in int64
-DRAM_BLOCK = 16  # hazard-tracking granularity of DRAM (simulator.DRAM_BLOCK)
+DRAM_BLOCK = 16  # hazard-tracking granularity of DRAM: every data element is a multiple of 16 B
 
 FROM_ENVIRONMENT = "environment"
 

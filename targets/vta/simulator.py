@@ -27,6 +27,7 @@ from typing import Literal
 
 import numpy as np
 from qaccel.targets.vta import budget
+from qaccel.targets.vta.budget import DRAM_BLOCK
 from qaccel.targets.vta._blas import single_threaded_blas
 from qaccel.targets.vta.alu import ALU_FUNCTIONS, AluRangeError, output_stage
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
@@ -53,8 +54,6 @@ from qaccel.targets.vta.results import (  # noqa: F401  (re-exported)
     SimulationError,
     TimingReport,
 )
-
-DRAM_BLOCK = 16  # hazard-tracking granularity: every data element is a multiple of 16 bytes
 
 
 # --------------------------------------------------------------------------------------------
