@@ -1345,6 +1345,11 @@ static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 static char lower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c; }
 
 static int64_t mul_sat(int64_t a, int64_t b) { return a && b > INT64_MAX / a ? INT64_MAX : a * b; }
+/* num * 10 + digit, saturating at INT64_MAX */
+static int64_t append_digit(int64_t num, char digit) {
+    int64_t tens = mul_sat(num, 10);
+    return tens > INT64_MAX - 9 ? INT64_MAX : tens + (digit - '0');
+}
 
 /* kernels.memory.parse_limit on the variable `name`: the limit, `fallback` when unset or
  * blank, LIMIT_NONE for "none" or 0, LIMIT_MALFORMED otherwise (the stripped text in `text`).
@@ -1364,13 +1369,12 @@ static int64_t env_limit(const char *name, int64_t fallback, char *text, size_t 
     const char *p = s;
     int64_t num = 0, scale = 1, mult = 1;
     int digits = 0;
-    for (; p < end && *p >= '0' && *p <= '9'; p++, digits++)
-        num = mul_sat(num, 10) > INT64_MAX - 9 ? INT64_MAX : mul_sat(num, 10) + (*p - '0');
+    for (; p < end && *p >= '0' && *p <= '9'; p++, digits++) num = append_digit(num, *p);
     if (digits < 1 || digits > 30) return LIMIT_MALFORMED;
     if (p < end && *p == '.') {
         int frac = 0;
         for (p++; p < end && *p >= '0' && *p <= '9'; p++, frac++) {
-            num = mul_sat(num, 10) > INT64_MAX - 9 ? INT64_MAX : mul_sat(num, 10) + (*p - '0');
+            num = append_digit(num, *p);
             scale *= 10;
         }
         if (frac > 3) return LIMIT_MALFORMED;
