@@ -647,6 +647,15 @@ def test_runtime_litert_needs_an_artifact(tmp_path, capsys):
     assert "--runtime litert runs an artifact folder" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("path", ["dispatch", "custom-op"])
+def test_litert_path_needs_runtime_litert(small_cnn, tmp_path, capsys, path):
+    from qaccel.tools.qaccel_run import main
+
+    with pytest.raises(SystemExit):
+        main([str(small_cnn), "--litert-path", path, "--outputs-dir", str(tmp_path)])
+    assert "--litert-path goes with --runtime litert" in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------------------------
 # Interop
 

@@ -134,7 +134,7 @@ def _own_arguments(add_help: bool = True) -> argparse.ArgumentParser:
                     help="with an artifact: litert runs its model for LiteRT with LiteRT (CPU "
                          "reference kernels, our library for the accelerator "
                          "functions)")  # fmt: skip
-    ap.add_argument("--litert-path", choices=("dispatch", "custom-op"), default="dispatch",
+    ap.add_argument("--litert-path", choices=("dispatch", "custom-op"), default=None,
                     help="with --runtime litert: dispatch runs model.qaccel.dispatch.tflite, "
                          "whose DISPATCH_OPs our dispatch library runs (LiteRT's NPU vendor "
                          "path, the default); custom-op runs model.qaccel.tflite, whose "
@@ -429,8 +429,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.labels is not None or args.ray is not None or args.jobs is not None:
         raise RunError("--labels, --jobs and --ray go with --inputs-dir")
     vta = args.target == "vta" or Path(args.model).is_dir()
-    if args.litert_path != "dispatch" and args.runtime != "litert":
+    if args.litert_path is not None and args.runtime != "litert":
         raise RunError("--litert-path goes with --runtime litert")
+    args.litert_path = args.litert_path or "dispatch"
     if args.runtime == "litert" and not Path(args.model).is_dir():
         raise RunError("--runtime litert runs an artifact folder written by qaccel-compile")
     check_output_dir(args.outputs_dir, "--outputs-dir")  # before the work, not after it
