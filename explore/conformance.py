@@ -122,14 +122,13 @@ def _stage_checker(reference: list[list[np.ndarray]], inputs: list[list[np.ndarr
     return StageChecker()
 
 
-def _check_config(model: bytes, name: str, config: str, inputs: list[list[np.ndarray]],
+def _check_config(model: bytes, module: Any, config: str, inputs: list[list[np.ndarray]],
                   reference: list[list[np.ndarray]], result: ModelCheck,
                   simulators: Sequence[str]) -> None:  # fmt: skip
-    from qaccel.frontend.tflite_import import import_tflite
+    """`module` (the imported model, which the pipeline changes) for one configuration."""
     from qaccel.pipeline.manager import PassManager, expand, parse_passes, qaccel_context
     from qaccel.targets.vta.config import HardwareConfig
 
-    module = import_tflite(model, name)
     passes = expand(parse_passes(f"vta-pipeline{{config={config}}}")).passes
     manager = PassManager(passes, [_stage_checker(reference, inputs, config)])
     try:
@@ -197,7 +196,7 @@ def check_model(model: bytes, reference: Any, inputs: list[list[np.ndarray]], re
                 raise _classify("tfl: interpreter", e) from None
             _compare("tfl: interpreter", got, want, k)
         for config in configs:
-            _check_config(model, result.name, config, inputs, expected, result, simulators)
+            _check_config(model, module.clone(), config, inputs, expected, result, simulators)
     except _Failure as f:
         result.failure, result.kind = str(f), f.kind
     result.seconds += time.perf_counter() - start
