@@ -94,6 +94,50 @@ func.func private @vta_fn_0(%x: tensor<1x4x4x6x!q>) -> tensor<1x2x2x6x!q> attrib
 
 // -----
 
+// A spatial MEAN with keep_dims ([1, 1, 1, C], packed [1, C/B, 1, 1, 1, B]): one "eltwise"
+// layer, as without keep_dims (the squeeze-excite form; it used to stay on the host).
+// CHECK-LABEL: func.func @mean_keep_dims
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %y = accel.layer "eltwise" {
+// CHECK-NEXT:      %[[W:.*]] = accel.widen %x
+// CHECK-NEXT:      %[[S:.*]] = accel.reduce_sum %[[W]] axes = [2, 3] : tensor<1x1x3x3x1x16xi32> -> tensor<1x1x1x1x1x16xi32>
+// CHECK:           accel.yield
+// CHECK-NEXT:    } : tensor<1x1x1x1x1x16x!quant.uniform<i8:f32, 0.25:-128>>
+!q = !quant.uniform<i8:f32, 0.5:-128>
+!o = !quant.uniform<i8:f32, 0.25:-128>
+func.func @mean_keep_dims(%x: tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!o> {
+  %y = func.call @vta_fn_0(%x) : (tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!o>
+  func.return %y : tensor<1x1x1x6x!o>
+}
+func.func private @vta_fn_0(%x: tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!o> attributes {qaccel.target = "vta"} {
+  %y = q.mean %x {axes = array<i64: 1, 2>, num_elements = 9 : i32, input_zero_point = -128 : i32, multiplier = 1908874354 : i32, shift = -3 : i32, output_zero_point = -128 : i32} : (tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!o>
+  func.return %y : tensor<1x1x1x6x!o>
+}
+
+// -----
+
+// A MEAN of a MEAN (keep_dims, then over the 1x1 map): one layer whose second sum, over one
+// row, is no reduction (tests/test_vta_eltwise.py runs it: it once summed nothing).
+// CHECK-LABEL: func.func @mean_of_mean
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %y = accel.layer "eltwise" {
+// CHECK:           accel.reduce_sum %{{.*}} axes = [2, 3] : tensor<1x1x3x3x1x16xi32> -> tensor<1x1x1x1x1x16xi32>
+// CHECK:           accel.reduce_sum %{{.*}} axes = [2, 3] : tensor<1x1x1x1x1x16xi32> -> tensor<1x1x1x1x1x16xi32>
+// CHECK:           accel.yield
+!q = !quant.uniform<i8:f32, 0.5:-128>
+!o = !quant.uniform<i8:f32, 0.25:-128>
+func.func @mean_of_mean(%x: tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!o> {
+  %y = func.call @vta_fn_0(%x) : (tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!o>
+  func.return %y : tensor<1x1x1x6x!o>
+}
+func.func private @vta_fn_0(%x: tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!o> attributes {qaccel.target = "vta"} {
+  %m = q.mean %x {axes = array<i64: 1, 2>, num_elements = 9 : i32, input_zero_point = -128 : i32, multiplier = 1908874354 : i32, shift = -3 : i32, output_zero_point = -128 : i32} : (tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!q>
+  %y = q.mean %m {axes = array<i64: 1, 2>, num_elements = 1 : i32, input_zero_point = -128 : i32, multiplier = 1073741824 : i32, shift = 1 : i32, output_zero_point = -128 : i32} : (tensor<1x1x1x6x!q>) -> tensor<1x1x1x6x!o>
+  func.return %y : tensor<1x1x1x6x!o>
+}
+
+// -----
+
 // Accumulators that leave without a requantization form no layer: the op stays where it is
 // and says why (it runs on the host; qaccel-compile reports the reason).
 // CHECK-LABEL: func.func @not_a_layer
