@@ -86,10 +86,14 @@ def infer_shape(op: str, shapes: Sequence[Shape | None], consts: Sequence[np.nda
                                 f"{w[1]} (the weights' input size)")  # fmt: skip
         return (total // w[1], w[0])
     if op == "RESHAPE":
+        # As TFLite's reshape.cc: a rank-1 shape operand decides, even when it is computed at
+        # run time (the converter's SHAPE -> STRIDED_SLICE -> PACK idiom); only without one
+        # does the `new_shape` option apply.
         target = None
-        if len(consts) >= 2 and consts[1] is not None:
-            target = [int(d) for d in np.asarray(consts[1]).reshape(-1)]
-        elif "new_shape" in options:
+        if len(shapes) >= 2 and shapes[1] is not None and len(shapes[1]) == 1:
+            if consts[1] is not None:
+                target = [int(d) for d in np.asarray(consts[1]).reshape(-1)]
+        elif len(np.asarray(options.get("new_shape", ())).reshape(-1)):
             target = [int(d) for d in np.asarray(options["new_shape"]).reshape(-1)]
         if target is None:
             return None

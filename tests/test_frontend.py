@@ -276,3 +276,42 @@ def test_plain_xdsl_opt_parses_tfl_ir():
     result = subprocess.run([xdsl_opt], input=text, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "tfl.conv_2d" in result.stdout
+
+
+def _computed_reshape_model() -> bytes:
+    """Keras' Flatten as the converter writes it: the target shape is computed at run time
+    (SHAPE -> STRIDED_SLICE -> PACK), so RESHAPE's `new_shape` option is absent."""
+    from qaccel.frontend.builder import ModelBuilder, QParams, TensorSpec
+
+    q = QParams.per_tensor(0.05, -3)
+    g = ModelBuilder()
+    main = g.subgraph("main")
+    x = main.input("x", (1, 2, 2, 4), q=q)
+    shape = main.op("SHAPE", [x], TensorSpec("shape", (4,), np.int32), {"out_type": "INT32"})
+    batch = main.op(
+        "STRIDED_SLICE",
+        [shape, main.const("b", np.array([0], np.int32)), main.const("e", np.array([1], np.int32)),
+         main.const("s", np.array([1], np.int32))],
+        TensorSpec("batch", (), np.int32), {"shrink_axis_mask": 1},
+    )  # fmt: skip
+    target = main.op("PACK", [batch, main.const("rest", np.array(16, np.int32))],
+                     TensorSpec("target", (2,), np.int32), {"values_count": 2, "axis": 0})
+    y = main.op("RESHAPE", [x, target], TensorSpec("y", (1, 16), np.int8, q))
+    main.output(y)
+    return g.build()
+
+
+def test_reshape_with_a_computed_shape_imports_and_runs_bit_exact(oracle):
+    """A regression: the option's empty default `new_shape` was read as the target shape
+    ("cannot reshape [1, 2, 2, 4] (16 elements) to []") whenever the shape operand was not a
+    constant, which refused every converter-made model with a Reshape or Flatten layer."""
+    from qaccel.interpreter.interpreter import run_function
+
+    model = _computed_reshape_model()
+    module = import_tflite(model)
+    module.verify()
+    x = np.random.default_rng(0).integers(-128, 128, (1, 2, 2, 4), dtype=np.int8)
+    (ours,) = run_function(module, [x])
+    ref = oracle(model, [[x]])
+    assert ref.refused is None, ref.refused
+    assert np.array_equal(ours, ref.outputs[0][0])
