@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from qaccel.backends.vta.artifact_files import read_artifact_file
 from qaccel.backends.vta.cdriver import driver_files
 from qaccel.kernels.memory import MemoryBudgetError, check_npz
 from qaccel.backends.vta.compiled import (
@@ -153,18 +154,15 @@ def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
 
     root = Path(outdir)
     try:
-        manifest = json.loads((root / "manifest.json").read_text())
-    except (OSError, ValueError) as e:
+        manifest = json.loads(read_artifact_file(root, "manifest.json", CompileError))
+    except (CompileError, ValueError) as e:
         raise CompileError(f"'{root}': not a qaccel-compile artifact ({e})") from None
     if manifest.get("format") not in _READS:
         raise CompileError(f"'{root}': artifact format {manifest.get('format')}, "
                            f"expected {ARTIFACT_FORMAT} (compile the model again)")  # fmt: skip
     data = {}
     for rel, digest in manifest["files"].items():
-        try:
-            blob = (root / rel).read_bytes()
-        except OSError as e:
-            raise CompileError(f"'{root / rel}': {e.strerror}") from None
+        blob = read_artifact_file(root, rel, CompileError)
         if hashlib.sha256(blob).hexdigest() != digest:
             raise CompileError(f"'{root / rel}' does not match the manifest's hash")
         data[rel] = blob

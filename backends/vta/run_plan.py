@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from qaccel.backends.vta.artifact_files import read_artifact_file
+
 RUN_PLAN_FORMAT = 2
 """1: the first run plan (runtime.json + runtime.npz, artifact format 4); 2: the steps of
 the `q` element-wise ops and of host GEMMs (a reader of format 1 would refuse them, so it
@@ -187,11 +189,14 @@ class _Function:
     def _prepare(step: list, plan: RunPlan) -> tuple:
         kind, ins, outs, p = step
         if kind == "kernel":
-            from importlib import import_module
+            # Only a name looked up in the registry: nothing the plan says selects code to
+            # import (its "module" entry is informative).
+            from qaccel.kernels.registry import KERNELS
 
-            from qaccel.kernels.base import KERNELS
-
-            import_module(p["module"])  # the kernel's family registers it (not all of them)
+            kernel = KERNELS.get(p.get("name")) if isinstance(p.get("name"), str) else None
+            if kernel is None:
+                raise RunPlanError(f"a step names the kernel {p.get('name')!r}, which qaccel "
+                                   "does not have")  # fmt: skip
             c = p["call"]
             call = (
                 [_qparams(q, plan.arrays) for q in c["input_q"]],
@@ -200,7 +205,7 @@ class _Function:
                 [np.dtype(d) for d in c["output_dtypes"]],
                 decode_value(c["options"], plan.arrays),
             )
-            p = {**p, "kernel": KERNELS[p["name"]], "static": call}
+            p = {**p, "kernel": kernel, "static": call}
         elif kind in ("lane", "binary", "requantize") and p.get("values") is not None:
             p = {**p, "array": plan.arrays[p["values"]]}
         elif kind in ("dense_zp", "conv2d_zp") and p.get("bias") is not None:
@@ -331,10 +336,7 @@ class RunPlan:
 
     def read(self, rel: str) -> bytes:
         """A file of the artifact, checked against the manifest's SHA-256."""
-        try:
-            blob = (self.root / rel).read_bytes()
-        except OSError as e:
-            raise RunPlanError(f"'{self.root / rel}': {e.strerror}") from None
+        blob = read_artifact_file(self.root, rel, RunPlanError)
         if hashlib.sha256(blob).hexdigest() != self.digests.get(rel):
             raise RunPlanError(f"'{self.root / rel}' does not match the manifest's hash")
         return blob
@@ -405,16 +407,13 @@ def load_run_plan(outdir: str | Path, simulator: str = "c") -> RunPlan | None:
     then runs the artifact the full way). Damaged files raise RunPlanError."""
     root = Path(outdir)
     try:
-        manifest = json.loads((root / "manifest.json").read_bytes())
+        manifest = json.loads(read_artifact_file(root, "manifest.json", RunPlanError))
         digests = manifest["files"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (RunPlanError, ValueError, KeyError, TypeError):
         return None
-    if PLAN_JSON not in digests or PLAN_ARRAYS not in digests:
+    if not isinstance(digests, dict) or PLAN_JSON not in digests or PLAN_ARRAYS not in digests:
         return None
-    try:
-        blob = (root / PLAN_JSON).read_bytes()
-    except OSError as e:
-        raise RunPlanError(f"'{root / PLAN_JSON}': {e.strerror}") from None
+    blob = read_artifact_file(root, PLAN_JSON, RunPlanError)
     if hashlib.sha256(blob).hexdigest() != digests[PLAN_JSON]:
         raise RunPlanError(f"'{root / PLAN_JSON}' does not match the manifest's hash")
     try:
