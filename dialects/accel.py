@@ -1143,6 +1143,16 @@ BIAS_MODES = ("alu", "dma", "gemm", "store")
 _GEMM_FIELDS = ("tile_h", "tile_w", "tile_co", "tile_ci", "loop_order", "bias_mode",
                 "inp_slots", "wgt_slots", "acc_slots")  # fmt: skip
 _ALU_FIELDS = ("rows", "param_rows", "output_stage")
+def _string_literal(text: str) -> str:
+    """`text` as xDSL prints a string literal (every byte a parser reads back escaped, a
+    newline in a configuration's name included)."""
+    import io
+
+    out = io.StringIO()
+    Printer(stream=out).print_string_literal(text)
+    return out.getvalue()
+
+
 _SCHEDULE_FIELDS = ("config", *_GEMM_FIELDS, *_ALU_FIELDS, "estimated_cycles")
 _WORD_FIELDS = {"loop_order": LOOP_ORDERS, "bias_mode": BIAS_MODES}
 _REQUIRED = {"gemm": ("tile_h", "tile_w", "tile_co", "tile_ci"), "eltwise": ("rows",),
@@ -1245,7 +1255,7 @@ class ScheduleAttr(ParametrizedAttribute):
         items = [self.kind.data]
         for key, value in self.fields().items():
             if key == "config":
-                text = '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+                text = _string_literal(str(value))
             elif isinstance(value, bool):
                 text = "true" if value else "false"
             else:

@@ -127,3 +127,18 @@ def test_the_c_driver_an_artifact_carries_is_never_compiled(artifact, tmp_path, 
     assert call(qaccel_run, [artifact, "--driver", "c", "--random-inputs", "0",
                              "--outputs-dir", artifact / "o"]) == 0  # fmt: skip
     assert not marker.exists()
+
+
+def test_a_configuration_name_with_a_newline_and_quotes_parses_back(tmp_path):
+    """Every string qaccel prints into IR is escaped: `host.mlir` of a configuration named
+    with a newline, a quote and a backslash parses back."""
+    config = tmp_path / "hw.json"
+    config.write_text(json.dumps({"name": 'evil\nname"\\x', "log_block": 4}))
+    out = tmp_path / "out"
+    mlp = SMALL_CNN.parent / "mlp.tflite"
+    assert call(qaccel_compile, [mlp, "-o", out, "--config", config, "--quiet"]) == 0
+    from conftest import parse_module
+
+    module = parse_module((out / "host.mlir").read_text())
+    names = {op.schedule.config.data for op in module.walk() if hasattr(op, "schedule")}
+    assert names == {'evil\nname"\\x'}
