@@ -142,3 +142,81 @@ def test_a_configuration_name_with_a_newline_and_quotes_parses_back(tmp_path):
     module = parse_module((out / "host.mlir").read_text())
     names = {op.schedule.config.data for op in module.walk() if hasattr(op, "schedule")}
     assert names == {'evil\nname"\\x'}
+
+
+def test_a_compile_replaces_the_artifact_whole(compiled, tmp_path, capsys):
+    """Written beside, renamed into place: no file of an earlier artifact survives, the LiteRT
+    models are in the manifest, and a folder that is not an artifact is never replaced."""
+    out = tmp_path / "out"
+    shutil.copytree(compiled, out)
+    (out / "stale.bin").write_bytes(b"x")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert {"model.qaccel.tflite", "model.qaccel.dispatch.tflite"} <= set(manifest["files"])
+    mlp = SMALL_CNN.parent / "mlp.tflite"
+    assert call(qaccel_compile, [mlp, "-o", out, "--quiet"]) == 0
+    assert not (out / "stale.bin").exists()
+    assert json.loads((out / "manifest.json").read_text())["source_sha256"] == \
+        hashlib.sha256(mlp.read_bytes()).hexdigest()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # nothing left beside it
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    refused(capsys, qaccel_compile, [mlp, "-o", mine, "--quiet"], prog="qaccel-compile",
+            expect="is not a qaccel artifact")
+    assert (mine / "notes.txt").read_text() == "keep me"
+
+
+def test_a_failed_write_leaves_nothing_that_runs(tmp_path, capsys, monkeypatch):
+    from qaccel.backends.vta import artifact
+
+    real = Path.write_bytes
+    calls = []
+
+    def full_disk(self, data):
+        calls.append(self)
+        if len(calls) > 3:
+            raise OSError(28, "No space left on device", str(self))
+        return real(self, data)
+
+    monkeypatch.setattr(artifact.Path, "write_bytes", full_disk)
+    out = tmp_path / "out"
+    refused(capsys, qaccel_compile, [SMALL_CNN.parent / "mlp.tflite", "-o", out, "--quiet"],
+            prog="qaccel-compile", expect="No space left on device", absent=[out])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_is_one_line(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.argv = ['qaccel-compile'] + sys.argv[1:]; "
+         "from qaccel.tools.launch import compile_main; sys.exit(compile_main())",
+         str(SMALL_CNN.parent / "mobilenet_v2.tflite"), "-o", str(tmp_path / "out")],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)  # fmt: skip
+    time.sleep(1.5)  # imports done, the compile of MobileNetV2 under way
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    if child.returncode == 0:
+        pytest.skip("the compile finished before the interrupt")
+    assert child.returncode == 130 and err.strip().splitlines()[-1:] == \
+        ["qaccel-compile: error: interrupted"], err
+    assert "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["model.qaccel.dispatch.tflite", "model.qaccel.tflite"])
+def test_a_litert_model_that_is_not_the_compiles_own_is_refused(artifact, capsys, name):
+    pytest.importorskip("ai_edge_litert")
+    way = "dispatch" if "dispatch" in name else "custom-op"
+    args = [artifact, "--runtime", "litert", "--litert-path", way, "--random-inputs", "0",
+            "--outputs-dir", artifact / "o"]  # fmt: skip
+    other = SMALL_CNN.parent / "mlp.tflite"
+    (artifact / name).write_bytes(other.read_bytes())  # e.g. stale, from an earlier compile
+    refused(capsys, qaccel_run, args, prog="qaccel-run", expect="does not match the manifest")
+    (artifact / name).unlink()
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    del manifest["files"][name]
+    (artifact / "manifest.json").write_text(json.dumps(manifest))
+    refused(capsys, qaccel_run, args, prog="qaccel-run", expect="wrote no LiteRT model")

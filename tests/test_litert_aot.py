@@ -10,6 +10,8 @@ host programs running them without Python."""
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import json
 import os
 import shutil
 import struct
@@ -430,6 +432,7 @@ def test_corrupt_program_through_litert_is_one_line(small_cnn, tmp_path, capfd):
     data = bytearray(model.read_bytes())
     data[offset + 8] = 9  # format version 9
     model.write_bytes(bytes(data))
+    _forge_manifest(model)
     with pytest.raises(LiteRtError, match="program format version 9, this kernel reads version 1"):
         run_litert(model, _input(model))
     from qaccel.tools.qaccel_run import main
@@ -456,7 +459,18 @@ def _dispatch_variant(small_cnn: Path, tmp_path: Path, change) -> Path:
         data[at : at + len(new)] = new
     out = tmp_path / aot.DISPATCH_FILE
     out.write_bytes(bytes(data))
+    _forge_manifest(out)
     return out
+
+
+def _forge_manifest(model: Path) -> None:
+    """In an artifact, make the manifest agree with the edited `model`, as a forger would, so
+    that the program's own checks are what refuses it."""
+    manifest = model.parent / "manifest.json"
+    if manifest.is_file():
+        meta = json.loads(manifest.read_text())
+        meta["files"][model.name] = hashlib.sha256(model.read_bytes()).hexdigest()
+        manifest.write_text(json.dumps(meta))
 
 
 def _poke(at_in_program: int, fmt: str, value):

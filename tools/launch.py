@@ -38,7 +38,11 @@ def _launch(tool: str):
         if text is not None:
             sys.stdout.write(text)
             return 0
-    return import_module(TOOLS[tool]).main()
+    try:
+        return import_module(TOOLS[tool]).main()
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT, no traceback
+        sys.stderr.write(f"{tool}: error: interrupted\n")
+        return 130
 
 
 def opt_main():

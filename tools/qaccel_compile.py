@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from qaccel.backends.vta.artifact import write_artifact
+from qaccel.backends.vta.artifact import check_artifact_destination, write_artifact
 from qaccel.backends.vta.compile import compile_module
 from qaccel.backends.vta.compiled import CompileError
 from qaccel.backends.vta.report import format_report
@@ -137,6 +137,7 @@ def _parse_mlir(data: bytes, path: Path):
 def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(normalize_argv(argv))
     check_output_dir(args.output, "-o")  # before the compile, not after it
+    check_artifact_destination(args.output)
     if args.plot:
         check_output_file(args.plot, "--plot")
         require_matplotlib(args.plot)  # before the compile, not after it
@@ -152,8 +153,8 @@ def run(argv: Sequence[str] | None = None) -> int:
                                        progress if tty else None, args, args.config)  # fmt: skip
     if tty:
         print("\r\033[K", end="", file=sys.stderr, flush=True)
-    write_artifact(compiled, args.output, data)
-    aot = _write_aot(compiled, Path(args.output))
+    models, aot = _aot_models(compiled)
+    write_artifact(compiled, args.output, data, extra=models)
     if args.plot:
         plot_report(compiled.report, args.plot, Path(args.model).name)
     if not args.quiet:
@@ -164,22 +165,20 @@ def run(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _write_aot(compiled, outdir: Path) -> str:
+def _aot_models(compiled) -> tuple[dict[str, bytes], str]:
     """OUTDIR/model.qaccel.dispatch.tflite and OUTDIR/model.qaccel.tflite for LiteRT
-    (backends/litert/aot.py); the report's line."""
+    (backends/litert/aot.py), written and hashed with the artifact; the report's line."""
     from qaccel.backends.litert.aot import AOT_FILE, DISPATCH_FILE, AotError, custom_ops
     from qaccel.backends.litert.paths import PATHS
 
     try:
         models = {way.model_file: way.export(compiled) for way in PATHS.values()}
     except AotError as e:
-        return f"no LiteRT AOT model: {e}"
-    for name, data in models.items():
-        (outdir / name).write_bytes(data)
+        return {}, f"no LiteRT AOT model: {e}"
     ops = ", ".join(f"{o['name']} ({o['program_bytes']} B program)"
                     for o in custom_ops(models[DISPATCH_FILE]))  # fmt: skip
-    return (f"LiteRT AOT models {DISPATCH_FILE} (DISPATCH_OP) and {AOT_FILE} (QACCEL_VTA custom "
-            f"op): accelerator function(s) {ops or 'none'}")
+    return models, (f"LiteRT AOT models {DISPATCH_FILE} (DISPATCH_OP) and {AOT_FILE} "
+                    f"(QACCEL_VTA custom op): accelerator function(s) {ops or 'none'}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

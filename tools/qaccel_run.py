@@ -395,14 +395,33 @@ def _run_litert(path: Path, inputs, litert_path: str = "dispatch") -> list[np.nd
         raise RunError("--runtime litert runs an artifact folder written by qaccel-compile")
     way = PATHS[litert_path]
     model = path / way.model_file
-    if not model.is_file():
-        raise RunError(f"'{path}' has no {way.model_file} (compile the model again)")
+    _check_litert_model(path, way.model_file)
     if litert_path == "dispatch":
         atexit.register(_drop_stderr)  # LiteRT's Python runtime logs at exit
     try:
         return way.run(model, inputs)
     except LiteRtError as e:
         raise RunError(str(e)) from None
+
+
+def _check_litert_model(path: Path, name: str) -> None:
+    """The artifact's LiteRT model is the one its compile wrote: listed in the manifest, with
+    the hash listed there (a stale model of an earlier compile is refused, never run)."""
+    import hashlib
+    import json
+
+    from qaccel.backends.vta.artifact_files import read_artifact_file
+
+    try:
+        files = json.loads(read_artifact_file(path, "manifest.json", RunError))["files"]
+    except (ValueError, KeyError, TypeError):
+        raise RunError(f"'{path / 'manifest.json'}': not a qaccel-compile manifest") from None
+    digest = files.get(name) if isinstance(files, dict) else None
+    if digest is None:
+        raise RunError(f"'{path}': the artifact has no {name} (qaccel-compile wrote no LiteRT "
+                       "model for it and said why)")  # fmt: skip
+    if hashlib.sha256(read_artifact_file(path, name, RunError)).hexdigest() != digest:
+        raise RunError(f"'{path / name}' does not match the manifest's hash")
 
 
 def _write_outputs(outputs: Sequence[np.ndarray], out_dir: Path) -> None:

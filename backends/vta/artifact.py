@@ -16,8 +16,15 @@ runs one layer. The C driver (`backends/vta/cdriver.py`): `driver/qaccel_vta.h`,
 (versions, hardware config, every layer's body position and DRAM offsets, the arena's slots,
 SHA-256 of every file). `runtime.json` and `runtime.npz`: the run plan
 (`backends/vta/run_plan.py`), with which `qaccel-run OUTDIR` runs the model without parsing
-`host.mlir` (absent when the module holds something the plan cannot express). No timestamps, sorted keys, npz members with a fixed date: compiling
-the same model twice gives identical bytes.
+`host.mlir` (absent when the module holds something the plan cannot express). `extra` files
+(qaccel-compile's LiteRT models) are written and hashed like the others. No timestamps, sorted
+keys, npz members with a fixed date: compiling the same model twice gives identical bytes.
+
+**Written whole or not at all.** The files go into a fresh folder beside `outdir`, which is
+renamed into place only when every file is written: an interrupted, failed or concurrent
+write never leaves a folder that runs, and no file of an earlier artifact in `outdir`
+survives (the earlier folder is replaced as a whole). An existing `outdir` must be empty or an
+artifact: a folder holding anything else is refused, never replaced.
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import secrets
+import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -88,12 +98,22 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, indent=1, sort_keys=True) + "\n"
 
 
-def write_artifact(
-    compiled: CompiledModel, outdir: str | Path, source: bytes | None = None
-) -> None:
-    """Write the artifact (see the module docstring) into `outdir` (created if needed)."""
+def check_artifact_destination(outdir: str | Path) -> None:
+    """Raise CompileError when `outdir` exists and is neither empty nor an artifact (writing
+    the artifact would replace it)."""
     root = Path(outdir)
-    root.mkdir(parents=True, exist_ok=True)
+    if root.is_dir() and not (root / "manifest.json").is_file() and any(root.iterdir()):
+        raise CompileError(f"'{root}': a folder that holds files and is not a qaccel artifact "
+                           "(give a new or empty folder)")  # fmt: skip
+
+
+def write_artifact(
+    compiled: CompiledModel, outdir: str | Path, source: bytes | None = None,
+    extra: dict[str, bytes] | None = None,
+) -> None:
+    """Write the artifact (see the module docstring) as the folder `outdir`, whole."""
+    root = Path(outdir)
+    check_artifact_destination(root)
     files: dict[str, bytes] = {"host.mlir": module_text(compiled.module).encode()}
     functions = {}
     for name, fn in compiled.functions.items():
@@ -118,6 +138,7 @@ def write_artifact(
         files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
     files["report.json"] = _dumps(compiled.report).encode()
     files.update(_run_plan_files(compiled))
+    files.update(extra or {})
     manifest = {
         "format": ARTIFACT_FORMAT, "versions": _versions(),
         "config": compiled.config.to_dict(), "functions": functions,
@@ -126,10 +147,42 @@ def write_artifact(
         "files": {k: hashlib.sha256(v).hexdigest() for k, v in sorted(files.items())},
     }  # fmt: skip
     files["manifest.json"] = _dumps(manifest).encode()
-    for rel, data in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+    _write_whole(root, files)
+
+
+def _fresh_sibling(root: Path, kind: str) -> Path:
+    """A new empty folder beside `root` (mode as the umask says, like the artifact's own)."""
+    while True:
+        path = root.parent / f".{root.name}.{kind}-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+
+
+def _write_whole(root: Path, files: dict[str, bytes]) -> None:
+    """`files` as the folder `root`: written beside it, then renamed into place."""
+    root.parent.mkdir(parents=True, exist_ok=True)
+    partial = _fresh_sibling(root, "partial")
+    try:
+        for rel, data in files.items():
+            path = partial / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        try:
+            os.rename(partial, root)  # absent or empty: one step
+            return
+        except OSError:
+            pass
+        check_artifact_destination(root)
+        old = _fresh_sibling(root, "old")
+        os.rename(root, old / "artifact")
+        os.rename(partial, root)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
 
 
 def _run_plan_files(compiled: CompiledModel) -> dict[str, bytes]:
