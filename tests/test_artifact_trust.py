@@ -220,3 +220,47 @@ def test_a_litert_model_that_is_not_the_compiles_own_is_refused(artifact, capsys
     del manifest["files"][name]
     (artifact / "manifest.json").write_text(json.dumps(manifest))
     refused(capsys, qaccel_run, args, prog="qaccel-run", expect="wrote no LiteRT model")
+
+
+def test_a_litert_crash_is_one_line_not_ours():
+    """LiteRT runs in a child: a crash there (here a SIGSEGV raised on purpose) is a
+    LiteRtError naming the signal, and this process goes on."""
+    import signal
+
+    from qaccel.backends.litert.isolated import run_isolated
+    from qaccel.backends.litert.runtime import LiteRtError
+
+    def crash(model):
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    with pytest.raises(LiteRtError, match=r"LiteRT crashed \(SIGSEGV\) running 'm.tflite'"):
+        run_isolated(crash, "m.tflite")
+    assert run_isolated(lambda model, x: x * 2, "m.tflite", 21) == 42
+
+
+def test_two_threads_run_two_artifacts_through_litert(compiled, tmp_path):
+    """Errors belong to the run that caused them: a failing model and a good one, at once, in
+    two threads, through both LiteRT paths."""
+    pytest.importorskip("ai_edge_litert")
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    from qaccel.backends.litert.paths import PATHS
+    from qaccel.backends.litert.runtime import LiteRtError
+    from qaccel.kernels.packed import random_arrays
+
+    x = random_arrays([((1, 32, 32, 3), np.int8)], 0)
+    for way in PATHS.values():
+        good = compiled / way.model_file
+        bad = tmp_path / way.model_file
+        bad.write_bytes(good.read_bytes().replace(b"QACCPROG\x01", b"QACCPROG\x09"))
+        expected = way.run(good, x)
+        with ThreadPoolExecutor(2) as pool:
+            runs = [pool.submit(way.run, m, x) for m in (good, bad, good, bad)]
+        for m, run in zip((good, bad, good, bad), runs):
+            if m == good:
+                assert all(np.array_equal(a, b) for a, b in zip(run.result(), expected))
+            else:
+                with pytest.raises(LiteRtError, match="program format version 9"):
+                    run.result()

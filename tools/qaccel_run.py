@@ -44,7 +44,6 @@ FILE.npy` top-1 agreement and accuracy) to DIR/summary.json.
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
 import sys
 import time
@@ -187,7 +186,7 @@ class _NotFast(Exception):
 
 # Options the run plan honours; any other option away from its default takes the full path.
 _FAST_OPTIONS = {"model", "inputs", "random_inputs", "outputs_dir", "compare_litert",
-                 "simulator", "plot", "target"}  # fmt: skip
+                 "simulator", "plot", "target", "runtime", "litert_path"}  # fmt: skip
 
 
 def _fast_args(argv: list[str]) -> argparse.Namespace | None:
@@ -216,6 +215,10 @@ def run_fast(args) -> int | None:
     no plan of this version (the caller takes the full path)."""
     from qaccel.backends.vta.run_plan import RunPlanError, load_run_plan
 
+    if args.runtime == "litert" and not args.plot:
+        return run_litert_artifact(args)
+    if args.runtime != "interpreter" or args.litert_path is not None:
+        return None  # the full path runs or refuses it
     path = Path(args.model)
     try:
         plan = load_run_plan(path, args.simulator)
@@ -377,51 +380,88 @@ def run_dataset(args) -> int:
     return 0 if summary.bit_exact in (None, summary.sets) else 1
 
 
-def _drop_stderr() -> None:
-    """At exit, after our last line: LiteRT's Python runtime logs INFO lines from its global
-    destructors when the process ends, which would follow our one-line error or summary."""
-    sys.stderr.flush()
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+def run_litert_artifact(args) -> int:
+    """`--runtime litert` on an artifact: only the manifest, the LiteRT model (and, for
+    `--compare-litert`, the source model) are read; no MLIR is parsed, xDSL is not imported."""
+    from qaccel.backends.litert.paths import PATHS
+    from qaccel.backends.litert.runtime import _io_types
+    from qaccel.frontend.tflite_writer import read_model
+    from qaccel.kernels.packed import random_arrays
+
+    path = Path(args.model)
+    way = PATHS[args.litert_path or "dispatch"]
+    check_output_dir(args.outputs_dir, "--outputs-dir")  # before the work, not after it
+    manifest, blob = _litert_model(path, way.model_file)
+    if args.inputs is not None and args.random_inputs is not None:
+        raise RunError("give either --inputs or --random-inputs, not both")
+    if args.inputs is not None:
+        inputs = load_inputs(args.inputs)
+    else:
+        try:
+            specs, _ = _io_types(read_model(blob))
+        except Exception as e:  # noqa: BLE001  the manifest vouches for it; still one line
+            raise RunError(f"'{path / way.model_file}': not a readable model ({e})") from None
+        inputs = random_arrays(specs, args.random_inputs or 0)
+    outputs = _run_litert(path, inputs, args.litert_path or "dispatch")
+    _write_outputs(outputs, Path(args.outputs_dir))
+    functions = manifest.get("functions") or {}
+    layers = sum(len(f.get("layers", ())) for f in functions.values())
+    print(f"ran {path / way.model_file} with LiteRT: {len(functions)} {way.ops} "
+          f"({layers} layer(s)) run by {way.library} on libqaccel_vta, the rest on LiteRT's "
+          "CPU reference kernels")  # fmt: skip
+    if not args.compare_litert:
+        return 0
+    source = None
+    if "model.tflite" in manifest["files"]:
+        from qaccel.backends.vta.artifact_files import read_artifact_file
+
+        source = read_artifact_file(path, "model.tflite", RunError)
+    return _compare_with_litert(source, inputs, outputs, path)
 
 
 def _run_litert(path: Path, inputs, litert_path: str = "dispatch") -> list[np.ndarray]:
     """The artifact's model for LiteRT run by LiteRT the `litert_path` way
-    (backends/litert/paths.py)."""
+    (backends/litert/paths.py), in a child process."""
     from qaccel.backends.litert.paths import PATHS
     from qaccel.backends.litert.runtime import LiteRtError
-    from qaccel.backends.vta.artifact import is_artifact
 
-    if not is_artifact(path):
+    if not (path / "manifest.json").is_file():
         raise RunError("--runtime litert runs an artifact folder written by qaccel-compile")
     way = PATHS[litert_path]
-    model = path / way.model_file
-    _check_litert_model(path, way.model_file)
-    if litert_path == "dispatch":
-        atexit.register(_drop_stderr)  # LiteRT's Python runtime logs at exit
+    _litert_model(path, way.model_file)
     try:
-        return way.run(model, inputs)
+        return way.run(path / way.model_file, inputs)
     except LiteRtError as e:
         raise RunError(str(e)) from None
 
 
-def _check_litert_model(path: Path, name: str) -> None:
-    """The artifact's LiteRT model is the one its compile wrote: listed in the manifest, with
-    the hash listed there (a stale model of an earlier compile is refused, never run)."""
+def _litert_model(path: Path, name: str) -> tuple[dict, bytes]:
+    """The manifest and the artifact's LiteRT model `name`, which must be the one its compile
+    wrote: listed in the manifest, with the hash listed there (a stale model of an earlier
+    compile is refused, never run)."""
     import hashlib
     import json
 
     from qaccel.backends.vta.artifact_files import read_artifact_file
 
+    if not (path / "manifest.json").is_file():
+        raise RunError("--runtime litert runs an artifact folder written by qaccel-compile")
     try:
-        files = json.loads(read_artifact_file(path, "manifest.json", RunError))["files"]
+        manifest = json.loads(read_artifact_file(path, "manifest.json", RunError))
+        files = manifest["files"]
     except (ValueError, KeyError, TypeError):
         raise RunError(f"'{path / 'manifest.json'}': not a qaccel-compile manifest") from None
     digest = files.get(name) if isinstance(files, dict) else None
+    if digest is None and os.path.lexists(path / name):
+        raise RunError(f"'{path / name}' is not in the artifact's manifest (an older "
+                       "qaccel-compile, or added later): compile the model again")  # fmt: skip
     if digest is None:
         raise RunError(f"'{path}': the artifact has no {name} (qaccel-compile wrote no LiteRT "
                        "model for it and said why)")  # fmt: skip
-    if hashlib.sha256(read_artifact_file(path, name, RunError)).hexdigest() != digest:
+    blob = read_artifact_file(path, name, RunError)
+    if hashlib.sha256(blob).hexdigest() != digest:
         raise RunError(f"'{path / name}' does not match the manifest's hash")
+    return manifest, blob
 
 
 def _write_outputs(outputs: Sequence[np.ndarray], out_dir: Path) -> None:

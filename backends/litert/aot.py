@@ -106,16 +106,19 @@ from qaccel.frontend.tflite_export import export_tflite
 from qaccel.frontend.tflite_writer import read_model, write_model
 from qaccel.interpreter.accel_semantics import _split_order, _split_shape
 
-CUSTOM_CODE = "QACCEL_VTA"
+from qaccel.backends.litert.names import (  # re-exported: the names of the export
+    AOT_FILE,
+    CUSTOM_CODE,
+    DISPATCH_CODE,
+    DISPATCH_FILE,
+)
+
 CUSTOM_VERSION = 1
 CUSTOM_MAGIC = b"QVTA"
 OPTIONS_VERSION = 1
 PROGRAM_MAGIC = b"QACCPROG"
 PROGRAM_VERSION = 1
 PROGRAM_PREFIX = "qaccel_program_"
-AOT_FILE = "model.qaccel.tflite"
-DISPATCH_FILE = "model.qaccel.dispatch.tflite"
-DISPATCH_CODE = "DISPATCH_OP"  # LiteRT's custom code of every vendor's compiled partition
 BUILD_STAMP_KEY = "LiteRtStamp"  # metadata marking a model as compiled for a SoC
 SOC_MANUFACTURER, SOC_MODEL = "Qaccel", "VTA"
 BYTECODE_ALIGNMENT = 64

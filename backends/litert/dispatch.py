@@ -109,7 +109,7 @@ def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray],
     except ImportError as e:
         raise LiteRtError(f"LiteRT's Python API is not available (pip install "
                           f"ai-edge-litert): {e}") from None  # fmt: skip
-    from qaccel.backends.litert.aot import DISPATCH_CODE
+    from qaccel.backends.litert.names import DISPATCH_CODE
     from qaccel.frontend.tflite_writer import read_model
 
     spec = read_model(model.read_bytes())

@@ -5,6 +5,8 @@ litert --litert-path NAME`, `qaccel.api.run_litert(..., path=NAME)` and the test
 | ----------- | -------------------------------- | -------------- | ------------------------- |
 | `dispatch`  | `model.qaccel.dispatch.tflite`   | `DISPATCH_OP`  | libLiteRtDispatch_Qaccel  |
 | `custom-op` | `model.qaccel.tflite`            | `QACCEL_VTA`   | libqaccel_litert          |
+
+Both run LiteRT in a child process (`isolated.py`): its crash is one line, not ours.
 """
 
 from __future__ import annotations
@@ -15,20 +17,33 @@ from pathlib import Path
 
 import numpy as np
 
-from qaccel.backends.litert.aot import (AOT_FILE, CUSTOM_CODE, DISPATCH_CODE, DISPATCH_FILE,
-                                        export_aot, export_dispatch)  # fmt: skip
+from qaccel.backends.litert.names import AOT_FILE, CUSTOM_CODE, DISPATCH_CODE, DISPATCH_FILE
+
+
+def export_dispatch(compiled) -> bytes:
+    from qaccel.backends.litert.aot import export_dispatch
+
+    return export_dispatch(compiled)
+
+
+def export_aot(compiled) -> bytes:
+    from qaccel.backends.litert.aot import export_aot
+
+    return export_aot(compiled)
 
 
 def _run_dispatch(model: Path, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     from qaccel.backends.litert.dispatch import run_dispatch
+    from qaccel.backends.litert.isolated import run_isolated
 
-    return run_dispatch(model, inputs)
+    return run_isolated(run_dispatch, model, inputs)
 
 
 def _run_custom_op(model: Path, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    from qaccel.backends.litert.isolated import run_isolated
     from qaccel.backends.litert.runtime import run_litert
 
-    return run_litert(model, inputs)
+    return run_isolated(run_litert, model, inputs)
 
 
 @dataclass(frozen=True)
