@@ -20,6 +20,8 @@ change in the machine's load affects both alike:
   process    whole processes: `qaccel-run OUTDIR --inputs X.npy --outputs-dir Y` against a
              Python that imports LiteRT, builds the BUILTIN_REF interpreter from the .tflite,
              sets X.npy, invokes once and saves the output. Target: qaccel <= 1.5x LiteRT.
+             And `qaccel-run OUTDIR --runtime litert` (the dispatch model in LiteRT with our
+             dispatch library) against the same. Target: <= 1.2x LiteRT.
 
 The outputs of both sides are compared: they must be bit-exact.
 """
@@ -198,18 +200,24 @@ def main() -> None:
             times["LiteRT invoke"].append(time.perf_counter() - start)
         exact = np.array_equal(ours[0], theirs) and ours[0].dtype == theirs.dtype
 
-        process = {"qaccel-run (process)": [], "LiteRT (process)": []}
+        process = {"qaccel-run (process)": [], "qaccel-run --runtime litert": [],
+                   "LiteRT (process)": []}  # fmt: skip
         for _ in range(args.repeat):
             process["qaccel-run (process)"].append(_timed([
                 _tool("qaccel-run"), str(art), "--inputs", str(tmp / "x.npy"), "--outputs-dir",
                 str(tmp / "y"), "--simulator", args.simulator,
             ]))  # fmt: skip
+            process["qaccel-run --runtime litert"].append(_timed([
+                _tool("qaccel-run"), str(art), "--runtime", "litert", "--inputs",
+                str(tmp / "x.npy"), "--outputs-dir", str(tmp / "y_litert"),
+            ]))  # fmt: skip
             process["LiteRT (process)"].append(_timed([
                 sys.executable, "-c", _LITERT_CHILD, str(args.model), str(tmp / "x.npy"),
                 str(tmp / "litert_y.npy"),
             ]))  # fmt: skip
-        exact = exact and np.array_equal(np.load(tmp / "y" / "output_0.npy"),
-                                         np.load(tmp / "litert_y.npy"))  # fmt: skip
+        for folder in ("y", "y_litert"):
+            exact = exact and np.array_equal(np.load(tmp / folder / "output_0.npy"),
+                                             np.load(tmp / "litert_y.npy"))  # fmt: skip
 
     print(f"{args.model.name}, {args.repeat} runs each, simulator {args.simulator}")
     print(f"{'what':<28} {'best s':>8} {'median s':>9}")
@@ -219,6 +227,8 @@ def main() -> None:
     proc = min(process["qaccel-run (process)"]) / min(process["LiteRT (process)"])
     print(f"inference / LiteRT invoke: {inf:.2f}x best (target <= 1.0x)")
     print(f"qaccel-run / LiteRT process: {proc:.2f}x best (target <= 1.5x)")
+    lite = min(process["qaccel-run --runtime litert"]) / min(process["LiteRT (process)"])
+    print(f"qaccel-run --runtime litert / LiteRT process: {lite:.2f}x best (target <= 1.2x)")
     print(f"outputs bit-exact with LiteRT: {exact}")
 
 
