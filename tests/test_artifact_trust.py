@@ -264,3 +264,22 @@ def test_two_threads_run_two_artifacts_through_litert(compiled, tmp_path):
             else:
                 with pytest.raises(LiteRtError, match="program format version 9"):
                     run.result()
+
+
+@pytest.mark.parametrize("edit", ["no files", "functions a list", "slot out of range"])
+def test_a_damaged_manifest_or_plan_is_one_line(artifact, capsys, edit):
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    if edit == "no files":
+        del manifest["files"]
+    elif edit == "functions a list":
+        manifest["functions"] = []
+    else:
+        plan = json.loads((artifact / "runtime.json").read_text())
+        fn = next(f for f in plan["functions"].values() if f["steps"])
+        fn["results"] = [10**6]
+        (artifact / "runtime.json").write_text(json.dumps(plan))
+        manifest["files"]["runtime.json"] = hashlib.sha256(
+            (artifact / "runtime.json").read_bytes()).hexdigest()
+    (artifact / "manifest.json").write_text(json.dumps(manifest))
+    message = _run(capsys, artifact, "")
+    assert len(message) < 400

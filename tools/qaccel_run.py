@@ -55,6 +55,7 @@ import numpy as np
 
 from qaccel.tools.cli import (  # stdlib only
     fail,
+    one_line,
     InputError,
     OutputPathError,
     check_output_dir,
@@ -546,8 +547,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(str(e))
     except Exception as e:
         _fail_known(e)
+        artifact = _artifact_argument(argv)
+        if artifact is not None:  # untrusted input: its damage is one line, not a traceback
+            said = one_line(str(e))
+            said = said if len(said) <= 200 else said[:197] + "..."
+            _fail(f"'{artifact}': a damaged or inconsistent artifact ({type(e).__name__}: "
+                  f"{said})")  # fmt: skip
         raise
     sys.exit(code)
+
+
+def _artifact_argument(argv: Sequence[str] | None) -> Path | None:
+    """The artifact folder among the arguments, if any."""
+    for a in list(sys.argv[1:] if argv is None else argv):
+        if not str(a).startswith("-") and (Path(a) / "manifest.json").is_file():
+            return Path(a)
+    return None
 
 
 def _fail_known(e: Exception) -> None:
