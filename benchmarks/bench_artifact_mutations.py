@@ -60,6 +60,7 @@ WAYS = {
     "dispatch": ["--runtime", "litert", "--litert-path", "dispatch"],
     "custom-op": ["--runtime", "litert", "--litert-path", "custom-op"],
 }
+FOCUS = {"dispatch": "model.qaccel.dispatch.tflite", "custom-op": "model.qaccel.tflite"}
 BAD = ("SILENT", "TRACEBACK", "HANG", "CRASH", "CODE", "OUTSIDE")
 HOSTILE_VALUES = [None, -1, 2**62, "", "x", [], {}, 3.5, "/etc/passwd", "../outside.bin",
                   "/dev/zero", "vta_fn_0/../../x"]  # fmt: skip
@@ -83,13 +84,16 @@ def _paths(obj, prefix=()):
             yield from _paths(v, prefix + (i,))
 
 
-def mutate(root: Path, rng: random.Random, outside: Path) -> tuple[str, bool]:
+def mutate(root: Path, rng: random.Random, outside: Path, focus: str | None) -> tuple[str, bool]:
     """Apply one mutation to the artifact at `root`; (kind, vouched) where vouched says the
-    manifest's hashes still vouch for every changed file (a SILENT change is then no bug)."""
+    manifest's hashes still vouch for every changed file (a SILENT change is then no bug).
+    Half of the byte changes hit `focus` (the file the way under test reads), if given."""
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     kind = rng.choice(["flip", "forge", "json", "json", "module", "node"])
     if kind in ("flip", "forge"):
         rel = rng.choice([f for f in files if f != "manifest.json"])
+        if focus is not None and rng.random() < 0.5:
+            rel = focus
         data = bytearray((root / rel).read_bytes())
         if data:
             for _ in range(rng.choice([1, 1, 2, 8])):
@@ -260,7 +264,7 @@ def main() -> None:
         copy = work / "m"
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(art, copy, symlinks=True)
-        kind, vouched = mutate(copy, rng, outside)
+        kind, vouched = mutate(copy, rng, outside, FOCUS.get(way))
         out = work / "run"
         shutil.rmtree(out, ignore_errors=True)
         cmd = [str(copy), *WAYS[way], "--random-inputs", "0", "--outputs-dir", str(out / "o")]
