@@ -387,7 +387,7 @@ class _Importer:
 
     def _make_op(self, op_name, opcode, code, operands, result_types, options, version, operator):
         cls = OPS_BY_TFLITE_NAME.get(op_name)
-        if cls is not None and len(result_types) == 1:
+        if cls is not None and _fits_results(cls, len(result_types)):
             fitted = _fit_operands(cls, operands, self._none)
             if fitted is not None:
                 try:
@@ -491,5 +491,15 @@ def _fit_operands(cls: type[TflOp], operands: Sequence[SSAValue], none) -> list[
     return None
 
 
-_OPTIONAL_BIAS = {"Conv2DOp", "DepthwiseConv2DOp", "FullyConnectedOp"}
+_OPTIONAL_BIAS = {"Conv2DOp", "DepthwiseConv2DOp", "FullyConnectedOp", "TransposeConvOp"}
+
+
+def _fits_results(cls: type[TflOp], count: int) -> bool:
+    """Whether `cls` can have `count` results: one, or any number >= 1 for a variadic one."""
+    from xdsl.irdl import VarResultDef
+
+    defs = [d for _, d in cls.get_irdl_definition().results]
+    if len(defs) == 1 and isinstance(defs[0], VarResultDef):
+        return count >= 1
+    return count == len(defs)
 
