@@ -11,7 +11,6 @@ import pytest
 from qaccel.kernels.base import window_geometry
 from qaccel.kernels.gemm import batch_matmul_output_shape
 from qaccel.kernels.qparams import QParams
-from qaccel.kernels.registry import Refusal, prepare
 from test_cpu_kernels import Case, assert_bit_exact, qt, spec
 
 pytest.importorskip("ai_edge_litert")
@@ -208,23 +207,3 @@ def batch_matmul_other_type_cases(seed: int) -> list[Case]:
 
 def test_batch_matmul_other_types_sweep(oracle):
     assert_bit_exact(oracle, batch_matmul_other_type_cases(64))
-
-
-def test_gemm_refusals():
-    bad = Case("TRANSPOSE_CONV", [spec("shape", (4,), np.int32, data=np.array([1, 4, 4, 2],
-                                                                               np.int32)),
-                                  spec("w", (2, 3, 3, 4), q=qt(0.01, 0),
-                                       data=np.ones((2, 3, 3, 4), np.int8)),
-                                  spec("x", (1, 2, 2, 3), q=qt(0.1, 0),
-                                       data=np.zeros((1, 2, 2, 3), np.int8))],
-               [spec("y", (1, 4, 4, 2), q=qt(0.1, 0))],
-               {"padding": "SAME", "stride_h": 2, "stride_w": 2})
-    with pytest.raises(Refusal, match="TRANSPOSE_CONV: input channels 3 differ"):
-        prepare("TRANSPOSE_CONV", bad.call())
-    bad = Case("BATCH_MATMUL", [spec("a", (2, 3, 4), q=qt(0.1, 0),
-                                     data=np.zeros((2, 3, 4), np.int8)),
-                                spec("b", (3, 4, 5), q=qt(0.1, 0),
-                                     data=np.zeros((3, 4, 5), np.int8))],
-               [spec("y", (2, 3, 5), q=qt(0.1, 0))], {"adj_x": False, "adj_y": False})
-    with pytest.raises(Refusal, match="BATCH_MATMUL: batch dimensions"):
-        prepare("BATCH_MATMUL", bad.call())

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from qaccel.kernels.registry import Refusal, prepare
-from test_cpu_kernels import Case, assert_bit_exact, qt, spec
+from test_cpu_kernels import Case, assert_bit_exact, batch_model, qt, spec
 
 pytest.importorskip("ai_edge_litert")
 
@@ -208,35 +208,53 @@ def test_existing_data_movement_sweep(oracle):
     assert_bit_exact(oracle, existing_op_cases(72))
 
 
-def _refused(op, inputs, outputs, options):
-    with pytest.raises(Refusal, match=f"^{op}: ") as info:
-        prepare(op, Case(op, inputs, outputs, options).call())
-    assert "\n" not in str(info.value)
-
-
-def test_movement_refusals():
+def refused_cases() -> list[tuple[Case, str]]:
+    """One invalid case of each op (constant inputs, so Prepare sees every shape)."""
     x = np.zeros((2, 3), np.int8)
     q = qt(0.1, 0)
-    _refused("TILE", [spec("x", (2, 3), q=q, data=x), spec("m", (3,), np.int32,
-                                                           data=_i32([1, 2, 3]))],
-             [spec("y", (2, 6), q=q)], {})
-    _refused("BROADCAST_TO", [spec("x", (2, 3), q=q, data=x),
-                              spec("s", (2,), np.int32, data=_i32([4, 3]))],
-             [spec("y", (4, 3), q=q)], {})
-    _refused("EXPAND_DIMS", [spec("x", (2, 3), q=q, data=x),
-                             spec("a", (), np.int32, data=np.array(3, np.int32))],
-             [spec("y", (2, 3, 1), q=q)], {})
-    _refused("SPLIT", [spec("a", (), np.int32, data=np.array(1, np.int32)),
-                       spec("x", (2, 3), q=q, data=x)],
-             [spec("y0", (2, 1), q=q), spec("y1", (2, 1), q=q)], {"num_splits": 2})
-    _refused("SPLIT_V", [spec("x", (2, 3), q=q, data=x),
-                         spec("s", (2,), np.int32, data=_i32([1, 1])),
-                         spec("a", (), np.int32, data=np.array(1, np.int32))],
-             [spec("y0", (2, 1), q=q), spec("y1", (2, 1), q=q)], {"num_splits": 2})
-    _refused("UNPACK", [spec("x", (2, 3), q=q, data=x)],
-             [spec("y0", (3,), q=q), spec("y1", (3,), q=q), spec("y2", (3,), q=q)],
-             {"num": 3, "axis": 0})
-    _refused("DEPTH_TO_SPACE", [spec("x", (1, 2, 2, 3), q=q, data=np.zeros((1, 2, 2, 3), np.int8))],
-             [spec("y", (1, 4, 4, 1), q=q)], {"block_size": 2})
-    _refused("SPACE_TO_DEPTH", [spec("x", (1, 3, 2, 1), q=q, data=np.zeros((1, 3, 2, 1), np.int8))],
-             [spec("y", (1, 1, 1, 4), q=q)], {"block_size": 2})
+    c = lambda name, values: spec(name, np.shape(values), np.int32,  # noqa: E731
+                                  data=np.asarray(values, np.int32))
+    xs = spec("x", (2, 3), q=q, data=x)
+    nhwc = lambda shape: spec("x", shape, q=q, data=np.zeros(shape, np.int8))  # noqa: E731
+    y = lambda name, shape: spec(name, shape, q=q)  # noqa: E731
+    return [
+        (Case("TRANSPOSE_CONV", [c("shape", [1, 4, 4, 2]),
+                                 spec("w", (2, 3, 3, 4), q=qt(0.01, 0),
+                                      data=np.ones((2, 3, 3, 4), np.int8)), nhwc((1, 2, 2, 3))],
+              [y("y", (1, 4, 4, 2))], {"padding": "SAME", "stride_h": 2, "stride_w": 2}),
+         "TRANSPOSE_CONV: input channels 3 differ from the weights' 4"),
+        (Case("BATCH_MATMUL", [nhwc((2, 3, 4)), spec("b", (3, 4, 5), q=q,
+                                                     data=np.zeros((3, 4, 5), np.int8))],
+              [y("y", (2, 3, 5))], {"adj_x": False, "adj_y": False}),
+         "BATCH_MATMUL: batch dimensions"),
+        (Case("TILE", [xs, c("m", [1, 2, 3])], [y("y", (2, 6))], {}), "TILE: 3 multipliers"),
+        (Case("BROADCAST_TO", [xs, c("s", [4, 3])], [y("y", (4, 3))], {}, version=2),
+         r"BROADCAST_TO: output shape \[4, 3\] is not broadcastable"),
+        (Case("EXPAND_DIMS", [xs, c("a", 3)], [y("y", (2, 3, 1))], {}),
+         "EXPAND_DIMS: axis 3 out of range"),
+        (Case("SPLIT", [c("a", 1), xs], [y("y0", (2, 1)), y("y1", (2, 1))], {"num_splits": 2}),
+         "SPLIT: not an even split"),
+        (Case("SPLIT_V", [xs, c("s", [1, 1]), c("a", 1)], [y("y0", (2, 1)), y("y1", (2, 1))],
+              {"num_splits": 2}), r"SPLIT_V: size_splits \[1, 1\] do not sum"),
+        (Case("UNPACK", [xs], [y("y0", (3,)), y("y1", (3,)), y("y2", (3,))],
+              {"num": 3, "axis": 0}), "UNPACK: num 3 differs"),
+        (Case("DEPTH_TO_SPACE", [nhwc((1, 2, 2, 3))], [y("y", (1, 4, 4, 1))], {"block_size": 2}),
+         "DEPTH_TO_SPACE: input depth 3"),
+        (Case("SPACE_TO_DEPTH", [nhwc((1, 3, 2, 1))], [y("y", (1, 1, 1, 4))], {"block_size": 2}),
+         "SPACE_TO_DEPTH: input height 3"),
+    ]
+
+
+def test_litert_and_prepare_refuse():
+    """Each case: a one-line Refusal naming the op, and LiteRT refuses it too (all the models
+    in one child process)."""
+    from qaccel.backends.litert.oracle import run_reference_batch
+
+    cases = refused_cases()
+    for case, message in cases:
+        with pytest.raises(Refusal, match=f"^{message}") as info:
+            prepare(case.op, case.call())
+        assert "\n" not in str(info.value)
+    results = run_reference_batch([(batch_model([case]), [[]]) for case, _ in cases])
+    ran = [case.op for (case, _), r in zip(cases, results) if not r.refused]
+    assert not ran, f"LiteRT ran what prepare refuses: {ran}"
