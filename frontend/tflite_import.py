@@ -12,6 +12,7 @@ problem (and the subgraph, operator or tensor), never a stray Python exception.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -496,10 +497,14 @@ _OPTIONAL_BIAS = {"Conv2DOp", "DepthwiseConv2DOp", "FullyConnectedOp", "Transpos
 
 def _fits_results(cls: type[TflOp], count: int) -> bool:
     """Whether `cls` can have `count` results: one, or any number >= 1 for a variadic one."""
+    variadic, fixed = _result_arity(cls)
+    return count >= 1 if variadic else count == fixed
+
+
+@functools.cache
+def _result_arity(cls: type[TflOp]) -> tuple[bool, int]:
     from xdsl.irdl import VarResultDef
 
     defs = [d for _, d in cls.get_irdl_definition().results]
-    if len(defs) == 1 and isinstance(defs[0], VarResultDef):
-        return count >= 1
-    return count == len(defs)
+    return len(defs) == 1 and isinstance(defs[0], VarResultDef), len(defs)
 

@@ -77,9 +77,20 @@ def _check_transpose_conv(op: str, call: OpCall) -> None:
         if bias is not None:
             require(bias.dtype == np.float32, op, f"float bias must be float32, got {bias.dtype}")
         return
-    if dtype != np.int8:
+    if dtype not in (np.int8, np.int16):
         return  # the kernel says which types it has
     w_q, in_q, out_q = call.input_q[1], call.input_q[2], call.output_q[0]
+    if dtype == np.int16:
+        require(in_q is not None and out_q is not None and scale_zp(in_q)[1] == 0 and
+                scale_zp(out_q)[1] == 0, op, "int16 input and output zero points must be 0")
+        bias_type = o.get("quantized_bias_type", "FLOAT32")
+        require(bias_type in ("FLOAT32", "INT32", "INT64"), op,
+                f"quantized_bias_type {bias_type} must be INT32 or INT64")
+        if bias is not None:
+            # The kernel reads the bias as the accumulator type: int64 unless INT32 is set.
+            want = np.int32 if bias_type == "INT32" else np.int64
+            require(bias.dtype == want, op, f"int16 bias must be {np.dtype(want).name} "
+                                            f"(quantized_bias_type {bias_type}), got {bias.dtype}")
     require(w_q is not None and in_q is not None and out_q is not None, op,
             "int8 input, weights and output need quantization parameters")
     require(bool(np.all(w_q.zero_point == 0)), op,
@@ -91,7 +102,8 @@ def _check_transpose_conv(op: str, call: OpCall) -> None:
         require(w_q.axis == 0, op, f"per-channel weights must be quantized on dimension 0, "
                                    f"got {w_q.axis}")
     if bias is not None:
-        require(bias.dtype == np.int32, op, f"int8 bias must be int32, got {bias.dtype}")
+        if dtype == np.int8:
+            require(bias.dtype == np.int32, op, f"int8 bias must be int32, got {bias.dtype}")
         if ws is not None:
             require(bias.size == ws[0], op,
                     f"bias has {bias.size} elements for {ws[0]} output channels")
@@ -152,6 +164,26 @@ def transpose_conv(call: OpCall) -> list[np.ndarray]:
         lo, hi = ar.activation_range_quantized(activation(call), out_s, out_zp, np.int8)
         out = ar.multiply_by_quantized_multiplier(acc, m, s) + out_zp
         return [np.clip(out, lo, hi).astype(np.int8)]
+    if dtype == np.int16 and x.dtype == np.int16 and w.dtype == np.int8:
+        # int16 x int8 products (< 2**22) sum exactly in float64; the accumulator is int64,
+        # or int32 (wrapping, with the int32 requantization) when quantized_bias_type is INT32.
+        acc = _scatter_accumulate(x.astype(np.float64), w.astype(np.float64), out_shape,
+                                  (pad_h, pad_w), (sh, sw)).astype(np.int64)
+        narrow = o.get("quantized_bias_type", "FLOAT32") == "INT32"
+        if narrow:
+            acc = ar.wrap_int32(acc)
+        if bias is not None:
+            acc = acc + bias.astype(np.int64)
+        m, s = per_channel_multipliers(call.input_q[2], call.input_q[1], call.output_q[0], cout)
+        if narrow:
+            out = ar.multiply_by_quantized_multiplier(ar.wrap_int32(acc), m, s)
+        else:
+            out = np.stack([multiply_by_quantized_multiplier_int64(acc[..., c], int(m[c]),
+                                                                   int(s[c]))
+                            for c in range(cout)], axis=-1)
+        lo, hi = ar.activation_range_quantized(activation(call), *scale_zp(call.output_q[0]),
+                                               np.int16)
+        return [np.clip(out, lo, hi).astype(np.int16)]
     if dtype == np.float32 and x.dtype == np.float32 and w.dtype == np.float32:
         return [_transpose_conv_float(x, w, bias, out_shape, (pad_h, pad_w), (sh, sw), call)]
     raise UnsupportedOp(f"TRANSPOSE_CONV: no kernel for {x.dtype} input, {w.dtype} weights "

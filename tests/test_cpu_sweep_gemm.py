@@ -62,7 +62,7 @@ def transpose_conv_cases(seed: int, count: int) -> list[Case]:
             w_q = QParams.per_axis(_log_uniform(rng, 1e-4, 0.05, cout), np.zeros(cout, np.int64), 0)
         else:
             w_q = qt(float(_log_uniform(rng, 1e-4, 0.05)), 0)
-        typical = in_q.s * float(np.max(w_q.scale)) * np.sqrt(kh * kw * cin) * 40
+        typical = in_q.s * float(np.max(w_q.scale)) * np.sqrt(kh * kw * cin) * 150
         out_q = qt(_out_scale(rng, typical), _zp(rng))
         weights = _int8(rng, (cout, kh, kw, cin))
         weights[weights == -128] = -127
@@ -91,6 +91,51 @@ def transpose_conv_cases(seed: int, count: int) -> list[Case]:
 
 def test_transpose_conv_sweep(oracle):
     assert_bit_exact(oracle, transpose_conv_cases(61, 160))
+
+
+def transpose_conv_int16_cases(seed: int, count: int) -> list[Case]:
+    """16x8: int16 activations (zero points 0), int8 per-channel weights, int64 bias (or
+    int32 with quantized_bias_type INT32)."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for i in range(count):
+        n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        cin, cout = int(rng.choice([1, 3, 8])), int(rng.choice([1, 4]))
+        kh, kw, sh, sw = (int(rng.choice([1, 2, 3])) for _ in range(4))
+        padding = str(rng.choice(["SAME", "VALID"]))
+        out_h = h * sh if padding == "SAME" else (h - 1) * sh + kh
+        out_w = w * sw if padding == "SAME" else (w - 1) * sw + kw
+        in_q = qt(float(_log_uniform(rng, 1e-4, 1e-2)), 0)
+        w_q = QParams.per_axis(_log_uniform(rng, 1e-4, 0.05, cout), np.zeros(cout, np.int64), 0)
+        typical = in_q.s * float(np.max(w_q.scale)) * np.sqrt(kh * kw * cin) * 1e4
+        out_q = qt(_out_scale(rng, typical), 0)
+        weights = _int8(rng, (cout, kh, kw, cin))
+        weights[weights == -128] = -127
+        narrow = i % 3 == 0
+        bias_type = "INT32" if narrow else str(rng.choice(["FLOAT32", "INT64"]))
+        inputs = [spec("shape", (4,), np.int32, data=np.array([n, out_h, out_w, cout], np.int32)),
+                  spec("w", weights.shape, q=w_q, data=weights),
+                  spec("x", (n, h, w, cin), np.int16, q=in_q)]
+        if i % 4:
+            bdtype = np.int32 if narrow else np.int64
+            magnitude = int(rng.choice([0, 1000, 1 << 20, 1 << 30]))
+            bias = rng.integers(-magnitude, magnitude, size=cout, endpoint=True).astype(bdtype)
+            b_q = QParams.per_axis(np.float32(in_q.s) * w_q.scale.astype(np.float32),
+                                   np.zeros(cout, np.int64), 0)
+            inputs.append(spec("b", (cout,), bdtype, q=b_q, data=bias))
+        options = {"padding": padding, "stride_h": sh, "stride_w": sw,
+                   "fused_activation_function": str(rng.choice(ACTIVATIONS)),
+                   "quantized_bias_type": bias_type}
+        x = rng.integers(-32768, 32767, size=(n, h, w, cin), endpoint=True, dtype=np.int16)
+        cases.append(Case("TRANSPOSE_CONV", inputs,
+                          [spec("y", (n, out_h, out_w, cout), np.int16, q=out_q)], options, [x],
+                          f"TRANSPOSE_CONV int16 #{i} x{x.shape} w{weights.shape} {options}",
+                          version=3))
+    return cases
+
+
+def test_transpose_conv_int16_sweep(oracle):
+    assert_bit_exact(oracle, transpose_conv_int16_cases(65, 40))
 
 
 def transpose_conv_float_cases(seed: int, count: int) -> list[Case]:
@@ -151,7 +196,7 @@ def batch_matmul_cases(seed: int, count: int) -> list[Case]:
         lq = qt(float(_log_uniform(rng, 1e-3, 0.5)), _zp(rng))
         rq = qt(float(_log_uniform(rng, 1e-3, 0.5)), _zp(rng))
         depth = ls[-2] if adj_x else ls[-1]
-        oq = qt(_out_scale(rng, lq.s * rq.s * np.sqrt(depth) * 60), _zp(rng))
+        oq = qt(_out_scale(rng, lq.s * rq.s * np.sqrt(depth) * 200), _zp(rng))
         lhs, rhs = _int8(rng, ls), _int8(rng, rs)
         const_rhs = rng.integers(3) == 0
         inputs = [spec("a", ls, q=lq), spec("b", rs, q=rq, data=rhs if const_rhs else None)]
