@@ -94,7 +94,16 @@ def unet_like_model(seed: int = 0) -> bytes:
     slices = g.op("UNPACK", [pieces[1]],
                   [TensorSpec(f"unpack:{k}", (1, 64, 1), np.int8, _q(0.1, 3)) for k in range(3)],
                   {"num": 3, "axis": 2})
-    g.output(head, s2d, tiled, wide, pieces[0], *slices)
+    # The converter's Flatten: SHAPE -> STRIDED_SLICE (the batch, a scalar) -> PACK with the
+    # scalar constant -1 -> RESHAPE (the run plan once stored scalar constants as 1-D).
+    dims = g.op("SHAPE", [head], TensorSpec("flat/shape", (4,), np.int32), {"out_type": "INT32"})
+    batch = g.op("STRIDED_SLICE", [dims, g.const("flat/b", _i32([0])), g.const("flat/e", _i32([1])),
+                                   g.const("flat/s", _i32([1]))],
+                 TensorSpec("flat/batch", (), np.int32), {"shrink_axis_mask": 1})
+    packed = g.op("PACK", [batch, g.const("flat/rest", np.array(-1, np.int32))],
+                  TensorSpec("flat/packed", (2,), np.int32), {"values_count": 2, "axis": 0})
+    flat = g.op("RESHAPE", [head, packed], TensorSpec("flat", (1, 1024), np.int8, _q(0.2, 1)))
+    g.output(flat, s2d, tiled, wide, pieces[0], *slices)
     return mb.build()
 
 
