@@ -174,3 +174,12 @@ def _steps(artifact) -> list:
 
     plan = json.loads((artifact / "runtime.json").read_text())
     return [step for fn in plan["functions"].values() for step in fn.get("steps", [])]
+
+
+def test_each_op_has_a_kernel_and_a_typed_op():
+    from qaccel.kernels.registry import KERNELS
+
+    for name in NEW_OPS:
+        tflite_name = name.removeprefix("tfl.").upper()
+        assert tflite_name in KERNELS
+        assert tfl.OPS_BY_TFLITE_NAME[tflite_name].name == name
