@@ -35,7 +35,7 @@ def new_op_cases(seed: int) -> list[Case]:
     rng = np.random.default_rng(seed)
     cases = []
     for i in range(240):
-        dtype = np.int16 if i % 4 == 3 else np.int8
+        dtype = np.int16 if rng.integers(4) == 0 else np.int8
         q = _q(rng, dtype)
         kind = i % 8
         rank = int(rng.integers(1, 6))
