@@ -134,7 +134,7 @@ def test_new_data_movement_sweep(oracle):
 def existing_op_cases(seed: int) -> list[Case]:
     rng = np.random.default_rng(seed)
     cases = []
-    for i in range(150):
+    for i in range(250):
         dtype = np.int16 if i % 3 == 2 else np.int8
         q = _q(rng, dtype)
         kind = i % 5
