@@ -93,21 +93,23 @@ def _check_transpose_conv(op: str, call: OpCall) -> None:
                                             f"(quantized_bias_type {bias_type}), got {bias.dtype}")
     require(w_q is not None and in_q is not None and out_q is not None, op,
             "int8 input, weights and output need quantization parameters")
-    require(bool(np.all(w_q.zero_point == 0)), op,
-            f"weight zero points must be 0, got {w_q.zero_point.tolist()}")
+    # The weights' zero points are not read (PopulateConvolutionQuantizationParams checks
+    # none, the kernel multiplies the raw values); per-channel scales are per output channel
+    # whatever their dimension, which only has to have that many entries.
     if ws is not None:
         require(w_q.scale.size in (1, ws[0]), op,
                 f"{w_q.scale.size} weight scales for {ws[0]} output channels")
-    if w_q.scale.size > 1:
-        require(w_q.axis == 0, op, f"per-channel weights must be quantized on dimension 0, "
-                                   f"got {w_q.axis}")
+        if w_q.scale.size > 1:
+            require(0 <= w_q.axis < 4 and ws[w_q.axis] == ws[0], op,
+                    f"per-channel weights quantized on dimension {w_q.axis} of {list(ws)} for "
+                    f"{ws[0]} output channels")
     if bias is not None:
         if dtype == np.int8:
             require(bias.dtype == np.int32, op, f"int8 bias must be int32, got {bias.dtype}")
         if ws is not None:
             require(bias.size == ws[0], op,
                     f"bias has {bias.size} elements for {ws[0]} output channels")
-    if bias_q is not None:
+    if bias_q is not None and bias_q.scale.size == 1:  # per-axis: no legacy zero point
         require(scale_zp(bias_q)[1] == 0, op, f"bias zero point must be 0, got "
                                               f"{scale_zp(bias_q)[1]}")
     try:

@@ -60,8 +60,10 @@ def transpose_conv_cases(seed: int, count: int) -> list[Case]:
         per_channel = bool(rng.integers(3))
         if per_channel:
             w_q = QParams.per_axis(_log_uniform(rng, 1e-4, 0.05, cout), np.zeros(cout, np.int64), 0)
-        else:
+        elif rng.integers(8):
             w_q = qt(float(_log_uniform(rng, 1e-4, 0.05)), 0)
+        else:  # a weight zero point, which the reference kernel ignores
+            w_q = qt(float(_log_uniform(rng, 1e-4, 0.05)), int(rng.integers(-20, 20)))
         typical = in_q.s * float(np.max(w_q.scale)) * np.sqrt(kh * kw * cin) * 150
         out_q = qt(_out_scale(rng, typical), _zp(rng))
         weights = _int8(rng, (cout, kh, kw, cin))
