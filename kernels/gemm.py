@@ -257,13 +257,21 @@ def _check_batch_matmul(op: str, call: OpCall) -> None:
     lq, rq, oq = call.input_q[0], call.input_q[1], call.output_q[0]
     require(lq is not None and rq is not None and oq is not None, op,
             "quantized lhs, rhs and output need quantization parameters")
-    for name, q in (("lhs", lq), ("rhs", rq), ("output", oq)):
-        require(q.scale.size == 1, op, f"{name} must be quantized per tensor")
+    require(oq.scale.size == 1, op, "the output must be quantized per tensor")
     if dtype == np.int16:
         for name, q in (("lhs", lq), ("rhs", rq), ("output", oq)):
-            require(scale_zp(q)[1] == 0, op, f"int16 {name} zero point must be 0")
-    product = float(np.float32(np.float32(scale_zp(lq)[0]) * np.float32(scale_zp(rq)[0])))
+            require(legacy_scale_zp(q)[1] == 0, op, f"int16 {name} zero point must be 0")
+    product = float(np.float32(np.float32(legacy_scale_zp(lq)[0]) *
+                               np.float32(legacy_scale_zp(rq)[0])))
     require(product >= 0, op, f"lhs_scale * rhs_scale = {product:g} is negative")
+
+
+def legacy_scale_zp(q) -> tuple[float, int]:
+    """A tensor's `params` (its legacy quantization), which BATCH_MATMUL reads: the scale and
+    zero point of a per-tensor quantization, (0, 0) for a per-axis one."""
+    if q is None or q.scale.size != 1:
+        return 0.0, 0
+    return scale_zp(q)
 
 
 def _batched(x: np.ndarray, rank: int, adj: bool) -> np.ndarray:
@@ -282,7 +290,7 @@ def batch_matmul(call: OpCall) -> list[np.ndarray]:
         if dtype == np.int32:  # EvalInt8Int32: raw products, no offsets
             l_zp = r_zp = 0
         else:
-            l_zp, r_zp = scale_zp(call.input_q[0])[1], scale_zp(call.input_q[1])[1]
+            l_zp, r_zp = legacy_scale_zp(call.input_q[0])[1], legacy_scale_zp(call.input_q[1])[1]
         a = _batched(lhs.astype(np.float64) - l_zp, rank, adj_x)
         b = _batched(rhs.astype(np.float64) - r_zp, rank, adj_y)
         acc = ar.wrap_int32(np.matmul(a, b).astype(np.int64))
@@ -309,8 +317,8 @@ def batch_matmul(call: OpCall) -> list[np.ndarray]:
 def _requantize_matmul(acc: np.ndarray, call: OpCall, dtype) -> np.ndarray:
     """`GetQuantizedConvolutionMultipler` (the scale product in float, then double) +
     `QuantizeMultiplier`, MultiplyByQuantizedMultiplier, output zero point, type clamp."""
-    l_s, r_s, o_s = (scale_zp(q)[0] for q in (call.input_q[0], call.input_q[1],
-                                              call.output_q[0]))
+    l_s, r_s, o_s = (legacy_scale_zp(q)[0] for q in (call.input_q[0], call.input_q[1],
+                                                     call.output_q[0]))
     real = float(np.float32(np.float32(l_s) * np.float32(r_s))) / float(np.float32(o_s))
     m, s = ar.quantize_multiplier_scalar(real)
     _, out_zp = scale_zp(call.output_q[0])

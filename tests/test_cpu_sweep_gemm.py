@@ -201,12 +201,17 @@ def batch_matmul_cases(seed: int, count: int) -> list[Case]:
         oq = qt(_out_scale(rng, lq.s * rq.s * np.sqrt(depth) * 200), _zp(rng))
         lhs, rhs = _int8(rng, ls), _int8(rng, rs)
         const_rhs = rng.integers(3) == 0
+        if const_rhs and rng.integers(4) == 0:  # per-axis: LiteRT reads its legacy params (0, 0)
+            cols = rs[-2] if adj_y else rs[-1]
+            rq = QParams.per_axis(_log_uniform(rng, 1e-3, 0.1, cols), np.zeros(cols, np.int64),
+                                  len(rs) - (2 if adj_y else 1))
         inputs = [spec("a", ls, q=lq), spec("b", rs, q=rq, data=rhs if const_rhs else None)]
         feeds = [lhs] if const_rhs else [lhs, rhs]
         options = {"adj_x": adj_x, "adj_y": adj_y}
         cases.append(Case("BATCH_MATMUL", inputs, [spec("y", out_shape, q=oq)], options, feeds,
                           f"BATCH_MATMUL #{i} {ls} x {rs} {options} const rhs {const_rhs} "
-                          f"q {lq.s:g}/{lq.zp} {rq.s:g}/{rq.zp} -> {oq.s:g}/{oq.zp}"))
+                          f"q {lq.s:g}/{lq.zp} {rq.scale[:2]}/{rq.zero_point[:2]} -> "
+                          f"{oq.s:g}/{oq.zp}"))
     return cases
 
 
