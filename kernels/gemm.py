@@ -1,10 +1,11 @@
 """TRANSPOSE_CONV and BATCH_MATMUL as LiteRT's reference kernels compute them.
 
-Both accumulate int8 x int8 products in int32; the sums are formed exactly in float64 (every
-partial sum stays far below 2**53) and wrapped to int32 as the C++ accumulator would, then
-requantized bit for bit: TRANSPOSE_CONV per output channel like CONV_2D
+The integer kernels form their sums exactly in float64 (every partial sum stays far below
+2**53) and wrap them to the C++ accumulator's width (int32; int64 for 16-bit activations), then
+requantize bit for bit: TRANSPOSE_CONV per output channel like CONV_2D
 (`reference_integer_ops::TransposeConv`), BATCH_MATMUL with one multiplier
-(`reference_ops::BatchMatMul` with `FullyConnectedParams`).
+(`reference_ops::BatchMatMul` with `FullyConnectedParams`). The float kernels add their
+products in float32 in the reference loops' order.
 
     out = transpose_conv(OpCall([output_shape, weights_ohwi, x, bias], ...))[0]
 """
