@@ -277,7 +277,8 @@ def legacy_scale_zp(q) -> tuple[float, int]:
 
 def _batched(x: np.ndarray, rank: int, adj: bool) -> np.ndarray:
     x = x.reshape((1,) * (rank - x.ndim) + x.shape)
-    return np.swapaxes(x, -1, -2) if adj else x
+    # Contiguous, so np.matmul hands every matrix to BLAS (a strided view takes its slow loop).
+    return np.ascontiguousarray(np.swapaxes(x, -1, -2)) if adj else x
 
 
 @register("BATCH_MATMUL", check=_check_batch_matmul)
