@@ -241,29 +241,43 @@ class TflOp(IRDLOperation):
         self.verify_output_shape()
 
     def verify_output_shape(self) -> None:
-        """The declared result shape is the one TFLite's Prepare computes from the inputs."""
-        from qaccel.kernels.shapes import NEEDS_CONSTANT_INPUT_1, ShapeMismatch, infer_shape
+        """The declared result shapes are the ones TFLite's Prepare computes from the inputs."""
+        from qaccel.kernels.shapes import (
+            CONSTANT_INPUTS,
+            NEEDS_CONSTANT_INPUT_1,
+            ShapeMismatch,
+            infer_shapes,
+        )
 
-        if len(self.results) != 1 or not isinstance(self.results[0].type, TensorType):
+        if not self.results or not all(isinstance(r.type, TensorType) for r in self.results):
             return
         shapes = [tuple(v.type.get_shape()) if isinstance(v.type, TensorType) else None
                   for v in self.operands]  # fmt: skip
         consts: list[np.ndarray | None] = [None] * len(shapes)
-        if self.TFLITE_NAME in NEEDS_CONSTANT_INPUT_1 and len(shapes) > 1:
-            owner = self.operands[1].owner
-            consts[1] = owner.as_array() if isinstance(owner, ConstOp) else None
+        positions = set(CONSTANT_INPUTS.get(self.TFLITE_NAME, ()))
+        if self.TFLITE_NAME in NEEDS_CONSTANT_INPUT_1:
+            positions.add(1)
+        for i in positions:
+            if i < len(shapes):
+                owner = self.operands[i].owner
+                consts[i] = owner.as_array() if isinstance(owner, ConstOp) else None
         try:
-            inferred = infer_shape(self.TFLITE_NAME, shapes, consts, self.options)
+            inferred = infer_shapes(self.TFLITE_NAME, shapes, consts, self.options,
+                                    len(self.results))
         except ShapeMismatch as e:
             raise VerifyException(f"{self.name}: {e}") from None
         except (ValueError, TypeError, ZeroDivisionError):
             return  # options the kernels' Prepare checks refuse, with their own message
-        declared = tuple(self.results[0].type.get_shape())
-        if inferred is not None and tuple(inferred) != declared and min(declared, default=0) >= 0:
-            raise VerifyException(
-                f"{self.name}: the result is declared with shape {list(declared)}, but the "
-                f"inputs give {list(inferred)}"
-            )
+        if inferred is None or len(inferred) != len(self.results):
+            return  # a count the kernels' Prepare checks refuse
+        for k, (result, shape) in enumerate(zip(self.results, inferred)):
+            declared = tuple(result.type.get_shape())
+            if tuple(shape) != declared and min(declared, default=0) >= 0:
+                which = "result" if len(self.results) == 1 else f"result {k}"
+                raise VerifyException(
+                    f"{self.name}: the {which} is declared with shape {list(declared)}, but "
+                    f"the inputs give {list(shape)}"
+                )
 
 
 def _is_default(value: Any) -> bool:
@@ -748,12 +762,129 @@ class ResizeBilinearOp(_ResizeOp):
     name = "tfl.resize_bilinear"
 
 
+# --------------------------------------------------------------------------------------------
+# Transposed convolution, batched matrix multiplication, tiling, splitting and block moves.
+
+
+@tfl_op(
+    "TRANSPOSE_CONV",
+    padding=(PADDING, "SAME"),
+    stride_w=(I32_OPT, 1),
+    stride_h=(I32_OPT, 1),
+    fused_activation_function=(ACTIVATION, "NONE"),
+    quantized_bias_type=(TENSOR_TYPE, "FLOAT32"),
+)
+class TransposeConvOp(TflOp):
+    """Transposed 2-D convolution: the input scattered through OHWI `weights` into an output
+    of the constant shape `output_shape` (NHWC), optional bias, fused activation."""
+
+    name = "tfl.transpose_conv"
+    output_shape = operand_def(TensorType)
+    weights = operand_def(TensorType)
+    input = operand_def(TensorType)
+    bias = operand_def(TensorOrNone)
+    output = result_def(TensorType)
+
+
+@tfl_op(
+    "BATCH_MATMUL",
+    adj_x=(BOOL_OPT, False),
+    adj_y=(BOOL_OPT, False),
+    asymmetric_quantize_inputs=(BOOL_OPT, False),
+)
+class BatchMatMulOp(TflOp):
+    """`x @ y` over the last two dimensions (each transposed first if `adj_x` / `adj_y`),
+    batch dimensions broadcast; ranks 2 to 5."""
+
+    name = "tfl.batch_matmul"
+    x = operand_def(TensorType)
+    y = operand_def(TensorType)
+    output = result_def(TensorType)
+
+
+@tfl_op("TILE")
+class TileOp(TflOp):
+    """Repeat the input `multiples[d]` times along each dimension d."""
+
+    name = "tfl.tile"
+    input = operand_def(TensorType)
+    multiples = operand_def(TensorType)
+    output = result_def(TensorType)
+
+
+@tfl_op("BROADCAST_TO")
+class BroadcastToOp(TflOp):
+    """Broadcast the input to `shape`."""
+
+    name = "tfl.broadcast_to"
+    input = operand_def(TensorType)
+    shape = operand_def(TensorType)
+    output = result_def(TensorType)
+
+
+@tfl_op("EXPAND_DIMS")
+class ExpandDimsOp(TflOp):
+    """Insert a dimension of size 1 at `dim` (negative counts from the end)."""
+
+    name = "tfl.expand_dims"
+    input = operand_def(TensorType)
+    dim = operand_def(TensorType)
+    output = result_def(TensorType)
+
+
+@tfl_op("SPLIT", num_splits=(I32_OPT, 0))
+class SplitOp(TflOp):
+    """Split `value` into `num_splits` equal pieces along the axis `split_dim`."""
+
+    name = "tfl.split"
+    split_dim = operand_def(TensorType)
+    value = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+
+
+@tfl_op("SPLIT_V", num_splits=(I32_OPT, 0))
+class SplitVOp(TflOp):
+    """Split `value` along `split_dim` into pieces of the sizes `size_splits` (one -1: the
+    rest)."""
+
+    name = "tfl.split_v"
+    value = operand_def(TensorType)
+    size_splits = operand_def(TensorType)
+    split_dim = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+
+
+@tfl_op("UNPACK", num=(I32_OPT, 0), axis=(I32_OPT, 0))
+class UnpackOp(TflOp):
+    """The `num` slices of the input along `axis`, that dimension removed."""
+
+    name = "tfl.unpack"
+    input = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+
+
+@tfl_op("DEPTH_TO_SPACE", block_size=(I32_OPT, 0))
+class DepthToSpaceOp(_UnaryOp):
+    """Move channel blocks into `block_size` x `block_size` spatial blocks (NHWC)."""
+
+    name = "tfl.depth_to_space"
+
+
+@tfl_op("SPACE_TO_DEPTH", block_size=(I32_OPT, 0))
+class SpaceToDepthOp(_UnaryOp):
+    """Move `block_size` x `block_size` spatial blocks into channels (NHWC)."""
+
+    name = "tfl.space_to_depth"
+
+
 TFL_OPS: tuple[type[TflOp], ...] = (
     Conv2DOp, DepthwiseConv2DOp, FullyConnectedOp, AddOp, SubOp, MulOp, AveragePool2DOp,
     MaxPool2DOp, MeanOp, SumOp, ReshapeOp, SqueezeOp, SoftmaxOp, ConcatenationOp, PadOp, PadV2Op,
     QuantizeOp, DequantizeOp, ReluOp, Relu6Op, LeakyReluOp, LogisticOp, TanhOp, HardSwishOp,
     StridedSliceOp, SliceOp, ShapeOp, PackOp, TransposeOp, GatherOp, EmbeddingLookupOp,
     ResizeNearestNeighborOp, ResizeBilinearOp,
+    TransposeConvOp, BatchMatMulOp, TileOp, BroadcastToOp, ExpandDimsOp, SplitOp, SplitVOp,
+    UnpackOp, DepthToSpaceOp, SpaceToDepthOp,
 )  # fmt: skip
 
 OPS_BY_TFLITE_NAME: dict[str, type[TflOp]] = {op.TFLITE_NAME: op for op in TFL_OPS}

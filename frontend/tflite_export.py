@@ -14,7 +14,7 @@ from typing import IO
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, NoneType, TensorType
+from xdsl.dialects.builtin import FusedLoc, ModuleOp, NoneType, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.target import Target
 
@@ -103,8 +103,10 @@ class _Subgraph:
     def _operator(self, op: Operation) -> OperatorSpec:
         ins = [self._tensor_of(v) for v in op.operands]
         name = location_name(op)
+        names = _result_names(op)
         outs = [
-            self._add_tensor(r, name if i == 0 else (f"{name}:{i}" if name else None))
+            self._add_tensor(r, names[i] if names else
+                             name if i == 0 else (f"{name}:{i}" if name else None))
             for i, r in enumerate(op.results)
         ]
         if isinstance(op, TflOp):
@@ -132,6 +134,16 @@ class _Subgraph:
         raise TFLiteExportError(
             f"tflite export: cannot export '{op.name}' (only tfl ops have a TFLite form)"
         )
+
+
+def _result_names(op: Operation) -> list[str] | None:
+    """One name per result from a fused location of name locations (how the importer names a
+    multiple-output op's tensors), else None."""
+    loc = op.location
+    if not isinstance(loc, FusedLoc) or len(loc.locations.data) != len(op.results):
+        return None
+    names = [location_name(part) for part in loc.locations.data]
+    return None if any(n is None for n in names) else names  # type: ignore[return-value]
 
 
 def _encode_flexbuffer(attributes: dict) -> bytes:

@@ -12,6 +12,7 @@ problem (and the subgraph, operator or tensor), never a stray Python exception.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -387,7 +388,7 @@ class _Importer:
 
     def _make_op(self, op_name, opcode, code, operands, result_types, options, version, operator):
         cls = OPS_BY_TFLITE_NAME.get(op_name)
-        if cls is not None and len(result_types) == 1:
+        if cls is not None and _fits_results(cls, len(result_types)):
             fitted = _fit_operands(cls, operands, self._none)
             if fitted is not None:
                 try:
@@ -491,5 +492,19 @@ def _fit_operands(cls: type[TflOp], operands: Sequence[SSAValue], none) -> list[
     return None
 
 
-_OPTIONAL_BIAS = {"Conv2DOp", "DepthwiseConv2DOp", "FullyConnectedOp"}
+_OPTIONAL_BIAS = {"Conv2DOp", "DepthwiseConv2DOp", "FullyConnectedOp", "TransposeConvOp"}
+
+
+def _fits_results(cls: type[TflOp], count: int) -> bool:
+    """Whether `cls` can have `count` results: one, or any number >= 1 for a variadic one."""
+    variadic, fixed = _result_arity(cls)
+    return count >= 1 if variadic else count == fixed
+
+
+@functools.cache
+def _result_arity(cls: type[TflOp]) -> tuple[bool, int]:
+    from xdsl.irdl import VarResultDef
+
+    defs = [d for _, d in cls.get_irdl_definition().results]
+    return len(defs) == 1 and isinstance(defs[0], VarResultDef), len(defs)
 

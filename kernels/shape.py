@@ -1,5 +1,6 @@
 """Data-movement ops: RESHAPE, SQUEEZE, CONCATENATION, PAD, PADV2, STRIDED_SLICE, SLICE, SHAPE,
-PACK, TRANSPOSE, GATHER, EMBEDDING_LOOKUP, RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR."""
+PACK, TRANSPOSE, GATHER, EMBEDDING_LOOKUP, RESIZE_NEAREST_NEIGHBOR, RESIZE_BILINEAR, TILE,
+BROADCAST_TO, EXPAND_DIMS, SPLIT, SPLIT_V, UNPACK, DEPTH_TO_SPACE and SPACE_TO_DEPTH."""
 
 from __future__ import annotations
 
@@ -558,3 +559,232 @@ def _resize_bilinear_float(x, out_h, out_w, ac, hp) -> np.ndarray:
     out = out + rows0[:, :, x1] * (one - dy) * dx
     out = out + rows1[:, :, x1] * dy * dx
     return out.astype(np.float32)
+
+
+# --------------------------------------------------------------------------------------------
+# TILE / BROADCAST_TO / EXPAND_DIMS
+
+
+def tile_output_shape(x_shape, multiples) -> tuple[int, ...]:
+    return tuple(int(d) * int(m) for d, m in zip(x_shape, np.asarray(multiples).reshape(-1)))
+
+
+def _check_tile(op: str, call: OpCall) -> None:
+    require(len(call.inputs) == 2, op, f"needs 2 inputs, got {len(call.inputs)}")
+    xs, m = input_shape(call, 0), call.inputs[1]
+    if m is None:
+        return
+    require(m.dtype in (np.int32, np.int64), op, f"multipliers must be int32/int64, got {m.dtype}")
+    if xs is not None:
+        require(m.size == len(xs), op, f"{m.size} multipliers for rank {len(xs)}")
+        for d, k in zip(xs, m.reshape(-1).tolist()):
+            require(k >= 0, op, f"multipliers must be non-negative, got {m.reshape(-1).tolist()}")
+            require(d * k <= 2**31 - 1, op, f"cannot multiply {d} and {k}: output dimensions "
+                                            "must fit int32")
+
+
+@register("TILE", check=_check_tile)
+def tile(call: OpCall) -> list[np.ndarray]:
+    x, m = call.inputs[0], call.inputs[1]
+    return [np.tile(x, [int(v) for v in m.reshape(-1)]).reshape(tile_output_shape(x.shape, m))]
+
+
+def _check_broadcast_to(op: str, call: OpCall) -> None:
+    require(len(call.inputs) == 2, op, f"needs 2 inputs, got {len(call.inputs)}")
+    xs, shape = input_shape(call, 0), call.inputs[1]
+    if shape is None:
+        return
+    require(shape.dtype in (np.int32, np.int64), op, f"shape must be int32/int64, got {shape.dtype}")
+    require(shape.ndim == 1, op, f"shape must be 1-D, got shape {list(shape.shape)}")
+    require(shape.size <= 8, op, f"at most 8 dimensions, got {shape.size}")
+    if xs is not None:
+        target = [int(v) for v in shape]
+        ok = len(xs) <= len(target) and all(
+            d == 1 or d == t for d, t in zip(xs, target[len(target) - len(xs):]))
+        require(ok, op, f"output shape {target} is not broadcastable from input shape {list(xs)}")
+
+
+@register("BROADCAST_TO", check=_check_broadcast_to)
+def broadcast_to(call: OpCall) -> list[np.ndarray]:
+    x, shape = call.inputs[0], call.inputs[1]
+    return [np.broadcast_to(x, tuple(int(v) for v in shape)).copy()]
+
+
+def expand_dims_axis(rank: int, axis_tensor) -> int:
+    axis = int(np.asarray(axis_tensor).reshape(-1)[0])
+    return axis + rank + 1 if axis < 0 else axis
+
+
+def _check_expand_dims(op: str, call: OpCall) -> None:
+    require(len(call.inputs) == 2, op, f"needs 2 inputs, got {len(call.inputs)}")
+    xs, axis = input_shape(call, 0), call.inputs[1]
+    in_q, out_q = call.input_q[0], call.output_q[0]
+    require(_same_quant(in_q, out_q), op, f"input quantization {scale_zp(in_q)} differs from "
+                                          f"the output's {scale_zp(out_q)}")
+    if np.dtype(call.output_dtypes[0]) == np.int16:
+        require(scale_zp(in_q)[1] == 0, op, "int16 zero point must be 0")
+    if axis is None:
+        return
+    require(axis.size == 1, op, f"axis must have one element, got {axis.size}")
+    require(axis.dtype in (np.int32, np.int64), op, f"axis must be int32/int64, got {axis.dtype}")
+    if xs is not None:
+        a = expand_dims_axis(len(xs), axis)
+        require(0 <= a <= len(xs), op, f"axis {int(axis.reshape(-1)[0])} out of range for rank "
+                                       f"{len(xs)}")
+
+
+@register("EXPAND_DIMS", check=_check_expand_dims)
+def expand_dims(call: OpCall) -> list[np.ndarray]:
+    x = call.inputs[0]
+    return [np.expand_dims(x, expand_dims_axis(x.ndim, call.inputs[1])).copy()]
+
+
+# --------------------------------------------------------------------------------------------
+# SPLIT / SPLIT_V / UNPACK: one output per piece
+
+_SPLIT_TYPES = (np.float32, np.uint8, np.int8, np.int16, np.int32, np.int64)
+
+
+def split_axis(rank: int, axis_tensor) -> int:
+    """The axis: the first value of the axis tensor, negative counting from the end."""
+    axis = int(np.asarray(axis_tensor).reshape(-1)[0])
+    return axis + rank if axis < 0 else axis
+
+
+def _check_split(op: str, call: OpCall) -> None:
+    require(len(call.inputs) == 2, op, f"needs 2 inputs (axis, input), got {len(call.inputs)}")
+    count = int(call.options.get("num_splits", 0))
+    require(count == len(call.output_shapes), op,
+            f"num_splits {count} but {len(call.output_shapes)} outputs")
+    require(np.dtype(call.output_dtypes[0]) in _SPLIT_TYPES, op,
+            f"type {np.dtype(call.output_dtypes[0])} is not supported")
+    axis, xs = call.inputs[0], input_shape(call, 1)
+    if axis is None or xs is None:
+        return
+    a = split_axis(len(xs), axis)
+    require(0 <= a < len(xs), op, f"axis {int(axis.reshape(-1)[0])} out of range for rank {len(xs)}")
+    require(count != 0, op, "num_splits must not be 0")
+    require(xs[a] % count == 0, op, f"not an even split: dimension {a} of size {xs[a]} into "
+                                    f"{count}")
+
+
+@register("SPLIT", check=_check_split)
+def split(call: OpCall) -> list[np.ndarray]:
+    x = call.inputs[1]
+    a = split_axis(x.ndim, call.inputs[0])
+    return [p.copy() for p in np.split(x, int(call.options.get("num_splits", 0)), axis=a)]
+
+
+def split_v_sizes(size_splits, dim: int) -> list[int]:
+    """The piece sizes, one -1 standing for the rest (no check)."""
+    sizes = [int(v) for v in np.asarray(size_splits).reshape(-1)]
+    if -1 in sizes:
+        sizes[sizes.index(-1)] = dim - sum(s for s in sizes if s != -1)
+    return sizes
+
+
+def _check_split_v(op: str, call: OpCall) -> None:
+    require(len(call.inputs) == 3, op,
+            f"needs 3 inputs (input, size_splits, axis), got {len(call.inputs)}")
+    count = int(call.options.get("num_splits", 0))
+    require(count == len(call.output_shapes), op,
+            f"num_splits {count} but {len(call.output_shapes)} outputs")
+    require(np.dtype(call.output_dtypes[0]) in _SPLIT_TYPES, op,
+            f"type {np.dtype(call.output_dtypes[0])} is not supported")
+    xs, sizes, axis = input_shape(call, 0), call.inputs[1], call.inputs[2]
+    if sizes is not None:
+        require(sizes.ndim == 1, op, f"size_splits must be 1-D, got shape {list(sizes.shape)}")
+        require(sizes.size == len(call.output_shapes), op,
+                f"{sizes.size} size_splits for {len(call.output_shapes)} outputs")
+        require(sizes.dtype in (np.int32, np.int64), op,
+                f"size_splits must be int32/int64, got {sizes.dtype}")
+    if xs is None or sizes is None or axis is None:
+        return
+    a = split_axis(len(xs), axis)
+    values = [int(v) for v in sizes.reshape(-1)]
+    require(values.count(-1) <= 1, op, f"size_splits {values} contains more than one -1")
+    require(0 <= a < len(xs), op, f"axis {int(axis.reshape(-1)[0])} out of range for rank {len(xs)}")
+    known = sum(v for v in values if v != -1)
+    if -1 in values:
+        require(known <= xs[a], op, f"size_splits {values} exceed dimension {a} of size {xs[a]}")
+    else:
+        require(known == xs[a], op,
+                f"size_splits {values} do not sum to dimension {a} of size {xs[a]}")
+    require(all(v >= -1 for v in values), op, f"negative size in size_splits {values}")
+
+
+@register("SPLIT_V", check=_check_split_v)
+def split_v(call: OpCall) -> list[np.ndarray]:
+    x = call.inputs[0]
+    a = split_axis(x.ndim, call.inputs[2])
+    sizes = split_v_sizes(call.inputs[1], x.shape[a])
+    return [p.copy() for p in np.split(x, np.cumsum(sizes)[:-1], axis=a)]
+
+
+def _check_unpack(op: str, call: OpCall) -> None:
+    require(len(call.inputs) == 1, op, f"needs 1 input, got {len(call.inputs)}")
+    num = int(call.options.get("num", 0))
+    require(num == len(call.output_shapes), op, f"num {num} but {len(call.output_shapes)} outputs")
+    dtype = np.dtype(call.output_dtypes[0])
+    require(dtype in (np.int32, np.float32, np.float16, np.uint8, np.int8, np.int16, np.bool_),
+            op, f"type {dtype} is not supported")
+    for i, q in enumerate(call.output_q):
+        require(_same_quant(call.input_q[0], q), op,
+                f"output {i} quantization differs from the input's")
+    xs = input_shape(call, 0)
+    if xs is None:
+        return
+    require(int(np.prod(xs)) > 0, op, f"input of shape {list(xs)} is empty")
+    axis = int(call.options.get("axis", 0))
+    a = axis + len(xs) if axis < 0 else axis
+    require(0 <= a < len(xs), op, f"axis {axis} out of range for rank {len(xs)}")
+    require(xs[a] == num, op, f"num {num} differs from dimension {a} of size {xs[a]}")
+
+
+@register("UNPACK", check=_check_unpack)
+def unpack(call: OpCall) -> list[np.ndarray]:
+    x = call.inputs[0]
+    axis = int(call.options.get("axis", 0))
+    a = axis + x.ndim if axis < 0 else axis
+    return [np.take(x, i, axis=a) for i in range(x.shape[a])]
+
+
+# --------------------------------------------------------------------------------------------
+# DEPTH_TO_SPACE / SPACE_TO_DEPTH
+
+
+def _check_block_op(op: str, call: OpCall) -> None:
+    require(len(call.inputs) == 1, op, f"needs 1 input, got {len(call.inputs)}")
+    dtype = np.dtype(call.output_dtypes[0])
+    require(dtype in (np.float32, np.uint8, np.int8, np.int32, np.int64), op,
+            f"type {dtype} is not supported")
+    bs = int(call.options.get("block_size", 0))
+    require(bs > 0, op, f"block_size must be positive, got {bs}")
+    xs = input_shape(call, 0)
+    if xs is None:
+        return
+    require(len(xs) == 4, op, f"input must be 4-D, got shape {list(xs)}")
+    if op == "DEPTH_TO_SPACE":
+        require(xs[3] % (bs * bs) == 0, op,
+                f"input depth {xs[3]} is not a multiple of block_size**2 = {bs * bs}")
+    else:
+        require(xs[1] % bs == 0 and xs[2] % bs == 0, op,
+                f"input height {xs[1]} and width {xs[2]} must be multiples of block_size {bs}")
+
+
+@register("DEPTH_TO_SPACE", check=_check_block_op)
+def depth_to_space(call: OpCall) -> list[np.ndarray]:
+    x = call.inputs[0]
+    bs = int(call.options["block_size"])
+    n, h, w, c = x.shape
+    y = x.reshape(n, h, w, bs, bs, c // (bs * bs)).transpose(0, 1, 3, 2, 4, 5)
+    return [np.ascontiguousarray(y).reshape(n, h * bs, w * bs, c // (bs * bs))]
+
+
+@register("SPACE_TO_DEPTH", check=_check_block_op)
+def space_to_depth(call: OpCall) -> list[np.ndarray]:
+    x = call.inputs[0]
+    bs = int(call.options["block_size"])
+    n, h, w, c = x.shape
+    y = x.reshape(n, h // bs, bs, w // bs, bs, c).transpose(0, 1, 3, 2, 4, 5)
+    return [np.ascontiguousarray(y).reshape(n, h // bs, w // bs, c * bs * bs)]

@@ -60,6 +60,8 @@ def infer_shape(op: str, shapes: Sequence[Shape | None], consts: Sequence[np.nda
     constant inputs and options; None when not inferred. Raises ShapeMismatch."""
     if any(s is None for s in shapes[:1]) or any(d < 0 for s in shapes if s for d in s):
         return None  # no input, or dynamic dimensions
+    if op in _GEMM_AND_MOVEMENT:
+        return _GEMM_AND_MOVEMENT[op](shapes, consts, options)
     if op in _SAME_SHAPE and shapes:
         return shapes[0]
     if op in _BROADCAST and len(shapes) == 2 and shapes[1] is not None:
@@ -135,4 +137,140 @@ def infer_shape(op: str, shapes: Sequence[Shape | None], consts: Sequence[np.nda
 # Operators whose shape depends on the value of input 1 (a constant tensor).
 NEEDS_CONSTANT_INPUT_1 = frozenset({"RESHAPE", "PAD", "PADV2", "MEAN"})
 
-__all__ = ["NEEDS_CONSTANT_INPUT_1", "ShapeMismatch", "infer_shape"]
+
+# --------------------------------------------------------------------------------------------
+# TRANSPOSE_CONV, BATCH_MATMUL and the tiling, splitting and block ops
+
+
+def _const_values(consts: Sequence[np.ndarray | None], i: int) -> list[int] | None:
+    if i >= len(consts) or consts[i] is None:
+        return None
+    return [int(v) for v in np.asarray(consts[i]).reshape(-1)]
+
+
+def _transpose_conv(shapes, consts, options) -> Shape | None:
+    values = _const_values(consts, 0)
+    return None if values is None else tuple(values)  # LiteRT resizes the output to them
+
+
+def _batch_matmul(shapes, consts, options) -> Shape | None:
+    if len(shapes) < 2 or shapes[0] is None or shapes[1] is None:
+        return None
+    lhs, rhs = shapes[0], shapes[1]
+    if not (2 <= len(lhs) <= 5 and 2 <= len(rhs) <= 5):
+        return None
+    adj_x, adj_y = bool(options.get("adj_x", False)), bool(options.get("adj_y", False))
+    rank = max(len(lhs), len(rhs))
+    el, er = (1,) * (rank - len(lhs)) + tuple(lhs), (1,) * (rank - len(rhs)) + tuple(rhs)
+    for a, b in zip(el[:-2], er[:-2]):
+        if a != b and a != 1 and b != 1:
+            raise ShapeMismatch(f"batch dimensions of {list(lhs)} and {list(rhs)} do not "
+                                "broadcast")
+    if (el[-2] if adj_x else el[-1]) != (er[-1] if adj_y else er[-2]):
+        raise ShapeMismatch(f"cannot multiply {list(lhs)} (adj_x={adj_x}) by {list(rhs)} "
+                            f"(adj_y={adj_y})")
+    batch = tuple(b if a == 1 else a for a, b in zip(el[:-2], er[:-2]))
+    return (*batch, el[-1] if adj_x else el[-2], er[-2] if adj_y else er[-1])
+
+
+def _tile(shapes, consts, options) -> Shape | None:
+    multiples = _const_values(consts, 1)
+    if multiples is None or len(multiples) != len(shapes[0]) or min(multiples, default=0) < 0:
+        return None
+    return tuple(d * m for d, m in zip(shapes[0], multiples))
+
+
+def _broadcast_to(shapes, consts, options) -> Shape | None:
+    target = _const_values(consts, 1)
+    if target is None:
+        return None
+    x = shapes[0]
+    if len(x) > len(target) or any(d not in (1, t) for d, t in zip(x, target[len(target) - len(x):])):
+        raise ShapeMismatch(f"{target} is not broadcastable from {list(x)}")
+    return tuple(target)
+
+
+def _expand_dims(shapes, consts, options) -> Shape | None:
+    axis = _const_values(consts, 1)
+    if axis is None or len(axis) != 1:
+        return None
+    x = shapes[0]
+    a = axis[0] + len(x) + 1 if axis[0] < 0 else axis[0]
+    if not 0 <= a <= len(x):
+        return None
+    return (*x[:a], 1, *x[a:])
+
+
+def _block(shapes, consts, options, *, to_space: bool) -> Shape | None:
+    x, bs = shapes[0], int(options.get("block_size", 0))
+    if len(x) != 4 or bs <= 0:
+        return None
+    n, h, w, c = x
+    if to_space:
+        return None if c % (bs * bs) else (n, h * bs, w * bs, c // (bs * bs))
+    return None if h % bs or w % bs else (n, h // bs, w // bs, c * bs * bs)
+
+
+_GEMM_AND_MOVEMENT = {
+    "TRANSPOSE_CONV": _transpose_conv,
+    "BATCH_MATMUL": _batch_matmul,
+    "TILE": _tile,
+    "BROADCAST_TO": _broadcast_to,
+    "EXPAND_DIMS": _expand_dims,
+    "DEPTH_TO_SPACE": lambda s, c, o: _block(s, c, o, to_space=True),
+    "SPACE_TO_DEPTH": lambda s, c, o: _block(s, c, o, to_space=False),
+}
+
+
+def infer_shapes(op: str, shapes: Sequence[Shape | None], consts: Sequence[np.ndarray | None],
+                 options: dict[str, Any], num_results: int) -> list[Shape] | None:
+    """Every output's shape (`infer_shape` for single-output ops; SPLIT, SPLIT_V and UNPACK
+    here); None when not inferred. Raises ShapeMismatch."""
+    if any(d < 0 for s in shapes if s for d in s):
+        return None
+    if op == "SPLIT" and len(shapes) == 2 and shapes[1] is not None:
+        axis, x = _const_values(consts, 0), shapes[1]
+        count = int(options.get("num_splits", 0))
+        if axis is None or not x or count <= 0:
+            return None
+        a = axis[0] + len(x) if axis[0] < 0 else axis[0]
+        if not 0 <= a < len(x) or x[a] % count:
+            return None
+        return [(*x[:a], x[a] // count, *x[a + 1:])] * count
+    if op == "SPLIT_V" and len(shapes) == 3 and shapes[0] is not None:
+        sizes, axis, x = _const_values(consts, 1), _const_values(consts, 2), shapes[0]
+        if sizes is None or axis is None or not x or sizes.count(-1) > 1:
+            return None
+        a = axis[0] + len(x) if axis[0] < 0 else axis[0]
+        if not 0 <= a < len(x):
+            return None
+        if -1 in sizes:
+            sizes[sizes.index(-1)] = x[a] - sum(v for v in sizes if v != -1)
+        if sum(sizes) != x[a] or min(sizes) < 0:
+            return None
+        return [(*x[:a], v, *x[a + 1:]) for v in sizes]
+    if op == "UNPACK" and shapes and shapes[0]:
+        x, axis = shapes[0], int(options.get("axis", 0))
+        a = axis + len(x) if axis < 0 else axis
+        if not 0 <= a < len(x):
+            return None
+        return [(*x[:a], *x[a + 1:])] * x[a]
+    if num_results != 1:
+        return None
+    shape = infer_shape(op, shapes, consts, options)
+    return None if shape is None else [shape]
+
+
+# The positions of the constant inputs each operator's output shapes depend on (besides
+# NEEDS_CONSTANT_INPUT_1's).
+CONSTANT_INPUTS: dict[str, tuple[int, ...]] = {
+    "TRANSPOSE_CONV": (0,),
+    "TILE": (1,),
+    "BROADCAST_TO": (1,),
+    "EXPAND_DIMS": (1,),
+    "SPLIT": (0,),
+    "SPLIT_V": (1, 2),
+}
+
+__all__ = ["CONSTANT_INPUTS", "NEEDS_CONSTANT_INPUT_1", "ShapeMismatch", "infer_shape",
+           "infer_shapes"]

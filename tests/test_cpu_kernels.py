@@ -42,6 +42,7 @@ class Case:
     options: dict[str, Any] = field(default_factory=dict)
     feeds: list[np.ndarray] = field(default_factory=list)
     label: str = ""
+    version: int = 1  # the opcode's version (LiteRT registers some ops from version 2 on)
 
     def call(self) -> OpCall:
         feeds = iter(self.feeds)
@@ -84,7 +85,7 @@ def batch_model(cases: list[Case]) -> bytes:
                 g.inputs.append(t)
             idx.append(t)
         outs = [TensorSpec(f"c{i}_{s.name}", s.shape, s.dtype, s.quant) for s in case.outputs]
-        g.output(g.op(case.op, idx, outs, case.options))
+        g.output(g.op(case.op, idx, outs, case.options, version=case.version))
     return mb.build()
 
 

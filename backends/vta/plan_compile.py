@@ -78,7 +78,8 @@ class _Builder:
 
     def array(self, prefix: str, a: np.ndarray) -> str:
         key = f"{prefix}.{len(self.arrays)}"
-        self.arrays[key] = np.ascontiguousarray(a)
+        # ascontiguousarray would make a 0-d array 1-d (a scalar PACK input, a scalar axis).
+        self.arrays[key] = np.ascontiguousarray(a).reshape(np.shape(a))
         return key
 
     # ------------------------------------------------------------------------------------

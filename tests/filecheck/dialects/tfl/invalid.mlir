@@ -89,3 +89,45 @@ func.func @reshape_shape_tensor_disagrees(%x: tensor<1x8x!q>) -> tensor<4x2x!q> 
   func.return %y : tensor<4x2x!q>
 }
 // CHECK: tfl.reshape: the result is declared with shape [4, 2], but the inputs give [2, 4]
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @split_result_shape(%x: tensor<2x6x!q>) -> tensor<2x2x!q> {
+  %axis = tfl.const dense<1> : tensor<i32> -> tensor<i32>
+  %0, %1 = tfl.split %axis, %x {num_splits = 2 : i32} : (tensor<i32>, tensor<2x6x!q>) -> (tensor<2x3x!q>, tensor<2x2x!q>)
+  func.return %1 : tensor<2x2x!q>
+}
+// CHECK: tfl.split: the result 1 is declared with shape [2, 2], but the inputs give [2, 3]
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @batch_matmul_depths(%x: tensor<2x4x3x!q>) -> tensor<2x4x4x!q> {
+  %0 = tfl.batch_matmul %x, %x {adj_x = false, adj_y = false, asymmetric_quantize_inputs = false} : (tensor<2x4x3x!q>, tensor<2x4x3x!q>) -> tensor<2x4x4x!q>
+  func.return %0 : tensor<2x4x4x!q>
+}
+// CHECK: tfl.batch_matmul: cannot multiply [2, 4, 3] (adj_x=False) by [2, 4, 3] (adj_y=False)
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+!w = !quant.uniform<i8:f32, 0.1:0>
+func.func @transpose_conv_output_shape(%x: tensor<1x2x2x3x!q>) -> tensor<1x4x4x2x!q> {
+  %shape = tfl.const dense<[1, 3, 3, 2]> : tensor<4xi32> -> tensor<4xi32>
+  %w = tfl.const dense<1> : tensor<2x3x3x3xi8> -> tensor<2x3x3x3x!w>
+  %none = tfl.no_value
+  %0 = tfl.transpose_conv %shape, %w, %x, %none {padding = "SAME", stride_w = 2 : i32, stride_h = 2 : i32, fused_activation_function = "NONE", quantized_bias_type = "FLOAT32"} : (tensor<4xi32>, tensor<2x3x3x3x!w>, tensor<1x2x2x3x!q>, none) -> tensor<1x4x4x2x!q>
+  func.return %0 : tensor<1x4x4x2x!q>
+}
+// CHECK: tfl.transpose_conv: the result is declared with shape [1, 4, 4, 2], but the inputs give [1, 3, 3, 2]
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @broadcast_to_incompatible(%x: tensor<2x3x!q>) -> tensor<4x3x!q> {
+  %s = tfl.const dense<[4, 3]> : tensor<2xi32> -> tensor<2xi32>
+  %0 = tfl.broadcast_to %x, %s : (tensor<2x3x!q>, tensor<2xi32>) -> tensor<4x3x!q>
+  func.return %0 : tensor<4x3x!q>
+}
+// CHECK: tfl.broadcast_to: [4, 3] is not broadcastable from [2, 3]

@@ -134,6 +134,62 @@ func.func @resize(%x: tensor<1x2x2x1x!q>) -> tensor<1x4x4x1x!q> {
 // -----
 
 !q = !quant.uniform<i8:f32, 0.5:-1>
+!w = !quant.uniform<i8:f32:0, {0.1:0, 0.2:0}>
+
+// CHECK-LABEL: func.func @transpose_conv_and_batch_matmul
+func.func @transpose_conv_and_batch_matmul(%x: tensor<1x2x2x3x!q>, %m: tensor<2x4x3x!q>) -> (tensor<1x4x4x2x!q>, tensor<2x4x4x!q>) {
+  %shape = tfl.const dense<[1, 4, 4, 2]> : tensor<4xi32> -> tensor<4xi32>
+  %w = tfl.const dense<1> : tensor<2x3x3x3xi8> -> tensor<2x3x3x3x!w>
+  %none = tfl.no_value
+  // CHECK: tfl.transpose_conv %shape, %w, %x, %none {padding = "SAME", stride_w = 2 : i32, stride_h = 2 : i32, fused_activation_function = "RELU", quantized_bias_type = "FLOAT32", version = 4 : i32}
+  %0 = tfl.transpose_conv %shape, %w, %x, %none {padding = "SAME", stride_w = 2 : i32, stride_h = 2 : i32, fused_activation_function = "RELU", quantized_bias_type = "FLOAT32", version = 4 : i32} : (tensor<4xi32>, tensor<2x3x3x3x!w>, tensor<1x2x2x3x!q>, none) -> tensor<1x4x4x2x!q>
+  // CHECK: tfl.batch_matmul %m, %m {adj_x = false, adj_y = true, asymmetric_quantize_inputs = false}
+  %1 = tfl.batch_matmul %m, %m {adj_x = false, adj_y = true, asymmetric_quantize_inputs = false} : (tensor<2x4x3x!q>, tensor<2x4x3x!q>) -> tensor<2x4x4x!q>
+  func.return %0, %1 : tensor<1x4x4x2x!q>, tensor<2x4x4x!q>
+}
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+
+// CHECK-LABEL: func.func @tiling_and_blocks
+func.func @tiling_and_blocks(%x: tensor<1x2x2x4x!q>) -> (tensor<2x2x4x4x!q>, tensor<3x1x2x2x4x!q>, tensor<1x2x2x1x4x!q>, tensor<1x4x4x1x!q>, tensor<1x1x1x16x!q>) {
+  %m = tfl.const dense<[2, 1, 2, 1]> : tensor<4xi32> -> tensor<4xi32>
+  %s = tfl.const dense<[3, 1, 2, 2, 4]> : tensor<5xi64> -> tensor<5xi64>
+  %a = tfl.const dense<-2> : tensor<i32> -> tensor<i32>
+  // CHECK: tfl.tile %x, %m : (tensor<1x2x2x4x!quant.uniform<i8:f32, 0.5:-1>>, tensor<4xi32>) -> tensor<2x2x4x4x!quant.uniform<i8:f32, 0.5:-1>>
+  %0 = tfl.tile %x, %m : (tensor<1x2x2x4x!q>, tensor<4xi32>) -> tensor<2x2x4x4x!q>
+  // CHECK: tfl.broadcast_to %x, %s {version = 2 : i32}
+  %1 = tfl.broadcast_to %x, %s {version = 2 : i32} : (tensor<1x2x2x4x!q>, tensor<5xi64>) -> tensor<3x1x2x2x4x!q>
+  // CHECK: tfl.expand_dims %x, %a
+  %2 = tfl.expand_dims %x, %a : (tensor<1x2x2x4x!q>, tensor<i32>) -> tensor<1x2x2x1x4x!q>
+  // CHECK: tfl.depth_to_space %x {block_size = 2 : i32}
+  %3 = tfl.depth_to_space %x {block_size = 2 : i32} : (tensor<1x2x2x4x!q>) -> tensor<1x4x4x1x!q>
+  // CHECK: tfl.space_to_depth %x {block_size = 2 : i32}
+  %4 = tfl.space_to_depth %x {block_size = 2 : i32} : (tensor<1x2x2x4x!q>) -> tensor<1x1x1x16x!q>
+  func.return %0, %1, %2, %3, %4 : tensor<2x2x4x4x!q>, tensor<3x1x2x2x4x!q>, tensor<1x2x2x1x4x!q>, tensor<1x4x4x1x!q>, tensor<1x1x1x16x!q>
+}
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+
+// CHECK-LABEL: func.func @multiple_outputs
+func.func @multiple_outputs(%x: tensor<2x6x!q>) -> (tensor<2x3x!q>, tensor<2x1x!q>, tensor<6x!q>) {
+  %axis = tfl.const dense<1> : tensor<i32> -> tensor<i32>
+  %sizes = tfl.const dense<[1, -1, 2]> : tensor<3xi32> -> tensor<3xi32>
+  // CHECK: %0, %1 = tfl.split %axis, %x {num_splits = 2 : i32} : (tensor<i32>, tensor<2x6x!quant.uniform<i8:f32, 0.5:-1>>) -> (tensor<2x3x!quant.uniform<i8:f32, 0.5:-1>>, tensor<2x3x!quant.uniform<i8:f32, 0.5:-1>>)
+  %0, %1 = tfl.split %axis, %x {num_splits = 2 : i32} : (tensor<i32>, tensor<2x6x!q>) -> (tensor<2x3x!q>, tensor<2x3x!q>)
+  // CHECK: %2, %3, %4 = tfl.split_v %x, %sizes, %axis {num_splits = 3 : i32}
+  %2, %3, %4 = tfl.split_v %x, %sizes, %axis {num_splits = 3 : i32} : (tensor<2x6x!q>, tensor<3xi32>, tensor<i32>) -> (tensor<2x1x!q>, tensor<2x3x!q>, tensor<2x2x!q>)
+  // CHECK: %5, %6 = tfl.unpack %x {num = 2 : i32, axis = 0 : i32}
+  %5, %6 = tfl.unpack %x {num = 2 : i32, axis = 0 : i32} : (tensor<2x6x!q>) -> (tensor<6x!q>, tensor<6x!q>)
+  func.return %0, %2, %6 : tensor<2x3x!q>, tensor<2x1x!q>, tensor<6x!q>
+}
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
 
 // CHECK-LABEL: func.func @composite_and_opaque
 func.func @composite_and_opaque(%x: tensor<1x4x!q>) -> tensor<1x4x!q> {
