@@ -171,8 +171,9 @@ def _option_names(cls: type[ModulePass]) -> list[str]:
     """The pass's options as a pipeline spells them (kebab-case)."""
     if not dataclasses.is_dataclass(cls):
         return []
-    return [f.name.replace("_", "-") for f in dataclasses.fields(cls)
-            if f.init and f.name != "name"]  # fmt: skip
+    fields = sorted((f for f in dataclasses.fields(cls) if f.init and f.name != "name"),
+                    key=lambda f: f.kw_only)  # a pass's own options, then inherited ones  # fmt: skip
+    return [f.name.replace("_", "-") for f in fields]
 
 
 def _kebab_case(message: str, cls: type[ModulePass]) -> str:
@@ -546,8 +547,9 @@ def verify_ir(module: ModuleOp) -> None:
 
 
 def _print_module(module: ModuleOp, stream: IO[str], **printer_options: Any) -> None:
-    Printer(stream=stream, **printer_options).print_op(module)
-    stream.write("\n")
+    from qaccel.dialects.printing import op_text  # xDSL's text (or elided), printed faster
+
+    stream.write(op_text(module, **printer_options))
 
 
 class IRPrinter(PassInstrumentation):
