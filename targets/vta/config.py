@@ -47,7 +47,9 @@ INT_RANGES = {
 
 @dataclass(frozen=True)
 class HardwareConfig:
-    name: str = "vta-default"
+    name: str = ""
+    """Reports and errors call the configuration this. Left empty, it is `vta-default` when
+    every other key has VTA's default value and `custom` otherwise."""
     # Geometry, as log2 like VTA's vta_config.json.
     log_inp_width: int = 3  # int8 inputs
     log_wgt_width: int = 3  # int8 weights
@@ -72,6 +74,10 @@ class HardwareConfig:
     store_requant: bool = False
 
     def __post_init__(self):
+        if self.name == "":
+            default = all(getattr(self, f.name) == f.default for f in fields(self)
+                          if f.name != "name")  # fmt: skip
+            object.__setattr__(self, "name", "vta-default" if default else "custom")
         for f in fields(self):
             value = getattr(self, f.name)
             shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
