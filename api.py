@@ -5,6 +5,10 @@
     module = api.import_model("tests/fixtures/models/small_cnn.tflite")
     outputs = api.run_interpreter(module, seed=0)             # the imported model, on the CPU
     compiled = api.compile("tests/fixtures/models/small_cnn.tflite", config="vta-store-requant")
+    api.run_pipeline(module, "vta-pipeline{stop-after=partition-graph}")  # stop anywhere,
+    api.run_pipeline(module, MyPass())                        # change it with your own pass,
+    compiled = api.compile(module)                            # and compile from that stage
+    print(api.print_ir(module, elide_larger_than=16))         # readable IR
     outputs = api.run_simulator(compiled, seed=0)             # accelerator layers simulated
     outputs = api.run_litert(compiled, seed=0)                # run by LiteRT (dispatch library)
     table = api.sweep(["tests/fixtures/models/small_cnn.tflite"],
@@ -35,15 +39,18 @@ from qaccel.explore.executors import make_executor
 from qaccel.explore.results import ResultTable
 from qaccel.explore.spec import SweepSpec
 from qaccel.explore.sweep import run_sweep
+from qaccel.pipeline.manager import PipelineLike
+from qaccel.pipeline.stage import Stage, continuation, module_stage
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from xdsl.dialects.builtin import ModuleOp
 
 ConfigLike = HardwareConfig | str | Path | None
 ModelLike = str | Path | bytes
 
 __all__ = [
-    "DatasetSummary", "HardwareConfig", "ResultTable", "SweepSpec", "compile", "evaluate",
-    "import_model", "load_config", "run_interpreter", "run_litert", "run_pipeline",
-    "run_simulator", "sweep", "write_artifact",
+    "DatasetSummary", "HardwareConfig", "ResultTable", "Stage", "SweepSpec", "compile",
+    "evaluate", "import_model", "load_config", "load_module", "print_ir", "run_interpreter",
+    "run_litert", "run_pipeline", "run_simulator", "stage", "sweep", "write_artifact",
 ]  # fmt: skip
 
 
@@ -75,9 +82,11 @@ def import_model(model: ModelLike, name: str = "model.tflite"):
     return _import_bytes(path.read_bytes(), str(path))
 
 
-def run_pipeline(module, pipeline: str = "vta-pipeline", config: ConfigLike = None,
+def run_pipeline(module, pipeline: PipelineLike = "vta-pipeline", config: ConfigLike = None,
                  **options: Any):  # fmt: skip
-    """Run a pass pipeline on `module` in place and return it. For `vta-pipeline`, `config`
+    """Run a pass pipeline on `module` in place and return it. `pipeline` is text
+    (`"vta-pipeline{stop-after=partition-graph}"`), a pass instance (a researcher's own
+    `ModulePass`, registered or not) or a list of either. For `vta-pipeline`, `config`
     becomes its `config` and `options` (e.g. `bias_placement="preload"`) its options."""
     if pipeline == "vta-pipeline" and (config is not None or options):
         with _config_file(load_config(config)) as path:
@@ -89,6 +98,52 @@ def run_pipeline(module, pipeline: str = "vta-pipeline", config: ConfigLike = No
         raise ValueError("config and options go with pipeline='vta-pipeline'")
     _run_pipeline(module, pipeline)
     return module
+
+
+def load_module(model: ModelLike | ModuleOp):
+    """The module of a `.tflite` file or its bytes, of MLIR text (`.mlir`, any stage of the
+    flow), or a copy of an in-memory module."""
+    if isinstance(model, ModuleOp):
+        return model.clone()
+    if isinstance(model, bytes):
+        return import_model(model)
+    path = Path(model)
+    if path.suffix == ".mlir":
+        return _parse_mlir(path.read_text(), str(path))
+    if path.suffix != ".tflite":
+        raise ValueError(f"'{path}': expected a .tflite model or .mlir text")
+    return import_model(path)
+
+
+def _parse_mlir(text: str, source: str):
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
+
+    from qaccel.dialects import qaccel_context
+    from qaccel.dialects.ssa import verify_dominance
+
+    try:
+        module = Parser(qaccel_context(), text, source).parse_module()
+    except ParseError as e:
+        raise ValueError(f"{source}: {e.msg}") from None
+    module.verify()
+    verify_dominance(module, source)
+    return module
+
+
+def stage(module) -> Stage:
+    """Where `module` is in `vta-pipeline` (`.name`, `.last`, `.remaining()`, `.describe()`),
+    read from its IR."""
+    return module_stage(module)
+
+
+def print_ir(module, elide_larger_than: int | None = None) -> str:
+    """The module as MLIR text; constants (dense elements and arrays) of more than
+    `elide_larger_than` elements print as `dense_resource<__elided__>` (MLIR's
+    `--mlir-elide-elementsattrs-if-larger`): readable, but it does not parse back."""
+    from qaccel.dialects.printing import op_text
+
+    return op_text(module, elide_larger_than=elide_larger_than)
 
 
 def _inputs(function, inputs: Sequence[np.ndarray] | None, seed: int) -> list[np.ndarray]:
@@ -105,16 +160,25 @@ def run_interpreter(module, inputs: Sequence[np.ndarray] | None = None,
     return run_function(module, _inputs(entry_function(module), inputs, seed))
 
 
-def compile(model: ModelLike, config: ConfigLike = None, **options: Any):
-    """Compile a `.tflite` model as `qaccel-compile` does: the compiled model, whose `.report`
-    is report.json's content (`report["totals"]["cycles"]`, ...)."""
-    from qaccel.dialects.macs import op_macs
+def compile(model: ModelLike | ModuleOp, config: ConfigLike = None, **options: Any):
+    """Compile a model as `qaccel-compile` does: the compiled model, whose `.report` is
+    report.json's content (`report["totals"]["cycles"]`, ...).
 
-    hw = load_config(config)
-    module = import_model(model)
-    total_macs = sum(op_macs(op) for op in module.walk())
-    run_pipeline(module, "vta-pipeline", hw, **options)
-    return _backend.compile_for(module, hw, total_macs)
+    `model` is a `.tflite` file (or its bytes), MLIR text (`.mlir`) or an in-memory module, at
+    any stage of `vta-pipeline` (`stage(module)`): only the passes after its stage run, so a
+    module changed by a researcher's own pass keeps the change. `config` and `options` go to
+    the passes still to run (`config` must match the target of a module that has one). The
+    report's MAC share is of the model's MACs, counted from the module's ops at its stage."""
+    from qaccel.dialects.macs import model_macs
+
+    module = load_module(model)
+    total_macs = model_macs(module)
+    hw = load_config(config) if config is not None else None
+    with _config_file(hw) if hw is not None else contextlib.nullcontext() as path:
+        spec = continuation(module, path, **options)
+        if spec:
+            _run_pipeline(module, spec)
+    return _backend.compile_for(module, None, total_macs)
 
 
 def write_artifact(compiled, outdir: str | Path, model: ModelLike | None = None) -> Path:

@@ -6,6 +6,10 @@ weight tensor is a splat by unpacking all of its elements into Python integers b
 printing the bytes as hex anyway. `FastPrinter` joins integer lists into one string and tests
 integer splats on the raw bytes: MobileNetV2's `host.mlir` (9.7 MB) prints in about a third of
 the time. Everything else is xDSL's printer, so the text parses back with xDSL's `Parser`.
+
+`elide_larger_than=N` makes IR readable: a dense elements attribute of more than N elements
+prints as `dense_resource<__elided__> : type` (MLIR's `--mlir-elide-elementsattrs-if-larger`)
+and a dense array of more than N as `array<i32: __elided__>`; that text does not parse back.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import io
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IndexType, IntegerType
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import DenseArrayBase, DenseIntOrFPElementsAttr, IndexType, IntegerType
 from xdsl.ir import Attribute, Operation
 from xdsl.printer import Printer
 
@@ -22,19 +28,49 @@ from xdsl.printer import Printer
 _HEX_ABOVE = 100
 
 
+ELIDED = "dense_resource<__elided__>"
+
+
+@dataclass(eq=False, repr=False)
 class FastPrinter(Printer):
+    elide_larger_than: int | None = None
+    """Print dense elements and arrays of more elements than this elided (not parseable)."""
+
     def print_list(
         self, elems: Iterable[Any], print_fn: Callable[[Any], Any], delimiter: str = ", "
     ) -> None:
         if print_fn == self.print_int:  # untyped integers: `print_int` writes f"{value:d}"
-            self.print_string(delimiter.join([f"{v:d}" for v in elems]))
+            values = list(elems)
+            if self.elide_larger_than is not None and len(values) > self.elide_larger_than:
+                self.print_string("__elided__")  # e.g. the lanes of `accel.bias_add_zp ... by`
+                return
+            self.print_string(delimiter.join([f"{v:d}" for v in values]))
             return
         super().print_list(elems, print_fn, delimiter)
 
     def print_attribute(self, attribute: Attribute) -> None:
+        if self.elide_larger_than is not None and self._print_elided(attribute):
+            return
         if isinstance(attribute, DenseIntOrFPElementsAttr) and self._print_dense_hex(attribute):
             return
         super().print_attribute(attribute)
+
+    def _print_elided(self, attribute: Attribute) -> bool:
+        assert self.elide_larger_than is not None
+        if isinstance(attribute, DenseIntOrFPElementsAttr):
+            if len(attribute) <= self.elide_larger_than:
+                return False
+            self.print_string(f"{ELIDED} : ")
+            self.print_attribute(attribute.get_type())
+            return True
+        if isinstance(attribute, DenseArrayBase):
+            if len(attribute) <= self.elide_larger_than:
+                return False
+            self.print_string("array<")
+            self.print_attribute(attribute.elt_type)
+            self.print_string(": __elided__>")
+            return True
+        return False
 
     def _print_dense_hex(self, attr: DenseIntOrFPElementsAttr) -> bool:
         """Print a large non-splat integer tensor as xDSL does (`dense<"0x..."> : type`);
@@ -56,12 +92,13 @@ class FastPrinter(Printer):
         return True
 
 
-def op_text(op: Operation) -> str:
-    """`op` printed as `Printer().print_op(op)` prints it, followed by a newline."""
+def op_text(op: Operation, elide_larger_than: int | None = None, **options: Any) -> str:
+    """`op` printed as `Printer(**options).print_op(op)` prints it, followed by a newline;
+    with `elide_larger_than`, larger constants elided (see the module docstring)."""
     stream = io.StringIO()
-    FastPrinter(stream=stream).print_op(op)
+    FastPrinter(stream=stream, elide_larger_than=elide_larger_than, **options).print_op(op)
     stream.write("\n")
     return stream.getvalue()
 
 
-__all__ = ["FastPrinter", "op_text"]
+__all__ = ["ELIDED", "FastPrinter", "op_text"]

@@ -22,9 +22,11 @@ def backend_errors() -> tuple[type[Exception], ...]:
     return (CompileError,)
 
 
-def compile_for(module: Any, config: HardwareConfig, total_macs: int | None = None) -> Any:
+def compile_for(module: Any, config: HardwareConfig | None,
+                total_macs: int | None = None) -> Any:  # fmt: skip
     """Schedule and emit every accelerator layer of `module` (after `vta-pipeline`), exactly
-    as `qaccel-compile` does: the `CompiledModel` (`.report` is report.json's content)."""
+    as `qaccel-compile` does: the `CompiledModel` (`.report` is report.json's content);
+    `config` None: the module's `#accel.target`."""
     from qaccel.backends.vta.compile import compile_module
 
     return compile_module(module, config, total_macs=total_macs)

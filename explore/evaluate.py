@@ -54,18 +54,19 @@ def import_model(data: bytes, name: str) -> Any:
     return import_tflite(data, name)
 
 
-def run_pipeline(module: Any, spec: str) -> None:
-    """Run a pass pipeline (named pipelines expanded) on `module`, verifying after each pass."""
+def run_pipeline(module: Any, spec: Any) -> None:
+    """Run a pass pipeline (text, a pass instance or a list of them; named pipelines
+    expanded) on `module`, verifying after each pass."""
     from qaccel.pipeline.manager import (
         PassManager,
         available_passes,
         expand,
-        parse_passes,
+        pipeline_passes,
         qaccel_context,
     )
 
     available = available_passes()
-    PassManager(list(expand(parse_passes(spec, available), available).passes)).run(
+    PassManager(list(expand(pipeline_passes(spec, available), available).passes)).run(
         qaccel_context(), module
     )
 

@@ -10,7 +10,9 @@ dominance), `config` (`HardwareConfig.from_json`/`from_dict`), `isa` (decode, va
 simulate with a small step budget). Each starts from its seed corpus in `fuzz/corpus/<name>/`
 (never modified: new inputs go to a temporary folder) and stops at the first input that lets an
 undocumented exception escape; the input is saved as `fuzz/crashes/<harness>-crash-<sha1>`.
-Prints, per harness, the executions done and whether it crashed; exits 1 if any did.
+Shows progress on stderr (a line when each chunk of executions starts and ends, and every 10 s
+while one runs); prints, per harness, the executions done and whether it crashed; exits 1 if
+any did.
 Needs the `fuzz` extra (`pip install -e '.[fuzz]'`).
 """
 
@@ -73,8 +75,12 @@ def fuzz(name: str, seconds: int, seed: int, runs: int | None, max_len: int,
             todo = chunk if runs is None else min(chunk, runs - executions)
             if left <= 0 or todo <= 0:
                 break
+            started = time.monotonic()
+            progress(f"{name}: chunk {part + 1} (at most {todo} executions, {left} s left)")
             done, crashed = _fuzz_chunk(name, work, left, seed + part, todo, max_len)
             executions += done
+            progress(f"{name}: chunk {part + 1} done: {done} executions in "
+                     f"{time.monotonic() - started:.1f} s ({executions} in all)")  # fmt: skip
             if crashed:
                 return executions, True
             if done == 0:
@@ -88,17 +94,41 @@ def _fuzz_chunk(name: str, work: str, seconds: int, seed: int, runs: int,
     args = [f"-runs={runs}", f"-max_total_time={seconds}", f"-seed={seed}", f"-max_len={max_len}",
             f"-artifact_prefix={crashes}/{name}-", "-print_final_stats=1",
             "-timeout=20", "-rss_limit_mb=3072", work, str(HERE / "corpus" / name)]  # fmt: skip
-    done = subprocess.run([sys.executable, __file__, "--child", name, "--", *args],
-                          capture_output=True, text=True)  # fmt: skip
-    log = done.stdout + done.stderr
+    start = time.monotonic()
+    child = subprocess.Popen([sys.executable, __file__, "--child", name, "--", *args],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             errors="replace")  # fmt: skip
+    lines: list[str] = []
+    seen, last_note = 0, start
+    assert child.stdout is not None
+    for line in child.stdout:  # libFuzzer's status lines: `#1024 pulse cov: ... exec/s: ...`
+        lines.append(line)
+        m = re.match(r"#(\d+)\s", line)
+        if m:
+            seen = int(m.group(1))
+        now = time.monotonic()
+        if now - last_note >= PROGRESS_EVERY:
+            last_note = now
+            progress(f"{name}: {seen} executions so far in this chunk, {now - start:.0f} s of "
+                     f"at most {seconds} s")  # fmt: skip
+    returncode = child.wait()
+    log = "".join(lines)
     m = re.search(r"stat::number_of_executed_units:\s*(\d+)", log) or re.search(
         r"Done (\d+) runs", log)
-    executions = int(m.group(1)) if m else 0
-    crashed = done.returncode != 0
+    executions = int(m.group(1)) if m else seen
+    crashed = returncode != 0
     if crashed:
         tail = "\n".join(log.strip().splitlines()[-25:])
-        print(f"--- {name}: finding (exit {done.returncode}) ---\n{tail}", file=sys.stderr)
+        print(f"--- {name}: finding (exit {returncode}) ---\n{tail}", file=sys.stderr)
     return executions, crashed
+
+
+PROGRESS_EVERY = 10.0
+"""Seconds between two progress lines of a running chunk."""
+
+
+def progress(message: str) -> None:
+    print(f"fuzz/run.py: {message}", file=sys.stderr, flush=True)
 
 
 def replay(name: str, paths: list[str]) -> int:

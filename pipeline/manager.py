@@ -167,13 +167,38 @@ def _check_literal_options(cls: type[ModulePass], spec: ArgSpec) -> None:
                 )
 
 
+def _option_names(cls: type[ModulePass]) -> list[str]:
+    """The pass's options as a pipeline spells them (kebab-case)."""
+    if not dataclasses.is_dataclass(cls):
+        return []
+    fields = sorted((f for f in dataclasses.fields(cls) if f.init and f.name != "name"),
+                    key=lambda f: f.kw_only)  # a pass's own options, then inherited ones  # fmt: skip
+    return [f.name.replace("_", "-") for f in fields]
+
+
+def _kebab_case(message: str, cls: type[ModulePass]) -> str:
+    """xDSL's option errors name options by their Python fields (`max_partitions`): spell them
+    as pipelines and the docs do."""
+    for option in _option_names(cls):
+        if "-" in option:
+            message = re.sub(rf"\b{re.escape(option.replace('-', '_'))}\b", option, message)
+    return message
+
+
 def instantiate(spec: ArgSpec, available: PassFactories) -> ModulePass:
     cls = load_pass(spec.name, available)
+    known = _option_names(cls)
+    unknown = [k for k in spec.parameters if k.replace("_", "-") not in known]
+    if unknown and known:
+        raise PipelineError(
+            f"bad options for pass '{spec.name}': unknown option(s) "
+            f"{', '.join(k.replace('_', '-') for k in unknown)} (its options: {', '.join(known)})"
+        )
     _check_literal_options(cls, spec)
     try:
         return cls.from_spec(spec)
     except ValueError as e:
-        raise PipelineError(f"bad options for pass '{spec.name}': {e}") from None
+        raise PipelineError(f"bad options for pass '{spec.name}': {_kebab_case(str(e), cls)}") from None
 
 
 def parse_passes(spec: str, available: PassFactories | None = None) -> list[ModulePass]:
@@ -200,10 +225,34 @@ class NamedPipeline(ModulePass):
     passes; they override `expansion`.
     """
 
+    start_after: str | None = field(default=None, kw_only=True)
+    """Run only the passes after this one (a pass or named pipeline the pipeline lists), e.g.
+    to continue a module that stopped there."""
+
+    stop_after: str | None = field(default=None, kw_only=True)
+    """Run the passes up to and including this one, then stop (e.g. `stop-after=partition-graph`
+    to change the partitioned module before the rest of the flow)."""
+
     def expansion(self) -> Sequence[str | ArgSpec | ModulePass]:
         """The passes to run, in order: textual specs (`"cse"`, `"a{x=1},b"`), `ArgSpec`s
         (see `pass_spec`) or pass instances. Entries may be named pipelines themselves."""
         raise NotImplementedError
+
+    def selected(self, entries: list[ArgSpec | ModulePass]) -> list[ArgSpec | ModulePass]:
+        """`entries` (the flattened expansion) cut by `start-after` and `stop-after`."""
+        names = [e.name for e in entries]
+        first, last = 0, len(entries)
+        for option, value in (("start-after", self.start_after), ("stop-after", self.stop_after)):
+            if value is None:
+                continue
+            if value not in names:
+                raise PipelineError(f"{self.name}: {option}={value}: no pass '{value}' in the "
+                                    f"pipeline (it runs: {', '.join(names)})")  # fmt: skip
+            if option == "start-after":
+                first = names.index(value) + 1
+            else:
+                last = names.index(value) + 1
+        return entries[first:last]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # Run as one opaque pass (e.g. from plain xdsl-opt); qaccel's drivers expand instead.
@@ -309,6 +358,7 @@ def expand(passes: Sequence[ModulePass], available: PassFactories | None = None)
             entries = [s for e in p.expansion() for s in _entry_specs(e)]
         except ValueError as e:
             raise PipelineError(f"{p.name}: bad expansion: {e}") from None
+        entries = p.selected(entries)
         for s in entries:
             if isinstance(s, ModulePass):
                 visit(s, inner_frames)
@@ -337,6 +387,33 @@ def expand(passes: Sequence[ModulePass], available: PassFactories | None = None)
     for p in passes:
         visit(p, ())
     return result
+
+
+PipelineLike = Union[str, ModulePass, Sequence[Union[str, ModulePass]]]
+"""A pipeline as the API takes it: its text (`"a,b{x=1}"`), a pass instance, or a list of
+either (a researcher's own pass needs no registration)."""
+
+
+def pipeline_passes(pipeline: PipelineLike, available: PassFactories | None = None) -> list[ModulePass]:
+    """The passes of a pipeline given as text, a pass instance or a list of them, named
+    pipelines not yet expanded. Raises PipelineError (also for a value of another type)."""
+    if isinstance(pipeline, str):
+        return parse_passes(pipeline, available) if pipeline.strip() else []
+    if isinstance(pipeline, ModulePass):
+        return [pipeline]
+    if isinstance(pipeline, type) and issubclass(pipeline, ModulePass):
+        raise PipelineError(f"pipeline: {pipeline.__name__} is a pass class; give an instance, "
+                            f"{pipeline.__name__}(...)")  # fmt: skip
+    if isinstance(pipeline, Sequence):
+        passes: list[ModulePass] = []
+        for entry in pipeline:
+            if not isinstance(entry, str | ModulePass):
+                raise PipelineError(f"pipeline: an entry is a {type(entry).__name__}, not a "
+                                    "pass name or spec (str) or a ModulePass instance")  # fmt: skip
+            passes.extend(pipeline_passes(entry, available))
+        return passes
+    raise PipelineError(f"pipeline: a {type(pipeline).__name__}, not a pass name or spec (str), "
+                        "a ModulePass instance or a list of them")  # fmt: skip
 
 
 def build_pipeline(spec: str, available: PassFactories | None = None) -> PassPipeline:
@@ -470,8 +547,9 @@ def verify_ir(module: ModuleOp) -> None:
 
 
 def _print_module(module: ModuleOp, stream: IO[str], **printer_options: Any) -> None:
-    Printer(stream=stream, **printer_options).print_op(module)
-    stream.write("\n")
+    from qaccel.dialects.printing import op_text  # xDSL's text (or elided), printed faster
+
+    stream.write(op_text(module, **printer_options))
 
 
 class IRPrinter(PassInstrumentation):
@@ -714,7 +792,7 @@ def _attribute_docs(cls: type) -> dict[str, str]:
 
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
-        if klass in (object, ModulePass, NamedPipeline) or not dataclasses.is_dataclass(klass):
+        if klass in (object, ModulePass) or not dataclasses.is_dataclass(klass):
             continue
         try:
             tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
@@ -763,6 +841,8 @@ def option_infos(cls: type[ModulePass], with_docs: bool = True) -> tuple[OptionI
     except Exception:
         hints = {}
     docs = _attribute_docs(cls) if with_docs else {}
+    ordered = sorted((f for f in dataclasses.fields(cls) if f.init and f.name != "name"),
+                     key=lambda f: f.kw_only)  # a pass's own options first  # fmt: skip
     return tuple(
         OptionInfo(
             f.name.replace("_", "-"),
@@ -770,8 +850,7 @@ def option_infos(cls: type[ModulePass], with_docs: bool = True) -> tuple[OptionI
             _default_text(f),
             docs.get(f.name, ""),
         )
-        for f in dataclasses.fields(cls)
-        if f.init and f.name != "name"
+        for f in ordered
     )
 
 

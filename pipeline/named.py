@@ -5,6 +5,11 @@ options typed `T | None = None` that pass through to inner passes, a docstring w
 line is the summary and which lists the passes), an entry in `pipeline/registry.py`, then
 `python -m qaccel.tools.gen_pass_docs`.
 
+Every named pipeline also takes `start-after=PASS` and `stop-after=PASS` (from
+`NamedPipeline`): `vta-pipeline{stop-after=partition-graph}` stops there so that the module can
+be changed, `vta-pipeline{start-after=partition-graph}` runs the rest (`pipeline/stage.py` reads
+where a module is from its IR, which `qaccel-compile` and `api.compile` use to continue it).
+
 To add a pass to a pipeline: register it in `pipeline/registry.py` under the name the
 pipeline already uses; passes named here but not registered yet are skipped (with a note).
 """

@@ -44,3 +44,4 @@ def test_short_atheris_run_finds_nothing(name):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"{name}: " in done.stdout and "no finding" in done.stdout
+    assert f"fuzz/run.py: {name}: chunk 1 done: " in done.stderr  # progress, not silence

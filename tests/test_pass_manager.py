@@ -238,9 +238,10 @@ def test_list_passes(capsys):
     vta = lines.index(next(line for line in lines if line.startswith("  vta-pipeline ")))
     assert "max-partitions: int | None = none  Passed to `partition-graph`" in lines[vta + 2]
     assert "bias-placement: alu|preload | None = none  Passed to `lower-q-to-accel`" in lines[vta + 3]
+    assert "stop-after: str | None = none  Run the passes up to and including" in lines[vta + 5]
     assert any(line.startswith("      runs: attach-target{target=vta}, fuse-composites, "
                                "legalize-tfl-to-q, annotate-target")
-               for line in lines[vta:vta + 5])  # fmt: skip
+               for line in lines[vta:vta + 7])  # fmt: skip
     assert any(line.startswith("  canonicalize ") for line in lines)
     assert "  test-broken               (not available: ImportError: no such module)" in lines
 

@@ -26,6 +26,8 @@ TOOLS = {
     "qaccel-run": "qaccel.tools.qaccel_run",
     "qaccel-sim": "qaccel.tools.qaccel_sim",
     "qaccel-sweep": "qaccel.tools.qaccel_sweep",
+    "qaccel-config": "qaccel.tools.qaccel_config",
+    "qaccel-report": "qaccel.tools.qaccel_report",
 }
 
 
@@ -63,6 +65,14 @@ def sim_main():
 
 def sweep_main():
     return _launch("qaccel-sweep")
+
+
+def config_main():
+    return _launch("qaccel-config")
+
+
+def report_main():
+    return _launch("qaccel-report")
 
 
 def generated_help(tool: str) -> str:

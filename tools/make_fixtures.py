@@ -608,6 +608,112 @@ FIXTURES: dict[str, Fixture] = {
 }
 
 
+def explain_difference(committed: bytes, rebuilt: bytes, limit: int = 8) -> list[str]:
+    """Why a rebuilt model differs from the committed one, as lines for `--check`: the
+    TensorFlow versions that converted each (the files' conversion metadata) and this
+    environment's, operators that differ, then per tensor (matched by subgraph and name) what
+    changed: shape, type, quantization (scales, zero points), constant data (how many values,
+    by how much). At most `limit` tensor lines."""
+    import re
+
+    from ai_edge_litert import schema_py_generated as fb
+
+    def converter_version(data: bytes) -> str:
+        m = fb.Model.GetRootAs(data, 0)
+        for i in range(m.MetadataLength()):
+            meta = m.Metadata(i)
+            if meta.Name() == b"CONVERSION_METADATA":
+                raw = m.Buffers(meta.Buffer()).DataAsNumpy()
+                data = b"" if isinstance(raw, int) else bytes(raw)
+                found = re.findall(rb"\d+\.\d+\.\d+[\w.+-]*", data)
+                return found[0].decode() if found else "unknown"
+        return "unknown (no conversion metadata)"
+
+    def tensors(data: bytes) -> dict[tuple[int, str], dict]:
+        m = fb.Model.GetRootAs(data, 0)
+        out = {}
+        for s in range(m.SubgraphsLength()):
+            sg = m.Subgraphs(s)
+            for t in range(sg.TensorsLength()):
+                tensor = sg.Tensors(t)
+                q = tensor.Quantization()
+                buf = m.Buffers(tensor.Buffer())
+                raw = buf.DataAsNumpy() if buf is not None and buf.DataLength() else None
+                out[(s, (tensor.Name() or b"").decode(errors="replace"))] = {
+                    "shape": tuple(tensor.ShapeAsNumpy()) if tensor.ShapeLength() else (),
+                    "type": tensor.Type(),
+                    "scale": tuple(q.ScaleAsNumpy()) if q is not None and q.ScaleLength() else (),
+                    "zero_point": (tuple(q.ZeroPointAsNumpy())
+                                   if q is not None and q.ZeroPointLength() else ()),
+                    "data": None if raw is None or isinstance(raw, int) else bytes(raw),
+                }  # fmt: skip
+        return out
+
+    dtypes = {fb.TensorType.INT8: np.int8, fb.TensorType.INT32: np.int32,
+              fb.TensorType.UINT8: np.uint8, fb.TensorType.INT16: np.int16,
+              fb.TensorType.FLOAT32: np.float32, fb.TensorType.INT64: np.int64}  # fmt: skip
+    lines = [f"converted by TensorFlow {converter_version(committed)} (committed file) vs "
+             f"{converter_version(rebuilt)} (rebuilt), now running {_versions()}"]  # fmt: skip
+    if operator_set(committed) != operator_set(rebuilt):
+        lines.append(f"operators differ: committed {describe(committed)}; rebuilt "
+                     f"{describe(rebuilt)}")  # fmt: skip
+    a, b = tensors(committed), tensors(rebuilt)
+    changes = []
+    for key in sorted(set(a) | set(b)):
+        name = f"'{key[1]}'" + (f" (subgraph {key[0]})" if key[0] else "")
+        if key not in a or key not in b:
+            changes.append(f"tensor {name} only in the {'rebuilt' if key in b else 'committed'} model")
+            continue
+        x, y = a[key], b[key]
+        what = []
+        if x["shape"] != y["shape"] or x["type"] != y["type"]:
+            what.append(f"shape/type {x['shape']} -> {y['shape']}")
+        if x["scale"] != y["scale"]:
+            sa, sb = np.asarray(x["scale"]), np.asarray(y["scale"])
+            if sa.shape == sb.shape and sa.size:
+                rel = float(np.max(np.abs(sa - sb) / np.maximum(np.abs(sa), 1e-30)))
+                what.append(f"quantization scale differs ({sa.size} value(s), by up to {rel:.2%})")
+            else:
+                what.append(f"quantization scales: {sa.size} -> {sb.size} (per-channel or "
+                            "per-tensor changed)")  # fmt: skip
+        if x["zero_point"] != y["zero_point"]:
+            za, zb = ([int(v) for v in t["zero_point"][:4]] for t in (x, y))
+            what.append(f"zero points {za} -> {zb}")
+        if x["data"] != y["data"]:
+            dtype = dtypes.get(y["type"])
+            if x["data"] is None or y["data"] is None or dtype is None \
+                    or len(x["data"]) != len(y["data"]):  # fmt: skip
+                what.append("constant data differs")
+            else:
+                va = np.frombuffer(x["data"], dtype).astype(np.float64)
+                vb = np.frombuffer(y["data"], dtype).astype(np.float64)
+                differ = va != vb
+                what.append(f"{int(differ.sum())} of {va.size} constant values differ (max "
+                            f"|diff| {float(np.max(np.abs(va - vb)[differ])):g})")  # fmt: skip
+        if what:
+            changes.append(f"tensor {name}: {'; '.join(what)}")
+    lines += changes[:limit]
+    if len(changes) > limit:
+        lines.append(f"... and {len(changes) - limit} more tensors differ")
+    if not changes and len(lines) == 1:
+        lines.append("same tensors, operators and constants: the difference is in the "
+                     "flatbuffer's layout or metadata")  # fmt: skip
+    return lines
+
+
+def _versions() -> str:
+    """TensorFlow, Keras and NumPy as installed (what would rebuild the fixtures now)."""
+    from importlib import metadata
+
+    found = []
+    for dist in ("tensorflow-cpu", "tensorflow", "keras", "numpy", "ai-edge-litert"):
+        try:
+            found.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return ", ".join(found) or "no TensorFlow"
+
+
 def describe(model: bytes) -> str:
     parts = []
     for index, counts in enumerate(operator_set(model)):
@@ -658,6 +764,9 @@ def main(argv: list[str] | None = None) -> int:
             same = path.exists() and path.read_bytes() == model
             status = "identical" if same else "DIFFERS" if path.exists() else "MISSING"
             failures += not same
+            if path.exists() and not same:
+                for line in explain_difference(path.read_bytes(), model):
+                    print(f"  why: {line}")
         else:
             directory.mkdir(parents=True, exist_ok=True)
             path.write_bytes(model)

@@ -3,12 +3,17 @@
     qaccel-compile model.tflite -o out/                  # vta-pipeline, default hardware
     qaccel-compile model.tflite -o out/ --config hw.json --quiet
     qaccel-compile model.tflite -o out/ --plot layers.png  # per-layer cycles vs. roofline
-    qaccel-compile scheduled.mlir -o out/ -p ''                 # IR after vta-pipeline (edited)
+    qaccel-compile partitioned.mlir -o out/   # IR of any stage (edited): continues from there
     qaccel-run out/ --random-inputs 0 --outputs-dir res --compare-litert
 
-Runs the pipeline (`-p`, default `vta-pipeline`; with `--config`, `vta-pipeline{config=...}`,
-or `attach-target{target=vta config=...}` before another pipeline; the artifact is built for
-the module's `#accel.target`) on the imported model or on MLIR text, then emits every formed
+Runs the passes of `vta-pipeline` that the module has not had yet (its stage is read from the
+IR: a `.tflite` gets them all, MLIR text saved after `partition-graph` the ones after it, so
+changes made to it are kept; `--config` goes to `attach-target`, or must match the target the
+module already has) or the pipeline `-p` (with `--config`, `vta-pipeline{config=...}`, or
+`attach-target{target=vta config=...}` before another pipeline; a pipeline that would run a
+finished pass again is refused); the artifact is built for the module's `#accel.target`. The
+report's MAC share is of the model's MACs, counted from the module's ops at its stage. Then it
+emits every formed
 accelerator layer (`accel.layer`) with the schedule its `#accel.schedule` gives (the search's or
 the emitter's choice for layers without one) (`backends/vta/compile.py`) and writes
 OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
@@ -63,11 +68,21 @@ def _fail(message: str) -> NoReturn:
     fail(PROG, message)
 
 
+class _GivenPipeline(argparse.Action):
+    """`-p` given explicitly (else the module continues from its stage)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.passes_given = True
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("model", help="a .tflite model, or MLIR text (.mlir) at any stage of the flow")
     ap.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="artifact folder")
-    ap.add_argument("-p", "--passes", default="vta-pipeline", help="pass pipeline")
+    ap.add_argument("-p", "--passes", default="vta-pipeline", action=_GivenPipeline,
+                    help="pass pipeline (default: the passes of vta-pipeline after the "
+                    "module's stage; one that would redo a finished pass is refused)")
     ap.add_argument("--config", type=Path, help="hardware config JSON (default: VTA default)")
     ap.add_argument("--quiet", action="store_true", help="no progress, no report table")
     ap.add_argument("--plot", type=Path, metavar="FILE.png",
@@ -83,7 +98,7 @@ def parser() -> argparse.ArgumentParser:
 
 def compile_model(
     model_path: Path,
-    passes: str = "vta-pipeline",
+    passes: str | None = None,
     progress=None,
     args: argparse.Namespace | None = None,
     config_path: Path | None = None,
@@ -91,7 +106,8 @@ def compile_model(
     """Import, run the pipeline, compile: the `CompiledModel` and the model's bytes."""
     from xdsl.dialects import func
 
-    from qaccel.dialects.macs import op_macs
+    from qaccel.dialects.macs import model_macs
+    from qaccel.pipeline.stage import check_no_redo, continuation
 
     try:
         data = model_path.read_bytes()
@@ -111,8 +127,11 @@ def compile_model(
         check_memory(module, str(model_path))
     except ExecutionError as e:
         raise CompileError(str(e)) from None
-    total_macs = sum(op_macs(op) for op in module.walk())
-    if config_path is not None:  # the module's #accel.target: every pass and the emitter use it
+    total_macs = model_macs(module)  # the model's, from its ops at whatever stage it is
+    explicit = passes is not None
+    if not explicit:  # continue from the module's stage
+        passes = continuation(module, None if config_path is None else str(config_path))
+    elif config_path is not None:  # the module's #accel.target: every pass and the emitter use it
         config = f'"{config_path}"'
         if passes == "vta-pipeline":
             passes = f"vta-pipeline{{config={config}}}"
@@ -122,6 +141,8 @@ def compile_model(
     ns.passes = passes
     ns.report_partitioning = True  # partition-graph's summary on stderr (--quiet drops stderr)
     manager, _ = pass_manager_for(ns, available_passes(), PROG)
+    if explicit:
+        check_no_redo(module, [s.name for s in manager.passes], f"-p '{passes}'")
     manager.run(qaccel_context(), module)
     compiled = compile_module(module, total_macs=total_macs, progress=progress)
     return compiled, source
@@ -149,7 +170,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     # --quiet: the passes' summaries (e.g. partition-graph's) too; errors still raise.
     with contextlib.redirect_stderr(io.StringIO()) if args.quiet else contextlib.nullcontext():
-        compiled, data = compile_model(Path(args.model), args.passes,
+        passes = args.passes if getattr(args, "passes_given", False) else None
+        compiled, data = compile_model(Path(args.model), passes,
                                        progress if tty else None, args, args.config)  # fmt: skip
     if tty:
         print("\r\033[K", end="", file=sys.stderr, flush=True)

@@ -8,6 +8,11 @@ MLIR or writes `-t tflite`.
     qaccel-opt model.tflite -p 'vta-pipeline{max-partitions=4}' --verify-semantics \
         --pass-timing --print-ir-after=legalize-tfl-to-q
 
+`--help` lists qaccel's options; `--help-all` adds xDSL's own. xDSL's `--time-passes` and
+`--print-between-passes` are accepted as aliases of `--pass-timing` and `--print-ir-after-all`.
+`--elide-elementsattrs-if-larger=N` prints large constants as `dense_resource<__elided__>`
+(readable; such text does not parse back).
+
 Pass-manager flags (named pipelines are expanded first, so these see the passes inside):
 `--print-ir-after-all`, `--print-ir-after=PASS` (repeatable, or comma-separated; PASS may be a
 named pipeline) dump the IR to stderr; `--pass-timing` prints MLIR's execution time table to
@@ -89,6 +94,10 @@ def add_pass_manager_arguments(ap: argparse.ArgumentParser, semantics: bool = Tr
     ap.add_argument("--explain-partitioning", action="store_true",
                     help="print why every op left on the CPU was not partitioned (sets "
                     "explain=true on every partition-graph pass)")
+    ap.add_argument("--elide-elementsattrs-if-larger", type=int, metavar="N", default=None,
+                    help="print constants (dense elements, arrays, lane lists) of more than N "
+                    "elements as dense_resource<__elided__> / __elided__ in printed IR; such "
+                    "text is for reading and does not parse back")
 
 
 def normalize_argv(argv: Sequence[str] | None) -> list[str]:
@@ -121,9 +130,10 @@ def pass_manager_for(
     IRPrinter.check_names(after, passes, "--print-ir-after")
     instrumentations: list[PassInstrumentation] = []
     if args.print_ir_after_all or after:
-        instrumentations.append(
-            IRPrinter(args.print_ir_after_all, after, printer_options=printer_options)
-        )
+        options = dict(printer_options or {})
+        if getattr(args, "elide_elementsattrs_if_larger", None) is not None:
+            options["elide_larger_than"] = args.elide_elementsattrs_if_larger
+        instrumentations.append(IRPrinter(args.print_ir_after_all, after, printer_options=options))
     if getattr(args, "verify_semantics", None) is not None:
         instrumentations.append(SemanticsVerifier(args.verify_semantics))
     timing = PassTiming() if args.pass_timing else None
@@ -172,6 +182,36 @@ def list_passes(available: Mapping[str, Callable[[], type[ModulePass]]], stream:
     stream.write("\n".join(lines) + "\n")
 
 
+_XDSL_SHOWN = {"help", "input_file", "passes", "target", "output_file", "frontend", "split_input_file"}
+"""xDSL's arguments that `--help` shows with qaccel's (the others are behind --help-all)."""
+
+_ALIASES = {"time_passes": "--pass-timing", "print_between_passes": "--print-ir-after-all"}
+"""xDSL's flags that are accepted as aliases of qaccel's and never listed."""
+
+
+def _qaccel_help_first(ap: argparse.ArgumentParser, xdsl_actions: list, show_all: bool) -> None:
+    """`--help` lists the input, -p, -t, -o, -f and qaccel's options first; xDSL's other
+    options only with `--help-all`, after them. xDSL's aliases of qaccel's flags never."""
+    for action in xdsl_actions:
+        if action.dest in _ALIASES:
+            action.help = argparse.SUPPRESS
+        elif action.dest not in _XDSL_SHOWN and not show_all:
+            action.help = argparse.SUPPRESS
+        elif action.dest == "passes" and not show_all:
+            action.help = ("pass pipeline, e.g. 'vta-pipeline{stop-after=partition-graph}' "
+                           "(--list-passes: qaccel's passes and pipelines, then xDSL's)")  # fmt: skip
+        elif action.dest == "target" and not show_all:
+            action.help = ("output: mlir (default), tflite (a .tflite flatbuffer), dot (the "
+                           "partitioned graph); --help-all lists xDSL's targets")  # fmt: skip
+    shown_first = [a for a in xdsl_actions if a.dest in _XDSL_SHOWN]
+    rest = [a for a in xdsl_actions if a.dest not in _XDSL_SHOWN]
+    ours = [a for a in ap._actions if a not in xdsl_actions]
+    order = shown_first + ours + rest
+    for group in ap._action_groups:
+        group._group_actions.sort(key=order.index)
+    ap._actions.sort(key=order.index)
+
+
 def _import_tflite(data: bytes, source: str):
     # The flatbuffer reader is loaded only for .tflite input: every start would pay for it.
     from qaccel.frontend.tflite_import import import_tflite
@@ -196,12 +236,14 @@ class QaccelOptMain(xDSLOptMain):
 
     def __init__(
         self,
-        description: str = "qaccel modular optimizer driver",
+        description: str = "qaccel modular optimizer driver (--help-all: xDSL's options too)",
         args: Sequence[str] | None = None,
         extra_passes: Mapping[str, Callable[[], type[ModulePass]]] | None = None,
     ):
         self.extra_passes = dict(extra_passes or {})
-        super().__init__(description=description, args=normalize_argv(args))
+        argv = normalize_argv(args)
+        self.help_all = "--help-all" in argv
+        super().__init__(description=description, args=argv)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         def error(message: str) -> NoReturn:
@@ -209,6 +251,7 @@ class QaccelOptMain(xDSLOptMain):
 
         arg_parser.error = error  # type: ignore[method-assign]
         super().register_all_arguments(arg_parser)
+        xdsl_actions = list(arg_parser._actions)
         add_pass_manager_arguments(arg_parser)
         arg_parser.add_argument("--list-passes", action="store_true",
                                 help="list every pass and named pipeline with its summary and "
@@ -219,6 +262,9 @@ class QaccelOptMain(xDSLOptMain):
         arg_parser.add_argument("--list-fusions", action="store_true",
                                 help="list every fusion of fuse-composites (built-in and "
                                 "`qaccel.fusions` plugins) with where it comes from, then exit")
+        arg_parser.add_argument("--help-all", action="help",
+                                help="show the help with xDSL's own options and exit")
+        _qaccel_help_first(arg_parser, xdsl_actions, self.help_all)
 
     def register_all_passes(self):
         super().register_all_passes()
@@ -293,7 +339,15 @@ class QaccelOptMain(xDSLOptMain):
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
         start = time.perf_counter()
-        text = super().output_resulting_program(prog)
+        if self.args.elide_elementsattrs_if_larger is not None and self.args.target == "mlir":
+            from qaccel.dialects.printing import op_text
+
+            text = op_text(prog, self.args.elide_elementsattrs_if_larger,
+                           print_generic_format=self.args.print_op_generic,
+                           print_properties_as_attributes=self.args.print_no_properties,
+                           print_debuginfo=self.args.print_debuginfo)  # fmt: skip
+        else:
+            text = super().output_resulting_program(prog)
         if self.timing is not None:
             self.timing.add(("output",), f"Output ({self.args.target})", time.perf_counter() - start)
         return text

@@ -290,7 +290,7 @@ def run_vta(args) -> int:
             model_file = path / "model.tflite"
             model_bytes = model_file.read_bytes() if model_file.is_file() else None
         else:
-            compiled, model_bytes = compile_model(path, args.passes or "vta-pipeline",
+            compiled, model_bytes = compile_model(path, args.passes or None,
                                                   config_path=args.config)  # fmt: skip
         function = entry_function(compiled.module)
         inputs = _inputs_for(args, function)

@@ -145,7 +145,8 @@ def build_report(compiled: CompiledModel, total_macs: int | None) -> dict:
                 "host_read_bytes"):  # fmt: skip
         totals[key] = sum(f[key] for f in functions)
     return {
-        "config": c.name, "layers": rows, "totals": totals, "functions": functions,
+        "config": c.name, "config_hash": c.content_hash,
+        "layers": rows, "totals": totals, "functions": functions,
         "host_fallbacks": [fb.line() for fb in compiled.fallbacks],
     }  # fmt: skip
 
@@ -197,4 +198,93 @@ def format_report(report: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["alu_report", "build_report", "format_report", "gemm_report"]
+def _layer_key(row: dict) -> tuple[str, int]:
+    return (row["function"], int(row["layer"]))
+
+
+def _dram(row: dict) -> int:
+    return int(row["dram_read_bytes"]) + int(row["dram_write_bytes"])
+
+
+def diff_reports(a: dict, b: dict) -> dict:
+    """Two reports layer by layer: layers are matched by (function, index) and described by
+    both sides' descriptions; a layer only one side has is listed with None on the other.
+    Each row: cycles, GEMM utilization and DRAM bytes of both, and the cycle ratio b/a."""
+    rows_a = {_layer_key(r): r for r in a["layers"]}
+    rows_b = {_layer_key(r): r for r in b["layers"]}
+    keys = list(rows_a) + [k for k in rows_b if k not in rows_a]
+    rows = []
+    for key in keys:
+        ra, rb = rows_a.get(key), rows_b.get(key)
+        row = {"function": key[0], "layer": key[1]}
+        for side, r in (("a", ra), ("b", rb)):
+            row[f"cycles_{side}"] = None if r is None else int(r["cycles"])
+            row[f"util_{side}"] = None if r is None else float(r["gemm_utilization"])
+            row[f"dram_{side}"] = None if r is None else _dram(r)
+            row[f"description_{side}"] = None if r is None else r["description"]
+        if ra is not None and rb is not None:
+            row["cycles_ratio"] = rb["cycles"] / max(1, ra["cycles"])
+        else:
+            row["cycles_ratio"] = None
+        rows.append(row)
+    ta, tb = a["totals"], b["totals"]
+    totals = {}
+    for key in ("cycles", "ms", "gemm_utilization", "dram_bytes", "layers", "host_fallback_ops",
+                "accelerator_mac_share"):  # fmt: skip
+        totals[key] = (ta.get(key), tb.get(key))
+    configs = tuple((r.get("config"), r.get("config_hash")) for r in (a, b))
+    return {"configs": configs, "layers": rows, "totals": totals}
+
+
+def format_diff(diff: dict, names: tuple[str, str] = ("A", "B")) -> str:
+    """`diff_reports`'s result as a table: per layer cycles A -> B (ratio), utilization and
+    DRAM bytes of both; then the totals."""
+    na, nb = names
+
+    def num(v) -> str:
+        return "-" if v is None else str(v)
+
+    def pct(v) -> str:
+        return "-" if v is None else f"{v:.1%}"
+
+    columns = ("layer", f"cycles {na}", f"cycles {nb}", "ratio", f"util {na}", f"util {nb}",
+               f"DRAM B {na}", f"DRAM B {nb}", "description")  # fmt: skip
+    table = []
+    for r in diff["layers"]:
+        desc = r["description_a"] or r["description_b"] or ""
+        if r["description_a"] and r["description_b"] and r["description_a"] != r["description_b"]:
+            desc = f"{r['description_a']} | {nb}: {r['description_b']}"
+        ratio = "-" if r["cycles_ratio"] is None else f"{r['cycles_ratio']:.2f}x"
+        table.append((f"{r['function']}/{r['layer']}", num(r["cycles_a"]), num(r["cycles_b"]),
+                      ratio, pct(r["util_a"]), pct(r["util_b"]), num(r["dram_a"]),
+                      num(r["dram_b"]), desc))  # fmt: skip
+    widths = [max(len(c) for c in col) for col in zip(columns, *table)]
+
+    def line(cells) -> str:
+        return "  ".join(c.ljust(w) if i in (0, len(columns) - 1) else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()  # fmt: skip
+
+    lines = []
+    for name, (config, digest) in zip(names, diff["configs"]):
+        lines.append(f"{name}: configuration {config or 'unknown'}"
+                     f"{f' (content hash {digest})' if digest else ''}")  # fmt: skip
+    head = [line(columns)] + [line(row) for row in table]
+    rule = "-" * max(len(h) for h in head)
+    lines += [head[0], rule, *head[1:], rule]
+    t = diff["totals"]
+    ca, cb = t["cycles"]
+    ratio = f" ({cb / max(1, ca):.2f}x)" if ca is not None and cb is not None else ""
+    ms = ["-" if v is None else f"{v:.3f}" for v in t["ms"]]
+    lines.append(f"total cycles: {num(ca)} -> {num(cb)}{ratio}; ms: {ms[0]} -> {ms[1]}")
+    lines.append(f"GEMM utilization: {pct(t['gemm_utilization'][0])} -> "
+                 f"{pct(t['gemm_utilization'][1])}; DRAM bytes: {num(t['dram_bytes'][0])} -> "
+                 f"{num(t['dram_bytes'][1])}")  # fmt: skip
+    lines.append(f"accelerator layers: {num(t['layers'][0])} -> {num(t['layers'][1])}; host "
+                 f"fallbacks: {num(t['host_fallback_ops'][0])} -> "
+                 f"{num(t['host_fallback_ops'][1])}; MAC share: "
+                 f"{pct(t['accelerator_mac_share'][0])} -> {pct(t['accelerator_mac_share'][1])}")  # fmt: skip
+    return "\n".join(lines)
+
+
+__all__ = ["alu_report", "build_report", "diff_reports", "format_diff", "format_report",
+           "gemm_report"]

@@ -109,3 +109,51 @@ def plot_report(report: dict, path: str | Path, model: str | None = None) -> Non
 
 
 __all__ = ["MISSING", "PlotError", "plot_report", "require_matplotlib"]
+
+
+def plot_report_diff(diff: dict, path: str | Path, names: tuple[str, str] = ("A", "B")) -> None:
+    """Draw `diff_reports`'s result into `path`: per layer, the cycles of A and B side by side
+    (log scale) over their ratio B/A, and the GEMM utilization of both. Raises `PlotError`
+    without matplotlib or when the file cannot be written."""
+    require_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = diff["layers"]
+    n = len(rows)
+    fig = Figure(figsize=(min(24.0, max(8.0, 3.0 + 0.3 * n)), 7.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+    xs = list(range(n))
+    width = 0.4
+    for offset, side, name, color in ((-width / 2, "a", names[0], "tab:blue"),
+                                      (width / 2, "b", names[1], "tab:orange")):  # fmt: skip
+        top.bar([x + offset for x in xs], [max(1, r[f"cycles_{side}"] or 0) for r in rows],
+                width=width, label=name, color=color, zorder=2)  # fmt: skip
+        bottom.plot(xs, [r[f"util_{side}"] if r[f"util_{side}"] is not None else float("nan")
+                         for r in rows], marker="o", color=color, label=name)  # fmt: skip
+    top.set_yscale("log")
+    top.set_ylabel("cycles (timing model)")
+    top.grid(axis="y", which="both", alpha=0.3, zorder=0)
+    top.legend(loc="upper right")
+    for x, r in zip(xs, rows):
+        if r["cycles_ratio"] is not None:
+            top.annotate(f"{r['cycles_ratio']:.2f}x", (x, max(1, r["cycles_a"] or 1,
+                                                              r["cycles_b"] or 1)),
+                         ha="center", va="bottom", fontsize=7)  # fmt: skip
+    bottom.set_ylabel("GEMM utilization")
+    bottom.set_ylim(0, 1)
+    bottom.grid(alpha=0.3)
+    several = len({r["function"] for r in rows}) > 1
+    bottom.set_xticks(xs, [f"{r['function']}/{r['layer']}" if several else str(r["layer"])
+                           for r in rows], rotation=90 if n > 20 else 0, fontsize=8)  # fmt: skip
+    bottom.set_xlabel("accelerator layer")
+    t = diff["totals"]
+    (ca, cb), ((conf_a, _), (conf_b, _)) = t["cycles"], diff["configs"]
+    ratio = f" ({cb / max(1, ca):.2f}x)" if ca and cb else ""
+    top.set_title(f"{names[0]} ({conf_a}) vs {names[1]} ({conf_b}): {ca:,} -> {cb:,} "
+                  f"cycles{ratio}", fontsize=10)  # fmt: skip
+    try:
+        fig.savefig(path, dpi=100)
+    except (OSError, ValueError) as e:
+        raise PlotError(f"cannot write plot '{path}': {e}") from None

@@ -47,7 +47,9 @@ INT_RANGES = {
 
 @dataclass(frozen=True)
 class HardwareConfig:
-    name: str = "vta-default"
+    name: str = ""
+    """Reports and errors call the configuration this. Left empty, it is `vta-default` when
+    every other key has VTA's default value and `custom` otherwise."""
     # Geometry, as log2 like VTA's vta_config.json.
     log_inp_width: int = 3  # int8 inputs
     log_wgt_width: int = 3  # int8 weights
@@ -72,6 +74,10 @@ class HardwareConfig:
     store_requant: bool = False
 
     def __post_init__(self):
+        if self.name == "":
+            default = all(getattr(self, f.name) == f.default for f in fields(self)
+                          if f.name != "name")  # fmt: skip
+            object.__setattr__(self, "name", "vta-default" if default else "custom")
         for f in fields(self):
             value = getattr(self, f.name)
             shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
@@ -104,29 +110,58 @@ class HardwareConfig:
             )
         if self.log_batch != 0:
             raise ConfigError("hardware config: only log_batch=0 (BATCH=1) is supported")
-        if self.bus_width_bytes < 1 or self.gemm_cycles_per_uop < 1 or self.alu_cycles_per_uop < 1:
-            raise ConfigError("hardware config: bus width and per-uop cycle counts must be >= 1")
+        problems = self.fit_problems()
+        if problems:
+            message, keys = problems[0]
+            raise ConfigError(f"{message}; {describe_fixes(self, keys)}")
+
+    def fit_problems(self) -> list[tuple[str, tuple[tuple[str, int], ...]]]:
+        """What keeps this configuration's ISA from encoding it: (message, the keys that can
+        fix it, each with +1 if it must grow or -1 if it must shrink), in check order."""
+        out: list[tuple[str, tuple[tuple[str, int], ...]]] = []
+        who = f"hardware config {self.name!r}"
         for key in ("uop", "inp", "wgt", "acc"):
             if self.depth(key) < 1:
-                raise ConfigError(f"hardware config: log_{key}_buff_size is too small for one element")
-        word0 = 7 + 1 + self.log_uop_depth + (self.log_uop_depth + 1) + 14 + 14
-        word1_gemm = 2 * (self.log_acc_depth + self.log_inp_depth + self.log_wgt_depth)
-        word1_alu = 4 * self.log_acc_depth + 3 + 1 + 16
-        uop_bits = self.log_acc_depth + self.uop_src_bits + self.log_wgt_depth
-        if word0 > 64 or word1_gemm > 64 or word1_alu > 64:
-            raise ConfigError(
-                f"hardware config {self.name!r}: GEMM/ALU fields need {word0}+"
-                f"{max(word1_gemm, word1_alu)} bits, more than two 64-bit words"
-            )
+                out.append((f"hardware config: log_{key}_buff_size is too small for one element "
+                            f"({self.elem_bytes(key)} bytes)", ((f"log_{key}_buff_size", +1),)))  # fmt: skip
+        if out:
+            return out
+        la, li, lw, lu = self.log_acc_depth, self.log_inp_depth, self.log_wgt_depth, self.log_uop_depth
+        word0 = 7 + 1 + lu + (lu + 1) + 14 + 14
+        word1_gemm = 2 * (la + li + lw)
+        word1_alu = 4 * la + 3 + 1 + 16
+        uop_bits = la + self.uop_src_bits + lw
+        grow_block = ("log_block", +1)  # wider blocks: fewer, larger rows in the same bytes
+        if word0 > 64:
+            out.append((f"{who}: GEMM/ALU fields need {word0}+{max(word1_gemm, word1_alu)} bits, "
+                        f"more than two 64-bit words: the first word needs 2 x log uop depth "
+                        f"{lu} + 37 = {word0} bits > 64", (("log_uop_buff_size", -1),)))  # fmt: skip
+        if word1_gemm > 64:
+            out.append((f"{who}: GEMM/ALU fields need {word0}+{max(word1_gemm, word1_alu)} bits, "
+                        f"more than two 64-bit words: the GEMM word needs 2 x (log depths acc "
+                        f"{la} + inp {li} + wgt {lw}) = {word1_gemm} bits > 64",
+                        (("log_acc_buff_size", -1), ("log_inp_buff_size", -1),
+                         ("log_wgt_buff_size", -1), grow_block)))  # fmt: skip
+        if word1_alu > 64:
+            out.append((f"{who}: GEMM/ALU fields need {word0}+{max(word1_gemm, word1_alu)} bits, "
+                        f"more than two 64-bit words: the ALU word needs 4 x log acc depth {la} "
+                        f"+ 20 = {word1_alu} bits > 64",
+                        (("log_acc_buff_size", -1), grow_block)))  # fmt: skip
         if uop_bits > 32:
-            raise ConfigError(f"hardware config {self.name!r}: micro-op fields need {uop_bits} bits > 32")
-        if self.store_requant and self.log_acc_depth + 2 > 16:
-            raise ConfigError(
-                f"hardware config {self.name!r}: store_requant needs a parameter row field of "
-                f"{self.log_acc_depth} bits plus 2 step bits in 16"
-            )
-        if self.depth("inp") > 1 << 16 or self.depth("acc") > 1 << 16:
-            raise ConfigError("hardware config: buffers deeper than the 16-bit sram_base field")
+            out.append((f"{who}: micro-op fields need {uop_bits} bits > 32 (log depths acc {la} "
+                        f"+ max(acc, inp) {self.uop_src_bits} + wgt {lw})",
+                        (("log_acc_buff_size", -1), ("log_inp_buff_size", -1),
+                         ("log_wgt_buff_size", -1), grow_block)))  # fmt: skip
+        if self.store_requant and la + 2 > 16:
+            out.append((f"{who}: store_requant needs a parameter row field of {la} bits plus 2 "
+                        "step bits in 16", (("log_acc_buff_size", -1), ("store_requant", -1),
+                                            grow_block)))  # fmt: skip
+        for key in ("inp", "acc"):
+            if self.depth(key) > 1 << 16:
+                out.append((f"hardware config: log_{key}_buff_size makes the {key} buffer "
+                            f"{self.depth(key)} rows deep, more than the 16-bit sram_base field "
+                            "addresses", ((f"log_{key}_buff_size", -1), grow_block)))  # fmt: skip
+        return out
 
     # --- derived geometry -------------------------------------------------------------------
     @property
@@ -191,12 +226,14 @@ class HardwareConfig:
 
     # --- (de)serialization ------------------------------------------------------------------
     @staticmethod
-    def from_dict(data: dict) -> HardwareConfig:
+    def from_dict(data: dict, default_name: str = "custom") -> HardwareConfig:
+        """The configuration of `data`; without a `name` it is called `default_name` (never
+        `vta-default`, which is VTA's own configuration)."""
         known = {f.name for f in fields(HardwareConfig)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"hardware config: unknown key(s) {', '.join(unknown)}")
-        return HardwareConfig(**data)
+        return HardwareConfig(**{"name": default_name, **data})
 
     @staticmethod
     def from_json(path: str | Path) -> HardwareConfig:
@@ -217,13 +254,95 @@ class HardwareConfig:
             raise ConfigError(f"{path}: cannot read hardware config: {e}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: hardware config must be a JSON object")
-        try:
-            return HardwareConfig.from_dict(data)
+        try:  # a file without a name is called after the file (`small.json`: `small`)
+            return HardwareConfig.from_dict(data, Path(path).stem.replace("_", "-"))
         except ConfigError as e:
             raise ConfigError(f"{path}: {e}") from None
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def content_hash(self) -> str:
+        """12 hex digits of SHA-256 over every key but `name`: two configurations compile
+        alike exactly when their hashes are equal, whatever they are called."""
+        import hashlib
+
+        data = {k: v for k, v in self.to_dict().items() if k != "name"}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _unchecked(values: dict) -> HardwareConfig:
+    """A configuration with `values`, without the checks (to test candidate fixes)."""
+    config = object.__new__(HardwareConfig)
+    for f in fields(HardwareConfig):
+        object.__setattr__(config, f.name, values.get(f.name, f.default))
+    return config
+
+
+def fixes(config: HardwareConfig, keys) -> list[tuple[str, object]]:
+    """For each (key, direction) of a problem: the nearest value in that direction, within the
+    key's range, that makes the whole configuration fit with every other key unchanged."""
+    values = config.to_dict()
+    out: list[tuple[str, object]] = []
+    for key, direction in keys:
+        if key == "store_requant":
+            candidates: list[object] = [False] if values[key] else []
+        else:
+            lo, hi = INT_RANGES[key]
+            stop = lo - 1 if direction < 0 else hi + 1
+            candidates = list(range(values[key] + direction, stop, direction))
+        for value in candidates:
+            trial = _unchecked({**values, key: value})
+            try:
+                if not trial.fit_problems():
+                    out.append((key, value))
+                    break
+            except (ZeroDivisionError, ValueError, KeyError):  # noqa: PERF203 - a few trials
+                continue
+    return out
+
+
+def shrink_together(config: HardwareConfig, keys) -> dict[str, int] | None:
+    """The buffer sizes among `keys` that must shrink, each reduced by the same smallest
+    number of steps that makes the configuration fit (None if no such number)."""
+    values = config.to_dict()
+    shrink = [k for k, d in keys if d < 0 and k.startswith("log_")]
+    if len(shrink) < 2:
+        return None
+    for step in range(1, 25):
+        trial = {**values, **{k: values[k] - step for k in shrink}}
+        if any(trial[k] < INT_RANGES[k][0] for k in shrink):
+            return None
+        try:
+            if not _unchecked(trial).fit_problems():
+                return {k: trial[k] for k in shrink}
+        except (ZeroDivisionError, ValueError, KeyError):
+            continue
+    return None
+
+
+def describe_fixes(config: HardwareConfig, keys) -> str:
+    """`set log_inp_buff_size to 13 (or less), or log_block to 5 ...`: what `fixes` and
+    `shrink_together` find."""
+    found = fixes(config, keys)
+    together = shrink_together(config, keys)
+    names = ", ".join(k for k, _ in keys)
+    if not found and not together:
+        return f"no change of one key alone fits ({names}): change several"
+    parts = []
+    if together:
+        step = config.to_dict()[next(iter(together))] - next(iter(together.values()))
+        parts.append(" and ".join(f"{k} to {v}" for k, v in together.items())
+                     + f" ({step} less each)")  # fmt: skip
+    for key, value in found:
+        if isinstance(value, bool):
+            parts.append(f"{key} to {str(value).lower()}")
+        else:
+            more = dict(keys)[key] < 0
+            parts.append(f"{key} to {value} ({'or less' if more else 'or more'}; now "
+                         f"{getattr(config, key)})")  # fmt: skip
+    return "set " + ", or ".join(parts)
 
 
 DEFAULT_CONFIG = HardwareConfig()

@@ -1,9 +1,14 @@
 // A named pipeline expands to its passes, its options passing through to them; an entry that
 // names a pass not registered yet is skipped with a note, but an option for it is an error.
+// Every named pipeline takes start-after=PASS and stop-after=PASS; option errors name options
+// in kebab-case, as pipelines spell them.
 // RUN: python %S/Inputs/opt_with_test_passes.py %s -p 'test-pipeline{value=7}' 2>&1 | filecheck %s
 // RUN: not python %S/Inputs/opt_with_test_passes.py %s -p 'test-pipeline{late=3}' 2>&1 | filecheck %s --check-prefix=LATE
 // RUN: not python %S/Inputs/opt_with_test_passes.py %s -p 'test-pipeline{bogus=3}' 2>&1 | filecheck %s --check-prefix=BOGUS
 // RUN: not qaccel-opt %s -p 'vta-pipeline{no-such-option=1}' 2>&1 | filecheck %s --check-prefix=VTA
+// RUN: not qaccel-opt %s -p 'vta-pipeline{stop-after=no-such-pass}' 2>&1 | filecheck %s --check-prefix=STOP
+// RUN: not qaccel-opt %s -p 'vta-pipeline{max-partitions=x}' 2>&1 | filecheck %s --check-prefix=TYPE
+// RUN: qaccel-opt %s -p 'vta-pipeline{stop-after=legalize-tfl-to-q}' | filecheck %s --check-prefix=STOPPED
 
 !q = !quant.uniform<i8:f32, 0.5:-1>
 func.func @main(%x: tensor<4x!q>) -> tensor<4x!q> {
@@ -20,6 +25,15 @@ func.func @main(%x: tensor<4x!q>) -> tensor<4x!q> {
 
 // LATE:  qaccel-opt: error: test-pipeline{late=3}: cannot pass late=3 to pass 'test-not-registered': no such pass is registered yet
 
-// BOGUS: qaccel-opt: error: bad options for pass 'test-pipeline': Provided arguments ["bogus"] not found in expected arguments ["value", "late"]
+// BOGUS: qaccel-opt: error: bad options for pass 'test-pipeline': unknown option(s) bogus (its options: value, late, start-after, stop-after)
 
-// VTA:   qaccel-opt: error: bad options for pass 'vta-pipeline': Provided arguments ["no_such_option"] not found
+// VTA:   qaccel-opt: error: bad options for pass 'vta-pipeline': unknown option(s) no-such-option (its options: config, max-partitions, bias-placement, start-after, stop-after)
+
+// STOP:  qaccel-opt: error: vta-pipeline: stop-after=no-such-pass: no pass 'no-such-pass' in the pipeline (it runs: attach-target, fuse-composites, legalize-tfl-to-q, annotate-target, partition-graph, insert-pack-unpack, lower-q-to-accel, form-vta-layers, schedule-vta)
+
+// TYPE:  qaccel-opt: error: bad options for pass 'vta-pipeline': Incompatible types: given ('x',), expected int | None
+
+// STOPPED:      builtin.module attributes {accel.target = #accel.target<"vta"
+// STOPPED:        func.func @main
+// STOPPED-NEXT:     %0 = q.add %x, %x
+// STOPPED-NOT:    qaccel.pattern
