@@ -243,6 +243,95 @@ def calculate_input_radius(input_integer_bits: int, input_left_shift: int,
     return int(np.floor(max_input_rescaled))
 
 
+def saturating_add(a, b) -> np.ndarray:
+    """TFLite's `SaturatingAddNonGemmlowp` on int32 values."""
+    return np.clip(_i64(a) + _i64(b), INT32_MIN, INT32_MAX)
+
+
+def saturating_sub(a, b) -> np.ndarray:
+    """TFLite's `SaturatingSub` on int32 values."""
+    return np.clip(_i64(a) - _i64(b), INT32_MIN, INT32_MAX)
+
+
+def saturating_left_shift_param(x, exponent) -> np.ndarray:
+    """TFLite's `SaturatingRoundingMultiplyByPOTParam` for exponents >= 0 (element-wise)."""
+    x = _i64(x)
+    exponent = np.broadcast_to(_i64(exponent), x.shape)
+    threshold = (np.int64(1) << (31 - exponent)) - 1
+    shifted = x << exponent
+    out = np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, shifted))
+    return np.where(exponent == 0, x, out)
+
+
+def count_leading_sign_bits(x) -> np.ndarray:
+    """`CountLeadingSignBits` of int32 values (31 for zero)."""
+    x = _i64(x)
+    return count_leading_zeros_u32(np.where(x < 0, ~x, x)) - 1
+
+
+def log_x_for_x_greater_than_or_equal_to_1(x, input_integer_bits: int,
+                                           output_integer_bits: int) -> np.ndarray:
+    """TFLite's `log_x_for_x_greater_than_or_equal_to_1_impl`: log of FixedPoint<int32,
+    input_integer_bits> raw values as FixedPoint<int32, output_integer_bits> raw values."""
+    srdhm = saturating_rounding_doubling_high_mul
+    accum_bits = output_integer_bits + 1
+    log_2, sqrt_sqrt_half, sqrt_half = 1488522236, 1805811301, 1518500250
+    alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
+    shifted_quarter = int(rounding_divide_by_pot(536870912, accum_bits))
+    z_a = _i64(x)
+    z_a_headroom_plus_1 = count_leading_zeros_u32(z_a)
+    r_a_tmp = saturating_left_shift_param(z_a, z_a_headroom_plus_1 - 1)
+    r_a_raw = saturating_left_shift_param(srdhm(r_a_tmp, sqrt_half), 1)
+    z_a_pow_2_adj = saturating_add(saturating_left_shift_param(
+        input_integer_bits - z_a_headroom_plus_1, 31 - accum_bits), shifted_quarter)
+    z_b = srdhm(z_a, sqrt_half)
+    z_b_headroom = count_leading_zeros_u32(z_b) - 1
+    r_b_raw = saturating_left_shift_param(z_a, z_b_headroom)
+    z_b_pow_2_adj = saturating_sub(saturating_left_shift_param(
+        input_integer_bits - z_b_headroom, 31 - accum_bits), shifted_quarter)
+    r = np.minimum(r_a_raw, r_b_raw)
+    z_pow_2_adj = np.maximum(z_a_pow_2_adj, z_b_pow_2_adj)
+    p = rounding_half_sum(r, sqrt_sqrt_half)
+    q = wrap_int32(r - sqrt_sqrt_half)
+    q = wrap_int32(q + q)
+    common_sq = srdhm(q, q)
+    num = wrap_int32(srdhm(q, r) + srdhm(srdhm(q, common_sq), alpha_n))
+    denom_minus_one_0 = wrap_int32(
+        srdhm(p, wrap_int32(wrap_int32(alpha_i + q) + srdhm(alpha_d, common_sq)))
+        + srdhm(alpha_f, q))
+    recip_denom = one_over_one_plus_x_for_x_in_0_1(denom_minus_one_0)
+    num_scaled = rounding_divide_by_pot(num, accum_bits)
+    result = wrap_int32(srdhm(z_pow_2_adj, log_2) + srdhm(num_scaled, recip_denom))
+    return saturating_left_shift(result, accum_bits - output_integer_bits)
+
+
+def inv_sqrt_quantized_multiplier_exp(x) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's `GetInvSqrtQuantizedMultiplierExp(x, kReverseShift)` of int32 values x >= 0:
+    (multiplier, left shift) with 1/sqrt(x) ~= multiplier * 2**(shift - 31)."""
+    srdhm = saturating_rounding_doubling_high_mul
+    x = _i64(x)
+    small = x <= 1
+    v = np.where(small, 2, x)
+    shift = np.full(v.shape, 11, dtype=np.int64)
+    while np.any(v >= (1 << 29)):
+        big = v >= (1 << 29)
+        v = np.where(big, v // 4, v)
+        shift += big
+    pairs = (count_leading_zeros_u32(v) - 1) // 2 - 1
+    shift -= pairs
+    v = v << (2 * pairs)
+    half_input = rounding_divide_by_pot(v >> 1, 1)
+    half_three = (1 << 28) + (1 << 27)
+    y = np.full(v.shape, 1 << 28, dtype=np.int64)  # F3 one
+    for _ in range(5):
+        y3 = saturating_left_shift(srdhm(srdhm(y, y), y), 6)
+        y = saturating_left_shift(wrap_int32(srdhm(half_three, y) - srdhm(half_input, y3)), 3)
+    y = srdhm(y, 1518500250)  # times sqrt(2) / 2
+    y = np.where(shift < 0, wrap_int32(y << np.maximum(-shift, 0)), y)
+    shift = np.maximum(shift, 0)
+    return np.where(small, INT32_MAX, y), np.where(small, 0, -shift)
+
+
 # --------------------------------------------------------------------------------------------
 # int16 fixed point (HARD_SWISH)
 
@@ -482,4 +571,72 @@ def libm_expf(x) -> np.ndarray:
         result = np.where(x < np.float32(float.fromhex("-0x1.9fe368p6")), np.float32(0.0),
                           result)
         result = np.where(np.isnan(x), x, result)
+    return result.astype(np.float32)
+
+
+_ERFC_PP = (1.2837916613e-01, -3.2504209876e-01, -2.8481749818e-02, -5.7702702470e-03,
+            -2.3763017452e-05)
+_ERFC_QQ = (3.9791721106e-01, 6.5022252500e-02, 5.0813062117e-03, 1.3249473704e-04,
+            -3.9602282413e-06)
+_ERFC_PA = (-2.3621185683e-03, 4.1485610604e-01, -3.7220788002e-01, 3.1834661961e-01,
+            -1.1089469492e-01, 3.5478305072e-02, -2.1663755178e-03)
+_ERFC_QA = (1.0642088205e-01, 5.4039794207e-01, 7.1828655899e-02, 1.2617121637e-01,
+            1.3637083583e-02, 1.1984500103e-02)
+_ERFC_RA = (-9.8649440333e-03, -6.9385856390e-01, -1.0558626175e+01, -6.2375331879e+01,
+            -1.6239666748e+02, -1.8460508728e+02, -8.1287437439e+01, -9.8143291473e+00)
+_ERFC_SA = (1.9651271820e+01, 1.3765776062e+02, 4.3456588745e+02, 6.4538726807e+02,
+            4.2900814819e+02, 1.0863500214e+02, 6.5702495575e+00, -6.0424413532e-02)
+_ERFC_RB = (-9.8649431020e-03, -7.9928326607e-01, -1.7757955551e+01, -1.6063638306e+02,
+            -6.3756646729e+02, -1.0250950928e+03, -4.8351919556e+02)
+_ERFC_SB = (3.0338060379e+01, 3.2579251099e+02, 1.5367296143e+03, 3.1998581543e+03,
+            2.5530502930e+03, 4.7452853394e+02, -2.2440952301e+01)
+
+
+def _horner_f32(s: np.ndarray, coefficients, leading_one: bool) -> np.ndarray:
+    """c0 + s*(c1 + s*(...)) in float32, innermost first; with `leading_one`, 1 + s*(...)."""
+    acc = np.full(s.shape, np.float32(coefficients[-1]), dtype=np.float32)
+    for c in reversed(coefficients[:-1]):
+        acc = (np.float32(c) + s * acc).astype(np.float32)
+    if leading_one:
+        acc = (np.float32(1.0) + s * acc).astype(np.float32)
+    return acc
+
+
+def libm_erfcf(x) -> np.ndarray:
+    """glibc's `erfcf` (the fdlibm algorithm of sysdeps/ieee754/flt-32/s_erff.c), float32
+    operation by operation, on top of `libm_expf`."""
+    f = np.float32
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        hx = _f32_bits(x)
+        ix = hx & 0x7FFFFFFF
+        one, half, two, tiny = f(1.0), f(0.5), f(2.0), f(1e-30)
+        erx = f(8.4506291151e-01)
+        # |x| < 0.84375
+        z = x * x
+        y = _horner_f32(z, _ERFC_PP, False) / _horner_f32(z, _ERFC_QQ, True)
+        r_small = (x * y + (x - half)).astype(np.float32)
+        small = np.where(hx < 0x3E800000, one - (x + x * y), half - r_small)
+        small = np.where(ix < 0x23800000, one - x, small)
+        # 0.84375 <= |x| < 1.25
+        s = (np.abs(x) - one).astype(np.float32)
+        p_over_q = _horner_f32(s, _ERFC_PA, False) / _horner_f32(s, _ERFC_QA, True)
+        mid = np.where(hx >= 0, (one - erx) - p_over_q, one + (erx + p_over_q))
+        # 1.25 <= |x| < 28
+        ax = np.abs(x)
+        s = (one / (ax * ax)).astype(np.float32)
+        near = ix < 0x4036DB6D
+        big_r = np.where(near, _horner_f32(s, _ERFC_RA, False), _horner_f32(s, _ERFC_RB, False))
+        big_s = np.where(near, _horner_f32(s, _ERFC_SA, True), _horner_f32(s, _ERFC_SB, True))
+        z = _from_bits(_f32_bits(ax) & 0xFFFFE000)
+        r = (libm_expf((-z * z - f(0.5625)).astype(np.float32))
+             * libm_expf(((z - ax) * (z + ax) + big_r / big_s).astype(np.float32)))
+        r = r.astype(np.float32)
+        far = np.where(hx > 0, r / ax, two - r / ax)
+        far = np.where((hx < 0) & (ix >= 0x40C00000) & ~near, two - tiny, far)
+        huge = np.where(hx > 0, tiny * tiny, two - tiny)
+        result = np.where(ix < 0x3F580000, small,
+                          np.where(ix < 0x3FA00000, mid, np.where(ix < 0x41E00000, far, huge)))
+        special = (((hx >> 31) & 1) << 1).astype(np.float32) + one / x
+        result = np.where(ix >= 0x7F800000, special, result)
     return result.astype(np.float32)
