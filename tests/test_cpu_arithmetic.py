@@ -172,7 +172,7 @@ def _glibc_libm():
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("LiteRT's float TANH/LOGISTIC/SOFTMAX inherit glibc's expf/tanhf")
     libm = ctypes.CDLL(ctypes.util.find_library("m"))
-    for name in ("expf", "tanhf"):
+    for name in ("expf", "tanhf", "erfcf"):
         getattr(libm, name).restype = ctypes.c_float
         getattr(libm, name).argtypes = [ctypes.c_float]
     return libm
@@ -191,3 +191,29 @@ def test_libm_expf_and_tanhf_match_this_glibc():
     np.testing.assert_array_equal(ar.libm_expf(x), want_exp)
     np.testing.assert_array_equal(ar.libm_tanhf(x), want_tanh)
     assert np.signbit(ar.libm_tanhf(np.float32(-0.0)))
+
+
+def test_libm_erfcf_matches_this_glibc():
+    """GELU's table calls erfcf: every branch of fdlibm's algorithm (|x| below 2**-56, 0.84375,
+    1.25, 1/0.35, 6, 28) and the special values."""
+    libm = _glibc_libm()
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.standard_normal(4000) * 3, rng.uniform(-30, 30, 2000),
+                        [0.0, -0.0, 1e-30, -1e-20, 0.25, 0.84375, -0.84375, 1.25, -1.25,
+                         2.857143, -2.857143, 6.0, -6.0, 28.0, -28.0, 100.0, np.inf, -np.inf,
+                         np.nan]]).astype(np.float32)
+    want = np.array([libm.erfcf(float(v)) for v in x], np.float32)
+    np.testing.assert_array_equal(ar.libm_erfcf(x), want)
+
+
+def test_log_and_inverse_sqrt_fixed_point():
+    """log(x) of Q12 values in Q5 and 1/sqrt(x) as multiplier and shift, near the real
+    values (their bit-exactness is checked through LOG_SOFTMAX and RSQRT against LiteRT)."""
+    x = np.array([1 << 19, 3 << 19, 100 << 19, (1 << 31) - 1])
+    log = ar.log_x_for_x_greater_than_or_equal_to_1(x, 12, 5) / 2.0**26
+    np.testing.assert_allclose(log, np.log(x / 2.0**19), atol=1e-6)
+    v = np.arange(2, 3000)
+    m, s = ar.inv_sqrt_quantized_multiplier_exp(v)
+    np.testing.assert_allclose(m * 2.0 ** (s - 31) * np.sqrt(v), 1.0, atol=2e-6)
+    m, s = ar.inv_sqrt_quantized_multiplier_exp(np.array([0, 1]))
+    assert m.tolist() == [ar.INT32_MAX] * 2 and s.tolist() == [0, 0]
