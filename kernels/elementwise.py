@@ -328,6 +328,43 @@ def lut_int8(in_s: float, in_zp: int, out_s: float, out_zp: int, fn) -> np.ndarr
     return np.clip(quantized, -128, 127).astype(np.int8)
 
 
+def lut_int16(in_s: float, in_zp: int, out_s: float, out_zp: int, fn) -> np.ndarray:
+    """`LUTPopulateInt16<float>`: 513 int16 samples over the input range, each biased by
+    half the interpolation error at its step's midpoint; float32 all along."""
+    i16_min, i16_max = f32(-32768), f32(32767)
+    input_min = f32(in_s) * f32(-32768 - in_zp)
+    input_max = f32(in_s) * f32(32767 - in_zp)
+    output_min = f32(out_s) * f32(-32768 - out_zp)
+    output_max = f32(out_s) * f32(32767 - out_zp)
+    steps = 512
+    step = (input_max - input_min) / f32(steps)
+    half_step = step / f32(2)
+    inv = f32(65536) / (output_max - output_min)
+    i = np.arange(steps, dtype=np.float32)
+    at = (input_min + i * step).astype(np.float32)
+    val = fn(at)
+    val_mid = fn((at + half_step).astype(np.float32))
+    val_next = fn((input_min + (i + f32(1)) * step).astype(np.float32))
+    rnd = ar.round_half_away
+    sample = rnd((val * inv).astype(np.float32))
+    interp = rnd((((val_next * inv).astype(np.float32) + sample) / f32(2)).astype(np.float32))
+    mid = rnd((val_mid * inv).astype(np.float32))
+    bias = rnd(((interp - mid).astype(np.float32) / f32(2)).astype(np.float32))
+    body = np.clip((sample - bias).astype(np.float32), i16_min, i16_max)
+    last = np.clip(rnd((fn(np.float32([input_max])) * inv).astype(np.float32)), i16_min, i16_max)
+    return np.concatenate([body, last]).astype(np.int16)
+
+
+def lut_lookup_int16(x: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """`LUTLookup` of int16 values: the sample below and the slope to the next, in Q0.7."""
+    v = x.astype(np.int64)
+    index = 256 + (v >> 7)
+    offset = v & 0x7F
+    base = lut.astype(np.int64)[index]
+    slope = ar.wrap_int16(lut.astype(np.int64)[index + 1] - base)
+    return ar.wrap_int16(base + ((slope * offset + 64) >> 7)).astype(np.int16)
+
+
 def _check_logistic(op: str, call: OpCall) -> None:
     _check_unary_quantized(op, call)
     if _out_dtype(call) == np.int8:
@@ -696,6 +733,18 @@ def rsqrt(call: OpCall) -> list[np.ndarray]:
     if dtype == np.float32:
         with np.errstate(divide="ignore", invalid="ignore"):
             return [(f32(1.0) / np.sqrt(x.astype(np.float32))).astype(np.float32)]
+    if dtype == np.int16 and call.input_q[0] is not None:
+        if np.any(x < 0):
+            raise KernelError("RSQRT: is only defined for positive values")
+        in_s, _ = scale_zp(call.input_q[0])
+        out_s, _ = scale_zp(call.output_q[0])
+
+        def inverse_root(v: np.ndarray) -> np.ndarray:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = (f32(1.0) / np.sqrt(v)).astype(np.float32)
+            return np.where(v <= 0, f32(32767) * f32(out_s), r).astype(np.float32)
+
+        return [lut_lookup_int16(x, lut_int16(in_s, 0, out_s, 0, inverse_root))]
     if dtype != np.int8:
         raise UnsupportedOp(f"RSQRT: no kernel for {dtype} tensors")
     _, in_zp = scale_zp(call.input_q[0])
@@ -957,9 +1006,9 @@ def gelu_f32(x: np.ndarray, approximate: bool) -> np.ndarray:
 
 def _check_gelu(op: str, call: OpCall) -> None:
     _same_type(op, call)
-    if _out_dtype(call) == np.int8:
+    if _out_dtype(call) in (np.int8, np.int16):
         require(call.input_q[0] is not None and call.output_q[0] is not None, op,
-                "int8 input and output need quantization parameters")
+                "quantized input and output need quantization parameters")
 
 
 @register("GELU", check=_check_gelu)
@@ -972,6 +1021,11 @@ def gelu(call: OpCall) -> list[np.ndarray]:
         out_s, out_zp = scale_zp(call.output_q[0])
         table = lut_int8(in_s, in_zp, out_s, out_zp, lambda v: gelu_f32(v, approximate))
         return [table[x.astype(np.int64) + 128]]
+    if dtype == np.int16:
+        in_s, in_zp = scale_zp(call.input_q[0])
+        out_s, out_zp = scale_zp(call.output_q[0])
+        table = lut_int16(in_s, in_zp, out_s, out_zp, lambda v: gelu_f32(v, approximate))
+        return [lut_lookup_int16(x, table)]
     raise UnsupportedOp(f"GELU: no kernel for {dtype} tensors")
 
 

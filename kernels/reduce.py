@@ -346,7 +346,9 @@ def _reduced_last(x: np.ndarray, axes: list[int]) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------------
 # ARG_MAX / ARG_MIN (arg_min_max.cc: the first index of the extreme value; NaN is never taken
-# unless every value is NaN, which gives index 0)
+# unless every value is NaN, which gives index 0). Known gap: over a contiguous axis (inner size
+# 1) LiteRT's float loop resolves NaNs differently, depending on their positions; float inputs
+# with NaN there are not bit-exact.
 
 _ARG_INDEX_TYPES = {"INT32": np.int32, "INT64": np.int64}
 

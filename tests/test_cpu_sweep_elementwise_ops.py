@@ -67,8 +67,8 @@ def test_unary_table_sweep(oracle):
 
 
 def test_int16_variants(oracle):
-    """The int16 flavours LiteRT runs with the same kernels: NEG, SQRT, LEAKY_RELU (zero
-    points 0), MAXIMUM, MINIMUM, PRELU (int8 alpha)."""
+    """The int16 flavours: NEG, SQRT, LEAKY_RELU (zero points 0), MAXIMUM, MINIMUM, PRELU
+    (int8 alpha), and GELU and RSQRT through LiteRT's interpolated int16 tables."""
     rng = np.random.default_rng(62)
     x = rng.integers(-32768, 32767, size=(4, 300), endpoint=True, dtype=np.int16)
     x[0, :4] = [-32768, 32767, 0, -1]
@@ -91,6 +91,18 @@ def test_int16_variants(oracle):
     cases.append(Case("PRELU", [spec("x", x.shape, np.int16, qt(1e-3, 0)),
                                 spec("a", alpha.shape, np.int8, qt(0.01, 3), data=alpha)],
                       [spec("y", x.shape, np.int16, qt(2e-3, 0))], {}, [x], "PRELU int16"))
+    # GELU and RSQRT interpolate in a 513-entry table: every int16 value
+    every = np.arange(-32768, 32768, dtype=np.int16).reshape(1, -1)
+    for approximate, in_q, out_q in ((False, qt(3e-4, 17), qt(2e-4, -40)),
+                                     (True, qt(1e-4, -250), qt(8e-5, 3))):
+        cases.append(Case("GELU", [spec("x", every.shape, np.int16, in_q)],
+                          [spec("y", every.shape, np.int16, out_q)],
+                          {"approximate": approximate}, [every],
+                          f"GELU int16 approximate={approximate}"))
+    positive = every[:, 32768:]
+    cases.append(Case("RSQRT", [spec("x", positive.shape, np.int16, qt(2e-4, 0))],
+                      [spec("y", positive.shape, np.int16, qt(3e-3, 0))], {}, [positive],
+                      "RSQRT int16"))
     assert_bit_exact(oracle, cases)
 
 
