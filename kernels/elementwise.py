@@ -919,8 +919,7 @@ def pow_(call: OpCall) -> list[np.ndarray]:
     dtype = _out_dtype(call)
     with np.errstate(all="ignore"):
         if dtype == np.float32:
-            # glibc's powf rounds a double-precision result once to float.
-            return [np.power(a.astype(np.float64), b.astype(np.float64)).astype(np.float32)]
+            return [ar.libm_powf(a, b)]
         if dtype == np.int32:
             if np.any(b < 0):
                 raise KernelError("POW: negative exponents are not supported for int32")
