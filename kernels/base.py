@@ -28,7 +28,7 @@ class OpCall:
     input_dtypes: list[np.dtype | None] = field(default_factory=list)
     input_shapes: list[tuple[int, ...] | None] = field(default_factory=list)
     """The inputs' types and shapes when known without their data (Prepare);
-    `input_dtype` and `input_shape` read them."""
+    `input_dtype` and `static_input_shape` read them."""
 
 
 class Refusal(Exception):
@@ -87,11 +87,17 @@ def require(condition: bool, op: str, message: str) -> None:
 
 
 def input_shape(call: OpCall, i: int) -> tuple[int, ...] | None:
-    """Shape of input i when known: from the array, else from `call.input_shapes`; None for
-    an absent input."""
+    """Shape of input i when its array is at hand, else None (see `static_input_shape`)."""
     x = call.inputs[i] if i < len(call.inputs) else None
-    if x is not None:
-        return tuple(x.shape)
+    return None if x is None else tuple(x.shape)
+
+
+def static_input_shape(call: OpCall, i: int) -> tuple[int, ...] | None:
+    """Shape of input i when known: from the array, else from `call.input_shapes` (the
+    declared type, at Prepare time); None for an absent input."""
+    shape = input_shape(call, i)
+    if shape is not None:
+        return shape
     known = call.input_shapes[i] if i < len(call.input_shapes) else None
     return None if known is None else tuple(int(d) for d in known)
 

@@ -19,6 +19,7 @@ from qaccel.kernels.base import (
     register,
     require,
     scale_zp,
+    static_input_shape,
 )
 
 
@@ -640,7 +641,7 @@ def _same_type(op: str, call: OpCall) -> None:
 def _check_broadcast_inputs(op: str, call: OpCall) -> None:
     """Two inputs of one type whose shapes broadcast, as `CalculateShapeForBroadcast` and
     `BroadcastBinaryOpSimple` (at most 8 dimensions) accept them."""
-    a, b = input_shape(call, 0), input_shape(call, 1)
+    a, b = static_input_shape(call, 0), static_input_shape(call, 1)
     if a is not None and b is not None:
         try:
             np.broadcast_shapes(a, b)
@@ -941,7 +942,7 @@ def prelu_params(call: OpCall) -> tuple[tuple[int, int], tuple[int, int]]:
 
 
 def _check_prelu(op: str, call: OpCall) -> None:
-    x, alpha = input_shape(call, 0), input_shape(call, 1)
+    x, alpha = static_input_shape(call, 0), static_input_shape(call, 1)
     if x is not None and alpha is not None:
         try:
             out = np.broadcast_shapes(x, alpha)
@@ -1055,7 +1056,7 @@ def log_softmax_params(call: OpCall) -> tuple[int, int, int, int, int]:
 
 def _check_log_softmax(op: str, call: OpCall) -> None:
     _same_type(op, call)
-    xs = input_shape(call, 0)
+    xs = static_input_shape(call, 0)
     if xs is not None:
         require(len(xs) >= 1, op, "input must have at least one dimension")
     if _out_dtype(call) != np.int8:

@@ -18,6 +18,7 @@ from qaccel.kernels.base import (
     register,
     require,
     scale_zp,
+    static_input_shape,
     window_geometry,
 )
 
@@ -365,14 +366,14 @@ def _check_arg_min_max(op: str, call: OpCall) -> None:
     if x is not None:
         require(x in (np.float32, np.uint8, np.int8, np.int32, np.bool_), op,
                 f"{x} input is not supported")
-    xs = input_shape(call, 0)
+    xs = static_input_shape(call, 0)
     if xs is not None:
         require(len(xs) >= 1, op, "input must have at least one dimension")
     axis_type = input_dtype(call, 1)
     if axis_type is not None:
         require(axis_type in (np.int32, np.int64), op,
                 f"axis must be int32 or int64, got {axis_type}")
-    axis_shape = input_shape(call, 1)
+    axis_shape = static_input_shape(call, 1)
     if axis_shape is not None:
         require(int(np.prod(axis_shape)) == 1, op,
                 f"axis must hold one value, got {int(np.prod(axis_shape))}")
