@@ -853,7 +853,7 @@ def _check_div(op: str, call: OpCall) -> None:
     dtype = _out_dtype(call)
     require(dtype in (np.float32, np.int32, np.uint8, np.int8, np.int16), op,
             f"{dtype} is not supported")
-    if dtype == np.int8:
+    if dtype in (np.uint8, np.int8, np.int16):
         _quantized_pair(op, call)
         _quantized_bounds(op, call)
 
@@ -882,7 +882,7 @@ def div(call: OpCall) -> list[np.ndarray]:
             raise KernelError("DIV: division by zero")
         lo, hi = ar.activation_range_int32(activation(call))
         return [np.clip(ar.trunc_div(a, b), lo, hi).astype(np.int32)]
-    if dtype == np.int8:
+    if dtype in (np.int8, np.uint8, np.int16):
         _, zp1 = scale_zp(call.input_q[0])
         _, zp2 = scale_zp(call.input_q[1])
         _, out_zp = scale_zp(call.output_q[0])
@@ -900,7 +900,7 @@ def div(call: OpCall) -> list[np.ndarray]:
         high = ar.saturating_rounding_doubling_high_mul(quotient, multiplier)
         out = _rounding_divide_by_any_pot(high, exponent) + out_zp
         lo, hi = _quantized_bounds("DIV", call)
-        return [np.clip(out, lo, hi).astype(np.int8)]
+        return [np.clip(out, lo, hi).astype(dtype)]
     raise UnsupportedOp(f"DIV: no kernel for {dtype} tensors")
 
 

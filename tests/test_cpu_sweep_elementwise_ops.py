@@ -68,7 +68,7 @@ def test_unary_table_sweep(oracle):
 
 def test_int16_variants(oracle):
     """The int16 flavours: NEG, SQRT, LEAKY_RELU (zero points 0), MAXIMUM, MINIMUM, PRELU
-    (int8 alpha), and GELU and RSQRT through LiteRT's interpolated int16 tables."""
+    (int8 alpha), DIV, and GELU and RSQRT through LiteRT's interpolated int16 tables."""
     rng = np.random.default_rng(62)
     x = rng.integers(-32768, 32767, size=(4, 300), endpoint=True, dtype=np.int16)
     x[0, :4] = [-32768, 32767, 0, -1]
@@ -91,6 +91,13 @@ def test_int16_variants(oracle):
     cases.append(Case("PRELU", [spec("x", x.shape, np.int16, qt(1e-3, 0)),
                                 spec("a", alpha.shape, np.int8, qt(0.01, 3), data=alpha)],
                       [spec("y", x.shape, np.int16, qt(2e-3, 0))], {}, [x], "PRELU int16"))
+    d = rng.integers(-32768, 32767, size=(300,), endpoint=True, dtype=np.int16)
+    d[d == 5] = 6
+    for act, out_q in (("NONE", qt(3e-3, 0)), ("RELU", qt(0.4, -7))):
+        cases.append(Case("DIV", [spec("a", x.shape, np.int16, qt(1e-3, 0)),
+                                  spec("b", d.shape, np.int16, qt(2e-3, 5))],
+                          [spec("y", x.shape, np.int16, out_q)],
+                          {"fused_activation_function": act}, [x, d], f"DIV int16 {act}"))
     # GELU and RSQRT interpolate in a 513-entry table: every int16 value
     every = np.arange(-32768, 32768, dtype=np.int16).reshape(1, -1)
     for approximate, in_q, out_q in ((False, qt(3e-4, 17), qt(2e-4, -40)),
