@@ -743,3 +743,42 @@ def libm_powf(x, y) -> np.ndarray:
         zero_inf_nan_y = ((2 * iy - 1) & 0xFFFFFFFF) >= 2 * 0x7F800000 - 1
         result = np.where(zero_inf_nan_y, y_special, result)
     return result.astype(np.float32)
+
+
+_LOGF_LOGC = np.array([float.fromhex(h) for h in (
+    "-0x1.57bf7808caadep-2", "-0x1.2bef0a7c06ddbp-2", "-0x1.01eae7f513a67p-2",
+    "-0x1.b31d8a68224e9p-3", "-0x1.6574f0ac07758p-3", "-0x1.1aa2bc79c81p-3",
+    "-0x1.a4e76ce8c0e5ep-4", "-0x1.1973c5a611cccp-4", "-0x1.252f438e10c1ep-5", "0x0p+0",
+    "0x1.aa5aa5df25984p-5", "0x1.c5e53aa362eb4p-4", "0x1.526e57720db08p-3",
+    "0x1.bc2860d22477p-3", "0x1.1058bc8a07ee1p-2", "0x1.4043057b6ee09p-2",
+)])  # log(c) of the 16 subintervals whose 1/c powf's table holds (glibc e_logf_data.c)
+_LOGF_POLY = tuple(float.fromhex(h) for h in (
+    "-0x1.00ea348b88334p-2", "0x1.5575b0be00b6ap-2", "-0x1.ffffef20a4123p-2"))
+_LN2 = float.fromhex("0x1.62e42fefa39efp-1")
+
+
+def libm_logf(x) -> np.ndarray:
+    """glibc's `logf` (2.28 and later): the subinterval's 1/c and log(c) from a 16-entry
+    table, a cubic for log1p(z/c - 1) in double, one rounding to float."""
+    x = np.asarray(x, dtype=np.float32)
+    ix = x.view(np.uint32).astype(np.int64)
+    with np.errstate(all="ignore"):
+        scaled = (x * np.float32(2.0**23)).view(np.uint32).astype(np.int64)
+        ix = np.where(ix < 0x00800000, (scaled - (23 << 23)) & 0xFFFFFFFF, ix)
+        tmp = (ix - 0x3F330000) & 0xFFFFFFFF
+        i = (tmp >> 19) % 16
+        k = tmp.astype(np.uint32).view(np.int32).astype(np.int64) >> 23
+        iz = (ix - (tmp & 0xFF800000)) & 0xFFFFFFFF
+        z = iz.astype(np.uint32).view(np.float32).astype(np.float64)
+        r = z * _POWF_LOG2_TABLE[i, 0] - 1.0
+        y0 = _LOGF_LOGC[i] + k.astype(np.float64) * _LN2
+        a0, a1, a2 = _LOGF_POLY
+        r2 = r * r
+        y = a1 * r + a2
+        y = a0 * r2 + y
+        result = (y * r2 + (y0 + r)).astype(np.float32)
+        result = np.where(x == 1.0, np.float32(0.0), result)
+        result = np.where(x == 0.0, np.float32(-np.inf), result)
+        result = np.where((x < 0) | np.isnan(x), np.float32(np.nan), result)
+        result = np.where(x == np.inf, x, result)
+    return result.astype(np.float32)

@@ -1074,6 +1074,8 @@ def _check_log_softmax(op: str, call: OpCall) -> None:
 def log_softmax(call: OpCall) -> list[np.ndarray]:
     x = call.inputs[0]
     dtype = _out_dtype(call)
+    if dtype == np.float32:
+        return [_log_softmax_float(x.astype(np.float32))]
     if dtype != np.int8:
         raise UnsupportedOp(f"LOG_SOFTMAX: no kernel for {dtype} tensors")
     m, left_shift, rm, rs, diff_min = log_softmax_params(call)
@@ -1091,3 +1093,18 @@ def log_softmax(call: OpCall) -> list[np.ndarray]:
     out = ar.rounding_divide_by_pot(ar.wrap_int32(diff_q5 - log_sum_q5), 31 - 5 - 4) + 127
     out = np.clip(out, -128, 127)
     return [np.where(diff > adjusted_diff_min, out, -128).astype(np.int8)]
+
+
+def _log_softmax_float(x: np.ndarray) -> np.ndarray:
+    """reference_ops::LogSoftmax (float): the row maximum by `std::max` from lowest() (a NaN
+    never wins), expf of the differences summed in order, then x - max - logf(sum)."""
+    mx = np.full(x.shape[:-1] + (1,), np.finfo(np.float32).min, dtype=np.float32)
+    for c in range(x.shape[-1]):
+        v = x[..., c:c + 1]
+        mx = np.where(mx < v, v, mx)
+    with np.errstate(all="ignore"):
+        total = np.zeros(mx.shape, dtype=np.float32)
+        for c in range(x.shape[-1]):
+            total = (total + ar.libm_expf((x[..., c:c + 1] - mx).astype(np.float32)))
+            total = total.astype(np.float32)
+        return ((x - mx).astype(np.float32) - ar.libm_logf(total)).astype(np.float32)

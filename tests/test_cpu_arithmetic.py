@@ -172,7 +172,7 @@ def _glibc_libm():
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("LiteRT's float TANH/LOGISTIC/SOFTMAX inherit glibc's expf/tanhf")
     libm = ctypes.CDLL(ctypes.util.find_library("m"))
-    for name in ("expf", "tanhf", "erfcf"):
+    for name in ("expf", "tanhf", "erfcf", "logf"):
         getattr(libm, name).restype = ctypes.c_float
         getattr(libm, name).argtypes = [ctypes.c_float]
     libm.powf.restype = ctypes.c_float
@@ -238,3 +238,18 @@ def test_libm_powf_matches_this_glibc():
     got = ar.libm_powf(x, y)
     same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
     assert np.all(same), list(zip(x[~same][:5], y[~same][:5]))
+
+
+def test_libm_logf_matches_this_glibc():
+    """Float LOG_SOFTMAX calls logf: values over the whole float range, subnormals and the
+    special values."""
+    libm = _glibc_libm()
+    rng = np.random.default_rng(3)
+    x = np.concatenate([np.abs(rng.standard_normal(4000)) * np.exp(rng.uniform(-80, 80, 4000)),
+                        rng.uniform(0, 10, 2000),
+                        [0, -0.0, 1, np.inf, -np.inf, np.nan, -1, 1e-40, 1e-45, 3.4e38,
+                         0.9999999, 1.0000001]]).astype(np.float32)
+    want = np.array([libm.logf(float(v)) for v in x], np.float32)
+    got = ar.libm_logf(x)
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    assert np.all(same), x[~same][:5]

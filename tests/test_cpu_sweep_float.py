@@ -208,6 +208,12 @@ def float_island_cases(seed: int) -> list[Case]:
         cases.append(Case("PRELU", [spec("x", v.shape, F32),
                                     spec("a", alpha_shape, F32, data=alpha)],
                           [spec("y", v.shape, F32)], {}, [v], f"PRELU float alpha {alpha_shape}"))
+    # logf and expf are not correctly rounded: thousands of rows
+    rows = _f32(rng, (400, 33), 4)
+    rows[0, :3] = [np.nan, np.inf, -np.inf]
+    rows[1, :] = -0.0
+    cases.append(Case("LOG_SOFTMAX", [spec("x", rows.shape, F32)], [spec("y", rows.shape, F32)],
+                      {}, [rows], "LOG_SOFTMAX float"))
     # LayerNormalization's statistics: MEAN over the last axis, keep_dims, as converters emit it.
     v = _f32(rng, (2, 7, 96), 3)
     axes = np.array([-1], np.int32)
