@@ -783,6 +783,8 @@ def squared_difference_params(op: str, call: OpCall):
 
 def _check_squared_difference(op: str, call: OpCall) -> None:
     _check_broadcast_inputs(op, call)
+    require(_out_dtype(call) in (np.float32, np.int32, np.int8), op,
+            f"{_out_dtype(call)} is not supported")
     if _out_dtype(call) == np.int8:
         _quantized_pair(op, call)
         for q in (*call.input_q[:2], call.output_q[0]):
@@ -833,8 +835,14 @@ def _maximum_minimum(op: str):
     return kernel
 
 
+def _check_maximum_minimum(op: str, call: OpCall) -> None:
+    _check_broadcast_inputs(op, call)
+    require(_out_dtype(call) in (np.float32, np.float16, np.uint8, np.int8, np.int16, np.int32,
+                                 np.int64), op, f"{_out_dtype(call)} is not supported")
+
+
 for _op in ("MAXIMUM", "MINIMUM"):
-    register(_op, check=_check_broadcast_inputs)(_maximum_minimum(_op))
+    register(_op, check=_check_maximum_minimum)(_maximum_minimum(_op))
 
 
 # --------------------------------------------------------------------------------------------
@@ -955,6 +963,7 @@ def _check_prelu(op: str, call: OpCall) -> None:
             require(len(out) <= 8, op, "broadcasting is limited to 8 dimensions")
     _same_type(op, call)
     dtype = _out_dtype(call)
+    require(dtype in (np.float32, np.uint8, np.int8, np.int16), op, f"{dtype} is not supported")
     if dtype in (np.int8, np.int16):
         require(call.input_q[0] is not None and call.output_q[0] is not None, op,
                 "quantized input and output need quantization parameters")
@@ -1006,6 +1015,8 @@ def gelu_f32(x: np.ndarray, approximate: bool) -> np.ndarray:
 
 def _check_gelu(op: str, call: OpCall) -> None:
     _same_type(op, call)
+    require(_out_dtype(call) in (np.float32, np.float16, np.uint8, np.int8, np.int16), op,
+            f"{_out_dtype(call)} is not supported")
     if _out_dtype(call) in (np.int8, np.int16):
         require(call.input_q[0] is not None and call.output_q[0] is not None, op,
                 "quantized input and output need quantization parameters")
@@ -1056,6 +1067,8 @@ def log_softmax_params(call: OpCall) -> tuple[int, int, int, int, int]:
 
 def _check_log_softmax(op: str, call: OpCall) -> None:
     _same_type(op, call)
+    require(_out_dtype(call) in (np.float32, np.uint8, np.int8), op,
+            f"{_out_dtype(call)} is not supported")
     xs = static_input_shape(call, 0)
     if xs is not None:
         require(len(xs) >= 1, op, "input must have at least one dimension")

@@ -68,7 +68,8 @@ def test_unary_table_sweep(oracle):
 
 def test_int16_variants(oracle):
     """The int16 flavours: NEG, SQRT, LEAKY_RELU (zero points 0), MAXIMUM, MINIMUM, PRELU
-    (int8 alpha), DIV, and GELU and RSQRT through LiteRT's interpolated int16 tables."""
+    (int8 alpha), DIV, REDUCE_MAX, REDUCE_MIN, and GELU and RSQRT through LiteRT's interpolated
+    int16 tables."""
     rng = np.random.default_rng(62)
     x = rng.integers(-32768, 32767, size=(4, 300), endpoint=True, dtype=np.int16)
     x[0, :4] = [-32768, 32767, 0, -1]
@@ -91,6 +92,12 @@ def test_int16_variants(oracle):
     cases.append(Case("PRELU", [spec("x", x.shape, np.int16, qt(1e-3, 0)),
                                 spec("a", alpha.shape, np.int8, qt(0.01, 3), data=alpha)],
                       [spec("y", x.shape, np.int16, qt(2e-3, 0))], {}, [x], "PRELU int16"))
+    hw = np.array([0, -1], np.int32)
+    for op in ("REDUCE_MAX", "REDUCE_MIN"):
+        cases.append(Case(op, [spec("x", x.shape, np.int16, qt(0.1, 0)),
+                               spec("a", (2,), np.int32, data=hw)],
+                          [spec("y", (), np.int16, qt(0.1, 0))], {"keep_dims": False}, [x],
+                          f"{op} int16"))
     d = rng.integers(-32768, 32767, size=(300,), endpoint=True, dtype=np.int16)
     d[d == 5] = 6
     for act, out_q in (("NONE", qt(3e-3, 0)), ("RELU", qt(0.4, -7))):
