@@ -347,9 +347,8 @@ def _reduced_last(x: np.ndarray, axes: list[int]) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------------
 # ARG_MAX / ARG_MIN (arg_min_max.cc: the first index of the extreme value; NaN is never taken
-# unless every value is NaN, which gives index 0). Known gap: over a contiguous axis (inner size
-# 1) LiteRT's float loop resolves NaNs differently, depending on their positions; float inputs
-# with NaN there are not bit-exact.
+# unless every value is NaN, which gives index 0). Over a contiguous axis (inner size 1) float
+# rows take LiteRT's 4-lane loop instead (`_arg_contiguous_float`), whose NaNs behave otherwise.
 
 _ARG_INDEX_TYPES = {"INT32": np.int32, "INT64": np.int64}
 
@@ -393,7 +392,12 @@ def _arg_min_max(op: str):
         out_dtype = _ARG_INDEX_TYPES[call.options.get("output_type", "FLOAT32")]
         if x.shape[axis] == 0:
             raise KernelError(f"{op}: cannot compute over an empty axis")
-        if x.dtype == np.float32:
+        inner = int(np.prod(x.shape[axis + 1:]))
+        if x.dtype == np.float32 and inner == 1:
+            rows = x.reshape(-1, x.shape[axis])
+            index = _arg_contiguous_float(rows, op == "ARG_MAX").reshape(
+                x.shape[:axis] + x.shape[axis + 1:])
+        elif x.dtype == np.float32:
             valid = ~np.isnan(x)
             with np.errstate(invalid="ignore"):
                 masked = np.where(valid, x, -np.inf if op == "ARG_MAX" else np.inf)
@@ -411,3 +415,39 @@ def _arg_min_max(op: str):
 
 for _op in ("ARG_MAX", "ARG_MIN"):
     register(_op, check=_check_arg_min_max)(_arg_min_max(_op))
+
+
+def _arg_contiguous_float(rows: np.ndarray, is_max: bool) -> np.ndarray:
+    """`ArgMaxVector` / `ArgMinVector` of float rows as LiteRT's x86-64 build runs them: its
+    4-lane loop (NEON intrinsics emulated with SSE) keeps each lane's best (NaN-aware) over
+    blocks 1.. of 4 values, reduces the lanes pairwise with a select that keeps the first
+    operand when a NaN is compared (so a NaN lane can win), takes the first lane index holding
+    that value, and finishes the last size % 4 values one by one. Without NaNs this is the
+    first index of the extreme value."""
+    n, size = rows.shape
+    better = np.greater if is_max else np.less
+
+    def pick(a, b):  # b if b is better than a, else a (also when either is NaN)
+        return np.where(better(b, a), b, a)
+
+    with np.errstate(invalid="ignore"):
+        if size >= 4:
+            best = rows[:, :4].copy()
+            best_index = np.tile(np.arange(4), (n, 1))
+            start = 4
+            while start <= size - 4:
+                v = rows[:, start:start + 4]
+                take = ~np.isnan(v) & (np.isnan(best) | better(v, best))
+                best = np.where(take, v, best)
+                best_index = np.where(take, start + np.arange(4), best_index)
+                start += 4
+            value = pick(pick(best[:, 0], best[:, 1]), pick(best[:, 2], best[:, 3]))
+            index = np.where(best == value[:, None], best_index, np.iinfo(np.int32).max).min(1)
+        else:
+            value, index, start = rows[:, 0].copy(), np.zeros(n, dtype=np.int64), 1
+        for j in range(start, size):
+            c = rows[:, j]
+            take = ~np.isnan(c) & (np.isnan(value) | better(c, value))
+            value = np.where(take, c, value)
+            index = np.where(take, j, index)
+    return np.where(np.isnan(value), 0, index)

@@ -113,10 +113,7 @@ def arg_cases(seed: int, count: int) -> list[Case]:
         else:
             x = np.round(rng.standard_normal(shape) * 2).astype(F32)
             x[rng.random(shape) < 0.1] = -0.0
-            if int(np.prod(shape[axis % rank + 1:])) > 1:
-                # NaNs only where LiteRT runs its reference loop: its contiguous-axis loop
-                # (inner size 1) resolves NaNs in an order-dependent way we do not model.
-                x[rng.random(shape) < 0.2] = np.nan
+            x[rng.random(shape) < 0.2] = np.nan
             x_spec = spec("x", shape, F32)
         a = np.array([axis], axis_type)
         cases.append(Case(op, [x_spec, spec("a", a.shape, axis_type, data=a)],
@@ -129,3 +126,18 @@ def arg_cases(seed: int, count: int) -> list[Case]:
 
 def test_arg_min_max_sweep(oracle):
     assert_bit_exact(oracle, arg_cases(72, 120))
+
+
+def test_arg_min_max_float_rows_with_nan(oracle):
+    """Float rows over the contiguous axis (LiteRT's 4-lane loop): NaNs anywhere, rows of
+    every length from 1 to 13, many ties."""
+    rng = np.random.default_rng(73)
+    cases = []
+    for size in range(1, 14):
+        x = rng.choice(F32([np.nan, -2, -1, -0.0, 0, 1, 2]), size=(60, size)).astype(F32)
+        axis = np.array([1], np.int32)
+        for op in ("ARG_MAX", "ARG_MIN"):
+            cases.append(Case(op, [spec("x", x.shape, F32), spec("a", (1,), np.int32, data=axis)],
+                              [spec("y", (60,), np.int32)], {"output_type": "INT32"}, [x],
+                              f"{op} float rows of {size}"))
+    assert_bit_exact(oracle, cases)
