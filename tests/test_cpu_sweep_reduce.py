@@ -128,9 +128,10 @@ def test_arg_min_max_sweep(oracle):
     assert_bit_exact(oracle, arg_cases(72, 120))
 
 
-def test_arg_min_max_float_rows_with_nan(oracle):
-    """Float rows over the contiguous axis (LiteRT's 4-lane loop): NaNs anywhere, rows of
-    every length from 1 to 13, many ties."""
+def test_arg_min_max_contiguous_rows(oracle):
+    """Rows over the contiguous axis, where LiteRT runs its vector loops: float rows of every
+    length from 1 to 13 with NaNs, ties and signed zeros (4 lanes), int8 rows of up to 50
+    values with many ties (16 lanes)."""
     rng = np.random.default_rng(73)
     cases = []
     for size in range(1, 14):
@@ -140,4 +141,12 @@ def test_arg_min_max_float_rows_with_nan(oracle):
             cases.append(Case(op, [spec("x", x.shape, F32), spec("a", (1,), np.int32, data=axis)],
                               [spec("y", (60,), np.int32)], {"output_type": "INT32"}, [x],
                               f"{op} float rows of {size}"))
+    for size in (15, 16, 17, 31, 32, 33, 50):
+        x = rng.integers(-3, 3, size=(40, size), endpoint=True).astype(np.int8)
+        axis = np.array([-1], np.int32)
+        for op in ("ARG_MAX", "ARG_MIN"):
+            cases.append(Case(op, [spec("x", x.shape, q=qt(0.1, 0)),
+                                   spec("a", (1,), np.int32, data=axis)],
+                              [spec("y", (40,), np.int64)], {"output_type": "INT64"}, [x],
+                              f"{op} int8 rows of {size}"))
     assert_bit_exact(oracle, cases)
