@@ -1,6 +1,6 @@
-"""SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD, ARG_MAX and ARG_MIN against LiteRT's reference kernels: seeded
-random grids over ranks, axis sets (negative and repeated axes), keep_dims, scales and zero
-points, index types."""
+"""SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD, ARG_MAX and ARG_MIN against LiteRT's reference
+kernels: seeded random grids over ranks, axis sets (negative and repeated axes), keep_dims,
+scales and zero points, index types."""
 
 from __future__ import annotations
 
