@@ -665,6 +665,132 @@ class HardSwishOp(_UnaryOp):
     name = "tfl.hard_swish"
 
 
+# Element-wise, reduction and float-island ops (one block; kernels in kernels/elementwise.py and
+# kernels/reduce.py).
+
+
+@tfl_op("NEG")
+class NegOp(_UnaryOp):
+    """-x on the stored values (an int8 tensor's quantization is not consulted)."""
+
+    name = "tfl.neg"
+
+
+@tfl_op("SQRT")
+class SqrtOp(_UnaryOp):
+    """The square root (int8: in float, truncated to the output scale)."""
+
+    name = "tfl.sqrt"
+
+
+@tfl_op("RSQRT")
+class RsqrtOp(_UnaryOp):
+    """1 / sqrt(x) (int8: gemmlowp's fixed-point inverse square root)."""
+
+    name = "tfl.rsqrt"
+
+
+@tfl_op("GELU", approximate=(BOOL_OPT, False))
+class GeluOp(_UnaryOp):
+    """x * Phi(x), with erfc or (`approximate`) the tanh formula; int8 through a table."""
+
+    name = "tfl.gelu"
+
+
+@tfl_op("LOG_SOFTMAX")
+class LogSoftmaxOp(_UnaryOp):
+    """log(softmax(x)) over the last dimension; int8 output scale 16/256, zero point 127."""
+
+    name = "tfl.log_softmax"
+
+
+@tfl_op("PRELU")
+class PReluOp(TflOp):
+    """x for x >= 0, alpha * x otherwise, `alpha` a tensor broadcast to the input's shape."""
+
+    name = "tfl.prelu"
+    input = operand_def(TensorType)
+    alpha = operand_def(TensorType)
+    output = result_def(TensorType)
+
+
+@tfl_op("SQUARED_DIFFERENCE")
+class SquaredDifferenceOp(_BinaryOp):
+    """(lhs - rhs)^2 with broadcasting."""
+
+    name = "tfl.squared_difference"
+
+
+@tfl_op("MAXIMUM")
+class MaximumOp(_BinaryOp):
+    """The larger stored value, element-wise with broadcasting."""
+
+    name = "tfl.maximum"
+
+
+@tfl_op("MINIMUM")
+class MinimumOp(_BinaryOp):
+    """The smaller stored value, element-wise with broadcasting."""
+
+    name = "tfl.minimum"
+
+
+@tfl_op("DIV", **_ACT)
+class DivOp(_BinaryOp):
+    """Element-wise division with broadcasting and fused activation."""
+
+    name = "tfl.div"
+
+
+@tfl_op("POW")
+class PowOp(_BinaryOp):
+    """lhs raised to the power rhs, element-wise with broadcasting."""
+
+    name = "tfl.pow"
+
+
+@tfl_op("REDUCE_MAX", keep_dims=(BOOL_OPT, False))
+class ReduceMaxOp(_ReduceOp):
+    """Maximum over the axes given by the second operand."""
+
+    name = "tfl.reduce_max"
+
+
+@tfl_op("REDUCE_MIN", keep_dims=(BOOL_OPT, False))
+class ReduceMinOp(_ReduceOp):
+    """Minimum over the axes given by the second operand."""
+
+    name = "tfl.reduce_min"
+
+
+@tfl_op("REDUCE_PROD", keep_dims=(BOOL_OPT, False))
+class ReduceProdOp(_ReduceOp):
+    """Product over the axes given by the second operand."""
+
+    name = "tfl.reduce_prod"
+
+
+@tfl_op("ARG_MAX", output_type=(TENSOR_TYPE, "FLOAT32"))
+class ArgMaxOp(TflOp):
+    """Index of the largest value along the one-element `axis` operand (`output_type` INT32
+    or INT64; the schema's default FLOAT32 is refused by the kernel, as by LiteRT)."""
+
+    name = "tfl.arg_max"
+    input = operand_def(TensorType)
+    axis = operand_def(TensorType)
+    output = result_def(TensorType)
+
+
+@tfl_op("ARG_MIN", output_type=(TENSOR_TYPE, "FLOAT32"))
+class ArgMinOp(TflOp):
+    """Index of the smallest value along the one-element `axis` operand."""
+
+    name = "tfl.arg_min"
+    input = operand_def(TensorType)
+    axis = operand_def(TensorType)
+    output = result_def(TensorType)
+
+
 @tfl_op(
     "STRIDED_SLICE",
     begin_mask=(I32_OPT, 0),
@@ -885,6 +1011,8 @@ TFL_OPS: tuple[type[TflOp], ...] = (
     ResizeNearestNeighborOp, ResizeBilinearOp,
     TransposeConvOp, BatchMatMulOp, TileOp, BroadcastToOp, ExpandDimsOp, SplitOp, SplitVOp,
     UnpackOp, DepthToSpaceOp, SpaceToDepthOp,
+    NegOp, SqrtOp, RsqrtOp, GeluOp, LogSoftmaxOp, PReluOp, SquaredDifferenceOp, MaximumOp,
+    MinimumOp, DivOp, PowOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ArgMaxOp, ArgMinOp,
 )  # fmt: skip
 
 OPS_BY_TFLITE_NAME: dict[str, type[TflOp]] = {op.TFLITE_NAME: op for op in TFL_OPS}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import NoneType
+from xdsl.dialects.builtin import NoneType, TensorType
 from xdsl.ir import Operation
 
 from qaccel.kernels import registry as kernels
@@ -45,7 +45,21 @@ def _static_call(op: Operation, options: dict[str, Any]) -> kernels.OpCall:
         output_shapes=[r.type.get_shape() for r in op.results],
         output_dtypes=[tensor_dtype(r.type) for r in op.results],
         options=options,
+        input_dtypes=[_known_dtype(v.type) for v in op.operands],
+        input_shapes=[
+            tuple(v.type.get_shape()) if isinstance(v.type, TensorType) else None
+            for v in op.operands
+        ],
     )
+
+
+def _known_dtype(t) -> np.dtype | None:
+    if not isinstance(t, TensorType):
+        return None
+    try:
+        return tensor_dtype(t)
+    except (KeyError, ValueError, TypeError, AssertionError):
+        return None
 
 
 def _kernel_name(op: Operation) -> str:

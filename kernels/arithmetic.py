@@ -243,6 +243,95 @@ def calculate_input_radius(input_integer_bits: int, input_left_shift: int,
     return int(np.floor(max_input_rescaled))
 
 
+def saturating_add(a, b) -> np.ndarray:
+    """TFLite's `SaturatingAddNonGemmlowp` on int32 values."""
+    return np.clip(_i64(a) + _i64(b), INT32_MIN, INT32_MAX)
+
+
+def saturating_sub(a, b) -> np.ndarray:
+    """TFLite's `SaturatingSub` on int32 values."""
+    return np.clip(_i64(a) - _i64(b), INT32_MIN, INT32_MAX)
+
+
+def saturating_left_shift_param(x, exponent) -> np.ndarray:
+    """TFLite's `SaturatingRoundingMultiplyByPOTParam` for exponents >= 0 (element-wise)."""
+    x = _i64(x)
+    exponent = np.broadcast_to(_i64(exponent), x.shape)
+    threshold = (np.int64(1) << (31 - exponent)) - 1
+    shifted = x << exponent
+    out = np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, shifted))
+    return np.where(exponent == 0, x, out)
+
+
+def count_leading_sign_bits(x) -> np.ndarray:
+    """`CountLeadingSignBits` of int32 values (31 for zero)."""
+    x = _i64(x)
+    return count_leading_zeros_u32(np.where(x < 0, ~x, x)) - 1
+
+
+def log_x_for_x_greater_than_or_equal_to_1(x, input_integer_bits: int,
+                                           output_integer_bits: int) -> np.ndarray:
+    """TFLite's `log_x_for_x_greater_than_or_equal_to_1_impl`: log of FixedPoint<int32,
+    input_integer_bits> raw values as FixedPoint<int32, output_integer_bits> raw values."""
+    srdhm = saturating_rounding_doubling_high_mul
+    accum_bits = output_integer_bits + 1
+    log_2, sqrt_sqrt_half, sqrt_half = 1488522236, 1805811301, 1518500250
+    alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
+    shifted_quarter = int(rounding_divide_by_pot(536870912, accum_bits))
+    z_a = _i64(x)
+    z_a_headroom_plus_1 = count_leading_zeros_u32(z_a)
+    r_a_tmp = saturating_left_shift_param(z_a, z_a_headroom_plus_1 - 1)
+    r_a_raw = saturating_left_shift_param(srdhm(r_a_tmp, sqrt_half), 1)
+    z_a_pow_2_adj = saturating_add(saturating_left_shift_param(
+        input_integer_bits - z_a_headroom_plus_1, 31 - accum_bits), shifted_quarter)
+    z_b = srdhm(z_a, sqrt_half)
+    z_b_headroom = count_leading_zeros_u32(z_b) - 1
+    r_b_raw = saturating_left_shift_param(z_a, z_b_headroom)
+    z_b_pow_2_adj = saturating_sub(saturating_left_shift_param(
+        input_integer_bits - z_b_headroom, 31 - accum_bits), shifted_quarter)
+    r = np.minimum(r_a_raw, r_b_raw)
+    z_pow_2_adj = np.maximum(z_a_pow_2_adj, z_b_pow_2_adj)
+    p = rounding_half_sum(r, sqrt_sqrt_half)
+    q = wrap_int32(r - sqrt_sqrt_half)
+    q = wrap_int32(q + q)
+    common_sq = srdhm(q, q)
+    num = wrap_int32(srdhm(q, r) + srdhm(srdhm(q, common_sq), alpha_n))
+    denom_minus_one_0 = wrap_int32(
+        srdhm(p, wrap_int32(wrap_int32(alpha_i + q) + srdhm(alpha_d, common_sq)))
+        + srdhm(alpha_f, q))
+    recip_denom = one_over_one_plus_x_for_x_in_0_1(denom_minus_one_0)
+    num_scaled = rounding_divide_by_pot(num, accum_bits)
+    result = wrap_int32(srdhm(z_pow_2_adj, log_2) + srdhm(num_scaled, recip_denom))
+    return saturating_left_shift(result, accum_bits - output_integer_bits)
+
+
+def inv_sqrt_quantized_multiplier_exp(x) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's `GetInvSqrtQuantizedMultiplierExp(x, kReverseShift)` of int32 values x >= 0:
+    (multiplier, left shift) with 1/sqrt(x) ~= multiplier * 2**(shift - 31)."""
+    srdhm = saturating_rounding_doubling_high_mul
+    x = _i64(x)
+    small = x <= 1
+    v = np.where(small, 2, x)
+    shift = np.full(v.shape, 11, dtype=np.int64)
+    while np.any(v >= (1 << 29)):
+        big = v >= (1 << 29)
+        v = np.where(big, v // 4, v)
+        shift += big
+    pairs = (count_leading_zeros_u32(v) - 1) // 2 - 1
+    shift -= pairs
+    v = v << (2 * pairs)
+    half_input = rounding_divide_by_pot(v >> 1, 1)
+    half_three = (1 << 28) + (1 << 27)
+    y = np.full(v.shape, 1 << 28, dtype=np.int64)  # F3 one
+    for _ in range(5):
+        y3 = saturating_left_shift(srdhm(srdhm(y, y), y), 6)
+        y = saturating_left_shift(wrap_int32(srdhm(half_three, y) - srdhm(half_input, y3)), 3)
+    y = srdhm(y, 1518500250)  # times sqrt(2) / 2
+    y = np.where(shift < 0, wrap_int32(y << np.maximum(-shift, 0)), y)
+    shift = np.maximum(shift, 0)
+    return np.where(small, INT32_MAX, y), np.where(small, 0, -shift)
+
+
 # --------------------------------------------------------------------------------------------
 # int16 fixed point (HARD_SWISH)
 
@@ -482,4 +571,222 @@ def libm_expf(x) -> np.ndarray:
         result = np.where(x < np.float32(float.fromhex("-0x1.9fe368p6")), np.float32(0.0),
                           result)
         result = np.where(np.isnan(x), x, result)
+    return result.astype(np.float32)
+
+
+_ERFC_PP = (1.2837916613e-01, -3.2504209876e-01, -2.8481749818e-02, -5.7702702470e-03,
+            -2.3763017452e-05)
+_ERFC_QQ = (3.9791721106e-01, 6.5022252500e-02, 5.0813062117e-03, 1.3249473704e-04,
+            -3.9602282413e-06)
+_ERFC_PA = (-2.3621185683e-03, 4.1485610604e-01, -3.7220788002e-01, 3.1834661961e-01,
+            -1.1089469492e-01, 3.5478305072e-02, -2.1663755178e-03)
+_ERFC_QA = (1.0642088205e-01, 5.4039794207e-01, 7.1828655899e-02, 1.2617121637e-01,
+            1.3637083583e-02, 1.1984500103e-02)
+_ERFC_RA = (-9.8649440333e-03, -6.9385856390e-01, -1.0558626175e+01, -6.2375331879e+01,
+            -1.6239666748e+02, -1.8460508728e+02, -8.1287437439e+01, -9.8143291473e+00)
+_ERFC_SA = (1.9651271820e+01, 1.3765776062e+02, 4.3456588745e+02, 6.4538726807e+02,
+            4.2900814819e+02, 1.0863500214e+02, 6.5702495575e+00, -6.0424413532e-02)
+_ERFC_RB = (-9.8649431020e-03, -7.9928326607e-01, -1.7757955551e+01, -1.6063638306e+02,
+            -6.3756646729e+02, -1.0250950928e+03, -4.8351919556e+02)
+_ERFC_SB = (3.0338060379e+01, 3.2579251099e+02, 1.5367296143e+03, 3.1998581543e+03,
+            2.5530502930e+03, 4.7452853394e+02, -2.2440952301e+01)
+
+
+def _horner_f32(s: np.ndarray, coefficients, leading_one: bool) -> np.ndarray:
+    """c0 + s*(c1 + s*(...)) in float32, innermost first; with `leading_one`, 1 + s*(...)."""
+    acc = np.full(s.shape, np.float32(coefficients[-1]), dtype=np.float32)
+    for c in reversed(coefficients[:-1]):
+        acc = (np.float32(c) + s * acc).astype(np.float32)
+    if leading_one:
+        acc = (np.float32(1.0) + s * acc).astype(np.float32)
+    return acc
+
+
+def libm_erfcf(x) -> np.ndarray:
+    """glibc's `erfcf` (the fdlibm algorithm of sysdeps/ieee754/flt-32/s_erff.c), float32
+    operation by operation, on top of `libm_expf`."""
+    f = np.float32
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        hx = _f32_bits(x)
+        ix = hx & 0x7FFFFFFF
+        one, half, two, tiny = f(1.0), f(0.5), f(2.0), f(1e-30)
+        erx = f(8.4506291151e-01)
+        # |x| < 0.84375
+        z = x * x
+        y = _horner_f32(z, _ERFC_PP, False) / _horner_f32(z, _ERFC_QQ, True)
+        r_small = (x * y + (x - half)).astype(np.float32)
+        small = np.where(hx < 0x3E800000, one - (x + x * y), half - r_small)
+        small = np.where(ix < 0x23800000, one - x, small)
+        # 0.84375 <= |x| < 1.25
+        s = (np.abs(x) - one).astype(np.float32)
+        p_over_q = _horner_f32(s, _ERFC_PA, False) / _horner_f32(s, _ERFC_QA, True)
+        mid = np.where(hx >= 0, (one - erx) - p_over_q, one + (erx + p_over_q))
+        # 1.25 <= |x| < 28
+        ax = np.abs(x)
+        s = (one / (ax * ax)).astype(np.float32)
+        near = ix < 0x4036DB6D
+        big_r = np.where(near, _horner_f32(s, _ERFC_RA, False), _horner_f32(s, _ERFC_RB, False))
+        big_s = np.where(near, _horner_f32(s, _ERFC_SA, True), _horner_f32(s, _ERFC_SB, True))
+        z = _from_bits(_f32_bits(ax) & 0xFFFFE000)
+        r = (libm_expf((-z * z - f(0.5625)).astype(np.float32))
+             * libm_expf(((z - ax) * (z + ax) + big_r / big_s).astype(np.float32)))
+        r = r.astype(np.float32)
+        far = np.where(hx > 0, r / ax, two - r / ax)
+        far = np.where((hx < 0) & (ix >= 0x40C00000) & ~near, two - tiny, far)
+        huge = np.where(hx > 0, tiny * tiny, two - tiny)
+        result = np.where(ix < 0x3F580000, small,
+                          np.where(ix < 0x3FA00000, mid, np.where(ix < 0x41E00000, far, huge)))
+        special = (((hx >> 31) & 1) << 1).astype(np.float32) + one / x
+        result = np.where(ix >= 0x7F800000, special, result)
+    return result.astype(np.float32)
+
+
+_POWF_LOG2_TABLE = np.array([float.fromhex(h) for h in (
+    "0x1.661ec79f8f3bep+0", "-0x1.efec65b963019p-2",
+    "0x1.571ed4aaf883dp+0", "-0x1.b0b6832d4fca4p-2",
+    "0x1.49539f0f010bp+0", "-0x1.7418b0a1fb77bp-2",
+    "0x1.3c995b0b80385p+0", "-0x1.39de91a6dcf7bp-2",
+    "0x1.30d190c8864a5p+0", "-0x1.01d9bf3f2b631p-2",
+    "0x1.25e227b0b8eap+0", "-0x1.97c1d1b3b7afp-3",
+    "0x1.1bb4a4a1a343fp+0", "-0x1.2f9e393af3c9fp-3",
+    "0x1.12358f08ae5bap+0", "-0x1.960cbbf788d5cp-4",
+    "0x1.0953f419900a7p+0", "-0x1.a6f9db6475fcep-5",
+    "0x1p+0", "0x0p+0",
+    "0x1.e608cfd9a47acp-1", "0x1.338ca9f24f53dp-4",
+    "0x1.ca4b31f026aap-1", "0x1.476a9543891bap-3",
+    "0x1.b2036576afce6p-1", "0x1.e840b4ac4e4d2p-3",
+    "0x1.9c2d163a1aa2dp-1", "0x1.40645f0c6651cp-2",
+    "0x1.886e6037841edp-1", "0x1.88e9c2c1b9ff8p-2",
+    "0x1.767dcf5534862p-1", "0x1.ce0a44eb17bccp-2",
+)]).reshape(16, 2)  # (1/c, log2(c)) of 16 subintervals (glibc e_powf_log2_data.c)
+_POWF_LOG2_POLY = tuple(float.fromhex(h) for h in (
+    "0x1.27616c9496e0bp-2", "-0x1.71969a075c67ap-2", "0x1.ec70a6ca7baddp-2",
+    "-0x1.7154748bef6c8p-1", "0x1.71547652ab82bp0"))
+_EXP2F_POLY = tuple(float.fromhex(h) for h in (
+    "0x1.c6af84b912394p-5", "0x1.ebfce50fac4f3p-3", "0x1.62e42ff0c52d6p-1"))
+
+
+def _powf_checkint(iy: np.ndarray) -> np.ndarray:
+    """0: not an integer, 1: odd integer, 2: even integer (bits of finite non-zero floats)."""
+    e = (iy >> 23) & 0xFF
+    low = np.left_shift(np.int64(1), np.clip(0x7F + 23 - e, 0, 62))
+    fraction = (iy & (low - 1)) != 0
+    odd = (iy & low) != 0
+    return np.where(e < 0x7F, 0, np.where(e > 0x7F + 23, 2,
+                                          np.where(fraction, 0, np.where(odd, 1, 2))))
+
+
+def libm_powf(x, y) -> np.ndarray:
+    """glibc's `powf` (2.28 and later): log2 of x from a 16-entry table and a degree-5
+    polynomial, times y, then exp2 from the 32-entry table, all in double, rounded once to
+    float. Not correctly rounded, so float64 pow rounded to float32 differs from it for about
+    6 pairs in 10,000."""
+    x, y = np.broadcast_arrays(np.asarray(x, dtype=np.float32), np.asarray(y, dtype=np.float32))
+    ix = x.view(np.uint32).astype(np.int64)
+    iy = y.view(np.uint32).astype(np.int64)
+    with np.errstate(all="ignore"):
+        # finite x < 0: an odd integer y makes the result negative, any other y is NaN
+        negative = ix >= 0x80000000
+        yint = _powf_checkint(iy)
+        sign = negative & (yint == 1)
+        ax = ix & 0x7FFFFFFF
+        subnormal = ax < 0x00800000
+        scaled = (np.abs(x) * np.float32(2.0**23)).view(np.uint32).astype(np.int64) & 0x7FFFFFFF
+        ax = np.where(subnormal, (scaled - (23 << 23)) & 0xFFFFFFFF, ax)
+        # log2(x) = log2(c) + k + log1p(z/c - 1)/ln2
+        tmp = (ax - 0x3F330000) & 0xFFFFFFFF
+        i = (tmp >> 19) % 16
+        top = tmp & 0xFF800000
+        iz = (ax - top) & 0xFFFFFFFF
+        k = top.astype(np.uint32).view(np.int32).astype(np.int64) >> 23
+        invc, logc = _POWF_LOG2_TABLE[i, 0], _POWF_LOG2_TABLE[i, 1]
+        z = iz.astype(np.uint32).view(np.float32).astype(np.float64)
+        a0, a1, a2, a3, a4 = _POWF_LOG2_POLY
+        r = z * invc - 1.0
+        y0 = logc + k.astype(np.float64)
+        r2 = r * r
+        p1 = a0 * r + a1
+        p2 = a2 * r + a3
+        r4 = r2 * r2
+        q = a4 * r + y0
+        q = p2 * r2 + q
+        logx = p1 * r4 + q
+        ylogx = y.astype(np.float64) * logx
+        # exp2(ylogx) = 2**(k/32) * 2**r
+        shift = _EXPF_SHIFT / 32
+        kd = ylogx + shift
+        ki = kd.view(np.uint64)
+        kd = kd - shift
+        r = ylogx - kd
+        t = _EXP2F_TABLE[(ki % np.uint64(32)).astype(np.int64)]
+        ski = ki + np.where(sign, np.uint64(1 << 16), np.uint64(0))
+        s = (t + (ski << np.uint64(47))).view(np.float64)
+        c0, c1, c2 = _EXP2F_POLY
+        zz = c0 * r + c1
+        r2 = r * r
+        e = c2 * r + 1.0
+        e = zz * r2 + e
+        result = (e * s).astype(np.float32)
+        signed_inf = np.where(sign, np.float32(-np.inf), np.float32(np.inf))
+        signed_zero = np.where(sign, np.float32(-0.0), np.float32(0.0))
+        result = np.where(ylogx > float.fromhex("0x1.fffffffd1d571p+6"), signed_inf, result)
+        result = np.where(ylogx <= -150.0, signed_zero, result)
+        result = np.where(negative & (yint == 0), np.float32(np.nan), result)
+        # x zero, inf or NaN (y finite, non-zero)
+        x2 = (x * x).astype(np.float32)
+        x2 = np.where(negative & (yint == 1), -x2, x2)
+        zero_inf_nan_x = ((2 * ix - 1) & 0xFFFFFFFF) >= 2 * 0x7F800000 - 1
+        result = np.where(zero_inf_nan_x, np.where(iy >= 0x80000000, np.float32(1) / x2, x2),
+                          result)
+        # y zero, inf or NaN
+        two_ix, two_iy = (2 * ix) & 0xFFFFFFFF, (2 * iy) & 0xFFFFFFFF
+        y_special = np.where(
+            two_ix == 2 * 0x3F800000, np.float32(1.0),
+            np.where((two_ix < 2 * 0x3F800000) == (iy < 0x80000000), np.float32(0.0), y * y))
+        y_special = np.where((two_ix > 2 * 0x7F800000) | (two_iy > 2 * 0x7F800000), x + y,
+                             y_special)
+        y_special = np.where(ix == 0x3F800000, np.float32(1.0), y_special)
+        y_special = np.where(two_iy == 0, np.float32(1.0), y_special)
+        zero_inf_nan_y = ((2 * iy - 1) & 0xFFFFFFFF) >= 2 * 0x7F800000 - 1
+        result = np.where(zero_inf_nan_y, y_special, result)
+    return result.astype(np.float32)
+
+
+_LOGF_LOGC = np.array([float.fromhex(h) for h in (
+    "-0x1.57bf7808caadep-2", "-0x1.2bef0a7c06ddbp-2", "-0x1.01eae7f513a67p-2",
+    "-0x1.b31d8a68224e9p-3", "-0x1.6574f0ac07758p-3", "-0x1.1aa2bc79c81p-3",
+    "-0x1.a4e76ce8c0e5ep-4", "-0x1.1973c5a611cccp-4", "-0x1.252f438e10c1ep-5", "0x0p+0",
+    "0x1.aa5aa5df25984p-5", "0x1.c5e53aa362eb4p-4", "0x1.526e57720db08p-3",
+    "0x1.bc2860d22477p-3", "0x1.1058bc8a07ee1p-2", "0x1.4043057b6ee09p-2",
+)])  # log(c) of the 16 subintervals whose 1/c powf's table holds (glibc e_logf_data.c)
+_LOGF_POLY = tuple(float.fromhex(h) for h in (
+    "-0x1.00ea348b88334p-2", "0x1.5575b0be00b6ap-2", "-0x1.ffffef20a4123p-2"))
+_LN2 = float.fromhex("0x1.62e42fefa39efp-1")
+
+
+def libm_logf(x) -> np.ndarray:
+    """glibc's `logf` (2.28 and later): the subinterval's 1/c and log(c) from a 16-entry
+    table, a cubic for log1p(z/c - 1) in double, one rounding to float."""
+    x = np.asarray(x, dtype=np.float32)
+    ix = x.view(np.uint32).astype(np.int64)
+    with np.errstate(all="ignore"):
+        scaled = (x * np.float32(2.0**23)).view(np.uint32).astype(np.int64)
+        ix = np.where(ix < 0x00800000, (scaled - (23 << 23)) & 0xFFFFFFFF, ix)
+        tmp = (ix - 0x3F330000) & 0xFFFFFFFF
+        i = (tmp >> 19) % 16
+        k = tmp.astype(np.uint32).view(np.int32).astype(np.int64) >> 23
+        iz = (ix - (tmp & 0xFF800000)) & 0xFFFFFFFF
+        z = iz.astype(np.uint32).view(np.float32).astype(np.float64)
+        r = z * _POWF_LOG2_TABLE[i, 0] - 1.0
+        y0 = _LOGF_LOGC[i] + k.astype(np.float64) * _LN2
+        a0, a1, a2 = _LOGF_POLY
+        r2 = r * r
+        y = a1 * r + a2
+        y = a0 * r2 + y
+        result = (y * r2 + (y0 + r)).astype(np.float32)
+        result = np.where(x == 1.0, np.float32(0.0), result)
+        result = np.where(x == 0.0, np.float32(-np.inf), result)
+        result = np.where((x < 0) | np.isnan(x), np.float32(np.nan), result)
+        result = np.where(x == np.inf, x, result)
     return result.astype(np.float32)

@@ -25,6 +25,10 @@ class OpCall:
     output_shapes: list[tuple[int, ...]]
     output_dtypes: list[np.dtype]
     options: dict[str, Any] = field(default_factory=dict)
+    input_dtypes: list[np.dtype | None] = field(default_factory=list)
+    input_shapes: list[tuple[int, ...] | None] = field(default_factory=list)
+    """The inputs' types and shapes when known without their data (Prepare);
+    `input_dtype` and `static_input_shape` read them."""
 
 
 class Refusal(Exception):
@@ -83,9 +87,28 @@ def require(condition: bool, op: str, message: str) -> None:
 
 
 def input_shape(call: OpCall, i: int) -> tuple[int, ...] | None:
-    """Shape of input i when known: from the array, or None for an absent input."""
+    """Shape of input i when its array is at hand, else None (see `static_input_shape`)."""
     x = call.inputs[i] if i < len(call.inputs) else None
     return None if x is None else tuple(x.shape)
+
+
+def static_input_shape(call: OpCall, i: int) -> tuple[int, ...] | None:
+    """Shape of input i when known: from the array, else from `call.input_shapes` (the
+    declared type, at Prepare time); None for an absent input."""
+    shape = input_shape(call, i)
+    if shape is not None:
+        return shape
+    known = call.input_shapes[i] if i < len(call.input_shapes) else None
+    return None if known is None else tuple(int(d) for d in known)
+
+
+def input_dtype(call: OpCall, i: int) -> np.dtype | None:
+    """Type of input i when known: from the array, else from `call.input_dtypes`."""
+    x = call.inputs[i] if i < len(call.inputs) else None
+    if x is not None:
+        return np.dtype(x.dtype)
+    known = call.input_dtypes[i] if i < len(call.input_dtypes) else None
+    return None if known is None else np.dtype(known)
 
 
 def qparams(q: QParams | None, op: str, what: str) -> QParams:

@@ -1,5 +1,6 @@
-"""Element-wise ops as LiteRT's reference kernels compute them: ADD, SUB, MUL (broadcasting,
-fused activations), the activation ops, QUANTIZE, DEQUANTIZE and SOFTMAX."""
+"""Element-wise ops as LiteRT's reference kernels compute them: ADD, SUB, MUL, DIV, POW,
+SQUARED_DIFFERENCE, MAXIMUM, MINIMUM (broadcasting, fused activations), NEG, SQRT, RSQRT, the
+activation ops (PRELU and GELU among them), QUANTIZE, DEQUANTIZE, SOFTMAX and LOG_SOFTMAX."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from qaccel.kernels.base import (
     UnsupportedOp,
     activation,
     f32,
+    input_dtype,
     input_shape,
     register,
     require,
     scale_zp,
+    static_input_shape,
 )
 
 
@@ -268,12 +271,21 @@ for _op in _RELU_BOUNDS:
 # LEAKY_RELU
 
 
-@register("LEAKY_RELU", check=_check_unary_quantized)
+def _check_leaky_relu(op: str, call: OpCall) -> None:
+    _check_unary_quantized(op, call)
+    if _out_dtype(call) == np.int16:
+        require(call.input_q[0] is not None and call.output_q[0] is not None, op,
+                "int16 input and output need quantization parameters")
+        require(scale_zp(call.input_q[0])[1] == 0 and scale_zp(call.output_q[0])[1] == 0, op,
+                "int16 zero points must be 0")
+
+
+@register("LEAKY_RELU", check=_check_leaky_relu)
 def leaky_relu(call: OpCall) -> list[np.ndarray]:
     dtype = _out_dtype(call)
     x = call.inputs[0]
     alpha = f32(call.options.get("alpha", 0.0))
-    if dtype == np.int8:
+    if dtype in (np.int8, np.int16):
         in_s, in_zp = scale_zp(call.input_q[0])
         out_s, out_zp = scale_zp(call.output_q[0])
         # Both multipliers are float expressions widened to double.
@@ -285,7 +297,7 @@ def leaky_relu(call: OpCall) -> list[np.ndarray]:
         if m_alpha < 0:
             scaled_alpha = -scaled_alpha
         out = out_zp + np.where(v >= 0, identity, scaled_alpha)
-        return [np.clip(out, -128, 127).astype(np.int8)]
+        return [np.clip(out, *ar.storage_range(dtype)).astype(dtype)]
     if dtype == np.float32:
         xf = x.astype(np.float32)
         return [np.where(xf > 0, xf, xf * alpha).astype(np.float32)]
@@ -315,6 +327,43 @@ def lut_int8(in_s: float, in_zp: int, out_s: float, out_zp: int, fn) -> np.ndarr
     rescaled = ar.round_half_away((transformed * inverse_scale).astype(np.float32))
     quantized = ar.float_to_int32((rescaled + f32(out_zp)).astype(np.float32))
     return np.clip(quantized, -128, 127).astype(np.int8)
+
+
+def lut_int16(in_s: float, in_zp: int, out_s: float, out_zp: int, fn) -> np.ndarray:
+    """`LUTPopulateInt16<float>`: 513 int16 samples over the input range, each biased by
+    half the interpolation error at its step's midpoint; float32 all along."""
+    i16_min, i16_max = f32(-32768), f32(32767)
+    input_min = f32(in_s) * f32(-32768 - in_zp)
+    input_max = f32(in_s) * f32(32767 - in_zp)
+    output_min = f32(out_s) * f32(-32768 - out_zp)
+    output_max = f32(out_s) * f32(32767 - out_zp)
+    steps = 512
+    step = (input_max - input_min) / f32(steps)
+    half_step = step / f32(2)
+    inv = f32(65536) / (output_max - output_min)
+    i = np.arange(steps, dtype=np.float32)
+    at = (input_min + i * step).astype(np.float32)
+    val = fn(at)
+    val_mid = fn((at + half_step).astype(np.float32))
+    val_next = fn((input_min + (i + f32(1)) * step).astype(np.float32))
+    rnd = ar.round_half_away
+    sample = rnd((val * inv).astype(np.float32))
+    interp = rnd((((val_next * inv).astype(np.float32) + sample) / f32(2)).astype(np.float32))
+    mid = rnd((val_mid * inv).astype(np.float32))
+    bias = rnd(((interp - mid).astype(np.float32) / f32(2)).astype(np.float32))
+    body = np.clip((sample - bias).astype(np.float32), i16_min, i16_max)
+    last = np.clip(rnd((fn(np.float32([input_max])) * inv).astype(np.float32)), i16_min, i16_max)
+    return np.concatenate([body, last]).astype(np.int16)
+
+
+def lut_lookup_int16(x: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """`LUTLookup` of int16 values: the sample below and the slope to the next, in Q0.7."""
+    v = x.astype(np.int64)
+    index = 256 + (v >> 7)
+    offset = v & 0x7F
+    base = lut.astype(np.int64)[index]
+    slope = ar.wrap_int16(lut.astype(np.int64)[index + 1] - base)
+    return ar.wrap_int16(base + ((slope * offset + 64) >> 7)).astype(np.int16)
 
 
 def _check_logistic(op: str, call: OpCall) -> None:
@@ -353,7 +402,12 @@ def _float_activation(op: str, x: np.ndarray) -> np.ndarray:
 
 
 register("LOGISTIC", check=_check_logistic)(_lut_kernel("LOGISTIC", _logistic_f32))
-register("TANH", check=_check_unary_quantized)(_lut_kernel("TANH", _tanh_f32))
+def _check_tanh(op: str, call: OpCall) -> None:
+    _check_unary_quantized(op, call)
+    _same_type(op, call)
+
+
+register("TANH", check=_check_tanh)(_lut_kernel("TANH", _tanh_f32))
 
 
 # --------------------------------------------------------------------------------------------
@@ -563,3 +617,507 @@ def _softmax_float(x: np.ndarray, beta: float) -> np.ndarray:
     for c in range(e.shape[-1]):
         total = total + e[..., c:c + 1]
     return (e / total).astype(np.float32)
+
+
+# --------------------------------------------------------------------------------------------
+# Shared by the ops below
+
+
+def _clamp_float(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """`ActivationFunctionWithMinMax` on floats: std::min(std::max(x, lo), hi), whose
+    compare-and-select keeps NaN and the sign of a zero equal to a bound."""
+    x = np.where(x < np.float32(lo), np.float32(lo), x)
+    return np.where(np.float32(hi) < x, np.float32(hi), x).astype(np.float32)
+
+
+def _same_type(op: str, call: OpCall) -> None:
+    """The output has the input's type (LiteRT's Prepare checks it, or sets it)."""
+    x = input_dtype(call, 0)
+    if x is not None:
+        require(x == _out_dtype(call), op,
+                f"output type {_out_dtype(call)} differs from the input type {x}")
+
+
+def _check_broadcast_inputs(op: str, call: OpCall) -> None:
+    """Two inputs of one type whose shapes broadcast, as `CalculateShapeForBroadcast` and
+    `BroadcastBinaryOpSimple` (at most 8 dimensions) accept them."""
+    a, b = static_input_shape(call, 0), static_input_shape(call, 1)
+    if a is not None and b is not None:
+        try:
+            np.broadcast_shapes(a, b)
+        except ValueError:
+            raise Refusal(f"{op}: shapes {list(a)} and {list(b)} are not broadcastable") from None
+        if a != b:
+            require(max(len(a), len(b)) <= 8, op, "broadcasting is limited to 8 dimensions")
+    x, y = input_dtype(call, 0), input_dtype(call, 1)
+    if x is not None and y is not None:
+        require(x == y, op, f"input types differ ({x}, {y})")
+        require(_out_dtype(call) == x, op,
+                f"output type {_out_dtype(call)} differs from the input type {x}")
+
+
+def _quantized_pair(op: str, call: OpCall) -> None:
+    require(all(q is not None for q in (*call.input_q[:2], call.output_q[0])), op,
+            "quantized inputs and output need quantization parameters")
+
+
+# --------------------------------------------------------------------------------------------
+# NEG (reference_ops::Negate: the stored values negated, whatever the quantization)
+
+
+def _check_neg(op: str, call: OpCall) -> None:
+    _same_type(op, call)
+    dtype = _out_dtype(call)
+    require(dtype in (np.float32, np.float16, np.int8, np.int16, np.int32, np.int64), op,
+            f"{dtype} is not supported")
+
+
+@register("NEG", check=_check_neg)
+def neg(call: OpCall) -> list[np.ndarray]:
+    x = call.inputs[0]
+    dtype = _out_dtype(call)
+    if dtype == np.float32:
+        return [np.negative(x.astype(np.float32))]
+    if dtype in (np.int8, np.int16, np.int32, np.int64):
+        return [np.negative(x.astype(np.int64)).astype(dtype)]  # -(-128) wraps to -128
+    raise UnsupportedOp(f"NEG: no kernel for {dtype} tensors")
+
+
+# --------------------------------------------------------------------------------------------
+# SQRT / RSQRT (elementwise.cc)
+
+
+def _check_sqrt_like(op: str, call: OpCall) -> None:
+    _same_type(op, call)
+    dtype = _out_dtype(call)
+    require(dtype in (np.float32, np.int8, np.int16), op, f"{dtype} is not supported")
+    quantized = dtype == np.int8 or (dtype == np.int16 and call.input_q[0] is not None)
+    if quantized:
+        require(call.input_q[0] is not None and call.output_q[0] is not None, op,
+                "quantized input and output need quantization parameters")
+        if dtype == np.int16:
+            require(scale_zp(call.input_q[0])[1] == 0 and scale_zp(call.output_q[0])[1] == 0,
+                    op, "int16 zero points must be 0")
+
+
+@register("SQRT", check=_check_sqrt_like)
+def sqrt(call: OpCall) -> list[np.ndarray]:
+    x = call.inputs[0]
+    dtype = _out_dtype(call)
+    if dtype == np.float32:
+        with np.errstate(invalid="ignore"):
+            return [np.sqrt(x.astype(np.float32))]
+    if call.input_q[0] is None:
+        raise UnsupportedOp(f"SQRT: no kernel for unquantized {dtype} tensors")
+    in_s, in_zp = scale_zp(call.input_q[0])
+    out_s, out_zp = scale_zp(call.output_q[0])
+    dequantized = (f32(in_s) * (x.astype(np.int64) - in_zp).astype(np.float32))
+    if np.any(dequantized < 0):
+        raise KernelError("SQRT: is only defined for non-negative values")
+    root = np.sqrt(dequantized.astype(np.float32))
+    quantized = ar.wrap_int32(ar.float_to_int32((root / f32(out_s)).astype(np.float32)) + out_zp)
+    return [np.clip(quantized, *ar.storage_range(dtype)).astype(dtype)]
+
+
+def rsqrt_params(call: OpCall) -> tuple[int, int]:
+    """`SetRsqrtOutputMultiplier`: 1 / (sqrtf(input scale) * output scale), the division in
+    double."""
+    in_s, _ = scale_zp(call.input_q[0])
+    out_s, _ = scale_zp(call.output_q[0])
+    return ar.quantize_multiplier_scalar(1.0 / float(np.sqrt(f32(in_s)) * f32(out_s)))
+
+
+@register("RSQRT", check=_check_sqrt_like)
+def rsqrt(call: OpCall) -> list[np.ndarray]:
+    x = call.inputs[0]
+    dtype = _out_dtype(call)
+    if dtype == np.float32:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return [(f32(1.0) / np.sqrt(x.astype(np.float32))).astype(np.float32)]
+    if dtype == np.int16 and call.input_q[0] is not None:
+        if np.any(x < 0):
+            raise KernelError("RSQRT: is only defined for positive values")
+        in_s, _ = scale_zp(call.input_q[0])
+        out_s, _ = scale_zp(call.output_q[0])
+
+        def inverse_root(v: np.ndarray) -> np.ndarray:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = (f32(1.0) / np.sqrt(v)).astype(np.float32)
+            return np.where(v <= 0, f32(32767) * f32(out_s), r).astype(np.float32)
+
+        return [lut_lookup_int16(x, lut_int16(in_s, 0, out_s, 0, inverse_root))]
+    if dtype != np.int8:
+        raise UnsupportedOp(f"RSQRT: no kernel for {dtype} tensors")
+    _, in_zp = scale_zp(call.input_q[0])
+    _, out_zp = scale_zp(call.output_q[0])
+    if np.any(x.astype(np.int64) < in_zp):
+        raise KernelError("RSQRT: is only defined for positive values")
+    multiplier, shift = rsqrt_params(call)
+    # One output per int8 value: a table over value - zero point (0 .. 255).
+    value = np.arange(-128, 128, dtype=np.int64) - in_zp
+    inv_m, inv_s = ar.inv_sqrt_quantized_multiplier_exp(np.maximum(value, 0))
+    k_shift = 20
+    data = ar.multiply_by_quantized_multiplier(np.ones_like(value), inv_m, inv_s + k_shift)
+    out = ar.multiply_by_quantized_multiplier(data, multiplier, shift - k_shift) + out_zp
+    table = np.where(value == 0, 127, np.clip(out, -128, 127)).astype(np.int8)
+    return [table[x.astype(np.int64) + 128]]
+
+
+# --------------------------------------------------------------------------------------------
+# SQUARED_DIFFERENCE (squared_difference.cc)
+
+
+def squared_difference_params(op: str, call: OpCall):
+    """Prepare of the int8 kernel: input multipliers, output multiplier (left shift 7)."""
+    s1, _ = scale_zp(call.input_q[0])
+    s2, _ = scale_zp(call.input_q[1])
+    out_s, _ = scale_zp(call.output_q[0])
+    twice_max = float(f32(2) * max(f32(s1), f32(s2)))
+    real_out = twice_max * twice_max / float(f32(1 << 14) * f32(out_s))
+    scales = f"scales {s1:g}, {s2:g} -> {out_s:g}"
+    m1 = _smaller_than_one(op, float(f32(s1)) / twice_max, "input 1 multiplier", scales)
+    m2 = _smaller_than_one(op, float(f32(s2)) / twice_max, "input 2 multiplier", scales)
+    mo = _smaller_than_one(op, real_out, "output multiplier", scales)
+    return m1, m2, mo
+
+
+def _check_squared_difference(op: str, call: OpCall) -> None:
+    _check_broadcast_inputs(op, call)
+    require(_out_dtype(call) in (np.float32, np.int32, np.int8), op,
+            f"{_out_dtype(call)} is not supported")
+    if _out_dtype(call) == np.int8:
+        _quantized_pair(op, call)
+        for q in (*call.input_q[:2], call.output_q[0]):
+            zp = scale_zp(q)[1]
+            require(-128 <= zp <= 127, op, f"zero point {zp} outside the int8 range")
+        squared_difference_params(op, call)
+
+
+@register("SQUARED_DIFFERENCE", check=_check_squared_difference)
+def squared_difference(call: OpCall) -> list[np.ndarray]:
+    a, b = call.inputs[0], call.inputs[1]
+    dtype = _out_dtype(call)
+    if dtype == np.float32:
+        d = (a.astype(np.float32) - b.astype(np.float32)).astype(np.float32)
+        return [(d * d).astype(np.float32)]
+    if dtype == np.int32:
+        d = ar.wrap_int32(a.astype(np.int64) - b.astype(np.int64))
+        return [ar.wrap_int32(d * d).astype(np.int32)]
+    if dtype == np.int8:
+        _, zp1 = scale_zp(call.input_q[0])
+        _, zp2 = scale_zp(call.input_q[1])
+        _, out_zp = scale_zp(call.output_q[0])
+        m1, m2, mo = squared_difference_params("SQUARED_DIFFERENCE", call)
+        v1 = _scaled_input(a, zp1, 7, m1)
+        v2 = _scaled_input(b, zp2, 7, m2)
+        diff = v1 - v2
+        out = ar.multiply_by_quantized_multiplier(diff * diff, *mo) + out_zp
+        return [np.clip(out, -128, 127).astype(np.int8)]
+    raise UnsupportedOp(f"SQUARED_DIFFERENCE: no kernel for {dtype} tensors")
+
+
+# --------------------------------------------------------------------------------------------
+# MAXIMUM / MINIMUM (maximum_minimum.cc: the stored values compared, whatever the
+# quantization; `a > b ? a : b`, so a NaN in either input gives b)
+
+
+def _maximum_minimum(op: str):
+    def kernel(call: OpCall) -> list[np.ndarray]:
+        a, b = call.inputs[0], call.inputs[1]
+        dtype = _out_dtype(call)
+        if dtype not in (np.float32, np.int8, np.uint8, np.int16, np.int32, np.int64):
+            raise UnsupportedOp(f"{op}: no kernel for {dtype} tensors")
+        with np.errstate(invalid="ignore"):
+            pick_a = a > b if op == "MAXIMUM" else a < b
+        return [np.where(pick_a, a, b).astype(dtype)]
+
+    kernel.__name__ = op.lower()
+    return kernel
+
+
+def _check_maximum_minimum(op: str, call: OpCall) -> None:
+    _check_broadcast_inputs(op, call)
+    require(_out_dtype(call) in (np.float32, np.float16, np.uint8, np.int8, np.int16, np.int32,
+                                 np.int64), op, f"{_out_dtype(call)} is not supported")
+
+
+for _op in ("MAXIMUM", "MINIMUM"):
+    register(_op, check=_check_maximum_minimum)(_maximum_minimum(_op))
+
+
+# --------------------------------------------------------------------------------------------
+# DIV (div.cc)
+
+
+def div_params(call: OpCall) -> tuple[int, int]:
+    s1, _ = scale_zp(call.input_q[0])
+    s2, _ = scale_zp(call.input_q[1])
+    out_s, _ = scale_zp(call.output_q[0])
+    return ar.quantize_multiplier_scalar(float(f32(s1) / (f32(s2) * f32(out_s))))
+
+
+def _check_div(op: str, call: OpCall) -> None:
+    _check_broadcast_inputs(op, call)
+    dtype = _out_dtype(call)
+    require(dtype in (np.float32, np.int32, np.uint8, np.int8, np.int16), op,
+            f"{dtype} is not supported")
+    if dtype in (np.uint8, np.int8, np.int16):
+        _quantized_pair(op, call)
+        _quantized_bounds(op, call)
+
+
+def _rounding_divide_by_any_pot(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+    """gemmlowp's scalar `RoundingDivideByPOT` for any exponent, as LiteRT's x86-64 build
+    runs it: outside [0, 31] its mask `(1ll << exponent) - 1` truncates to -1 and the int32
+    shift counts modulo 32, so a quotient far below one output step still rounds up to 1."""
+    inside = (exponent >= 0) & (exponent <= 31)
+    normal = ar.rounding_divide_by_pot(x, np.clip(exponent, 0, 31))
+    wide = (x >> (exponent & 31)) + (x > -1 + (x < 0))
+    return np.where(inside, normal, wide)
+
+
+@register("DIV", check=_check_div)
+def div(call: OpCall) -> list[np.ndarray]:
+    a, b = call.inputs[0], call.inputs[1]
+    dtype = _out_dtype(call)
+    if dtype == np.float32:
+        lo, hi = ar.activation_range_float(activation(call))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = (a.astype(np.float32) / b.astype(np.float32)).astype(np.float32)
+        return [_clamp_float(q, lo, hi)]
+    if dtype == np.int32:
+        if np.any(b == 0):
+            raise KernelError("DIV: division by zero")
+        lo, hi = ar.activation_range_int32(activation(call))
+        return [np.clip(ar.trunc_div(a, b), lo, hi).astype(np.int32)]
+    if dtype in (np.int8, np.uint8, np.int16):
+        _, zp1 = scale_zp(call.input_q[0])
+        _, zp2 = scale_zp(call.input_q[1])
+        _, out_zp = scale_zp(call.output_q[0])
+        if np.any(b.astype(np.int64) == zp2):
+            raise KernelError("DIV: division by zero (a divisor equals its zero point)")
+        multiplier, shift = div_params(call)
+        v1, v2 = np.broadcast_arrays(a.astype(np.int64) - zp1, b.astype(np.int64) - zp2)
+        v1 = np.where(v2 < 0, -v1, v1)
+        v2 = np.abs(v2)
+        inverse, recip_shift = ar.get_reciprocal(v2, 31)
+        headroom = ar.count_leading_sign_bits(v1)
+        quotient = ar.saturating_rounding_doubling_high_mul(ar.wrap_int32(v1 << headroom),
+                                                            inverse)
+        exponent = recip_shift + headroom - shift
+        high = ar.saturating_rounding_doubling_high_mul(quotient, multiplier)
+        out = _rounding_divide_by_any_pot(high, exponent) + out_zp
+        lo, hi = _quantized_bounds("DIV", call)
+        return [np.clip(out, lo, hi).astype(dtype)]
+    raise UnsupportedOp(f"DIV: no kernel for {dtype} tensors")
+
+
+# --------------------------------------------------------------------------------------------
+# POW (pow.cc: std::pow of floats)
+
+
+def _check_pow(op: str, call: OpCall) -> None:
+    _check_broadcast_inputs(op, call)
+    require(_out_dtype(call) in (np.float32, np.int32), op,
+            f"{_out_dtype(call)} is not supported")
+
+
+@register("POW", check=_check_pow)
+def pow_(call: OpCall) -> list[np.ndarray]:
+    a, b = call.inputs[0], call.inputs[1]
+    dtype = _out_dtype(call)
+    with np.errstate(all="ignore"):
+        if dtype == np.float32:
+            return [ar.libm_powf(a, b)]
+        if dtype == np.int32:
+            if np.any(b < 0):
+                raise KernelError("POW: negative exponents are not supported for int32")
+            r = np.power(a.astype(np.float64), b.astype(np.float64))
+            return [ar.float_to_int32(r).astype(np.int32)]
+    raise UnsupportedOp(f"POW: no kernel for {dtype} tensors")
+
+
+# --------------------------------------------------------------------------------------------
+# PRELU (activations.cc, reference_ops::Prelu / BroadcastPrelu4DSlow)
+
+
+def prelu_params(call: OpCall) -> tuple[tuple[int, int], tuple[int, int]]:
+    in_s, _ = scale_zp(call.input_q[0])
+    alpha_s, _ = scale_zp(call.input_q[1])
+    out_s, _ = scale_zp(call.output_q[0])
+    return (ar.quantize_multiplier_scalar(float(f32(in_s) / f32(out_s))),
+            ar.quantize_multiplier_scalar(float(f32(in_s) * f32(alpha_s) / f32(out_s))))
+
+
+def _check_prelu(op: str, call: OpCall) -> None:
+    x, alpha = static_input_shape(call, 0), static_input_shape(call, 1)
+    if x is not None and alpha is not None:
+        try:
+            out = np.broadcast_shapes(x, alpha)
+        except ValueError:
+            raise Refusal(f"{op}: shapes {list(x)} and {list(alpha)} are not broadcastable") \
+                from None
+        require(tuple(out) == tuple(x), op,
+                f"alpha of shape {list(alpha)} broadcasts the input {list(x)} to {list(out)}")
+        if x != alpha:
+            require(len(out) <= 8, op, "broadcasting is limited to 8 dimensions")
+    _same_type(op, call)
+    dtype = _out_dtype(call)
+    require(dtype in (np.float32, np.uint8, np.int8, np.int16), op, f"{dtype} is not supported")
+    if dtype in (np.int8, np.int16):
+        require(call.input_q[0] is not None and call.output_q[0] is not None, op,
+                "quantized input and output need quantization parameters")
+        a = input_dtype(call, 1)
+        want = np.int8 if dtype == np.int16 else dtype
+        if a is not None:
+            require(a == want, op, f"alpha must be {np.dtype(want)} for {dtype} input")
+
+
+@register("PRELU", check=_check_prelu)
+def prelu(call: OpCall) -> list[np.ndarray]:
+    x, alpha = call.inputs[0], call.inputs[1]
+    dtype = _out_dtype(call)
+    if dtype == np.float32:
+        xf, af = np.broadcast_arrays(x.astype(np.float32), alpha.astype(np.float32))
+        return [np.where(xf >= 0, xf, xf * af).astype(np.float32)]
+    if dtype in (np.int8, np.int16):
+        _, in_zp = scale_zp(call.input_q[0])
+        _, alpha_zp = scale_zp(call.input_q[1])
+        _, out_zp = scale_zp(call.output_q[0])
+        (m1, s1), (m2, s2) = prelu_params(call)
+        v, a = np.broadcast_arrays(x.astype(np.int64) - in_zp, alpha.astype(np.int64) - alpha_zp)
+        positive = ar.multiply_by_quantized_multiplier(v, m1, s1)
+        negative = ar.multiply_by_quantized_multiplier(ar.wrap_int32(v * a), m2, s2)
+        out = np.where(v >= 0, positive, negative) + out_zp
+        return [np.clip(out, *ar.storage_range(dtype)).astype(dtype)]
+    raise UnsupportedOp(f"PRELU: no kernel for {dtype} tensors")
+
+
+# --------------------------------------------------------------------------------------------
+# GELU: int8 through a 256-entry table built in Prepare (activations.cc, LUTPopulate with
+# reference_ops::GeluTransform or GeluTransformApproximate)
+
+_SQRT_2_OVER_PI = f32(1.12837916709551257390 * 0.70710678118654752440)  # double, then float
+
+
+def gelu_f32(x: np.ndarray, approximate: bool) -> np.ndarray:
+    """`GeluTransform` / `GeluTransformApproximate`, float32 operation by operation."""
+    x = np.asarray(x, dtype=np.float32)
+    half = f32(0.5)
+    with np.errstate(all="ignore"):
+        if approximate:
+            cube = (((f32(0.044715) * x) * x) * x).astype(np.float32)
+            inner = (_SQRT_2_OVER_PI * (x + cube).astype(np.float32)).astype(np.float32)
+            return ((half * x) * (f32(1.0) + ar.libm_tanhf(inner))).astype(np.float32)
+        arg = (x * f32(-0.70710678118654752440)).astype(np.float32)
+        return ((half * x) * ar.libm_erfcf(arg)).astype(np.float32)
+
+
+def _check_gelu(op: str, call: OpCall) -> None:
+    _same_type(op, call)
+    require(_out_dtype(call) in (np.float32, np.float16, np.uint8, np.int8, np.int16), op,
+            f"{_out_dtype(call)} is not supported")
+    if _out_dtype(call) in (np.int8, np.int16):
+        require(call.input_q[0] is not None and call.output_q[0] is not None, op,
+                "quantized input and output need quantization parameters")
+
+
+@register("GELU", check=_check_gelu)
+def gelu(call: OpCall) -> list[np.ndarray]:
+    x = call.inputs[0]
+    dtype = _out_dtype(call)
+    approximate = bool(call.options.get("approximate", False))
+    if dtype == np.int8:
+        in_s, in_zp = scale_zp(call.input_q[0])
+        out_s, out_zp = scale_zp(call.output_q[0])
+        table = lut_int8(in_s, in_zp, out_s, out_zp, lambda v: gelu_f32(v, approximate))
+        return [table[x.astype(np.int64) + 128]]
+    if dtype == np.int16:
+        in_s, in_zp = scale_zp(call.input_q[0])
+        out_s, out_zp = scale_zp(call.output_q[0])
+        table = lut_int16(in_s, in_zp, out_s, out_zp, lambda v: gelu_f32(v, approximate))
+        return [lut_lookup_int16(x, table)]
+    raise UnsupportedOp(f"GELU: no kernel for {dtype} tensors")
+
+
+# --------------------------------------------------------------------------------------------
+# LOG_SOFTMAX (reference_integer_ops::LogSoftmax: gemmlowp fixed point)
+
+
+def log_softmax_params(call: OpCall) -> tuple[int, int, int, int, int]:
+    """`PreprocessLogSoftmaxScalingExp` with beta 1: (input multiplier, input left shift,
+    reverse scaling multiplier, its shift, diff_min)."""
+    in_s, _ = scale_zp(call.input_q[0])
+    real = min(float(f32(in_s)) * float(1 << (31 - _SCALED_DIFF_INTEGER_BITS)),
+               float((1 << 31) - 1))
+    if not real > 1.0:
+        raise Refusal(f"LOG_SOFTMAX: input scale {in_s:g} * 2**26 = {real:.6g} must exceed 1 "
+                      "(the reference kernel's QuantizeMultiplierGreaterThanOne aborts)")
+    m, left_shift = ar.quantize_multiplier_scalar(real)
+    reverse = float(1 << (31 - left_shift)) / float(m)
+    if not 0.0 < reverse < 1.0:
+        raise Refusal(f"LOG_SOFTMAX: reverse scaling {reverse:.9g} is outside (0, 1) "
+                      f"(input scale {in_s:g})")
+    rm, rs = ar.quantize_multiplier_scalar(reverse)
+    if rs > 0:
+        raise Refusal(f"LOG_SOFTMAX: reverse scaling {reverse:.9g} rounds up to 1.0")
+    diff_min = -ar.calculate_input_radius(_SCALED_DIFF_INTEGER_BITS, left_shift)
+    return m, left_shift, rm, rs, diff_min
+
+
+def _check_log_softmax(op: str, call: OpCall) -> None:
+    _same_type(op, call)
+    require(_out_dtype(call) in (np.float32, np.uint8, np.int8), op,
+            f"{_out_dtype(call)} is not supported")
+    xs = static_input_shape(call, 0)
+    if xs is not None:
+        require(len(xs) >= 1, op, "input must have at least one dimension")
+    if _out_dtype(call) != np.int8:
+        return
+    require(call.input_q[0] is not None and call.output_q[0] is not None, op,
+            "int8 input and output need quantization parameters")
+    out_s, out_zp = scale_zp(call.output_q[0])
+    require(float(f32(out_s)) == 16.0 / 256, op,
+            f"int8 output scale must be 16/256, got {out_s:.9g}")
+    require(out_zp == 127, op, f"int8 output zero point must be 127, got {out_zp}")
+    log_softmax_params(call)
+
+
+@register("LOG_SOFTMAX", check=_check_log_softmax)
+def log_softmax(call: OpCall) -> list[np.ndarray]:
+    x = call.inputs[0]
+    dtype = _out_dtype(call)
+    if dtype == np.float32:
+        return [_log_softmax_float(x.astype(np.float32))]
+    if dtype != np.int8:
+        raise UnsupportedOp(f"LOG_SOFTMAX: no kernel for {dtype} tensors")
+    m, left_shift, rm, rs, diff_min = log_softmax_params(call)
+    xi = x.astype(np.int64)
+    diff = xi - xi.max(axis=-1, keepdims=True)
+    diff_q5 = ar.multiply_by_quantized_multiplier(diff, m, left_shift)
+    exp_q0 = ar.exp_on_negative_values(diff_q5, _SCALED_DIFF_INTEGER_BITS)
+    exp_q12 = ar.rounding_divide_by_pot(exp_q0, _ACCUMULATION_INTEGER_BITS)
+    sum_q12 = ar.wrap_int32(np.where(diff >= diff_min, exp_q12, 0).sum(axis=-1, keepdims=True))
+    log_sum_q5 = ar.log_x_for_x_greater_than_or_equal_to_1(
+        sum_q12, _ACCUMULATION_INTEGER_BITS, _SCALED_DIFF_INTEGER_BITS)
+    shifted_log_sum = ar.wrap_int32(log_sum_q5 + ar.INT32_MIN)
+    adjusted_diff_min = np.maximum(diff_min - 1,
+                                   ar.multiply_by_quantized_multiplier(shifted_log_sum, rm, rs))
+    out = ar.rounding_divide_by_pot(ar.wrap_int32(diff_q5 - log_sum_q5), 31 - 5 - 4) + 127
+    out = np.clip(out, -128, 127)
+    return [np.where(diff > adjusted_diff_min, out, -128).astype(np.int8)]
+
+
+def _log_softmax_float(x: np.ndarray) -> np.ndarray:
+    """reference_ops::LogSoftmax (float): the row maximum by `std::max` from lowest() (a NaN
+    never wins), expf of the differences summed in order, then x - max - logf(sum)."""
+    mx = np.full(x.shape[:-1] + (1,), np.finfo(np.float32).min, dtype=np.float32)
+    for c in range(x.shape[-1]):
+        v = x[..., c:c + 1]
+        mx = np.where(mx < v, v, mx)
+    with np.errstate(all="ignore"):
+        total = np.zeros(mx.shape, dtype=np.float32)
+        for c in range(x.shape[-1]):
+            total = (total + ar.libm_expf((x[..., c:c + 1] - mx).astype(np.float32)))
+            total = total.astype(np.float32)
+        return ((x - mx).astype(np.float32) - ar.libm_logf(total)).astype(np.float32)

@@ -1,4 +1,5 @@
-"""AVERAGE_POOL_2D, MAX_POOL_2D, MEAN and SUM as LiteRT's reference kernels compute them."""
+"""AVERAGE_POOL_2D, MAX_POOL_2D, MEAN, SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PROD (unquantized),
+ARG_MAX and ARG_MIN as LiteRT's reference kernels compute them."""
 
 from __future__ import annotations
 
@@ -6,15 +7,18 @@ import numpy as np
 
 from qaccel.kernels import arithmetic as ar
 from qaccel.kernels.base import (
+    KernelError,
     OpCall,
     Refusal,
     UnsupportedOp,
     activation,
+    input_dtype,
     input_shape,
     pad_spatial,
     register,
     require,
     scale_zp,
+    static_input_shape,
     window_geometry,
 )
 
@@ -193,7 +197,9 @@ def sum_(call: OpCall) -> list[np.ndarray]:
         out = _quantized_mean_or_sum(raw, axes, out_shape, call, True, (0, 255))
         return [out.astype(np.uint8).view(np.int8)]
     if dtype == np.float32:
-        return [_sequential_float_sum(x.astype(np.float32), axes).reshape(out_shape)]
+        total = _sequential_float_sum(x.astype(np.float32), axes,
+                                      from_first=len(axes) == x.ndim and x.size > 0)
+        return [total.reshape(out_shape)]
     if dtype == np.int32:
         total = ar.wrap_int32(x.astype(np.int64).sum(axis=tuple(axes)))
         return [total.astype(np.int32).reshape(out_shape)]
@@ -220,9 +226,12 @@ def _quantized_mean_or_sum(x: np.ndarray, axes: list[int], out_shape, call: OpCa
     return np.clip(out, *bounds).reshape(out_shape)
 
 
-def _sequential_float_sum(x: np.ndarray, axes: list[int]) -> np.ndarray:
+def _sequential_float_sum(x: np.ndarray, axes: list[int],
+                          from_first: bool = False) -> np.ndarray:
     """Sum in the reference kernel's order: input elements in row-major order, each added to
-    its output slot (ReduceSumImpl); float32 all along."""
+    its output slot (ReduceSumImpl); float32 all along. `from_first`: the sum starts from the
+    first element instead of 0.0 (ReduceAllDims, when every axis is reduced; only the sign of
+    a zero sum can differ)."""
     if not axes:
         return x.copy()
     moved = np.moveaxis(x, axes, list(range(x.ndim - len(axes), x.ndim)))
@@ -232,6 +241,213 @@ def _sequential_float_sum(x: np.ndarray, axes: list[int]) -> np.ndarray:
     flat = np.moveaxis(x, sorted(axes), list(range(x.ndim - len(axes), x.ndim)))
     flat = flat.reshape(kept_shape + (-1,))
     total = np.zeros(kept_shape, dtype=np.float32)
-    for i in range(flat.shape[-1]):
+    first = 0
+    if from_first and flat.shape[-1]:
+        total, first = flat[..., 0].copy(), 1
+    for i in range(first, flat.shape[-1]):
         total = total + flat[..., i]
     return total
+
+
+# --------------------------------------------------------------------------------------------
+# REDUCE_MAX / REDUCE_MIN (reduce.cc, reference_ops::ReduceGeneric)
+
+
+def _check_reduce_max_min(op: str, call: OpCall) -> None:
+    _check_reduce(op, call)
+    dtype = np.dtype(call.output_dtypes[0])
+    x = input_dtype(call, 0)
+    if x is not None:
+        require(x == dtype, op, f"output type {dtype} differs from the input type {x}")
+    if dtype in (np.int8, np.uint8, np.int16):
+        require(call.input_q[0] is not None and call.output_q[0] is not None, op,
+                "quantized input and output need quantization parameters")
+        in_s, in_zp = scale_zp(call.input_q[0])
+        out_s, out_zp = scale_zp(call.output_q[0])
+        # Checked in Eval by LiteRT; the values are static, so refused here.
+        require(np.float32(in_s) == np.float32(out_s) and in_zp == out_zp, op,
+                f"input and output quantization differ ({in_s:g}/{in_zp} -> {out_s:g}/{out_zp})")
+        if dtype == np.int16:
+            require(in_zp == 0, op, "int16 zero points must be 0")
+
+
+def _reduce_extreme(op: str):
+    def kernel(call: OpCall) -> list[np.ndarray]:
+        x, axes, out_shape = _reduce_setup(call)
+        dtype = np.dtype(call.output_dtypes[0])
+        if dtype == np.float32:
+            # `in > current ? in : current` from numeric_limits::lowest() (max) or max() (min),
+            # in row-major order: NaNs are never taken; of equal values (0.0 and -0.0) the
+            # first stays.
+            start = np.finfo(np.float32).min if op == "REDUCE_MAX" else np.finfo(np.float32).max
+            flat = _reduced_last(x.astype(np.float32), axes)
+            best = np.full(flat.shape[:-1], start, dtype=np.float32)
+            first = 0
+            if len(axes) == x.ndim and x.size:
+                best, first = flat[..., 0].copy(), 1  # ReduceAllDims starts from x[0]
+            for i in range(first, flat.shape[-1]):
+                v = flat[..., i]
+                with np.errstate(invalid="ignore"):
+                    take = v > best if op == "REDUCE_MAX" else v < best
+                best = np.where(take, v, best)
+            return [best.reshape(out_shape)]
+        if dtype in (np.int8, np.uint8, np.int16, np.int32, np.int64, np.bool_):
+            if x.size == 0 or not axes:
+                info = np.iinfo(dtype) if dtype != np.bool_ else None
+                start = (info.min if op == "REDUCE_MAX" else info.max) if info else \
+                    op == "REDUCE_MIN"
+                flat = _reduced_last(x, axes)
+                init = np.full(flat.shape[:-1] + (1,), start, dtype=dtype)
+                flat = np.concatenate([init, flat], axis=-1)
+                return [(flat.max(-1) if op == "REDUCE_MAX" else flat.min(-1)).reshape(out_shape)]
+            r = x.max(axis=tuple(axes)) if op == "REDUCE_MAX" else x.min(axis=tuple(axes))
+            return [r.astype(dtype).reshape(out_shape)]
+        raise UnsupportedOp(f"{op}: no kernel for {dtype} tensors")
+
+    kernel.__name__ = op.lower()
+    return kernel
+
+
+for _op in ("REDUCE_MAX", "REDUCE_MIN"):
+    register(_op, check=_check_reduce_max_min)(_reduce_extreme(_op))
+
+
+@register("REDUCE_PROD", check=_check_reduce)
+def reduce_prod(call: OpCall) -> list[np.ndarray]:
+    """The product of unquantized tensors (the shape arithmetic converters emit: int32 dims);
+    int32 wraps, float32 multiplies in row-major order."""
+    x, axes, out_shape = _reduce_setup(call)
+    dtype = np.dtype(call.output_dtypes[0])
+    if dtype in (np.int32, np.int64) and call.input_q[0] is None:
+        flat = _reduced_last(x.astype(np.int64), axes)
+        total = np.ones(flat.shape[:-1], dtype=np.int64)
+        for i in range(flat.shape[-1]):
+            total = total * flat[..., i]
+            total = ar.wrap_int32(total) if dtype == np.int32 else total
+        return [total.astype(dtype).reshape(out_shape)]
+    if dtype == np.float32:
+        flat = _reduced_last(x.astype(np.float32), axes)
+        total = np.ones(flat.shape[:-1], dtype=np.float32)
+        first = 0
+        if len(axes) == x.ndim and x.size:
+            total, first = flat[..., 0].copy(), 1
+        for i in range(first, flat.shape[-1]):
+            total = (total * flat[..., i]).astype(np.float32)
+        return [total.reshape(out_shape)]
+    raise UnsupportedOp(f"REDUCE_PROD: no kernel for {dtype} tensors")
+
+
+def _reduced_last(x: np.ndarray, axes: list[int]) -> np.ndarray:
+    """x with the kept axes first and the reduced ones flattened, in row-major order, into
+    the last axis."""
+    kept = [d for i, d in enumerate(x.shape) if i not in axes]
+    moved = np.moveaxis(x, sorted(axes), list(range(x.ndim - len(axes), x.ndim)))
+    return moved.reshape(tuple(kept) + (-1,))
+
+
+# --------------------------------------------------------------------------------------------
+# ARG_MAX / ARG_MIN (arg_min_max.cc: the first index of the extreme value; NaN is never taken
+# unless every value is NaN, which gives index 0). Over a contiguous axis (inner size 1) float
+# rows take LiteRT's 4-lane loop instead (`_arg_contiguous_float`), whose NaNs behave otherwise.
+
+_ARG_INDEX_TYPES = {"INT32": np.int32, "INT64": np.int64}
+
+
+def _check_arg_min_max(op: str, call: OpCall) -> None:
+    require(len(call.inputs) >= 2, op, "missing the axis input")
+    output_type = call.options.get("output_type", "FLOAT32")
+    require(output_type in _ARG_INDEX_TYPES, op,
+            f"output_type must be INT32 or INT64, got {output_type}")
+    out = np.dtype(call.output_dtypes[0])
+    require(out == _ARG_INDEX_TYPES[output_type], op,
+            f"output declared {out} but output_type is {output_type}")
+    x = input_dtype(call, 0)
+    if x is not None:
+        require(x in (np.float32, np.uint8, np.int8, np.int32, np.bool_), op,
+                f"{x} input is not supported")
+    xs = static_input_shape(call, 0)
+    if xs is not None:
+        require(len(xs) >= 1, op, "input must have at least one dimension")
+    axis_type = input_dtype(call, 1)
+    if axis_type is not None:
+        require(axis_type in (np.int32, np.int64), op,
+                f"axis must be int32 or int64, got {axis_type}")
+    axis_shape = static_input_shape(call, 1)
+    if axis_shape is not None:
+        require(int(np.prod(axis_shape)) == 1, op,
+                f"axis must hold one value, got {int(np.prod(axis_shape))}")
+    axis = call.inputs[1]
+    if axis is not None:
+        if xs is not None:
+            a = int(np.asarray(axis).reshape(-1)[0])
+            require(-len(xs) <= a < len(xs), op, f"axis {a} out of range for rank {len(xs)}")
+            require(xs[a] > 0, op, "cannot compute over an empty axis")
+
+
+def _arg_min_max(op: str):
+    def kernel(call: OpCall) -> list[np.ndarray]:
+        x = call.inputs[0]
+        axis = int(np.asarray(call.inputs[1]).reshape(-1)[0])
+        axis = axis + x.ndim if axis < 0 else axis
+        out_dtype = _ARG_INDEX_TYPES[call.options.get("output_type", "FLOAT32")]
+        if x.shape[axis] == 0:
+            raise KernelError(f"{op}: cannot compute over an empty axis")
+        inner = int(np.prod(x.shape[axis + 1:]))
+        if x.dtype == np.float32 and inner == 1:
+            rows = x.reshape(-1, x.shape[axis])
+            index = _arg_contiguous_float(rows, op == "ARG_MAX").reshape(
+                x.shape[:axis] + x.shape[axis + 1:])
+        elif x.dtype == np.float32:
+            valid = ~np.isnan(x)
+            with np.errstate(invalid="ignore"):
+                masked = np.where(valid, x, -np.inf if op == "ARG_MAX" else np.inf)
+                best = masked.max(axis=axis, keepdims=True) if op == "ARG_MAX" else \
+                    masked.min(axis=axis, keepdims=True)
+            hit = valid & (x == best)
+            index = np.where(hit.any(axis=axis), hit.argmax(axis=axis), 0)
+        else:
+            index = x.argmax(axis=axis) if op == "ARG_MAX" else x.argmin(axis=axis)
+        return [index.astype(out_dtype)]
+
+    kernel.__name__ = op.lower()
+    return kernel
+
+
+for _op in ("ARG_MAX", "ARG_MIN"):
+    register(_op, check=_check_arg_min_max)(_arg_min_max(_op))
+
+
+def _arg_contiguous_float(rows: np.ndarray, is_max: bool) -> np.ndarray:
+    """`ArgMaxVector` / `ArgMinVector` of float rows as LiteRT's x86-64 build runs them: its
+    4-lane loop (NEON intrinsics emulated with SSE) keeps each lane's best (NaN-aware) over
+    blocks 1.. of 4 values, reduces the lanes pairwise with a select that keeps the first
+    operand when a NaN is compared (so a NaN lane can win), takes the first lane index holding
+    that value, and finishes the last size % 4 values one by one. Without NaNs this is the
+    first index of the extreme value."""
+    n, size = rows.shape
+    better = np.greater if is_max else np.less
+
+    def pick(a, b):  # b if b is better than a, else a (also when either is NaN)
+        return np.where(better(b, a), b, a)
+
+    with np.errstate(invalid="ignore"):
+        if size >= 4:
+            best = rows[:, :4].copy()
+            best_index = np.tile(np.arange(4), (n, 1))
+            start = 4
+            while start <= size - 4:
+                v = rows[:, start:start + 4]
+                take = ~np.isnan(v) & (np.isnan(best) | better(v, best))
+                best = np.where(take, v, best)
+                best_index = np.where(take, start + np.arange(4), best_index)
+                start += 4
+            value = pick(pick(best[:, 0], best[:, 1]), pick(best[:, 2], best[:, 3]))
+            index = np.where(best == value[:, None], best_index, np.iinfo(np.int32).max).min(1)
+        else:
+            value, index, start = rows[:, 0].copy(), np.zeros(n, dtype=np.int64), 1
+        for j in range(start, size):
+            c = rows[:, j]
+            take = ~np.isnan(c) & (np.isnan(value) | better(c, value))
+            value = np.where(take, c, value)
+            index = np.where(take, j, index)
+    return np.where(np.isnan(value), 0, index)

@@ -23,9 +23,10 @@ Shape = tuple[int, ...]
 _SAME_SHAPE = {
     "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "QUANTIZE",
     "DEQUANTIZE", "SOFTMAX", "LOG_SOFTMAX", "HARD_SWISH", "LEAKY_RELU", "ABS", "NEG", "ELU",
-    "PRELU_NONE",
+    "PRELU_NONE", "SQRT", "RSQRT", "GELU",
 }  # fmt: skip
-_BROADCAST = {"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "DIV"}
+_BROADCAST = {"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "DIV", "POW"}
+_REDUCTIONS = {"MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD"}
 
 
 class ShapeMismatch(ValueError):
@@ -125,7 +126,18 @@ def infer_shape(op: str, shapes: Sequence[Shape | None], consts: Sequence[np.nda
         if pads.shape != (len(x), 2) or np.any(pads < 0):
             raise ShapeMismatch(f"paddings of shape {list(pads.shape)} for rank {len(x)}")
         return tuple(int(d + a + b) for d, (a, b) in zip(x, pads))
-    if op == "MEAN" and len(consts) >= 2 and consts[1] is not None:
+    if op == "PRELU" and len(shapes) == 2 and shapes[1] is not None:
+        out = _broadcast(x, shapes[1])
+        if out != tuple(x):
+            raise ShapeMismatch(f"alpha of shape {list(shapes[1])} broadcasts the input "
+                                f"{list(x)} to {list(out)}")
+        return out
+    if op in ("ARG_MAX", "ARG_MIN") and len(consts) >= 2 and consts[1] is not None:
+        axis = np.asarray(consts[1]).reshape(-1)
+        if axis.size != 1 or not -len(x) <= int(axis[0]) < len(x):
+            raise ShapeMismatch(f"axis {axis.tolist()} is not one axis of rank {len(x)}")
+        return tuple(d for i, d in enumerate(x) if i != int(axis[0]) % len(x))
+    if op in _REDUCTIONS and len(consts) >= 2 and consts[1] is not None:
         axes = {int(a) % len(x) if len(x) else 0
                 for a in np.asarray(consts[1]).reshape(-1)}  # fmt: skip
         if options.get("keep_dims", False):
@@ -135,7 +147,8 @@ def infer_shape(op: str, shapes: Sequence[Shape | None], consts: Sequence[np.nda
 
 
 # Operators whose shape depends on the value of input 1 (a constant tensor).
-NEEDS_CONSTANT_INPUT_1 = frozenset({"RESHAPE", "PAD", "PADV2", "MEAN"})
+NEEDS_CONSTANT_INPUT_1 = frozenset({"RESHAPE", "PAD", "PADV2", *_REDUCTIONS, "ARG_MAX",
+                                    "ARG_MIN"})
 
 
 # --------------------------------------------------------------------------------------------

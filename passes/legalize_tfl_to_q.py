@@ -18,7 +18,8 @@ becomes
 (`q.relu` only when the activation range is narrower than int8's). FULLY_CONNECTED becomes
 `q.dense + q.bias_add + q.requantize (+ q.relu)` whose requantize keeps the reference kernel's
 double-precision scale. Also DEPTHWISE_CONV_2D, ADD, SUB, MUL, AVERAGE_POOL_2D, MAX_POOL_2D,
-MEAN (constant axes), PAD/PADV2 (constant paddings) and CONCATENATION.
+MEAN (constant axes), PAD/PADV2 (constant paddings), CONCATENATION, and MAXIMUM/MINIMUM with a
+one-valued constant (a `q.relu` clamp).
 
 An op stays `tfl` (and runs on the CPU) when it is not int8, when an operand that must be
 constant is not, or when LiteRT's reference kernel would refuse it (the interpreter then
@@ -422,6 +423,33 @@ class LegalizeConcatenation(_Legalize):
         _replace_one(rewriter, op, new)
 
 
+class LegalizeMaximumMinimum(_Legalize):
+    """MAXIMUM / MINIMUM of an int8 tensor and a constant holding one value: a clamp
+    (`q.relu`), when the result has the tensor's type. LiteRT compares the stored values
+    whatever the quantization, so max(x, c) is x clamped to [c, 127] (min: [-128, c])."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if not isinstance(op, tfl.MaximumOp | tfl.MinimumOp):
+            return
+        for x, other in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            value = _const(other)
+            if value is None or value.dtype != np.int8 or value.size == 0:
+                continue
+            v = int(value.reshape(-1)[0])
+            if not np.all(value == v) or x.type != op.output.type or not _is_int8(x):
+                continue
+            if _static_call(op) is None:
+                return
+            lo, hi = (v, 127) if isinstance(op, tfl.MaximumOp) else (-128, v)
+            new = q.ReluOp.create(
+                operands=[x],
+                result_types=[op.output.type],
+                properties={"min": q.i32_attr(lo), "max": q.i32_attr(hi)},
+            )
+            _replace_one(rewriter, op, new)
+            return
+
+
 # tfl op name (as in the `ops` option) -> pattern
 PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "conv_2d": LegalizeConv2D,
@@ -436,6 +464,8 @@ PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "pad": lambda: LegalizePad(tfl.PadOp),
     "padv2": lambda: LegalizePad(tfl.PadV2Op),
     "concatenation": LegalizeConcatenation,
+    "maximum": LegalizeMaximumMinimum,
+    "minimum": LegalizeMaximumMinimum,
 }
 
 

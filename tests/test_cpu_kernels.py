@@ -61,6 +61,8 @@ class Case:
             output_shapes=[tuple(s.shape) for s in self.outputs],
             output_dtypes=[np.dtype(s.dtype) for s in self.outputs],
             options=dict(self.options),
+            input_dtypes=[None if s is None else np.dtype(s.dtype) for s in self.inputs],
+            input_shapes=[None if s is None else tuple(s.shape) for s in self.inputs],
         )
 
     def ours(self) -> list[np.ndarray]:

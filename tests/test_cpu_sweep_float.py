@@ -165,3 +165,70 @@ def pool_reduce_resize_cases(seed: int) -> list[Case]:
 
 def test_float_pool_reduce_resize_sweep(oracle):
     assert_bit_exact(oracle, pool_reduce_resize_cases(53))
+
+
+def float_island_cases(seed: int) -> list[Case]:
+    """The float ops converters leave between DEQUANTIZE and QUANTIZE (LayerNormalization's
+    NEG, RSQRT, SQUARED_DIFFERENCE, MEAN, ...), with infinities, NaN and signed zeros."""
+    rng = np.random.default_rng(seed)
+    specials = F32([0, -0.0, 1, -1, 0.5, 3, 1e-30, -1e-30, 1e30, -1e30, 1e-45, np.inf, -np.inf,
+                    np.nan])
+    x = np.concatenate([_f32(rng, (4000,), 5), np.abs(_f32(rng, (4000,), 1e3)), specials])
+    x = x.reshape(1, -1)
+    cases = [Case(op, [spec("x", x.shape, F32)], [spec("y", x.shape, F32)], {}, [x],
+                  f"{op} float") for op in ("NEG", "SQRT", "RSQRT")]
+    pairs = (((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (4,)), ((1, 3, 1), (2, 1, 5)), ((5,), (1,)))
+    for op in ("SQUARED_DIFFERENCE", "DIV", "MAXIMUM", "MINIMUM", "POW"):
+        for a_shape, b_shape in pairs:
+            a, b = _f32(rng, a_shape, 4), _f32(rng, b_shape, 4)
+            options = {}
+            if op == "DIV":
+                options["fused_activation_function"] = str(rng.choice(ACTIVATIONS))
+                b.reshape(-1)[:2] = F32([0.0, -0.0])[:b.size]
+            if op == "POW":
+                a = np.abs(a)
+                b.reshape(-1)[::2] = np.round(b.reshape(-1)[::2] * 2) / 4
+            if op in ("MAXIMUM", "MINIMUM"):
+                a.reshape(-1)[:3] = [np.nan, 0.0, -0.0]
+                b.reshape(-1)[:1] = [-0.0]
+            out = np.broadcast_shapes(a_shape, b_shape)
+            cases.append(Case(op, [spec("a", a_shape, F32), spec("b", b_shape, F32)],
+                              [spec("y", out, F32)], options, [a, b],
+                              f"{op} float {a_shape}x{b_shape} {options}"))
+    # powf is not correctly rounded: thousands of pairs catch a kernel that rounds otherwise
+    base = np.concatenate([np.abs(_f32(rng, (6000,), 5)), _f32(rng, (2000,), 3)]).reshape(1, -1)
+    exponent = np.concatenate([_f32(rng, (6000,), 3), np.round(_f32(rng, (2000,), 3))])
+    cases.append(Case("POW", [spec("a", base.shape, F32), spec("b", base.shape, F32)],
+                      [spec("y", base.shape, F32)], {}, [base, exponent.reshape(1, -1)],
+                      "POW float, 8000 pairs"))
+    for alpha_shape in ((7,), (1, 7), (3, 1, 7)):
+        v = _f32(rng, (2, 3, 5, 7), 3)
+        v.reshape(-1)[:2] = [-0.0, np.nan]
+        alpha = _f32(rng, alpha_shape, 0.3)
+        cases.append(Case("PRELU", [spec("x", v.shape, F32),
+                                    spec("a", alpha_shape, F32, data=alpha)],
+                          [spec("y", v.shape, F32)], {}, [v], f"PRELU float alpha {alpha_shape}"))
+    # logf and expf are not correctly rounded: thousands of rows
+    rows = _f32(rng, (400, 33), 4)
+    rows[0, :3] = [np.nan, np.inf, -np.inf]
+    rows[1, :] = -0.0
+    cases.append(Case("LOG_SOFTMAX", [spec("x", rows.shape, F32)], [spec("y", rows.shape, F32)],
+                      {}, [rows], "LOG_SOFTMAX float"))
+    # LayerNormalization's statistics: MEAN over the last axis, keep_dims, as converters emit it.
+    v = _f32(rng, (2, 7, 96), 3)
+    axes = np.array([-1], np.int32)
+    for op in ("MEAN", "SUM"):
+        cases.append(Case(op, [spec("x", v.shape, F32), spec("a", (1,), np.int32, data=axes)],
+                          [spec("y", (2, 7, 1), F32)], {"keep_dims": True}, [v],
+                          f"{op} float last axis"))
+    s = F32([[-0.0, 0.0, -0.0], [-0.0, -0.0, -0.0]])
+    every = np.array([0, 1], np.int32)
+    for op in ("SUM", "REDUCE_MAX", "REDUCE_MIN"):
+        cases.append(Case(op, [spec("x", s.shape, F32), spec("a", (2,), np.int32, data=every)],
+                          [spec("y", (), F32)], {"keep_dims": False}, [s],
+                          f"{op} float over every axis from -0.0"))
+    return cases
+
+
+def test_float_island_sweep(oracle):
+    assert_bit_exact(oracle, float_island_cases(54))

@@ -77,6 +77,15 @@ def diff(a: np.ndarray, b: np.ndarray) -> tuple[int, int | float]:
     """(number of differing elements, max |difference|) of two same-shaped arrays."""
     if a.shape != b.shape:
         return max(a.size, b.size), float("inf")
+    if a.dtype.kind == "f" and a.dtype == b.dtype:
+        # Bit for bit: -0.0 is not 0.0; any NaN matches any NaN (one NaN is an inf diff).
+        both_nan = np.isnan(a) & np.isnan(b)
+        bits = np.dtype(f"u{a.dtype.itemsize}")
+        mismatches = int(np.count_nonzero((a.view(bits) != b.view(bits)) & ~both_nan))
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        d = np.where(both_nan, 0.0, np.where(np.isnan(d), np.inf, d))
+        return mismatches, (d.max().item() if d.size else 0)
     wide = np.float64 if a.dtype.kind == "f" or b.dtype.kind == "f" else np.int64
     d = np.abs(a.astype(wide) - b.astype(wide))
     mismatches = int(np.count_nonzero(a != b))

@@ -133,3 +133,42 @@ func.func @not_legalized(%f: tensor<4xf32>, %x: tensor<1x4x!q>, %axes: tensor<1x
   %2 = tfl.concatenation %x, %y {axis = 1 : i32, fused_activation_function = "NONE"} : (tensor<1x4x!q>, tensor<1x4x!q2>) -> tensor<1x8x!q>
   func.return %0, %1, %2 : tensor<4xf32>, tensor<1x!q>, tensor<1x8x!q>
 }
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+!c = !quant.uniform<i8:f32, 0.25:3>
+
+// MAXIMUM / MINIMUM with a one-valued constant become a clamp: LiteRT compares stored values,
+// so the constant's own quantization does not matter.
+// CHECK-LABEL: func.func @maximum_minimum_clamp
+// CHECK:         %0 = q.relu %x {min = 5 : i32, max = 127 : i32}
+// CHECK:         %1 = q.relu %0 {min = -128 : i32, max = 5 : i32}
+// CHECK-NOT:     tfl.maximum
+// CHECK-NOT:     tfl.minimum
+func.func @maximum_minimum_clamp(%x: tensor<1x4x!q>) -> tensor<1x4x!q> {
+  %c = tfl.const dense<5> : tensor<1x1xi8> -> tensor<1x1x!c>
+  %0 = tfl.maximum %x, %c : (tensor<1x4x!q>, tensor<1x1x!c>) -> tensor<1x4x!q>
+  %1 = tfl.minimum %c, %0 : (tensor<1x1x!c>, tensor<1x4x!q>) -> tensor<1x4x!q>
+  func.return %1 : tensor<1x4x!q>
+}
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+!q2 = !quant.uniform<i8:f32, 0.25:-1>
+
+// Not a clamp: two tensors, a constant of several values, a result quantized otherwise.
+// CHECK-LABEL: func.func @maximum_minimum_not_clamp
+// CHECK:         tfl.maximum %x, %y
+// CHECK:         tfl.minimum %x, %c
+// CHECK:         tfl.maximum %x, %five
+// CHECK-NOT:     q.relu
+func.func @maximum_minimum_not_clamp(%x: tensor<1x4x!q>, %y: tensor<1x4x!q>) -> (tensor<1x4x!q>, tensor<1x4x!q>, tensor<1x4x!q2>) {
+  %c = tfl.const dense<[1, 2, 3, 4]> : tensor<4xi8> -> tensor<4x!q>
+  %five = tfl.const dense<5> : tensor<i8> -> tensor<!q>
+  %0 = tfl.maximum %x, %y : (tensor<1x4x!q>, tensor<1x4x!q>) -> tensor<1x4x!q>
+  %1 = tfl.minimum %x, %c : (tensor<1x4x!q>, tensor<4x!q>) -> tensor<1x4x!q>
+  %2 = tfl.maximum %x, %five : (tensor<1x4x!q>, tensor<!q>) -> tensor<1x4x!q2>
+  func.return %0, %1, %2 : tensor<1x4x!q>, tensor<1x4x!q>, tensor<1x4x!q2>
+}
