@@ -78,7 +78,8 @@ class _Builder:
 
     def array(self, prefix: str, a: np.ndarray) -> str:
         key = f"{prefix}.{len(self.arrays)}"
-        self.arrays[key] = np.ascontiguousarray(a)
+        # np.ascontiguousarray alone would make a rank-0 constant (a PACK operand) rank 1.
+        self.arrays[key] = np.ascontiguousarray(a).reshape(np.shape(a))
         return key
 
     # ------------------------------------------------------------------------------------
