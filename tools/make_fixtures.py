@@ -96,9 +96,11 @@ def fit_batchnorm_statistics(model, data: np.ndarray, rng: np.random.Generator) 
     layers = [l for l in model.layers if isinstance(l, keras.layers.BatchNormalization)]
     momenta = []
     for layer in layers:
-        channels = layer.gamma.shape[0]
-        layer.gamma.assign(rng.uniform(0.5, 1.5, channels).astype(np.float32))
-        layer.beta.assign(rng.normal(0.0, 0.25, channels).astype(np.float32))
+        channels = layer.moving_mean.shape[0]
+        if layer.gamma is not None:  # None for BatchNormalization(scale=False)
+            layer.gamma.assign(rng.uniform(0.5, 1.5, channels).astype(np.float32))
+        if layer.beta is not None:   # None for center=False
+            layer.beta.assign(rng.normal(0.0, 0.25, channels).astype(np.float32))
         momenta.append(layer.momentum)
         layer.momentum = 0.0
     model(data, training=True)
@@ -698,12 +700,10 @@ def corpus_mobilenet_v2() -> bytes:
 def corpus_mobilenet_v3_small() -> bytes:
     keras = _fresh_keras_session(2003)
     rng = np.random.default_rng(2003)
-    model = keras.applications.MobileNetV3Small(input_shape=(32, 32, 3), alpha=0.5,
-                                                weights=None, include_top=False, pooling="avg",
-                                                include_preprocessing=False)
-    x = keras.layers.Dense(10, name="predictions")(model.output)
-    x = keras.layers.Softmax(name="probs")(x)
-    model = keras.Model(model.inputs, x, name="mobilenet_v3_small")
+    app = keras.applications.MobileNetV3Small(input_shape=(32, 32, 3), alpha=0.5,
+                                              weights=None, include_top=False,
+                                              include_preprocessing=False)
+    model = _truncated(keras, app, "expanded_conv_7_add", 10, "mobilenet_v3_small")
     data = _calibration_inputs(rng, (32, 32, 3), 32)
     return _corpus_convert(model, rng, data, classifier="predictions")
 
@@ -1054,7 +1054,8 @@ CORPUS: dict[str, CorpusModel] = {
                           "input batch fixed at 2, `TFLITE_BUILTINS_INT8`, int8 in/out"),
     "mobilenet_v3_small": CorpusModel(corpus_mobilenet_v3_small, "keras.applications."
                                       "MobileNetV3Small alpha 0.5, 32x32x3, no preprocessing, "
-                                      "pooling avg, Dense 10", _DEFAULT),
+                                      "up to expanded_conv_7_add, then GAP + Dense 10",
+                                      _DEFAULT),
     "mobilenet_v3_large": CorpusModel(corpus_mobilenet_v3_large, "keras.applications."
                                       "MobileNetV3Large alpha 0.5, 32x32x3 pixels in [0, 255] "
                                       "(with its Rescaling), up to expanded_conv_9_add, then "
