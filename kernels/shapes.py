@@ -23,7 +23,7 @@ Shape = tuple[int, ...]
 _SAME_SHAPE = {
     "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "QUANTIZE",
     "DEQUANTIZE", "SOFTMAX", "LOG_SOFTMAX", "HARD_SWISH", "LEAKY_RELU", "ABS", "NEG", "ELU",
-    "PRELU_NONE",
+    "PRELU_NONE", "RSQRT", "GELU",
 }  # fmt: skip
 _BROADCAST = {"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "DIV"}
 
@@ -123,6 +123,21 @@ def infer_shape(op: str, shapes: Sequence[Shape | None], consts: Sequence[np.nda
         if pads.shape != (len(x), 2) or np.any(pads < 0):
             raise ShapeMismatch(f"paddings of shape {list(pads.shape)} for rank {len(x)}")
         return tuple(int(d + a + b) for d, (a, b) in zip(x, pads))
+    if op == "TRANSPOSE" and len(consts) >= 2 and consts[1] is not None:
+        perm = [int(p) for p in np.asarray(consts[1]).reshape(-1)]
+        if sorted(p % len(x) if len(x) else p for p in perm) != list(range(len(x))):
+            raise ShapeMismatch(f"permutation {perm} for rank {len(x)}")
+        return tuple(x[p] for p in perm)
+    if op == "BATCH_MATMUL" and len(shapes) >= 2 and shapes[1] is not None:
+        y = shapes[1]
+        if len(x) < 2 or len(y) < 2:
+            return None
+        adj_x, adj_y = bool(options.get("adj_x", False)), bool(options.get("adj_y", False))
+        depth_x, rows = (x[-2], x[-1]) if adj_x else (x[-1], x[-2])
+        depth_y, cols = (y[-1], y[-2]) if adj_y else (y[-2], y[-1])
+        if depth_x != depth_y:
+            raise ShapeMismatch(f"cannot multiply {list(x)} by {list(y)}")
+        return (*_broadcast(x[:-2], y[:-2]), rows, cols)
     if op == "MEAN" and len(consts) >= 2 and consts[1] is not None:
         axes = {int(a) % len(x) if len(x) else 0
                 for a in np.asarray(consts[1]).reshape(-1)}  # fmt: skip

@@ -33,10 +33,8 @@ INT16 = "int16x8"
 KNOWN_FAILURES: dict[str, str] = {
     "int16x8": "tfl interpreter: CONV_2D: no kernel for int16 input (16x8 models are not yet "
                "refused at import)",
-    "transformer": "import: the FULLY_CONNECTED after a RESHAPE to a computed shape is refused: "
-                   "its input's declared shape [1, 1] is the converter's placeholder for the "
-                   "fully dynamic [-1, -1]; no CPU kernel for BATCH_MATMUL, NEG (float), "
-                   "SQUARED_DIFFERENCE, RSQRT, GELU, REDUCE_PROD",
+    "transformer": "tfl interpreter: no CPU kernel for BATCH_MATMUL (nor, further on, for "
+                   "NEG on float, SQUARED_DIFFERENCE, RSQRT, GELU, REDUCE_PROD on int32)",
     "unet": "tfl interpreter: no CPU kernel for TRANSPOSE_CONV",
 }
 """model -> why it fails today (missing CPU kernels, or the stage and error)."""
