@@ -602,6 +602,10 @@ def check_with_reference(name: str, model: bytes, runs: int = 4) -> None:
 
 
 CORPUS_DIR = REPO / "tests" / "fixtures" / "corpus"
+CORPUS_VERSIONS = {"tensorflow-cpu": "2.21.0", "keras": "3.15.1", "numpy": "2.4.6",
+                   "ai-edge-litert": "2.3.0"}
+"""The versions that made the committed corpus (manifest.json records them, with Python's):
+others may pick other quantization parameters."""
 CORPUS_INPUT_SETS = 2
 CORPUS_MAX_BYTES = 400 * 1024
 
@@ -1300,12 +1304,14 @@ Made by `python tools/make_fixtures.py --corpus` (the `fixtures` extra: `tensorf
 `ai-edge-litert`); `python tools/make_fixtures.py --corpus --check` rebuilds every model and its
 reference outputs and compares them with these files, naming what differs (tensors, their
 quantization parameters or weights, and the package versions that made the files). The script is
-seeded: the same versions write the same bytes. Versions that made these files:
+seeded: the same versions write the same bytes (`CORPUS_VERSIONS` in the script pins them, and
+it warns when others are installed). Versions that made these files:
 
 {versions}
 
 How: the converter's **default settings** (`TFLiteConverter.from_keras_model`, `Optimize.DEFAULT`,
-a representative dataset of 16 random samples, int8 input/output) on Keras models whose batch
+a representative dataset of 16 random samples (32 for the autoencoder, 8 for visual wake words),
+int8 input/output) on Keras models whose batch
 dimension is None, unless the table says otherwise. So the input's `shape_signature` has -1 for
 the batch (`?` below; the stored shape is 1) and Flatten/Reshape targets are computed at run time
 (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE). Weights are random; as in `../models/`, every
@@ -1313,7 +1319,8 @@ BatchNormalization gets random gamma/beta and moving statistics measured on rand
 classifiers are rescaled so that logits vary with the input: random networks that look trained,
 whose SOFTMAX the reference kernels accept. Architectures too big for a test fixture are
 converted at 32x32 and small widths, some only up to an intermediate layer (said below).
-Operators are subgraph 0's, read from the flatbuffer (`NAME/vVERSION xCOUNT`).
+Operators are subgraph 0's, read from the flatbuffer (`NAME/vVERSION xCOUNT`); `manifest.json`
+holds the same facts (and each file's sha256) for scripts.
 
 | file | bytes | input -> output | operators | converter settings |
 | --- | ---: | --- | --- | --- |
@@ -1366,9 +1373,13 @@ def build_corpus_model(name: str, directory: Path, check: bool, copy_to: Path | 
             committed = dict(np.load(ref_path)) if ref_path.exists() else None
             if committed is None:
                 status, ok = "reference MISSING", False
-            elif committed.keys() != arrays.keys() or any(
-                    not np.array_equal(committed[k], arrays[k]) for k in arrays):
-                status, ok = "identical model, reference outputs DIFFER", False
+            else:
+                differing = sorted(k for k in committed.keys() | arrays.keys()
+                                   if k not in committed or k not in arrays
+                                   or not np.array_equal(committed[k], arrays[k]))
+                if differing:
+                    status = f"identical model, reference arrays DIFFER: {', '.join(differing)}"
+                    ok = False
     else:
         directory.mkdir(parents=True, exist_ok=True)
         path.write_bytes(model)
@@ -1385,13 +1396,14 @@ def build_corpus_model(name: str, directory: Path, check: bool, copy_to: Path | 
           f"{time.perf_counter() - start - built:.1f} s to check)")
     print(f"  {describe(model)}")
     if check and status == "DIFFERS":
+        print("  what differs (committed -> rebuilt):")
         for line in explain_difference(path.read_bytes(), model):
-            print(f"  differs: {line}")
+            print(f"    {line}")
         recorded = manifest.get("versions", {})
         for package, version in _versions().items():
             if recorded.get(package) != version:
-                print(f"  differs: {package} {version} here, {recorded.get(package)} made "
-                      "the committed files")
+                print(f"    {package} {recorded.get(package)} made the committed files, "
+                      f"{version} is installed here")
     return ok
 
 
@@ -1399,6 +1411,11 @@ def corpus_main(names: list[str], directory: Path, check: bool, copy_to: Path | 
     import json
 
     manifest = _load_manifest(directory)
+    installed = _versions()
+    for package, pinned in CORPUS_VERSIONS.items():
+        if installed.get(package) != pinned:
+            print(f"warning: {package} {installed.get(package)} is installed; the corpus was "
+                  f"made with {pinned}, so models may differ", file=sys.stderr)
     failures = 0
     for name in names:
         failures += not build_corpus_model(name, directory, check, copy_to, manifest)
