@@ -1,4 +1,5 @@
-"""AVERAGE_POOL_2D, MAX_POOL_2D, MEAN and SUM as LiteRT's reference kernels compute them."""
+"""AVERAGE_POOL_2D, MAX_POOL_2D, MEAN, SUM and REDUCE_PROD (integer) as LiteRT's reference
+kernels compute them."""
 
 from __future__ import annotations
 
@@ -198,6 +199,20 @@ def sum_(call: OpCall) -> list[np.ndarray]:
         total = ar.wrap_int32(x.astype(np.int64).sum(axis=tuple(axes)))
         return [total.astype(np.int32).reshape(out_shape)]
     raise UnsupportedOp(f"SUM: no kernel for {dtype} tensors")
+
+
+@register("REDUCE_PROD", check=_check_reduce)
+def reduce_prod(call: OpCall) -> list[np.ndarray]:
+    """Integer products: the converter computes a dynamic Reshape's row count as REDUCE_PROD of
+    an int32 slice of SHAPE. Like the reference kernel's `in * current` on int32 (which wraps
+    on the machines LiteRT runs on), products wrap modulo 2**32; an empty product is 1."""
+    x, axes, out_shape = _reduce_setup(call)
+    dtype = np.dtype(call.output_dtypes[0])
+    if dtype in (np.dtype(np.int32), np.dtype(np.int64)) and x.dtype == dtype:
+        with np.errstate(over="ignore"):
+            total = np.multiply.reduce(x, axis=tuple(axes), dtype=dtype)
+        return [np.asarray(total, dtype=dtype).reshape(out_shape)]
+    raise UnsupportedOp(f"REDUCE_PROD: no kernel for {x.dtype} input, {dtype} output")
 
 
 def _quantized_mean_or_sum(x: np.ndarray, axes: list[int], out_shape, call: OpCall,
