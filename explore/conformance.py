@@ -20,6 +20,9 @@ exception is the model's failure: one line naming the stage.
     from qaccel.frontend.random_models import generate
     for result in check_models([generate(seed) for seed in range(5)]):
         print(result.line())
+
+A model committed with LiteRT's outputs (`tests/fixtures/corpus/NAME.ref.npz`) is checked
+against those, without LiteRT: `check_committed("tests/fixtures/corpus/resnet8.tflite")`.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -201,6 +205,38 @@ def check_model(model: bytes, reference: Any, inputs: list[list[np.ndarray]], re
         result.failure, result.kind = str(f), f.kind
     result.seconds += time.perf_counter() - start
     return result
+
+
+def committed_reference(path: str | Path) -> tuple[list[list[np.ndarray]], Any]:
+    """The input sets and LiteRT's outputs for them stored in a `NAME.ref.npz` (arrays
+    `input_S_K` and `output_S_K`: input set S, model input or output K), as the reference
+    `check_model` takes: a model with committed outputs is checked without running LiteRT."""
+    from qaccel.backends.litert.oracle import ReferenceResult
+
+    with np.load(path) as data:
+        arrays = {key: data[key] for key in data.files}
+
+    def ordered(prefix: str, s: int) -> list[np.ndarray]:
+        keys = [k for k in arrays if k.startswith(f"{prefix}_{s}_")]
+        return [arrays[k] for k in sorted(keys, key=lambda k: int(k.rsplit("_", 1)[1]))]
+
+    sets = sorted({int(k.split("_")[1]) for k in arrays if k.startswith("input_")})
+    inputs = [ordered("input", s) for s in sets]
+    return inputs, ReferenceResult(outputs=[ordered("output", s) for s in sets])
+
+
+def check_committed(model_path: str | Path, input_sets: int | None = None,
+                    configs: Sequence[str] = CONFIGS,
+                    simulators: Sequence[str] = SIMULATORS) -> ModelCheck:  # fmt: skip
+    """Check the model at `model_path` against the outputs committed next to it
+    (`NAME.ref.npz`, see `committed_reference`), on its first `input_sets` input sets (all by
+    default)."""
+    model_path = Path(model_path)
+    inputs, reference = committed_reference(model_path.with_suffix(".ref.npz"))
+    if input_sets is not None:
+        inputs, reference.outputs = inputs[:input_sets], reference.outputs[:input_sets]
+    return check_model(model_path.read_bytes(), reference, inputs, ModelCheck(model_path.stem),
+                       configs, simulators)
 
 
 def check_models(models: Iterable[Any], input_sets: int = 2, configs: Sequence[str] = CONFIGS,

@@ -196,6 +196,8 @@ class _Importer:
         self.consts: list[Operation] = []
         self.no_value: SSAValue | None = None
         self.graph, self.sg = graph, sg
+        self.shape_values: dict[int, np.ndarray] = {}
+        self.known_shapes: set[int] = set(inputs)
         for k in range(graph.OperatorsLength()):
             body.append(self._import_operator(k, graph.Operators(k), n_tensors))
         results = [self._value(t, f"output of subgraph {sg.index}") for t in outputs]
@@ -349,6 +351,8 @@ class _Importer:
         except Exception as e:
             raise TFLiteImportError(f"{what}: cannot read its options ({e})") from None
 
+        self._refine_dynamic_results(op_name, in_idx, out_idx, options)
+        result_types = [self.types[t] for t in out_idx]
         self._check_per_axis(what, op_name, in_idx, out_idx)
         op = self._make_op(op_name, opcode, code, operands, result_types, options, version, operator)
         if isinstance(op, TflOp):
@@ -366,6 +370,111 @@ class _Importer:
         locs: list[LocationAttr] = [_name_loc(self.names[t]) for t in out_idx]
         op.location = locs[0] if len(locs) == 1 else FusedLoc(ArrayAttr(locs), NoneAttr())
         return op
+
+    # -- dynamic shapes ------------------------------------------------------------------
+    #
+    # A Keras model converted with batch None has shape_signature -1 for the batch, and the
+    # converter computes RESHAPE targets at run time (SHAPE -> GATHER/STRIDED_SLICE ->
+    # REDUCE_PROD -> PACK/CONCATENATION). Where a whole shape is dynamic (a Dense on a rank-3
+    # input flattens to [-1, -1]), the stored shape is a placeholder such as [1, 1], and LiteRT
+    # computes the real one when it runs. qaccel keeps static types: the importer evaluates
+    # those small integer shape computations for the stored input shapes and gives a result
+    # whose signature is dynamic the shape TFLite's Prepare computes (`kernels/shapes.py`).
+
+    _SHAPE_ARITHMETIC = frozenset({"SHAPE", "GATHER", "STRIDED_SLICE", "SLICE", "PACK",
+                                   "CONCATENATION", "RESHAPE", "SQUEEZE", "REDUCE_PROD"})
+    _MAX_SHAPE_VALUE_ELEMENTS = 64
+
+    def _dynamic(self, t: int) -> bool:
+        tensor = self.graph.Tensors(t)
+        if tensor.ShapeSignatureIsNone() or tensor.ShapeSignatureLength() == 0:
+            return False
+        return bool((tensor.ShapeSignatureAsNumpy() < 0).any())
+
+    def _shape_value(self, t: int) -> np.ndarray | None:
+        """The value of small integer tensor `t` when known at import: constant data, or a
+        shape computation of known values."""
+        if t in self.shape_values:
+            return self.shape_values[t]
+        if t == -1:
+            return None
+        dtype = numpy_dtype(storage_type_of(self.types[t].element_type))
+        shape = self.types[t].get_shape()
+        if dtype not in (np.int32, np.int64) or math.prod(shape) > self._MAX_SHAPE_VALUE_ELEMENTS:
+            return None
+        data = self._buffer_bytes(t)
+        if data is None or len(data) != math.prod(shape) * dtype.itemsize:
+            return None
+        return np.frombuffer(data, dtype).reshape(shape)
+
+    def _evaluate_shape_op(self, op_name: str, in_idx: list[int], out_idx: list[int],
+                           options: dict) -> None:
+        from qaccel.kernels.registry import KERNELS, OpCall, run
+
+        if op_name not in self._SHAPE_ARITHMETIC or len(out_idx) != 1:
+            return
+        out = self.types[out_idx[0]]
+        dtype = numpy_dtype(storage_type_of(out.element_type))
+        if (dtype not in (np.int32, np.int64) or self._dynamic(out_idx[0])
+                or math.prod(out.get_shape()) > self._MAX_SHAPE_VALUE_ELEMENTS):
+            return
+        if op_name == "SHAPE":
+            if in_idx and in_idx[0] != -1 and self._shape_known(in_idx[0]):
+                value = np.asarray(self.types[in_idx[0]].get_shape(), dtype)
+                self.shape_values[out_idx[0]] = value.reshape(out.get_shape())
+            return
+        values = [None if t == -1 else self._shape_value(t) for t in in_idx]
+        if any(v is None for t, v in zip(in_idx, values) if t != -1):
+            return
+        try:
+            if op_name == "REDUCE_PROD":
+                axes = tuple(int(a) % values[0].ndim for a in values[1].reshape(-1))
+                value = np.prod(values[0], axis=axes, keepdims=bool(options.get("keep_dims")))
+            elif op_name in KERNELS:
+                call = OpCall(list(values), [None] * len(values), [None], [tuple(out.get_shape())],
+                              [dtype], options)  # fmt: skip
+                (value,) = run(op_name, call)
+            else:
+                return
+            value = np.asarray(value).astype(dtype).reshape(out.get_shape())
+        except Exception:
+            return  # the kernels' checks report it when the model runs
+        self.shape_values[out_idx[0]] = value
+
+    def _shape_known(self, t: int) -> bool:
+        """Whether `t`'s type has its run-time shape: a static signature, a subgraph input (its
+        stored shape is the one LiteRT runs), or a shape the importer computed."""
+        return not self._dynamic(t) or t in self.known_shapes
+
+    def _refine_dynamic_results(self, op_name: str, in_idx: list[int], out_idx: list[int],
+                                options: dict) -> None:
+        from qaccel.kernels.shapes import ShapeMismatch, infer_shape
+
+        self._evaluate_shape_op(op_name, in_idx, out_idx, options)
+        if len(out_idx) != 1 or not self._dynamic(out_idx[0]):
+            return
+        t = out_idx[0]
+        shapes = [None if i == -1 else tuple(self.types[i].get_shape()) for i in in_idx]
+        consts = [None if i == -1 else self._shape_value(i) for i in in_idx]
+        try:
+            inferred = infer_shape(op_name, shapes, consts, options)
+        except (ShapeMismatch, ValueError, TypeError, ZeroDivisionError):
+            inferred = None
+        declared = tuple(self.types[t].get_shape())
+        if inferred is None or any(not self._shape_known(i) for i in in_idx if i != -1):
+            return
+        if tuple(inferred) == declared:
+            self.known_shapes.add(t)
+            return
+        signature = [int(d) for d in self.graph.Tensors(t).ShapeSignatureAsNumpy()]
+        if len(signature) != len(inferred) or any(
+                s >= 0 and s != d for s, d in zip(signature, inferred)):
+            return  # not what the signature allows: the op's own check reports it
+        element = self.types[t].element_type
+        if isinstance(element, UniformQuantizedType) and element.is_per_axis:
+            return
+        self.types[t] = TensorType(element, [int(d) for d in inferred])
+        self.known_shapes.add(t)
 
     def _check_per_axis(self, what: str, op_name: str, in_idx: list[int], out_idx: list[int]) -> None:
         """Per-axis (per-channel) quantization is refused where TFLite's kernels (and our

@@ -126,6 +126,11 @@ def infer_shape(op: str, shapes: Sequence[Shape | None], consts: Sequence[np.nda
         if pads.shape != (len(x), 2) or np.any(pads < 0):
             raise ShapeMismatch(f"paddings of shape {list(pads.shape)} for rank {len(x)}")
         return tuple(int(d + a + b) for d, (a, b) in zip(x, pads))
+    if op == "TRANSPOSE" and len(consts) >= 2 and consts[1] is not None:
+        perm = [int(p) for p in np.asarray(consts[1]).reshape(-1)]
+        if sorted(p % len(x) if len(x) else p for p in perm) != list(range(len(x))):
+            raise ShapeMismatch(f"permutation {perm} for rank {len(x)}")
+        return tuple(x[p] for p in perm)
     if op == "PRELU" and len(shapes) == 2 and shapes[1] is not None:
         out = _broadcast(x, shapes[1])
         if out != tuple(x):
@@ -278,6 +283,7 @@ def infer_shapes(op: str, shapes: Sequence[Shape | None], consts: Sequence[np.nd
 # NEEDS_CONSTANT_INPUT_1's).
 CONSTANT_INPUTS: dict[str, tuple[int, ...]] = {
     "TRANSPOSE_CONV": (0,),
+    "TRANSPOSE": (1,),
     "TILE": (1,),
     "BROADCAST_TO": (1,),
     "EXPAND_DIMS": (1,),

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
+
+# OpenBLAS's worker threads spin against each other on a loaded 2-core machine: the
+# interpreter's small float64 convolution matmuls ran up to 6x slower with them than on one
+# thread. Read when numpy is first imported, which is after this point.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import pytest
 from xdsl.context import Context

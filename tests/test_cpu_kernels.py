@@ -293,3 +293,26 @@ def test_refusal_messages_are_one_line():
     with pytest.raises(Refusal) as info:
         prepare("SOFTMAX", _softmax_call(1e-9))
     assert "\n" not in str(info.value)
+
+
+def test_reduce_prod_of_integers_is_bit_exact(oracle):
+    """REDUCE_PROD on int32 (the converter's dynamic Reshape arithmetic) and int64: axes,
+    keep_dims, negative axes, an empty reduction, and products that wrap."""
+    rng = np.random.default_rng(7)
+    cases = []
+    for dtype in (np.int32, np.int64):
+        for shape, axes, keep in [((3,), [0], False), ((2, 3, 4), [1], True),
+                                  ((2, 3, 4), [-1, 0], False), ((4, 5), [], False)]:  # fmt: skip
+            x = rng.integers(-9, 10, shape).astype(dtype)
+            if shape == (4, 5):
+                x = rng.integers(60000, 70000, shape).astype(dtype)  # wraps modulo 2**32/2**64
+            reduced = tuple(1 if keep and i in [a % len(shape) for a in axes] else d
+                            for i, d in enumerate(shape)
+                            if keep or i not in [a % len(shape) for a in axes])  # fmt: skip
+            cases.append(Case(
+                "REDUCE_PROD",
+                [TensorSpec("x", shape, dtype), TensorSpec("axes", (len(axes),), np.int32,
+                                                           data=np.array(axes, np.int32))],
+                [TensorSpec("y", reduced, dtype)], {"keep_dims": keep}, feeds=[x],
+                label=f"REDUCE_PROD {np.dtype(dtype)} {shape} axes {axes} keep {keep}"))
+    assert assert_bit_exact(oracle, cases) > 0

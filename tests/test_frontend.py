@@ -315,3 +315,70 @@ def test_reshape_with_a_computed_shape_imports_and_runs_bit_exact(oracle):
     ref = oracle(model, [[x]])
     assert ref.refused is None, ref.refused
     assert np.array_equal(ours, ref.outputs[0][0])
+
+
+def _dynamic_flatten_model() -> bytes:
+    """A Dense on a rank-3 input as the converter writes it for batch None: the rows of the
+    FULLY_CONNECTED are computed at run time (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE), and the
+    tensors whose every dimension depends on them hold placeholder shapes ([1, 8] for what is
+    [4, 8] when the model runs, signature [-1, 8])."""
+    from qaccel.frontend.builder import ModelBuilder, QParams, TensorSpec
+
+    q, w_q, y_q = QParams.per_tensor(0.05, -3), QParams.per_tensor(0.02, 0), QParams.per_tensor(0.1, 2)
+    rng = np.random.default_rng(1)
+    g = ModelBuilder()
+    main = g.subgraph("main")
+    x = main.add_tensor(TensorSpec("x", (1, 4, 8), np.int8, q, shape_signature=(-1, 4, 8)))
+    main.inputs.append(x)
+    shape = main.op("SHAPE", [x], TensorSpec("shape", (3,), np.int32), {"out_type": "INT32"})
+    rows = main.op(
+        "STRIDED_SLICE",
+        [shape, main.const("b", np.array([1], np.int32)), main.const("e", np.array([2], np.int32)),
+         main.const("s", np.array([1], np.int32))],
+        TensorSpec("rows", (), np.int32), {"shrink_axis_mask": 1},
+    )  # fmt: skip
+    target = main.op("PACK", [rows, main.const("depth", np.array(8, np.int32))],
+                     TensorSpec("target", (2,), np.int32), {"values_count": 2, "axis": 0})
+    flat = main.op("RESHAPE", [x, target],
+                   TensorSpec("flat", (1, 8), np.int8, q, shape_signature=(-1, 8)))
+    w = main.const("w", rng.integers(-127, 128, (16, 8), dtype=np.int8), w_q)
+    y = main.op("FULLY_CONNECTED", [flat, w, None],
+                TensorSpec("y", (1, 16), np.int8, y_q, shape_signature=(-1, 16)))
+    main.output(y)
+    return g.build()
+
+
+def test_placeholder_shapes_of_dynamic_tensors_are_computed_at_import(oracle):
+    """A regression: the placeholder [1, 8] was taken for the RESHAPE's result, and the
+    FULLY_CONNECTED then refused "input of 8 elements ..." or computed one row instead of 4
+    (converter-made transformers were refused at import). The importer now evaluates the shape
+    computation and gives both results the shapes LiteRT computes: [4, 8] and [4, 16]."""
+    from qaccel.interpreter.interpreter import entry_function, run_function
+
+    model = _dynamic_flatten_model()
+    module = import_tflite(model)
+    module.verify()
+    assert entry_function(module).function_type.outputs.data[0].get_shape() == (4, 16)
+    x = np.random.default_rng(0).integers(-128, 128, (1, 4, 8), dtype=np.int8)
+    (ours,) = run_function(module, [x])
+    ref = oracle(model, [[x]])
+    assert ref.refused is None, ref.refused
+    assert ref.outputs[0][0].shape == (4, 16)
+    assert np.array_equal(ours, ref.outputs[0][0])
+
+
+def test_shape_inference_of_transpose_batch_matmul_and_unary_ops():
+    """What the importer needs to follow a converter-made attention block's shapes."""
+    from qaccel.kernels.shapes import ShapeMismatch, infer_shape
+
+    perm = np.array([0, 2, 1, 3], np.int32)
+    assert infer_shape("TRANSPOSE", [(1, 16, 2, 8), (4,)], [None, perm], {}) == (1, 2, 16, 8)
+    assert infer_shape("TRANSPOSE", [(1, 16, 2, 8), (4,)], [None, None], {}) is None
+    assert infer_shape("BATCH_MATMUL", [(1, 2, 16, 8), (1, 2, 8, 5)], [None, None], {}) == (1, 2, 16, 5)
+    assert infer_shape("BATCH_MATMUL", [(2, 1, 16, 8), (3, 16, 8)], [None, None],
+                       {"adj_y": True}) == (2, 3, 16, 16)  # fmt: skip
+    assert infer_shape("BATCH_MATMUL", [(8, 4), (8, 5)], [None, None], {"adj_x": True}) == (4, 5)
+    with pytest.raises(ShapeMismatch):
+        infer_shape("BATCH_MATMUL", [(1, 16, 8), (1, 7, 5)], [None, None], {})
+    assert infer_shape("RSQRT", [(1, 16, 1)], [None], {}) == (1, 16, 1)
+    assert infer_shape("GELU", [(1, 16, 64)], [None], {}) == (1, 16, 64)

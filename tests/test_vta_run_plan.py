@@ -382,6 +382,30 @@ func.func public @host(%y: !y, %z: !y, %x: tensor<1x2x4x4x1x4xi8>, %w: tensor<3x
 """
 
 
+SCALAR_CONSTANT = """
+func.func public @main(%x: tensor<i32>) -> tensor<2xi32> {
+  %c = tfl.const dense<64> : tensor<i32> -> tensor<i32>
+  %p = tfl.pack %x, %c {values_count = 2 : i32, axis = 0 : i32} : (tensor<i32>, tensor<i32>) -> tensor<2xi32>
+  func.return %p : tensor<2xi32>
+}
+"""
+
+
+def test_plan_keeps_rank0_constants_rank0(tmp_path):
+    """The converter's computed Flatten shape packs a scalar taken from SHAPE with a scalar
+    constant: the plan's constant stays rank 0, so PACK sees two scalars."""
+    from conftest import parse_module
+    from qaccel.backends.vta.compiled import CompiledModel
+    from qaccel.targets.vta.config import DEFAULT_CONFIG
+
+    module = parse_module(SCALAR_CONSTANT)
+    write_artifact(CompiledModel(module, DEFAULT_CONFIG, {}, [], {}), tmp_path)
+    plan = load_run_plan(tmp_path)
+    assert plan is not None
+    (y,) = plan.run([np.array(3, dtype=np.int32)])
+    np.testing.assert_array_equal(y, np.array([3, 64], dtype=np.int32))
+
+
 def test_q_and_gemm_host_steps_match_the_interpreter(tmp_path):
     """`q.add`/`sub`/`mul`/`mean` and the GEMM ops left on the host: the plan computes what
     the interpreter computes (both call `kernels/qhost.py`, `kernels/packed.py`)."""

@@ -19,6 +19,8 @@ import this file. Usage::
     python tools/make_fixtures.py --only resnet50 # on demand -> tests/fixtures/generated
     python tools/make_fixtures.py --all --out /tmp/fixtures
     python tools/make_fixtures.py --check         # rebuild and compare with the files on disk
+    python tools/make_fixtures.py --corpus        # the model corpus -> tests/fixtures/corpus
+    python tools/make_fixtures.py --corpus --only unet --check
 """
 
 from __future__ import annotations
@@ -94,9 +96,11 @@ def fit_batchnorm_statistics(model, data: np.ndarray, rng: np.random.Generator) 
     layers = [l for l in model.layers if isinstance(l, keras.layers.BatchNormalization)]
     momenta = []
     for layer in layers:
-        channels = layer.gamma.shape[0]
-        layer.gamma.assign(rng.uniform(0.5, 1.5, channels).astype(np.float32))
-        layer.beta.assign(rng.normal(0.0, 0.25, channels).astype(np.float32))
+        channels = layer.moving_mean.shape[0]
+        if layer.gamma is not None:  # None for BatchNormalization(scale=False)
+            layer.gamma.assign(rng.uniform(0.5, 1.5, channels).astype(np.float32))
+        if layer.beta is not None:   # None for center=False
+            layer.beta.assign(rng.normal(0.0, 0.25, channels).astype(np.float32))
         momenta.append(layer.momentum)
         layer.momentum = 0.0
     model(data, training=True)
@@ -587,6 +591,845 @@ def check_with_reference(name: str, model: bytes, runs: int = 4) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# The corpus: converter output from many architectures, with the converter's default settings
+#
+# Unlike the fixtures above (converted for a fixed batch of 1), corpus models keep Keras' batch
+# dimension None, as most published .tflite files do: the converter writes `shape_signature`
+# -1 for it and computes RESHAPE targets at run time (SHAPE -> STRIDED_SLICE -> PACK). Each
+# model is small (a few hundred KB at most; big architectures at small resolutions and widths,
+# or their first stages) and comes with its test inputs and LiteRT's reference outputs
+# (`NAME.ref.npz`), so that tests need neither TensorFlow nor LiteRT.
+
+
+CORPUS_DIR = REPO / "tests" / "fixtures" / "corpus"
+CORPUS_VERSIONS = {"tensorflow-cpu": "2.21.0", "keras": "3.15.1", "numpy": "2.4.6",
+                   "ai-edge-litert": "2.3.0"}
+"""The versions that made the committed corpus (manifest.json records them, with Python's):
+others may pick other quantization parameters."""
+CORPUS_INPUT_SETS = 2
+CORPUS_MAX_BYTES = 400 * 1024
+
+
+def _quantize_default(converter, calibration: np.ndarray, batch: int = 1,
+                      int16x8: bool = False) -> bytes:
+    """Full-integer quantization with every other converter setting at its default."""
+    tf = _tf()
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+
+    def representative_dataset():
+        for start in range(0, len(calibration) - batch + 1, batch):
+            yield [calibration[start:start + batch]]
+
+    converter.representative_dataset = representative_dataset
+    if int16x8:
+        converter.target_spec.supported_ops = [
+            tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+        converter.inference_input_type = tf.int16
+        converter.inference_output_type = tf.int16
+    else:
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        converter.inference_input_type = tf.int8
+        converter.inference_output_type = tf.int8
+    with contextlib.redirect_stdout(io.StringIO()):
+        return converter.convert()
+
+
+def standardize_classifier(model, layer_name: str, data: np.ndarray, rng: np.random.Generator,
+                           spread: float = 2.0) -> None:
+    """`standardize_logits` for a Dense or a 1x1 Conv2D classifier (keras.applications'
+    MobileNet ends with a `conv_preds` convolution): each logit varies with the input."""
+    keras = _keras()
+    layer = model.get_layer(layer_name)
+    features = keras.Model(model.inputs, layer.input)(data, training=False)
+    features = np.asarray(features, dtype=np.float64).reshape(len(data), -1)
+    kernel, bias = (np.asarray(w, dtype=np.float64) for w in layer.get_weights())
+    flat = kernel.reshape(-1, kernel.shape[-1])
+    logits = features @ flat + bias
+    mean, std = logits.mean(axis=0), logits.std(axis=0) + 1e-6
+    offset = rng.normal(0.0, 1.0, bias.shape)
+    layer.set_weights([(flat * (spread / std)).reshape(kernel.shape).astype(np.float32),
+                       ((bias - mean) * (spread / std) + offset).astype(np.float32)])
+
+
+def _corpus_convert(model, rng: np.random.Generator, data: np.ndarray, *,
+                    classifier: str | None = None, calibration_samples: int = 16,
+                    batch: int = 1, int16x8: bool = False) -> bytes:
+    """Calibrates BatchNorm statistics (and the classifier, if any) on `data`, then converts
+    the Keras model as it is (batch None unless its input fixes one)."""
+    tf = _tf()
+    fit_batchnorm_statistics(model, data, rng)
+    if classifier is not None:
+        standardize_classifier(model, classifier, data, rng)
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    return _quantize_default(converter, data[:calibration_samples], batch, int16x8)
+
+
+def _head(keras, x, classes: int, name: str = "predictions", softmax: bool = True):
+    """Global average pooling, a Dense classifier and (optionally) SOFTMAX."""
+    x = keras.layers.GlobalAveragePooling2D(name="avg_pool")(x)
+    x = keras.layers.Dense(classes, name=name)(x)
+    if softmax:
+        x = keras.layers.Softmax(name="probs")(x)
+    return x
+
+
+def _truncated(keras, app, last_layer: str, classes: int, name: str):
+    """`app` up to `last_layer` (its first stages), then `_head`."""
+    x = _head(keras, app.get_layer(last_layer).output, classes)
+    return keras.Model(app.inputs, x, name=name)
+
+
+# --- keras.applications ---------------------------------------------------------------------
+
+
+def corpus_mobilenet_v1() -> bytes:
+    keras = _fresh_keras_session(2001)
+    rng = np.random.default_rng(2001)
+    model = keras.applications.MobileNet(input_shape=(32, 32, 3), alpha=0.25, weights=None,
+                                         classes=10)
+    data = _calibration_inputs(rng, (32, 32, 3), 32)
+    return _corpus_convert(model, rng, data, classifier="conv_preds")
+
+
+def corpus_mobilenet_v2() -> bytes:
+    keras = _fresh_keras_session(2002)
+    rng = np.random.default_rng(2002)
+    app = keras.applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.35, weights=None,
+                                         include_top=False)
+    model = _truncated(keras, app, "block_13_expand_relu", 10, "mobilenet_v2")
+    data = _calibration_inputs(rng, (32, 32, 3), 32)
+    return _corpus_convert(model, rng, data, classifier="predictions")
+
+
+def corpus_mobilenet_v3_small() -> bytes:
+    keras = _fresh_keras_session(2003)
+    rng = np.random.default_rng(2003)
+    app = keras.applications.MobileNetV3Small(input_shape=(32, 32, 3), alpha=0.5,
+                                              weights=None, include_top=False,
+                                              include_preprocessing=False)
+    model = _truncated(keras, app, "expanded_conv_7_add", 10, "mobilenet_v3_small")
+    data = _calibration_inputs(rng, (32, 32, 3), 32)
+    return _corpus_convert(model, rng, data, classifier="predictions")
+
+
+def corpus_mobilenet_v3_large() -> bytes:
+    keras = _fresh_keras_session(2004)
+    rng = np.random.default_rng(2004)
+    app = keras.applications.MobileNetV3Large(input_shape=(32, 32, 3), alpha=0.5,
+                                              weights=None, include_top=False,
+                                              include_preprocessing=True)
+    model = _truncated(keras, app, "expanded_conv_9_add", 10, "mobilenet_v3_large")
+    # With its preprocessing (Rescaling to [-1, 1]) the model takes pixels in [0, 255].
+    data = rng.uniform(0.0, 255.0, size=(32, 32, 32, 3)).astype(np.float32)
+    return _corpus_convert(model, rng, data, classifier="predictions")
+
+
+def corpus_efficientnet_b0() -> bytes:
+    keras = _fresh_keras_session(2005)
+    rng = np.random.default_rng(2005)
+    app = keras.applications.EfficientNetB0(input_shape=(32, 32, 3), weights=None,
+                                            include_top=False)
+    model = _truncated(keras, app, "block4a_project_bn", 10, "efficientnet_b0")
+    data = rng.uniform(0.0, 255.0, size=(32, 32, 32, 3)).astype(np.float32)
+    return _corpus_convert(model, rng, data, classifier="predictions")
+
+
+def corpus_efficientnet_v2_b0() -> bytes:
+    keras = _fresh_keras_session(2006)
+    rng = np.random.default_rng(2006)
+    app = keras.applications.EfficientNetV2B0(input_shape=(32, 32, 3), weights=None,
+                                              include_top=False)
+    model = _truncated(keras, app, "block4a_project_bn", 10, "efficientnet_v2_b0")
+    data = rng.uniform(0.0, 255.0, size=(32, 32, 32, 3)).astype(np.float32)
+    return _corpus_convert(model, rng, data, classifier="predictions")
+
+
+def corpus_densenet() -> bytes:
+    """DenseNet-121's building blocks (stem, dense blocks of BN-ReLU-Conv1x1-BN-ReLU-Conv3x3
+    concatenated onto their input, transitions BN-ReLU-Conv1x1-AvgPool) at growth rate 8 with
+    2 + 2 blocks: DenseNet121 itself is 8 M parameters."""
+    keras = _fresh_keras_session(2007)
+    rng = np.random.default_rng(2007)
+    L = keras.layers
+
+    def bn_relu(x, name):
+        x = L.BatchNormalization(epsilon=1.001e-5, name=f"{name}_bn")(x)
+        return L.Activation("relu", name=f"{name}_relu")(x)
+
+    def conv_block(x, growth, name):
+        y = bn_relu(x, f"{name}_0")
+        y = L.Conv2D(4 * growth, 1, use_bias=False, name=f"{name}_1_conv")(y)
+        y = bn_relu(y, f"{name}_1")
+        y = L.Conv2D(growth, 3, padding="same", use_bias=False, name=f"{name}_2_conv")(y)
+        return L.Concatenate(name=f"{name}_concat")([x, y])
+
+    def transition(x, name):
+        x = bn_relu(x, name)
+        x = L.Conv2D(x.shape[-1] // 2, 1, use_bias=False, name=f"{name}_conv")(x)
+        return L.AveragePooling2D(2, strides=2, name=f"{name}_pool")(x)
+
+    image = keras.Input((32, 32, 3), name="image")
+    x = L.ZeroPadding2D(3, name="zero_padding2d")(image)
+    x = L.Conv2D(16, 7, strides=2, use_bias=False, name="conv1_conv")(x)
+    x = bn_relu(x, "conv1")
+    x = L.ZeroPadding2D(1, name="zero_padding2d_1")(x)
+    x = L.MaxPooling2D(3, strides=2, name="pool1")(x)
+    for i in range(2):
+        x = conv_block(x, 8, f"conv2_block{i + 1}")
+    x = transition(x, "pool2")
+    for i in range(2):
+        x = conv_block(x, 8, f"conv3_block{i + 1}")
+    x = bn_relu(x, "bn")
+    model = keras.Model(image, _head(keras, x, 10), name="densenet")
+    data = _calibration_inputs(rng, (32, 32, 3), 32)
+    return _corpus_convert(model, rng, data, classifier="predictions")
+
+
+def corpus_nasnet() -> bytes:
+    """NASNet-A (keras.applications' NASNet constructor, of which NASNetMobile is the 4 @ 1056
+    setting) with one cell per stage and 4 filters per cell branch, at 32x32."""
+    keras = _fresh_keras_session(2008)
+    rng = np.random.default_rng(2008)
+    from keras.src.applications.nasnet import NASNet
+
+    model = NASNet(input_shape=(32, 32, 3), penultimate_filters=96, num_blocks=1,
+                   stem_block_filters=8, skip_reduction=False, filter_multiplier=2,
+                   include_top=True, weights=None, classes=10, default_size=32)
+    data = _calibration_inputs(rng, (32, 32, 3), 32)
+    return _corpus_convert(model, rng, data, classifier="predictions")
+
+
+def corpus_resnet50() -> bytes:
+    keras = _fresh_keras_session(2009)
+    rng = np.random.default_rng(2009)
+    app = keras.applications.ResNet50(input_shape=(32, 32, 3), weights=None, include_top=False)
+    model = _truncated(keras, app, "conv2_block3_out", 10, "resnet50")
+    data = _calibration_inputs(rng, (32, 32, 3), 32)
+    return _corpus_convert(model, rng, data, classifier="predictions")
+
+
+def corpus_inception() -> bytes:
+    """Inception-v3-style blocks: parallel 1x1, 1x1-3x3, 1x1-3x3-3x3 and pool-1x1 branches
+    concatenated; a grid reduction (stride-2 3x3 next to a max pool); a block with factorized
+    1x7 / 7x1 convolutions."""
+    keras = _fresh_keras_session(2010)
+    rng = np.random.default_rng(2010)
+    L = keras.layers
+
+    def conv(x, filters, kernel, name, strides=1, padding="same"):
+        x = L.Conv2D(filters, kernel, strides=strides, padding=padding, use_bias=False,
+                     name=f"{name}_conv")(x)
+        x = L.BatchNormalization(scale=False, name=f"{name}_bn")(x)
+        return L.Activation("relu", name=name)(x)
+
+    image = keras.Input((32, 32, 3), name="image")
+    x = conv(image, 16, 3, "stem", strides=2, padding="valid")                    # 15x15
+    a = conv(x, 8, 1, "mixed0_1x1")
+    b = conv(conv(x, 8, 1, "mixed0_3x3_reduce"), 12, 3, "mixed0_3x3")
+    c = conv(conv(conv(x, 8, 1, "mixed0_dbl_reduce"), 12, 3, "mixed0_dbl_a"), 12, 3,
+             "mixed0_dbl_b")
+    d = conv(L.AveragePooling2D(3, strides=1, padding="same", name="mixed0_pool")(x), 8, 1,
+             "mixed0_pool_proj")
+    x = L.Concatenate(name="mixed0")([a, b, c, d])                                  # 40
+    a = conv(x, 24, 3, "mixed1_3x3", strides=2, padding="valid")                   # 7x7
+    b = conv(conv(x, 8, 1, "mixed1_dbl_reduce"), 12, 3, "mixed1_dbl_a")
+    b = conv(b, 12, 3, "mixed1_dbl_b", strides=2, padding="valid")
+    c = L.MaxPooling2D(3, strides=2, name="mixed1_pool")(x)
+    x = L.Concatenate(name="mixed1")([a, b, c])                                     # 76
+    a = conv(x, 16, 1, "mixed2_1x1")
+    b = conv(x, 8, 1, "mixed2_7x7_reduce")
+    b = conv(conv(b, 8, (1, 7), "mixed2_1x7"), 16, (7, 1), "mixed2_7x1")
+    c = conv(L.AveragePooling2D(3, strides=1, padding="same", name="mixed2_pool")(x), 16, 1,
+             "mixed2_pool_proj")
+    x = L.Concatenate(name="mixed2")([a, b, c])
+    model = keras.Model(image, _head(keras, x, 10), name="inception")
+    data = _calibration_inputs(rng, (32, 32, 3), 32)
+    return _corpus_convert(model, rng, data, classifier="predictions")
+
+
+# --- MLPerf Tiny-like -----------------------------------------------------------------------
+
+
+def corpus_resnet8() -> bytes:
+    """MLPerf Tiny's image classification model: ResNet-8 on 32x32 CIFAR-10 images."""
+    keras = _fresh_keras_session(2101)
+    rng = np.random.default_rng(2101)
+    L = keras.layers
+    image = keras.Input((32, 32, 3), name="image")
+    x = L.Conv2D(16, 3, padding="same", name="stem_conv")(image)
+    x = L.BatchNormalization(name="stem_bn")(x)
+    x = L.Activation("relu", name="stem_relu")(x)
+    for stack, (filters, strides) in enumerate(((16, 1), (32, 2), (64, 2))):
+        name = f"stack{stack + 1}"
+        y = L.Conv2D(filters, 3, strides=strides, padding="same", name=f"{name}_conv_a")(x)
+        y = L.BatchNormalization(name=f"{name}_bn_a")(y)
+        y = L.Activation("relu", name=f"{name}_relu_a")(y)
+        y = L.Conv2D(filters, 3, padding="same", name=f"{name}_conv_b")(y)
+        y = L.BatchNormalization(name=f"{name}_bn_b")(y)
+        if strides != 1:
+            x = L.Conv2D(filters, 1, strides=strides, name=f"{name}_shortcut")(x)
+        x = L.Add(name=f"{name}_add")([x, y])
+        x = L.Activation("relu", name=f"{name}_relu")(x)
+    x = L.AveragePooling2D(8, name="pool")(x)
+    x = L.Flatten(name="flatten")(x)
+    x = L.Dense(10, name="predictions")(x)
+    x = L.Softmax(name="probs")(x)
+    model = keras.Model(image, x, name="resnet8")
+    data = _calibration_inputs(rng, (32, 32, 3), 32)
+    return _corpus_convert(model, rng, data, classifier="predictions")
+
+
+def corpus_ds_cnn() -> bytes:
+    """MLPerf Tiny's keyword spotting model: DS-CNN on 49x10 MFCC features, 12 classes."""
+    keras = _fresh_keras_session(2102)
+    rng = np.random.default_rng(2102)
+    L = keras.layers
+    features = keras.Input((49, 10, 1), name="mfcc")
+    x = L.Conv2D(64, (10, 4), strides=2, padding="same", name="conv_1")(features)   # 25x5
+    x = L.BatchNormalization(name="bn_1")(x)
+    x = L.Activation("relu", name="relu_1")(x)
+    x = L.Dropout(0.2, name="dropout_1")(x)
+    for i in range(4):
+        x = L.DepthwiseConv2D(3, padding="same", name=f"dw_{i}")(x)
+        x = L.BatchNormalization(name=f"dw_bn_{i}")(x)
+        x = L.Activation("relu", name=f"dw_relu_{i}")(x)
+        x = L.Conv2D(64, 1, name=f"pw_{i}")(x)
+        x = L.BatchNormalization(name=f"pw_bn_{i}")(x)
+        x = L.Activation("relu", name=f"pw_relu_{i}")(x)
+    x = L.Dropout(0.4, name="dropout_2")(x)
+    x = L.AveragePooling2D((25, 5), name="pool")(x)
+    x = L.Flatten(name="flatten")(x)
+    x = L.Dense(12, name="predictions")(x)
+    x = L.Softmax(name="probs")(x)
+    model = keras.Model(features, x, name="ds_cnn")
+    data = rng.normal(0.0, 1.0, size=(32, 49, 10, 1)).astype(np.float32)
+    return _corpus_convert(model, rng, data, classifier="predictions")
+
+
+def corpus_anomaly_autoencoder() -> bytes:
+    """MLPerf Tiny's anomaly detection model: a dense autoencoder on 640 features (5 frames of
+    128 log-mel bands), 128-wide layers and an 8-wide bottleneck, each Dense + BN + ReLU."""
+    keras = _fresh_keras_session(2103)
+    rng = np.random.default_rng(2103)
+    L = keras.layers
+    features = keras.Input((640,), name="features")
+    x = features
+    for i, width in enumerate((128, 128, 128, 128, 8, 128, 128, 128, 128)):
+        x = L.Dense(width, name=f"dense_{i}")(x)
+        x = L.BatchNormalization(name=f"bn_{i}")(x)
+        x = L.Activation("relu", name=f"relu_{i}")(x)
+    x = L.Dense(640, name="reconstruction")(x)
+    model = keras.Model(features, x, name="anomaly_autoencoder")
+    data = rng.normal(0.0, 1.0, size=(64, 640)).astype(np.float32)
+    return _corpus_convert(model, rng, data, calibration_samples=32)
+
+
+def corpus_visual_wake_words() -> bytes:
+    """MLPerf Tiny's visual wake words model: MobileNetV1 alpha 0.25 on 96x96, 2 classes."""
+    keras = _fresh_keras_session(2104)
+    rng = np.random.default_rng(2104)
+    L = keras.layers
+    app = keras.applications.MobileNet(input_shape=(96, 96, 3), alpha=0.25, weights=None,
+                                       include_top=False)
+    x = L.AveragePooling2D(app.output.shape[1:3], name="pool")(app.output)
+    x = L.Flatten(name="flatten")(x)
+    x = L.Dense(2, name="predictions")(x)
+    x = L.Softmax(name="probs")(x)
+    model = keras.Model(app.inputs, x, name="visual_wake_words")
+    data = _calibration_inputs(rng, (96, 96, 3), 16)
+    return _corpus_convert(model, rng, data, classifier="predictions", calibration_samples=8)
+
+
+# --- other shapes of networks ---------------------------------------------------------------
+
+
+def corpus_unet() -> bytes:
+    """A small U-Net: three resolutions, decoded by a Conv2DTranspose, a bilinear UpSampling2D
+    and a nearest-neighbour resize, each concatenated with its encoder skip."""
+    keras = _fresh_keras_session(2201)
+    rng = np.random.default_rng(2201)
+    L = keras.layers
+
+    def conv_bn(x, filters, name):
+        x = L.Conv2D(filters, 3, padding="same", use_bias=False, name=f"{name}_conv")(x)
+        x = L.BatchNormalization(name=f"{name}_bn")(x)
+        return L.Activation("relu", name=f"{name}_relu")(x)
+
+    image = keras.Input((32, 32, 3), name="image")
+    e1 = conv_bn(image, 8, "enc1")                                         # 32x32x8
+    e2 = conv_bn(L.MaxPooling2D(2, name="down1")(e1), 16, "enc2")          # 16x16x16
+    e3 = conv_bn(L.MaxPooling2D(2, name="down2")(e2), 24, "enc3")          # 8x8x24
+    b = conv_bn(L.MaxPooling2D(2, name="down3")(e3), 32, "bottleneck")     # 4x4x32
+    u3 = L.Conv2DTranspose(24, 2, strides=2, name="up3")(b)                # 8x8
+    d3 = conv_bn(L.Concatenate(name="skip3")([u3, e3]), 24, "dec3")
+    u2 = L.UpSampling2D(2, interpolation="bilinear", name="up2")(d3)       # 16x16
+    d2 = conv_bn(L.Concatenate(name="skip2")([u2, e2]), 16, "dec2")
+    u1 = L.Resizing(32, 32, interpolation="nearest", name="up1")(d2)       # 32x32
+    d1 = conv_bn(L.Concatenate(name="skip1")([u1, e1]), 8, "dec1")
+    logits = L.Conv2D(4, 1, name="logits")(d1)
+    model = keras.Model(image, logits, name="unet")
+    data = _calibration_inputs(rng, (32, 32, 3), 32)
+    return _corpus_convert(model, rng, data)
+
+
+def corpus_transformer() -> bytes:
+    """One transformer encoder block on 16 tokens of width 32: multi-head self-attention (2
+    heads), residual, LayerNormalization, a GELU feed-forward, residual, LayerNormalization."""
+    keras = _fresh_keras_session(2202)
+    rng = np.random.default_rng(2202)
+    L = keras.layers
+    tokens = keras.Input((16, 32), name="tokens")
+    attention = L.MultiHeadAttention(num_heads=2, key_dim=16, name="attention")(tokens, tokens)
+    x = L.LayerNormalization(epsilon=1e-6, name="norm1")(L.Add(name="add1")([tokens, attention]))
+    y = L.Dense(64, activation="gelu", name="ffn1")(x)
+    y = L.Dense(32, name="ffn2")(y)
+    x = L.LayerNormalization(epsilon=1e-6, name="norm2")(L.Add(name="add2")([x, y]))
+    model = keras.Model(tokens, x, name="transformer")
+    data = rng.normal(0.0, 1.0, size=(32, 16, 32)).astype(np.float32)
+    return _corpus_convert(model, rng, data)
+
+
+def _small_cnn(keras, image):
+    L = keras.layers
+    x = L.Conv2D(8, 3, padding="same", use_bias=False, name="conv1")(image)
+    x = L.BatchNormalization(name="bn1")(x)
+    x = L.ReLU(6.0, name="relu1")(x)
+    x = L.DepthwiseConv2D(3, strides=2, padding="same", use_bias=False, name="dw")(x)
+    x = L.BatchNormalization(name="dw_bn")(x)
+    x = L.ReLU(6.0, name="dw_relu")(x)
+    x = L.Conv2D(16, 1, use_bias=False, name="pw")(x)
+    x = L.BatchNormalization(name="pw_bn")(x)
+    x = L.ReLU(name="pw_relu")(x)
+    x = L.MaxPooling2D(2, name="pool")(x)
+    x = L.Flatten(name="flatten")(x)
+    x = L.Dense(10, name="predictions")(x)
+    return L.Softmax(name="probs")(x)
+
+
+def corpus_batch2() -> bytes:
+    """A small CNN whose input fixes a batch of 2 (static shapes, no computed RESHAPE)."""
+    keras = _fresh_keras_session(2203)
+    rng = np.random.default_rng(2203)
+    image = keras.Input(batch_shape=(2, 16, 16, 3), name="image")
+    model = keras.Model(image, _small_cnn(keras, image), name="batch2")
+    data = _calibration_inputs(rng, (16, 16, 3), 32)
+    return _corpus_convert(model, rng, data, classifier="predictions", batch=2)
+
+
+def corpus_int16x8() -> bytes:
+    """The same small CNN (batch None) quantized 16x8: int16 activations, inputs and outputs,
+    int8 weights, int64 convolution biases."""
+    keras = _fresh_keras_session(2204)
+    rng = np.random.default_rng(2204)
+    image = keras.Input((16, 16, 3), name="image")
+    model = keras.Model(image, _small_cnn(keras, image), name="int16x8")
+    data = _calibration_inputs(rng, (16, 16, 3), 32)
+    return _corpus_convert(model, rng, data, classifier="predictions", int16x8=True)
+
+
+@dataclass(frozen=True)
+class CorpusModel:
+    build: Callable[[], bytes]
+    summary: str
+    """What the model is, for the README."""
+    settings: str = "default, full int8"
+    """The converter settings beyond `Optimize.DEFAULT` and a representative dataset."""
+
+
+_DEFAULT = ("default (batch None), `TFLITE_BUILTINS_INT8`, int8 in/out")
+
+CORPUS: dict[str, CorpusModel] = {
+    "resnet8": CorpusModel(corpus_resnet8, "MLPerf Tiny ResNet-8, 32x32x3, 10 classes", _DEFAULT),
+    "ds_cnn": CorpusModel(corpus_ds_cnn, "MLPerf Tiny DS-CNN keyword spotting, 49x10x1 MFCC, "
+                          "12 classes", _DEFAULT),
+    "anomaly_autoencoder": CorpusModel(corpus_anomaly_autoencoder, "MLPerf Tiny dense anomaly "
+                                       "detection autoencoder, 640 -> 8 -> 640", _DEFAULT),
+    "visual_wake_words": CorpusModel(corpus_visual_wake_words, "MLPerf Tiny visual wake words: "
+                                     "MobileNetV1 alpha 0.25, 96x96x3, 2 classes", _DEFAULT),
+    "mobilenet_v1": CorpusModel(corpus_mobilenet_v1, "keras.applications.MobileNet alpha 0.25, "
+                                "32x32x3, 10 classes (its own conv_preds top)", _DEFAULT),
+    "mobilenet_v2": CorpusModel(corpus_mobilenet_v2, "keras.applications.MobileNetV2 alpha 0.35, "
+                                "32x32x3, up to block_13_expand_relu, then GAP + Dense 10",
+                                _DEFAULT),
+    "resnet50": CorpusModel(corpus_resnet50, "keras.applications.ResNet50, 32x32x3, up to "
+                            "conv2_block3_out (stem + first stage), then GAP + Dense 10",
+                            _DEFAULT),
+    "batch2": CorpusModel(corpus_batch2, "small CNN, fixed batch 2, 16x16x3",
+                          "input batch fixed at 2, `TFLITE_BUILTINS_INT8`, int8 in/out"),
+    "mobilenet_v3_small": CorpusModel(corpus_mobilenet_v3_small, "keras.applications."
+                                      "MobileNetV3Small alpha 0.5, 32x32x3, no preprocessing, "
+                                      "up to expanded_conv_7_add, then GAP + Dense 10",
+                                      _DEFAULT),
+    "mobilenet_v3_large": CorpusModel(corpus_mobilenet_v3_large, "keras.applications."
+                                      "MobileNetV3Large alpha 0.5, 32x32x3 pixels in [0, 255] "
+                                      "(with its Rescaling), up to expanded_conv_9_add, then "
+                                      "GAP + Dense 10", _DEFAULT),
+    "efficientnet_b0": CorpusModel(corpus_efficientnet_b0, "keras.applications.EfficientNetB0, "
+                                   "32x32x3 pixels in [0, 255] (with its Rescaling and "
+                                   "Normalization), up to block4a_project_bn, then GAP + Dense "
+                                   "10", _DEFAULT),
+    "efficientnet_v2_b0": CorpusModel(corpus_efficientnet_v2_b0, "keras.applications."
+                                      "EfficientNetV2B0, 32x32x3 pixels in [0, 255] (with its "
+                                      "Rescaling), up to block4a_project_bn, then GAP + Dense "
+                                      "10", _DEFAULT),
+    "densenet": CorpusModel(corpus_densenet, "DenseNet-121's blocks, growth 8, 2 + 2 blocks, "
+                            "32x32x3, GAP + Dense 10", _DEFAULT),
+    "nasnet": CorpusModel(corpus_nasnet, "NASNet-A (keras.applications' NASNet: 1 cell per "
+                          "stage, penultimate filters 96, stem 8), 32x32x3, 10 classes",
+                          _DEFAULT),
+    "inception": CorpusModel(corpus_inception, "Inception-v3-style blocks (branches, grid "
+                             "reduction, 1x7/7x1), 32x32x3, GAP + Dense 10", _DEFAULT),
+    "unet": CorpusModel(corpus_unet, "U-Net, 32x32x3 -> 32x32x4 logits: Conv2DTranspose, "
+                        "bilinear UpSampling2D, nearest Resizing, skip concatenations",
+                        _DEFAULT),
+    "transformer": CorpusModel(corpus_transformer, "transformer encoder block, 16 tokens x 32: "
+                               "MultiHeadAttention (2 heads), LayerNormalization, GELU "
+                               "feed-forward", _DEFAULT),
+    "int16x8": CorpusModel(corpus_int16x8, "small CNN, 16x16x3, 16x8 quantization",
+                           "default (batch None), `EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_"
+                           "INT16_WEIGHTS_INT8`, int16 in/out"),
+}
+
+
+# --- references, manifest, README -----------------------------------------------------------
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as metadata
+    import platform
+
+    versions = {"python": platform.python_version()}
+    for package in ("tensorflow-cpu", "keras", "numpy", "ai-edge-litert", "flatbuffers"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "absent"
+    return versions
+
+
+def _model_ends(model: bytes) -> tuple[list[dict], list[dict]]:
+    """Subgraph 0's inputs and outputs: name, shape, shape signature, numpy dtype."""
+    from ai_edge_litert import schema_py_generated as fb
+
+    dtypes = {fb.TensorType.INT8: np.int8, fb.TensorType.INT16: np.int16,
+              fb.TensorType.UINT8: np.uint8, fb.TensorType.FLOAT32: np.float32,
+              fb.TensorType.INT32: np.int32}
+    sg = fb.Model.GetRootAs(model, 0).Subgraphs(0)
+
+    def info(index):
+        t = sg.Tensors(index)
+        signature = (t.ShapeSignatureAsNumpy().tolist() if not t.ShapeSignatureIsNone()
+                     else t.ShapeAsNumpy().tolist())
+        return {"name": t.Name().decode(), "shape": t.ShapeAsNumpy().tolist(),
+                "signature": signature, "dtype": np.dtype(dtypes[t.Type()]).name}
+
+    return ([info(sg.Inputs(i)) for i in range(sg.InputsLength())],
+            [info(sg.Outputs(i)) for i in range(sg.OutputsLength())])
+
+
+def corpus_inputs(name: str, model: bytes) -> list[list[np.ndarray]]:
+    """`CORPUS_INPUT_SETS` input sets, uniform over each input's integer range, seeded by the
+    model's name."""
+    import zlib
+
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    inputs, _ = _model_ends(model)
+    sets = []
+    for _ in range(CORPUS_INPUT_SETS):
+        xs = []
+        for d in inputs:
+            dtype = np.dtype(d["dtype"])
+            if dtype.kind == "f":
+                xs.append(rng.uniform(-1.0, 1.0, d["shape"]).astype(dtype))
+            else:
+                info = np.iinfo(dtype)
+                xs.append(rng.integers(info.min, info.max + 1, d["shape"], dtype=dtype))
+        sets.append(xs)
+    return sets
+
+
+def corpus_reference(name: str, model: bytes) -> dict[str, np.ndarray]:
+    """The test inputs and LiteRT's reference outputs for them, as `NAME.ref.npz` holds them:
+    `input_S_K` and `output_S_K` for input set S, model input/output K. Raises unless the
+    outputs depend on the input."""
+    from qaccel.backends.litert.oracle import run_reference
+
+    sets = corpus_inputs(name, model)
+    reference = run_reference(model, sets)
+    if reference.refused is not None:
+        raise RuntimeError(f"{name}: LiteRT's reference kernels refused the model: "
+                           f"{reference.refused}")
+    arrays = {}
+    for s, (xs, ys) in enumerate(zip(sets, reference.outputs)):
+        arrays.update({f"input_{s}_{k}": x for k, x in enumerate(xs)})
+        arrays.update({f"output_{s}_{k}": np.asarray(y) for k, y in enumerate(ys)})
+    for k in range(len(reference.outputs[0])):
+        per_set = [np.asarray(ys[k]) for ys in reference.outputs]
+        if all(np.array_equal(per_set[0], other) for other in per_set[1:]):
+            raise RuntimeError(f"{name}: output {k} is the same for {len(sets)} different inputs")
+        if all(np.all(y == y.flat[0]) for y in per_set):
+            raise RuntimeError(f"{name}: output {k} is constant within every input set")
+    return arrays
+
+
+def _tensors(model: bytes) -> list[list[dict]]:
+    """Per subgraph, per tensor: what `explain_difference` compares."""
+    from ai_edge_litert import schema_py_generated as fb
+
+    m = fb.Model.GetRootAs(model, 0)
+    result = []
+    for s in range(m.SubgraphsLength()):
+        sg = m.Subgraphs(s)
+        tensors = []
+        for i in range(sg.TensorsLength()):
+            t = sg.Tensors(i)
+            q = t.Quantization()
+            scale = q.ScaleAsNumpy() if q is not None and not q.ScaleIsNone() else None
+            zero = q.ZeroPointAsNumpy() if q is not None and not q.ZeroPointIsNone() else None
+            buffer = m.Buffers(t.Buffer())
+            data = (buffer.DataAsNumpy().tobytes()
+                    if buffer is not None and not buffer.DataIsNone() else b"")
+            if not data and buffer is not None and buffer.Offset() > 1:
+                data = model[buffer.Offset():buffer.Offset() + buffer.Size()]
+            tensors.append({
+                "name": (t.Name() or b"").decode(), "type": t.Type(),
+                "shape": t.ShapeAsNumpy().tolist() if not t.ShapeIsNone() else [],
+                "signature": (t.ShapeSignatureAsNumpy().tolist()
+                              if not t.ShapeSignatureIsNone() else None),
+                "scale": None if scale is None else scale.tolist(),
+                "zero_point": None if zero is None else zero.tolist(),
+                "data": data,
+            })
+        result.append(tensors)
+    return result
+
+
+def _describe_values(old: bytes, new: bytes, type_code: int) -> str:
+    from ai_edge_litert import schema_py_generated as fb
+
+    dtype = {fb.TensorType.INT8: np.int8, fb.TensorType.INT16: np.int16,
+             fb.TensorType.INT32: np.int32, fb.TensorType.INT64: np.int64,
+             fb.TensorType.FLOAT32: np.float32}.get(type_code, np.uint8)
+    if len(old) != len(new) or len(old) % np.dtype(dtype).itemsize:
+        return f"data {len(old)} -> {len(new)} bytes"
+    a = np.frombuffer(old, dtype).astype(np.float64)
+    b = np.frombuffer(new, dtype).astype(np.float64)
+    changed = a != b
+    return (f"values differ in {int(changed.sum())} of {a.size} "
+            f"(max |difference| {np.abs(a - b).max():g})")
+
+
+def explain_difference(old: bytes, new: bytes, limit: int = 12) -> list[str]:
+    """What differs between two versions of a converted model, one line per difference:
+    operators, then tensor by tensor (name, type, shape, quantization parameters, weights)."""
+    lines = []
+    if len(old) != len(new):
+        lines.append(f"size {len(old)} -> {len(new)} bytes")
+    old_ops, new_ops = operator_set(old), operator_set(new)
+    if old_ops != new_ops:
+        lines.append(f"operators: {describe(old)} -> {describe(new)}")
+    old_t, new_t = _tensors(old), _tensors(new)
+    for s, (ts_old, ts_new) in enumerate(zip(old_t, new_t)):
+        if len(ts_old) != len(ts_new):
+            lines.append(f"subgraph {s}: {len(ts_old)} -> {len(ts_new)} tensors")
+        for i, (a, b) in enumerate(zip(ts_old, ts_new)):
+            what = []
+            for key in ("name", "type", "shape", "signature"):
+                if a[key] != b[key]:
+                    what.append(f"{key} {a[key]} -> {b[key]}")
+            for key in ("scale", "zero_point"):
+                if a[key] != b[key]:
+                    if a[key] is not None and b[key] is not None and len(a[key]) == len(b[key]):
+                        diff = [j for j, (x, y) in enumerate(zip(a[key], b[key])) if x != y]
+                        j = diff[0]
+                        what.append(f"{key} differs in {len(diff)} of {len(a[key])} channels "
+                                    f"(channel {j}: {a[key][j]:.9g} -> {b[key][j]:.9g})")
+                    else:
+                        what.append(f"{key} {a[key]} -> {b[key]}")
+            if a["data"] != b["data"]:
+                what.append(_describe_values(a["data"], b["data"], b["type"]))
+            if what:
+                lines.append(f"subgraph {s} tensor {i} '{b['name']}': " + "; ".join(what))
+    if not lines and old != new:
+        lines.append("same operators and tensors; the flatbuffer layout or metadata differs")
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... and {len(lines) - limit} more differences"]
+    return lines
+
+
+def _manifest_path(directory: Path) -> Path:
+    return directory / "manifest.json"
+
+
+def _load_manifest(directory: Path) -> dict:
+    import json
+
+    path = _manifest_path(directory)
+    if path.exists():
+        return json.loads(path.read_text())
+    return {"versions": {}, "models": {}}
+
+
+def _ops_line(model: bytes) -> str:
+    counts = operator_set(model)[0]
+    return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(counts.items()))
+
+
+def _entry(name: str, model: bytes) -> dict:
+    inputs, outputs = _model_ends(model)
+    return {"bytes": len(model), "sha256": hashlib.sha256(model).hexdigest(),
+            "inputs": inputs, "outputs": outputs, "operators": _ops_line(model),
+            "subgraphs": len(operator_set(model)),
+            "summary": CORPUS[name].summary, "settings": CORPUS[name].settings}
+
+
+def _shape_text(ends: list[dict]) -> str:
+    parts = []
+    for d in ends:
+        dims = ["?" if s == -1 else str(s) for s in d["signature"]]
+        parts.append("x".join(dims) + f" {d['dtype']}")
+    return ", ".join(parts)
+
+
+_CORPUS_README_HEAD = """\
+# Model corpus
+
+Real converter output from many architectures, for checking that qaccel imports, compiles and
+runs what TensorFlow's converter actually writes. Each model comes with its test inputs and
+LiteRT's reference outputs (`NAME.ref.npz`: `input_S_K` and `output_S_K` for input set S, model
+input or output K, from `OpResolverType.BUILTIN_REF`), so `tests/test_corpus.py` needs neither
+TensorFlow nor LiteRT.
+
+Made by `python tools/make_fixtures.py --corpus` (the `fixtures` extra: `tensorflow-cpu`, and
+`ai-edge-litert`); `python tools/make_fixtures.py --corpus --check` rebuilds every model and its
+reference outputs and compares them with these files, naming what differs (tensors, their
+quantization parameters or weights, and the package versions that made the files). The script is
+seeded: the same versions write the same bytes (`CORPUS_VERSIONS` in the script pins them, and
+it warns when others are installed). Versions that made these files:
+
+{versions}
+
+How: the converter's **default settings** (`TFLiteConverter.from_keras_model`, `Optimize.DEFAULT`,
+a representative dataset of 16 random samples (32 for the autoencoder, 8 for visual wake words),
+int8 input/output) on Keras models whose batch
+dimension is None, unless the table says otherwise. So the input's `shape_signature` has -1 for
+the batch (`?` below; the stored shape is 1) and Flatten/Reshape targets are computed at run time
+(SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE). Weights are random; as in `../models/`, every
+BatchNormalization gets random gamma/beta and moving statistics measured on random inputs, and
+classifiers are rescaled so that logits vary with the input: random networks that look trained,
+whose SOFTMAX the reference kernels accept. Architectures too big for a test fixture are
+converted at 32x32 and small widths, some only up to an intermediate layer (said below).
+Operators are subgraph 0's, read from the flatbuffer (`NAME/vVERSION xCOUNT`); `manifest.json`
+holds the same facts (and each file's sha256) for scripts.
+
+| file | bytes | input -> output | operators | converter settings |
+| --- | ---: | --- | --- | --- |
+"""
+
+
+def write_corpus_readme(directory: Path, manifest: dict) -> None:
+    versions = "\n".join(f"- {k} {v}" for k, v in manifest["versions"].items())
+    lines = [_CORPUS_README_HEAD.format(versions=versions)]
+    for name, e in manifest["models"].items():
+        size = f"{e['bytes']:,}".replace(",", " ")
+        lines.append(f"| `{name}.tflite` | {size} | {_shape_text(e['inputs'])} -> "
+                     f"{_shape_text(e['outputs'])} | {e['operators']} | {e['settings']} |\n")
+    lines.append("\n## The models\n\n")
+    for name, e in manifest["models"].items():
+        lines.append(f"- **`{name}`**: {e['summary']}.\n")
+    total = sum(e["bytes"] for e in manifest["models"].values())
+    total = f"{total:,}".replace(",", " ")
+    lines.append(f"\n{len(manifest['models'])} models, {total} bytes of `.tflite` in all.\n")
+    (directory / "README.md").write_text("".join(lines))
+
+
+def build_corpus_model(name: str, directory: Path, check: bool, copy_to: Path | None,
+                       manifest: dict) -> bool:
+    """Builds one corpus model and its reference; writes them (or compares them with the files
+    in `directory`). Returns whether all went well."""
+    start = time.perf_counter()
+    model = CORPUS[name].build()
+    built = time.perf_counter() - start
+    path, ref_path = directory / f"{name}.tflite", directory / f"{name}.ref.npz"
+    try:
+        if len(model) > CORPUS_MAX_BYTES:
+            raise RuntimeError(f"{name}: {len(model)} bytes, over the corpus's "
+                               f"{CORPUS_MAX_BYTES}-byte limit per model")
+        arrays = corpus_reference(name, model)
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return False
+    ok = True
+    if check:
+        if not path.exists():
+            status = "MISSING"
+            ok = False
+        elif path.read_bytes() == model:
+            status = "identical"
+        else:
+            status = "DIFFERS"
+            ok = False
+        if ok:
+            committed = dict(np.load(ref_path)) if ref_path.exists() else None
+            if committed is None:
+                status, ok = "reference MISSING", False
+            else:
+                differing = sorted(k for k in committed.keys() | arrays.keys()
+                                   if k not in committed or k not in arrays
+                                   or not np.array_equal(committed[k], arrays[k]))
+                if differing:
+                    status = f"identical model, reference arrays DIFFER: {', '.join(differing)}"
+                    ok = False
+    else:
+        directory.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(model)
+        np.savez(ref_path, **arrays)
+        manifest["models"][name] = _entry(name, model)
+        status = "written"
+        if copy_to is not None:
+            import shutil
+
+            copy_to.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, copy_to / path.name)
+            shutil.copyfile(ref_path, copy_to / ref_path.name)
+    print(f"{name}: {status} {path} ({len(model)} bytes, {built:.1f} s to build, "
+          f"{time.perf_counter() - start - built:.1f} s to check)")
+    print(f"  {describe(model)}")
+    if check and status == "DIFFERS":
+        print("  what differs (committed -> rebuilt):")
+        for line in explain_difference(path.read_bytes(), model):
+            print(f"    {line}")
+        recorded = manifest.get("versions", {})
+        for package, version in _versions().items():
+            if recorded.get(package) != version:
+                print(f"    {package} {recorded.get(package)} made the committed files, "
+                      f"{version} is installed here")
+    return ok
+
+
+def corpus_main(names: list[str], directory: Path, check: bool, copy_to: Path | None) -> int:
+    import json
+
+    manifest = _load_manifest(directory)
+    installed = _versions()
+    for package, pinned in CORPUS_VERSIONS.items():
+        if installed.get(package) != pinned:
+            print(f"warning: {package} {installed.get(package)} is installed; the corpus was "
+                  f"made with {pinned}, so models may differ", file=sys.stderr)
+    failures = 0
+    for name in names:
+        failures += not build_corpus_model(name, directory, check, copy_to, manifest)
+        if not check:
+            manifest["versions"] = _versions()
+            manifest["models"] = {n: manifest["models"][n] for n in CORPUS
+                                  if n in manifest["models"]}
+            _manifest_path(directory).write_text(json.dumps(manifest, indent=1) + "\n")
+            write_corpus_readme(directory, manifest)
+    return 1 if failures else 0
+
+
+
+# --------------------------------------------------------------------------------------------
 # Driver
 
 
@@ -725,15 +1568,32 @@ def describe(model: bytes) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--only", action="append", choices=sorted(FIXTURES), metavar="NAME",
-                       help="build only NAME (repeatable); one of: " + ", ".join(FIXTURES))
+    which.add_argument("--only", action="append", choices=sorted({*FIXTURES, *CORPUS}),
+                       metavar="NAME",
+                       help="build only NAME (repeatable); one of: " + ", ".join(FIXTURES)
+                       + "; with --corpus one of: " + ", ".join(CORPUS))
     which.add_argument("--all", action="store_true",
                        help="build every model, including the on-demand ones (resnet50)")
     parser.add_argument("--out", type=Path,
                         help="write every model here instead of tests/fixtures/{models,generated}")
     parser.add_argument("--check", action="store_true",
                         help="rebuild and compare with the files already on disk; write nothing")
+    parser.add_argument("--corpus", action="store_true",
+                        help="the model corpus (tests/fixtures/corpus) instead of the fixtures")
+    parser.add_argument("--copy-to", type=Path, metavar="DIR",
+                        help="with --corpus: also copy each model and its reference to DIR as "
+                             "soon as it is made")
     args = parser.parse_args(argv)
+
+    if args.corpus:
+        names = args.only or list(CORPUS)
+        unknown = [n for n in names if n not in CORPUS]
+        if unknown:
+            parser.error(f"not a corpus model: {', '.join(unknown)}")
+        return corpus_main(names, args.out or CORPUS_DIR, args.check, args.copy_to)
+    unknown = [n for n in args.only or () if n not in FIXTURES]
+    if unknown:
+        parser.error(f"not a fixture model (a corpus model needs --corpus): {', '.join(unknown)}")
 
     if args.only:
         names = args.only
