@@ -33,10 +33,6 @@ INT16 = "int16x8"
 KNOWN_FAILURES: dict[str, str] = {
     "int16x8": "tfl interpreter: CONV_2D: no kernel for int16 input (16x8 models are not yet "
                "refused at import)",
-    "transformer": "tfl interpreter: no CPU kernel for BATCH_MATMUL (nor, further on, for "
-                   "NEG on float, SQUARED_DIFFERENCE, RSQRT, GELU)",
-    "unet": "tfl interpreter: no CPU kernel for TRANSPOSE_CONV (its only blocker: with one, "
-            "every stage was bit-exact)",
 }
 """model -> why it fails today (missing CPU kernels, or the stage and error)."""
 
