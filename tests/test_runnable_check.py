@@ -135,3 +135,35 @@ def test_refused_by_litert_prepare_is_refused_by_compile_too(tmp_path, capsys):
     run_line = error_line(capsys, qaccel_run,
                           [collapsed, "--target", "vta", "--outputs-dir", tmp_path / "res"])
     assert run_line.removeprefix("qaccel-run") == line.removeprefix("qaccel-compile")
+
+
+def int16x8_conv() -> bytes:
+    """What the converter's 16-bit-activation mode (int16x8) emits for a convolution: int16
+    activations (zero point 0), int8 weights, int64 biases."""
+    rng = np.random.default_rng(1)
+    x_q, y_q = QParams.per_tensor(3.05e-5, 0), QParams.per_tensor(6.1e-5, 0)
+    w_q = per_axis_qparams(rng, channels=4, axis=0)
+    bias_q = QParams.per_axis(x_q.scale[0] * w_q.scale, np.zeros(4, np.int64), 0)
+    mb = ModelBuilder()
+    g = mb.subgraph("main")
+    x = g.input("x", (1, 6, 6, 3), np.int16, q=x_q)
+    w = TensorSpec("w", (4, 3, 3, 3), np.int8, w_q, data=random_weights(rng, (4, 3, 3, 3)))
+    b = TensorSpec("b", (4,), np.int64, bias_q, data=rng.integers(-1000, 1000, 4))
+    g.output(g.op("CONV_2D", [x, w, b], TensorSpec("y", (1, 6, 6, 4), np.int16, y_q),
+                  {"padding": "SAME", "stride_w": 1, "stride_h": 1,
+                   "fused_activation_function": "NONE"}))  # fmt: skip
+    return mb.build()
+
+
+def test_int16x8_models_are_refused_at_import_by_every_tool(tmp_path, capsys):
+    path = tmp_path / "int16x8.tflite"
+    path.write_bytes(int16x8_conv())
+    message = (f"{path}: subgraph 0: 16-bit activations (int16x8 quantization) are not "
+               "supported: tensor 0 'x' is int16")  # fmt: skip
+    out = tmp_path / "out"
+    assert error_line(capsys, qaccel_compile, [path, "-o", out]) == \
+        f"qaccel-compile: error: {message}"
+    assert not out.exists()
+    assert error_line(capsys, qaccel_run, [path, "--outputs-dir", tmp_path / "res"]) == \
+        f"qaccel-run: error: {message}"
+    assert error_line(capsys, qaccel_opt, [path]) == f"qaccel-opt: error: {message}"
