@@ -78,4 +78,6 @@ def prepare_op(op: TflOp | OpaqueOp) -> kernels.OpCall:
         kernels.prepare(name, probe)
     except kernels.Refusal as e:
         raise kernels.Refusal(f"{describe(op)}: {e}") from None
+    except kernels.UnsupportedOp as e:  # a kernel without this tensor type
+        raise ExecutionError(f"cannot execute op {describe(op)}: {e}") from None
     return call

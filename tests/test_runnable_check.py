@@ -167,3 +167,34 @@ def test_int16x8_models_are_refused_at_import_by_every_tool(tmp_path, capsys):
     assert error_line(capsys, qaccel_run, [path, "--outputs-dir", tmp_path / "res"]) == \
         f"qaccel-run: error: {message}"
     assert error_line(capsys, qaccel_opt, [path]) == f"qaccel-opt: error: {message}"
+
+
+def test_a_kernel_without_the_tensor_type_is_refused_like_a_missing_kernel(tmp_path, capsys):
+    """A kernel that declares the output types it computes (`register(output_types=...)`)
+    refuses the others at Prepare: a uint8 (legacy) CONV_2D compiled to an artifact that
+    failed at run time."""
+    from qaccel.frontend.builder import single_op_model
+    from qaccel.kernels.base import OUTPUT_TYPES
+
+    assert np.dtype(np.uint8) not in OUTPUT_TYPES["CONV_2D"]
+    rng = np.random.default_rng(2)
+    model = single_op_model(
+        "CONV_2D",
+        inputs=[TensorSpec("x", (1, 6, 6, 4), np.uint8, QParams.per_tensor(0.05, 128)),
+                TensorSpec("w", (8, 3, 3, 4), np.uint8, QParams.per_tensor(0.01, 120),
+                           data=rng.integers(0, 255, (8, 3, 3, 4)).astype(np.uint8)),
+                TensorSpec("b", (8,), np.int32, QParams.per_tensor(0.0005, 0),
+                           data=rng.integers(-100, 100, 8).astype(np.int32))],
+        outputs=[TensorSpec("y", (1, 6, 6, 8), np.uint8, QParams.per_tensor(0.1, 128))],
+        options={"padding": "SAME", "stride_w": 1, "stride_h": 1,
+                 "fused_activation_function": "NONE"},
+    )  # fmt: skip
+    path = tmp_path / "u8.tflite"
+    path.write_bytes(model)
+    message = ('cannot execute op tfl.conv_2d "y": no CPU kernel for CONV_2D with uint8 output '
+               "(it computes int8, float32)")  # fmt: skip
+    assert error_line(capsys, qaccel_compile, [path, "-o", tmp_path / "out"]) == \
+        f"qaccel-compile: error: {message}"
+    assert not (tmp_path / "out").exists()
+    assert error_line(capsys, qaccel_run, [path, "--outputs-dir", tmp_path / "res"]) == \
+        f"qaccel-run: error: {message}"

@@ -73,6 +73,7 @@ class OpRow:
     code: int
     ir_op: str  # tfl.<name> or tfl.opaque
     kernel: str | None  # the registering module, e.g. "kernels/conv.py"
+    kernel_outputs: tuple[str, ...]  # the output types it declares, e.g. ("int8", "float32")
     q_op: str | None
     accelerator: tuple[tuple[str, str], ...]  # (pattern name, its doc)
 
@@ -98,6 +99,7 @@ def rows() -> list[OpRow]:
     """One row per BuiltinOperator member, in code order."""
     from qaccel.dialects.tfl import TFL_OPS
     from qaccel.frontend.tflite_schema import BUILTIN_OPERATORS
+    from qaccel.kernels.base import OUTPUT_TYPES
     from qaccel.kernels.registry import KERNELS
     from qaccel.passes.legalize_tfl_to_q import PATTERNS
     from qaccel.targets.vta.target import VTA_PATTERNS
@@ -119,12 +121,20 @@ def rows() -> list[OpRow]:
         ir_op = typed.get(name, "tfl.stablehlo_composite" if name == "STABLEHLO_COMPOSITE"
                           else "tfl.opaque")  # fmt: skip
         accel = tuple(by_anchor.get(q_op, ())) if q_op else ()
-        out.append(OpRow(name, code, ir_op, module, q_op, accel))
+        types = tuple(str(t) for t in OUTPUT_TYPES.get(name, ()))
+        out.append(OpRow(name, code, ir_op, module, types, q_op, accel))
     return out
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _kernel_cell(r: OpRow) -> str:
+    if r.kernel is None:
+        return "—"
+    types = f" ({', '.join(r.kernel_outputs)} outputs)" if r.kernel_outputs else ""
+    return f"`{r.kernel}`{types}"
 
 
 def render() -> str:
@@ -145,8 +155,9 @@ def render() -> str:
         "- **IR op**: what the importer makes of it: a typed `tfl` op, or `tfl.opaque` (kept",
         "  as it is, printed and partitioned around).",
         "- **CPU kernel**: the module of its bit-exact reference kernel (`kernels/`), the CPU",
-        "  fallback of everything the accelerator does not take. A model with an op without",
-        "  one is refused by `qaccel-compile` (before writing anything), `qaccel-run` and",
+        "  fallback of everything the accelerator does not take, and the output types it",
+        "  computes where the kernel declares them. A model with an op without",
+        "  one (or of another type) is refused by `qaccel-compile` (before writing anything), `qaccel-run` and",
         "  `qaccel-opt --verify-semantics`, in one line naming the op; `qaccel-opt` still",
         "  imports and prints it.",
         "- **q op**: what `legalize-tfl-to-q` rewrites its int8 form to (the rest stays `tfl`",
@@ -169,7 +180,7 @@ def render() -> str:
         status = r.status + (f" ({_cell(note)})" if note else "")
         lines.append(
             f"| {r.code} | `{r.builtin}` | {status} | `{r.ir_op}` | "
-            f"{f'`{r.kernel}`' if r.kernel else '—'} | "
+            f"{_kernel_cell(r)} | "
             f"{f'`{r.q_op}`' if r.q_op else '—'} | {accel or '—'} |"
         )
     return "\n".join(lines) + "\n"
