@@ -189,8 +189,9 @@ def prepare_module(module: ModuleOp) -> None:
     `kernels.registry.KERNELS`, an op of another dialect without semantics), a call of a
     function that has no body; then every op's Prepare-time checks (TFLite's
     AllocateTensors). The one check of "can this module run": the interpreter, the compiled
-    runtime and the compiler (`backends/vta/compile.py`, before it writes anything) all call
-    it, so each tool refuses the same module with the same line.
+    runtime and the artifact writer (`backends/vta/artifact.py`'s `check_runnable`, before
+    anything is written) all call it, so each tool refuses the same module with the same
+    line.
 
     Raises ExecutionError (no implementation) or `kernels.Refusal` (LiteRT's Prepare would
     refuse the model)."""

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from qaccel.backends.vta.artifact import write_artifact
+from qaccel.backends.vta.artifact import check_runnable, write_artifact
 from qaccel.backends.vta.compile import compile_module
 from qaccel.backends.vta.compiled import CompileError
 from qaccel.backends.vta.report import format_report
@@ -130,6 +130,7 @@ def compile_model(
     summaries = io.StringIO()
     with contextlib.nullcontext() if asked else contextlib.redirect_stderr(summaries):
         manager.run(qaccel_context(), module)
+        check_runnable(module)  # before the compile's work (write_artifact checks it too)
         compiled = compile_module(module, total_macs=total_macs, progress=progress)
     sys.stderr.write(summaries.getvalue())
     return compiled, source

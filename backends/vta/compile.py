@@ -152,22 +152,6 @@ def _layer_schedule(fname: str, op: accel.LayerOp, m, c: HardwareConfig) -> Sche
         raise CompileError(f"@{fname}: {describe(op, m)}: {e}") from None
 
 
-def check_runnable(module: ModuleOp) -> None:
-    """Refuse (CompileError, one line) a module its runtime could not run: an op with no
-    CPU kernel, no semantics or no body to call, or one LiteRT's Prepare refuses. The check is
-    the runtime's own (`prepare_module`), so `qaccel-run` and `qaccel-opt --verify-semantics`
-    refuse the same module with the same line, and no artifact that cannot run is written."""
-    from qaccel.interpreter.interpreter import ExecutionError, prepare_module
-    from qaccel.kernels.registry import Refusal
-
-    try:
-        prepare_module(module)
-    except ExecutionError as e:
-        raise CompileError(str(e)) from None
-    except Refusal as e:
-        raise CompileError(f"LiteRT's reference kernels refuse this model: {e}") from None
-
-
 def compile_module(
     module: ModuleOp,
     config: HardwareConfig | None = None,
@@ -183,7 +167,6 @@ def compile_module(
         c = config or hardware_config(module, "vta")
     except (TargetError, ValueError) as e:
         raise CompileError(str(e)) from None
-    check_runnable(module)
     functions: dict[str, CompiledFunction] = {}
     fallbacks: list[Fallback] = []
     accel_functions = accelerator_functions(module)
