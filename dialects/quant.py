@@ -5,8 +5,10 @@ Per-tensor and per-axis affine quantization, usable as a tensor element type:
     tensor<1x32x32x3x!quant.uniform<i8:f32, 0.0078431377:-1>>
     tensor<16x3x3x3x!quant.uniform<i8:f32:0, {0.1:0, 0.2:0, ...}>>
 
-The storage type is one of `i8`, `u8`, `i16`, `i32` (TFLite's int8 activations and weights,
-uint8 legacy models, int16 activations, int32 biases); the expressed type is `f32`. Scales are
+The storage type is one of `i8`, `u8`, `i16`, `u16`, `i32`, `u32`, `i64`, `u64`: every integer
+tensor type a TFLite model can quantize (int8 activations and weights, uint8 legacy models,
+int16 activations and the int64 biases of int16x8 models, int32 biases), so any IR qaccel
+prints parses back; the expressed type is `f32`. Scales are
 kept as TFLite's float32 values and printed in their shortest float32 form, so a
 print-parse round trip is exact.
 """
@@ -36,7 +38,11 @@ from xdsl.utils.exceptions import VerifyException
 
 from qaccel.kernels.qparams import QParams
 
-_STORAGE_NAMES = {"i8": (8, True), "u8": (8, False), "i16": (16, True), "i32": (32, True)}
+_STORAGE_NAMES = {
+    f"{'i' if signed else 'u'}{width}": (width, signed)
+    for width in (8, 16, 32, 64) for signed in (True, False)
+}  # fmt: skip
+_STORAGE_TEXT = "i8, u8, i16, u16, i32, u32, i64 or u64"
 
 
 def storage_range(storage: IntegerType) -> tuple[int, int]:
@@ -110,6 +116,8 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
         return self.axis.data >= 0
 
     def verify(self) -> None:
+        if _storage_name(self.storage_type) not in _STORAGE_NAMES:
+            raise VerifyException(f"quant.uniform: storage type must be {_STORAGE_TEXT}")
         if self.scales.elt_type != f32 or self.zero_points.elt_type != i64:
             raise VerifyException("quant.uniform: scales must be f32 and zero points i64")
         q = self.qparams
@@ -146,7 +154,7 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
         with parser.in_angle_brackets():
             storage_name = parser.parse_optional_identifier()
             if storage_name not in _STORAGE_NAMES:
-                parser.raise_error("quant.uniform: storage type must be i8, u8, i16 or i32")
+                parser.raise_error(f"quant.uniform: storage type must be {_STORAGE_TEXT}")
             width, signed = _STORAGE_NAMES[storage_name]
             storage = IntegerType(width, Signedness.SIGNLESS if signed else Signedness.UNSIGNED)
             parser.parse_punctuation(":")

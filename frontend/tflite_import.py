@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FusedLoc,
     IntegerAttr,
+    IntegerType,
     LocationAttr,
     ModuleOp,
     NameLoc,
@@ -187,6 +188,7 @@ class _Importer:
             raise TFLiteImportError(str(e)) from None
         inputs = [self._check_tensor(graph.Inputs(i), n_tensors, "input") for i in range(graph.InputsLength())]
         outputs = [self._check_tensor(graph.Outputs(i), n_tensors, "output") for i in range(graph.OutputsLength())]
+        self._refuse_16bit_activations(graph, inputs, n_tensors)
 
         block = Block(arg_types=[self.types[t] for t in inputs])
         for arg, t in zip(block.args, inputs):
@@ -211,6 +213,28 @@ class _Importer:
         )
         sg.func = function
         return function
+
+    def _refuse_16bit_activations(self, graph: tflite.SubGraph, inputs: list[int],
+                                  n_tensors: int) -> None:
+        """int16x8 models (the converter's 16-bit-activation mode: int16 activations, int8
+        weights, int64 biases) are refused: the CPU kernels are int8 (LiteRT's int16 reference
+        kernels compute differently, e.g. with 64-bit accumulators) and the accelerator's GEMM
+        core multiplies int8 by int8. Named by the first quantized int16 tensor that an input
+        or an operator's output is."""
+        produced = list(inputs)
+        for k in range(graph.OperatorsLength()):
+            operator = graph.Operators(k)
+            produced += [int(t) for t in operator.OutputsAsNumpy()] if operator.OutputsLength() else []
+        for t in produced:
+            if not 0 <= t < n_tensors:
+                continue  # the operator's own check names it
+            element = self.types[t].element_type
+            if (isinstance(element, UniformQuantizedType)
+                    and storage_type_of(element) == IntegerType(16)):  # fmt: skip
+                raise TFLiteImportError(
+                    f"{self.where}: 16-bit activations (int16x8 quantization) are not "
+                    f"supported: tensor {t} '{self.names[t]}' is int16"
+                )
 
     def _check_tensor(self, t: int, n_tensors: int, what: str) -> int:
         if not 0 <= t < n_tensors:

@@ -166,11 +166,52 @@ def check_inputs(function: func.FuncOp, inputs: Sequence[np.ndarray]) -> list[np
     return checked
 
 
+_EXECUTORS = (FuncFunctions, TflFunctions, QFunctions, AccelFunctions)
+
+
+def _implemented() -> frozenset[type[Operation]]:
+    """The op classes `make_interpreter`'s interpreter has an implementation for."""
+    global _IMPLEMENTED
+    if _IMPLEMENTED is None:
+        _IMPLEMENTED = frozenset(
+            op_type for functions in _EXECUTORS
+            for op_type, _ in functions._impls()  # xDSL keeps the table private
+        )  # fmt: skip
+    return _IMPLEMENTED
+
+
+_IMPLEMENTED: frozenset[type[Operation]] | None = None
+
+
 def prepare_module(module: ModuleOp) -> None:
-    """Every op's Prepare-time checks (TFLite's AllocateTensors), before any data flows."""
+    """Refuse, before any data flows, everything that could not run: an op with no
+    implementation here (a `tfl` op or `tfl.opaque` op with no CPU kernel in
+    `kernels.registry.KERNELS`, an op of another dialect without semantics), a call of a
+    function that has no body; then every op's Prepare-time checks (TFLite's
+    AllocateTensors). The one check of "can this module run": the interpreter, the compiled
+    runtime and the artifact writer (`backends/vta/artifact.py`'s `check_runnable`, before
+    anything is written) all call it, so each tool refuses the same module with the same
+    line.
+
+    Raises ExecutionError (no implementation) or `kernels.Refusal` (LiteRT's Prepare would
+    refuse the model)."""
+    implemented = _implemented()
+    bodies = {
+        f.sym_name.data: bool(f.body.blocks) for f in module.ops if isinstance(f, func.FuncOp)
+    }
     for op in module.walk():
         if isinstance(op, TflOp | OpaqueOp):
             prepare_op(op)
+        elif isinstance(op, func.CallOp | StableHLOCompositeOp):
+            callee = (op.callee.string_value() if isinstance(op, func.CallOp)
+                      else op.decomposition.root_reference.data)  # fmt: skip
+            if not bodies.get(callee, False):
+                raise ExecutionError(
+                    f"cannot execute op {describe(op)}: @{callee} has no body to run"
+                )
+        elif type(op) not in implemented and not isinstance(op, ModuleOp | func.FuncOp):
+            raise ExecutionError(f"cannot execute op {describe(op)}: no implementation of "
+                                 f"{op.name}")  # fmt: skip
 
 
 def declared_bytes(op: Operation) -> int:

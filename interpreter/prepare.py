@@ -82,11 +82,16 @@ def prepare_op(op: TflOp | OpaqueOp) -> kernels.OpCall:
     """Run the reference kernel's Prepare-time checks on `op`; return its static call."""
     name = _kernel_name(op)
     if name not in kernels.KERNELS:
-        raise ExecutionError(f"cannot execute op {describe(op)}: no CPU kernel for {name}")
+        what = name
+        if isinstance(op, OpaqueOp) and op.custom_code is not None:
+            what = f"custom op {op.custom_code.data}"
+        raise ExecutionError(f"cannot execute op {describe(op)}: no CPU kernel for {what}")
     call = _static_call(op, _options(op))
     probe = kernels.OpCall(**{**call.__dict__, "inputs": _constant_inputs(op)})
     try:
         kernels.prepare(name, probe)
     except kernels.Refusal as e:
         raise kernels.Refusal(f"{describe(op)}: {e}") from None
+    except kernels.UnsupportedOp as e:  # a kernel without this tensor type
+        raise ExecutionError(f"cannot execute op {describe(op)}: {e}") from None
     return call

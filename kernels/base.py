@@ -49,16 +49,24 @@ Check = Callable[[str, OpCall], None]
 
 KERNELS: dict[str, Kernel] = {}
 CHECKS: dict[str, Check] = {}
+OUTPUT_TYPES: dict[str, tuple[np.dtype, ...]] = {}
+"""The output element types a kernel computes, where it declares them (`register`'s
+`output_types`): `prepare` refuses the others, so a model the kernel cannot run is refused
+before it runs, not in the middle of it. Kernels without a declaration are not checked."""
 
 
-def register(*ops: str, check: Check | None = None):
-    """Decorator: the function is the kernel of `ops`; `check` is their Prepare-time check."""
+def register(*ops: str, check: Check | None = None, output_types: tuple = ()):
+    """Decorator: the function is the kernel of `ops`; `check` is their Prepare-time check;
+    `output_types` the element types of the first output it computes (e.g. `(np.int8,
+    np.float32)`), when it dispatches on them."""
 
     def wrap(fn: Kernel) -> Kernel:
         for op in ops:
             KERNELS[op] = fn
             if check is not None:
                 CHECKS[op] = check
+            if output_types:
+                OUTPUT_TYPES[op] = tuple(np.dtype(t) for t in output_types)
         return fn
 
     return wrap
@@ -72,6 +80,10 @@ def prepare(op: str, call: OpCall) -> None:
     """
     if op not in KERNELS:
         raise UnsupportedOp(f"{op}: no CPU kernel")
+    types = OUTPUT_TYPES.get(op)
+    if types and call.output_dtypes and np.dtype(call.output_dtypes[0]) not in types:
+        raise UnsupportedOp(f"no CPU kernel for {op} with {np.dtype(call.output_dtypes[0])} "
+                            f"output (it computes {', '.join(str(t) for t in types)})")
     check = CHECKS.get(op)
     if check is not None:
         check(op, call)

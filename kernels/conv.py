@@ -148,7 +148,7 @@ def _check_quantized_filter(op: str, call: OpCall, quantized_dim: int,
     _activation_bounds(op, call)
 
 
-@register("CONV_2D", check=_check_conv)
+@register("CONV_2D", check=_check_conv, output_types=(np.int8, np.float32))
 def conv_2d(call: OpCall) -> list[np.ndarray]:
     x, w = call.inputs[0], call.inputs[1]
     bias = call.inputs[2] if len(call.inputs) > 2 else None
@@ -271,7 +271,7 @@ def _check_depthwise(op: str, call: OpCall) -> None:
     _check_quantized_filter(op, call, quantized_dim=3, channels=ws[3] if ws else None)
 
 
-@register("DEPTHWISE_CONV_2D", check=_check_depthwise)
+@register("DEPTHWISE_CONV_2D", check=_check_depthwise, output_types=(np.int8, np.float32))
 def depthwise_conv_2d(call: OpCall) -> list[np.ndarray]:
     x, w = call.inputs[0], call.inputs[1]
     bias = call.inputs[2] if len(call.inputs) > 2 else None
@@ -383,7 +383,7 @@ def _check_fc(op: str, call: OpCall) -> None:
     _activation_bounds(op, call)
 
 
-@register("FULLY_CONNECTED", check=_check_fc)
+@register("FULLY_CONNECTED", check=_check_fc, output_types=(np.int8, np.float32))
 def fully_connected(call: OpCall) -> list[np.ndarray]:
     x, w = call.inputs[0], call.inputs[1]
     bias = call.inputs[2] if len(call.inputs) > 2 else None

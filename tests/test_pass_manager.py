@@ -325,7 +325,8 @@ def test_verify_semantics_reports_a_module_it_cannot_run(capsys, add_ir, tmp_pat
     assert code == 1 and err.count("\n") == 1
     assert err.startswith(
         "qaccel-opt: error: --verify-semantics: cannot run @main after pass "
-        "'test-insert-unknown-op': InterpretationError: "
+        "'test-insert-unknown-op': cannot execute op arith.constant: no implementation of "
+        "arith.constant\n"
     )
     no_function = tmp_path / "empty.mlir"
     no_function.write_text("builtin.module {}\n")

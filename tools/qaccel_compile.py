@@ -39,7 +39,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from qaccel.backends.vta.artifact import check_artifact_destination, write_artifact
+from qaccel.backends.vta.artifact import (
+    check_artifact_destination,
+    check_runnable,
+    write_artifact,
+)
 from qaccel.backends.vta.compile import compile_module
 from qaccel.backends.vta.compiled import CompileError
 from qaccel.backends.vta.report import format_report
@@ -143,8 +147,17 @@ def compile_model(
     manager, _ = pass_manager_for(ns, available_passes(), PROG)
     if explicit:
         check_no_redo(module, [s.name for s in manager.passes], f"-p '{passes}'")
-    manager.run(qaccel_context(), module)
-    compiled = compile_module(module, total_macs=total_macs, progress=progress)
+    # The passes' summaries go to stderr once the model compiled: a model that is refused
+    # (e.g. one that could not run) gets its one error line and nothing else. Output asked
+    # for (IR dumps, timings, explanations) is never held back.
+    asked = (ns.print_ir_after_all or ns.print_ir_after or ns.pass_timing
+             or getattr(ns, "explain_partitioning", False))  # fmt: skip
+    summaries = io.StringIO()
+    with contextlib.nullcontext() if asked else contextlib.redirect_stderr(summaries):
+        manager.run(qaccel_context(), module)
+        check_runnable(module)  # before the compile's work (write_artifact checks it too)
+        compiled = compile_module(module, total_macs=total_macs, progress=progress)
+    sys.stderr.write(summaries.getvalue())
     return compiled, source
 
 
@@ -162,10 +175,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.plot:
         check_output_file(args.plot, "--plot")
         require_matplotlib(args.plot)  # before the compile, not after it
-    tty = sys.stderr.isatty() and not args.quiet
+    stderr = sys.stderr
+    tty = stderr.isatty() and not args.quiet
 
     def progress(line: str) -> None:
-        print(f"\r\033[K{PROG}: {line}", end="", file=sys.stderr, flush=True)
+        print(f"\r\033[K{PROG}: {line}", end="", file=stderr, flush=True)
 
     start = time.perf_counter()
     # --quiet: the passes' summaries (e.g. partition-graph's) too; errors still raise.
@@ -174,7 +188,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         compiled, data = compile_model(Path(args.model), passes,
                                        progress if tty else None, args, args.config)  # fmt: skip
     if tty:
-        print("\r\033[K", end="", file=sys.stderr, flush=True)
+        print("\r\033[K", end="", file=stderr, flush=True)
     models, aot = _aot_models(compiled)
     write_artifact(compiled, args.output, data, extra=models)
     if args.plot:

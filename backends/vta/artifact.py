@@ -98,6 +98,24 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, indent=1, sort_keys=True) + "\n"
 
 
+def check_runnable(module: ModuleOp) -> None:
+    """Refuse (CompileError, one line) a module its runtime could not run: an op with no
+    CPU kernel (or none for its tensor type), no semantics or no body to call, or one LiteRT's
+    reference kernels refuse at Prepare. The check is the runtime's own (`prepare_module`), so
+    `qaccel-run` and `qaccel-opt --verify-semantics` refuse the same module with the same
+    line. `write_artifact` runs it before writing anything, and `qaccel-compile` as soon as
+    the pipeline ran, before the compile's work."""
+    from qaccel.interpreter.interpreter import ExecutionError, prepare_module
+    from qaccel.kernels.registry import Refusal
+
+    try:
+        prepare_module(module)
+    except ExecutionError as e:
+        raise CompileError(str(e)) from None
+    except Refusal as e:
+        raise CompileError(f"LiteRT's reference kernels refuse this model: {e}") from None
+
+
 def check_artifact_destination(outdir: str | Path) -> None:
     """Raise CompileError when `outdir` exists and is neither empty nor an artifact (writing
     the artifact would replace it)."""
@@ -111,7 +129,10 @@ def write_artifact(
     compiled: CompiledModel, outdir: str | Path, source: bytes | None = None,
     extra: dict[str, bytes] | None = None,
 ) -> None:
-    """Write the artifact (see the module docstring) as the folder `outdir`, whole."""
+    """Write the artifact (see the module docstring) as the folder `outdir`, whole; a model
+    that could not run is refused first (`check_runnable`), so no such artifact is ever
+    written."""
+    check_runnable(compiled.module)
     root = Path(outdir)
     check_artifact_destination(root)
     files: dict[str, bytes] = {"host.mlir": module_text(compiled.module).encode()}
@@ -246,4 +267,4 @@ def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
     return CompiledModel(module, config, functions, fallbacks, report)
 
 
-__all__ = ["ARTIFACT_FORMAT", "is_artifact", "load_artifact", "module_text", "write_artifact"]
+__all__ = ["ARTIFACT_FORMAT", "check_runnable", "is_artifact", "load_artifact", "module_text", "write_artifact"]

@@ -1,0 +1,220 @@
+"""Generate docs/ops.md: every TFLite builtin operator and what qaccel does with it.
+
+    python -m qaccel.tools.gen_ops_docs            # rewrite docs/ops.md
+    python -m qaccel.tools.gen_ops_docs --check    # exit 1 if docs/ops.md is stale
+
+One row per member of the schema's `BuiltinOperator` enum, every column read from a registry:
+the op the importer makes (a typed `tfl` op of `dialects/tfl.py`'s `TFL_OPS`, else
+`tfl.opaque`), the CPU kernel (`kernels.registry.KERNELS`, by the module that registers it),
+the `q` op `legalize-tfl-to-q` makes (its `PATTERNS`), and the accelerator pattern that takes
+that `q` op (`targets/vta/target.py`'s `VTA_PATTERNS`, the pattern whose innermost op it is).
+Rerun it after adding a kernel, a typed op, a legalization or a target pattern.
+
+The few facts no registry holds are the tables below: the `q` op each legalization makes
+(`LEGALIZED_TO`, checked against `PATTERNS` by the test suite), the notes of ops the
+importer treats specially (`NOTES`) and why some ops with a CPU kernel stay off the
+accelerator (`NOT_ON_THE_ACCELERATOR`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+DOCS_PATH = Path(__file__).resolve().parent.parent / "docs" / "ops.md"
+COMMAND = "python -m qaccel.tools.gen_ops_docs"
+
+LEGALIZED_TO: dict[str, str] = {
+    "CONV_2D": "q.conv2d",
+    "DEPTHWISE_CONV_2D": "q.depthwise_conv2d",
+    "FULLY_CONNECTED": "q.dense",
+    "ADD": "q.add",
+    "SUB": "q.sub",
+    "MUL": "q.mul",
+    "AVERAGE_POOL_2D": "q.avg_pool2d",
+    "MAX_POOL_2D": "q.max_pool2d",
+    "MEAN": "q.mean",
+    "PAD": "q.pad",
+    "PADV2": "q.pad",
+    "CONCATENATION": "q.concat",
+}
+"""The `q` op (the one target patterns anchor on) each builtin `legalize-tfl-to-q` rewrites
+becomes; a fused activation adds `q.relu`, which the patterns take along."""
+
+NOTES: dict[str, str] = {
+    "CUSTOM": "imported as `tfl.opaque` with its custom code; no custom op has a CPU kernel",
+    "STABLEHLO_COMPOSITE": "runs its decomposition; `fuse-composites` fuses known ones",
+    "DELEGATE": "a placeholder of delegated subgraphs, not an operator",
+    "PLACEHOLDER_FOR_GREATER_OP_CODES": "marks codes beyond 127, not an operator",
+}
+"""What the importer does with builtins that are not ordinary operators."""
+
+
+NOT_ON_THE_ACCELERATOR: dict[str, str] = {
+    **dict.fromkeys(("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1"),
+                    "a standalone activation stays `tfl`; fused, it goes with its op"),
+    **dict.fromkeys(("LOGISTIC", "TANH", "HARD_SWISH", "SOFTMAX", "LOG_SOFTMAX", "GELU", "EXP"),
+                    "a nonlinear function (no ALU sequence computes it bit-exactly)"),
+    **dict.fromkeys(("TRANSPOSE_CONV", "BATCH_MATMUL"), "no GEMM pattern for it yet"),
+    **dict.fromkeys(("RESHAPE", "SQUEEZE", "EXPAND_DIMS", "SHAPE"),
+                    "no data moves: a view on the host"),
+    **dict.fromkeys(("QUANTIZE", "DEQUANTIZE"), "changes the number format, at the borders"),
+}  # fmt: skip
+"""Why some builtins with a CPU kernel have no accelerator pattern (the column's text)."""
+
+
+@dataclass(frozen=True)
+class OpRow:
+    builtin: str
+    code: int
+    ir_op: str  # tfl.<name> or tfl.opaque
+    kernel: str | None  # the registering module, e.g. "kernels/conv.py"
+    kernel_outputs: tuple[str, ...]  # the output types it declares, e.g. ("int8", "float32")
+    q_op: str | None
+    accelerator: tuple[tuple[str, str], ...]  # (pattern name, its doc)
+
+    @property
+    def status(self) -> str:
+        if self.builtin == "STABLEHLO_COMPOSITE":
+            return "decomposition"
+        if self.kernel is None:
+            return "no CPU kernel"
+        if self.accelerator:
+            return "accelerator"
+        return "CPU"
+
+
+def _anchor(dag: str) -> str | None:
+    """The innermost op of a pattern term, e.g. `q.conv2d` of
+    `q.relu?(q.requantize(q.bias_add?(q.conv2d)))`."""
+    ops = re.findall(r"[a-z_]+\.[a-z0-9_]+", dag)
+    return ops[-1] if ops else None
+
+
+def rows() -> list[OpRow]:
+    """One row per BuiltinOperator member, in code order."""
+    from qaccel.dialects.tfl import TFL_OPS
+    from qaccel.frontend.tflite_schema import BUILTIN_OPERATORS
+    from qaccel.kernels.base import OUTPUT_TYPES
+    from qaccel.kernels.registry import KERNELS
+    from qaccel.passes.legalize_tfl_to_q import PATTERNS
+    from qaccel.targets.vta.target import VTA_PATTERNS
+
+    typed = {cls.TFLITE_NAME: cls.name for cls in TFL_OPS}
+    legalized = {name for name, op in typed.items() if op.removeprefix("tfl.") in PATTERNS}
+    by_anchor: dict[str, list[tuple[str, str]]] = {}
+    for p in VTA_PATTERNS:
+        anchor = _anchor(p.dag)
+        if anchor is not None:
+            by_anchor.setdefault(anchor, []).append((p.name, p.doc))
+    out = []
+    for code, name in sorted(BUILTIN_OPERATORS.items()):
+        kernel = KERNELS.get(name)
+        module = None
+        if kernel is not None:
+            module = kernel.__module__.removeprefix("qaccel.").replace(".", "/") + ".py"
+        q_op = LEGALIZED_TO.get(name) if name in legalized else None
+        ir_op = typed.get(name, "tfl.stablehlo_composite" if name == "STABLEHLO_COMPOSITE"
+                          else "tfl.opaque")  # fmt: skip
+        accel = tuple(by_anchor.get(q_op, ())) if q_op else ()
+        types = tuple(str(t) for t in OUTPUT_TYPES.get(name, ()))
+        out.append(OpRow(name, code, ir_op, module, types, q_op, accel))
+    return out
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _kernel_cell(r: OpRow) -> str:
+    if r.kernel is None:
+        return "—"
+    types = f" ({', '.join(r.kernel_outputs)} outputs)" if r.kernel_outputs else ""
+    return f"`{r.kernel}`{types}"
+
+
+def render() -> str:
+    """The text of docs/ops.md for the registries as they are now."""
+    table = rows()
+    counts = {s: sum(r.status == s for r in table)
+              for s in ("accelerator", "CPU", "no CPU kernel")}  # fmt: skip
+    lines = [
+        f"<!-- Generated by `{COMMAND}` from the kernel, op, legalization and target "
+        "registries: do not edit. -->",
+        "",
+        "# TFLite operators",
+        "",
+        "Every TFLite builtin operator and what qaccel does with it. Of "
+        f"{len(table)} builtins, {counts['accelerator']} can run on the accelerator, "
+        f"{counts['CPU']} more run on the CPU only, {counts['no CPU kernel']} have no CPU kernel.",
+        "",
+        "- **IR op**: what the importer makes of it: a typed `tfl` op, or `tfl.opaque` (kept",
+        "  as it is, printed and partitioned around).",
+        "- **CPU kernel**: the module of its bit-exact reference kernel (`kernels/`), the CPU",
+        "  fallback of everything the accelerator does not take, and the output types it",
+        "  computes where the kernel declares them. A model with an op without",
+        "  one (or of another type) is refused by `qaccel-compile` (before writing anything), `qaccel-run` and",
+        "  `qaccel-opt --verify-semantics`, in one line naming the op; `qaccel-opt` still",
+        "  imports and prints it.",
+        "- **q op**: what `legalize-tfl-to-q` rewrites its int8 form to (the rest stays `tfl`",
+        "  and runs on the CPU).",
+        "- **accelerator**: the `vta` target's pattern that takes that `q` op, when its checks",
+        "  pass (`qaccel-opt MODEL -p vta-pipeline --explain-partitioning` says why not).",
+        "",
+        "The kernels compute int8 models (and the float and integer ops around them);",
+        "int16x8 models (16-bit activations) are refused at import.",
+        "",
+        "| code | operator | status | IR op | CPU kernel | q op | accelerator |",
+        "| ---: | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in table:
+        accel = "; ".join(f"`{name}`: {_cell(doc)}" if doc else f"`{name}`"
+                          for name, doc in r.accelerator)  # fmt: skip
+        if not accel and r.kernel and r.builtin in NOT_ON_THE_ACCELERATOR:
+            accel = f"no: {NOT_ON_THE_ACCELERATOR[r.builtin]}"
+        note = NOTES.get(r.builtin)
+        status = r.status + (f" ({_cell(note)})" if note else "")
+        lines.append(
+            f"| {r.code} | `{r.builtin}` | {status} | `{r.ir_op}` | "
+            f"{_kernel_cell(r)} | "
+            f"{f'`{r.q_op}`' if r.q_op else '—'} | {accel or '—'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def check(path: Path = DOCS_PATH) -> str | None:
+    """None if `path` is up to date, else the one-line reason and the command that fixes it."""
+    try:
+        current = path.read_text()
+    except OSError as e:
+        return f"cannot read {path}: {e.strerror}; generate it with `{COMMAND}`"
+    if current != render():
+        return (
+            f"{path} is stale (kernels, ops, legalizations or target patterns changed): "
+            f"regenerate it with `{COMMAND}` and commit it"
+        )
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="gen_ops_docs", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
+    ap.add_argument("-o", "--output", type=Path, default=DOCS_PATH, help="default: %(default)s")
+    args = ap.parse_args(argv)
+    if args.check:
+        problem = check(args.output)
+        if problem is not None:
+            print(f"gen_ops_docs: error: {problem}", file=sys.stderr)
+            sys.exit(1)
+        return
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(render())
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
