@@ -41,6 +41,8 @@ LEGALIZED_TO: dict[str, str] = {
     "PAD": "q.pad",
     "PADV2": "q.pad",
     "CONCATENATION": "q.concat",
+    "MAXIMUM": "q.relu",  # with a one-value constant bound and the tensor's type: a clamp
+    "MINIMUM": "q.relu",
 }
 """The `q` op (the one target patterns anchor on) each builtin `legalize-tfl-to-q` rewrites
 becomes; a fused activation adds `q.relu`, which the patterns take along."""
