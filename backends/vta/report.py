@@ -140,6 +140,7 @@ def build_report(compiled: CompiledModel, total_macs: int | None) -> dict:
     padded = sum(r.get("padded_macs", r["macs"]) for r in rows)
     totals["padded_macs"] = padded
     totals["padded_utilization"] = padded / max(1, cycles * c.macs_per_cycle)
+    totals.update(energy_totals(rows))
     functions = [_function_report(fn) for fn in compiled.functions.values()]
     for key in ("arena_bytes", "activation_bytes", "constant_bytes", "host_write_bytes",
                 "host_read_bytes"):  # fmt: skip
@@ -148,6 +149,46 @@ def build_report(compiled: CompiledModel, total_macs: int | None) -> dict:
         "config": c.name, "layers": rows, "totals": totals, "functions": functions,
         "host_fallbacks": [fb.line() for fb in compiled.fallbacks],
     }  # fmt: skip
+
+
+def layer_energy(program, c: HardwareConfig) -> dict:
+    """The energy keys of a layer's report row (`targets/vta/energy.py`): `energy_pj` per
+    inference and its components `energy_{mac,alu,sram,dram}_pj`, with the SRAM traffic and
+    ALU lane operations they come from."""
+    from qaccel.targets.vta.energy import access_counts, program_energy
+
+    counts = access_counts(program, c)
+    return {
+        **program_energy(counts, c).as_report(),
+        "sram_read_bytes": counts.sram_read_bytes, "sram_write_bytes": counts.sram_write_bytes,
+        "alu_lane_ops": counts.alu_ops + counts.alu_muls,
+    }  # fmt: skip
+
+
+ENERGY_TOTAL_KEYS = ("energy_pj", "energy_mac_pj", "energy_alu_pj", "energy_sram_pj",
+                     "energy_dram_pj", "sram_read_bytes", "sram_write_bytes", "alu_lane_ops")
+"""The report's totals that are sums of the layers' energy keys."""
+
+
+def energy_totals(rows: Sequence[dict]) -> dict:
+    """The model's energy per inference: the layers' energy keys summed (none when the rows
+    have no energy, e.g. a report.json written before the energy model)."""
+    if any("energy_pj" not in r for r in rows):
+        return {}
+    return {key: sum(r[key] for r in rows) for key in ENERGY_TOTAL_KEYS}
+
+
+def energy_lines(report: dict) -> list[str]:
+    """The report text's energy line: the total per inference and its split."""
+    t = report["totals"]
+    if "energy_pj" not in t:
+        return []
+    total = t["energy_pj"]
+    split = ", ".join(f"{name} {t[f'energy_{key}_pj'] / max(total, 1e-300):.1%}"
+                      for key, name in (("mac", "MACs"), ("alu", "ALU"), ("sram", "SRAM"),
+                                        ("dram", "DRAM")))  # fmt: skip
+    return [f"energy: {total / 1e6:.3f} uJ per inference on the accelerator ({split}; "
+            f"per-operation energies of the hardware configuration)"]
 
 
 def _tiling_text(t: dict) -> str:
@@ -193,8 +234,12 @@ def format_report(report: dict) -> str:
     if "accelerator_mac_share" in t:
         lines.append(f"MACs on the accelerator: {t['accelerator_mac_share']:.2%} of "
                      f"{t['model_macs']}")  # fmt: skip
+    lines.extend(energy_lines(report))
     lines.extend(report["host_fallbacks"])
     return "\n".join(lines)
 
 
-__all__ = ["alu_report", "build_report", "format_report", "gemm_report"]
+__all__ = [
+    "alu_report", "build_report", "energy_lines", "energy_totals", "format_report", "gemm_report",
+    "layer_energy",
+]
