@@ -64,7 +64,7 @@ class ResultStore:
 
 
 FIRST_COLUMNS = ("model",)
-LAST_COLUMNS = ("cycles", "ms", "gemm_utilization", "padded_utilization", "roofline_ratio",
+LAST_COLUMNS = ("cycles", "ms", "gemm_utilization", "executed_utilization", "roofline_ratio",
                 "dram_bytes", "sram_bytes", "energy_uj", "energy_mac_uj", "energy_alu_uj",
                 "energy_sram_uj", "energy_dram_uj", "host_fallback_ops",
                 "accelerator_mac_share", "layers", "compile_s", "status", "key")  # fmt: skip

@@ -55,7 +55,7 @@ def test_cli_sweep_writes_table_plot_and_frontier(tmp_path, capsys):
     assert (out / "pareto.png").read_bytes()[:4] == b"\x89PNG"
     assert "Pareto frontier" in (out / "frontier.txt").read_text()
     # energy per inference: columns, the energy-latency frontier and its plot
-    for column in ("padded_utilization", "energy_uj", "energy_mac_uj", "energy_alu_uj",
+    for column in ("executed_utilization", "energy_uj", "energy_mac_uj", "energy_alu_uj",
                    "energy_sram_uj", "energy_dram_uj"):
         assert column in header, column
     for r in ok:

@@ -147,3 +147,21 @@ def test_energy_follows_the_constants_and_the_output_stage(compiled_small_cnn):
     # once instead of once per ALU step: less SRAM traffic per inference
     rq = compiled_small_cnn["vta-store-requant"].report["totals"]
     assert rq["energy_sram_pj"] < base.report["totals"]["energy_sram_pj"]
+
+
+def test_one_utilization_definition_labelled_everywhere(compiled_small_cnn):
+    """MACs / (cycles x MACs per cycle), saying which MACs: qaccel-sim's figure is the
+    report's executed utilization, the report's headline counts useful MACs."""
+    compiled = compiled_small_cnn["vta-default"]
+    c = compiled.config
+    for lay in compiled.layers["vta_fn_0"]:
+        t = timing(lay.program.program, c)
+        assert lay.report["executed_macs"] == t.gemm_macs
+        assert lay.report["executed_utilization"] == pytest.approx(t.gemm_utilization)
+        assert lay.report["executed_macs"] >= lay.report.get("padded_macs", 0)
+    assert "of executed MACs (every MAC the GEMM core performs" in t.format()
+    text = format_report(compiled.report)
+    totals = compiled.report["totals"]
+    assert (f"GEMM utilization {totals['gemm_utilization']:.1%} of useful MACs "
+            f"({totals['executed_utilization']:.1%} of executed MACs)") in text
+    assert "util = GEMM utilization of useful MACs" in text

@@ -296,7 +296,7 @@ def _emit_layer(name: str, index: int, lay: _Layer, slots, slot_of, at: int, ind
                        rows=plan.rows, output_stage=plan.output_stage)  # fmt: skip
         inputs, offset = [slot_of[v] for v in m.inputs], None
         report = alu_report(name, index, m.layer, prog, c)
-    report.update(layer_energy(prog.program, c))
+    report.update(layer_energy(prog.program, c, report["cycles"]))
     compiled = CompiledLayer(
         function=name, index=index, ops=[position], anchor=position, inputs=inputs,
         output=slot_of[output], widened=widened, offset=offset, program=prog,
