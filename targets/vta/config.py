@@ -74,8 +74,9 @@ FIELD_DOCS = {
     "store_requant": "the store module has an output stage: STORE OUTQ requantizes while it "
                      "stores, so the requantization leaves the compute module (docs/isa.md "
                      "§6.3)",
-    "energy_mac_pj": "energy of one GEMM MAC (int8 multiply + int32 accumulate), every padded "
-                     "MAC the core executes",
+    "energy_mac_pj": "energy of one GEMM MAC (int8 multiply + int32 accumulate), charged for "
+                     "every MAC the core executes (padding lanes, bias and zero-point GEMMs "
+                     "included)",
     "energy_alu_op_pj": "energy of one adder-class ALU lane operation (ADD, MIN, MAX, SHR, "
                         "RSHR; also the output stage's)",
     "energy_alu_mul_pj": "energy of one multiplier ALU lane operation (MUL, RDMUL; also the "

@@ -9,7 +9,7 @@ inference of a layer), at the per-operation energies of the hardware configurati
 
 | counted | how often | constant |
 | --- | --- | --- |
-| GEMM MACs | every GEMM iteration (not reset) x BATCH x BLOCK_IN x BLOCK_OUT: the padded MACs the core executes | `energy_mac_pj` |
+| GEMM MACs | every GEMM iteration (not reset) x BATCH x BLOCK_IN x BLOCK_OUT: every MAC the core executes (padding lanes, bias and zero-point GEMMs included) | `energy_mac_pj` |
 | ALU lane operations | every ALU iteration x BATCH x BLOCK lanes; MUL/RDMUL at the multiplier's energy, the others at the adder's | `energy_alu_op_pj`, `energy_alu_mul_pj` |
 | output-stage lane operations (STORE OUTQ) | per stored lane: one RDMUL, six adder-class steps (bias, shifts, zero point, clamp) | the same two |
 | SRAM reads | GEMM: one INP row, one WGT tile, one ACC row, one micro-op per iteration; ALU: the destination row (and the source row unless immediate) and one micro-op per iteration; STORE: every ACC row stored, and for OUTQ the parameter rows of each distinct block once | `energy_sram_read_pj_per_byte` |
@@ -20,6 +20,19 @@ The counts are the timing model's (GEMM and ALU iterations, DRAM bytes per memor
 the SRAM traffic those instructions imply, computed from the decoded instruction stream with
 numpy (no simulation); `access_counts` checks them against a `TimingReport` when given one.
 Static power, clocking, instruction fetch and the host CPU's share are not modelled.
+
+Default energies: 45 nm at 0.9 V, from M. Horowitz, "Computing's energy problem (and what we
+can do about it)", ISSCC 2014, pp. 10-14 (doi:10.1109/ISSCC.2014.6757323), per operation:
+8-bit integer add 0.03 pJ, 8-bit multiply 0.2 pJ, 32-bit add 0.1 pJ, 32-bit multiply 3.1 pJ,
+64-bit read of an 8 KB SRAM 10 pJ (32 KB: 20 pJ, 1 MB: 100 pJ), 64-bit DRAM access 1.3-2.6
+nJ; per 32-bit access as S. Han et al., "Learning both weights and connections for efficient
+neural networks", NIPS 2015 (Table 1) tabulate them: SRAM 5 pJ, DRAM 640 pJ. Hence
+`energy_mac_pj` 0.3 (8-bit multiply + 32-bit accumulate), `energy_alu_op_pj` 0.1 (32-bit
+add), `energy_alu_mul_pj` 3.1 (32-bit multiply), `energy_sram_read_pj_per_byte` 1.25 (5 pJ
+per 4 bytes, the 8 KB array; the default buffers are 32-256 KB, which Horowitz's table puts
+at 2-4x that), `energy_sram_write_pj_per_byte` 1.25 (taken equal to a read: the table gives
+no write energy) and `energy_dram_pj_per_byte` 160 (640 pJ per 4 bytes, the low end of the
+DRAM range). Other process nodes or memories: set the keys in the configuration file.
 """
 
 from __future__ import annotations
@@ -45,7 +58,7 @@ class AccessCounts:
     """What one run of a program performs (`access_counts`)."""
 
     macs: int
-    """Padded MACs: GEMM iterations x BATCH x BLOCK_IN x BLOCK_OUT."""
+    """Executed MACs: GEMM iterations x BATCH x BLOCK_IN x BLOCK_OUT."""
     alu_ops: int
     """Adder-class lane operations (ALU MIN/MAX/ADD/SHR/RSHR and the output stage's)."""
     alu_muls: int
