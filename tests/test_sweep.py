@@ -264,3 +264,32 @@ def test_pareto_plot_has_a_panel_per_model_and_a_marker_per_setting(tmp_path):
     table.plot_pareto(tmp_path / "energy.png", "ms", "energy_uj")
     for name in ("pareto.png", "energy.png"):
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ray_token_is_sent_when_given_and_a_refusal_is_one_line(tmp_path, monkeypatch):
+    import os
+
+    from qaccel.explore import executors
+
+    for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert executors.ray_auth_token() is None and "RAY_AUTH_MODE" not in os.environ
+    message = executors.auth_error("127.0.0.1:6379", None)
+    assert message.startswith("cannot connect to Ray at 127.0.0.1:6379: InvalidAuthToken: ")
+    assert "no token was given" in message and "RAY_AUTH_TOKEN=" in message
+    assert "\n" not in message
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("secret")
+    assert executors.ray_auth_token() == "~/.ray/auth_token"
+    assert os.environ["RAY_AUTH_MODE"] == "token"  # Ray's client sends the token only then
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "secret")
+    assert executors.ray_auth_token() == "RAY_AUTH_TOKEN"
+    assert "refused the token from RAY_AUTH_TOKEN" in executors.auth_error("h:1", "RAY_AUTH_TOKEN")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # an explicit choice is kept
+    executors.ray_auth_token()
+    assert os.environ["RAY_AUTH_MODE"] == "disabled"
+    assert "keeps it from being sent" in executors.auth_error("h:1", "RAY_AUTH_TOKEN")
+    with executors._captured_stderr() as captured:
+        os.write(2, b"InvalidAuthToken: retrying\n")
+    assert captured == ["InvalidAuthToken: retrying\n"]

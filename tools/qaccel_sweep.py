@@ -4,6 +4,7 @@
     qaccel-sweep model.tflite --spec spec.json -o out --jobs 2        # local process pool
     qaccel-sweep model.tflite --spec spec.json -o out --ray           # local Ray cluster
     qaccel-sweep model.tflite --spec spec.json -o out --ray HOST:6379 # an existing cluster
+    RAY_AUTH_TOKEN=TOKEN qaccel-sweep ... --ray HOST:6379  # one with token authentication
 
 MODELS are `.tflite` files or folders of them; the spec (YAML or JSON, `explore/spec.py`) is a
 grid or a seeded random sample over `HardwareConfig` keys and `vta-pipeline` options
