@@ -4,7 +4,16 @@
         | dot -Tsvg > model.svg
 
 Every op of the entry function (the first public one) is a box labelled with its op name,
-tensor name, result shape and MACs; weights (constants) are left out. A call to an
+tensor name, result shape and MACs; weights (constants) are left out. Tensor names are
+shortened to what tells nodes apart: the first of a fused name's `;`-separated parts (the
+converter lists the op that produces the tensor first), without the scopes every name of the
+graph shares (`model/`), then cut at the end, because the start of the rest names the layer
+(`block_3_expand/Conv2D`, `conv2d_3/Relu`) and the end is what layers have in common
+(`/Relu`, `/BiasAdd`, `:0`). Once the module has a target (`attach-target`) and ops were
+annotated or partitioned, every op that stays on the CPU is shaded red and says why, with
+the reasons `--explain-partitioning` prints (the target's pattern table and checks; a
+partition dropped by partition-graph's min-ops, max-partitions or region check is named as
+such; `--explain-partitioning` says which); the whole reason is the node's tooltip. A call to an
 accelerator function (`qaccel.target` on the callee) is drawn expanded, as a coloured cluster
 holding the callee's ops, titled with the function, its target, op count and share of the
 model's MACs; edges cross the cluster border where data moves between CPU and accelerator.
@@ -42,7 +51,73 @@ def _quote(text: str) -> str:
 
 
 def _short(name: str, limit: int = 28) -> str:
-    return name if len(name) <= limit else "…" + name[-(limit - 1) :]
+    """`name` cut at the end to `limit` characters (see the module docstring for why)."""
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def _primary(name: str) -> str:
+    """The first part of a fused tensor name (`a/Relu;a/BiasAdd;a/Conv2D` -> `a/Relu`)."""
+    return name.split(";", 1)[0] or name
+
+
+def _shared_scope(names: list[str]) -> int:
+    """How many leading `/` scopes every name shares (keeping at least the last part)."""
+    parts = [n.split("/") for n in names]
+    if len(parts) < 2:
+        return 0
+    shared = 0
+    for column in zip(*(p[:-1] for p in parts)):
+        if len(set(column)) != 1:
+            break
+        shared += 1
+    return shared
+
+
+def _wrap(text: str, width: int = 34, lines: int = 4) -> list[str]:
+    """`text` in at most `lines` lines of about `width` characters (the last one cut)."""
+    import textwrap
+
+    out = textwrap.wrap(text, width) or [""]
+    if len(out) > lines:
+        out = out[:lines]
+        out[-1] = out[-1][: width - 1] + "…"
+    return out
+
+
+def _cpu_reasons(module: ModuleOp, block: Block) -> dict[Operation, str]:
+    """Why each op of the entry block stays on the CPU, when there is a target and something
+    was annotated or partitioned (else nothing: no decision has been taken yet)."""
+    from qaccel.targets.base import TargetError, module_target
+
+    try:
+        target = module_target(module)
+    except (TargetError, ValueError):
+        return {}
+    functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+
+    def offloaded(op: Operation) -> bool:
+        if not isinstance(op, func.CallOp):
+            return False
+        callee = functions.get(op.callee.root_reference.data)
+        return callee is not None and "qaccel.target" in callee.attributes
+
+    partitioned = any(offloaded(op) for op in block.ops)
+    claimed = [op for op in block.ops if "qaccel.target" in op.attributes]
+    if not partitioned and not claimed:
+        return {}
+    from qaccel.passes.annotate_target import explain_lines
+
+    result = target.match(block, claimed)
+    reasons: dict[Operation, str] = {}
+    for op, reason in explain_lines(target, block, result):
+        if offloaded(op) or op.name in _PACK:
+            continue
+        if partitioned and reason.startswith("not annotated, although"):
+            pattern = next((m.pattern.name for m, _ in result.groups if op in m.ops), "?")
+            reason = (f"{target.name} pattern {pattern} matches it, but partition-graph dropped "
+                      f"its partition (min-ops, max-partitions or the region check)")  # fmt: skip
+        reasons[op] = reason
+    return reasons
 
 
 def _type_label(v: SSAValue) -> str:
@@ -93,6 +168,8 @@ class _Graph:
         self.inputs: dict[SSAValue, str] = {}
         self.expanded: dict[func.CallOp, func.FuncOp] = {}
         self.total_macs = 0
+        self.reasons: dict[Operation, str] = {}
+        self.scope = 0  # leading `/` scopes every tensor name shares
 
     def accelerator_callee(self, op: Operation) -> func.FuncOp | None:
         if not isinstance(op, func.CallOp):
@@ -117,13 +194,18 @@ class _Graph:
             label = [f'accel.layer "{op.kind.data}"']
         name = location_name(op)
         if name:
-            label.append(_short(name))
+            label.append(_short("/".join(_primary(name).split("/")[self.scope :])))
         if op.results:
             label.append(_type_label(op.results[0]))
         macs = op_macs(op)
         if macs:
             label.append(_macs_label(macs))
+        reason = self.reasons.get(op)
+        if reason is not None:
+            label += _wrap("CPU: " + reason)
         attrs = [f"label={_quote(chr(10).join(label))}"]
+        if reason is not None:
+            attrs.append(f'tooltip={_quote(reason)}, fillcolor="#fff0f0", color="#c92a2a"')
         if op.name in _PACK:
             attrs.append(
                 'shape=trapezium, fillcolor="#ffd8a8", color="#d9480f", penwidth=2'
@@ -246,6 +328,9 @@ def to_dot(module: ModuleOp) -> str:
         callee = g.accelerator_callee(op)
         inner = callee.body.block.ops if callee is not None else (op,)
         g.total_macs += sum(op_macs(o) for o in inner)
+    g.reasons = _cpu_reasons(module, block)
+    names = [_primary(n) for op in module.walk() if (n := location_name(op))]
+    g.scope = _shared_scope(names)
     name = function.sym_name.data
     g.lines += [
         f"digraph {_quote(name)} {{",

@@ -18,10 +18,15 @@ from qaccel.explore.backend import backend_errors, compile_for
 from qaccel.explore.spec import Point, sram_bytes
 
 METRICS = (
-    "cycles", "ms", "gemm_utilization", "roofline_ratio", "dram_bytes", "sram_bytes",
-    "host_fallback_ops", "accelerator_mac_share", "layers", "compile_s",
+    "cycles", "ms", "gemm_utilization", "executed_utilization", "roofline_ratio", "dram_bytes",
+    "sram_bytes", "energy_uj", "energy_mac_uj", "energy_alu_uj", "energy_sram_uj",
+    "energy_dram_uj", "host_fallback_ops", "accelerator_mac_share", "layers", "compile_s",
 )  # fmt: skip
-"""The columns every row has besides `model`, the point's parameters and `status`."""
+"""The columns every row has besides `model`, the point's parameters and `status`.
+`gemm_utilization` counts the model's (useful) MACs, `executed_utilization` every MAC the
+GEMM core performs (padding lanes, bias and zero-point GEMMs included); `energy_*_uj` are microjoules per inference on the
+accelerator (the analytic model of `targets/vta/energy.py` at the point's per-operation
+energies), in total and per component."""
 
 
 def pipeline_spec(point: Point, config_path: str) -> str:
@@ -149,4 +154,15 @@ def evaluate_point(
         "accelerator_mac_share": t.get("accelerator_mac_share"), "layers": int(t["layers"]),
         "compile_s": round(time.perf_counter() - start, 3), "status": "ok",
     })  # fmt: skip
+    row.update(_energy_columns(t))
+    return row
+
+
+def _energy_columns(totals: dict[str, Any]) -> dict[str, Any]:
+    """The row's utilization of executed MACs and energy columns (microjoules) from the report's
+    totals."""
+    row: dict[str, Any] = {"executed_utilization": totals.get("executed_utilization")}
+    for key in ("", "mac_", "alu_", "sram_", "dram_"):
+        value = totals.get(f"energy_{key}pj")
+        row[f"energy_{key}uj"] = None if value is None else float(value) / 1e6
     return row

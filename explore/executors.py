@@ -7,13 +7,22 @@ process pool's initializer argument, or with `ray.put` into Ray's object store.
     executor = make_executor(jobs=4)            # local processes (jobs=1: in this process)
     executor = make_executor(ray="auto")        # Ray: "local" starts one, else an address
     for index, result in executor.map(fn, shared, items): ...
+
+A cluster started by `ray start --head` with token authentication (Ray 2.5x turns it on when a
+token exists, e.g. after a local `ray.init()` wrote `~/.ray/auth_token`, or with
+`RAY_AUTH_MODE=token`) refuses clients without its token, which Ray reports as a stream of
+`InvalidAuthToken` retries. Give the token with `RAY_AUTH_TOKEN` or `RAY_AUTH_TOKEN_PATH` (or
+have it in `~/.ray/auth_token`): `ray_auth_token` then sets `RAY_AUTH_MODE=token` so that the
+client sends it; a refusal is one line saying so (`auth_error`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -87,6 +96,8 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None):
+        remote = address not in (None, "", "local")
+        token = ray_auth_token() if remote else None  # before Ray reads its configuration
         try:
             import ray
         except ImportError:
@@ -103,11 +114,18 @@ class RayExecutor:
 
                 # The workers import qaccel from this checkout, uploaded once.
                 kwargs["runtime_env"] = {"py_modules": [os.path.dirname(qaccel.__file__)]}
-            try:
-                ray.init(address=self.address, **kwargs)
-            except Exception as e:  # noqa: BLE001 - ray raises many kinds; one line for the user
-                raise ExecutorError(f"cannot start Ray at {self.address or 'local'}: "
-                                    f"{str(e).strip().splitlines()[0] if str(e).strip() else e}") from None  # fmt: skip
+            if token is not None:
+                _refresh_ray_config()
+            failure = None
+            with _captured_stderr() as captured:
+                try:
+                    ray.init(address=self.address, **kwargs)
+                except Exception as e:  # noqa: BLE001 - ray raises many kinds; one line
+                    failure = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+            if failure is not None:
+                if "InvalidAuthToken" in captured[0] or "Unauthenticated" in failure:
+                    raise ExecutorError(auth_error(self.address or "local", token))
+                raise ExecutorError(f"cannot start Ray at {self.address or 'local'}: {failure}")
         self._remote = ray.remote(_ray_call)
 
     def describe(self) -> str:
@@ -134,6 +152,76 @@ class RayExecutor:
         finally:
             for ref in pending:
                 ray.cancel(ref)
+
+
+AUTH_HELP = (
+    "give the cluster's token: RAY_AUTH_TOKEN=<token> or RAY_AUTH_TOKEN_PATH=<file> (`ray "
+    "get-auth-token` on the head node prints it; ~/.ray/auth_token is read too), or start the "
+    "head with RAY_AUTH_MODE=disabled"
+)
+
+
+def ray_auth_token() -> str | None:
+    """Where the token for a Ray cluster with token authentication comes from
+    (`RAY_AUTH_TOKEN`, `RAY_AUTH_TOKEN_PATH`, or `~/.ray/auth_token`, where `ray start` and
+    `ray get-auth-token --generate` write it), or None. Ray's client sends a token only when
+    `RAY_AUTH_MODE=token`; with a token at hand this sets it (unless the variable is set),
+    for this process and the workers it starts. A cluster without authentication ignores it."""
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        source = "RAY_AUTH_TOKEN"
+    elif os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        source = f"RAY_AUTH_TOKEN_PATH={os.environ['RAY_AUTH_TOKEN_PATH']}"
+    elif os.path.isfile(os.path.join(os.path.expanduser("~"), ".ray", "auth_token")):
+        source = "~/.ray/auth_token"
+    else:
+        return None
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    return source
+
+
+def auth_error(address: str, token: str | None) -> str:
+    """The one line for a cluster that refused the client's authentication."""
+    if token is None:
+        why = "the cluster has token authentication on and no token was given"
+    elif os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+        why = (f"the cluster has token authentication on; a token was found ({token}) but "
+               f"RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE')} keeps it from being sent")
+    else:
+        why = f"the cluster refused the token from {token}"
+    return f"cannot connect to Ray at {address}: InvalidAuthToken: {why}; {AUTH_HELP}"
+
+
+@contextlib.contextmanager
+def _captured_stderr():
+    """Ray's core writes its connection retries to file descriptor 2, one line a second:
+    keep them in a file while connecting (its text is the yielded list's item afterwards),
+    so that a refused token ends in one line instead of a screenful."""
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    text: list[str] = []
+    with tempfile.TemporaryFile(mode="w+b") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield text
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            log.seek(0)
+            text.append(log.read().decode(errors="replace"))
+
+
+def _refresh_ray_config() -> None:
+    """Make an already imported Ray see `RAY_AUTH_MODE` (it reads it into its configuration
+    once, as Ray's own token setup does)."""
+    try:
+        from ray._raylet import Config
+
+        Config.initialize("")
+    except Exception:  # noqa: BLE001 - a Ray without this hook reads the variable itself
+        pass
 
 
 def _ray_call(fn: Callable[[Any, Any], Any], shared: Any, items: Sequence[Any], i: int) -> Any:

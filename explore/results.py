@@ -64,9 +64,10 @@ class ResultStore:
 
 
 FIRST_COLUMNS = ("model",)
-LAST_COLUMNS = ("cycles", "ms", "gemm_utilization", "roofline_ratio", "dram_bytes",
-                "sram_bytes", "host_fallback_ops", "accelerator_mac_share", "layers",
-                "compile_s", "status", "key")  # fmt: skip
+LAST_COLUMNS = ("cycles", "ms", "gemm_utilization", "executed_utilization", "roofline_ratio",
+                "dram_bytes", "sram_bytes", "energy_uj", "energy_mac_uj", "energy_alu_uj",
+                "energy_sram_uj", "energy_dram_uj", "host_fallback_ops",
+                "accelerator_mac_share", "layers", "compile_s", "status", "key")  # fmt: skip
 
 
 class ResultTable:
@@ -139,22 +140,30 @@ class ResultTable:
 
     def pareto(self, x: str = "sram_bytes", y: str = "cycles") -> dict[str, list[dict]]:
         """Per model, the `ok` rows no other row beats on both `x` and `y` (lower is better),
-        sorted by `x`."""
-        return {m: pareto_front(rs, x, y) for m, rs in _by_model(self.ok).items()}
+        sorted by `x` (rows without both figures, e.g. stored before a column existed, are
+        left out)."""
+        rows = [r for r in self.ok if r.get(x) is not None and r.get(y) is not None]
+        return {m: pareto_front(rs, x, y) for m, rs in _by_model(rows).items()}
+
+    @property
+    def params(self) -> list[str]:
+        """The swept and fixed keys (the columns between `model` and the figures)."""
+        return [c for c in self.columns if c not in (*FIRST_COLUMNS, *LAST_COLUMNS)]
 
     def frontier_summary(self, x: str = "sram_bytes", y: str = "cycles",
                          params: Sequence[str] | None = None) -> str:  # fmt: skip
         """The frontier as text: per model, one line per Pareto point."""
-        shown = list(params) if params is not None else [
-            c for c in self.columns if c not in (*FIRST_COLUMNS, *LAST_COLUMNS)
-        ]
+        shown = list(params) if params is not None else self.params
         lines = [f"{len(self)} point(s): {len(self.ok)} ok, {len(self.failed)} failed"]
         for model, front in self.pareto(x, y).items():
             lines.append(f"Pareto frontier of {model} ({y} vs {x}), {len(front)} point(s):")
             for r in front:
                 p = " ".join(f"{k}={r.get(k)}" for k in shown if k in r)
-                lines.append(f"  {y}={r[y]:>10} {x}={r[x]:>8} ms={r['ms']:.3f} "
-                             f"util={r['gemm_utilization']:.2f}  {p}")  # fmt: skip
+                figures = [f"{y}={_figure(r[y]):>10}", f"{x}={_figure(r[x]):>8}"]
+                figures += [f"{k}={_figure(r[k])}" for k in ("ms", "energy_uj")
+                            if k not in (x, y) and r.get(k) is not None]  # fmt: skip
+                lines.append(f"  {' '.join(figures)} "
+                             f"util(useful MACs)={r['gemm_utilization']:.1%}  {p}")  # fmt: skip
         reasons: dict[str, int] = {}
         for r in self.failed:
             reasons[str(r.get("status"))] = reasons.get(str(r.get("status")), 0) + 1
@@ -162,44 +171,126 @@ class ResultTable:
             lines.append(f"failed x{n}: {reason}")
         return "\n".join(lines)
 
+    def energy_frontier_summary(self, params: Sequence[str] | None = None) -> str:
+        """The energy-latency frontier as text (energy per inference against latency)."""
+        text = self.frontier_summary("ms", "energy_uj", params)
+        return "\n".join(text.splitlines()[1:])  # without the point count, said once
+
     def plot_pareto(self, path: str | Path, x: str = "sram_bytes", y: str = "cycles") -> None:
-        """Scatter of every `ok` row (`y` against `x`), one colour per model, each model's
-        frontier as a step line; PNG (needs matplotlib)."""
+        """`y` against `x` for every `ok` row, each model's frontier as a step line; PNG
+        (needs matplotlib). One panel per model (side by side, up to three a row), so
+        models of different sizes keep their own scales. Within a panel, a marker and colour
+        per setting: the swept keys that do not make up `x` (for SRAM, all but the buffer
+        sizes), or only the non-numeric ones when that gives more than
+        `MAX_SETTINGS`; the legend of settings is outside the panels, under them."""
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.lines import Line2D
+        from matplotlib.ticker import EngFormatter, FuncFormatter, LogLocator, MaxNLocator
 
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        rows = [r for r in self.ok if r.get(x) is not None and r.get(y) is not None]
+        models = _by_model(rows)
         fronts = self.pareto(x, y)
-        for i, (model, rows) in enumerate(_by_model(self.ok).items()):
-            colour = colours[i % len(colours)]
-            ax.scatter([r[x] for r in rows], [r[y] for r in rows], s=14, alpha=0.5,
-                       color=colour, label=model)  # fmt: skip
-            front = fronts[model]
-            ax.step([r[x] for r in front], [r[y] for r in front], where="post", color=colour,
-                    linewidth=1.5)  # fmt: skip
-        values = [r[y] for r in self.ok]
-        if values and min(values) > 0 and max(values) > 20 * min(values):
-            ax.set_yscale("log")  # models of very different sizes
-        if x.endswith("_bytes"):
-            xs = sorted({r[x] for r in self.ok})
-            if len(xs) <= 10:  # the configurations' sizes themselves
-                ax.set_xticks(xs, [f"{v / 1024:.0f} KiB" for v in xs], rotation=30)
+        keys = _setting_keys(rows, self.params, x)
+        settings = list(dict.fromkeys(_setting(r, keys) for r in rows))
+        colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        style = {s: (_MARKERS[i % len(_MARKERS)], colours[i % len(colours)])
+                 for i, s in enumerate(settings)}  # fmt: skip
+        n = max(1, len(models))
+        ncols = min(3, n)
+        nrows = -(-n // ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols + 0.6, 3.6 * nrows + 1.2),
+                                 squeeze=False, layout="constrained")  # fmt: skip
+        for ax in axes.flat[n:]:
+            ax.set_visible(False)
+        for ax, (model, model_rows) in zip(axes.flat, models.items()):
+            for k, setting in enumerate(settings):
+                mine = [r for r in model_rows if _setting(r, keys) == setting]
+                if mine:  # hollow, the later settings smaller: equal points stay visible
+                    marker, colour = style[setting]
+                    ax.scatter([r[x] for r in mine], [r[y] for r in mine], marker=marker,
+                               s=_marker_size(k, len(settings)) ** 2, facecolors="none",
+                               edgecolors=colour, linewidths=1.4, zorder=3)  # fmt: skip
+            front = fronts.get(model, [])
+            ax.step([r[x] for r in front], [r[y] for r in front], where="post", color="black",
+                    linewidth=1.2, marker=".", markersize=4, zorder=2)  # fmt: skip
+            values = [r[y] for r in model_rows]
+            if min(values) > 0 and max(values) > 20 * min(values):
+                ax.set_yscale("log")
+                ax.yaxis.set_major_locator(LogLocator(numticks=6))
             else:
-                from matplotlib.ticker import FuncFormatter
-
-                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1024:.0f} KiB"))
-        ax.set_xlabel("on-chip SRAM (uop + inp + wgt + acc buffers)" if x == "sram_bytes" else x)
-        ax.set_ylabel(y)
-        ax.set_title("Design-space sweep: Pareto frontier per model")
-        ax.grid(True, which="major", alpha=0.3)
-        if fronts:
-            ax.legend(fontsize=8)
-        fig.tight_layout()
+                ax.yaxis.set_major_locator(MaxNLocator(5))
+            ax.yaxis.set_major_formatter(EngFormatter(sep=""))
+            if x.endswith("_bytes"):
+                xs = sorted({r[x] for r in model_rows})
+                if len(xs) <= 6:  # the configurations' sizes themselves
+                    ax.set_xticks(xs, [_kib(v) for v in xs])
+                else:
+                    ax.xaxis.set_major_locator(MaxNLocator(5))
+                    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _kib(v)))
+            else:
+                ax.xaxis.set_major_locator(MaxNLocator(5))
+            ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+            ax.tick_params(axis="y", labelsize=8)
+            ax.set_title(model, fontsize=10)
+            ax.set_xlabel(_AXIS_LABELS.get(x, x), fontsize=8)
+            ax.set_ylabel(_AXIS_LABELS.get(y, y), fontsize=8)
+            ax.grid(True, which="major", alpha=0.3)
+        handles = [Line2D([], [], linestyle="none", marker=style[s][0], markerfacecolor="none",
+                          markeredgecolor=style[s][1], markeredgewidth=1.4,
+                          markersize=_marker_size(k, len(settings)), label=s or "every point")
+                   for k, s in enumerate(settings)]  # fmt: skip
+        handles.append(Line2D([], [], color="black", linewidth=1.2, marker=".", markersize=4,
+                              label="Pareto frontier"))  # fmt: skip
+        fig.suptitle(f"Design-space sweep: {_AXIS_LABELS.get(y, y)} against "
+                     f"{_AXIS_LABELS.get(x, x)}, Pareto frontier per model", fontsize=10)  # fmt: skip
+        fig.legend(handles=handles, loc="outside lower center", fontsize=8,
+                   ncols=min(len(handles), 3))  # fmt: skip
         fig.savefig(path, dpi=110)
         plt.close(fig)
+
+
+MAX_SETTINGS = 10
+"""At most this many settings get a marker of their own in `plot_pareto`."""
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+_AXIS_LABELS = {
+    "sram_bytes": "on-chip SRAM (uop+inp+wgt+acc)",
+    "cycles": "cycles per inference",
+    "ms": "latency per inference (ms)",
+    "energy_uj": "energy per inference (µJ)",
+    "dram_bytes": "DRAM bytes per inference",
+}
+
+
+def _marker_size(index: int, count: int) -> float:
+    """Marker size (points) of the `index`-th of `count` settings: 11 down to 5."""
+    return 11.0 - 6.0 * index / max(1, count - 1)
+
+
+def _kib(v: float) -> str:
+    return f"{v / 1024:.0f} KiB" if v < 1 << 20 else f"{v / (1 << 20):.3g} MiB"
+
+
+def _figure(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _setting_keys(rows: list[dict[str, Any]], params: Sequence[str], x: str) -> list[str]:
+    """The keys whose values make a point's setting in a plot of `x` (see `plot_pareto`)."""
+    varied = [k for k in params if len({repr(r.get(k)) for r in rows}) > 1]
+    if x == "sram_bytes":  # the buffer sizes are the x axis
+        varied = [k for k in varied if not (k.startswith("log_") and k.endswith("_buff_size"))]
+    if len({_setting(r, varied) for r in rows}) > MAX_SETTINGS:
+        varied = [k for k in varied if any(isinstance(r.get(k), str | bool) for r in rows)]
+    if len({_setting(r, varied) for r in rows}) > MAX_SETTINGS:
+        return []
+    return varied
+
+
+def _setting(row: dict[str, Any], keys: Sequence[str]) -> str:
+    return " ".join(f"{k}={row.get(k)}" for k in keys)
 
 
 def _by_model(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

@@ -43,6 +43,29 @@ HARDWARE_KEYS = tuple(f.name for f in fields(HardwareConfig) if f.name != "name"
 
 SPEC_KEYS = ("base", "fixed", "grid", "constraints", "samples", "seed")
 
+SPEC_KEY_DOCS = {
+    "base": ("bundled configuration name or JSON file", '"vta-default"',
+             "the hardware configuration every point starts from; a point's keys override it"),
+    "fixed": ("mapping key -> value", "{}",
+              "keys every point takes (hardware configuration keys or pipeline options)"),
+    "grid": ("mapping key -> non-empty list of values", "{}",
+             "the swept keys: every combination of their values is a point"),
+    "constraints": ("list of expressions (or one expression)", "[]",
+                    "every point must satisfy all of them (the expression language below); "
+                    "the others are left out, not failed"),
+    "samples": ("non-negative integer", "none: every point",
+                "evaluate a seeded random sample of this many of the points (in grid order)"),
+    "seed": ("non-negative integer", "0", "the seed of `samples`' random choice"),
+}
+"""Type, default and meaning of every spec key (docs/sweep-spec.md is generated from it)."""
+
+PIPELINE_KEY_DOCS = {
+    "bias_placement": "vta-pipeline's `bias-placement`: where the fused bias enters the "
+                      "accumulators, `alu` or `preload` (unset: the pass's default)",
+    "max_partitions": "vta-pipeline's `max-partitions`: keep at most this many accelerator "
+                      "partitions, those with the most MACs (unset: all)",
+}
+
 
 class SpecError(ValueError):
     """A sweep specification that cannot be used (one line, naming the key)."""
@@ -65,6 +88,19 @@ DERIVED: dict[str, Callable[[Mapping[str, Any]], int | float]] = {
 }
 """Quantities of a configuration (its keys as a dict) that constraints may name besides its
 keys; a refused configuration has them too."""
+
+DERIVED_DOCS = {
+    "block": "BLOCK_IN = BLOCK_OUT, `2 ** log_block`",
+    "batch": "BATCH, `2 ** log_batch`",
+    "macs_per_cycle": "MACs of one GEMM block per cycle, `batch * block ** 2`",
+    "uop_buff_bytes": "micro-op buffer bytes, `2 ** log_uop_buff_size`",
+    "inp_buff_bytes": "input buffer bytes, `2 ** log_inp_buff_size`",
+    "wgt_buff_bytes": "weight buffer bytes, `2 ** log_wgt_buff_size`",
+    "acc_buff_bytes": "accumulator buffer bytes, `2 ** log_acc_buff_size`",
+    "total_sram_bytes": "all four on-chip buffers' bytes (the sweep table's `sram_bytes`)",
+    "peak_gops": "peak GEMM throughput in giga-operations per second, `2 * macs_per_cycle * "
+                 "clock_mhz / 1000`",
+}
 
 
 def sram_bytes(config: HardwareConfig | Mapping[str, Any]) -> int:

@@ -5,8 +5,9 @@
 
 With an output folder, finished points are appended to `OUTDIR/results.jsonl` as they
 arrive and a rerun computes only the points missing there; at the end the table
-(`table.csv`, `table.jsonl`, `table.parquet` with pyarrow), the Pareto plot (`pareto.png`,
-with matplotlib) and the frontier (`frontier.txt`) are written.
+(`table.csv`, `table.jsonl`, `table.parquet` with pyarrow), the Pareto plots (with
+matplotlib: `pareto.png`, cycles against on-chip SRAM, and `energy.png`, energy per inference
+against latency) and both frontiers (`frontier.txt`) are written.
 """
 
 from __future__ import annotations
@@ -133,12 +134,16 @@ def run_sweep(
     if outdir is not None:
         result.files = table.write(outdir)
         summary = Path(outdir) / "frontier.txt"
-        summary.write_text(table.frontier_summary() + "\n")
+        summary.write_text(table.frontier_summary() + "\n"
+                           + table.energy_frontier_summary() + "\n")  # fmt: skip
         result.files.append(summary)
         if plot and table.ok:
             try:
                 table.plot_pareto(Path(outdir) / "pareto.png")
                 result.files.append(Path(outdir) / "pareto.png")
+                if table.pareto("ms", "energy_uj"):
+                    table.plot_pareto(Path(outdir) / "energy.png", "ms", "energy_uj")
+                    result.files.append(Path(outdir) / "energy.png")
             except ImportError:
                 pass
     return result

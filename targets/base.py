@@ -26,6 +26,29 @@ accumulators never leave the accelerator). A match whose checks fail is not take
 failed check says why with the values involved, and `annotate-target` / `partition-graph`
 report it for each op left on the CPU.
 
+## What a pattern sees
+
+Patterns match `q` ops (`dialects/q.py`; `legalize-tfl-to-q` makes them from `tfl` ops), on
+batch-first tensors with the channels last, and constants as `tfl.const` ops
+(`constant_value(v)` gives their numpy array, `storage_dtype(v)` the stored integer type):
+
+- `q.conv2d`: input NHWC int8, filter **OHWI** int8 `[out channels, KH, KW, in channels]`
+  (grouped when the input has a multiple of the filter's input channels), result NHWC int32
+  accumulators; zero points, strides, dilations and padding `[top, bottom, left, right]` are
+  properties (`m["q.conv2d"].strides`);
+- `q.depthwise_conv2d`: input NHWC int8, filter `[1, KH, KW, C x depth_multiplier]`, result
+  NHWC int32;
+- `q.dense`: input rows `[..., I]` int8, filter `[O, I]` int8, result `[..., O]` int32;
+- `q.bias_add`: int32 accumulators plus an int32 bias `[C]` along the last axis;
+- `q.requantize`: int32 to int8 (or int16/int32) with per-tensor or per-last-axis-channel
+  multipliers and shifts (TFLite's `MultiplyByQuantizedMultiplier`), or a double-precision
+  `scale`; `q.relu` clamps;
+- the element-wise and window ops (`q.add`, `q.sub`, `q.mul`, `q.avg_pool2d`, `q.max_pool2d`,
+  `q.mean`, `q.pad`, `q.concat`) work on NHWC int8 with their quantization as properties.
+
+Ops a pattern does not name (`tfl.*`, opaque custom ops) stay on the CPU. The reference of
+every `q` op is generated into `docs/targets.md` from the op definitions.
+
 ## Adding a target from another package
 
 Build a `Target` (or a zero-argument callable returning one) and declare it under the entry

@@ -54,6 +54,16 @@ def test_cli_sweep_writes_table_plot_and_frontier(tmp_path, capsys):
     assert by[("small_cnn", 15, True)] < by[("small_cnn", 15, False)]
     assert (out / "pareto.png").read_bytes()[:4] == b"\x89PNG"
     assert "Pareto frontier" in (out / "frontier.txt").read_text()
+    # energy per inference: columns, the energy-latency frontier and its plot
+    for column in ("executed_utilization", "energy_uj", "energy_mac_uj", "energy_alu_uj",
+                   "energy_sram_uj", "energy_dram_uj"):
+        assert column in header, column
+    for r in ok:
+        parts = sum(r[f"energy_{k}_uj"] for k in ("mac", "alu", "sram", "dram"))
+        assert r["energy_uj"] == pytest.approx(parts) and r["energy_uj"] > 0
+    assert "Pareto frontier of small_cnn (energy_uj vs ms)" in printed
+    assert "(energy_uj vs ms)" in (out / "frontier.txt").read_text()
+    assert (out / "energy.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_interrupted_sweep_resumes_without_recomputing(tmp_path):
@@ -223,3 +233,63 @@ def test_ray_executor_gives_the_same_table(tmp_path):
         ray.shutdown()
     strip = [{k: v for k, v in r.items() if k != "compile_s"} for r in local]
     assert strip == [{k: v for k, v in r.items() if k != "compile_s"} for r in remote]
+
+
+def test_pareto_plot_has_a_panel_per_model_and_a_marker_per_setting(tmp_path):
+    pytest.importorskip("matplotlib")
+    from qaccel.explore.results import MAX_SETTINGS, ResultTable, _setting_keys
+
+    rows = []
+    for m in range(5):
+        for inp in (14, 15, 16):
+            for rq in (False, True):
+                for bias in ("alu", "preload"):
+                    rows.append({"model": f"model_{m}", "log_inp_buff_size": inp,
+                                 "store_requant": rq, "bias_placement": bias,
+                                 "sram_bytes": 1 << inp, "cycles": (10 + m) * (3 - rq) * 1000,
+                                 "ms": 0.1 * (3 - rq), "energy_uj": 5.0 + inp - rq,
+                                 "gemm_utilization": 0.5, "status": "ok"})  # fmt: skip
+    rows.append({"model": "model_0", "log_inp_buff_size": 14, "store_requant": False,
+                 "bias_placement": "alu", "sram_bytes": 1 << 14, "cycles": 1,
+                 "gemm_utilization": 0.5, "status": "ok"})  # stored before energy existed
+    table = ResultTable(rows)
+    params = table.params
+    # the buffer sizes make up the SRAM axis: settings are the other keys
+    assert _setting_keys(table.ok, params, "sram_bytes") == ["bias_placement", "store_requant"]
+    # against latency every key varies; 12 > MAX_SETTINGS settings: the non-numeric keys only
+    assert 3 * 2 * 2 > MAX_SETTINGS
+    assert _setting_keys(table.ok, params, "ms") == ["bias_placement", "store_requant"]
+    assert "model_0" in table.pareto("ms", "energy_uj")  # the row without energy left out
+    table.plot_pareto(tmp_path / "pareto.png")
+    table.plot_pareto(tmp_path / "energy.png", "ms", "energy_uj")
+    for name in ("pareto.png", "energy.png"):
+        assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ray_token_is_sent_when_given_and_a_refusal_is_one_line(tmp_path, monkeypatch):
+    import os
+
+    from qaccel.explore import executors
+
+    for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert executors.ray_auth_token() is None and "RAY_AUTH_MODE" not in os.environ
+    message = executors.auth_error("127.0.0.1:6379", None)
+    assert message.startswith("cannot connect to Ray at 127.0.0.1:6379: InvalidAuthToken: ")
+    assert "no token was given" in message and "RAY_AUTH_TOKEN=" in message
+    assert "\n" not in message
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("secret")
+    assert executors.ray_auth_token() == "~/.ray/auth_token"
+    assert os.environ["RAY_AUTH_MODE"] == "token"  # Ray's client sends the token only then
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "secret")
+    assert executors.ray_auth_token() == "RAY_AUTH_TOKEN"
+    assert "refused the token from RAY_AUTH_TOKEN" in executors.auth_error("h:1", "RAY_AUTH_TOKEN")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # an explicit choice is kept
+    executors.ray_auth_token()
+    assert os.environ["RAY_AUTH_MODE"] == "disabled"
+    assert "keeps it from being sent" in executors.auth_error("h:1", "RAY_AUTH_TOKEN")
+    with executors._captured_stderr() as captured:
+        os.write(2, b"InvalidAuthToken: retrying\n")
+    assert captured == ["InvalidAuthToken: retrying\n"]

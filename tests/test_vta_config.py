@@ -7,7 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from qaccel.targets.vta.config import DEFAULT_CONFIG, INT_RANGES, ConfigError, HardwareConfig
+from qaccel.targets.vta.config import (
+    DEFAULT_CONFIG,
+    ENERGY_KEYS,
+    INT_RANGES,
+    MAX_ENERGY_PJ,
+    ConfigError,
+    HardwareConfig,
+)
 
 
 def _load(tmp_path, text: str) -> HardwareConfig:
@@ -37,7 +44,9 @@ def test_bad_values_are_refused_at_load_naming_the_key(tmp_path, key, value):
 def test_every_integer_key_has_a_range_and_the_defaults_are_in_it():
     for key, (lo, hi) in INT_RANGES.items():
         assert lo <= getattr(DEFAULT_CONFIG, key) <= hi, key
-    assert set(INT_RANGES) | {"name", "clock_mhz", "store_requant"} == set(
+    for key in ENERGY_KEYS:  # picojoules: non-negative, bounded
+        assert 0 <= getattr(DEFAULT_CONFIG, key) <= MAX_ENERGY_PJ, key
+    assert set(INT_RANGES) | set(ENERGY_KEYS) | {"name", "clock_mhz", "store_requant"} == set(
         DEFAULT_CONFIG.to_dict()
     )
 

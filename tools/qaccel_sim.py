@@ -55,6 +55,19 @@ def _parse_dump(spec: str):
     return int(parts[0], 0), int(parts[1], 0), kind
 
 
+def _energy_line(program, config) -> str:
+    """The analytic energy of one run (targets/vta/energy.py) at the configuration's
+    per-operation energies."""
+    from qaccel.targets.vta.energy import access_counts, program_energy
+
+    e = program_energy(access_counts(program, config), config)
+    total = e.total_pj
+    split = ", ".join(f"{name} {part / total:.1%}" if total else f"{name} 0"
+                      for name, part in (("MACs", e.mac_pj), ("ALU", e.alu_pj),
+                                         ("SRAM", e.sram_pj), ("DRAM", e.dram_pj)))  # fmt: skip
+    return f"energy:            {total / 1e6:.6f} uJ  ({split})"
+
+
 class _ArgumentError(Exception):
     """A command-line mistake (argparse's), reported in one line with exit status 1."""
 
@@ -147,6 +160,7 @@ def main(argv=None) -> int:
     except SimulationError as e:
         return fail(f"{args.program}: {e}")
     print(report.format())
+    print(_energy_line(program, config))
     if result is not None:
         leftover = {k: v for k, v in result.leftover_tokens.items() if v}
         if leftover:

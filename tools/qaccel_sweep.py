@@ -4,14 +4,17 @@
     qaccel-sweep model.tflite --spec spec.json -o out --jobs 2        # local process pool
     qaccel-sweep model.tflite --spec spec.json -o out --ray           # local Ray cluster
     qaccel-sweep model.tflite --spec spec.json -o out --ray HOST:6379 # an existing cluster
+    RAY_AUTH_TOKEN=TOKEN qaccel-sweep ... --ray HOST:6379  # one with token authentication
 
 MODELS are `.tflite` files or folders of them; the spec (YAML or JSON, `explore/spec.py`) is a
 grid or a seeded random sample over `HardwareConfig` keys and `vta-pipeline` options
 (`bias_placement`, `max_partitions`), with fixed keys and constraints. Every (model, point) is
 compiled as `qaccel-compile` does and evaluated with the timing model. Results are appended to
 OUTDIR/results.jsonl as they finish (a rerun skips points already there); at the end
-OUTDIR/table.csv, table.jsonl (table.parquet with pyarrow), pareto.png (cycles vs on-chip SRAM,
-with matplotlib) and frontier.txt are written and the frontier is printed. A point that fails
+OUTDIR/table.csv, table.jsonl (table.parquet with pyarrow; energy columns in microjoules per
+inference from the analytic model at the point's energy_* keys), pareto.png (cycles vs on-chip
+SRAM) and energy.png (energy vs latency; with matplotlib), and frontier.txt with both frontiers
+are written and the frontiers are printed. A point that fails
 (a configuration HardwareConfig refuses, a layer that does not fit, a timeout) is a row whose
 status is the reason.
 """
@@ -70,6 +73,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                        timeout_s=args.timeout or None, plot=not args.no_plot)  # fmt: skip
     if not args.quiet:
         print(result.table.frontier_summary())
+        print(result.table.energy_frontier_summary())
         print(f"{result.computed} point(s) computed on {executor.describe()}, "
               f"{result.cached} from {args.output / 'results.jsonl'}, in "
               f"{time.perf_counter() - start:.1f} s; wrote "

@@ -45,7 +45,7 @@ from qaccel.backends.vta.compiled import (
     top_level,
     value_ref,
 )
-from qaccel.backends.vta.report import alu_report, build_report, gemm_report
+from qaccel.backends.vta.report import alu_report, build_report, gemm_report, layer_energy
 from qaccel.targets.base import TargetError, hardware_config
 from qaccel.dialects import accel, tfl
 from qaccel.dialects.types import tensor_dtype
@@ -296,6 +296,7 @@ def _emit_layer(name: str, index: int, lay: _Layer, slots, slot_of, at: int, ind
                        rows=plan.rows, output_stage=plan.output_stage)  # fmt: skip
         inputs, offset = [slot_of[v] for v in m.inputs], None
         report = alu_report(name, index, m.layer, prog, c)
+    report.update(layer_energy(prog.program, c, report["cycles"]))
     compiled = CompiledLayer(
         function=name, index=index, ops=[position], anchor=position, inputs=inputs,
         output=slot_of[output], widened=widened, offset=offset, program=prog,

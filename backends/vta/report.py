@@ -163,6 +163,7 @@ def build_report(compiled: CompiledModel, total_macs: int | None) -> dict:
     padded = sum(r.get("padded_macs", r["macs"]) for r in rows)
     totals["padded_macs"] = padded
     totals["padded_utilization"] = padded / max(1, cycles * c.macs_per_cycle)
+    totals.update(energy_totals(rows, c))
     functions = [_function_report(fn) for fn in compiled.functions.values()]
     for key in ("arena_bytes", "activation_bytes", "constant_bytes", "host_write_bytes",
                 "host_read_bytes"):  # fmt: skip
@@ -182,6 +183,54 @@ def build_report(compiled: CompiledModel, total_macs: int | None) -> dict:
     }  # fmt: skip
 
 
+def layer_energy(program, c: HardwareConfig, cycles: int) -> dict:
+    """The energy keys of a layer's report row (`targets/vta/energy.py`): `energy_pj` per
+    inference and its components `energy_{mac,alu,sram,dram}_pj`, with the SRAM traffic and
+    ALU lane operations they come from, and the MACs the GEMM core executes (padding lanes
+    and the bias and zero-point GEMMs included: what `qaccel-sim` counts) with their
+    utilization of the `cycles` the layer takes."""
+    from qaccel.targets.vta.energy import access_counts, program_energy
+
+    counts = access_counts(program, c)
+    return {
+        **program_energy(counts, c).as_report(),
+        "sram_read_bytes": counts.sram_read_bytes, "sram_write_bytes": counts.sram_write_bytes,
+        "alu_lane_ops": counts.alu_ops + counts.alu_muls, "executed_macs": counts.macs,
+        "executed_utilization": counts.macs / max(1, cycles * c.macs_per_cycle),
+    }  # fmt: skip
+
+
+ENERGY_TOTAL_KEYS = ("energy_pj", "energy_mac_pj", "energy_alu_pj", "energy_sram_pj",
+                     "energy_dram_pj", "sram_read_bytes", "sram_write_bytes", "alu_lane_ops",
+                     "executed_macs")  # fmt: skip
+"""The report's totals that are sums of the layers' keys of `layer_energy`."""
+
+
+def energy_totals(rows: Sequence[dict], c: HardwareConfig) -> dict:
+    """The model's energy per inference: the layers' energy keys summed, and the executed
+    MACs' utilization (none when the rows have no energy, e.g. a report.json written before
+    the energy model)."""
+    if any("energy_pj" not in r for r in rows):
+        return {}
+    totals = {key: sum(r[key] for r in rows) for key in ENERGY_TOTAL_KEYS}
+    cycles = sum(r["cycles"] for r in rows)
+    totals["executed_utilization"] = totals["executed_macs"] / max(1, cycles * c.macs_per_cycle)
+    return totals
+
+
+def energy_lines(report: dict) -> list[str]:
+    """The report text's energy line: the total per inference and its split."""
+    t = report["totals"]
+    if "energy_pj" not in t:
+        return []
+    total = t["energy_pj"]
+    split = ", ".join(f"{name} {t[f'energy_{key}_pj'] / max(total, 1e-300):.1%}"
+                      for key, name in (("mac", "MACs"), ("alu", "ALU"), ("sram", "SRAM"),
+                                        ("dram", "DRAM")))  # fmt: skip
+    return [f"energy: {total / 1e6:.3f} uJ per inference on the accelerator ({split}; "
+            f"per-operation energies of the hardware configuration)"]
+
+
 def _tiling_text(t: dict) -> str:
     if "chunk_rows" in t:  # an element-wise layer
         return f"chunks of {t['chunk_rows']} rows"
@@ -189,6 +238,18 @@ def _tiling_text(t: dict) -> str:
         return f"tiles of {t['tile_rows']} output rows"
     return (f"{t['tile_h']}x{t['tile_w']}px co{t['tile_co']} ci{t['tile_ci']} {t['loop_order']} "
             f"{t['bias_mode']}")  # fmt: skip
+
+
+UTILIZATION_LEGEND = (
+    "util = GEMM utilization of useful MACs: the model's MACs / (cycles x MACs per cycle); "
+    "executed MACs (what qaccel-sim counts) add the padding lanes and the bias and "
+    "zero-point GEMMs"
+)
+"""How the report text defines utilization. One definition everywhere: MACs / (cycles x the
+GEMM core's MACs per cycle), always saying which MACs: useful (the model's, `macs`,
+`gemm_utilization`), padded (channels padded to blocks, `padded_macs`,
+`padded_utilization`) or executed (every MAC the core performs, `executed_macs`,
+`executed_utilization`; `qaccel-sim`'s figure)."""
 
 
 def format_report(report: dict) -> str:
@@ -217,10 +278,12 @@ def format_report(report: dict) -> str:
     rule = "-" * max(len(text) for text in table)
     lines = [table[0], rule, *table[1:], rule]
     t = report["totals"]
+    executed = (f" ({t['executed_utilization']:.1%} of executed MACs)"
+                if "executed_utilization" in t else "")  # fmt: skip
     lines.append(
         f"total: {t['layers']} accelerator layers, {t['cycles']} cycles = {t['ms']:.3f} ms at "
-        f"{t['clock_mhz']:g} MHz, GEMM utilization {t['gemm_utilization']:.1%}, "
-        f"{t['roofline_ratio']:.2f}x the roofline, {t['dram_bytes']} DRAM bytes"
+        f"{t['clock_mhz']:g} MHz, GEMM utilization {t['gemm_utilization']:.1%} of useful "
+        f"MACs{executed}, {t['roofline_ratio']:.2f}x the roofline, {t['dram_bytes']} DRAM bytes"
     )
     if "accelerator_mac_share" in t:
         inside = t.get("host_macs_in_accelerator_functions", 0)
@@ -228,6 +291,9 @@ def format_report(report: dict) -> str:
                 "below)") if inside else ""  # fmt: skip
         lines.append(f"MACs on the accelerator: {t['accelerator_mac_share']:.2%} of "
                      f"{t['model_macs']}{note}")  # fmt: skip
+    lines.extend(energy_lines(report))
+    if rows:
+        lines.append(UTILIZATION_LEGEND)
     lines.extend(report["host_fallbacks"])
     return "\n".join(lines)
 
@@ -320,5 +386,7 @@ def format_diff(diff: dict, names: tuple[str, str] = ("A", "B")) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["alu_report", "build_report", "diff_reports", "format_diff", "format_report",
-           "gemm_report"]
+__all__ = [
+    "alu_report", "build_report", "diff_reports", "energy_lines", "energy_totals", "format_diff",
+    "format_report", "gemm_report", "layer_energy",
+]

@@ -50,8 +50,13 @@ def _title(report: dict, model: str | None) -> str:
     head = f"{model}: " if model else ""
     return (f"{head}{t['layers']} accelerator layers on {report.get('config', 'the VTA')}\n"
             f"{t['cycles']:,} cycles = {t['ms']:.3f} ms at {t['clock_mhz']:g} MHz, "
-            f"{t['roofline_ratio']:.2f}x the roofline, GEMM utilization "
-            f"{t['gemm_utilization']:.1%}")  # fmt: skip
+            f"{t['roofline_ratio']:.2f}x the roofline\nGEMM utilization "
+            f"{t['gemm_utilization']:.1%} of useful MACs{_energy(t)}")  # fmt: skip
+
+
+def _energy(totals: dict) -> str:
+    return (f", {totals['energy_pj'] / 1e6:.3g} uJ per inference" if "energy_pj" in totals
+            else "")  # fmt: skip
 
 
 def _tick_labels(rows: list[dict]) -> list[str]:

@@ -24,6 +24,13 @@ class ConfigError(ValueError):
 
 
 MAX_CLOCK_MHZ = 100_000.0
+# Per-operation energies (picojoules) are finite numbers in [0, MAX_ENERGY_PJ]: a DRAM byte
+# costs ~1e2 pJ, so 1e6 leaves room for any technology while totals stay far below 2**53.
+MAX_ENERGY_PJ = 1_000_000.0
+ENERGY_KEYS = (
+    "energy_mac_pj", "energy_alu_op_pj", "energy_alu_mul_pj", "energy_sram_read_pj_per_byte",
+    "energy_sram_write_pj_per_byte", "energy_dram_pj_per_byte",
+)  # fmt: skip
 # The accepted range of every integer key. Buffer sizes are bytes as log2 (at most 16 MiB);
 # cycle counts and the bus width stay within what a timing model of real hardware needs, so
 # that cycle totals stay exact integers far below 2**53.
@@ -43,6 +50,60 @@ INT_RANGES = {
     "gemm_cycles_per_uop": (1, 100_000),
     "alu_cycles_per_uop": (1, 100_000),
 }
+
+FIELD_DOCS = {
+    "name": "the configuration's name (reports and sweep tables show it)",
+    "log_inp_width": "log2 of the input element's bits: 3 (int8) is the only value supported",
+    "log_wgt_width": "log2 of the weight element's bits: 3 (int8) is the only value supported",
+    "log_acc_width": "log2 of the accumulator's bits: 5 (int32) is the only value supported",
+    "log_batch": "log2 of BATCH, the rows of one GEMM block: 0 (BATCH = 1) is the only value "
+                 "supported",
+    "log_block": "log2 of BLOCK_IN = BLOCK_OUT, the lanes of one GEMM block (2 to 5: 4 to 32 "
+                 "lanes); the GEMM core does BATCH x BLOCK_IN x BLOCK_OUT MACs per cycle",
+    "log_uop_buff_size": "log2 of the micro-op buffer's bytes",
+    "log_inp_buff_size": "log2 of the input buffer's bytes",
+    "log_wgt_buff_size": "log2 of the weight buffer's bytes",
+    "log_acc_buff_size": "log2 of the accumulator buffer's bytes",
+    "clock_mhz": "clock frequency in MHz: turns cycles into seconds",
+    "bus_width_bytes": "bytes the one shared DRAM port moves per cycle",
+    "dma_setup_cycles": "fixed latency of every LOAD/STORE before its data moves",
+    "insn_issue_cycles": "decode/dispatch cost of every instruction",
+    "gemm_cycles_per_uop": "cycles of one GEMM micro-op iteration (one BATCH x BLOCK x BLOCK "
+                           "block)",
+    "alu_cycles_per_uop": "cycles of one ALU micro-op iteration (one accumulator row)",
+    "store_requant": "the store module has an output stage: STORE OUTQ requantizes while it "
+                     "stores, so the requantization leaves the compute module (docs/isa.md "
+                     "§6.3)",
+    "energy_mac_pj": "energy of one GEMM MAC (int8 multiply + int32 accumulate), charged for "
+                     "every MAC the core executes (padding lanes, bias and zero-point GEMMs "
+                     "included)",
+    "energy_alu_op_pj": "energy of one adder-class ALU lane operation (ADD, MIN, MAX, SHR, "
+                        "RSHR; also the output stage's)",
+    "energy_alu_mul_pj": "energy of one multiplier ALU lane operation (MUL, RDMUL; also the "
+                         "output stage's)",
+    "energy_sram_read_pj_per_byte": "energy of reading one byte of an on-chip buffer",
+    "energy_sram_write_pj_per_byte": "energy of writing one byte of an on-chip buffer",
+    "energy_dram_pj_per_byte": "energy of moving one byte between DRAM and the accelerator "
+                               "(LOAD or STORE)",
+}
+"""The meaning of every key (docs/configuration.md is generated from it, with `key_range`)."""
+
+
+def key_range(name: str) -> str:
+    """The values a key accepts, as text."""
+    if name == "name":
+        return "any string"
+    if name == "store_requant":
+        return "true or false"
+    if name == "clock_mhz":
+        return f"number in (0, {MAX_CLOCK_MHZ:g}]"
+    if name in ENERGY_KEYS:
+        return f"number in [0, {MAX_ENERGY_PJ:g}] (picojoules)"
+    lo, hi = INT_RANGES[name]
+    only = {"log_inp_width": 3, "log_wgt_width": 3, "log_acc_width": 5, "log_batch": 0}
+    if name in only:
+        return f"integer, only {only[name]}"
+    return f"integer in [{lo}, {hi}]"
 
 
 @dataclass(frozen=True)
@@ -72,6 +133,15 @@ class HardwareConfig:
     # the compute module. Off in VTA's configuration, where the tail is the method's ALU
     # sequence.
     store_requant: bool = False
+    # Energy model (targets/vta/energy.py, docs/configuration.md): picojoules per operation,
+    # 45 nm figures of Horowitz, "Computing's energy problem (and what we can do about it)",
+    # ISSCC 2014, as tabulated per 32-bit access by Han et al., NIPS 2015 (Table 1).
+    energy_mac_pj: float = 0.3  # int8 multiply (0.2 pJ) + int32 accumulate (0.1 pJ)
+    energy_alu_op_pj: float = 0.1  # int32 add (also min, max, shifts)
+    energy_alu_mul_pj: float = 3.1  # int32 multiply
+    energy_sram_read_pj_per_byte: float = 1.25  # 8 KB SRAM, 5 pJ per 32-bit read
+    energy_sram_write_pj_per_byte: float = 1.25  # taken equal to a read
+    energy_dram_pj_per_byte: float = 160.0  # DRAM, 640 pJ per 32-bit access
 
     def __post_init__(self):
         if self.name == "":
@@ -90,6 +160,12 @@ class HardwareConfig:
                     raise ConfigError(
                         f"hardware config: store_requant must be true or false, got {shown}"
                     )
+                continue
+            if f.name in ENERGY_KEYS:
+                ok = isinstance(value, int | float) and not isinstance(value, bool)
+                if not ok or not math.isfinite(value) or not 0 <= value <= MAX_ENERGY_PJ:
+                    raise ConfigError(f"hardware config: {f.name} must be a number of picojoules "
+                                      f"in [0, {MAX_ENERGY_PJ:g}], got {shown}")  # fmt: skip
                 continue
             if f.name == "clock_mhz":
                 ok = isinstance(value, int | float) and not isinstance(value, bool)

@@ -50,6 +50,9 @@ class TimingReport:
 
     @property
     def gemm_utilization(self) -> float:
+        """Executed MACs (every MAC the GEMM core performs) over cycles x MACs per cycle: the
+        compile report's `executed_utilization`; its `gemm_utilization` counts useful MACs
+        (the model's) instead."""
         if self.total_cycles == 0:
             return 0.0
         return self.gemm_macs / (self.total_cycles * self.config.macs_per_cycle)
@@ -75,7 +78,9 @@ class TimingReport:
             )
         lines += [
             f"gemm iterations:   {self.gemm_iterations}  ({self.gemm_macs} MACs)",
-            f"gemm utilization:  {self.gemm_utilization:.4f}",
+            f"gemm utilization:  {self.gemm_utilization:.2%} of executed MACs (every MAC the "
+            f"GEMM core performs, padding lanes and bias/zero-point GEMMs included, / (cycles x "
+            f"{c.macs_per_cycle})); qaccel-compile's report gives useful MACs, the model's own",
             f"alu iterations:    {self.alu_iterations}",
             f"dram bytes read:   {sum(self.dram_read_bytes.values())}  "
             + " ".join(f"{k}={v}" for k, v in self.dram_read_bytes.items() if v),
