@@ -31,8 +31,6 @@ INT16 = "int16x8"
 """16x8 quantization: qaccel refuses it at import in one line, or runs it bit-exact."""
 
 KNOWN_FAILURES: dict[str, str] = {
-    "int16x8": "tfl interpreter: CONV_2D: no kernel for int16 input (16x8 models are not yet "
-               "refused at import)",
 }
 """model -> why it fails today (missing CPU kernels, or the stage and error)."""
 
