@@ -597,6 +597,34 @@ def test_dispatch_api_is_the_layout_the_wheel_expects():
     assert functions[25:] == [0, 0, 0]
 
 
+class _Version(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_int), ("minor", ctypes.c_int), ("patch", ctypes.c_int)]
+
+
+def test_dispatch_library_serves_the_versioned_abi_too():
+    """Releases after 2.3.0 look up LiteRtDispatchQueryInterface(id, runtime version by value,
+    &interface) only; the library exports it beside LiteRtDispatchGetApi, same table behind."""
+    lib, _, functions = _dispatch_api()
+    query = lib.LiteRtDispatchQueryInterface
+    query.argtypes = [ctypes.c_int, _Version, ctypes.POINTER(ctypes.c_void_p)]
+    interface = ctypes.c_void_p()
+    assert query(0, _Version(1, 0, 0), ctypes.byref(interface)) == 0  # what the runtime passes
+    # the basic interface: ABI header (232 bytes, 1.0), then the table LiteRtDispatchGetApi gives
+    assert struct.unpack("<4H", ctypes.string_at(interface.value, 8)) == (232, 1, 0, 0)
+    assert list((ctypes.c_uint64 * 28).from_address(interface.value + 8)) == functions
+    for ident, version in [(1, (1, 0, 0)), (2, (1, 0, 0)), (3, (1, 0, 0)), (4, (1, 0, 0)),
+                           (-1, (1, 0, 0)), (0, (0, 1, 0))]:  # fmt: skip
+        interface = ctypes.c_void_p(1)
+        assert query(ident, _Version(*version), ctypes.byref(interface)) == 5  # unsupported
+        assert interface.value is None
+    assert query(0, _Version(1, 0, 0), None) == 1  # invalid argument
+    if shutil.which("nm"):
+        exported = subprocess.run(["nm", "-D", "--defined-only", lib._name], capture_output=True,
+                                  text=True, check=True).stdout.split()  # fmt: skip
+        assert {"LiteRtDispatchGetApi", "LiteRtDispatchQueryInterface"} <= set(exported)
+        assert "LiteRtDispatchInitialize" not in exported  # the symbol newer releases call legacy
+
+
 def test_dispatch_library_refuses_a_runtime_context_it_cannot_use():
     lib, _, functions = _dispatch_api()
     initialize = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,

@@ -354,13 +354,17 @@ static LiteRtStatus set_options(LiteRtDispatchInvocationContext ic, LiteRtOption
   return QLRT_OK; /* no per-run options */
 }
 
-static const QLrtDispatchInterface kInterface = {
-    initialize, get_vendor_id, get_build_id, get_capabilities, device_context_create,
-    device_context_destroy, get_input_requirements, get_output_requirements,
-    register_tensor_buffer, unregister_tensor_buffer, invocation_context_create,
-    invocation_context_destroy, set_scheduling_info, attach_input, attach_output, detach_input,
-    detach_output, invoke, NULL, NULL, NULL, NULL, NULL, check_runtime_compatibility, set_options,
-    NULL, {NULL, NULL},
+/* One function table behind both entry points: LiteRtDispatchGetApi (2.3.0) points to
+ * kBasic.functions, LiteRtDispatchQueryInterface (later releases) to kBasic, its ABI header. */
+static const QLrtDispatchBasicInterface kBasic = {
+    {(uint16_t)sizeof(QLrtDispatchBasicInterface), QLRT_DISPATCH_ABI_MAJOR,
+     QLRT_DISPATCH_ABI_MINOR, 0},
+    {initialize, get_vendor_id, get_build_id, get_capabilities, device_context_create,
+     device_context_destroy, get_input_requirements, get_output_requirements,
+     register_tensor_buffer, unregister_tensor_buffer, invocation_context_create,
+     invocation_context_destroy, set_scheduling_info, attach_input, attach_output, detach_input,
+     detach_output, invoke, NULL, NULL, NULL, NULL, NULL, check_runtime_compatibility,
+     set_options, NULL, {NULL, NULL}},
 };
 
 EXPORT LiteRtStatus LiteRtDispatchGetApi(QLrtDispatchApi *api) {
@@ -371,7 +375,19 @@ EXPORT LiteRtStatus LiteRtDispatchGetApi(QLrtDispatchApi *api) {
   api->version.major = QLRT_API_VERSION_MAJOR;
   api->version.minor = QLRT_API_VERSION_MINOR;
   api->version.patch = QLRT_API_VERSION_PATCH;
-  api->interface = &kInterface;
+  api->interface = &kBasic.functions;
+  return QLRT_OK;
+}
+
+/* The basic interface for any runtime of the versioned ABI (major 1 or later: the runtime
+ * checks our header's major itself); no asynchronous, graph or tensor buffer handler interface. */
+EXPORT LiteRtStatus LiteRtDispatchQueryInterface(int interface_id, QLrtApiVersion runtime_version,
+                                                 const void **interface) {
+  if (!interface) return QLRT_INVALID_ARGUMENT;
+  *interface = NULL;
+  if (runtime_version.major < QLRT_DISPATCH_ABI_MAJOR) return QLRT_UNSUPPORTED;
+  if (interface_id != QLRT_DISPATCH_INTERFACE_BASIC) return QLRT_UNSUPPORTED;
+  *interface = &kBasic;
   return QLRT_OK;
 }
 

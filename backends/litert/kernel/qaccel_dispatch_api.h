@@ -5,7 +5,9 @@
  * dispatch library (vendors/intel_openvino/dispatch) fills a 56-byte LiteRtDispatchApi with
  * version 0.1.0 and points it at a table of 26 functions; the runtime loads the library from
  * the environment's dispatch library directory (any libLiteRtDispatch*.so in it), calls its
- * only export, LiteRtDispatchGetApi, and refuses any version but its own (0.1.0).
+ * export LiteRtDispatchGetApi, and refuses any version but its own (0.1.0).  Later releases
+ * call LiteRtDispatchQueryInterface instead (declared at the end); the library exports both,
+ * with the same function table behind them.
  *
  * The dispatch library links no LiteRT: every LiteRT function it calls comes from the
  * LiteRtRuntimeContext table the runtime passes to initialize and to the create functions (the
@@ -140,8 +142,50 @@ typedef struct {
   const void *tensor_buffer_handlers_def; /* NULL: host memory buffers only */
 } QLrtDispatchApi;
 
-/* The library's only LiteRT entry point. */
+/* The entry point of LiteRT 2.3.0. */
 LiteRtStatus LiteRtDispatchGetApi(QLrtDispatchApi *api);
+
+/* The versioned entry point of the releases after 2.3.0 (checked against the 2.4.0 nightlies'
+ * libLiteRt.so and their intel_openvino dispatch library), which look up only this symbol and
+ * refuse a library without it.  The runtime calls it once per interface, by number, passing its
+ * dispatch ABI version by value (1.0.0); a library returns a pointer to a static interface that
+ * starts with an ABI header, or a nonzero status for one it lacks.  The runtime needs the basic
+ * interface (status 0, header major 1, at least 16 bytes, initialize set) and takes the others
+ * when their header says major 1.  The basic interface is the ABI header followed by the same
+ * function table LiteRtDispatchGetApi points to; the runtime reads a function only when the
+ * header's struct_size covers it (e.g. invoke at byte 144, check_runtime_compatibility at 192),
+ * and reports the header's major.minor as the dispatch API version. */
+enum {
+  QLRT_DISPATCH_INTERFACE_BASIC = 0,
+  QLRT_DISPATCH_INTERFACE_ASYNC = 1,                  /* optional */
+  QLRT_DISPATCH_INTERFACE_GRAPH = 2,                  /* optional */
+  QLRT_DISPATCH_INTERFACE_TENSOR_BUFFER_HANDLERS = 3, /* optional */
+};
+enum { QLRT_DISPATCH_ABI_MAJOR = 1, QLRT_DISPATCH_ABI_MINOR = 0 };
+
+typedef struct {
+  QLrtAbiHeader abi_header;        /* struct_size 232, major 1, minor 0 */
+  QLrtDispatchInterface functions; /* what LiteRtDispatchGetApi's interface points to */
+} QLrtDispatchBasicInterface;
+
+LiteRtStatus LiteRtDispatchQueryInterface(int interface_id, QLrtApiVersion runtime_version,
+                                          const void **interface);
+
+/* Layout checks (LP64; GCC and Clang accept _Static_assert in C99 mode). */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(QLrtApiVersion) == 12, "LiteRtApiVersion is three ints, passed by value");
+_Static_assert(sizeof(QLrtAbiHeader) == 8, "LiteRtAbiHeader is 8 bytes");
+_Static_assert(sizeof(QLrtDispatchInterface) == 28 * 8, "the function table has 28 entries");
+_Static_assert(sizeof(QLrtDispatchApi) == 56, "LiteRtDispatchApi (2.3.0) is 56 bytes");
+_Static_assert(offsetof(QLrtDispatchApi, interface) == 24, "2.3.0 reads the table at byte 24");
+_Static_assert(sizeof(QLrtDispatchBasicInterface) == 232, "the basic interface is 232 bytes");
+_Static_assert(offsetof(QLrtDispatchBasicInterface, functions) == 8, "functions follow the header");
+_Static_assert(offsetof(QLrtDispatchBasicInterface, functions.initialize) == 8, "initialize");
+_Static_assert(offsetof(QLrtDispatchBasicInterface, functions.get_vendor_id) == 16, "vendor id");
+_Static_assert(offsetof(QLrtDispatchBasicInterface, functions.invoke) == 144, "invoke");
+_Static_assert(offsetof(QLrtDispatchBasicInterface, functions.check_runtime_compatibility) == 192,
+               "check_runtime_compatibility");
+#endif
 
 #ifdef __cplusplus
 }
