@@ -324,6 +324,8 @@ def run_vta(args) -> int:
               "CPU reference kernels")  # fmt: skip
     else:
         where = "through the C driver" if args.driver == "c" else "on the simulator"
+        cycles = compiled.report.get("totals", {}).get("cycles")  # the one timing run's
+        where += f" ({cycles} cycles)" if cycles is not None else ""
         print(f"ran {layers} accelerator layer(s) {where}, "
               f"{len(compiled.fallbacks)} op(s) of accelerator functions on the host")  # fmt: skip
     if not args.compare_litert:
