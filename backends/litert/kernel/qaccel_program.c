@@ -204,6 +204,75 @@ static void repack(const Io *io, uint8_t *plain, uint8_t *packed, int to_packed)
   }
 }
 
+/* repack as runs of consecutive elements on both sides, worked out once: (packed index,
+ * plain index, length); the packed elements no run covers hold the padding value. */
+typedef struct {
+  Io io;
+  uint64_t n, cap, covered;
+  uint64_t *at; /* 3 per run */
+} Runs;
+
+static int build_runs(const Io *io, Runs *r) {
+  int n = 2 * (int)io->rank;
+  int64_t dims[2 * MAX_RANK], idx[2 * MAX_RANK] = {0}, s[2 * MAX_RANK], stride[MAX_RANK];
+  r->io = *io;
+  r->n = r->covered = 0;
+  for (int k = 0; k < n; k++) dims[k] = io->split[io->order[k]];
+  stride[io->rank - 1] = 1;
+  for (int d = (int)io->rank - 2; d >= 0; d--) stride[d] = stride[d + 1] * io->plain[d + 1];
+  for (uint64_t i = 0; i < io->packed_count; i++) {
+    for (int k = 0; k < n; k++) s[io->order[k]] = idx[k];
+    int64_t flat = 0, inside = 1;
+    for (uint32_t d = 0; d < io->rank; d++) {
+      int64_t c = s[2 * d] * io->split[2 * d + 1] + s[2 * d + 1];
+      if (c >= io->plain[d]) { inside = 0; break; }
+      flat += c * stride[d];
+    }
+    if (inside) {
+      uint64_t *last = r->n ? r->at + 3 * (r->n - 1) : NULL;
+      if (last && last[0] + last[2] == i && last[1] + last[2] == (uint64_t)flat) {
+        last[2]++;
+      } else {
+        if (r->n == r->cap) {
+          uint64_t cap = r->cap ? 2 * r->cap : 64;
+          uint64_t *grown = (uint64_t *)realloc(r->at, (size_t)cap * 3 * sizeof(uint64_t));
+          if (!grown) return qaccel_fail("QACCEL_VTA: out of memory");
+          r->at = grown;
+          r->cap = cap;
+        }
+        r->at[3 * r->n] = i;
+        r->at[3 * r->n + 1] = (uint64_t)flat;
+        r->at[3 * r->n + 2] = 1;
+        r->n++;
+      }
+      r->covered++;
+    }
+    for (int k = n - 1; k >= 0; k--) {
+      if (++idx[k] < dims[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return 0;
+}
+
+/* repack by runs (to_packed: pack, else unpack). */
+static void repack_runs(const Runs *r, uint8_t *plain, uint8_t *packed, int to_packed) {
+  size_t e = r->io.elem;
+  if (to_packed && r->covered < r->io.packed_count) {
+    if (e == 1) {
+      memset(packed, (uint8_t)(int8_t)r->io.pad, (size_t)r->io.packed_count);
+    } else {
+      int32_t v = r->io.pad;
+      for (uint64_t i = 0; i < r->io.packed_count; i++) memcpy(packed + i * e, &v, e);
+    }
+  }
+  for (uint64_t k = 0; k < r->n; k++) {
+    const uint64_t *run = r->at + 3 * k;
+    if (to_packed) memcpy(packed + run[0] * e, plain + run[1] * e, run[2] * e);
+    else memcpy(plain + run[1] * e, packed + run[0] * e, run[2] * e);
+  }
+}
+
 static int64_t get_elem(const Value *v, uint64_t i) {
   if (v->elem == 1) return (int8_t)v->data[i];
   int32_t x; memcpy(&x, v->data + 4 * i, 4); return x;
@@ -449,6 +518,8 @@ struct qaccel_prepared {
   vta_program **layers;  /* per layer, checked and timed once */
   vta_scratch *scratch;
   uint64_t dirty_end;    /* DRAM bytes at or past it keep the image's values in every run */
+  Runs *runs;            /* per input, then output: its repacking */
+  uint8_t *is_input;     /* per value: an input's packed value (repacking writes all of it) */
   int64_t cycles;        /* one run's accelerator cycles (the layers' timing, once) */
 };
 
@@ -462,6 +533,10 @@ void qaccel_prepared_free(qaccel_prepared *q) {
     for (uint32_t k = 0; k < q->p.n_layers; k++) vta_program_free(q->layers[k]);
   free(q->layers);
   vta_scratch_free(q->scratch);
+  if (q->runs)
+    for (uint32_t k = 0; k < q->p.n_in + q->p.n_out; k++) free(q->runs[k].at);
+  free(q->runs);
+  free(q->is_input);
   free(q);
 }
 
@@ -533,6 +608,14 @@ static int prepare_layers(qaccel_prepared *q) {
       cycles += r.total_cycles;
     }
   }
+  q->runs = (Runs *)calloc(p->n_in + p->n_out, sizeof(Runs));
+  q->is_input = (uint8_t *)calloc(p->n_values ? p->n_values : 1, 1);
+  if (!q->runs || !q->is_input) return qaccel_fail("QACCEL_VTA: out of memory");
+  for (uint32_t k = 0; k < p->n_in + p->n_out; k++) {
+    Io io;
+    if (parse_io(p, k, &io, q->values) || build_runs(&io, &q->runs[k])) return 1;
+    if (k < p->n_in) q->is_input[io.value] = 1;
+  }
   q->cycles = cycles;
   q->dirty_end = dirty;
   q->ready = 1;
@@ -559,14 +642,16 @@ int qaccel_prepared_run(qaccel_prepared *q, size_t n_in, const void *const *inpu
     return qaccel_fail("QACCEL_VTA: %zu inputs and %zu outputs, the program takes %u and %u", n_in, n_out,
                 p->n_in, p->n_out);
   if (!q->checked && !q->ready && prepare_layers(q)) return 1;
-  for (uint32_t v = 0; v < p->n_values; v++) memset(values[v].data, 0, values[v].count * values[v].elem);
+  for (uint32_t v = 0; v < p->n_values; v++) /* as fresh as the first run's (inputs: all packed) */
+    if (!q->ready || !q->is_input[v]) memset(values[v].data, 0, values[v].count * values[v].elem);
   for (uint32_t k = 0; k < p->n_in; k++) {
     Io io;
     if (parse_io(p, k, &io, values)) return 1;
     if (in_bytes[k] != io.plain_count * io.elem)
       return qaccel_fail("QACCEL_VTA: input %u has %zu bytes, the program expects %llu", k, in_bytes[k],
            (unsigned long long)(io.plain_count * io.elem));
-    repack(&io, (uint8_t *)inputs[k], values[io.value].data, 1);
+    if (q->ready) repack_runs(&q->runs[k], (uint8_t *)inputs[k], values[io.value].data, 1);
+    else repack(&io, (uint8_t *)inputs[k], values[io.value].data, 1);
   }
   /* every run starts from the image; past dirty_end no run writes */
   memcpy(dram, p->base + p->dram_at, q->checked ? p->dram_bytes : q->dirty_end);
@@ -617,7 +702,8 @@ int qaccel_prepared_run(qaccel_prepared *q, size_t n_in, const void *const *inpu
     if (out_bytes[k] != io.plain_count * io.elem)
       return qaccel_fail("QACCEL_VTA: output %u has %zu bytes, the program produces %llu", k, out_bytes[k],
            (unsigned long long)(io.plain_count * io.elem));
-    repack(&io, (uint8_t *)outputs[k], values[io.value].data, 0);
+    if (q->ready) repack_runs(&q->runs[p->n_in + k], (uint8_t *)outputs[k], values[io.value].data, 0);
+    else repack(&io, (uint8_t *)outputs[k], values[io.value].data, 0);
   }
   return 0;
 }

@@ -1290,6 +1290,75 @@ static int64_t alu_row_fast(const machine *m, int op, int32_t *x, const int32_t 
     return alu_row(op, x, y, imm, m->g.blk);
 }
 
+/* alu_loops for BLOCK 16 with the AVX2 kernel: the op chosen once, every row in loop order.
+ * Returns -1 when done, else the iteration (flat, loop order) it stopped at without touching
+ * it: SHR with register shifts, or an RSHR exponent out of range, which alu_row names. */
+#if HAVE_AVX2_KERNEL
+#define ALU16_LOOP(EXPR)                                                                      \
+    for (int64_t o = 0, t = 0; o < L->n_out; o++)                                               \
+        for (int64_t ii = 0; ii < L->n_in; ii++)                                                \
+            for (int64_t k = 0; k < nk; k++, t++) {                                             \
+                __m256i *xv = (__m256i *)(acc + (L->dk[k] + o * L->dfo + ii * L->dfi) * 16);    \
+                __m256i a0 = _mm256_loadu_si256(xv), a1 = _mm256_loadu_si256(xv + 1);           \
+                __m256i b0 = c, b1 = c;                                                         \
+                if (!use_imm) {                                                                 \
+                    const __m256i *yv =                                                         \
+                        (const __m256i *)(acc + (L->sk[k] + o * L->sfo + ii * L->sfi) * 16);    \
+                    b0 = _mm256_loadu_si256(yv);                                                \
+                    b1 = _mm256_loadu_si256(yv + 1);                                            \
+                }                                                                               \
+                EXPR;                                                                           \
+                _mm256_storeu_si256(xv, a0);                                                    \
+                _mm256_storeu_si256(xv + 1, a1);                                                \
+            }
+
+static AVX2 int64_t alu_loops16_avx2(int32_t *acc, const int64_t *f, const struct loops *L) {
+    int64_t nk = L->end - L->bgn;
+    int use_imm = f[F_USE_IMM] != 0, op = (int)f[F_ALU_OPCODE];
+    int32_t imm = (int32_t)f[F_IMM];
+    const __m256i c = _mm256_set1_epi32(imm), zero = _mm256_setzero_si256();
+    const __m256i top = _mm256_set1_epi32(31);
+    switch (op) {
+    case ALU_MIN: ALU16_LOOP((a0 = _mm256_min_epi32(a0, b0), a1 = _mm256_min_epi32(a1, b1))) break;
+    case ALU_MAX: ALU16_LOOP((a0 = _mm256_max_epi32(a0, b0), a1 = _mm256_max_epi32(a1, b1))) break;
+    case ALU_ADD: ALU16_LOOP((a0 = _mm256_add_epi32(a0, b0), a1 = _mm256_add_epi32(a1, b1))) break;
+    case ALU_MUL: ALU16_LOOP((a0 = _mm256_mullo_epi32(a0, b0), a1 = _mm256_mullo_epi32(a1, b1))) break;
+    case ALU_RDMUL: ALU16_LOOP((a0 = rdmul8(a0, b0), a1 = rdmul8(a1, b1))) break;
+    case ALU_RSHR:
+        ALU16_LOOP({
+            __m256i bad = _mm256_or_si256(
+                _mm256_or_si256(_mm256_cmpgt_epi32(zero, b0), _mm256_cmpgt_epi32(b0, top)),
+                _mm256_or_si256(_mm256_cmpgt_epi32(zero, b1), _mm256_cmpgt_epi32(b1, top)));
+            if (!_mm256_testz_si256(bad, bad)) return t;
+            a0 = rshr8(a0, b0);
+            a1 = rshr8(a1, b1);
+        })
+        break;
+    default: /* SHR */
+        if (!use_imm) return 0;
+        if (imm >= 0) {
+            __m128i n = _mm_cvtsi32_si128(imm);
+            ALU16_LOOP(((void)b0, (void)b1, a0 = _mm256_sra_epi32(a0, n), a1 = _mm256_sra_epi32(a1, n)))
+        } else {
+            __m128i n = _mm_cvtsi32_si128(-imm);
+            ALU16_LOOP(((void)b0, (void)b1, a0 = _mm256_sll_epi32(a0, n), a1 = _mm256_sll_epi32(a1, n)))
+        }
+        break;
+    }
+    return -1;
+}
+#undef ALU16_LOOP
+#endif
+
+static int64_t alu_loops16(const machine *m, const int64_t *f, const struct loops *L) {
+#if HAVE_AVX2_KERNEL
+    return alu_loops16_avx2(m->acc, f, L);
+#else
+    (void)m, (void)f, (void)L;
+    return 0;
+#endif
+}
+
 /* dst[k] = the low 8 bits of v[k] (STORE OUT). */
 static void store_narrow_rows(uint8_t *dst, const int32_t *v, int64_t count) {
     int64_t k = 0;
@@ -1347,27 +1416,31 @@ static int exec_gemm(machine *m, int64_t i, const int64_t *f) {
  * shift operands of SHR / RSHR from the accumulator are data: checked on every run. */
 static int64_t alu_row_fast(const machine *m, int op, int32_t *x, const int32_t *y, int32_t imm);
 
+static int64_t alu_loops16(const machine *m, const int64_t *f, const struct loops *L);
+
 static int alu_loops(machine *m, int64_t i, const int64_t *f, const struct loops *L) {
-    int64_t nk = L->end - L->bgn, blk = m->g.blk;
+    int64_t nk = L->end - L->bgn, blk = m->g.blk, first = 0;
     int use_imm = f[F_USE_IMM] != 0, op = (int)f[F_ALU_OPCODE];
     int32_t imm = (int32_t)f[F_IMM];
-    for (int64_t o = 0; o < L->n_out; o++)
-        for (int64_t ii = 0; ii < L->n_in; ii++)
-            for (int64_t k = 0; k < nk; k++) {
-                int64_t d = L->dk[k] + o * L->dfo + ii * L->dfi;
-                int32_t *x = m->acc + d * blk;
-                const int32_t *y = use_imm ? NULL : m->acc + (L->sk[k] + o * L->sfo + ii * L->sfi) * blk;
-                int64_t j = alu_row_fast(m, op, x, y, imm);
-                if (j >= 0)
-                    return fail(m, i,
-                                "%s %d outside [%d, 31] (iteration outer %lld, inner %lld, "
-                                "micro-op %lld, lane %lld, accumulator row %lld); the "
-                                "hardware result is undefined",
-                                op == ALU_SHR ? "SHR shift amount" : "RSHR exponent",
-                                (int)(y ? y[j] : imm), op == ALU_SHR ? -31 : 0, (long long)o,
-                                (long long)ii, (long long)(L->bgn + k), (long long)j,
-                                (long long)d);
-            }
+    if (m->kernel == VTA_KERNEL_AVX2 && blk == 16) {
+        first = alu_loops16(m, f, L); /* where it stopped: a row the lanes below must do */
+        if (first < 0) return VTA_OK;
+    }
+    for (int64_t t = first, total = L->n_out * L->n_in * nk; t < total; t++) {
+        int64_t o = t / (L->n_in * nk), ii = t / nk % L->n_in, k = t % nk;
+        int64_t d = L->dk[k] + o * L->dfo + ii * L->dfi;
+        int32_t *x = m->acc + d * blk;
+        const int32_t *y = use_imm ? NULL : m->acc + (L->sk[k] + o * L->sfo + ii * L->sfi) * blk;
+        int64_t j = alu_row_fast(m, op, x, y, imm);
+        if (j >= 0)
+            return fail(m, i,
+                        "%s %d outside [%d, 31] (iteration outer %lld, inner %lld, "
+                        "micro-op %lld, lane %lld, accumulator row %lld); the "
+                        "hardware result is undefined",
+                        op == ALU_SHR ? "SHR shift amount" : "RSHR exponent",
+                        (int)(y ? y[j] : imm), op == ALU_SHR ? -31 : 0, (long long)o,
+                        (long long)ii, (long long)(L->bgn + k), (long long)j, (long long)d);
+    }
     return VTA_OK;
 }
 
@@ -1991,9 +2064,80 @@ int vta_scratch_new(const vta_config *config, vta_run *run, vta_scratch **out) {
 /* WGT tile `row` from `src` (blk * blk int8) or zero (padding): the tile, its class, its
  * diagonal, its nonzero lane pairs and, for the AVX2 kernel, its pair rows. Zero weights
  * contribute nothing to a sum: the kernels skip them, the sums are the same. */
+#if HAVE_AVX2_KERNEL
+/* set_tile for BLOCK 16 with the AVX2 kernel. */
+static AVX2 void set_tile16_avx2(vta_scratch *s, int64_t row, const uint8_t *src) {
+    int8_t *w = s->wgt + row * 256;
+    __m256i v[8], any = _mm256_setzero_si256(), off = _mm256_setzero_si256();
+    for (int q = 0; q < 8; q++) { /* rows 2q and 2q + 1 */
+        v[q] = src ? _mm256_loadu_si256((const __m256i *)(src + 32 * q)) : _mm256_setzero_si256();
+        _mm256_storeu_si256((__m256i *)(w + 32 * q), v[q]);
+        any = _mm256_or_si256(any, v[q]);
+    }
+    if (_mm256_testz_si256(any, any)) {
+        s->wclass[row] = TILE_ZERO;
+        return;
+    }
+    for (int q = 0; q < 8; q++) {
+        int8_t keep[32];
+        memset(keep, -1, sizeof keep);
+        keep[2 * q] = 0;           /* w[2q][2q] */
+        keep[16 + 2 * q + 1] = 0;  /* w[2q+1][2q+1] */
+        off = _mm256_or_si256(off, _mm256_and_si256(v[q], _mm256_loadu_si256((const __m256i *)keep)));
+    }
+    if (_mm256_testz_si256(off, off)) {
+        for (int64_t j = 0; j < 16; j++) s->diag[row * 16 + j] = w[j * 16 + j];
+        s->wclass[row] = TILE_DIAG;
+        return;
+    }
+    s->wclass[row] = TILE_DENSE;
+    /* the lane pairs with a nonzero weight: OR of every row, pairs of bytes */
+    __m128i cols = _mm_or_si128(_mm256_castsi256_si128(any), _mm256_extracti128_si256(any, 1));
+    int zero_bytes = _mm_movemask_epi8(_mm_cmpeq_epi8(cols, _mm_setzero_si128()));
+    uint8_t *list = s->pair_list + row * 8;
+    int np = 0;
+    for (int p = 0; p < 8; p++)
+        if (((zero_bytes >> (2 * p)) & 3) != 3) list[np++] = (uint8_t)p;
+    s->npairs[row] = (uint8_t)np;
+    /* pair rows: unit (j, p) = (w[j][2p], w[j][2p+1]) widened goes to 32-bit slot p * 16 + j,
+     * an 8x8 transpose of 32-bit units for each half of j */
+    int16_t *wp = s->pairs + row * 256;
+    for (int half = 0; half < 2; half++) {
+        __m256i r[8], t[8];
+        for (int j = 0; j < 8; j++)
+            r[j] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + 16 * (8 * half + j))));
+        for (int j = 0; j < 8; j += 2) {
+            t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]);
+            t[j + 1] = _mm256_unpackhi_epi32(r[j], r[j + 1]);
+        }
+        for (int j = 0; j < 8; j += 4) {
+            r[j] = _mm256_unpacklo_epi64(t[j], t[j + 2]);
+            r[j + 1] = _mm256_unpackhi_epi64(t[j], t[j + 2]);
+            r[j + 2] = _mm256_unpacklo_epi64(t[j + 1], t[j + 3]);
+            r[j + 3] = _mm256_unpackhi_epi64(t[j + 1], t[j + 3]);
+        }
+        /* r[0..3] hold units p = 0,1,2,3 (low lane) and 4,5,6,7 (high lane) of rows 0..3,
+         * r[4..7] the same of rows 4..7 */
+        for (int p = 0; p < 4; p++) {
+            __m256i a = r[p], b = r[4 + p];
+            __m256i lo = _mm256_permute2x128_si256(a, b, 0x20); /* unit p, rows 0..7 */
+            __m256i hi = _mm256_permute2x128_si256(a, b, 0x31); /* unit p + 4 */
+            _mm256_storeu_si256((__m256i *)(wp + p * 32 + 16 * half), lo);
+            _mm256_storeu_si256((__m256i *)(wp + (p + 4) * 32 + 16 * half), hi);
+        }
+    }
+}
+#endif
+
 static void set_tile(vta_scratch *s, int64_t row, const uint8_t *src) {
     int64_t blk = s->g.blk, bb = blk * blk;
     int8_t *w = s->wgt + row * bb;
+#if HAVE_AVX2_KERNEL
+    if (s->kernel == VTA_KERNEL_AVX2) {
+        set_tile16_avx2(s, row, src);
+        return;
+    }
+#endif
     if (src)
         memcpy(w, src, (size_t)bb);
     else
@@ -2032,11 +2176,27 @@ static void set_tile(vta_scratch *s, int64_t row, const uint8_t *src) {
     }
 }
 
+#if HAVE_AVX2_KERNEL
+static AVX2 void widen_avx2(int16_t *dst, const uint8_t *src, int64_t n) {
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16)
+        _mm256_storeu_si256((__m256i *)(dst + k),
+                            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + k))));
+    for (; k < n; k++) dst[k] = (int8_t)src[k];
+}
+#endif
+
 static void load_rows(machine *m, vta_scratch *s, int64_t mt, int64_t row, const uint8_t *src,
                       int64_t count) {
     int64_t blk = s->g.blk;
     if (mt == MEM_INP) {
         int16_t *dst = s->inp + row * blk;
+#if HAVE_AVX2_KERNEL
+        if (src && s->kernel == VTA_KERNEL_AVX2) {
+            widen_avx2(dst, src, count * blk);
+            return;
+        }
+#endif
         if (src)
             for (int64_t k = 0; k < count * blk; k++) dst[k] = (int8_t)src[k];
         else
@@ -2207,6 +2367,11 @@ static void fast_gemm(vta_scratch *s, const int64_t *f, const int32_t *snap) {
     int64_t sfo = f[F_SRC_FACTOR_OUT], sfi = f[F_SRC_FACTOR_IN];
     int64_t wfo = f[F_WGT_FACTOR_OUT], wfi = f[F_WGT_FACTOR_IN];
     if (f[F_RESET]) {
+        if (nk == 1 && dfi == 1) { /* the usual reset: runs of consecutive rows */
+            for (int64_t o = 0; o < n_out; o++)
+                memset(s->acc + (dk[0] + o * dfo) * blk, 0, (size_t)(n_in * blk) * 4);
+            return;
+        }
         for (int64_t o = 0; o < n_out; o++)
             for (int64_t ii = 0; ii < n_in; ii++)
                 for (int64_t k = 0; k < nk; k++)
