@@ -1893,7 +1893,10 @@ int vta_simulate(const vta_config *config, const uint64_t *words, int64_t n, int
 
 /* --- the prepared program: checked once, replayed with data only --------------------------- */
 
+#define MAX_PREPARED ((int64_t)1 << 40) /* instructions or micro-ops: beyond, out of memory */
+
 static int64_t *prep_fields(struct vta_program *p, int64_t n) {
+    if (n <= 0 || n > MAX_PREPARED) return NULL;
     p->f = (int64_t *)calloc((size_t)n * F_COUNT, sizeof(int64_t));
     return p->f;
 }
@@ -1907,8 +1910,9 @@ static int prep_replay(struct vta_program *p, machine *m) {
         if (f[F_OPCODE] == OP_GEMM || f[F_OPCODE] == OP_ALU)
             total += 3 * (f[F_UOP_END] - f[F_UOP_BGN]); /* positive: validated */
     }
+    if (m->n <= 0 || m->n > MAX_PREPARED || total < 0 || total > MAX_PREPARED) return VTA_ERR_NOMEM;
     p->order = (int64_t *)calloc((size_t)m->n, sizeof(int64_t));
-    p->uop_at = (int64_t *)malloc((size_t)m->n * sizeof(int64_t));
+    p->uop_at = (int64_t *)calloc((size_t)m->n, sizeof(int64_t));
     p->uops = (int32_t *)calloc((size_t)(total ? total : 1), sizeof(int32_t));
     if (!p->order || !p->uop_at || !p->uops) return VTA_ERR_NOMEM;
     for (int64_t i = 0; i < m->n; i++) p->uop_at[i] = -1;
