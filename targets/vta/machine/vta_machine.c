@@ -2283,28 +2283,33 @@ static inline AVX2 __m256i bcast_pair(const int16_t *x) {
     return _mm256_set1_epi32(v);
 }
 
-/* BLOCK 16, every lane pair: the tile's 16 pair-row vectors stay in registers (or L1). */
+/* BLOCK 16, every lane pair: one half of the output lanes at a time, its eight pair-row
+ * vectors in registers for every row of the span. */
 static AVX2 void dense16_avx2(int32_t *acc, const int16_t *inp, const int16_t *wp,
                               const struct span *sp) {
-    __m256i w[16];
-    for (int q = 0; q < 16; q++) w[q] = _mm256_loadu_si256((const __m256i *)(wp + 16 * q));
-    FOR_SPAN(sp, d, r) {
-        __m256i *a = (__m256i *)(acc + d * 16);
-        const int16_t *x = inp + r * 16;
-        __m256i b = bcast_pair(x);
-        __m256i s0 = _mm256_madd_epi16(b, w[0]), s1 = _mm256_madd_epi16(b, w[1]);
-        b = bcast_pair(x + 2);
-        __m256i t0 = _mm256_madd_epi16(b, w[2]), t1 = _mm256_madd_epi16(b, w[3]);
-        for (int p = 2; p < 8; p += 2) {
-            b = bcast_pair(x + 2 * p);
-            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(b, w[2 * p]));
-            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(b, w[2 * p + 1]));
-            b = bcast_pair(x + 2 * p + 2);
-            t0 = _mm256_add_epi32(t0, _mm256_madd_epi16(b, w[2 * p + 2]));
-            t1 = _mm256_add_epi32(t1, _mm256_madd_epi16(b, w[2 * p + 3]));
+    for (int half = 0; half < 2; half++) {
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(wp + 16 * half));
+        __m256i w1 = _mm256_loadu_si256((const __m256i *)(wp + 32 + 16 * half));
+        __m256i w2 = _mm256_loadu_si256((const __m256i *)(wp + 64 + 16 * half));
+        __m256i w3 = _mm256_loadu_si256((const __m256i *)(wp + 96 + 16 * half));
+        __m256i w4 = _mm256_loadu_si256((const __m256i *)(wp + 128 + 16 * half));
+        __m256i w5 = _mm256_loadu_si256((const __m256i *)(wp + 160 + 16 * half));
+        __m256i w6 = _mm256_loadu_si256((const __m256i *)(wp + 192 + 16 * half));
+        __m256i w7 = _mm256_loadu_si256((const __m256i *)(wp + 224 + 16 * half));
+        FOR_SPAN(sp, d, r) {
+            __m256i *a = (__m256i *)(acc + d * 16 + 8 * half);
+            const int16_t *x = inp + r * 16;
+            __m256i s0 = _mm256_madd_epi16(bcast_pair(x), w0);
+            __m256i s1 = _mm256_madd_epi16(bcast_pair(x + 2), w1);
+            __m256i s2 = _mm256_madd_epi16(bcast_pair(x + 4), w2);
+            __m256i s3 = _mm256_madd_epi16(bcast_pair(x + 6), w3);
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(bcast_pair(x + 8), w4));
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(bcast_pair(x + 10), w5));
+            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(bcast_pair(x + 12), w6));
+            s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(bcast_pair(x + 14), w7));
+            __m256i sum = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
+            _mm256_storeu_si256(a, _mm256_add_epi32(_mm256_loadu_si256(a), sum));
         }
-        _mm256_storeu_si256(a, _mm256_add_epi32(_mm256_loadu_si256(a), _mm256_add_epi32(s0, t0)));
-        _mm256_storeu_si256(a + 1, _mm256_add_epi32(_mm256_loadu_si256(a + 1), _mm256_add_epi32(s1, t1)));
     }
 }
 
@@ -2371,7 +2376,12 @@ static void fast_gemm(vta_scratch *s, const int64_t *f, const int32_t *snap) {
     int64_t sfo = f[F_SRC_FACTOR_OUT], sfi = f[F_SRC_FACTOR_IN];
     int64_t wfo = f[F_WGT_FACTOR_OUT], wfi = f[F_WGT_FACTOR_IN];
     if (f[F_RESET]) {
-        if (nk == 1 && dfi == 1) { /* the usual reset: runs of consecutive rows */
+        if (nk == 1 && ((n_in == 1 && dfo == 1) || (dfi == 1 && (n_out == 1 || dfo == n_in)))) {
+            /* the usual reset: one range of consecutive rows */
+            memset(s->acc + dk[0] * blk, 0, (size_t)(n_out * n_in * blk) * 4);
+            return;
+        }
+        if (nk == 1 && dfi == 1) { /* runs of consecutive rows */
             for (int64_t o = 0; o < n_out; o++)
                 memset(s->acc + (dk[0] + o * dfo) * blk, 0, (size_t)(n_in * blk) * 4);
             return;
