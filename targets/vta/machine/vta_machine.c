@@ -1204,23 +1204,15 @@ static void gemm_run(machine *m, const struct loops *L) {
 /* --- ALU rows and STORE narrowing, vectorized where the CPU allows -------------------------- */
 
 #if HAVE_AVX2_KERNEL
-/* gemmlowp SaturatingRoundingDoublingHighMul on eight lanes, as rdmul: the 64-bit product
- * plus the nudge, divided by 2^31 truncating toward zero (a negative sum gets 2^31 - 1 added
- * before the shift; bits 31..62 are the same for a logical and an arithmetic shift). */
+/* gemmlowp SaturatingRoundingDoublingHighMul on eight lanes, as rdmul. rdmul's nudged
+ * product divided by 2^31 truncating toward zero is floor((p + 2^30) / 2^31) for either sign
+ * of p (p < 0: (p + 1 - 2^30 + 2^31 - 1) >> 31), i.e. bits 31..62 of p + 2^30. */
 static inline AVX2 __m256i rdmul8(__m256i x, __m256i y) {
-    const __m256i zero = _mm256_setzero_si256();
-    const __m256i pos = _mm256_set1_epi64x((int64_t)1 << 30);
-    const __m256i neg = _mm256_set1_epi64x(1 - ((int64_t)1 << 30));
-    const __m256i round = _mm256_set1_epi64x(((int64_t)1 << 31) - 1);
-    __m256i p[2], r[2];
-    p[0] = _mm256_mul_epi32(x, y);
-    p[1] = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(y, 32));
-    for (int h = 0; h < 2; h++) {
-        __m256i v = _mm256_add_epi64(p[h], _mm256_blendv_epi8(pos, neg, _mm256_cmpgt_epi64(zero, p[h])));
-        v = _mm256_add_epi64(v, _mm256_and_si256(round, _mm256_cmpgt_epi64(zero, v)));
-        r[h] = _mm256_srli_epi64(v, 31);
-    }
-    __m256i out = _mm256_blend_epi32(r[0], _mm256_slli_epi64(r[1], 32), 0xAA);
+    const __m256i half = _mm256_set1_epi64x((int64_t)1 << 30);
+    __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, y), half);
+    __m256i odd = _mm256_add_epi64(
+        _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(y, 32)), half);
+    __m256i out = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
     const __m256i min = _mm256_set1_epi32(INT32_MIN);
     __m256i both_min = _mm256_and_si256(_mm256_cmpeq_epi32(x, min), _mm256_cmpeq_epi32(y, min));
     return _mm256_blendv_epi8(out, _mm256_set1_epi32(INT32_MAX), both_min);
