@@ -49,7 +49,7 @@ SOURCES = ("vta_machine.c",)
 HEADERS = ("vta_machine.h",)
 ABI = 4  # VTA_MACHINE_ABI in vta_machine.h
 # GEMM kernels (enum vta_kernel): all compute the same sums; "auto" is the fastest the CPU has.
-KERNELS = {"auto": 0, "c": 1, "sse2": 2, "avx2": 3}
+KERNELS = {"auto": 0, "c": 1, "sse2": 2, "avx2": 3, "avx-vnni": 4, "avx512-vnni": 5}
 kernel = os.environ.get("QACCEL_CMACHINE_KERNEL", "auto")  # tests set it to check each one
 last_kernel: str | None = None  # the kernel the last functional run used
 CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared")

@@ -355,7 +355,7 @@ struct vta_program {
 struct vta_scratch {
     vta_config cfg;
     struct geometry g;
-    int kernel;          /* enum vta_kernel: VTA_KERNEL_C or VTA_KERNEL_AVX2 */
+    int kernel;          /* enum vta_kernel: VTA_KERNEL_C, or VTA_KERNEL_AVX2 and up */
     int16_t *inp;        /* INP rows widened to int16 */
     int8_t *wgt;         /* WGT tiles as loaded */
     int16_t *pairs;      /* dense WGT tiles as pair rows (the AVX2 kernel), or NULL */
@@ -1143,6 +1143,19 @@ static int cpu_has_avx2(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2");
 }
+
+/* AVX-VNNI (VPDPWSSD on VEX) and AVX512-VNNI with AVX512VL (VPDPWSSD on 256-bit vectors):
+ * the pair kernel's multiply-add-accumulate in one instruction. */
+static int cpu_has_avx_vnni(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+}
+
+static int cpu_has_avx512_vnni(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512vnni") &&
+           __builtin_cpu_supports("avx512vl");
+}
 #else
 #define HAVE_AVX2_KERNEL 0
 #endif
@@ -1274,7 +1287,7 @@ static AVX2 int64_t alu_row16_avx2(int op, int32_t *x, const int32_t *y, int32_t
 /* alu_row with the machine's kernel. */
 static int64_t alu_row_fast(const machine *m, int op, int32_t *x, const int32_t *y, int32_t imm) {
 #if HAVE_AVX2_KERNEL
-    if (m->kernel == VTA_KERNEL_AVX2 && m->g.blk == 16) {
+    if (m->kernel >= VTA_KERNEL_AVX2 && m->g.blk == 16) {
         int64_t j = alu_row16_avx2(op, x, y, imm);
         if (j != -2) return j;
     }
@@ -1414,7 +1427,7 @@ static int alu_loops(machine *m, int64_t i, const int64_t *f, const struct loops
     int64_t nk = L->end - L->bgn, blk = m->g.blk, first = 0;
     int use_imm = f[F_USE_IMM] != 0, op = (int)f[F_ALU_OPCODE];
     int32_t imm = (int32_t)f[F_IMM];
-    if (m->kernel == VTA_KERNEL_AVX2 && blk == 16) {
+    if (m->kernel >= VTA_KERNEL_AVX2 && blk == 16) {
         first = alu_loops16(m, f, L); /* where it stopped: a row the lanes below must do */
         if (first < 0) return VTA_OK;
     }
@@ -2017,12 +2030,20 @@ int vta_scratch_new(const vta_config *config, vta_run *run, vta_scratch **out) {
         return rc;
     int64_t blk = g.blk, di = g.depth[BUF_INP], dw = g.depth[BUF_WGT], da = g.depth[BUF_ACC];
     int64_t ppt = blk / 2 > 0 ? blk / 2 : 1;
-    int best = VTA_KERNEL_C;
+    int best = VTA_KERNEL_C, has_avx_vnni = 0;
 #if HAVE_AVX2_KERNEL
-    if (blk == 16 && cpu_has_avx2()) best = VTA_KERNEL_AVX2;
+    if (blk == 16 && cpu_has_avx2()) {
+        best = VTA_KERNEL_AVX2;
+        has_avx_vnni = cpu_has_avx_vnni();
+        if (has_avx_vnni) best = VTA_KERNEL_AVX_VNNI;
+        if (cpu_has_avx512_vnni()) best = VTA_KERNEL_AVX512_VNNI;
+    }
 #endif
-    int kernel = run->kernel == VTA_KERNEL_AUTO || run->kernel >= best ? best : VTA_KERNEL_C;
-    int64_t bytes = di * blk * 2 + dw * blk * blk * (kernel == VTA_KERNEL_AVX2 ? 3 : 1) +
+    /* the fastest available unless a slower one is asked for (SSE2: portable C here) */
+    int kernel = run->kernel == VTA_KERNEL_AUTO || run->kernel >= best ? best
+                 : run->kernel == VTA_KERNEL_AVX_VNNI && !has_avx_vnni ? VTA_KERNEL_AVX2
+                 : run->kernel >= VTA_KERNEL_AVX2 ? (int)run->kernel : VTA_KERNEL_C;
+    int64_t bytes = di * blk * 2 + dw * blk * blk * (kernel >= VTA_KERNEL_AVX2 ? 3 : 1) +
                     dw * blk * 2 + dw * (2 + ppt) + da * blk * 4;
     if (limit >= 0 && bytes > limit) {
         char a[32], b[32];
@@ -2044,9 +2065,9 @@ int vta_scratch_new(const vta_config *config, vta_run *run, vta_scratch **out) {
     s->npairs = (uint8_t *)calloc((size_t)dw, 1);
     s->pair_list = (uint8_t *)calloc((size_t)(dw * ppt), 1);
     s->acc = (int32_t *)calloc((size_t)(da * blk), sizeof(int32_t));
-    if (kernel == VTA_KERNEL_AVX2) s->pairs = (int16_t *)calloc((size_t)(dw * blk * blk), sizeof(int16_t));
+    if (kernel >= VTA_KERNEL_AVX2) s->pairs = (int16_t *)calloc((size_t)(dw * blk * blk), sizeof(int16_t));
     if (!s->inp || !s->wgt || !s->diag || !s->wclass || !s->npairs || !s->pair_list || !s->acc ||
-        (kernel == VTA_KERNEL_AVX2 && !s->pairs)) {
+        (kernel >= VTA_KERNEL_AVX2 && !s->pairs)) {
         vta_scratch_free(s);
         return VTA_ERR_NOMEM;
     }
@@ -2129,7 +2150,7 @@ static void set_tile(vta_scratch *s, int64_t row, const uint8_t *src) {
     int64_t blk = s->g.blk, bb = blk * blk;
     int8_t *w = s->wgt + row * bb;
 #if HAVE_AVX2_KERNEL
-    if (s->kernel == VTA_KERNEL_AVX2) {
+    if (s->kernel >= VTA_KERNEL_AVX2) {
         set_tile16_avx2(s, row, src);
         return;
     }
@@ -2188,7 +2209,7 @@ static void load_rows(machine *m, vta_scratch *s, int64_t mt, int64_t row, const
     if (mt == MEM_INP) {
         int16_t *dst = s->inp + row * blk;
 #if HAVE_AVX2_KERNEL
-        if (src && s->kernel == VTA_KERNEL_AVX2) {
+        if (src && s->kernel >= VTA_KERNEL_AVX2) {
             widen_avx2(dst, src, count * blk);
             return;
         }
@@ -2276,34 +2297,44 @@ static inline AVX2 __m256i bcast_pair(const int16_t *x) {
 }
 
 /* BLOCK 16, every lane pair: one half of the output lanes at a time, its eight pair-row
- * vectors in registers for every row of the span. */
-static AVX2 void dense16_avx2(int32_t *acc, const int16_t *inp, const int16_t *wp,
-                              const struct span *sp) {
-    for (int half = 0; half < 2; half++) {
-        __m256i w0 = _mm256_loadu_si256((const __m256i *)(wp + 16 * half));
-        __m256i w1 = _mm256_loadu_si256((const __m256i *)(wp + 32 + 16 * half));
-        __m256i w2 = _mm256_loadu_si256((const __m256i *)(wp + 64 + 16 * half));
-        __m256i w3 = _mm256_loadu_si256((const __m256i *)(wp + 96 + 16 * half));
-        __m256i w4 = _mm256_loadu_si256((const __m256i *)(wp + 128 + 16 * half));
-        __m256i w5 = _mm256_loadu_si256((const __m256i *)(wp + 160 + 16 * half));
-        __m256i w6 = _mm256_loadu_si256((const __m256i *)(wp + 192 + 16 * half));
-        __m256i w7 = _mm256_loadu_si256((const __m256i *)(wp + 224 + 16 * half));
-        FOR_SPAN(sp, d, r) {
-            __m256i *a = (__m256i *)(acc + d * 16 + 8 * half);
-            const int16_t *x = inp + r * 16;
-            __m256i s0 = _mm256_madd_epi16(bcast_pair(x), w0);
-            __m256i s1 = _mm256_madd_epi16(bcast_pair(x + 2), w1);
-            __m256i s2 = _mm256_madd_epi16(bcast_pair(x + 4), w2);
-            __m256i s3 = _mm256_madd_epi16(bcast_pair(x + 6), w3);
-            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(bcast_pair(x + 8), w4));
-            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(bcast_pair(x + 10), w5));
-            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(bcast_pair(x + 12), w6));
-            s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(bcast_pair(x + 14), w7));
-            __m256i sum = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
-            _mm256_storeu_si256(a, _mm256_add_epi32(_mm256_loadu_si256(a), sum));
-        }
+ * vectors in registers for every row of the span. DP(s, x, w) is s + madd(x, w): AVX2's
+ * VPMADDWD and VPADDD, or VNNI's VPDPWSSD (the same sums: the int16 products of int8 values
+ * and their pair sums cannot overflow). */
+#define DENSE16(NAME, ATTR, DP)                                                                  \
+    static ATTR void NAME(int32_t *acc, const int16_t *inp, const int16_t *wp,                  \
+                          const struct span *sp) {                                              \
+        for (int half = 0; half < 2; half++) {                                                  \
+            __m256i w[8];                                                                       \
+            for (int p = 0; p < 8; p++)                                                         \
+                w[p] = _mm256_loadu_si256((const __m256i *)(wp + 32 * p + 16 * half));          \
+            FOR_SPAN(sp, d, r) {                                                                \
+                __m256i *a = (__m256i *)(acc + d * 16 + 8 * half);                              \
+                const int16_t *x = inp + r * 16;                                                \
+                __m256i z = _mm256_setzero_si256();                                             \
+                __m256i s0 = DP(z, bcast_pair(x), w[0]), s1 = DP(z, bcast_pair(x + 2), w[1]);   \
+                __m256i s2 = DP(z, bcast_pair(x + 4), w[2]), s3 = DP(z, bcast_pair(x + 6), w[3]); \
+                s0 = DP(s0, bcast_pair(x + 8), w[4]);                                           \
+                s1 = DP(s1, bcast_pair(x + 10), w[5]);                                          \
+                s2 = DP(s2, bcast_pair(x + 12), w[6]);                                          \
+                s3 = DP(s3, bcast_pair(x + 14), w[7]);                                          \
+                __m256i sum = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3)); \
+                _mm256_storeu_si256(a, _mm256_add_epi32(_mm256_loadu_si256(a), sum));          \
+            }                                                                                   \
+        }                                                                                       \
     }
-}
+
+#define DP_AVX2(s, x, w) _mm256_add_epi32((s), _mm256_madd_epi16((x), (w)))
+DENSE16(dense16_avx2, AVX2, DP_AVX2)
+#if defined(__GNUC__) && (__GNUC__ >= 11 || defined(__clang__))
+#define HAVE_VNNI_KERNELS 1
+#define DP_AVX_VNNI(s, x, w) _mm256_dpwssd_avx_epi32((s), (x), (w))
+#define DP_AVX512_VNNI(s, x, w) _mm256_dpwssd_epi32((s), (x), (w))
+DENSE16(dense16_avx_vnni, __attribute__((target("avx2,avxvnni"))), DP_AVX_VNNI)
+DENSE16(dense16_avx512_vnni, __attribute__((target("avx2,avx512vnni,avx512vl"))),
+        DP_AVX512_VNNI)
+#else
+#define HAVE_VNNI_KERNELS 0
+#endif
 
 /* BLOCK 16, only the listed lane pairs (e.g. input channels padded to the block). */
 static AVX2 void pairs16_avx2(int32_t *acc, const int16_t *inp, const int16_t *wp,
@@ -2343,9 +2374,15 @@ static void tile_rows(const vta_scratch *s, int64_t tile, const struct span *sp)
     int cls = s->wclass[tile];
     if (cls == TILE_ZERO) return;
 #if HAVE_AVX2_KERNEL
-    if (s->kernel == VTA_KERNEL_AVX2) { /* BLOCK 16 */
+    if (s->kernel >= VTA_KERNEL_AVX2) { /* BLOCK 16 */
         if (cls == TILE_DIAG)
             diag16_avx2(s->acc, s->inp, s->diag + tile * 16, sp);
+#if HAVE_VNNI_KERNELS
+        else if (s->npairs[tile] == 8 && s->kernel == VTA_KERNEL_AVX512_VNNI)
+            dense16_avx512_vnni(s->acc, s->inp, s->pairs + tile * 256, sp);
+        else if (s->npairs[tile] == 8 && s->kernel == VTA_KERNEL_AVX_VNNI)
+            dense16_avx_vnni(s->acc, s->inp, s->pairs + tile * 256, sp);
+#endif
         else if (s->npairs[tile] == 8)
             dense16_avx2(s->acc, s->inp, s->pairs + tile * 256, sp);
         else

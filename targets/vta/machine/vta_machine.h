@@ -61,7 +61,10 @@ enum vta_kernel {
     VTA_KERNEL_AUTO = 0, /* the fastest available */
     VTA_KERNEL_C = 1,    /* portable C, any block size */
     VTA_KERNEL_SSE2 = 2, /* x86-64, BLOCK 8/16/32 */
-    VTA_KERNEL_AVX2 = 3  /* x86-64 CPUs with AVX2 (checked at run time), BLOCK 8/16/32 */
+    VTA_KERNEL_AVX2 = 3, /* x86-64 CPUs with AVX2 (checked at run time), BLOCK 8/16/32 */
+    /* the fast path only (vta_execute, BLOCK 16; vta_simulate takes them as AVX2) */
+    VTA_KERNEL_AVX_VNNI = 4,   /* AVX2 + AVX-VNNI */
+    VTA_KERNEL_AVX512_VNNI = 5 /* AVX2 + AVX512-VNNI + AVX512VL */
 };
 
 typedef struct vta_run {
