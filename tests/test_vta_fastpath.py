@@ -120,3 +120,28 @@ def test_prepared_program_rejects_a_dram_image_of_another_size():
     prepared.execute(np.zeros(64, np.uint8), scratch)
     with pytest.raises(SimulationError, match="DRAM image of 32 bytes for a program prepared for 64"):
         prepared.execute(np.zeros(32, np.uint8), scratch)
+
+
+@pytest.mark.parametrize("kernel", ["c", "avx2", "avx-vnni", "avx512-vnni"])
+def test_every_fast_kernel_on_an_emitted_convolution(kernel, monkeypatch):
+    """Each kernel the fast path may choose (never a faster one than asked; VNNI only on CPUs
+    that have it) computes the checked path's DRAM."""
+    from qaccel.lowering.vta.emit import emit
+    from qaccel.lowering.vta.search import schedule
+    from qaccel.targets.vta.config import DEFAULT_CONFIG
+    from qaccel.targets.vta.simulator import simulate
+    from test_vta_codegen import conv_layer
+
+    monkeypatch.setattr(cmachine, "kernel", kernel)
+    order = list(cmachine.KERNELS)
+    rng = np.random.default_rng(17)
+    layer = conv_layer(H=9, W=9, C=40, O=36, k=3, rng=rng)
+    prog = emit(layer, schedule(layer, DEFAULT_CONFIG, refine=0), DEFAULT_CONFIG)
+    x = rng.integers(-128, 128, layer.input_shape).astype(np.int8)
+    image = prog.dram_image(x)
+    want = simulate(prog.program, prog.program.uops, image, DEFAULT_CONFIG, simulator="c").dram
+    scratch = cmachine.Scratch(DEFAULT_CONFIG)
+    assert scratch.kernel != "sse2" and order.index(scratch.kernel) <= order.index(kernel)
+    prepared = cmachine.Prepared(prog.program, prog.program.uops, image.size, DEFAULT_CONFIG)
+    got = prepared.execute(np.ascontiguousarray(image).copy(), scratch)
+    assert np.array_equal(got, want)
