@@ -583,6 +583,19 @@ static int prepare_layers(qaccel_prepared *q) {
   int64_t cycles = 0;
   vta_run r;
   memset(&r, 0, sizeof r);
+  /* what an earlier attempt that failed left */
+  for (uint32_t k = 0; k < p->n_layers; k++) {
+    vta_program_free(q->layers[k]);
+    q->layers[k] = NULL;
+  }
+  vta_scratch_free(q->scratch);
+  q->scratch = NULL;
+  if (q->runs)
+    for (uint32_t k = 0; k < p->n_in + p->n_out; k++) free(q->runs[k].at);
+  free(q->runs);
+  free(q->is_input);
+  q->runs = NULL;
+  q->is_input = NULL;
   int rc = vta_scratch_new(&p->cfg, &r, &q->scratch);
   if (rc != VTA_OK) return layer_error(0, rc, &r);
   for (uint32_t k = 0; k < p->n_layers; k++) {
