@@ -92,7 +92,7 @@ def _fast(program, uops, dram, config):
     image = prog.initial_dram() if dram is None else np.asarray(dram)
     if image.dtype != np.uint8 or image.ndim != 1:
         return None
-    key = (c.name, c.log_block, cmachine.kernel)
+    key = (repr(c), cmachine.kernel)  # every field: scratchpads are per configuration
     try:
         if key not in _SCRATCH:
             _SCRATCH[key] = cmachine.Scratch(c)
