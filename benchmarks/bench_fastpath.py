@@ -21,6 +21,8 @@ then the ratio to XNNPACK. Then the dataset: `qaccel-run OUTDIR --inputs-dir DIR
 over `--inputs` random int8 inputs (default 1000; `--jobs`, default every core), wall time of
 the whole command and inputs/s; and `qaccel-run OUTDIR --inputs-dir` on the first `--check`
 of them (default 16) against LiteRT's reference kernels (BUILTIN_REF): they must be bit-exact.
+Targets (MobileNetV2, one thread, an idle 2-core machine): fast <= 10x XNNPACK; the dataset
+>= 100 inputs/s.
 """
 
 from __future__ import annotations
