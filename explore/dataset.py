@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from qaccel.explore.backend import is_artifact, load_artifact, run_compiled
+from qaccel.explore.backend import is_artifact, load_artifact, load_run_plan, run_compiled
 from qaccel.explore.executors import LocalExecutor, RayExecutor
 
 
@@ -109,6 +109,9 @@ class DatasetSummary:
 
 def input_shapes(artifact: str | Path) -> list[tuple[int, ...]]:
     """The shapes of the artifact's entry function's inputs."""
+    plan = load_run_plan(artifact)
+    if plan is not None:  # no MLIR to parse
+        return [shape for shape, _ in plan.inputs]
     from qaccel.interpreter.interpreter import entry_function
 
     function = entry_function(load_artifact(artifact).module)
@@ -124,26 +127,33 @@ def artifact_files(outdir: str | Path) -> dict[str, bytes]:
 _LOADED: dict[str, Any] = {}
 
 
-def _compiled_from(files: dict[str, bytes]) -> Any:
-    """The artifact, materialized once per worker process (cached by content)."""
+def _runner_from(files: dict[str, bytes], simulator: str) -> Any:
+    """The artifact, materialized once per worker process (cached by content): a function
+    running one input set. Its run plan (numpy and the C machine, each layer checked and timed
+    once, then run with data only) when it has one, else the compiled model on the
+    interpreter."""
     h = hashlib.sha256()
     for name, data in sorted(files.items()):
         h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
-    key = h.hexdigest()
+    key = h.hexdigest() + simulator
     if key not in _LOADED:
         folder = Path(tempfile.mkdtemp(prefix="qaccel-artifact-"))
         for name, data in files.items():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_bytes(data)
-        _LOADED[key] = load_artifact(folder)
+        plan = load_run_plan(folder, simulator)
+        if plan is not None:
+            _LOADED[key] = plan.run
+        else:
+            compiled = load_artifact(folder)
+            _LOADED[key] = lambda arrays: run_compiled(compiled, arrays, simulator)
     return _LOADED[key]
 
 
 def _run_chunk(shared: dict[str, Any], chunk: list[tuple[int, list[np.ndarray]]]) -> list[dict]:
     """Our outputs for every set of the chunk, and LiteRT's (one subprocess per chunk)."""
-    compiled = _compiled_from(shared["files"])
-    results = [{"index": i, "outputs": run_compiled(compiled, arrays, shared["simulator"])}
-               for i, arrays in chunk]  # fmt: skip
+    run = _runner_from(shared["files"], shared["simulator"])
+    results = [{"index": i, "outputs": run(arrays)} for i, arrays in chunk]
     if shared["compare"]:
         from qaccel.backends.litert.oracle import run_reference
 

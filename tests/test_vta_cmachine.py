@@ -12,6 +12,11 @@ lane and instruction it names, data races included). The programs:
 - random encodings (`test_vta_isa._random_fields`): mostly malformed;
 - the emitter's random layers (`test_vta_codegen.random_layer`);
 - every layer of every fixture model, compiled for both bundled configurations.
+
+Every comparison also runs the C machine's fast path (`cmachine.Prepared`: the program checked
+and timed once without data, then replayed with data only, in scratchpads shared by every
+program of a configuration): the same DRAM and statistics as the checked C run, the same error
+(any error when the checked run fails on data: an ALU or output-stage shift out of range).
 """
 
 from __future__ import annotations
@@ -76,10 +81,51 @@ def _same_report(a, b):
     assert np.array_equal(a.module, b.module)
 
 
+_SCRATCH: dict = {}
+
+
+def _fast(program, uops, dram, config):
+    """The fast path on a copy of the DRAM image: (Prepared, DRAM after FINISH), an error,
+    or None when the image is not one the machine takes (the checked path says why)."""
+    c = config or (program.config if isinstance(program, Program) else DEFAULT_CONFIG)
+    prog = program if isinstance(program, Program) else Program(c, program)
+    image = prog.initial_dram() if dram is None else np.asarray(dram)
+    if image.dtype != np.uint8 or image.ndim != 1:
+        return None
+    key = (repr(c), cmachine.kernel)  # every field: scratchpads are per configuration
+    try:
+        if key not in _SCRATCH:
+            _SCRATCH[key] = cmachine.Scratch(c)
+        p = cmachine.Prepared(prog, uops, image.size, c)
+        return p, p.execute(image.copy(), _SCRATCH[key])
+    except SimulationError as e:
+        return e
+
+
+def _compare_fast(c, fast, what):
+    """The fast path against the checked C run."""
+    if fast is None:
+        return
+    if isinstance(c, SimulationError):
+        assert isinstance(fast, SimulationError), f"{what}: checked: {c}; fast ran"
+        if "the hardware result is undefined" not in str(c):  # not a check on data
+            assert (fast.kind, fast.index, str(fast)) == (c.kind, c.index, str(c)), what
+        OUTCOMES["fast: same error"] += 1
+        return
+    assert not isinstance(fast, SimulationError), f"{what}: fast: {fast}; checked ran"
+    prepared, dram = fast
+    assert np.array_equal(dram, c.dram), f"{what}: fast path DRAM"
+    _same_report(prepared.report, c.timing)
+    assert prepared.leftover_tokens == c.leftover_tokens
+    OUTCOMES["fast: ran"] += 1
+
+
 def _compare(program, uops=None, dram=None, config=None, what=""):
-    """Run both simulators (and both timing models); assert they agree; returns the outcome."""
+    """Run both simulators (and both timing models, and the C machine's fast path); assert
+    they agree; returns the outcome."""
     py = _run(lambda: simulate(program, uops, dram, config, simulator="python"))
     c = _run(lambda: simulate(program, uops, dram, config, simulator="c"))
+    _compare_fast(c, _fast(program, uops, dram, config), what)
     tp = _run(lambda: timing(program, config, simulator="python"))
     tc = _run(lambda: timing(program, config, simulator="c"))
     for ref, got in ((py, c), (tp, tc)):
@@ -483,3 +529,4 @@ def test_outcome_summary():
     if OUTCOMES["ran"] == 0:
         pytest.skip("run with the other tests of this module")
     assert OUTCOMES["same error"] > 0
+    assert OUTCOMES["fast: ran"] > 0 and OUTCOMES["fast: same error"] > 0

@@ -38,7 +38,10 @@ input set (or one `.npz` per set for several inputs), or is one `.npz` of input 
 (`explore/dataset.py`). Every set runs, in parallel on local processes (`--jobs N`) or Ray
 tasks (`--ray [ADDRESS]`), against LiteRT's reference kernels too; outputs go to
 DIR/<set>/output_i.npy and the agreement (bit-exact sets, max |diff|; with `--labels
-FILE.npy` top-1 agreement and accuracy) to DIR/summary.json.
+FILE.npy` top-1 agreement and accuracy) to DIR/summary.json; `--no-compare` skips LiteRT.
+Artifacts with a run plan run each accelerator layer the fast way: checked and timed once
+(every check and the timing model), then per input with data only, bit-exact with the checked
+simulation (`QACCEL_SIMULATION=checked` simulates every run with every check instead).
 """
 
 from __future__ import annotations
@@ -147,6 +150,9 @@ def _own_arguments(add_help: bool = True) -> argparse.ArgumentParser:
                          "or of one .npz, against LiteRT")  # fmt: skip
     ap.add_argument("--labels", type=Path, metavar="FILE.npy",
                     help="with --inputs-dir: class labels, one per input set (top-1 accuracy)")
+    ap.add_argument("--no-compare", action="store_true",
+                    help="with --inputs-dir: do not run LiteRT's reference kernels (our "
+                         "outputs, and top-1 accuracy with --labels, only)")  # fmt: skip
     ap.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                     help="with --inputs-dir: local processes (default: every core)")
     ap.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
@@ -255,8 +261,8 @@ def run_fast(args) -> int | None:
         plot_report(report, args.plot, path.name)
         print(f"wrote {args.plot}")
     _write_outputs(outputs, Path(args.outputs_dir))
-    print(f"ran {plan.layer_count} accelerator layer(s) on the simulator, "
-          f"{plan.fallback_count} op(s) of accelerator functions on the host")  # fmt: skip
+    print(f"ran {plan.layer_count} accelerator layer(s) on the simulator ({plan.cycles} "
+          f"cycles), {plan.fallback_count} op(s) of accelerator functions on the host")  # fmt: skip
     if not args.compare_litert:
         return 0
     model_file = path / "model.tflite"
@@ -322,6 +328,8 @@ def run_vta(args) -> int:
               "CPU reference kernels")  # fmt: skip
     else:
         where = "through the C driver" if args.driver == "c" else "on the simulator"
+        cycles = compiled.report.get("totals", {}).get("cycles")  # the one timing run's
+        where += f" ({cycles} cycles)" if cycles is not None else ""
         print(f"ran {layers} accelerator layer(s) {where}, "
               f"{len(compiled.fallbacks)} op(s) of accelerator functions on the host")  # fmt: skip
     if not args.compare_litert:
@@ -363,8 +371,8 @@ def run_dataset(args) -> int:
     try:
         sets = load_input_sets(args.inputs_dir, input_shapes(path))
         labels = load_inputs([str(args.labels)])[0] if args.labels else None
-        compare = (path / "model.tflite").is_file()
-        if not compare:
+        compare = (path / "model.tflite").is_file() and not args.no_compare
+        if not compare and not args.no_compare:
             print(f"{PROG}: note: {path} has no model.tflite; not comparing with LiteRT",
                   file=sys.stderr)  # fmt: skip
         summary = evaluate_dataset(path, sets, labels=labels,
@@ -488,6 +496,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return run_dataset(args)
     if args.labels is not None or args.ray is not None or args.jobs is not None:
         raise RunError("--labels, --jobs and --ray go with --inputs-dir")
+    if args.no_compare:
+        raise RunError("--no-compare goes with --inputs-dir (--compare-litert compares one run)")
     vta = args.target == "vta" or Path(args.model).is_dir()
     if args.litert_path is not None and args.runtime != "litert":
         raise RunError("--litert-path goes with --runtime litert")

@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,8 @@ class _Function:
         self.consts = [(r, plan.arrays[k]) for r, k in entry["consts"]]
         self.steps = [self._prepare(step, plan) for step in entry["steps"]]
         accel = entry.get("accel")
+        self._work: np.ndarray | None = None  # the fast path's DRAM buffer (_fresh_image)
+        self._dirty = 0
         self.image = None
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
         if accel is not None:
@@ -184,6 +187,25 @@ class _Function:
                  np.frombuffer(plan.read(lay["uops"]), "<u4"))
                 for lay in accel["layers"]
             ]  # fmt: skip
+
+    def _fresh_image(self, plan: RunPlan) -> np.ndarray | None:
+        """The DRAM image as the run starts. On the fast path one buffer serves every run:
+        only the bytes a run can write (arena slots the host fills, what the layers store) are
+        restored from the image."""
+        if self.image is None:
+            return None
+        if not plan.fast or not self.layers:
+            return self.image.copy()
+        if self._work is None:
+            self._work = self.image.copy()
+            dirty = max(plan.prepared(self.name, i).dram_written for i in range(len(self.layers)))
+            for kind, _, _, p in self.steps:
+                if kind == "write":
+                    dirty = max(dirty, int(p["offset"]) + int(p["nbytes"]))
+            self._dirty = min(dirty, self.image.size)
+            return self._work
+        self._work[: self._dirty] = self.image[: self._dirty]
+        return self._work
 
     @staticmethod
     def _prepare(step: list, plan: RunPlan) -> tuple:
@@ -220,7 +242,7 @@ class _Function:
             regs[r] = x
         for r, x in self.consts:
             regs[r] = x
-        image = None if self.image is None else self.image.copy()  # the layers run in place
+        image = self._fresh_image(plan)  # the layers run in place
         for kind, ins, outs, p in self.steps:
             if kind == "layer":
                 image = plan.run_layer(self.name, p["index"], self.layers[p["index"]], image)
@@ -327,7 +349,13 @@ class RunPlan:
         self.layer_count = sum(len(f["layers"]) for f in manifest["functions"].values())
         self.fallback_count = len(manifest["fallbacks"])
         self.layer_runs = 0
+        self.cycles = 0  # the accelerator cycles of the layers run so far (timing model)
         self._config = None
+        # The fast path (simulator "c", unless QACCEL_SIMULATION=checked): each layer checked
+        # and timed once (cmachine.Prepared), then run with data only, in one scratch.
+        self._fast = simulator == "c" and os.environ.get("QACCEL_SIMULATION") != "checked"
+        self._prepared: dict[tuple[str, int], Any] = {}
+        self._scratch = None
         blob = self.read(PLAN_ARRAYS)
         _check_npz(blob, f"'{self.root / PLAN_ARRAYS}'")
         with np.load(io.BytesIO(blob)) as z:
@@ -356,6 +384,8 @@ class RunPlan:
     def run_layer(self, fn: str, index: int, layer, image: np.ndarray) -> np.ndarray:
         """Run one layer on `image` (modified in place by the C machine); the DRAM after it."""
         words, uops = layer
+        if self.fast:
+            return self._run_prepared(fn, index, layer, image)
         if self.simulator == "c":
             from qaccel.targets.vta import cmachine
 
@@ -372,7 +402,46 @@ class RunPlan:
         if any(result.leftover_tokens.values()):
             raise RunPlanError(f"{fn} layer {index}: tokens left over {result.leftover_tokens}")
         self.layer_runs += 1
+        self.cycles += result.timing.total_cycles
         return result.dram
+
+    @property
+    def fast(self) -> bool:
+        """Whether layers take the fast path (the C machine loads, and no one asked for the
+        checked one with QACCEL_SIMULATION=checked)."""
+        if self._fast:
+            from qaccel.targets.vta import cmachine
+
+            self._fast = cmachine.available()
+        return self._fast
+
+    def prepared(self, fn: str, index: int):
+        """Layer `index` of function `fn` checked and timed once (`cmachine.Prepared`)."""
+        from qaccel.targets.vta import cmachine
+
+        key = (fn, index)
+        if key not in self._prepared:
+            words, uops = self.functions[fn].layers[index]
+            image = self.functions[fn].image
+            p = cmachine.Prepared(words, uops, 0 if image is None else image.size, self.config)
+            if any(p.leftover_tokens.values()):
+                raise RunPlanError(f"{fn} layer {index}: tokens left over {p.leftover_tokens}")
+            self._prepared[key] = p
+        return self._prepared[key]
+
+    def _run_prepared(self, fn: str, index: int, layer, image: np.ndarray) -> np.ndarray:
+        from qaccel.targets.vta import cmachine
+
+        p = self.prepared(fn, index)
+        if self._scratch is None:
+            self._scratch = cmachine.Scratch(self.config)
+        image = np.ascontiguousarray(image)
+        if not image.flags.writeable:
+            image = image.copy()
+        p.execute(image, self._scratch)
+        self.layer_runs += 1
+        self.cycles += p.report.total_cycles
+        return image
 
     def check_inputs(self, inputs) -> list[np.ndarray]:
         """As `interpreter.check_inputs`: the inputs, or a one-line RunPlanError."""

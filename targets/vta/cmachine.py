@@ -47,9 +47,9 @@ from qaccel.targets.vta.results import (
 MACHINE_DIR = Path(__file__).with_name("machine")
 SOURCES = ("vta_machine.c",)
 HEADERS = ("vta_machine.h",)
-ABI = 3  # VTA_MACHINE_ABI in vta_machine.h
+ABI = 4  # VTA_MACHINE_ABI in vta_machine.h
 # GEMM kernels (enum vta_kernel): all compute the same sums; "auto" is the fastest the CPU has.
-KERNELS = {"auto": 0, "c": 1, "sse2": 2, "avx2": 3}
+KERNELS = {"auto": 0, "c": 1, "sse2": 2, "avx2": 3, "avx-vnni": 4, "avx512-vnni": 5}
 kernel = os.environ.get("QACCEL_CMACHINE_KERNEL", "auto")  # tests set it to check each one
 last_kernel: str | None = None  # the kernel the last functional run used
 CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared")
@@ -122,6 +122,20 @@ def _open(path: Path, check_hash: bool):
     lib.vta_simulate.restype = ctypes.c_int
     lib.vta_simulate.argtypes = [ctypes.POINTER(_Config), _P, _I, ctypes.c_int,
                                  ctypes.POINTER(_Run)]  # fmt: skip
+    lib.vta_prepare.restype = ctypes.c_int
+    lib.vta_prepare.argtypes = [ctypes.POINTER(_Config), _P, _I, ctypes.POINTER(_Run),
+                                ctypes.POINTER(_P)]  # fmt: skip
+    lib.vta_scratch_new.restype = ctypes.c_int
+    lib.vta_scratch_new.argtypes = [ctypes.POINTER(_Config), ctypes.POINTER(_Run),
+                                    ctypes.POINTER(_P)]  # fmt: skip
+    lib.vta_execute.restype = ctypes.c_int
+    lib.vta_execute.argtypes = [_P, _P, ctypes.POINTER(_Run)]
+    lib.vta_program_dram_written.restype = _I
+    lib.vta_program_dram_written.argtypes = [_P]
+    lib.vta_program_free.restype = None
+    lib.vta_program_free.argtypes = [_P]
+    lib.vta_scratch_free.restype = None
+    lib.vta_scratch_free.argtypes = [_P]
     return lib
 
 
@@ -252,6 +266,17 @@ def _run(program, config, functional: bool, uops=None, dram=None, in_place: bool
     run.kernel = KERNELS[kernel]
     cfg = _config_struct(c)
     rc = lib.vta_simulate(ctypes.byref(cfg), _ptr(words), n, int(functional), ctypes.byref(run))
+    _check(rc, run, c)
+    report = _report(run, c, start, end, module)
+    leftover = {name: int(run.leftover_tokens[q]) for q, name in enumerate(FIFOS)}
+    if not functional:
+        return report, leftover, None, None
+    global last_kernel
+    last_kernel = {v: k for k, v in KERNELS.items()}[int(run.kernel)]
+    return report, leftover, dram, sram
+
+
+def _check(rc: int, run: _Run, c: HardwareConfig) -> None:
     if rc == VTA_ERROR:
         kind = run.error_kind.decode() or None
         index = None if run.error_index < 0 else int(run.error_index)
@@ -260,8 +285,11 @@ def _run(program, config, functional: bool, uops=None, dram=None, in_place: bool
         raise SimulationError(f"the C simulator cannot run hardware config {c.name!r}")
     if rc == VTA_ERR_NOMEM:
         raise MemoryError("the C simulator ran out of memory")
+
+
+def _report(run: _Run, c: HardwareConfig, start, end, module) -> TimingReport:
     mem_names = [m.name.lower() for m in MemType]
-    report = TimingReport(
+    return TimingReport(
         config=c,
         total_cycles=int(run.total_cycles),
         busy=dict(zip(MODULE_NAMES, map(int, run.busy))),
@@ -275,12 +303,6 @@ def _run(program, config, functional: bool, uops=None, dram=None, in_place: bool
         end=end,
         module=module,
     )
-    leftover = {name: int(run.leftover_tokens[q]) for q, name in enumerate(FIFOS)}
-    if not functional:
-        return report, leftover, None, None
-    global last_kernel
-    last_kernel = {v: k for k, v in KERNELS.items()}[int(run.kernel)]
-    return report, leftover, dram, sram
 
 
 def simulate(program, uops=None, dram=None, config: HardwareConfig | None = None, *,
@@ -300,12 +322,91 @@ def timing(program, config: HardwareConfig | None = None, *,
     return _run(program, config, False, limits=(step_limit, memory_limit))[0]
 
 
+class Scratch:
+    """The scratchpads `Prepared.execute` works in, one per hardware configuration (one run at
+    a time); `kernel` is the GEMM kernel they use."""
+
+    def __init__(self, config: HardwareConfig, memory_limit=budget.FROM_ENVIRONMENT):
+        lib = library()
+        if lib is None:
+            raise RuntimeError(f"the C simulator is unavailable: {_REASON}")
+        self._lib, self.config = lib, config
+        run = _Run()
+        run.memory_limit = _limit(budget.resolve_limits(budget.FROM_ENVIRONMENT, memory_limit)[1])
+        run.kernel = KERNELS[kernel]
+        handle = _P()
+        _check(lib.vta_scratch_new(ctypes.byref(_config_struct(config)), ctypes.byref(run),
+                                   ctypes.byref(handle)), run, config)  # fmt: skip
+        self._handle = handle
+        self.kernel = {v: k for k, v in KERNELS.items()}[int(run.kernel)]
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            self._lib.vta_scratch_free(self._handle)
+            self._handle = None
+
+
+class Prepared:
+    """An accelerator program checked and timed once (the C machine's vta_prepare: every check
+    `simulate` makes, hazards included, and the timing model, without data), then run any
+    number of times on DRAM images of `dram_bytes` with data only (vta_execute): the DRAM
+    after FINISH is `simulate`'s, bit for bit. `report` and `leftover_tokens` are the one
+    timing run's. Malformed programs raise SimulationError here, as `simulate` would."""
+
+    def __init__(self, program, uops, dram_bytes: int, config: HardwareConfig | None = None, *,
+                 step_limit=budget.FROM_ENVIRONMENT, memory_limit=budget.FROM_ENVIRONMENT):  # fmt: skip
+        lib = library()
+        if lib is None:
+            raise RuntimeError(f"the C simulator is unavailable: {_REASON}")
+        if isinstance(program, Program):
+            config = config or program.config
+        c = config or DEFAULT_CONFIG
+        prog = program if isinstance(program, Program) else Program(c, program)
+        words = np.ascontiguousarray(prog.words, dtype="<u8")
+        n = len(words)
+        image = np.ascontiguousarray(
+            np.asarray(prog.uops if uops is None else uops, dtype=np.uint32).reshape(-1))
+        steps, memory = budget.resolve_limits(step_limit, memory_limit)
+        budget.check_state(c, n, int(dram_bytes), True, memory)
+        run = _Run()
+        run.step_limit, run.memory_limit = _limit(steps), _limit(memory)
+        run.uop_image, run.uop_image_len = _ptr(image), len(image)
+        run.dram_len = int(dram_bytes)
+        start, end, module = (np.zeros(n, np.int64) for _ in range(3))
+        run.start, run.end, run.module = _ptr(start), _ptr(end), _ptr(module)
+        handle = _P()
+        rc = lib.vta_prepare(ctypes.byref(_config_struct(c)), _ptr(words), n, ctypes.byref(run),
+                             ctypes.byref(handle))  # fmt: skip
+        _check(rc, run, c)
+        self._lib, self._handle, self.config, self.dram_bytes = lib, handle, c, int(dram_bytes)
+        self.report = _report(run, c, start, end, module)
+        self.leftover_tokens = {name: int(run.leftover_tokens[q]) for q, name in enumerate(FIFOS)}
+        # one past the last DRAM byte the program's STOREs write: what a run can change
+        self.dram_written = int(lib.vta_program_dram_written(handle))
+
+    def execute(self, dram: np.ndarray, scratch: Scratch) -> np.ndarray:
+        """Run on `dram` in place (a contiguous, writeable uint8 array of `dram_bytes`)."""
+        if not (isinstance(dram, np.ndarray) and dram.dtype == np.uint8 and dram.ndim == 1
+                and dram.flags.c_contiguous and dram.flags.writeable):  # fmt: skip
+            raise SimulationError("the DRAM image must be a contiguous, writeable uint8 array")
+        run = _Run()
+        run.dram, run.dram_len = _ptr(dram), len(dram)
+        _check(self._lib.vta_execute(self._handle, scratch._handle, ctypes.byref(run)), run,
+               self.config)  # fmt: skip
+        return dram
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            self._lib.vta_program_free(self._handle)
+            self._handle = None
+
+
 def compiler_available() -> bool:
     return shutil.which(os.environ.get("CC") or "cc") is not None
 
 
 __all__ = ["available", "build_library", "library", "simulate", "source_hash", "timing",
-           "unavailable_reason", "MACHINE_DIR"]  # fmt: skip
+           "unavailable_reason", "MACHINE_DIR", "Prepared", "Scratch"]  # fmt: skip
 
 
 if __name__ == "__main__":  # python -m qaccel.targets.vta.cmachine: build and report

@@ -66,9 +66,12 @@ struct LiteRtDispatchInvocationContextT {
   int n_in, n_out;
   LiteRtTensorBufferHandle in[MAX_IO], out[MAX_IO];
   char name[64];
+  qaccel_prepared *prepared; /* the program, checked and timed on the first invoke */
 };
 
 static const QLrtRuntimeContext *g_runtime;
+/* Invocation contexts keep their prepared program (qaccel_prepared): nothing model-specific is
+ * global. */
 static long g_invocations;
 
 static LiteRtStatus initialize(const QLrtRuntimeContext *rt, LiteRtEnvironment env,
@@ -250,6 +253,7 @@ static LiteRtStatus invocation_context_create(const QLrtRuntimeContext *rt,
 }
 
 static LiteRtStatus invocation_context_destroy(LiteRtDispatchInvocationContext ic) {
+  qaccel_prepared_free(ic->prepared);
   free(ic->copy);
   free(ic);
   return QLRT_OK;
@@ -326,8 +330,9 @@ static LiteRtStatus invoke(LiteRtDispatchInvocationContext ic) {
       goto unlock;
     }
   }
-  rc = qaccel_program_run(ic->program, ic->size, (size_t)ic->n_in, (const void *const *)ptr, bytes,
-                          (size_t)ic->n_out, ptr + ic->n_in, bytes + ic->n_in);
+  if (!ic->prepared && qaccel_prepared_new(ic->program, ic->size, &ic->prepared)) goto unlock;
+  rc = qaccel_prepared_run(ic->prepared, (size_t)ic->n_in, (const void *const *)ptr, bytes,
+                           (size_t)ic->n_out, ptr + ic->n_in, bytes + ic->n_in);
 unlock:
   while (n_locked) rt->unlock_tensor_buffer(locked[--n_locked]);
   return rc ? QLRT_RUNTIME_FAILURE : QLRT_OK;

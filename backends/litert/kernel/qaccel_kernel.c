@@ -73,6 +73,10 @@ EXPORT int qaccel_litert_bind(const char *path) {
 typedef struct {
   uint32_t program_bytes, n_out, rank[16];
   int32_t dims[16][QLRT_MAX_RANK];
+  /* the node's program prepared on its first run (checked and timed once), for the program
+   * bytes at `prepared_at` */
+  qaccel_prepared *prepared;
+  const void *prepared_at;
 } Node;
 
 static struct {
@@ -91,6 +95,9 @@ static LiteRtStatus k_init(void *ud, const void *opts, size_t n) {
   }
   if (g_kernel.n_nodes >= MAX_NODES) { qaccel_fail("QACCEL_VTA: more than %d nodes", MAX_NODES); return QLRT_RUNTIME_FAILURE; }
   Node *node = &g_kernel.nodes[g_kernel.n_nodes];
+  qaccel_prepared_free(node->prepared); /* a slot a destroyed model left */
+  node->prepared = NULL;
+  node->prepared_at = NULL;
   node->program_bytes = u32(o + 8);
   node->n_out = u32(o + 12);
   size_t at = 16;
@@ -146,8 +153,27 @@ static LiteRtStatus k_run(void *ud, size_t ni, const LiteRtTensorBuffer *in, siz
       qaccel_fail("QACCEL_VTA: cannot lock output %zu", locked_out);
       goto unlock;
     }
-  rc = qaccel_program_run(ptr[ni - 1], bytes[ni - 1], ni - 1, (const void *const *)ptr, bytes, no,
-                          ptr + 64, bytes + 64);
+  {
+    /* the node: the one whose program this is (kept per node, freed with the model) */
+    Node *node = NULL;
+    for (int k = 0; k < g_kernel.n_nodes && !node; k++)
+      if (g_kernel.nodes[k].program_bytes == bytes[ni - 1]) node = &g_kernel.nodes[k];
+    if (!node) {
+      rc = qaccel_program_run(ptr[ni - 1], bytes[ni - 1], ni - 1, (const void *const *)ptr, bytes, no,
+                              ptr + 64, bytes + 64);
+      goto unlock;
+    }
+    if (node->prepared && node->prepared_at != ptr[ni - 1]) {
+      qaccel_prepared_free(node->prepared); /* the program moved: prepare it again */
+      node->prepared = NULL;
+    }
+    if (!node->prepared) {
+      if (qaccel_prepared_new(ptr[ni - 1], bytes[ni - 1], &node->prepared)) goto unlock;
+      node->prepared_at = ptr[ni - 1];
+    }
+    rc = qaccel_prepared_run(node->prepared, ni - 1, (const void *const *)ptr, bytes, no, ptr + 64,
+                             bytes + 64);
+  }
 unlock:
   while (locked_out) api.Unlock(out[--locked_out]);
   while (locked_in) api.Unlock(in[--locked_in]);
@@ -156,7 +182,14 @@ unlock:
 
 static LiteRtStatus k_destroy(void *ud) {
   (void)ud;
-  if (--g_kernel.live <= 0) { g_kernel.live = 0; g_kernel.n_nodes = 0; } /* the model is gone */
+  if (--g_kernel.live <= 0) { /* the model is gone */
+    for (int k = 0; k < g_kernel.n_nodes; k++) {
+      qaccel_prepared_free(g_kernel.nodes[k].prepared);
+      g_kernel.nodes[k].prepared = NULL;
+    }
+    g_kernel.live = 0;
+    g_kernel.n_nodes = 0;
+  }
   return QLRT_OK;
 }
 

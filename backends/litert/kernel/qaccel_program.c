@@ -204,6 +204,75 @@ static void repack(const Io *io, uint8_t *plain, uint8_t *packed, int to_packed)
   }
 }
 
+/* repack as runs of consecutive elements on both sides, worked out once: (packed index,
+ * plain index, length); the packed elements no run covers hold the padding value. */
+typedef struct {
+  Io io;
+  uint64_t n, cap, covered;
+  uint64_t *at; /* 3 per run */
+} Runs;
+
+static int build_runs(const Io *io, Runs *r) {
+  int n = 2 * (int)io->rank;
+  int64_t dims[2 * MAX_RANK], idx[2 * MAX_RANK] = {0}, s[2 * MAX_RANK], stride[MAX_RANK];
+  r->io = *io;
+  r->n = r->covered = 0;
+  for (int k = 0; k < n; k++) dims[k] = io->split[io->order[k]];
+  stride[io->rank - 1] = 1;
+  for (int d = (int)io->rank - 2; d >= 0; d--) stride[d] = stride[d + 1] * io->plain[d + 1];
+  for (uint64_t i = 0; i < io->packed_count; i++) {
+    for (int k = 0; k < n; k++) s[io->order[k]] = idx[k];
+    int64_t flat = 0, inside = 1;
+    for (uint32_t d = 0; d < io->rank; d++) {
+      int64_t c = s[2 * d] * io->split[2 * d + 1] + s[2 * d + 1];
+      if (c >= io->plain[d]) { inside = 0; break; }
+      flat += c * stride[d];
+    }
+    if (inside) {
+      uint64_t *last = r->n ? r->at + 3 * (r->n - 1) : NULL;
+      if (last && last[0] + last[2] == i && last[1] + last[2] == (uint64_t)flat) {
+        last[2]++;
+      } else {
+        if (r->n == r->cap) {
+          uint64_t cap = r->cap ? 2 * r->cap : 64;
+          uint64_t *grown = (uint64_t *)realloc(r->at, (size_t)cap * 3 * sizeof(uint64_t));
+          if (!grown) return qaccel_fail("QACCEL_VTA: out of memory");
+          r->at = grown;
+          r->cap = cap;
+        }
+        r->at[3 * r->n] = i;
+        r->at[3 * r->n + 1] = (uint64_t)flat;
+        r->at[3 * r->n + 2] = 1;
+        r->n++;
+      }
+      r->covered++;
+    }
+    for (int k = n - 1; k >= 0; k--) {
+      if (++idx[k] < dims[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return 0;
+}
+
+/* repack by runs (to_packed: pack, else unpack). */
+static void repack_runs(const Runs *r, uint8_t *plain, uint8_t *packed, int to_packed) {
+  size_t e = r->io.elem;
+  if (to_packed && r->covered < r->io.packed_count) {
+    if (e == 1) {
+      memset(packed, (uint8_t)(int8_t)r->io.pad, (size_t)r->io.packed_count);
+    } else {
+      int32_t v = r->io.pad;
+      for (uint64_t i = 0; i < r->io.packed_count; i++) memcpy(packed + i * e, &v, e);
+    }
+  }
+  for (uint64_t k = 0; k < r->n; k++) {
+    const uint64_t *run = r->at + 3 * k;
+    if (to_packed) memcpy(packed + run[0] * e, plain + run[1] * e, run[2] * e);
+    else memcpy(plain + run[1] * e, packed + run[0] * e, run[2] * e);
+  }
+}
+
 static int64_t get_elem(const Value *v, uint64_t i) {
   if (v->elem == 1) return (int8_t)v->data[i];
   int32_t x; memcpy(&x, v->data + 4 * i, 4); return x;
@@ -409,6 +478,22 @@ static int reduce_step(const Program *p, const uint8_t *s, const Value *in, Valu
   return 0;
 }
 
+static int layer_error(uint32_t k, int rc, const vta_run *r) {
+  if (rc == VTA_ERR_CONFIG) return qaccel_fail("QACCEL_VTA: hardware configuration not supported by the machine");
+  if (rc == VTA_ERR_NOMEM) return qaccel_fail("QACCEL_VTA: out of memory");
+  if (r->error_index >= 0)
+    return qaccel_fail("QACCEL_VTA: layer %u, instruction %lld (%s): %s", k, (long long)r->error_index,
+                       r->error_kind, r->error_message);
+  return qaccel_fail("QACCEL_VTA: layer %u: %s", k, r->error_message);
+}
+
+static int leftover_tokens(uint32_t k, const vta_run *r) {
+  for (int f = 0; f < VTA_FIFOS; f++)
+    if (r->leftover_tokens[f]) return qaccel_fail("QACCEL_VTA: layer %u leaves tokens over", k);
+  return 0;
+}
+
+/* The checked path: the layer simulated with every check and the timing model. */
 static int run_layer(const Program *p, uint32_t k, uint8_t *dram) {
   const uint8_t *l = p->base + p->layers_at + (uint64_t)LAYER_BYTES * k;
   vta_run r;
@@ -418,73 +503,190 @@ static int run_layer(const Program *p, uint32_t k, uint8_t *dram) {
   r.dram = dram;
   r.dram_len = (int64_t)p->dram_bytes;
   int rc = vta_simulate(&p->cfg, (const uint64_t *)(p->base + u64(l)), (int64_t)u64(l + 8), 1, &r);
-  if (rc == VTA_ERR_CONFIG) return qaccel_fail("QACCEL_VTA: hardware configuration not supported by the machine");
-  if (rc == VTA_ERR_NOMEM) return qaccel_fail("QACCEL_VTA: out of memory");
-  if (rc != VTA_OK)
-    return qaccel_fail("QACCEL_VTA: layer %u, instruction %lld (%s): %s", k, (long long)r.error_index,
-                r.error_kind, r.error_message);
-  for (int f = 0; f < VTA_FIFOS; f++)
-    if (r.leftover_tokens[f]) return qaccel_fail("QACCEL_VTA: layer %u leaves tokens over", k);
+  if (rc != VTA_OK) return layer_error(k, rc, &r);
+  return leftover_tokens(k, &r);
+}
+
+/* ---- a program prepared once, run many times --------------------------------------------- */
+
+struct qaccel_prepared {
+  Program p;
+  Value *values;
+  uint8_t *dram;
+  int checked;           /* QACCEL_SIMULATION=checked: every run simulates every check */
+  int ready;             /* the layers are prepared (on the first run) */
+  vta_program **layers;  /* per layer, checked and timed once */
+  vta_scratch *scratch;
+  uint64_t dirty_end;    /* DRAM bytes at or past it keep the image's values in every run */
+  Runs *runs;            /* per input, then output: its repacking */
+  uint8_t *is_input;     /* per value: an input's packed value (repacking writes all of it) */
+  int64_t cycles;        /* one run's accelerator cycles (the layers' timing, once) */
+};
+
+void qaccel_prepared_free(qaccel_prepared *q) {
+  if (!q) return;
+  if (q->values)
+    for (uint32_t v = 0; v < q->p.n_values; v++) free(q->values[v].data);
+  free(q->values);
+  free(q->dram);
+  if (q->layers)
+    for (uint32_t k = 0; k < q->p.n_layers; k++) vta_program_free(q->layers[k]);
+  free(q->layers);
+  vta_scratch_free(q->scratch);
+  if (q->runs)
+    for (uint32_t k = 0; k < q->p.n_in + q->p.n_out; k++) free(q->runs[k].at);
+  free(q->runs);
+  free(q->is_input);
+  free(q);
+}
+
+static int checked_by_environment(void) {
+  const char *mode = getenv("QACCEL_SIMULATION");
+  return mode && strcmp(mode, "checked") == 0;
+}
+
+int qaccel_prepared_new(const void *program, size_t size, qaccel_prepared **out) {
+  *out = NULL;
+  qaccel_prepared *q = (qaccel_prepared *)calloc(1, sizeof *q);
+  if (!q) return qaccel_fail("QACCEL_VTA: out of memory");
+  if (parse_program((const uint8_t *)program, size, &q->p)) goto fail;
+  q->checked = checked_by_environment();
+  q->values = (Value *)calloc(q->p.n_values ? q->p.n_values : 1, sizeof(Value));
+  q->dram = (uint8_t *)malloc(q->p.dram_bytes ? q->p.dram_bytes : 1);
+  q->layers = (vta_program **)calloc(q->p.n_layers ? q->p.n_layers : 1, sizeof(vta_program *));
+  if (!q->values || !q->dram || !q->layers) { qaccel_fail("QACCEL_VTA: out of memory"); goto fail; }
+  for (uint32_t v = 0; v < q->p.n_values; v++) {
+    const uint8_t *r = q->p.base + q->p.values_at + (uint64_t)VALUE_BYTES * v;
+    q->values[v].elem = u32(r);
+    q->values[v].count = u64(r + 8);
+    if ((q->values[v].elem != 1 && q->values[v].elem != 4) || q->values[v].count == 0 ||
+        q->values[v].count > MAX_ELEMENTS) {
+      qaccel_fail("QACCEL_VTA: value %u is malformed (corrupt program)", v);
+      goto fail;
+    }
+    q->values[v].data = (uint8_t *)calloc(q->values[v].count, q->values[v].elem);
+    if (!q->values[v].data) { qaccel_fail("QACCEL_VTA: out of memory"); goto fail; }
+  }
+  memcpy(q->dram, q->p.base + q->p.dram_at, q->p.dram_bytes);
+  q->dirty_end = q->p.dram_bytes; /* until the layers are prepared */
+  *out = q;
+  return 0;
+fail:
+  qaccel_prepared_free(q);
+  return 1;
+}
+
+/* Every layer checked and timed once (vta_prepare), and how far any run writes DRAM. */
+static int prepare_layers(qaccel_prepared *q) {
+  const Program *p = &q->p;
+  uint64_t dirty = 0;
+  int64_t cycles = 0;
+  vta_run r;
+  memset(&r, 0, sizeof r);
+  /* what an earlier attempt that failed left */
+  for (uint32_t k = 0; k < p->n_layers; k++) {
+    vta_program_free(q->layers[k]);
+    q->layers[k] = NULL;
+  }
+  vta_scratch_free(q->scratch);
+  q->scratch = NULL;
+  if (q->runs)
+    for (uint32_t k = 0; k < p->n_in + p->n_out; k++) free(q->runs[k].at);
+  free(q->runs);
+  free(q->is_input);
+  q->runs = NULL;
+  q->is_input = NULL;
+  int rc = vta_scratch_new(&p->cfg, &r, &q->scratch);
+  if (rc != VTA_OK) return layer_error(0, rc, &r);
+  for (uint32_t k = 0; k < p->n_layers; k++) {
+    const uint8_t *l = p->base + p->layers_at + (uint64_t)LAYER_BYTES * k;
+    memset(&r, 0, sizeof r);
+    r.uop_image = (const uint32_t *)(p->base + u64(l + 16));
+    r.uop_image_len = (int64_t)u64(l + 24);
+    r.dram_len = (int64_t)p->dram_bytes;
+    rc = vta_prepare(&p->cfg, (const uint64_t *)(p->base + u64(l)), (int64_t)u64(l + 8), &r, &q->layers[k]);
+    if (rc != VTA_OK) return layer_error(k, rc, &r);
+    if (leftover_tokens(k, &r)) return 1;
+    int64_t end = vta_program_dram_written(q->layers[k]);
+    if ((uint64_t)end > dirty) dirty = (uint64_t)end;
+  }
+  for (uint32_t k = 0; k < p->n_steps; k++) {
+    const uint8_t *s = p->base + p->steps_at + (uint64_t)STEP_BYTES * k;
+    uint32_t kind = u32(s), a = u32(s + 4);
+    uint64_t at = u64(s + 80), nbytes = u64(s + 88);
+    if (kind == KIND_WRITE && at <= p->dram_bytes && nbytes <= p->dram_bytes - at && at + nbytes > dirty)
+      dirty = at + nbytes;
+    if (kind == KIND_LAYER && a < p->n_layers) {
+      vta_program_timing(q->layers[a], &r);
+      cycles += r.total_cycles;
+    }
+  }
+  q->runs = (Runs *)calloc(p->n_in + p->n_out, sizeof(Runs));
+  q->is_input = (uint8_t *)calloc(p->n_values ? p->n_values : 1, 1);
+  if (!q->runs || !q->is_input) return qaccel_fail("QACCEL_VTA: out of memory");
+  for (uint32_t k = 0; k < p->n_in + p->n_out; k++) {
+    Io io;
+    if (parse_io(p, k, &io, q->values) || build_runs(&io, &q->runs[k])) return 1;
+    if (k < p->n_in) q->is_input[io.value] = 1;
+  }
+  q->cycles = cycles;
+  q->dirty_end = dirty;
+  q->ready = 1;
   return 0;
 }
 
-int qaccel_program_run(const void *program, size_t size, size_t n_in, const void *const *inputs,
-                       const size_t *in_bytes, size_t n_out, void *const *outputs,
-                       const size_t *out_bytes) {
-  Program p;
-  if (parse_program((const uint8_t *)program, size, &p)) return 1;
-  if (n_in != p.n_in || n_out != p.n_out)
+int64_t qaccel_prepared_cycles(const qaccel_prepared *q) { return q->ready ? q->cycles : -1; }
+
+static int execute_layer(qaccel_prepared *q, uint32_t k) {
+  vta_run r;
+  memset(&r, 0, sizeof r);
+  r.dram = q->dram;
+  r.dram_len = (int64_t)q->p.dram_bytes;
+  int rc = vta_execute(q->layers[k], q->scratch, &r);
+  return rc != VTA_OK ? layer_error(k, rc, &r) : 0;
+}
+
+int qaccel_prepared_run(qaccel_prepared *q, size_t n_in, const void *const *inputs, const size_t *in_bytes,
+                        size_t n_out, void *const *outputs, const size_t *out_bytes) {
+  const Program *p = &q->p;
+  Value *values = q->values;
+  uint8_t *dram = q->dram;
+  if (n_in != p->n_in || n_out != p->n_out)
     return qaccel_fail("QACCEL_VTA: %zu inputs and %zu outputs, the program takes %u and %u", n_in, n_out,
-                p.n_in, p.n_out);
-  int rc = 1;
-  Value *values = (Value *)calloc(p.n_values ? p.n_values : 1, sizeof(Value));
-  uint8_t *dram = (uint8_t *)malloc(p.dram_bytes ? p.dram_bytes : 1);
-  if (!values || !dram) { qaccel_fail("QACCEL_VTA: out of memory"); goto done; }
-  for (uint32_t v = 0; v < p.n_values; v++) {
-    const uint8_t *r = p.base + p.values_at + (uint64_t)VALUE_BYTES * v;
-    values[v].elem = u32(r);
-    values[v].count = u64(r + 8);
-    if ((values[v].elem != 1 && values[v].elem != 4) || values[v].count == 0 || values[v].count > MAX_ELEMENTS) {
-      qaccel_fail("QACCEL_VTA: value %u is malformed (corrupt program)", v);
-      goto done;
-    }
-    values[v].data = (uint8_t *)calloc(values[v].count, values[v].elem);
-    if (!values[v].data) { qaccel_fail("QACCEL_VTA: out of memory"); goto done; }
-  }
-  for (uint32_t k = 0; k < p.n_in; k++) {
+                p->n_in, p->n_out);
+  if (!q->checked && !q->ready && prepare_layers(q)) return 1;
+  for (uint32_t v = 0; v < p->n_values; v++) /* as fresh as the first run's (inputs: all packed) */
+    if (!q->ready || !q->is_input[v]) memset(values[v].data, 0, values[v].count * values[v].elem);
+  for (uint32_t k = 0; k < p->n_in; k++) {
     Io io;
-    if (parse_io(&p, k, &io, values)) goto done;
-    if (in_bytes[k] != io.plain_count * io.elem) {
-      qaccel_fail("QACCEL_VTA: input %u has %zu bytes, the program expects %llu", k, in_bytes[k],
+    if (parse_io(p, k, &io, values)) return 1;
+    if (in_bytes[k] != io.plain_count * io.elem)
+      return qaccel_fail("QACCEL_VTA: input %u has %zu bytes, the program expects %llu", k, in_bytes[k],
            (unsigned long long)(io.plain_count * io.elem));
-      goto done;
-    }
-    repack(&io, (uint8_t *)inputs[k], values[io.value].data, 1);
+    if (q->ready) repack_runs(&q->runs[k], (uint8_t *)inputs[k], values[io.value].data, 1);
+    else repack(&io, (uint8_t *)inputs[k], values[io.value].data, 1);
   }
-  memcpy(dram, p.base + p.dram_at, p.dram_bytes);
-  for (uint32_t k = 0; k < p.n_steps; k++) {
-    const uint8_t *s = p.base + p.steps_at + (uint64_t)STEP_BYTES * k;
+  /* every run starts from the image; past dirty_end no run writes */
+  memcpy(dram, p->base + p->dram_at, q->checked ? p->dram_bytes : q->dirty_end);
+  for (uint32_t k = 0; k < p->n_steps; k++) {
+    const uint8_t *s = p->base + p->steps_at + (uint64_t)STEP_BYTES * k;
     uint32_t kind = u32(s), a = u32(s + 4), b = u32(s + 8);
     uint64_t at = u64(s + 80), nbytes = u64(s + 88);
     if (kind == KIND_LAYER) {
-      if (a >= p.n_layers) { qaccel_fail("QACCEL_VTA: step %u runs layer %u of %u (corrupt program)", k, a, p.n_layers); goto done; }
-      if (run_layer(&p, a, dram)) goto done;
+      if (a >= p->n_layers) return qaccel_fail("QACCEL_VTA: step %u runs layer %u of %u (corrupt program)", k, a, p->n_layers);
+      if (q->checked ? run_layer(p, a, dram) : execute_layer(q, a)) return 1;
       continue;
     }
-    if (a >= p.n_values || ((kind == KIND_REQUANT || kind == KIND_PAD || kind == KIND_LANE || kind == KIND_BINARY ||
-                             kind == KIND_REDUCE) && b >= p.n_values)) {
-      qaccel_fail("QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p.n_values);
-      goto done;
-    }
+    if (a >= p->n_values || ((kind == KIND_REQUANT || kind == KIND_PAD || kind == KIND_LANE || kind == KIND_BINARY ||
+                             kind == KIND_REDUCE) && b >= p->n_values))
+      return qaccel_fail("QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p->n_values);
     Value *v = &values[a];
     if (kind == KIND_WRITE || kind == KIND_READ) {
       int widen = kind == KIND_READ && b == 1;
       uint64_t want = widen ? v->count : v->count * v->elem;
-      if (at > p.dram_bytes || nbytes > p.dram_bytes - at || nbytes != want || (widen && v->elem != 4)) {
-        qaccel_fail("QACCEL_VTA: step %u moves %llu bytes at DRAM offset %llu (corrupt program)", k,
+      if (at > p->dram_bytes || nbytes > p->dram_bytes - at || nbytes != want || (widen && v->elem != 4))
+        return qaccel_fail("QACCEL_VTA: step %u moves %llu bytes at DRAM offset %llu (corrupt program)", k,
              (unsigned long long)nbytes, (unsigned long long)at);
-        goto done;
-      }
       if (kind == KIND_WRITE) memcpy(dram + at, v->data, nbytes);
       else if (!widen) memcpy(v->data, dram + at, nbytes);
       else {
@@ -492,38 +694,40 @@ int qaccel_program_run(const void *program, size_t size, size_t n_in, const void
         for (uint64_t i = 0; i < nbytes; i++) set_elem(v, i, (int64_t)(int8_t)dram[at + i] - offset);
       }
     } else if (kind == KIND_REQUANT) {
-      if (requantize(&p, s, v, &values[b])) goto done;
+      if (requantize(p, s, v, &values[b])) return 1;
     } else if (kind == KIND_PAD) {
-      if (pad(&p, s, v, &values[b])) goto done;
+      if (pad(p, s, v, &values[b])) return 1;
     } else if (kind == KIND_CONCAT) {
-      if (concat(&p, s, values, v)) goto done;
+      if (concat(p, s, values, v)) return 1;
     } else if (kind == KIND_LANE) {
-      if (lane_step(&p, s, v, &values[b])) goto done;
+      if (lane_step(p, s, v, &values[b])) return 1;
     } else if (kind == KIND_BINARY) {
-      if (binary_step(&p, s, values, v, &values[b])) goto done;
+      if (binary_step(p, s, values, v, &values[b])) return 1;
     } else if (kind == KIND_REDUCE) {
-      if (reduce_step(&p, s, v, &values[b])) goto done;
+      if (reduce_step(p, s, v, &values[b])) return 1;
     } else {
-      qaccel_fail("QACCEL_VTA: step %u has unknown kind %u (corrupt program)", k, kind);
-      goto done;
+      return qaccel_fail("QACCEL_VTA: step %u has unknown kind %u (corrupt program)", k, kind);
     }
   }
-  for (uint32_t k = 0; k < p.n_out; k++) {
+  for (uint32_t k = 0; k < p->n_out; k++) {
     Io io;
-    if (parse_io(&p, p.n_in + k, &io, values)) goto done;
-    if (out_bytes[k] != io.plain_count * io.elem) {
-      qaccel_fail("QACCEL_VTA: output %u has %zu bytes, the program produces %llu", k, out_bytes[k],
+    if (parse_io(p, p->n_in + k, &io, values)) return 1;
+    if (out_bytes[k] != io.plain_count * io.elem)
+      return qaccel_fail("QACCEL_VTA: output %u has %zu bytes, the program produces %llu", k, out_bytes[k],
            (unsigned long long)(io.plain_count * io.elem));
-      goto done;
-    }
-    repack(&io, (uint8_t *)outputs[k], values[io.value].data, 0);
+    if (q->ready) repack_runs(&q->runs[p->n_in + k], (uint8_t *)outputs[k], values[io.value].data, 0);
+    else repack(&io, (uint8_t *)outputs[k], values[io.value].data, 0);
   }
-  rc = 0;
-done:
-  if (values)
-    for (uint32_t v = 0; v < p.n_values; v++) free(values[v].data);
-  free(values);
-  free(dram);
+  return 0;
+}
+
+int qaccel_program_run(const void *program, size_t size, size_t n_in, const void *const *inputs,
+                       const size_t *in_bytes, size_t n_out, void *const *outputs,
+                       const size_t *out_bytes) {
+  qaccel_prepared *q;
+  if (qaccel_prepared_new(program, size, &q)) return 1;
+  int rc = qaccel_prepared_run(q, n_in, inputs, in_bytes, n_out, outputs, out_bytes);
+  qaccel_prepared_free(q);
   return rc;
 }
 

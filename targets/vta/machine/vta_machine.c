@@ -323,6 +323,9 @@ typedef struct machine {
     int64_t dram_blocks;
     int32_t *dram_writer, *dram_reader[2]; /* readers: load, compute */
     int kernel;                 /* the GEMM kernel in use (enum vta_kernel) */
+    /* 0 while vta_prepare runs the program: every check and the timing, no data moved */
+    int data;
+    struct vta_program *prep;   /* vta_prepare: receives the execution order and micro-ops */
     int16_t *wgt_pairs;         /* WGT widened for the vector kernels, or NULL (gemm_tile_pairs) */
     /* Scratch for the rows a GEMM/ALU/LOAD/STORE touches (see loop_rows, range_rows). */
     uint32_t *stamp_base, *stamp_off, stamp_gen;
@@ -332,6 +335,42 @@ typedef struct machine {
 } machine;
 
 #define FLD(m, i) (&(m)->f[(i) * F_COUNT])
+
+/* A program vta_prepare checked and timed once, for vta_execute to replay with data only. */
+struct vta_program {
+    vta_config cfg;
+    struct geometry g;
+    int64_t n, dram_len;
+    int64_t *f;          /* n * F_COUNT decoded fields */
+    int64_t *order;      /* the instructions in the order the checked run executed them */
+    int64_t n_order;
+    int64_t *uop_at;     /* per instruction: where its micro-op snapshot starts in uops, or -1 */
+    int32_t *uops;       /* per GEMM / ALU of k micro-ops: dst[k], src[k], wgt[k] as loaded */
+    int64_t uops_len, uops_used;
+    int64_t dram_written; /* one past the last DRAM byte a STORE writes (0: none) */
+    vta_run timing;      /* the checked run's statistics (its pointers cleared) */
+};
+
+/* The scratchpads vta_execute works in (any number of programs of one configuration). */
+struct vta_scratch {
+    vta_config cfg;
+    struct geometry g;
+    int kernel;          /* enum vta_kernel: VTA_KERNEL_C, or VTA_KERNEL_AVX2 and up */
+    int16_t *inp;        /* INP rows widened to int16 */
+    int8_t *wgt;         /* WGT tiles as loaded */
+    int16_t *pairs;      /* dense WGT tiles as pair rows (the AVX2 kernel), or NULL */
+    int16_t *diag;       /* the diagonal of every WGT tile */
+    uint8_t *wclass;     /* per WGT tile: TILE_ZERO, TILE_DIAG or TILE_DENSE */
+    uint8_t *npairs;     /* per dense tile: its lane pairs (c, c+1) with a nonzero weight */
+    uint8_t *pair_list;  /* per tile, pairs_per_tile entries: those pairs */
+    int64_t pairs_per_tile;
+    int32_t *acc;
+};
+
+struct loops;
+static int64_t *prep_fields(struct vta_program *p, int64_t n);
+static int prep_replay(struct vta_program *p, machine *m);
+static void record_uops(machine *m, int64_t i, const struct loops *L);
 
 static int fail(machine *m, int64_t i, const char *fmt, ...) {
     va_list ap;
@@ -658,6 +697,12 @@ static int exec_load(machine *m, int64_t i, int me, const int64_t *f) {
     int other = buf == BUF_ACC ? STORE : COMPUTE;
     if ((rc = rows_after(m, i, me, other, range_rows(m, 0, base, rows), readers, buf, 1)))
         return rc;
+    if (!m->data) { /* vta_prepare: the writers only */
+        int32_t *writer = buf == BUF_INP ? m->inp_writer : buf == BUF_WGT ? m->wgt_writer
+                                                                          : m->acc_writer;
+        for (int64_t row = base; row < base + rows; row++) writer[row] = (int32_t)i;
+        return VTA_OK;
+    }
     const uint8_t *dram = m->run->dram;
     int64_t blk = g->blk;
     for (int64_t y = 0; y < ytot; y++)
@@ -773,6 +818,68 @@ static int output_lane(int32_t x, const int32_t *p, int64_t blk, int64_t lane, i
     return 1;
 }
 
+/* STORE OUTQ: range-check every shift lane before writing anything; the reference reports
+ * the first lane whose shift is > 31 (its SHR step), else the first < -31 (RSHR step). The
+ * shifts are data (parameter rows): checked on every run, by both paths. */
+static int store_shifts(machine *m, int64_t i, const int64_t *f) {
+    int64_t xs = f[F_X_SIZE], n = f[F_Y_SIZE] * xs, blk = m->g.blk;
+    int64_t py = f[F_PARAM_Y], px = f[F_PARAM_X];
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t k = 0; k < n; k++) {
+            int64_t p = f[F_PARAM_ROW] + PARAM_ROWS * ((k / xs) * py + (k % xs) * px);
+            const int32_t *shift = m->acc + (p + 2) * blk;
+            for (int64_t j = 0; j < blk; j++)
+                if (pass == 0 ? shift[j] > 31 : shift[j] < -31)
+                    return fail(m, i,
+                                "output stage: %s %d outside [%d, %d] (row %lld of the "
+                                "store, lane %lld); the hardware result is undefined",
+                                pass == 0 ? "SHR shift amount" : "RSHR exponent",
+                                pass == 0 ? -shift[j] : -shift[j], pass == 0 ? -31 : 0,
+                                31, (long long)k, (long long)j);
+        }
+    return VTA_OK;
+}
+
+static void store_acc_row(uint8_t *dst, const int32_t *v, int64_t blk) {
+    for (int64_t j = 0; j < blk; j++) {
+        uint32_t u = (uint32_t)v[j];
+        dst[4 * j] = (uint8_t)u;
+        dst[4 * j + 1] = (uint8_t)(u >> 8);
+        dst[4 * j + 2] = (uint8_t)(u >> 16);
+        dst[4 * j + 3] = (uint8_t)(u >> 24);
+    }
+}
+
+static void store_narrow_rows(uint8_t *dst, const int32_t *v, int64_t count); /* below */
+
+/* The data a STORE writes to DRAM (ranges and shifts checked before). */
+static void store_rows(machine *m, const int64_t *f) {
+    int64_t mt = f[F_MEMORY_TYPE], blk = m->g.blk, eb = dram_elem_bytes(&m->g, mt);
+    int64_t ys = f[F_Y_SIZE], xs = f[F_X_SIZE], stride = f[F_X_STRIDE], base = f[F_SRAM_BASE];
+    uint8_t *dram = m->run->dram;
+    for (int64_t y = 0; y < ys; y++) {
+        uint8_t *dst = dram + (f[F_DRAM_BASE] + y * stride) * eb;
+        const int32_t *v = m->acc + (base + y * xs) * blk;
+        if (mt == MEM_OUT) { /* the low 8 bits; a line of rows is contiguous on both sides */
+            store_narrow_rows(dst, v, xs * blk);
+            continue;
+        }
+        for (int64_t x = 0; x < xs; x++, dst += eb, v += blk) {
+            if (mt == MEM_ACC) {
+                store_acc_row(dst, v, blk);
+                continue;
+            }
+            const int32_t *params =
+                m->acc + (f[F_PARAM_ROW] + PARAM_ROWS * (y * f[F_PARAM_Y] + x * f[F_PARAM_X])) * blk;
+            for (int64_t j = 0; j < blk; j++) {
+                int32_t out = v[j];
+                output_lane(v[j], params, blk, j, &out); /* ranges checked before */
+                dst[j] = (uint8_t)(uint32_t)out; /* OUTQ: the low 8 bits */
+            }
+        }
+    }
+}
+
 static int exec_store(machine *m, int64_t i, const int64_t *f) {
     const struct geometry *g = &m->g;
     int64_t mt = f[F_MEMORY_TYPE];
@@ -825,46 +932,23 @@ static int exec_store(machine *m, int64_t i, const int64_t *f) {
         for (int64_t k = 0; k < n; k++)
             prs->offs[k] = f[F_PARAM_ROW] + PARAM_ROWS * ((k / xs) * py + (k % xs) * px);
         if ((rc = rows_read(m, i, STORE, prs, m->acc_writer, BUF_ACC, COMPUTE))) return rc;
-        /* Range-check every shift lane before writing anything; the reference reports the
-         * first lane whose shift is > 31 (its SHR step), else the first < -31 (RSHR step). */
-        for (int pass = 0; pass < 2; pass++)
-            for (int64_t k = 0; k < n; k++) {
-                int64_t p = f[F_PARAM_ROW] + PARAM_ROWS * ((k / xs) * py + (k % xs) * px);
-                const int32_t *shift = m->acc + (p + 2) * blk;
-                for (int64_t j = 0; j < blk; j++)
-                    if (pass == 0 ? shift[j] > 31 : shift[j] < -31)
-                        return fail(m, i,
-                                    "output stage: %s %d outside [%d, %d] (row %lld of the "
-                                    "store, lane %lld); the hardware result is undefined",
-                                    pass == 0 ? "SHR shift amount" : "RSHR exponent",
-                                    pass == 0 ? -shift[j] : -shift[j], pass == 0 ? -31 : 0,
-                                    31, (long long)k, (long long)j);
-            }
         rows_set(prs, m->acc_store_reader, i);
+        if (m->data && (rc = store_shifts(m, i, f))) return rc;
     }
-    uint8_t *dram = m->run->dram;
-    for (int64_t k = 0; k < n; k++) {
-        int64_t y = k / xs, x = k % xs, row = base + k;
-        uint8_t *dst = dram + (f[F_DRAM_BASE] + y * stride + x) * eb;
-        const int32_t *v = m->acc + row * blk;
-        const int32_t *params = NULL;
-        if (mt == MEM_OUTQ)
-            params = m->acc + (f[F_PARAM_ROW] + PARAM_ROWS * (y * f[F_PARAM_Y] + x * f[F_PARAM_X])) * blk;
-        for (int64_t j = 0; j < blk; j++) {
-            int32_t out = v[j];
-            if (params) output_lane(v[j], params, blk, j, &out); /* ranges checked above */
-            uint32_t u = (uint32_t)out;
-            if (mt == MEM_ACC) {
-                dst[4 * j] = (uint8_t)u;
-                dst[4 * j + 1] = (uint8_t)(u >> 8);
-                dst[4 * j + 2] = (uint8_t)(u >> 16);
-                dst[4 * j + 3] = (uint8_t)(u >> 24);
-            } else {
-                dst[j] = (uint8_t)u; /* OUT / OUTQ: the low 8 bits */
-            }
+    if (!m->data) { /* vta_prepare: the trackers only */
+        for (int64_t k = 0; k < n; k++) {
+            m->acc_store_reader[base + k] = (int32_t)i;
+            BLOCKS_OF(f[F_DRAM_BASE] + (k / xs) * stride + k % xs, eb, b0, b1);
+            for (int64_t b = b0; b <= b1; b++) m->dram_writer[b] = (int32_t)i;
         }
-        m->acc_store_reader[row] = (int32_t)i;
-        BLOCKS_OF(f[F_DRAM_BASE] + y * stride + x, eb, b0, b1);
+        if (f[F_CLEAR])
+            for (int64_t r = base; r < base + n; r++) m->acc_clearer[r] = (int32_t)i;
+        return VTA_OK;
+    }
+    store_rows(m, f);
+    for (int64_t k = 0; k < n; k++) {
+        m->acc_store_reader[base + k] = (int32_t)i;
+        BLOCKS_OF(f[F_DRAM_BASE] + (k / xs) * stride + k % xs, eb, b0, b1);
         for (int64_t b = b0; b <= b1; b++) m->dram_writer[b] = (int32_t)i;
     }
     if (f[F_CLEAR])
@@ -874,7 +958,6 @@ static int exec_store(machine *m, int64_t i, const int64_t *f) {
         }
     return VTA_OK;
 }
-
 /* --- GEMM / ALU ---------------------------------------------------------------------------- */
 
 struct loops {
@@ -1060,6 +1143,19 @@ static int cpu_has_avx2(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2");
 }
+
+/* AVX-VNNI (VPDPWSSD on VEX) and AVX512-VNNI with AVX512VL (VPDPWSSD on 256-bit vectors):
+ * the pair kernel's multiply-add-accumulate in one instruction. */
+static int cpu_has_avx_vnni(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+}
+
+static int cpu_has_avx512_vnni(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512vnni") &&
+           __builtin_cpu_supports("avx512vl");
+}
 #else
 #define HAVE_AVX2_KERNEL 0
 #endif
@@ -1118,6 +1214,175 @@ static void gemm_run(machine *m, const struct loops *L) {
     }
 }
 
+/* --- ALU rows and STORE narrowing, vectorized where the CPU allows -------------------------- */
+
+#if HAVE_AVX2_KERNEL
+/* gemmlowp SaturatingRoundingDoublingHighMul on eight lanes, as rdmul. rdmul's nudged
+ * product divided by 2^31 truncating toward zero is floor((p + 2^30) / 2^31) for either sign
+ * of p (p < 0: (p + 1 - 2^30 + 2^31 - 1) >> 31), i.e. bits 31..62 of p + 2^30. */
+static inline AVX2 __m256i rdmul8(__m256i x, __m256i y) {
+    const __m256i half = _mm256_set1_epi64x((int64_t)1 << 30);
+    __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, y), half);
+    __m256i odd = _mm256_add_epi64(
+        _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(y, 32)), half);
+    __m256i out = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+    const __m256i min = _mm256_set1_epi32(INT32_MIN);
+    __m256i both_min = _mm256_and_si256(_mm256_cmpeq_epi32(x, min), _mm256_cmpeq_epi32(y, min));
+    return _mm256_blendv_epi8(out, _mm256_set1_epi32(INT32_MAX), both_min);
+}
+
+/* gemmlowp RoundingDivideByPOT on eight lanes, exponents in [0, 31], as rshr. */
+static inline AVX2 __m256i rshr8(__m256i x, __m256i e) {
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(1), e), _mm256_set1_epi32(1));
+    __m256i rem = _mm256_and_si256(x, mask);
+    __m256i threshold = _mm256_sub_epi32(_mm256_srli_epi32(mask, 1), _mm256_cmpgt_epi32(zero, x));
+    return _mm256_sub_epi32(_mm256_srav_epi32(x, e), _mm256_cmpgt_epi32(rem, threshold));
+}
+
+/* alu_row for BLOCK 16; -2 when alu_row must do it (SHR, or a shift operand out of range:
+ * alu_row then names the lane without writing anything). */
+static AVX2 int64_t alu_row16_avx2(int op, int32_t *x, const int32_t *y, int32_t imm) {
+    __m256i *xv = (__m256i *)x;
+    __m256i a0 = _mm256_loadu_si256(xv), a1 = _mm256_loadu_si256(xv + 1), b0, b1;
+    if (y) {
+        b0 = _mm256_loadu_si256((const __m256i *)y);
+        b1 = _mm256_loadu_si256((const __m256i *)y + 1);
+    } else {
+        b0 = b1 = _mm256_set1_epi32(imm);
+    }
+    switch (op) {
+    case ALU_MIN: a0 = _mm256_min_epi32(a0, b0), a1 = _mm256_min_epi32(a1, b1); break;
+    case ALU_MAX: a0 = _mm256_max_epi32(a0, b0), a1 = _mm256_max_epi32(a1, b1); break;
+    case ALU_ADD: a0 = _mm256_add_epi32(a0, b0), a1 = _mm256_add_epi32(a1, b1); break;
+    case ALU_MUL: a0 = _mm256_mullo_epi32(a0, b0), a1 = _mm256_mullo_epi32(a1, b1); break;
+    case ALU_RDMUL: a0 = rdmul8(a0, b0), a1 = rdmul8(a1, b1); break;
+    case ALU_RSHR: {
+        const __m256i zero = _mm256_setzero_si256(), top = _mm256_set1_epi32(31);
+        __m256i bad = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpgt_epi32(zero, b0), _mm256_cmpgt_epi32(b0, top)),
+            _mm256_or_si256(_mm256_cmpgt_epi32(zero, b1), _mm256_cmpgt_epi32(b1, top)));
+        if (!_mm256_testz_si256(bad, bad)) return -2;
+        a0 = rshr8(a0, b0), a1 = rshr8(a1, b1);
+        break;
+    }
+    case ALU_SHR:
+        if (y) return -2;
+        if (imm >= 0) { /* the immediate is in [-31, 31] (validated) */
+            __m128i c = _mm_cvtsi32_si128(imm);
+            a0 = _mm256_sra_epi32(a0, c), a1 = _mm256_sra_epi32(a1, c);
+        } else {
+            __m128i c = _mm_cvtsi32_si128(-imm);
+            a0 = _mm256_sll_epi32(a0, c), a1 = _mm256_sll_epi32(a1, c);
+        }
+        break;
+    default: return -2;
+    }
+    _mm256_storeu_si256(xv, a0);
+    _mm256_storeu_si256(xv + 1, a1);
+    return -1;
+}
+#endif
+
+/* alu_row with the machine's kernel. */
+static int64_t alu_row_fast(const machine *m, int op, int32_t *x, const int32_t *y, int32_t imm) {
+#if HAVE_AVX2_KERNEL
+    if (m->kernel >= VTA_KERNEL_AVX2 && m->g.blk == 16) {
+        int64_t j = alu_row16_avx2(op, x, y, imm);
+        if (j != -2) return j;
+    }
+#endif
+    return alu_row(op, x, y, imm, m->g.blk);
+}
+
+/* alu_loops for BLOCK 16 with the AVX2 kernel: the op chosen once, every row in loop order.
+ * Returns -1 when done, else the iteration (flat, loop order) it stopped at without touching
+ * it: SHR with register shifts, or an RSHR exponent out of range, which alu_row names. */
+#if HAVE_AVX2_KERNEL
+#define ALU16_LOOP(EXPR)                                                                      \
+    for (int64_t o = 0, t = 0; o < L->n_out; o++)                                               \
+        for (int64_t ii = 0; ii < L->n_in; ii++)                                                \
+            for (int64_t k = 0; k < nk; k++, t++) {                                             \
+                __m256i *xv = (__m256i *)(acc + (L->dk[k] + o * L->dfo + ii * L->dfi) * 16);    \
+                __m256i a0 = _mm256_loadu_si256(xv), a1 = _mm256_loadu_si256(xv + 1);           \
+                __m256i b0 = c, b1 = c;                                                         \
+                if (!use_imm) {                                                                 \
+                    const __m256i *yv =                                                         \
+                        (const __m256i *)(acc + (L->sk[k] + o * L->sfo + ii * L->sfi) * 16);    \
+                    b0 = _mm256_loadu_si256(yv);                                                \
+                    b1 = _mm256_loadu_si256(yv + 1);                                            \
+                }                                                                               \
+                EXPR;                                                                           \
+                _mm256_storeu_si256(xv, a0);                                                    \
+                _mm256_storeu_si256(xv + 1, a1);                                                \
+            }
+
+static AVX2 int64_t alu_loops16_avx2(int32_t *acc, const int64_t *f, const struct loops *L) {
+    int64_t nk = L->end - L->bgn;
+    int use_imm = f[F_USE_IMM] != 0, op = (int)f[F_ALU_OPCODE];
+    int32_t imm = (int32_t)f[F_IMM];
+    const __m256i c = _mm256_set1_epi32(imm), zero = _mm256_setzero_si256();
+    const __m256i top = _mm256_set1_epi32(31);
+    switch (op) {
+    case ALU_MIN: ALU16_LOOP((a0 = _mm256_min_epi32(a0, b0), a1 = _mm256_min_epi32(a1, b1))) break;
+    case ALU_MAX: ALU16_LOOP((a0 = _mm256_max_epi32(a0, b0), a1 = _mm256_max_epi32(a1, b1))) break;
+    case ALU_ADD: ALU16_LOOP((a0 = _mm256_add_epi32(a0, b0), a1 = _mm256_add_epi32(a1, b1))) break;
+    case ALU_MUL: ALU16_LOOP((a0 = _mm256_mullo_epi32(a0, b0), a1 = _mm256_mullo_epi32(a1, b1))) break;
+    case ALU_RDMUL: ALU16_LOOP((a0 = rdmul8(a0, b0), a1 = rdmul8(a1, b1))) break;
+    case ALU_RSHR:
+        ALU16_LOOP({
+            __m256i bad = _mm256_or_si256(
+                _mm256_or_si256(_mm256_cmpgt_epi32(zero, b0), _mm256_cmpgt_epi32(b0, top)),
+                _mm256_or_si256(_mm256_cmpgt_epi32(zero, b1), _mm256_cmpgt_epi32(b1, top)));
+            if (!_mm256_testz_si256(bad, bad)) return t;
+            a0 = rshr8(a0, b0);
+            a1 = rshr8(a1, b1);
+        })
+        break;
+    default: /* SHR */
+        if (!use_imm) return 0;
+        if (imm >= 0) {
+            __m128i n = _mm_cvtsi32_si128(imm);
+            ALU16_LOOP(((void)b0, (void)b1, a0 = _mm256_sra_epi32(a0, n), a1 = _mm256_sra_epi32(a1, n)))
+        } else {
+            __m128i n = _mm_cvtsi32_si128(-imm);
+            ALU16_LOOP(((void)b0, (void)b1, a0 = _mm256_sll_epi32(a0, n), a1 = _mm256_sll_epi32(a1, n)))
+        }
+        break;
+    }
+    return -1;
+}
+#undef ALU16_LOOP
+#endif
+
+static int64_t alu_loops16(const machine *m, const int64_t *f, const struct loops *L) {
+#if HAVE_AVX2_KERNEL
+    return alu_loops16_avx2(m->acc, f, L);
+#else
+    (void)m, (void)f, (void)L;
+    return 0;
+#endif
+}
+
+/* dst[k] = the low 8 bits of v[k] (STORE OUT). */
+static void store_narrow_rows(uint8_t *dst, const int32_t *v, int64_t count) {
+    int64_t k = 0;
+#if HAVE_PAIR_KERNEL
+    const __m128i low = _mm_set1_epi32(0xFF);
+    for (; k + 16 <= count; k += 16) {
+        const __m128i *s = (const __m128i *)(v + k);
+        __m128i a = _mm_and_si128(_mm_loadu_si128(s), low);
+        __m128i b = _mm_and_si128(_mm_loadu_si128(s + 1), low);
+        __m128i c = _mm_and_si128(_mm_loadu_si128(s + 2), low);
+        __m128i d = _mm_and_si128(_mm_loadu_si128(s + 3), low);
+        /* 0..255 passes both saturating packs unchanged */
+        _mm_storeu_si128((__m128i *)(dst + k),
+                         _mm_packus_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d)));
+    }
+#endif
+    for (; k < count; k++) dst[k] = (uint8_t)(uint32_t)v[k];
+}
+
 static int exec_gemm(machine *m, int64_t i, const int64_t *f) {
     struct loops L;
     int rc;
@@ -1133,7 +1398,8 @@ static int exec_gemm(machine *m, int64_t i, const int64_t *f) {
     const struct rowset *dst = loop_rows(m, 0, L.dk, nk, L.dfo, L.dfi, L.n_out, L.n_in);
     if ((rc = rows_after(m, i, COMPUTE, STORE, dst, m->acc_store_reader, BUF_ACC, 1))) return rc;
     if (f[F_RESET]) {
-        FOR_ROWS(dst, d) memset(m->acc + d * blk, 0, (size_t)(blk * 4));
+        if (m->data) FOR_ROWS(dst, d) memset(m->acc + d * blk, 0, (size_t)(blk * 4));
+        else record_uops(m, i, &L);
         rows_set(dst, m->acc_writer, i);
         return VTA_OK;
     }
@@ -1145,8 +1411,41 @@ static int exec_gemm(machine *m, int64_t i, const int64_t *f) {
         return rc;
     rows_set(src, m->inp_reader, i);
     rows_set(wgt, m->wgt_reader, i);
-    gemm_run(m, &L);
+    if (m->data) gemm_run(m, &L);
+    else record_uops(m, i, &L);
     rows_set(dst, m->acc_writer, i);
+    return VTA_OK;
+}
+
+/* The ALU's iterations, in loop order: a later one sees the rows earlier ones wrote. The
+ * shift operands of SHR / RSHR from the accumulator are data: checked on every run. */
+static int64_t alu_row_fast(const machine *m, int op, int32_t *x, const int32_t *y, int32_t imm);
+
+static int64_t alu_loops16(const machine *m, const int64_t *f, const struct loops *L);
+
+static int alu_loops(machine *m, int64_t i, const int64_t *f, const struct loops *L) {
+    int64_t nk = L->end - L->bgn, blk = m->g.blk, first = 0;
+    int use_imm = f[F_USE_IMM] != 0, op = (int)f[F_ALU_OPCODE];
+    int32_t imm = (int32_t)f[F_IMM];
+    if (m->kernel >= VTA_KERNEL_AVX2 && blk == 16) {
+        first = alu_loops16(m, f, L); /* where it stopped: a row the lanes below must do */
+        if (first < 0) return VTA_OK;
+    }
+    for (int64_t t = first, total = L->n_out * L->n_in * nk; t < total; t++) {
+        int64_t o = t / (L->n_in * nk), ii = t / nk % L->n_in, k = t % nk;
+        int64_t d = L->dk[k] + o * L->dfo + ii * L->dfi;
+        int32_t *x = m->acc + d * blk;
+        const int32_t *y = use_imm ? NULL : m->acc + (L->sk[k] + o * L->sfo + ii * L->sfi) * blk;
+        int64_t j = alu_row_fast(m, op, x, y, imm);
+        if (j >= 0)
+            return fail(m, i,
+                        "%s %d outside [%d, 31] (iteration outer %lld, inner %lld, "
+                        "micro-op %lld, lane %lld, accumulator row %lld); the "
+                        "hardware result is undefined",
+                        op == ALU_SHR ? "SHR shift amount" : "RSHR exponent",
+                        (int)(y ? y[j] : imm), op == ALU_SHR ? -31 : 0, (long long)o,
+                        (long long)ii, (long long)(L->bgn + k), (long long)j, (long long)d);
+    }
     return VTA_OK;
 }
 
@@ -1155,8 +1454,8 @@ static int exec_alu(machine *m, int64_t i, const int64_t *f) {
     int rc;
     if ((rc = uop_range(m, i, f, &L))) return rc;
     if (L.n_out == 0 || L.n_in == 0) return VTA_OK;
-    int64_t nk = L.end - L.bgn, blk = m->g.blk;
-    int use_imm = f[F_USE_IMM] != 0, op = (int)f[F_ALU_OPCODE];
+    int64_t nk = L.end - L.bgn;
+    int use_imm = f[F_USE_IMM] != 0;
     if ((rc = index_range(m, i, &L, L.dk, L.dfo, L.dfi, BUF_ACC))) return rc;
     if (!use_imm && (rc = index_range(m, i, &L, L.sk, L.sfo, L.sfi, BUF_ACC))) return rc;
     const struct rowset *dst = loop_rows(m, 0, L.dk, nk, L.dfo, L.dfi, L.n_out, L.n_in);
@@ -1171,25 +1470,8 @@ static int exec_alu(machine *m, int64_t i, const int64_t *f) {
         if ((rc = after(m, i, COMPUTE, STORE, cleared, "ACC rows", 0))) return rc;
     }
     if ((rc = rows_after(m, i, COMPUTE, STORE, dst, m->acc_store_reader, BUF_ACC, 1))) return rc;
-    /* Iterations run in loop order: a later one sees the rows earlier ones wrote. */
-    int32_t imm = (int32_t)f[F_IMM];
-    for (int64_t o = 0; o < L.n_out; o++)
-        for (int64_t ii = 0; ii < L.n_in; ii++)
-            for (int64_t k = 0; k < nk; k++) {
-                int64_t d = L.dk[k] + o * L.dfo + ii * L.dfi;
-                int32_t *x = m->acc + d * blk;
-                const int32_t *y = use_imm ? NULL : m->acc + (L.sk[k] + o * L.sfo + ii * L.sfi) * blk;
-                int64_t j = alu_row(op, x, y, imm, blk);
-                if (j >= 0)
-                    return fail(m, i,
-                                "%s %d outside [%d, 31] (iteration outer %lld, inner %lld, "
-                                "micro-op %lld, lane %lld, accumulator row %lld); the "
-                                "hardware result is undefined",
-                                op == ALU_SHR ? "SHR shift amount" : "RSHR exponent",
-                                (int)(y ? y[j] : imm), op == ALU_SHR ? -31 : 0, (long long)o,
-                                (long long)ii, (long long)(L.bgn + k), (long long)j,
-                                (long long)d);
-            }
+    if (m->data && (rc = alu_loops(m, i, f, &L))) return rc;
+    if (!m->data) record_uops(m, i, &L);
     rows_set(dst, m->acc_writer, i);
     return VTA_OK;
 }
@@ -1318,6 +1600,7 @@ static int run_events(machine *m) {
         else
             rc = op == OP_FINISH ? exec_finish(m, i) : VTA_OK;
         if (rc) return rc;
+        if (m->prep) m->prep->order[m->prep->n_order++] = i;
         m->vc[md][md] = i;
         if (r->start) r->start[i] = t0;
         if (r->end) r->end[i] = t;
@@ -1487,9 +1770,14 @@ static int setup_state(machine *m) {
     int64_t du = g->depth[BUF_UOP], di = g->depth[BUF_INP], dw = g->depth[BUF_WGT];
     int64_t da = g->depth[BUF_ACC], blk = g->blk;
     m->uop = r->uop_sram ? r->uop_sram : alloc(m, (size_t)du, 4);
-    m->inp = r->inp_sram ? r->inp_sram : alloc(m, (size_t)(di * blk), 1);
-    m->wgt = r->wgt_sram ? r->wgt_sram : alloc(m, (size_t)(dw * blk * blk), 1);
-    m->acc = r->acc_sram ? r->acc_sram : alloc(m, (size_t)(da * blk), 4);
+    if (m->data) {
+        m->inp = r->inp_sram ? r->inp_sram : alloc(m, (size_t)(di * blk), 1);
+        m->wgt = r->wgt_sram ? r->wgt_sram : alloc(m, (size_t)(dw * blk * blk), 1);
+        m->acc = r->acc_sram ? r->acc_sram : alloc(m, (size_t)(da * blk), 4);
+    } else { /* vta_prepare: no data (never dereferenced, non-NULL for the check below) */
+        m->inp = m->wgt = (int8_t *)m->uop;
+        m->acc = (int32_t *)m->uop;
+    }
     /* One block for the small per-row arrays keeps the allocation count fixed. */
     int64_t words = 3 * du + 2 * di + 2 * dw + 3 * da;
     int32_t *t = alloc_tracker(m, words);
@@ -1519,7 +1807,7 @@ static int setup_state(machine *m) {
 #endif
     m->kernel = r->kernel == VTA_KERNEL_AUTO || r->kernel > best ? best : (int)r->kernel;
     r->kernel = m->kernel;
-    if (m->kernel != VTA_KERNEL_C) {
+    if (m->kernel != VTA_KERNEL_C && m->data) {
         m->wgt_pairs = alloc(m, (size_t)(dw * blk * blk), sizeof(int16_t));
         if (!m->wgt_pairs) return VTA_ERR_NOMEM; /* zero, like the WGT buffer (API contract) */
     }
@@ -1537,8 +1825,9 @@ static int setup_state(machine *m) {
     return VTA_OK;
 }
 
-int vta_simulate(const vta_config *config, const uint64_t *words, int64_t n, int functional,
-                 vta_run *run) {
+/* vta_simulate, and vta_prepare's checked run (data 0, prep: where the replay goes). */
+static int simulate(const vta_config *config, const uint64_t *words, int64_t n, int functional,
+                    int data, struct vta_program *prep, vta_run *run) {
     machine mach, *m = &mach;
     int rc;
     memset(m, 0, sizeof *m);
@@ -1552,6 +1841,7 @@ int vta_simulate(const vta_config *config, const uint64_t *words, int64_t n, int
     m->cfg = config;
     m->run = run;
     m->functional = functional;
+    m->data = data;
     m->n = n;
     m->words = words;
     int64_t step_limit, memory_limit;
@@ -1562,7 +1852,7 @@ int vta_simulate(const vta_config *config, const uint64_t *words, int64_t n, int
         (rc = check_state(m, memory_limit)))
         return rc;
     if (n <= 0) return fail(m, 0, "malformed instruction: empty program (it must end with FINISH)");
-    m->f = alloc(m, (size_t)n * F_COUNT, sizeof(int64_t));
+    m->f = prep ? prep_fields(prep, n) : alloc(m, (size_t)n * F_COUNT, sizeof(int64_t));
     int64_t *queues = alloc(m, (size_t)n, sizeof(int64_t));
     if (!m->f || !queues) {
         rc = VTA_ERR_NOMEM;
@@ -1584,6 +1874,8 @@ int vta_simulate(const vta_config *config, const uint64_t *words, int64_t n, int
         if (run->module) run->module[i] = md;
     }
     if ((rc = check_token_counts(m)) || (rc = check_steps(m, step_limit))) goto done;
+    if (prep && (rc = prep_replay(prep, m))) goto done;
+    m->prep = prep;
     for (int q = 0; q < VTA_FIFOS; q++) {
         m->fifo[q].avail = alloc(m, (size_t)m->fifo[q].cap, sizeof(int64_t));
         m->fifo[q].clock = alloc(m, (size_t)m->fifo[q].cap, sizeof m->fifo[q].clock[0]);
@@ -1597,6 +1889,626 @@ int vta_simulate(const vta_config *config, const uint64_t *words, int64_t n, int
 done:
     for (int k = 0; k < m->n_owned; k++) free(m->owned[k]);
     return rc;
+}
+
+int vta_simulate(const vta_config *config, const uint64_t *words, int64_t n, int functional,
+                 vta_run *run) {
+    return simulate(config, words, n, functional, 1, NULL, run);
+}
+
+/* --- the prepared program: checked once, replayed with data only --------------------------- */
+
+#define MAX_PREPARED ((int64_t)1 << 40) /* instructions or micro-ops: beyond, out of memory */
+
+static int64_t *prep_fields(struct vta_program *p, int64_t n) {
+    if (n <= 0 || n > MAX_PREPARED) return NULL;
+    p->f = (int64_t *)calloc((size_t)n * F_COUNT, sizeof(int64_t));
+    return p->f;
+}
+
+/* After decoding and the static checks: room for the execution order and for each GEMM / ALU
+ * instruction's micro-ops (it executes once). */
+static int prep_replay(struct vta_program *p, machine *m) {
+    int64_t total = 0;
+    for (int64_t i = 0; i < m->n; i++) {
+        const int64_t *f = FLD(m, i);
+        if (f[F_OPCODE] == OP_GEMM || f[F_OPCODE] == OP_ALU)
+            total += 3 * (f[F_UOP_END] - f[F_UOP_BGN]); /* positive: validated */
+    }
+    if (m->n <= 0 || m->n > MAX_PREPARED || total < 0 || total > MAX_PREPARED) return VTA_ERR_NOMEM;
+    p->order = (int64_t *)calloc((size_t)m->n, sizeof(int64_t));
+    p->uop_at = (int64_t *)calloc((size_t)m->n, sizeof(int64_t));
+    p->uops = (int32_t *)calloc((size_t)(total ? total : 1), sizeof(int32_t));
+    if (!p->order || !p->uop_at || !p->uops) return VTA_ERR_NOMEM;
+    for (int64_t i = 0; i < m->n; i++) p->uop_at[i] = -1;
+    p->uops_len = total;
+    return VTA_OK;
+}
+
+/* The micro-ops instruction i runs with (the micro-op buffer at that point of the run). */
+static void record_uops(machine *m, int64_t i, const struct loops *L) {
+    struct vta_program *p = m->prep;
+    int64_t nk = L->end - L->bgn;
+    if (!p || p->uops_used + 3 * nk > p->uops_len) return; /* cannot happen: counted */
+    int32_t *dst = p->uops + p->uops_used;
+    memcpy(dst, L->dk, (size_t)nk * sizeof(int32_t));
+    memcpy(dst + nk, L->sk, (size_t)nk * sizeof(int32_t));
+    memcpy(dst + 2 * nk, L->wk, (size_t)nk * sizeof(int32_t));
+    p->uop_at[i] = p->uops_used;
+    p->uops_used += 3 * nk;
+}
+
+void vta_program_free(vta_program *p) {
+    if (!p) return;
+    free(p->f);
+    free(p->order);
+    free(p->uop_at);
+    free(p->uops);
+    free(p);
+}
+
+int vta_prepare(const vta_config *config, const uint64_t *words, int64_t n, vta_run *run,
+                vta_program **out) {
+    *out = NULL;
+    vta_program *p = (vta_program *)calloc(1, sizeof *p);
+    if (!p) return VTA_ERR_NOMEM;
+    p->cfg = *config;
+    p->n = n;
+    p->dram_len = run->dram_len;
+    int rc = simulate(config, words, n, 1, 0, p, run);
+    if (rc == VTA_OK) rc = make_geometry(config, &p->g);
+    if (rc != VTA_OK) {
+        vta_program_free(p);
+        return rc;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t *f = p->f + i * F_COUNT;
+        if (f[F_OPCODE] != OP_STORE || !f[F_X_SIZE] || !f[F_Y_SIZE]) continue;
+        int64_t end = (f[F_DRAM_BASE] + (f[F_Y_SIZE] - 1) * f[F_X_STRIDE] + f[F_X_SIZE]) *
+                      dram_elem_bytes(&p->g, f[F_MEMORY_TYPE]); /* within dram_len: checked */
+        if (end > p->dram_written) p->dram_written = end;
+    }
+    p->timing = *run;
+    p->timing.uop_image = NULL;
+    p->timing.dram = NULL;
+    p->timing.uop_sram = NULL;
+    p->timing.inp_sram = p->timing.wgt_sram = NULL;
+    p->timing.acc_sram = NULL;
+    p->timing.start = p->timing.end = p->timing.module = NULL;
+    *out = p;
+    return VTA_OK;
+}
+
+int64_t vta_program_dram_written(const vta_program *p) { return p->dram_written; }
+
+void vta_program_timing(const vta_program *p, vta_run *run) {
+    run->total_cycles = p->timing.total_cycles;
+    for (int k = 0; k < VTA_MODULES; k++) {
+        run->busy[k] = p->timing.busy[k];
+        run->stalled[k] = p->timing.stalled[k];
+        run->bus_wait[k] = p->timing.bus_wait[k];
+    }
+    run->gemm_iterations = p->timing.gemm_iterations;
+    run->alu_iterations = p->timing.alu_iterations;
+    for (int k = 0; k < VTA_MEM_TYPES; k++) {
+        run->dram_read_bytes[k] = p->timing.dram_read_bytes[k];
+        run->dram_write_bytes[k] = p->timing.dram_write_bytes[k];
+    }
+    for (int k = 0; k < VTA_FIFOS; k++) run->leftover_tokens[k] = p->timing.leftover_tokens[k];
+}
+
+/* --- scratchpads ----------------------------------------------------------------------------- */
+
+enum { TILE_ZERO = 0, TILE_DIAG = 1, TILE_DENSE = 2 };
+
+void vta_scratch_free(vta_scratch *s) {
+    if (!s) return;
+    free(s->inp);
+    free(s->wgt);
+    free(s->pairs);
+    free(s->diag);
+    free(s->wclass);
+    free(s->npairs);
+    free(s->pair_list);
+    free(s->acc);
+    free(s);
+}
+
+int vta_scratch_new(const vta_config *config, vta_run *run, vta_scratch **out) {
+    struct geometry g;
+    machine mach, *m = &mach;
+    int64_t limit;
+    int rc;
+    *out = NULL;
+    memset(m, 0, sizeof *m);
+    run->error_index = -1;
+    run->error_kind[0] = run->error_message[0] = 0;
+    if ((rc = make_geometry(config, &g))) return rc;
+    m->run = run;
+    if ((rc = resolve_limit(m, run->memory_limit, "QACCEL_MEMORY_LIMIT",
+                            VTA_DEFAULT_MEMORY_LIMIT, &limit)))
+        return rc;
+    int64_t blk = g.blk, di = g.depth[BUF_INP], dw = g.depth[BUF_WGT], da = g.depth[BUF_ACC];
+    int64_t ppt = blk / 2 > 0 ? blk / 2 : 1;
+    int best = VTA_KERNEL_C, has_avx_vnni = 0;
+#if HAVE_AVX2_KERNEL
+    if (blk == 16 && cpu_has_avx2()) {
+        best = VTA_KERNEL_AVX2;
+        has_avx_vnni = cpu_has_avx_vnni();
+        if (has_avx_vnni) best = VTA_KERNEL_AVX_VNNI;
+        if (cpu_has_avx512_vnni()) best = VTA_KERNEL_AVX512_VNNI;
+    }
+#endif
+    /* the fastest available unless a slower one is asked for (SSE2: portable C here) */
+    int kernel = run->kernel == VTA_KERNEL_AUTO || run->kernel >= best ? best
+                 : run->kernel == VTA_KERNEL_AVX_VNNI && !has_avx_vnni ? VTA_KERNEL_AVX2
+                 : run->kernel >= VTA_KERNEL_AVX2 ? (int)run->kernel : VTA_KERNEL_C;
+    int64_t bytes = di * blk * 2 + dw * blk * blk * (kernel >= VTA_KERNEL_AVX2 ? 3 : 1) +
+                    dw * blk * 2 + dw * (2 + ppt) + da * blk * 4;
+    if (limit >= 0 && bytes > limit) {
+        char a[32], b[32];
+        return fail(m, -1,
+                    "the scratchpads need %s, above the memory limit of %s (raise it with "
+                    "QACCEL_MEMORY_LIMIT)",
+                    format_bytes(a, sizeof a, bytes), format_bytes(b, sizeof b, limit));
+    }
+    vta_scratch *s = (vta_scratch *)calloc(1, sizeof *s);
+    if (!s) return VTA_ERR_NOMEM;
+    s->cfg = *config;
+    s->g = g;
+    s->kernel = kernel;
+    s->pairs_per_tile = ppt;
+    s->inp = (int16_t *)calloc((size_t)(di * blk), sizeof(int16_t));
+    s->wgt = (int8_t *)calloc((size_t)(dw * blk * blk), 1);
+    s->diag = (int16_t *)calloc((size_t)(dw * blk), sizeof(int16_t));
+    s->wclass = (uint8_t *)calloc((size_t)dw, 1);
+    s->npairs = (uint8_t *)calloc((size_t)dw, 1);
+    s->pair_list = (uint8_t *)calloc((size_t)(dw * ppt), 1);
+    s->acc = (int32_t *)calloc((size_t)(da * blk), sizeof(int32_t));
+    if (kernel >= VTA_KERNEL_AVX2) s->pairs = (int16_t *)calloc((size_t)(dw * blk * blk), sizeof(int16_t));
+    if (!s->inp || !s->wgt || !s->diag || !s->wclass || !s->npairs || !s->pair_list || !s->acc ||
+        (kernel >= VTA_KERNEL_AVX2 && !s->pairs)) {
+        vta_scratch_free(s);
+        return VTA_ERR_NOMEM;
+    }
+    run->kernel = kernel;
+    *out = s;
+    return VTA_OK;
+}
+
+/* --- LOAD: rows into the scratchpads in the kernels' layouts -------------------------------- */
+
+/* WGT tile `row` from `src` (blk * blk int8) or zero (padding): the tile, its class, its
+ * diagonal, its nonzero lane pairs and, for the AVX2 kernel, its pair rows. Zero weights
+ * contribute nothing to a sum: the kernels skip them, the sums are the same. */
+#if HAVE_AVX2_KERNEL
+/* set_tile for BLOCK 16 with the AVX2 kernel. */
+static AVX2 void set_tile16_avx2(vta_scratch *s, int64_t row, const uint8_t *src) {
+    int8_t *w = s->wgt + row * 256;
+    __m256i v[8], any = _mm256_setzero_si256(), off = _mm256_setzero_si256();
+    for (int q = 0; q < 8; q++) { /* rows 2q and 2q + 1 */
+        v[q] = src ? _mm256_loadu_si256((const __m256i *)(src + 32 * q)) : _mm256_setzero_si256();
+        _mm256_storeu_si256((__m256i *)(w + 32 * q), v[q]);
+        any = _mm256_or_si256(any, v[q]);
+    }
+    if (_mm256_testz_si256(any, any)) {
+        s->wclass[row] = TILE_ZERO;
+        return;
+    }
+    for (int q = 0; q < 8; q++) {
+        int8_t keep[32];
+        memset(keep, -1, sizeof keep);
+        keep[2 * q] = 0;           /* w[2q][2q] */
+        keep[16 + 2 * q + 1] = 0;  /* w[2q+1][2q+1] */
+        off = _mm256_or_si256(off, _mm256_and_si256(v[q], _mm256_loadu_si256((const __m256i *)keep)));
+    }
+    if (_mm256_testz_si256(off, off)) {
+        for (int64_t j = 0; j < 16; j++) s->diag[row * 16 + j] = w[j * 16 + j];
+        s->wclass[row] = TILE_DIAG;
+        return;
+    }
+    s->wclass[row] = TILE_DENSE;
+    /* the lane pairs with a nonzero weight: OR of every row, pairs of bytes */
+    __m128i cols = _mm_or_si128(_mm256_castsi256_si128(any), _mm256_extracti128_si256(any, 1));
+    int zero_bytes = _mm_movemask_epi8(_mm_cmpeq_epi8(cols, _mm_setzero_si128()));
+    uint8_t *list = s->pair_list + row * 8;
+    int np = 0;
+    for (int p = 0; p < 8; p++)
+        if (((zero_bytes >> (2 * p)) & 3) != 3) list[np++] = (uint8_t)p;
+    s->npairs[row] = (uint8_t)np;
+    /* pair rows: unit (j, p) = (w[j][2p], w[j][2p+1]) widened goes to 32-bit slot p * 16 + j,
+     * an 8x8 transpose of 32-bit units for each half of j */
+    int16_t *wp = s->pairs + row * 256;
+    for (int half = 0; half < 2; half++) {
+        __m256i r[8], t[8];
+        for (int j = 0; j < 8; j++)
+            r[j] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + 16 * (8 * half + j))));
+        for (int j = 0; j < 8; j += 2) {
+            t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]);
+            t[j + 1] = _mm256_unpackhi_epi32(r[j], r[j + 1]);
+        }
+        for (int j = 0; j < 8; j += 4) {
+            r[j] = _mm256_unpacklo_epi64(t[j], t[j + 2]);
+            r[j + 1] = _mm256_unpackhi_epi64(t[j], t[j + 2]);
+            r[j + 2] = _mm256_unpacklo_epi64(t[j + 1], t[j + 3]);
+            r[j + 3] = _mm256_unpackhi_epi64(t[j + 1], t[j + 3]);
+        }
+        /* r[0..3] hold units p = 0,1,2,3 (low lane) and 4,5,6,7 (high lane) of rows 0..3,
+         * r[4..7] the same of rows 4..7 */
+        for (int p = 0; p < 4; p++) {
+            __m256i a = r[p], b = r[4 + p];
+            __m256i lo = _mm256_permute2x128_si256(a, b, 0x20); /* unit p, rows 0..7 */
+            __m256i hi = _mm256_permute2x128_si256(a, b, 0x31); /* unit p + 4 */
+            _mm256_storeu_si256((__m256i *)(wp + p * 32 + 16 * half), lo);
+            _mm256_storeu_si256((__m256i *)(wp + (p + 4) * 32 + 16 * half), hi);
+        }
+    }
+}
+#endif
+
+static void set_tile(vta_scratch *s, int64_t row, const uint8_t *src) {
+    int64_t blk = s->g.blk, bb = blk * blk;
+    int8_t *w = s->wgt + row * bb;
+#if HAVE_AVX2_KERNEL
+    if (s->kernel >= VTA_KERNEL_AVX2) {
+        set_tile16_avx2(s, row, src);
+        return;
+    }
+#endif
+    if (src)
+        memcpy(w, src, (size_t)bb);
+    else
+        memset(w, 0, (size_t)bb);
+    int off_diag = 0, any = 0;
+    uint8_t *list = s->pair_list + row * s->pairs_per_tile;
+    int np = 0;
+    for (int64_t j = 0; j < blk; j++) {
+        s->diag[row * blk + j] = w[j * blk + j];
+        for (int64_t c = 0; c < blk; c++)
+            if (w[j * blk + c]) {
+                any = 1;
+                if (c != j) off_diag = 1;
+            }
+    }
+    if (!any) {
+        s->wclass[row] = TILE_ZERO;
+        return;
+    }
+    if (!off_diag) {
+        s->wclass[row] = TILE_DIAG;
+        return;
+    }
+    s->wclass[row] = TILE_DENSE;
+    for (int64_t p = 0; p < s->pairs_per_tile; p++) {
+        int nz = 0;
+        for (int64_t j = 0; j < blk && !nz; j++)
+            for (int64_t c = 2 * p; c < 2 * p + 2 && c < blk; c++) nz |= w[j * blk + c] != 0;
+        if (nz) list[np++] = (uint8_t)p;
+    }
+    s->npairs[row] = (uint8_t)np;
+    if (s->pairs) {
+        int16_t *wp = s->pairs + row * bb;
+        for (int64_t j = 0; j < blk; j++)
+            for (int64_t c = 0; c < blk; c++) wp[(c / 2) * 2 * blk + 2 * j + c % 2] = w[j * blk + c];
+    }
+}
+
+#if HAVE_AVX2_KERNEL
+static AVX2 void widen_avx2(int16_t *dst, const uint8_t *src, int64_t n) {
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16)
+        _mm256_storeu_si256((__m256i *)(dst + k),
+                            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + k))));
+    for (; k < n; k++) dst[k] = (int8_t)src[k];
+}
+#endif
+
+static void load_rows(machine *m, vta_scratch *s, int64_t mt, int64_t row, const uint8_t *src,
+                      int64_t count) {
+    int64_t blk = s->g.blk;
+    if (mt == MEM_INP) {
+        int16_t *dst = s->inp + row * blk;
+#if HAVE_AVX2_KERNEL
+        if (src && s->kernel >= VTA_KERNEL_AVX2) {
+            widen_avx2(dst, src, count * blk);
+            return;
+        }
+#endif
+        if (src)
+            for (int64_t k = 0; k < count * blk; k++) dst[k] = (int8_t)src[k];
+        else
+            for (int64_t k = 0; k < count * blk; k++) dst[k] = m->pad_value;
+    } else if (mt == MEM_WGT) {
+        for (int64_t k = 0; k < count; k++) set_tile(s, row + k, src ? src + k * blk * blk : NULL);
+    } else {
+        int32_t *dst = s->acc + row * blk;
+        if (!src)
+            memset(dst, 0, (size_t)(count * blk) * sizeof(int32_t));
+        else if (mt == MEM_ACC)
+            for (int64_t k = 0; k < count * blk; k++) dst[k] = read_le32(src + 4 * k);
+        else
+            for (int64_t k = 0; k < count * blk; k++) dst[k] = (int8_t)src[k];
+    }
+}
+
+static void fast_load(machine *m, vta_scratch *s, const int64_t *f) {
+    int64_t mt = f[F_MEMORY_TYPE];
+    if (f[F_X_SIZE] == 0 || f[F_Y_SIZE] == 0 || mt == MEM_UOP) return; /* UOP: snapshots */
+    int64_t yp0 = f[F_Y_PAD_0], xp0 = f[F_X_PAD_0], xp1 = f[F_X_PAD_1];
+    int64_t ys = f[F_Y_SIZE], xs = f[F_X_SIZE], stride = f[F_X_STRIDE];
+    int64_t ytot = yp0 + ys + f[F_Y_PAD_1], xtot = xp0 + xs + xp1;
+    int64_t eb = dram_elem_bytes(&s->g, mt), base = f[F_SRAM_BASE];
+    const uint8_t *dram = m->run->dram;
+    for (int64_t y = 0; y < ytot; y++) {
+        int64_t row = base + y * xtot;
+        if (y < yp0 || y >= yp0 + ys) {
+            load_rows(m, s, mt, row, NULL, xtot);
+            continue;
+        }
+        if (xp0) load_rows(m, s, mt, row, NULL, xp0);
+        load_rows(m, s, mt, row + xp0, dram + (f[F_DRAM_BASE] + (y - yp0) * stride) * eb, xs);
+        if (xp1) load_rows(m, s, mt, row + xp0 + xs, NULL, xp1);
+    }
+}
+
+/* --- GEMM kernels over the rows one micro-op touches ------------------------------------------- */
+
+/* The (outer, inner) iterations of one micro-op: rows d + o*dfo + i*dfi += W . inp rows
+ * s + o*sfo + i*sfi. Additions modulo 2^32 commute: any iteration order gives the same sums. */
+struct span {
+    int64_t n_out, n_in, dfo, dfi, sfo, sfi, d, s;
+};
+
+#define FOR_SPAN(sp, drow, srow)                                                             \
+    for (int64_t o_ = 0; o_ < (sp)->n_out; o_++)                                              \
+        for (int64_t i_ = 0, drow, srow;                                                      \
+             i_ < (sp)->n_in && (drow = (sp)->d + o_ * (sp)->dfo + i_ * (sp)->dfi,            \
+                                srow = (sp)->s + o_ * (sp)->sfo + i_ * (sp)->sfi, 1);         \
+             i_++)
+
+static void dense_rows_c(int32_t *acc, const int16_t *inp, const int8_t *w, int64_t blk,
+                         const struct span *sp) {
+    FOR_SPAN(sp, d, r) {
+        int32_t *a = acc + d * blk;
+        const int16_t *x = inp + r * blk;
+        for (int64_t j = 0; j < blk; j++) {
+            int32_t sum = 0;
+            for (int64_t c = 0; c < blk; c++) sum += (int32_t)x[c] * (int32_t)w[j * blk + c];
+            a[j] = to_i32((uint32_t)a[j] + (uint32_t)sum);
+        }
+    }
+}
+
+static void diag_rows_c(int32_t *acc, const int16_t *inp, const int16_t *dg, int64_t blk,
+                        const struct span *sp) {
+    FOR_SPAN(sp, d, r) {
+        int32_t *a = acc + d * blk;
+        const int16_t *x = inp + r * blk;
+        for (int64_t j = 0; j < blk; j++)
+            a[j] = to_i32((uint32_t)a[j] + (uint32_t)((int32_t)x[j] * (int32_t)dg[j]));
+    }
+}
+
+#if HAVE_AVX2_KERNEL
+static inline AVX2 __m256i bcast_pair(const int16_t *x) {
+    int32_t v;
+    memcpy(&v, x, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* BLOCK 16, every lane pair: one half of the output lanes at a time, its eight pair-row
+ * vectors in registers for every row of the span. DP(s, x, w) is s + madd(x, w): AVX2's
+ * VPMADDWD and VPADDD, or VNNI's VPDPWSSD (the same sums: the int16 products of int8 values
+ * and their pair sums cannot overflow). */
+#define DENSE16(NAME, ATTR, DP)                                                                  \
+    static ATTR void NAME(int32_t *acc, const int16_t *inp, const int16_t *wp,                  \
+                          const struct span *sp) {                                              \
+        for (int half = 0; half < 2; half++) {                                                  \
+            __m256i w[8];                                                                       \
+            for (int p = 0; p < 8; p++)                                                         \
+                w[p] = _mm256_loadu_si256((const __m256i *)(wp + 32 * p + 16 * half));          \
+            FOR_SPAN(sp, d, r) {                                                                \
+                __m256i *a = (__m256i *)(acc + d * 16 + 8 * half);                              \
+                const int16_t *x = inp + r * 16;                                                \
+                __m256i z = _mm256_setzero_si256();                                             \
+                __m256i s0 = DP(z, bcast_pair(x), w[0]), s1 = DP(z, bcast_pair(x + 2), w[1]);   \
+                __m256i s2 = DP(z, bcast_pair(x + 4), w[2]), s3 = DP(z, bcast_pair(x + 6), w[3]); \
+                s0 = DP(s0, bcast_pair(x + 8), w[4]);                                           \
+                s1 = DP(s1, bcast_pair(x + 10), w[5]);                                          \
+                s2 = DP(s2, bcast_pair(x + 12), w[6]);                                          \
+                s3 = DP(s3, bcast_pair(x + 14), w[7]);                                          \
+                __m256i sum = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3)); \
+                _mm256_storeu_si256(a, _mm256_add_epi32(_mm256_loadu_si256(a), sum));          \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+#define DP_AVX2(s, x, w) _mm256_add_epi32((s), _mm256_madd_epi16((x), (w)))
+DENSE16(dense16_avx2, AVX2, DP_AVX2)
+#if defined(__GNUC__) && (__GNUC__ >= 11 || defined(__clang__))
+#define HAVE_VNNI_KERNELS 1
+#define DP_AVX_VNNI(s, x, w) _mm256_dpwssd_avx_epi32((s), (x), (w))
+#define DP_AVX512_VNNI(s, x, w) _mm256_dpwssd_epi32((s), (x), (w))
+DENSE16(dense16_avx_vnni, __attribute__((target("avx2,avxvnni"))), DP_AVX_VNNI)
+DENSE16(dense16_avx512_vnni, __attribute__((target("avx2,avx512vnni,avx512vl"))),
+        DP_AVX512_VNNI)
+#else
+#define HAVE_VNNI_KERNELS 0
+#endif
+
+/* BLOCK 16, only the listed lane pairs (e.g. input channels padded to the block). */
+static AVX2 void pairs16_avx2(int32_t *acc, const int16_t *inp, const int16_t *wp,
+                              const uint8_t *list, int np, const struct span *sp) {
+    FOR_SPAN(sp, d, r) {
+        __m256i *a = (__m256i *)(acc + d * 16);
+        const int16_t *x = inp + r * 16;
+        __m256i s0 = _mm256_loadu_si256(a), s1 = _mm256_loadu_si256(a + 1);
+        for (int q = 0; q < np; q++) {
+            const __m256i *w = (const __m256i *)(wp + 32 * list[q]);
+            __m256i b = bcast_pair(x + 2 * list[q]);
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(b, _mm256_loadu_si256(w)));
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(b, _mm256_loadu_si256(w + 1)));
+        }
+        _mm256_storeu_si256(a, s0);
+        _mm256_storeu_si256(a + 1, s1);
+    }
+}
+
+/* BLOCK 16, a diagonal tile: |x * w| <= 2^14 fits int16. */
+static AVX2 void diag16_avx2(int32_t *acc, const int16_t *inp, const int16_t *dg,
+                             const struct span *sp) {
+    __m256i dv = _mm256_loadu_si256((const __m256i *)dg);
+    FOR_SPAN(sp, d, r) {
+        __m256i *a = (__m256i *)(acc + d * 16);
+        __m256i prod = _mm256_mullo_epi16(_mm256_loadu_si256((const __m256i *)(inp + r * 16)), dv);
+        __m256i lo = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(prod));
+        __m256i hi = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(prod, 1));
+        _mm256_storeu_si256(a, _mm256_add_epi32(_mm256_loadu_si256(a), lo));
+        _mm256_storeu_si256(a + 1, _mm256_add_epi32(_mm256_loadu_si256(a + 1), hi));
+    }
+}
+#endif
+
+static void tile_rows(const vta_scratch *s, int64_t tile, const struct span *sp) {
+    int64_t blk = s->g.blk;
+    int cls = s->wclass[tile];
+    if (cls == TILE_ZERO) return;
+#if HAVE_AVX2_KERNEL
+    if (s->kernel >= VTA_KERNEL_AVX2) { /* BLOCK 16 */
+        if (cls == TILE_DIAG)
+            diag16_avx2(s->acc, s->inp, s->diag + tile * 16, sp);
+#if HAVE_VNNI_KERNELS
+        else if (s->npairs[tile] == 8 && s->kernel == VTA_KERNEL_AVX512_VNNI)
+            dense16_avx512_vnni(s->acc, s->inp, s->pairs + tile * 256, sp);
+        else if (s->npairs[tile] == 8 && s->kernel == VTA_KERNEL_AVX_VNNI)
+            dense16_avx_vnni(s->acc, s->inp, s->pairs + tile * 256, sp);
+#endif
+        else if (s->npairs[tile] == 8)
+            dense16_avx2(s->acc, s->inp, s->pairs + tile * 256, sp);
+        else
+            pairs16_avx2(s->acc, s->inp, s->pairs + tile * 256, s->pair_list + tile * 8,
+                         s->npairs[tile], sp);
+        return;
+    }
+#endif
+    if (cls == TILE_DIAG)
+        diag_rows_c(s->acc, s->inp, s->diag + tile * blk, blk, sp);
+    else
+        dense_rows_c(s->acc, s->inp, s->wgt + tile * blk * blk, blk, sp);
+}
+
+static void fast_gemm(vta_scratch *s, const int64_t *f, const int32_t *snap) {
+    int64_t nk = f[F_UOP_END] - f[F_UOP_BGN], blk = s->g.blk;
+    const int32_t *dk = snap, *sk = snap + nk, *wk = snap + 2 * nk;
+    int64_t n_out = f[F_ITER_OUT], n_in = f[F_ITER_IN];
+    int64_t dfo = f[F_DST_FACTOR_OUT], dfi = f[F_DST_FACTOR_IN];
+    int64_t sfo = f[F_SRC_FACTOR_OUT], sfi = f[F_SRC_FACTOR_IN];
+    int64_t wfo = f[F_WGT_FACTOR_OUT], wfi = f[F_WGT_FACTOR_IN];
+    if (f[F_RESET]) {
+        if (nk == 1 && ((n_in == 1 && dfo == 1) || (dfi == 1 && (n_out == 1 || dfo == n_in)))) {
+            /* the usual reset: one range of consecutive rows */
+            memset(s->acc + dk[0] * blk, 0, (size_t)(n_out * n_in * blk) * 4);
+            return;
+        }
+        if (nk == 1 && dfi == 1) { /* runs of consecutive rows */
+            for (int64_t o = 0; o < n_out; o++)
+                memset(s->acc + (dk[0] + o * dfo) * blk, 0, (size_t)(n_in * blk) * 4);
+            return;
+        }
+        for (int64_t o = 0; o < n_out; o++)
+            for (int64_t ii = 0; ii < n_in; ii++)
+                for (int64_t k = 0; k < nk; k++)
+                    memset(s->acc + (dk[k] + o * dfo + ii * dfi) * blk, 0, (size_t)blk * 4);
+        return;
+    }
+    if ((wfo == 0 || n_out == 1) && (wfi == 0 || n_in == 1)) { /* one tile per micro-op */
+        for (int64_t k = 0; k < nk; k++) {
+            struct span sp = {n_out, n_in, dfo, dfi, sfo, sfi, dk[k], sk[k]};
+            tile_rows(s, wk[k], &sp);
+        }
+        return;
+    }
+    for (int64_t o = 0; o < n_out; o++)
+        for (int64_t ii = 0; ii < n_in; ii++)
+            for (int64_t k = 0; k < nk; k++) {
+                struct span sp = {1, 1, 0, 0, 0, 0, dk[k] + o * dfo + ii * dfi,
+                                  sk[k] + o * sfo + ii * sfi};
+                tile_rows(s, wk[k] + o * wfo + ii * wfi, &sp);
+            }
+}
+
+/* --- the replay ------------------------------------------------------------------------------ */
+
+static int fast_step(machine *m, vta_scratch *s, const vta_program *p, int64_t i) {
+    const int64_t *f = FLD(m, i);
+    int rc;
+    switch (f[F_OPCODE]) {
+    case OP_LOAD:
+        fast_load(m, s, f);
+        return VTA_OK;
+    case OP_STORE:
+        if (f[F_X_SIZE] == 0 || f[F_Y_SIZE] == 0) return VTA_OK;
+        if (f[F_MEMORY_TYPE] == MEM_OUTQ && (rc = store_shifts(m, i, f))) return rc;
+        store_rows(m, f);
+        if (f[F_CLEAR])
+            memset(s->acc + f[F_SRAM_BASE] * s->g.blk, 0,
+                   (size_t)(f[F_Y_SIZE] * f[F_X_SIZE] * s->g.blk) * sizeof(int32_t));
+        return VTA_OK;
+    case OP_GEMM:
+        if (p->uop_at[i] >= 0) fast_gemm(s, f, p->uops + p->uop_at[i]);
+        return VTA_OK;
+    case OP_ALU: {
+        if (p->uop_at[i] < 0) return VTA_OK;
+        const int32_t *snap = p->uops + p->uop_at[i];
+        struct loops L;
+        int64_t nk = f[F_UOP_END] - f[F_UOP_BGN];
+        L.bgn = f[F_UOP_BGN];
+        L.end = f[F_UOP_END];
+        L.n_out = f[F_ITER_OUT];
+        L.n_in = f[F_ITER_IN];
+        L.dfo = f[F_DST_FACTOR_OUT];
+        L.dfi = f[F_DST_FACTOR_IN];
+        L.sfo = f[F_SRC_FACTOR_OUT];
+        L.sfi = f[F_SRC_FACTOR_IN];
+        L.wfo = L.wfi = 0;
+        L.dk = snap;
+        L.sk = snap + nk;
+        L.wk = snap + 2 * nk;
+        return alu_loops(m, i, f, &L);
+    }
+    case OP_SETPAD:
+        m->pad_value = (int8_t)f[F_PAD_VALUE];
+        return VTA_OK;
+    default:
+        return VTA_OK; /* FINISH */
+    }
+}
+
+int vta_execute(const vta_program *p, vta_scratch *s, vta_run *run) {
+    machine mach, *m = &mach;
+    memset(m, 0, sizeof *m);
+    run->error_index = -1;
+    run->error_kind[0] = run->error_message[0] = 0;
+    m->run = run;
+    m->n = p->n;
+    m->f = p->f;
+    m->g = p->g;
+    m->cfg = &p->cfg;
+    if (memcmp(&p->cfg, &s->cfg, sizeof p->cfg) != 0)
+        return fail(m, -1, "the scratchpads were made for another hardware configuration");
+    if (!run->dram || run->dram_len != p->dram_len)
+        return fail(m, -1, "a DRAM image of %lld bytes for a program prepared for %lld",
+                    (long long)(run->dram ? run->dram_len : 0), (long long)p->dram_len);
+    m->acc = s->acc;
+    m->kernel = s->kernel;
+    m->data = 1;
+    vta_program_timing(p, run);
+    run->kernel = s->kernel;
+    for (int64_t k = 0; k < p->n_order; k++) {
+        int rc = fast_step(m, s, p, p->order[k]);
+        if (rc) return rc;
+    }
+    return VTA_OK;
 }
 
 int vta_machine_abi(void) { return VTA_MACHINE_ABI; }

@@ -27,7 +27,7 @@ extern "C" {
 
 /* Bumped whenever a struct below or a function signature changes; the Python loader refuses a
  * library built from other sources. */
-#define VTA_MACHINE_ABI 3
+#define VTA_MACHINE_ABI 4
 
 enum vta_status {
     VTA_OK = 0,
@@ -61,7 +61,10 @@ enum vta_kernel {
     VTA_KERNEL_AUTO = 0, /* the fastest available */
     VTA_KERNEL_C = 1,    /* portable C, any block size */
     VTA_KERNEL_SSE2 = 2, /* x86-64, BLOCK 8/16/32 */
-    VTA_KERNEL_AVX2 = 3  /* x86-64 CPUs with AVX2 (checked at run time), BLOCK 8/16/32 */
+    VTA_KERNEL_AVX2 = 3, /* x86-64 CPUs with AVX2 (checked at run time), BLOCK 8/16/32 */
+    /* the fast path only (vta_execute, BLOCK 16; vta_simulate takes them as AVX2) */
+    VTA_KERNEL_AVX_VNNI = 4,   /* AVX2 + AVX-VNNI */
+    VTA_KERNEL_AVX512_VNNI = 5 /* AVX2 + AVX512-VNNI + AVX512VL */
 };
 
 typedef struct vta_run {
@@ -113,6 +116,35 @@ typedef struct vta_run {
  * FINISH. functional = 0 is `timing()`: token protocol and cycle counts only, no data. */
 int vta_simulate(const vta_config *config, const uint64_t *words, int64_t n, int functional,
                  vta_run *run);
+
+/* --- the fast path ----------------------------------------------------------------------------
+ * A program's timing does not depend on its data, nor do its checks (except the shift
+ * operands ALU SHR/RSHR read from the accumulator and STORE OUTQ's shifts): vta_prepare runs
+ * the checked simulation once without data (every check vta_simulate makes, hazards included,
+ * and the timing model: `run` gets the statistics and, when given, start/end/module), keeping
+ * the decoded program, the order the instructions executed in and each GEMM/ALU instruction's
+ * micro-ops. vta_execute then replays that order with data only: the DRAM after FINISH is
+ * vta_simulate's, bit for bit (the hazard checks proved the order cannot change it), and its
+ * `run` statistics are the prepared ones. A program is immutable after vta_prepare (share it
+ * between threads); a scratch (the scratchpads, made once per configuration) serves one
+ * vta_execute at a time. run->dram_len at vta_prepare is the DRAM size every execution uses;
+ * run->dram is not read there (the micro-op image is). run->kernel: at vta_scratch_new, the
+ * kernel wanted (enum vta_kernel; VTA_KERNEL_AVX2 needs BLOCK 16, anything else runs
+ * portable C) and the one chosen; at vta_execute, the one used. run->memory_limit bounds the
+ * scratchpads as vta_simulate's state. */
+typedef struct vta_program vta_program;
+typedef struct vta_scratch vta_scratch;
+
+int vta_prepare(const vta_config *config, const uint64_t *words, int64_t n, vta_run *run,
+                vta_program **program);
+int vta_scratch_new(const vta_config *config, vta_run *run, vta_scratch **scratch);
+int vta_execute(const vta_program *program, vta_scratch *scratch, vta_run *run);
+/* The prepared statistics (total_cycles, busy, ..., leftover_tokens) into `run`. */
+void vta_program_timing(const vta_program *program, vta_run *run);
+/* One past the last DRAM byte the program's STOREs write (0: none): what a run can change. */
+int64_t vta_program_dram_written(const vta_program *program);
+void vta_program_free(vta_program *program);
+void vta_scratch_free(vta_scratch *scratch);
 
 /* VTA_MACHINE_ABI of the compiled library. */
 int vta_machine_abi(void);
