@@ -78,7 +78,9 @@ class _Builder:
 
     def array(self, prefix: str, a: np.ndarray) -> str:
         key = f"{prefix}.{len(self.arrays)}"
-        self.arrays[key] = np.ascontiguousarray(a)
+        # np.ascontiguousarray makes a rank-0 array rank 1: keep the shape (a scalar constant,
+        # such as PACK's operands in the converter's computed RESHAPE targets, stays a scalar).
+        self.arrays[key] = np.ascontiguousarray(a).reshape(np.shape(a))
         return key
 
     # ------------------------------------------------------------------------------------
