@@ -1,0 +1,80 @@
+"""The converter-made corpus (`tests/fixtures/corpus/`) compiled for both bundled configurations:
+one row per model with its operators, accelerator partitions, accelerator MAC share (of the
+model's MACs; GEMMs left on the host are host work), host fallbacks, cycles and DRAM bytes, and
+whether LiteRT models were written. The table the accelerator-coverage work is measured by.
+
+    python benchmarks/bench_corpus.py [--models a,b] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "fixtures" / "corpus"
+CONFIGS = ("vta-default", "vta-store-requant")
+
+
+def histogram(path: Path) -> str:
+    from qaccel.frontend.tflite_writer import read_model
+
+    spec = read_model(path.read_bytes())
+    ops = Counter(op.op for op in spec.subgraphs[0].operators)
+    return ", ".join(f"{k} x{v}" if v > 1 else k for k, v in sorted(ops.items()))
+
+
+def row(path: Path, config: str) -> dict:
+    from qaccel import api
+    from qaccel.backends.litert.aot import AotError
+    from qaccel.backends.litert.paths import PATHS
+
+    start = time.perf_counter()
+    try:
+        compiled = api.compile(path, config)
+    except Exception as e:  # noqa: BLE001  a refusal is a row
+        return {"status": f"refused: {str(e).splitlines()[0][:90]}"}
+    t = compiled.report["totals"]
+    litert = "yes"
+    try:
+        for way in PATHS.values():
+            way.export(compiled)
+    except AotError as e:
+        litert = f"no ({str(e)[:60]})"
+    return {
+        "status": "ok", "partitions": len(compiled.functions),
+        "share": t.get("accelerator_mac_share"), "fallbacks": len(compiled.fallbacks),
+        "cycles": t["cycles"], "dram": t["dram_bytes"], "litert": litert,
+        "seconds": time.perf_counter() - start,
+    }  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=None, help="comma-separated names (default: all)")
+    args = ap.parse_args()
+    paths = sorted(CORPUS.glob("*.tflite"))
+    if args.models:
+        wanted = set(args.models.split(","))
+        paths = [p for p in paths if p.stem in wanted]
+    print("| model | operators | config | partitions | accel MAC share | host fallbacks | "
+          "cycles | DRAM bytes | LiteRT models |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for path in paths:
+        ops = histogram(path)
+        for config in CONFIGS:
+            r = row(path, config)
+            if r["status"] != "ok":
+                print(f"| {path.stem} | {ops} | {config} | {r['status']} | | | | | |")
+                continue
+            share = "-" if r["share"] is None else f"{r['share']:.1%}"
+            print(f"| {path.stem} | {ops} | {config} | {r['partitions']} | {share} | "
+                  f"{r['fallbacks']} | {r['cycles']} | {r['dram']} | {r['litert']} |",
+                  flush=True)  # fmt: skip
+            ops = '"'
+
+
+if __name__ == "__main__":
+    main()
