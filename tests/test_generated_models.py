@@ -19,7 +19,7 @@ from qaccel.frontend.builder import QParams, TensorSpec, single_op_model
 from qaccel.frontend.random_models import PENDING_OPS, generate, generate_model
 from qaccel.kernels.registry import KERNELS
 
-SEEDS = range(20)
+SEEDS = range(21)  # seed 20: the first with a PAD since the generator makes more kinds of op
 
 OPS = {
     "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D",
@@ -101,8 +101,8 @@ def test_the_fixed_seeds_have_dynamic_batches_and_computed_reshapes():
 
 
 def test_rules_for_ops_without_kernels_make_models_litert_accepts(oracle):
-    """The rules waiting for kernels (`PENDING_OPS`) switch on by themselves once the kernels
-    are merged: what they make must already be valid (LiteRT's reference kernels run it)."""
+    """The rules of the ops whose kernels came last (`PENDING_OPS`, on by themselves once the
+    kernels exist): what they make must be valid (LiteRT's reference kernels run it)."""
     from qaccel.backends.litert.oracle import run_reference_batch
     from qaccel.frontend.tflite_writer import read_model
 
@@ -110,7 +110,7 @@ def test_rules_for_ops_without_kernels_make_models_litert_accepts(oracle):
     models, ops = [], Counter()
     for seed in range(60):
         g = generate(seed, every)
-        if set(g.ops) - set(KERNELS):
+        if set(g.ops) & set(PENDING_OPS):
             models.append(g)
             ops.update(g.ops)
     assert set(PENDING_OPS) - {"SPACE_TO_DEPTH"} <= set(ops), \
