@@ -18,12 +18,12 @@ accelerator (`NOT_ON_THE_ACCELERATOR`).
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from qaccel.tools import generated_docs
 
 DOCS_PATH = Path(__file__).resolve().parent.parent / "docs" / "ops.md"
 COMMAND = "python -m qaccel.tools.gen_ops_docs"
@@ -190,32 +190,11 @@ def render() -> str:
 
 def check(path: Path = DOCS_PATH) -> str | None:
     """None if `path` is up to date, else the one-line reason and the command that fixes it."""
-    try:
-        current = path.read_text()
-    except OSError as e:
-        return f"cannot read {path}: {e.strerror}; generate it with `{COMMAND}`"
-    if current != render():
-        return (
-            f"{path} is stale (kernels, ops, legalizations or target patterns changed): "
-            f"regenerate it with `{COMMAND}` and commit it"
-        )
-    return None
+    return generated_docs.stale(path, render, COMMAND, "kernels, ops, legalizations or target patterns")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="gen_ops_docs", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
-    ap.add_argument("-o", "--output", type=Path, default=DOCS_PATH, help="default: %(default)s")
-    args = ap.parse_args(argv)
-    if args.check:
-        problem = check(args.output)
-        if problem is not None:
-            print(f"gen_ops_docs: error: {problem}", file=sys.stderr)
-            sys.exit(1)
-        return
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(render())
-    print(f"wrote {args.output}")
+    generated_docs.main(argv, "gen_ops_docs", __doc__.split("\n\n")[0], DOCS_PATH, render, check)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,10 @@ and for named pipelines the passes they run. Rerun it after adding or changing a
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from qaccel.tools import generated_docs
 
 from qaccel.pipeline.manager import PassInfo, available_passes, pass_info, qaccel_pass_names
 
@@ -86,32 +86,11 @@ def render() -> str:
 
 def check(path: Path = DOCS_PATH) -> str | None:
     """None if `path` is up to date, else the one-line reason and the command that fixes it."""
-    try:
-        current = path.read_text()
-    except OSError as e:
-        return f"cannot read {path}: {e.strerror}; generate it with `{COMMAND}`"
-    if current != render():
-        return (
-            f"{path} is stale (the registered passes changed): regenerate it with `{COMMAND}` "
-            "and commit it"
-        )
-    return None
+    return generated_docs.stale(path, render, COMMAND, "the registered passes")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="gen_pass_docs", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
-    ap.add_argument("-o", "--output", type=Path, default=DOCS_PATH, help="default: %(default)s")
-    args = ap.parse_args(argv)
-    if args.check:
-        problem = check(args.output)
-        if problem is not None:
-            print(f"gen_pass_docs: error: {problem}", file=sys.stderr)
-            sys.exit(1)
-        return
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(render())
-    print(f"wrote {args.output}")
+    generated_docs.main(argv, "gen_pass_docs", __doc__.split("\n\n")[0], DOCS_PATH, render, check)
 
 
 if __name__ == "__main__":

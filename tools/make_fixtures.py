@@ -1094,7 +1094,7 @@ CORPUS: dict[str, CorpusModel] = {
 # --- references, manifest, README -----------------------------------------------------------
 
 
-def _versions() -> dict[str, str]:
+def _version_table() -> dict[str, str]:
     import importlib.metadata as metadata
     import platform
 
@@ -1173,7 +1173,7 @@ def corpus_reference(name: str, model: bytes) -> dict[str, np.ndarray]:
 
 
 def _tensors(model: bytes) -> list[list[dict]]:
-    """Per subgraph, per tensor: what `explain_difference` compares."""
+    """Per subgraph, per tensor: what `explain_corpus_difference` compares."""
     from ai_edge_litert import schema_py_generated as fb
 
     m = fb.Model.GetRootAs(model, 0)
@@ -1219,7 +1219,7 @@ def _describe_values(old: bytes, new: bytes, type_code: int) -> str:
             f"(max |difference| {np.abs(a - b).max():g})")
 
 
-def explain_difference(old: bytes, new: bytes, limit: int = 12) -> list[str]:
+def explain_corpus_difference(old: bytes, new: bytes, limit: int = 12) -> list[str]:
     """What differs between two versions of a converted model, one line per difference:
     operators, then tensor by tensor (name, type, shape, quantization parameters, weights)."""
     lines = []
@@ -1397,10 +1397,10 @@ def build_corpus_model(name: str, directory: Path, check: bool, copy_to: Path | 
     print(f"  {describe(model)}")
     if check and status == "DIFFERS":
         print("  what differs (committed -> rebuilt):")
-        for line in explain_difference(path.read_bytes(), model):
+        for line in explain_corpus_difference(path.read_bytes(), model):
             print(f"    {line}")
         recorded = manifest.get("versions", {})
-        for package, version in _versions().items():
+        for package, version in _version_table().items():
             if recorded.get(package) != version:
                 print(f"    {package} {recorded.get(package)} made the committed files, "
                       f"{version} is installed here")
@@ -1411,7 +1411,7 @@ def corpus_main(names: list[str], directory: Path, check: bool, copy_to: Path | 
     import json
 
     manifest = _load_manifest(directory)
-    installed = _versions()
+    installed = _version_table()
     for package, pinned in CORPUS_VERSIONS.items():
         if installed.get(package) != pinned:
             print(f"warning: {package} {installed.get(package)} is installed; the corpus was "
@@ -1420,7 +1420,7 @@ def corpus_main(names: list[str], directory: Path, check: bool, copy_to: Path | 
     for name in names:
         failures += not build_corpus_model(name, directory, check, copy_to, manifest)
         if not check:
-            manifest["versions"] = _versions()
+            manifest["versions"] = _version_table()
             manifest["models"] = {n: manifest["models"][n] for n in CORPUS
                                   if n in manifest["models"]}
             _manifest_path(directory).write_text(json.dumps(manifest, indent=1) + "\n")
