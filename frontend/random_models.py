@@ -1184,8 +1184,8 @@ class _Generator:
                 self.budget += 3
                 x = self.head(x)
             self.outputs.append(x.index)
-        if float_io:
-            last = self.outputs[-1]
+        last = self.outputs[-1]
+        if float_io and self.g.tensors[last].quant is not None:  # a class index stays an integer
             t = self.g.tensors[last]
             y = self.float_output(_Value(last, t.shape, t.quant))
             self.outputs[-1] = y.index

@@ -158,3 +158,13 @@ def test_a_model_litert_refuses_is_invalid(oracle):
                             [TensorSpec("y", (1, 8), np.int8, x_q)])  # not 1/256: refused
     (result,) = check_models([("logistic", model)], input_sets=1)
     assert result.kind == "invalid" and "LiteRT" in result.failure
+
+
+@pytest.mark.xfail(strict=True, reason="a conv whose clamp (a MAXIMUM legalized to q.relu, "
+                   "min 116 after a requantize to zero point -128) is fused with the q.mul that "
+                   "follows: form-vta-layers reads the chain with a zero point outside int8 and "
+                   "refuses the model ('vta_fn_2_layer0: zero points must be int8') instead of "
+                   "splitting the layer")
+def test_seed_818_conv_clamp_mul_chain(oracle):
+    (result,) = check_models([generate(818)], configs=("vta-default",))
+    assert result.ok, result.line()
