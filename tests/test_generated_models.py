@@ -160,11 +160,9 @@ def test_a_model_litert_refuses_is_invalid(oracle):
     assert result.kind == "invalid" and "LiteRT" in result.failure
 
 
-@pytest.mark.xfail(strict=True, reason="a conv whose clamp (a MAXIMUM legalized to q.relu, "
-                   "min 116 after a requantize to zero point -128) is fused with the q.mul that "
-                   "follows: form-vta-layers reads the chain with a zero point outside int8 and "
-                   "refuses the model ('vta_fn_2_layer0: zero points must be int8') instead of "
-                   "splitting the layer")
 def test_seed_818_conv_clamp_mul_chain(oracle):
-    (result,) = check_models([generate(818)], configs=("vta-default",))
+    """A conv whose clamp (a MAXIMUM legalized to q.relu: [244, 255] before the zero point
+    -128 is added) feeds a MUL fused into its layer: the layer's int8 offset must hold both
+    the clamp and the zero point (it put the zero point at -372 and refused the model)."""
+    (result,) = check_models([generate(818)])
     assert result.ok, result.line()

@@ -195,12 +195,17 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
     else:
         # An int32 consumer (an element-wise op fused after the requantization, e.g. a
         # residual add): when the clamp spans at most 256 values, the layer stores them as
-        # int8 shifted by `offset` and the host adds it back (exact).
+        # int8 shifted by `offset` and the host adds it back (exact). The smallest offset
+        # that puts both the clamp and the layer's zero point in int8 (a clamp far from
+        # zero, e.g. [244, 255] before a zero point is added, needs the zero point's bound).
         if lo == -(2**31) or hi == 2**31 - 1 or hi - lo > 255:
             raise NotALayer("the requantized value is not narrowed to int8 and its clamp spans "
                            "more than 256 values")  # fmt: skip
-        offset = -128 - (lo + zp)
-        zp, act_min, act_max = zp + offset, -128, hi + zp + offset
+        offset = max(-128 - (lo + zp), -128 - zp)
+        if offset > min(127 - (hi + zp), 127 - zp):
+            raise NotALayer(f"no int8 offset holds the clamp [{lo}, {hi}] and the zero point "
+                            f"{zp}")  # fmt: skip
+        zp, act_min, act_max = zp + offset, lo + zp + offset, hi + zp + offset
         output, widened = cur, None
     if not -128 <= act_min <= act_max <= 127:
         raise NotALayer(f"clamp [{act_min}, {act_max}] is not within int8")
