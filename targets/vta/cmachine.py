@@ -218,8 +218,9 @@ def _limit(value: int | None) -> int:
     return -1 if value is None else max(1, int(value))
 
 
-def _run(program, config, functional: bool, uops=None, dram=None, in_place: bool = False,
-         limits=(budget.FROM_ENVIRONMENT, budget.FROM_ENVIRONMENT)):  # fmt: skip
+def _loaded(program, config):
+    """The library, the configuration, the program and its words as the C machine takes them
+    (a `Program`'s own configuration unless `config` is given)."""
     lib = library()
     if lib is None:
         raise RuntimeError(f"the C simulator is unavailable: {_REASON}")
@@ -227,7 +228,12 @@ def _run(program, config, functional: bool, uops=None, dram=None, in_place: bool
         config = config or program.config
     c = config or DEFAULT_CONFIG
     prog = program if isinstance(program, Program) else Program(c, program)
-    words = np.ascontiguousarray(prog.words, dtype="<u8")
+    return lib, c, prog, np.ascontiguousarray(prog.words, dtype="<u8")
+
+
+def _run(program, config, functional: bool, uops=None, dram=None, in_place: bool = False,
+         limits=(budget.FROM_ENVIRONMENT, budget.FROM_ENVIRONMENT)):  # fmt: skip
+    lib, c, prog, words = _loaded(program, config)
     n = len(words)
     step_limit, memory_limit = budget.resolve_limits(*limits)
     run = _Run()
@@ -355,14 +361,7 @@ class Prepared:
 
     def __init__(self, program, uops, dram_bytes: int, config: HardwareConfig | None = None, *,
                  step_limit=budget.FROM_ENVIRONMENT, memory_limit=budget.FROM_ENVIRONMENT):  # fmt: skip
-        lib = library()
-        if lib is None:
-            raise RuntimeError(f"the C simulator is unavailable: {_REASON}")
-        if isinstance(program, Program):
-            config = config or program.config
-        c = config or DEFAULT_CONFIG
-        prog = program if isinstance(program, Program) else Program(c, program)
-        words = np.ascontiguousarray(prog.words, dtype="<u8")
+        lib, c, prog, words = _loaded(program, config)
         n = len(words)
         image = np.ascontiguousarray(
             np.asarray(prog.uops if uops is None else uops, dtype=np.uint32).reshape(-1))
