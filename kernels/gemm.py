@@ -121,6 +121,15 @@ def _check_transpose_conv(op: str, call: OpCall) -> None:
         raise Refusal(f"{op}: {exc}") from None
 
 
+def _scatter_canvas(x_shape, w_shape, out_shape, pads, strides, dtype) -> np.ndarray:
+    """Zeros large enough for every tap the scatter writes, and for the output window."""
+    n, h, wd, _ = x_shape
+    cout, kh, kw, _ = w_shape
+    rows = max((h - 1) * strides[0] + kh, pads[0] + out_shape[1])
+    cols = max((wd - 1) * strides[1] + kw, pads[1] + out_shape[2])
+    return np.zeros((n, rows, cols, cout), dtype=dtype)
+
+
 def _scatter_accumulate(x: np.ndarray, w: np.ndarray, out_shape, pads, strides) -> np.ndarray:
     """sum over (iy, ix, ic, ky, kx) of x[b, iy, ix, ic] * w[oc, ky, kx, ic] into
     out[b, iy*sh - pad_h + ky, ix*sw - pad_w + kx, oc], taps outside the output dropped;
@@ -130,9 +139,7 @@ def _scatter_accumulate(x: np.ndarray, w: np.ndarray, out_shape, pads, strides) 
     _, out_h, out_w, _ = out_shape
     pad_h, pad_w = pads
     sh, sw = strides
-    rows = max((h - 1) * sh + kh, pad_h + out_h)
-    cols = max((wd - 1) * sw + kw, pad_w + out_w)
-    full = np.zeros((n, rows, cols, cout), dtype=np.float64)
+    full = _scatter_canvas(x.shape, w.shape, out_shape, pads, strides, np.float64)
     for ky in range(kh):
         for kx in range(kw):
             tap = x @ w[:, ky, kx, :].T  # (n, h, w, cout)
@@ -201,9 +208,7 @@ def _transpose_conv_float(x, w, bias, out_shape, pads, strides, call) -> np.ndar
     _, out_h, out_w, _ = out_shape
     pad_h, pad_w = pads
     sh, sw = strides
-    rows = max((h - 1) * sh + kh, pad_h + out_h)
-    cols = max((wd - 1) * sw + kw, pad_w + out_w)
-    full = np.zeros((n, rows, cols, cout), dtype=np.float32)
+    full = _scatter_canvas(x.shape, w.shape, out_shape, pads, strides, np.float32)
     # An output element receives its addends in (iy, ix, ic) order, and for one element iy
     # falls as ky rises (ix as kx): so taps go ky and kx descending, channels ascending.
     for ky in reversed(range(kh)):
