@@ -3,8 +3,9 @@
 
     outputs = run_litert("OUTDIR/model.qaccel.tflite", inputs)
 
-The kernel, `libqaccel_litert.so`, is built from `kernel/qaccel_kernel.c`, the program runner
-`kernel/qaccel_program.c` and libqaccel_vta's sources (`targets/vta/machine/`): by `pip
+The kernel, `libqaccel_litert.so`, is built from `kernel/qaccel_kernel.c`,
+`kernel/qaccel_litert_common.c`, the program runner (`backends/vta/program/qaccel_program.c`)
+and libqaccel_vta's sources (`targets/vta/machine/`): by `pip
 install` (setup.py, optional, next to this file) or else on first use with the system C
 compiler into the per-user cache directory (`QACCEL_CACHE_DIR`, else `~/.cache/qaccel`), keyed
 by the sources' digest; a library built from other sources is not used.
@@ -33,15 +34,18 @@ from pathlib import Path
 import numpy as np
 
 KERNEL_DIR = Path(__file__).with_name("kernel")
+PROGRAM_DIR = Path(__file__).parents[1] / "vta" / "program"
 MACHINE_DIR = Path(__file__).parents[2] / "targets" / "vta" / "machine"
 # The C sources of each library, then the headers they include (all hashed, in this order;
 # setup.py builds the same lists).
-SOURCES = (KERNEL_DIR / "qaccel_kernel.c", KERNEL_DIR / "qaccel_program.c",
-           MACHINE_DIR / "vta_machine.c", KERNEL_DIR / "qaccel_litert_api.h",
-           KERNEL_DIR / "qaccel_program.h", MACHINE_DIR / "vta_machine.h")  # fmt: skip
-DISPATCH_SOURCES = (KERNEL_DIR / "qaccel_dispatch.c", KERNEL_DIR / "qaccel_program.c",
-                    MACHINE_DIR / "vta_machine.c", KERNEL_DIR / "qaccel_dispatch_api.h",
-                    KERNEL_DIR / "qaccel_litert_api.h", KERNEL_DIR / "qaccel_program.h",
+SOURCES = (KERNEL_DIR / "qaccel_kernel.c", KERNEL_DIR / "qaccel_litert_common.c",
+           PROGRAM_DIR / "qaccel_program.c", MACHINE_DIR / "vta_machine.c",
+           KERNEL_DIR / "qaccel_litert_api.h", KERNEL_DIR / "qaccel_litert_common.h",
+           PROGRAM_DIR / "qaccel_program.h", MACHINE_DIR / "vta_machine.h")  # fmt: skip
+DISPATCH_SOURCES = (KERNEL_DIR / "qaccel_dispatch.c", KERNEL_DIR / "qaccel_litert_common.c",
+                    PROGRAM_DIR / "qaccel_program.c", MACHINE_DIR / "vta_machine.c",
+                    KERNEL_DIR / "qaccel_dispatch_api.h", KERNEL_DIR / "qaccel_litert_api.h",
+                    KERNEL_DIR / "qaccel_litert_common.h", PROGRAM_DIR / "qaccel_program.h",
                     MACHINE_DIR / "vta_machine.h")  # fmt: skip
 CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra",
           "-Werror", "-Wl,-z,defs")  # fmt: skip
@@ -97,10 +101,11 @@ def build_library(out: Path, sources: Sequence[Path], cc: str | None = None) -> 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     digest = source_hash(sources)
-    cmd = [cc or os.environ.get("CC") or "cc", *CFLAGS, f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
+    cmd = [cc or os.environ.get("CC") or "cc", *CFLAGS, f"-I{KERNEL_DIR}", f"-I{PROGRAM_DIR}",
+           f"-I{MACHINE_DIR}",
            f'-DQACCEL_LITERT_SOURCE_HASH="{digest}"', f'-DVTA_SOURCE_HASH="{digest}"',
            *(str(p) for p in sources if p.suffix == ".c"), "-o", str(tmp),
-           "-ldl", "-lm"]  # fmt: skip
+           "-ldl", "-lm", "-lpthread"]  # fmt: skip
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     os.replace(tmp, out)
     return out
