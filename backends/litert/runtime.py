@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -259,25 +260,44 @@ def checked_inputs(model: Path, inputs: Sequence[np.ndarray], ins: list) -> list
     return arrays
 
 
+_stderr_lock = threading.Lock()
+_stderr_capture: list = []  # [saved fd 2, temporary file, users] while any run captures
+
+
 @contextlib.contextmanager
 def _captured_stderr(enabled: bool):
     """LiteRT logs (INFO lines, its own errors) to file descriptor 2 and has no C API to quiet
-    it: capture them; yields a list that holds the captured lines afterwards."""
+    it: capture them; yields a list that holds the captured lines afterwards. File descriptor
+    2 is the process's: runs in several threads share one capture (each gets the lines written
+    while it ran, the others' included), and the last one to finish restores it."""
     lines: list[str] = []
     if not enabled:
         yield lines
         return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield lines
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            lines.extend(tmp.read().decode("utf-8", "replace").splitlines())
+    with _stderr_lock:
+        if not _stderr_capture:
+            sys.stderr.flush()
+            tmp = tempfile.TemporaryFile()
+            saved = os.dup(2)
+            os.dup2(tmp.fileno(), 2)
+            _stderr_capture.extend([saved, tmp, 0])
+        _stderr_capture[2] += 1
+        tmp = _stderr_capture[1]
+        start = os.lseek(2, 0, os.SEEK_CUR)
+    try:
+        yield lines
+    finally:
+        with _stderr_lock:
+            end = os.lseek(2, 0, os.SEEK_CUR)
+            text = os.pread(tmp.fileno(), max(0, end - start), start)
+            _stderr_capture[2] -= 1
+            if _stderr_capture[2] == 0:
+                saved = _stderr_capture[0]
+                os.dup2(saved, 2)
+                os.close(saved)
+                tmp.close()
+                _stderr_capture.clear()
+        lines.extend(text.decode("utf-8", "replace").splitlines())
 
 
 def run_litert(
