@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MODELS = ROOT / "tests" / "fixtures" / "models"
 DEFAULT_MODELS = ("small_cnn", "mlp", "pad_concat_slice", "residual", "composite")
-SANITIZE = ("-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+SANITIZE = ("-g", "-O2", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
             "-fno-sanitize-recover=all", "-std=c99", "-Wall", "-Wextra", "-Werror")  # fmt: skip
 # bounds for the mutants: a changed count may ask for gigabytes or billions of steps
 ENV = {"QACCEL_MEMORY_LIMIT": "256M", "QACCEL_STEP_LIMIT": "4M",
@@ -67,8 +67,33 @@ def seed_programs(out_dir: Path, models=DEFAULT_MODELS, max_bytes: int = 1 << 18
     return paths
 
 
-def campaign(exe: Path, seeds: list[Path], iterations: int, seed: int, jobs: int) -> dict:
-    """Run `iterations` executions split over `jobs` processes; their outcomes and figures."""
+def campaign(exe: Path, seeds: list[Path], iterations: int, seed: int, jobs: int,
+             chunk: int = 0, progress=None) -> dict:
+    """Run `iterations` executions split over `jobs` processes (in chunks of `chunk`
+    executions, each with its own seeds, `progress(result so far)` after each); their outcomes
+    and figures."""
+    chunk = chunk or iterations
+    total: dict = {"executions": 0, "opened": 0, "ran": 0, "seconds": 0.0, "outcomes": {},
+                   "findings": []}  # fmt: skip
+    done, k = 0, 0
+    while done < iterations:
+        n = min(chunk, iterations - done)
+        part = _campaign(exe, seeds, n, seed + 1000 * k, jobs)
+        for key in ("executions", "opened", "ran", "seconds"):
+            total[key] += part[key]
+        for text, count in part["outcomes"].items():
+            total["outcomes"][text] = total["outcomes"].get(text, 0) + count
+        total["findings"] += part["findings"]
+        total["per_second"] = total["executions"] / total["seconds"] if total["seconds"] else 0.0
+        done, k = done + n, k + 1
+        if progress:
+            progress(total)
+        if total["findings"]:
+            break
+    return total
+
+
+def _campaign(exe: Path, seeds: list[Path], iterations: int, seed: int, jobs: int) -> dict:
     per = [iterations // jobs + (k < iterations % jobs) for k in range(jobs)]
     start = time.perf_counter()
     procs = [subprocess.Popen([str(exe), str(seed + k), str(n), *map(str, seeds)],
@@ -104,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--models", nargs="*", default=list(DEFAULT_MODELS))
     ap.add_argument("--max-bytes", type=int, default=1 << 18)
+    ap.add_argument("--chunk", type=int, default=50_000, help="executions between progress lines")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="qaccel-program-fuzz-") as tmp:
         tmp = Path(tmp)
@@ -111,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         seeds = seed_programs(tmp, args.models, args.max_bytes)
         print(f"{len(seeds)} seed programs: "
               + ", ".join(f"{p.stem} ({p.stat().st_size} B)" for p in seeds))  # fmt: skip
-        result = campaign(exe, seeds, args.iterations, args.seed, args.jobs)
+        result = campaign(exe, seeds, args.iterations, args.seed, args.jobs, args.chunk,
+                          lambda r: print(f"progress: {r['executions']} executions, "
+                                          f"{r['per_second']:.0f}/s, findings "
+                                          f"{len(r['findings'])}", flush=True))  # fmt: skip
     for text, n in sorted(result["outcomes"].items(), key=lambda kv: -kv[1]):
         print(f"{n:>9} {text}")
     print(f"executions {result['executions']}, opened {result['opened']}, ran {result['ran']}, "
