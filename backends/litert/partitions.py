@@ -159,57 +159,95 @@ class _Graph:
 # Deciding partitions from a compiled whole model
 
 
-def _value_tensor(v, graph: _Graph, entry) -> int | None:
-    """The original tensor a host value of the entry function is (None: not one)."""
-    from xdsl.dialects.builtin import FusedLoc, NameLoc
-    from xdsl.ir import BlockArgument
+class _Names:
+    """Which original tensor a value of the compiled module is: a subgraph input, or the
+    result of an op the importer (or a pass keeping it, as legalization does for the last
+    op of an operator's decomposition) named after the tensor, seen through packs, unpacks,
+    formed layers (their body's yield) and calls (the callee's return)."""
 
-    if isinstance(v, BlockArgument):
-        if v.owner is entry.body.block and v.index < len(graph.sg.inputs):
-            return graph.sg.inputs[v.index]
-        return None
-    loc = v.owner.location
-    if isinstance(loc, FusedLoc):
-        locs = loc.locations.data
-        loc = locs[v.index] if v.index < len(locs) else None
-    elif v.index != 0:
-        loc = None
-    if not isinstance(loc, NameLoc):
-        return None
-    t = graph.by_name.get(loc.desc.data)
-    if t is None or graph.producer.get(t) is None:
-        return None
-    if not v.owner.name.startswith("tfl."):  # a legalized op: its last op carries the name
-        return None
-    return t
+    def __init__(self, graph: _Graph, module, entry):
+        from xdsl.dialects import func
 
+        self.graph, self.entry = graph, entry
+        self.functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
 
-def _used_tensor(value, graph: _Graph, entry) -> int | None:
-    """The original tensor a function's (unpacked) result is, read from its users: an
-    imported `tfl` op reads it at an operand position, or the entry function returns it."""
-    from xdsl.dialects import func
+    def tensor(self, v, depth: int = 0) -> int | None:
+        from xdsl.dialects import func
+        from xdsl.dialects.builtin import FusedLoc, NameLoc
+        from xdsl.ir import BlockArgument
 
-    found: set[int] = set()
-    for use in value.uses:
-        user = use.operation
-        if isinstance(user, func.ReturnOp):
-            found.add(graph.sg.outputs[use.index])
-            continue
-        if not user.name.startswith("tfl.") or not user.results:
+        from qaccel.dialects import accel
+
+        if depth > 64:
             return None
-        produced = _value_tensor(user.results[0], graph, entry)
-        if produced is None:
+        if isinstance(v, BlockArgument):
+            if v.owner is self.entry.body.block and v.index < len(self.graph.sg.inputs):
+                return self.graph.sg.inputs[v.index]
             return None
-        op = graph.sg.operators[graph.producer[produced]]
-        if len(op.inputs) != len(user.operands) or use.index >= len(op.inputs):
+        op = v.owner
+        if isinstance(op, accel.PackOp | accel.UnpackOp):
+            return self.tensor(op.input, depth + 1)
+        if isinstance(op, func.CallOp):
+            callee = self.functions.get(op.callee.string_value())
+            if callee is None or not callee.body.blocks:
+                return None
+            ret = list(callee.body.block.ops)[-1]
+            return self.tensor(ret.operands[v.index], depth + 1)
+        if isinstance(op, accel.LayerOp):
+            body = list(op.body.block.ops)
+            return self.tensor(body[-1].operands[v.index], depth + 1) if body else None
+        loc = op.location
+        if isinstance(loc, FusedLoc):
+            locs = loc.locations.data
+            loc = locs[v.index] if v.index < len(locs) else None
+        elif v.index != 0:
+            loc = None
+        if not isinstance(loc, NameLoc):
             return None
-        found.add(op.inputs[use.index])
-    if len(found) != 1:
-        return None
-    (t,) = found
-    if t < 0 or tuple(graph.sg.tensors[t].shape) != tuple(value.type.get_shape()):
-        return None
-    return t
+        t = self.graph.by_name.get(loc.desc.data)
+        if t is None or t not in self.graph.producer:
+            return None
+        return t
+
+
+    def result_tensor(self, r) -> int | None:
+        """The original tensor a call result is: read from its host users (an imported `tfl`
+        op reads it at an operand position, or the entry function returns it), else from the
+        callee's returned value."""
+        seen = self.used_tensor(r)
+        return seen if seen is not None else self.tensor(r)
+
+    def used_tensor(self, value, depth: int = 0) -> int | None:
+        from xdsl.dialects import func
+
+        from qaccel.dialects import accel
+
+        graph = self.graph
+        found: set[int] = set()
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, func.ReturnOp) and user.parent_op() is self.entry:
+                found.add(graph.sg.outputs[use.index])
+                continue
+            if isinstance(user, accel.UnpackOp) and depth < 2:
+                t = self.used_tensor(user.output, depth + 1)
+                if t is None:
+                    return None
+                found.add(t)
+                continue
+            if not user.name.startswith("tfl.") or not user.results:
+                return None
+            produced = self.tensor(user.results[0])
+            if produced is None:
+                return None
+            op = graph.sg.operators[graph.producer[produced]]
+            if len(op.inputs) != len(user.operands) or use.index >= len(op.inputs):
+                return None
+            found.add(op.inputs[use.index])
+        if len(found) != 1:
+            return None
+        (t,) = found
+        return t if t >= 0 else None
 
 
 def partitions_of(compiled, model_bytes: bytes) -> Plan:
@@ -217,7 +255,6 @@ def partitions_of(compiled, model_bytes: bytes) -> Plan:
     `compiled` (its compile) cover, and a note for each function that maps to none."""
     from xdsl.dialects import func
 
-    from qaccel.dialects import accel
     from qaccel.dialects.names import public_functions
     from qaccel.frontend.tflite_writer import read_model
 
@@ -230,45 +267,27 @@ def partitions_of(compiled, model_bytes: bytes) -> Plan:
     if not public:
         return plan
     entry = public[0]
+    names = _Names(graph, compiled.module, entry)
     taken: set[int] = set()
     for call in entry.body.block.ops:
         if not isinstance(call, func.CallOp) or call.callee.string_value() not in compiled.functions:
             continue
         name = call.callee.string_value()
-
-        def note(reason: str) -> None:
-            plan.notes.append(PlanNote(name, reason))  # noqa: B023
-
-        inputs, outputs = set(), set()
-        ok = True
-        for v in call.arguments:
-            pack = v.owner
-            t = _value_tensor(pack.input, graph, entry) if isinstance(pack, accel.PackOp) else None
-            if t is None:
-                ok = False
-                break
-            inputs.add(t)
-        if not ok:
-            note("an input is no tensor of the original model")
+        inputs = [names.tensor(v) for v in call.arguments]
+        outputs = [names.result_tensor(r) for r in call.results]
+        if None in inputs:
+            plan.notes.append(PlanNote(name, "an input is no tensor of the original model"))
             continue
-        for r in call.results:
-            for use in r.uses:
-                unpack = use.operation
-                t = (_used_tensor(unpack.output, graph, entry)
-                     if isinstance(unpack, accel.UnpackOp) else None)  # fmt: skip
-                if t is None:
-                    ok = False
-                    break
-                outputs.add(t)
-        if not ok or not outputs:
-            note("a result is no tensor of the original model")
+        if None in outputs or not outputs:
+            plan.notes.append(PlanNote(name, "a result is no tensor of the original model"))
             continue
-        ops = graph.between(inputs, outputs)
+        ops = graph.between(set(inputs), set(outputs))
         if not ops:
-            note("its results do not follow from its inputs in the original model")
+            plan.notes.append(PlanNote(name, "its results do not follow from its inputs in "
+                                             "the original model"))  # fmt: skip
             continue
         if ops & taken:
-            note("it shares operators with another partition")
+            plan.notes.append(PlanNote(name, "it shares operators with another partition"))
             continue
         taken |= ops
         ins, outs = graph.boundary(ops)
@@ -288,6 +307,12 @@ def plan_partitions(model_bytes: bytes, compiler: Compiler) -> list[Partition]:
 def extract_partition(model_bytes: bytes, partition: Partition) -> bytes:
     """A one-subgraph `.tflite` of the partition's operators (in their original order), its
     inputs and outputs the partition's; tensors keep their names and constants their data."""
+    return partition_submodel(model_bytes, partition)[0]
+
+
+def partition_submodel(model_bytes: bytes, partition: Partition) -> tuple[bytes, dict[int, int]]:
+    """`extract_partition`'s model and where each original tensor went (original index ->
+    submodel index)."""
     from qaccel.frontend.tflite_writer import ModelSpec, OperatorSpec, SubgraphSpec, read_model
 
     spec = read_model(model_bytes)
@@ -323,7 +348,7 @@ def extract_partition(model_bytes: bytes, partition: Partition) -> bytes:
     sub = SubgraphSpec(sg.name or "main", tensors, ins, outs, operators)
     from qaccel.frontend.tflite_writer import write_model
 
-    return write_model(ModelSpec([sub], description="qaccel partition"))
+    return write_model(ModelSpec([sub], description="qaccel partition")), index
 
 
 def _program_of(compiled, n_inputs: int, n_outputs: int, what: str):
@@ -378,7 +403,8 @@ def _program_of(compiled, n_inputs: int, n_outputs: int, what: str):
     try:
         blob = program_blob(compiled, name, f, inputs, outputs)
     except AotError as e:
-        raise PartitionError(f"{what}: {e}") from None
+        reason = str(e).removeprefix(f"{name}: ")
+        raise PartitionError(f"{what}: {reason}") from None
     return blob, order_in, order_out
 
 
@@ -438,7 +464,8 @@ def compile_partitions(model_bytes: bytes, compiled, compiler: Compiler
         try:
             done.append(compile_partition(model_bytes, part, compiler))
         except PartitionError as e:
-            lines.append(f"@{part.name} stays on the CPU in the LiteRT models: {e}")
+            reason = str(e).removeprefix(f"{part.name}: ")
+            lines.append(f"@{part.name} stays on the CPU in the LiteRT models: {reason}")
     return done, lines
 
 
@@ -560,5 +587,5 @@ def partition_files(parts: Sequence[CompiledPartition]) -> dict[str, bytes]:
 
 __all__ = ["PARTITIONS_FILE", "PROGRAMS_DIR", "CompiledPartition", "Compiler", "Partition",
            "PartitionError", "Plan", "PlanNote", "compile_partition", "compile_partition_model",
-           "compile_partitions", "extract_partition", "partition_files", "partitions_of",
+           "compile_partitions", "extract_partition", "partition_files", "partition_submodel", "partitions_of",
            "plan_partitions", "splice"]  # fmt: skip
