@@ -102,21 +102,36 @@ def _check_runs(models: dict[str, Path], inputs, expected) -> None:
 
 def _check_each_partition(tmp_path: Path, source: bytes, done, inputs, oracle) -> None:
     """Each partition alone: its submodel spliced (one accelerator op) fed BUILTIN_REF's
-    tensors of the original model gives BUILTIN_REF's tensors, through both paths."""
+    tensors of the original model gives BUILTIN_REF's tensors, through both paths. The
+    submodels side by side in one subgraph, so that LiteRT runs once per path."""
+    from qaccel.frontend.tflite_writer import ModelSpec, OperatorSpec, SubgraphSpec, write_model
+
     tensors = oracle(source, [inputs]).tensors[0]
+    union = SubgraphSpec("partitions", [], [], [], [])
+    alone, feed, expected = [], [], []
     for p in done:
         sub, where = partition_submodel(source, p.partition)
-        n = len(read_model(sub).subgraphs[0].operators)
-        alone = CompiledPartition(
-            Partition(p.partition.name, 0, tuple(range(n)), (), ()), p.program,
-            tuple(where[t] for t in p.inputs), tuple(where[t] for t in p.outputs))
-        models = _write(tmp_path, sub, [alone])
-        spliced = read_model(models["dispatch"].read_bytes()).subgraphs[0]
-        assert len(spliced.operators) == 1
-        feed = {where[t]: tensors[t] for t in p.partition.inputs}
-        sub_inputs = [feed[i] for i in read_model(sub).subgraphs[0].inputs]
-        expected = [tensors[t] for t in p.partition.outputs]
-        _check_runs(models, sub_inputs, expected)
+        sg = read_model(sub).subgraphs[0]
+        at, first_op = len(union.tensors), len(union.operators)
+        for t in sg.tensors:  # unique names: LiteRT's signature maps them
+            t.name = f"{p.partition.name}/{t.name}"
+        union.tensors += sg.tensors
+        union.operators += [OperatorSpec(o.op, [t + at if t >= 0 else t for t in o.inputs],
+                                         [t + at for t in o.outputs], o.options, o.version,
+                                         o.custom_code, o.custom_options)
+                            for o in sg.operators]  # fmt: skip
+        union.inputs += [t + at for t in sg.inputs]
+        union.outputs += [t + at for t in sg.outputs]
+        back = {v: k for k, v in where.items()}
+        feed += [tensors[back[t]] for t in sg.inputs]
+        expected += [tensors[back[t]] for t in sg.outputs]
+        alone.append(CompiledPartition(
+            Partition(p.partition.name, 0, tuple(range(first_op, len(union.operators))), (), ()),
+            p.program, tuple(where[t] + at for t in p.inputs),
+            tuple(where[t] + at for t in p.outputs)))  # fmt: skip
+    models = _write(tmp_path, write_model(ModelSpec([union])), alone)
+    assert len(read_model(models["dispatch"].read_bytes()).subgraphs[0].operators) == len(done)
+    _check_runs(models, feed, expected)
 
 
 @pytest.mark.parametrize("name", CORPUS_MODELS)

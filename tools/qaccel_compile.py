@@ -17,11 +17,12 @@ emits every formed
 accelerator layer (`accel.layer`) with the schedule its `#accel.schedule` gives (the search's or
 the emitter's choice for layers without one) (`backends/vta/compile.py`) and writes
 OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
-layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json, and the models for LiteRT
-(`backends/litert/aot.py`): OUTDIR/model.qaccel.dispatch.tflite (each accelerator function one
-LiteRT DISPATCH_OP whose bytecode, its program, our dispatch library runs) and
-OUTDIR/model.qaccel.tflite (each one QACCEL_VTA custom op carrying its program, for our
-custom-op kernel); `qaccel-run OUTDIR --runtime litert` runs them; prints the
+layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json, and the models for LiteRT: the
+original .tflite with each accelerator partition spliced in (`backends/litert/partitions.py`),
+OUTDIR/model.qaccel.dispatch.tflite (each partition one LiteRT DISPATCH_OP whose bytecode, its
+program, our dispatch library runs) and OUTDIR/model.qaccel.tflite (each one QACCEL_VTA custom
+op carrying its program, for our custom-op kernel), with OUTDIR/partitions.json and OUTDIR/programs/*.qprog (a partition
+left on the CPU: one line why); `qaccel-run OUTDIR --runtime litert` runs them; prints the
 report table
 (per layer: cycles, GEMM utilization, roofline and ratio, DRAM bytes, tiling; totals, ms at the
 configured clock, MAC share, host fallbacks). Compiling twice gives identical files. Progress
