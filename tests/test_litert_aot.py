@@ -68,6 +68,11 @@ def _program_place(model: Path, k: int = 0) -> tuple[int, int]:
     return places[k]
 
 
+def _original(model: str):
+    """Subgraph 0 of the fixture model `model` (the original the LiteRT models splice)."""
+    return read_model((FIXTURE_MODELS / f"{model}.tflite").read_bytes()).subgraphs[0]
+
+
 def _input(model: Path, seed: int = 0) -> list[np.ndarray]:
     sg = read_model(model.read_bytes()).subgraphs[0]
     rng = np.random.default_rng(seed)
@@ -726,8 +731,10 @@ def test_litert_analyzer_opens_the_aot_model(small_cnn):
     code = ("from ai_edge_litert import _pywrap_analyzer_wrapper as a\n"
             f"print(a.ModelAnalyzer({str(small_cnn / aot.AOT_FILE)!r}, True, False))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
-    assert "Op#0 QACCEL_VTA(T#0, T#2) -> [T#3]" in out
-    assert "T#2(qaccel_program_vta_fn_0) shape:[79232], type:UINT8" in out
+    # the original's tensors, then the programs: vta_fn_0 is original ops 0-6 (T#0 -> T#17)
+    program = len(_original("small_cnn").tensors)
+    assert f"Op#0 QACCEL_VTA(T#0, T#{program}) -> [T#17]" in out
+    assert f"T#{program}(qaccel_program_vta_fn_0) shape:[79232], type:UINT8" in out
 
 
 def test_aot_model_reimports_with_opaque_custom_ops_on_the_cpu(small_cnn, tmp_path, capsys):
@@ -742,7 +749,8 @@ def test_aot_model_reimports_with_opaque_custom_ops_on_the_cpu(small_cnn, tmp_pa
     captured = capsys.readouterr()
     text = out.read_text()
     assert text.count('custom_code = "QACCEL_VTA"') == 2 and "func.call" not in text
-    assert ('vta: kept on CPU: tfl.opaque QACCEL_VTA "vta_fn_0": custom op QACCEL_VTA: an '
+    name = _original("small_cnn").tensors[17].name  # vta_fn_0's output, as in the original
+    assert (f'vta: kept on CPU: tfl.opaque QACCEL_VTA "{name}": custom op QACCEL_VTA: an '
             "accelerator function compiled ahead of time") in captured.err  # fmt: skip
 
 
@@ -755,7 +763,8 @@ def test_dispatch_model_interop(small_cnn, tmp_path, capsys):
             f"print(a.ModelAnalyzer({str(model)!r}, True, False))\n")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert "Encountered unresolved custom op: DISPATCH_OP." in out
-    assert "Op#0 DISPATCH_OP(T#0) -> [T#2]" in out and "Op#2 DISPATCH_OP(T#3) -> [T#4]" in out
+    # the original's tensors: vta_fn_0 is ops 0-6 (T#0 -> T#17), vta_fn_1 op 8 (T#18 -> T#19)
+    assert "Op#0 DISPATCH_OP(T#0) -> [T#17]" in out and "Op#2 DISPATCH_OP(T#18) -> [T#19]" in out
     from qaccel.tools.qaccel_opt import main
 
     out_file = tmp_path / "out.mlir"
@@ -765,7 +774,8 @@ def test_dispatch_model_interop(small_cnn, tmp_path, capsys):
         assert e.code in (0, None)
     text = out_file.read_text()
     assert text.count('custom_code = "DISPATCH_OP"') == 2 and "func.call" not in text
-    assert ('vta: kept on CPU: tfl.opaque DISPATCH_OP "vta_fn_0": custom op DISPATCH_OP: a '
+    name = _original("small_cnn").tensors[17].name
+    assert (f'vta: kept on CPU: tfl.opaque DISPATCH_OP "{name}": custom op DISPATCH_OP: a '
             "partition compiled ahead of time for an NPU") in capsys.readouterr().err  # fmt: skip
 
 

@@ -241,3 +241,22 @@ def test_compile_partition_model_gives_one_program_per_subgraph():
                                                        tuple(op.outputs)))  # fmt: skip
     with pytest.raises(PartitionError, match="^subgraph 0: "):
         compile_partition_model(softmax_only, api.partition_compiler())
+
+
+def test_model_io_reads_what_read_model_reads():
+    """`qaccel-run --runtime litert` reads inputs, outputs and op counts from a few tables."""
+    from collections import Counter
+
+    from qaccel.backends.litert.model_io import custom_code_counts, model_io
+    from qaccel.backends.litert.runtime import _io_types
+
+    source, _, done, _ = _spliced(FIXTURE_MODELS / "small_cnn.tflite")
+    for data in (source, splice(source, done, "dispatch"), splice(source, done, "custom-op"),
+                 (CORPUS / "transformer.tflite").read_bytes()):  # fmt: skip
+        spec = read_model(data)
+        assert model_io(data) == _io_types(spec)
+        assert custom_code_counts(data) == Counter(op.custom_code for sg in spec.subgraphs
+                                                   for op in sg.operators if op.custom_code)
+    for bad in (b"", b"\0" * 8, source[:64]):
+        with pytest.raises(ValueError):
+            model_io(bad)
