@@ -211,9 +211,16 @@ def compile_partition_model(model_bytes: bytes, config: ConfigLike = None) -> li
 
 
 def write_artifact(compiled, outdir: str | Path, model: ModelLike | None = None) -> Path:
-    """Write the artifact folder (with the model, for LiteRT comparisons) and return it."""
+    """Write the artifact folder and return it. With the `.tflite` the model was compiled
+    from (its path or bytes): the model, for LiteRT comparisons, and the LiteRT models, that
+    model with each accelerator partition spliced in, as qaccel-compile writes them."""
+    from qaccel.backends.litert.partitions import litert_files
+
     source = model if isinstance(model, bytes) or model is None else Path(model).read_bytes()
-    _backend.write_artifact(compiled, outdir, source)
+    extra = None
+    if source is not None:
+        extra, _ = litert_files(source, compiled, partition_compiler(compiled.config))
+    _backend.write_artifact(compiled, outdir, source, extra)
     return Path(outdir)
 
 

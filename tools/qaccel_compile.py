@@ -227,28 +227,9 @@ def _aot_models(compiled, source: bytes | None) -> tuple[dict[str, bytes], str]:
 
 def _spliced_models(compiled, source: bytes) -> tuple[dict[str, bytes], str]:
     from qaccel.api import partition_compiler
-    from qaccel.backends.litert.aot import AOT_FILE, DISPATCH_FILE
-    from qaccel.backends.litert.partitions import (
-        PartitionError,
-        compile_partitions,
-        partition_files,
-        splice,
-    )
+    from qaccel.backends.litert.partitions import litert_files
 
-    done, lines = compile_partitions(source, compiled, partition_compiler(compiled.config))
-    try:
-        models = {DISPATCH_FILE: splice(source, done, "dispatch"),
-                  AOT_FILE: splice(source, done, "custom-op")}  # fmt: skip
-    except PartitionError as e:
-        lines.append(f"every accelerator function stays on the CPU in the LiteRT models: {e}")
-        done = []
-        models = {DISPATCH_FILE: splice(source, done, "dispatch"),
-                  AOT_FILE: splice(source, done, "custom-op")}  # fmt: skip
-    models.update(partition_files(done))
-    parts = ", ".join(f"{p.partition.name} ({len(p.partition.ops)} op(s), "
-                      f"{len(p.program)} B program)" for p in done)  # fmt: skip
-    lines.insert(0, f"LiteRT models {DISPATCH_FILE} (DISPATCH_OP) and {AOT_FILE} (QACCEL_VTA "
-                    f"custom op), the original model with partition(s) {parts or 'none'}")
+    models, lines = litert_files(source, compiled, partition_compiler(compiled.config))
     return models, "\n".join(lines)
 
 

@@ -569,6 +569,29 @@ def splice(model_bytes: bytes, parts: Sequence[CompiledPartition], flavour: str)
     return bytes(data)
 
 
+def litert_files(model_bytes: bytes, compiled, compiler: Compiler) -> tuple[dict[str, bytes], list[str]]:
+    """Every file of the LiteRT deployment of `model_bytes` (compiled as `compiled`): both
+    spliced models, `partitions.json` and the programs; and the report's lines (the first
+    names the partitions, then one per accelerator function left on the CPU)."""
+    from qaccel.backends.litert.names import AOT_FILE, DISPATCH_FILE
+
+    done, lines = compile_partitions(model_bytes, compiled, compiler)
+    try:
+        models = {DISPATCH_FILE: splice(model_bytes, done, "dispatch"),
+                  AOT_FILE: splice(model_bytes, done, "custom-op")}  # fmt: skip
+    except PartitionError as e:
+        lines.append(f"every accelerator function stays on the CPU in the LiteRT models: {e}")
+        done = []
+        models = {DISPATCH_FILE: splice(model_bytes, done, "dispatch"),
+                  AOT_FILE: splice(model_bytes, done, "custom-op")}  # fmt: skip
+    models.update(partition_files(done))
+    parts = ", ".join(f"{p.partition.name} ({len(p.partition.ops)} op(s), "
+                      f"{len(p.program)} B program)" for p in done)  # fmt: skip
+    lines.insert(0, f"LiteRT models {DISPATCH_FILE} (DISPATCH_OP) and {AOT_FILE} (QACCEL_VTA "
+                    f"custom op), the original model with partition(s) {parts or 'none'}")
+    return models, lines
+
+
 def partition_files(parts: Sequence[CompiledPartition]) -> dict[str, bytes]:
     """`partitions.json` and `programs/<name>.qprog` (relative paths -> bytes)."""
     files: dict[str, bytes] = {}
@@ -587,5 +610,5 @@ def partition_files(parts: Sequence[CompiledPartition]) -> dict[str, bytes]:
 
 __all__ = ["PARTITIONS_FILE", "PROGRAMS_DIR", "CompiledPartition", "Compiler", "Partition",
            "PartitionError", "Plan", "PlanNote", "compile_partition", "compile_partition_model",
-           "compile_partitions", "extract_partition", "partition_files", "partition_submodel", "partitions_of",
+           "compile_partitions", "extract_partition", "litert_files", "partition_files", "partition_submodel", "partitions_of",
            "plan_partitions", "splice"]  # fmt: skip
