@@ -32,10 +32,11 @@ def compile_for(module: Any, config: HardwareConfig | None,
     return compile_module(module, config, total_macs=total_macs)
 
 
-def write_artifact(compiled: Any, outdir: str | Path, source: bytes | None = None) -> None:
+def write_artifact(compiled: Any, outdir: str | Path, source: bytes | None = None,
+                   extra: dict[str, bytes] | None = None) -> None:  # fmt: skip
     from qaccel.backends.vta.artifact import write_artifact as write
 
-    write(compiled, outdir, source)
+    write(compiled, outdir, source, extra)
 
 
 

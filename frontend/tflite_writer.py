@@ -271,7 +271,7 @@ def _write_flatbuffer(spec: ModelSpec, places: list[tuple[int, int]]) -> bytes:
     buffers_vec = _offset_vector(builder, buffer_offsets)
     signatures_vec = _offset_vector(builder, signature_offsets) if signature_offsets else None
     metadata_vec = _offset_vector(builder, metadata_offsets) if metadata_offsets else None
-    description = builder.CreateString(spec.description)
+    description = builder.CreateString(spec.description, errors="surrogateescape")
     M.ModelStart(builder)
     M.ModelAddVersion(builder, SCHEMA_VERSION)
     M.ModelAddOperatorCodes(builder, opcodes_vec)
@@ -314,7 +314,7 @@ def _write_subgraph(builder, sg: SubgraphSpec, sg_index: int, opcode_index, firs
     operators_vec = _offset_vector(builder, operator_offsets)
     inputs_vec = builder.CreateNumpyVector(np.asarray(sg.inputs, dtype=np.int32).reshape(-1))
     outputs_vec = builder.CreateNumpyVector(np.asarray(sg.outputs, dtype=np.int32).reshape(-1))
-    name = builder.CreateString(sg.name)
+    name = builder.CreateString(sg.name, errors="surrogateescape")
     SG.SubGraphStart(builder)
     SG.SubGraphAddTensors(builder, tensors_vec)
     SG.SubGraphAddInputs(builder, inputs_vec)
@@ -329,7 +329,7 @@ def _write_operator_code(builder, op_name: str, version: int, custom_code: str |
     code = schema.BUILTIN_OPERATOR_CODES.get(op_name)
     if code is None:
         raise ValueError(f"unknown operator {op_name!r} (not a BuiltinOperator member)")
-    custom = builder.CreateString(custom_code) if custom_code is not None else None
+    custom = builder.CreateString(custom_code, errors="surrogateescape") if custom_code is not None else None
     OC.OperatorCodeStart(builder)
     # Readers take max(deprecated_builtin_code, builtin_code); the byte-sized field saturates
     # at 127 (PLACEHOLDER_FOR_GREATER_OP_CODES) for newer operators.
@@ -347,13 +347,13 @@ def _write_signature_def(builder, sig: SignatureDefSpec) -> int:
     for aliases in (sig.inputs, sig.outputs):
         entries = []
         for alias, index in aliases.items():
-            alias_off = builder.CreateString(alias)
+            alias_off = builder.CreateString(alias, errors="surrogateescape")
             TM.TensorMapStart(builder)
             TM.TensorMapAddName(builder, alias_off)
             TM.TensorMapAddTensorIndex(builder, index)
             entries.append(TM.TensorMapEnd(builder))
         maps.append(_offset_vector(builder, entries))
-    key = builder.CreateString(sig.key)
+    key = builder.CreateString(sig.key, errors="surrogateescape")
     SD.SignatureDefStart(builder)
     SD.SignatureDefAddInputs(builder, maps[0])
     SD.SignatureDefAddOutputs(builder, maps[1])
@@ -364,7 +364,7 @@ def _write_signature_def(builder, sig: SignatureDefSpec) -> int:
 
 def _write_metadata(builder, name: str, buffer: int) -> int:
     MD = schema.generated_module("Metadata")
-    name_off = builder.CreateString(name)
+    name_off = builder.CreateString(name, errors="surrogateescape")
     MD.MetadataStart(builder)
     MD.MetadataAddName(builder, name_off)
     MD.MetadataAddBuffer(builder, buffer)
@@ -394,7 +394,7 @@ def _write_tensor(builder, t: TensorSpec, buffer: int) -> int:
     signature = None
     if t.shape_signature is not None:
         signature = builder.CreateNumpyVector(np.asarray(t.shape_signature, dtype=np.int32))
-    name = builder.CreateString(t.name)
+    name = builder.CreateString(t.name, errors="surrogateescape")
     quant = _write_quantization(builder, t.quant) if t.quant is not None else None
     T.TensorStart(builder)
     T.TensorAddShape(builder, shape)
@@ -492,17 +492,17 @@ def read_model(data: bytes) -> ModelSpec:
         if name is None:
             raise ValueError(f"operator code {code} is not in the schema this build knows")
         custom = oc.CustomCode()
-        opcodes.append((name, oc.Version(), custom.decode() if custom is not None else None))
+        opcodes.append((name, oc.Version(), custom.decode("utf-8", "surrogateescape") if custom is not None else None))
     subgraphs = [_read_subgraph(model.Subgraphs(i), buffers, opcodes, external)
                  for i in range(model.SubgraphsLength())]
     signatures = []
     for i in range(model.SignatureDefsLength()):
         sd = model.SignatureDefs(i)
         signatures.append(SignatureDefSpec(
-            key=(sd.SignatureKey() or b"").decode(),
-            inputs={sd.Inputs(j).Name().decode(): sd.Inputs(j).TensorIndex()
+            key=(sd.SignatureKey() or b"").decode("utf-8", "surrogateescape"),
+            inputs={sd.Inputs(j).Name().decode("utf-8", "surrogateescape"): sd.Inputs(j).TensorIndex()
                     for j in range(sd.InputsLength())},
-            outputs={sd.Outputs(j).Name().decode(): sd.Outputs(j).TensorIndex()
+            outputs={sd.Outputs(j).Name().decode("utf-8", "surrogateescape"): sd.Outputs(j).TensorIndex()
                      for j in range(sd.OutputsLength())},
             subgraph_index=sd.SubgraphIndex(),
         ))
@@ -510,9 +510,9 @@ def read_model(data: bytes) -> ModelSpec:
     for i in range(model.MetadataLength()):
         md = model.Metadata(i)
         raw = buffers[md.Buffer()]
-        metadata[md.Name().decode()] = bytes(raw) if raw is not None else b""
+        metadata[md.Name().decode("utf-8", "surrogateescape")] = bytes(raw) if raw is not None else b""
     description = model.Description()
-    return ModelSpec(subgraphs, description.decode() if description is not None else "",
+    return ModelSpec(subgraphs, description.decode("utf-8", "surrogateescape") if description is not None else "",
                      signatures, metadata)
 
 
@@ -528,7 +528,7 @@ def _read_subgraph(sg, buffers, opcodes, external=frozenset()) -> SubgraphSpec:
         signature = None if t.ShapeSignatureIsNone() else tuple(t.ShapeSignatureAsNumpy().tolist())
         raw = buffers[t.Buffer()] if t.Buffer() < len(buffers) else None
         tensors.append(TensorSpec(
-            name=name.decode() if name is not None else "",
+            name=name.decode("utf-8", "surrogateescape") if name is not None else "",
             shape=tuple(t.ShapeAsNumpy().tolist()) if not t.ShapeIsNone() else (),
             dtype=dtype,
             quant=_read_quantization(t.Quantization()),
@@ -553,7 +553,7 @@ def _read_subgraph(sg, buffers, opcodes, external=frozenset()) -> SubgraphSpec:
         ))
     name = sg.Name()
     return SubgraphSpec(
-        name=name.decode() if name is not None else "",
+        name=name.decode("utf-8", "surrogateescape") if name is not None else "",
         tensors=tensors,
         inputs=sg.InputsAsNumpy().tolist() if not sg.InputsIsNone() else [],
         outputs=sg.OutputsAsNumpy().tolist() if not sg.OutputsIsNone() else [],

@@ -17,11 +17,12 @@ emits every formed
 accelerator layer (`accel.layer`) with the schedule its `#accel.schedule` gives (the search's or
 the emitter's choice for layers without one) (`backends/vta/compile.py`) and writes
 OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
-layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json, and the models for LiteRT
-(`backends/litert/aot.py`): OUTDIR/model.qaccel.dispatch.tflite (each accelerator function one
-LiteRT DISPATCH_OP whose bytecode, its program, our dispatch library runs) and
-OUTDIR/model.qaccel.tflite (each one QACCEL_VTA custom op carrying its program, for our
-custom-op kernel); `qaccel-run OUTDIR --runtime litert` runs them; prints the
+layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json, and the models for LiteRT: the
+original .tflite with each accelerator partition spliced in (`backends/litert/partitions.py`),
+OUTDIR/model.qaccel.dispatch.tflite (each partition one LiteRT DISPATCH_OP whose bytecode, its
+program, our dispatch library runs) and OUTDIR/model.qaccel.tflite (each one QACCEL_VTA custom
+op carrying its program, for our custom-op kernel), with OUTDIR/partitions.json and OUTDIR/programs/*.qprog (a partition
+left on the CPU: one line why); `qaccel-run OUTDIR --runtime litert` runs them; prints the
 report table
 (per layer: cycles, GEMM utilization, roofline and ratio, DRAM bytes, tiling; totals, ms at the
 configured clock, MAC share, host fallbacks). Compiling twice gives identical files. Progress
@@ -189,7 +190,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                                        progress if tty else None, args, args.config)  # fmt: skip
     if tty:
         print("\r\033[K", end="", file=stderr, flush=True)
-    models, aot = _aot_models(compiled)
+    models, aot = _aot_models(compiled, data)
     write_artifact(compiled, args.output, data, extra=models)
     if args.plot:
         plot_report(compiled.report, args.plot, Path(args.model).name)
@@ -201,12 +202,18 @@ def run(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _aot_models(compiled) -> tuple[dict[str, bytes], str]:
-    """OUTDIR/model.qaccel.dispatch.tflite and OUTDIR/model.qaccel.tflite for LiteRT
-    (backends/litert/aot.py), written and hashed with the artifact; the report's line."""
+def _aot_models(compiled, source: bytes | None) -> tuple[dict[str, bytes], str]:
+    """OUTDIR/model.qaccel.dispatch.tflite and OUTDIR/model.qaccel.tflite for LiteRT, with
+    OUTDIR/partitions.json and OUTDIR/programs/*.qprog, written and hashed with the artifact;
+    the report's lines. From a .tflite: the original model with each accelerator partition
+    spliced in (backends/litert/partitions.py); a partition the accelerator program could not
+    cover stays CPU operators (one line each). From MLIR text (no original model): the host
+    IR exported (backends/litert/aot.py)."""
     from qaccel.backends.litert.aot import AOT_FILE, DISPATCH_FILE, AotError, custom_ops
     from qaccel.backends.litert.paths import PATHS
 
+    if source is not None:
+        return _spliced_models(compiled, source)
     try:
         models = {way.model_file: way.export(compiled) for way in PATHS.values()}
     except AotError as e:
@@ -214,7 +221,16 @@ def _aot_models(compiled) -> tuple[dict[str, bytes], str]:
     ops = ", ".join(f"{o['name']} ({o['program_bytes']} B program)"
                     for o in custom_ops(models[DISPATCH_FILE]))  # fmt: skip
     return models, (f"LiteRT AOT models {DISPATCH_FILE} (DISPATCH_OP) and {AOT_FILE} "
-                    f"(QACCEL_VTA custom op): accelerator function(s) {ops or 'none'}")
+                    f"(QACCEL_VTA custom op) from the host IR: accelerator function(s) "
+                    f"{ops or 'none'}")  # fmt: skip
+
+
+def _spliced_models(compiled, source: bytes) -> tuple[dict[str, bytes], str]:
+    from qaccel.api import partition_compiler
+    from qaccel.backends.litert.partitions import litert_files
+
+    models, lines = litert_files(source, compiled, partition_compiler(compiled.config))
+    return models, "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

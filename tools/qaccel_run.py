@@ -220,10 +220,10 @@ def _fast_args(argv: list[str]) -> argparse.Namespace | None:
 def run_fast(args) -> int | None:
     """Run an artifact by its run plan (numpy and the VTA machine, no MLIR); None when it has
     no plan of this version (the caller takes the full path)."""
-    from qaccel.backends.vta.run_plan import RunPlanError, load_run_plan
-
     if args.runtime == "litert" and not args.plot:
         return run_litert_artifact(args)
+    from qaccel.backends.vta.run_plan import RunPlanError, load_run_plan
+
     if args.runtime != "interpreter" or args.litert_path is not None:
         return None  # the full path runs or refuses it
     path = Path(args.model)
@@ -323,9 +323,9 @@ def run_vta(args) -> int:
         from qaccel.backends.litert.paths import PATHS
 
         way = PATHS[args.litert_path]
-        print(f"ran {path / way.model_file} with LiteRT: {len(compiled.functions)} {way.ops} "
-              f"({layers} layer(s)) run by {way.library} on libqaccel_vta, the rest on LiteRT's "
-              "CPU reference kernels")  # fmt: skip
+        print(f"ran {path / way.model_file} with LiteRT: {_accelerated(path, _litert_model(path, way.model_file)[0])} "
+              f"{way.ops} run by {way.library} on libqaccel_vta, the rest on LiteRT's CPU "
+              "kernels")  # fmt: skip
     else:
         where = "through the C driver" if args.driver == "c" else "on the simulator"
         cycles = compiled.report.get("totals", {}).get("cycles")  # the one timing run's
@@ -393,9 +393,6 @@ def run_litert_artifact(args) -> int:
     """`--runtime litert` on an artifact: only the manifest, the LiteRT model (and, for
     `--compare-litert`, the source model) are read; no MLIR is parsed, xDSL is not imported."""
     from qaccel.backends.litert.paths import PATHS
-    from qaccel.backends.litert.runtime import _io_types
-    from qaccel.frontend.tflite_writer import read_model
-    from qaccel.kernels.packed import random_arrays
 
     path = Path(args.model)
     way = PATHS[args.litert_path or "dispatch"]
@@ -406,18 +403,19 @@ def run_litert_artifact(args) -> int:
     if args.inputs is not None:
         inputs = load_inputs(args.inputs)
     else:
+        from qaccel.backends.litert.model_io import model_io
+        from qaccel.kernels.packed import random_arrays
+
         try:
-            specs, _ = _io_types(read_model(blob))
+            specs, _ = model_io(blob)
         except Exception as e:  # noqa: BLE001  the manifest vouches for it; still one line
             raise RunError(f"'{path / way.model_file}': not a readable model ({e})") from None
         inputs = random_arrays(specs, args.random_inputs or 0)
-    outputs = _run_litert(path, inputs, args.litert_path or "dispatch")
+    del blob
+    outputs = _run_litert(path, inputs, args.litert_path or "dispatch", checked=True)
     _write_outputs(outputs, Path(args.outputs_dir))
-    functions = manifest.get("functions") or {}
-    layers = sum(len(f.get("layers", ())) for f in functions.values())
-    print(f"ran {path / way.model_file} with LiteRT: {len(functions)} {way.ops} "
-          f"({layers} layer(s)) run by {way.library} on libqaccel_vta, the rest on LiteRT's "
-          "CPU reference kernels")  # fmt: skip
+    print(f"ran {path / way.model_file} with LiteRT: {_accelerated(path, manifest)} {way.ops} "
+          f"run by {way.library} on libqaccel_vta, the rest on LiteRT's CPU kernels")
     if not args.compare_litert:
         return 0
     source = None
@@ -428,7 +426,24 @@ def run_litert_artifact(args) -> int:
     return _compare_with_litert(source, inputs, outputs, path)
 
 
-def _run_litert(path: Path, inputs, litert_path: str = "dispatch") -> list[np.ndarray]:
+def _accelerated(path: Path, manifest: dict) -> int:
+    """How many accelerator ops the artifact's LiteRT models hold: its spliced partitions
+    (`partitions.json`), or (a model exported from MLIR's host IR) its functions."""
+    import json
+
+    from qaccel.backends.vta.artifact_files import read_artifact_file
+
+    if "partitions.json" in manifest["files"]:
+        try:
+            index = json.loads(read_artifact_file(path, "partitions.json", RunError))
+            return len(index["partitions"])
+        except (ValueError, KeyError, TypeError):
+            raise RunError(f"'{path / 'partitions.json'}': not a partition index") from None
+    return len(manifest.get("functions") or {})
+
+
+def _run_litert(path: Path, inputs, litert_path: str = "dispatch",
+                checked: bool = False) -> list[np.ndarray]:  # fmt: skip
     """The artifact's model for LiteRT run by LiteRT the `litert_path` way
     (backends/litert/paths.py), in a child process."""
     from qaccel.backends.litert.paths import PATHS
@@ -437,7 +452,8 @@ def _run_litert(path: Path, inputs, litert_path: str = "dispatch") -> list[np.nd
     if not (path / "manifest.json").is_file():
         raise RunError("--runtime litert runs an artifact folder written by qaccel-compile")
     way = PATHS[litert_path]
-    _litert_model(path, way.model_file)
+    if not checked:  # the model's hash, once
+        _litert_model(path, way.model_file)
     try:
         return way.run(path / way.model_file, inputs)
     except LiteRtError as e:
@@ -464,9 +480,13 @@ def _litert_model(path: Path, name: str) -> tuple[dict, bytes]:
     if digest is None and os.path.lexists(path / name):
         raise RunError(f"'{path / name}' is not in the artifact's manifest (an older "
                        "qaccel-compile, or added later): compile the model again")  # fmt: skip
+    if digest is None and "model.tflite" in files:
+        raise RunError(f"'{path}': the artifact has no {name}: the qaccel-compile that wrote it "
+                       "wrote no LiteRT model (an older version; compile the model again)")
     if digest is None:
-        raise RunError(f"'{path}': the artifact has no {name} (qaccel-compile wrote no LiteRT "
-                       "model for it and said why)")  # fmt: skip
+        raise RunError(f"'{path}': the artifact has no {name}: qaccel-compile wrote no LiteRT "
+                       "model for MLIR text whose host IR has no TFLite form (compile the "
+                       ".tflite model)")  # fmt: skip
     blob = read_artifact_file(path, name, RunError)
     if hashlib.sha256(blob).hexdigest() != digest:
         raise RunError(f"'{path / name}' does not match the manifest's hash")

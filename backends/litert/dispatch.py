@@ -34,7 +34,6 @@ from qaccel.backends.litert.runtime import (
     DISPATCH_SOURCES,
     LiteRtError,
     _captured_stderr,
-    _io_types,
     built_library,
     cache_dir,
     checked_inputs,
@@ -109,12 +108,16 @@ def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray],
     except ImportError as e:
         raise LiteRtError(f"LiteRT's Python API is not available (pip install "
                           f"ai-edge-litert): {e}") from None  # fmt: skip
+    from qaccel.backends.litert.model_io import custom_code_counts, model_io
     from qaccel.backends.litert.names import DISPATCH_CODE
-    from qaccel.frontend.tflite_writer import read_model
 
-    spec = read_model(model.read_bytes())
-    n_ops = sum(op.custom_code == DISPATCH_CODE for sg in spec.subgraphs for op in sg.operators)
-    ins, outs = _io_types(spec)
+    data = model.read_bytes()
+    try:
+        n_ops = custom_code_counts(data)[DISPATCH_CODE]
+        ins, outs = model_io(data)
+    except ValueError as e:
+        raise LiteRtError(f"'{model}': {e}") from None
+    del data
     arrays = checked_inputs(model, inputs, ins)
     directory = dispatch_library_dir()
     lib = _library(directory)

@@ -322,10 +322,13 @@ def run_litert(
 
 
 def _run(model, inputs, kernel_mode, litert) -> list[np.ndarray]:
-    from qaccel.frontend.tflite_writer import read_model
+    from qaccel.backends.litert.model_io import model_io
 
     model = Path(model)
-    ins, outs = _io_types(read_model(model.read_bytes()))
+    try:
+        ins, outs = model_io(model.read_bytes())
+    except ValueError as e:
+        raise LiteRtError(f"'{model}': {e}") from None
     inputs = checked_inputs(model, inputs, ins)
     lrt, kern = load(litert)
     kern.qaccel_litert_clear_error()
