@@ -1,0 +1,365 @@
+"""The Python half of qaccel's LiteRT compiler plugin (`libLiteRtCompilerPlugin_Qaccel`,
+backends/litert/plugin/qaccel_plugin.c), called from C through qaccel_pybridge:
+
+    sdk_version(b"", config) -> b"qaccel 0.1.0 config 3f1c... code 9a2b..."
+    partition(description, config) -> (i32 op index, i32 partition index) pairs
+    compile(partitions_model, config) -> u32 n, then per partition: u32 name length, name,
+                                         u64 program size, program
+
+`config` is QACCEL_PLUGIN_CONFIG (a hardware configuration file or bundled name; empty: VTA's).
+`partition` gets the subgraph LiteRT shows the plugin as the C side describes it (see
+`read_description`), rebuilds it as a `.tflite` and selects the ops qaccel's partitioning puts on
+the accelerator, each with the index of its accelerator partition. `compile` gets LiteRT's model
+of outlined partitions (one subgraph per partition) and compiles each subgraph as a model of its
+own: it must become one accelerator function whose inputs and outputs are the subgraph's; its
+program is what the DISPATCH_OP that LiteRT writes for the partition runs in
+libLiteRtDispatch_Qaccel.
+
+Both results are cached (in memory, and on disk under QACCEL_PLUGIN_CACHE, default
+`<qaccel cache>/plugin`; `off` disables the disk cache), keyed on the SDK version (qaccel's
+version, the configuration's content hash and a fingerprint of qaccel's installed sources) and
+the SHA-256 of the bytes LiteRT handed over: the second CompiledModel of a model compiles nothing.
+Every failure raises `PluginError` with one line, which the plugin prints and returns to LiteRT
+as a failed status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from qaccel import __version__
+
+_MEMORY: dict[str, bytes] = {}
+# TfLiteType (LiteRtElementType) -> the writer's dtype
+_ELEMENT_TYPES = {1: np.float32, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_, 7: np.int16,
+                  9: np.int8, 10: np.float16, 11: np.float64, 13: np.uint64, 16: np.uint32,
+                  17: np.uint16, 5: "STRING", 18: "INT4"}  # fmt: skip
+_CUSTOM = 32
+
+
+class PluginError(Exception):
+    """The plugin cannot partition or compile (one line for the user)."""
+
+
+# ---- configuration and cache ---------------------------------------------------------------
+@cache
+def _config(text: str):
+    from qaccel.api import load_config
+
+    try:
+        return load_config(text or None)
+    except Exception as e:
+        raise PluginError(f"QACCEL_PLUGIN_CONFIG={text!r}: {e}") from None
+
+
+@cache
+def _code_fingerprint() -> str:
+    """Changes whenever an installed qaccel source file does (paths, sizes, mtimes)."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.py")):
+        if "tests" in p.relative_to(root).parts[:1]:
+            continue
+        st = p.stat()
+        h.update(f"{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:12]
+
+
+def sdk_version_text(config: str) -> str:
+    return (f"qaccel {__version__} config {_config(config).content_hash} "
+            f"code {_code_fingerprint()}")
+
+
+def sdk_version(_: bytes, config: str) -> bytes:
+    return sdk_version_text(config).encode()
+
+
+def cache_dir() -> Path | None:
+    env = os.environ.get("QACCEL_PLUGIN_CACHE")
+    if env and env.lower() == "off":
+        return None
+    if env:
+        return Path(env)
+    from qaccel.backends.litert.runtime import cache_dir as qaccel_cache
+
+    return qaccel_cache() / "plugin"
+
+
+def _cached(kind: str, data: bytes, config: str, make) -> bytes:
+    key = hashlib.sha256(f"{kind}\0{sdk_version_text(config)}\0".encode() + data).hexdigest()
+    if key in _MEMORY:
+        return _MEMORY[key]
+    directory = cache_dir()
+    path = directory / f"{kind}-{key[:40]}.bin" if directory is not None else None
+    if path is not None and path.is_file():
+        result = path.read_bytes()
+    else:
+        result = make()
+        if path is not None:
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_bytes(result)
+                os.replace(tmp, path)
+            except OSError:
+                pass  # a cache that cannot be written only costs time
+    _MEMORY[key] = result
+    return result
+
+
+# ---- the subgraph description ----------------------------------------------------------------
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data, self.at = memoryview(data), 0
+
+    def take(self, fmt: str):
+        values = struct.unpack_from("<" + fmt, self.data, self.at)
+        self.at += struct.calcsize("<" + fmt)
+        return values
+
+    def u32(self) -> int:
+        return self.take("I")[0]
+
+    def i32(self) -> int:
+        return self.take("i")[0]
+
+    def raw(self, n: int) -> bytes:
+        if self.at + n > len(self.data):
+            raise PluginError("truncated subgraph description")
+        out = bytes(self.data[self.at:self.at + n])
+        self.at += n
+        return out
+
+    def str(self) -> str:
+        return self.raw(self.u32()).decode("utf-8", "replace")
+
+
+@cache
+def _enum_names(enum: str) -> dict[int, str]:
+    from qaccel.frontend import tflite_schema as ts
+
+    return {v: k for k, v in ts.enum_members(enum).items()}
+
+
+def _options(op_name: str, raw: dict) -> dict:
+    from qaccel.frontend import tflite_schema as ts
+
+    table = ts.options_table_for(op_name)
+    if table is None:
+        return {}
+    fields = {f.name: f for f in ts.options_table(table).fields}
+    out = {}
+    for name, value in raw.items():
+        f = fields.get(name)
+        if f is None:
+            continue
+        if f.kind == "enum":
+            value = _enum_names(f.enum).get(int(value))
+            if value is None:
+                continue
+        elif f.kind == "bool":
+            value = bool(value)
+        elif isinstance(value, np.ndarray):
+            value = value.astype(f.dtype) if f.dtype is not None else value
+        out[name] = value
+    return out
+
+
+def read_description(data: bytes):
+    """The ModelSpec of the subgraph the C side describes (see qaccel_plugin.c `describe`)."""
+    from qaccel.frontend import tflite_schema as ts
+    from qaccel.frontend.tflite_writer import ModelSpec, OperatorSpec, SubgraphSpec, TensorSpec
+    from qaccel.kernels.qparams import QParams
+
+    r = _Reader(data)
+    if r.raw(4) != b"QPD1":
+        raise PluginError("not a qaccel subgraph description")
+    n_tensors, n_ops, n_in, n_out = r.take("IIII")
+    inputs = [r.i32() for _ in range(n_in)]
+    outputs = [r.i32() for _ in range(n_out)]
+    names = {v: k for k, v in ts.BUILTIN_OPERATOR_CODES.items()}
+    ops = []
+    for _ in range(n_ops):
+        code = r.i32()
+        custom = r.str()
+        op_in = [r.i32() for _ in range(r.u32())]
+        op_out = [r.i32() for _ in range(r.u32())]
+        raw = {}
+        for _ in range(r.u32()):
+            field, kind = r.str(), r.u32()
+            if kind == 0:
+                raw[field] = r.take("q")[0]
+            elif kind == 1:
+                raw[field] = float(np.float32(r.take("d")[0]))
+            else:
+                raw[field] = np.frombuffer(r.raw(4 * r.u32()), "<i4").copy()
+        custom_options = r.raw(r.u32()) if r.u32() else None
+        name = names.get(code)
+        if name is None:
+            raise PluginError(f"unknown TFLite builtin operator {code}")
+        ops.append(OperatorSpec(name, op_in, op_out, _options(name, raw),
+                                custom_code=custom or None if code == _CUSTOM else None,
+                                custom_options=custom_options))  # fmt: skip
+    tensors = []
+    for i in range(n_tensors):
+        name = r.str() or f"tensor_{i}"
+        elem = r.i32()
+        shape = tuple(r.i32() for _ in range(r.u32()))
+        dtype = _ELEMENT_TYPES.get(elem)
+        if dtype is None:
+            raise PluginError(f"tensor {name!r}: element type {elem}")
+        kind = r.u32()
+        quant = None
+        if kind == 1:
+            scale, zp = r.take("dq")
+            quant = QParams.per_tensor(scale, zp)
+        elif kind == 2:
+            axis, n = r.i32(), r.u32()
+            scales = np.frombuffer(r.raw(8 * n), "<f8")
+            zps = np.frombuffer(r.raw(8 * n), "<i8")
+            quant = QParams.per_axis(scales, zps, axis)
+        data = r.raw(r.take("q")[0]) if r.u32() else None
+        tensors.append(TensorSpec(name, shape, dtype, quant, data))
+    if r.at != len(r.data):
+        raise PluginError("subgraph description: trailing bytes")
+    return ModelSpec([SubgraphSpec("main", tensors, inputs, outputs, ops)])
+
+
+# ---- partition ---------------------------------------------------------------------------------
+def _accelerator_ops(model: bytes, config: str) -> list[tuple[int, int]]:
+    """(op index, partition index) of every op qaccel's partitioning puts on the accelerator."""
+    try:
+        from qaccel.backends.litert.partitions import plan_partitions
+    except ImportError:
+        plan_partitions = None
+    if plan_partitions is not None:
+        plan = plan_partitions(model, _config(config))
+        return sorted((int(op), k) for k, p in enumerate(plan) for op in p.ops)
+    return _located_ops(model, config)
+
+
+def _located_ops(model: bytes, config: str) -> list[tuple[int, int]]:
+    """The ops whose output tensors name ops of an accelerator function after partition-graph
+    (the importer locates each op by its outputs' names, legalization keeps them)."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import FusedLoc, NameLoc
+
+    from qaccel import api
+    from qaccel.frontend.tflite_writer import read_model
+
+    module = api.import_model(model)
+    api.run_pipeline(module, "vta-pipeline", config=_config(config), stop_after="partition-graph")
+    calls = [op.callee.string_value() for op in module.walk() if isinstance(op, func.CallOp)]
+    functions = {op.sym_name.data: op for op in module.walk() if isinstance(op, func.FuncOp)}
+
+    def names(loc) -> set[str]:
+        if isinstance(loc, NameLoc):
+            return {loc.desc.data}
+        if isinstance(loc, FusedLoc):
+            return set().union(set(), *(names(x) for x in loc.locations.data))
+        return set()
+
+    owner: dict[str, int] = {}
+    accel = [c for c in dict.fromkeys(calls)
+             if c in functions and "qaccel.target" in functions[c].attributes]  # fmt: skip
+    for k, callee in enumerate(accel):
+        for op in functions[callee].body.walk():
+            for n in names(op.location):
+                owner.setdefault(n, k)
+                owner.setdefault(n.rsplit("/", 1)[0], k)  # "<output>/q.conv2d"
+    sg = read_model(model).subgraphs[0]
+    out = []
+    for i, op in enumerate(sg.operators):
+        parts = {owner.get(sg.tensors[t].name) for t in op.outputs if t >= 0}
+        if len(parts) == 1 and None not in parts:
+            out.append((i, parts.pop()))
+    return out
+
+
+def partition(description: bytes, config: str) -> bytes:
+    _debug_dump("partition", description)
+    def make() -> bytes:
+        from qaccel.frontend.tflite_writer import write_model
+
+        model = write_model(read_description(description))
+        pairs = _accelerator_ops(model, config)
+        return b"".join(struct.pack("<ii", op, part) for op, part in pairs)
+
+    return _guarded(lambda: _cached("partition", description, config, make))
+
+
+# ---- compile -------------------------------------------------------------------------------------
+def _compile_subgraph(spec, config: str, index: int) -> tuple[str, bytes]:
+    from qaccel import api
+    from qaccel.backends.litert.aot import export_dispatch, read_dispatch_options
+    from qaccel.frontend.tflite_writer import ModelSpec, read_model, write_model
+
+    sg = spec.subgraphs[index]
+    single = write_model(ModelSpec([sg]))
+    compiled = api.compile(single, _config(config))
+    data = export_dispatch(compiled)
+    out = read_model(data).subgraphs[0]
+    ops = [op for op in out.operators]
+    if len(ops) != 1 or ops[0].custom_code != "DISPATCH_OP":
+        kept = sorted({op.op if op.custom_code != "DISPATCH_OP" else "" for op in ops} - {""})
+        raise PluginError(f"partition {index}: qaccel leaves {', '.join(kept) or 'it'} on the CPU "
+                          "(the partition is not one accelerator program)")
+    op = ops[0]
+    # The exported model keeps the subgraph's signature: its inputs and outputs, in order, must
+    # be the program's.
+    if list(op.inputs) != list(out.inputs) or list(op.outputs) != list(out.outputs):
+        raise PluginError(f"partition {index}: the program's inputs/outputs are not the "
+                          "partition's (in order)")
+    opts = read_dispatch_options(op.custom_options or b"")
+    start = opts["bytecode_offset"]
+    return sg.name or f"qaccel_partition_{index}", data[start:start + opts["bytecode_size"]]
+
+
+def compile(model: bytes, config: str) -> bytes:  # noqa: A001 - the plugin entry point's name
+    _debug_dump("compile", model)
+    def make() -> bytes:
+        from qaccel.frontend.tflite_writer import read_model
+
+        spec = read_model(model)
+        parts = [_compile_subgraph(spec, config, i) for i in range(len(spec.subgraphs))]
+        out = [struct.pack("<I", len(parts))]
+        for name, program in parts:
+            encoded = name.encode()
+            out += [struct.pack("<I", len(encoded)), encoded, struct.pack("<Q", len(program)),
+                    program]
+        return b"".join(out)
+
+    return _guarded(lambda: _cached("compile", model, config, make))
+
+
+def _debug_dump(kind: str, data: bytes) -> None:
+    """QACCEL_PLUGIN_DEBUG=DIR keeps what LiteRT handed over (DIR/partition-N.bin, ...)."""
+    directory = os.environ.get("QACCEL_PLUGIN_DEBUG")
+    if directory and os.path.isdir(directory):
+        n = len(list(Path(directory).glob(f"{kind}-*.bin")))
+        (Path(directory) / f"{kind}-{n}.bin").write_bytes(data)
+
+
+def _guarded(run):
+    """Every failure as one PluginError line (the C side prints it)."""
+    try:
+        return run()
+    except PluginError:
+        raise
+    except Exception as e:  # the compiler's own one-line errors, and anything unexpected
+        if os.environ.get("QACCEL_PLUGIN_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        text = str(e).strip().splitlines()
+        raise PluginError(f"{type(e).__name__}: {text[0] if text else ''}") from None
+
+
+__all__ = ["PluginError", "cache_dir", "compile", "partition", "read_description",
+           "sdk_version", "sdk_version_text"]  # fmt: skip
