@@ -41,6 +41,7 @@ _ELEMENT_TYPES = {1: np.float32, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bo
                   9: np.int8, 10: np.float16, 11: np.float64, 13: np.uint64, 16: np.uint32,
                   17: np.uint16, 5: "STRING", 18: "INT4"}  # fmt: skip
 _CUSTOM = 32
+OPAQUE_COMPOSITE = "QACCEL_UNSEEN_STABLEHLO_COMPOSITE"
 
 
 class PluginError(Exception):
@@ -203,6 +204,11 @@ def read_description(data: bytes):
         name = names.get(code)
         if name is None:
             raise PluginError(f"unknown TFLite builtin operator {code}")
+        if name == "STABLEHLO_COMPOSITE":
+            # Its decomposition is another subgraph, which Partition does not see: the op stays
+            # opaque (on the CPU) in the rebuilt model.
+            name, custom, raw = "CUSTOM", OPAQUE_COMPOSITE, {}
+            code = _CUSTOM
         ops.append(OperatorSpec(name, op_in, op_out, _options(name, raw),
                                 custom_code=custom or None if code == _CUSTOM else None,
                                 custom_options=custom_options))  # fmt: skip
@@ -225,7 +231,11 @@ def read_description(data: bytes):
             zps = np.frombuffer(r.raw(8 * n), "<i8")
             quant = QParams.per_axis(scales, zps, axis)
         data = r.raw(r.take("q")[0]) if r.u32() else None
-        tensors.append(TensorSpec(name, shape, dtype, quant, data))
+        # LiteRT shows a dynamic dimension (the shape signature's -1) as -1; the model's shape
+        # has 1 there, as the converter writes it.
+        signature = shape if any(d < 0 for d in shape) else None
+        shape = tuple(1 if d < 0 else d for d in shape)
+        tensors.append(TensorSpec(name, shape, dtype, quant, data, shape_signature=signature))
     if r.at != len(r.data):
         raise PluginError("subgraph description: trailing bytes")
     return ModelSpec([SubgraphSpec("main", tensors, inputs, outputs, ops)])
@@ -244,41 +254,87 @@ def _accelerator_ops(model: bytes, config: str) -> list[tuple[int, int]]:
     return _located_ops(model, config)
 
 
+# Programs compiled while partitioning, by (input names, output names, op output names), for
+# the Compile that follows: a partition LiteRT outlines as we selected it needs no new compile.
+_PROGRAMS: dict[tuple, bytes] = {}
+
+
+def _strip(name: str, known: set[str]) -> str:
+    return name if name in known or "/" not in name else name.rsplit("/", 1)[0]
+
+
 def _located_ops(model: bytes, config: str) -> list[tuple[int, int]]:
     """The ops whose output tensors name ops of an accelerator function after partition-graph
-    (the importer locates each op by its outputs' names, legalization keeps them)."""
+    (the importer locates each op by its outputs' names, legalization keeps them), for the
+    functions whose program covers the whole function (`aot.program_blob`)."""
     from xdsl.dialects import func
     from xdsl.dialects.builtin import FusedLoc, NameLoc
+    from xdsl.ir import BlockArgument
 
     from qaccel import api
+    from qaccel.backends.litert import aot
     from qaccel.frontend.tflite_writer import read_model
 
+    sg = read_model(model).subgraphs[0]
+    known = {t.name for t in sg.tensors}
     module = api.import_model(model)
     api.run_pipeline(module, "vta-pipeline", config=_config(config), stop_after="partition-graph")
-    calls = [op.callee.string_value() for op in module.walk() if isinstance(op, func.CallOp)]
     functions = {op.sym_name.data: op for op in module.walk() if isinstance(op, func.FuncOp)}
+    entry = next(f for f in functions.values() if "qaccel.target" not in f.attributes)
 
-    def names(loc) -> set[str]:
+    def names(loc) -> list[str]:
         if isinstance(loc, NameLoc):
-            return {loc.desc.data}
+            return [loc.desc.data]
         if isinstance(loc, FusedLoc):
-            return set().union(set(), *(names(x) for x in loc.locations.data))
-        return set()
+            return [n for x in loc.locations.data for n in names(x)]
+        return []
 
-    owner: dict[str, int] = {}
-    accel = [c for c in dict.fromkeys(calls)
-             if c in functions and "qaccel.target" in functions[c].attributes]  # fmt: skip
-    for k, callee in enumerate(accel):
-        for op in functions[callee].body.walk():
-            for n in names(op.location):
-                owner.setdefault(n, k)
-                owner.setdefault(n.rsplit("/", 1)[0], k)  # "<output>/q.conv2d"
-    sg = read_model(model).subgraphs[0]
-    out = []
-    for i, op in enumerate(sg.operators):
-        parts = {owner.get(sg.tensors[t].name) for t in op.outputs if t >= 0}
-        if len(parts) == 1 and None not in parts:
-            out.append((i, parts.pop()))
+    outputs_of: dict[str, list[str]] = {}
+
+    def value_name(v) -> str | None:
+        if isinstance(v, BlockArgument):
+            return sg.tensors[sg.inputs[v.index]].name if v.index < len(sg.inputs) else None
+        if isinstance(v.owner, func.CallOp):
+            outs = outputs_of.get(v.owner.callee.string_value(), [])
+            return outs[v.index] if v.index < len(outs) else None
+        found = names(v.owner.location)
+        return _strip(found[v.index if v.index < len(found) else 0], known) if found else None
+
+    calls = []
+    for call in entry.body.walk():
+        if not isinstance(call, func.CallOp):
+            continue
+        callee = functions.get(call.callee.string_value())
+        if callee is None or "qaccel.target" not in callee.attributes:
+            continue
+        ret = callee.body.block.last_op
+        outputs_of[callee.sym_name.data] = [value_name(v) for v in ret.operands]
+        owned = {_strip(n, known) for op in callee.body.walk() for n in names(op.location)}
+        calls.append((callee.sym_name.data, [value_name(v) for v in call.arguments], owned))
+    compiled = api.compile(module)
+    clone = compiled.module.clone()
+    entry_clone = next(op for op in clone.ops if isinstance(op, func.FuncOp)
+                       and op.sym_name.data == entry.sym_name.data)  # fmt: skip
+    bytecodes: dict[str, bytes] = {}
+    for op in list(entry_clone.body.block.ops):
+        if isinstance(op, func.CallOp) and op.callee.string_value() in compiled.functions:
+            try:
+                aot._replace_call(compiled, clone, op, set(), bytecodes)
+            except aot.AotError:
+                pass  # not one program: the function's ops stay on the CPU
+    out, k = [], 0
+    for name, in_names, owned in calls:
+        if name not in bytecodes:
+            continue
+        ops = [i for i, op in enumerate(sg.operators)
+               if op.outputs and all(t >= 0 and sg.tensors[t].name in owned for t in op.outputs)]
+        if not ops:
+            continue
+        key = (tuple(in_names), tuple(outputs_of[name]),
+               frozenset(sg.tensors[t].name for i in ops for t in sg.operators[i].outputs))
+        _PROGRAMS[(sdk_version_text(config), *key)] = bytecodes[name]
+        out += [(i, k) for i in ops]
+        k += 1
     return out
 
 
@@ -301,6 +357,11 @@ def _compile_subgraph(spec, config: str, index: int) -> tuple[str, bytes]:
     from qaccel.frontend.tflite_writer import ModelSpec, read_model, write_model
 
     sg = spec.subgraphs[index]
+    key = (sdk_version_text(config), tuple(sg.tensors[t].name for t in sg.inputs),
+           tuple(sg.tensors[t].name for t in sg.outputs),
+           frozenset(sg.tensors[t].name for op in sg.operators for t in op.outputs))
+    if key in _PROGRAMS:
+        return sg.name or f"qaccel_partition_{index}", _PROGRAMS[key]
     single = write_model(ModelSpec([sg]))
     compiled = api.compile(single, _config(config))
     data = export_dispatch(compiled)
