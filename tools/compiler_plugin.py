@@ -36,6 +36,7 @@ import numpy as np
 from qaccel import __version__
 
 _MEMORY: dict[str, bytes] = {}
+COMPILES = {"partition": 0, "compile": 0}  # how often each step really ran (not cached)
 # TfLiteType (LiteRtElementType) -> the writer's dtype
 _ELEMENT_TYPES = {1: np.float32, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_, 7: np.int16,
                   9: np.int8, 10: np.float16, 11: np.float64, 13: np.uint64, 16: np.uint32,
@@ -102,6 +103,7 @@ def _cached(kind: str, data: bytes, config: str, make) -> bytes:
         result = path.read_bytes()
     else:
         result = make()
+        COMPILES[kind] += 1
         if path is not None:
             try:
                 directory.mkdir(parents=True, exist_ok=True)
