@@ -244,104 +244,47 @@ def read_description(data: bytes):
 
 
 # ---- partition ---------------------------------------------------------------------------------
-def _accelerator_ops(model: bytes, config: str) -> list[tuple[int, int]]:
-    """(op index, partition index) of every op qaccel's partitioning puts on the accelerator."""
-    try:
-        from qaccel.backends.litert.partitions import plan_partitions
-    except ImportError:
-        plan_partitions = None
-    if plan_partitions is not None:
-        plan = plan_partitions(model, _config(config))
-        return sorted((int(op), k) for k, p in enumerate(plan) for op in p.ops)
-    return _located_ops(model, config)
-
-
 # Programs compiled while partitioning, by (input names, output names, op output names), for
-# the Compile that follows: a partition LiteRT outlines as we selected it needs no new compile.
+# the Compile that follows: a partition LiteRT outlines as we selected it is not compiled again.
 _PROGRAMS: dict[tuple, bytes] = {}
 
 
-def _strip(name: str, known: set[str]) -> str:
-    return name if name in known or "/" not in name else name.rsplit("/", 1)[0]
+def _names(sg, tensors) -> tuple[str, ...]:
+    return tuple(sg.tensors[t].name for t in tensors)
 
 
-def _located_ops(model: bytes, config: str) -> list[tuple[int, int]]:
-    """The ops whose output tensors name ops of an accelerator function after partition-graph
-    (the importer locates each op by its outputs' names, legalization keeps them), for the
-    functions whose program covers the whole function (`aot.program_blob`)."""
-    from xdsl.dialects import func
-    from xdsl.dialects.builtin import FusedLoc, NameLoc
-    from xdsl.ir import BlockArgument
+def _program_key(config: str, sg, inputs, outputs, ops) -> tuple:
+    produced = frozenset(sg.tensors[t].name for i in ops for t in sg.operators[i].outputs
+                         if t >= 0)  # fmt: skip
+    return (sdk_version_text(config), _names(sg, inputs), _names(sg, outputs), produced)
+
+
+def _accelerator_ops(model: bytes, config: str) -> list[tuple[int, int]]:
+    """(op index, partition index) of the operators qaccel-compile puts on the accelerator
+    (backends/litert/partitions.py: whole original operators, each partition checked to be one
+    accelerator program); the partitions that stay on the CPU are reported, one line each."""
+    import sys
 
     from qaccel import api
-    from qaccel.backends.litert import aot
+    from qaccel.backends.litert.partitions import compile_partitions
     from qaccel.frontend.tflite_writer import read_model
 
+    compiler = api.partition_compiler(_config(config))
+    done, notes = compile_partitions(model, compiler(model), compiler)
+    for line in notes:
+        print(f"qaccel plugin: {line}", file=sys.stderr)
     sg = read_model(model).subgraphs[0]
-    known = {t.name for t in sg.tensors}
-    module = api.import_model(model)
-    api.run_pipeline(module, "vta-pipeline", config=_config(config), stop_after="partition-graph")
-    functions = {op.sym_name.data: op for op in module.walk() if isinstance(op, func.FuncOp)}
-    entry = next(f for f in functions.values() if "qaccel.target" not in f.attributes)
-
-    def names(loc) -> list[str]:
-        if isinstance(loc, NameLoc):
-            return [loc.desc.data]
-        if isinstance(loc, FusedLoc):
-            return [n for x in loc.locations.data for n in names(x)]
-        return []
-
-    outputs_of: dict[str, list[str]] = {}
-
-    def value_name(v) -> str | None:
-        if isinstance(v, BlockArgument):
-            return sg.tensors[sg.inputs[v.index]].name if v.index < len(sg.inputs) else None
-        if isinstance(v.owner, func.CallOp):
-            outs = outputs_of.get(v.owner.callee.string_value(), [])
-            return outs[v.index] if v.index < len(outs) else None
-        found = names(v.owner.location)
-        return _strip(found[v.index if v.index < len(found) else 0], known) if found else None
-
-    calls = []
-    for call in entry.body.walk():
-        if not isinstance(call, func.CallOp):
-            continue
-        callee = functions.get(call.callee.string_value())
-        if callee is None or "qaccel.target" not in callee.attributes:
-            continue
-        ret = callee.body.block.last_op
-        outputs_of[callee.sym_name.data] = [value_name(v) for v in ret.operands]
-        owned = {_strip(n, known) for op in callee.body.walk() for n in names(op.location)}
-        calls.append((callee.sym_name.data, [value_name(v) for v in call.arguments], owned))
-    compiled = api.compile(module)
-    clone = compiled.module.clone()
-    entry_clone = next(op for op in clone.ops if isinstance(op, func.FuncOp)
-                       and op.sym_name.data == entry.sym_name.data)  # fmt: skip
-    bytecodes: dict[str, bytes] = {}
-    for op in list(entry_clone.body.block.ops):
-        if isinstance(op, func.CallOp) and op.callee.string_value() in compiled.functions:
-            try:
-                aot._replace_call(compiled, clone, op, set(), bytecodes)
-            except aot.AotError:
-                pass  # not one program: the function's ops stay on the CPU
-    out, k = [], 0
-    for name, in_names, owned in calls:
-        if name not in bytecodes:
-            continue
-        ops = [i for i, op in enumerate(sg.operators)
-               if op.outputs and all(t >= 0 and sg.tensors[t].name in owned for t in op.outputs)]
-        if not ops:
-            continue
-        key = (tuple(in_names), tuple(outputs_of[name]),
-               frozenset(sg.tensors[t].name for i in ops for t in sg.operators[i].outputs))
-        _PROGRAMS[(sdk_version_text(config), *key)] = bytecodes[name]
-        out += [(i, k) for i in ops]
-        k += 1
-    return out
+    pairs = []
+    for k, cp in enumerate(c for c in done if c.partition.subgraph == 0):
+        key = _program_key(config, sg, cp.inputs, cp.outputs, cp.partition.ops)
+        _PROGRAMS[key] = cp.program
+        pairs += [(int(op), k) for op in cp.partition.ops]
+    return sorted(pairs)
 
 
 def partition(description: bytes, config: str) -> bytes:
     _debug_dump("partition", description)
+
     def make() -> bytes:
         from qaccel.frontend.tflite_writer import write_model
 
@@ -353,49 +296,23 @@ def partition(description: bytes, config: str) -> bytes:
 
 
 # ---- compile -------------------------------------------------------------------------------------
-def _compile_subgraph(spec, config: str, index: int) -> tuple[str, bytes]:
-    from qaccel import api
-    from qaccel.backends.litert.aot import export_dispatch, read_dispatch_options
-    from qaccel.frontend.tflite_writer import ModelSpec, read_model, write_model
-
-    sg = spec.subgraphs[index]
-    key = (sdk_version_text(config), tuple(sg.tensors[t].name for t in sg.inputs),
-           tuple(sg.tensors[t].name for t in sg.outputs),
-           frozenset(sg.tensors[t].name for op in sg.operators for t in op.outputs))
-    if key in _PROGRAMS:
-        return sg.name or f"qaccel_partition_{index}", _PROGRAMS[key]
-    single = write_model(ModelSpec([sg]))
-    compiled = api.compile(single, _config(config))
-    data = export_dispatch(compiled)
-    out = read_model(data).subgraphs[0]
-    ops = [op for op in out.operators]
-    if len(ops) != 1 or ops[0].custom_code != "DISPATCH_OP":
-        kept = sorted({op.op if op.custom_code != "DISPATCH_OP" else "" for op in ops} - {""})
-        raise PluginError(f"partition {index}: qaccel leaves {', '.join(kept) or 'it'} on the CPU "
-                          "(the partition is not one accelerator program)")
-    op = ops[0]
-    # The exported model keeps the subgraph's signature: its inputs and outputs, in order, must
-    # be the program's.
-    if list(op.inputs) != list(out.inputs) or list(op.outputs) != list(out.outputs):
-        raise PluginError(f"partition {index}: the program's inputs/outputs are not the "
-                          "partition's (in order)")
-    opts = read_dispatch_options(op.custom_options or b"")
-    start = opts["bytecode_offset"]
-    return sg.name or f"qaccel_partition_{index}", data[start:start + opts["bytecode_size"]]
-
-
 def compile(model: bytes, config: str) -> bytes:  # noqa: A001 - the plugin entry point's name
     _debug_dump("compile", model)
+
     def make() -> bytes:
+        from qaccel import api
         from qaccel.frontend.tflite_writer import read_model
 
         spec = read_model(model)
-        parts = [_compile_subgraph(spec, config, i) for i in range(len(spec.subgraphs))]
-        out = [struct.pack("<I", len(parts))]
-        for name, program in parts:
-            encoded = name.encode()
-            out += [struct.pack("<I", len(encoded)), encoded, struct.pack("<Q", len(program)),
-                    program]
+        programs = [_PROGRAMS.get(_program_key(config, sg, sg.inputs, sg.outputs,
+                                               range(len(sg.operators))))
+                    for sg in spec.subgraphs]  # fmt: skip
+        if any(p is None for p in programs):
+            programs = api.compile_partition_model(model, _config(config))
+        out = [struct.pack("<I", len(programs))]
+        for i, program in enumerate(programs):
+            name = f"qaccel_partition_{i}".encode()
+            out += [struct.pack("<I", len(name)), name, struct.pack("<Q", len(program)), program]
         return b"".join(out)
 
     return _guarded(lambda: _cached("compile", model, config, make))

@@ -52,7 +52,7 @@ def plugin_library() -> C.CDLL:
     lib = C.CDLL(str(path))
     lib.qaccel_plugin_last_error.restype = C.c_char_p
     for name in ("qaccel_plugin_partition_calls", "qaccel_plugin_compile_calls",
-                 "qaccel_plugin_last_programs"):
+                 "qaccel_plugin_last_programs", "qaccel_plugin_selected_ops"):
         getattr(lib, name).restype = C.c_long
     return lib
 
@@ -132,6 +132,7 @@ def run_on_device(model: str | Path, inputs: Sequence[np.ndarray], config: str |
     plugin.qaccel_plugin_clear_error()
     dispatch.qaccel_litert_clear_error()
     compiles, ran = plugin.qaccel_plugin_compile_calls(), dispatch.qaccel_dispatch_invocations()
+    partitions, selected = plugin.qaccel_plugin_partition_calls(), plugin.qaccel_plugin_selected_ops()
     failure: str | None = None
     env = compiled = in_bufs = out_bufs = None
     with _config_env(config), _captured_stderr(quiet) as log:
@@ -160,9 +161,14 @@ def run_on_device(model: str | Path, inputs: Sequence[np.ndarray], config: str |
     if failure is not None or ours:
         errors = [line for line in log if "ERROR" in line]
         raise LiteRtError(ours or failure or (errors[0] if errors else "LiteRT failed"))
-    if plugin.qaccel_plugin_compile_calls() == compiles:
+    if plugin.qaccel_plugin_partition_calls() == partitions:
         raise LiteRtError(f"LiteRT did not call the compiler plugin for {model} (is it already "
                           "compiled, or was NPU not selected?)")
+    if plugin.qaccel_plugin_selected_ops() == selected:
+        raise LiteRtError(f"qaccel puts no operator of {model} on the accelerator: LiteRT ran it "
+                          "on the CPU")
+    if plugin.qaccel_plugin_compile_calls() == compiles:
+        raise LiteRtError(f"LiteRT did not compile the partitions of {model} with the plugin")
     programs = plugin.qaccel_plugin_last_programs()
     done = dispatch.qaccel_dispatch_invocations() - ran
     if done != programs:

@@ -29,12 +29,14 @@
 #define PY_MODULE "qaccel.tools.compiler_plugin"
 
 static char g_error[1024];
-static long g_partitions, g_compiles, g_programs;
+static long g_partitions, g_compiles, g_programs, g_selected;
 
 EXPORT const char *qaccel_plugin_last_error(void) { return g_error; }
 /* How many Partition and Compile calls succeeded since the library was loaded (tests). */
 EXPORT long qaccel_plugin_partition_calls(void) { return g_partitions; }
 EXPORT long qaccel_plugin_compile_calls(void) { return g_compiles; }
+/* How many operators Partition selected since the library was loaded. */
+EXPORT long qaccel_plugin_selected_ops(void) { return g_selected; }
 /* How many programs the last successful Compile returned. */
 EXPORT long qaccel_plugin_last_programs(void) { return g_programs; }
 EXPORT void qaccel_plugin_clear_error(void) { g_error[0] = '\0'; }
@@ -571,6 +573,8 @@ static LiteRtStatus partition(LiteRtCompilerPlugin p, const char *soc, LiteRtSub
     else if (CTX(p, QLrtPushOp, QLRT_CC_PUSH_OP)(selected, ops[op], (LiteRtParamIndex)part) !=
              QLRT_OK)
       st = fail(QLRT_RUNTIME_FAILURE, "partition: LiteRT refused op %d", op);
+    else
+      g_selected++;
   }
   free(r.data);
   free(ops);
