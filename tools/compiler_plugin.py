@@ -52,10 +52,11 @@ class PluginError(Exception):
 # ---- configuration and cache ---------------------------------------------------------------
 @cache
 def _config(text: str):
-    from qaccel.api import load_config
+    # as api.load_config, without importing the compiler (a cached compile needs none of it)
+    from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 
     try:
-        return load_config(text or None)
+        return HardwareConfig.from_json(text) if text else DEFAULT_CONFIG
     except Exception as e:
         raise PluginError(f"QACCEL_PLUGIN_CONFIG={text!r}: {e}") from None
 
