@@ -67,7 +67,7 @@ def _code_fingerprint() -> str:
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
     for p in sorted(root.rglob("*.py")):
-        if "tests" in p.relative_to(root).parts[:1]:
+        if p.relative_to(root).parts[0] in ("tests", "benchmarks", "fuzz", "build", "docs"):
             continue
         st = p.stat()
         h.update(f"{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
