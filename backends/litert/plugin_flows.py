@@ -98,6 +98,13 @@ def apply_plugin(model: str | Path, out: str | Path, config: str | None = None,
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     log = (proc.stdout + proc.stderr).splitlines()
     if proc.returncode != 0 or not Path(out).is_file() or Path(out).stat().st_size == 0:
+        if any("resulted in 0 partitions" in line for line in log) and not any(
+                "resulted in" in line and "resulted in 0 partitions" not in line for line in log):
+            kept = [line[len("qaccel plugin: "):] for line in log
+                    if line.startswith("qaccel plugin: @")]  # fmt: skip
+            why = f" ({kept[0]}{f', and {len(kept) - 1} more' if len(kept) > 1 else ''})" if kept else ""
+            raise LiteRtError(f"qaccel puts no operator of {model} on the accelerator, and "
+                              f"apply_plugin_main writes no model then{why}")
         ours = [line for line in log if line.startswith("qaccel plugin: error: ")]
         theirs = [line for line in log if "ERROR" in line or "Failed" in line]
         why = (ours[0][len("qaccel plugin: error: "):] if ours
