@@ -37,6 +37,16 @@ DISPATCH_FILES = (KERNEL / "qaccel_dispatch.c", KERNEL / "qaccel_litert_common.c
                   KERNEL / "qaccel_dispatch_api.h", KERNEL / "qaccel_litert_api.h",
                   KERNEL / "qaccel_litert_common.h", PROGRAM / "qaccel_program.h",
                   MACHINE / "vta_machine.h")
+# libLiteRtCompilerPlugin_Qaccel, the LiteRT compiler plugin (backends/litert/plugin/), with the
+# C-to-Python bridge it hands partitions through (backends/litert/bridge/). It links neither
+# LiteRT nor libpython: the python and libpython of the environment that builds it are recorded
+# in it (QACCEL_PYTHON, QACCEL_LIBPYTHON; the environment variables of the same names override
+# them at run time), for C hosts, where no interpreter runs yet. Alone in backends/litert/libplugin/.
+PLUGIN = Path("backends") / "litert" / "plugin"
+BRIDGE = Path("backends") / "litert" / "bridge"
+PLUGIN_FILES = (PLUGIN / "qaccel_plugin.c", BRIDGE / "qaccel_pybridge.c",
+                PLUGIN / "qaccel_plugin_api.h", BRIDGE / "qaccel_pybridge.h",
+                KERNEL / "qaccel_dispatch_api.h", KERNEL / "qaccel_litert_api.h")
 STRICT_C = ["-std=c99", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror"]
 
 
@@ -57,15 +67,34 @@ def kernel_hash(files=KERNEL_FILES) -> str:
     return h.hexdigest()[:16]
 
 
-def litert_library(name: str, files) -> Extension:
+def python_paths() -> list[tuple[str, str]]:
+    """The building environment's python and shared libpython, as C string macros."""
+    import sys
+    import sysconfig
+
+    lib = ""
+    if sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        lib = str(Path(sysconfig.get_config_var("LIBDIR") or "")
+                  / (sysconfig.get_config_var("LDLIBRARY") or ""))
+    quoted = [json_c_string(sys.executable), json_c_string(lib)]
+    return [("QACCEL_PYTHON", quoted[0]), ("QACCEL_LIBPYTHON", quoted[1])]
+
+
+def json_c_string(text: str) -> str:
+    import json
+
+    return json.dumps(text)  # a valid C string literal for paths (ASCII escapes only)
+
+
+def litert_library(name: str, files, macros=()) -> Extension:
     digest = kernel_hash(files)
     return Extension(
         name,
         sources=[str(f) for f in files if f.suffix == ".c"],
         depends=[str(f) for f in files if f.suffix == ".h"],
-        include_dirs=[str(KERNEL), str(PROGRAM), str(MACHINE)],
+        include_dirs=[str(KERNEL), str(PROGRAM), str(MACHINE), str(PLUGIN), str(BRIDGE)],
         define_macros=[("QACCEL_LITERT_SOURCE_HASH", f'"{digest}"'),
-                       ("VTA_SOURCE_HASH", f'"{digest}"')],
+                       ("VTA_SOURCE_HASH", f'"{digest}"'), *macros],
         extra_compile_args=STRICT_C,
         extra_link_args=["-Wl,-z,defs"],
         libraries=["dl", "m", "pthread"],
@@ -92,6 +121,8 @@ setup(
         litert_library("qaccel.backends.litert._qaccel_litert", KERNEL_FILES),
         litert_library("qaccel.backends.litert.libdispatch.libLiteRtDispatch_Qaccel",
                        DISPATCH_FILES),
+        litert_library("qaccel.backends.litert.libplugin.libLiteRtCompilerPlugin_Qaccel",
+                       PLUGIN_FILES, python_paths()),
     ],
     cmdclass={"build_ext": BuildCLibrary},
 )

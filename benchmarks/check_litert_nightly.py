@@ -3,7 +3,7 @@ LiteRT's `CompiledModel`, compared with LiteRT's reference kernels (BUILTIN_REF)
 
     python benchmarks/check_litert_nightly.py --python /path/to/venv/bin/python
                                               [MODEL.tflite] [--out DIR] [--seed N]
-                                              [--library-dir DIR]
+                                              [--library-dir DIR] [--plugin aot|on-device]
 
 Not part of the test suite: it needs a second Python environment holding the LiteRT to check
 (e.g. `python3 -m venv V && V/bin/pip install ai-edge-litert-nightly numpy`; it needs no qaccel).
@@ -15,12 +15,20 @@ environment's dispatch library directory (NPU | CPU, CPU reference kernels), as 
 "Deploying with LiteRT" shows, and reports the LiteRT version, its log lines about loading the
 dispatch library, how many programs our library ran and whether the outputs are bit-exact.
 Exit status 0 only when every output is bit-exact and every DISPATCH_OP ran in our library.
+
+`--plugin aot` compiles with our compiler plugin instead, through the other LiteRT's
+`apply_plugin_main` (which starts this environment's Python through the plugin's bridge);
+`--plugin on-device` has the other LiteRT's `CompiledModel` compile the ORIGINAL model through
+the plugin (qaccel is imported from this environment's site-packages, after the other
+environment's own packages). With ai-edge-litert-nightly 2.4.0.dev20261026 both load the plugin
+through `LiteRtCompilerPluginQueryInterface` and are bit-exact on small_cnn (2 of 2 programs ran).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -52,7 +60,15 @@ from ai_edge_litert.options import Options
 lib = ctypes.CDLL(glob.glob(os.path.join(req["dir"], "libLiteRtDispatch_Qaccel*.so"))[0])
 lib.qaccel_litert_last_error.restype = ctypes.c_char_p
 before = lib.qaccel_dispatch_invocations()
-env = Environment.create(dispatch_library_path=req["dir"])
+if req.get("plugin_dir"):  # on-device compilation: the plugin calls qaccel in this Python
+    import site
+    site.addsitedir(req["site"])  # after this environment's own packages (its numpy wins)
+    plugin = ctypes.CDLL(glob.glob(os.path.join(req["plugin_dir"], "libLiteRtCompilerPlugin_Qaccel*.so"))[0])
+    plugin.qaccel_plugin_last_error.restype = ctypes.c_char_p
+    env = Environment.create(compiler_plugin_path=req["plugin_dir"], dispatch_library_path=req["dir"])
+else:
+    plugin = None
+    env = Environment.create(dispatch_library_path=req["dir"])
 options = Options(HW.NPU | HW.CPU, cpu_options=CpuOptions(num_threads=1,
                                                           kernel_mode=CpuKernelMode.REFERENCE))
 model = CompiledModel.from_file(req["model"], environment=env, options=options)
@@ -65,6 +81,10 @@ for k, (buf, (shape, dtype)) in enumerate(zip(outs, req["outputs"])):
             buf.read(int(np.prod(shape)), np.dtype(dtype)).reshape(shape))
 report["invocations"] = lib.qaccel_dispatch_invocations() - before
 report["error"] = lib.qaccel_litert_last_error().decode()
+if plugin is not None:
+    report["error"] = report["error"] or plugin.qaccel_plugin_last_error().decode()
+    report["programs"] = plugin.qaccel_plugin_last_programs()
+    report["compiles"] = plugin.qaccel_plugin_compile_calls()
 print("REPORT " + json.dumps(report))
 """
 
@@ -86,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--library-dir", type=Path,
                     help="folder of the dispatch library to check (default: ours, built now)")
+    ap.add_argument("--plugin", choices=("aot", "on-device"),
+                    help="compile with our compiler plugin instead of qaccel-compile: 'aot' with "
+                         "the other LiteRT's apply_plugin_main, 'on-device' with its "
+                         "CompiledModel on the original model (qaccel imported from this "
+                         "environment's site-packages)")
     args = ap.parse_args(argv)
 
     from qaccel.backends.litert.dispatch import dispatch_library_dir
@@ -96,13 +121,41 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="qaccel-nightly-") as tmp_name:
         tmp = Path(tmp_name)
         out = args.out or tmp / "out"
-        tool = Path(sys.executable).with_name("qaccel-compile")
-        compiled = subprocess.run([str(tool), str(args.model), "-o", str(out)],
-                                  capture_output=True, text=True)  # fmt: skip
-        if compiled.returncode:
-            print(f"qaccel-compile failed: {compiled.stderr.strip()}")
-            return 1
-        dispatch_model = out / DISPATCH_FILE
+        plugin_dir = None
+        if args.plugin:
+            from qaccel.backends.litert.plugin_flows import plugin_library_dir
+
+            plugin_dir = plugin_library_dir().resolve()
+            print(f"compiler plugin: {next(plugin_dir.glob('libLiteRtCompilerPlugin_Qaccel*.so'))}")
+        if args.plugin == "aot":
+            other = subprocess.run([args.python, "-c", "import ai_edge_litert, os; "
+                                    "print(os.path.dirname(ai_edge_litert.__file__))"],
+                                   capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+            out.mkdir(parents=True, exist_ok=True)
+            dispatch_model = out / "model.plugin.tflite"
+            applied = subprocess.run([os.path.join(other, "tools", "apply_plugin_main"),
+                                      "--cmd=apply", f"--model={args.model}", f"--o={dispatch_model}",
+                                      "--soc_manufacturer=Qaccel", "--soc_model=VTA",
+                                      f"--libs={plugin_dir}", "--err=--"],
+                                     capture_output=True, text=True)  # fmt: skip
+            log = (applied.stdout + applied.stderr).splitlines()
+            for line in log:
+                if "legacy" in line or "plugin api" in line or "SDK version" in line or (
+                        "Partitioned" in line) or line.startswith("qaccel plugin"):  # fmt: skip
+                    print(f"  apply_plugin_main: {line.strip()}")
+            if applied.returncode or not dispatch_model.is_file():
+                print(f"the other LiteRT's apply_plugin_main failed (exit {applied.returncode})")
+                return 1
+        elif args.plugin == "on-device":
+            dispatch_model = args.model
+        else:
+            tool = Path(sys.executable).with_name("qaccel-compile")
+            compiled = subprocess.run([str(tool), str(args.model), "-o", str(out)],
+                                      capture_output=True, text=True)  # fmt: skip
+            if compiled.returncode:
+                print(f"qaccel-compile failed: {compiled.stderr.strip()}")
+                return 1
+            dispatch_model = out / DISPATCH_FILE
         directory = (args.library_dir or dispatch_library_dir()).resolve()
         library = next(directory.glob("libLiteRtDispatch_Qaccel*.so"))
         print(f"dispatch library: {library}")
@@ -129,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         request = {"dir": str(directory), "model": str(dispatch_model), "tmp": str(tmp),
                    "inputs": [str(tmp / f"in{k}.npy") for k in range(len(inputs))],
                    "outputs": [[list(e.shape), e.dtype.str] for e in expected]}  # fmt: skip
+        if args.plugin == "on-device":
+            import site
+
+            request.update(plugin_dir=str(plugin_dir), site=site.getsitepackages()[0])
         (tmp / "request.json").write_text(json.dumps(request))
         (tmp / "child.py").write_text(CHILD)
         child = subprocess.run([args.python, str(tmp / "child.py"), str(tmp / "request.json")],
@@ -145,8 +202,12 @@ def main(argv: list[str] | None = None) -> int:
             if "ispatch" in line and ("version" in line or "vendor" in line.lower()
                                       or "legacy" in line or "Loading" in line):  # fmt: skip
                 print(f"  LiteRT log: {line.strip()}")
-        n_ops = sum(op.custom_code == "DISPATCH_OP" for sg in read_model(
-            dispatch_model.read_bytes()).subgraphs for op in sg.operators)  # fmt: skip
+        if args.plugin == "on-device":
+            n_ops = report.get("programs", -1)
+            print(f"  plugin: {report.get('compiles')} compile(s), {n_ops} program(s)")
+        else:
+            n_ops = sum(op.custom_code == "DISPATCH_OP" for sg in read_model(
+                dispatch_model.read_bytes()).subgraphs for op in sg.operators)  # fmt: skip
         print(f"  programs our library ran: {report['invocations']} of {n_ops} DISPATCH_OP(s)")
         if report["error"]:
             print(f"  library error: {report['error']}")
