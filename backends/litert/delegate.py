@@ -29,6 +29,7 @@ import ctypes as C
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -235,17 +236,21 @@ def _counters(lib: C.CDLL, delegate) -> dict:
 def delegate_run(model: str | Path, artifact: str | Path, input_sets: Sequence[Sequence[np.ndarray]],
                  options: dict | None = None) -> dict:  # fmt: skip
     """In this process: the delegate over `model` with `artifact` under BUILTIN_REF, every input
-    set run; {"outputs": [[array, ...], ...], "counters": {...}, "prepare_s", "invoke_s"}.
+    set run; {"outputs": [[array, ...], ...], "counters": {...}, "load_s" (load_delegate: the
+    artifact read and checked), "prepare_s" (the Interpreter built with the delegate, its
+    Prepare included, and its tensors allocated), "invoke_s" (per input set)}.
     Raises LiteRtError (one line) for what LiteRT or the delegate refuse."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType, load_delegate
 
     path = delegate_library()
     opts = {"artifact": str(artifact), **(options or {})}
+    t0 = time.perf_counter()
     try:
         delegate = load_delegate(str(path), opts)
     except ValueError as e:
         raise LiteRtError(_one_line(e)) from None
     lib = C.CDLL(str(path))
+    load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
         interp = Interpreter(model_path=str(model), experimental_delegates=[delegate],
@@ -269,8 +274,11 @@ def delegate_run(model: str | Path, artifact: str | Path, input_sets: Sequence[S
         results.append([interp.get_tensor(d["index"]).copy() for d in outs])
     counters = _counters(lib, delegate)
     del interp
-    return {"outputs": results, "counters": counters, "prepare_s": prepare_s,
+    return {"outputs": results, "counters": counters, "load_s": load_s, "prepare_s": prepare_s,
             "invoke_s": invoke_s}  # fmt: skip
+
+
+_LITERT_SUFFIX = re.compile(r"(?<=\S)(?:Node number \d+ \(|Restored original execution plan)")
 
 
 def _one_line(e: BaseException) -> str:
@@ -278,8 +286,9 @@ def _one_line(e: BaseException) -> str:
     else its first line."""
     lines = [line.strip() for line in str(e).splitlines() if line.strip()]
     for line in lines:
-        if "qaccel delegate:" in line:
-            return line[line.index("qaccel delegate:"):]
+        if "qaccel delegate:" in line:  # LiteRT appends its own words without a separator
+            line = line[line.index("qaccel delegate:"):]
+            return _LITERT_SUFFIX.split(line)[0]
     return lines[0] if lines else type(e).__name__
 
 

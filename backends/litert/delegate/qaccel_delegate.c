@@ -378,6 +378,11 @@ static void *kernel_init(TfLiteContext *context, const char *buffer, size_t leng
   return k;
 }
 
+static int check_tensor(TfLiteContext *ctx, const Partition *p, const Boundary *b, int io,
+                        const uint8_t *record, char *err);
+
+/* Runs again whenever LiteRT resizes tensors: a model with a dynamic dimension (a batch of -1)
+ * is delegated only while its shapes are the ones the programs were compiled for. */
 static TfLiteStatus kernel_prepare(TfLiteContext *context, TfLiteNode *node) {
   Kernel *k = node->user_data;
   if (!k) {
@@ -387,6 +392,17 @@ static TfLiteStatus kernel_prepare(TfLiteContext *context, TfLiteNode *node) {
   if (k->error[0]) {
     context->ReportError(context, "%s", k->error);
     return kTfLiteError;
+  }
+  for (int j = 0; j < k->n; j++) {
+    const Partition *part = &k->d->parts[k->parts[j]];
+    const uint8_t *io = part->program + qaccel_u64(part->program + 160);
+    char err[ERR_BYTES];
+    for (int b = 0; b < part->n_bounds; b++)
+      if (check_tensor(context, part, &part->bounds[b], b >= part->n_in,
+                       io + (size_t)PROGRAM_IO_BYTES * b, err)) {
+        context->ReportError(context, PREFIX "%s", err);
+        return kTfLiteError;
+      }
   }
   return kTfLiteOk;
 }
@@ -474,8 +490,9 @@ static int check_tensor(TfLiteContext *ctx, const Partition *p, const Boundary *
 }
 
 /* The checks of one partition; `owner` marks the nodes claimed so far (partition + 1). */
-static int check_partition(TfLiteContext *ctx, const TfLiteIntArray *plan, const Partition *p,
+static int check_partition(TfLiteContext *ctx, const TfLiteIntArray *plan, const Partition *parts,
                            int index, int *owner, unsigned char *produced, char *err) {
+  const Partition *p = &parts[index];
   for (int j = 0; j < p->n_ops; j++) {
     int op = p->ops[j];
     TfLiteNode *node;
@@ -483,8 +500,8 @@ static int check_partition(TfLiteContext *ctx, const TfLiteIntArray *plan, const
     if (op >= plan->size || ctx->GetNodeAndRegistration(ctx, op, &node, &reg) != kTfLiteOk)
       return fail(err, "partition %s names node %d, the model has %d", p->name, op, plan->size);
     if (owner[op])
-      return fail(err, "node %d is in partitions %s and %s", op,
-                  owner[op] - 1 == index ? p->name : "an earlier one", p->name);
+      return fail(err, "node %d is in partitions %s and %s", op, parts[owner[op] - 1].name,
+                  p->name);
     owner[op] = index + 1;
     if (reg->builtin_code == kTfLiteBuiltinDelegate)
       return fail(err, "node %d of partition %s is already delegated", op, p->name);
@@ -556,7 +573,7 @@ static TfLiteStatus delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   int total = 0, rc = 0;
   if (!owner || !produced) rc = fail(err, "out of memory");
   for (int p = 0; !rc && p < d->n_parts; p++) {
-    rc = check_partition(ctx, plan, &d->parts[p], p, owner, produced, err);
+    rc = check_partition(ctx, plan, d->parts, p, owner, produced, err);
     total += d->parts[p].n_ops;
   }
   if (!rc) {
@@ -628,6 +645,9 @@ QACCEL_EXPORT TfLiteDelegate *tflite_plugin_create_delegate(char **keys, char **
   }
   d->base.data_ = d;
   d->base.Prepare = delegate_prepare;
+  /* Dynamic dimensions are allowed (kernel_prepare checks the shapes the model runs with);
+   * LiteRT propagates shapes before Prepare. */
+  d->base.flags = kTfLiteDelegateFlagsAllowDynamicTensors | kTfLiteDelegateFlagsRequirePropagatedShapes;
   return &d->base;
 }
 

@@ -19,6 +19,8 @@ enum {
 /* TfLiteAllocationType values. */
 enum { kTfLiteMemNone = 0, kTfLiteMmapRo = 1, kTfLiteArenaRw = 2, kTfLitePersistentRo = 5 };
 enum { kTfLiteNoQuantization = 0, kTfLiteAffineQuantization = 1 };
+/* TfLiteDelegateFlags */
+enum { kTfLiteDelegateFlagsAllowDynamicTensors = 1, kTfLiteDelegateFlagsRequirePropagatedShapes = 2 };
 /* BuiltinOperator_DELEGATE: the code LiteRT gives a delegate kernel's node. */
 enum { kTfLiteBuiltinDelegate = 51 };
 
