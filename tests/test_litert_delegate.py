@@ -112,6 +112,32 @@ def test_corpus_model_is_bit_exact_with_its_committed_outputs(tmp_path):
     assert result["counters"]["invocations"] == result["counters"]["kernels"] >= 1
 
 
+def test_an_artifact_without_a_dispatch_flavour_takes_the_compiled_model(tmp_path):
+    """ds_cnn keeps an AVERAGE_POOL_2D on the CPU as a q op with no TFLite form, so its artifact
+    has no dispatch flavour: its partitions come from the compiled model."""
+    from qaccel import api
+    from qaccel.backends.litert.delegate import DelegateArtifactError
+    from qaccel.explore.conformance import committed_reference
+
+    path = FIXTURES / "corpus" / "ds_cnn.tflite"
+    module = api.import_model(path)
+    api.run_pipeline(module, "vta-pipeline{stop-after=partition-graph}")
+    partitioned = module.clone()
+    compiled = api.compile(module)
+    art = api.write_artifact(compiled, tmp_path / "ds_cnn", path)
+    assert not (art / "model.qaccel.dispatch.tflite").exists()
+    with pytest.raises(DelegateArtifactError, match="give write_partitions the compiled model"):
+        write_partitions(art)
+    write_partitions(art, compiled, partitioned)
+    inputs, reference = committed_reference(path.with_suffix(".ref.npz"))
+    result = run_delegate(path, art, inputs)
+    for got, want in zip(result["outputs"], reference.outputs, strict=True):
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert result["counters"]["partitions"] == 2
+    assert result["counters"]["invocations"] == result["counters"]["kernels"] * len(inputs)
+
+
 def test_partitions_file_names_the_original_operators(small_cnn):
     doc = json.loads((small_cnn / "partitions.json").read_text())
     sg = read_model((MODELS / "small_cnn.tflite").read_bytes()).subgraphs[0]

@@ -96,7 +96,6 @@ def _partitions(original, dispatch, programs: dict[str, bytes]) -> list[dict]:
     between its outputs and its inputs."""
     from qaccel.backends.litert.aot import read_dispatch_options
     from qaccel.backends.litert.names import DISPATCH_CODE
-    from qaccel.frontend import tflite_schema as schema
 
     osg, dsg = original.subgraphs[0], dispatch.subgraphs[0]
     by_name: dict[str, int] = {}
@@ -113,7 +112,6 @@ def _partitions(original, dispatch, programs: dict[str, bytes]) -> list[dict]:
             raise DelegateArtifactError(f"host operator {k} ({op.op}) of the compiled model has "
                                         f"no counterpart in the original model")  # fmt: skip
         host_of[k] = match
-    codes = schema.enum_members("BuiltinOperator")
     parts = []
     for k, op in enumerate(dsg.operators):
         if op.custom_code != DISPATCH_CODE:
@@ -145,22 +143,32 @@ def _partitions(original, dispatch, programs: dict[str, bytes]) -> list[dict]:
                 continue
             ops.add(producer[t])
             stack.extend(i for i in osg.operators[producer[t]].inputs if i >= 0)
-        ops_sorted = sorted(ops)
         if set(host_of.values()) & ops:
             raise DelegateArtifactError(f"partition {name} overlaps operators the compiled "
                                         f"model keeps on the CPU")  # fmt: skip
+        parts.append((name, sorted(ops), inputs, outputs))
+    return _described(original, parts, programs)
+
+
+def _described(original, found: list[tuple], programs: dict[str, bytes]) -> list[dict]:
+    """partitions.json's entries for (name, ops, inputs, outputs) of each partition."""
+    from qaccel.frontend import tflite_schema as schema
+
+    osg = original.subgraphs[0]
+    codes = schema.enum_members("BuiltinOperator")
+    parts = []
+    for name, ops, inputs, outputs in found:
         tensors = []
         for t in inputs + outputs:
             spec = osg.tensors[t]
             tensors.append({"index": t, "type": spec.type_code, "shape": list(spec.shape),
                             **_quant(spec)})  # fmt: skip
-        program = programs[name]
         parts.append({
-            "name": name, "subgraph": 0, "ops": ops_sorted,
-            "op_codes": [codes[osg.operators[o].op] for o in ops_sorted],
+            "name": name, "subgraph": 0, "ops": ops,
+            "op_codes": [codes[osg.operators[o].op] for o in ops],
             "inputs": inputs, "outputs": outputs, "tensors": tensors,
             "program": f"{PROGRAMS_DIR}/{name}.qprog",
-            "program_sha256": hashlib.sha256(program).hexdigest(),
+            "program_sha256": hashlib.sha256(programs[name]).hexdigest(),
         })  # fmt: skip
     claimed = sorted(o for p in parts for o in p["ops"])
     if len(claimed) != len(set(claimed)):
@@ -168,9 +176,95 @@ def _partitions(original, dispatch, programs: dict[str, bytes]) -> list[dict]:
     return parts
 
 
-def write_partitions(outdir: str | Path) -> Path:
+def _graph_partition(osg, name: str, ops: set[int], inputs: list[int],
+                     returned: list[str | None]) -> tuple[list[int], list[int]]:
+    """The operators and outputs of the partition made of original operators `ops`, its outputs
+    in the order of the names its function returns (a single output needs none)."""
+    inside = {t for k in ops for t in osg.operators[k].outputs if t >= 0}
+    used_outside = {t for k, op in enumerate(osg.operators) if k not in ops for t in op.inputs}
+    outputs = sorted(t for t in inside if t in used_outside or t in osg.outputs)
+    if len(outputs) != len(returned):
+        raise DelegateArtifactError(f"partition {name}: {len(outputs)} tensors leave its "
+                                    f"operators, its program has {len(returned)} outputs")  # fmt: skip
+    if len(outputs) > 1:
+        names = {osg.tensors[t].name: t for t in outputs}
+        if any(r not in names for r in returned):
+            raise DelegateArtifactError(f"partition {name}: its outputs cannot be told apart")
+        outputs = [names[r] for r in returned]
+    return sorted(ops), outputs
+
+
+def _compiled_partitions(compiled, partitioned, original) -> tuple[list, dict, list]:
+    """(name, ops, inputs, outputs) of each accelerator function of `compiled` in terms of the
+    original model, the functions' programs (the bytes the dispatch flavour carries), and the
+    functions that have no program ({name, reason}: their operators stay on the CPU).
+
+    `partitioned` is the module `compiled` was compiled from, as `partition-graph` left it: its
+    functions' ops still carry the locations of the original tensors they compute
+    (legalization names the ops it adds NAME/OP), so the original operators of a function are
+    those whose first output one of its ops names; its inputs are its call's operands."""
+    from xdsl.dialects import func
+
+    from qaccel.backends.litert.aot import AotError, _replace_call
+    from qaccel.dialects.names import location_name, public_functions
+
+    def name_of(v) -> str | None:
+        return location_name(v.owner if hasattr(v, "op") else v)
+
+    osg = original.subgraphs[0]
+    by_name: dict[str, int] = {}
+    for i, t in enumerate(osg.tensors):
+        by_name.setdefault(t.name, i)
+    funcs = {op.sym_name.data: op for op in partitioned.ops if isinstance(op, func.FuncOp)}
+    calls = {op.callee.string_value(): op for op in public_functions(partitioned)[0].walk()
+             if isinstance(op, func.CallOp)}  # fmt: skip
+    module = compiled.module.clone()
+    programs: dict[str, bytes] = {}
+    skipped: list[dict] = []
+    for call in [op for op in public_functions(module)[0].body.block.ops
+                 if isinstance(op, func.CallOp)]:  # fmt: skip
+        name = call.callee.string_value()
+        if name in compiled.functions:
+            try:
+                _replace_call(compiled, module, call, set(), programs)
+            except AotError as e:  # a function with no program: its operators stay on the CPU
+                skipped.append({"name": name, "reason": str(e)})
+    found = []
+    for name in programs:
+        if name not in funcs or name not in calls:
+            raise DelegateArtifactError(f"partition {name} is not in the partitioned module")
+        inputs = [by_name.get(name_of(v) or "") for v in calls[name].arguments]
+        if None in inputs:
+            raise DelegateArtifactError(f"partition {name}: an input that is not a tensor of "
+                                        f"the original model")  # fmt: skip
+        names = set()
+        for op in funcs[name].walk():
+            loc = op.location
+            for part in list(loc.locations.data) if hasattr(loc, "locations") else [loc]:
+                if location_name(part):
+                    names.add(location_name(part))
+        ops = set()
+        for k, op in enumerate(osg.operators):
+            outs = [osg.tensors[t].name for t in op.outputs if t >= 0]
+            if outs and (outs[0] in names or any(n.startswith(outs[0] + "/") for n in names)):
+                ops.add(k)
+        ret = next(op for op in funcs[name].walk() if isinstance(op, func.ReturnOp))
+        returned = [name_of(v) for v in ret.arguments]
+        ops_sorted, outputs = _graph_partition(osg, name, ops, inputs, returned)
+        found.append((name, ops_sorted, inputs, outputs))
+    return found, programs, skipped
+
+
+def write_partitions(outdir: str | Path, compiled=None, partitioned=None) -> Path:
     """Write OUTDIR/partitions.json and OUTDIR/programs/NAME.qprog for the artifact of
-    `qaccel-compile` at `outdir`, and list them in its manifest.json; the path written."""
+    `qaccel-compile` at `outdir`, and list them in its manifest.json; the path written.
+
+    The partitions and programs come from the artifact's dispatch flavour when it has one; an
+    artifact without one (a CPU op with no TFLite form) needs `compiled`, the compiled model
+    it was written from, and `partitioned`, the module it was compiled from as
+    `vta-pipeline{stop-after=partition-graph}` left it (see benchmarks/bench_delegate.py); a
+    function that has no program then stays on the CPU, listed with the reason under
+    "not_delegated"."""
     from qaccel.backends.litert.aot import DISPATCH_FILE, read_dispatch_options
     from qaccel.backends.litert.names import DISPATCH_CODE
     from qaccel.backends.vta.artifact_files import read_artifact_file
@@ -191,8 +285,15 @@ def write_partitions(outdir: str | Path) -> Path:
                                         f"manifest.json")  # fmt: skip
         return data
 
-    dispatch_bytes = checked(DISPATCH_FILE)
     original = read_model(checked("model.tflite"))
+    if compiled is not None:
+        found, programs, skipped = _compiled_partitions(compiled, partitioned, original)
+        return _write(root, manifest, original, _described(original, found, programs), programs,
+                      skipped)
+    if DISPATCH_FILE not in files:
+        raise DelegateArtifactError(f"'{root}' has no {DISPATCH_FILE} (qaccel-compile said why): "
+                                    f"give write_partitions the compiled model")  # fmt: skip
+    dispatch_bytes = checked(DISPATCH_FILE)
     dispatch = read_model(dispatch_bytes)
     programs = {}
     for op in dispatch.subgraphs[0].operators:
@@ -204,10 +305,17 @@ def write_partitions(outdir: str | Path) -> Path:
                                             f"lies outside the file")  # fmt: skip
             programs[o["name"]] = dispatch_bytes[start:start + size]
     parts = _partitions(original, dispatch, programs)
+    return _write(root, manifest, original, parts, programs)
+
+
+def _write(root: Path, manifest: dict, original, parts: list[dict], programs,
+           skipped: list[dict] | None = None) -> Path:
+    files = manifest["files"]
     osg = original.subgraphs[0]
     doc = {"format": PARTITIONS_FORMAT,
            "model": {"operators": len(osg.operators), "tensors": len(osg.tensors)},
-           "config": manifest.get("config", {}).get("name"), "partitions": parts}  # fmt: skip
+           "config": manifest.get("config", {}).get("name"), "partitions": parts,
+           "not_delegated": skipped or []}  # fmt: skip
     (root / PROGRAMS_DIR).mkdir(exist_ok=True)
     for part in parts:
         data = programs[part["name"]]
