@@ -12,9 +12,9 @@ of a corpus model (compared with its committed BUILTIN_REF outputs), random ones
 (compared with LiteRT's BUILTIN_REF run in a subprocess). A model passes when every output is
 bit-exact and every delegate kernel ran once per input set.
 
-Per model: partitions delegated, accelerator functions left on the CPU (no program: partitions.json's
-"not_delegated" says why) and claimed nodes, `load` (load_delegate: partitions.json and the programs
-read, hashed and checked), `prepare` (Interpreter(...) with the delegate, its Prepare and
+Per model: partitions delegated, accelerator functions left on the CPU (they have no program:
+partitions.json's "not_delegated" says why) and claimed nodes, `load` (load_delegate:
+partitions.json and the programs read, hashed and checked), `prepare` (Interpreter(...) with the delegate, its Prepare and
 allocate_tensors included), the first and the median of the next `--repeat` invokes (default 5)
 with the delegate, and the median invoke of the plain BUILTIN_REF interpreter in the same child.
 Target: load + prepare < 0.2 s for MobileNetV2 1.0/224 (tests/fixtures/models/mobilenet_v2).
@@ -114,10 +114,12 @@ def bench(model: Path, out: Path, repeat: int) -> dict:
                 for a, b in zip(got, want))  # fmt: skip
     c = r["counters"]
     cpu = len(json.loads((artifact / "partitions.json").read_text())["not_delegated"])
-    ran = c["invocations"] == c["kernels"] * len(inputs) and (c["kernels"] > 0) == (c["partitions"] > 0)
+    ran = (c["invocations"] == c["kernels"] * len(inputs)
+           and (c["kernels"] > 0) == (c["partitions"] > 0))
     return {"model": model.stem, "status": "ok" if exact and ran else
             ("not bit-exact" if not exact else "delegate did not run every kernel"),
-            **c, "cpu_functions": cpu, **{k: r[k] for k in ("load_s", "prepare_s", "first_s", "invoke_s", "ref_s")}}
+            **c, "cpu_functions": cpu,
+            **{k: r[k] for k in ("load_s", "prepare_s", "first_s", "invoke_s", "ref_s")}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         if p.stem not in SKIP)  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
-    print(f"{'model':20} {'status':8} {'parts':>5} {'cpu':>3} {'nodes':>5} {'load ms':>8} {'prep ms':>8} "
-          f"{'1st ms':>8} {'inv ms':>8} {'ref ms':>8}")  # fmt: skip
+    print(f"{'model':20} {'status':8} {'parts':>5} {'cpu':>3} {'nodes':>5} {'load ms':>8} "
+          f"{'prep ms':>8} {'1st ms':>8} {'inv ms':>8} {'ref ms':>8}")  # fmt: skip
     for model in models:
         try:
             row = bench(model, args.out, args.repeat)

@@ -167,8 +167,8 @@ def test_bad_options_are_one_line(small_cnn, options, message):
 
 
 def test_the_matching_config_is_accepted(small_cnn):
-    result = run_delegate(MODELS / "small_cnn.tflite", small_cnn, _inputs(MODELS / "small_cnn.tflite", 1),
-                          {"config": "vta-default"})  # fmt: skip
+    model = MODELS / "small_cnn.tflite"
+    result = run_delegate(model, small_cnn, _inputs(model, 1), {"config": "vta-default"})
     assert result["counters"]["invocations"] == result["counters"]["kernels"]
 
 
@@ -338,7 +338,8 @@ def test_delegate_under_sanitizers(small_cnn, tmp_path):
     manifest["files"]["programs/vta_fn_1.qprog"] = digest
     (bad / "manifest.json").write_text(json.dumps(manifest))
     # libstdc++ preloaded too: ASan must find the __cxa_throw LiteRT's errors go through
-    env = {**os.environ, "LD_PRELOAD": f"{asan} {libstdcxx}", "QACCEL_LITERT_DELEGATE_LIB": str(lib),
+    env = {**os.environ, "LD_PRELOAD": f"{asan} {libstdcxx}",
+           "QACCEL_LITERT_DELEGATE_LIB": str(lib),
            "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}  # fmt: skip
     run = subprocess.run([sys.executable, "-c", _SANITIZED_RUN, str(MODELS / "small_cnn.tflite"),

@@ -134,7 +134,8 @@ def _partitions(original, dispatch, programs: dict[str, bytes]) -> list[dict]:
                 found = osg.outputs[dsg.outputs.index(t)]
             if found is None:
                 raise DelegateArtifactError(f"partition {name}: output {dsg.tensors[t].name!r} "
-                                            f"has no counterpart in the original model")  # fmt: skip
+                                            f"has no counterpart in the original "
+                                            f"model")  # fmt: skip
             outputs.append(found)
         ops, stack, stop = set(), list(outputs), set(inputs)
         while stack:
@@ -185,7 +186,8 @@ def _graph_partition(osg, name: str, ops: set[int], inputs: list[int],
     outputs = sorted(t for t in inside if t in used_outside or t in osg.outputs)
     if len(outputs) != len(returned):
         raise DelegateArtifactError(f"partition {name}: {len(outputs)} tensors leave its "
-                                    f"operators, its program has {len(returned)} outputs")  # fmt: skip
+                                    f"operators, its program has {len(returned)} "
+                                    f"outputs")  # fmt: skip
     if len(outputs) > 1:
         names = {osg.tensors[t].name: t for t in outputs}
         if any(r not in names for r in returned):
@@ -276,7 +278,8 @@ def write_partitions(outdir: str | Path, compiled=None, partitioned=None) -> Pat
         manifest = json.loads(manifest_bytes)
         files = manifest["files"]
     except (ValueError, KeyError, TypeError):
-        raise DelegateArtifactError(f"'{root}': manifest.json is not an artifact manifest") from None
+        raise DelegateArtifactError(f"'{root}': manifest.json is not an artifact "
+                                    f"manifest") from None
 
     def checked(rel: str) -> bytes:
         data = read_artifact_file(root, rel, DelegateArtifactError)
@@ -341,8 +344,8 @@ def _counters(lib: C.CDLL, delegate) -> dict:
     return out
 
 
-def delegate_run(model: str | Path, artifact: str | Path, input_sets: Sequence[Sequence[np.ndarray]],
-                 options: dict | None = None) -> dict:  # fmt: skip
+def delegate_run(model: str | Path, artifact: str | Path,
+                 input_sets: Sequence[Sequence[np.ndarray]], options: dict | None = None) -> dict:
     """In this process: the delegate over `model` with `artifact` under BUILTIN_REF, every input
     set run; {"outputs": [[array, ...], ...], "counters": {...}, "load_s" (load_delegate: the
     artifact read and checked), "prepare_s" (the Interpreter built with the delegate, its
@@ -400,8 +403,8 @@ def _one_line(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
-def run_delegate(model: str | Path, artifact: str | Path, input_sets: Sequence[Sequence[np.ndarray]],
-                 options: dict | None = None) -> dict:  # fmt: skip
+def run_delegate(model: str | Path, artifact: str | Path,
+                 input_sets: Sequence[Sequence[np.ndarray]], options: dict | None = None) -> dict:
     """`delegate_run` in a forked child (`isolated.run_isolated`); raises LiteRtError when the
     delegate did not run every one of its kernels on every input set."""
     from qaccel.backends.litert.isolated import run_isolated
