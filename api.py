@@ -49,7 +49,7 @@ ModelLike = str | Path | bytes
 
 __all__ = [
     "DatasetSummary", "HardwareConfig", "ResultTable", "Stage", "SweepSpec", "compile",
-    "evaluate", "import_model", "load_config", "load_module", "print_ir", "run_interpreter",
+    "compile_partition_model", "evaluate", "partition_compiler", "plan_partitions", "import_model", "load_config", "load_module", "print_ir", "run_interpreter",
     "run_litert", "run_pipeline", "run_simulator", "stage", "sweep", "write_artifact",
 ]  # fmt: skip
 
@@ -179,6 +179,35 @@ def compile(model: ModelLike | ModuleOp, config: ConfigLike = None, **options: A
         if spec:
             _run_pipeline(module, spec)
     return _backend.compile_for(module, None, total_macs)
+
+
+def partition_compiler(config: ConfigLike = None):
+    """The compiler `backends/litert/partitions.py` takes: a `.tflite`'s bytes -> its
+    `CompiledModel` (vta-pipeline with `config`, as `qaccel-compile --config` does)."""
+    hw = load_config(config)
+
+    def compile_bytes(model: bytes):
+        return compile(model, hw)
+
+    return compile_bytes
+
+
+def plan_partitions(model_bytes: bytes, config: ConfigLike = None):
+    """The accelerator partitions qaccel-compile decides for a `.tflite` (its bytes): a list
+    of `Partition(name, subgraph, ops, inputs, outputs)`, original operator and tensor indices
+    (`backends/litert/partitions.py`)."""
+    from qaccel.backends.litert.partitions import plan_partitions as plan
+
+    return plan(model_bytes, partition_compiler(config))
+
+
+def compile_partition_model(model_bytes: bytes, config: ConfigLike = None) -> list[bytes]:
+    """One accelerator program per subgraph of a `.tflite` whose every subgraph is one
+    partition (LiteRT's outlined form); `PartitionError` (one line) when a subgraph is not
+    wholly one accelerator program."""
+    from qaccel.backends.litert.partitions import compile_partition_model as compile_all
+
+    return compile_all(model_bytes, partition_compiler(config))
 
 
 def write_artifact(compiled, outdir: str | Path, model: ModelLike | None = None) -> Path:

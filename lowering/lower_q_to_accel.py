@@ -103,6 +103,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     ModuleOp,
     TensorType,
+    UnknownLoc,
     i8,
     i32,
 )
@@ -700,6 +701,8 @@ class _FunctionLowering:
             lowered.name_hint = op.results[0].name_hint
         tail = self.absorbed.pop(op, op)
         plain = tail.results[0]
+        if isinstance(lowered.owner, Operation) and not isinstance(tail.location, UnknownLoc):
+            lowered.owner.location = tail.location  # the original tensor it computes, if named
         packing = accel.Packing.activations(len(plain.type.get_shape()), self.block)
         unpack = accel.UnpackOp(lowered, packing, plain.type)
         rewriter.insert(unpack, self.point)

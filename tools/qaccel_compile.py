@@ -189,7 +189,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                                        progress if tty else None, args, args.config)  # fmt: skip
     if tty:
         print("\r\033[K", end="", file=stderr, flush=True)
-    models, aot = _aot_models(compiled)
+    models, aot = _aot_models(compiled, data)
     write_artifact(compiled, args.output, data, extra=models)
     if args.plot:
         plot_report(compiled.report, args.plot, Path(args.model).name)
@@ -201,12 +201,18 @@ def run(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _aot_models(compiled) -> tuple[dict[str, bytes], str]:
-    """OUTDIR/model.qaccel.dispatch.tflite and OUTDIR/model.qaccel.tflite for LiteRT
-    (backends/litert/aot.py), written and hashed with the artifact; the report's line."""
+def _aot_models(compiled, source: bytes | None) -> tuple[dict[str, bytes], str]:
+    """OUTDIR/model.qaccel.dispatch.tflite and OUTDIR/model.qaccel.tflite for LiteRT, with
+    OUTDIR/partitions.json and OUTDIR/programs/*.qprog, written and hashed with the artifact;
+    the report's lines. From a .tflite: the original model with each accelerator partition
+    spliced in (backends/litert/partitions.py); a partition the accelerator program could not
+    cover stays CPU operators (one line each). From MLIR text (no original model): the host
+    IR exported (backends/litert/aot.py)."""
     from qaccel.backends.litert.aot import AOT_FILE, DISPATCH_FILE, AotError, custom_ops
     from qaccel.backends.litert.paths import PATHS
 
+    if source is not None:
+        return _spliced_models(compiled, source)
     try:
         models = {way.model_file: way.export(compiled) for way in PATHS.values()}
     except AotError as e:
@@ -214,7 +220,35 @@ def _aot_models(compiled) -> tuple[dict[str, bytes], str]:
     ops = ", ".join(f"{o['name']} ({o['program_bytes']} B program)"
                     for o in custom_ops(models[DISPATCH_FILE]))  # fmt: skip
     return models, (f"LiteRT AOT models {DISPATCH_FILE} (DISPATCH_OP) and {AOT_FILE} "
-                    f"(QACCEL_VTA custom op): accelerator function(s) {ops or 'none'}")
+                    f"(QACCEL_VTA custom op) from the host IR: accelerator function(s) "
+                    f"{ops or 'none'}")  # fmt: skip
+
+
+def _spliced_models(compiled, source: bytes) -> tuple[dict[str, bytes], str]:
+    from qaccel.api import partition_compiler
+    from qaccel.backends.litert.aot import AOT_FILE, DISPATCH_FILE
+    from qaccel.backends.litert.partitions import (
+        PartitionError,
+        compile_partitions,
+        partition_files,
+        splice,
+    )
+
+    done, lines = compile_partitions(source, compiled, partition_compiler(compiled.config))
+    try:
+        models = {DISPATCH_FILE: splice(source, done, "dispatch"),
+                  AOT_FILE: splice(source, done, "custom-op")}  # fmt: skip
+    except PartitionError as e:
+        lines.append(f"every accelerator function stays on the CPU in the LiteRT models: {e}")
+        done = []
+        models = {DISPATCH_FILE: splice(source, done, "dispatch"),
+                  AOT_FILE: splice(source, done, "custom-op")}  # fmt: skip
+    models.update(partition_files(done))
+    parts = ", ".join(f"{p.partition.name} ({len(p.partition.ops)} op(s), "
+                      f"{len(p.program)} B program)" for p in done)  # fmt: skip
+    lines.insert(0, f"LiteRT models {DISPATCH_FILE} (DISPATCH_OP) and {AOT_FILE} (QACCEL_VTA "
+                    f"custom op), the original model with partition(s) {parts or 'none'}")
+    return models, "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

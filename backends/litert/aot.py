@@ -1,7 +1,16 @@
-"""Ahead-of-time export: the compiled model as a `.tflite` that LiteRT runs, in two flavours.
+"""Accelerator programs for LiteRT, their ops, and the host IR's export in two flavours.
 
-    data = export_dispatch(compiled)   # bytes of OUTDIR/model.qaccel.dispatch.tflite
-    data = export_aot(compiled)        # bytes of OUTDIR/model.qaccel.tflite
+    blob = program_blob(compiled, name, f, inputs, outputs)   # one accelerator function's program
+    data = export_dispatch(compiled)   # the host IR as a DISPATCH_OP model
+    data = export_aot(compiled)        # the host IR as a QACCEL_VTA model
+
+From a `.tflite`, qaccel-compile writes OUTDIR/model.qaccel.dispatch.tflite and
+OUTDIR/model.qaccel.tflite by splicing programs into the user's ORIGINAL model
+(`partitions.py`: every other operator, tensor, signature and metadata entry stays the
+original's). `export_dispatch` / `export_aot` re-export the host IR instead: they remain for a
+compile without an original model (MLIR text given to qaccel-compile, an in-memory compiled
+model given to `api.run_litert`), and refuse (`AotError`) host IR with no TFLite form. Both
+forms use the same ops, options and programs, described below.
 
 `model.qaccel.dispatch.tflite` is what LiteRT's `apply_plugin_main` writes for an NPU vendor:
 every accelerator function is one CUSTOM op `DISPATCH_OP` whose inputs and outputs are the

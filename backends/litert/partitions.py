@@ -1,0 +1,591 @@
+"""Accelerator partitions of an ORIGINAL `.tflite`: which of its operators one accelerator
+program replaces, that program, and the original model with each partition spliced out.
+
+    parts = plan_partitions(model_bytes, compiler)            # list[Partition]
+    done = compile_partition(model_bytes, parts[0], compiler)  # CompiledPartition (program)
+    programs = compile_partition_model(outlined_bytes, compiler)  # one program per subgraph
+
+A `Partition` is a set of whole original operators of one subgraph (`ops`, operator indices),
+with the tensors entering it (`inputs`) and leaving it (`outputs`, used by an operator outside
+it or a subgraph output), tensor indices of that subgraph. `compiler(model_bytes)` compiles a
+`.tflite` with the normal pipeline (`qaccel.api.compile`, or `qaccel-compile`'s own
+configuration: `compiler_for(config)` in `qaccel.api`) and returns its `CompiledModel`; it is
+passed in because the pipeline sits beside this layer, not under it.
+
+Partitions are decided from a compiled whole model (`partitions_of`): every accelerator
+function called from the entry function maps back to original tensors at its boundary (an
+`accel.pack` of a subgraph input or of a value named by the importer after its tensor; an
+`accel.unpack` read by an imported `tfl` op or returned), and the partition is every original
+operator between those inputs and outputs. A function whose boundary does not map back is no
+partition (`PlanNote`, one line). `compile_partition` then checks the decision the only way
+that cannot be wrong: it extracts the partition's operators into a one-subgraph model (inputs
+and outputs as the partition's), compiles that, and requires exactly ONE accelerator function
+taking the submodel's inputs (each packed once) and giving its outputs (each unpacked once),
+with no other op on the host; its program (`aot.program_blob`) computes the partition exactly,
+as the compiler keeps meaning. Anything else is a `PartitionError` (one line): the partition
+stays original CPU operators.
+
+`splice_models` writes the two LiteRT models: the original with each compiled partition's
+operators replaced by one `DISPATCH_OP` (its program after the flatbuffer, LiteRT's
+`bytecode_offset`, and the `LiteRtStamp` metadata) or one `QACCEL_VTA` op (its program an
+external constant tensor), in a topological order that keeps the original order elsewhere;
+every other operator, tensor, buffer, signature and metadata entry is the original's (the
+program tensors of the custom-op flavour are appended after the original tensors).
+`partition_files` gives `partitions.json` and `programs/<name>.qprog`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from qaccel.backends.litert.names import CUSTOM_CODE, DISPATCH_CODE
+
+PARTITIONS_FILE = "partitions.json"
+PROGRAMS_DIR = "programs"
+PARTITIONS_FORMAT = 1
+
+
+class PartitionError(Exception):
+    """A partition the accelerator program could not cover (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Whole original operators `ops` of subgraph `subgraph`, the tensors entering them
+    (`inputs`) and leaving them (`outputs`); tensor indices of that subgraph, sorted."""
+
+    name: str
+    subgraph: int
+    ops: tuple[int, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class CompiledPartition:
+    """A partition and its program. `inputs`/`outputs`: the partition's tensors in the order
+    of the program's inputs and outputs (the order of the spliced op's operands)."""
+
+    partition: Partition
+    program: bytes
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+@dataclass
+class PlanNote:
+    """Why an accelerator function of the compiled model is no partition (one line)."""
+
+    function: str
+    reason: str
+
+
+@dataclass
+class Plan:
+    partitions: list[Partition] = field(default_factory=list)
+    notes: list[PlanNote] = field(default_factory=list)
+
+
+Compiler = Callable[[bytes], object]  # .tflite bytes -> CompiledModel (raises on failure)
+
+
+# --------------------------------------------------------------------------------------------
+# The original graph
+
+
+class _Graph:
+    """One subgraph's producers and consumers."""
+
+    def __init__(self, sg):
+        self.sg = sg
+        self.producer: dict[int, int] = {}
+        self.consumers: dict[int, list[int]] = {}
+        for k, op in enumerate(sg.operators):
+            for t in op.outputs:
+                if t >= 0:
+                    self.producer[t] = k
+            for t in op.inputs:
+                if t >= 0:
+                    self.consumers.setdefault(t, []).append(k)
+        self.graph_outputs = set(sg.outputs)
+        counts: dict[str, int] = {}
+        for t in sg.tensors:
+            counts[t.name] = counts.get(t.name, 0) + 1
+        self.by_name = {t.name: i for i, t in enumerate(sg.tensors) if counts[t.name] == 1}
+
+    def is_constant(self, t: int) -> bool:
+        return self.sg.tensors[t].data is not None and t not in self.producer
+
+    def boundary(self, ops: set[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The non-constant tensors `ops` read but do not produce; those they produce that
+        another operator or the subgraph's outputs read."""
+        produced = {t for k in ops for t in self.sg.operators[k].outputs if t >= 0}
+        inputs = {t for k in ops for t in self.sg.operators[k].inputs
+                  if t >= 0 and t not in produced and not self.is_constant(t)}  # fmt: skip
+        outputs = {t for t in produced
+                   if t in self.graph_outputs
+                   or any(c not in ops for c in self.consumers.get(t, ()))}  # fmt: skip
+        return tuple(sorted(inputs)), tuple(sorted(outputs))
+
+    def between(self, inputs: set[int], outputs: set[int]) -> set[int] | None:
+        """Every operator computing `outputs` from `inputs` and constants (None: an output
+        depends on another non-constant tensor)."""
+        ops: set[int] = set()
+        todo = list(outputs)
+        seen: set[int] = set()
+        while todo:
+            t = todo.pop()
+            if t in seen or t in inputs:
+                continue
+            seen.add(t)
+            k = self.producer.get(t)
+            if k is None:
+                if self.is_constant(t):
+                    continue
+                return None  # a subgraph input (or a variable) the function does not take
+            if k not in ops:
+                ops.add(k)
+                todo.extend(x for x in self.sg.operators[k].inputs if x >= 0)
+        return ops
+
+
+# --------------------------------------------------------------------------------------------
+# Deciding partitions from a compiled whole model
+
+
+class _Names:
+    """Which original tensor a value of the compiled module is: a subgraph input, or the
+    result of an op the importer (or a pass keeping it, as legalization does for the last
+    op of an operator's decomposition) named after the tensor, seen through packs, unpacks,
+    formed layers (their body's yield) and calls (the callee's return)."""
+
+    def __init__(self, graph: _Graph, module, entry):
+        from xdsl.dialects import func
+
+        self.graph, self.entry = graph, entry
+        self.functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+
+    def tensor(self, v, depth: int = 0) -> int | None:
+        from xdsl.dialects import func
+        from xdsl.dialects.builtin import FusedLoc, NameLoc
+        from xdsl.ir import BlockArgument
+
+        from qaccel.dialects import accel
+
+        if depth > 64:
+            return None
+        if isinstance(v, BlockArgument):
+            if v.owner is self.entry.body.block and v.index < len(self.graph.sg.inputs):
+                return self.graph.sg.inputs[v.index]
+            return None
+        op = v.owner
+        if isinstance(op, accel.PackOp | accel.UnpackOp):
+            return self.tensor(op.input, depth + 1)
+        if isinstance(op, func.CallOp):
+            callee = self.functions.get(op.callee.string_value())
+            if callee is None or not callee.body.blocks:
+                return None
+            ret = list(callee.body.block.ops)[-1]
+            return self.tensor(ret.operands[v.index], depth + 1)
+        if isinstance(op, accel.LayerOp):
+            body = list(op.body.block.ops)
+            return self.tensor(body[-1].operands[v.index], depth + 1) if body else None
+        loc = op.location
+        if isinstance(loc, FusedLoc):
+            locs = loc.locations.data
+            loc = locs[v.index] if v.index < len(locs) else None
+        elif v.index != 0:
+            loc = None
+        if not isinstance(loc, NameLoc):
+            return None
+        t = self.graph.by_name.get(loc.desc.data)
+        if t is None or t not in self.graph.producer:
+            return None
+        return t
+
+
+    def result_tensor(self, r) -> int | None:
+        """The original tensor a call result is: read from its host users (an imported `tfl`
+        op reads it at an operand position, or the entry function returns it), else from the
+        callee's returned value."""
+        seen = self.used_tensor(r)
+        return seen if seen is not None else self.tensor(r)
+
+    def used_tensor(self, value, depth: int = 0) -> int | None:
+        from xdsl.dialects import func
+
+        from qaccel.dialects import accel
+
+        graph = self.graph
+        found: set[int] = set()
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, func.ReturnOp) and user.parent_op() is self.entry:
+                found.add(graph.sg.outputs[use.index])
+                continue
+            if isinstance(user, accel.UnpackOp) and depth < 2:
+                t = self.used_tensor(user.output, depth + 1)
+                if t is None:
+                    return None
+                found.add(t)
+                continue
+            if not user.name.startswith("tfl.") or not user.results:
+                return None
+            produced = self.tensor(user.results[0])
+            if produced is None:
+                return None
+            op = graph.sg.operators[graph.producer[produced]]
+            if len(op.inputs) != len(user.operands) or use.index >= len(op.inputs):
+                return None
+            found.add(op.inputs[use.index])
+        if len(found) != 1:
+            return None
+        (t,) = found
+        return t if t >= 0 else None
+
+
+def partitions_of(compiled, model_bytes: bytes) -> Plan:
+    """The partitions of the original model `model_bytes` that the accelerator functions of
+    `compiled` (its compile) cover, and a note for each function that maps to none."""
+    from xdsl.dialects import func
+
+    from qaccel.dialects.names import public_functions
+    from qaccel.frontend.tflite_writer import read_model
+
+    spec = read_model(model_bytes)
+    plan = Plan()
+    if not spec.subgraphs:
+        return plan
+    graph = _Graph(spec.subgraphs[0])
+    public = public_functions(compiled.module)
+    if not public:
+        return plan
+    entry = public[0]
+    names = _Names(graph, compiled.module, entry)
+    taken: set[int] = set()
+    for call in entry.body.block.ops:
+        if not isinstance(call, func.CallOp) or call.callee.string_value() not in compiled.functions:
+            continue
+        name = call.callee.string_value()
+        inputs = [names.tensor(v) for v in call.arguments]
+        outputs = [names.result_tensor(r) for r in call.results]
+        if None in inputs:
+            plan.notes.append(PlanNote(name, "an input is no tensor of the original model"))
+            continue
+        if None in outputs or not outputs:
+            plan.notes.append(PlanNote(name, "a result is no tensor of the original model"))
+            continue
+        ops = graph.between(set(inputs), set(outputs))
+        if not ops:
+            plan.notes.append(PlanNote(name, "its results do not follow from its inputs in "
+                                             "the original model"))  # fmt: skip
+            continue
+        if ops & taken:
+            plan.notes.append(PlanNote(name, "it shares operators with another partition"))
+            continue
+        taken |= ops
+        ins, outs = graph.boundary(ops)
+        plan.partitions.append(Partition(name, 0, tuple(sorted(ops)), ins, outs))
+    return plan
+
+
+def plan_partitions(model_bytes: bytes, compiler: Compiler) -> list[Partition]:
+    """The partitions qaccel-compile decides for `model_bytes` (compiled by `compiler`)."""
+    return partitions_of(compiler(model_bytes), model_bytes).partitions
+
+
+# --------------------------------------------------------------------------------------------
+# Compiling one partition
+
+
+def extract_partition(model_bytes: bytes, partition: Partition) -> bytes:
+    """A one-subgraph `.tflite` of the partition's operators (in their original order), its
+    inputs and outputs the partition's; tensors keep their names and constants their data."""
+    return partition_submodel(model_bytes, partition)[0]
+
+
+def partition_submodel(model_bytes: bytes, partition: Partition) -> tuple[bytes, dict[int, int]]:
+    """`extract_partition`'s model and where each original tensor went (original index ->
+    submodel index)."""
+    from qaccel.frontend.tflite_writer import ModelSpec, OperatorSpec, SubgraphSpec, read_model
+
+    spec = read_model(model_bytes)
+    if not 0 <= partition.subgraph < len(spec.subgraphs):
+        raise PartitionError(f"{partition.name}: no subgraph {partition.subgraph}")
+    sg = spec.subgraphs[partition.subgraph]
+    index: dict[int, int] = {}
+    tensors = []
+
+    def tensor(t: int) -> int:
+        if t < 0:
+            return t
+        if t not in index:
+            if t >= len(sg.tensors):
+                raise PartitionError(f"{partition.name}: no tensor {t}")
+            index[t] = len(tensors)
+            tensors.append(sg.tensors[t])
+        return index[t]
+
+    ins = [tensor(t) for t in partition.inputs]
+    operators = []
+    for k in sorted(partition.ops):
+        if not 0 <= k < len(sg.operators):
+            raise PartitionError(f"{partition.name}: no operator {k}")
+        op = sg.operators[k]
+        if any(key.endswith("subgraph_index") for key in op.options):
+            raise PartitionError(f"{partition.name}: operator {k} ({op.op}) calls a subgraph")
+        operators.append(OperatorSpec(op.op, [tensor(t) for t in op.inputs],
+                                      [tensor(t) for t in op.outputs], op.options, op.version,
+                                      op.custom_code, op.custom_options,
+                                      [tensor(t) for t in op.intermediates]))  # fmt: skip
+    outs = [tensor(t) for t in partition.outputs]
+    sub = SubgraphSpec(sg.name or "main", tensors, ins, outs, operators)
+    from qaccel.frontend.tflite_writer import write_model
+
+    return write_model(ModelSpec([sub], description="qaccel partition")), index
+
+
+def _program_of(compiled, n_inputs: int, n_outputs: int, what: str):
+    """(program, input order, output order) of a compiled submodel that is one accelerator
+    function (see the module docstring), else PartitionError."""
+    from xdsl.dialects import func
+
+    from qaccel.backends.litert.aot import AotError, program_blob
+    from qaccel.dialects import accel
+    from qaccel.dialects.names import public_functions
+    from qaccel.dialects.tfl import ConstOp
+
+    if len(compiled.functions) != 1:
+        raise PartitionError(f"{what}: compiled into {len(compiled.functions)} accelerator "
+                             "functions, not one")  # fmt: skip
+    entry = public_functions(compiled.module)[0]
+    ops = [op for op in entry.body.block.ops if not isinstance(op, ConstOp)]
+    calls = [op for op in ops if isinstance(op, func.CallOp)]
+    host = [op for op in ops if not isinstance(op, func.CallOp | accel.PackOp | accel.UnpackOp
+                                               | func.ReturnOp)]  # fmt: skip
+    if host:
+        raise PartitionError(f"{what}: {host[0].name} stays on the host")
+    (call,) = calls
+    name = call.callee.string_value()
+    f = next(op for op in compiled.module.ops
+             if isinstance(op, func.FuncOp) and op.sym_name.data == name)  # fmt: skip
+    args = entry.body.block.args
+    order_in, inputs = [], []
+    for v in call.arguments:
+        pack = v.owner
+        if not isinstance(pack, accel.PackOp) or pack.input not in args:
+            raise PartitionError(f"{what}: an input of @{name} is not a packed model input")
+        pad = pack.padding_value.value.data if pack.padding_value is not None else 0
+        inputs.append((pack.packing, tuple(pack.input.type.get_shape()), pad))
+        order_in.append(pack.input.index)
+    if sorted(order_in) != list(range(n_inputs)):
+        raise PartitionError(f"{what}: @{name} does not take each input once")
+    ret = ops[-1]
+    order_out, outputs = [], []
+    for r in call.results:
+        users = [u.operation for u in r.uses]
+        if len(users) != 1 or not isinstance(users[0], accel.UnpackOp):
+            raise PartitionError(f"{what}: a result of @{name} is not unpacked once")
+        unpack = users[0]
+        places = [u.index for u in unpack.output.uses if u.operation is ret]
+        if len(places) != 1 or len(list(unpack.output.uses)) != 1:
+            raise PartitionError(f"{what}: a result of @{name} is not one model output")
+        outputs.append((unpack.packing, tuple(unpack.output.type.get_shape())))
+        order_out.append(places[0])
+    if sorted(order_out) != list(range(n_outputs)):
+        raise PartitionError(f"{what}: @{name} does not give each output once")
+    try:
+        blob = program_blob(compiled, name, f, inputs, outputs)
+    except AotError as e:
+        reason = str(e).removeprefix(f"{name}: ")
+        raise PartitionError(f"{what}: {reason}") from None
+    return blob, order_in, order_out
+
+
+def compile_partition(model_bytes: bytes, partition: Partition,
+                      compiler: Compiler) -> CompiledPartition:  # fmt: skip
+    """The partition's program (see the module docstring); PartitionError when the submodel
+    is not one accelerator function."""
+    sub = extract_partition(model_bytes, partition)
+    try:
+        compiled = compiler(sub)
+    except PartitionError:
+        raise
+    except Exception as e:  # noqa: BLE001  the compiler's own one-line messages
+        raise PartitionError(f"{partition.name}: {str(e).splitlines()[0] if str(e) else e!r}") from None
+    blob, order_in, order_out = _program_of(compiled, len(partition.inputs),
+                                            len(partition.outputs), partition.name)  # fmt: skip
+    return CompiledPartition(partition, blob, tuple(partition.inputs[i] for i in order_in),
+                             tuple(partition.outputs[i] for i in order_out))  # fmt: skip
+
+
+def compile_partition_model(model_bytes: bytes, compiler: Compiler) -> list[bytes]:
+    """One program per subgraph of `model_bytes` (LiteRT's outlined form: every subgraph one
+    partition, its inputs and outputs the subgraph's, in their order); PartitionError (one
+    line) when a subgraph is not wholly one accelerator program."""
+    from qaccel.frontend.tflite_writer import read_model
+
+    try:
+        spec = read_model(model_bytes)
+    except Exception as e:  # noqa: BLE001
+        raise PartitionError(f"not a readable model ({e})") from None
+    programs = []
+    for s, sg in enumerate(spec.subgraphs):
+        part = Partition(f"subgraph_{s}", s, tuple(range(len(sg.operators))),
+                         tuple(sg.inputs), tuple(sg.outputs))  # fmt: skip
+        sub = extract_partition(model_bytes, part)
+        try:
+            compiled = compiler(sub)
+        except Exception as e:  # noqa: BLE001
+            raise PartitionError(f"subgraph {s}: {str(e).splitlines()[0] if str(e) else e!r}") from None
+        blob, order_in, order_out = _program_of(compiled, len(sg.inputs), len(sg.outputs),
+                                                f"subgraph {s}")  # fmt: skip
+        if order_in != list(range(len(sg.inputs))) or order_out != list(range(len(sg.outputs))):
+            raise PartitionError(f"subgraph {s}: the program orders its inputs or outputs "
+                                 "differently from the subgraph")  # fmt: skip
+        programs.append(blob)
+    return programs
+
+
+def compile_partitions(model_bytes: bytes, compiled, compiler: Compiler
+                       ) -> tuple[list[CompiledPartition], list[str]]:  # fmt: skip
+    """qaccel-compile's partitions of `model_bytes` (whose compile is `compiled`), each
+    compiled; and one line per accelerator function that stays CPU operators."""
+    plan = partitions_of(compiled, model_bytes)
+    lines = [f"@{n.function} stays on the CPU in the LiteRT models: {n.reason}" for n in plan.notes]
+    done = []
+    for part in plan.partitions:
+        try:
+            done.append(compile_partition(model_bytes, part, compiler))
+        except PartitionError as e:
+            reason = str(e).removeprefix(f"{part.name}: ")
+            lines.append(f"@{part.name} stays on the CPU in the LiteRT models: {reason}")
+    return done, lines
+
+
+# --------------------------------------------------------------------------------------------
+# Splicing
+
+
+def _spliced_order(sg, parts: Sequence[CompiledPartition]) -> list[tuple[str, int]]:
+    """A topological order of the kept operators ("op", k) and the partitions ("part", i),
+    each at the earliest place the original order allows (a heap keyed by original index)."""
+    in_part = {k: i for i, p in enumerate(parts) for k in p.partition.ops}
+    nodes: list[tuple[str, int]] = [("op", k) for k in range(len(sg.operators)) if k not in in_part]
+    nodes += [("part", i) for i in range(len(parts))]
+
+    def node_inputs(n):
+        return (sg.operators[n[1]].inputs if n[0] == "op" else parts[n[1]].inputs)
+
+    def node_outputs(n):
+        return (sg.operators[n[1]].outputs if n[0] == "op" else parts[n[1]].outputs)
+
+    def key(n):
+        return n[1] if n[0] == "op" else min(parts[n[1]].partition.ops)
+
+    made_by = {t: n for n in nodes for t in node_outputs(n) if t >= 0}
+    waiting = {n: {made_by[t] for t in node_inputs(n) if t >= 0 and t in made_by} for n in nodes}
+    waiting = {n: {m for m in w if m != n} for n, w in waiting.items()}
+    users: dict = {}
+    for n, w in waiting.items():
+        for m in w:
+            users.setdefault(m, []).append(n)
+    ready = [(key(n), n) for n, w in waiting.items() if not w]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        order.append(n)
+        for u in users.get(n, ()):
+            waiting[u].discard(n)
+            if not waiting[u]:
+                heapq.heappush(ready, (key(u), u))
+    if len(order) != len(nodes):
+        raise PartitionError("the partitions leave no topological order of the operators")
+    return order
+
+
+def splice(model_bytes: bytes, parts: Sequence[CompiledPartition], flavour: str) -> bytes:
+    """The original model with each partition one `DISPATCH_OP` (`flavour` "dispatch") or one
+    `QACCEL_VTA` op ("custom-op"); see the module docstring."""
+    from qaccel.backends.litert import aot
+    from qaccel.frontend.tflite_writer import OperatorSpec, TensorSpec, read_model, write_model
+
+    spec = read_model(model_bytes)
+    by_subgraph: dict[int, list[CompiledPartition]] = {}
+    for p in parts:
+        by_subgraph.setdefault(p.partition.subgraph, []).append(p)
+    used_sizes: set[int] = set()
+    dispatch_ops: list[tuple[OperatorSpec, str, bytes]] = []
+    for s, sg_parts in sorted(by_subgraph.items()):
+        sg = spec.subgraphs[s]
+        new_ops = []
+        for kind, i in _spliced_order(sg, sg_parts):
+            if kind == "op":
+                new_ops.append(sg.operators[i])
+                continue
+            p = sg_parts[i]
+            shapes = [tuple(sg.tensors[t].shape) for t in p.outputs]
+            if flavour == "dispatch":
+                op = OperatorSpec("CUSTOM", list(p.inputs), list(p.outputs), {}, 1, DISPATCH_CODE,
+                                  aot.dispatch_options(p.partition.name, 0, 0))  # fmt: skip
+                dispatch_ops.append((op, p.partition.name, p.program))
+            else:
+                blob = p.program
+                while len(blob) in used_sizes:  # the kernel tells nodes apart by program size
+                    blob += bytes(8)
+                used_sizes.add(len(blob))
+                sg.tensors.append(TensorSpec(aot.PROGRAM_PREFIX + p.partition.name, (len(blob),),
+                                             np.uint8, data=blob, external=True))  # fmt: skip
+                op = OperatorSpec("CUSTOM", [*p.inputs, len(sg.tensors) - 1], list(p.outputs),
+                                  {}, aot.CUSTOM_VERSION, CUSTOM_CODE,
+                                  aot.custom_options(len(blob), shapes))  # fmt: skip
+            new_ops.append(op)
+        sg.operators = new_ops
+    if flavour != "dispatch":
+        return write_model(spec)
+    spec.metadata[aot.BUILD_STAMP_KEY] = aot.build_stamp()
+    # The options' integers are 64 bits whatever their values: the flatbuffer's size does not
+    # depend on where the bytecode goes, so a first pass with placeholders tells where.
+    head = write_model(spec)
+    places, end = [], len(head)
+    for _, _, program in dispatch_ops:
+        end += -end % aot.BYTECODE_ALIGNMENT
+        places.append(end)
+        end += len(program)
+    for (op, name, program), at in zip(dispatch_ops, places):
+        op.custom_options = aot.dispatch_options(name, at, len(program))
+    data = bytearray(write_model(spec))
+    if len(data) != len(head):
+        raise AssertionError("splice: the flatbuffer changed size between passes")
+    for (_, _, program), at in zip(dispatch_ops, places):
+        data += bytes(at - len(data)) + program
+    return bytes(data)
+
+
+def partition_files(parts: Sequence[CompiledPartition]) -> dict[str, bytes]:
+    """`partitions.json` and `programs/<name>.qprog` (relative paths -> bytes)."""
+    files: dict[str, bytes] = {}
+    entries = []
+    for p in parts:
+        rel = f"{PROGRAMS_DIR}/{p.partition.name}.qprog"
+        files[rel] = p.program
+        entries.append({"name": p.partition.name, "subgraph": p.partition.subgraph,
+                        "ops": list(p.partition.ops), "inputs": list(p.inputs),
+                        "outputs": list(p.outputs), "program": rel,
+                        "program_sha256": hashlib.sha256(p.program).hexdigest()})  # fmt: skip
+    files[PARTITIONS_FILE] = (json.dumps({"format": PARTITIONS_FORMAT, "partitions": entries},
+                                         indent=1, sort_keys=True) + "\n").encode()  # fmt: skip
+    return files
+
+
+__all__ = ["PARTITIONS_FILE", "PROGRAMS_DIR", "CompiledPartition", "Compiler", "Partition",
+           "PartitionError", "Plan", "PlanNote", "compile_partition", "compile_partition_model",
+           "compile_partitions", "extract_partition", "partition_files", "partition_submodel", "partitions_of",
+           "plan_partitions", "splice"]  # fmt: skip
