@@ -4,16 +4,16 @@ with BUILTIN_REF, proof that it ran, and its times.
     python benchmarks/bench_delegate.py [MODEL.tflite ...] [--out DIR] [--repeat N] [--json F]
 
 Every model (default: tests/fixtures/models/*.tflite and tests/fixtures/corpus/*.tflite) is
-compiled with `qaccel-compile MODEL -o DIR/FOLDER/NAME` (kept between runs), given its
-partitions.json (`write_partitions`: from the dispatch flavour, or from the compiled model when
-the artifact has none), and run with LiteRT's Interpreter under the BUILTIN_REF resolver with the
+compiled with `qaccel-compile MODEL -o DIR/FOLDER/NAME` (kept between runs; it writes
+partitions.json and programs/), its partitions.json annotated (`annotate_partitions`: the
+model's operator codes and boundary tensors, for the delegate's checks), and run with LiteRT's Interpreter under the BUILTIN_REF resolver with the
 delegate loaded from the artifact, in a forked child, on two input sets: the committed inputs
 of a corpus model (compared with its committed BUILTIN_REF outputs), random ones for a fixture
 (compared with LiteRT's BUILTIN_REF run in a subprocess). A model passes when every output is
 bit-exact and every delegate kernel ran once per input set.
 
-Per model: partitions delegated, accelerator functions left on the CPU (they have no program:
-partitions.json's "not_delegated" says why) and claimed nodes, `load` (load_delegate:
+Per model: partitions delegated (qaccel-compile says which accelerator functions stay on the
+CPU and why) and claimed nodes, `load` (load_delegate:
 partitions.json and the programs read, hashed and checked), `prepare` (Interpreter(...) with the delegate, its Prepare and
 allocate_tensors included), the first and the median of the next `--repeat` invokes (default 5)
 with the delegate, and the median invoke of the plain BUILTIN_REF interpreter in the same child.
@@ -87,7 +87,7 @@ def _timed_child(model: str, artifact: str, input_sets, repeat: int) -> dict:
 
 
 def bench(model: Path, out: Path, repeat: int) -> dict:
-    from qaccel.backends.litert.delegate import write_partitions
+    from qaccel.backends.litert.delegate import annotate_partitions
     from qaccel.backends.litert.isolated import run_isolated
     from qaccel.backends.litert.oracle import run_reference
     from qaccel.tools.qaccel_compile import run as compile_run
@@ -97,15 +97,9 @@ def bench(model: Path, out: Path, repeat: int) -> dict:
         if compile_run([str(model), "-o", str(artifact), "--quiet"]) != 0:
             return {"model": model.stem, "status": "compile failed"}
     if not (artifact / "partitions.json").is_file():
-        if (artifact / "model.qaccel.dispatch.tflite").is_file():
-            write_partitions(artifact)
-        else:  # no dispatch flavour (a CPU op without a TFLite form): from the compiled model
-            from qaccel import api
-
-            module = api.import_model(model)
-            api.run_pipeline(module, "vta-pipeline{stop-after=partition-graph}")
-            partitioned = module.clone()
-            write_partitions(artifact, api.compile(module), partitioned)
+        return {"model": model.stem, "status": "no partitions.json"}
+    if "op_codes" not in (artifact / "partitions.json").read_text():
+        annotate_partitions(artifact)
     inputs, expected = _inputs(model)
     if expected is None:
         expected = run_reference(model, inputs, keep_all_tensors=False).outputs
@@ -113,12 +107,11 @@ def bench(model: Path, out: Path, repeat: int) -> dict:
     exact = all(np.array_equal(a, b) for got, want in zip(r["outputs"], expected)
                 for a, b in zip(got, want))  # fmt: skip
     c = r["counters"]
-    cpu = len(json.loads((artifact / "partitions.json").read_text())["not_delegated"])
     ran = (c["invocations"] == c["kernels"] * len(inputs)
            and (c["kernels"] > 0) == (c["partitions"] > 0))
     return {"model": model.stem, "status": "ok" if exact and ran else
             ("not bit-exact" if not exact else "delegate did not run every kernel"),
-            **c, "cpu_functions": cpu,
+            **c,
             **{k: r[k] for k in ("load_s", "prepare_s", "first_s", "invoke_s", "ref_s")}}
 
 
@@ -134,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         if p.stem not in SKIP)  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
-    print(f"{'model':20} {'status':8} {'parts':>5} {'cpu':>3} {'nodes':>5} {'load ms':>8} "
+    print(f"{'model':20} {'status':8} {'parts':>5} {'nodes':>5} {'load ms':>8} "
           f"{'prep ms':>8} {'1st ms':>8} {'inv ms':>8} {'ref ms':>8}")  # fmt: skip
     for model in models:
         try:
@@ -144,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         if "load_s" in row:
             print(f"{row['model']:20} {row['status']:8} {row['partitions']:5} "
-                  f"{row['cpu_functions']:3} {row['claimed_nodes']:5} {1e3 * row['load_s']:8.1f} "
+                  f"{row['claimed_nodes']:5} {1e3 * row['load_s']:8.1f} "
                   f"{1e3 * row['prepare_s']:8.1f} {1e3 * row['first_s']:8.1f} "
                   f"{1e3 * row['invoke_s']:8.1f} {1e3 * row['ref_s']:8.1f}", flush=True)
         else:

@@ -25,7 +25,7 @@ from qaccel.backends.litert.delegate import (  # noqa: E402
     DELEGATE_SOURCES,
     delegate_library,
     run_delegate,
-    write_partitions,
+    annotate_partitions,
 )
 from qaccel.backends.litert.runtime import LiteRtError  # noqa: E402
 from qaccel.frontend.tflite_writer import read_model  # noqa: E402
@@ -34,11 +34,12 @@ FIXTURES = Path(__file__).parent / "fixtures"
 MODELS = FIXTURES / "models"
 
 
-def _artifact(model: Path, out: Path) -> Path:
+def _artifact(model: Path, out: Path, annotate: bool = True) -> Path:
     from qaccel.tools.qaccel_compile import run
 
     assert run([str(model), "-o", str(out), "--quiet"]) == 0
-    write_partitions(out)
+    if annotate:
+        annotate_partitions(out)
     return out
 
 
@@ -112,34 +113,32 @@ def test_corpus_model_is_bit_exact_with_its_committed_outputs(tmp_path):
     assert result["counters"]["invocations"] == result["counters"]["kernels"] >= 1
 
 
-def test_an_artifact_without_a_dispatch_flavour_takes_the_compiled_model(tmp_path):
-    """ds_cnn keeps an AVERAGE_POOL_2D on the CPU as a q op with no TFLite form, so its artifact
-    has no dispatch flavour: its partitions come from the compiled model."""
-    from qaccel import api
-    from qaccel.backends.litert.delegate import DelegateArtifactError
+def test_qaccel_compiles_partitions_file_is_taken_as_it_is(tmp_path):
+    """Without annotate_partitions: the delegate checks the programs' boundary shapes and what
+    the claimed nodes read and compute (a corpus model, its committed BUILTIN_REF outputs)."""
     from qaccel.explore.conformance import committed_reference
 
     path = FIXTURES / "corpus" / "ds_cnn.tflite"
-    module = api.import_model(path)
-    api.run_pipeline(module, "vta-pipeline{stop-after=partition-graph}")
-    partitioned = module.clone()
-    compiled = api.compile(module)
-    art = api.write_artifact(compiled, tmp_path / "ds_cnn", path)
-    assert not (art / "model.qaccel.dispatch.tflite").exists()
-    with pytest.raises(DelegateArtifactError, match="give write_partitions the compiled model"):
-        write_partitions(art)
-    write_partitions(art, compiled, partitioned)
+    art = _artifact(path, tmp_path / "ds_cnn", annotate=False)
+    assert "op_codes" not in (art / "partitions.json").read_text()
     inputs, reference = committed_reference(path.with_suffix(".ref.npz"))
     result = run_delegate(path, art, inputs)
     for got, want in zip(result["outputs"], reference.outputs, strict=True):
         for a, b in zip(got, want, strict=True):
             np.testing.assert_array_equal(a, b)
-    assert result["counters"]["partitions"] == 2
+    parts = json.loads((art / "partitions.json").read_text())["partitions"]
+    assert result["counters"]["partitions"] == len(parts) > 0
     assert result["counters"]["invocations"] == result["counters"]["kernels"] * len(inputs)
 
 
-def test_partitions_file_names_the_original_operators(small_cnn):
+def test_annotated_partitions_file_describes_the_original_model(small_cnn):
     doc = json.loads((small_cnn / "partitions.json").read_text())
+    manifest = json.loads((small_cnn / "manifest.json").read_text())
+    text = (small_cnn / "partitions.json").read_bytes()
+    assert manifest["files"]["partitions.json"] == hashlib.sha256(text).hexdigest()
+    assert doc["config"] == "vta-default"
+    assert doc["partitions"][0]["op_codes"] == [3, 4, 3, 0, 17, 3, 1]
+    assert doc["partitions"][0]["tensors"][0]["type"] == 9  # int8
     sg = read_model((MODELS / "small_cnn.tflite").read_bytes()).subgraphs[0]
     assert doc["model"] == {"operators": len(sg.operators), "tensors": len(sg.tensors)}
     claimed = [o for p in doc["partitions"] for o in p["ops"]]
