@@ -1,8 +1,8 @@
-"""Builds libqaccel_vta, the C simulator (targets/vta/machine/), libqaccel_litert, the
-QACCEL_VTA LiteRT kernel, libLiteRtDispatch_Qaccel, the LiteRT dispatch library
-(backends/litert/kernel/), and libqaccel_delegate, the classic TFLite delegate
-(backends/litert/delegate/), as optional parts of the install; everything else about the package
-is in pyproject.toml.
+"""Builds libqaccel_vta, the C simulator (targets/vta/machine/), libqaccel_program, the program
+runner (backends/vta/program/), libqaccel_litert, the QACCEL_VTA LiteRT kernel,
+libLiteRtDispatch_Qaccel, the LiteRT dispatch library (backends/litert/kernel/), and
+libqaccel_delegate, the classic TFLite delegate (backends/litert/delegate/), as optional parts
+of the install; everything else about the package is in pyproject.toml.
 
 The library is plain C loaded with ctypes (targets/vta/cmachine.py), not a Python extension
 module: it has no Python.h dependency and the generated C driver compiles the same sources.
@@ -25,20 +25,26 @@ SOURCES, HEADERS = ("vta_machine.c",), ("vta_machine.h",)
 # LiteRT is absent. LiteRT loads any libLiteRtDispatch*.so of the directory it is given: the
 # dispatch library is alone in backends/litert/libdispatch/.
 KERNEL = Path("backends") / "litert" / "kernel"
-KERNEL_FILES = (KERNEL / "qaccel_kernel.c", KERNEL / "qaccel_program.c", MACHINE / "vta_machine.c",
-                KERNEL / "qaccel_litert_api.h", KERNEL / "qaccel_program.h",
-                MACHINE / "vta_machine.h")
-DISPATCH_FILES = (KERNEL / "qaccel_dispatch.c", KERNEL / "qaccel_program.c",
-                  MACHINE / "vta_machine.c", KERNEL / "qaccel_dispatch_api.h",
-                  KERNEL / "qaccel_litert_api.h", KERNEL / "qaccel_program.h",
+PROGRAM = Path("backends") / "vta" / "program"
+# libqaccel_program: the program runner alone (backends/vta/program_runner.py's SOURCES).
+PROGRAM_FILES = (PROGRAM / "qaccel_program.c", MACHINE / "vta_machine.c",
+                 PROGRAM / "qaccel_program.h", MACHINE / "vta_machine.h")
+KERNEL_FILES = (KERNEL / "qaccel_kernel.c", KERNEL / "qaccel_litert_common.c",
+                PROGRAM / "qaccel_program.c", MACHINE / "vta_machine.c",
+                KERNEL / "qaccel_litert_api.h", KERNEL / "qaccel_litert_common.h",
+                PROGRAM / "qaccel_program.h", MACHINE / "vta_machine.h")
+DISPATCH_FILES = (KERNEL / "qaccel_dispatch.c", KERNEL / "qaccel_litert_common.c",
+                  PROGRAM / "qaccel_program.c", MACHINE / "vta_machine.c",
+                  KERNEL / "qaccel_dispatch_api.h", KERNEL / "qaccel_litert_api.h",
+                  KERNEL / "qaccel_litert_common.h", PROGRAM / "qaccel_program.h",
                   MACHINE / "vta_machine.h")
 # libqaccel_delegate.so, the classic TFLite delegate: as backends/litert/delegate.py's
 # DELEGATE_SOURCES. It is named as load_delegate users expect (no Python extension suffix).
 DELEGATE = Path("backends") / "litert" / "delegate"
 DELEGATE_FILES = (DELEGATE / "qaccel_delegate.c", DELEGATE / "qaccel_artifact.c",
-                  KERNEL / "qaccel_program.c", MACHINE / "vta_machine.c",
+                  PROGRAM / "qaccel_program.c", MACHINE / "vta_machine.c",
                   DELEGATE / "qaccel_artifact.h", DELEGATE / "qaccel_tflite_api.h",
-                  KERNEL / "qaccel_program.h", MACHINE / "vta_machine.h")
+                  PROGRAM / "qaccel_program.h", MACHINE / "vta_machine.h")
 DELEGATE_EXT = "qaccel.backends.litert.libqaccel_delegate"
 STRICT_C = ["-std=c99", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror"]
 
@@ -66,12 +72,12 @@ def litert_library(name: str, files) -> Extension:
         name,
         sources=[str(f) for f in files if f.suffix == ".c"],
         depends=[str(f) for f in files if f.suffix == ".h"],
-        include_dirs=[str(KERNEL), str(MACHINE), str(DELEGATE)],
+        include_dirs=[str(KERNEL), str(PROGRAM), str(MACHINE), str(DELEGATE)],
         define_macros=[("QACCEL_LITERT_SOURCE_HASH", f'"{digest}"'),
                        ("VTA_SOURCE_HASH", f'"{digest}"')],
         extra_compile_args=STRICT_C,
         extra_link_args=["-Wl,-z,defs"],
-        libraries=["dl", "m"],
+        libraries=["dl", "m", "pthread"],
         optional=True,
     )
 
@@ -97,6 +103,7 @@ setup(
             extra_compile_args=["-std=c99", "-O2"],
             optional=True,
         ),
+        litert_library("qaccel.backends.vta.program._qaccel_program", PROGRAM_FILES),
         litert_library("qaccel.backends.litert._qaccel_litert", KERNEL_FILES),
         litert_library("qaccel.backends.litert.libdispatch.libLiteRtDispatch_Qaccel",
                        DISPATCH_FILES),

@@ -45,3 +45,27 @@ def test_short_atheris_run_finds_nothing(name):
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"{name}: " in done.stdout and "no finding" in done.stdout
     assert f"fuzz/run.py: {name}: chunk 1 done: " in done.stderr  # progress, not silence
+
+
+def test_short_program_fuzz_run_finds_nothing(tmp_path):
+    """The program runner under AddressSanitizer and UBSan: 2,000 mutated programs (values,
+    instruction fields, records; checksum made right again) open, run or fail with one line.
+    The long campaign: `python fuzz/program_fuzz.py --iterations 1000000 --jobs 2`."""
+    import shutil
+
+    if shutil.which("gcc") is None:
+        pytest.skip("needs gcc with AddressSanitizer")
+    import program_fuzz
+
+    try:
+        exe = program_fuzz.build(tmp_path / "program_fuzz")
+    except subprocess.CalledProcessError as e:
+        pytest.skip(f"no sanitizer build: {e.stderr[-200:]}")
+    seeds = program_fuzz.seed_programs(tmp_path, ["small_cnn"], 1 << 15)
+    assert seeds
+    result = program_fuzz.campaign(exe, seeds, 2000, 7, 1)
+    assert result["findings"] == []
+    assert result["executions"] == 2000 and result["ran"] > 0
+    outcomes = result["outcomes"]
+    assert any("checksum mismatch" in k for k in outcomes)  # unsealed mutants
+    assert sum(n for k, n in outcomes.items() if k != "ran") > 500  # refused mutants

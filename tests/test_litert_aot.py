@@ -91,7 +91,7 @@ def test_aot_model_replaces_each_function_by_one_custom_op(small_cnn):
         program = sg.tensors[op.inputs[-1]]
         assert program.external and np.dtype(program.dtype) == np.uint8
         blob = bytes(program.data_bytes())
-        assert blob[:8] == aot.PROGRAM_MAGIC and struct.unpack_from("<I", blob, 8)[0] == 1
+        assert blob[:8] == aot.PROGRAM_MAGIC and struct.unpack_from("<I", blob, 8)[0] == 2
         options = op.custom_options
         assert options[:4] == aot.CUSTOM_MAGIC
         assert struct.unpack_from("<III", options, 4) == (1, len(blob), len(op.outputs))
@@ -305,14 +305,14 @@ def test_store_requant_config_runs_too(tmp_path):
 
 
 def test_c_host_program_runs_the_aot_model(small_cnn, tmp_path):
-    from qaccel.backends.litert.runtime import KERNEL_DIR, MACHINE_DIR
+    from qaccel.backends.litert.runtime import KERNEL_DIR, MACHINE_DIR, PROGRAM_DIR, SOURCES
 
     lrt = litert_library().parent
     exe = tmp_path / "host"
-    subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Werror", f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
-                    str(HOST), str(KERNEL_DIR / "qaccel_kernel.c"),
-                    str(KERNEL_DIR / "qaccel_program.c"), str(MACHINE_DIR / "vta_machine.c"),
-                    f"-L{lrt}", "-lLiteRt", f"-Wl,-rpath,{lrt}", "-ldl", "-lm", "-o", str(exe)],
+    subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Werror", f"-I{KERNEL_DIR}", f"-I{PROGRAM_DIR}",
+                    f"-I{MACHINE_DIR}", str(HOST), *(str(p) for p in SOURCES if p.suffix == ".c"),
+                    f"-L{lrt}", "-lLiteRt", f"-Wl,-rpath,{lrt}", "-ldl", "-lm", "-lpthread", "-o",
+                    str(exe)],
                    check=True, capture_output=True)  # fmt: skip
     model = small_cnn / aot.AOT_FILE
     x = _input(model, seed=5)[0]
@@ -347,37 +347,31 @@ def test_c_host_program_runs_the_dispatch_model(small_cnn, tmp_path):
 # Errors: one line each
 
 
-def _kernel():
-    load()
-    lib = ctypes.CDLL(str(kernel_library()))
-    f = lib.qaccel_litert_run_program
-    f.restype = ctypes.c_int
-    f.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,
-                  ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p]  # fmt: skip
-    lib.qaccel_litert_last_error.restype = ctypes.c_char_p
-    return lib
-
-
 def _run_blob(blob: bytes, x: np.ndarray, out_bytes: int) -> str:
-    """The kernel's error for `blob` run on one input ("" when it runs)."""
-    lib = _kernel()
-    lib.qaccel_litert_clear_error()
-    raw = np.frombuffer(blob, np.uint8).copy()
-    y = np.zeros(out_bytes, np.int8)
-    ins = (ctypes.c_void_p * 1)(x.ctypes.data)
-    in_bytes = (ctypes.c_size_t * 1)(x.nbytes)
-    outs = (ctypes.c_void_p * 1)(y.ctypes.data)
-    o_bytes = (ctypes.c_size_t * 1)(out_bytes)
-    rc = lib.qaccel_litert_run_program(raw.ctypes.data, raw.size, 1, ins, in_bytes, 1, outs, o_bytes)
-    err = lib.qaccel_litert_last_error().decode()
+    """The program runner's error for `blob` run on one input ("" when it runs)."""
+    from qaccel.backends.vta.program_runner import Program, ProgramError
+
+    try:
+        program = Program(blob)
+    except ProgramError as e:
+        return str(e)
+    state = program.state()
+    y = np.zeros((1, out_bytes), np.int8)
+    from qaccel.backends.vta import program_runner as pr
+
+    ins = (pr._Tensor * 1)(pr._tensor(np.ascontiguousarray(x)))
+    outs = (pr._Tensor * 1)(pr._tensor(y))
+    rc = pr.library().qaccel_state_run(state._handle, 1, ins, 1, outs)
+    err = state.error
     assert (rc != 0) == bool(err)
     return err
 
 
-def _patch(blob: bytes, at: int, fmt: str, *values) -> bytes:
+def _patch(blob: bytes, at: int, fmt: str, *values, seal: bool = True) -> bytes:
+    """`blob` with `values` at `at`, its checksum made right again (`seal`)."""
     b = bytearray(blob)
     struct.pack_into(fmt, b, at, *values)
-    return bytes(b)
+    return aot.seal(bytes(b)) if seal else bytes(b)
 
 
 @pytest.fixture(scope="module")
@@ -394,7 +388,9 @@ def fn1_program(small_cnn) -> bytes:
         (lambda b: b[:100], "program of 100 bytes, shorter than its header"),
         (lambda b: b[: len(b) // 2], "program truncated"),
         (lambda b: b"XXXXXXXX" + b[8:], "bad program magic"),
-        (lambda b: _patch(b, 8, "<I", 2), "program format version 2, this kernel reads version 1"),
+        (lambda b: _patch(b, 8, "<I", 1), "program format version 1, this kernel reads version 2"),
+        (lambda b: _patch(b, 64, "<q", 5, seal=False), "program checksum mismatch"),
+        (lambda b: _patch(b, len(b) - 1, "<B", b[-1] ^ 1, seal=False), "program checksum mismatch"),
         (lambda b: _patch(b, 64, "<q", 9), "hardware configuration not supported"),
         (lambda b: _patch(b, 64 + 8 * 10, "<q", 7), "hardware configuration not supported"),
         (lambda b: _patch(b, 56, "<Q", 1 << 40), "program tables out of range"),
@@ -419,9 +415,14 @@ def test_randomly_corrupted_programs_never_crash(small_cnn):
 
 
 def test_wrong_io_sizes_are_errors(fn1_program):
-    assert "input 0 has 100 bytes, the program expects 288" in _run_blob(
+    assert "input 0 has shape [100], the program's is [1x288]" in _run_blob(
         fn1_program, np.zeros(100, np.int8), 10)  # fmt: skip
-    assert "output 0 has 11 bytes" in _run_blob(fn1_program, np.zeros(288, np.int8), 11)
+    assert "input 0 has shape [288], the program's is [1x288]" in _run_blob(
+        fn1_program, np.zeros(288, np.int8), 10)  # fmt: skip
+    assert "input 0 has element type 3, the program's has type 9" in _run_blob(
+        fn1_program, np.zeros((1, 288), np.uint8), 10)  # fmt: skip
+    assert "output 0 has shape [1x11], the program's is [1x10]" in _run_blob(
+        fn1_program, np.zeros((1, 288), np.int8), 11)  # fmt: skip
 
 
 def test_corrupt_program_through_litert_is_one_line(small_cnn, tmp_path, capfd):
@@ -433,7 +434,7 @@ def test_corrupt_program_through_litert_is_one_line(small_cnn, tmp_path, capfd):
     data[offset + 8] = 9  # format version 9
     model.write_bytes(bytes(data))
     _forge_manifest(model)
-    with pytest.raises(LiteRtError, match="program format version 9, this kernel reads version 1"):
+    with pytest.raises(LiteRtError, match="program format version 9, this kernel reads version 2"):
         run_litert(model, _input(model))
     from qaccel.tools.qaccel_run import main
 
@@ -443,7 +444,7 @@ def test_corrupt_program_through_litert_is_one_line(small_cnn, tmp_path, capfd):
     assert exit_.value.code == 1
     err = capfd.readouterr().err.splitlines()  # LiteRT's own log lines included
     assert err == ["qaccel-run: error: QACCEL_VTA: program format version 9, this kernel reads "
-                   "version 1"]  # fmt: skip
+                   "version 2"]  # fmt: skip
 
 
 def _dispatch_variant(small_cnn: Path, tmp_path: Path, change) -> Path:
@@ -477,16 +478,28 @@ def _poke(at_in_program: int, fmt: str, value):
     return lambda data, o: struct.pack_into(fmt, data, o["bytecode_offset"] + at_in_program, value)
 
 
+def _sealed(change):
+    """`change`, then the program's checksum made right again (as a forger would)."""
+
+    def sealed(data, o):
+        change(data, o)
+        at, size = o["bytecode_offset"], o["bytecode_size"]
+        data[at : at + size] = aot.seal(bytes(data[at : at + size]))
+
+    return sealed
+
+
 def _first_step_kind(data, o):
     steps_at = struct.unpack_from("<Q", data, o["bytecode_offset"] + 168)[0]
     struct.pack_into("<I", data, o["bytecode_offset"] + steps_at, 77)
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    (_poke(8, "<I", 9), "QACCEL_VTA: program format version 9, this kernel reads version 1"),
-    (_poke(64, "<q", 9), "QACCEL_VTA: hardware configuration not supported by this kernel"),
+    (_poke(8, "<I", 9), "QACCEL_VTA: program format version 9, this kernel reads version 2"),
+    (_poke(64, "<q", 9), "QACCEL_VTA: program checksum mismatch"),
+    (_sealed(_poke(64, "<q", 9)), "QACCEL_VTA: hardware configuration not supported by this kernel"),
     (_poke(0, "<8s", b"XXXXXXXX"), "QACCEL_VTA: bad program magic"),
-    (_first_step_kind, "QACCEL_VTA: step 0 has unknown kind 77 (corrupt program)"),  # at run time
+    (_sealed(_first_step_kind), "QACCEL_VTA: step 0 has unknown kind 77 (corrupt program)"),
     (lambda d, o: (len(d) + 64, o["bytecode_size"]),
      "LiteRT: dispatch op bytecode range is outside the model allocation"),
     (lambda d, o: (o["bytecode_offset"], len(d)),
@@ -515,7 +528,7 @@ def test_bad_dispatch_bytecode_through_qaccel_run_is_one_line(small_cnn, tmp_pat
     assert exit_.value.code == 1
     err = capfd.readouterr().err.splitlines()  # LiteRT's own log lines included
     assert err == ["qaccel-run: error: QACCEL_VTA: program format version 9, this kernel reads "
-                   "version 1"]  # fmt: skip
+                   "version 2"]  # fmt: skip
 
 
 def test_qaccel_run_process_says_one_line_with_litert(small_cnn, tmp_path):
@@ -538,7 +551,7 @@ def test_dispatch_library_under_sanitizers(small_cnn, tmp_path):
     """The dispatch library and the C host built with -fsanitize=address,undefined: LiteRT runs
     the model and refuses corrupt bytecode (at creation and at run time) without a report."""
     from qaccel.backends.litert.dispatch import LIB_NAME
-    from qaccel.backends.litert.runtime import DISPATCH_SOURCES, KERNEL_DIR, MACHINE_DIR
+    from qaccel.backends.litert.runtime import DISPATCH_SOURCES, KERNEL_DIR, MACHINE_DIR, PROGRAM_DIR
 
     sanitize = ["-g", "-O0", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
                 "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-std=c99"]  # fmt: skip
@@ -546,9 +559,10 @@ def test_dispatch_library_under_sanitizers(small_cnn, tmp_path):
     lib_dir.mkdir()
     try:
         subprocess.run(["gcc", *sanitize, "-fPIC", "-shared", "-fvisibility=hidden",
-                        f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
+                        f"-I{KERNEL_DIR}", f"-I{PROGRAM_DIR}", f"-I{MACHINE_DIR}",
                         *(str(p) for p in DISPATCH_SOURCES if p.suffix == ".c"),
-                        "-o", str(lib_dir / LIB_NAME), "-lm"], check=True, capture_output=True)
+                        "-o", str(lib_dir / LIB_NAME), "-lm", "-lpthread"], check=True,
+                       capture_output=True)  # fmt: skip
         subprocess.run(["gcc", *sanitize, f"-I{KERNEL_DIR}", str(DISPATCH_HOST), f"-L{lrt}",
                         "-lLiteRt", f"-Wl,-rpath,{lrt}", "-o", str(tmp_path / "host")],
                        check=True, capture_output=True)  # fmt: skip
@@ -559,7 +573,7 @@ def test_dispatch_library_under_sanitizers(small_cnn, tmp_path):
     x = _input(small_cnn / aot.DISPATCH_FILE)[0]
     (tmp_path / "in.bin").write_bytes(x.tobytes())
     variants = {"ok": lambda d, o: None, "version": _poke(8, "<I", 9),
-                "magic": _poke(0, "<8s", b"XXXXXXXX"), "step": _first_step_kind,
+                "magic": _poke(0, "<8s", b"XXXXXXXX"), "step": _sealed(_first_step_kind),
                 "short": lambda d, o: (o["bytecode_offset"], 100)}  # fmt: skip
     for name, change in variants.items():
         (tmp_path / name).mkdir()
@@ -716,7 +730,7 @@ def test_litert_analyzer_opens_the_aot_model(small_cnn):
             f"print(a.ModelAnalyzer({str(small_cnn / aot.AOT_FILE)!r}, True, False))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert "Op#0 QACCEL_VTA(T#0, T#2) -> [T#3]" in out
-    assert "T#2(qaccel_program_vta_fn_0) shape:[79232], type:UINT8" in out
+    assert "T#2(qaccel_program_vta_fn_0) shape:[79248], type:UINT8" in out
 
 
 def test_aot_model_reimports_with_opaque_custom_ops_on_the_cpu(small_cnn, tmp_path, capsys):

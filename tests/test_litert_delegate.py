@@ -213,19 +213,48 @@ def test_a_tampered_artifact_is_refused_in_one_line(small_cnn, tmp_path, tamper,
     assert message in _error(MODELS / "small_cnn.tflite", art)
 
 
-def test_a_corrupt_program_with_good_hashes_is_refused(small_cnn, tmp_path):
+def _replace_program(art: Path, k: int, change) -> None:
+    """Change partition k's program, its checksum made right again, its hashes updated."""
+    from qaccel.backends.litert.aot import seal
+
+    program = art / "programs" / f"vta_fn_{k}.qprog"
+    data = bytearray(program.read_bytes())
+    change(data)
+    data = seal(bytes(data))
+    program.write_bytes(data)
+    digest = hashlib.sha256(data).hexdigest()
+    _edit_partitions(art, lambda d: d["partitions"][k].update(program_sha256=digest))
+    manifest = json.loads((art / "manifest.json").read_text())
+    manifest["files"][f"programs/vta_fn_{k}.qprog"] = digest
+    (art / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: struct.pack_into("<I", d, 8, 9), "program format version 9"),
+    (lambda d: struct.pack_into("<I", d, struct.unpack_from("<Q", d, 168)[0], 77),
+     "step 0 has unknown kind 77"),
+])  # fmt: skip
+def test_a_corrupt_program_with_good_hashes_is_refused(small_cnn, tmp_path, change, message):
     art = _copy(small_cnn, tmp_path)
+    _replace_program(art, 0, change)
+    error = _error(MODELS / "small_cnn.tflite", art)
+    assert error.startswith(f"qaccel delegate: '{art}': programs/vta_fn_0.qprog: ")
+    assert message in error
+
+
+def test_a_program_whose_checksum_is_wrong_is_refused(small_cnn, tmp_path):
+    art = _copy(small_cnn, tmp_path)
+    _replace_program(art, 0, lambda d: None)
     program = art / "programs" / "vta_fn_0.qprog"
     data = bytearray(program.read_bytes())
-    struct.pack_into("<I", data, 8, 9)  # the format version
+    data[-1] ^= 1
     program.write_bytes(bytes(data))
     digest = hashlib.sha256(data).hexdigest()
     _edit_partitions(art, lambda d: d["partitions"][0].update(program_sha256=digest))
     manifest = json.loads((art / "manifest.json").read_text())
     manifest["files"]["programs/vta_fn_0.qprog"] = digest
     (art / "manifest.json").write_text(json.dumps(manifest))
-    assert "program format version 9, this kernel reads version 1" in _error(
-        MODELS / "small_cnn.tflite", art)
+    assert "checksum" in _error(MODELS / "small_cnn.tflite", art)
 
 
 def _ops(partition: dict, ops: list[int]) -> None:
@@ -262,21 +291,12 @@ def test_another_models_artifact_fails_prepare(small_cnn):
     assert f"the artifact '{small_cnn}' is for a model of 10 operators" in error
 
 
-def test_an_error_of_a_program_fails_invoke(small_cnn, tmp_path):
-    art = _copy(small_cnn, tmp_path)
-    program = art / "programs" / "vta_fn_0.qprog"
-    data = bytearray(program.read_bytes())
-    steps_at = struct.unpack_from("<Q", data, 168)[0]
-    struct.pack_into("<I", data, steps_at, 77)  # the first step's kind: only a run finds it
-    program.write_bytes(bytes(data))
-    digest = hashlib.sha256(data).hexdigest()
-    _edit_partitions(art, lambda d: d["partitions"][0].update(program_sha256=digest))
-    manifest = json.loads((art / "manifest.json").read_text())
-    manifest["files"]["programs/vta_fn_0.qprog"] = digest
-    (art / "manifest.json").write_text(json.dumps(manifest))
-    assert _error(MODELS / "small_cnn.tflite", art) == (
-        "qaccel delegate: partition vta_fn_0: QACCEL_VTA: step 0 has unknown kind 77 "
-        "(corrupt program)")
+def test_an_error_of_a_program_fails_invoke(small_cnn, monkeypatch):
+    """A run over the step limit fails only when it runs: Invoke raises with our line."""
+    monkeypatch.setenv("QACCEL_STEP_LIMIT", "1")
+    error = _error(MODELS / "small_cnn.tflite", small_cnn)
+    assert error.startswith("qaccel delegate: partition vta_fn_0: QACCEL_VTA: layer 0, ")
+    assert error.endswith("pass the step limit of 1 (raise it with QACCEL_STEP_LIMIT)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -294,14 +314,18 @@ def test_pip_install_builds_the_delegate_from_the_current_sources():
 
 
 _SANITIZED_RUN = """
-import sys, numpy as np
+import os, sys, numpy as np
 from qaccel.backends.litert.delegate import delegate_run
 from qaccel.backends.litert.runtime import LiteRtError
 model, good, bad, other = sys.argv[1:5]
 x = [[np.random.default_rng(0).integers(-128, 128, (1, 32, 32, 3)).astype(np.int8)]]
 print(delegate_run(model, good, x)["counters"]["invocations"])
-# an invoke that fails, a delegate that is not created, a Prepare that fails
-for m, artifact, options in ((model, bad, {}), (model, good, {"colour": "red"}), (other, good, {})):
+# a corrupt program, a bad option, a Prepare that fails, an invoke that fails
+for m, artifact, options in ((model, bad, {}), (model, good, {"colour": "red"}),
+                             (other, good, {}), (model, good, "step")):
+    if options == "step":
+        os.environ["QACCEL_STEP_LIMIT"] = "1"
+        options = {}
     try:
         delegate_run(m, artifact, x, options)
     except LiteRtError as e:
@@ -312,7 +336,8 @@ for m, artifact, options in ((model, bad, {}), (model, good, {"colour": "red"}),
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc with AddressSanitizer")
 def test_delegate_under_sanitizers(small_cnn, tmp_path):
     """The delegate built with -fsanitize=address,undefined in a Python with ASan preloaded:
-    a run, an invoke that fails, a bad option and a Prepare that fails, without a report."""
+    a run, a corrupt program, a bad option, a Prepare that fails and an invoke that fails,
+    without a report."""
     sanitize = ["-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
                 "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-std=c99"]  # fmt: skip
     lib = tmp_path / "libqaccel_delegate.so"
@@ -327,15 +352,8 @@ def test_delegate_under_sanitizers(small_cnn, tmp_path):
     except subprocess.CalledProcessError as e:
         pytest.skip(f"no sanitizer build: {e.stderr.decode()[-200:]}")
     bad = _copy(small_cnn, tmp_path)
-    program = bad / "programs" / "vta_fn_1.qprog"
-    data = bytearray(program.read_bytes())
-    struct.pack_into("<I", data, struct.unpack_from("<Q", data, 168)[0], 77)
-    program.write_bytes(bytes(data))
-    digest = hashlib.sha256(data).hexdigest()
-    _edit_partitions(bad, lambda d: d["partitions"][1].update(program_sha256=digest))
-    manifest = json.loads((bad / "manifest.json").read_text())
-    manifest["files"]["programs/vta_fn_1.qprog"] = digest
-    (bad / "manifest.json").write_text(json.dumps(manifest))
+    _replace_program(bad, 1, lambda d: struct.pack_into(
+        "<I", d, struct.unpack_from("<Q", d, 168)[0], 77))  # the first step's kind
     # libstdc++ preloaded too: ASan must find the __cxa_throw LiteRT's errors go through
     env = {**os.environ, "LD_PRELOAD": f"{asan} {libstdcxx}",
            "QACCEL_LITERT_DELEGATE_LIB": str(lib),
@@ -349,4 +367,4 @@ def test_delegate_under_sanitizers(small_cnn, tmp_path):
     lines = run.stdout.splitlines()
     assert lines[0] == "2"
     assert "step 0 has unknown kind 77" in lines[1] and "unknown option 'colour'" in lines[2]
-    assert "is for a model of 10 operators" in lines[3]
+    assert "is for a model of 10 operators" in lines[3] and "step limit of 1" in lines[4]

@@ -33,12 +33,19 @@ outputs, becomes one CUSTOM op `QACCEL_VTA`:
     outputs: the function's plain outputs
     custom options: CUSTOM_MAGIC, options version, the program's size, the outputs' shapes
 
-The program (`program_blob`, run by `kernel/qaccel_program.c` in both flavours) holds
-everything the function needs: format version, hardware configuration, DRAM image (constants
-in place, arena zero), how each input is packed into the `[N, C/B, H, W, 1, B]` layout
-(padding value, split shape and transpose) and each output unpacked, the steps (write an arena
-slot, run a layer, read a slot back, a host op), every layer's instruction stream and
-micro-ops.
+The program (`program_blob`, run by the one program runner,
+`backends/vta/program/qaccel_program.c`, in both flavours and from Python) holds everything the
+function needs: format version, hardware configuration, DRAM image (constants in place, arena
+zero), how each input is packed into the `[N, C/B, H, W, 1, B]` layout (padding value, split
+shape and transpose) and each output unpacked with its element type and shape, the steps (write
+an arena slot, run a layer, read a slot back, a host op), every layer's instruction stream and
+micro-ops, and a checksum of all of it.
+
+Format versions: 1, the first; 2 adds the checksum (the header's last u64: CRC-32, zlib's, of
+the whole program with that field read as zeros; the runner verifies it before anything else,
+about 1 ms per MB) and each io record's element type (TFLite's type code), which the runner
+checks with the shape of every input and output it is given. The runner reads only the version
+it was built for.
 
 Host ops inside an accelerator function run in the kernel: `accel.host_requantize` (LiteRT's
 double-precision FULLY_CONNECTED requantization) is plain IEEE double arithmetic, which C
@@ -57,10 +64,12 @@ Little-endian layout (offsets in bytes from the blob's start; every section 8-by
     header   PROGRAM_MAGIC[8], u32 version, u32 header bytes, u64 total bytes,
              u32 inputs, outputs, values, steps, layers, reserved,
              u64 DRAM bytes, DRAM offset, i64 config[11] (vta_config order),
-             u64 values, io, steps, layers offsets, reserved            (HEADER_BYTES)
+             u64 values, io, steps, layers offsets, checksum (u32 CRC-32 in a u64)
+                                                                       (HEADER_BYTES)
     values   u32 element size (1 or 4), u32 reserved, u64 elements     (VALUE_BYTES each)
     io       u32 value, rank, i32 pad value, u32 element size, i32 plain shape[8],
-             i32 split shape[16], i32 order[16]                        (IO_BYTES each;
+             i32 split shape[16], i32 order[16], i32 element type, u32 reserved
+                                                                       (IO_BYTES each;
              inputs first: plain -> packed value; then outputs: packed value -> plain)
     steps    u32 kind, a, b, c, i64 p[8], u64 offset, bytes            (STEP_BYTES each)
              WRITE value a to DRAM[offset:+bytes]; LAYER a; READ DRAM[offset:+bytes] into
@@ -81,6 +90,7 @@ Little-endian layout (offsets in bytes from the blob's start; every section 8-by
 from __future__ import annotations
 
 import struct
+import zlib
 
 import numpy as np
 from xdsl.dialects import func
@@ -126,12 +136,15 @@ CUSTOM_VERSION = 1
 CUSTOM_MAGIC = b"QVTA"
 OPTIONS_VERSION = 1
 PROGRAM_MAGIC = b"QACCPROG"
-PROGRAM_VERSION = 1
+PROGRAM_VERSION = 2
 PROGRAM_PREFIX = "qaccel_program_"
 BUILD_STAMP_KEY = "LiteRtStamp"  # metadata marking a model as compiled for a SoC
 SOC_MANUFACTURER, SOC_MODEL = "Qaccel", "VTA"
 BYTECODE_ALIGNMENT = 64
-HEADER_BYTES, VALUE_BYTES, IO_BYTES, STEP_BYTES, LAYER_BYTES = 192, 16, 176, 96, 32
+HEADER_BYTES, VALUE_BYTES, IO_BYTES, STEP_BYTES, LAYER_BYTES = 192, 16, 184, 96, 32
+CHECKSUM_AT = 184  # the header's last u64
+# io records' element types: TFLite's type codes (QACCEL_TYPE_* of qaccel_program.h)
+ELEMENT_TYPES = {np.dtype(np.int32): 2, np.dtype(np.uint8): 3, np.dtype(np.int8): 9}
 KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT, KIND_PAD, KIND_CONCAT = 1, 2, 3, 4, 5, 6
 KIND_LANE, KIND_BINARY, KIND_REDUCE = 7, 8, 9
 # KIND_LANE / KIND_BINARY operations (the step's c)
@@ -168,8 +181,11 @@ class _Blob:
 
 
 def _io_record(value: int, packing: accel.Packing, plain: tuple[int, ...], pad: int,
-               elem: int) -> bytes:  # fmt: skip
+               dtype) -> bytes:  # fmt: skip
     rank = len(plain)
+    dtype = np.dtype(dtype)
+    if dtype not in ELEMENT_TYPES:
+        raise AotError(f"a {dtype} input or output (the kernel moves int8 and int32)")
     if rank > MAX_RANK:
         raise AotError(f"a tensor of rank {rank} (the kernel packs up to rank {MAX_RANK})")
     split, order = _split_shape(packing, plain), _split_order(packing)
@@ -177,8 +193,16 @@ def _io_record(value: int, packing: accel.Packing, plain: tuple[int, ...], pad: 
     def ints(xs, n):
         return list(xs) + [0] * (n - len(xs))
 
-    return struct.pack("<IIiI8i16i16i", value, rank, pad, elem, *ints(plain, 8),
-                       *ints(split, 16), *ints(order, 16))  # fmt: skip
+    return struct.pack("<IIiI8i16i16iiI", value, rank, pad, dtype.itemsize, *ints(plain, 8),
+                       *ints(split, 16), *ints(order, 16), ELEMENT_TYPES[dtype], 0)  # fmt: skip
+
+
+def seal(program: bytes) -> bytes:
+    """`program` with its checksum: CRC-32 of the whole with the checksum field as zeros."""
+    blob = bytearray(program)
+    blob[CHECKSUM_AT : CHECKSUM_AT + 8] = bytes(8)
+    struct.pack_into("<Q", blob, CHECKSUM_AT, zlib.crc32(blob))
+    return bytes(blob)
 
 
 def _step(kind: int, a=0, b=0, c=0, p=(), offset=0, nbytes=0) -> bytes:
@@ -338,12 +362,11 @@ def program_blob(
     io: list[bytes] = []
     for k, (packing, plain, pad) in enumerate(inputs):
         arg = f.body.block.args[k]
-        io.append(_io_record(values[arg], packing, plain, pad,
-                             np.dtype(tensor_dtype(arg.type)).itemsize))  # fmt: skip
+        io.append(_io_record(values[arg], packing, plain, pad, tensor_dtype(arg.type)))
     for v, (packing, plain) in zip(returned, outputs):
         if v not in values:
             raise AotError(f"{name}: a result the kernel does not read back")
-        io.append(_io_record(values[v], packing, plain, 0, np.dtype(tensor_dtype(v.type)).itemsize))
+        io.append(_io_record(values[v], packing, plain, 0, tensor_dtype(v.type)))
 
     n_values, n_io, n_steps, n_layers = len(value_records), len(io), len(steps), len(fn.layers)
     values_at = HEADER_BYTES
@@ -376,7 +399,7 @@ def program_blob(
     tables = header + b"".join(value_records) + b"".join(io) + b"".join(step_records)
     tables += b"".join(layer_records)
     tables += bytes(_align8(len(tables)) - len(tables))
-    return tables + b"".join(data.parts)
+    return seal(tables + b"".join(data.parts))
 
 
 def custom_options(program_bytes: int, output_shapes: list[tuple[int, ...]]) -> bytes:

@@ -8,7 +8,7 @@
 `libqaccel_delegate.so` (C, `delegate/qaccel_delegate.c`) claims the operators of the original
 model that `qaccel-compile` put on the accelerator, partition by partition as
 `OUTDIR/partitions.json` lists them (`partitions.py`), and runs each partition's program
-(`programs/NAME.qprog`) through the program runner (`kernel/qaccel_program.c`) on the C
+(`programs/NAME.qprog`) through the program runner (`backends/vta/program/`) on the C
 machine; the interpreter's own kernels run every other operator. The artifact is checked
 against the model at Prepare (each program's boundary shapes and element sizes, what each
 claimed node reads and computes; with `annotate_partitions(OUTDIR)` also the node count, the
@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from qaccel.backends.litert.runtime import (
-    KERNEL_DIR,
     MACHINE_DIR,
+    PROGRAM_DIR,
     LiteRtError,
     built_library,
     cache_dir,
@@ -48,9 +48,9 @@ from qaccel.backends.litert.runtime import (
 DELEGATE_DIR = Path(__file__).with_name("delegate")
 # The C files, then the headers (hashed in this order; setup.py builds the same list).
 DELEGATE_SOURCES = (DELEGATE_DIR / "qaccel_delegate.c", DELEGATE_DIR / "qaccel_artifact.c",
-                    KERNEL_DIR / "qaccel_program.c", MACHINE_DIR / "vta_machine.c",
+                    PROGRAM_DIR / "qaccel_program.c", MACHINE_DIR / "vta_machine.c",
                     DELEGATE_DIR / "qaccel_artifact.h", DELEGATE_DIR / "qaccel_tflite_api.h",
-                    KERNEL_DIR / "qaccel_program.h", MACHINE_DIR / "vta_machine.h")  # fmt: skip
+                    PROGRAM_DIR / "qaccel_program.h", MACHINE_DIR / "vta_machine.h")  # fmt: skip
 LIB_NAME = "libqaccel_delegate.so"
 PARTITIONS_FILE = "partitions.json"
 

@@ -7,7 +7,7 @@ LiteRT (`ai_edge_litert`'s `CompiledModel`, NPU | CPU accelerators, CPU kernels 
 mode) loads `libLiteRtDispatch_Qaccel` from the environment's dispatch library directory and
 hands it every DISPATCH_OP's bytecode (a qaccel program); the library runs the programs on
 libqaccel_vta, LiteRT's CPU kernels run the rest. The library is built from
-`kernel/qaccel_dispatch.c`, the program runner `kernel/qaccel_program.c` and libqaccel_vta's
+`kernel/qaccel_dispatch.c`, the program runner `backends/vta/program/qaccel_program.c` and libqaccel_vta's
 sources: by `pip install` into `libdispatch/` (setup.py), or else on first use into the
 per-user cache directory, keyed by the sources' digest (`runtime.py`); LiteRT takes a
 directory, so the library is alone in its own. `QACCEL_LITERT_DISPATCH_DIR` names a prebuilt

@@ -3,8 +3,9 @@
 
     outputs = run_litert("OUTDIR/model.qaccel.tflite", inputs)
 
-The kernel, `libqaccel_litert.so`, is built from `kernel/qaccel_kernel.c`, the program runner
-`kernel/qaccel_program.c` and libqaccel_vta's sources (`targets/vta/machine/`): by `pip
+The kernel, `libqaccel_litert.so`, is built from `kernel/qaccel_kernel.c`,
+`kernel/qaccel_litert_common.c`, the program runner (`backends/vta/program/qaccel_program.c`)
+and libqaccel_vta's sources (`targets/vta/machine/`): by `pip
 install` (setup.py, optional, next to this file) or else on first use with the system C
 compiler into the per-user cache directory (`QACCEL_CACHE_DIR`, else `~/.cache/qaccel`), keyed
 by the sources' digest; a library built from other sources is not used.
@@ -27,21 +28,25 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 KERNEL_DIR = Path(__file__).with_name("kernel")
+PROGRAM_DIR = Path(__file__).parents[1] / "vta" / "program"
 MACHINE_DIR = Path(__file__).parents[2] / "targets" / "vta" / "machine"
 # The C sources of each library, then the headers they include (all hashed, in this order;
 # setup.py builds the same lists).
-SOURCES = (KERNEL_DIR / "qaccel_kernel.c", KERNEL_DIR / "qaccel_program.c",
-           MACHINE_DIR / "vta_machine.c", KERNEL_DIR / "qaccel_litert_api.h",
-           KERNEL_DIR / "qaccel_program.h", MACHINE_DIR / "vta_machine.h")  # fmt: skip
-DISPATCH_SOURCES = (KERNEL_DIR / "qaccel_dispatch.c", KERNEL_DIR / "qaccel_program.c",
-                    MACHINE_DIR / "vta_machine.c", KERNEL_DIR / "qaccel_dispatch_api.h",
-                    KERNEL_DIR / "qaccel_litert_api.h", KERNEL_DIR / "qaccel_program.h",
+SOURCES = (KERNEL_DIR / "qaccel_kernel.c", KERNEL_DIR / "qaccel_litert_common.c",
+           PROGRAM_DIR / "qaccel_program.c", MACHINE_DIR / "vta_machine.c",
+           KERNEL_DIR / "qaccel_litert_api.h", KERNEL_DIR / "qaccel_litert_common.h",
+           PROGRAM_DIR / "qaccel_program.h", MACHINE_DIR / "vta_machine.h")  # fmt: skip
+DISPATCH_SOURCES = (KERNEL_DIR / "qaccel_dispatch.c", KERNEL_DIR / "qaccel_litert_common.c",
+                    PROGRAM_DIR / "qaccel_program.c", MACHINE_DIR / "vta_machine.c",
+                    KERNEL_DIR / "qaccel_dispatch_api.h", KERNEL_DIR / "qaccel_litert_api.h",
+                    KERNEL_DIR / "qaccel_litert_common.h", PROGRAM_DIR / "qaccel_program.h",
                     MACHINE_DIR / "vta_machine.h")  # fmt: skip
 CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra",
           "-Werror", "-Wl,-z,defs")  # fmt: skip
@@ -97,10 +102,11 @@ def build_library(out: Path, sources: Sequence[Path], cc: str | None = None) -> 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     digest = source_hash(sources)
-    cmd = [cc or os.environ.get("CC") or "cc", *CFLAGS, f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
+    cmd = [cc or os.environ.get("CC") or "cc", *CFLAGS, f"-I{KERNEL_DIR}", f"-I{PROGRAM_DIR}",
+           f"-I{MACHINE_DIR}",
            f'-DQACCEL_LITERT_SOURCE_HASH="{digest}"', f'-DVTA_SOURCE_HASH="{digest}"',
            *(str(p) for p in sources if p.suffix == ".c"), "-o", str(tmp),
-           "-ldl", "-lm"]  # fmt: skip
+           "-ldl", "-lm", "-lpthread"]  # fmt: skip
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     os.replace(tmp, out)
     return out
@@ -254,25 +260,44 @@ def checked_inputs(model: Path, inputs: Sequence[np.ndarray], ins: list) -> list
     return arrays
 
 
+_stderr_lock = threading.Lock()
+_stderr_capture: list = []  # [saved fd 2, temporary file, users] while any run captures
+
+
 @contextlib.contextmanager
 def _captured_stderr(enabled: bool):
     """LiteRT logs (INFO lines, its own errors) to file descriptor 2 and has no C API to quiet
-    it: capture them; yields a list that holds the captured lines afterwards."""
+    it: capture them; yields a list that holds the captured lines afterwards. File descriptor
+    2 is the process's: runs in several threads share one capture (each gets the lines written
+    while it ran, the others' included), and the last one to finish restores it."""
     lines: list[str] = []
     if not enabled:
         yield lines
         return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield lines
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            lines.extend(tmp.read().decode("utf-8", "replace").splitlines())
+    with _stderr_lock:
+        if not _stderr_capture:
+            sys.stderr.flush()
+            tmp = tempfile.TemporaryFile()
+            saved = os.dup(2)
+            os.dup2(tmp.fileno(), 2)
+            _stderr_capture.extend([saved, tmp, 0])
+        _stderr_capture[2] += 1
+        tmp = _stderr_capture[1]
+        start = os.lseek(2, 0, os.SEEK_CUR)
+    try:
+        yield lines
+    finally:
+        with _stderr_lock:
+            end = os.lseek(2, 0, os.SEEK_CUR)
+            text = os.pread(tmp.fileno(), max(0, end - start), start)
+            _stderr_capture[2] -= 1
+            if _stderr_capture[2] == 0:
+                saved = _stderr_capture[0]
+                os.dup2(saved, 2)
+                os.close(saved)
+                tmp.close()
+                _stderr_capture.clear()
+        lines.extend(text.decode("utf-8", "replace").splitlines())
 
 
 def run_litert(

@@ -36,6 +36,7 @@ import hashlib
 import io
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -356,6 +357,9 @@ class RunPlan:
         self._fast = simulator == "c" and os.environ.get("QACCEL_SIMULATION") != "checked"
         self._prepared: dict[tuple[str, int], Any] = {}
         self._scratch = None
+        # one run at a time per plan (its scratch, images and counters are the plan's); plans
+        # loaded separately run in parallel threads
+        self._running = threading.Lock()
         blob = self.read(PLAN_ARRAYS)
         _check_npz(blob, f"'{self.root / PLAN_ARRAYS}'")
         with np.load(io.BytesIO(blob)) as z:
@@ -467,7 +471,8 @@ class RunPlan:
 
     def run(self, inputs) -> list[np.ndarray]:
         args = self.check_inputs(inputs)
-        outputs = self.functions[self.meta["entry"]].run(self, args)
+        with self._running:
+            outputs = self.functions[self.meta["entry"]].run(self, args)
         return [np.asarray(y) for y in outputs]
 
 

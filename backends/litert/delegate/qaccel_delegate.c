@@ -11,8 +11,9 @@
  * that every claimed node reads only the partition's inputs, constants or tensors the partition
  * computes) and replaces the claimed nodes with delegate kernels; every other node stays on the
  * interpreter's kernels.  A kernel may hold several partitions (LiteRT merges adjacent ones); it
- * runs their programs in order through the program runner (kernel/qaccel_program.c), tensors
- * internal to it in the kernel's own buffers.
+ * runs their programs in order through the one program runner
+ * (backends/vta/program/qaccel_program.h: each program opened and checked once per delegate, one
+ * run state per kernel), tensors internal to it in the kernel's own buffers.
  *
  * Errors: a bad option or artifact makes tflite_plugin_create_delegate return NULL after one
  * line through report_error; a model mismatch fails Prepare (context->ReportError), an error of
@@ -27,12 +28,8 @@
 #include "qaccel_program.h"
 #include "qaccel_tflite_api.h"
 
-/* The program runner's error channel (qaccel_program.c; one per library, so per process as long
- * as one delegate library is loaded): read right after the call that failed. */
-const char *qaccel_litert_last_error(void);
-void qaccel_litert_clear_error(void);
 
-enum { PROGRAM_HEADER_BYTES = 192, PROGRAM_IO_BYTES = 176, MAX_RANK = 8 };
+#define QACCEL_EXPORT __attribute__((visibility("default")))
 #define FILE_LIMIT (4ull << 30) /* the default memory budget (QACCEL_MEMORY_LIMIT) */
 #define PREFIX "qaccel delegate: "
 
@@ -50,8 +47,9 @@ typedef struct {
   int *inputs, *outputs;
   Boundary *bounds; /* n_in + n_out, inputs first */
   int n_bounds;
-  uint8_t *program;
+  uint8_t *program;       /* its bytes (8-byte aligned: malloc), which `opened` reads in place */
   size_t program_size;
+  qaccel_program *opened; /* opened and checked once; kernels make their own run states */
 } Partition;
 
 typedef struct {
@@ -69,13 +67,11 @@ typedef struct {
   Delegate *d;
   int n;                   /* partitions run by this kernel */
   int *parts;              /* their indices, in artifact (topological) order */
-  qaccel_prepared **progs; /* one prepared program each */
+  qaccel_state **states;   /* one run state each */
   int n_scratch;           /* tensors internal to the kernel, in its own buffers */
   int *scratch_tensor;
   uint8_t **scratch;
-  const void **in; /* a run's pointers and sizes, sized for the largest partition */
-  void **out;
-  size_t *in_bytes, *out_bytes;
+  qaccel_tensor *in, *out; /* a run's tensors, sized for the largest partition */
   char error[ERR_BYTES];
 } Kernel;
 
@@ -83,7 +79,9 @@ typedef struct {
 
 static void free_partition(Partition *p) {
   free(p->name); free(p->ops); free(p->op_codes); free(p->inputs); free(p->outputs);
-  free(p->bounds); free(p->program);
+  free(p->bounds);
+  if (p->opened) qaccel_program_close(p->opened);
+  free(p->program);
 }
 
 static void free_delegate(Delegate *d) {
@@ -219,18 +217,13 @@ static int load_partition(const char *root, const json *manifest, const json *j,
   if (strcmp(got, digest->string) != 0 || (listed && strcmp(got, listed) != 0))
     return fail(err, "'%s': %s does not match its SHA-256 in %s", root, program->string,
                 strcmp(got, digest->string) != 0 ? "partitions.json" : "manifest.json");
-  uint32_t n_in, n_out;
-  qaccel_litert_clear_error();
-  if (qaccel_program_check(p->program, p->program_size, &n_in, &n_out))
-    return fail(err, "'%s': %s: %s", root, program->string, qaccel_litert_last_error());
+  char msg[QACCEL_ERROR_BYTES];
+  if (qaccel_program_open(p->program, p->program_size, &p->opened, msg))
+    return fail(err, "'%s': %s: %s", root, program->string, msg);
+  uint32_t n_in = qaccel_program_inputs(p->opened), n_out = qaccel_program_outputs(p->opened);
   if (n_in != (uint32_t)p->n_in || n_out != (uint32_t)p->n_out)
     return fail(err, "'%s': %s has %u inputs and %u outputs, partitions.json gives partition %s "
                 "%d and %d", root, program->string, n_in, n_out, p->name, p->n_in, p->n_out);
-  uint64_t io_at = qaccel_u64(p->program + 160);
-  if (io_at > p->program_size ||
-      (uint64_t)PROGRAM_IO_BYTES * (n_in + n_out) > p->program_size - io_at)
-    return fail(err, "'%s': %s: program tables out of range (corrupt program)", root,
-                program->string);
   return 0;
 }
 
@@ -304,10 +297,10 @@ static void kernel_free(TfLiteContext *context, void *buffer) {
   Kernel *k = buffer;
   if (!k) return;
   for (int j = 0; j < k->n; j++)
-    if (k->progs && k->progs[j]) qaccel_prepared_free(k->progs[j]);
+    if (k->states && k->states[j]) qaccel_state_free(k->states[j]);
   for (int j = 0; j < k->n_scratch; j++) free(k->scratch[j]);
-  free(k->parts); free(k->progs); free(k->scratch_tensor); free(k->scratch);
-  free(k->in); free(k->out); free(k->in_bytes); free(k->out_bytes);
+  free(k->parts); free(k->states); free(k->scratch_tensor); free(k->scratch);
+  free(k->in); free(k->out);
   free(k);
 }
 
@@ -329,13 +322,13 @@ static int kernel_setup(Kernel *k, TfLiteContext *ctx, const TfLiteDelegateParam
   }
   if (covered != nodes->size)
     return fail(k->error, PREFIX "a delegate kernel holds nodes of no partition");
-  k->progs = calloc((size_t)k->n + 1, sizeof *k->progs);
-  if (!k->progs) return fail(k->error, PREFIX "out of memory");
+  k->states = calloc((size_t)k->n + 1, sizeof *k->states);
+  if (!k->states) return fail(k->error, PREFIX "out of memory");
   for (int j = 0; j < k->n; j++) {
     const Partition *part = &d->parts[k->parts[j]];
-    qaccel_litert_clear_error();
-    if (qaccel_prepared_new(part->program, part->program_size, &k->progs[j]))
-      return fail(k->error, PREFIX "partition %s: %s", part->name, qaccel_litert_last_error());
+    char msg[QACCEL_ERROR_BYTES];
+    if (qaccel_state_new(part->opened, &k->states[j], msg))
+      return fail(k->error, PREFIX "partition %s: %s", part->name, msg);
   }
   /* Tensors the kernel's partitions pass among themselves have no data of LiteRT's. */
   int cap = 0, most_in = 0, most_out = 0;
@@ -346,11 +339,8 @@ static int kernel_setup(Kernel *k, TfLiteContext *ctx, const TfLiteDelegateParam
     if (part->n_out > most_out) most_out = part->n_out;
   }
   k->in = calloc((size_t)most_in + 1, sizeof *k->in);
-  k->in_bytes = calloc((size_t)most_in + 1, sizeof *k->in_bytes);
   k->out = calloc((size_t)most_out + 1, sizeof *k->out);
-  k->out_bytes = calloc((size_t)most_out + 1, sizeof *k->out_bytes);
-  if (!k->in || !k->in_bytes || !k->out || !k->out_bytes)
-    return fail(k->error, PREFIX "out of memory");
+  if (!k->in || !k->out) return fail(k->error, PREFIX "out of memory");
   k->scratch_tensor = malloc(((size_t)cap + 1) * sizeof *k->scratch_tensor);
   k->scratch = calloc((size_t)cap + 1, sizeof *k->scratch);
   if (!k->scratch_tensor || !k->scratch) return fail(k->error, PREFIX "out of memory");
@@ -378,8 +368,7 @@ static void *kernel_init(TfLiteContext *context, const char *buffer, size_t leng
   return k;
 }
 
-static int check_tensor(TfLiteContext *ctx, const Partition *p, const Boundary *b, int io,
-                        const uint8_t *record, char *err);
+static int check_tensor(TfLiteContext *ctx, const Partition *p, int k, char *err);
 
 /* Runs again whenever LiteRT resizes tensors: a model with a dynamic dimension (a batch of -1)
  * is delegated only while its shapes are the ones the programs were compiled for. */
@@ -395,11 +384,9 @@ static TfLiteStatus kernel_prepare(TfLiteContext *context, TfLiteNode *node) {
   }
   for (int j = 0; j < k->n; j++) {
     const Partition *part = &k->d->parts[k->parts[j]];
-    const uint8_t *io = part->program + qaccel_u64(part->program + 160);
     char err[ERR_BYTES];
     for (int b = 0; b < part->n_bounds; b++)
-      if (check_tensor(context, part, &part->bounds[b], b >= part->n_in,
-                       io + (size_t)PROGRAM_IO_BYTES * b, err)) {
+      if (check_tensor(context, part, b, err)) {
         context->ReportError(context, PREFIX "%s", err);
         return kTfLiteError;
       }
@@ -413,32 +400,33 @@ static void *tensor_data(const Kernel *k, TfLiteContext *ctx, int t) {
   return ctx->tensors[t].data;
 }
 
+/* The runner's view of tensor `t`: its data (ours when internal to the kernel), type, shape. */
+static int describe(const Kernel *k, TfLiteContext *ctx, int t, qaccel_tensor *out) {
+  const TfLiteTensor *tensor = &ctx->tensors[t];
+  out->data = tensor_data(k, ctx, t);
+  out->bytes = tensor_bytes(tensor);
+  out->type = tensor->type;
+  out->rank = tensor->dims ? tensor->dims->size : 0;
+  if (out->rank > QACCEL_MAX_RANK) return 1;
+  for (int d = 0; d < out->rank; d++) out->dims[d] = tensor->dims->data[d];
+  return out->data == NULL;
+}
+
 static TfLiteStatus kernel_invoke(TfLiteContext *context, TfLiteNode *node) {
   Kernel *k = node->user_data;
-  const void **in = k->in;
-  void **out = k->out;
-  size_t *in_bytes = k->in_bytes, *out_bytes = k->out_bytes;
   for (int j = 0; j < k->n; j++) {
     const Partition *part = &k->d->parts[k->parts[j]];
-    for (int i = 0; i < part->n_in; i++) {
-      in[i] = tensor_data(k, context, part->inputs[i]);
-      in_bytes[i] = tensor_bytes(&context->tensors[part->inputs[i]]);
-    }
-    for (int o = 0; o < part->n_out; o++) {
-      out[o] = tensor_data(k, context, part->outputs[o]);
-      out_bytes[o] = tensor_bytes(&context->tensors[part->outputs[o]]);
-    }
-    for (int i = 0; i < part->n_in + part->n_out; i++)
-      if (!(i < part->n_in ? in[i] : out[i - part->n_in])) {
+    for (int i = 0; i < part->n_in + part->n_out; i++) {
+      int t = i < part->n_in ? part->inputs[i] : part->outputs[i - part->n_in];
+      if (describe(k, context, t, i < part->n_in ? &k->in[i] : &k->out[i - part->n_in])) {
         context->ReportError(context, PREFIX "partition %s: tensor %d has no data", part->name,
-                             i < part->n_in ? part->inputs[i] : part->outputs[i - part->n_in]);
+                             t);
         return kTfLiteError;
       }
-    qaccel_litert_clear_error();
-    if (qaccel_prepared_run(k->progs[j], (size_t)part->n_in, in, in_bytes, (size_t)part->n_out,
-                            out, out_bytes)) {
+    }
+    if (qaccel_state_run(k->states[j], (size_t)part->n_in, k->in, (size_t)part->n_out, k->out)) {
       context->ReportError(context, PREFIX "partition %s: %s", part->name,
-                           qaccel_litert_last_error());
+                           qaccel_state_error(k->states[j]));
       return kTfLiteError;
     }
   }
@@ -448,30 +436,32 @@ static TfLiteStatus kernel_invoke(TfLiteContext *context, TfLiteNode *node) {
 
 /* ---- Prepare: check the artifact against the model, claim its partitions ----------------- */
 
-static int check_tensor(TfLiteContext *ctx, const Partition *p, const Boundary *b, int io,
-                        const uint8_t *record, char *err) {
+static int check_tensor(TfLiteContext *ctx, const Partition *p, int k, char *err) {
+  const Boundary *b = &p->bounds[k];
+  int io = k >= p->n_in;
   if (b->index < 0 || (size_t)b->index >= ctx->tensors_size)
     return fail(err, "partition %s names tensor %d, the model has %zu", p->name, b->index,
                 ctx->tensors_size);
   const TfLiteTensor *t = &ctx->tensors[b->index];
-  uint32_t rank = qaccel_u32(record + 4), elem = qaccel_u32(record + 12);
+  int32_t type, rank;
+  int64_t dims[QACCEL_MAX_RANK];
+  qaccel_program_tensor(p->opened, io, (uint32_t)(io ? k - p->n_in : k), &type, &rank, dims);
   if (b->type >= 0 && t->type != b->type)
     return fail(err, "partition %s: tensor %d has type %d in the model, %d in the artifact",
                 p->name, b->index, t->type, b->type);
-  if (type_bytes(t->type) != elem)
-    return fail(err, "partition %s: tensor %d has %zu-byte elements in the model, %u-byte in "
-                "its program", p->name, b->index, type_bytes(t->type), elem);
-  int same = t->dims && rank <= MAX_RANK && (uint32_t)t->dims->size == rank;
-  for (uint32_t k = 0; same && k < rank; k++)
-    same = t->dims->data[k] == qaccel_i32(record + 16 + 4 * k);
+  if (t->type != type)
+    return fail(err, "partition %s: tensor %d has type %d in the model, %d in its program",
+                p->name, b->index, t->type, type);
+  int same = t->dims && rank <= QACCEL_MAX_RANK && t->dims->size == rank;
+  for (int32_t d = 0; same && d < rank; d++) same = t->dims->data[d] == dims[d];
   if (!same) {
     char shape[128] = "", want[128] = "";
-    for (int k = 0; t->dims && k < t->dims->size && k < MAX_RANK; k++)
-      snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%d", k ? "x" : "",
-               t->dims->data[k]);
-    for (uint32_t k = 0; k < rank && k < MAX_RANK; k++)
-      snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", k ? "x" : "",
-               qaccel_i32(record + 16 + 4 * k));
+    for (int d = 0; t->dims && d < t->dims->size && d < QACCEL_MAX_RANK; d++)
+      snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%d", d ? "x" : "",
+               t->dims->data[d]);
+    for (int32_t d = 0; d < rank && d < QACCEL_MAX_RANK; d++)
+      snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", d ? "x" : "",
+               (long long)dims[d]);
     return fail(err, "partition %s: %s tensor %d has shape [%s] in the model, [%s] in its program",
                 p->name, io ? "output" : "input", b->index, shape, want);
   }
@@ -529,10 +519,8 @@ static int check_partition(TfLiteContext *ctx, const TfLiteIntArray *plan, const
     if (!produced[p->outputs[o]])
       return fail(err, "partition %s: output tensor %d is not computed by its nodes", p->name,
                   p->outputs[o]);
-  const uint8_t *io = p->program + qaccel_u64(p->program + 160);
   for (int k = 0; k < p->n_bounds; k++)
-    if (check_tensor(ctx, p, &p->bounds[k], k >= p->n_in, io + (size_t)PROGRAM_IO_BYTES * k, err))
-      return 1;
+    if (check_tensor(ctx, p, k, err)) return 1;
   for (int j = 0; j < p->n_ops; j++) { /* produced[] is per partition */
     TfLiteNode *node;
     TfLiteRegistration *reg;
@@ -654,6 +642,12 @@ QACCEL_EXPORT TfLiteDelegate *tflite_plugin_create_delegate(char **keys, char **
 QACCEL_EXPORT void tflite_plugin_destroy_delegate(TfLiteDelegate *delegate) {
   free_delegate((Delegate *)delegate);
 }
+
+#ifndef QACCEL_LITERT_SOURCE_HASH
+#define QACCEL_LITERT_SOURCE_HASH ""
+#endif
+/* The digest of the sources this library was built from (delegate.py tells a stale build). */
+QACCEL_EXPORT const char *qaccel_litert_source_hash(void) { return QACCEL_LITERT_SOURCE_HASH; }
 
 /* Proof that the delegate ran: kernel invocations, kernels created, nodes claimed. */
 QACCEL_EXPORT long qaccel_delegate_invocations(const TfLiteDelegate *d) {

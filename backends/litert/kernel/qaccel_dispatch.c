@@ -5,13 +5,16 @@
  * flatbuffer.  LiteRT (Environment with this library's directory as its dispatch library
  * directory, NPU | CPU accelerators) hands each op's bytecode to invocation_context_create, asks
  * us which tensor buffers the op's inputs and outputs need (host memory of the tensor's size),
- * registers the buffers it attaches, and calls invoke, which runs the program with the shared
- * runner (qaccel_program.c, on libqaccel_vta).  LiteRT's CPU kernels run the rest of the graph.
+ * registers the buffers it attaches, and calls invoke, which runs the program with the program
+ * runner (backends/vta/program/qaccel_program.h, on libqaccel_vta): each invocation context
+ * opens and checks its program once and keeps its own run state, and checks every buffer's type
+ * and shape against the program's.  LiteRT's CPU kernels run the rest of the graph.
  *
  * No LiteRT function is linked: the ones we call come from the runtime context table LiteRT
  * passes in (its ABI header is checked first).  Errors: a LiteRT status, and the first error's
- * one-line message in qaccel_litert_last_error() (the library loaded again by path, e.g. with
- * ctypes, is the same object).  Not thread-safe: one compiled model runs at a time.
+ * one-line message in the calling thread's qaccel_litert_last_error() (qaccel_litert_common.h;
+ * the library loaded again by path, e.g. with ctypes, is the same object).  Nothing
+ * model-specific is process-wide: two compiled models run in two threads at once.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +22,7 @@
 #include <string.h>
 
 #include "qaccel_dispatch_api.h"
-#include "qaccel_program.h"
+#include "qaccel_litert_common.h"
 
 #define EXPORT QACCEL_EXPORT
 #define fail qaccel_fail
@@ -40,7 +43,7 @@ static int runtime_ok(const QLrtRuntimeContext *rt) {
                  QLRT_RUNTIME_CONTEXT_MAJOR, QLRT_RUNTIME_CONTEXT_PREFIX);
   if (!rt->create_tensor_buffer_requirements || !rt->get_tensor_buffer_type ||
       !rt->get_tensor_buffer_packed_size || !rt->lock_tensor_buffer || !rt->unlock_tensor_buffer ||
-      !rt->get_tensor_buffer_host_memory)
+      !rt->get_tensor_buffer_host_memory || !rt->get_tensor_buffer_tensor_type)
     return !fail("qaccel dispatch: LiteRT's runtime context lacks a tensor buffer function");
   return 1;
 }
@@ -60,19 +63,20 @@ static LiteRtTensorBuffer lookup(LiteRtDispatchDeviceContext d, LiteRtTensorBuff
 struct LiteRtDispatchInvocationContextT {
   const QLrtRuntimeContext *rt;
   LiteRtDispatchDeviceContext device;
-  const uint8_t *program;
+  const uint8_t *bytes; /* the program's */
   size_t size;
   uint8_t *copy; /* the program, when its place in the model is not 8-byte aligned */
   int n_in, n_out;
   LiteRtTensorBufferHandle in[MAX_IO], out[MAX_IO];
   char name[64];
-  qaccel_prepared *prepared; /* the program, checked and timed on the first invoke */
+  qaccel_program *program; /* opened and checked when the context is created */
+  qaccel_state *state;     /* its run state: layers checked and timed on the first invoke */
+  long invocations;
 };
 
+/* LiteRT's runtime context table, the same for every model (set by initialize). */
 static const QLrtRuntimeContext *g_runtime;
-/* Invocation contexts keep their prepared program (qaccel_prepared): nothing model-specific is
- * global. */
-static long g_invocations;
+static __thread long t_invocations; /* invocations in this thread */
 
 static LiteRtStatus initialize(const QLrtRuntimeContext *rt, LiteRtEnvironment env,
                                LiteRtOptions options) {
@@ -144,6 +148,16 @@ static LiteRtStatus requirements(LiteRtDispatchInvocationContext ic, const char 
     fail("qaccel dispatch: %s: %s %d has an element type or shape we do not support", ic->name,
          what, index);
     return QLRT_UNSUPPORTED;
+  }
+  int32_t want_type, rank;
+  int64_t dims[QACCEL_MAX_RANK];
+  int same = !qaccel_program_tensor(ic->program, what[0] == 'o', (uint32_t)index, &want_type, &rank, dims) &&
+             type->element_type == want_type && (int32_t)type->layout.rank == rank;
+  for (int32_t d = 0; same && d < rank; d++) same = type->layout.dimensions[d] == dims[d];
+  if (!same) {
+    fail("qaccel dispatch: %s: the model's %s %d is not of the type and shape its program takes",
+         ic->name, what, index);
+    return QLRT_INVALID_ARGUMENT;
   }
   const int host_memory = QLRT_TENSOR_BUFFER_HOST_MEMORY;
   LiteRtStatus st = ic->rt->create_tensor_buffer_requirements(1, &host_memory, bytes, 0, NULL, out);
@@ -221,29 +235,33 @@ static LiteRtStatus invocation_context_create(const QLrtRuntimeContext *rt,
   ic->rt = rt ? rt : device->rt;
   ic->device = device;
   snprintf(ic->name, sizeof ic->name, "%s", name);
-  ic->program = (const uint8_t *)bytecode->base_addr + bytecode->offset;
+  ic->bytes = (const uint8_t *)bytecode->base_addr + bytecode->offset;
   ic->size = bytecode->size;
-  if ((uintptr_t)ic->program % 8) { /* the machine reads instruction words in place */
+  if ((uintptr_t)ic->bytes % 8) { /* the machine reads instruction words in place */
     ic->copy = (uint8_t *)malloc(ic->size);
     if (!ic->copy) {
       free(ic);
       return fail("qaccel dispatch: out of memory"), QLRT_RUNTIME_FAILURE;
     }
-    memcpy(ic->copy, ic->program, ic->size);
-    ic->program = ic->copy;
+    memcpy(ic->copy, ic->bytes, ic->size);
+    ic->bytes = ic->copy;
   }
   ic->n_in = num_inputs;
   ic->n_out = num_outputs;
-  uint32_t n_in, n_out;
   LiteRtStatus st = QLRT_OK;
-  if (qaccel_program_check(ic->program, ic->size, &n_in, &n_out)) {
+  char error[QACCEL_ERROR_BYTES];
+  if (qaccel_program_open(ic->bytes, ic->size, &ic->program, error)) {
+    fail("%s", error);
     st = QLRT_INVALID_ARGUMENT;
-  } else if (n_in != (uint32_t)num_inputs || n_out != (uint32_t)num_outputs) {
+  } else if (qaccel_program_inputs(ic->program) != (uint32_t)num_inputs ||
+             qaccel_program_outputs(ic->program) != (uint32_t)num_outputs) {
     fail("qaccel dispatch: %s: the op has %d inputs and %d outputs, its program %u and %u", name,
-         num_inputs, num_outputs, n_in, n_out);
+         num_inputs, num_outputs, qaccel_program_inputs(ic->program),
+         qaccel_program_outputs(ic->program));
     st = QLRT_INVALID_ARGUMENT;
   }
   if (st) {
+    qaccel_program_close(ic->program);
     free(ic->copy);
     free(ic);
     return st;
@@ -253,7 +271,8 @@ static LiteRtStatus invocation_context_create(const QLrtRuntimeContext *rt,
 }
 
 static LiteRtStatus invocation_context_destroy(LiteRtDispatchInvocationContext ic) {
-  qaccel_prepared_free(ic->prepared);
+  qaccel_state_free(ic->state);
+  qaccel_program_close(ic->program);
   free(ic->copy);
   free(ic);
   return QLRT_OK;
@@ -306,8 +325,10 @@ static LiteRtStatus invoke(LiteRtDispatchInvocationContext ic) {
   LiteRtTensorBuffer locked[2 * MAX_IO];
   void *ptr[2 * MAX_IO] = {0};
   size_t bytes[2 * MAX_IO] = {0};
+  qaccel_tensor tensors[2 * MAX_IO];
   int n = ic->n_in + ic->n_out, n_locked = 0, rc = 1;
-  g_invocations++;
+  t_invocations++;
+  ic->invocations++;
   for (int j = 0; j < n; j++) {
     int is_in = j < ic->n_in, k = is_in ? j : j - ic->n_in, type = 0;
     const char *what = is_in ? "input" : "output";
@@ -329,10 +350,22 @@ static LiteRtStatus invoke(LiteRtDispatchInvocationContext ic) {
            ic->name, what, k, type, st);
       goto unlock;
     }
+    LiteRtRankedTensorType t;
+    if (rt->get_tensor_buffer_tensor_type(buffer, &t) ||
+        !qaccel_tensor_from_litert(&t, ptr[j], bytes[j], &tensors[j])) {
+      fail("qaccel dispatch: %s: %s %d has no type the runner reads", ic->name, what, k);
+      goto unlock;
+    }
   }
-  if (!ic->prepared && qaccel_prepared_new(ic->program, ic->size, &ic->prepared)) goto unlock;
-  rc = qaccel_prepared_run(ic->prepared, (size_t)ic->n_in, (const void *const *)ptr, bytes,
-                           (size_t)ic->n_out, ptr + ic->n_in, bytes + ic->n_in);
+  if (!ic->state) {
+    char error[QACCEL_ERROR_BYTES];
+    if (qaccel_state_new(ic->program, &ic->state, error)) {
+      fail("qaccel dispatch: %s: %s", ic->name, error);
+      goto unlock;
+    }
+  }
+  rc = qaccel_state_run(ic->state, (size_t)ic->n_in, tensors, (size_t)ic->n_out, tensors + ic->n_in);
+  if (rc) fail("%s", qaccel_state_error(ic->state));
 unlock:
   while (n_locked) rt->unlock_tensor_buffer(locked[--n_locked]);
   return rc ? QLRT_RUNTIME_FAILURE : QLRT_OK;
@@ -396,8 +429,9 @@ EXPORT LiteRtStatus LiteRtDispatchQueryInterface(int interface_id, QLrtApiVersio
   return QLRT_OK;
 }
 
-/* How many times LiteRT invoked a qaccel program since the library was loaded (tests). */
-EXPORT long qaccel_dispatch_invocations(void) { return g_invocations; }
+/* How many times LiteRT invoked a qaccel program in this thread since the library was loaded
+ * (tests). */
+EXPORT long qaccel_dispatch_invocations(void) { return t_invocations; }
 
 /* ABI checks (LP64): a negative array size stops the build. */
 typedef char qlrt_check_api_size[(sizeof(void *) != 8 || sizeof(QLrtDispatchApi) == 56) ? 1 : -1];

@@ -73,7 +73,9 @@ typedef struct {
       const uint32_t *strides, LiteRtTensorBufferRequirements *requirements);
   QLrtUnusedFn unused_16_to_176[21];                      /* 16 .. 176 */
   LiteRtStatus (*get_tensor_buffer_type)(LiteRtTensorBuffer buffer, int *type); /* 184 */
-  QLrtUnusedFn get_tensor_buffer_tensor_type, get_tensor_buffer_size; /* 192, 200 */
+  LiteRtStatus (*get_tensor_buffer_tensor_type)(LiteRtTensorBuffer buffer,
+                                                LiteRtRankedTensorType *type); /* 192 */
+  QLrtUnusedFn get_tensor_buffer_size;                    /* 200 */
   LiteRtStatus (*get_tensor_buffer_packed_size)(LiteRtTensorBuffer buffer, size_t *size); /* 208 */
   QLrtUnusedFn get_tensor_buffer_offset;                  /* 216 */
   LiteRtStatus (*lock_tensor_buffer)(LiteRtTensorBuffer buffer, void **host, int mode); /* 224 */

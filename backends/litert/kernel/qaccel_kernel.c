@@ -3,18 +3,21 @@
  * A QACCEL_VTA node's inputs are the accelerator function's plain inputs followed by its
  * program (a constant uint8 tensor, see backends/litert/aot.py for the format); its outputs
  * are the function's plain outputs.  Run locks the buffers and runs the program with the
- * shared runner (qaccel_program.c, on libqaccel_vta).
+ * program runner (backends/vta/program/qaccel_program.h, on libqaccel_vta): each node opens and
+ * checks its program once and keeps one run state; inputs and outputs are checked by type and
+ * shape.
  *
- * LiteRT 2.3.0 ignores what Run and GetOutputLayouts return, so errors also go to our own side
- * channel: qaccel_litert_last_error() (the first error since qaccel_litert_clear_error()),
- * which callers check after every run.  Run gets no node identity: the node is its program
- * (the last input); GetOutputLayouts gets only shapes: the node is found by its program's
- * size, which the exporter keeps distinct within a model and Init records from the custom
- * options with the output shapes.
+ * LiteRT 2.3.0 ignores what Run and GetOutputLayouts return, so errors also go to the calling
+ * thread's error channel: qaccel_litert_last_error() (qaccel_litert_common.h), which callers
+ * check after every run.  Run gets no node identity: the node is its program (the last
+ * input); GetOutputLayouts gets only shapes: the node is found by its program's size, which the
+ * exporter keeps distinct within a model and Init records from the custom options with the
+ * output shapes.  Nodes are per registration (qaccel_litert_register on one model's options:
+ * the kernel's user data), so two compiled models run in two threads share nothing.
  *
  * LiteRT's C API is not linked: qaccel_litert_bind(path) resolves the functions we use with
  * dlopen/dlsym (path NULL: from the process, e.g. a host program linked with libLiteRt.so),
- * and names the first one missing.  Not thread-safe: one compiled model runs at a time.
+ * and names the first one missing.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -22,12 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qaccel_litert_api.h"
-#include "qaccel_program.h"
+#include "qaccel_litert_common.h"
 
 #define EXPORT QACCEL_EXPORT
-#define u32 qaccel_u32
-#define i32 qaccel_i32
+
+static uint32_t u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static int32_t i32(const uint8_t *p) { int32_t v; memcpy(&v, p, 4); return v; }
 
 enum { OPTIONS_VERSION = 1, MAX_NODES = 256 };
 
@@ -40,6 +43,7 @@ static struct {
                               void *);
   LiteRtStatus (*CreateOpaque)(const char *, void *, void (*)(void *), LiteRtOpaqueOptions *);
   LiteRtStatus (*AddOpaque)(LiteRtOptions, LiteRtOpaqueOptions);
+  LiteRtStatus (*GetTensorType)(LiteRtTensorBuffer, LiteRtRankedTensorType *);
   int bound;
 } api;
 
@@ -62,8 +66,9 @@ EXPORT int qaccel_litert_bind(const char *path) {
   *(void **)&api.AddCustomOp = resolve(lib, what, "LiteRtAddCustomOpKernelOption");
   *(void **)&api.CreateOpaque = resolve(lib, what, "LiteRtCreateOpaqueOptions");
   *(void **)&api.AddOpaque = resolve(lib, what, "LiteRtAddOpaqueOptions");
+  *(void **)&api.GetTensorType = resolve(lib, what, "LiteRtGetTensorBufferTensorType");
   if (!api.GetPackedSize || !api.Lock || !api.Unlock || !api.AddCustomOp || !api.CreateOpaque ||
-      !api.AddOpaque)
+      !api.AddOpaque || !api.GetTensorType)
     return 1;
   api.bound = 1;
   return 0;
@@ -73,31 +78,41 @@ EXPORT int qaccel_litert_bind(const char *path) {
 typedef struct {
   uint32_t program_bytes, n_out, rank[16];
   int32_t dims[16][QLRT_MAX_RANK];
-  /* the node's program prepared on its first run (checked and timed once), for the program
-   * bytes at `prepared_at` */
-  qaccel_prepared *prepared;
+  /* the node's program opened on its first run (checked once; its layers prepared on the
+   * state's first run), for the program bytes at `prepared_at` */
+  qaccel_program *program;
+  qaccel_state *state;
   const void *prepared_at;
 } Node;
 
-static struct {
+/* One registration's nodes (the kernel's user data): one compiled model's. */
+typedef struct {
   Node nodes[MAX_NODES];
-  int n_nodes, live, runs;
-} g_kernel;
+  int n_nodes, live;
+} Kernel;
+
+static __thread long t_runs; /* runs of the kernel in this thread */
+
+static void node_release(Node *node) {
+  qaccel_state_free(node->state);
+  qaccel_program_close(node->program);
+  node->state = NULL;
+  node->program = NULL;
+  node->prepared_at = NULL;
+}
 
 static LiteRtStatus k_init(void *ud, const void *opts, size_t n) {
-  (void)ud;
+  Kernel *kernel = (Kernel *)ud;
   const uint8_t *o = (const uint8_t *)opts;
-  g_kernel.live++;
+  kernel->live++;
   if (n < 16 || memcmp(o, "QVTA", 4) != 0) { qaccel_fail("QACCEL_VTA: custom options are not ours (bad magic)"); return QLRT_INVALID_ARGUMENT; }
   if (u32(o + 4) != OPTIONS_VERSION) {
     qaccel_fail("QACCEL_VTA: custom options version %u, this kernel reads version %d", u32(o + 4), OPTIONS_VERSION);
     return QLRT_WRONG_VERSION;
   }
-  if (g_kernel.n_nodes >= MAX_NODES) { qaccel_fail("QACCEL_VTA: more than %d nodes", MAX_NODES); return QLRT_RUNTIME_FAILURE; }
-  Node *node = &g_kernel.nodes[g_kernel.n_nodes];
-  qaccel_prepared_free(node->prepared); /* a slot a destroyed model left */
-  node->prepared = NULL;
-  node->prepared_at = NULL;
+  if (kernel->n_nodes >= MAX_NODES) { qaccel_fail("QACCEL_VTA: more than %d nodes", MAX_NODES); return QLRT_RUNTIME_FAILURE; }
+  Node *node = &kernel->nodes[kernel->n_nodes];
+  node_release(node); /* a slot a destroyed model left */
   node->program_bytes = u32(o + 8);
   node->n_out = u32(o + 12);
   size_t at = 16;
@@ -110,16 +125,16 @@ static LiteRtStatus k_init(void *ud, const void *opts, size_t n) {
     for (uint32_t d = 0; d < node->rank[k]; d++) node->dims[k][d] = i32(o + at + 4 + 4 * d);
     at += 4 + 4ull * node->rank[k];
   }
-  g_kernel.n_nodes++;
+  kernel->n_nodes++;
   return QLRT_OK;
 }
 
 static LiteRtStatus k_layouts(void *ud, size_t ni, const LiteRtLayout *in, size_t no, LiteRtLayout *out) {
-  (void)ud;
+  Kernel *kernel = (Kernel *)ud;
   if (ni < 1 || in[ni - 1].rank != 1) { qaccel_fail("QACCEL_VTA: the last input must be the program"); return QLRT_INVALID_ARGUMENT; }
   uint32_t size = (uint32_t)in[ni - 1].dimensions[0];
-  for (int k = 0; k < g_kernel.n_nodes; k++) {
-    const Node *node = &g_kernel.nodes[k];
+  for (int k = 0; k < kernel->n_nodes; k++) {
+    const Node *node = &kernel->nodes[k];
     if (node->program_bytes != size) continue;
     if (node->n_out != no) { qaccel_fail("QACCEL_VTA: %zu outputs, the custom options name %u", no, node->n_out); return QLRT_INVALID_ARGUMENT; }
     for (size_t j = 0; j < no; j++) {
@@ -134,11 +149,12 @@ static LiteRtStatus k_layouts(void *ud, size_t ni, const LiteRtLayout *in, size_
 }
 
 static LiteRtStatus k_run(void *ud, size_t ni, const LiteRtTensorBuffer *in, size_t no, LiteRtTensorBuffer *out) {
-  (void)ud;
-  g_kernel.runs++;
+  Kernel *kernel = (Kernel *)ud;
+  t_runs++;
   if (ni < 1 || ni > 64 || no > 64) { qaccel_fail("QACCEL_VTA: %zu inputs and %zu outputs", ni, no); return QLRT_INVALID_ARGUMENT; }
   void *ptr[128] = {0};
   size_t bytes[128] = {0};
+  qaccel_tensor tensors[128];
   size_t locked_in = 0, locked_out = 0;
   int rc = 1;
   for (; locked_in < ni; locked_in++)
@@ -156,23 +172,35 @@ static LiteRtStatus k_run(void *ud, size_t ni, const LiteRtTensorBuffer *in, siz
   {
     /* the node: the one whose program this is (kept per node, freed with the model) */
     Node *node = NULL;
-    for (int k = 0; k < g_kernel.n_nodes && !node; k++)
-      if (g_kernel.nodes[k].program_bytes == bytes[ni - 1]) node = &g_kernel.nodes[k];
+    for (int k = 0; k < kernel->n_nodes && !node; k++)
+      if (kernel->nodes[k].program_bytes == bytes[ni - 1]) node = &kernel->nodes[k];
     if (!node) {
-      rc = qaccel_program_run(ptr[ni - 1], bytes[ni - 1], ni - 1, (const void *const *)ptr, bytes, no,
-                              ptr + 64, bytes + 64);
+      qaccel_fail("QACCEL_VTA: no node with a program of %zu bytes", bytes[ni - 1]);
       goto unlock;
     }
-    if (node->prepared && node->prepared_at != ptr[ni - 1]) {
-      qaccel_prepared_free(node->prepared); /* the program moved: prepare it again */
-      node->prepared = NULL;
+    for (size_t j = 0; j < ni - 1 + no; j++) { /* the tensors as LiteRT types them */
+      size_t at = j < ni - 1 ? j : 64 + (j - (ni - 1));
+      LiteRtTensorBuffer b = j < ni - 1 ? in[j] : out[j - (ni - 1)];
+      LiteRtRankedTensorType t;
+      if (api.GetTensorType(b, &t) || !qaccel_tensor_from_litert(&t, ptr[at], bytes[at], &tensors[at])) {
+        qaccel_fail("QACCEL_VTA: %s %zu has no type the kernel reads", j < ni - 1 ? "input" : "output",
+                    j < ni - 1 ? j : j - (ni - 1));
+        goto unlock;
+      }
     }
-    if (!node->prepared) {
-      if (qaccel_prepared_new(ptr[ni - 1], bytes[ni - 1], &node->prepared)) goto unlock;
+    if (node->program && node->prepared_at != ptr[ni - 1]) node_release(node); /* the program moved */
+    if (!node->program) {
+      char error[QACCEL_ERROR_BYTES];
+      if (qaccel_program_open(ptr[ni - 1], bytes[ni - 1], &node->program, error) ||
+          qaccel_state_new(node->program, &node->state, error)) {
+        qaccel_fail("%s", error);
+        node_release(node);
+        goto unlock;
+      }
       node->prepared_at = ptr[ni - 1];
     }
-    rc = qaccel_prepared_run(node->prepared, ni - 1, (const void *const *)ptr, bytes, no, ptr + 64,
-                             bytes + 64);
+    rc = qaccel_state_run(node->state, ni - 1, tensors, no, tensors + 64);
+    if (rc) qaccel_fail("%s", qaccel_state_error(node->state));
   }
 unlock:
   while (locked_out) api.Unlock(out[--locked_out]);
@@ -181,24 +209,26 @@ unlock:
 }
 
 static LiteRtStatus k_destroy(void *ud) {
-  (void)ud;
-  if (--g_kernel.live <= 0) { /* the model is gone */
-    for (int k = 0; k < g_kernel.n_nodes; k++) {
-      qaccel_prepared_free(g_kernel.nodes[k].prepared);
-      g_kernel.nodes[k].prepared = NULL;
-    }
-    g_kernel.live = 0;
-    g_kernel.n_nodes = 0;
+  Kernel *kernel = (Kernel *)ud;
+  if (--kernel->live <= 0) { /* the model is gone, and with it this registration */
+    for (int k = 0; k < MAX_NODES; k++) node_release(&kernel->nodes[k]);
+    free(kernel);
   }
   return QLRT_OK;
 }
 
 static const LiteRtCustomOpKernel kKernel = {k_init, k_layouts, k_run, k_destroy};
 
-/* Register the QACCEL_VTA kernel (version 1) on LiteRT options (after qaccel_litert_bind). */
+/* Register the QACCEL_VTA kernel (version 1) on the LiteRT options of one compiled model (after
+ * qaccel_litert_bind): its nodes live in a registration of their own, freed when LiteRT
+ * destroys the model's last node (options registered but never compiled into a model with a
+ * QACCEL_VTA node keep theirs). */
 EXPORT int qaccel_litert_register(LiteRtOptions options) {
   if (!api.bound) return qaccel_fail("qaccel_litert_bind was not called (or failed)");
-  int st = api.AddCustomOp(options, "QACCEL_VTA", 1, &kKernel, &g_kernel);
+  Kernel *kernel = (Kernel *)calloc(1, sizeof *kernel);
+  if (!kernel) return qaccel_fail("out of memory");
+  int st = api.AddCustomOp(options, "QACCEL_VTA", 1, &kKernel, kernel);
+  if (st) free(kernel);
   return st ? qaccel_fail("LiteRtAddCustomOpKernelOption failed with status %d", st) : 0;
 }
 
@@ -217,5 +247,5 @@ EXPORT int qaccel_litert_set_cpu_kernel_mode(LiteRtOptions options, const char *
   return st ? qaccel_fail("LiteRtAddOpaqueOptions failed with status %d", st) : 0;
 }
 
-/* How many times LiteRT ran the kernel since the library was loaded (tests). */
-EXPORT int qaccel_litert_runs(void) { return g_kernel.runs; }
+/* How many times LiteRT ran the kernel in this thread since the library was loaded (tests). */
+EXPORT int qaccel_litert_runs(void) { return (int)t_runs; }

@@ -2533,3 +2533,13 @@ int vta_decode(const vta_config *config, const uint64_t *words, int64_t n, int64
     for (int64_t i = 0; i < n; i++) decode_one(&g, words + 2 * i, fields + i * F_COUNT);
     return VTA_OK;
 }
+
+int64_t vta_memory_limit(char *error, size_t size) {
+    char text[128];
+    int64_t limit = env_limit("QACCEL_MEMORY_LIMIT", VTA_DEFAULT_MEMORY_LIMIT, text, sizeof text);
+    if (limit == LIMIT_MALFORMED && error && size)
+        snprintf(error, size,
+                 "QACCEL_MEMORY_LIMIT='%s': expected a number, optionally with K, M, G or T, or none",
+                 text);
+    return limit;
+}

@@ -146,6 +146,10 @@ int64_t vta_program_dram_written(const vta_program *program);
 void vta_program_free(vta_program *program);
 void vta_scratch_free(vta_scratch *scratch);
 
+/* The memory budget of QACCEL_MEMORY_LIMIT (VTA_DEFAULT_MEMORY_LIMIT when unset) in bytes, as
+ * every simulator reads it: -1 for no limit; -2 when malformed, with the reason in `error`. */
+int64_t vta_memory_limit(char *error, size_t size);
+
 /* VTA_MACHINE_ABI of the compiled library. */
 int vta_machine_abi(void);
 

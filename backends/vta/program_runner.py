@@ -1,0 +1,231 @@
+"""The program runner (`program/qaccel_program.h`) from Python: the C path that runs a compiled
+accelerator function's program, the same code the LiteRT dispatch library, the custom-op kernel
+and the C driver run.
+
+    program = Program(blob)                # opened and checked (checksum, values, budget)
+    state = program.state()                # one run's memory; one per thread
+    outputs = state.run([x])               # inputs checked by dtype and shape
+
+`libqaccel_program` is built by `pip install` (setup.py) next to `program/`, or else on first
+use with the system C compiler into the per-user cache directory (`QACCEL_CACHE_DIR`, else
+`~/.cache/qaccel`), keyed by the sources' digest. Errors are `ProgramError`, one line, from the
+open call or the state that failed: nothing is process-wide, so states run in parallel threads
+(ctypes releases the GIL during a run).
+"""
+
+from __future__ import annotations
+
+import ctypes as C
+import hashlib
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+PROGRAM_DIR = Path(__file__).with_name("program")
+MACHINE_DIR = Path(__file__).parents[2] / "targets" / "vta" / "machine"
+# C files, then headers, hashed in this order (setup.py's PROGRAM_FILES).
+SOURCES = (PROGRAM_DIR / "qaccel_program.c", MACHINE_DIR / "vta_machine.c",
+           PROGRAM_DIR / "qaccel_program.h", MACHINE_DIR / "vta_machine.h")  # fmt: skip
+CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra",
+          "-Werror", "-Wl,-z,defs")  # fmt: skip
+LIB_NAME = "libqaccel_program.so"
+ABI = 2  # QACCEL_PROGRAM_ABI
+ERROR_BYTES = 512  # QACCEL_ERROR_BYTES
+MAX_RANK = 8
+# numpy dtype <-> QACCEL_TYPE_* (TFLite's codes)
+TYPES = {np.dtype(np.int32): 2, np.dtype(np.uint8): 3, np.dtype(np.int16): 7,
+         np.dtype(np.int8): 9}  # fmt: skip
+DTYPES = {code: dtype for dtype, code in TYPES.items()}
+
+
+class ProgramError(Exception):
+    """A program could not be opened or run (one line)."""
+
+
+class _Tensor(C.Structure):
+    _fields_ = [("data", C.c_void_p), ("bytes", C.c_size_t), ("type", C.c_int32),
+                ("rank", C.c_int32), ("dims", C.c_int64 * MAX_RANK)]  # fmt: skip
+
+
+def source_hash(sources: Sequence[Path] = SOURCES) -> str:
+    h = hashlib.sha256()
+    for path in sources:
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build_library(out: Path, cc: str | None = None) -> Path:
+    """Compile libqaccel_program into `out` (raises CalledProcessError/OSError)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    digest = source_hash()
+    cmd = [cc or os.environ.get("CC") or "cc", *CFLAGS, f"-I{PROGRAM_DIR}", f"-I{MACHINE_DIR}",
+           f'-DVTA_SOURCE_HASH="{digest}"', *(str(p) for p in SOURCES if p.suffix == ".c"),
+           "-o", str(tmp), "-lm", "-lpthread"]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    os.replace(tmp, out)
+    return out
+
+
+def _current(path: Path) -> bool:
+    try:
+        lib = C.CDLL(str(path))
+        lib.vta_source_hash.restype = C.c_char_p
+        return lib.vta_source_hash().decode() == source_hash()
+    except (OSError, AttributeError):
+        return False
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("QACCEL_CACHE_DIR")
+    if root:
+        return Path(root)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qaccel"
+
+
+def library_path() -> Path:
+    """libqaccel_program: the one `pip install` built (when current), else built on first use."""
+    for path in sorted(PROGRAM_DIR.glob("_qaccel_program*.so")):
+        if _current(path):
+            return path
+    path = _cache_dir() / f"program-{source_hash()}" / LIB_NAME
+    if not path.is_file():
+        try:
+            build_library(path)
+        except (OSError, subprocess.CalledProcessError) as e:
+            detail = (getattr(e, "stderr", None) or str(e)).strip().splitlines()
+            raise ProgramError(f"cannot build {LIB_NAME}: {detail[-1] if detail else e}") from None
+    return path
+
+
+_lib: list = []
+
+
+def library() -> C.CDLL:
+    """libqaccel_program, loaded once, its functions typed."""
+    if _lib:
+        return _lib[0]
+    lib = C.CDLL(str(library_path()))
+    P, E = C.c_void_p, C.c_char_p
+    for name, res, args in (
+        ("qaccel_program_abi", C.c_int, []),
+        ("qaccel_program_open", C.c_int, [P, C.c_size_t, C.POINTER(P), E]),
+        ("qaccel_program_close", None, [P]),
+        ("qaccel_program_inputs", C.c_uint32, [P]),
+        ("qaccel_program_outputs", C.c_uint32, [P]),
+        ("qaccel_program_tensor", C.c_int, [P, C.c_int, C.c_uint32, C.POINTER(C.c_int32),
+                                            C.POINTER(C.c_int32), C.POINTER(C.c_int64)]),
+        ("qaccel_program_checksum", C.c_uint32, [P, C.c_size_t]),
+        ("qaccel_state_new", C.c_int, [P, C.POINTER(P), E]),
+        ("qaccel_state_run", C.c_int, [P, C.c_size_t, C.POINTER(_Tensor), C.c_size_t,
+                                       C.POINTER(_Tensor)]),
+        ("qaccel_state_error", C.c_char_p, [P]),
+        ("qaccel_state_cycles", C.c_int64, [P]),
+        ("qaccel_state_runs", C.c_uint64, [P]),
+        ("qaccel_state_free", None, [P]),
+    ):  # fmt: skip
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+    if lib.qaccel_program_abi() != ABI:
+        raise ProgramError(f"{LIB_NAME} has ABI {lib.qaccel_program_abi()}, expected {ABI}")
+    _lib.append(lib)
+    return lib
+
+
+def _tensor(array: np.ndarray) -> _Tensor:
+    t = _Tensor()
+    t.data = array.ctypes.data
+    t.bytes = array.nbytes
+    t.type = TYPES.get(array.dtype, 0)
+    t.rank = array.ndim
+    for d, n in enumerate(array.shape[:MAX_RANK]):
+        t.dims[d] = n
+    return t
+
+
+class Program:
+    """A program opened and checked (its bytes kept, 8-byte aligned, for its lifetime)."""
+
+    def __init__(self, blob: bytes):
+        lib = library()
+        raw = np.zeros(len(blob) + 8, np.uint8)
+        off = (-raw.ctypes.data) % 8
+        self._bytes = raw[off : off + len(blob)]
+        self._bytes[:] = np.frombuffer(blob, np.uint8)
+        self._handle = C.c_void_p()
+        error = C.create_string_buffer(ERROR_BYTES)
+        if lib.qaccel_program_open(self._bytes.ctypes.data, len(blob), C.byref(self._handle),
+                                   error):  # fmt: skip
+            raise ProgramError(error.value.decode("utf-8", "replace"))
+        self.inputs = [self._tensor(0, k) for k in range(lib.qaccel_program_inputs(self._handle))]
+        self.outputs = [self._tensor(1, k) for k in range(lib.qaccel_program_outputs(self._handle))]
+
+    def _tensor(self, is_output: int, k: int) -> tuple[tuple[int, ...], np.dtype]:
+        code, rank, dims = C.c_int32(), C.c_int32(), (C.c_int64 * MAX_RANK)()
+        library().qaccel_program_tensor(self._handle, is_output, k, C.byref(code), C.byref(rank),
+                                        dims)  # fmt: skip
+        return tuple(dims[: rank.value]), DTYPES[code.value]
+
+    def state(self) -> State:
+        return State(self)
+
+    def close(self) -> None:
+        if getattr(self, "_handle", None):
+            library().qaccel_program_close(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        self.close()
+
+
+class State:
+    """One run's memory for a `Program`: one run at a time; states are independent."""
+
+    def __init__(self, program: Program):
+        self.program = program  # outlives the state
+        self._handle = C.c_void_p()
+        error = C.create_string_buffer(ERROR_BYTES)
+        if library().qaccel_state_new(program._handle, C.byref(self._handle), error):
+            raise ProgramError(error.value.decode("utf-8", "replace"))
+
+    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The outputs for `inputs` (their dtypes and shapes are checked by the runner)."""
+        xs = [np.ascontiguousarray(x) for x in inputs]
+        ys = [np.zeros(shape, dtype) for shape, dtype in self.program.outputs]
+        ins = (_Tensor * max(1, len(xs)))(*[_tensor(x) for x in xs])
+        outs = (_Tensor * max(1, len(ys)))(*[_tensor(y) for y in ys])
+        if library().qaccel_state_run(self._handle, len(xs), ins, len(ys), outs):
+            raise ProgramError(self.error)
+        return ys
+
+    @property
+    def error(self) -> str:
+        return library().qaccel_state_error(self._handle).decode("utf-8", "replace")
+
+    @property
+    def cycles(self) -> int:
+        return library().qaccel_state_cycles(self._handle)
+
+    @property
+    def runs(self) -> int:
+        return library().qaccel_state_runs(self._handle)
+
+    def close(self) -> None:
+        if getattr(self, "_handle", None):
+            library().qaccel_state_free(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        self.close()
+
+
+def checksum(blob: bytes) -> int:
+    """The C runner's checksum of `blob` (aot.seal's, computed in C)."""
+    buf = np.frombuffer(blob, np.uint8)
+    return library().qaccel_program_checksum(buf.ctypes.data, buf.size)
+
+
+__all__ = ["Program", "ProgramError", "State", "checksum", "library"]
