@@ -633,9 +633,10 @@ QACCEL_EXPORT TfLiteDelegate *tflite_plugin_create_delegate(char **keys, char **
   }
   d->base.data_ = d;
   d->base.Prepare = delegate_prepare;
-  /* Dynamic dimensions are allowed (kernel_prepare checks the shapes the model runs with);
-   * LiteRT propagates shapes before Prepare. */
-  d->base.flags = kTfLiteDelegateFlagsAllowDynamicTensors | kTfLiteDelegateFlagsRequirePropagatedShapes;
+  /* Dynamic dimensions (a batch of -1) are allowed: kernel_prepare checks the shapes the model
+   * runs with. Not kTfLiteDelegateFlagsRequirePropagatedShapes: with it, 2.3.0's reference MEAN
+   * after a delegate kernel writes through a NULL temporary on the second invoke. */
+  d->base.flags = kTfLiteDelegateFlagsAllowDynamicTensors;
   return &d->base;
 }
 

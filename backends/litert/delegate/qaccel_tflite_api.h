@@ -20,7 +20,7 @@ enum {
 enum { kTfLiteMemNone = 0, kTfLiteMmapRo = 1, kTfLiteArenaRw = 2, kTfLitePersistentRo = 5 };
 enum { kTfLiteNoQuantization = 0, kTfLiteAffineQuantization = 1 };
 /* TfLiteDelegateFlags */
-enum { kTfLiteDelegateFlagsAllowDynamicTensors = 1, kTfLiteDelegateFlagsRequirePropagatedShapes = 2 };
+enum { kTfLiteDelegateFlagsAllowDynamicTensors = 1 };
 /* BuiltinOperator_DELEGATE: the code LiteRT gives a delegate kernel's node. */
 enum { kTfLiteBuiltinDelegate = 51 };
 
