@@ -590,7 +590,15 @@ static TfLiteStatus delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   reg.custom_name = "QACCEL_DELEGATE";
   reg.version = 1;
   d->claimed_nodes = nodes->size;
-  TfLiteStatus status = ctx->ReplaceNodeSubsetsWithDelegateKernels(ctx, reg, nodes, base);
+  /* One replacement per partition: given all claimed nodes at once, LiteRT groups them by
+   * readiness and may cut a partition in two (seen on NASNet). */
+  TfLiteStatus status = kTfLiteOk;
+  for (int p = 0; p < d->n_parts && status == kTfLiteOk; p++) {
+    const Partition *part = &d->parts[p];
+    nodes->size = part->n_ops;
+    memcpy(nodes->data, part->ops, (size_t)part->n_ops * sizeof(int));
+    status = ctx->ReplaceNodeSubsetsWithDelegateKernels(ctx, reg, nodes, base);
+  }
   free(nodes);
   return status;
 }
