@@ -1,7 +1,8 @@
 """Builds libqaccel_vta, the C simulator (targets/vta/machine/), libqaccel_program, the program
-runner (backends/vta/program/), libqaccel_litert, the QACCEL_VTA LiteRT kernel, and
-libLiteRtDispatch_Qaccel, the LiteRT dispatch library (backends/litert/kernel/), as optional
-parts of the install; everything else about the package is in pyproject.toml.
+runner (backends/vta/program/), libqaccel_litert, the QACCEL_VTA LiteRT kernel,
+libLiteRtDispatch_Qaccel, the LiteRT dispatch library (backends/litert/kernel/), and
+libqaccel_delegate, the classic TFLite delegate (backends/litert/delegate/), as optional parts
+of the install; everything else about the package is in pyproject.toml.
 
 The library is plain C loaded with ctypes (targets/vta/cmachine.py), not a Python extension
 module: it has no Python.h dependency and the generated C driver compiles the same sources.
@@ -47,6 +48,14 @@ BRIDGE = Path("backends") / "litert" / "bridge"
 PLUGIN_FILES = (PLUGIN / "qaccel_plugin.c", BRIDGE / "qaccel_pybridge.c",
                 PLUGIN / "qaccel_plugin_api.h", BRIDGE / "qaccel_pybridge.h",
                 KERNEL / "qaccel_dispatch_api.h", KERNEL / "qaccel_litert_api.h")
+# libqaccel_delegate.so, the classic TFLite delegate: as backends/litert/delegate.py's
+# DELEGATE_SOURCES. It is named as load_delegate users expect (no Python extension suffix).
+DELEGATE = Path("backends") / "litert" / "delegate"
+DELEGATE_FILES = (DELEGATE / "qaccel_delegate.c", DELEGATE / "qaccel_artifact.c",
+                  PROGRAM / "qaccel_program.c", MACHINE / "vta_machine.c",
+                  DELEGATE / "qaccel_artifact.h", DELEGATE / "qaccel_tflite_api.h",
+                  PROGRAM / "qaccel_program.h", MACHINE / "vta_machine.h")
+DELEGATE_EXT = "qaccel.backends.litert.libqaccel_delegate"
 STRICT_C = ["-std=c99", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror"]
 
 
@@ -92,7 +101,8 @@ def litert_library(name: str, files, macros=()) -> Extension:
         name,
         sources=[str(f) for f in files if f.suffix == ".c"],
         depends=[str(f) for f in files if f.suffix == ".h"],
-        include_dirs=[str(KERNEL), str(PROGRAM), str(MACHINE), str(PLUGIN), str(BRIDGE)],
+        include_dirs=[str(KERNEL), str(PROGRAM), str(MACHINE), str(PLUGIN), str(BRIDGE),
+                      str(DELEGATE)],
         define_macros=[("QACCEL_LITERT_SOURCE_HASH", f'"{digest}"'),
                        ("VTA_SOURCE_HASH", f'"{digest}"'), *macros],
         extra_compile_args=STRICT_C,
@@ -105,6 +115,12 @@ def litert_library(name: str, files, macros=()) -> Extension:
 class BuildCLibrary(build_ext):
     def get_export_symbols(self, ext):
         return []  # no PyInit_ function: this is not a Python module
+
+    def get_ext_filename(self, fullname):
+        # called with the full name and with its last component (distutils' get_ext_fullpath)
+        if DELEGATE_EXT.endswith(fullname) and fullname.endswith("libqaccel_delegate"):
+            return str(Path(*fullname.split("."))) + ".so"
+        return super().get_ext_filename(fullname)
 
 
 setup(
@@ -123,6 +139,7 @@ setup(
                        DISPATCH_FILES),
         litert_library("qaccel.backends.litert.libplugin.libLiteRtCompilerPlugin_Qaccel",
                        PLUGIN_FILES, python_paths()),
+        litert_library(DELEGATE_EXT, DELEGATE_FILES),
     ],
     cmdclass={"build_ext": BuildCLibrary},
 )

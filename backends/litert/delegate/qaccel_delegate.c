@@ -1,0 +1,673 @@
+/* libqaccel_delegate: qaccel as a classic TensorFlow Lite delegate, for LiteRT's Interpreter
+ * (`load_delegate(path, {"artifact": OUTDIR})`).
+ *
+ * The delegate reads a qaccel-compile output directory when it is created: OUTDIR/partitions.json
+ * says, per accelerator partition, which operators of the original model it replaces (their
+ * indices, which are the interpreter's node indices), its boundary tensors and its program
+ * (OUTDIR/programs/NAME.qprog, the bytes the dispatch flavour carries).  Every file is read
+ * confined to the artifact and checked against manifest.json's SHA-256; every program's header
+ * is validated.  Prepare checks the artifact against the model the interpreter holds (node
+ * count, each claimed node's builtin code, each boundary tensor's type, shape and quantization,
+ * that every claimed node reads only the partition's inputs, constants or tensors the partition
+ * computes) and replaces the claimed nodes with delegate kernels; every other node stays on the
+ * interpreter's kernels.  A kernel may hold several partitions (LiteRT merges adjacent ones); it
+ * runs their programs in order through the one program runner
+ * (backends/vta/program/qaccel_program.h: each program opened and checked once per delegate, one
+ * run state per kernel), tensors internal to it in the kernel's own buffers.
+ *
+ * Errors: a bad option or artifact makes tflite_plugin_create_delegate return NULL after one
+ * line through report_error; a model mismatch fails Prepare (context->ReportError), an error of
+ * a program fails Invoke the same way.  All state is per delegate and per kernel. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qaccel_artifact.h"
+#include "qaccel_program.h"
+#include "qaccel_tflite_api.h"
+
+
+#define QACCEL_EXPORT __attribute__((visibility("default")))
+#define FILE_LIMIT (4ull << 30) /* the default memory budget (QACCEL_MEMORY_LIMIT) */
+#define PREFIX "qaccel delegate: "
+
+typedef struct {
+  int index, type; /* tensor index, TfLiteType (-1: not recorded) */
+  int has_quant;
+  double scale;
+  int64_t zero_point;
+} Boundary;
+
+typedef struct {
+  char *name;
+  int n_ops, n_in, n_out;
+  int *ops, *op_codes; /* op_codes may be NULL (not recorded) */
+  int *inputs, *outputs;
+  Boundary *bounds; /* n_in + n_out, inputs first */
+  int n_bounds;
+  uint8_t *program;       /* its bytes (8-byte aligned: malloc), which `opened` reads in place */
+  size_t program_size;
+  qaccel_program *opened; /* opened and checked once; kernels make their own run states */
+} Partition;
+
+typedef struct {
+  TfLiteDelegate base; /* first: a TfLiteDelegate* is a Delegate* */
+  char *artifact;
+  char *config;
+  Partition *parts;
+  int n_parts;
+  int64_t model_nodes, model_tensors; /* -1: not recorded */
+  TfLiteContext *primary;              /* the primary subgraph's context (the first Prepare) */
+  long invocations, kernels, claimed_nodes, prepares;
+} Delegate;
+
+typedef struct {
+  Delegate *d;
+  int n;                   /* partitions run by this kernel */
+  int *parts;              /* their indices, in artifact (topological) order */
+  qaccel_state **states;   /* one run state each */
+  int n_scratch;           /* tensors internal to the kernel, in its own buffers */
+  int *scratch_tensor;
+  uint8_t **scratch;
+  qaccel_tensor *in, *out; /* a run's tensors, sized for the largest partition */
+  char error[ERR_BYTES];
+} Kernel;
+
+/* ---- the artifact ------------------------------------------------------------------------ */
+
+static void free_partition(Partition *p) {
+  free(p->name); free(p->ops); free(p->op_codes); free(p->inputs); free(p->outputs);
+  free(p->bounds);
+  if (p->opened) qaccel_program_close(p->opened);
+  free(p->program);
+}
+
+static void free_delegate(Delegate *d) {
+  if (!d) return;
+  for (int k = 0; k < d->n_parts; k++) free_partition(&d->parts[k]);
+  free(d->parts); free(d->artifact); free(d->config);
+  free(d);
+}
+
+static char *dup_string(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *o = malloc(n);
+  if (o) memcpy(o, s, n);
+  return o;
+}
+
+static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(char *err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, ERR_BYTES, fmt, ap);
+  va_end(ap);
+  return 1;
+}
+
+/* A JSON array of integers in [lo, hi] into a malloc'd array. */
+static int int_list(const json *v, int64_t lo, int64_t hi, int **out, int *n) {
+  if (!v || v->kind != JSON_ARRAY || v->n > (1u << 24)) return 1;
+  int *a = malloc((v->n ? v->n : 1) * sizeof *a);
+  if (!a) return 1;
+  for (size_t k = 0; k < v->n; k++) {
+    int64_t x;
+    if (json_int(&v->items[k], lo, hi, &x)) { free(a); return 1; }
+    a[k] = (int)x;
+  }
+  *out = a;
+  *n = (int)v->n;
+  return 0;
+}
+
+/* The manifest's SHA-256 of `rel` (NULL when it lists none). */
+static const char *manifest_hash(const json *manifest, const char *rel) {
+  const json *h = json_get(json_get(manifest, "files"), rel);
+  return h && h->kind == JSON_STRING ? h->string : NULL;
+}
+
+static int read_json(const char *root, const char *rel, const json *manifest, json *out,
+                     char *err) {
+  uint8_t *data;
+  size_t size;
+  if (read_confined(root, rel, FILE_LIMIT, &data, &size, err)) return 1;
+  if (manifest) {
+    const char *want = manifest_hash(manifest, rel);
+    char got[65];
+    sha256_hex(data, size, got);
+    if (!want) { free(data); return fail(err, "'%s': manifest.json lists no %s", root, rel); }
+    if (strcmp(want, got) != 0) {
+      free(data);
+      return fail(err, "'%s': %s does not match its SHA-256 in manifest.json", root, rel);
+    }
+  }
+  char msg[ERR_BYTES];
+  int rc = json_parse((const char *)data, size, out, msg);
+  free(data);
+  if (rc) return fail(err, "'%s': %s: %s", root, rel, msg);
+  return 0;
+}
+
+static int load_boundary(const char *root, Partition *p, const json *tensors, char *err) {
+  p->n_bounds = p->n_in + p->n_out;
+  p->bounds = calloc((size_t)p->n_bounds + 1, sizeof *p->bounds);
+  if (!p->bounds) return fail(err, "out of memory");
+  for (int k = 0; k < p->n_bounds; k++) {
+    p->bounds[k].index = k < p->n_in ? p->inputs[k] : p->outputs[k - p->n_in];
+    p->bounds[k].type = -1;
+  }
+  if (!tensors) return 0;
+  if (tensors->kind != JSON_ARRAY)
+    return fail(err, "'%s': partitions.json: partition %s: 'tensors' is not a list", root, p->name);
+  for (size_t j = 0; j < tensors->n; j++) {
+    const json *t = &tensors->items[j];
+    int64_t index, type, zp;
+    if (json_int(json_get(t, "index"), 0, 1 << 30, &index) ||
+        json_int(json_get(t, "type"), 0, 255, &type))
+      return fail(err, "'%s': partitions.json: partition %s: a tensor without index or type", root,
+                  p->name);
+    for (int k = 0; k < p->n_bounds; k++) {
+      if (p->bounds[k].index != index) continue;
+      p->bounds[k].type = (int)type;
+      const json *scale = json_get(t, "scale");
+      if (scale && scale->kind == JSON_NUMBER &&
+          !json_int(json_get(t, "zero_point"), -(1ll << 31), (1ll << 31) - 1, &zp)) {
+        p->bounds[k].has_quant = 1;
+        p->bounds[k].scale = scale->number;
+        p->bounds[k].zero_point = zp;
+      }
+    }
+  }
+  return 0;
+}
+
+static int load_partition(const char *root, const json *manifest, const json *j, Partition *p,
+                          int k, char *err) {
+  const json *name = json_get(j, "name"), *program = json_get(j, "program"),
+             *digest = json_get(j, "program_sha256"), *codes = json_get(j, "op_codes");
+  int64_t subgraph;
+  if (!name || name->kind != JSON_STRING || !program || program->kind != JSON_STRING ||
+      !digest || digest->kind != JSON_STRING)
+    return fail(err, "'%s': partitions.json: partition %d lacks name, program or program_sha256",
+                root, k);
+  p->name = dup_string(name->string);
+  if (!p->name) return fail(err, "out of memory");
+  if (json_int(json_get(j, "subgraph"), 0, 0, &subgraph))
+    return fail(err, "'%s': partitions.json: partition %s is not in subgraph 0 (only the main "
+                "subgraph is delegated)", root, p->name);
+  if (int_list(json_get(j, "ops"), 0, 1 << 30, &p->ops, &p->n_ops) || p->n_ops == 0 ||
+      int_list(json_get(j, "inputs"), 0, 1 << 30, &p->inputs, &p->n_in) ||
+      int_list(json_get(j, "outputs"), 0, 1 << 30, &p->outputs, &p->n_out) || p->n_out == 0)
+    return fail(err, "'%s': partitions.json: partition %s: ops, inputs or outputs is not a "
+                "list of indices", root, p->name);
+  if (codes) {
+    int n;
+    if (int_list(codes, 0, 1 << 20, &p->op_codes, &n) || n != p->n_ops)
+      return fail(err, "'%s': partitions.json: partition %s: op_codes does not match ops", root,
+                  p->name);
+  }
+  if (load_boundary(root, p, json_get(j, "tensors"), err)) return 1;
+  if (read_confined(root, program->string, FILE_LIMIT, &p->program, &p->program_size, err))
+    return 1;
+  char got[65];
+  sha256_hex(p->program, p->program_size, got);
+  const char *listed = manifest_hash(manifest, program->string);
+  if (strcmp(got, digest->string) != 0 || (listed && strcmp(got, listed) != 0))
+    return fail(err, "'%s': %s does not match its SHA-256 in %s", root, program->string,
+                strcmp(got, digest->string) != 0 ? "partitions.json" : "manifest.json");
+  char msg[QACCEL_ERROR_BYTES];
+  if (qaccel_program_open(p->program, p->program_size, &p->opened, msg))
+    return fail(err, "'%s': %s: %s", root, program->string, msg);
+  uint32_t n_in = qaccel_program_inputs(p->opened), n_out = qaccel_program_outputs(p->opened);
+  if (n_in != (uint32_t)p->n_in || n_out != (uint32_t)p->n_out)
+    return fail(err, "'%s': %s has %u inputs and %u outputs, partitions.json gives partition %s "
+                "%d and %d", root, program->string, n_in, n_out, p->name, p->n_in, p->n_out);
+  return 0;
+}
+
+static int load_artifact(Delegate *d, char *err) {
+  const char *root = d->artifact;
+  json manifest, parts;
+  if (read_json(root, "manifest.json", NULL, &manifest, err)) return 1;
+  if (read_json(root, "partitions.json", &manifest, &parts, err)) {
+    json_free(&manifest);
+    return 1;
+  }
+  int rc = 0;
+  const json *list = json_get(&parts, "partitions"), *model = json_get(&parts, "model"),
+             *config = json_get(&parts, "config");
+  d->model_nodes = d->model_tensors = -1;
+  if (model) {
+    json_int(json_get(model, "operators"), 0, 1 << 30, &d->model_nodes);
+    json_int(json_get(model, "tensors"), 0, 1 << 30, &d->model_tensors);
+  }
+  if (!list || list->kind != JSON_ARRAY || list->n > 4096) {
+    rc = fail(err, "'%s': partitions.json holds no list of partitions", root);
+  } else if (d->config && (!config || config->kind != JSON_STRING ||
+                           strcmp(config->string, d->config) != 0)) {
+    rc = fail(err, "'%s' was compiled for the configuration '%s', not '%s'", root,
+              config && config->kind == JSON_STRING ? config->string : "(unrecorded)", d->config);
+  } else {
+    d->parts = calloc(list->n + 1, sizeof *d->parts);
+    if (!d->parts) rc = fail(err, "out of memory");
+    for (size_t k = 0; !rc && k < list->n; k++) {
+      d->n_parts = (int)k + 1;
+      rc = load_partition(root, &manifest, &list->items[k], &d->parts[k], (int)k, err);
+    }
+  }
+  json_free(&parts);
+  json_free(&manifest);
+  return rc;
+}
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+static size_t type_bytes(int type) {
+  switch (type) {
+    case kTfLiteInt8: case kTfLiteUInt8: case kTfLiteBool: return 1;
+    case kTfLiteInt16: return 2;
+    case kTfLiteInt32: case kTfLiteFloat32: return 4;
+    case kTfLiteInt64: return 8;
+    default: return 0;
+  }
+}
+
+/* The bytes of a tensor's static shape; 0 for an unknown type or a bad shape. */
+static size_t tensor_bytes(const TfLiteTensor *t) {
+  size_t n = type_bytes(t->type);
+  if (!t->dims) return 0;
+  for (int k = 0; k < t->dims->size; k++) {
+    if (t->dims->data[k] < 0 || (t->dims->data[k] && n > (SIZE_MAX >> 1) / (size_t)t->dims->data[k]))
+      return 0;
+    n *= (size_t)t->dims->data[k];
+  }
+  return n;
+}
+
+static int in_list(const TfLiteIntArray *a, int x) {
+  for (int k = 0; k < a->size; k++)
+    if (a->data[k] == x) return 1;
+  return 0;
+}
+
+static void kernel_free(TfLiteContext *context, void *buffer) {
+  (void)context;
+  Kernel *k = buffer;
+  if (!k) return;
+  for (int j = 0; j < k->n; j++)
+    if (k->states && k->states[j]) qaccel_state_free(k->states[j]);
+  for (int j = 0; j < k->n_scratch; j++) free(k->scratch[j]);
+  free(k->parts); free(k->states); free(k->scratch_tensor); free(k->scratch);
+  free(k->in); free(k->out);
+  free(k);
+}
+
+static int kernel_setup(Kernel *k, TfLiteContext *ctx, const TfLiteDelegateParams *params) {
+  Delegate *d = k->d;
+  const TfLiteIntArray *nodes = params->nodes_to_replace;
+  int covered = 0;
+  k->parts = malloc(((size_t)d->n_parts + 1) * sizeof *k->parts);
+  if (!k->parts) return fail(k->error, PREFIX "out of memory");
+  for (int p = 0; p < d->n_parts; p++) {
+    const Partition *part = &d->parts[p];
+    int inside = 0;
+    for (int j = 0; j < part->n_ops; j++) inside += in_list(nodes, part->ops[j]);
+    if (inside == 0) continue;
+    if (inside != part->n_ops)
+      return fail(k->error, PREFIX "LiteRT split partition %s across delegate kernels", part->name);
+    k->parts[k->n++] = p;
+    covered += inside;
+  }
+  if (covered != nodes->size)
+    return fail(k->error, PREFIX "a delegate kernel holds nodes of no partition");
+  k->states = calloc((size_t)k->n + 1, sizeof *k->states);
+  if (!k->states) return fail(k->error, PREFIX "out of memory");
+  for (int j = 0; j < k->n; j++) {
+    const Partition *part = &d->parts[k->parts[j]];
+    char msg[QACCEL_ERROR_BYTES];
+    if (qaccel_state_new(part->opened, &k->states[j], msg))
+      return fail(k->error, PREFIX "partition %s: %s", part->name, msg);
+  }
+  /* Tensors the kernel's partitions pass among themselves have no data of LiteRT's. */
+  int cap = 0, most_in = 0, most_out = 0;
+  for (int j = 0; j < k->n; j++) {
+    const Partition *part = &d->parts[k->parts[j]];
+    cap += part->n_out;
+    if (part->n_in > most_in) most_in = part->n_in;
+    if (part->n_out > most_out) most_out = part->n_out;
+  }
+  k->in = calloc((size_t)most_in + 1, sizeof *k->in);
+  k->out = calloc((size_t)most_out + 1, sizeof *k->out);
+  if (!k->in || !k->out) return fail(k->error, PREFIX "out of memory");
+  k->scratch_tensor = malloc(((size_t)cap + 1) * sizeof *k->scratch_tensor);
+  k->scratch = calloc((size_t)cap + 1, sizeof *k->scratch);
+  if (!k->scratch_tensor || !k->scratch) return fail(k->error, PREFIX "out of memory");
+  for (int j = 0; j < k->n; j++) {
+    const Partition *part = &d->parts[k->parts[j]];
+    for (int o = 0; o < part->n_out; o++) {
+      int t = part->outputs[o];
+      if (in_list(params->output_tensors, t)) continue;
+      size_t bytes = tensor_bytes(&ctx->tensors[t]);
+      k->scratch_tensor[k->n_scratch] = t;
+      k->scratch[k->n_scratch] = malloc(bytes ? bytes : 1);
+      if (!k->scratch[k->n_scratch++]) return fail(k->error, PREFIX "out of memory");
+    }
+  }
+  return 0;
+}
+
+static void *kernel_init(TfLiteContext *context, const char *buffer, size_t length) {
+  (void)length;
+  const TfLiteDelegateParams *params = (const TfLiteDelegateParams *)buffer;
+  Kernel *k = calloc(1, sizeof *k);
+  if (!k) return NULL;
+  k->d = (Delegate *)params->delegate;
+  if (kernel_setup(k, context, params) == 0) k->d->kernels++;
+  return k;
+}
+
+static int check_tensor(TfLiteContext *ctx, const Partition *p, int k, char *err);
+
+/* Runs again whenever LiteRT resizes tensors: a model with a dynamic dimension (a batch of -1)
+ * is delegated only while its shapes are the ones the programs were compiled for. */
+static TfLiteStatus kernel_prepare(TfLiteContext *context, TfLiteNode *node) {
+  Kernel *k = node->user_data;
+  if (!k) {
+    context->ReportError(context, PREFIX "out of memory");
+    return kTfLiteError;
+  }
+  if (k->error[0]) {
+    context->ReportError(context, "%s", k->error);
+    return kTfLiteError;
+  }
+  for (int j = 0; j < k->n; j++) {
+    const Partition *part = &k->d->parts[k->parts[j]];
+    char err[ERR_BYTES];
+    for (int b = 0; b < part->n_bounds; b++)
+      if (check_tensor(context, part, b, err)) {
+        context->ReportError(context, PREFIX "%s", err);
+        return kTfLiteError;
+      }
+  }
+  return kTfLiteOk;
+}
+
+static void *tensor_data(const Kernel *k, TfLiteContext *ctx, int t) {
+  for (int j = 0; j < k->n_scratch; j++)
+    if (k->scratch_tensor[j] == t) return k->scratch[j];
+  return ctx->tensors[t].data;
+}
+
+/* The runner's view of tensor `t`: its data (ours when internal to the kernel), type, shape. */
+static int describe(const Kernel *k, TfLiteContext *ctx, int t, qaccel_tensor *out) {
+  const TfLiteTensor *tensor = &ctx->tensors[t];
+  out->data = tensor_data(k, ctx, t);
+  out->bytes = tensor_bytes(tensor);
+  out->type = tensor->type;
+  out->rank = tensor->dims ? tensor->dims->size : 0;
+  if (out->rank > QACCEL_MAX_RANK) return 1;
+  for (int d = 0; d < out->rank; d++) out->dims[d] = tensor->dims->data[d];
+  return out->data == NULL;
+}
+
+static TfLiteStatus kernel_invoke(TfLiteContext *context, TfLiteNode *node) {
+  Kernel *k = node->user_data;
+  for (int j = 0; j < k->n; j++) {
+    const Partition *part = &k->d->parts[k->parts[j]];
+    for (int i = 0; i < part->n_in + part->n_out; i++) {
+      int t = i < part->n_in ? part->inputs[i] : part->outputs[i - part->n_in];
+      if (describe(k, context, t, i < part->n_in ? &k->in[i] : &k->out[i - part->n_in])) {
+        context->ReportError(context, PREFIX "partition %s: tensor %d has no data", part->name,
+                             t);
+        return kTfLiteError;
+      }
+    }
+    if (qaccel_state_run(k->states[j], (size_t)part->n_in, k->in, (size_t)part->n_out, k->out)) {
+      context->ReportError(context, PREFIX "partition %s: %s", part->name,
+                           qaccel_state_error(k->states[j]));
+      return kTfLiteError;
+    }
+  }
+  k->d->invocations++;
+  return kTfLiteOk;
+}
+
+/* ---- Prepare: check the artifact against the model, claim its partitions ----------------- */
+
+static int check_tensor(TfLiteContext *ctx, const Partition *p, int k, char *err) {
+  const Boundary *b = &p->bounds[k];
+  int io = k >= p->n_in;
+  if (b->index < 0 || (size_t)b->index >= ctx->tensors_size)
+    return fail(err, "partition %s names tensor %d, the model has %zu", p->name, b->index,
+                ctx->tensors_size);
+  const TfLiteTensor *t = &ctx->tensors[b->index];
+  int32_t type, rank;
+  int64_t dims[QACCEL_MAX_RANK];
+  qaccel_program_tensor(p->opened, io, (uint32_t)(io ? k - p->n_in : k), &type, &rank, dims);
+  if (b->type >= 0 && t->type != b->type)
+    return fail(err, "partition %s: tensor %d has type %d in the model, %d in the artifact",
+                p->name, b->index, t->type, b->type);
+  if (t->type != type)
+    return fail(err, "partition %s: tensor %d has type %d in the model, %d in its program",
+                p->name, b->index, t->type, type);
+  int same = t->dims && rank <= QACCEL_MAX_RANK && t->dims->size == rank;
+  for (int32_t d = 0; same && d < rank; d++) same = t->dims->data[d] == dims[d];
+  if (!same) {
+    char shape[128] = "", want[128] = "";
+    for (int d = 0; t->dims && d < t->dims->size && d < QACCEL_MAX_RANK; d++)
+      snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%d", d ? "x" : "",
+               t->dims->data[d]);
+    for (int32_t d = 0; d < rank && d < QACCEL_MAX_RANK; d++)
+      snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", d ? "x" : "",
+               (long long)dims[d]);
+    return fail(err, "partition %s: %s tensor %d has shape [%s] in the model, [%s] in its program",
+                p->name, io ? "output" : "input", b->index, shape, want);
+  }
+  if (b->has_quant) {
+    const TfLiteAffineQuantization *q = t->quantization.params;
+    int per_tensor = t->quantization.type == kTfLiteAffineQuantization && q && q->scale &&
+                     q->scale->size == 1 && q->zero_point && q->zero_point->size == 1;
+    if (!per_tensor || (float)b->scale != q->scale->data[0] ||
+        b->zero_point != q->zero_point->data[0])
+      return fail(err, "partition %s: tensor %d is quantized differently in the model (scale %g, "
+                  "zero point %d) and the artifact (scale %g, zero point %lld)", p->name,
+                  b->index, (double)t->params.scale, t->params.zero_point, b->scale,
+                  (long long)b->zero_point);
+  }
+  return 0;
+}
+
+/* The checks of one partition; `owner` marks the nodes claimed so far (partition + 1). */
+static int check_partition(TfLiteContext *ctx, const TfLiteIntArray *plan, const Partition *parts,
+                           int index, int *owner, unsigned char *produced, char *err) {
+  const Partition *p = &parts[index];
+  for (int j = 0; j < p->n_ops; j++) {
+    int op = p->ops[j];
+    TfLiteNode *node;
+    TfLiteRegistration *reg;
+    if (op >= plan->size || ctx->GetNodeAndRegistration(ctx, op, &node, &reg) != kTfLiteOk)
+      return fail(err, "partition %s names node %d, the model has %d", p->name, op, plan->size);
+    if (owner[op])
+      return fail(err, "node %d is in partitions %s and %s", op, parts[owner[op] - 1].name,
+                  p->name);
+    owner[op] = index + 1;
+    if (reg->builtin_code == kTfLiteBuiltinDelegate)
+      return fail(err, "node %d of partition %s is already delegated", op, p->name);
+    if (p->op_codes && reg->builtin_code != p->op_codes[j])
+      return fail(err, "node %d is operator %d in the model, %d in the artifact (partition %s)",
+                  op, reg->builtin_code, p->op_codes[j], p->name);
+    for (int o = 0; o < node->outputs->size; o++)
+      if (node->outputs->data[o] >= 0) produced[node->outputs->data[o]] = 1;
+  }
+  for (int j = 0; j < p->n_ops; j++) {
+    TfLiteNode *node;
+    TfLiteRegistration *reg;
+    ctx->GetNodeAndRegistration(ctx, p->ops[j], &node, &reg);
+    for (int i = 0; i < node->inputs->size; i++) {
+      int t = node->inputs->data[i];
+      if (t < 0 || produced[t]) continue;
+      int alloc = ctx->tensors[t].allocation_type, listed = 0;
+      for (int k = 0; k < p->n_in; k++) listed |= p->inputs[k] == t;
+      if (!listed && alloc != kTfLiteMmapRo && alloc != kTfLitePersistentRo)
+        return fail(err, "node %d of partition %s reads tensor %d, which is neither an input of "
+                    "the partition nor computed in it", p->ops[j], p->name, t);
+    }
+  }
+  for (int o = 0; o < p->n_out; o++)
+    if (!produced[p->outputs[o]])
+      return fail(err, "partition %s: output tensor %d is not computed by its nodes", p->name,
+                  p->outputs[o]);
+  for (int k = 0; k < p->n_bounds; k++)
+    if (check_tensor(ctx, p, k, err)) return 1;
+  for (int j = 0; j < p->n_ops; j++) { /* produced[] is per partition */
+    TfLiteNode *node;
+    TfLiteRegistration *reg;
+    ctx->GetNodeAndRegistration(ctx, p->ops[j], &node, &reg);
+    for (int o = 0; o < node->outputs->size; o++)
+      if (node->outputs->data[o] >= 0) produced[node->outputs->data[o]] = 0;
+  }
+  return 0;
+}
+
+static TfLiteStatus delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
+  Delegate *d = (Delegate *)base;
+  char err[ERR_BYTES] = "";
+  if (d->primary && d->primary != ctx) return kTfLiteOk; /* another subgraph: nothing of ours */
+  d->primary = ctx;
+  d->prepares++;
+  TfLiteIntArray *plan;
+  if (ctx->GetExecutionPlan(ctx, &plan) != kTfLiteOk) {
+    ctx->ReportError(ctx, PREFIX "cannot read the execution plan");
+    return kTfLiteError;
+  }
+  /* Kernels add their temporaries after the model's tensors: at least the model's. */
+  if ((d->model_nodes >= 0 && plan->size != d->model_nodes) ||
+      (d->model_tensors >= 0 && ctx->tensors_size < (size_t)d->model_tensors)) {
+    ctx->ReportError(ctx, PREFIX "the artifact '%s' is for a model of %lld operators and %lld "
+                     "tensors, this one has %d and %zu", d->artifact, (long long)d->model_nodes,
+                     (long long)d->model_tensors, plan->size, ctx->tensors_size);
+    return kTfLiteError;
+  }
+  for (int k = 0; k < plan->size; k++)
+    if (plan->data[k] != k) {
+      ctx->ReportError(ctx, PREFIX "the model was changed by another delegate before this one");
+      return kTfLiteError;
+    }
+  int *owner = calloc((size_t)plan->size + 1, sizeof *owner);
+  unsigned char *produced = calloc(ctx->tensors_size + 1, 1);
+  TfLiteIntArray *nodes = NULL;
+  int total = 0, rc = 0;
+  if (!owner || !produced) rc = fail(err, "out of memory");
+  for (int p = 0; !rc && p < d->n_parts; p++) {
+    rc = check_partition(ctx, plan, d->parts, p, owner, produced, err);
+    total += d->parts[p].n_ops;
+  }
+  if (!rc) {
+    nodes = malloc(sizeof *nodes + ((size_t)total + 1) * sizeof(int));
+    if (!nodes) rc = fail(err, "out of memory");
+  }
+  if (!rc) {
+    nodes->size = 0;
+    for (int k = 0; k < plan->size; k++)
+      if (owner[k]) nodes->data[nodes->size++] = k;
+  }
+  free(owner);
+  free(produced);
+  if (rc) {
+    free(nodes);
+    ctx->ReportError(ctx, PREFIX "the artifact '%s' does not match the model: %s", d->artifact,
+                     err);
+    return kTfLiteError;
+  }
+  TfLiteRegistration reg;
+  memset(&reg, 0, sizeof reg);
+  reg.init = kernel_init;
+  reg.free = kernel_free;
+  reg.prepare = kernel_prepare;
+  reg.invoke = kernel_invoke;
+  reg.custom_name = "QACCEL_DELEGATE";
+  reg.version = 1;
+  d->claimed_nodes = nodes->size;
+  /* One replacement per partition: given all claimed nodes at once, LiteRT groups them by
+   * readiness and may cut a partition in two (seen on NASNet). */
+  TfLiteStatus status = kTfLiteOk;
+  for (int p = 0; p < d->n_parts && status == kTfLiteOk; p++) {
+    const Partition *part = &d->parts[p];
+    nodes->size = part->n_ops;
+    memcpy(nodes->data, part->ops, (size_t)part->n_ops * sizeof(int));
+    status = ctx->ReplaceNodeSubsetsWithDelegateKernels(ctx, reg, nodes, base);
+  }
+  free(nodes);
+  return status;
+}
+
+/* ---- the entry points ---------------------------------------------------------------------- */
+
+QACCEL_EXPORT TfLiteDelegate *tflite_plugin_create_delegate(char **keys, char **values,
+                                                            size_t n_options,
+                                                            void (*report_error)(const char *)) {
+  char err[ERR_BYTES] = "";
+  Delegate *d = calloc(1, sizeof *d);
+  if (!d) {
+    if (report_error) report_error(PREFIX "out of memory");
+    return NULL;
+  }
+  for (size_t k = 0; k < n_options && !err[0]; k++) {
+    const char *key = keys[k], *value = values[k];
+    char **slot = strcmp(key, "artifact") == 0 ? &d->artifact
+                  : strcmp(key, "config") == 0 ? &d->config : NULL;
+    if (!slot)
+      fail(err, PREFIX "unknown option '%s' (the options are artifact and config)", key);
+    else if (*slot)
+      fail(err, PREFIX "option '%s' given twice", key);
+    else if (!value[0])
+      fail(err, PREFIX "option '%s' is empty", key);
+    else if (!(*slot = dup_string(value)))
+      fail(err, PREFIX "out of memory");
+  }
+  if (!err[0] && !d->artifact)
+    fail(err, PREFIX "give the option 'artifact', a qaccel-compile output directory holding "
+         "partitions.json");
+  if (!err[0]) {
+    char msg[ERR_BYTES];
+    if (load_artifact(d, msg)) fail(err, PREFIX "%s", msg);
+  }
+  if (err[0]) {
+    if (report_error) report_error(err);
+    free_delegate(d);
+    return NULL;
+  }
+  d->base.data_ = d;
+  d->base.Prepare = delegate_prepare;
+  /* Dynamic dimensions (a batch of -1) are allowed: kernel_prepare checks the shapes the model
+   * runs with. Not kTfLiteDelegateFlagsRequirePropagatedShapes: with it, 2.3.0's reference MEAN
+   * after a delegate kernel writes through a NULL temporary on the second invoke. */
+  d->base.flags = kTfLiteDelegateFlagsAllowDynamicTensors;
+  return &d->base;
+}
+
+QACCEL_EXPORT void tflite_plugin_destroy_delegate(TfLiteDelegate *delegate) {
+  free_delegate((Delegate *)delegate);
+}
+
+#ifndef QACCEL_LITERT_SOURCE_HASH
+#define QACCEL_LITERT_SOURCE_HASH ""
+#endif
+/* The digest of the sources this library was built from (delegate.py tells a stale build). */
+QACCEL_EXPORT const char *qaccel_litert_source_hash(void) { return QACCEL_LITERT_SOURCE_HASH; }
+
+/* Proof that the delegate ran: kernel invocations, kernels created, nodes claimed. */
+QACCEL_EXPORT long qaccel_delegate_invocations(const TfLiteDelegate *d) {
+  return ((const Delegate *)d)->invocations;
+}
+QACCEL_EXPORT long qaccel_delegate_kernels(const TfLiteDelegate *d) {
+  return ((const Delegate *)d)->kernels;
+}
+QACCEL_EXPORT long qaccel_delegate_claimed_nodes(const TfLiteDelegate *d) {
+  return ((const Delegate *)d)->claimed_nodes;
+}
+QACCEL_EXPORT int qaccel_delegate_partitions(const TfLiteDelegate *d) {
+  return ((const Delegate *)d)->n_parts;
+}

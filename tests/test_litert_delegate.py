@@ -1,0 +1,370 @@
+"""libqaccel_delegate, the classic TFLite delegate: LiteRT's Interpreter under the BUILTIN_REF
+resolver with the delegate loaded from a qaccel-compile artifact is bit-exact with BUILTIN_REF
+alone, the delegate's kernels ran (its counters), and a bad option, a tampered artifact or one
+that does not match the model is one line through LiteRT's own error path. Every Interpreter
+runs in a forked child (`run_delegate`). `benchmarks/bench_delegate.py` runs every fixture and
+corpus model."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ai_edge_litert")
+
+from qaccel.backends.litert.delegate import (  # noqa: E402
+    DELEGATE_SOURCES,
+    delegate_library,
+    run_delegate,
+    annotate_partitions,
+)
+from qaccel.backends.litert.runtime import LiteRtError  # noqa: E402
+from qaccel.frontend.tflite_writer import read_model  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MODELS = FIXTURES / "models"
+
+
+def _artifact(model: Path, out: Path, annotate: bool = True) -> Path:
+    from qaccel.tools.qaccel_compile import run
+
+    assert run([str(model), "-o", str(out), "--quiet"]) == 0
+    if annotate:
+        annotate_partitions(out)
+    return out
+
+
+def _inputs(model: Path, n: int = 2, seed: int = 0) -> list[list[np.ndarray]]:
+    sg = read_model(model.read_bytes()).subgraphs[0]
+    rng = np.random.default_rng(seed)
+    return [[rng.integers(-128, 128, sg.tensors[i].shape).astype(np.int8) for i in sg.inputs]
+            for _ in range(n)]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def small_cnn(tmp_path_factory) -> Path:
+    return _artifact(MODELS / "small_cnn.tflite", tmp_path_factory.mktemp("delegate") / "small")
+
+
+def _copy(artifact: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "artifact"
+    shutil.copytree(artifact, out)
+    return out
+
+
+def _edit_partitions(artifact: Path, change) -> None:
+    """Change partitions.json and give manifest.json its new hash (a consistent artifact)."""
+    doc = json.loads((artifact / "partitions.json").read_text())
+    change(doc)
+    text = json.dumps(doc).encode()
+    (artifact / "partitions.json").write_bytes(text)
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    manifest["files"]["partitions.json"] = hashlib.sha256(text).hexdigest()
+    (artifact / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _error(model: Path, artifact: Path, options=None, inputs=None) -> str:
+    with pytest.raises(LiteRtError) as e:
+        run_delegate(model, artifact, inputs or _inputs(model, 1), options)
+    message = str(e.value)
+    assert "\n" not in message and message.startswith("qaccel delegate: "), message
+    return message
+
+
+# --------------------------------------------------------------------------------------------
+# Bit-exact, and the delegate ran
+
+
+@pytest.mark.parametrize("model", ["small_cnn", "cnn", "residual", "pad_concat_slice"])
+def test_delegate_is_bit_exact_with_builtin_ref(model, tmp_path, oracle):
+    path = MODELS / f"{model}.tflite"
+    art = _artifact(path, tmp_path / model)
+    inputs = _inputs(path)
+    result = run_delegate(path, art, inputs)
+    reference = oracle(path, inputs, keep_all_tensors=False)
+    for got, want in zip(result["outputs"], reference.outputs, strict=True):
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+    parts = json.loads((art / "partitions.json").read_text())["partitions"]
+    counters = result["counters"]
+    assert counters["partitions"] == len(parts) > 0
+    assert counters["claimed_nodes"] == sum(len(p["ops"]) for p in parts)
+    assert counters["kernels"] >= 1 and counters["invocations"] == counters["kernels"] * 2
+
+
+def test_corpus_model_is_bit_exact_with_its_committed_outputs(tmp_path):
+    from qaccel.explore.conformance import committed_reference
+
+    path = FIXTURES / "corpus" / "resnet8.tflite"
+    inputs, reference = committed_reference(path.with_suffix(".ref.npz"))
+    art = _artifact(path, tmp_path / "resnet8")
+    result = run_delegate(path, art, inputs[:1])
+    for a, b in zip(result["outputs"][0], reference.outputs[0], strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert result["counters"]["invocations"] == result["counters"]["kernels"] >= 1
+
+
+def test_qaccel_compiles_partitions_file_is_taken_as_it_is(tmp_path):
+    """Without annotate_partitions: the delegate checks the programs' boundary shapes and what
+    the claimed nodes read and compute (a corpus model, its committed BUILTIN_REF outputs)."""
+    from qaccel.explore.conformance import committed_reference
+
+    path = FIXTURES / "corpus" / "ds_cnn.tflite"
+    art = _artifact(path, tmp_path / "ds_cnn", annotate=False)
+    assert "op_codes" not in (art / "partitions.json").read_text()
+    inputs, reference = committed_reference(path.with_suffix(".ref.npz"))
+    result = run_delegate(path, art, inputs)
+    for got, want in zip(result["outputs"], reference.outputs, strict=True):
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+    parts = json.loads((art / "partitions.json").read_text())["partitions"]
+    assert result["counters"]["partitions"] == len(parts) > 0
+    assert result["counters"]["invocations"] == result["counters"]["kernels"] * len(inputs)
+
+
+def test_annotated_partitions_file_describes_the_original_model(small_cnn):
+    doc = json.loads((small_cnn / "partitions.json").read_text())
+    manifest = json.loads((small_cnn / "manifest.json").read_text())
+    text = (small_cnn / "partitions.json").read_bytes()
+    assert manifest["files"]["partitions.json"] == hashlib.sha256(text).hexdigest()
+    assert doc["config"] == "vta-default"
+    assert doc["partitions"][0]["op_codes"] == [3, 4, 3, 0, 17, 3, 1]
+    assert doc["partitions"][0]["tensors"][0]["type"] == 9  # int8
+    sg = read_model((MODELS / "small_cnn.tflite").read_bytes()).subgraphs[0]
+    assert doc["model"] == {"operators": len(sg.operators), "tensors": len(sg.tensors)}
+    claimed = [o for p in doc["partitions"] for o in p["ops"]]
+    # the RESHAPE and the SOFTMAX stay on the interpreter's kernels
+    kept = [op.op for k, op in enumerate(sg.operators) if k not in claimed]
+    assert kept == ["RESHAPE", "SOFTMAX"]
+    for p in doc["partitions"]:
+        data = (small_cnn / p["program"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == p["program_sha256"]
+        assert data[:8] == b"QACCPROG"
+
+
+# --------------------------------------------------------------------------------------------
+# Errors: one line, through LiteRT's error path
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"colour": "red"}, "unknown option 'colour' (the options are artifact and config)"),
+    ({"artifact": ""}, "option 'artifact' is empty"),
+    ({"config": "vta-store-requant"}, "was compiled for the configuration 'vta-default', not "
+                                      "'vta-store-requant'"),
+])  # fmt: skip
+def test_bad_options_are_one_line(small_cnn, options, message):
+    assert message in _error(MODELS / "small_cnn.tflite", small_cnn, options)
+
+
+def test_the_matching_config_is_accepted(small_cnn):
+    model = MODELS / "small_cnn.tflite"
+    result = run_delegate(model, small_cnn, _inputs(model, 1), {"config": "vta-default"})
+    assert result["counters"]["invocations"] == result["counters"]["kernels"]
+
+
+def test_an_artifact_without_partitions_is_refused(tmp_path):
+    (tmp_path / "manifest.json").write_text('{"files": {}}')
+    assert "the artifact names 'partitions.json', which it does not hold" in _error(
+        MODELS / "small_cnn.tflite", tmp_path)
+    assert "which it does not hold" in _error(MODELS / "small_cnn.tflite", tmp_path / "missing")
+
+
+def _program_flip(art: Path) -> None:
+    program = art / "programs" / "vta_fn_0.qprog"
+    data = bytearray(program.read_bytes())
+    data[-1] ^= 1
+    program.write_bytes(bytes(data))
+
+
+def _program_link(art: Path) -> None:
+    program = art / "programs" / "vta_fn_0.qprog"
+    os.replace(program, art / "elsewhere.qprog")
+    program.symlink_to(art / "elsewhere.qprog")
+
+
+@pytest.mark.parametrize(("tamper", "message"), [
+    (_program_flip, "programs/vta_fn_0.qprog does not match its SHA-256 in partitions.json"),
+    (lambda a: (a / "partitions.json").write_text('{"partitions": []}'),
+     "partitions.json does not match its SHA-256 in manifest.json"),
+    (_program_link, "the artifact names 'programs/vta_fn_0.qprog', which is a symbolic link"),
+    (lambda a: _edit_partitions(a, lambda d: d["partitions"][0].update(program="../x.qprog")),
+     "the artifact names '../x.qprog', a path outside the artifact"),
+    (lambda a: _edit_partitions(a, lambda d: d["partitions"][0].update(program="/etc/passwd")),
+     "the artifact names '/etc/passwd', a path outside the artifact"),
+    (lambda a: _edit_partitions(a, lambda d: d["partitions"][0].pop("ops")),
+     "partition vta_fn_0: ops, inputs or outputs is not a list of indices"),
+    (lambda a: _edit_partitions(a, lambda d: d["partitions"][0].update(inputs=[0, 1])),
+     "programs/vta_fn_0.qprog has 1 inputs and 1 outputs, partitions.json gives partition "
+     "vta_fn_0 2 and 1"),
+    (lambda a: (a / "manifest.json").write_text("{"), "manifest.json: invalid JSON"),
+])  # fmt: skip
+def test_a_tampered_artifact_is_refused_in_one_line(small_cnn, tmp_path, tamper, message):
+    art = _copy(small_cnn, tmp_path)
+    tamper(art)
+    assert message in _error(MODELS / "small_cnn.tflite", art)
+
+
+def _replace_program(art: Path, k: int, change) -> None:
+    """Change partition k's program, its checksum made right again, its hashes updated."""
+    from qaccel.backends.litert.aot import seal
+
+    program = art / "programs" / f"vta_fn_{k}.qprog"
+    data = bytearray(program.read_bytes())
+    change(data)
+    data = seal(bytes(data))
+    program.write_bytes(data)
+    digest = hashlib.sha256(data).hexdigest()
+    _edit_partitions(art, lambda d: d["partitions"][k].update(program_sha256=digest))
+    manifest = json.loads((art / "manifest.json").read_text())
+    manifest["files"][f"programs/vta_fn_{k}.qprog"] = digest
+    (art / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: struct.pack_into("<I", d, 8, 9), "program format version 9"),
+    (lambda d: struct.pack_into("<I", d, struct.unpack_from("<Q", d, 168)[0], 77),
+     "step 0 has unknown kind 77"),
+])  # fmt: skip
+def test_a_corrupt_program_with_good_hashes_is_refused(small_cnn, tmp_path, change, message):
+    art = _copy(small_cnn, tmp_path)
+    _replace_program(art, 0, change)
+    error = _error(MODELS / "small_cnn.tflite", art)
+    assert error.startswith(f"qaccel delegate: '{art}': programs/vta_fn_0.qprog: ")
+    assert message in error
+
+
+def test_a_program_whose_checksum_is_wrong_is_refused(small_cnn, tmp_path):
+    art = _copy(small_cnn, tmp_path)
+    _replace_program(art, 0, lambda d: None)
+    program = art / "programs" / "vta_fn_0.qprog"
+    data = bytearray(program.read_bytes())
+    data[-1] ^= 1
+    program.write_bytes(bytes(data))
+    digest = hashlib.sha256(data).hexdigest()
+    _edit_partitions(art, lambda d: d["partitions"][0].update(program_sha256=digest))
+    manifest = json.loads((art / "manifest.json").read_text())
+    manifest["files"]["programs/vta_fn_0.qprog"] = digest
+    (art / "manifest.json").write_text(json.dumps(manifest))
+    assert "checksum" in _error(MODELS / "small_cnn.tflite", art)
+
+
+def _ops(partition: dict, ops: list[int]) -> None:
+    partition["ops"] = ops
+    partition.pop("op_codes")
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d["model"].update(operators=11), "is for a model of 11 operators"),
+    (lambda d: d["partitions"][0]["op_codes"].__setitem__(0, 4),
+     "node 0 is operator 3 in the model, 4 in the artifact (partition vta_fn_0)"),
+    (lambda d: d["partitions"][0]["tensors"][0].update(type=3),
+     "partition vta_fn_0: tensor 0 has type 9 in the model, 3 in the artifact"),
+    (lambda d: d["partitions"][0]["tensors"][1].update(zero_point=5),
+     "partition vta_fn_0: tensor 17 is quantized differently in the model"),
+    (lambda d: _ops(d["partitions"][0], [0, 1, 2, 4, 5, 6]),
+     "node 4 of partition vta_fn_0 reads tensor"),
+    (lambda d: _ops(d["partitions"][1], [8, 2]), "node 2 is in partitions vta_fn_0 and vta_fn_1"),
+    (lambda d: d["partitions"][1].update(outputs=[20]),
+     "partition vta_fn_1: output tensor 20 is not computed by its nodes"),
+    (lambda d: _ops(d["partitions"][1], [8, 99]), "partition vta_fn_1 names node 99"),
+])  # fmt: skip
+def test_an_artifact_that_does_not_match_the_model_fails_prepare(small_cnn, tmp_path, change,
+                                                                 message):  # fmt: skip
+    art = _copy(small_cnn, tmp_path)
+    _edit_partitions(art, change)
+    error = _error(MODELS / "small_cnn.tflite", art)
+    assert "does not match the model" in error or "is for a model" in error
+    assert message in error
+
+
+def test_another_models_artifact_fails_prepare(small_cnn):
+    error = _error(MODELS / "cnn.tflite", small_cnn)
+    assert f"the artifact '{small_cnn}' is for a model of 10 operators" in error
+
+
+def test_an_error_of_a_program_fails_invoke(small_cnn, monkeypatch):
+    """A run over the step limit fails only when it runs: Invoke raises with our line."""
+    monkeypatch.setenv("QACCEL_STEP_LIMIT", "1")
+    error = _error(MODELS / "small_cnn.tflite", small_cnn)
+    assert error.startswith("qaccel delegate: partition vta_fn_0: QACCEL_VTA: layer 0, ")
+    assert error.endswith("pass the step limit of 1 (raise it with QACCEL_STEP_LIMIT)")
+
+
+# --------------------------------------------------------------------------------------------
+# The library
+
+
+def test_pip_install_builds_the_delegate_from_the_current_sources():
+    path = delegate_library()
+    assert path.name == "libqaccel_delegate.so" and path.is_file()
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(path)], capture_output=True,
+                             text=True).stdout if shutil.which("nm") else ""  # fmt: skip
+    for name in ("tflite_plugin_create_delegate", "tflite_plugin_destroy_delegate",
+                 "qaccel_delegate_invocations"):
+        assert not symbols or f" {name}\n" in symbols
+
+
+_SANITIZED_RUN = """
+import os, sys, numpy as np
+from qaccel.backends.litert.delegate import delegate_run
+from qaccel.backends.litert.runtime import LiteRtError
+model, good, bad, other = sys.argv[1:5]
+x = [[np.random.default_rng(0).integers(-128, 128, (1, 32, 32, 3)).astype(np.int8)]]
+print(delegate_run(model, good, x)["counters"]["invocations"])
+# a corrupt program, a bad option, a Prepare that fails, an invoke that fails
+for m, artifact, options in ((model, bad, {}), (model, good, {"colour": "red"}),
+                             (other, good, {}), (model, good, "step")):
+    if options == "step":
+        os.environ["QACCEL_STEP_LIMIT"] = "1"
+        options = {}
+    try:
+        delegate_run(m, artifact, x, options)
+    except LiteRtError as e:
+        print("refused:", e)
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc with AddressSanitizer")
+def test_delegate_under_sanitizers(small_cnn, tmp_path):
+    """The delegate built with -fsanitize=address,undefined in a Python with ASan preloaded:
+    a run, a corrupt program, a bad option, a Prepare that fails and an invoke that fails,
+    without a report."""
+    sanitize = ["-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+                "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-std=c99"]  # fmt: skip
+    lib = tmp_path / "libqaccel_delegate.so"
+    includes = sorted({f"-I{p.parent}" for p in DELEGATE_SOURCES})
+    try:
+        subprocess.run(["gcc", *sanitize, "-fPIC", "-shared", "-fvisibility=hidden", *includes,
+                        *(str(p) for p in DELEGATE_SOURCES if p.suffix == ".c"), "-o", str(lib),
+                        "-lm"], check=True, capture_output=True)  # fmt: skip
+        asan, libstdcxx = (subprocess.run(["gcc", f"-print-file-name={name}"], check=True,
+                                          capture_output=True, text=True).stdout.strip()
+                           for name in ("libasan.so", "libstdc++.so.6"))  # fmt: skip
+    except subprocess.CalledProcessError as e:
+        pytest.skip(f"no sanitizer build: {e.stderr.decode()[-200:]}")
+    bad = _copy(small_cnn, tmp_path)
+    _replace_program(bad, 1, lambda d: struct.pack_into(
+        "<I", d, struct.unpack_from("<Q", d, 168)[0], 77))  # the first step's kind
+    # libstdc++ preloaded too: ASan must find the __cxa_throw LiteRT's errors go through
+    env = {**os.environ, "LD_PRELOAD": f"{asan} {libstdcxx}",
+           "QACCEL_LITERT_DELEGATE_LIB": str(lib),
+           "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+           "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", _SANITIZED_RUN, str(MODELS / "small_cnn.tflite"),
+                          str(small_cnn), str(bad), str(MODELS / "cnn.tflite")],
+                         capture_output=True, text=True, env=env)  # fmt: skip
+    assert "Sanitizer" not in run.stderr and "runtime error" not in run.stderr, run.stderr[-3000:]
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert lines[0] == "2"
+    assert "step 0 has unknown kind 77" in lines[1] and "unknown option 'colour'" in lines[2]
+    assert "is for a model of 10 operators" in lines[3] and "step limit of 1" in lines[4]
