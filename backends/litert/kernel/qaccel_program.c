@@ -5,7 +5,7 @@
  * the function's values, the steps walked (write an arena slot of the DRAM image, run a layer on
  * libqaccel_vta (targets/vta/machine/vta_machine.c), read a slot back, requantize on the host in
  * double precision as LiteRT's FULLY_CONNECTED does, and the other host ops a function keeps:
- * pad, concatenate, lane and binary integer ops, widen, narrow, reduce_sum), the outputs
+ * pad, concatenate, lane and binary integer ops, widen, narrow, reduce_sum, table lookup), the outputs
  * unpacked.  Errors go to a per-library side channel, qaccel_litert_last_error() (the first
  * error since qaccel_litert_clear_error()). */
 #include <math.h>
@@ -20,7 +20,7 @@
 enum { PROGRAM_VERSION = 1, HEADER_BYTES = 192, VALUE_BYTES = 16, IO_BYTES = 176, STEP_BYTES = 96,
        LAYER_BYTES = 32, MAX_RANK = 8,
        KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6,
-       KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9 };
+       KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9, KIND_LUT = 10 };
 /* KIND_LANE / KIND_BINARY operations */
 enum { OP_CONVERT = 0, OP_BIAS_ADD = 1, OP_SHIFT_LEFT = 2, OP_ROUND_MULTIPLY = 3, OP_ROUND_RSHIFT = 4,
        OP_ADD = 5, OP_MUL = 6, OP_MIN = 7, OP_MAX = 8 };
@@ -478,6 +478,18 @@ static int reduce_step(const Program *p, const uint8_t *s, const Value *in, Valu
   return 0;
 }
 
+/* LUT: int8 b = table[int8 a + 128], the 256 int8 entries at the step's offset (accel.lut). */
+static int lut_step(const Program *p, const uint8_t *s, const Value *in, Value *out) {
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88);
+  if (nbytes != 256 || !in_range(p, at, nbytes) || in->elem != 1 || out->elem != 1 || in->count != out->count)
+    return qaccel_fail("QACCEL_VTA: a host table step is malformed (corrupt program)");
+  const uint8_t *table = p->base + at;
+  const uint8_t *x = (const uint8_t *)in->data;
+  uint8_t *y = (uint8_t *)out->data;
+  for (uint64_t i = 0; i < in->count; i++) y[i] = table[(uint8_t)(x[i] ^ 0x80u)];
+  return 0;
+}
+
 static int layer_error(uint32_t k, int rc, const vta_run *r) {
   if (rc == VTA_ERR_CONFIG) return qaccel_fail("QACCEL_VTA: hardware configuration not supported by the machine");
   if (rc == VTA_ERR_NOMEM) return qaccel_fail("QACCEL_VTA: out of memory");
@@ -678,7 +690,7 @@ int qaccel_prepared_run(qaccel_prepared *q, size_t n_in, const void *const *inpu
       continue;
     }
     if (a >= p->n_values || ((kind == KIND_REQUANT || kind == KIND_PAD || kind == KIND_LANE || kind == KIND_BINARY ||
-                             kind == KIND_REDUCE) && b >= p->n_values))
+                             kind == KIND_REDUCE || kind == KIND_LUT) && b >= p->n_values))
       return qaccel_fail("QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p->n_values);
     Value *v = &values[a];
     if (kind == KIND_WRITE || kind == KIND_READ) {
@@ -705,6 +717,8 @@ int qaccel_prepared_run(qaccel_prepared *q, size_t n_in, const void *const *inpu
       if (binary_step(p, s, values, v, &values[b])) return 1;
     } else if (kind == KIND_REDUCE) {
       if (reduce_step(p, s, v, &values[b])) return 1;
+    } else if (kind == KIND_LUT) {
+      if (lut_step(p, s, v, &values[b])) return 1;
     } else {
       return qaccel_fail("QACCEL_VTA: step %u has unknown kind %u (corrupt program)", k, kind);
     }
