@@ -341,7 +341,10 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
             doc="concatenation by placement in DRAM"),
     Pattern("relu", "q.relu", (_int8_operands, _alu_ops), doc="clamp, ALU MAX and MIN"),
     Pattern("lut", "q.lut", (_int8_operands,),
-            doc="element-wise int8 table (256 entries): an exact host step of the program"),
+            doc="the op's 256 int8 results, computed at compile time by its CPU kernel (exact), "
+                "looked up by the host between two layers of the accelerator function (the "
+                "ALU cannot index a table; no partition split); a table that is a clamp (a "
+                "RELU keeping the scale) is `q.relu` on the ALU instead"),
 )  # fmt: skip
 
 
