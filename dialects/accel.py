@@ -45,7 +45,8 @@ the accelerator computes:
 - moving data: `accel.widen` (int8 -> int32, LOAD ACC8), `accel.narrow` (int32 -> int8 keeping
   the low bits, STORE OUT: the IR clamps first), `accel.pad`, `accel.concat`;
 - `accel.host_requantize`: LiteRT's double-precision FULLY_CONNECTED requantization, run by the
-  host on accumulators the accelerator stored.
+  host on accumulators the accelerator stored; `accel.lut`: an element-wise int8 table, looked
+  up by the host on int8 data the accelerator stored.
 
 Their canonicalization patterns live in `dialects/accel_canonicalization.py`;
 `interpreter/accel_semantics.py` executes every op bit-exactly.
@@ -929,6 +930,46 @@ class HostRequantizeOp(_ComputeOp):
             )
 
 
+@irdl_op_definition
+class LutOp(_ComputeOp):
+    """Element-wise table lookup of packed int8 data **on the host CPU**: `y = table[x + 128]`
+    (`q.lut`: an element-wise int8 op as its 256 results, computed at compile time).
+
+    The ALU has no indexed load, so the program looks the table up between two layers, on
+    data the accelerator stored in DRAM (an exact host step, like `accel.host_requantize`):
+    the accelerator function does not split around it. Padding lanes are looked up too
+    (their values are never unpacked)."""
+
+    name = "accel.lut"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    table = prop_def(DenseArrayBase[I32])
+    traits = traits_def(Pure())
+    assembly_format = "$input `table` `=` $table attr-dict `:` type($input) `->` type($output)"
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType,
+                 table: Sequence[int] | np.ndarray):  # fmt: skip
+        super().__init__(
+            operands=[SSAValue.get(value)],
+            result_types=[result_type],
+            properties={"table": i32_array(table)},
+        )
+
+    def verify_(self) -> None:
+        _check_packed(self, "the input", self.input.type, 8)
+        _check_packed(self, "the result", self.output.type, 8)
+        _check_same_shape(self, self.input.type, self.output.type)  # type: ignore[arg-type]
+        table = self.array_prop("table")
+        if table.size != 256:
+            raise VerifyException(f"{self.name}: table needs 256 values, got {table.size}")
+        lo, hi = storage_range(_storage(self.output.type.element_type))  # type: ignore[arg-type]
+        if table.min() < lo or table.max() > hi:
+            raise VerifyException(
+                f"{self.name}: table values span [{int(table.min())}, {int(table.max())}], "
+                f"outside the result's storage [{lo}, {hi}]"
+            )
+
+
 class _PoolOp(_ComputeOp):
     input = operand_def(TensorType)
     output = result_def(TensorType)
@@ -1366,7 +1407,7 @@ class LayerOp(AccelOp):
 
 COMPUTE_OPS: tuple[type[AccelOp], ...] = (
     Conv2DZpOp, DenseZpOp, BiasAddZpOp, ShiftLeftOp, RoundMultiplyOp, RoundRShiftOp, AddOp,
-    MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, MaxPool2DOp, SumPool2DOp,
+    MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, LutOp, MaxPool2DOp, SumPool2DOp,
     ReduceSumOp, PadOp, ConcatOp,
 )  # fmt: skip
 """The ops `lower-q-to-accel` produces: what the accelerator computes on packed tensors."""

@@ -8,7 +8,8 @@ without knowing TFLite's rules. `legalize-tfl-to-q` computes them.
 
 Accumulating ops (`q.conv2d`, `q.depthwise_conv2d`, `q.dense`) produce int32 accumulators;
 `q.bias_add` adds an int32 bias along the last (channel) axis; `q.requantize` brings int32
-back to int8; `q.relu` clamps to an activation range. A TFLite convolution becomes:
+back to int8; `q.relu` clamps to an activation range; `q.lut` maps each int8 value through a
+256-entry table (any element-wise int8 -> int8 op: an int8 input has only 256 values). A TFLite convolution becomes:
 
     %acc = q.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>,
                             padding = array<i64: 1, 1, 1, 1>, input_zero_point = -1 : i32,
@@ -284,6 +285,40 @@ class ReluOp(QOp):
             )
 
 
+@irdl_op_definition
+class LutOp(QOp):
+    """Element-wise table lookup, int8 to int8: `y = table[x + 128]`.
+
+    An element-wise op whose input is int8 computes one of 256 values per element, so any
+    such op (LOGISTIC, TANH, HARD_SWISH, a RELU that changes the scale, ...) is exactly its
+    table, computed at compile time by the op's bit-exact kernel (`legalize-tfl-to-q`).
+    `table` holds 256 values of the result's storage range, indexed by the input's storage
+    value plus 128."""
+
+    name = "q.lut"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    table = prop_def(DenseArrayBase)
+
+    def verify_(self) -> None:
+        for what, t in (("input", self.input.type), ("result", self.output.type)):
+            if tensor_dtype(t) != np.int8:
+                raise VerifyException(f"q.lut: the {what} must be int8, got {t}")
+        if self.input.type.get_shape() != self.output.type.get_shape():
+            raise VerifyException("q.lut: input and result shapes differ")
+        if self.properties["table"].elt_type != i32:  # type: ignore[attr-defined]
+            raise VerifyException("q.lut: table must be an array<i32: ...>")
+        table = self.array_prop("table")
+        if table.size != 256:
+            raise VerifyException(f"q.lut: table needs 256 values, got {table.size}")
+        lo, hi = storage_bounds(self.output.type)
+        if table.min() < lo or table.max() > hi:
+            raise VerifyException(
+                f"q.lut: table values span [{int(table.min())}, {int(table.max())}], outside "
+                f"the result's [{lo}, {hi}]"
+            )
+
+
 class _AddSubOp(QOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
@@ -412,8 +447,8 @@ class ConcatOp(QOp):
 
 
 Q_OPS = (
-    Conv2DOp, DepthwiseConv2DOp, DenseOp, BiasAddOp, RequantizeOp, ReluOp, AddOp, SubOp, MulOp,
-    AvgPool2DOp, MaxPool2DOp, MeanOp, PadOp, ConcatOp,
+    Conv2DOp, DepthwiseConv2DOp, DenseOp, BiasAddOp, RequantizeOp, ReluOp, LutOp, AddOp, SubOp,
+    MulOp, AvgPool2DOp, MaxPool2DOp, MeanOp, PadOp, ConcatOp,
 )  # fmt: skip
 
 Q = Dialect("q", list(Q_OPS), [])

@@ -141,6 +141,11 @@ def host_requantize(op: accel.HostRequantizeOp, x: np.ndarray) -> np.ndarray:
                                   op.int_prop("max"), tensor_dtype(op.output.type))  # fmt: skip
 
 
+def lut(op: accel.LutOp, x: np.ndarray) -> np.ndarray:
+    table = op.array_prop("table").astype(tensor_dtype(op.output.type))
+    return table[x.astype(np.int16) + 128]
+
+
 def pool(op: accel._PoolOp, x: np.ndarray) -> np.ndarray:
     _, _, oh, ow, _, _ = op.output.type.get_shape()
     kind = "max" if isinstance(op, accel.MaxPool2DOp) else "sum"
@@ -217,6 +222,10 @@ class AccelComputeFunctions(InterpreterFunctions):
     @impl(accel.HostRequantizeOp)
     def run_host_requantize(self, interpreter: Interpreter, op: accel.HostRequantizeOp, args):
         return (host_requantize(op, *args),)
+
+    @impl(accel.LutOp)
+    def run_lut(self, interpreter: Interpreter, op: accel.LutOp, args):
+        return (lut(op, *args),)
 
     @impl(accel.MaxPool2DOp)
     def run_max_pool(self, interpreter: Interpreter, op: accel.MaxPool2DOp, args):

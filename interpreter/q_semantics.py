@@ -145,6 +145,11 @@ def mean(op: q.MeanOp, x: np.ndarray) -> np.ndarray:
     return qhost.mean(x, **mean_params(op))
 
 
+def lut(op: q.LutOp, x: np.ndarray) -> np.ndarray:
+    table = op.array_prop("table").astype(np.int8)
+    return table[x.astype(np.int16) + 128]
+
+
 def pad(op: q.PadOp, x: np.ndarray) -> np.ndarray:
     widths = op.array_prop("padding").reshape(-1, 2)
     return np.pad(x, [tuple(int(v) for v in w) for w in widths], constant_values=op.int_prop("pad_value"))
@@ -179,6 +184,10 @@ class QFunctions(InterpreterFunctions):
     def run_relu(self, interpreter: Interpreter, op: q.ReluOp, args: tuple[Any, ...]):
         (x,) = args
         return (np.clip(x, op.int_prop("min"), op.int_prop("max")).astype(x.dtype),)
+
+    @impl(q.LutOp)
+    def run_lut(self, interpreter: Interpreter, op: q.LutOp, args: tuple[Any, ...]):
+        return (lut(op, *args),)
 
     @impl(q.AddOp)
     def run_add(self, interpreter: Interpreter, op: q.AddOp, args: tuple[Any, ...]):

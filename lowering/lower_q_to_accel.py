@@ -47,6 +47,9 @@ change. Host functions keep their q ops. A conv group (canonicalized; the relu m
   `x`), then `accel.narrow` (STORE OUT keeps the low 8 bits: the clamp must come first).
 - **`q.relu`** becomes `accel.max` + `accel.min` by the activation range (on a widened int8
   input); canonicalization merges it into the requantization's clamp.
+- **`q.lut`** (an element-wise int8 op as its 256-entry table) becomes `accel.lut` on the
+  packed int8 data: a host step of the program between layers (the ALU cannot index a
+  table), exact by construction.
 - **FULLY_CONNECTED** (`q.requantize` with a double `scale`: LiteRT's reference kernel computes
   `round(double(acc) * scale)`, halves away from zero) is **requantized on the host**:
   `accel.host_requantize`, after the accelerator stores the int32 accumulators (STORE ACC),
@@ -467,6 +470,14 @@ class _FunctionLowering:
             return v
         return self.emit(accel.NarrowOp(v, self.packed_type(op.output.type)))
 
+    def lower_lut(self, op: q.LutOp) -> SSAValue:
+        x = self.packed_of(op.input)
+        if accel.storage_width(x.type) != 8:
+            raise LoweringError(f"a table lookup of {x.type} (int8 data only)")
+        return self.emit(
+            accel.LutOp(x, self.packed_type(op.output.type), op.array_prop("table"))
+        )
+
     # --- element-wise ops ----------------------------------------------------------------
 
     def side(
@@ -799,6 +810,14 @@ class LowerRelu(_LowerQOp):
         self.lower(op, rewriter, _FunctionLowering.lower_relu)
 
 
+class LowerLut(_LowerQOp):
+    """`q.lut` -> `accel.lut` (a host step of the program)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.LutOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, _FunctionLowering.lower_lut)
+
+
 class LowerAddSub(_LowerQOp):
     """`q.add` / `q.sub` -> rescaled sides, `accel.add`, output rescale and clamp."""
 
@@ -850,11 +869,12 @@ class LowerConcat(_LowerQOp):
 
 
 PATTERNS: tuple[type[_LowerQOp], ...] = (
-    LowerAccumulate, LowerBiasAdd, LowerRequantize, LowerRelu, LowerAddSub, LowerMul,
+    LowerAccumulate, LowerBiasAdd, LowerRequantize, LowerRelu, LowerLut, LowerAddSub, LowerMul,
     LowerPool, LowerMean, LowerPad, LowerConcat,
 )  # fmt: skip
 LOWERED_OPS: tuple[type[q.QOp], ...] = (
-    q.Conv2DOp, q.DepthwiseConv2DOp, q.DenseOp, q.BiasAddOp, q.RequantizeOp, q.ReluOp, q.AddOp,
+    q.Conv2DOp, q.DepthwiseConv2DOp, q.DenseOp, q.BiasAddOp, q.RequantizeOp, q.ReluOp, q.LutOp,
+    q.AddOp,
     q.SubOp, q.MulOp, q.MaxPool2DOp, q.AvgPool2DOp, q.MeanOp, q.PadOp, q.ConcatOp,
 )  # fmt: skip
 """The q ops the patterns lower (every other q op in an accelerator function is an error)."""

@@ -35,7 +35,7 @@ body in program order (`index` = position in the body):
   of its results for host-layout users when unpack is set.
 
 How we read "before", "after" and "between" on a DAG: host ops are *element-wise* (see
-`is_elementwise`: same-shape `q.add`/`q.sub`/`q.mul`, `q.relu`, per-tensor `q.requantize`,
+`is_elementwise`: same-shape `q.add`/`q.sub`/`q.mul`, `q.relu`, `q.lut`, per-tensor `q.requantize`,
 same-shape `tfl.add`/`tfl.sub`/`tfl.mul`, `tfl.relu`/`relu6`/`leaky_relu`/`logistic`/`tanh`/
 `hard_swish`/`quantize`, all on integer tensors of rank >= 2), *leaves* (constants:
 `tfl.const`, `tfl.no_value`) or *non-element-wise* (everything else: reshapes, pooling, softmax,
@@ -99,7 +99,7 @@ from qaccel.targets.base import TargetError, module_target
 
 _SAME_SHAPE_BINARY = (q.AddOp, q.SubOp, q.MulOp, tfl.AddOp, tfl.SubOp, tfl.MulOp)
 _UNARY = (
-    q.ReluOp, q.RequantizeOp, tfl.ReluOp, tfl.Relu6Op, tfl.LeakyReluOp, tfl.LogisticOp,
+    q.ReluOp, q.LutOp, q.RequantizeOp, tfl.ReluOp, tfl.Relu6Op, tfl.LeakyReluOp, tfl.LogisticOp,
     tfl.TanhOp, tfl.HardSwishOp, tfl.QuantizeOp,
 )  # fmt: skip
 

@@ -21,6 +21,20 @@ double-precision scale. Also DEPTHWISE_CONV_2D, ADD, SUB, MUL, AVERAGE_POOL_2D, 
 MEAN (constant axes), PAD/PADV2 (constant paddings), CONCATENATION, and MAXIMUM/MINIMUM with a
 one-valued constant (a `q.relu` clamp).
 
+Element-wise int8 -> int8 ops with one input (`TABLE_OPS`: standalone RELU/RELU6/RELU_N1_TO_1,
+LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, GELU, an int8 QUANTIZE, ...) see only 256 input values:
+their kernel (`kernels/`) computes the 256 results at compile time, and the op becomes
+
+    %y = tfl.logistic %x : ... -> ...        =>   %y = q.lut %x {table = array<i32: ...>}
+
+or, when the table is a clamp of the input (a RELU whose input and output share a
+quantization), `q.relu` (nothing at all when the clamp is the identity and the types agree).
+A table the kernel cannot compute for every input (it refuses one) leaves the op as it is.
+
+The reshape of a global mean (`MEAN` without kept dimensions, then `RESHAPE` to `[N, 1, 1, C]`
+by the converter's `SHAPE -> STRIDED_SLICE -> PACK` idiom, as squeeze-excite blocks do) becomes
+the mean with kept dimensions: the shape computation, which only reads the static shape, goes.
+
 An op stays `tfl` (and runs on the CPU) when it is not int8, when an operand that must be
 constant is not, or when LiteRT's reference kernel would refuse it (the interpreter then
 reports the refusal). Option `ops` limits the rewrite to some op kinds, e.g.
@@ -46,6 +60,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -450,6 +465,142 @@ class LegalizeMaximumMinimum(_Legalize):
             return
 
 
+# --------------------------------------------------------------------------------------------
+# Element-wise int8 ops as 256-entry tables
+
+TABLE_OPS = ("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "HARD_SWISH",
+             "LEAKY_RELU", "GELU", "QUANTIZE", "NEG", "SQRT", "RSQRT")  # fmt: skip
+"""TFLite operators with one input that compute each int8 element from that element alone:
+`legalize-tfl-to-q` replaces them by their table (`q.lut`) or a clamp (`q.relu`)."""
+
+_INT8_DOMAIN = np.arange(-128, 128, dtype=np.int8)
+
+
+def _kernel_name(op: Operation) -> str | None:
+    if isinstance(op, tfl.OpaqueOp):
+        return op.op_name.data
+    return getattr(op, "TFLITE_NAME", None)
+
+
+def element_table(op: Operation) -> np.ndarray | None:
+    """The 256 int8 results of element-wise `op` for the inputs -128 .. 127, computed by its
+    CPU kernel; None when `op` is not an int8 -> int8 op of `TABLE_OPS` or the kernel refuses
+    some input."""
+    name = _kernel_name(op)
+    if name not in TABLE_OPS or name not in kernels.KERNELS:
+        return None
+    if len(op.operands) != 1 or len(op.results) != 1:
+        return None
+    x, y = op.operands[0], op.results[0]
+    if not (_is_int8(x) and _is_int8(y)) or x.type.get_shape() != y.type.get_shape():
+        return None
+    call = _static_call(op)  # type: ignore[arg-type]
+    if call is None:
+        return None
+    probe = kernels.OpCall(**{**call.__dict__, "inputs": [_INT8_DOMAIN.copy()],
+                              "input_shapes": [(256,)], "output_shapes": [(256,)]})  # fmt: skip
+    try:
+        (table,) = kernels.run(name, probe)
+    except (kernels.Refusal, kernels.KernelError, kernels.UnsupportedOp, ValueError):
+        return None
+    table = np.asarray(table)
+    if table.shape != (256,) or table.dtype != np.int8:
+        return None
+    return table
+
+
+class LegalizeTable(RewritePattern):
+    """An element-wise int8 op of `TABLE_OPS`: `q.relu` when its table is a clamp, otherwise
+    `q.lut` with the table."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if not isinstance(op, tfl.TflOp | tfl.OpaqueOp):
+            return
+        table = element_table(op)
+        if table is None:
+            return
+        x, y = op.operands[0], op.results[0]
+        lo, hi = int(table[0]), int(table[-1])
+        if lo <= hi and np.array_equal(table, np.clip(_INT8_DOMAIN, lo, hi)):
+            if (lo, hi) == (-128, 127) and x.type == y.type:
+                rewriter.replace_all_uses_with(y, x)
+                rewriter.erase(op)
+                return
+            new = q.ReluOp.create(operands=[x], result_types=[y.type],
+                                  properties={"min": q.i32_attr(lo), "max": q.i32_attr(hi)})
+        else:
+            new = q.LutOp.create(operands=[x], result_types=[y.type],
+                                 properties={"table": q.i32_array(table)})
+        _replace_one(rewriter, op, new)
+
+
+_SHAPE_ARITHMETIC = (tfl.ShapeOp, tfl.StridedSliceOp, tfl.PackOp, tfl.GatherOp, tfl.SliceOp,
+                     tfl.ConcatenationOp, tfl.ReduceProdOp)  # fmt: skip
+
+
+def _shape_computation(value: SSAValue, stop: SSAValue) -> list[Operation] | None:
+    """The ops computing `value` from constants and the static shape of `stop` (SHAPE of
+    it), in producer order; None when it depends on anything else."""
+    ops: list[Operation] = []
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        owner = v.owner
+        if isinstance(owner, tfl.ConstOp) or owner in ops:
+            continue
+        if not isinstance(owner, _SHAPE_ARITHMETIC):
+            return None
+        if isinstance(owner, tfl.ShapeOp):
+            if owner.operands[0] != stop:
+                return None
+        else:
+            todo.extend(owner.operands)
+        ops.append(owner)
+    return ops
+
+
+class LegalizeMeanReshape(RewritePattern):
+    """`RESHAPE` of a `q.mean` result (dimensions dropped) to the mean's shape with kept
+    dimensions: the mean keeps them, and the reshape and its shape computation go."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.ReshapeOp, rewriter: PatternRewriter):
+        mean = op.input.owner
+        if not isinstance(mean, q.MeanOp):
+            return
+        in_shape = list(mean.input.type.get_shape())
+        axes = {int(a) % len(in_shape) for a in mean.array_prop("axes")}
+        kept = [1 if d in axes else n for d, n in enumerate(in_shape)]
+        if list(op.output.type.get_shape()) != kept or kept == list(mean.output.type.get_shape()):
+            return
+        if op.output.type.element_type != mean.output.type.element_type:
+            return
+        chain: list[Operation] = []
+        if op.shape is not None:
+            found = _shape_computation(op.shape, mean.output)
+            if found is None:
+                return
+            chain = found
+        inside = {op, *chain}
+        for o in chain:
+            if any(use.operation not in inside for r in o.results for use in r.uses):
+                return
+        if any(use.operation not in inside for use in mean.output.uses):
+            return
+        new = q.MeanOp.create(operands=[mean.input], result_types=[op.output.type],
+                              properties=dict(mean.properties))  # fmt: skip
+        new.location = op.location
+        rewriter.insert(new, InsertPoint.before(op))
+        rewriter.replace_all_uses_with(op.output, new.output)
+        rewriter.erase(op)
+        pending = chain
+        while pending:  # users before producers
+            for o in [o for o in pending if not any(r.uses for r in o.results)]:
+                rewriter.erase(o)
+                pending.remove(o)
+        rewriter.erase(mean)
+
+
 # tfl op name (as in the `ops` option) -> pattern
 PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "conv_2d": LegalizeConv2D,
@@ -466,6 +617,8 @@ PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "concatenation": LegalizeConcatenation,
     "maximum": LegalizeMaximumMinimum,
     "minimum": LegalizeMaximumMinimum,
+    "table": LegalizeTable,
+    "mean_reshape": LegalizeMeanReshape,
 }
 
 
@@ -476,7 +629,8 @@ class LegalizeTflToQPass(ModulePass):
     name = "legalize-tfl-to-q"
 
     ops: tuple[str, ...] = ()
-    """Op kinds to legalize (tfl op names without `tfl.`, e.g. conv_2d,add); all when empty."""
+    """Op kinds to legalize (tfl op names without `tfl.`, e.g. conv_2d,add; `table`: the
+    element-wise ops of `TABLE_OPS`; `mean_reshape`: a global mean's reshape); all when empty."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         unknown = [name for name in self.ops if name not in PATTERNS]

@@ -436,13 +436,18 @@ def elementwise_between_model() -> bytes:
     return mb.build()
 
 
+# The element-wise ops stay `tfl` (legalized, they would be tables inside one accelerator
+# function: `test_tables_join_the_accelerator_function` below).
+TFL_ELEMENTWISE_PIPELINE = PIPELINE.replace("legalize-tfl-to-q", "legalize-tfl-to-q{ops=conv_2d}")
+
+
 def test_host_elementwise_op_on_packed_tensors_is_bit_exact(oracle):
     from qaccel.backends.litert.compare import compare_with_reference
 
     model = elementwise_between_model()
     module = import_tflite(model)
     inputs = [random_inputs(entry_function(module), s) for s in range(2)]
-    build_pipeline(PIPELINE).apply(Context(), module)
+    build_pipeline(TFL_ELEMENTWISE_PIPELINE).apply(Context(), module)
     host = entry_function(module)
     host_ops = [op.name for op in host.body.block.ops]
     assert host_ops == [
@@ -451,6 +456,22 @@ def test_host_elementwise_op_on_packed_tensors_is_bit_exact(oracle):
     ]  # fmt: skip
     logistic = next(op for op in host.body.block.ops if op.name == "tfl.logistic")
     assert logistic.results[0].type.get_shape() == (1, 2, 6, 6, 1, 16)
+    report = compare_with_reference(model, module, inputs, layers=False)
+    assert report.bit_exact, report.summary()
+
+
+def test_tables_join_the_accelerator_function(oracle):
+    """Legalized, LOGISTIC and TANH are `q.lut` tables the vta target takes: one accelerator
+    function holds both convolutions and both tables, on packed data."""
+    from qaccel.backends.litert.compare import compare_with_reference
+
+    model = elementwise_between_model()
+    module = import_tflite(model)
+    inputs = [random_inputs(entry_function(module), s) for s in range(2)]
+    build_pipeline(PIPELINE).apply(Context(), module)
+    host = entry_function(module)
+    assert [op.name for op in host.body.block.ops] == [
+        "accel.pack", "func.call", "accel.unpack", "func.return"]  # fmt: skip
     report = compare_with_reference(model, module, inputs, layers=False)
     assert report.bit_exact, report.summary()
 

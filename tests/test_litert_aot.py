@@ -217,7 +217,8 @@ def test_litert_runs_the_aot_model_bit_exact_with_builtin_ref(model, tmp_path, c
 def _built_model(kind: str) -> bytes:
     """Small models whose accelerator functions need the kernel's host steps: "cpu-pad" (a
     channel PAD left on the CPU: exported as TFLite PAD), "host-pad" (a spatial PAD after a
-    conv: accel.pad inside the function), "host-concat" (accel.concat inside the function)."""
+    conv: accel.pad inside the function), "host-concat" (accel.concat inside the function),
+    "host-lut" (a LOGISTIC between two convs: accel.lut inside the function)."""
     from qaccel.frontend.builder import (ModelBuilder, QParams, TensorSpec, bias_tensor,
                                          per_axis_qparams, random_weights)  # fmt: skip
 
@@ -252,6 +253,11 @@ def _built_model(kind: str) -> bytes:
     elif kind == "host-pad":
         x = g.input("x", (1, 8, 8, 16), q=q)
         g.output(pad(conv2d(x, 16, "c"), [[0, 0], [1, 2], [2, 1], [0, 0]], (1, 11, 11, 16), "y"))
+    elif kind == "host-lut":
+        x = g.input("x", (1, 8, 8, 16), q=q)
+        sig = g.op("LOGISTIC", [conv2d(x, 16, "c")],
+                   TensorSpec("sig", (1, 8, 8, 16), np.int8, QParams.per_tensor(1 / 256, -128)))
+        g.output(conv2d(sig, 16, "y", out_q=q_out))
     else:
         x, x2 = g.input("x", (1, 8, 8, 16), q=q), g.input("x2", (1, 8, 8, 16), q=q)
         c = conv2d(pad(x2, [[0, 0], [1, 1], [1, 1], [0, 0]], (1, 10, 10, 16), "p"), 16, "c", k=3)
@@ -263,7 +269,7 @@ def _built_model(kind: str) -> bytes:
 
 @pytest.mark.parametrize(("kind", "needle"), [
     ("cpu-pad", "PAD"), ("cpu-padv2", "PADV2"), ("host-pad", "accel.pad"),
-    ("host-concat", "accel.concat")])
+    ("host-concat", "accel.concat"), ("host-lut", "accel.lut")])
 def test_kernel_host_steps_are_bit_exact(kind, needle, tmp_path, capsys):
     from qaccel.tools.qaccel_compile import run as compile_run
     from qaccel.tools.qaccel_run import run

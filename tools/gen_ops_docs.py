@@ -43,6 +43,11 @@ LEGALIZED_TO: dict[str, str] = {
     "CONCATENATION": "q.concat",
     "MAXIMUM": "q.relu",  # with a one-value constant bound and the tensor's type: a clamp
     "MINIMUM": "q.relu",
+    # TABLE_OPS: an int8 -> int8 element-wise op is its 256-entry table (`q.relu` when the
+    # table is a clamp of the input, as a RELU that keeps the scale)
+    **dict.fromkeys(("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH",
+                     "HARD_SWISH", "LEAKY_RELU", "GELU", "QUANTIZE", "NEG", "SQRT", "RSQRT"),
+                    "q.lut"),
 }
 """The `q` op (the one target patterns anchor on) each builtin `legalize-tfl-to-q` rewrites
 becomes; a fused activation adds `q.relu`, which the patterns take along."""
@@ -57,14 +62,12 @@ NOTES: dict[str, str] = {
 
 
 NOT_ON_THE_ACCELERATOR: dict[str, str] = {
-    **dict.fromkeys(("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1"),
-                    "a standalone activation stays `tfl`; fused, it goes with its op"),
-    **dict.fromkeys(("LOGISTIC", "TANH", "HARD_SWISH", "SOFTMAX", "LOG_SOFTMAX", "GELU", "EXP"),
+    **dict.fromkeys(("SOFTMAX", "LOG_SOFTMAX", "EXP"),
                     "a nonlinear function (no ALU sequence computes it bit-exactly)"),
     **dict.fromkeys(("TRANSPOSE_CONV", "BATCH_MATMUL"), "no GEMM pattern for it yet"),
     **dict.fromkeys(("RESHAPE", "SQUEEZE", "EXPAND_DIMS", "SHAPE"),
                     "no data moves: a view on the host"),
-    **dict.fromkeys(("QUANTIZE", "DEQUANTIZE"), "changes the number format, at the borders"),
+    "DEQUANTIZE": "changes the number format, at the borders",
 }  # fmt: skip
 """Why some builtins with a CPU kernel have no accelerator pattern (the column's text)."""
 
@@ -103,11 +106,12 @@ def rows() -> list[OpRow]:
     from qaccel.frontend.tflite_schema import BUILTIN_OPERATORS
     from qaccel.kernels.base import OUTPUT_TYPES
     from qaccel.kernels.registry import KERNELS
-    from qaccel.passes.legalize_tfl_to_q import PATTERNS
+    from qaccel.passes.legalize_tfl_to_q import PATTERNS, TABLE_OPS
     from qaccel.targets.vta.target import VTA_PATTERNS
 
     typed = {cls.TFLITE_NAME: cls.name for cls in TFL_OPS}
     legalized = {name for name, op in typed.items() if op.removeprefix("tfl.") in PATTERNS}
+    legalized |= set(TABLE_OPS)
     by_anchor: dict[str, list[tuple[str, str]]] = {}
     for p in VTA_PATTERNS:
         anchor = _anchor(p.dag)

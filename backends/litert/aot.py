@@ -51,7 +51,8 @@ Host ops inside an accelerator function run in the kernel: `accel.host_requantiz
 double-precision FULLY_CONNECTED requantization) is plain IEEE double arithmetic, which C
 reproduces exactly, so the function is not split around it; the other host ops that layers
 leave behind (`accel.pad`, `accel.concat`, the lane and binary ops, widen/narrow,
-`accel.reduce_sum`) are integer loops the kernel implements as the interpreter does
+`accel.reduce_sum`, the table lookup `accel.lut`) are integer loops the kernel implements as
+the interpreter does
 (`interpreter/accel_semantics.py`). A function with any other host op (e.g. a GEMM op left on
 the host) is not exported (`AotError`, one line naming the op).
 
@@ -82,7 +83,8 @@ Little-endian layout (offsets in bytes from the blob's start; every section 8-by
              lane geometry p[1..3] as REQUANT's); BINARY value a with value p[0] into b,
              operation c (at offset i64 lhs shape, rhs shape (1 = broadcast), rank each);
              REDUCE value a into b summing the dimensions flagged 1 (rank c; at offset i64
-             shape, flags)
+             shape, flags); LUT int8 value a into int8 b through the 256 int8 entries at
+             offset (b = table[a + 128])
     layers   u64 words offset, instructions, uops offset, uops         (LAYER_BYTES each)
     data     DRAM image, instruction words, micro-ops, the host steps' constants
 """
@@ -146,7 +148,7 @@ CHECKSUM_AT = 184  # the header's last u64
 # io records' element types: TFLite's type codes (QACCEL_TYPE_* of qaccel_program.h)
 ELEMENT_TYPES = {np.dtype(np.int32): 2, np.dtype(np.uint8): 3, np.dtype(np.int8): 9}
 KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT, KIND_PAD, KIND_CONCAT = 1, 2, 3, 4, 5, 6
-KIND_LANE, KIND_BINARY, KIND_REDUCE = 7, 8, 9
+KIND_LANE, KIND_BINARY, KIND_REDUCE, KIND_LUT = 7, 8, 9, 12
 # KIND_LANE / KIND_BINARY operations (the step's c)
 OP_CONVERT, OP_BIAS_ADD, OP_SHIFT_LEFT, OP_ROUND_MULTIPLY, OP_ROUND_RSHIFT = 0, 1, 2, 3, 4
 OP_ADD, OP_MUL, OP_MIN, OP_MAX = 5, 6, 7, 8
@@ -219,7 +221,8 @@ def _lane_geometry(shape) -> list[int]:
 
 
 def _elementwise_step(op, values, new_value, name: str, i: int):
-    """The step of a host lane op, binary op, widen/narrow or reduce_sum (None: not one)."""
+    """The step of a host lane op, binary op, widen/narrow, reduce_sum or table lookup (None:
+    not one)."""
     lane_ops = {accel.BiasAddZpOp: OP_BIAS_ADD, accel.ShiftLeftOp: OP_SHIFT_LEFT,
                 accel.RoundMultiplyOp: OP_ROUND_MULTIPLY, accel.RoundRShiftOp: OP_ROUND_RSHIFT,
                 accel.AddOp: OP_ADD, accel.MulOp: OP_MUL, accel.MinOp: OP_MIN,
@@ -227,6 +230,12 @@ def _elementwise_step(op, values, new_value, name: str, i: int):
     if isinstance(op, accel.WidenOp | accel.NarrowOp):
         src = values[op.input]
         return (KIND_LANE, dict(a=src, b=new_value(op.output), c=OP_CONVERT))
+    if isinstance(op, accel.LutOp):
+        if np.dtype(tensor_dtype(op.input.type)) != np.int8 or \
+                np.dtype(tensor_dtype(op.output.type)) != np.int8:  # fmt: skip
+            raise AotError(f"{name}: accel.lut (#{i}) of {op.input.type} (int8 tables only)")
+        table = op.array_prop("table").astype(np.int8)
+        return (KIND_LUT, dict(a=values[op.input], b=new_value(op.output), data=table.tobytes()))
     if isinstance(op, accel.ReduceSumOp):
         shape = list(op.input.type.get_shape())
         axes = {int(a) % len(shape) for a in op.array_prop("axes")}

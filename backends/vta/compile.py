@@ -187,6 +187,9 @@ def compile_module(
             reason = reasons.get(op, why.data if isinstance(why, StringAttr) else _NO_CODEGEN)
             if isinstance(op, accel.HostRequantizeOp):
                 reason = "a host op by design (LiteRT's double-precision requantization)"
+            if isinstance(op, accel.LutOp):
+                reason = ("a host op by design (an element-wise int8 op as its 256-entry table; "
+                          "the ALU cannot index a table)")
             fallbacks.append(Fallback(name, _fallback_name(op), i, reason))
     compiled = CompiledModel(module, c, functions, fallbacks, {})
     compiled.report = build_report(compiled, total_macs)

@@ -244,6 +244,9 @@ class _Builder:
                 "min": op.int_prop("min"), "max": op.int_prop("max"),
                 "dtype": tensor_dtype(op.output.type).str,
             }  # fmt: skip
+        if isinstance(op, accel.LutOp | q.LutOp):
+            table = op.array_prop("table").astype(tensor_dtype(op.output.type))
+            return "lut", {"values": self.array("table", table)}
         if isinstance(op, accel.MaxPool2DOp | accel.SumPool2DOp):
             _, _, oh, ow, _, _ = op.output.type.get_shape()
             return "pool", {

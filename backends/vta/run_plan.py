@@ -21,7 +21,7 @@ A function is a register machine: `args` and `consts` fill registers, each step 
     ["layer", [], [], {"index"}]                            run a layer on the VTA machine
     ["read", [], [y] or [y, y32], {"offset", "nbytes", "dtype", "shape", "zp"}]   STEP_READ
     ["astype", "lane", "binary", "requantize", "pool", "reduce_sum", "pad", "clip",
-     "concat", "qpool"]                                     the other host ops (accel, q)
+     "concat", "qpool", "lut"]                              the other host ops (accel, q)
     ["qadd_sub" | "qmul" | "qmean", in, [y], {kwargs}]     q.add/sub, q.mul, q.mean (qhost)
     ["dense_zp" | "conv2d_zp", [x, w], [y], {"bias", ...}] a GEMM on the host (packed)
 
@@ -44,11 +44,12 @@ import numpy as np
 
 from qaccel.backends.vta.artifact_files import read_artifact_file
 
-RUN_PLAN_FORMAT = 2
+RUN_PLAN_FORMAT = 3
 """1: the first run plan (runtime.json + runtime.npz, artifact format 4); 2: the steps of
 the `q` element-wise ops and of host GEMMs (a reader of format 1 would refuse them, so it
-ignores these plans). This reader runs both."""
-_READS = (1, 2)
+ignores these plans); 3: table lookups (`lut`, of `accel.lut` / `q.lut`). This reader runs
+all three."""
+_READS = (1, 2, 3)
 PLAN_JSON = "runtime.json"
 PLAN_ARRAYS = "runtime.npz"
 
@@ -229,7 +230,7 @@ class _Function:
                 decode_value(c["options"], plan.arrays),
             )
             p = {**p, "kernel": kernel, "static": call}
-        elif kind in ("lane", "binary", "requantize") and p.get("values") is not None:
+        elif kind in ("lane", "binary", "requantize", "lut") and p.get("values") is not None:
             p = {**p, "array": plan.arrays[p["values"]]}
         elif kind in ("dense_zp", "conv2d_zp") and p.get("bias") is not None:
             p = {**p, "bias": plan.arrays[p["bias"]]}  # the array's name -> the array
@@ -322,6 +323,8 @@ def _run_host_op(kind: str, p: dict, xs: list):
     if kind == "pad":
         value = np.asarray(p["value"], x.dtype) if p["typed"] else p["value"]
         return np.pad(x, [tuple(w) for w in p["widths"]], constant_values=value)
+    if kind == "lut":
+        return p["array"][x.astype(np.int16) + 128]
     if kind == "clip":
         return np.clip(x, p["min"], p["max"]).astype(x.dtype)
     if kind == "concat":

@@ -340,6 +340,11 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
     Pattern("concat", "q.concat", (_int8_operands, _concat_lanes),
             doc="concatenation by placement in DRAM"),
     Pattern("relu", "q.relu", (_int8_operands, _alu_ops), doc="clamp, ALU MAX and MIN"),
+    Pattern("lut", "q.lut", (_int8_operands,),
+            doc="the op's 256 int8 results, computed at compile time by its CPU kernel (exact), "
+                "looked up by the host between two layers of the accelerator function (the "
+                "ALU cannot index a table; no partition split); a table that is a clamp (a "
+                "RELU keeping the scale) is `q.relu` on the ALU instead"),
 )  # fmt: skip
 
 
@@ -352,7 +357,9 @@ def vta_target(config=None, alu_ops: Iterable[Any] | None = None) -> Target:
 
     Accepted (each with the checks listed in `VTA_PATTERNS`): convolution, depthwise
     convolution and dense groups, element-wise add/sub/mul, max and average pooling, spatial
-    mean, spatial pad, concatenation and clamps. Partitions without GEMM work are refused.
+    mean, spatial pad, concatenation and clamps; element-wise int8 tables (`q.lut`: LOGISTIC,
+    HARD_SWISH, TANH, a RELU that rescales, ...) as a host step inside the accelerator
+    function. Partitions without GEMM work are refused.
     Decisions, measured with `benchmarks/bench_partition.py` on the fixtures and ResNet-50
     (GEMM: one 1x16x16 block per cycle; ALU: one 16-lane row per 2 cycles; 333 MHz):
 
@@ -376,6 +383,13 @@ def vta_target(config=None, alu_ops: Iterable[Any] | None = None) -> Target:
       9.9 M ALU cycles (30 ms), making the ALU (17.8 M cycles in all) as busy as the GEMM core
       (17.1 M); on MobileNetV2 they add 0.4 M to 5.5 M. Alone they are not worth a launch,
       which `region_check` refuses.
+    - **Element-wise int8 tables (`q.lut`) are accepted inside partitions** although the ALU
+      cannot index a table: an int8 input has 256 values, so the op is exactly its table,
+      and the program looks it up on the host between two layers (the value is in DRAM
+      already, as `accel.host_requantize`'s accumulators are). On the ALU, LOGISTIC or
+      HARD_SWISH would need LiteRT's fixed-point polynomial and exp sequences, not bit-exact
+      with 32-bit lanes; on the CPU they split MobileNetV3 into 10-12 partitions and
+      EfficientNet-B0 into 25, each border a pack, an unpack and two DRAM transfers.
     """
     from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
     from qaccel.targets.vta.isa import AluOp

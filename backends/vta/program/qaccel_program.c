@@ -29,7 +29,7 @@
 enum { PROGRAM_VERSION = QACCEL_PROGRAM_FORMAT, HEADER_BYTES = 192, VALUE_BYTES = 16, IO_BYTES = 184,
        STEP_BYTES = 96, LAYER_BYTES = 32, MAX_RANK = QACCEL_MAX_RANK, CHECKSUM_AT = QACCEL_CHECKSUM_AT,
        KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6,
-       KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9 };
+       KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9, KIND_LUT = 12 };
 /* KIND_LANE / KIND_BINARY operations */
 enum { OP_CONVERT = 0, OP_BIAS_ADD = 1, OP_SHIFT_LEFT = 2, OP_ROUND_MULTIPLY = 3, OP_ROUND_RSHIFT = 4,
        OP_ADD = 5, OP_MUL = 6, OP_MIN = 7, OP_MAX = 8 };
@@ -599,6 +599,19 @@ struct qaccel_state {
   char error[QACCEL_ERROR_BYTES];
 };
 
+/* LUT: int8 b = table[int8 a + 128], the 256 int8 entries at the step's offset (accel.lut). */
+static int lut_step(const Program *p, const uint8_t *s, const Value *in, Value *out, char *e) {
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88);
+  if (nbytes != 256 || !in_range(p, at, nbytes) || in->elem != 1 || out->elem != 1 || in->count != out->count)
+    return fail(e, "QACCEL_VTA: a host table step is malformed (corrupt program)");
+  if (!out->data) return 0; /* checked only */
+  const uint8_t *table = p->base + at;
+  const uint8_t *x = (const uint8_t *)in->data;
+  uint8_t *y = (uint8_t *)out->data;
+  for (uint64_t i = 0; i < in->count; i++) y[i] = table[(uint8_t)(x[i] ^ 0x80u)];
+  return 0;
+}
+
 static int execute_layer(qaccel_state *q, uint32_t k, char *e);
 
 /* The steps walked in order: run in `q`, or, with `q` NULL, only checked (every value without
@@ -615,7 +628,7 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
       continue;
     }
     if (a >= p->n_values || ((kind == KIND_REQUANT || kind == KIND_PAD || kind == KIND_LANE || kind == KIND_BINARY ||
-                             kind == KIND_REDUCE) && b >= p->n_values))
+                             kind == KIND_REDUCE || kind == KIND_LUT) && b >= p->n_values))
       return fail(e, "QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p->n_values);
     Value *v = &values[a];
     if (kind == KIND_WRITE || kind == KIND_READ) {
@@ -643,6 +656,8 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
       if (binary_step(p, s, values, v, &values[b], e)) return 1;
     } else if (kind == KIND_REDUCE) {
       if (reduce_step(p, s, v, &values[b], e)) return 1;
+    } else if (kind == KIND_LUT) {
+      if (lut_step(p, s, v, &values[b], e)) return 1;
     } else {
       return fail(e, "QACCEL_VTA: step %u has unknown kind %u (corrupt program)", k, kind);
     }

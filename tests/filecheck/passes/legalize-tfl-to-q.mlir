@@ -172,3 +172,98 @@ func.func @maximum_minimum_not_clamp(%x: tensor<1x4x!q>, %y: tensor<1x4x!q>) -> 
   %2 = tfl.maximum %x, %five : (tensor<1x4x!q>, tensor<!q>) -> tensor<1x4x!q2>
   func.return %0, %1, %2 : tensor<1x4x!q>, tensor<1x4x!q>, tensor<1x4x!q2>
 }
+
+// -----
+
+!qa = !quant.uniform<i8:f32, 0.05:-3>
+!qs = !quant.uniform<i8:f32, 0.00390625:-128>
+!qr = !quant.uniform<i8:f32, 0.025:-128>
+
+// Element-wise int8 ops are their 256-entry tables, computed by the CPU kernels: LOGISTIC,
+// HARD_SWISH and a RELU that rescales become q.lut; a RELU6 that keeps the quantization is a
+// clamp (6 / 0.05 = 120 steps above the zero point -3).
+// CHECK-LABEL: func.func @tables
+// CHECK-NEXT:    %s = q.lut %x {table = array<i32: -128, -127, -127, {{.*}}, 127, 127>} : (tensor<1x2x2x4x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<1x2x2x4x!quant.uniform<i8:f32, 0.00390625:-128>>
+// CHECK-NEXT:    %r = q.lut %x {table = array<i32: -128, {{.*}}, -128, -126, -124, {{.*}}, 124, 126, 127, 127, 127>}
+// CHECK-NEXT:    %c = q.relu %x {min = -3 : i32, max = 117 : i32}
+// CHECK-NEXT:    %h = q.lut %x {table = array<i32: -3, -3, {{.*}}, 126, 127>}
+// CHECK-NEXT:    func.return %s, %r, %c, %h
+// ONLY-ADD-LABEL: func.func @tables
+// ONLY-ADD:         tfl.logistic
+func.func @tables(%x: tensor<1x2x2x4x!qa>) -> (tensor<1x2x2x4x!qs>, tensor<1x2x2x4x!qr>, tensor<1x2x2x4x!qa>, tensor<1x2x2x4x!qa>) {
+  %s = tfl.logistic %x : (tensor<1x2x2x4x!qa>) -> tensor<1x2x2x4x!qs>
+  %r = tfl.relu %x : (tensor<1x2x2x4x!qa>) -> tensor<1x2x2x4x!qr>
+  %c = tfl.relu6 %x : (tensor<1x2x2x4x!qa>) -> tensor<1x2x2x4x!qa>
+  %h = tfl.hard_swish %x : (tensor<1x2x2x4x!qa>) -> tensor<1x2x2x4x!qa>
+  func.return %s, %r, %c, %h : tensor<1x2x2x4x!qs>, tensor<1x2x2x4x!qr>, tensor<1x2x2x4x!qa>, tensor<1x2x2x4x!qa>
+}
+
+// -----
+
+!qz = !quant.uniform<i8:f32, 0.05:-128>
+!qa = !quant.uniform<i8:f32, 0.05:-3>
+
+// A RELU of a tensor that is never negative, with its quantization: the identity, removed. A
+// float op and an SQRT whose kernel refuses negative inputs (reachable: zero point -3) stay.
+// CHECK-LABEL: func.func @tables_kept
+// CHECK-NEXT:    %f = tfl.logistic %y
+// CHECK-NEXT:    %q = tfl.sqrt %x
+// CHECK-NEXT:    func.return %z, %f, %q
+func.func @tables_kept(%z: tensor<1x4x!qz>, %y: tensor<1x4xf32>, %x: tensor<1x4x!qa>) -> (tensor<1x4x!qz>, tensor<1x4xf32>, tensor<1x4x!qa>) {
+  %r = tfl.relu %z : (tensor<1x4x!qz>) -> tensor<1x4x!qz>
+  %f = tfl.logistic %y : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  %q = tfl.sqrt %x : (tensor<1x4x!qa>) -> tensor<1x4x!qa>
+  func.return %r, %f, %q : tensor<1x4x!qz>, tensor<1x4xf32>, tensor<1x4x!qa>
+}
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.05:-3>
+!qm = !quant.uniform<i8:f32, 0.01:5>
+
+// The converter's squeeze-excite idiom: a global MEAN without kept dimensions, then RESHAPE to
+// [1, 1, 1, C] through SHAPE -> STRIDED_SLICE -> PACK of the static shape. The mean keeps its
+// dimensions instead; the reshape and the shape computation go.
+// CHECK-LABEL: func.func @mean_reshape
+// CHECK-NEXT:    %axes = tfl.const
+// CHECK-NEXT:    %begin = tfl.const
+// CHECK-NEXT:    %end = tfl.const
+// CHECK-NEXT:    %one = tfl.const
+// CHECK-NEXT:    %c = tfl.const
+// CHECK-NEXT:    %r = q.mean %x {axes = array<i64: 1, 2>, {{.*}}} : (tensor<1x4x4x8x!quant.uniform<i8:f32, 0.05:-3>>) -> tensor<1x1x1x8x!quant.uniform<i8:f32, 0.01:5>>
+// CHECK-NEXT:    func.return %r
+// CHECK-NOT:     tfl.reshape
+func.func @mean_reshape(%x: tensor<1x4x4x8x!q>) -> tensor<1x1x1x8x!qm> {
+  %axes = tfl.const dense<[1, 2]> : tensor<2xi32> -> tensor<2xi32>
+  %begin = tfl.const dense<0> : tensor<1xi32> -> tensor<1xi32>
+  %end = tfl.const dense<1> : tensor<1xi32> -> tensor<1xi32>
+  %one = tfl.const dense<1> : tensor<i32> -> tensor<i32>
+  %c = tfl.const dense<8> : tensor<i32> -> tensor<i32>
+  %m = tfl.mean %x, %axes {keep_dims = false} : (tensor<1x4x4x8x!q>, tensor<2xi32>) -> tensor<1x8x!qm>
+  %s = tfl.shape %m {out_type = "INT32"} : (tensor<1x8x!qm>) -> tensor<2xi32>
+  %n = tfl.strided_slice %s, %begin, %end, %end {begin_mask = 0 : i32, end_mask = 0 : i32, ellipsis_mask = 0 : i32, new_axis_mask = 0 : i32, shrink_axis_mask = 1 : i32, offset = false} : (tensor<2xi32>, tensor<1xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<i32>
+  %shape = tfl.pack %n, %one, %one, %c {values_count = 4 : i32, axis = 0 : i32} : (tensor<i32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<4xi32>
+  %r = tfl.reshape %m, %shape {new_shape = array<i32>} : (tensor<1x8x!qm>, tensor<4xi32>) -> tensor<1x1x1x8x!qm>
+  func.return %r : tensor<1x1x1x8x!qm>
+}
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.05:-3>
+!qm = !quant.uniform<i8:f32, 0.01:5>
+
+// The mean's result is used elsewhere too, or the reshape is not to the kept dimensions: the
+// reshape stays.
+// CHECK-LABEL: func.func @mean_reshape_kept
+// CHECK:         %m = q.mean %x {{.*}} -> tensor<1x8x!quant.uniform<i8:f32, 0.01:5>>
+// CHECK:         %r = tfl.reshape %m
+// CHECK:         %t = tfl.reshape %m
+func.func @mean_reshape_kept(%x: tensor<1x4x4x8x!q>) -> (tensor<1x1x1x8x!qm>, tensor<1x8x!qm>, tensor<1x2x4x!qm>) {
+  %axes = tfl.const dense<[1, 2]> : tensor<2xi32> -> tensor<2xi32>
+  %shape = tfl.const dense<[1, 1, 1, 8]> : tensor<4xi32> -> tensor<4xi32>
+  %shape2 = tfl.const dense<[1, 2, 4]> : tensor<3xi32> -> tensor<3xi32>
+  %m = tfl.mean %x, %axes {keep_dims = false} : (tensor<1x4x4x8x!q>, tensor<2xi32>) -> tensor<1x8x!qm>
+  %r = tfl.reshape %m, %shape {new_shape = array<i32>} : (tensor<1x8x!qm>, tensor<4xi32>) -> tensor<1x1x1x8x!qm>
+  %t = tfl.reshape %m, %shape2 {new_shape = array<i32>} : (tensor<1x8x!qm>, tensor<3xi32>) -> tensor<1x2x4x!qm>
+  func.return %r, %m, %t : tensor<1x1x1x8x!qm>, tensor<1x8x!qm>, tensor<1x2x4x!qm>
+}
