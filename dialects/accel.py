@@ -1127,6 +1127,63 @@ class ConcatOp(_ComputeOp):
             )
 
 
+@irdl_op_definition
+class ConcatLanesOp(_ComputeOp):
+    """Concatenation along the channels of packed tensors whose inputs do not all fill whole
+    channel blocks (e.g. 24 + 8 channels with 16 lanes): `channels` holds each input's real
+    channel count, and channel `c` of input `i` moves to channel `c + sum(channels[:i])` of
+    the result, so lanes move. The accelerator function keeps it as an exact host step of its
+    program (a copy per channel run); the result's padding lanes are zero."""
+
+    name = "accel.concat_lanes"
+    inputs = var_operand_def(TensorType)
+    output = result_def(TensorType)
+    channels = prop_def(DenseArrayBase[I64])
+    assembly_format = (
+        "$inputs `channels` `=` $channels attr-dict `:` type($inputs) `->` type($output)"
+    )
+
+    def __init__(self, values: Sequence[SSAValue | Operation], result_type: TensorType,
+                 channels: Sequence[int]):  # fmt: skip
+        super().__init__(
+            operands=[[SSAValue.get(v) for v in values]],
+            result_types=[result_type],
+            properties={"channels": i64_array(channels)},
+        )
+
+    def verify_(self) -> None:
+        out = _check_packed(self, "the result", self.output.type, "narrow")
+        channels = self.array_prop("channels")
+        if not self.inputs or len(channels) != len(self.inputs):
+            raise VerifyException(
+                f"{self.name}: needs one channel count per input ({len(self.inputs)} inputs, "
+                f"{len(channels)} counts)"
+            )
+        block = out[-1]
+        for i, (v, c) in enumerate(zip(self.inputs, channels, strict=True)):
+            shape = _check_packed(self, f"input {i}", v.type, "narrow")
+            if storage_width(v.type) != storage_width(self.output.type) or len(shape) != len(out):
+                raise VerifyException(
+                    f"{self.name}: input {i} has type {v.type}, not matching the result's"
+                )
+            if any(s != o for d, (s, o) in enumerate(zip(shape, out)) if d != 1):
+                raise VerifyException(
+                    f"{self.name}: input {i} {list(shape)} differs from the result {list(out)} "
+                    "outside the channel blocks"
+                )
+            if c <= 0 or -(-int(c) // block) != shape[1]:
+                raise VerifyException(
+                    f"{self.name}: input {i} has {shape[1]} channel blocks of {block}, which "
+                    f"cannot hold {int(c)} channels"
+                )
+        total = int(channels.sum())
+        if -(-total // block) != out[1]:
+            raise VerifyException(
+                f"{self.name}: {total} channels need {-(-total // block)} blocks of {block}, "
+                f"the result has {out[1]}"
+            )
+
+
 # --------------------------------------------------------------------------------------------
 # Accelerator layers and their schedules (`form-vta-layers`, `schedule-vta`)
 
@@ -1367,7 +1424,7 @@ class LayerOp(AccelOp):
 COMPUTE_OPS: tuple[type[AccelOp], ...] = (
     Conv2DZpOp, DenseZpOp, BiasAddZpOp, ShiftLeftOp, RoundMultiplyOp, RoundRShiftOp, AddOp,
     MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, MaxPool2DOp, SumPool2DOp,
-    ReduceSumOp, PadOp, ConcatOp,
+    ReduceSumOp, PadOp, ConcatOp, ConcatLanesOp,
 )  # fmt: skip
 """The ops `lower-q-to-accel` produces: what the accelerator computes on packed tensors."""
 

@@ -134,7 +134,7 @@ def _range_of(op: Operation, rng: Callable[[SSAValue], tuple[int, int]]) -> tupl
         lo, hi = rng(op.input)
         pad = op.pad_value.value.data
         return min(lo, pad), max(hi, pad)
-    if isinstance(op, accel.ConcatOp):
+    if isinstance(op, accel.ConcatOp | accel.ConcatLanesOp):
         ranges = [rng(v) for v in op.inputs]
         return min(r[0] for r in ranges), max(r[1] for r in ranges)
     return None

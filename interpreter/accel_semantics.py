@@ -238,6 +238,10 @@ class AccelComputeFunctions(InterpreterFunctions):
     def run_concat(self, interpreter: Interpreter, op: accel.ConcatOp, args):
         return (np.concatenate(args, axis=op.int_prop("axis")),)
 
+    @impl(accel.ConcatLanesOp)
+    def run_concat_lanes(self, interpreter: Interpreter, op: accel.ConcatLanesOp, args):
+        return (packed.concat_lanes(args, op.array_prop("channels")),)
+
     @impl(accel.LayerOp)
     def run_layer(self, interpreter: Interpreter, op: accel.LayerOp, args):
         """A formed layer computes what its body's ops compute (the schedule says how the

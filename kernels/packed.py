@@ -41,6 +41,24 @@ def window_pool(x: np.ndarray, window, strides, out_hw, kind: str) -> np.ndarray
     return ar.wrap_int32(out).astype(np.int32)
 
 
+def concat_lanes(xs, channels) -> np.ndarray:
+    """Channel concatenation of packed `[N, C/B, ..., 1, B]` tensors holding `channels[i]`
+    real channels each (`accel.concat_lanes`): lanes move; the result's padding lanes are 0."""
+    first = xs[0]
+    n, block, middle = first.shape[0], first.shape[-1], first.shape[2:-2]
+    total = int(sum(int(c) for c in channels))
+    flat = np.zeros((n, -(-total // block) * block, *middle), dtype=first.dtype)
+    at = 0
+    for x, c in zip(xs, channels, strict=True):
+        c = int(c)
+        # [N, Cb, ..., 1, B] -> [N, Cb*B, ...]: channel-major, then drop the padding lanes
+        plain = np.moveaxis(x[..., 0, :], -1, 2).reshape(n, -1, *middle)
+        flat[:, at : at + c] = plain[:, :c]
+        at += c
+    blocks = flat.reshape(n, -1, block, *middle)
+    return np.ascontiguousarray(np.moveaxis(blocks, 2, -1)[..., None, :])
+
+
 def to_nhwc(x: np.ndarray) -> np.ndarray:
     """`[N, C/B, H, W, 1, B]` -> `[N, H, W, C/B * B]` (all lanes, padded ones included)."""
     n, cb, h, w, _, b = x.shape

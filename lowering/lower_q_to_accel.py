@@ -67,7 +67,9 @@ change. Host functions keep their q ops. A conv group (canonicalized; the relu m
   `q.avg_pool2d` with a power-of-two window (`accel.sum_pool2d` + `accel.round_rshift`:
   TFLite's rounded division by `2^k` is RoundingDivideByPOT), both without padding; `q.mean`
   over H and W (`accel.reduce_sum` + the requantization); `q.pad` of H and W (`accel.pad`);
-  `q.concat` (`accel.concat`; on channels when all but the last input fill whole blocks).
+  `q.concat` (`accel.concat`, by placement, along batch, spatial dimensions or whole
+  channel blocks; `accel.concat_lanes` when channels are concatenated and an input but the
+  last does not fill whole blocks: lanes move, a host step of the accelerator program).
   int8 data reaches the ALU through `accel.widen` (LOAD ACC8).
 
 An accelerator function holding anything else (an op the target did not accept, a
@@ -669,9 +671,10 @@ class _FunctionLowering:
         if axis == rank - 1:
             channels = [v.type.get_shape()[-1] for v in op.inputs]
             if any(c % self.block for c in channels[:-1]):
-                raise LoweringError(
-                    f"concatenates {'+'.join(map(str, channels))} channels: lanes cannot move, "
-                    f"so every input but the last needs a multiple of {self.block} channels"
+                # Lanes move: an exact host step of the function's program (no DRAM placement).
+                values = [self.packed_of(v) for v in op.inputs]
+                return self.emit(
+                    accel.ConcatLanesOp(values, self.packed_type(op.output.type), channels)
                 )
         packed_axis = 0 if axis == 0 else 1 if axis == rank - 1 else axis + 1
         values = [self.packed_of(v) for v in op.inputs]

@@ -201,7 +201,8 @@ def test_litert_runs_the_aot_model_bit_exact_with_builtin_ref(model, tmp_path, c
 def _built_model(kind: str) -> bytes:
     """Small models whose accelerator functions need the kernel's host steps: "cpu-pad" (a
     channel PAD left on the CPU: exported as TFLite PAD), "host-pad" (a spatial PAD after a
-    conv: accel.pad inside the function), "host-concat" (accel.concat inside the function)."""
+    conv: accel.pad inside the function), "host-concat" (accel.concat inside the function),
+    "host-concat-lanes" (24 + 11 channels: accel.concat_lanes inside the function)."""
     from qaccel.frontend.builder import (ModelBuilder, QParams, TensorSpec, bias_tensor,
                                          per_axis_qparams, random_weights)  # fmt: skip
 
@@ -211,11 +212,11 @@ def _built_model(kind: str) -> bytes:
     g = mb.subgraph("main")
     conv = {"padding": "VALID", "stride_w": 1, "stride_h": 1, "fused_activation_function": "RELU"}
 
-    def conv2d(x, cin, name, k=1, out_q=q):
-        wq = per_axis_qparams(rng, channels=16, axis=0)
-        w = g.const(f"{name}_w", random_weights(rng, (16, k, k, cin)), wq)
+    def conv2d(x, cin, name, k=1, out_q=q, cout=16):
+        wq = per_axis_qparams(rng, channels=cout, axis=0)
+        w = g.const(f"{name}_w", random_weights(rng, (cout, k, k, cin)), wq)
         b = g.add_tensor(bias_tensor(f"{name}_b", rng, q, wq))
-        return g.op("CONV_2D", [x, w, b], TensorSpec(name, (1, 8, 8, 16), np.int8, out_q),
+        return g.op("CONV_2D", [x, w, b], TensorSpec(name, (1, 8, 8, cout), np.int8, out_q),
                     conv)  # fmt: skip
 
     def pad(x, widths, shape, name, value=None):
@@ -236,6 +237,12 @@ def _built_model(kind: str) -> bytes:
     elif kind == "host-pad":
         x = g.input("x", (1, 8, 8, 16), q=q)
         g.output(pad(conv2d(x, 16, "c"), [[0, 0], [1, 2], [2, 1], [0, 0]], (1, 11, 11, 16), "y"))
+    elif kind == "host-concat-lanes":
+        x = g.input("x", (1, 8, 8, 16), q=q)
+        a, b = conv2d(x, 16, "a", cout=24), conv2d(x, 16, "b", cout=11)
+        cat = g.op("CONCATENATION", [a, b], TensorSpec("cat", (1, 8, 8, 35), np.int8, q),
+                   {"axis": 3})  # fmt: skip
+        g.output(conv2d(cat, 35, "y", out_q=q_out))
     else:
         x, x2 = g.input("x", (1, 8, 8, 16), q=q), g.input("x2", (1, 8, 8, 16), q=q)
         c = conv2d(pad(x2, [[0, 0], [1, 1], [1, 1], [0, 0]], (1, 10, 10, 16), "p"), 16, "c", k=3)
@@ -247,7 +254,7 @@ def _built_model(kind: str) -> bytes:
 
 @pytest.mark.parametrize(("kind", "needle"), [
     ("cpu-pad", "PAD"), ("cpu-padv2", "PADV2"), ("host-pad", "accel.pad"),
-    ("host-concat", "accel.concat")])
+    ("host-concat", "accel.concat"), ("host-concat-lanes", "accel.concat_lanes")])
 def test_kernel_host_steps_are_bit_exact(kind, needle, tmp_path, capsys):
     from qaccel.tools.qaccel_compile import run as compile_run
     from qaccel.tools.qaccel_run import run

@@ -34,7 +34,7 @@ micro-ops.
 Host ops inside an accelerator function run in the kernel: `accel.host_requantize` (LiteRT's
 double-precision FULLY_CONNECTED requantization) is plain IEEE double arithmetic, which C
 reproduces exactly, so the function is not split around it; the other host ops that layers
-leave behind (`accel.pad`, `accel.concat`, the lane and binary ops, widen/narrow,
+leave behind (`accel.pad`, `accel.concat`, `accel.concat_lanes`, the lane and binary ops, widen/narrow,
 `accel.reduce_sum`) are integer loops the kernel implements as the interpreter does
 (`interpreter/accel_semantics.py`). A function with any other host op (e.g. a GEMM op left on
 the host) is not exported (`AotError`, one line naming the op).
@@ -64,7 +64,9 @@ Little-endian layout (offsets in bytes from the blob's start; every section 8-by
              lane geometry p[1..3] as REQUANT's); BINARY value a with value p[0] into b,
              operation c (at offset i64 lhs shape, rhs shape (1 = broadcast), rank each);
              REDUCE value a into b summing the dimensions flagged 1 (rank c; at offset i64
-             shape, flags)
+             shape, flags); CONCAT_LANES c values into a along the channels, lanes moving
+             (p[0] batch, p[1] middle elements, p[2] B; at offset i64 (value, channels) for
+             each input)
     layers   u64 words offset, instructions, uops offset, uops         (LAYER_BYTES each)
     data     DRAM image, instruction words, micro-ops, the host steps' constants
 """
@@ -124,7 +126,7 @@ SOC_MANUFACTURER, SOC_MODEL = "Qaccel", "VTA"
 BYTECODE_ALIGNMENT = 64
 HEADER_BYTES, VALUE_BYTES, IO_BYTES, STEP_BYTES, LAYER_BYTES = 192, 16, 176, 96, 32
 KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT, KIND_PAD, KIND_CONCAT = 1, 2, 3, 4, 5, 6
-KIND_LANE, KIND_BINARY, KIND_REDUCE = 7, 8, 9
+KIND_LANE, KIND_BINARY, KIND_REDUCE, KIND_CONCAT_LANES = 7, 8, 9, 10
 # KIND_LANE / KIND_BINARY operations (the step's c)
 OP_CONVERT, OP_BIAS_ADD, OP_SHIFT_LEFT, OP_ROUND_MULTIPLY, OP_ROUND_RSHIFT = 0, 1, 2, 3, 4
 OP_ADD, OP_MUL, OP_MIN, OP_MAX = 5, 6, 7, 8
@@ -303,6 +305,17 @@ def program_blob(
                     dst = new_value(op.output)
                     steps.append((KIND_CONCAT, dict(a=dst, c=len(op.inputs), p=[outer],
                                                     data=np.asarray(chunks, "<i8").tobytes())))
+                    continue
+                if isinstance(op, accel.ConcatLanesOp):
+                    shape = list(op.output.type.get_shape())
+                    chunks = []
+                    for x, c in zip(op.inputs, op.array_prop("channels"), strict=True):
+                        chunks += [values[x], int(c)]
+                    dst = new_value(op.output)
+                    steps.append((KIND_CONCAT_LANES, dict(
+                        a=dst, c=len(op.inputs),
+                        p=[shape[0], int(np.prod(shape[2:-2])), shape[-1]],
+                        data=np.asarray(chunks, "<i8").tobytes())))  # fmt: skip
                     continue
                 step = _elementwise_step(op, values, new_value, name, i)
                 if step is not None:

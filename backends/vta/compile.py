@@ -185,6 +185,8 @@ def compile_module(
                 continue
             why = op.attributes.get(HOST_REASON_ATTR)
             reason = reasons.get(op, why.data if isinstance(why, StringAttr) else _NO_CODEGEN)
+            if isinstance(op, accel.ConcatOp | accel.ConcatLanesOp):
+                reason = "a host step of the accelerator program (concatenation, a copy)"
             if isinstance(op, accel.HostRequantizeOp):
                 reason = "a host op by design (LiteRT's double-precision requantization)"
             fallbacks.append(Fallback(name, _fallback_name(op), i, reason))

@@ -267,6 +267,8 @@ class _Builder:
             return "qpool", qsem.pool_params(op)
         if isinstance(op, q.ReluOp):
             return "clip", {"min": op.int_prop("min"), "max": op.int_prop("max")}
+        if isinstance(op, accel.ConcatLanesOp):
+            return "concat_lanes", {"channels": [int(c) for c in op.array_prop("channels")]}
         if isinstance(op, accel.ConcatOp | q.ConcatOp):
             return "concat", {"axis": op.int_prop("axis")}
         if isinstance(op, q.AddOp | q.SubOp):

@@ -20,7 +20,7 @@
 enum { PROGRAM_VERSION = 1, HEADER_BYTES = 192, VALUE_BYTES = 16, IO_BYTES = 176, STEP_BYTES = 96,
        LAYER_BYTES = 32, MAX_RANK = 8,
        KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6,
-       KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9 };
+       KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9, KIND_CONCAT_LANES = 10 };
 /* KIND_LANE / KIND_BINARY operations */
 enum { OP_CONVERT = 0, OP_BIAS_ADD = 1, OP_SHIFT_LEFT = 2, OP_ROUND_MULTIPLY = 3, OP_ROUND_RSHIFT = 4,
        OP_ADD = 5, OP_MUL = 6, OP_MIN = 7, OP_MAX = 8 };
@@ -367,6 +367,49 @@ static int concat(const Program *p, const uint8_t *s, Value *values, Value *out)
   return 0;
 }
 
+/* accel.concat_lanes (kernels/packed.py's concat_lanes): channel c of input k, packed
+   [N, ceil(C_k/B), M, B], goes to channel c + C_0 + ... + C_{k-1} of the packed result; p[0] N,
+   p[1] M (the product of the middle dimensions), p[2] B; at offset i64 (value, channels) per
+   input. The result's padding lanes stay 0 (values start zeroed). */
+static int concat_lanes(const Program *p, const uint8_t *s, Value *values, Value *out) {
+  uint32_t n = u32(s + 12);
+  int64_t batch = i64(s + 16), middle = i64(s + 24), block = i64(s + 32);
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88), total = 0;
+  if (n == 0 || n > 4096 || batch <= 0 || middle <= 0 || block <= 0 || (uint64_t)batch > MAX_ELEMENTS ||
+      (uint64_t)middle > MAX_ELEMENTS || block > 4096 || nbytes != 16ull * n || !in_range(p, at, nbytes))
+    return qaccel_fail("QACCEL_VTA: a host lane concatenation step is malformed (corrupt program)");
+  uint64_t plane = (uint64_t)batch * (uint64_t)middle * (uint64_t)block; /* elements per block */
+  for (uint32_t k = 0; k < n; k++) {
+    int64_t v = i64(p->base + at + 16 * k), c = i64(p->base + at + 16 * k + 8);
+    if (v < 0 || (uint64_t)v >= p->n_values || c <= 0 || (uint64_t)c > MAX_ELEMENTS || values[v].elem != out->elem ||
+        values[v].count != (uint64_t)((c + block - 1) / block) * plane)
+      return qaccel_fail("QACCEL_VTA: a host lane concatenation step does not fit its values (corrupt program)");
+    total += (uint64_t)c;
+  }
+  uint64_t out_blocks = (total + (uint64_t)block - 1) / (uint64_t)block;
+  if (out_blocks * plane != out->count)
+    return qaccel_fail("QACCEL_VTA: a host lane concatenation step does not fit its values (corrupt program)");
+  size_t e = out->elem;
+  uint64_t base = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    int64_t v = i64(p->base + at + 16 * k), c = i64(p->base + at + 16 * k + 8);
+    uint64_t in_blocks = (uint64_t)((c + block - 1) / block);
+    const uint8_t *src = values[v].data;
+    for (int64_t b = 0; b < batch; b++)
+      for (int64_t ch = 0; ch < c; ch++) {
+        uint64_t g = base + (uint64_t)ch;
+        uint64_t from = ((uint64_t)b * in_blocks + (uint64_t)ch / (uint64_t)block) * (uint64_t)middle;
+        uint64_t to = ((uint64_t)b * out_blocks + g / (uint64_t)block) * (uint64_t)middle;
+        uint64_t lane_in = (uint64_t)ch % (uint64_t)block, lane_out = g % (uint64_t)block;
+        for (int64_t m = 0; m < middle; m++)
+          memcpy(out->data + ((to + (uint64_t)m) * (uint64_t)block + lane_out) * e,
+                 src + ((from + (uint64_t)m) * (uint64_t)block + lane_in) * e, e);
+      }
+    base += (uint64_t)c;
+  }
+  return 0;
+}
+
 /* The integer arithmetic of interpreter/accel_semantics.py (kernels/arithmetic.py). */
 static int64_t wrap32(int64_t x) { return (int32_t)(uint32_t)(uint64_t)x; }
 
@@ -699,6 +742,8 @@ int qaccel_prepared_run(qaccel_prepared *q, size_t n_in, const void *const *inpu
       if (pad(p, s, v, &values[b])) return 1;
     } else if (kind == KIND_CONCAT) {
       if (concat(p, s, values, v)) return 1;
+    } else if (kind == KIND_CONCAT_LANES) {
+      if (concat_lanes(p, s, values, v)) return 1;
     } else if (kind == KIND_LANE) {
       if (lane_step(p, s, v, &values[b])) return 1;
     } else if (kind == KIND_BINARY) {

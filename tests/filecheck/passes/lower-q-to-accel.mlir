@@ -355,6 +355,26 @@ func.func private @vta_fn_0(%x: tensor<1x2x2x16x!q>, %y: tensor<1x4x4x3x!q>) -> 
 
 // -----
 
+// Channels that move between lanes (3 + 5 with B = 4; with B = 16 both inputs share a block):
+// an accel.concat_lanes, a host step of the accelerator program.
+// CHECK-LABEL: func.func @concat_lanes
+// CHECK:         func.func private @vta_fn_0
+// CHECK-NEXT:      %z = accel.concat_lanes %x, %y channels = [3, 5] : tensor<1x1x2x2x1x4x{{.*}}>, tensor<1x2x2x2x1x4x{{.*}}> -> tensor<1x2x2x2x1x4x{{.*}}>
+// CHECK-NEXT:      func.return %z
+// VTA-LABEL:   func.func @concat_lanes
+// VTA:           accel.concat_lanes %x, %y channels = [3, 5] : tensor<1x1x2x2x1x16x{{.*}}>, tensor<1x1x2x2x1x16x{{.*}}> -> tensor<1x1x2x2x1x16x{{.*}}>
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @concat_lanes(%x: tensor<1x2x2x3x!q>, %y: tensor<1x2x2x5x!q>) -> tensor<1x2x2x8x!q> {
+  %z = func.call @vta_fn_0(%x, %y) : (tensor<1x2x2x3x!q>, tensor<1x2x2x5x!q>) -> tensor<1x2x2x8x!q>
+  func.return %z : tensor<1x2x2x8x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x2x2x3x!q>, %y: tensor<1x2x2x5x!q>) -> tensor<1x2x2x8x!q> attributes {qaccel.target = "vta"} {
+  %z = q.concat %x, %y {axis = 3 : i32} : (tensor<1x2x2x3x!q>, tensor<1x2x2x5x!q>) -> tensor<1x2x2x8x!q>
+  func.return %z : tensor<1x2x2x8x!q>
+}
+
+// -----
+
 // A grouped convolution (2 groups of 8 channels) keeps its groups on blocks (B = 4: two blocks
 // per group); a depthwise convolution with depth multiplier 2 whose blocks align with one
 // input block per two output blocks.

@@ -239,3 +239,35 @@ func.func @concat_inside_block(%x: tensor<1x1x4x4x1x4xi8>) -> tensor<1x1x4x4x1x8
   func.return %y : tensor<1x1x4x4x1x8xi8>
 }
 // CHECK: accel.concat: axis 5 must be in [0, 3] (not inside a block)
+
+// -----
+
+func.func @concat_lanes_count(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x3x4x4x1x4xi8> {
+  %y = accel.concat_lanes %x, %x channels = [6] : tensor<1x2x4x4x1x4xi8>, tensor<1x2x4x4x1x4xi8> -> tensor<1x3x4x4x1x4xi8>
+  func.return %y : tensor<1x3x4x4x1x4xi8>
+}
+// CHECK: accel.concat_lanes: needs one channel count per input (2 inputs, 1 counts)
+
+// -----
+
+func.func @concat_lanes_input_blocks(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x3x4x4x1x4xi8> {
+  %y = accel.concat_lanes %x, %x channels = [3, 6] : tensor<1x2x4x4x1x4xi8>, tensor<1x2x4x4x1x4xi8> -> tensor<1x3x4x4x1x4xi8>
+  func.return %y : tensor<1x3x4x4x1x4xi8>
+}
+// CHECK: accel.concat_lanes: input 0 has 2 channel blocks of 4, which cannot hold 3 channels
+
+// -----
+
+func.func @concat_lanes_result_blocks(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x4x4x4x1x4xi8> {
+  %y = accel.concat_lanes %x, %x channels = [6, 6] : tensor<1x2x4x4x1x4xi8>, tensor<1x2x4x4x1x4xi8> -> tensor<1x4x4x4x1x4xi8>
+  func.return %y : tensor<1x4x4x4x1x4xi8>
+}
+// CHECK: accel.concat_lanes: 12 channels need 3 blocks of 4, the result has 4
+
+// -----
+
+func.func @concat_lanes_spatial(%x: tensor<1x2x4x4x1x4xi8>, %z: tensor<1x2x4x2x1x4xi8>) -> tensor<1x3x4x4x1x4xi8> {
+  %y = accel.concat_lanes %x, %z channels = [6, 6] : tensor<1x2x4x4x1x4xi8>, tensor<1x2x4x2x1x4xi8> -> tensor<1x3x4x4x1x4xi8>
+  func.return %y : tensor<1x3x4x4x1x4xi8>
+}
+// CHECK: accel.concat_lanes: input 1 [1, 2, 4, 2, 1, 4] differs from the result [1, 3, 4, 4, 1, 4] outside the channel blocks
