@@ -1127,6 +1127,78 @@ class ConcatOp(_ComputeOp):
             )
 
 
+HOST_POOL_KINDS = ("max", "avg")
+
+
+@irdl_op_definition
+class HostPool2DOp(_ComputeOp):
+    """TFLite's int8 max or average pool on a packed activation, lane by lane, as an exact host
+    step of the accelerator program: what the ALU trees cannot do bit-exactly (padded windows
+    whose padded taps must not count, averages over a number of taps that is not a power of
+    two, e.g. 3x3 or 25x5). `padding` is (top, bottom, left, right); taps in the padding are
+    skipped (max) or not counted (average: sum of the raw int8 values over the in-image taps,
+    divided rounding half away from zero as the reference kernel does); then the clamp
+    `[min, max]`."""
+
+    name = "accel.host_pool2d"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    kind = prop_def(StringAttr)
+    window = prop_def(DenseArrayBase[I64])
+    strides = prop_def(DenseArrayBase[I64])
+    padding = prop_def(DenseArrayBase[I64])
+    min = prop_def(IntegerAttr[I32])
+    max = prop_def(IntegerAttr[I32])
+    assembly_format = (
+        "$input $kind `window` `=` $window `strides` `=` $strides `padding` `=` $padding "
+        "`clamp` `(` $min `,` $max `)` attr-dict `:` type($input) `->` type($output)"
+    )
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType, kind: str,
+                 window: Sequence[int], strides: Sequence[int], padding: Sequence[int],
+                 lo: int, hi: int):  # fmt: skip
+        super().__init__(
+            operands=[SSAValue.get(value)],
+            result_types=[result_type],
+            properties={"kind": StringAttr(kind), "window": i64_array(window),
+                        "strides": i64_array(strides), "padding": i64_array(padding),
+                        "min": IntegerAttr(int(lo), i32), "max": IntegerAttr(int(hi), i32)},
+        )  # fmt: skip
+
+    def verify_(self) -> None:
+        n, cb, h, w, _, block = _check_packed(self, "the input", self.input.type, 8)
+        out = _check_packed(self, "the result", self.output.type, 8)
+        if self.kind.data not in HOST_POOL_KINDS:
+            raise VerifyException(f"{self.name}: kind {self.kind.data!r} is not max or avg")
+        window, strides = self.array_prop("window"), self.array_prop("strides")
+        padding = self.array_prop("padding")
+        if len(window) != 2 or len(strides) != 2 or np.any(window < 1) or np.any(strides < 1):
+            raise VerifyException(
+                f"{self.name}: window and strides need 2 positive values each, got "
+                f"{window.tolist()} and {strides.tolist()}"
+            )
+        if len(padding) != 4 or np.any(padding < 0) or np.any(padding[0:2] >= window[0]) or (
+            np.any(padding[2:4] >= window[1])
+        ):  # fmt: skip
+            raise VerifyException(
+                f"{self.name}: padding needs 4 values (top, bottom, left, right), each smaller "
+                f"than the window (no window entirely in the padding), got {padding.tolist()}"
+            )
+        lo, hi = self.int_prop("min"), self.int_prop("max")
+        if not -128 <= lo <= hi <= 127:
+            raise VerifyException(f"{self.name}: clamp [{lo}, {hi}] is not an int8 range")
+        expected = (
+            n, cb,
+            _window_extent(h, int(padding[0] + padding[1]), int(window[0]), int(strides[0]), 1),
+            _window_extent(w, int(padding[2] + padding[3]), int(window[1]), int(strides[1]), 1),
+            1, block,
+        )  # fmt: skip
+        if out != expected:
+            raise VerifyException(
+                f"{self.name}: the result must be {list(expected)}, got {list(out)}"
+            )
+
+
 @irdl_op_definition
 class ConcatLanesOp(_ComputeOp):
     """Concatenation along the channels of packed tensors whose inputs do not all fill whole
@@ -1424,7 +1496,7 @@ class LayerOp(AccelOp):
 COMPUTE_OPS: tuple[type[AccelOp], ...] = (
     Conv2DZpOp, DenseZpOp, BiasAddZpOp, ShiftLeftOp, RoundMultiplyOp, RoundRShiftOp, AddOp,
     MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, MaxPool2DOp, SumPool2DOp,
-    ReduceSumOp, PadOp, ConcatOp, ConcatLanesOp,
+    ReduceSumOp, PadOp, ConcatOp, ConcatLanesOp, HostPool2DOp,
 )  # fmt: skip
 """The ops `lower-q-to-accel` produces: what the accelerator computes on packed tensors."""
 

@@ -128,7 +128,7 @@ def _range_of(op: Operation, rng: Callable[[SSAValue], tuple[int, int]]) -> tupl
         else:
             n = int(np.prod(op.input.type.get_shape())) // int(np.prod(op.output.type.get_shape()))
         return (n * lo, n * hi) if _fits(n * lo, n * hi) else None
-    if isinstance(op, accel.HostRequantizeOp):
+    if isinstance(op, accel.HostRequantizeOp | accel.HostPool2DOp):
         return op.int_prop("min"), op.int_prop("max")
     if isinstance(op, accel.PadOp):
         lo, hi = rng(op.input)

@@ -238,6 +238,13 @@ class AccelComputeFunctions(InterpreterFunctions):
     def run_concat(self, interpreter: Interpreter, op: accel.ConcatOp, args):
         return (np.concatenate(args, axis=op.int_prop("axis")),)
 
+    @impl(accel.HostPool2DOp)
+    def run_host_pool(self, interpreter: Interpreter, op: accel.HostPool2DOp, args):
+        return (packed.host_pool2d(args[0], op.kind.data, op.array_prop("window"),
+                                   op.array_prop("strides"), op.array_prop("padding"),
+                                   op.int_prop("min"), op.int_prop("max"),
+                                   op.output.type.get_shape()),)  # fmt: skip
+
     @impl(accel.ConcatLanesOp)
     def run_concat_lanes(self, interpreter: Interpreter, op: accel.ConcatLanesOp, args):
         return (packed.concat_lanes(args, op.array_prop("channels")),)

@@ -65,7 +65,9 @@ change. Host functions keep their q ops. A conv group (canonicalized; the relu m
   each side a tensor, a per-channel or scalar constant (rescaled at compile time) or a
   per-channel tensor broadcast over pixels; `q.max_pool2d` (`accel.max_pool2d`),
   `q.avg_pool2d` with a power-of-two window (`accel.sum_pool2d` + `accel.round_rshift`:
-  TFLite's rounded division by `2^k` is RoundingDivideByPOT), both without padding; `q.mean`
+  TFLite's rounded division by `2^k` is RoundingDivideByPOT), both without padding; padded
+  pools and averages over other tap counts (3x3, 25x5) are `accel.host_pool2d`, an exact host
+  step of the accelerator program; `q.mean`
   over H and W (`accel.reduce_sum` + the requantization); `q.pad` of H and W (`accel.pad`);
   `q.concat` (`accel.concat`, by placement, along batch, spatial dimensions or whole
   channel blocks; `accel.concat_lanes` when channels are concatenated and an input but the
@@ -602,13 +604,37 @@ class _FunctionLowering:
     def pool_result(self, op: q.QOp) -> TensorType:
         return self.packed_type(op.results[0].type, i32)
 
+    def on_the_host(self, op: q._PoolOp) -> bool:
+        """A pool the ALU trees cannot compute bit-exactly: padded taps (they must not count)
+        or an average over a number of taps that is not a power of two."""
+        kh, kw = (int(v) for v in op.array_prop("filter"))
+        n = kh * kw
+        return any(int(v) for v in op.array_prop("padding")) or (
+            isinstance(op, q.AvgPool2DOp) and bool(n & (n - 1))
+        )
+
+    def lower_host_pool(self, op: q._PoolOp) -> SSAValue:
+        """An exact host step of the accelerator program (`accel.host_pool2d`)."""
+        lo, hi = _storage_of(op.output.type)
+        if _storage_of(op.input.type) != (lo, hi) or (lo, hi) != (-128, 127):
+            raise LoweringError("a host pool takes and gives int8")
+        kind = "max" if isinstance(op, q.MaxPool2DOp) else "avg"
+        return self.emit(accel.HostPool2DOp(
+            self.packed_of(op.input), self.packed_type(op.output.type), kind,
+            [int(v) for v in op.array_prop("filter")], [int(v) for v in op.array_prop("strides")],
+            [int(v) for v in op.array_prop("padding")], lo, hi))  # fmt: skip
+
     def lower_max_pool(self, op: q.MaxPool2DOp) -> SSAValue:
+        if self.on_the_host(op):
+            return self.lower_host_pool(op)
         window, strides = self.window(op)
         v = self.int32(self.packed_of(op.input))
         v = self.emit(accel.MaxPool2DOp(v, self.pool_result(op), window, strides))
         return self.saturate(v, 0, op.output.type)
 
     def lower_avg_pool(self, op: q.AvgPool2DOp) -> SSAValue:
+        if self.on_the_host(op):
+            return self.lower_host_pool(op)
         window, strides = self.window(op)
         n = window[0] * window[1]
         if n & (n - 1):

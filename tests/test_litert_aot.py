@@ -202,7 +202,9 @@ def _built_model(kind: str) -> bytes:
     """Small models whose accelerator functions need the kernel's host steps: "cpu-pad" (a
     channel PAD left on the CPU: exported as TFLite PAD), "host-pad" (a spatial PAD after a
     conv: accel.pad inside the function), "host-concat" (accel.concat inside the function),
-    "host-concat-lanes" (24 + 11 channels: accel.concat_lanes inside the function)."""
+    "host-concat-lanes" (24 + 11 channels: accel.concat_lanes inside the function),
+    "host-pool" (a 3x3 SAME average pool at stride 1 and a padded 2x2 max pool between
+    convolutions: accel.host_pool2d inside the function)."""
     from qaccel.frontend.builder import (ModelBuilder, QParams, TensorSpec, bias_tensor,
                                          per_axis_qparams, random_weights)  # fmt: skip
 
@@ -237,6 +239,20 @@ def _built_model(kind: str) -> bytes:
     elif kind == "host-pad":
         x = g.input("x", (1, 8, 8, 16), q=q)
         g.output(pad(conv2d(x, 16, "c"), [[0, 0], [1, 2], [2, 1], [0, 0]], (1, 11, 11, 16), "y"))
+    elif kind == "host-pool":
+        def pool(op, x, k, s, shape, name):
+            return g.op(op, [x], TensorSpec(name, shape, np.int8, q),
+                        {"padding": "SAME", "stride_w": s, "stride_h": s, "filter_width": k,
+                         "filter_height": k, "fused_activation_function": "NONE"})  # fmt: skip
+
+        x = g.input("x", (1, 8, 8, 16), q=q)
+        a = pool("AVERAGE_POOL_2D", conv2d(x, 16, "a"), 3, 1, (1, 8, 8, 16), "avg")
+        m = pool("MAX_POOL_2D", conv2d(a, 16, "b"), 2, 3, (1, 3, 3, 16), "max")
+        g.output(g.op("CONV_2D", [m, g.const("y_w", random_weights(rng, (16, 1, 1, 16)),
+                                             per_axis_qparams(rng, channels=16, axis=0)),
+                                  g.add_tensor(bias_tensor("y_b", rng, q, per_axis_qparams(
+                                      rng, channels=16, axis=0)))],
+                      TensorSpec("y", (1, 3, 3, 16), np.int8, q_out), conv))  # fmt: skip
     elif kind == "host-concat-lanes":
         x = g.input("x", (1, 8, 8, 16), q=q)
         a, b = conv2d(x, 16, "a", cout=24), conv2d(x, 16, "b", cout=11)
@@ -254,7 +270,8 @@ def _built_model(kind: str) -> bytes:
 
 @pytest.mark.parametrize(("kind", "needle"), [
     ("cpu-pad", "PAD"), ("cpu-padv2", "PADV2"), ("host-pad", "accel.pad"),
-    ("host-concat", "accel.concat"), ("host-concat-lanes", "accel.concat_lanes")])
+    ("host-concat", "accel.concat"), ("host-concat-lanes", "accel.concat_lanes"),
+    ("host-pool", "accel.host_pool2d")])
 def test_kernel_host_steps_are_bit_exact(kind, needle, tmp_path, capsys):
     from qaccel.tools.qaccel_compile import run as compile_run
     from qaccel.tools.qaccel_run import run

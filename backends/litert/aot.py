@@ -34,7 +34,7 @@ micro-ops.
 Host ops inside an accelerator function run in the kernel: `accel.host_requantize` (LiteRT's
 double-precision FULLY_CONNECTED requantization) is plain IEEE double arithmetic, which C
 reproduces exactly, so the function is not split around it; the other host ops that layers
-leave behind (`accel.pad`, `accel.concat`, `accel.concat_lanes`, the lane and binary ops, widen/narrow,
+leave behind (`accel.pad`, `accel.concat`, `accel.concat_lanes`, `accel.host_pool2d`, the lane and binary ops, widen/narrow,
 `accel.reduce_sum`) are integer loops the kernel implements as the interpreter does
 (`interpreter/accel_semantics.py`). A function with any other host op (e.g. a GEMM op left on
 the host) is not exported (`AotError`, one line naming the op).
@@ -66,7 +66,8 @@ Little-endian layout (offsets in bytes from the blob's start; every section 8-by
              REDUCE value a into b summing the dimensions flagged 1 (rank c; at offset i64
              shape, flags); CONCAT_LANES c values into a along the channels, lanes moving
              (p[0] batch, p[1] middle elements, p[2] B; at offset i64 (value, channels) for
-             each input)
+             each input); POOL value a into b, c = 0 max or 1 average (p: images N*C/B,
+             H, W, B, OH, OW, KH, KW; at offset i64 strides h, w, top, left, min, max)
     layers   u64 words offset, instructions, uops offset, uops         (LAYER_BYTES each)
     data     DRAM image, instruction words, micro-ops, the host steps' constants
 """
@@ -126,7 +127,7 @@ SOC_MANUFACTURER, SOC_MODEL = "Qaccel", "VTA"
 BYTECODE_ALIGNMENT = 64
 HEADER_BYTES, VALUE_BYTES, IO_BYTES, STEP_BYTES, LAYER_BYTES = 192, 16, 176, 96, 32
 KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT, KIND_PAD, KIND_CONCAT = 1, 2, 3, 4, 5, 6
-KIND_LANE, KIND_BINARY, KIND_REDUCE, KIND_CONCAT_LANES = 7, 8, 9, 10
+KIND_LANE, KIND_BINARY, KIND_REDUCE, KIND_CONCAT_LANES, KIND_POOL = 7, 8, 9, 10, 11
 # KIND_LANE / KIND_BINARY operations (the step's c)
 OP_CONVERT, OP_BIAS_ADD, OP_SHIFT_LEFT, OP_ROUND_MULTIPLY, OP_ROUND_RSHIFT = 0, 1, 2, 3, 4
 OP_ADD, OP_MUL, OP_MIN, OP_MAX = 5, 6, 7, 8
@@ -305,6 +306,20 @@ def program_blob(
                     dst = new_value(op.output)
                     steps.append((KIND_CONCAT, dict(a=dst, c=len(op.inputs), p=[outer],
                                                     data=np.asarray(chunks, "<i8").tobytes())))
+                    continue
+                if isinstance(op, accel.HostPool2DOp):
+                    n, cb, h, w, _, b = op.input.type.get_shape()
+                    _, _, oh, ow, _, _ = op.output.type.get_shape()
+                    kh, kw = (int(v) for v in op.array_prop("window"))
+                    sh, sw = (int(v) for v in op.array_prop("strides"))
+                    top, _, left, _ = (int(v) for v in op.array_prop("padding"))
+                    src = values[op.input]
+                    dst = new_value(op.output)
+                    geometry = [sh, sw, top, left, op.int_prop("min"), op.int_prop("max")]
+                    steps.append((KIND_POOL, dict(
+                        a=src, b=dst, c=0 if op.kind.data == "max" else 1,
+                        p=[n * cb, h, w, b, oh, ow, kh, kw],
+                        data=np.asarray(geometry, "<i8").tobytes())))  # fmt: skip
                     continue
                 if isinstance(op, accel.ConcatLanesOp):
                     shape = list(op.output.type.get_shape())

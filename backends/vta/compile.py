@@ -187,6 +187,9 @@ def compile_module(
             reason = reasons.get(op, why.data if isinstance(why, StringAttr) else _NO_CODEGEN)
             if isinstance(op, accel.ConcatOp | accel.ConcatLanesOp):
                 reason = "a host step of the accelerator program (concatenation, a copy)"
+            if isinstance(op, accel.HostPool2DOp):
+                reason = ("a host step of the accelerator program (a pool the ALU cannot do "
+                          "bit-exactly: padded taps, or a divisor not a power of two)")
             if isinstance(op, accel.HostRequantizeOp):
                 reason = "a host op by design (LiteRT's double-precision requantization)"
             fallbacks.append(Fallback(name, _fallback_name(op), i, reason))

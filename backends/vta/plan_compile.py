@@ -267,6 +267,14 @@ class _Builder:
             return "qpool", qsem.pool_params(op)
         if isinstance(op, q.ReluOp):
             return "clip", {"min": op.int_prop("min"), "max": op.int_prop("max")}
+        if isinstance(op, accel.HostPool2DOp):
+            return "host_pool", {
+                "kind": op.kind.data, "window": [int(v) for v in op.array_prop("window")],
+                "strides": [int(v) for v in op.array_prop("strides")],
+                "padding": [int(v) for v in op.array_prop("padding")],
+                "lo": op.int_prop("min"), "hi": op.int_prop("max"),
+                "shape": list(op.output.type.get_shape()),
+            }  # fmt: skip
         if isinstance(op, accel.ConcatLanesOp):
             return "concat_lanes", {"channels": [int(c) for c in op.array_prop("channels")]}
         if isinstance(op, accel.ConcatOp | q.ConcatOp):

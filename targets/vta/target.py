@@ -229,24 +229,12 @@ def _broadcast(m: Match) -> str | None:
 @check("pool-padding")
 def _pool_padding(m: Match) -> str | None:
     op = m.ops[0]
-    pads = _ints(op, "padding")
-    if any(pads):
-        return (
-            f"{op.name} padding {pads}: padded taps must not count, but accumulator loads pad "
-            "with zeros"
-        )
-    return None
-
-
-@check("pool-window")
-def _avg_window(m: Match) -> str | None:
-    op = m.ops[0]
+    top, bottom, left, right = _ints(op, "padding")
     kh, kw = _ints(op, "filter")
-    n = kh * kw
-    if n & (n - 1):
+    if max(top, bottom) >= kh or max(left, right) >= kw:
         return (
-            f"a {kh}x{kw} window averages {n} values: dividing by {n} is not a rounding shift "
-            "(ALU RSHR divides by powers of two only)"
+            f"{op.name} padding {[top, bottom, left, right]} with a {kh}x{kw} window: a window "
+            "could lie entirely in the padding"
         )
     return None
 
@@ -313,10 +301,14 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
     Pattern("sub", "q.relu?(q.sub)", _ELEMENTWISE, doc="int8 subtraction with rescaling, ALU"),
     Pattern("mul", "q.relu?(q.mul)", _ELEMENTWISE, doc="int8 multiplication, ALU"),
     Pattern("max_pool2d", "q.relu?(q.max_pool2d)", (_int8_operands, _pool_padding, _alu_ops),
-            doc="ALU MAX over the window's rows"),
-    Pattern("avg_pool2d", "q.relu?(q.avg_pool2d)",
-            (_int8_operands, _pool_padding, _avg_window, _alu_ops),
-            doc="ALU ADD over the window's rows, rounding shift by log2(taps)"),
+            doc="ALU MAX over the window's rows; with padding (padded taps must not count, "
+                "accumulator loads pad with zeros) an exact host step of the accelerator "
+                "program inside the partition"),
+    Pattern("avg_pool2d", "q.relu?(q.avg_pool2d)", (_int8_operands, _pool_padding, _alu_ops),
+            doc="ALU ADD over the window's rows, rounding shift by log2(taps); with padding "
+                "(SAME, stride 1: the divisor varies at the border) or a tap count that is "
+                "not a power of two (3x3, 25x5: the ALU divides by rounding shifts only) an "
+                "exact host step of the accelerator program inside the partition"),
     Pattern("mean", "q.mean", (_int8_operands, _mean_axes, _alu_ops),
             doc="spatial mean: ALU ADD over rows, then the requantize sequence"),
     Pattern("pad", "q.pad", (_int8_operands, _pad_axes, _alu_ops), doc="spatial padding by DMA"),

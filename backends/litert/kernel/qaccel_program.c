@@ -20,7 +20,8 @@
 enum { PROGRAM_VERSION = 1, HEADER_BYTES = 192, VALUE_BYTES = 16, IO_BYTES = 176, STEP_BYTES = 96,
        LAYER_BYTES = 32, MAX_RANK = 8,
        KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6,
-       KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9, KIND_CONCAT_LANES = 10 };
+       KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9, KIND_CONCAT_LANES = 10,
+       KIND_POOL = 11 };
 /* KIND_LANE / KIND_BINARY operations */
 enum { OP_CONVERT = 0, OP_BIAS_ADD = 1, OP_SHIFT_LEFT = 2, OP_ROUND_MULTIPLY = 3, OP_ROUND_RSHIFT = 4,
        OP_ADD = 5, OP_MUL = 6, OP_MIN = 7, OP_MAX = 8 };
@@ -364,6 +365,55 @@ static int concat(const Program *p, const uint8_t *s, Value *values, Value *out)
       memcpy(dst, values[v].data + (size_t)(o * chunk) * e, (size_t)chunk * e);
       dst += (size_t)chunk * e;
     }
+  return 0;
+}
+
+/* accel.host_pool2d (kernels/packed.py's host_pool2d, qhost.pool2d): int8 max or average pool
+   of value a into b, c = 0 max, 1 average; p: images (N * C/B), H, W, B, OH, OW, KH, KW; at
+   offset i64 stride h, stride w, top, left, min, max. Taps in the padding are skipped and not
+   counted; the average divides rounding half away from zero (C division truncates). */
+static int pool_step(const Program *p, const uint8_t *s, const Value *in, Value *out) {
+  uint32_t kind = u32(s + 12);
+  int64_t g[8];
+  for (int k = 0; k < 8; k++) g[k] = i64(s + 16 + 8 * k);
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88);
+  int64_t images = g[0], h = g[1], w = g[2], block = g[3], oh = g[4], ow = g[5], kh = g[6], kw = g[7];
+  if (kind > 1 || nbytes != 48 || !in_range(p, at, nbytes) || in->elem != 1 || out->elem != 1)
+    return qaccel_fail("QACCEL_VTA: a host pool step is malformed (corrupt program)");
+  for (int k = 0; k < 8; k++)
+    if (g[k] <= 0 || (uint64_t)g[k] > MAX_ELEMENTS)
+      return qaccel_fail("QACCEL_VTA: a host pool step is malformed (corrupt program)");
+  int64_t sh = i64(p->base + at), sw = i64(p->base + at + 8), top = i64(p->base + at + 16);
+  int64_t left = i64(p->base + at + 24), lo = i64(p->base + at + 32), hi = i64(p->base + at + 40);
+  if (sh <= 0 || sw <= 0 || top < 0 || left < 0 || top >= kh || left >= kw || sh > (1 << 20) ||
+      sw > (1 << 20) || lo < -128 || hi > 127 || lo > hi ||
+      in->count != (uint64_t)images * (uint64_t)h * (uint64_t)w * (uint64_t)block ||
+      out->count != (uint64_t)images * (uint64_t)oh * (uint64_t)ow * (uint64_t)block)
+    return qaccel_fail("QACCEL_VTA: a host pool step does not fit its values (corrupt program)");
+  const int8_t *x = (const int8_t *)in->data;
+  int8_t *y = (int8_t *)out->data;
+  for (int64_t n = 0; n < images; n++)
+    for (int64_t oy = 0; oy < oh; oy++)
+      for (int64_t ox = 0; ox < ow; ox++)
+        for (int64_t b = 0; b < block; b++) {
+          int64_t acc = kind == 0 ? -129 : 0, count = 0;
+          for (int64_t ky = 0; ky < kh; ky++) {
+            int64_t iy = oy * sh - top + ky;
+            if (iy < 0 || iy >= h) continue;
+            for (int64_t kx = 0; kx < kw; kx++) {
+              int64_t ix = ox * sw - left + kx;
+              if (ix < 0 || ix >= w) continue;
+              int64_t v = x[((n * h + iy) * w + ix) * block + b];
+              if (kind == 0) acc = v > acc ? v : acc;
+              else acc += v;
+              count++;
+            }
+          }
+          if (count == 0) return qaccel_fail("QACCEL_VTA: a host pool window lies in the padding (corrupt program)");
+          if (kind == 1) acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+          acc = acc < lo ? lo : acc > hi ? hi : acc;
+          y[((n * oh + oy) * ow + ox) * block + b] = (int8_t)acc;
+        }
   return 0;
 }
 
@@ -721,7 +771,7 @@ int qaccel_prepared_run(qaccel_prepared *q, size_t n_in, const void *const *inpu
       continue;
     }
     if (a >= p->n_values || ((kind == KIND_REQUANT || kind == KIND_PAD || kind == KIND_LANE || kind == KIND_BINARY ||
-                             kind == KIND_REDUCE) && b >= p->n_values))
+                             kind == KIND_REDUCE || kind == KIND_POOL) && b >= p->n_values))
       return qaccel_fail("QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p->n_values);
     Value *v = &values[a];
     if (kind == KIND_WRITE || kind == KIND_READ) {
@@ -742,6 +792,8 @@ int qaccel_prepared_run(qaccel_prepared *q, size_t n_in, const void *const *inpu
       if (pad(p, s, v, &values[b])) return 1;
     } else if (kind == KIND_CONCAT) {
       if (concat(p, s, values, v)) return 1;
+    } else if (kind == KIND_POOL) {
+      if (pool_step(p, s, v, &values[b])) return 1;
     } else if (kind == KIND_CONCAT_LANES) {
       if (concat_lanes(p, s, values, v)) return 1;
     } else if (kind == KIND_LANE) {
