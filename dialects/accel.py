@@ -1127,6 +1127,71 @@ class ConcatOp(_ComputeOp):
             )
 
 
+@irdl_op_definition
+class ReshapeOp(_ComputeOp):
+    """The same packed bytes under other spatial dimensions: batch, channel blocks and lanes
+    stay, so nothing moves (e.g. Keras' Flatten of a `[N, 1, 1, C]` pooled tensor to
+    `[N, C]`). The accelerator function keeps it as a host step of its program (a copy)."""
+
+    name = "accel.reshape"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType):
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type])
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, "any")
+        out = _check_packed(self, "the result", self.output.type, "any")
+        if self.input.type.element_type != self.output.type.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        if (shape[0], shape[1], shape[-1]) != (out[0], out[1], out[-1]) or int(
+            np.prod(shape)
+        ) != int(np.prod(out)):  # fmt: skip
+            raise VerifyException(
+                f"{self.name}: {list(shape)} -> {list(out)} must keep the batch, the channel "
+                "blocks, the lanes and the number of elements (nothing moves)"
+            )
+
+
+@irdl_op_definition
+class CropOp(_ComputeOp):
+    """The spatial box of the result's shape starting at `offsets` (one per spatial dimension,
+    2 .. rank-3) of a packed activation; batch, channel blocks and lanes stay (Keras'
+    Cropping2D). The accelerator function keeps it as a host step of its program (a copy: a
+    padding by negative widths)."""
+
+    name = "accel.crop"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    offsets = prop_def(DenseArrayBase[I64])
+    assembly_format = (
+        "$input `offsets` `=` $offsets attr-dict `:` type($input) `->` type($output)"
+    )
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType,
+                 offsets: Sequence[int]):  # fmt: skip
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type],
+                         properties={"offsets": i64_array(offsets)})  # fmt: skip
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, "narrow")
+        out = _check_packed(self, "the result", self.output.type, "narrow")
+        if self.input.type.element_type != self.output.type.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        offsets = self.array_prop("offsets").tolist()
+        spatial = list(range(2, len(shape) - 2))
+        if (len(out) != len(shape) or len(offsets) != len(spatial)
+                or any(out[d] != shape[d] for d in (0, 1, len(shape) - 2, len(shape) - 1))
+                or any(o < 0 or out[d] < 1 or o + out[d] > shape[d]
+                       for o, d in zip(offsets, spatial))):  # fmt: skip
+            raise VerifyException(
+                f"{self.name}: a {list(out)} box at spatial offsets {offsets} does not lie "
+                f"inside {list(shape)} with its batch, channel blocks and lanes"
+            )
+
+
 HOST_POOL_KINDS = ("max", "avg")
 
 
@@ -1496,7 +1561,7 @@ class LayerOp(AccelOp):
 COMPUTE_OPS: tuple[type[AccelOp], ...] = (
     Conv2DZpOp, DenseZpOp, BiasAddZpOp, ShiftLeftOp, RoundMultiplyOp, RoundRShiftOp, AddOp,
     MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, MaxPool2DOp, SumPool2DOp,
-    ReduceSumOp, PadOp, ConcatOp, ConcatLanesOp, HostPool2DOp,
+    ReduceSumOp, PadOp, ConcatOp, ConcatLanesOp, HostPool2DOp, ReshapeOp, CropOp,
 )  # fmt: skip
 """The ops `lower-q-to-accel` produces: what the accelerator computes on packed tensors."""
 

@@ -130,6 +130,8 @@ def _range_of(op: Operation, rng: Callable[[SSAValue], tuple[int, int]]) -> tupl
         return (n * lo, n * hi) if _fits(n * lo, n * hi) else None
     if isinstance(op, accel.HostRequantizeOp | accel.HostPool2DOp):
         return op.int_prop("min"), op.int_prop("max")
+    if isinstance(op, accel.ReshapeOp | accel.CropOp):
+        return rng(op.input)
     if isinstance(op, accel.PadOp):
         lo, hi = rng(op.input)
         pad = op.pad_value.value.data

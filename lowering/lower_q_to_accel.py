@@ -70,7 +70,9 @@ change. Host functions keep their q ops. A conv group (canonicalized; the relu m
   step of the accelerator program; `q.mean`
   over H and W (`accel.reduce_sum` + the requantization); `q.pad` of H and W (`accel.pad`);
   `q.concat` (`accel.concat`, by placement, along batch, spatial dimensions or whole
-  channel blocks; `accel.concat_lanes` when channels are concatenated and an input but the
+  channel blocks; `q.reshape` that keeps batch and channels (`accel.reshape`: the same packed
+  bytes); `q.slice` of the spatial dimensions (`accel.crop`, a host step of the program);
+  `accel.concat_lanes` when channels are concatenated and an input but the
   last does not fill whole blocks: lanes move, a host step of the accelerator program).
   int8 data reaches the ALU through `accel.widen` (LOAD ACC8).
 
@@ -691,6 +693,27 @@ class _FunctionLowering:
         spatial = [int(v) for v in widths[1:-1].reshape(-1)]
         return self.emit(accel.PadOp(x, self.packed_type(op.output.type), spatial, pad_value))
 
+    def lower_slice(self, op: q.SliceOp) -> SSAValue:
+        shape, out = op.input.type.get_shape(), op.output.type.get_shape()
+        begin = [int(b) for b in op.array_prop("begin")]
+        last = len(shape) - 1
+        if len(shape) < 3 or any(begin[d] or out[d] != shape[d] for d in (0, last)):
+            raise LoweringError(
+                f"slices {list(out)} at {begin} out of {list(shape)}: only the dimensions "
+                "between batch and channels can be cropped (anything else moves lanes)"
+            )
+        return self.emit(accel.CropOp(self.packed_of(op.input), self.packed_type(op.output.type),
+                                      begin[1:last]))  # fmt: skip
+
+    def lower_reshape(self, op: q.ReshapeOp) -> SSAValue:
+        a, b = op.input.type.get_shape(), op.output.type.get_shape()
+        if len(a) < 2 or len(b) < 2 or (a[0], a[-1]) != (b[0], b[-1]):
+            raise LoweringError(
+                f"reshapes {list(a)} to {list(b)}: only the dimensions between batch and "
+                "channels may change (anything else moves lanes)"
+            )
+        return self.emit(accel.ReshapeOp(self.packed_of(op.input), self.packed_type(op.output.type)))
+
     def lower_concat(self, op: q.ConcatOp) -> SSAValue:
         rank = len(op.output.type.get_shape())
         axis = op.int_prop("axis") % rank
@@ -875,13 +898,30 @@ class LowerConcat(_LowerQOp):
         self.lower(op, rewriter, _FunctionLowering.lower_concat)
 
 
+class LowerReshape(_LowerQOp):
+    """`q.reshape` keeping batch and channels -> `accel.reshape` (nothing moves)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.ReshapeOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, _FunctionLowering.lower_reshape)
+
+
+class LowerSlice(_LowerQOp):
+    """`q.slice` of the spatial dimensions -> `accel.crop`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.SliceOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, _FunctionLowering.lower_slice)
+
+
 PATTERNS: tuple[type[_LowerQOp], ...] = (
     LowerAccumulate, LowerBiasAdd, LowerRequantize, LowerRelu, LowerAddSub, LowerMul,
-    LowerPool, LowerMean, LowerPad, LowerConcat,
+    LowerPool, LowerMean, LowerPad, LowerConcat, LowerReshape, LowerSlice,
 )  # fmt: skip
 LOWERED_OPS: tuple[type[q.QOp], ...] = (
     q.Conv2DOp, q.DepthwiseConv2DOp, q.DenseOp, q.BiasAddOp, q.RequantizeOp, q.ReluOp, q.AddOp,
-    q.SubOp, q.MulOp, q.MaxPool2DOp, q.AvgPool2DOp, q.MeanOp, q.PadOp, q.ConcatOp,
+    q.SubOp, q.MulOp, q.MaxPool2DOp, q.AvgPool2DOp, q.MeanOp, q.PadOp, q.ConcatOp, q.ReshapeOp,
+    q.SliceOp,
 )  # fmt: skip
 """The q ops the patterns lower (every other q op in an accelerator function is an error)."""
 

@@ -204,7 +204,8 @@ def _built_model(kind: str) -> bytes:
     conv: accel.pad inside the function), "host-concat" (accel.concat inside the function),
     "host-concat-lanes" (24 + 11 channels: accel.concat_lanes inside the function),
     "host-pool" (a 3x3 SAME average pool at stride 1 and a padded 2x2 max pool between
-    convolutions: accel.host_pool2d inside the function)."""
+    convolutions: accel.host_pool2d inside the function), "host-crop-flatten" (Cropping2D
+    before a convolution, a reshape of its pixels to one axis: accel.crop and accel.reshape)."""
     from qaccel.frontend.builder import (ModelBuilder, QParams, TensorSpec, bias_tensor,
                                          per_axis_qparams, random_weights)  # fmt: skip
 
@@ -253,6 +254,15 @@ def _built_model(kind: str) -> bytes:
                                   g.add_tensor(bias_tensor("y_b", rng, q, per_axis_qparams(
                                       rng, channels=16, axis=0)))],
                       TensorSpec("y", (1, 3, 3, 16), np.int8, q_out), conv))  # fmt: skip
+    elif kind == "host-crop-flatten":
+        x = g.input("x", (1, 9, 9, 16), q=q)
+        bounds = [g.const(f"crop_{k}", np.array(v, np.int32))
+                  for k, v in (("b", [0, 1, 0, 0]), ("e", [0, 0, 8, 0]), ("s", [1, 1, 1, 1]))]
+        crop = g.op("STRIDED_SLICE", [x, *bounds], TensorSpec("crop", (1, 8, 8, 16), np.int8, q),
+                    {"begin_mask": 13, "end_mask": 11})  # fmt: skip
+        shape = g.const("flat_shape", np.array([1, 64, 16], np.int32))
+        g.output(g.op("RESHAPE", [conv2d(crop, 16, "a"), shape],
+                      TensorSpec("flat", (1, 64, 16), np.int8, q)))  # fmt: skip
     elif kind == "host-concat-lanes":
         x = g.input("x", (1, 8, 8, 16), q=q)
         a, b = conv2d(x, 16, "a", cout=24), conv2d(x, 16, "b", cout=11)
@@ -271,7 +281,7 @@ def _built_model(kind: str) -> bytes:
 @pytest.mark.parametrize(("kind", "needle"), [
     ("cpu-pad", "PAD"), ("cpu-padv2", "PADV2"), ("host-pad", "accel.pad"),
     ("host-concat", "accel.concat"), ("host-concat-lanes", "accel.concat_lanes"),
-    ("host-pool", "accel.host_pool2d")])
+    ("host-pool", "accel.host_pool2d"), ("host-crop-flatten", "accel.crop")])
 def test_kernel_host_steps_are_bit_exact(kind, needle, tmp_path, capsys):
     from qaccel.tools.qaccel_compile import run as compile_run
     from qaccel.tools.qaccel_run import run

@@ -41,7 +41,8 @@ the host) is not exported (`AotError`, one line naming the op).
 
 Ops of the entry function other than the accelerator calls must be `tfl` ops, except `q.pad`
 (a PAD the partitioner kept on the CPU), written as TFLite PAD (PADV2 when its pad value is not
-the zero point).
+the zero point), `q.reshape`, written as RESHAPE with a constant shape, and `q.slice`, written
+as SLICE.
 
 Little-endian layout (offsets in bytes from the blob's start; every section 8-byte aligned):
 
@@ -58,7 +59,7 @@ Little-endian layout (offsets in bytes from the blob's start; every section 8-by
              value a (b = 1: int8 widened to int32 minus p[0]); REQUANT value a into b (c
              scales of f64 at offset; p: zero points in/out, clamp min/max, lanes C/B, inner
              elements, B); PAD value a into b (rank c, pad value p[0]; at offset i64 shape,
-             before, after, c each); CONCAT c values into a (p[0] outer elements; at
+             before, after, c each; negative widths crop); CONCAT c values into a (p[0] outer elements; at
              offset i64 (value, elements per outer index) for each input); LANE value a into
              b, operation c (OP_*: convert, or with p[0] per-lane int64 constants at offset,
              lane geometry p[1..3] as REQUANT's); BINARY value a with value p[0] into b,
@@ -307,6 +308,28 @@ def program_blob(
                     steps.append((KIND_CONCAT, dict(a=dst, c=len(op.inputs), p=[outer],
                                                     data=np.asarray(chunks, "<i8").tobytes())))
                     continue
+                if isinstance(op, accel.CropOp):  # a padding by negative widths
+                    shape = list(op.input.type.get_shape())
+                    out = list(op.output.type.get_shape())
+                    offsets = [int(o) for o in op.array_prop("offsets")]
+                    before = [0, 0, *(-o for o in offsets), 0, 0]
+                    after = [0, 0, *(o + n - s for o, n, s in zip(offsets, out[2:-2],
+                                                                  shape[2:-2])), 0, 0]  # fmt: skip
+                    if len(shape) > MAX_RANK:
+                        raise AotError(f"{name}: accel.crop (#{i}) of rank {len(shape)}")
+                    src = values[op.input]
+                    dst = new_value(op.output)
+                    geometry = np.asarray([shape, before, after], dtype="<i8").tobytes()
+                    steps.append((KIND_PAD, dict(a=src, b=dst, c=len(shape), p=[0],
+                                                 data=geometry)))  # fmt: skip
+                    continue
+                if isinstance(op, accel.ReshapeOp):  # a copy: a concatenation of one input
+                    count = int(np.prod(op.input.type.get_shape()))
+                    src = values[op.input]
+                    dst = new_value(op.output)
+                    steps.append((KIND_CONCAT, dict(a=dst, c=1, p=[1], data=np.asarray(
+                        [src, count], "<i8").tobytes())))  # fmt: skip
+                    continue
                 if isinstance(op, accel.HostPool2DOp):
                     n, cb, h, w, _, b = op.input.type.get_shape()
                     _, _, oh, ow, _, _ = op.output.type.get_shape()
@@ -514,6 +537,40 @@ def _replace_call(compiled: CompiledModel, module: ModuleOp, call: func.CallOp, 
     return dead
 
 
+def _reshape_to_tflite(op: q.ReshapeOp) -> list[Operation]:
+    """`q.reshape` (a RESHAPE the partitioner left on the CPU) as TFLite's RESHAPE with a
+    constant shape."""
+    from qaccel.dialects.tfl import ReshapeOp
+
+    shape = np.asarray(op.output.type.get_shape(), dtype="<i4")
+    stype = TensorType(IntegerType(32), [len(shape)])
+    const = ConstOp(DenseIntOrFPElementsAttr(stype, BytesAttr(shape.tobytes())), stype)
+    const.location = _name_loc(f"{location_name(op) or 'reshape'}/shape")
+    new = ReshapeOp.create(operands=[op.input, const.output], result_types=[op.output.type],
+                           properties=ReshapeOp.properties_from_options(
+                               {"new_shape": shape.tolist()}))  # fmt: skip
+    new.location = op.location
+    return [const, new]
+
+
+def _slice_to_tflite(op: q.SliceOp) -> list[Operation]:
+    """`q.slice` (a STRIDED_SLICE the partitioner left on the CPU) as TFLite's SLICE."""
+    from qaccel.dialects.tfl import SliceOp
+
+    name = location_name(op) or "slice"
+    consts = []
+    for what, values in (("begin", q.array_values(op.begin)), ("size", op.output.type.get_shape())):
+        arr = np.asarray(values, dtype="<i4")
+        stype = TensorType(IntegerType(32), [len(arr)])
+        const = ConstOp(DenseIntOrFPElementsAttr(stype, BytesAttr(arr.tobytes())), stype)
+        const.location = _name_loc(f"{name}/{what}")
+        consts.append(const)
+    new = SliceOp.create(operands=[op.input, *(c.output for c in consts)],
+                         result_types=[op.output.type], properties=SliceOp.properties_from_options({}))
+    new.location = op.location
+    return [*consts, new]
+
+
 def _pad_to_tflite(op: q.PadOp) -> list[Operation]:
     """`q.pad` (a PAD the partitioner left on the CPU) as TFLite's PAD (pad value = the output
     zero point) or PADV2 (another pad value)."""
@@ -597,8 +654,9 @@ def _aot_spec(compiled: CompiledModel, bytecodes: dict[str, bytes] | None):
                 if not d.results[0].uses:
                     d.detach()
                     d.erase()
-        elif isinstance(op, q.PadOp):
-            new = _pad_to_tflite(op)
+        elif isinstance(op, q.PadOp | q.ReshapeOp | q.SliceOp):
+            new = (_pad_to_tflite(op) if isinstance(op, q.PadOp) else _reshape_to_tflite(op)
+                   if isinstance(op, q.ReshapeOp) else _slice_to_tflite(op))  # fmt: skip
             entry.body.block.insert_ops_before(new, op)
             op.output.replace_all_uses_with(new[-1].results[0])
             op.detach()

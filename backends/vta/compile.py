@@ -187,6 +187,10 @@ def compile_module(
             reason = reasons.get(op, why.data if isinstance(why, StringAttr) else _NO_CODEGEN)
             if isinstance(op, accel.ConcatOp | accel.ConcatLanesOp):
                 reason = "a host step of the accelerator program (concatenation, a copy)"
+            if isinstance(op, accel.CropOp):
+                reason = "a host step of the accelerator program (a spatial crop: a copy)"
+            if isinstance(op, accel.ReshapeOp):
+                reason = "a host step of the accelerator program (a reshape: a copy)"
             if isinstance(op, accel.HostPool2DOp):
                 reason = ("a host step of the accelerator program (a pool the ALU cannot do "
                           "bit-exactly: padded taps, or a divisor not a power of two)")

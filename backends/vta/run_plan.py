@@ -21,7 +21,8 @@ A function is a register machine: `args` and `consts` fill registers, each step 
     ["layer", [], [], {"index"}]                            run a layer on the VTA machine
     ["read", [], [y] or [y, y32], {"offset", "nbytes", "dtype", "shape", "zp"}]   STEP_READ
     ["astype", "lane", "binary", "requantize", "pool", "reduce_sum", "pad", "clip",
-     "concat", "concat_lanes", "host_pool", "qpool"]        the other host ops (accel, q)
+     "concat", "concat_lanes", "host_pool", "reshape", "slice",
+     "qpool"]                                               the other host ops (accel, q)
     ["qadd_sub" | "qmul" | "qmean", in, [y], {kwargs}]     q.add/sub, q.mul, q.mean (qhost)
     ["dense_zp" | "conv2d_zp", [x, w], [y], {"bias", ...}] a GEMM on the host (packed)
 
@@ -325,6 +326,11 @@ def _run_host_op(kind: str, p: dict, xs: list):
         return np.clip(x, p["min"], p["max"]).astype(x.dtype)
     if kind == "concat":
         return np.concatenate(xs, axis=p["axis"])
+    if kind == "slice":
+        box = tuple(slice(b, b + n) for b, n in zip(p["begin"], p["shape"]))
+        return np.ascontiguousarray(x[box])
+    if kind == "reshape":
+        return np.reshape(x, p["shape"])
     if kind == "host_pool":
         from qaccel.kernels import packed
 

@@ -239,6 +239,32 @@ def _pool_padding(m: Match) -> str | None:
     return None
 
 
+@check("reshape-view")
+def _reshape_view(m: Match) -> str | None:
+    op = m.ops[0]
+    a, b = shape_of(op.operands[0]), shape_of(op.results[0])
+    if len(a) < 2 or len(b) < 2 or (a[0], a[-1]) != (b[0], b[-1]):
+        return (
+            f"reshapes {list(a)} to {list(b)}: only the dimensions between batch and channels "
+            "may change, or lanes would move"
+        )
+    return None
+
+
+@check("slice-axes")
+def _slice_axes(m: Match) -> str | None:
+    op = m.ops[0]
+    a, b = shape_of(op.operands[0]), shape_of(op.results[0])
+    begin = _ints(op, "begin")
+    last = len(a) - 1
+    if len(a) < 3 or any(begin[d] or a[d] != b[d] for d in (0, last)):
+        return (
+            f"slices {list(b)} at {list(begin)} out of {list(a)}: only the dimensions between "
+            "batch and channels can be cropped, or lanes would move"
+        )
+    return None
+
+
 @check("reduce-axes")
 def _mean_axes(m: Match) -> str | None:
     op = m.ops[0]
@@ -317,6 +343,14 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
                 "program (a copy per input; channel counts that do not fill whole 16-lane "
                 "blocks, e.g. 24+8, move lanes), so the partition is not split"),
     Pattern("relu", "q.relu", (_int8_operands, _alu_ops), doc="clamp, ALU MAX and MIN"),
+    Pattern("slice", "q.slice", (_int8_operands, _slice_axes),
+            doc="a spatial crop (Cropping2D) keeps batch, channel blocks and lanes: a copy "
+                "step of the accelerator program inside the partition; slices of batch or "
+                "channels stay on the CPU"),
+    Pattern("reshape", "q.reshape", (_int8_operands, _reshape_view),
+            doc="a reshape that keeps batch and channels (e.g. Flatten after a global pool) "
+                "is the same packed bytes: a copy step of the accelerator program inside the "
+                "partition; other reshapes move lanes and stay on the CPU"),
 )  # fmt: skip
 
 

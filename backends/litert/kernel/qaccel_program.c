@@ -318,7 +318,9 @@ static int pad(const Program *p, const uint8_t *s, const Value *in, Value *out) 
     shape[d] = i64(p->base + at + 8 * d);
     before[d] = i64(p->base + at + 8 * (rank + d));
     int64_t after = i64(p->base + at + 8 * (2 * rank + d));
-    if (before[d] < 0 || after < 0 || before[d] > (1 << 24) || after > (1 << 24) || !times(&n_in, shape[d]) ||
+    /* negative widths crop (accel.crop); every output dimension keeps at least one element */
+    if (before[d] < -(1 << 24) || after < -(1 << 24) || before[d] > (1 << 24) || after > (1 << 24) ||
+        shape[d] < 0 || shape[d] > (1 << 30) || shape[d] + before[d] + after < 1 || !times(&n_in, shape[d]) ||
         !times(&n_out, oshape[d] = shape[d] + before[d] + after))
       return qaccel_fail("QACCEL_VTA: a host padding step is malformed (corrupt program)");
   }

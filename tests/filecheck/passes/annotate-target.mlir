@@ -218,6 +218,37 @@ func.func @host_pools(%x: tensor<1x4x4x16xi8>) -> (tensor<1x2x2x16xi8>, tensor<1
 
 // -----
 
+// A reshape keeping batch and channels (Flatten after a global pool) is the same packed bytes;
+// one that folds pixels into channels would move lanes.
+// CHECK-LABEL: func.func @reshapes
+// CHECK:       %v = q.reshape {{.*}}qaccel.pattern = "reshape"
+// CHECK:       %l = q.reshape
+// CHECK-NOT:   qaccel
+// CHECK:       func.return
+func.func @reshapes(%x: tensor<1x1x1x16xi8>, %y: tensor<1x2x2x16xi8>) -> (tensor<1x16xi8>, tensor<1x64xi8>) {
+  %v = q.reshape %x : (tensor<1x1x1x16xi8>) -> tensor<1x16xi8>
+  // WHY: vta: kept on CPU: q.reshape %l: pattern reshape refused: reshapes [1, 2, 2, 16] to [1, 64]: only the dimensions between batch and channels may change, or lanes would move [reshape-view]
+  %l = q.reshape %y : (tensor<1x2x2x16xi8>) -> tensor<1x64xi8>
+  func.return %v, %l : tensor<1x16xi8>, tensor<1x64xi8>
+}
+
+// -----
+
+// A spatial crop keeps batch, channel blocks and lanes; a channel slice would move lanes.
+// CHECK-LABEL: func.func @slices
+// CHECK:       %c = q.slice {{.*}}qaccel.pattern = "slice"
+// CHECK:       %k = q.slice
+// CHECK-NOT:   qaccel
+// CHECK:       func.return
+func.func @slices(%x: tensor<1x4x4x16xi8>) -> (tensor<1x3x3x16xi8>, tensor<1x4x4x8xi8>) {
+  %c = q.slice %x {begin = array<i64: 0, 1, 1, 0>} : (tensor<1x4x4x16xi8>) -> tensor<1x3x3x16xi8>
+  // WHY: vta: kept on CPU: q.slice %k: pattern slice refused: slices [1, 4, 4, 8] at [0, 0, 0, 8] out of [1, 4, 4, 16]: only the dimensions between batch and channels can be cropped, or lanes would move [slice-axes]
+  %k = q.slice %x {begin = array<i64: 0, 0, 0, 8>} : (tensor<1x4x4x16xi8>) -> tensor<1x4x4x8xi8>
+  func.return %c, %k : tensor<1x3x3x16xi8>, tensor<1x4x4x8xi8>
+}
+
+// -----
+
 // A run-time per-channel operand of lower rank would need a reshape before the ALU repeats it
 // (a constant one is written as the row itself).
 // CHECK-LABEL: func.func @refused_lower_rank_operand

@@ -401,6 +401,40 @@ func.func private @vta_fn_0(%x: tensor<1x4x4x8x!q>) -> tensor<1x1x1x8x!q> attrib
 
 // -----
 
+// Flatten after a global pool keeps batch and channels: accel.reshape, the same packed bytes.
+// CHECK-LABEL: func.func @flatten
+// CHECK:         func.func private @vta_fn_0
+// CHECK-NEXT:      %r = accel.reshape %x : tensor<1x2x1x1x1x4x{{.*}}> -> tensor<1x2x1x4x{{.*}}>
+// CHECK-NEXT:      func.return %r
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @flatten(%x: tensor<1x1x1x8x!q>) -> tensor<1x8x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<1x1x1x8x!q>) -> tensor<1x8x!q>
+  func.return %z : tensor<1x8x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x1x1x8x!q>) -> tensor<1x8x!q> attributes {qaccel.target = "vta"} {
+  %r = q.reshape %x : (tensor<1x1x1x8x!q>) -> tensor<1x8x!q>
+  func.return %r : tensor<1x8x!q>
+}
+
+// -----
+
+// Cropping2D keeps batch and channels: accel.crop of the spatial dimensions.
+// CHECK-LABEL: func.func @crop
+// CHECK:         func.func private @vta_fn_0
+// CHECK-NEXT:      %c = accel.crop %x offsets = [1, 0] : tensor<1x2x4x4x1x4x{{.*}}> -> tensor<1x2x3x3x1x4x{{.*}}>
+// CHECK-NEXT:      func.return %c
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @crop(%x: tensor<1x4x4x8x!q>) -> tensor<1x3x3x8x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<1x4x4x8x!q>) -> tensor<1x3x3x8x!q>
+  func.return %z : tensor<1x3x3x8x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x4x4x8x!q>) -> tensor<1x3x3x8x!q> attributes {qaccel.target = "vta"} {
+  %c = q.slice %x {begin = array<i64: 0, 1, 0, 0>} : (tensor<1x4x4x8x!q>) -> tensor<1x3x3x8x!q>
+  func.return %c : tensor<1x3x3x8x!q>
+}
+
+// -----
+
 // A grouped convolution (2 groups of 8 channels) keeps its groups on blocks (B = 4: two blocks
 // per group); a depthwise convolution with depth multiplier 2 whose blocks align with one
 // input block per two output blocks.

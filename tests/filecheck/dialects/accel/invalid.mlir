@@ -303,3 +303,19 @@ func.func @host_pool_wide(%x: tensor<1x1x4x4x1x4xi32>) -> tensor<1x1x2x2x1x4xi32
   func.return %y : tensor<1x1x2x2x1x4xi32>
 }
 // CHECK: accel.host_pool2d: the input must hold 8-bit integers, got i32
+
+// -----
+
+func.func @reshape_moves_lanes(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x1x8x4x1x4xi8> {
+  %y = accel.reshape %x : tensor<1x2x4x4x1x4xi8> -> tensor<1x1x8x4x1x4xi8>
+  func.return %y : tensor<1x1x8x4x1x4xi8>
+}
+// CHECK: accel.reshape: [1, 2, 4, 4, 1, 4] -> [1, 1, 8, 4, 1, 4] must keep the batch, the channel blocks, the lanes and the number of elements (nothing moves)
+
+// -----
+
+func.func @crop_outside(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x2x3x3x1x4xi8> {
+  %y = accel.crop %x offsets = [2, 0] : tensor<1x2x4x4x1x4xi8> -> tensor<1x2x3x3x1x4xi8>
+  func.return %y : tensor<1x2x3x3x1x4xi8>
+}
+// CHECK: accel.crop: a [1, 2, 3, 3, 1, 4] box at spatial offsets [2, 0] does not lie inside [1, 2, 4, 4, 1, 4] with its batch, channel blocks and lanes

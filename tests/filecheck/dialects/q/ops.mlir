@@ -35,5 +35,9 @@ func.func @all_ops(%x: tensor<1x4x4x2x!q>, %w: tensor<2x1x1x2xi8>, %dw: tensor<1
   %13 = q.pad %11 {padding = array<i64: 0, 0, 1, 1, 1, 1, 0, 0>, pad_value = -1 : i32} : (tensor<1x4x4x2x!q>) -> tensor<1x6x6x2x!q>
   // CHECK: q.concat %11, %x {axis = 3 : i32}
   %14 = q.concat %11, %x {axis = 3 : i32} : (tensor<1x4x4x2x!q>, tensor<1x4x4x2x!q>) -> tensor<1x4x4x4x!q>
+  // CHECK: q.reshape %11 : (tensor<1x4x4x2x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x32x!quant.uniform<i8:f32, 0.5:-1>>
+  %15 = q.reshape %11 : (tensor<1x4x4x2x!q>) -> tensor<1x32x!q>
+  // CHECK: q.slice %11 {begin = array<i64: 0, 1, 1, 0>} : (tensor<1x4x4x2x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x3x3x2x!quant.uniform<i8:f32, 0.5:-1>>
+  %16 = q.slice %11 {begin = array<i64: 0, 1, 1, 0>} : (tensor<1x4x4x2x!q>) -> tensor<1x3x3x2x!q>
   func.return %11 : tensor<1x4x4x2x!q>
 }
