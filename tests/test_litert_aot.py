@@ -749,8 +749,8 @@ def test_litert_analyzer_opens_the_aot_model(small_cnn):
     code = ("from ai_edge_litert import _pywrap_analyzer_wrapper as a\n"
             f"print(a.ModelAnalyzer({str(small_cnn / aot.AOT_FILE)!r}, True, False))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
-    assert "Op#0 QACCEL_VTA(T#0, T#2) -> [T#3]" in out
-    assert "T#2(qaccel_program_vta_fn_0) shape:[79232], type:UINT8" in out
+    assert "Op#0 QACCEL_VTA(T#0, T#1) -> [T#2]" in out
+    assert "T#1(qaccel_program_vta_fn_0) shape:[79232], type:UINT8" in out
 
 
 def test_aot_model_reimports_with_opaque_custom_ops_on_the_cpu(small_cnn, tmp_path, capsys):
@@ -778,7 +778,7 @@ def test_dispatch_model_interop(small_cnn, tmp_path, capsys):
             f"print(a.ModelAnalyzer({str(model)!r}, True, False))\n")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert "Encountered unresolved custom op: DISPATCH_OP." in out
-    assert "Op#0 DISPATCH_OP(T#0) -> [T#2]" in out and "Op#2 DISPATCH_OP(T#3) -> [T#4]" in out
+    assert "Op#0 DISPATCH_OP(T#0) -> [T#1]" in out and "Op#2 DISPATCH_OP(T#3) -> [T#4]" in out
     from qaccel.tools.qaccel_opt import main
 
     out_file = tmp_path / "out.mlir"

@@ -281,8 +281,22 @@ def program_blob(
             steps.append((KIND_READ, dict(a=v, b=mode, p=[lay.offset or 0],
                                           offset=slot.offset, nbytes=slot.nbytes)))  # fmt: skip
         else:
-            for i in plan.segments[arg]:
-                op = ops[i]
+            segment = []
+            for i in plan.segments[arg]:  # a layer left on the host runs its body
+                if isinstance(ops[i], accel.LayerOp):
+                    segment += [(i, inner) for inner in ops[i].body_ops()]
+                    segment.append((i, ops[i]))
+                else:
+                    segment.append((i, ops[i]))
+            for i, op in segment:
+                if isinstance(op, accel.LayerOp):  # its results are its yielded values
+                    yielded = op.body.block.last_op.operands  # type: ignore[union-attr]
+                    for r, v in zip(op.results, yielded, strict=True):
+                        if r.type != v.type:
+                            raise AotError(f"{name}: accel.layer (#{i}) yields {v.type} as "
+                                           f"{r.type}")  # fmt: skip
+                        values[r] = values[v]
+                    continue
                 if isinstance(op, accel.PadOp):
                     shape = list(op.input.type.get_shape())
                     spatial = [int(v) for v in op.array_prop("padding")]
