@@ -1168,6 +1168,200 @@ class ConcatOp(_ComputeOp):
             )
 
 
+@irdl_op_definition
+class ReshapeOp(_ComputeOp):
+    """The same packed bytes under other spatial dimensions: batch, channel blocks and lanes
+    stay, so nothing moves (e.g. Keras' Flatten of a `[N, 1, 1, C]` pooled tensor to
+    `[N, C]`). The accelerator function keeps it as a host step of its program (a copy)."""
+
+    name = "accel.reshape"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType):
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type])
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, "any")
+        out = _check_packed(self, "the result", self.output.type, "any")
+        if self.input.type.element_type != self.output.type.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        if (shape[0], shape[1], shape[-1]) != (out[0], out[1], out[-1]) or int(
+            np.prod(shape)
+        ) != int(np.prod(out)):  # fmt: skip
+            raise VerifyException(
+                f"{self.name}: {list(shape)} -> {list(out)} must keep the batch, the channel "
+                "blocks, the lanes and the number of elements (nothing moves)"
+            )
+
+
+@irdl_op_definition
+class CropOp(_ComputeOp):
+    """The spatial box of the result's shape starting at `offsets` (one per spatial dimension,
+    2 .. rank-3) of a packed activation; batch, channel blocks and lanes stay (Keras'
+    Cropping2D). The accelerator function keeps it as a host step of its program (a copy: a
+    padding by negative widths)."""
+
+    name = "accel.crop"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    offsets = prop_def(DenseArrayBase[I64])
+    assembly_format = (
+        "$input `offsets` `=` $offsets attr-dict `:` type($input) `->` type($output)"
+    )
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType,
+                 offsets: Sequence[int]):  # fmt: skip
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type],
+                         properties={"offsets": i64_array(offsets)})  # fmt: skip
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, "narrow")
+        out = _check_packed(self, "the result", self.output.type, "narrow")
+        if self.input.type.element_type != self.output.type.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        offsets = self.array_prop("offsets").tolist()
+        spatial = list(range(2, len(shape) - 2))
+        if (len(out) != len(shape) or len(offsets) != len(spatial)
+                or any(out[d] != shape[d] for d in (0, 1, len(shape) - 2, len(shape) - 1))
+                or any(o < 0 or out[d] < 1 or o + out[d] > shape[d]
+                       for o, d in zip(offsets, spatial))):  # fmt: skip
+            raise VerifyException(
+                f"{self.name}: a {list(out)} box at spatial offsets {offsets} does not lie "
+                f"inside {list(shape)} with its batch, channel blocks and lanes"
+            )
+
+
+HOST_POOL_KINDS = ("max", "avg")
+
+
+@irdl_op_definition
+class HostPool2DOp(_ComputeOp):
+    """TFLite's int8 max or average pool on a packed activation, lane by lane, as an exact host
+    step of the accelerator program: what the ALU trees cannot do bit-exactly (padded windows
+    whose padded taps must not count, averages over a number of taps that is not a power of
+    two, e.g. 3x3 or 25x5). `padding` is (top, bottom, left, right); taps in the padding are
+    skipped (max) or not counted (average: sum of the raw int8 values over the in-image taps,
+    divided rounding half away from zero as the reference kernel does); then the clamp
+    `[min, max]`."""
+
+    name = "accel.host_pool2d"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    kind = prop_def(StringAttr)
+    window = prop_def(DenseArrayBase[I64])
+    strides = prop_def(DenseArrayBase[I64])
+    padding = prop_def(DenseArrayBase[I64])
+    min = prop_def(IntegerAttr[I32])
+    max = prop_def(IntegerAttr[I32])
+    assembly_format = (
+        "$input $kind `window` `=` $window `strides` `=` $strides `padding` `=` $padding "
+        "`clamp` `(` $min `,` $max `)` attr-dict `:` type($input) `->` type($output)"
+    )
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType, kind: str,
+                 window: Sequence[int], strides: Sequence[int], padding: Sequence[int],
+                 lo: int, hi: int):  # fmt: skip
+        super().__init__(
+            operands=[SSAValue.get(value)],
+            result_types=[result_type],
+            properties={"kind": StringAttr(kind), "window": i64_array(window),
+                        "strides": i64_array(strides), "padding": i64_array(padding),
+                        "min": IntegerAttr(int(lo), i32), "max": IntegerAttr(int(hi), i32)},
+        )  # fmt: skip
+
+    def verify_(self) -> None:
+        n, cb, h, w, _, block = _check_packed(self, "the input", self.input.type, 8)
+        out = _check_packed(self, "the result", self.output.type, 8)
+        if self.kind.data not in HOST_POOL_KINDS:
+            raise VerifyException(f"{self.name}: kind {self.kind.data!r} is not max or avg")
+        window, strides = self.array_prop("window"), self.array_prop("strides")
+        padding = self.array_prop("padding")
+        if len(window) != 2 or len(strides) != 2 or np.any(window < 1) or np.any(strides < 1):
+            raise VerifyException(
+                f"{self.name}: window and strides need 2 positive values each, got "
+                f"{window.tolist()} and {strides.tolist()}"
+            )
+        if len(padding) != 4 or np.any(padding < 0) or np.any(padding[0:2] >= window[0]) or (
+            np.any(padding[2:4] >= window[1])
+        ):  # fmt: skip
+            raise VerifyException(
+                f"{self.name}: padding needs 4 values (top, bottom, left, right), each smaller "
+                f"than the window (no window entirely in the padding), got {padding.tolist()}"
+            )
+        lo, hi = self.int_prop("min"), self.int_prop("max")
+        if not -128 <= lo <= hi <= 127:
+            raise VerifyException(f"{self.name}: clamp [{lo}, {hi}] is not an int8 range")
+        expected = (
+            n, cb,
+            _window_extent(h, int(padding[0] + padding[1]), int(window[0]), int(strides[0]), 1),
+            _window_extent(w, int(padding[2] + padding[3]), int(window[1]), int(strides[1]), 1),
+            1, block,
+        )  # fmt: skip
+        if out != expected:
+            raise VerifyException(
+                f"{self.name}: the result must be {list(expected)}, got {list(out)}"
+            )
+
+
+@irdl_op_definition
+class ConcatLanesOp(_ComputeOp):
+    """Concatenation along the channels of packed tensors whose inputs do not all fill whole
+    channel blocks (e.g. 24 + 8 channels with 16 lanes): `channels` holds each input's real
+    channel count, and channel `c` of input `i` moves to channel `c + sum(channels[:i])` of
+    the result, so lanes move. The accelerator function keeps it as an exact host step of its
+    program (a copy per channel run); the result's padding lanes are zero."""
+
+    name = "accel.concat_lanes"
+    inputs = var_operand_def(TensorType)
+    output = result_def(TensorType)
+    channels = prop_def(DenseArrayBase[I64])
+    assembly_format = (
+        "$inputs `channels` `=` $channels attr-dict `:` type($inputs) `->` type($output)"
+    )
+
+    def __init__(self, values: Sequence[SSAValue | Operation], result_type: TensorType,
+                 channels: Sequence[int]):  # fmt: skip
+        super().__init__(
+            operands=[[SSAValue.get(v) for v in values]],
+            result_types=[result_type],
+            properties={"channels": i64_array(channels)},
+        )
+
+    def verify_(self) -> None:
+        out = _check_packed(self, "the result", self.output.type, "narrow")
+        channels = self.array_prop("channels")
+        if not self.inputs or len(channels) != len(self.inputs):
+            raise VerifyException(
+                f"{self.name}: needs one channel count per input ({len(self.inputs)} inputs, "
+                f"{len(channels)} counts)"
+            )
+        block = out[-1]
+        for i, (v, c) in enumerate(zip(self.inputs, channels, strict=True)):
+            shape = _check_packed(self, f"input {i}", v.type, "narrow")
+            if storage_width(v.type) != storage_width(self.output.type) or len(shape) != len(out):
+                raise VerifyException(
+                    f"{self.name}: input {i} has type {v.type}, not matching the result's"
+                )
+            if any(s != o for d, (s, o) in enumerate(zip(shape, out)) if d != 1):
+                raise VerifyException(
+                    f"{self.name}: input {i} {list(shape)} differs from the result {list(out)} "
+                    "outside the channel blocks"
+                )
+            if c <= 0 or -(-int(c) // block) != shape[1]:
+                raise VerifyException(
+                    f"{self.name}: input {i} has {shape[1]} channel blocks of {block}, which "
+                    f"cannot hold {int(c)} channels"
+                )
+        total = int(channels.sum())
+        if -(-total // block) != out[1]:
+            raise VerifyException(
+                f"{self.name}: {total} channels need {-(-total // block)} blocks of {block}, "
+                f"the result has {out[1]}"
+            )
+
+
 # --------------------------------------------------------------------------------------------
 # Accelerator layers and their schedules (`form-vta-layers`, `schedule-vta`)
 
@@ -1408,7 +1602,7 @@ class LayerOp(AccelOp):
 COMPUTE_OPS: tuple[type[AccelOp], ...] = (
     Conv2DZpOp, DenseZpOp, BiasAddZpOp, ShiftLeftOp, RoundMultiplyOp, RoundRShiftOp, AddOp,
     MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, LutOp, MaxPool2DOp, SumPool2DOp,
-    ReduceSumOp, PadOp, ConcatOp,
+    ReduceSumOp, PadOp, ConcatOp, ConcatLanesOp, HostPool2DOp, ReshapeOp, CropOp,
 )  # fmt: skip
 """The ops `lower-q-to-accel` produces: what the accelerator computes on packed tensors."""
 

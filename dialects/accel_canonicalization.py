@@ -128,16 +128,18 @@ def _range_of(op: Operation, rng: Callable[[SSAValue], tuple[int, int]]) -> tupl
         else:
             n = int(np.prod(op.input.type.get_shape())) // int(np.prod(op.output.type.get_shape()))
         return (n * lo, n * hi) if _fits(n * lo, n * hi) else None
-    if isinstance(op, accel.HostRequantizeOp):
+    if isinstance(op, accel.HostRequantizeOp | accel.HostPool2DOp):
         return op.int_prop("min"), op.int_prop("max")
     if isinstance(op, accel.LutOp):
         table = op.array_prop("table")
         return int(table.min()), int(table.max())
+    if isinstance(op, accel.ReshapeOp | accel.CropOp):
+        return rng(op.input)
     if isinstance(op, accel.PadOp):
         lo, hi = rng(op.input)
         pad = op.pad_value.value.data
         return min(lo, pad), max(hi, pad)
-    if isinstance(op, accel.ConcatOp):
+    if isinstance(op, accel.ConcatOp | accel.ConcatLanesOp):
         ranges = [rng(v) for v in op.inputs]
         return min(r[0] for r in ranges), max(r[1] for r in ranges)
     return None

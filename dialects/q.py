@@ -446,9 +446,56 @@ class ConcatOp(QOp):
     axis = prop_def(IntegerAttr[I32])
 
 
+@irdl_op_definition
+class ReshapeOp(QOp):
+    """Reshape to the result's static shape, one quantization: the elements keep their order
+    (a RESHAPE whose shape operand, constant or computed, the static types already fix)."""
+
+    name = "q.reshape"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+
+    def verify_(self) -> None:
+        a, b = self.input.type, self.output.type
+        if a.element_type != b.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        shapes = (tuple(a.get_shape()), tuple(b.get_shape()))
+        if any(d < 0 for s in shapes for d in s) or int(np.prod(shapes[0])) != int(
+            np.prod(shapes[1])
+        ):  # fmt: skip
+            raise VerifyException(
+                f"{self.name}: {list(shapes[0])} and {list(shapes[1])} must be static shapes "
+                "of the same number of elements"
+            )
+
+
+@irdl_op_definition
+class SliceOp(QOp):
+    """The box of the result's shape starting at `begin` (one quantization; a STRIDED_SLICE
+    with unit strides that keeps every dimension, e.g. Keras' Cropping2D)."""
+
+    name = "q.slice"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    begin = prop_def(DenseArrayBase)
+
+    def verify_(self) -> None:
+        a, b = self.input.type, self.output.type
+        if a.element_type != b.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        shape, out = list(a.get_shape()), list(b.get_shape())
+        begin = self.array_prop("begin").tolist()
+        if len(begin) != len(shape) or len(out) != len(shape) or any(
+            s < 0 or o < 1 or g < 0 or g + o > s for s, o, g in zip(shape, out, begin)
+        ):  # fmt: skip
+            raise VerifyException(
+                f"{self.name}: a {out} box at {begin} does not lie inside {shape}"
+            )
+
+
 Q_OPS = (
     Conv2DOp, DepthwiseConv2DOp, DenseOp, BiasAddOp, RequantizeOp, ReluOp, LutOp, AddOp, SubOp,
-    MulOp, AvgPool2DOp, MaxPool2DOp, MeanOp, PadOp, ConcatOp,
+    MulOp, AvgPool2DOp, MaxPool2DOp, MeanOp, PadOp, ConcatOp, ReshapeOp, SliceOp,
 )  # fmt: skip
 
 Q = Dialect("q", list(Q_OPS), [])

@@ -247,6 +247,28 @@ class AccelComputeFunctions(InterpreterFunctions):
     def run_concat(self, interpreter: Interpreter, op: accel.ConcatOp, args):
         return (np.concatenate(args, axis=op.int_prop("axis")),)
 
+    @impl(accel.CropOp)
+    def run_crop(self, interpreter: Interpreter, op: accel.CropOp, args):
+        out = op.output.type.get_shape()
+        box = [slice(None)] * 2 + [slice(o, o + out[2 + k])
+                                   for k, o in enumerate(op.array_prop("offsets"))]
+        return (np.ascontiguousarray(args[0][tuple(box)]),)
+
+    @impl(accel.ReshapeOp)
+    def run_reshape(self, interpreter: Interpreter, op: accel.ReshapeOp, args):
+        return (np.reshape(args[0], tuple(op.output.type.get_shape())),)
+
+    @impl(accel.HostPool2DOp)
+    def run_host_pool(self, interpreter: Interpreter, op: accel.HostPool2DOp, args):
+        return (packed.host_pool2d(args[0], op.kind.data, op.array_prop("window"),
+                                   op.array_prop("strides"), op.array_prop("padding"),
+                                   op.int_prop("min"), op.int_prop("max"),
+                                   op.output.type.get_shape()),)  # fmt: skip
+
+    @impl(accel.ConcatLanesOp)
+    def run_concat_lanes(self, interpreter: Interpreter, op: accel.ConcatLanesOp, args):
+        return (packed.concat_lanes(args, op.array_prop("channels")),)
+
     @impl(accel.LayerOp)
     def run_layer(self, interpreter: Interpreter, op: accel.LayerOp, args):
         """A formed layer computes what its body's ops compute (the schedule says how the

@@ -217,6 +217,16 @@ class QFunctions(InterpreterFunctions):
     def run_pad(self, interpreter: Interpreter, op: q.PadOp, args: tuple[Any, ...]):
         return (pad(op, *args),)
 
+    @impl(q.SliceOp)
+    def run_slice(self, interpreter: Interpreter, op: q.SliceOp, args: tuple[Any, ...]):
+        begin = [int(b) for b in op.array_prop("begin")]
+        box = tuple(slice(b, b + n) for b, n in zip(begin, op.output.type.get_shape()))
+        return (np.ascontiguousarray(args[0][box]),)
+
+    @impl(q.ReshapeOp)
+    def run_reshape(self, interpreter: Interpreter, op: q.ReshapeOp, args: tuple[Any, ...]):
+        return (np.reshape(args[0], tuple(op.output.type.get_shape())),)
+
     @impl(q.ConcatOp)
     def run_concat(self, interpreter: Interpreter, op: q.ConcatOp, args: tuple[Any, ...]):
         return (np.concatenate(args, axis=op.int_prop("axis")),)

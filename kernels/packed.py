@@ -41,6 +41,40 @@ def window_pool(x: np.ndarray, window, strides, out_hw, kind: str) -> np.ndarray
     return ar.wrap_int32(out).astype(np.int32)
 
 
+def host_pool2d(x: np.ndarray, kind: str, window, strides, padding, lo: int, hi: int,
+                out_shape) -> np.ndarray:  # fmt: skip
+    """`accel.host_pool2d`: TFLite's int8 pool (`qhost.pool2d`) on a packed
+    `[N, C/B, H, W, 1, B]` tensor, every lane a channel of a batch of N*C/B images."""
+    from qaccel.kernels import qhost
+
+    n, cb, h, w, _, block = x.shape
+    _, _, oh, ow, _, _ = out_shape
+    images = x.reshape(n * cb, h, w, block)
+    y = qhost.pool2d(images, kind=kind, filter=[int(v) for v in window],
+                     strides=[int(v) for v in strides], top=int(padding[0]),
+                     left=int(padding[2]), shape=[n * cb, oh, ow, block], lo=lo, hi=hi,
+                     dtype=x.dtype)  # fmt: skip
+    return y.reshape(tuple(out_shape))
+
+
+def concat_lanes(xs, channels) -> np.ndarray:
+    """Channel concatenation of packed `[N, C/B, ..., 1, B]` tensors holding `channels[i]`
+    real channels each (`accel.concat_lanes`): lanes move; the result's padding lanes are 0."""
+    first = xs[0]
+    n, block, middle = first.shape[0], first.shape[-1], first.shape[2:-2]
+    total = int(sum(int(c) for c in channels))
+    flat = np.zeros((n, -(-total // block) * block, *middle), dtype=first.dtype)
+    at = 0
+    for x, c in zip(xs, channels, strict=True):
+        c = int(c)
+        # [N, Cb, ..., 1, B] -> [N, Cb*B, ...]: channel-major, then drop the padding lanes
+        plain = np.moveaxis(x[..., 0, :], -1, 2).reshape(n, -1, *middle)
+        flat[:, at : at + c] = plain[:, :c]
+        at += c
+    blocks = flat.reshape(n, -1, block, *middle)
+    return np.ascontiguousarray(np.moveaxis(blocks, 2, -1)[..., None, :])
+
+
 def to_nhwc(x: np.ndarray) -> np.ndarray:
     """`[N, C/B, H, W, 1, B]` -> `[N, H, W, C/B * B]` (all lanes, padded ones included)."""
     n, cb, h, w, _, b = x.shape

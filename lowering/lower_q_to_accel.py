@@ -68,9 +68,15 @@ change. Host functions keep their q ops. A conv group (canonicalized; the relu m
   each side a tensor, a per-channel or scalar constant (rescaled at compile time) or a
   per-channel tensor broadcast over pixels; `q.max_pool2d` (`accel.max_pool2d`),
   `q.avg_pool2d` with a power-of-two window (`accel.sum_pool2d` + `accel.round_rshift`:
-  TFLite's rounded division by `2^k` is RoundingDivideByPOT), both without padding; `q.mean`
+  TFLite's rounded division by `2^k` is RoundingDivideByPOT), both without padding; padded
+  pools and averages over other tap counts (3x3, 25x5) are `accel.host_pool2d`, an exact host
+  step of the accelerator program; `q.mean`
   over H and W (`accel.reduce_sum` + the requantization); `q.pad` of H and W (`accel.pad`);
-  `q.concat` (`accel.concat`; on channels when all but the last input fill whole blocks).
+  `q.concat` (`accel.concat`, by placement, along batch, spatial dimensions or whole
+  channel blocks; `q.reshape` that keeps batch and channels (`accel.reshape`: the same packed
+  bytes); `q.slice` of the spatial dimensions (`accel.crop`, a host step of the program);
+  `accel.concat_lanes` when channels are concatenated and an input but the
+  last does not fill whole blocks: lanes move, a host step of the accelerator program).
   int8 data reaches the ALU through `accel.widen` (LOAD ACC8).
 
 An accelerator function holding anything else (an op the target did not accept, a
@@ -612,13 +618,37 @@ class _FunctionLowering:
     def pool_result(self, op: q.QOp) -> TensorType:
         return self.packed_type(op.results[0].type, i32)
 
+    def on_the_host(self, op: q._PoolOp) -> bool:
+        """A pool the ALU trees cannot compute bit-exactly: padded taps (they must not count)
+        or an average over a number of taps that is not a power of two."""
+        kh, kw = (int(v) for v in op.array_prop("filter"))
+        n = kh * kw
+        return any(int(v) for v in op.array_prop("padding")) or (
+            isinstance(op, q.AvgPool2DOp) and bool(n & (n - 1))
+        )
+
+    def lower_host_pool(self, op: q._PoolOp) -> SSAValue:
+        """An exact host step of the accelerator program (`accel.host_pool2d`)."""
+        lo, hi = _storage_of(op.output.type)
+        if _storage_of(op.input.type) != (lo, hi) or (lo, hi) != (-128, 127):
+            raise LoweringError("a host pool takes and gives int8")
+        kind = "max" if isinstance(op, q.MaxPool2DOp) else "avg"
+        return self.emit(accel.HostPool2DOp(
+            self.packed_of(op.input), self.packed_type(op.output.type), kind,
+            [int(v) for v in op.array_prop("filter")], [int(v) for v in op.array_prop("strides")],
+            [int(v) for v in op.array_prop("padding")], lo, hi))  # fmt: skip
+
     def lower_max_pool(self, op: q.MaxPool2DOp) -> SSAValue:
+        if self.on_the_host(op):
+            return self.lower_host_pool(op)
         window, strides = self.window(op)
         v = self.int32(self.packed_of(op.input))
         v = self.emit(accel.MaxPool2DOp(v, self.pool_result(op), window, strides))
         return self.saturate(v, 0, op.output.type)
 
     def lower_avg_pool(self, op: q.AvgPool2DOp) -> SSAValue:
+        if self.on_the_host(op):
+            return self.lower_host_pool(op)
         window, strides = self.window(op)
         n = window[0] * window[1]
         if n & (n - 1):
@@ -675,15 +705,37 @@ class _FunctionLowering:
         spatial = [int(v) for v in widths[1:-1].reshape(-1)]
         return self.emit(accel.PadOp(x, self.packed_type(op.output.type), spatial, pad_value))
 
+    def lower_slice(self, op: q.SliceOp) -> SSAValue:
+        shape, out = op.input.type.get_shape(), op.output.type.get_shape()
+        begin = [int(b) for b in op.array_prop("begin")]
+        last = len(shape) - 1
+        if len(shape) < 3 or any(begin[d] or out[d] != shape[d] for d in (0, last)):
+            raise LoweringError(
+                f"slices {list(out)} at {begin} out of {list(shape)}: only the dimensions "
+                "between batch and channels can be cropped (anything else moves lanes)"
+            )
+        return self.emit(accel.CropOp(self.packed_of(op.input), self.packed_type(op.output.type),
+                                      begin[1:last]))  # fmt: skip
+
+    def lower_reshape(self, op: q.ReshapeOp) -> SSAValue:
+        a, b = op.input.type.get_shape(), op.output.type.get_shape()
+        if len(a) < 2 or len(b) < 2 or (a[0], a[-1]) != (b[0], b[-1]):
+            raise LoweringError(
+                f"reshapes {list(a)} to {list(b)}: only the dimensions between batch and "
+                "channels may change (anything else moves lanes)"
+            )
+        return self.emit(accel.ReshapeOp(self.packed_of(op.input), self.packed_type(op.output.type)))
+
     def lower_concat(self, op: q.ConcatOp) -> SSAValue:
         rank = len(op.output.type.get_shape())
         axis = op.int_prop("axis") % rank
         if axis == rank - 1:
             channels = [v.type.get_shape()[-1] for v in op.inputs]
             if any(c % self.block for c in channels[:-1]):
-                raise LoweringError(
-                    f"concatenates {'+'.join(map(str, channels))} channels: lanes cannot move, "
-                    f"so every input but the last needs a multiple of {self.block} channels"
+                # Lanes move: an exact host step of the function's program (no DRAM placement).
+                values = [self.packed_of(v) for v in op.inputs]
+                return self.emit(
+                    accel.ConcatLanesOp(values, self.packed_type(op.output.type), channels)
                 )
         packed_axis = 0 if axis == 0 else 1 if axis == rank - 1 else axis + 1
         values = [self.packed_of(v) for v in op.inputs]
@@ -868,14 +920,30 @@ class LowerConcat(_LowerQOp):
         self.lower(op, rewriter, _FunctionLowering.lower_concat)
 
 
+class LowerReshape(_LowerQOp):
+    """`q.reshape` keeping batch and channels -> `accel.reshape` (nothing moves)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.ReshapeOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, _FunctionLowering.lower_reshape)
+
+
+class LowerSlice(_LowerQOp):
+    """`q.slice` of the spatial dimensions -> `accel.crop`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.SliceOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, _FunctionLowering.lower_slice)
+
+
 PATTERNS: tuple[type[_LowerQOp], ...] = (
     LowerAccumulate, LowerBiasAdd, LowerRequantize, LowerRelu, LowerLut, LowerAddSub, LowerMul,
-    LowerPool, LowerMean, LowerPad, LowerConcat,
+    LowerPool, LowerMean, LowerPad, LowerConcat, LowerReshape, LowerSlice,
 )  # fmt: skip
 LOWERED_OPS: tuple[type[q.QOp], ...] = (
     q.Conv2DOp, q.DepthwiseConv2DOp, q.DenseOp, q.BiasAddOp, q.RequantizeOp, q.ReluOp, q.LutOp,
-    q.AddOp,
-    q.SubOp, q.MulOp, q.MaxPool2DOp, q.AvgPool2DOp, q.MeanOp, q.PadOp, q.ConcatOp,
+    q.AddOp, q.SubOp, q.MulOp, q.MaxPool2DOp, q.AvgPool2DOp, q.MeanOp, q.PadOp, q.ConcatOp,
+    q.ReshapeOp, q.SliceOp,
 )  # fmt: skip
 """The q ops the patterns lower (every other q op in an accelerator function is an error)."""
 

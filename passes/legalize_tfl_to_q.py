@@ -18,8 +18,11 @@ becomes
 (`q.relu` only when the activation range is narrower than int8's). FULLY_CONNECTED becomes
 `q.dense + q.bias_add + q.requantize (+ q.relu)` whose requantize keeps the reference kernel's
 double-precision scale. Also DEPTHWISE_CONV_2D, ADD, SUB, MUL, AVERAGE_POOL_2D, MAX_POOL_2D,
-MEAN (constant axes), PAD/PADV2 (constant paddings), CONCATENATION, and MAXIMUM/MINIMUM with a
-one-valued constant (a `q.relu` clamp).
+MEAN (constant axes), PAD/PADV2 (constant paddings), CONCATENATION, STRIDED_SLICE with constant
+bounds and unit strides (`q.slice`, the box it selects), RESHAPE between static
+shapes (`q.reshape`; a computed shape operand, e.g. Keras' Flatten's SHAPE, STRIDED_SLICE and
+PACK, is dropped with the ops that computed it), and MAXIMUM/MINIMUM with a one-valued constant
+(a `q.relu` clamp).
 
 Element-wise int8 -> int8 ops with one input (`TABLE_OPS`: standalone RELU/RELU6/RELU_N1_TO_1,
 LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, GELU, an int8 QUANTIZE, ...) see only 256 input values:
@@ -438,6 +441,80 @@ class LegalizeConcatenation(_Legalize):
         _replace_one(rewriter, op, new)
 
 
+_SHAPE_OPS = ("tfl.shape", "tfl.strided_slice", "tfl.pack", "tfl.const", "tfl.gather",
+              "tfl.reduce_prod", "tfl.concatenation", "tfl.cast")  # fmt: skip
+"""Ops that compute a RESHAPE's target shape (Keras' Flatten: SHAPE, STRIDED_SLICE, PACK)."""
+
+
+def _erase_dead_shape(rewriter: PatternRewriter, value: SSAValue | None) -> None:
+    """Erase the now unused integer ops that computed a reshape's shape operand (they would
+    otherwise keep reading the reshaped tensor, on the host)."""
+    work = [value.owner] if value is not None and isinstance(value.owner, Operation) else []
+    while work:
+        op = work.pop()
+        if op.name not in _SHAPE_OPS or any(r.uses for r in op.results) or op.parent is None:
+            continue
+        if any(_is_int8(v) for v in op.results):
+            continue
+        operands = [v.owner for v in op.operands if isinstance(v.owner, Operation)]
+        rewriter.erase(op)
+        work.extend(operands)
+
+
+class LegalizeReshape(_Legalize):
+    """An int8 RESHAPE between static shapes of one quantization is `q.reshape` (the target
+    moves no data for it when batch and channels stay); its shape operand, constant or
+    computed (Keras' Flatten), is dropped with the ops that computed it."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.ReshapeOp, rewriter: PatternRewriter):
+        x, t = op.input, op.output.type
+        if not (_is_int8(x) and _is_int8(op.output)) or x.type.element_type != t.element_type:
+            return
+        shapes = (tuple(x.type.get_shape()), tuple(t.get_shape()))
+        if any(d < 0 for s in shapes for d in s) or np.prod(shapes[0]) != np.prod(shapes[1]):
+            return
+        shape = op.shape
+        new = q.ReshapeOp.create(operands=[x], result_types=[t])
+        _replace_one(rewriter, op, new)
+        _erase_dead_shape(rewriter, shape)
+
+
+class LegalizeStridedSlice(_Legalize):
+    """An int8 STRIDED_SLICE with constant bounds, unit strides, one quantization and no axis
+    added or removed is `q.slice`, the box it selects (Keras' Cropping2D)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.StridedSliceOp, rewriter: PatternRewriter):
+        from qaccel.kernels.shape import strided_slice_plan
+
+        x, t = op.input, op.output.type
+        if not (_is_int8(x) and _is_int8(op.output)) or x.type.element_type != t.element_type:
+            return
+        bounds = [_const(v) for v in (op.begin, op.end, op.strides)]
+        shape, out = tuple(x.type.get_shape()), tuple(t.get_shape())
+        if any(b is None for b in bounds) or any(d < 0 for d in (*shape, *out)):
+            return
+        call = _static_call(op)
+        if call is None:
+            return
+        call.inputs = [None, *bounds]
+        try:
+            eff_shape, ranges, out_shape = strided_slice_plan(call, shape)
+        except (kernels.Refusal, kernels.KernelError):
+            return
+        if eff_shape != shape or out_shape != out or len(ranges) != len(shape):
+            return
+        begin = []
+        for r, n in zip(ranges, out, strict=True):
+            if len(r) != n or n < 1 or np.any(np.diff(r) != 1):
+                return
+            begin.append(int(r[0]))
+        new = q.SliceOp.create(operands=[x], result_types=[t],
+                               properties={"begin": q.i64_array(begin)})  # fmt: skip
+        _replace_one(rewriter, op, new)
+
+
 class LegalizeMaximumMinimum(_Legalize):
     """MAXIMUM / MINIMUM of an int8 tensor and a constant holding one value: a clamp
     (`q.relu`), when the result has the tensor's type. LiteRT compares the stored values
@@ -615,6 +692,8 @@ PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "pad": lambda: LegalizePad(tfl.PadOp),
     "padv2": lambda: LegalizePad(tfl.PadV2Op),
     "concatenation": LegalizeConcatenation,
+    "reshape": LegalizeReshape,
+    "strided_slice": LegalizeStridedSlice,
     "maximum": LegalizeMaximumMinimum,
     "minimum": LegalizeMaximumMinimum,
     "table": LegalizeTable,

@@ -218,7 +218,11 @@ def _built_model(kind: str) -> bytes:
     """Small models whose accelerator functions need the kernel's host steps: "cpu-pad" (a
     channel PAD left on the CPU: exported as TFLite PAD), "host-pad" (a spatial PAD after a
     conv: accel.pad inside the function), "host-concat" (accel.concat inside the function),
-    "host-lut" (a LOGISTIC between two convs: accel.lut inside the function)."""
+    "host-lut" (a LOGISTIC between two convs: accel.lut inside the function),
+    "host-concat-lanes" (24 + 11 channels: accel.concat_lanes inside the function),
+    "host-pool" (a 3x3 SAME average pool at stride 1 and a padded 2x2 max pool between
+    convolutions: accel.host_pool2d inside the function), "host-crop-flatten" (Cropping2D
+    before a convolution, a reshape of its pixels to one axis: accel.crop and accel.reshape)."""
     from qaccel.frontend.builder import (ModelBuilder, QParams, TensorSpec, bias_tensor,
                                          per_axis_qparams, random_weights)  # fmt: skip
 
@@ -228,11 +232,11 @@ def _built_model(kind: str) -> bytes:
     g = mb.subgraph("main")
     conv = {"padding": "VALID", "stride_w": 1, "stride_h": 1, "fused_activation_function": "RELU"}
 
-    def conv2d(x, cin, name, k=1, out_q=q):
-        wq = per_axis_qparams(rng, channels=16, axis=0)
-        w = g.const(f"{name}_w", random_weights(rng, (16, k, k, cin)), wq)
+    def conv2d(x, cin, name, k=1, out_q=q, cout=16):
+        wq = per_axis_qparams(rng, channels=cout, axis=0)
+        w = g.const(f"{name}_w", random_weights(rng, (cout, k, k, cin)), wq)
         b = g.add_tensor(bias_tensor(f"{name}_b", rng, q, wq))
-        return g.op("CONV_2D", [x, w, b], TensorSpec(name, (1, 8, 8, 16), np.int8, out_q),
+        return g.op("CONV_2D", [x, w, b], TensorSpec(name, (1, 8, 8, cout), np.int8, out_q),
                     conv)  # fmt: skip
 
     def pad(x, widths, shape, name, value=None):
@@ -258,6 +262,35 @@ def _built_model(kind: str) -> bytes:
         sig = g.op("LOGISTIC", [conv2d(x, 16, "c")],
                    TensorSpec("sig", (1, 8, 8, 16), np.int8, QParams.per_tensor(1 / 256, -128)))
         g.output(conv2d(sig, 16, "y", out_q=q_out))
+    elif kind == "host-pool":
+        def pool(op, x, k, s, shape, name):
+            return g.op(op, [x], TensorSpec(name, shape, np.int8, q),
+                        {"padding": "SAME", "stride_w": s, "stride_h": s, "filter_width": k,
+                         "filter_height": k, "fused_activation_function": "NONE"})  # fmt: skip
+
+        x = g.input("x", (1, 8, 8, 16), q=q)
+        a = pool("AVERAGE_POOL_2D", conv2d(x, 16, "a"), 3, 1, (1, 8, 8, 16), "avg")
+        m = pool("MAX_POOL_2D", conv2d(a, 16, "b"), 2, 3, (1, 3, 3, 16), "max")
+        g.output(g.op("CONV_2D", [m, g.const("y_w", random_weights(rng, (16, 1, 1, 16)),
+                                             per_axis_qparams(rng, channels=16, axis=0)),
+                                  g.add_tensor(bias_tensor("y_b", rng, q, per_axis_qparams(
+                                      rng, channels=16, axis=0)))],
+                      TensorSpec("y", (1, 3, 3, 16), np.int8, q_out), conv))  # fmt: skip
+    elif kind == "host-crop-flatten":
+        x = g.input("x", (1, 9, 9, 16), q=q)
+        bounds = [g.const(f"crop_{k}", np.array(v, np.int32))
+                  for k, v in (("b", [0, 1, 0, 0]), ("e", [0, 0, 8, 0]), ("s", [1, 1, 1, 1]))]
+        crop = g.op("STRIDED_SLICE", [x, *bounds], TensorSpec("crop", (1, 8, 8, 16), np.int8, q),
+                    {"begin_mask": 13, "end_mask": 11})  # fmt: skip
+        shape = g.const("flat_shape", np.array([1, 64, 16], np.int32))
+        g.output(g.op("RESHAPE", [conv2d(crop, 16, "a"), shape],
+                      TensorSpec("flat", (1, 64, 16), np.int8, q)))  # fmt: skip
+    elif kind == "host-concat-lanes":
+        x = g.input("x", (1, 8, 8, 16), q=q)
+        a, b = conv2d(x, 16, "a", cout=24), conv2d(x, 16, "b", cout=11)
+        cat = g.op("CONCATENATION", [a, b], TensorSpec("cat", (1, 8, 8, 35), np.int8, q),
+                   {"axis": 3})  # fmt: skip
+        g.output(conv2d(cat, 35, "y", out_q=q_out))
     else:
         x, x2 = g.input("x", (1, 8, 8, 16), q=q), g.input("x2", (1, 8, 8, 16), q=q)
         c = conv2d(pad(x2, [[0, 0], [1, 1], [1, 1], [0, 0]], (1, 10, 10, 16), "p"), 16, "c", k=3)
@@ -269,7 +302,9 @@ def _built_model(kind: str) -> bytes:
 
 @pytest.mark.parametrize(("kind", "needle"), [
     ("cpu-pad", "PAD"), ("cpu-padv2", "PADV2"), ("host-pad", "accel.pad"),
-    ("host-concat", "accel.concat"), ("host-lut", "accel.lut")])
+    ("host-concat", "accel.concat"), ("host-lut", "accel.lut"),
+    ("host-concat-lanes", "accel.concat_lanes"), ("host-pool", "accel.host_pool2d"),
+    ("host-crop-flatten", "accel.crop")])
 def test_kernel_host_steps_are_bit_exact(kind, needle, tmp_path, capsys):
     from qaccel.tools.qaccel_compile import run as compile_run
     from qaccel.tools.qaccel_run import run

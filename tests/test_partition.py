@@ -82,8 +82,9 @@ def test_explain_names_every_cpu_op(capsys):
     assert capsys.readouterr().err.splitlines() == [
         "vta: selected 23 of 25 ops (100.0% of MACs) into 2 partitions",
         (
-            'vta: kept on CPU: tfl.reshape "cnn_1/flatten_1/Reshape": no vta pattern for '
-            "tfl.reshape (the accelerator runs q ops only)"
+            'vta: kept on CPU: q.reshape "cnn_1/flatten_1/Reshape": pattern reshape refused: '
+            "reshapes [1, 4, 4, 32] to [1, 512]: only the dimensions between batch and channels "
+            "may change, or lanes would move [reshape-view]"
         ),
         (
             'vta: kept on CPU: tfl.softmax "StatefulPartitionedCall_1:0": no vta pattern for '

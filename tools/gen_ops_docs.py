@@ -41,6 +41,8 @@ LEGALIZED_TO: dict[str, str] = {
     "PAD": "q.pad",
     "PADV2": "q.pad",
     "CONCATENATION": "q.concat",
+    "RESHAPE": "q.reshape",
+    "STRIDED_SLICE": "q.slice",
     "MAXIMUM": "q.relu",  # with a one-value constant bound and the tensor's type: a clamp
     "MINIMUM": "q.relu",
     # TABLE_OPS: an int8 -> int8 element-wise op is its 256-entry table (`q.relu` when the
@@ -65,7 +67,7 @@ NOT_ON_THE_ACCELERATOR: dict[str, str] = {
     **dict.fromkeys(("SOFTMAX", "LOG_SOFTMAX", "EXP"),
                     "a nonlinear function (no ALU sequence computes it bit-exactly)"),
     **dict.fromkeys(("TRANSPOSE_CONV", "BATCH_MATMUL"), "no GEMM pattern for it yet"),
-    **dict.fromkeys(("RESHAPE", "SQUEEZE", "EXPAND_DIMS", "SHAPE"),
+    **dict.fromkeys(("SQUEEZE", "EXPAND_DIMS", "SHAPE"),
                     "no data moves: a view on the host"),
     "DEQUANTIZE": "changes the number format, at the borders",
 }  # fmt: skip

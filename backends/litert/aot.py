@@ -50,15 +50,16 @@ it was built for.
 Host ops inside an accelerator function run in the kernel: `accel.host_requantize` (LiteRT's
 double-precision FULLY_CONNECTED requantization) is plain IEEE double arithmetic, which C
 reproduces exactly, so the function is not split around it; the other host ops that layers
-leave behind (`accel.pad`, `accel.concat`, the lane and binary ops, widen/narrow,
-`accel.reduce_sum`, the table lookup `accel.lut`) are integer loops the kernel implements as
-the interpreter does
+leave behind (`accel.pad`, `accel.concat`, `accel.concat_lanes`, `accel.host_pool2d`, the
+lane and binary ops, widen/narrow, `accel.reduce_sum`, the table lookup `accel.lut`) are
+integer loops the kernel implements as the interpreter does
 (`interpreter/accel_semantics.py`). A function with any other host op (e.g. a GEMM op left on
 the host) is not exported (`AotError`, one line naming the op).
 
 Ops of the entry function other than the accelerator calls must be `tfl` ops, except `q.pad`
 (a PAD the partitioner kept on the CPU), written as TFLite PAD (PADV2 when its pad value is not
-the zero point).
+the zero point), `q.reshape`, written as RESHAPE with a constant shape, and `q.slice`, written
+as SLICE.
 
 Little-endian layout (offsets in bytes from the blob's start; every section 8-byte aligned):
 
@@ -77,14 +78,17 @@ Little-endian layout (offsets in bytes from the blob's start; every section 8-by
              value a (b = 1: int8 widened to int32 minus p[0]); REQUANT value a into b (c
              scales of f64 at offset; p: zero points in/out, clamp min/max, lanes C/B, inner
              elements, B); PAD value a into b (rank c, pad value p[0]; at offset i64 shape,
-             before, after, c each); CONCAT c values into a (p[0] outer elements; at
+             before, after, c each; negative widths crop); CONCAT c values into a (p[0] outer elements; at
              offset i64 (value, elements per outer index) for each input); LANE value a into
              b, operation c (OP_*: convert, or with p[0] per-lane int64 constants at offset,
              lane geometry p[1..3] as REQUANT's); BINARY value a with value p[0] into b,
              operation c (at offset i64 lhs shape, rhs shape (1 = broadcast), rank each);
              REDUCE value a into b summing the dimensions flagged 1 (rank c; at offset i64
-             shape, flags); LUT int8 value a into int8 b through the 256 int8 entries at
-             offset (b = table[a + 128])
+             shape, flags); CONCAT_LANES c values into a along the channels, lanes moving
+             (p[0] batch, p[1] middle elements, p[2] B; at offset i64 (value, channels) for
+             each input); POOL value a into b, c = 0 max or 1 average (p: images N*C/B,
+             H, W, B, OH, OW, KH, KW; at offset i64 strides h, w, top, left, min, max); LUT int8
+             value a into int8 b through the 256 int8 entries at offset (b = table[a + 128])
     layers   u64 words offset, instructions, uops offset, uops         (LAYER_BYTES each)
     data     DRAM image, instruction words, micro-ops, the host steps' constants
 """
@@ -148,7 +152,7 @@ CHECKSUM_AT = 184  # the header's last u64
 # io records' element types: TFLite's type codes (QACCEL_TYPE_* of qaccel_program.h)
 ELEMENT_TYPES = {np.dtype(np.int32): 2, np.dtype(np.uint8): 3, np.dtype(np.int8): 9}
 KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT, KIND_PAD, KIND_CONCAT = 1, 2, 3, 4, 5, 6
-KIND_LANE, KIND_BINARY, KIND_REDUCE, KIND_LUT = 7, 8, 9, 12
+KIND_LANE, KIND_BINARY, KIND_REDUCE, KIND_CONCAT_LANES, KIND_POOL, KIND_LUT = 7, 8, 9, 10, 11, 12
 # KIND_LANE / KIND_BINARY operations (the step's c)
 OP_CONVERT, OP_BIAS_ADD, OP_SHIFT_LEFT, OP_ROUND_MULTIPLY, OP_ROUND_RSHIFT = 0, 1, 2, 3, 4
 OP_ADD, OP_MUL, OP_MIN, OP_MAX = 5, 6, 7, 8
@@ -319,8 +323,22 @@ def program_blob(
             steps.append((KIND_READ, dict(a=v, b=mode, p=[lay.offset or 0],
                                           offset=slot.offset, nbytes=slot.nbytes)))  # fmt: skip
         else:
-            for i in plan.segments[arg]:
-                op = ops[i]
+            segment = []
+            for i in plan.segments[arg]:  # a layer left on the host runs its body
+                if isinstance(ops[i], accel.LayerOp):
+                    segment += [(i, inner) for inner in ops[i].body_ops()]
+                    segment.append((i, ops[i]))
+                else:
+                    segment.append((i, ops[i]))
+            for i, op in segment:
+                if isinstance(op, accel.LayerOp):  # its results are its yielded values
+                    yielded = op.body.block.last_op.operands  # type: ignore[union-attr]
+                    for r, v in zip(op.results, yielded, strict=True):
+                        if r.type != v.type:
+                            raise AotError(f"{name}: accel.layer (#{i}) yields {v.type} as "
+                                           f"{r.type}")  # fmt: skip
+                        values[r] = values[v]
+                    continue
                 if isinstance(op, accel.PadOp):
                     shape = list(op.input.type.get_shape())
                     spatial = [int(v) for v in op.array_prop("padding")]
@@ -345,6 +363,53 @@ def program_blob(
                     dst = new_value(op.output)
                     steps.append((KIND_CONCAT, dict(a=dst, c=len(op.inputs), p=[outer],
                                                     data=np.asarray(chunks, "<i8").tobytes())))
+                    continue
+                if isinstance(op, accel.CropOp):  # a padding by negative widths
+                    shape = list(op.input.type.get_shape())
+                    out = list(op.output.type.get_shape())
+                    offsets = [int(o) for o in op.array_prop("offsets")]
+                    before = [0, 0, *(-o for o in offsets), 0, 0]
+                    after = [0, 0, *(o + n - s for o, n, s in zip(offsets, out[2:-2],
+                                                                  shape[2:-2])), 0, 0]  # fmt: skip
+                    if len(shape) > MAX_RANK:
+                        raise AotError(f"{name}: accel.crop (#{i}) of rank {len(shape)}")
+                    src = values[op.input]
+                    dst = new_value(op.output)
+                    geometry = np.asarray([shape, before, after], dtype="<i8").tobytes()
+                    steps.append((KIND_PAD, dict(a=src, b=dst, c=len(shape), p=[0],
+                                                 data=geometry)))  # fmt: skip
+                    continue
+                if isinstance(op, accel.ReshapeOp):  # a copy: a concatenation of one input
+                    count = int(np.prod(op.input.type.get_shape()))
+                    src = values[op.input]
+                    dst = new_value(op.output)
+                    steps.append((KIND_CONCAT, dict(a=dst, c=1, p=[1], data=np.asarray(
+                        [src, count], "<i8").tobytes())))  # fmt: skip
+                    continue
+                if isinstance(op, accel.HostPool2DOp):
+                    n, cb, h, w, _, b = op.input.type.get_shape()
+                    _, _, oh, ow, _, _ = op.output.type.get_shape()
+                    kh, kw = (int(v) for v in op.array_prop("window"))
+                    sh, sw = (int(v) for v in op.array_prop("strides"))
+                    top, _, left, _ = (int(v) for v in op.array_prop("padding"))
+                    src = values[op.input]
+                    dst = new_value(op.output)
+                    geometry = [sh, sw, top, left, op.int_prop("min"), op.int_prop("max")]
+                    steps.append((KIND_POOL, dict(
+                        a=src, b=dst, c=0 if op.kind.data == "max" else 1,
+                        p=[n * cb, h, w, b, oh, ow, kh, kw],
+                        data=np.asarray(geometry, "<i8").tobytes())))  # fmt: skip
+                    continue
+                if isinstance(op, accel.ConcatLanesOp):
+                    shape = list(op.output.type.get_shape())
+                    chunks = []
+                    for x, c in zip(op.inputs, op.array_prop("channels"), strict=True):
+                        chunks += [values[x], int(c)]
+                    dst = new_value(op.output)
+                    steps.append((KIND_CONCAT_LANES, dict(
+                        a=dst, c=len(op.inputs),
+                        p=[shape[0], int(np.prod(shape[2:-2])), shape[-1]],
+                        data=np.asarray(chunks, "<i8").tobytes())))  # fmt: skip
                     continue
                 step = _elementwise_step(op, values, new_value, name, i)
                 if step is not None:
@@ -527,6 +592,40 @@ def _replace_call(compiled: CompiledModel, module: ModuleOp, call: func.CallOp, 
     return dead
 
 
+def _reshape_to_tflite(op: q.ReshapeOp) -> list[Operation]:
+    """`q.reshape` (a RESHAPE the partitioner left on the CPU) as TFLite's RESHAPE with a
+    constant shape."""
+    from qaccel.dialects.tfl import ReshapeOp
+
+    shape = np.asarray(op.output.type.get_shape(), dtype="<i4")
+    stype = TensorType(IntegerType(32), [len(shape)])
+    const = ConstOp(DenseIntOrFPElementsAttr(stype, BytesAttr(shape.tobytes())), stype)
+    const.location = _name_loc(f"{location_name(op) or 'reshape'}/shape")
+    new = ReshapeOp.create(operands=[op.input, const.output], result_types=[op.output.type],
+                           properties=ReshapeOp.properties_from_options(
+                               {"new_shape": shape.tolist()}))  # fmt: skip
+    new.location = op.location
+    return [const, new]
+
+
+def _slice_to_tflite(op: q.SliceOp) -> list[Operation]:
+    """`q.slice` (a STRIDED_SLICE the partitioner left on the CPU) as TFLite's SLICE."""
+    from qaccel.dialects.tfl import SliceOp
+
+    name = location_name(op) or "slice"
+    consts = []
+    for what, values in (("begin", q.array_values(op.begin)), ("size", op.output.type.get_shape())):
+        arr = np.asarray(values, dtype="<i4")
+        stype = TensorType(IntegerType(32), [len(arr)])
+        const = ConstOp(DenseIntOrFPElementsAttr(stype, BytesAttr(arr.tobytes())), stype)
+        const.location = _name_loc(f"{name}/{what}")
+        consts.append(const)
+    new = SliceOp.create(operands=[op.input, *(c.output for c in consts)],
+                         result_types=[op.output.type], properties=SliceOp.properties_from_options({}))
+    new.location = op.location
+    return [*consts, new]
+
+
 def _pad_to_tflite(op: q.PadOp) -> list[Operation]:
     """`q.pad` (a PAD the partitioner left on the CPU) as TFLite's PAD (pad value = the output
     zero point) or PADV2 (another pad value)."""
@@ -610,8 +709,9 @@ def _aot_spec(compiled: CompiledModel, bytecodes: dict[str, bytes] | None):
                 if not d.results[0].uses:
                     d.detach()
                     d.erase()
-        elif isinstance(op, q.PadOp):
-            new = _pad_to_tflite(op)
+        elif isinstance(op, q.PadOp | q.ReshapeOp | q.SliceOp):
+            new = (_pad_to_tflite(op) if isinstance(op, q.PadOp) else _reshape_to_tflite(op)
+                   if isinstance(op, q.ReshapeOp) else _slice_to_tflite(op))  # fmt: skip
             entry.body.block.insert_ops_before(new, op)
             op.output.replace_all_uses_with(new[-1].results[0])
             op.detach()

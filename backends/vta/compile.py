@@ -185,6 +185,15 @@ def compile_module(
                 continue
             why = op.attributes.get(HOST_REASON_ATTR)
             reason = reasons.get(op, why.data if isinstance(why, StringAttr) else _NO_CODEGEN)
+            if isinstance(op, accel.ConcatOp | accel.ConcatLanesOp):
+                reason = "a host step of the accelerator program (concatenation, a copy)"
+            if isinstance(op, accel.CropOp):
+                reason = "a host step of the accelerator program (a spatial crop: a copy)"
+            if isinstance(op, accel.ReshapeOp):
+                reason = "a host step of the accelerator program (a reshape: a copy)"
+            if isinstance(op, accel.HostPool2DOp):
+                reason = ("a host step of the accelerator program (a pool the ALU cannot do "
+                          "bit-exactly: padded taps, or a divisor not a power of two)")
             if isinstance(op, accel.HostRequantizeOp):
                 reason = "a host op by design (LiteRT's double-precision requantization)"
             if isinstance(op, accel.LutOp):
@@ -217,6 +226,36 @@ def _fallback_name(op: Operation) -> str:
     return op.name
 
 
+_BETWEEN_HOST_STEPS = (
+    "kept on the host: an input comes from a host step of the program and its results go only "
+    "to host steps, so on the ALU it would add a DRAM round trip and its cycles, saving nothing"
+)
+
+
+def _between_host_steps(op: accel.LayerOp) -> bool:
+    """An element-wise layer with an operand a host op of the function computes (e.g. a host
+    pool) whose results only host ops (or the return) use: on the host it costs no DRAM round
+    trip and no accelerator cycles (NASNet's pool-add-concat)."""
+    if op.kind.data != "eltwise":
+        return False
+    block = op.parent_block()
+    body = op.body_ops()
+    inside = set(body)
+    inputs = [v for inner in body for v in inner.operands if v.owner not in inside]
+    if not inputs:
+        return False
+    hosted = [v for v in inputs if isinstance(v.owner, Operation)
+              and not isinstance(v.owner, tfl.ConstOp)
+              and not isinstance(top_level(v.owner, block), accel.LayerOp)]  # fmt: skip
+    if not hosted:
+        return False
+    for r in op.results:
+        for use in r.uses:
+            if isinstance(top_level(use.operation, block), accel.LayerOp):
+                return False
+    return True
+
+
 def _read_layers(name: str, ops: list[Operation], refused: dict[Operation, str],
                  c: HardwareConfig, progress=None, count=None) -> list[_Layer]:  # fmt: skip
     """The function's formed layers that read as layers and have a schedule that fits, in
@@ -226,6 +265,9 @@ def _read_layers(name: str, ops: list[Operation], refused: dict[Operation, str],
     out = []
     for op in ops:
         if not isinstance(op, accel.LayerOp) or op in refused:
+            continue
+        if _between_host_steps(op):
+            refused[op] = _BETWEEN_HOST_STEPS
             continue
         try:
             m = reader.read(op)

@@ -270,6 +270,25 @@ class _Builder:
             return "qpool", qsem.pool_params(op)
         if isinstance(op, q.ReluOp):
             return "clip", {"min": op.int_prop("min"), "max": op.int_prop("max")}
+        if isinstance(op, accel.CropOp | q.SliceOp):
+            out = list(op.output.type.get_shape())
+            if isinstance(op, accel.CropOp):
+                begin = [0, 0, *(int(o) for o in op.array_prop("offsets")), 0, 0]
+            else:
+                begin = [int(b) for b in op.array_prop("begin")]
+            return "slice", {"begin": begin, "shape": out}
+        if isinstance(op, accel.ReshapeOp | q.ReshapeOp):
+            return "reshape", {"shape": list(op.output.type.get_shape())}
+        if isinstance(op, accel.HostPool2DOp):
+            return "host_pool", {
+                "kind": op.kind.data, "window": [int(v) for v in op.array_prop("window")],
+                "strides": [int(v) for v in op.array_prop("strides")],
+                "padding": [int(v) for v in op.array_prop("padding")],
+                "lo": op.int_prop("min"), "hi": op.int_prop("max"),
+                "shape": list(op.output.type.get_shape()),
+            }  # fmt: skip
+        if isinstance(op, accel.ConcatLanesOp):
+            return "concat_lanes", {"channels": [int(c) for c in op.array_prop("channels")]}
         if isinstance(op, accel.ConcatOp | q.ConcatOp):
             return "concat", {"axis": op.int_prop("axis")}
         if isinstance(op, q.AddOp | q.SubOp):

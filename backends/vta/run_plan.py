@@ -21,7 +21,8 @@ A function is a register machine: `args` and `consts` fill registers, each step 
     ["layer", [], [], {"index"}]                            run a layer on the VTA machine
     ["read", [], [y] or [y, y32], {"offset", "nbytes", "dtype", "shape", "zp"}]   STEP_READ
     ["astype", "lane", "binary", "requantize", "pool", "reduce_sum", "pad", "clip",
-     "concat", "qpool", "lut"]                              the other host ops (accel, q)
+     "concat", "concat_lanes", "host_pool", "reshape", "slice",
+     "qpool", "lut"]                                        the other host ops (accel, q)
     ["qadd_sub" | "qmul" | "qmean", in, [y], {kwargs}]     q.add/sub, q.mul, q.mean (qhost)
     ["dense_zp" | "conv2d_zp", [x, w], [y], {"bias", ...}] a GEMM on the host (packed)
 
@@ -47,7 +48,8 @@ from qaccel.backends.vta.artifact_files import read_artifact_file
 RUN_PLAN_FORMAT = 3
 """1: the first run plan (runtime.json + runtime.npz, artifact format 4); 2: the steps of
 the `q` element-wise ops and of host GEMMs (a reader of format 1 would refuse them, so it
-ignores these plans); 3: table lookups (`lut`, of `accel.lut` / `q.lut`). This reader runs
+ignores these plans); 3: table lookups (`lut`, of `accel.lut` / `q.lut`), lane
+concatenations, host pools, reshapes and crops. This reader runs
 all three."""
 _READS = (1, 2, 3)
 PLAN_JSON = "runtime.json"
@@ -329,6 +331,20 @@ def _run_host_op(kind: str, p: dict, xs: list):
         return np.clip(x, p["min"], p["max"]).astype(x.dtype)
     if kind == "concat":
         return np.concatenate(xs, axis=p["axis"])
+    if kind == "slice":
+        box = tuple(slice(b, b + n) for b, n in zip(p["begin"], p["shape"]))
+        return np.ascontiguousarray(x[box])
+    if kind == "reshape":
+        return np.reshape(x, p["shape"])
+    if kind == "host_pool":
+        from qaccel.kernels import packed
+
+        return packed.host_pool2d(x, p["kind"], p["window"], p["strides"], p["padding"],
+                                  p["lo"], p["hi"], p["shape"])  # fmt: skip
+    if kind == "concat_lanes":
+        from qaccel.kernels import packed
+
+        return packed.concat_lanes(xs, p["channels"])
     if kind in ("qadd_sub", "qmul", "qmean"):
         from qaccel.kernels import qhost
 

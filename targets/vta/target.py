@@ -229,24 +229,38 @@ def _broadcast(m: Match) -> str | None:
 @check("pool-padding")
 def _pool_padding(m: Match) -> str | None:
     op = m.ops[0]
-    pads = _ints(op, "padding")
-    if any(pads):
+    top, bottom, left, right = _ints(op, "padding")
+    kh, kw = _ints(op, "filter")
+    if max(top, bottom) >= kh or max(left, right) >= kw:
         return (
-            f"{op.name} padding {pads}: padded taps must not count, but accumulator loads pad "
-            "with zeros"
+            f"{op.name} padding {[top, bottom, left, right]} with a {kh}x{kw} window: a window "
+            "could lie entirely in the padding"
         )
     return None
 
 
-@check("pool-window")
-def _avg_window(m: Match) -> str | None:
+@check("reshape-view")
+def _reshape_view(m: Match) -> str | None:
     op = m.ops[0]
-    kh, kw = _ints(op, "filter")
-    n = kh * kw
-    if n & (n - 1):
+    a, b = shape_of(op.operands[0]), shape_of(op.results[0])
+    if len(a) < 2 or len(b) < 2 or (a[0], a[-1]) != (b[0], b[-1]):
         return (
-            f"a {kh}x{kw} window averages {n} values: dividing by {n} is not a rounding shift "
-            "(ALU RSHR divides by powers of two only)"
+            f"reshapes {list(a)} to {list(b)}: only the dimensions between batch and channels "
+            "may change, or lanes would move"
+        )
+    return None
+
+
+@check("slice-axes")
+def _slice_axes(m: Match) -> str | None:
+    op = m.ops[0]
+    a, b = shape_of(op.operands[0]), shape_of(op.results[0])
+    begin = _ints(op, "begin")
+    last = len(a) - 1
+    if len(a) < 3 or any(begin[d] or a[d] != b[d] for d in (0, last)):
+        return (
+            f"slices {list(b)} at {list(begin)} out of {list(a)}: only the dimensions between "
+            "batch and channels can be cropped, or lanes would move"
         )
     return None
 
@@ -285,23 +299,6 @@ def _pad_axes(m: Match) -> str | None:
     return None
 
 
-@check("concat-lanes")
-def _concat_lanes(m: Match) -> str | None:
-    op = m.ops[0]
-    rank = len(shape_of(op.results[0]))
-    axis = _int(op, "axis")
-    if axis != rank - 1:
-        return None
-    block = m.target.config.block
-    channels = [shape_of(v)[-1] for v in op.operands]
-    if any(c % block for c in channels[:-1]):
-        return (
-            f"concatenates {'+'.join(map(str, channels))} channels: lanes cannot move, so every "
-            f"input but the last needs a multiple of {block} channels"
-        )
-    return None
-
-
 def _vta_region_check(region: RegionSummary) -> str | None:
     if region.macs == 0:
         moved = sum(tensor_bytes(v) for v in (*region.inputs, *region.outputs))
@@ -330,21 +327,35 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
     Pattern("sub", "q.relu?(q.sub)", _ELEMENTWISE, doc="int8 subtraction with rescaling, ALU"),
     Pattern("mul", "q.relu?(q.mul)", _ELEMENTWISE, doc="int8 multiplication, ALU"),
     Pattern("max_pool2d", "q.relu?(q.max_pool2d)", (_int8_operands, _pool_padding, _alu_ops),
-            doc="ALU MAX over the window's rows"),
-    Pattern("avg_pool2d", "q.relu?(q.avg_pool2d)",
-            (_int8_operands, _pool_padding, _avg_window, _alu_ops),
-            doc="ALU ADD over the window's rows, rounding shift by log2(taps)"),
+            doc="ALU MAX over the window's rows; with padding (padded taps must not count, "
+                "accumulator loads pad with zeros) an exact host step of the accelerator "
+                "program inside the partition"),
+    Pattern("avg_pool2d", "q.relu?(q.avg_pool2d)", (_int8_operands, _pool_padding, _alu_ops),
+            doc="ALU ADD over the window's rows, rounding shift by log2(taps); with padding "
+                "(SAME, stride 1: the divisor varies at the border) or a tap count that is "
+                "not a power of two (3x3, 25x5: the ALU divides by rounding shifts only) an "
+                "exact host step of the accelerator program inside the partition"),
     Pattern("mean", "q.mean", (_int8_operands, _mean_axes, _alu_ops),
             doc="spatial mean: ALU ADD over rows, then the requantize sequence"),
     Pattern("pad", "q.pad", (_int8_operands, _pad_axes, _alu_ops), doc="spatial padding by DMA"),
-    Pattern("concat", "q.concat", (_int8_operands, _concat_lanes),
-            doc="concatenation by placement in DRAM"),
+    Pattern("concat", "q.concat", (_int8_operands,),
+            doc="concatenation inside the accelerator function, an exact host step of its "
+                "program (a copy per input; channel counts that do not fill whole 16-lane "
+                "blocks, e.g. 24+8, move lanes), so the partition is not split"),
     Pattern("relu", "q.relu", (_int8_operands, _alu_ops), doc="clamp, ALU MAX and MIN"),
     Pattern("lut", "q.lut", (_int8_operands,),
             doc="the op's 256 int8 results, computed at compile time by its CPU kernel (exact), "
                 "looked up by the host between two layers of the accelerator function (the "
                 "ALU cannot index a table; no partition split); a table that is a clamp (a "
                 "RELU keeping the scale) is `q.relu` on the ALU instead"),
+    Pattern("slice", "q.slice", (_int8_operands, _slice_axes),
+            doc="a spatial crop (Cropping2D) keeps batch, channel blocks and lanes: a copy "
+                "step of the accelerator program inside the partition; slices of batch or "
+                "channels stay on the CPU"),
+    Pattern("reshape", "q.reshape", (_int8_operands, _reshape_view),
+            doc="a reshape that keeps batch and channels (e.g. Flatten after a global pool) "
+                "is the same packed bytes: a copy step of the accelerator program inside the "
+                "partition; other reshapes move lanes and stay on the CPU"),
 )  # fmt: skip
 
 

@@ -29,7 +29,8 @@
 enum { PROGRAM_VERSION = QACCEL_PROGRAM_FORMAT, HEADER_BYTES = 192, VALUE_BYTES = 16, IO_BYTES = 184,
        STEP_BYTES = 96, LAYER_BYTES = 32, MAX_RANK = QACCEL_MAX_RANK, CHECKSUM_AT = QACCEL_CHECKSUM_AT,
        KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6,
-       KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9, KIND_LUT = 12 };
+       KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9, KIND_CONCAT_LANES = 10, KIND_POOL = 11,
+       KIND_LUT = 12 };
 /* KIND_LANE / KIND_BINARY operations */
 enum { OP_CONVERT = 0, OP_BIAS_ADD = 1, OP_SHIFT_LEFT = 2, OP_ROUND_MULTIPLY = 3, OP_ROUND_RSHIFT = 4,
        OP_ADD = 5, OP_MUL = 6, OP_MIN = 7, OP_MAX = 8 };
@@ -361,7 +362,9 @@ static int pad(const Program *p, const uint8_t *s, const Value *in, Value *out, 
     shape[d] = i64(p->base + at + 8 * d);
     before[d] = i64(p->base + at + 8 * (rank + d));
     int64_t after = i64(p->base + at + 8 * (2 * rank + d));
-    if (before[d] < 0 || after < 0 || before[d] > (1 << 24) || after > (1 << 24) || !times(&n_in, shape[d]) ||
+    /* negative widths crop (accel.crop); every output dimension keeps at least one element */
+    if (before[d] < -(1 << 24) || after < -(1 << 24) || before[d] > (1 << 24) || after > (1 << 24) ||
+        shape[d] < 0 || shape[d] > (1 << 30) || shape[d] + before[d] + after < 1 || !times(&n_in, shape[d]) ||
         !times(&n_out, oshape[d] = shape[d] + before[d] + after))
       return fail(e, "QACCEL_VTA: a host padding step is malformed (corrupt program)");
   }
@@ -612,6 +615,100 @@ static int lut_step(const Program *p, const uint8_t *s, const Value *in, Value *
   return 0;
 }
 
+/* accel.host_pool2d (kernels/packed.py's host_pool2d, qhost.pool2d): int8 max or average pool
+   of value a into b, c = 0 max, 1 average; p: images (N * C/B), H, W, B, OH, OW, KH, KW; at
+   offset i64 stride h, stride w, top, left, min, max. Taps in the padding are skipped and not
+   counted; the average divides rounding half away from zero (C division truncates). */
+static int pool_step(const Program *p, const uint8_t *s, const Value *in, Value *out, char *e) {
+  uint32_t kind = u32(s + 12);
+  int64_t g[8];
+  for (int k = 0; k < 8; k++) g[k] = i64(s + 16 + 8 * k);
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88);
+  int64_t images = g[0], h = g[1], w = g[2], block = g[3], oh = g[4], ow = g[5], kh = g[6], kw = g[7];
+  if (kind > 1 || nbytes != 48 || !in_range(p, at, nbytes) || in->elem != 1 || out->elem != 1)
+    return fail(e, "QACCEL_VTA: a host pool step is malformed (corrupt program)");
+  for (int k = 0; k < 8; k++)
+    if (g[k] <= 0 || (uint64_t)g[k] > MAX_ELEMENTS)
+      return fail(e, "QACCEL_VTA: a host pool step is malformed (corrupt program)");
+  int64_t sh = i64(p->base + at), sw = i64(p->base + at + 8), top = i64(p->base + at + 16);
+  int64_t left = i64(p->base + at + 24), lo = i64(p->base + at + 32), hi = i64(p->base + at + 40);
+  if (sh <= 0 || sw <= 0 || top < 0 || left < 0 || top >= kh || left >= kw || sh > (1 << 20) ||
+      sw > (1 << 20) || lo < -128 || hi > 127 || lo > hi ||
+      in->count != (uint64_t)images * (uint64_t)h * (uint64_t)w * (uint64_t)block ||
+      out->count != (uint64_t)images * (uint64_t)oh * (uint64_t)ow * (uint64_t)block)
+    return fail(e, "QACCEL_VTA: a host pool step does not fit its values (corrupt program)");
+  if (!out->data) return 0; /* checked only */
+  const int8_t *x = (const int8_t *)in->data;
+  int8_t *y = (int8_t *)out->data;
+  for (int64_t n = 0; n < images; n++)
+    for (int64_t oy = 0; oy < oh; oy++)
+      for (int64_t ox = 0; ox < ow; ox++)
+        for (int64_t b = 0; b < block; b++) {
+          int64_t acc = kind == 0 ? -129 : 0, count = 0;
+          for (int64_t ky = 0; ky < kh; ky++) {
+            int64_t iy = oy * sh - top + ky;
+            if (iy < 0 || iy >= h) continue;
+            for (int64_t kx = 0; kx < kw; kx++) {
+              int64_t ix = ox * sw - left + kx;
+              if (ix < 0 || ix >= w) continue;
+              int64_t v = x[((n * h + iy) * w + ix) * block + b];
+              if (kind == 0) acc = v > acc ? v : acc;
+              else acc += v;
+              count++;
+            }
+          }
+          if (count == 0) return fail(e, "QACCEL_VTA: a host pool window lies in the padding (corrupt program)");
+          if (kind == 1) acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+          acc = acc < lo ? lo : acc > hi ? hi : acc;
+          y[((n * oh + oy) * ow + ox) * block + b] = (int8_t)acc;
+        }
+  return 0;
+}
+
+/* accel.concat_lanes (kernels/packed.py's concat_lanes): channel c of input k, packed
+   [N, ceil(C_k/B), M, B], goes to channel c + C_0 + ... + C_{k-1} of the packed result; p[0] N,
+   p[1] M (the product of the middle dimensions), p[2] B; at offset i64 (value, channels) per
+   input. The result's padding lanes stay 0 (values start zeroed). */
+static int concat_lanes(const Program *p, const uint8_t *s, Value *values, Value *out, char *e) {
+  uint32_t n = u32(s + 12);
+  int64_t batch = i64(s + 16), middle = i64(s + 24), block = i64(s + 32);
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88), total = 0;
+  if (n == 0 || n > 4096 || batch <= 0 || middle <= 0 || block <= 0 || (uint64_t)batch > MAX_ELEMENTS ||
+      (uint64_t)middle > MAX_ELEMENTS || block > 4096 || nbytes != 16ull * n || !in_range(p, at, nbytes))
+    return fail(e, "QACCEL_VTA: a host lane concatenation step is malformed (corrupt program)");
+  uint64_t plane = (uint64_t)batch * (uint64_t)middle * (uint64_t)block; /* elements per block */
+  for (uint32_t k = 0; k < n; k++) {
+    int64_t v = i64(p->base + at + 16 * k), c = i64(p->base + at + 16 * k + 8);
+    if (v < 0 || (uint64_t)v >= p->n_values || c <= 0 || (uint64_t)c > MAX_ELEMENTS || values[v].elem != out->elem ||
+        values[v].count != (uint64_t)((c + block - 1) / block) * plane)
+      return fail(e, "QACCEL_VTA: a host lane concatenation step does not fit its values (corrupt program)");
+    total += (uint64_t)c;
+  }
+  uint64_t out_blocks = (total + (uint64_t)block - 1) / (uint64_t)block;
+  if (out_blocks * plane != out->count)
+    return fail(e, "QACCEL_VTA: a host lane concatenation step does not fit its values (corrupt program)");
+  if (!out->data) return 0; /* checked only */
+  size_t esize = out->elem;
+  uint64_t base = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    int64_t v = i64(p->base + at + 16 * k), c = i64(p->base + at + 16 * k + 8);
+    uint64_t in_blocks = (uint64_t)((c + block - 1) / block);
+    const uint8_t *src = values[v].data;
+    for (int64_t b = 0; b < batch; b++)
+      for (int64_t ch = 0; ch < c; ch++) {
+        uint64_t g = base + (uint64_t)ch;
+        uint64_t from = ((uint64_t)b * in_blocks + (uint64_t)ch / (uint64_t)block) * (uint64_t)middle;
+        uint64_t to = ((uint64_t)b * out_blocks + g / (uint64_t)block) * (uint64_t)middle;
+        uint64_t lane_in = (uint64_t)ch % (uint64_t)block, lane_out = g % (uint64_t)block;
+        for (int64_t m = 0; m < middle; m++)
+          memcpy(out->data + ((to + (uint64_t)m) * (uint64_t)block + lane_out) * esize,
+                 src + ((from + (uint64_t)m) * (uint64_t)block + lane_in) * esize, esize);
+      }
+    base += (uint64_t)c;
+  }
+  return 0;
+}
+
 static int execute_layer(qaccel_state *q, uint32_t k, char *e);
 
 /* The steps walked in order: run in `q`, or, with `q` NULL, only checked (every value without
@@ -628,7 +725,7 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
       continue;
     }
     if (a >= p->n_values || ((kind == KIND_REQUANT || kind == KIND_PAD || kind == KIND_LANE || kind == KIND_BINARY ||
-                             kind == KIND_REDUCE || kind == KIND_LUT) && b >= p->n_values))
+                             kind == KIND_REDUCE || kind == KIND_LUT || kind == KIND_POOL) && b >= p->n_values))
       return fail(e, "QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p->n_values);
     Value *v = &values[a];
     if (kind == KIND_WRITE || kind == KIND_READ) {
@@ -658,6 +755,10 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
       if (reduce_step(p, s, v, &values[b], e)) return 1;
     } else if (kind == KIND_LUT) {
       if (lut_step(p, s, v, &values[b], e)) return 1;
+    } else if (kind == KIND_POOL) {
+      if (pool_step(p, s, v, &values[b], e)) return 1;
+    } else if (kind == KIND_CONCAT_LANES) {
+      if (concat_lanes(p, s, values, v, e)) return 1;
     } else {
       return fail(e, "QACCEL_VTA: step %u has unknown kind %u (corrupt program)", k, kind);
     }

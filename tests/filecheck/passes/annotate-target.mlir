@@ -174,25 +174,77 @@ func.func @refused_structure(%x: tensor<1x4x4x16xi8>) -> (tensor<1x4x4x16xi8>, t
 // CHECK-LABEL: func.func @refused_alu_ops
 // CHECK-NOT:   qaccel
 // CHECK:       func.return
-func.func @refused_alu_ops(%x: tensor<1x4x4x16xi8>, %row: tensor<1x4x1x16xi8>, %x8: tensor<1x4x4x8xi8>, %s: tensor<1x1x1x1xi8>) -> (tensor<1x4x4x16xi8>, tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x4x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>, tensor<1x4x4x24xi8>) {
+func.func @refused_alu_ops(%x: tensor<1x4x4x16xi8>, %row: tensor<1x4x1x16xi8>, %s: tensor<1x1x1x1xi8>) -> (tensor<1x4x4x16xi8>, tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x4x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>) {
   // WHY: vta: kept on CPU: q.add %add: pattern add refused: q.add broadcasts [1, 4, 1, 16] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands of the result's rank, or constants) [broadcast]
   %add = q.add %x, %row {lhs_zero_point = 0 : i32, rhs_zero_point = 0 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1073741824 : i32, output_shift = -19 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>, tensor<1x4x1x16xi8>) -> tensor<1x4x4x16xi8>
   // A run-time scalar would have to be broadcast across the 16 lanes, which the ALU cannot do.
   // WHY: vta: kept on CPU: q.add %scalar_add: pattern add refused: q.add broadcasts [1, 1, 1, 1] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands of the result's rank, or constants) [broadcast]
   %scalar_add = q.add %x, %s {lhs_zero_point = 0 : i32, rhs_zero_point = 0 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1073741824 : i32, output_shift = -19 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>, tensor<1x1x1x1xi8>) -> tensor<1x4x4x16xi8>
-  // WHY: vta: kept on CPU: q.max_pool2d %mp: pattern max_pool2d refused: q.max_pool2d padding [0, 1, 0, 1]: padded taps must not count, but accumulator loads pad with zeros [pool-padding]
-  %mp = q.max_pool2d %x {filter = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 1, 0, 1>} : (tensor<1x4x4x16xi8>) -> tensor<1x2x2x16xi8>
-  // WHY: vta: kept on CPU: q.avg_pool2d %ap: pattern avg_pool2d refused: a 3x3 window averages 9 values: dividing by 9 is not a rounding shift (ALU RSHR divides by powers of two only) [pool-window]
-  %ap = q.avg_pool2d %x {filter = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>} : (tensor<1x4x4x16xi8>) -> tensor<1x2x2x16xi8>
+  // A window that could lie entirely in the padding has no taps to pool.
+  // WHY: vta: kept on CPU: q.max_pool2d %mp: pattern max_pool2d refused: q.max_pool2d padding [0, 2, 0, 2] with a 2x2 window: a window could lie entirely in the padding [pool-padding]
+  %mp = q.max_pool2d %x {filter = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 2, 0, 2>} : (tensor<1x4x4x16xi8>) -> tensor<1x2x2x16xi8>
   // WHY: vta: kept on CPU: q.mean %mean: pattern mean refused: mean over axes [3] of a 4-D tensor: only H and W of NHWC (axes [1, 2]) reduce along accumulator rows; other axes would reduce across lanes [reduce-axes]
   %mean = q.mean %x {axes = array<i64: 3>, num_elements = 16 : i32, input_zero_point = 0 : i32, multiplier = 1073741824 : i32, shift = -3 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>) -> tensor<1x4x4x1xi8>
   // WHY: vta: kept on CPU: q.pad %padc: pattern pad refused: pads the channel axis by 0+8: only H and W of NHWC can be padded by the DMA; batch or channel padding would move lanes [pad-axes]
   %padc = q.pad %x {padding = array<i64: 0, 0, 0, 0, 0, 0, 0, 8>, pad_value = 0 : i32} : (tensor<1x4x4x16xi8>) -> tensor<1x4x4x24xi8>
   // WHY: vta: kept on CPU: q.pad %padw: pattern pad refused: padding 16 exceeds the 15 rows/columns a LOAD can pad [pad-axes]
   %padw = q.pad %x {padding = array<i64: 0, 0, 0, 0, 16, 0, 0, 0>, pad_value = 0 : i32} : (tensor<1x4x4x16xi8>) -> tensor<1x4x20x16xi8>
-  // WHY: vta: kept on CPU: q.concat %cat: pattern concat refused: concatenates 8+16 channels: lanes cannot move, so every input but the last needs a multiple of 16 channels [concat-lanes]
+  func.return %add, %scalar_add, %mp, %mean, %padc, %padw : tensor<1x4x4x16xi8>, tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x4x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>
+}
+
+// -----
+
+// A channel concatenation whose first input does not fill whole blocks (8 + 16 channels) is
+// taken: its lanes move in a host step of the accelerator program, inside the partition.
+// CHECK-LABEL: func.func @concat_lanes
+// CHECK:       q.concat {{.*}}qaccel.pattern = "concat"
+func.func @concat_lanes(%x8: tensor<1x4x4x8xi8>, %x: tensor<1x4x4x16xi8>) -> tensor<1x4x4x24xi8> {
   %cat = q.concat %x8, %x {axis = 3 : i32} : (tensor<1x4x4x8xi8>, tensor<1x4x4x16xi8>) -> tensor<1x4x4x24xi8>
-  func.return %add, %scalar_add, %mp, %ap, %mean, %padc, %padw, %cat : tensor<1x4x4x16xi8>, tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x4x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>, tensor<1x4x4x24xi8>
+  func.return %cat : tensor<1x4x4x24xi8>
+}
+
+// -----
+
+// Pools the ALU trees cannot compute bit-exactly (padded taps, a divisor that is not a power of
+// two) are taken: an exact host step of the accelerator program, inside the partition.
+// CHECK-LABEL: func.func @host_pools
+// CHECK:       q.max_pool2d {{.*}}qaccel.pattern = "max_pool2d"
+// CHECK:       q.avg_pool2d {{.*}}qaccel.pattern = "avg_pool2d"
+func.func @host_pools(%x: tensor<1x4x4x16xi8>) -> (tensor<1x2x2x16xi8>, tensor<1x4x4x16xi8>) {
+  %mp = q.max_pool2d %x {filter = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 1, 0, 1>} : (tensor<1x4x4x16xi8>) -> tensor<1x2x2x16xi8>
+  %ap = q.avg_pool2d %x {filter = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x4x4x16xi8>) -> tensor<1x4x4x16xi8>
+  func.return %mp, %ap : tensor<1x2x2x16xi8>, tensor<1x4x4x16xi8>
+}
+
+// -----
+
+// A reshape keeping batch and channels (Flatten after a global pool) is the same packed bytes;
+// one that folds pixels into channels would move lanes.
+// CHECK-LABEL: func.func @reshapes
+// CHECK:       %v = q.reshape {{.*}}qaccel.pattern = "reshape"
+// CHECK:       %l = q.reshape
+// CHECK-NOT:   qaccel
+// CHECK:       func.return
+func.func @reshapes(%x: tensor<1x1x1x16xi8>, %y: tensor<1x2x2x16xi8>) -> (tensor<1x16xi8>, tensor<1x64xi8>) {
+  %v = q.reshape %x : (tensor<1x1x1x16xi8>) -> tensor<1x16xi8>
+  // WHY: vta: kept on CPU: q.reshape %l: pattern reshape refused: reshapes [1, 2, 2, 16] to [1, 64]: only the dimensions between batch and channels may change, or lanes would move [reshape-view]
+  %l = q.reshape %y : (tensor<1x2x2x16xi8>) -> tensor<1x64xi8>
+  func.return %v, %l : tensor<1x16xi8>, tensor<1x64xi8>
+}
+
+// -----
+
+// A spatial crop keeps batch, channel blocks and lanes; a channel slice would move lanes.
+// CHECK-LABEL: func.func @slices
+// CHECK:       %c = q.slice {{.*}}qaccel.pattern = "slice"
+// CHECK:       %k = q.slice
+// CHECK-NOT:   qaccel
+// CHECK:       func.return
+func.func @slices(%x: tensor<1x4x4x16xi8>) -> (tensor<1x3x3x16xi8>, tensor<1x4x4x8xi8>) {
+  %c = q.slice %x {begin = array<i64: 0, 1, 1, 0>} : (tensor<1x4x4x16xi8>) -> tensor<1x3x3x16xi8>
+  // WHY: vta: kept on CPU: q.slice %k: pattern slice refused: slices [1, 4, 4, 8] at [0, 0, 0, 8] out of [1, 4, 4, 16]: only the dimensions between batch and channels can be cropped, or lanes would move [slice-axes]
+  %k = q.slice %x {begin = array<i64: 0, 0, 0, 8>} : (tensor<1x4x4x16xi8>) -> tensor<1x4x4x8xi8>
+  func.return %c, %k : tensor<1x3x3x16xi8>, tensor<1x4x4x8xi8>
 }
 
 // -----

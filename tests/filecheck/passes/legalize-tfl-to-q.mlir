@@ -200,6 +200,34 @@ func.func @tables(%x: tensor<1x2x2x4x!qa>) -> (tensor<1x2x2x4x!qs>, tensor<1x2x2
 
 // -----
 
+!q = !quant.uniform<i8:f32, 0.5:-1>
+
+// Keras' Flatten: the shape computed at run time (SHAPE, STRIDED_SLICE, PACK) is fixed by the
+// static types, so the reshape is q.reshape and the shape computation goes; a constant shape
+// too. A float reshape stays tfl.
+// CHECK-LABEL: func.func @reshape
+// CHECK-NEXT:    %r = q.reshape %x : (tensor<1x1x1x8x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x8x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK-NEXT:    %k = q.reshape %x : (tensor<1x1x1x8x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<8x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK-NEXT:    %fs = tfl.const
+// CHECK-NEXT:    %f2 = tfl.reshape %f, %fs
+// CHECK-NEXT:    func.return %r, %k, %f2
+func.func @reshape(%x: tensor<1x1x1x8x!q>, %f: tensor<2x4xf32>) -> (tensor<1x8x!q>, tensor<8x!q>, tensor<8xf32>) {
+  %b = tfl.const dense<0> : tensor<1xi32> -> tensor<1xi32>
+  %e = tfl.const dense<1> : tensor<1xi32> -> tensor<1xi32>
+  %m = tfl.const dense<-1> : tensor<i32> -> tensor<i32>
+  %s = tfl.shape %x {out_type = "INT32"} : (tensor<1x1x1x8x!q>) -> tensor<4xi32>
+  %n = tfl.strided_slice %s, %b, %e, %e {begin_mask = 0 : i32, end_mask = 0 : i32, ellipsis_mask = 0 : i32, new_axis_mask = 0 : i32, shrink_axis_mask = 1 : i32, offset = false} : (tensor<4xi32>, tensor<1xi32>, tensor<1xi32>, tensor<1xi32>) -> tensor<i32>
+  %p = tfl.pack %n, %m {values_count = 2 : i32, axis = 0 : i32} : (tensor<i32>, tensor<i32>) -> tensor<2xi32>
+  %r = tfl.reshape %x, %p {new_shape = array<i32>} : (tensor<1x1x1x8x!q>, tensor<2xi32>) -> tensor<1x8x!q>
+  %ks = tfl.const dense<8> : tensor<1xi32> -> tensor<1xi32>
+  %k = tfl.reshape %x, %ks {new_shape = array<i32>} : (tensor<1x1x1x8x!q>, tensor<1xi32>) -> tensor<8x!q>
+  %fs = tfl.const dense<8> : tensor<1xi32> -> tensor<1xi32>
+  %f2 = tfl.reshape %f, %fs {new_shape = array<i32>} : (tensor<2x4xf32>, tensor<1xi32>) -> tensor<8xf32>
+  func.return %r, %k, %f2 : tensor<1x8x!q>, tensor<8x!q>, tensor<8xf32>
+}
+
+// -----
+
 !qz = !quant.uniform<i8:f32, 0.05:-128>
 !qa = !quant.uniform<i8:f32, 0.05:-3>
 
@@ -266,4 +294,23 @@ func.func @mean_reshape_kept(%x: tensor<1x4x4x8x!q>) -> (tensor<1x1x1x8x!qm>, te
   %r = tfl.reshape %m, %shape {new_shape = array<i32>} : (tensor<1x8x!qm>, tensor<4xi32>) -> tensor<1x1x1x8x!qm>
   %t = tfl.reshape %m, %shape2 {new_shape = array<i32>} : (tensor<1x8x!qm>, tensor<3xi32>) -> tensor<1x2x4x!qm>
   func.return %r, %m, %t : tensor<1x1x1x8x!qm>, tensor<1x8x!qm>, tensor<1x2x4x!qm>
+}
+
+// -----
+
+!q = !quant.uniform<i8:f32, 0.5:-1>
+
+// Keras' Cropping2D: a STRIDED_SLICE with constant bounds and unit strides is the box q.slice;
+// strides of 2 (or a dropped axis) stay tfl.
+// CHECK-LABEL: func.func @strided_slice
+// CHECK:         %c = q.slice %x {begin = array<i64: 0, 1, 1, 0>} : (tensor<1x4x4x8x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x3x3x8x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK:         %s = tfl.strided_slice %x
+func.func @strided_slice(%x: tensor<1x4x4x8x!q>) -> (tensor<1x3x3x8x!q>, tensor<1x2x2x8x!q>) {
+  %b = tfl.const dense<[0, 1, 1, 0]> : tensor<4xi32> -> tensor<4xi32>
+  %e = tfl.const dense<0> : tensor<4xi32> -> tensor<4xi32>
+  %one = tfl.const dense<1> : tensor<4xi32> -> tensor<4xi32>
+  %two = tfl.const dense<[1, 2, 2, 1]> : tensor<4xi32> -> tensor<4xi32>
+  %c = tfl.strided_slice %x, %b, %e, %one {begin_mask = 9 : i32, end_mask = 15 : i32, ellipsis_mask = 0 : i32, new_axis_mask = 0 : i32, shrink_axis_mask = 0 : i32, offset = false} : (tensor<1x4x4x8x!q>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) -> tensor<1x3x3x8x!q>
+  %s = tfl.strided_slice %x, %b, %e, %two {begin_mask = 9 : i32, end_mask = 15 : i32, ellipsis_mask = 0 : i32, new_axis_mask = 0 : i32, shrink_axis_mask = 0 : i32, offset = false} : (tensor<1x4x4x8x!q>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) -> tensor<1x2x2x8x!q>
+  func.return %c, %s : tensor<1x3x3x8x!q>, tensor<1x2x2x8x!q>
 }

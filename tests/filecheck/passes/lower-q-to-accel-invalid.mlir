@@ -59,8 +59,8 @@ func.func private @vta_fn_0(%x: tensor<1x4x!q>) -> tensor<1x2x!q> attributes {qa
 
 // -----
 
-// Pools whose padding must not count, and windows that are not a power of two.
-!q = !quant.uniform<i8:f32, 0.5:3>
+// Pools the ALU cannot compute bit-exactly become a host step of the program (int8 only).
+!q = !quant.uniform<i16:f32, 0.5:0>
 func.func @main(%x: tensor<1x4x4x6x!q>) -> tensor<1x4x4x6x!q> {
   %y = func.call @vta_fn_0(%x) : (tensor<1x4x4x6x!q>) -> tensor<1x4x4x6x!q>
   func.return %y : tensor<1x4x4x6x!q>
@@ -69,20 +69,7 @@ func.func private @vta_fn_0(%x: tensor<1x4x4x6x!q>) -> tensor<1x4x4x6x!q> attrib
   %y = q.max_pool2d %x {filter = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x4x4x6x!q>) -> tensor<1x4x4x6x!q>
   func.return %y : tensor<1x4x4x6x!q>
 }
-// CHECK: lower-q-to-accel: @vta_fn_0: q.max_pool2d %y: padding [1, 1, 1, 1]: padded taps must not count, but accumulator loads pad with zeros
-
-// -----
-
-!q = !quant.uniform<i8:f32, 0.5:3>
-func.func @main(%x: tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!q> {
-  %y = func.call @vta_fn_0(%x) : (tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!q>
-  func.return %y : tensor<1x1x1x6x!q>
-}
-func.func private @vta_fn_0(%x: tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!q> attributes {qaccel.target = "vta"} {
-  %y = q.avg_pool2d %x {filter = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>} : (tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!q>
-  func.return %y : tensor<1x1x1x6x!q>
-}
-// CHECK: lower-q-to-accel: @vta_fn_0: q.avg_pool2d %y: a 3x3 window averages 9 values: not a power of two (the ALU's rounding shift divides by powers of two only)
+// CHECK: lower-q-to-accel: @vta_fn_0: q.max_pool2d %y: a host pool takes and gives int8
 
 // -----
 
@@ -97,20 +84,6 @@ func.func private @vta_fn_0(%x: tensor<1x3x3x6x!q>) -> tensor<1x3x3x1x!q> attrib
   func.return %y : tensor<1x3x3x1x!q>
 }
 // CHECK: lower-q-to-accel: @vta_fn_0: q.mean %y: mean over axes [3] of a rank-4 tensor: only spatial axes reduce along accumulator rows (batch or channel axes would mix lanes)
-
-// -----
-
-// Channels that would have to move between lanes.
-!q = !quant.uniform<i8:f32, 0.5:3>
-func.func @main(%x: tensor<1x2x2x3x!q>, %y: tensor<1x2x2x5x!q>) -> tensor<1x2x2x8x!q> {
-  %z = func.call @vta_fn_0(%x, %y) : (tensor<1x2x2x3x!q>, tensor<1x2x2x5x!q>) -> tensor<1x2x2x8x!q>
-  func.return %z : tensor<1x2x2x8x!q>
-}
-func.func private @vta_fn_0(%x: tensor<1x2x2x3x!q>, %y: tensor<1x2x2x5x!q>) -> tensor<1x2x2x8x!q> attributes {qaccel.target = "vta"} {
-  %z = q.concat %x, %y {axis = 3 : i32} : (tensor<1x2x2x3x!q>, tensor<1x2x2x5x!q>) -> tensor<1x2x2x8x!q>
-  func.return %z : tensor<1x2x2x8x!q>
-}
-// CHECK: lower-q-to-accel: @vta_fn_0: q.concat %z: concatenates 3+5 channels: lanes cannot move, so every input but the last needs a multiple of 4 channels
 
 // -----
 
@@ -166,3 +139,31 @@ func.func private @vta_fn_0(%x: tensor<1x2x2x4x!q>) -> tensor<1x2x2x4x!q> attrib
   func.return %y : tensor<1x2x2x4x!q>
 }
 // CHECK: lower-q-to-accel: @vta_fn_0: tfl.relu %y: cannot run on the accelerator: not a q or accel op
+
+// -----
+
+// A reshape that folds pixels into channels would move lanes.
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @main(%x: tensor<1x2x2x4x!q>) -> tensor<1x16x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<1x2x2x4x!q>) -> tensor<1x16x!q>
+  func.return %z : tensor<1x16x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x2x2x4x!q>) -> tensor<1x16x!q> attributes {qaccel.target = "vta"} {
+  %z = q.reshape %x : (tensor<1x2x2x4x!q>) -> tensor<1x16x!q>
+  func.return %z : tensor<1x16x!q>
+}
+// CHECK: lower-q-to-accel: @vta_fn_0: q.reshape %z: reshapes [1, 2, 2, 4] to [1, 16]: only the dimensions between batch and channels may change (anything else moves lanes)
+
+// -----
+
+// A slice of the channels would move lanes.
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @main(%x: tensor<1x2x2x8x!q>) -> tensor<1x2x2x4x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<1x2x2x8x!q>) -> tensor<1x2x2x4x!q>
+  func.return %z : tensor<1x2x2x4x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x2x2x8x!q>) -> tensor<1x2x2x4x!q> attributes {qaccel.target = "vta"} {
+  %z = q.slice %x {begin = array<i64: 0, 0, 0, 4>} : (tensor<1x2x2x8x!q>) -> tensor<1x2x2x4x!q>
+  func.return %z : tensor<1x2x2x4x!q>
+}
+// CHECK: lower-q-to-accel: @vta_fn_0: q.slice %z: slices [1, 2, 2, 4] at [0, 0, 0, 4] out of [1, 2, 2, 8]: only the dimensions between batch and channels can be cropped (anything else moves lanes)

@@ -355,6 +355,86 @@ func.func private @vta_fn_0(%x: tensor<1x2x2x16x!q>, %y: tensor<1x4x4x3x!q>) -> 
 
 // -----
 
+// Channels that move between lanes (3 + 5 with B = 4; with B = 16 both inputs share a block):
+// an accel.concat_lanes, a host step of the accelerator program.
+// CHECK-LABEL: func.func @concat_lanes
+// CHECK:         func.func private @vta_fn_0
+// CHECK-NEXT:      %z = accel.concat_lanes %x, %y channels = [3, 5] : tensor<1x1x2x2x1x4x{{.*}}>, tensor<1x2x2x2x1x4x{{.*}}> -> tensor<1x2x2x2x1x4x{{.*}}>
+// CHECK-NEXT:      func.return %z
+// VTA-LABEL:   func.func @concat_lanes
+// VTA:           accel.concat_lanes %x, %y channels = [3, 5] : tensor<1x1x2x2x1x16x{{.*}}>, tensor<1x1x2x2x1x16x{{.*}}> -> tensor<1x1x2x2x1x16x{{.*}}>
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @concat_lanes(%x: tensor<1x2x2x3x!q>, %y: tensor<1x2x2x5x!q>) -> tensor<1x2x2x8x!q> {
+  %z = func.call @vta_fn_0(%x, %y) : (tensor<1x2x2x3x!q>, tensor<1x2x2x5x!q>) -> tensor<1x2x2x8x!q>
+  func.return %z : tensor<1x2x2x8x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x2x2x3x!q>, %y: tensor<1x2x2x5x!q>) -> tensor<1x2x2x8x!q> attributes {qaccel.target = "vta"} {
+  %z = q.concat %x, %y {axis = 3 : i32} : (tensor<1x2x2x3x!q>, tensor<1x2x2x5x!q>) -> tensor<1x2x2x8x!q>
+  func.return %z : tensor<1x2x2x8x!q>
+}
+
+// -----
+
+// Pools the ALU trees cannot compute bit-exactly: a SAME 3x3 average at stride 1 (the divisor
+// shrinks at the border) and a padded max pool are accel.host_pool2d, host steps of the program;
+// unpadded averages over a power of two of taps stay on the ALU.
+// CHECK-LABEL: func.func @host_pools
+// CHECK:         func.func private @vta_fn_0
+// CHECK-NEXT:      %a = accel.host_pool2d %x "avg" window = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] clamp(-128, 127) : tensor<1x2x4x4x1x4x{{.*}}> -> tensor<1x2x4x4x1x4x{{.*}}>
+// CHECK-NEXT:      %m = accel.host_pool2d %a "max" window = [2, 2] strides = [2, 2] padding = [0, 1, 0, 1] clamp(-128, 127) : tensor<1x2x4x4x1x4x{{.*}}> -> tensor<1x2x2x2x1x4x{{.*}}>
+// CHECK-NOT:       accel.host_pool2d
+// CHECK:           accel.sum_pool2d {{.*}} window = [1, 2]
+// CHECK-NOT:       accel.host_pool2d
+// CHECK:           func.return
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @host_pools(%x: tensor<1x4x4x8x!q>) -> tensor<1x1x1x8x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<1x4x4x8x!q>) -> tensor<1x1x1x8x!q>
+  func.return %z : tensor<1x1x1x8x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x4x4x8x!q>) -> tensor<1x1x1x8x!q> attributes {qaccel.target = "vta"} {
+  %a = q.avg_pool2d %x {filter = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x4x4x8x!q>) -> tensor<1x4x4x8x!q>
+  %m = q.max_pool2d %a {filter = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 1, 0, 1>} : (tensor<1x4x4x8x!q>) -> tensor<1x2x2x8x!q>
+  %s = q.avg_pool2d %m {filter = array<i64: 1, 2>, strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>} : (tensor<1x2x2x8x!q>) -> tensor<1x2x1x8x!q>
+  %t = q.avg_pool2d %s {filter = array<i64: 2, 1>, strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>} : (tensor<1x2x1x8x!q>) -> tensor<1x1x1x8x!q>
+  func.return %t : tensor<1x1x1x8x!q>
+}
+
+// -----
+
+// Flatten after a global pool keeps batch and channels: accel.reshape, the same packed bytes.
+// CHECK-LABEL: func.func @flatten
+// CHECK:         func.func private @vta_fn_0
+// CHECK-NEXT:      %r = accel.reshape %x : tensor<1x2x1x1x1x4x{{.*}}> -> tensor<1x2x1x4x{{.*}}>
+// CHECK-NEXT:      func.return %r
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @flatten(%x: tensor<1x1x1x8x!q>) -> tensor<1x8x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<1x1x1x8x!q>) -> tensor<1x8x!q>
+  func.return %z : tensor<1x8x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x1x1x8x!q>) -> tensor<1x8x!q> attributes {qaccel.target = "vta"} {
+  %r = q.reshape %x : (tensor<1x1x1x8x!q>) -> tensor<1x8x!q>
+  func.return %r : tensor<1x8x!q>
+}
+
+// -----
+
+// Cropping2D keeps batch and channels: accel.crop of the spatial dimensions.
+// CHECK-LABEL: func.func @crop
+// CHECK:         func.func private @vta_fn_0
+// CHECK-NEXT:      %c = accel.crop %x offsets = [1, 0] : tensor<1x2x4x4x1x4x{{.*}}> -> tensor<1x2x3x3x1x4x{{.*}}>
+// CHECK-NEXT:      func.return %c
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @crop(%x: tensor<1x4x4x8x!q>) -> tensor<1x3x3x8x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<1x4x4x8x!q>) -> tensor<1x3x3x8x!q>
+  func.return %z : tensor<1x3x3x8x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x4x4x8x!q>) -> tensor<1x3x3x8x!q> attributes {qaccel.target = "vta"} {
+  %c = q.slice %x {begin = array<i64: 0, 1, 0, 0>} : (tensor<1x4x4x8x!q>) -> tensor<1x3x3x8x!q>
+  func.return %c : tensor<1x3x3x8x!q>
+}
+
+// -----
+
 // A grouped convolution (2 groups of 8 channels) keeps its groups on blocks (B = 4: two blocks
 // per group); a depthwise convolution with depth multiplier 2 whose blocks align with one
 // input block per two output blocks.

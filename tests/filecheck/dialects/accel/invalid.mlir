@@ -263,3 +263,83 @@ func.func @lut_shape_changes(%x: tensor<1x1x4x4x1x16xi8>) {
   func.return
 }
 // CHECK: accel.lut: {{.*}}
+
+// -----
+
+func.func @concat_lanes_count(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x3x4x4x1x4xi8> {
+  %y = accel.concat_lanes %x, %x channels = [6] : tensor<1x2x4x4x1x4xi8>, tensor<1x2x4x4x1x4xi8> -> tensor<1x3x4x4x1x4xi8>
+  func.return %y : tensor<1x3x4x4x1x4xi8>
+}
+// CHECK: accel.concat_lanes: needs one channel count per input (2 inputs, 1 counts)
+
+// -----
+
+func.func @concat_lanes_input_blocks(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x3x4x4x1x4xi8> {
+  %y = accel.concat_lanes %x, %x channels = [3, 6] : tensor<1x2x4x4x1x4xi8>, tensor<1x2x4x4x1x4xi8> -> tensor<1x3x4x4x1x4xi8>
+  func.return %y : tensor<1x3x4x4x1x4xi8>
+}
+// CHECK: accel.concat_lanes: input 0 has 2 channel blocks of 4, which cannot hold 3 channels
+
+// -----
+
+func.func @concat_lanes_result_blocks(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x4x4x4x1x4xi8> {
+  %y = accel.concat_lanes %x, %x channels = [6, 6] : tensor<1x2x4x4x1x4xi8>, tensor<1x2x4x4x1x4xi8> -> tensor<1x4x4x4x1x4xi8>
+  func.return %y : tensor<1x4x4x4x1x4xi8>
+}
+// CHECK: accel.concat_lanes: 12 channels need 3 blocks of 4, the result has 4
+
+// -----
+
+func.func @concat_lanes_spatial(%x: tensor<1x2x4x4x1x4xi8>, %z: tensor<1x2x4x2x1x4xi8>) -> tensor<1x3x4x4x1x4xi8> {
+  %y = accel.concat_lanes %x, %z channels = [6, 6] : tensor<1x2x4x4x1x4xi8>, tensor<1x2x4x2x1x4xi8> -> tensor<1x3x4x4x1x4xi8>
+  func.return %y : tensor<1x3x4x4x1x4xi8>
+}
+// CHECK: accel.concat_lanes: input 1 [1, 2, 4, 2, 1, 4] differs from the result [1, 3, 4, 4, 1, 4] outside the channel blocks
+
+// -----
+
+func.func @host_pool_kind(%x: tensor<1x1x4x4x1x4xi8>) -> tensor<1x1x2x2x1x4xi8> {
+  %y = accel.host_pool2d %x "min" window = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] clamp(-128, 127) : tensor<1x1x4x4x1x4xi8> -> tensor<1x1x2x2x1x4xi8>
+  func.return %y : tensor<1x1x2x2x1x4xi8>
+}
+// CHECK: accel.host_pool2d: kind 'min' is not max or avg
+
+// -----
+
+func.func @host_pool_padding(%x: tensor<1x1x4x4x1x4xi8>) -> tensor<1x1x3x3x1x4xi8> {
+  %y = accel.host_pool2d %x "avg" window = [2, 2] strides = [2, 2] padding = [2, 0, 0, 2] clamp(-128, 127) : tensor<1x1x4x4x1x4xi8> -> tensor<1x1x3x3x1x4xi8>
+  func.return %y : tensor<1x1x3x3x1x4xi8>
+}
+// CHECK: accel.host_pool2d: padding needs 4 values (top, bottom, left, right), each smaller than the window (no window entirely in the padding), got [2, 0, 0, 2]
+
+// -----
+
+func.func @host_pool_shape(%x: tensor<1x1x4x4x1x4xi8>) -> tensor<1x1x4x4x1x4xi8> {
+  %y = accel.host_pool2d %x "max" window = [3, 3] strides = [1, 1] padding = [0, 0, 0, 0] clamp(-128, 127) : tensor<1x1x4x4x1x4xi8> -> tensor<1x1x4x4x1x4xi8>
+  func.return %y : tensor<1x1x4x4x1x4xi8>
+}
+// CHECK: accel.host_pool2d: the result must be [1, 1, 2, 2, 1, 4], got [1, 1, 4, 4, 1, 4]
+
+// -----
+
+func.func @host_pool_wide(%x: tensor<1x1x4x4x1x4xi32>) -> tensor<1x1x2x2x1x4xi32> {
+  %y = accel.host_pool2d %x "max" window = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] clamp(-128, 127) : tensor<1x1x4x4x1x4xi32> -> tensor<1x1x2x2x1x4xi32>
+  func.return %y : tensor<1x1x2x2x1x4xi32>
+}
+// CHECK: accel.host_pool2d: the input must hold 8-bit integers, got i32
+
+// -----
+
+func.func @reshape_moves_lanes(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x1x8x4x1x4xi8> {
+  %y = accel.reshape %x : tensor<1x2x4x4x1x4xi8> -> tensor<1x1x8x4x1x4xi8>
+  func.return %y : tensor<1x1x8x4x1x4xi8>
+}
+// CHECK: accel.reshape: [1, 2, 4, 4, 1, 4] -> [1, 1, 8, 4, 1, 4] must keep the batch, the channel blocks, the lanes and the number of elements (nothing moves)
+
+// -----
+
+func.func @crop_outside(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x2x3x3x1x4xi8> {
+  %y = accel.crop %x offsets = [2, 0] : tensor<1x2x4x4x1x4xi8> -> tensor<1x2x3x3x1x4xi8>
+  func.return %y : tensor<1x2x3x3x1x4xi8>
+}
+// CHECK: accel.crop: a [1, 2, 3, 3, 1, 4] box at spatial offsets [2, 0] does not lie inside [1, 2, 4, 4, 1, 4] with its batch, channel blocks and lanes

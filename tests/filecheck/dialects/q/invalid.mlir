@@ -109,3 +109,27 @@ func.func @lut_not_int8(%x: tensor<1x4xi32>) {
   func.return
 }
 // CHECK: q.lut: the input must be int8, got tensor<1x4xi32>
+
+// -----
+
+func.func @reshape_count(%a: tensor<1x4x4x2xi8>) {
+  %0 = q.reshape %a : (tensor<1x4x4x2xi8>) -> tensor<1x30xi8>
+  func.return
+}
+// CHECK: q.reshape: [1, 4, 4, 2] and [1, 30] must be static shapes of the same number of elements
+
+// -----
+
+func.func @reshape_element_type(%a: tensor<1x4x4x2xi8>) {
+  %0 = q.reshape %a : (tensor<1x4x4x2xi8>) -> tensor<1x32xi32>
+  func.return
+}
+// CHECK: q.reshape: the input and result element types differ
+
+// -----
+
+func.func @slice_outside(%a: tensor<1x4x4x2xi8>) {
+  %0 = q.slice %a {begin = array<i64: 0, 2, 1, 0>} : (tensor<1x4x4x2xi8>) -> tensor<1x3x3x2xi8>
+  func.return
+}
+// CHECK: q.slice: a [1, 3, 3, 2] box at [0, 2, 1, 0] does not lie inside [1, 4, 4, 2]
