@@ -203,6 +203,8 @@ class _Function:
                 if kind == "write":
                     dirty = max(dirty, int(p["offset"]) + int(p["nbytes"]))
             self._dirty = min(dirty, self.image.size)
+            for i in range(len(self.layers)):  # what no run changes: its weights, converted once
+                plan.prepared(self.name, i).constants(self.image, self._dirty, self.image.size)
             return self._work
         self._work[: self._dirty] = self.image[: self._dirty]
         return self._work
