@@ -198,6 +198,7 @@ class _Function:
             return self.image.copy()
         if self._work is None:
             self._work = self.image.copy()
+            plan.prepare_all(self.name)
             dirty = max(plan.prepared(self.name, i).dram_written for i in range(len(self.layers)))
             for kind, _, _, p in self.steps:
                 if kind == "write":
@@ -430,6 +431,23 @@ class RunPlan:
                 raise RunPlanError(f"{fn} layer {index}: tokens left over {p.leftover_tokens}")
             self._prepared[key] = p
         return self._prepared[key]
+
+    def prepare_all(self, fn: str) -> None:
+        """Every layer of `fn` checked and timed, on every core (the C machine releases the
+        GIL): what a run's start waits for."""
+        todo = [i for i in range(len(self.functions[fn].layers)) if (fn, i) not in self._prepared]
+        jobs = min(len(todo), os.cpu_count() or 1)
+        if jobs < 2:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        from qaccel.targets.vta import cmachine
+
+        cmachine.library(), self.config  # loaded (or built) once, before the threads
+        with ThreadPoolExecutor(jobs) as pool:
+            # each lands in self._prepared; the first layer that fails raises, as in order
+            for _ in pool.map(lambda i: self.prepared(fn, i), todo):
+                pass
 
     def _run_prepared(self, fn: str, index: int, layer, image: np.ndarray) -> np.ndarray:
         from qaccel.targets.vta import cmachine

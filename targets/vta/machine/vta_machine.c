@@ -380,6 +380,7 @@ struct vta_scratch {
     int64_t *at;
     int64_t pairs_per_tile;
     int32_t *acc;
+    int32_t *row;        /* one ACC row: a product added to many rows */
 };
 
 struct loops;
@@ -2051,6 +2052,7 @@ void vta_scratch_free(vta_scratch *s) {
     free(s->from);
     free(s->at);
     free(s->acc);
+    free(s->row);
     free(s);
 }
 
@@ -2102,7 +2104,8 @@ int vta_scratch_new(const vta_config *config, vta_run *run, vta_scratch **out) {
     s->acc = (int32_t *)calloc((size_t)(da * blk), sizeof(int32_t));
     s->from = (const struct tiles **)calloc((size_t)dw, sizeof *s->from);
     s->at = (int64_t *)calloc((size_t)dw, sizeof(int64_t));
-    if (!s->inp || !s->acc || !s->from || !s->at ||
+    s->row = (int32_t *)calloc((size_t)blk, sizeof(int32_t));
+    if (!s->inp || !s->acc || !s->from || !s->at || !s->row ||
         tiles_alloc(&s->own, dw, blk, ppt, kernel >= VTA_KERNEL_AVX2)) {
         vta_scratch_free(s);
         return VTA_ERR_NOMEM;
@@ -2439,34 +2442,77 @@ static AVX2 void diag16_avx2(int32_t *acc, const int16_t *inp, const int16_t *dg
 }
 #endif
 
+static void tile_kernel(const vta_scratch *s, int32_t *acc, const struct tiles *t, int64_t tile,
+                        const struct span *sp);
+
+#if HAVE_AVX2_KERNEL
+/* BLOCK 16: every destination row of the span += row. */
+static AVX2 void add_row16_avx2(int32_t *acc, const int32_t *row, const struct span *sp) {
+    __m256i lo = _mm256_loadu_si256((const __m256i *)row);
+    __m256i hi = _mm256_loadu_si256((const __m256i *)(row + 8));
+    for (int64_t o = 0; o < sp->n_out; o++)
+        for (int64_t i = 0; i < sp->n_in; i++) {
+            __m256i *a = (__m256i *)(acc + (sp->d + o * sp->dfo + i * sp->dfi) * 16);
+            _mm256_storeu_si256(a, _mm256_add_epi32(_mm256_loadu_si256(a), lo));
+            _mm256_storeu_si256(a + 1, _mm256_add_epi32(_mm256_loadu_si256(a + 1), hi));
+        }
+}
+#endif
+
+/* acc rows of the span += W . inp rows of the span, W the tile in WGT row `row`. */
 static void tile_rows(const vta_scratch *s, int64_t row, const struct span *sp) {
-    int64_t blk = s->g.blk;
     const struct tiles *t = s->from[row];
-    int64_t tile = s->at[row];
+    int64_t tile = s->at[row], blk = s->g.blk;
+    if (t->wclass[tile] == TILE_ZERO || sp->n_out <= 0 || sp->n_in <= 0) return;
+    int64_t rows = sp->n_out * sp->n_in;
+    if (rows > 1 && (sp->sfi == 0 || sp->n_in == 1) && (sp->sfo == 0 || sp->n_out == 1)) {
+        /* one source row for every destination (e.g. a bias row times a row of ones): its
+         * product once, added to each */
+        struct span one = {1, 1, 0, 0, 0, 0, 0, sp->s};
+        memset(s->row, 0, (size_t)blk * sizeof(int32_t));
+        tile_kernel(s, s->row, t, tile, &one);
+#if HAVE_AVX2_KERNEL
+        if (s->kernel >= VTA_KERNEL_AVX2) { /* BLOCK 16 */
+            add_row16_avx2(s->acc, s->row, sp);
+            return;
+        }
+#endif
+        FOR_SPAN(sp, d, r) {
+            (void)r;
+            int32_t *a = s->acc + d * blk;
+            for (int64_t j = 0; j < blk; j++) a[j] = to_i32((uint32_t)a[j] + (uint32_t)s->row[j]);
+        }
+        return;
+    }
+    tile_kernel(s, s->acc, t, tile, sp);
+}
+
+static void tile_kernel(const vta_scratch *s, int32_t *acc, const struct tiles *t, int64_t tile,
+                        const struct span *sp) {
+    int64_t blk = s->g.blk;
     int cls = t->wclass[tile];
-    if (cls == TILE_ZERO) return;
 #if HAVE_AVX2_KERNEL
     if (s->kernel >= VTA_KERNEL_AVX2) { /* BLOCK 16 */
         if (cls == TILE_DIAG)
-            diag16_avx2(s->acc, s->inp, t->diag + tile * 16, sp);
+            diag16_avx2(acc, s->inp, t->diag + tile * 16, sp);
 #if HAVE_VNNI_KERNELS
         else if (t->npairs[tile] == 8 && s->kernel == VTA_KERNEL_AVX512_VNNI)
-            dense16_avx512_vnni(s->acc, s->inp, t->pairs + tile * 256, sp);
+            dense16_avx512_vnni(acc, s->inp, t->pairs + tile * 256, sp);
         else if (t->npairs[tile] == 8 && s->kernel == VTA_KERNEL_AVX_VNNI)
-            dense16_avx_vnni(s->acc, s->inp, t->pairs + tile * 256, sp);
+            dense16_avx_vnni(acc, s->inp, t->pairs + tile * 256, sp);
 #endif
         else if (t->npairs[tile] == 8)
-            dense16_avx2(s->acc, s->inp, t->pairs + tile * 256, sp);
+            dense16_avx2(acc, s->inp, t->pairs + tile * 256, sp);
         else
-            pairs16_avx2(s->acc, s->inp, t->pairs + tile * 256, t->pair_list + tile * 8,
+            pairs16_avx2(acc, s->inp, t->pairs + tile * 256, t->pair_list + tile * 8,
                          t->npairs[tile], sp);
         return;
     }
 #endif
     if (cls == TILE_DIAG)
-        diag_rows_c(s->acc, s->inp, t->diag + tile * blk, blk, sp);
+        diag_rows_c(acc, s->inp, t->diag + tile * blk, blk, sp);
     else
-        dense_rows_c(s->acc, s->inp, t->wgt + tile * blk * blk, blk, sp);
+        dense_rows_c(acc, s->inp, t->wgt + tile * blk * blk, blk, sp);
 }
 
 static void fast_gemm(vta_scratch *s, const int64_t *f, const int32_t *snap) {
@@ -2498,6 +2544,22 @@ static void fast_gemm(vta_scratch *s, const int64_t *f, const int32_t *snap) {
             struct span sp = {n_out, n_in, dfo, dfi, sfo, sfi, dk[k], sk[k]};
             tile_rows(s, wk[k], &sp);
         }
+        return;
+    }
+    if (wfi == 0 || n_in == 1) { /* one tile per micro-op and outer iteration */
+        for (int64_t o = 0; o < n_out; o++)
+            for (int64_t k = 0; k < nk; k++) {
+                struct span sp = {1, n_in, 0, dfi, 0, sfi, dk[k] + o * dfo, sk[k] + o * sfo};
+                tile_rows(s, wk[k] + o * wfo, &sp);
+            }
+        return;
+    }
+    if (wfo == 0 || n_out == 1) { /* one tile per micro-op and inner iteration */
+        for (int64_t ii = 0; ii < n_in; ii++)
+            for (int64_t k = 0; k < nk; k++) {
+                struct span sp = {n_out, 1, dfo, 0, sfo, 0, dk[k] + ii * dfi, sk[k] + ii * sfi};
+                tile_rows(s, wk[k] + ii * wfi, &sp);
+            }
         return;
     }
     for (int64_t o = 0; o < n_out; o++)
