@@ -77,7 +77,7 @@ def load_run_plan(outdir: str | Path, simulator: str = "c") -> Any:
 
 
 def is_artifact(path: str | Path) -> bool:
-    from qaccel.backends.vta.artifact import is_artifact as check
+    from qaccel.backends.vta.artifact_files import is_artifact as check
 
     return check(path)
 

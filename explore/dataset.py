@@ -16,6 +16,7 @@ machines need no shared file system.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -138,15 +139,18 @@ def _runner_from(files: dict[str, bytes], simulator: str) -> Any:
     key = h.hexdigest() + simulator
     if key not in _LOADED:
         folder = Path(tempfile.mkdtemp(prefix="qaccel-artifact-"))
-        for name, data in files.items():
-            (folder / name).parent.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_bytes(data)
-        plan = load_run_plan(folder, simulator)
-        if plan is not None:
-            _LOADED[key] = plan.run
-        else:
-            compiled = load_artifact(folder)
-            _LOADED[key] = lambda arrays: run_compiled(compiled, arrays, simulator)
+        try:
+            for name, data in files.items():
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_bytes(data)
+            plan = load_run_plan(folder, simulator)
+            if plan is not None:
+                _LOADED[key] = plan.run
+            else:
+                compiled = load_artifact(folder)
+                _LOADED[key] = lambda arrays: run_compiled(compiled, arrays, simulator)
+        finally:  # both hold what they run in memory: no folder left behind per worker
+            shutil.rmtree(folder, ignore_errors=True)
     return _LOADED[key]
 
 

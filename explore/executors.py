@@ -44,11 +44,45 @@ class TaskFailed:
 
 
 _SHARED: Any = None
+PARENT_POLL_SECONDS = 0.2
+"""How often a pool worker checks that the process that started it is still there."""
 
 
-def _init_worker(shared: Any) -> None:
+def _init_worker(shared: Any, parent: int | None = None, deathsig: bool = False) -> None:
     global _SHARED
     _SHARED = shared
+    if parent is not None:
+        _exit_with_parent(parent, deathsig)
+
+
+def _exit_with_parent(parent: int, deathsig: bool) -> None:
+    """End this worker when `parent` (the pool's process) ends, even by SIGKILL, which gives
+    the pool no chance to shut its workers down: they would go on computing (a whole sweep)
+    for no one. On Linux the kernel sends SIGKILL at once (PR_SET_PDEATHSIG; only when the
+    pool's main thread forked the worker, because the signal follows the forking thread, not
+    the process); everywhere a daemon thread sees the worker re-parented within
+    PARENT_POLL_SECONDS and exits."""
+    import signal
+    import threading
+    import time
+
+    if deathsig and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass  # the watch thread below does it
+    if os.getppid() != parent:  # died between the fork and this point
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="qaccel-parent-watch", daemon=True).start()
 
 
 def _call_in_worker(fn: Callable[[Any, Any], Any], item: Any) -> Any:
@@ -72,10 +106,15 @@ class LocalExecutor:
             for i, item in enumerate(items):
                 yield i, fn(shared, item)
             return
+        import threading
+
         context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+        # The workers are forked by this thread (at the first submit): the kernel's parent
+        # death signal is safe only when it is the main thread, which lives as long as we do.
+        deathsig = threading.current_thread() is threading.main_thread()
         pool = concurrent.futures.ProcessPoolExecutor(
             min(self.jobs, len(items)), mp_context=context, initializer=_init_worker,
-            initargs=(shared,),
+            initargs=(shared, os.getpid(), deathsig),
         )  # fmt: skip
         try:
             futures = {pool.submit(_call_in_worker, fn, item): i for i, item in enumerate(items)}

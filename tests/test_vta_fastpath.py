@@ -145,3 +145,44 @@ def test_every_fast_kernel_on_an_emitted_convolution(kernel, monkeypatch):
     prepared = cmachine.Prepared(prog.program, prog.program.uops, image.size, DEFAULT_CONFIG)
     got = prepared.execute(np.ascontiguousarray(image).copy(), scratch)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("kernel", ["c", "avx2"])
+def test_constant_weights_converted_once(kernel, monkeypatch):
+    """`Prepared.constants(image, start, end)`: the weight tiles from those bytes are
+    converted once, and every execution uses them as they were then (the checked path's DRAM,
+    run after run, in a scratch another program uses too)."""
+    from qaccel.lowering.vta.emit import emit
+    from qaccel.lowering.vta.search import schedule
+    from qaccel.targets.vta.config import DEFAULT_CONFIG
+    from qaccel.targets.vta.simulator import simulate
+    from qaccel.targets.vta.results import SimulationError
+    from test_vta_codegen import conv_layer
+
+    monkeypatch.setattr(cmachine, "kernel", kernel)
+    rng = np.random.default_rng(5)
+    layer = conv_layer(H=7, W=7, C=40, O=36, k=3, rng=rng)
+    prog = emit(layer, schedule(layer, DEFAULT_CONFIG, refine=0), DEFAULT_CONFIG)
+    scratch = cmachine.Scratch(DEFAULT_CONFIG)
+    x0 = rng.integers(-128, 128, layer.input_shape).astype(np.int8)
+    image0 = prog.dram_image(x0)
+    prepared = cmachine.Prepared(prog.program, prog.program.uops, image0.size, DEFAULT_CONFIG)
+    other = cmachine.Prepared(prog.program, prog.program.uops, image0.size, DEFAULT_CONFIG)
+    start, nbytes = prog.regions["weights"]
+    prepared.constants(image0, start, start + nbytes)
+    for seed in range(3):
+        x = np.random.default_rng(seed).integers(-128, 128, layer.input_shape).astype(np.int8)
+        image = prog.dram_image(x)
+        want = simulate(prog.program, prog.program.uops, image, DEFAULT_CONFIG,
+                        simulator="c").dram  # fmt: skip
+        assert np.array_equal(prepared.execute(image.copy(), scratch), want)
+        assert np.array_equal(other.execute(image.copy(), scratch), want)  # converts its own
+    # the promise broken on purpose: the weights converted from image0 are the ones used
+    changed = image0.copy()
+    changed[start : start + nbytes] = rng.integers(-128, 128, nbytes).astype(np.int8).view(np.uint8)
+    got = prepared.execute(changed.copy(), scratch)
+    want = prepared.execute(image0.copy(), scratch)
+    assert np.array_equal(got[start + nbytes :], want[start + nbytes :])
+    assert not np.array_equal(got, other.execute(changed.copy(), scratch))
+    with pytest.raises(SimulationError, match="prepared for"):
+        prepared.constants(np.zeros(8, np.uint8), 0)

@@ -193,7 +193,10 @@ class _NotFast(Exception):
 
 # Options the run plan honours; any other option away from its default takes the full path.
 _FAST_OPTIONS = {"model", "inputs", "random_inputs", "outputs_dir", "compare_litert",
-                 "simulator", "plot", "target", "runtime", "litert_path"}  # fmt: skip
+                 "simulator", "plot", "target", "runtime", "litert_path",
+                 "inputs_dir", "labels", "no_compare", "jobs", "ray"}  # fmt: skip
+# the dataset options that only go with --inputs-dir (the full path says so)
+_DATASET_ONLY = ("labels", "no_compare", "jobs", "ray")
 
 
 def _fast_args(argv: list[str]) -> argparse.Namespace | None:
@@ -220,6 +223,10 @@ def _fast_args(argv: list[str]) -> argparse.Namespace | None:
 def run_fast(args) -> int | None:
     """Run an artifact by its run plan (numpy and the VTA machine, no MLIR); None when it has
     no plan of this version (the caller takes the full path)."""
+    if args.inputs_dir is not None:  # as the full path: the dataset, its workers on run plans
+        return run_dataset(args)
+    if any(getattr(args, k) not in (None, False) for k in _DATASET_ONLY):
+        return None  # the full path's error
     if args.runtime == "litert" and not args.plot:
         return run_litert_artifact(args)
     from qaccel.backends.vta.run_plan import RunPlanError, load_run_plan

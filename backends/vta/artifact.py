@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from qaccel.backends.vta.artifact_files import read_artifact_file
+from qaccel.backends.vta.artifact_files import is_artifact, read_artifact_file
 from qaccel.backends.vta.cdriver import driver_files
 from qaccel.kernels.memory import MemoryBudgetError, check_npz
 from qaccel.backends.vta.compiled import (
@@ -215,10 +215,6 @@ def _run_plan_files(compiled: CompiledModel) -> dict[str, bytes]:
         return {}
     meta, arrays = plan
     return {PLAN_JSON: _dumps(meta).encode(), PLAN_ARRAYS: _npz_bytes(arrays)}
-
-
-def is_artifact(path: str | Path) -> bool:
-    return Path(path).is_dir() and (Path(path) / "manifest.json").is_file()
 
 
 def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:

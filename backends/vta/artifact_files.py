@@ -68,4 +68,9 @@ def read_artifact_file(root: str | Path, rel: object, error: type[Exception]) ->
         return f.read(info.st_size)
 
 
-__all__ = ["confined_path", "read_artifact_file"]
+def is_artifact(path: str | Path) -> bool:
+    """A folder with a manifest (cheap: starting a dataset run imports no compiler)."""
+    return Path(path).is_dir() and (Path(path) / "manifest.json").is_file()
+
+
+__all__ = ["confined_path", "is_artifact", "read_artifact_file"]

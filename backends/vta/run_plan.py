@@ -202,11 +202,14 @@ class _Function:
             return self.image.copy()
         if self._work is None:
             self._work = self.image.copy()
+            plan.prepare_all(self.name)
             dirty = max(plan.prepared(self.name, i).dram_written for i in range(len(self.layers)))
             for kind, _, _, p in self.steps:
                 if kind == "write":
                     dirty = max(dirty, int(p["offset"]) + int(p["nbytes"]))
             self._dirty = min(dirty, self.image.size)
+            for i in range(len(self.layers)):  # what no run changes: its weights, converted once
+                plan.prepared(self.name, i).constants(self.image, self._dirty, self.image.size)
             return self._work
         self._work[: self._dirty] = self.image[: self._dirty]
         return self._work
@@ -451,6 +454,23 @@ class RunPlan:
                 raise RunPlanError(f"{fn} layer {index}: tokens left over {p.leftover_tokens}")
             self._prepared[key] = p
         return self._prepared[key]
+
+    def prepare_all(self, fn: str) -> None:
+        """Every layer of `fn` checked and timed, on every core (the C machine releases the
+        GIL): what a run's start waits for."""
+        todo = [i for i in range(len(self.functions[fn].layers)) if (fn, i) not in self._prepared]
+        jobs = min(len(todo), os.cpu_count() or 1)
+        if jobs < 2:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        from qaccel.targets.vta import cmachine
+
+        cmachine.library(), self.config  # loaded (or built) once, before the threads
+        with ThreadPoolExecutor(jobs) as pool:
+            # each lands in self._prepared; the first layer that fails raises, as in order
+            for _ in pool.map(lambda i: self.prepared(fn, i), todo):
+                pass
 
     def _run_prepared(self, fn: str, index: int, layer, image: np.ndarray) -> np.ndarray:
         from qaccel.targets.vta import cmachine

@@ -130,6 +130,8 @@ def _open(path: Path, check_hash: bool):
                                     ctypes.POINTER(_P)]  # fmt: skip
     lib.vta_execute.restype = ctypes.c_int
     lib.vta_execute.argtypes = [_P, _P, ctypes.POINTER(_Run)]
+    lib.vta_program_constants.restype = ctypes.c_int
+    lib.vta_program_constants.argtypes = [_P, _P, _I, _I, _I]
     lib.vta_program_dram_written.restype = _I
     lib.vta_program_dram_written.argtypes = [_P]
     lib.vta_program_free.restype = None
@@ -393,6 +395,20 @@ class Prepared:
         _check(self._lib.vta_execute(self._handle, scratch._handle, ctypes.byref(run)), run,
                self.config)  # fmt: skip
         return dram
+
+    def constants(self, dram: np.ndarray, start: int, end: int | None = None) -> None:
+        """Declare that `dram`'s bytes [start, end) (end: the image's) are the same in every
+        `execute` (e.g. the weights after the activations): the weight tiles loaded from them
+        are converted into the GEMM kernels' layouts now, once, instead of at every run."""
+        dram = np.ascontiguousarray(dram, dtype=np.uint8).reshape(-1)
+        end = len(dram) if end is None else int(end)
+        rc = self._lib.vta_program_constants(self._handle, _ptr(dram), len(dram), int(start),
+                                             end)  # fmt: skip
+        if rc == 3:
+            raise MemoryError("vta_program_constants")
+        if rc != 0:
+            raise SimulationError(f"a DRAM image of {len(dram)} bytes for a program prepared "
+                                  f"for {self.dram_bytes}")  # fmt: skip
 
     def __del__(self):
         if getattr(self, "_handle", None):

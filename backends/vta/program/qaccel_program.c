@@ -932,6 +932,12 @@ static int prepare_layers(qaccel_state *q, char *e) {
       cycles += r.total_cycles;
     }
   }
+  /* past `dirty` every run sees the image: the layers' weights there are converted once */
+  for (uint32_t k = 0; k < p->n_layers; k++) {
+    rc = vta_program_constants(q->layers[k], p->base + p->dram_at, (int64_t)p->dram_bytes,
+                               (int64_t)dirty, (int64_t)p->dram_bytes);
+    if (rc == VTA_ERR_NOMEM) return fail(e, "QACCEL_VTA: out of memory");
+  }
   q->cycles = cycles;
   q->dirty_end = dirty;
   q->ready = 1;

@@ -336,6 +336,18 @@ typedef struct machine {
 
 #define FLD(m, i) (&(m)->f[(i) * F_COUNT])
 
+/* WGT tiles in the GEMM kernels' layouts: a scratchpad's WGT buffer (row = SRAM row), or a
+ * program's constant weights converted once (row = DRAM tile - first). */
+struct tiles {
+    int64_t count;
+    int8_t *wgt;         /* the tiles as loaded */
+    int16_t *pairs;      /* dense tiles as pair rows (the vector kernels), or NULL */
+    int16_t *diag;       /* the diagonal of every tile */
+    uint8_t *wclass;     /* per tile: TILE_ZERO, TILE_DIAG or TILE_DENSE */
+    uint8_t *npairs;     /* per dense tile: its lane pairs (c, c+1) with a nonzero weight */
+    uint8_t *pair_list;  /* per tile, pairs_per_tile entries: those pairs */
+};
+
 /* A program vta_prepare checked and timed once, for vta_execute to replay with data only. */
 struct vta_program {
     vta_config cfg;
@@ -349,6 +361,11 @@ struct vta_program {
     int64_t uops_len, uops_used;
     int64_t dram_written; /* one past the last DRAM byte a STORE writes (0: none) */
     vta_run timing;      /* the checked run's statistics (its pointers cleared) */
+    /* vta_program_constants: the DRAM tiles [const_first, const_first + consts.count - 1)
+     * every WGT LOAD from the constant bytes reads, converted once; the last is a zero tile
+     * (padding). consts.count == 0: none. */
+    struct tiles consts;
+    int64_t const_first;
 };
 
 /* The scratchpads vta_execute works in (any number of programs of one configuration). */
@@ -357,20 +374,20 @@ struct vta_scratch {
     struct geometry g;
     int kernel;          /* enum vta_kernel: VTA_KERNEL_C, or VTA_KERNEL_AVX2 and up */
     int16_t *inp;        /* INP rows widened to int16 */
-    int8_t *wgt;         /* WGT tiles as loaded */
-    int16_t *pairs;      /* dense WGT tiles as pair rows (the AVX2 kernel), or NULL */
-    int16_t *diag;       /* the diagonal of every WGT tile */
-    uint8_t *wclass;     /* per WGT tile: TILE_ZERO, TILE_DIAG or TILE_DENSE */
-    uint8_t *npairs;     /* per dense tile: its lane pairs (c, c+1) with a nonzero weight */
-    uint8_t *pair_list;  /* per tile, pairs_per_tile entries: those pairs */
+    struct tiles own;    /* WGT rows loaded from DRAM bytes a run may change */
+    /* per WGT row: where its tile is (own, or a program's constants) and its index there */
+    const struct tiles **from;
+    int64_t *at;
     int64_t pairs_per_tile;
     int32_t *acc;
+    int32_t *row;        /* one ACC row: a product added to many rows */
 };
 
 struct loops;
 static int64_t *prep_fields(struct vta_program *p, int64_t n);
 static int prep_replay(struct vta_program *p, machine *m);
 static void record_uops(machine *m, int64_t i, const struct loops *L);
+static void tiles_free(struct tiles *t);
 
 static int fail(machine *m, int64_t i, const char *fmt, ...) {
     va_list ap;
@@ -1944,6 +1961,7 @@ void vta_program_free(vta_program *p) {
     free(p->order);
     free(p->uop_at);
     free(p->uops);
+    tiles_free(&p->consts);
     free(p);
 }
 
@@ -2001,16 +2019,40 @@ void vta_program_timing(const vta_program *p, vta_run *run) {
 
 enum { TILE_ZERO = 0, TILE_DIAG = 1, TILE_DENSE = 2 };
 
+static void tiles_free(struct tiles *t) {
+    free(t->wgt);
+    free(t->pairs);
+    free(t->diag);
+    free(t->wclass);
+    free(t->npairs);
+    free(t->pair_list);
+    memset(t, 0, sizeof *t);
+}
+
+/* Room for `count` zero tiles (with pair rows when `pairs`). */
+static int tiles_alloc(struct tiles *t, int64_t count, int64_t blk, int64_t ppt, int pairs) {
+    t->count = count;
+    t->wgt = (int8_t *)calloc((size_t)(count * blk * blk), 1);
+    t->diag = (int16_t *)calloc((size_t)(count * blk), sizeof(int16_t));
+    t->wclass = (uint8_t *)calloc((size_t)count, 1);
+    t->npairs = (uint8_t *)calloc((size_t)count, 1);
+    t->pair_list = (uint8_t *)calloc((size_t)(count * ppt), 1);
+    if (pairs) t->pairs = (int16_t *)calloc((size_t)(count * blk * blk), sizeof(int16_t));
+    if (!t->wgt || !t->diag || !t->wclass || !t->npairs || !t->pair_list || (pairs && !t->pairs)) {
+        tiles_free(t);
+        return VTA_ERR_NOMEM;
+    }
+    return VTA_OK;
+}
+
 void vta_scratch_free(vta_scratch *s) {
     if (!s) return;
     free(s->inp);
-    free(s->wgt);
-    free(s->pairs);
-    free(s->diag);
-    free(s->wclass);
-    free(s->npairs);
-    free(s->pair_list);
+    tiles_free(&s->own);
+    free(s->from);
+    free(s->at);
     free(s->acc);
+    free(s->row);
     free(s);
 }
 
@@ -2044,7 +2086,7 @@ int vta_scratch_new(const vta_config *config, vta_run *run, vta_scratch **out) {
                  : run->kernel == VTA_KERNEL_AVX_VNNI && !has_avx_vnni ? VTA_KERNEL_AVX2
                  : run->kernel >= VTA_KERNEL_AVX2 ? (int)run->kernel : VTA_KERNEL_C;
     int64_t bytes = di * blk * 2 + dw * blk * blk * (kernel >= VTA_KERNEL_AVX2 ? 3 : 1) +
-                    dw * blk * 2 + dw * (2 + ppt) + da * blk * 4;
+                    dw * blk * 2 + dw * (2 + ppt) + da * blk * 4 + dw * 16;
     if (limit >= 0 && bytes > limit) {
         char a[32], b[32];
         return fail(m, -1,
@@ -2059,17 +2101,18 @@ int vta_scratch_new(const vta_config *config, vta_run *run, vta_scratch **out) {
     s->kernel = kernel;
     s->pairs_per_tile = ppt;
     s->inp = (int16_t *)calloc((size_t)(di * blk), sizeof(int16_t));
-    s->wgt = (int8_t *)calloc((size_t)(dw * blk * blk), 1);
-    s->diag = (int16_t *)calloc((size_t)(dw * blk), sizeof(int16_t));
-    s->wclass = (uint8_t *)calloc((size_t)dw, 1);
-    s->npairs = (uint8_t *)calloc((size_t)dw, 1);
-    s->pair_list = (uint8_t *)calloc((size_t)(dw * ppt), 1);
     s->acc = (int32_t *)calloc((size_t)(da * blk), sizeof(int32_t));
-    if (kernel >= VTA_KERNEL_AVX2) s->pairs = (int16_t *)calloc((size_t)(dw * blk * blk), sizeof(int16_t));
-    if (!s->inp || !s->wgt || !s->diag || !s->wclass || !s->npairs || !s->pair_list || !s->acc ||
-        (kernel >= VTA_KERNEL_AVX2 && !s->pairs)) {
+    s->from = (const struct tiles **)calloc((size_t)dw, sizeof *s->from);
+    s->at = (int64_t *)calloc((size_t)dw, sizeof(int64_t));
+    s->row = (int32_t *)calloc((size_t)blk, sizeof(int32_t));
+    if (!s->inp || !s->acc || !s->from || !s->at || !s->row ||
+        tiles_alloc(&s->own, dw, blk, ppt, kernel >= VTA_KERNEL_AVX2)) {
         vta_scratch_free(s);
         return VTA_ERR_NOMEM;
+    }
+    for (int64_t r = 0; r < dw; r++) {
+        s->from[r] = &s->own;
+        s->at[r] = r;
     }
     run->kernel = kernel;
     *out = s;
@@ -2083,7 +2126,7 @@ int vta_scratch_new(const vta_config *config, vta_run *run, vta_scratch **out) {
  * contribute nothing to a sum: the kernels skip them, the sums are the same. */
 #if HAVE_AVX2_KERNEL
 /* set_tile for BLOCK 16 with the AVX2 kernel. */
-static AVX2 void set_tile16_avx2(vta_scratch *s, int64_t row, const uint8_t *src) {
+static AVX2 void set_tile16_avx2(struct tiles *s, int64_t row, const uint8_t *src) {
     int8_t *w = s->wgt + row * 256;
     __m256i v[8], any = _mm256_setzero_si256(), off = _mm256_setzero_si256();
     for (int q = 0; q < 8; q++) { /* rows 2q and 2q + 1 */
@@ -2146,21 +2189,24 @@ static AVX2 void set_tile16_avx2(vta_scratch *s, int64_t row, const uint8_t *src
 }
 #endif
 
-static void set_tile(vta_scratch *s, int64_t row, const uint8_t *src) {
-    int64_t blk = s->g.blk, bb = blk * blk;
+static void set_tile(struct tiles *s, int vector, int64_t blk, int64_t ppt, int64_t row,
+                     const uint8_t *src) {
+    int64_t bb = blk * blk;
     int8_t *w = s->wgt + row * bb;
 #if HAVE_AVX2_KERNEL
-    if (s->kernel >= VTA_KERNEL_AVX2) {
+    if (vector) { /* BLOCK 16, a CPU with AVX2 */
         set_tile16_avx2(s, row, src);
         return;
     }
+#else
+    (void)vector;
 #endif
     if (src)
         memcpy(w, src, (size_t)bb);
     else
         memset(w, 0, (size_t)bb);
     int off_diag = 0, any = 0;
-    uint8_t *list = s->pair_list + row * s->pairs_per_tile;
+    uint8_t *list = s->pair_list + row * ppt;
     int np = 0;
     for (int64_t j = 0; j < blk; j++) {
         s->diag[row * blk + j] = w[j * blk + j];
@@ -2179,7 +2225,7 @@ static void set_tile(vta_scratch *s, int64_t row, const uint8_t *src) {
         return;
     }
     s->wclass[row] = TILE_DENSE;
-    for (int64_t p = 0; p < s->pairs_per_tile; p++) {
+    for (int64_t p = 0; p < ppt; p++) {
         int nz = 0;
         for (int64_t j = 0; j < blk && !nz; j++)
             for (int64_t c = 2 * p; c < 2 * p + 2 && c < blk; c++) nz |= w[j * blk + c] != 0;
@@ -2219,7 +2265,12 @@ static void load_rows(machine *m, vta_scratch *s, int64_t mt, int64_t row, const
         else
             for (int64_t k = 0; k < count * blk; k++) dst[k] = m->pad_value;
     } else if (mt == MEM_WGT) {
-        for (int64_t k = 0; k < count; k++) set_tile(s, row + k, src ? src + k * blk * blk : NULL);
+        for (int64_t k = 0; k < count; k++) {
+            set_tile(&s->own, s->kernel >= VTA_KERNEL_AVX2, blk, s->pairs_per_tile, row + k,
+                     src ? src + k * blk * blk : NULL);
+            s->from[row + k] = &s->own;
+            s->at[row + k] = row + k;
+        }
     } else {
         int32_t *dst = s->acc + row * blk;
         if (!src)
@@ -2231,9 +2282,31 @@ static void load_rows(machine *m, vta_scratch *s, int64_t mt, int64_t row, const
     }
 }
 
-static void fast_load(machine *m, vta_scratch *s, const int64_t *f) {
+/* A WGT LOAD of constant tiles: each SRAM row refers to its converted tile. */
+static int const_load(vta_scratch *s, const vta_program *p, const int64_t *f) {
+    const struct tiles *c = &p->consts;
+    int64_t yp0 = f[F_Y_PAD_0], xp0 = f[F_X_PAD_0], xp1 = f[F_X_PAD_1];
+    int64_t ys = f[F_Y_SIZE], xs = f[F_X_SIZE], stride = f[F_X_STRIDE];
+    int64_t ytot = yp0 + ys + f[F_Y_PAD_1], xtot = xp0 + xs + xp1, base = f[F_SRAM_BASE];
+    int64_t first = f[F_DRAM_BASE] - p->const_first, zero = c->count - 1;
+    if (c->count == 0 || first < 0 || first + (ys - 1) * stride + xs > zero ||
+        (s->kernel >= VTA_KERNEL_AVX2 && !c->pairs))
+        return 0;
+    for (int64_t y = 0; y < ytot; y++) {
+        int64_t row = base + y * xtot, inside = y >= yp0 && y < yp0 + ys;
+        for (int64_t x = 0; x < xtot; x++, row++) {
+            s->from[row] = c;
+            s->at[row] = inside && x >= xp0 && x < xp0 + xs ? first + (y - yp0) * stride + x - xp0
+                                                             : zero;
+        }
+    }
+    return 1;
+}
+
+static void fast_load(machine *m, vta_scratch *s, const vta_program *p, const int64_t *f) {
     int64_t mt = f[F_MEMORY_TYPE];
     if (f[F_X_SIZE] == 0 || f[F_Y_SIZE] == 0 || mt == MEM_UOP) return; /* UOP: snapshots */
+    if (mt == MEM_WGT && const_load(s, p, f)) return;
     int64_t yp0 = f[F_Y_PAD_0], xp0 = f[F_X_PAD_0], xp1 = f[F_X_PAD_1];
     int64_t ys = f[F_Y_SIZE], xs = f[F_X_SIZE], stride = f[F_X_STRIDE];
     int64_t ytot = yp0 + ys + f[F_Y_PAD_1], xtot = xp0 + xs + xp1;
@@ -2369,32 +2442,77 @@ static AVX2 void diag16_avx2(int32_t *acc, const int16_t *inp, const int16_t *dg
 }
 #endif
 
-static void tile_rows(const vta_scratch *s, int64_t tile, const struct span *sp) {
+static void tile_kernel(const vta_scratch *s, int32_t *acc, const struct tiles *t, int64_t tile,
+                        const struct span *sp);
+
+#if HAVE_AVX2_KERNEL
+/* BLOCK 16: every destination row of the span += row. */
+static AVX2 void add_row16_avx2(int32_t *acc, const int32_t *row, const struct span *sp) {
+    __m256i lo = _mm256_loadu_si256((const __m256i *)row);
+    __m256i hi = _mm256_loadu_si256((const __m256i *)(row + 8));
+    for (int64_t o = 0; o < sp->n_out; o++)
+        for (int64_t i = 0; i < sp->n_in; i++) {
+            __m256i *a = (__m256i *)(acc + (sp->d + o * sp->dfo + i * sp->dfi) * 16);
+            _mm256_storeu_si256(a, _mm256_add_epi32(_mm256_loadu_si256(a), lo));
+            _mm256_storeu_si256(a + 1, _mm256_add_epi32(_mm256_loadu_si256(a + 1), hi));
+        }
+}
+#endif
+
+/* acc rows of the span += W . inp rows of the span, W the tile in WGT row `row`. */
+static void tile_rows(const vta_scratch *s, int64_t row, const struct span *sp) {
+    const struct tiles *t = s->from[row];
+    int64_t tile = s->at[row], blk = s->g.blk;
+    if (t->wclass[tile] == TILE_ZERO || sp->n_out <= 0 || sp->n_in <= 0) return;
+    int64_t rows = sp->n_out * sp->n_in;
+    if (rows > 1 && (sp->sfi == 0 || sp->n_in == 1) && (sp->sfo == 0 || sp->n_out == 1)) {
+        /* one source row for every destination (e.g. a bias row times a row of ones): its
+         * product once, added to each */
+        struct span one = {1, 1, 0, 0, 0, 0, 0, sp->s};
+        memset(s->row, 0, (size_t)blk * sizeof(int32_t));
+        tile_kernel(s, s->row, t, tile, &one);
+#if HAVE_AVX2_KERNEL
+        if (s->kernel >= VTA_KERNEL_AVX2) { /* BLOCK 16 */
+            add_row16_avx2(s->acc, s->row, sp);
+            return;
+        }
+#endif
+        FOR_SPAN(sp, d, r) {
+            (void)r;
+            int32_t *a = s->acc + d * blk;
+            for (int64_t j = 0; j < blk; j++) a[j] = to_i32((uint32_t)a[j] + (uint32_t)s->row[j]);
+        }
+        return;
+    }
+    tile_kernel(s, s->acc, t, tile, sp);
+}
+
+static void tile_kernel(const vta_scratch *s, int32_t *acc, const struct tiles *t, int64_t tile,
+                        const struct span *sp) {
     int64_t blk = s->g.blk;
-    int cls = s->wclass[tile];
-    if (cls == TILE_ZERO) return;
+    int cls = t->wclass[tile];
 #if HAVE_AVX2_KERNEL
     if (s->kernel >= VTA_KERNEL_AVX2) { /* BLOCK 16 */
         if (cls == TILE_DIAG)
-            diag16_avx2(s->acc, s->inp, s->diag + tile * 16, sp);
+            diag16_avx2(acc, s->inp, t->diag + tile * 16, sp);
 #if HAVE_VNNI_KERNELS
-        else if (s->npairs[tile] == 8 && s->kernel == VTA_KERNEL_AVX512_VNNI)
-            dense16_avx512_vnni(s->acc, s->inp, s->pairs + tile * 256, sp);
-        else if (s->npairs[tile] == 8 && s->kernel == VTA_KERNEL_AVX_VNNI)
-            dense16_avx_vnni(s->acc, s->inp, s->pairs + tile * 256, sp);
+        else if (t->npairs[tile] == 8 && s->kernel == VTA_KERNEL_AVX512_VNNI)
+            dense16_avx512_vnni(acc, s->inp, t->pairs + tile * 256, sp);
+        else if (t->npairs[tile] == 8 && s->kernel == VTA_KERNEL_AVX_VNNI)
+            dense16_avx_vnni(acc, s->inp, t->pairs + tile * 256, sp);
 #endif
-        else if (s->npairs[tile] == 8)
-            dense16_avx2(s->acc, s->inp, s->pairs + tile * 256, sp);
+        else if (t->npairs[tile] == 8)
+            dense16_avx2(acc, s->inp, t->pairs + tile * 256, sp);
         else
-            pairs16_avx2(s->acc, s->inp, s->pairs + tile * 256, s->pair_list + tile * 8,
-                         s->npairs[tile], sp);
+            pairs16_avx2(acc, s->inp, t->pairs + tile * 256, t->pair_list + tile * 8,
+                         t->npairs[tile], sp);
         return;
     }
 #endif
     if (cls == TILE_DIAG)
-        diag_rows_c(s->acc, s->inp, s->diag + tile * blk, blk, sp);
+        diag_rows_c(acc, s->inp, t->diag + tile * blk, blk, sp);
     else
-        dense_rows_c(s->acc, s->inp, s->wgt + tile * blk * blk, blk, sp);
+        dense_rows_c(acc, s->inp, t->wgt + tile * blk * blk, blk, sp);
 }
 
 static void fast_gemm(vta_scratch *s, const int64_t *f, const int32_t *snap) {
@@ -2428,6 +2546,22 @@ static void fast_gemm(vta_scratch *s, const int64_t *f, const int32_t *snap) {
         }
         return;
     }
+    if (wfi == 0 || n_in == 1) { /* one tile per micro-op and outer iteration */
+        for (int64_t o = 0; o < n_out; o++)
+            for (int64_t k = 0; k < nk; k++) {
+                struct span sp = {1, n_in, 0, dfi, 0, sfi, dk[k] + o * dfo, sk[k] + o * sfo};
+                tile_rows(s, wk[k] + o * wfo, &sp);
+            }
+        return;
+    }
+    if (wfo == 0 || n_out == 1) { /* one tile per micro-op and inner iteration */
+        for (int64_t ii = 0; ii < n_in; ii++)
+            for (int64_t k = 0; k < nk; k++) {
+                struct span sp = {n_out, 1, dfo, 0, sfo, 0, dk[k] + ii * dfi, sk[k] + ii * sfi};
+                tile_rows(s, wk[k] + ii * wfi, &sp);
+            }
+        return;
+    }
     for (int64_t o = 0; o < n_out; o++)
         for (int64_t ii = 0; ii < n_in; ii++)
             for (int64_t k = 0; k < nk; k++) {
@@ -2437,6 +2571,40 @@ static void fast_gemm(vta_scratch *s, const int64_t *f, const int32_t *snap) {
             }
 }
 
+/* --- constant weights, converted once per program ------------------------------------------- */
+
+int vta_program_constants(vta_program *p, const uint8_t *dram, int64_t dram_len,
+                          int64_t constant_from, int64_t constant_end) {
+    const struct geometry *g = &p->g;
+    int64_t blk = g->blk, bb = blk * blk, ppt = blk / 2 > 0 ? blk / 2 : 1;
+    tiles_free(&p->consts);
+    p->const_first = 0;
+    if (!dram || dram_len != p->dram_len) return VTA_ERROR;
+    if (constant_from < 0) constant_from = 0;
+    if (constant_end > dram_len) constant_end = dram_len;
+    /* the DRAM tiles the WGT LOADs of constant bytes read */
+    int64_t lo = INT64_MAX, hi = -1;
+    for (int64_t i = 0; i < p->n; i++) {
+        const int64_t *f = p->f + i * F_COUNT;
+        if (f[F_OPCODE] != OP_LOAD || f[F_MEMORY_TYPE] != MEM_WGT || !f[F_X_SIZE] || !f[F_Y_SIZE])
+            continue;
+        int64_t first = f[F_DRAM_BASE], end = first + (f[F_Y_SIZE] - 1) * f[F_X_STRIDE] + f[F_X_SIZE];
+        if (first * bb < constant_from || end * bb > constant_end) continue;
+        if (first < lo) lo = first;
+        if (end > hi) hi = end;
+    }
+    if (hi < 0) return VTA_OK;
+    int vector = 0;
+#if HAVE_AVX2_KERNEL
+    vector = blk == 16 && cpu_has_avx2();
+#endif
+    if (tiles_alloc(&p->consts, hi - lo + 1, blk, ppt, 1)) return VTA_ERR_NOMEM;
+    for (int64_t t = lo; t <= hi; t++)
+        set_tile(&p->consts, vector, blk, ppt, t - lo, t < hi ? dram + t * bb : NULL);
+    p->const_first = lo;
+    return VTA_OK;
+}
+
 /* --- the replay ------------------------------------------------------------------------------ */
 
 static int fast_step(machine *m, vta_scratch *s, const vta_program *p, int64_t i) {
@@ -2444,7 +2612,7 @@ static int fast_step(machine *m, vta_scratch *s, const vta_program *p, int64_t i
     int rc;
     switch (f[F_OPCODE]) {
     case OP_LOAD:
-        fast_load(m, s, f);
+        fast_load(m, s, p, f);
         return VTA_OK;
     case OP_STORE:
         if (f[F_X_SIZE] == 0 || f[F_Y_SIZE] == 0) return VTA_OK;
@@ -2504,11 +2672,19 @@ int vta_execute(const vta_program *p, vta_scratch *s, vta_run *run) {
     m->data = 1;
     vta_program_timing(p, run);
     run->kernel = s->kernel;
-    for (int64_t k = 0; k < p->n_order; k++) {
-        int rc = fast_step(m, s, p, p->order[k]);
-        if (rc) return rc;
+    int rc = VTA_OK;
+    for (int64_t k = 0; k < p->n_order && rc == VTA_OK; k++) rc = fast_step(m, s, p, p->order[k]);
+    /* No row refers to the program's constants once it is done (it may be freed): a prepared
+     * program reads no WGT row it has not loaded itself (vta_prepare checks it), so the rows
+     * only need to be valid. */
+    if (p->consts.count) {
+        int64_t dw = s->g.depth[BUF_WGT];
+        for (int64_t r = 0; r < dw; r++) {
+            s->from[r] = &s->own;
+            s->at[r] = r;
+        }
     }
-    return VTA_OK;
+    return rc;
 }
 
 int vta_machine_abi(void) { return VTA_MACHINE_ABI; }

@@ -141,6 +141,15 @@ int vta_scratch_new(const vta_config *config, vta_run *run, vta_scratch **scratc
 int vta_execute(const vta_program *program, vta_scratch *scratch, vta_run *run);
 /* The prepared statistics (total_cycles, busy, ..., leftover_tokens) into `run`. */
 void vta_program_timing(const vta_program *program, vta_run *run);
+/* Declares that the DRAM bytes [constant_from, constant_end) hold in every vta_execute what
+ * `dram` (dram_len bytes, the prepared size) holds now, e.g. the weights and constants after
+ * the activation arena: the tiles of the WGT LOADs that read only such bytes are converted
+ * into the GEMM kernels' layouts here, once, and every execution takes them as they are (a
+ * run with other bytes there would compute with these). Call it again to change them, never
+ * while the program executes; without it every LOAD converts its tiles. VTA_ERROR when the
+ * image is not the prepared size. */
+int vta_program_constants(vta_program *p, const uint8_t *dram, int64_t dram_len,
+                          int64_t constant_from, int64_t constant_end);
 /* One past the last DRAM byte the program's STOREs write (0: none): what a run can change. */
 int64_t vta_program_dram_written(const vta_program *program);
 void vta_program_free(vta_program *program);
