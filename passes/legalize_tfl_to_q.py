@@ -692,12 +692,13 @@ PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "pad": lambda: LegalizePad(tfl.PadOp),
     "padv2": lambda: LegalizePad(tfl.PadV2Op),
     "concatenation": LegalizeConcatenation,
+    # before "reshape": a global mean's reshape folds into the mean rather than becoming q.reshape
+    "mean_reshape": LegalizeMeanReshape,
     "reshape": LegalizeReshape,
     "strided_slice": LegalizeStridedSlice,
     "maximum": LegalizeMaximumMinimum,
     "minimum": LegalizeMaximumMinimum,
     "table": LegalizeTable,
-    "mean_reshape": LegalizeMeanReshape,
 }
 
 

@@ -281,11 +281,11 @@ func.func @mean_reshape(%x: tensor<1x4x4x8x!q>) -> tensor<1x1x1x8x!qm> {
 !qm = !quant.uniform<i8:f32, 0.01:5>
 
 // The mean's result is used elsewhere too, or the reshape is not to the kept dimensions: the
-// reshape stays.
+// mean keeps its result and each reshape is a reshape (q.reshape) of it.
 // CHECK-LABEL: func.func @mean_reshape_kept
 // CHECK:         %m = q.mean %x {{.*}} -> tensor<1x8x!quant.uniform<i8:f32, 0.01:5>>
-// CHECK:         %r = tfl.reshape %m
-// CHECK:         %t = tfl.reshape %m
+// CHECK:         %r = q.reshape %m
+// CHECK:         %t = q.reshape %m
 func.func @mean_reshape_kept(%x: tensor<1x4x4x8x!q>) -> (tensor<1x1x1x8x!qm>, tensor<1x8x!qm>, tensor<1x2x4x!qm>) {
   %axes = tfl.const dense<[1, 2]> : tensor<2xi32> -> tensor<2xi32>
   %shape = tfl.const dense<[1, 1, 1, 8]> : tensor<4xi32> -> tensor<4xi32>
