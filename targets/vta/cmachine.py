@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 from qaccel.targets.vta import budget
-from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.targets.vta.config import DEFAULT_CONFIG, MACHINE_KEYS, HardwareConfig
 from qaccel.targets.vta.isa import MemType, Program
 from qaccel.targets.vta.results import (
     FIFOS,
@@ -55,9 +55,7 @@ last_kernel: str | None = None  # the kernel the last functional run used
 CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared")
 LIB_NAME = "libqaccel_vta.so"
 
-_CONFIG_KEYS = ("log_block", "log_uop_buff_size", "log_inp_buff_size", "log_wgt_buff_size",
-                "log_acc_buff_size", "bus_width_bytes", "dma_setup_cycles", "insn_issue_cycles",
-                "gemm_cycles_per_uop", "alu_cycles_per_uop", "store_requant")  # fmt: skip
+_CONFIG_KEYS = MACHINE_KEYS  # vta_config's fields, in order
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
 

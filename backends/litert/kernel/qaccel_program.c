@@ -100,15 +100,13 @@ static int parse_program(const uint8_t *b, size_t size, Program *p) {
   p->n_in = u32(b + 24); p->n_out = u32(b + 28); p->n_values = u32(b + 32);
   p->n_steps = u32(b + 36); p->n_layers = u32(b + 40);
   p->dram_bytes = u64(b + 48); p->dram_at = u64(b + 56);
-  int64_t *c = &p->cfg.log_block;
-  for (int k = 0; k < 11; k++) c[k] = i64(b + 64 + 8 * k);
+  const uint8_t *field = b + 64; /* i64 config[VTA_CONFIG_N_FIELDS], vta_config's order */
+#define READ_CONFIG_FIELD(key, lowest, highest) p->cfg.key = i64(field); field += 8;
+  VTA_CONFIG_FIELDS(READ_CONFIG_FIELD)
+#undef READ_CONFIG_FIELD
   p->values_at = u64(b + 152); p->io_at = u64(b + 160); p->steps_at = u64(b + 168);
   p->layers_at = u64(b + 176);
-  int config_ok = p->cfg.log_block >= 0 && p->cfg.log_block <= 6 &&
-                  (p->cfg.store_requant == 0 || p->cfg.store_requant == 1) && p->cfg.bus_width_bytes > 0;
-  for (int k = 1; k < 10; k++) /* buffer sizes (log2) and timing parameters */
-    if (c[k] < 0 || c[k] > (k <= 4 ? 40 : (1 << 20))) config_ok = 0;
-  if (!config_ok)
+  if (field != b + 152 || vta_config_check(&p->cfg) != VTA_OK)
     return qaccel_fail("QACCEL_VTA: hardware configuration not supported by this kernel (log_block %lld, "
                 "store_requant %lld, bus %lld bytes)", (long long)p->cfg.log_block,
                 (long long)p->cfg.store_requant, (long long)p->cfg.bus_width_bytes);
