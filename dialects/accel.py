@@ -386,32 +386,20 @@ class UnpackOp(_LayoutOp):
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
-_CANONICALIZATION_PATTERNS: dict[str, tuple[RewritePattern, ...]] = {}
-
-
-def register_canonicalization_patterns(table: dict[str, tuple[RewritePattern, ...]]) -> None:
-    """Called by `dialects/accel_canonicalization.py`, which defines the patterns over these op
-    classes (loading the dialect by name imports it)."""
-    _CANONICALIZATION_PATTERNS.update(table)
-
-
-def all_canonicalization_patterns() -> tuple[RewritePattern, ...]:
-    seen: dict[int, RewritePattern] = {}
-    for patterns in _CANONICALIZATION_PATTERNS.values():
-        for p in patterns:
-            seen.setdefault(id(p), p)
-    return tuple(seen.values())
-
-
 class AccelCanonicalization(HasCanonicalizationPatternsTrait):
-    """The `accel` op's canonicalization patterns (`dialects/accel_canonicalization.py`)."""
+    """The `accel` op's canonicalization patterns, imported when first asked for (xDSL's lazy
+    idiom): `dialects/accel_canonicalization.py` defines them over these op classes."""
 
     def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
-        return _CANONICALIZATION_PATTERNS.get(op.name, ())
+        from qaccel.dialects.accel_canonicalization import patterns_of
+
+        return patterns_of(op.name)
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        return all_canonicalization_patterns()
+        from qaccel.dialects.accel_canonicalization import all_patterns
+
+        return all_patterns()
 
 
 def storage_width(t: Attribute) -> int | None:
