@@ -105,7 +105,7 @@ from qaccel.dialects.types import tensor_dtype
 from qaccel.frontend.tflite_export import export_tflite
 from qaccel.frontend.tflite_writer import read_model, write_model
 from qaccel.targets.vta.config import MACHINE_KEYS
-from qaccel.interpreter.accel_semantics import _split_order, _split_shape
+from qaccel.kernels.layout import split_order, split_shape
 
 from qaccel.backends.litert.names import (  # re-exported: the names of the export
     AOT_FILE,
@@ -162,7 +162,7 @@ def _io_record(value: int, packing: accel.Packing, plain: tuple[int, ...], pad: 
     rank = len(plain)
     if rank > MAX_RANK:
         raise AotError(f"a tensor of rank {rank} (the kernel packs up to rank {MAX_RANK})")
-    split, order = _split_shape(packing, plain), _split_order(packing)
+    split, order = split_shape(packing, plain), split_order(packing)
 
     def ints(xs, n):
         return list(xs) + [0] * (n - len(xs))
