@@ -7,7 +7,7 @@ The interpreter glue calls every op the same way:
 
 with `call` an `OpCall` (arrays in, quantization parameters, output shapes and dtypes, and the
 operator's builtin options keyed by schema field names in snake_case). The kernels live in
-`conv.py`, `gemm.py`, `elementwise.py`, `reduce.py` and `movement.py`, and the
+`conv.py`, `gemm.py`, `elementwise.py`, `reduce.py` and `shape.py`, and the
 integer primitives they share in `arithmetic.py`.
 """
 
@@ -17,7 +17,7 @@ from qaccel.kernels import conv as _conv  # noqa: F401  (registers kernels)
 from qaccel.kernels import elementwise as _elementwise  # noqa: F401
 from qaccel.kernels import gemm as _gemm  # noqa: F401
 from qaccel.kernels import reduce as _reduce  # noqa: F401
-from qaccel.kernels import movement as _movement  # noqa: F401
+from qaccel.kernels import shape as _shape  # noqa: F401
 from qaccel.kernels.base import (
     KERNELS,
     KernelError,

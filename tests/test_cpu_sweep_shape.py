@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from qaccel.kernels.base import window_geometry
-from qaccel.kernels.movement import strided_slice_plan
+from qaccel.kernels.shape import strided_slice_plan
 from qaccel.kernels.qparams import QParams
 from qaccel.kernels.registry import KernelError, Refusal, prepare
 from test_cpu_kernels import Case, assert_bit_exact, batch_model, call_of, qt, spec
