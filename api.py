@@ -39,7 +39,7 @@ from qaccel.explore.executors import make_executor
 from qaccel.explore.results import ResultTable
 from qaccel.explore.spec import SweepSpec
 from qaccel.explore.sweep import run_sweep
-from qaccel.pipeline.manager import PipelineLike
+from qaccel.pipeline.spec import PipelineLike
 from qaccel.pipeline.stage import Stage, continuation, module_stage
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from xdsl.dialects.builtin import ModuleOp

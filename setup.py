@@ -10,11 +10,24 @@ module: it has no Python.h dependency and the generated C driver compiles the sa
 compiles the library on first use or falls back to the Python simulator.
 """
 
-import hashlib
+import importlib.util
 from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+
+
+def _load_cbuild():
+    """targets/cbuild.py (standard library only), by path: the package is not installed yet."""
+    spec = importlib.util.spec_from_file_location(
+        "_qaccel_cbuild", Path(__file__).parent / "targets" / "cbuild.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+cbuild = _load_cbuild()
 
 MACHINE = Path("targets") / "vta" / "machine"
 SOURCES, HEADERS = ("vta_machine.c",), ("vta_machine.h",)
@@ -56,24 +69,19 @@ DELEGATE_FILES = (DELEGATE / "qaccel_delegate.c", DELEGATE / "qaccel_artifact.c"
                   DELEGATE / "qaccel_artifact.h", DELEGATE / "qaccel_tflite_api.h",
                   PROGRAM / "qaccel_program.h", MACHINE / "vta_machine.h")
 DELEGATE_EXT = "qaccel.backends.litert.libqaccel_delegate"
-STRICT_C = ["-std=c99", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror"]
+# Every C library's flags (targets/cbuild.py); the LiteRT libraries export only their API.
+STRICT_C = [*cbuild.CFLAGS, "-fvisibility=hidden"]
 
 
 def source_hash() -> str:
     """As cmachine.source_hash(): lets the loader tell a stale build from a current one."""
     here = Path(__file__).parent / MACHINE
-    h = hashlib.sha256()
-    for name in SOURCES + HEADERS:
-        h.update(name.encode() + b"\0" + (here / name).read_bytes())
-    return h.hexdigest()[:16]
+    return cbuild.source_hash(here / name for name in SOURCES + HEADERS)
 
 
 def kernel_hash(files=KERNEL_FILES) -> str:
     """As backends/litert/runtime.source_hash(files)."""
-    h = hashlib.sha256()
-    for path in files:
-        h.update(path.name.encode() + b"\0" + (Path(__file__).parent / path).read_bytes())
-    return h.hexdigest()[:16]
+    return cbuild.source_hash(Path(__file__).parent / path for path in files)
 
 
 def python_paths() -> list[tuple[str, str]]:
@@ -130,7 +138,7 @@ setup(
             sources=[str(MACHINE / s) for s in SOURCES],
             depends=[str(MACHINE / h) for h in HEADERS],
             define_macros=[("VTA_SOURCE_HASH", f'"{source_hash()}"')],
-            extra_compile_args=["-std=c99", "-O2"],
+            extra_compile_args=list(cbuild.CFLAGS),
             optional=True,
         ),
         litert_library("qaccel.backends.vta.program._qaccel_program", PROGRAM_FILES),

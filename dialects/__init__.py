@@ -23,7 +23,6 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         return Q
 
     def get_accel():
-        import qaccel.dialects.accel_canonicalization  # noqa: F401  (registers its patterns)
         from qaccel.dialects.accel import Accel
 
         return Accel

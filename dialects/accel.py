@@ -56,12 +56,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 from qaccel.dialects.q import array_values, f64_array, i32_array, i64_array
 from qaccel.dialects.quant import UniformQuantizedType, storage_range
+from qaccel.kernels.layout import Packing
 from xdsl.dialects.builtin import (
     I32,
     I64,
@@ -115,92 +115,16 @@ def _values(attr: DenseArrayBase) -> tuple[int, ...]:
     return tuple(int(v) for v in array_values(attr))
 
 
-@dataclass(frozen=True)
-class Packing:
-    """A blocked layout: which dimensions are tiled, by how much, and the outer order.
-
-    The same description as the `accel.pack` / `accel.unpack` properties (and MLIR's
-    `linalg.pack`); see the module docstring.
-    """
-
-    inner_dims_pos: tuple[int, ...]
-    inner_tiles: tuple[int, ...]
-    outer_dims_perm: tuple[int, ...]
-    """A permutation of all dimensions; the identity when the op has none."""
-
-    @staticmethod
-    def activations(rank: int, block: int) -> Packing:
-        """Channels-last `[N, d1, ..., C]` -> `[N, ceil(C/block), d1, ..., 1, block]`: the
-        batch is tiled by 1 (VTA's BATCH) and the channels by `block`. For NHWC, NCHW1n16c."""
-        if rank < 2:
-            raise ValueError(
-                f"activations to pack need a batch and a channel dimension, got rank {rank}"
-            )
-        last = rank - 1
-        return Packing((0, last), (1, block), (0, last, *range(1, last)))
-
-    @staticmethod
-    def weights(rank: int, block_out: int, block_in: int) -> Packing:
-        """Output-channels-first, input-channels-last `[O, k1, ..., I]` ->
-        `[ceil(O/block_out), ceil(I/block_in), k1, ..., block_out, block_in]`. For OHWI
-        convolution filters, OIHW16o16i; for `[O, I]` dense weights, `[O/16, I/16, 16, 16]`."""
-        if rank < 2:
-            raise ValueError(f"weights to pack need output and input channels, got rank {rank}")
-        last = rank - 1
-        return Packing((0, last), (block_out, block_in), (0, last, *range(1, last)))
-
-    @property
-    def rank(self) -> int:
-        return len(self.outer_dims_perm)
-
-    def error(self) -> str | None:
-        """What is wrong with this description, or None."""
-        rank = self.rank
-        if sorted(self.outer_dims_perm) != list(range(rank)):
-            perm = list(self.outer_dims_perm)
-            return f"outer_dims_perm {perm} is not a permutation of {rank} dimensions"
-        if len(self.inner_tiles) != len(self.inner_dims_pos):
-            return (
-                f"{len(self.inner_dims_pos)} inner_dims_pos but {len(self.inner_tiles)} inner_tiles"
-            )
-        if len(set(self.inner_dims_pos)) != len(self.inner_dims_pos) or any(
-            not 0 <= d < rank for d in self.inner_dims_pos
-        ):
-            dims = list(self.inner_dims_pos)
-            return f"inner_dims_pos {dims} must be distinct dimensions below {rank}"
-        if any(t < 1 for t in self.inner_tiles):
-            return f"inner_tiles {list(self.inner_tiles)} must be positive"
-        return None
-
-    def tile_of(self, dim: int) -> int:
-        """The tile size of dimension `dim` (1 when it is not tiled)."""
-        for d, t in zip(self.inner_dims_pos, self.inner_tiles):
-            if d == dim:
-                return t
-        return 1
-
-    def outer_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
-        """Number of tiles along each dimension, before `outer_dims_perm`."""
-        return tuple(-(-size // self.tile_of(d)) for d, size in enumerate(shape))
-
-    def packed_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
-        """The shape of a tensor of `shape` once packed."""
-        outer = self.outer_shape(shape)
-        return (*(outer[d] for d in self.outer_dims_perm), *self.inner_tiles)
-
-    def needs_padding(self, shape: Sequence[int]) -> bool:
-        return any(shape[d] % t for d, t in zip(self.inner_dims_pos, self.inner_tiles))
-
-    def properties(self) -> dict[str, Attribute]:
-        """The `accel.pack` / `accel.unpack` properties of this layout (no `outer_dims_perm`
-        when it is the identity)."""
-        props = {
-            "inner_dims_pos": i64_array(self.inner_dims_pos),
-            "inner_tiles": i64_array(self.inner_tiles),
-        }
-        if self.outer_dims_perm != tuple(range(self.rank)):
-            props["outer_dims_perm"] = i64_array(self.outer_dims_perm)
-        return props
+def packing_properties(packing: Packing) -> dict[str, Attribute]:
+    """The `accel.pack` / `accel.unpack` properties of this layout (no `outer_dims_perm`
+    when it is the identity)."""
+    props = {
+        "inner_dims_pos": i64_array(packing.inner_dims_pos),
+        "inner_tiles": i64_array(packing.inner_tiles),
+    }
+    if packing.outer_dims_perm != tuple(range(packing.rank)):
+        props["outer_dims_perm"] = i64_array(packing.outer_dims_perm)
+    return props
 
 
 def packed_type(t: TensorType, packing: Packing) -> TensorType:
@@ -316,7 +240,7 @@ class PackOp(_LayoutOp):
 
     def __init__(self, value, packing: Packing, padding_value: int | None = None):
         t = value.type
-        props = packing.properties()
+        props = packing_properties(packing)
         if padding_value is not None:
             props["padding_value"] = IntegerAttr(int(padding_value), i32)
         super().__init__(operands=[value], result_types=[packed_type(t, packing)], properties=props)
@@ -362,7 +286,7 @@ class UnpackOp(_LayoutOp):
 
     def __init__(self, value, packing: Packing, result_type: TensorType):
         super().__init__(
-            operands=[value], result_types=[result_type], properties=packing.properties()
+            operands=[value], result_types=[result_type], properties=packing_properties(packing)
         )
 
     @property
@@ -387,32 +311,20 @@ class UnpackOp(_LayoutOp):
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
-_CANONICALIZATION_PATTERNS: dict[str, tuple[RewritePattern, ...]] = {}
-
-
-def register_canonicalization_patterns(table: dict[str, tuple[RewritePattern, ...]]) -> None:
-    """Called by `dialects/accel_canonicalization.py`, which defines the patterns over these op
-    classes (loading the dialect by name imports it)."""
-    _CANONICALIZATION_PATTERNS.update(table)
-
-
-def all_canonicalization_patterns() -> tuple[RewritePattern, ...]:
-    seen: dict[int, RewritePattern] = {}
-    for patterns in _CANONICALIZATION_PATTERNS.values():
-        for p in patterns:
-            seen.setdefault(id(p), p)
-    return tuple(seen.values())
-
-
 class AccelCanonicalization(HasCanonicalizationPatternsTrait):
-    """The `accel` op's canonicalization patterns (`dialects/accel_canonicalization.py`)."""
+    """The `accel` op's canonicalization patterns, imported when first asked for (xDSL's lazy
+    idiom): `dialects/accel_canonicalization.py` defines them over these op classes."""
 
     def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
-        return _CANONICALIZATION_PATTERNS.get(op.name, ())
+        from qaccel.dialects.accel_canonicalization import patterns_of
+
+        return patterns_of(op.name)
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        return all_canonicalization_patterns()
+        from qaccel.dialects.accel_canonicalization import all_patterns
+
+        return all_patterns()
 
 
 def storage_width(t: Attribute) -> int | None:

@@ -391,4 +391,15 @@ _PATTERNS: dict[str, tuple[RewritePattern, ...]] = {
 }
 
 
-accel.register_canonicalization_patterns(_PATTERNS)
+def patterns_of(op_name: str) -> tuple[RewritePattern, ...]:
+    """The canonicalization patterns of the `accel` op named `op_name`."""
+    return _PATTERNS.get(op_name, ())
+
+
+def all_patterns() -> tuple[RewritePattern, ...]:
+    """Every `accel` canonicalization pattern, once each."""
+    seen: dict[int, RewritePattern] = {}
+    for patterns in _PATTERNS.values():
+        for p in patterns:
+            seen.setdefault(id(p), p)
+    return tuple(seen.values())

@@ -242,7 +242,7 @@ class TflOp(IRDLOperation):
 
     def verify_output_shape(self) -> None:
         """The declared result shapes are the ones TFLite's Prepare computes from the inputs."""
-        from qaccel.kernels.shapes import (
+        from qaccel.kernels.shape_inference import (
             CONSTANT_INPUTS,
             NEEDS_CONSTANT_INPUT_1,
             ShapeMismatch,

@@ -381,7 +381,7 @@ class _Importer:
         op = self._make_op(op_name, opcode, code, operands, result_types, options, version, operator)
         if isinstance(op, TflOp):
             # The op's own checks (a zero stride; a declared output shape other than the one
-            # TFLite's Prepare computes, `kernels/shapes.py`), so the imported IR verifies;
+            # TFLite's Prepare computes, `kernels/shape_inference.py`), so the imported IR verifies;
             # xDSL's generic constraints hold by construction (`verify` costs 15% of import).
             try:
                 op.verify_()
@@ -403,7 +403,7 @@ class _Importer:
     # input flattens to [-1, -1]), the stored shape is a placeholder such as [1, 1], and LiteRT
     # computes the real one when it runs. qaccel keeps static types: the importer evaluates
     # those small integer shape computations for the stored input shapes and gives a result
-    # whose signature is dynamic the shape TFLite's Prepare computes (`kernels/shapes.py`).
+    # whose signature is dynamic the shape TFLite's Prepare computes (`kernels/shape_inference.py`).
 
     _SHAPE_ARITHMETIC = frozenset({"SHAPE", "GATHER", "STRIDED_SLICE", "SLICE", "PACK",
                                    "CONCATENATION", "RESHAPE", "SQUEEZE", "REDUCE_PROD"})
@@ -472,7 +472,7 @@ class _Importer:
 
     def _refine_dynamic_results(self, op_name: str, in_idx: list[int], out_idx: list[int],
                                 options: dict) -> None:
-        from qaccel.kernels.shapes import ShapeMismatch, infer_shape
+        from qaccel.kernels.shape_inference import ShapeMismatch, infer_shape
 
         self._evaluate_shape_op(op_name, in_idx, out_idx, options)
         if len(out_idx) != 1 or not self._dynamic(out_idx[0]):

@@ -34,44 +34,9 @@ from xdsl.traits import SymbolTable
 
 from qaccel.kernels import arithmetic as ar
 from qaccel.kernels import packed
+from qaccel.kernels.layout import pack, split_order, split_shape, unpack  # noqa: F401  (re-exported)
 from qaccel.dialects import accel, q
 from qaccel.dialects.types import tensor_dtype
-
-
-def _split_order(packing: accel.Packing) -> list[int]:
-    """The transpose from a plain tensor split into (tiles, tile) axis pairs (axes 2d, 2d+1 for
-    dimension d) to the packed order; untiled dimensions' unit tiles go last."""
-    tiled = set(packing.inner_dims_pos)
-    untiled = [d for d in range(packing.rank) if d not in tiled]
-    return (
-        [2 * d for d in packing.outer_dims_perm]
-        + [2 * d + 1 for d in packing.inner_dims_pos]
-        + [2 * d + 1 for d in untiled]
-    )
-
-
-def _split_shape(packing: accel.Packing, shape) -> list[int]:
-    outer = packing.outer_shape(shape)
-    return [n for d in range(len(shape)) for n in (outer[d], packing.tile_of(d))]
-
-
-def pack(x: np.ndarray, packing: accel.Packing, padding_value: int = 0) -> np.ndarray:
-    """`x` in the blocked layout `packing`, tiled dimensions padded with `padding_value`."""
-    shape = x.shape
-    if packing.needs_padding(shape):
-        widths = [(0, -size % packing.tile_of(d)) for d, size in enumerate(shape)]
-        x = np.pad(x, widths, constant_values=np.asarray(padding_value, dtype=x.dtype))
-    view = x.reshape(_split_shape(packing, shape)).transpose(_split_order(packing))
-    return np.ascontiguousarray(view).reshape(packing.packed_shape(shape))
-
-
-def unpack(p: np.ndarray, packing: accel.Packing, shape: tuple[int, ...]) -> np.ndarray:
-    """The plain tensor of `shape` that `pack` turned into `p` (padding dropped)."""
-    split = _split_shape(packing, shape)
-    order = _split_order(packing)
-    plain = p.reshape([split[k] for k in order]).transpose(np.argsort(order))
-    padded = plain.reshape([n * t for n, t in zip(split[::2], split[1::2])])
-    return np.asarray(padded[tuple(slice(0, n) for n in shape)], order="C")
 
 
 # --------------------------------------------------------------------------------------------

@@ -239,7 +239,7 @@ class _FunctionLowering:
 
     def constant_array(self, value: SSAValue, what: str) -> np.ndarray:
         """The plain value of a constant operand (through a weight `accel.unpack`)."""
-        from qaccel.interpreter.accel_semantics import unpack
+        from qaccel.kernels.layout import unpack
 
         owner = value.owner
         if isinstance(owner, accel.UnpackOp) and isinstance(owner.input.owner, tfl.ConstOp):
@@ -275,7 +275,7 @@ class _FunctionLowering:
             return owner.input
         t = value.type
         if isinstance(t, TensorType) and is_constant(value) and len(t.get_shape()) >= 2:
-            from qaccel.interpreter.accel_semantics import pack
+            from qaccel.kernels.layout import pack
 
             packing = accel.Packing.activations(len(t.get_shape()), self.block)
             data = pack(
@@ -364,7 +364,7 @@ class _FunctionLowering:
             packing = accel.Packing.weights(w.ndim, block, block)
             if zp_w == 0 and isinstance(owner, accel.UnpackOp) and owner.packing == packing:
                 return owner.input, 1, wsum  # insert-pack-unpack's packed constant
-            from qaccel.interpreter.accel_semantics import pack
+            from qaccel.kernels.layout import pack
 
             tiles = pack(centred.astype(np.int8), packing, 0)
         else:
@@ -507,7 +507,7 @@ class _FunctionLowering:
                 packed = self.packed_type(op.results[0].type).get_shape()
                 return accel.per_lane(data.reshape(-1), accel.packed_lanes(packed), spread=False)
             if shape == out:
-                from qaccel.interpreter.accel_semantics import pack
+                from qaccel.kernels.layout import pack
 
                 packing = accel.Packing.activations(len(out), self.block)
                 return self.constant(pack(data.astype(np.int32), packing, 0), i32, None)

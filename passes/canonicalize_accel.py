@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qaccel.dialects import accel_canonicalization  # noqa: F401  (registers the patterns)
-from qaccel.dialects.accel import all_canonicalization_patterns
+from qaccel.dialects.accel_canonicalization import all_patterns
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -21,7 +20,7 @@ from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWal
 def canonicalize_accel(root: Operation) -> None:
     """Apply the `accel` patterns to everything nested in `root` until nothing changes, erasing
     ops that become unused."""
-    walker = PatternRewriteWalker(GreedyRewritePatternApplier(list(all_canonicalization_patterns())))
+    walker = PatternRewriteWalker(GreedyRewritePatternApplier(list(all_patterns())))
     for region in root.regions:
         walker.rewrite_region(region)
 

@@ -464,7 +464,7 @@ def _rewrite_host(plan: HostPlan) -> None:
 def _pack_weights(f: func.FuncOp, block: int) -> None:
     """Constant `q.conv2d` / `q.dense` filters become packed constants plus an unpack (one per
     constant and filter zero point, right after the constant)."""
-    from qaccel.interpreter.accel_semantics import pack
+    from qaccel.kernels.layout import pack
 
     unpacked: dict[tuple[Operation, int], SSAValue] = {}
     for op in list(f.walk()):

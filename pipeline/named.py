@@ -10,8 +10,7 @@ Every named pipeline also takes `start-after=PASS` and `stop-after=PASS` (from
 be changed, `vta-pipeline{start-after=partition-graph}` runs the rest (`pipeline/stage.py` reads
 where a module is from its IR, which `qaccel-compile` and `api.compile` use to continue it).
 
-To add a pass to a pipeline: register it in `pipeline/registry.py` under the name the
-pipeline already uses; passes named here but not registered yet are skipped (with a note).
+A pass named here must be registered in `pipeline/registry.py`: an unknown name is an error.
 """
 
 from __future__ import annotations
@@ -20,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from qaccel.pipeline.manager import NamedPipeline, pass_spec
+from qaccel.pipeline.expansion import NamedPipeline
+from qaccel.pipeline.spec import pass_spec
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec
 
@@ -64,10 +64,6 @@ class VtaPipeline(NamedPipeline):
        an element-wise tree, a pool) becomes one `accel.layer` op holding its ops;
     9. `schedule-vta`: each layer gets its `#accel.schedule` (tiling, chunks),
        from which `qaccel-compile` emits the instruction streams.
-
-    A pass of this list that is not registered yet is skipped (the drivers print a note), so
-    the pipeline runs the part of the flow that exists; giving an option that goes to a
-    skipped pass is an error.
     """
 
     name = "vta-pipeline"

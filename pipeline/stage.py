@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import ModuleOp
 from qaccel.dialects import accel
 from qaccel.dialects.accel import MODULE_TARGET_ATTR, PACKED_FUNCTION_ATTR
 from qaccel.dialects.annotations import PATTERN_ATTR, TARGET_ATTR
-from qaccel.pipeline.manager import PipelineError, format_spec, pass_spec
+from qaccel.pipeline.spec import PipelineError, format_spec, pass_spec
 
 VTA_PASSES = (
     "attach-target",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 from pathlib import Path
@@ -37,9 +38,24 @@ def parse_module(text: str) -> ModuleOp:
     return module
 
 
-def vta_lowered(name: str, config: str = "") -> tuple[ModuleOp, bytes]:
+def vta_lowered(name: str, config: str = "", fresh: bool = False) -> tuple[ModuleOp, bytes]:
     """A fixture model imported and run through `vta-pipeline` (for the hardware config file
-    or bundled config name `config`), and the model's bytes."""
+    or bundled config name `config`), and the model's bytes.
+
+    Each (name, config) is lowered once per test process; every call gets its own clone, so a
+    test may change it. `fresh=True` lowers again (to check that lowering is deterministic)."""
+    if fresh:
+        return _lower(name, config)
+    module, data = _cached_lowering(name, config)
+    return module.clone(), data
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_lowering(name: str, config: str) -> tuple[ModuleOp, bytes]:
+    return _lower(name, config)
+
+
+def _lower(name: str, config: str) -> tuple[ModuleOp, bytes]:
     from qaccel.frontend.tflite_import import import_tflite
     from qaccel.pipeline.manager import build_pipeline, qaccel_context
 
@@ -74,6 +90,15 @@ def print_module(module: ModuleOp) -> str:
     out = io.StringIO()
     Printer(stream=out).print_op(module)
     return out.getvalue()
+
+
+@pytest.fixture(scope="session")
+def mobilenet_v2_compiled():
+    """MobileNetV2 1.0/224 lowered and compiled for VTA's default configuration, once per test
+    process, for the modules that only read the result (shared: do not change it)."""
+    from qaccel.backends.vta.compile import compile_module
+
+    return compile_module(vta_lowered("mobilenet_v2")[0])
 
 
 @pytest.fixture(scope="session")

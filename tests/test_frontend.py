@@ -369,7 +369,7 @@ def test_placeholder_shapes_of_dynamic_tensors_are_computed_at_import(oracle):
 
 def test_shape_inference_of_transpose_batch_matmul_and_unary_ops():
     """What the importer needs to follow a converter-made attention block's shapes."""
-    from qaccel.kernels.shapes import ShapeMismatch, infer_shape
+    from qaccel.kernels.shape_inference import ShapeMismatch, infer_shape
 
     perm = np.array([0, 2, 1, 3], np.int32)
     assert infer_shape("TRANSPOSE", [(1, 16, 2, 8), (4,)], [None, perm], {}) == (1, 2, 16, 8)

@@ -119,35 +119,22 @@ def test_vta_pipeline_expands_in_order_with_pass_through_options():
         "schedule-vta (vta-pipeline)",
         "cse",
     ]
-    assert scheduled.skipped == []
     attach, partition = scheduled.passes[0].pass_, scheduled.passes[4].pass_
     assert (attach.target, attach.config) == ("vta", "")
     assert (partition.target, partition.max_partitions) == ("", 4)
 
 
-def test_pipeline_skips_passes_not_registered_yet_with_a_note():
+def test_unknown_pass_in_a_named_pipeline_is_an_error():
     available = {k: v for k, v in VTA_FLOW.items() if k in ("fuse-composites", "vta-pipeline")}
-    scheduled = expand(parse_passes("vta-pipeline", available), available)
-    assert [s.name for s in scheduled.passes] == ["fuse-composites"]
-    assert scheduled.notes() == [
-        "vta-pipeline: skipping passes that are not registered yet: attach-target, "
-        "legalize-tfl-to-q, annotate-target, partition-graph, insert-pack-unpack, "
-        "lower-q-to-accel, form-vta-layers, schedule-vta"
-    ]
-
-
-def test_option_for_a_pass_not_registered_yet_is_an_error():
-    available = {k: v for k, v in VTA_FLOW.items() if k != "partition-graph"}
     with pytest.raises(PipelineError, match=(
-        r"^vta-pipeline\{max-partitions=4\}: cannot pass max-partitions=4 to pass "
-        r"'partition-graph': no such pass is registered yet$"
+        r"^vta-pipeline: unknown pass 'attach-target' in the pipeline \(no pass of that name "
+        r"is registered\)$"
     )):  # fmt: skip
-        expand(parse_passes("vta-pipeline{max-partitions=4}", available), available)
-    assert len(expand(parse_passes("vta-pipeline", available), available).passes) == 8
-    # The fixed target=vta of a skipped pass is not the user's option: no error (the eight
-    # passes but attach-target run).
-    available = {k: v for k, v in VTA_FLOW.items() if k != "attach-target"}
-    assert len(expand(parse_passes("vta-pipeline", available), available).passes) == 8
+        expand(parse_passes("vta-pipeline", available), available)
+    available = {k: v for k, v in VTA_FLOW.items() if k != "partition-graph"}
+    for spec in ("vta-pipeline", "vta-pipeline{max-partitions=4}"):
+        with pytest.raises(PipelineError, match=r"unknown pass 'partition-graph'"):
+            expand(parse_passes(spec, available), available)
 
 
 def test_bad_inner_options_and_unloadable_passes_name_the_pass():
@@ -206,9 +193,21 @@ def test_nested_pipelines_flatten_and_cycles_are_reported():
 
 def test_named_pipeline_applies_as_one_pass_too():
     module = parse_module(ADD_IR)
-    test_passes.TestPipeline().apply(context(), module)  # resolves names in the multiverse
-    # test-set-attr is not in the multiverse: skipped there; cse ran.
+    CseOnly().apply(context(), module)  # resolves names in the multiverse
     assert sum(op.name == "tfl.add" for op in module.walk()) == 2
+    # test-set-attr is not in the multiverse: running the pipeline there is an error.
+    with pytest.raises(PipelineError, match="unknown pass 'test-set-attr'"):
+        test_passes.TestPipeline().apply(context(), parse_module(ADD_IR))
+
+
+@dataclass(frozen=True)
+class CseOnly(NamedPipeline):
+    """Runs `cse`."""
+
+    name = "test-cse-only"
+
+    def expansion(self):
+        return ["cse"]
 
 
 def test_real_pipelines_are_registered_and_documented():
@@ -264,9 +263,7 @@ def test_print_ir_after_names_a_pass_or_pipeline_that_runs(capsys, add_ir):
 def test_pass_timing_table_goes_to_stderr(capsys, add_ir):
     code, out, err = run_opt(capsys, [str(add_ir), "-p", "test-pipeline,cse", "--pass-timing"])
     assert code == 0 and out.startswith("builtin.module")
-    note, *lines = err.splitlines()
-    assert note == ("qaccel-opt: note: test-pipeline: skipping passes that are not registered "
-                    "yet: test-not-registered")  # fmt: skip
+    lines = err.splitlines()
     assert lines[0] == lines[2] == "===" + "-" * 73 + "==="
     assert lines[1].strip() == "... Execution time report ..."
     assert lines[3].startswith("  Total Execution Time: ")

@@ -43,9 +43,8 @@ def test_random_lifetimes_never_overlap(spec):
     assert size <= sum(-(-s.nbytes // ALIGN) * ALIGN for s in slots)
 
 
-def test_mobilenet_v2_activations_stay_in_dram():
-    module, _ = vta_lowered("mobilenet_v2")
-    compiled = compile_module(module)
+def test_mobilenet_v2_activations_stay_in_dram(mobilenet_v2_compiled):
+    compiled = mobilenet_v2_compiled
     (fn,) = compiled.functions.values()
     check([Slot(s.nbytes, s.start, s.end, s.offset) for s in fn.slots])
     # Most layer outputs are read only by the next layer: neither written nor read by the host.

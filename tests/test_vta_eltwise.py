@@ -141,9 +141,8 @@ def test_chunks_fill_the_accumulator_buffer():
     assert chunk_rows(layer, DEFAULT_CONFIG) == (depth - 3) // 4
 
 
-def test_mobilenet_v2_runs_on_the_accelerator_but_the_double_requantization():
-    module, _ = vta_lowered("mobilenet_v2")
-    compiled = compile_module(module)
+def test_mobilenet_v2_runs_on_the_accelerator_but_the_double_requantization(mobilenet_v2_compiled):
+    compiled = mobilenet_v2_compiled
     kinds = [r["kind"] for r in compiled.report["layers"]]
     # 10 residual adds and the global average pool with its requantization.
     assert kinds.count("eltwise") == 11

@@ -44,8 +44,7 @@ def _section(info: PassInfo) -> list[str]:
         ]
     if info.expansion is not None:
         lines += ["Expansion (with default options):", ""]
-        lines += [f"1. `{e}`".replace(" (not registered yet)`", "` (not registered yet)")
-                  for e in info.expansion] or ["*(nothing)*"]  # fmt: skip
+        lines += [f"1. `{e}`" for e in info.expansion] or ["*(nothing)*"]
         lines.append("")
     return lines
 
@@ -71,7 +70,7 @@ def render() -> str:
         "pipeline), `--pass-timing`, `--verify-semantics[=SEED]` (run the entry function on",
         "seeded random inputs with the interpreter after every pass and fail, naming the pass,",
         "if any output changes bit for bit). A pipeline entry naming a pass that is not",
-        "registered yet is skipped with a note; an option passed to such a pass is an error.",
+        "registered is an error.",
         "",
         "## Named pipelines",
         "",

@@ -153,6 +153,9 @@ def compile_model(
     # for (IR dumps, timings, explanations) is never held back.
     asked = (ns.print_ir_after_all or ns.print_ir_after or ns.pass_timing
              or getattr(ns, "explain_partitioning", False))  # fmt: skip
+    # Verifying every intermediate module cost about a tenth of the compile: the input and
+    # the pipeline's result are verified, each pass only when a developer's flag is given.
+    manager.verify_each = bool(asked or getattr(ns, "verify_semantics", None) is not None)
     summaries = io.StringIO()
     with contextlib.nullcontext() if asked else contextlib.redirect_stderr(summaries):
         manager.run(qaccel_context(), module)

@@ -116,11 +116,9 @@ def pass_manager_for(
     prog: str,
     printer_options: Mapping[str, object] | None = None,
 ) -> tuple[PassManager, PassTiming | None]:
-    """The `PassManager` for `args.passes` and the pass-manager flags; notes about skipped
-    passes go to stderr. Raises PipelineError (a ValueError) for bad pipelines or flags."""
+    """The `PassManager` for `args.passes` and the pass-manager flags. Raises PipelineError
+    (a ValueError) for bad pipelines or flags."""
     expansion = expand(parse_passes(args.passes, available), available)
-    for note in expansion.notes():
-        print(f"{prog}: note: {note}", file=sys.stderr)
     passes = list(expansion.passes)
     if getattr(args, "explain_partitioning", False):
         passes = [partitioning_output(p, explain=True) for p in passes]

@@ -129,7 +129,8 @@ from qaccel.dialects.tfl import ConstOp, OpaqueOp, py_to_attr
 from qaccel.dialects.types import tensor_dtype
 from qaccel.frontend.tflite_export import export_tflite
 from qaccel.frontend.tflite_writer import read_model, write_model
-from qaccel.interpreter.accel_semantics import _split_order, _split_shape
+from qaccel.targets.vta.config import MACHINE_KEYS
+from qaccel.kernels.layout import split_order, split_shape
 
 from qaccel.backends.litert.names import (  # re-exported: the names of the export
     AOT_FILE,
@@ -157,9 +158,7 @@ KIND_LANE, KIND_BINARY, KIND_REDUCE, KIND_CONCAT_LANES, KIND_POOL, KIND_LUT = 7,
 OP_CONVERT, OP_BIAS_ADD, OP_SHIFT_LEFT, OP_ROUND_MULTIPLY, OP_ROUND_RSHIFT = 0, 1, 2, 3, 4
 OP_ADD, OP_MUL, OP_MIN, OP_MAX = 5, 6, 7, 8
 MAX_RANK = 8
-CONFIG_KEYS = ("log_block", "log_uop_buff_size", "log_inp_buff_size", "log_wgt_buff_size",
-               "log_acc_buff_size", "bus_width_bytes", "dma_setup_cycles", "insn_issue_cycles",
-               "gemm_cycles_per_uop", "alu_cycles_per_uop", "store_requant")  # fmt: skip
+CONFIG_KEYS = MACHINE_KEYS  # the header's i64 config[], vta_config's order
 _OPCODE_CUSTOM, _OPCODE_PAD, _OPCODE_PADV2 = 32, 34, 60
 
 
@@ -194,7 +193,7 @@ def _io_record(value: int, packing: accel.Packing, plain: tuple[int, ...], pad: 
         raise AotError(f"a {dtype} input or output (the kernel moves int8 and int32)")
     if rank > MAX_RANK:
         raise AotError(f"a tensor of rank {rank} (the kernel packs up to rank {MAX_RANK})")
-    split, order = _split_shape(packing, plain), _split_order(packing)
+    split, order = split_shape(packing, plain), split_order(packing)
 
     def ints(xs, n):
         return list(xs) + [0] * (n - len(xs))
@@ -465,7 +464,7 @@ def program_blob(
         step_records.append(_step(kind, **fields))
     config = compiled.config.to_dict()
     header = struct.pack(
-        "<8sIIQ6IQQ11q5Q", PROGRAM_MAGIC, PROGRAM_VERSION, HEADER_BYTES, data.end,
+        f"<8sIIQ6IQQ{len(CONFIG_KEYS)}q5Q", PROGRAM_MAGIC, PROGRAM_VERSION, HEADER_BYTES, data.end,
         len(inputs), len(outputs), n_values, n_steps, n_layers, 0, image.size, dram_at,
         *(int(config[k]) for k in CONFIG_KEYS), values_at, io_at, steps_at, layers_at, 0,
     )  # fmt: skip

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes as C
-import hashlib
 import os
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from qaccel.targets import cbuild
 
 KERNEL_DIR = Path(__file__).with_name("kernel")
 PROGRAM_DIR = Path(__file__).parents[1] / "vta" / "program"
@@ -48,8 +48,10 @@ DISPATCH_SOURCES = (KERNEL_DIR / "qaccel_dispatch.c", KERNEL_DIR / "qaccel_liter
                     KERNEL_DIR / "qaccel_dispatch_api.h", KERNEL_DIR / "qaccel_litert_api.h",
                     KERNEL_DIR / "qaccel_litert_common.h", PROGRAM_DIR / "qaccel_program.h",
                     MACHINE_DIR / "vta_machine.h")  # fmt: skip
-CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra",
-          "-Werror", "-Wl,-z,defs")  # fmt: skip
+# Every C library's flags (targets/cbuild.py), and: only the exported API visible, no
+# undefined symbol left.
+EXTRA_FLAGS = ("-fvisibility=hidden", "-Wl,-z,defs")
+CFLAGS = (*cbuild.CFLAGS, *cbuild.SHARED_FLAGS, *EXTRA_FLAGS)
 LIB_NAME = "libqaccel_litert.so"
 # The LiteRT C functions the runner calls (the kernel resolves its own, also by name).
 RUNNER_API = (
@@ -90,26 +92,18 @@ def litert_library() -> Path:
 
 
 def source_hash(sources: Sequence[Path] = SOURCES) -> str:
-    h = hashlib.sha256()
-    for path in sources:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()[:16]
+    return cbuild.source_hash(sources)
 
 
 def build_library(out: Path, sources: Sequence[Path], cc: str | None = None) -> Path:
     """Compile the C files of `sources` into the shared library `out` (C99, every warning an
     error, no undefined symbol); raises CalledProcessError/OSError."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     digest = source_hash(sources)
-    cmd = [cc or os.environ.get("CC") or "cc", *CFLAGS, f"-I{KERNEL_DIR}", f"-I{PROGRAM_DIR}",
-           f"-I{MACHINE_DIR}",
-           f'-DQACCEL_LITERT_SOURCE_HASH="{digest}"', f'-DVTA_SOURCE_HASH="{digest}"',
-           *(str(p) for p in sources if p.suffix == ".c"), "-o", str(tmp),
-           "-ldl", "-lm", "-lpthread"]  # fmt: skip
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    os.replace(tmp, out)
-    return out
+    return cbuild.build_shared(out, sources, include_dirs=(KERNEL_DIR, PROGRAM_DIR, MACHINE_DIR),
+                               defines={"QACCEL_LITERT_SOURCE_HASH": digest,
+                                        "VTA_SOURCE_HASH": digest},
+                               extra_flags=EXTRA_FLAGS, libraries=("dl", "m", "pthread"),
+                               cc=cc)  # fmt: skip
 
 
 def build_kernel(out_dir, cc: str | None = None) -> Path:
@@ -119,10 +113,7 @@ def build_kernel(out_dir, cc: str | None = None) -> Path:
 
 def cache_dir() -> Path:
     """The per-user directory of libraries built on first use."""
-    root = os.environ.get("QACCEL_CACHE_DIR")
-    if root:
-        return Path(root)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qaccel"
+    return cbuild.cache_root()
 
 
 def built_library(path: Path, sources: Sequence[Path]) -> Path:

@@ -33,13 +33,12 @@ import numpy as np
 from qaccel.backends.vta.compiled import CompiledFunction, CompiledModel
 from qaccel.backends.vta.runtime import function_steps
 from qaccel.dialects.names import location_name
+from qaccel.targets.vta.config import MACHINE_KEYS
 from xdsl.dialects import func
 from xdsl.ir import Operation
 
 # HardwareConfig keys the machine needs (vta_config of targets/vta/machine/vta_machine.h).
-HW_KEYS = ("log_block", "log_uop_buff_size", "log_inp_buff_size", "log_wgt_buff_size",
-           "log_acc_buff_size", "bus_width_bytes", "dma_setup_cycles", "insn_issue_cycles",
-           "gemm_cycles_per_uop", "alu_cycles_per_uop", "store_requant")  # fmt: skip
+HW_KEYS = MACHINE_KEYS
 
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static struct

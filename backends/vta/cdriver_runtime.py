@@ -38,6 +38,7 @@ from qaccel.backends.vta.cdriver import HW_KEYS, driver_files
 from qaccel.backends.vta.compiled import CompiledModel, CompileError, resolve
 from qaccel.backends.vta.runtime import function_body, function_steps, run_host_op
 from qaccel.dialects.types import tensor_dtype
+from qaccel.targets import cbuild
 from xdsl.dialects import func
 from xdsl.interpreter import Interpreter, impl, register_impls
 from xdsl.ir import Operation, SSAValue
@@ -45,7 +46,7 @@ from xdsl.ir import Operation, SSAValue
 RUNNER_DIR = Path(__file__).with_name("runner")
 DRIVER_FILES = ("model.c", "model.h", "qaccel_vta.h")
 RUNNER_ABI = 1  # QACCEL_RUNNER_ABI in runner/qaccel_runner.h
-CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-fPIC", "-shared")
+CFLAGS = (*cbuild.CFLAGS, *cbuild.SHARED_FLAGS)  # as every C library qaccel builds
 LIB_NAME = "libqaccel_driver.so"
 
 
@@ -82,7 +83,7 @@ def driver_sources(compiled: CompiledModel | None, artifact_dir: str | Path | No
 
 
 def _cc() -> str:
-    return os.environ.get("CC") or "cc"
+    return cbuild.compiler()
 
 
 def _hash_sources(h, paths) -> None:
@@ -100,11 +101,7 @@ def _digest(files: dict[str, bytes], cc: str, flags: Sequence[str]) -> str:
 
 
 def cache_root() -> Path:
-    root = os.environ.get("QACCEL_CACHE_DIR")
-    if root:
-        return Path(root)
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "qaccel"
+    return cbuild.cache_root()
 
 
 def _compile(cmd: list[str]) -> None:

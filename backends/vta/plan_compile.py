@@ -171,6 +171,7 @@ class _Builder:
 
     def step(self, op: Operation) -> tuple[str, dict]:
         from qaccel.interpreter import accel_semantics as sem
+        from qaccel.kernels.layout import split_order, split_shape
         from qaccel.interpreter import q_semantics as qsem
         from qaccel.interpreter.prepare import _kernel_name, describe, prepare_op
 
@@ -203,13 +204,13 @@ class _Builder:
                 pad = [[0, -size % packing.tile_of(d)] for d, size in enumerate(shape)]
             value = 0 if op.padding_value is None else op.padding_value.value.data
             return "pack", {"pad": pad, "value": value,
-                            "split": sem._split_shape(packing, shape),
-                            "order": sem._split_order(packing),
+                            "split": split_shape(packing, shape),
+                            "order": split_order(packing),
                             "shape": list(packing.packed_shape(shape))}  # fmt: skip
         if isinstance(op, accel.UnpackOp):
             packing = op.packing
             shape = tuple(op.output.type.get_shape())
-            split, order = sem._split_shape(packing, shape), sem._split_order(packing)
+            split, order = split_shape(packing, shape), split_order(packing)
             return "unpack", {"view": [split[k] for k in order],
                               "order": [int(k) for k in np.argsort(order)],
                               "padded": [n * t for n, t in zip(split[::2], split[1::2])],

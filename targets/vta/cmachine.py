@@ -23,7 +23,6 @@ same sums, and the cross-check runs each.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import importlib.machinery
 import os
 import shutil
@@ -33,8 +32,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from qaccel.targets import cbuild
 from qaccel.targets.vta import budget
-from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.targets.vta.config import DEFAULT_CONFIG, MACHINE_KEYS, HardwareConfig
 from qaccel.targets.vta.isa import MemType, Program
 from qaccel.targets.vta.results import (
     FIFOS,
@@ -52,12 +52,10 @@ ABI = 4  # VTA_MACHINE_ABI in vta_machine.h
 KERNELS = {"auto": 0, "c": 1, "sse2": 2, "avx2": 3, "avx-vnni": 4, "avx512-vnni": 5}
 kernel = os.environ.get("QACCEL_CMACHINE_KERNEL", "auto")  # tests set it to check each one
 last_kernel: str | None = None  # the kernel the last functional run used
-CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared")
+CFLAGS = (*cbuild.CFLAGS, *cbuild.SHARED_FLAGS)  # as every C library qaccel builds
 LIB_NAME = "libqaccel_vta.so"
 
-_CONFIG_KEYS = ("log_block", "log_uop_buff_size", "log_inp_buff_size", "log_wgt_buff_size",
-                "log_acc_buff_size", "bus_width_bytes", "dma_setup_cycles", "insn_issue_cycles",
-                "gemm_cycles_per_uop", "alu_cycles_per_uop", "store_requant")  # fmt: skip
+_CONFIG_KEYS = MACHINE_KEYS  # vta_config's fields, in order
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
 
@@ -85,30 +83,18 @@ VTA_OK, VTA_ERROR, VTA_ERR_CONFIG, VTA_ERR_NOMEM = 0, 1, 2, 3
 
 def source_hash() -> str:
     """Identifies the C sources; `setup.py` compiles the same digest into the library."""
-    h = hashlib.sha256()
-    for name in SOURCES + HEADERS:
-        h.update(name.encode() + b"\0" + (MACHINE_DIR / name).read_bytes())
-    return h.hexdigest()[:16]
+    return cbuild.source_hash(MACHINE_DIR / name for name in SOURCES + HEADERS)
 
 
 def build_library(out_dir, cc: str | None = None, extra_flags=()) -> Path:
     """Compile the sources into `out_dir/libqaccel_vta.so` (raises CalledProcessError/OSError)."""
-    out = Path(out_dir) / LIB_NAME
-    cc = cc or os.environ.get("CC") or "cc"
-    tmp = out.with_name(f".{LIB_NAME}.{os.getpid()}.tmp")
-    cmd = [cc, *CFLAGS, *extra_flags, f'-DVTA_SOURCE_HASH="{source_hash()}"',
-           *(str(MACHINE_DIR / s) for s in SOURCES), "-o", str(tmp)]  # fmt: skip
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    os.replace(tmp, out)  # atomic: concurrent first uses never load a half-written file
-    return out
+    return cbuild.build_shared(Path(out_dir) / LIB_NAME, [MACHINE_DIR / s for s in SOURCES],
+                               defines={"VTA_SOURCE_HASH": source_hash()},
+                               extra_flags=extra_flags, cc=cc)  # fmt: skip
 
 
 def _cache_dir() -> Path:
-    root = os.environ.get("QACCEL_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
-    base = Path(root) if root else Path.home() / ".cache"
-    if not os.environ.get("QACCEL_CACHE_DIR"):
-        base = base / "qaccel"
-    return base / f"vta-machine-{source_hash()}"
+    return cbuild.cache_root() / f"vta-machine-{source_hash()}"
 
 
 def _open(path: Path, check_hash: bool):

@@ -132,16 +132,14 @@ static int times(uint64_t *product, int64_t d) {
   return 1;
 }
 
-/* The hardware configuration: the header's i64 config[11] (vta_config's fields, in order), each
- * checked. Kept in this one function so that the configuration's schema changes in one place. */
+/* The hardware configuration: the header's i64 config[VTA_CONFIG_N_FIELDS] (vta_config's fields, in
+ * order), each checked against the one schema (VTA_CONFIG_FIELDS). Kept in this one function so that the configuration's schema changes in one place. */
 static int read_config(const uint8_t *b, vta_config *cfg, char *e) {
-  int64_t *c = &cfg->log_block;
-  for (int k = 0; k < 11; k++) c[k] = i64(b + 64 + 8 * k);
-  int config_ok = cfg->log_block >= 0 && cfg->log_block <= 6 &&
-                  (cfg->store_requant == 0 || cfg->store_requant == 1) && cfg->bus_width_bytes > 0;
-  for (int k = 1; k < 10; k++) /* buffer sizes (log2) and timing parameters */
-    if (c[k] < 0 || c[k] > (k <= 4 ? 40 : (1 << 20))) config_ok = 0;
-  if (!config_ok)
+  const uint8_t *field = b + 64; /* i64 config[VTA_CONFIG_N_FIELDS], vta_config's order */
+#define READ_CONFIG_FIELD(key, lowest, highest) cfg->key = i64(field); field += 8;
+  VTA_CONFIG_FIELDS(READ_CONFIG_FIELD)
+#undef READ_CONFIG_FIELD
+  if (field != b + 152 || vta_config_check(cfg) != VTA_OK)
     return fail(e, "QACCEL_VTA: hardware configuration not supported by this kernel (log_block %lld, "
                 "store_requant %lld, bus %lld bytes)", (long long)cfg->log_block,
                 (long long)cfg->store_requant, (long long)cfg->bus_width_bytes);

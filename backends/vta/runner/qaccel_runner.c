@@ -188,19 +188,12 @@ qaccel_runner *qaccel_runner_open(void) {
         return NULL;
     }
     for (fn = 0; fn < qaccel_model_n_functions; fn++) {
-        /* vta_config's fields are qaccel_model_hw's, in order (both HardwareConfig's keys) */
+        /* vta_config's fields are qaccel_model_hw's, in order (both VTA_CONFIG_FIELDS) */
         vta_config *c = &r->devices[fn].config;
-        c->log_block = qaccel_model_hw[0];
-        c->log_uop_buff_size = qaccel_model_hw[1];
-        c->log_inp_buff_size = qaccel_model_hw[2];
-        c->log_wgt_buff_size = qaccel_model_hw[3];
-        c->log_acc_buff_size = qaccel_model_hw[4];
-        c->bus_width_bytes = qaccel_model_hw[5];
-        c->dma_setup_cycles = qaccel_model_hw[6];
-        c->insn_issue_cycles = qaccel_model_hw[7];
-        c->gemm_cycles_per_uop = qaccel_model_hw[8];
-        c->alu_cycles_per_uop = qaccel_model_hw[9];
-        c->store_requant = qaccel_model_hw[10];
+        const int64_t *hw = qaccel_model_hw;
+#define READ_CONFIG_FIELD(key, lowest, highest) c->key = *hw++;
+        VTA_CONFIG_FIELDS(READ_CONFIG_FIELD)
+#undef READ_CONFIG_FIELD
     }
     return r;
 }

@@ -179,10 +179,18 @@ static int resolve_width(const struct geometry *g, int w) {
     }
 }
 
+int vta_config_check(const vta_config *c) {
+#define VTA_CONFIG_IN_RANGE(key, lowest, highest) \
+    if (c->key < (lowest) || c->key > (highest)) return VTA_ERR_CONFIG;
+    VTA_CONFIG_FIELDS(VTA_CONFIG_IN_RANGE)
+#undef VTA_CONFIG_IN_RANGE
+    return VTA_OK;
+}
+
 static int make_geometry(const vta_config *c, struct geometry *g) {
     int64_t logs[BUF_COUNT];
     memset(g, 0, sizeof *g);
-    if (c->log_block < 0 || c->log_block > 12) return VTA_ERR_CONFIG;
+    if (vta_config_check(c) != VTA_OK) return VTA_ERR_CONFIG;
     g->blk = (int64_t)1 << c->log_block;
     g->elem[BUF_UOP] = 4;
     g->elem[BUF_INP] = g->blk;
@@ -193,14 +201,10 @@ static int make_geometry(const vta_config *c, struct geometry *g) {
     logs[BUF_WGT] = c->log_wgt_buff_size;
     logs[BUF_ACC] = c->log_acc_buff_size;
     for (int b = 0; b < BUF_COUNT; b++) {
-        if (logs[b] < 0 || logs[b] > 40) return VTA_ERR_CONFIG;
         g->depth[b] = ((int64_t)1 << logs[b]) / g->elem[b];
         if (g->depth[b] < 1) return VTA_ERR_CONFIG;
         g->log_depth[b] = floor_log2(g->depth[b]);
     }
-    if (c->bus_width_bytes < 1 || c->gemm_cycles_per_uop < 1 || c->alu_cycles_per_uop < 1 ||
-        c->dma_setup_cycles < 0 || c->insn_issue_cycles < 0)
-        return VTA_ERR_CONFIG;
     /* Lay the fields out as the table says, per format. */
     for (int op = 0; op < OP_COUNT; op++) {
         int cursor = 0;

@@ -36,20 +36,37 @@ enum vta_status {
     VTA_ERR_NOMEM = 3
 };
 
-/* HardwareConfig, key for key (int64 so that every binding lays it out the same way). */
+/* HardwareConfig's keys the machine reads, in order, each with the one range every reader
+   accepts: X(key, lowest, highest). Generated from targets/vta/config.py (MACHINE_KEYS,
+   c_config_fields); tests/test_config_schema.py fails when they differ. */
+/* BEGIN VTA_CONFIG_FIELDS */
+#define VTA_CONFIG_N_FIELDS 11
+#define VTA_CONFIG_FIELDS(X) \
+    X(log_block, 2, 5) \
+    X(log_uop_buff_size, 0, 24) \
+    X(log_inp_buff_size, 0, 24) \
+    X(log_wgt_buff_size, 0, 24) \
+    X(log_acc_buff_size, 0, 24) \
+    X(bus_width_bytes, 1, 4096) \
+    X(dma_setup_cycles, 0, 100000) \
+    X(insn_issue_cycles, 0, 100000) \
+    X(gemm_cycles_per_uop, 1, 100000) \
+    X(alu_cycles_per_uop, 1, 100000) \
+    X(store_requant, 0, 1)
+/* END VTA_CONFIG_FIELDS */
+
+/* HardwareConfig, key for key (int64 so that every binding lays it out the same way):
+   log_block (BLOCK_IN = BLOCK_OUT = 1 << log_block), the buffer sizes in bytes as log2, the
+   timing model, store_requant (0 or 1: STORE OUTQ and STORE clear exist). */
 typedef struct vta_config {
-    int64_t log_block;          /* BLOCK_IN = BLOCK_OUT = 1 << log_block */
-    int64_t log_uop_buff_size;  /* buffer sizes in bytes, log2 */
-    int64_t log_inp_buff_size;
-    int64_t log_wgt_buff_size;
-    int64_t log_acc_buff_size;
-    int64_t bus_width_bytes;
-    int64_t dma_setup_cycles;
-    int64_t insn_issue_cycles;
-    int64_t gemm_cycles_per_uop;
-    int64_t alu_cycles_per_uop;
-    int64_t store_requant;      /* 0 or 1: STORE OUTQ and STORE clear exist */
+#define VTA_CONFIG_MEMBER(key, lowest, highest) int64_t key;
+    VTA_CONFIG_FIELDS(VTA_CONFIG_MEMBER)
+#undef VTA_CONFIG_MEMBER
 } vta_config;
+
+/* VTA_OK if every key is within its range (VTA_CONFIG_FIELDS), VTA_ERR_CONFIG otherwise; every
+   entry point taking a vta_config checks it. */
+int vta_config_check(const vta_config *config);
 
 enum { VTA_MODULES = 3, VTA_MEM_TYPES = 8, VTA_FIFOS = 4 };
 

@@ -1,6 +1,29 @@
-// RUN: not qaccel-opt %s -p 'legalize-tfl-to-q{ops=conv_2d,gelu}' 2>&1 | filecheck %s
+// RUN: not qaccel-opt %s --split-input-file -p 'legalize-tfl-to-q{ops=conv_2d,gelu}' 2>&1 | filecheck %s --check-prefix=OPTION
+// RUN: qaccel-opt %s --split-input-file --verify-diagnostics -p legalize-tfl-to-q | filecheck %s
 
-// CHECK: qaccel-opt: error: legalize-tfl-to-q: unknown op kind 'gelu' in ops (known: add, average_pool_2d, concatenation, conv_2d, depthwise_conv_2d, fully_connected, max_pool_2d, maximum, mean, mean_reshape, minimum, mul, pad, padv2, reshape, strided_slice, sub, table)
+// An op kind the pass does not know is refused before anything is rewritten.
+// OPTION: qaccel-opt: error: legalize-tfl-to-q: unknown op kind 'gelu' in ops (known: add, average_pool_2d, concatenation, conv_2d, depthwise_conv_2d, fully_connected, max_pool_2d, maximum, mean, mean_reshape, minimum, mul, pad, padv2, reshape, strided_slice, sub, table)
+// CHECK-LABEL: func.func @f
 func.func @f() {
   func.return
+}
+
+// -----
+
+// A fused activation TFLite does not have: the input does not verify, nothing is legalized.
+// CHECK: tfl.add: fused_activation_function = "SIGMOID" is not one of NONE, RELU, RELU_N1_TO_1, RELU6, TANH, SIGN_BIT
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @add_bad_activation(%x: tensor<4x!q>) -> tensor<4x!q> {
+  %0 = tfl.add %x, %x {fused_activation_function = "SIGMOID", pot_scale_int16 = true} : (tensor<4x!q>, tensor<4x!q>) -> tensor<4x!q>
+  func.return %0 : tensor<4x!q>
+}
+
+// -----
+
+// Operands whose shapes do not broadcast.
+// CHECK: tfl.add: shapes [4] and [3] do not broadcast
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @add_shapes(%x: tensor<4x!q>, %y: tensor<3x!q>) -> tensor<4x!q> {
+  %0 = tfl.add %x, %y {fused_activation_function = "NONE", pot_scale_int16 = true} : (tensor<4x!q>, tensor<3x!q>) -> tensor<4x!q>
+  func.return %0 : tensor<4x!q>
 }

@@ -29,7 +29,6 @@ func.func @main(%x: tensor<4x!q>) -> tensor<4x!q> {
 // STDOUT:       %1 = tfl.add %0, %0
 // STDOUT-NOT: IR Dump
 
-// PIPELINE:      note: test-pipeline: skipping passes that are not registered yet: test-not-registered
 // PIPELINE:      // -----// IR Dump After cse (test-pipeline) //----- //
 // PIPELINE-NEXT: builtin.module {
 // PIPELINE:      // -----// IR Dump After test-set-attr{value=7} (test-pipeline) //----- //

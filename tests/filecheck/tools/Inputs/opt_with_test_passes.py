@@ -82,27 +82,31 @@ class BreakIRPass(ModulePass):
 
 @dataclass(frozen=True)
 class TestPipeline(NamedPipeline):
-    """A test pipeline: `cse`, `test-set-attr{value=...}`, `test-not-registered{late=...}`."""
+    """A test pipeline: `cse`, `test-set-attr{value=...}`."""
 
     name = "test-pipeline"
 
     value: int | None = None
     """Passed to `test-set-attr`."""
 
-    late: int | None = None
-    """Passed to `test-not-registered`, which nobody registers."""
+    def expansion(self) -> Sequence[str | ArgSpec | ModulePass]:
+        return ["cse", pass_spec("test-set-attr", value=self.value)]
+
+
+@dataclass(frozen=True)
+class BrokenPipeline(NamedPipeline):
+    """A pipeline naming a pass nobody registers: `cse`, `test-not-registered`."""
+
+    name = "test-broken-pipeline"
 
     def expansion(self) -> Sequence[str | ArgSpec | ModulePass]:
-        return [
-            "cse",
-            pass_spec("test-set-attr", value=self.value),
-            pass_spec("test-not-registered", late=self.late),
-        ]
+        return ["cse", "test-not-registered"]
 
 
 TEST_PASSES = {
     p.name: (lambda p=p: p)
-    for p in (CorruptConstPass, SetAttrPass, InsertUnknownOpPass, BreakIRPass, TestPipeline)
+    for p in (CorruptConstPass, SetAttrPass, InsertUnknownOpPass, BreakIRPass, TestPipeline,
+              BrokenPipeline)
 }
 
 if __name__ == "__main__":

@@ -1,0 +1,74 @@
+"""How qaccel builds every C library: one set of flags, one source digest, one cache.
+
+    digest = source_hash(files)                    # 16 hex digits over names and contents
+    build_shared(out, files, include_dirs=[...], defines={"VTA_SOURCE_HASH": digest})
+    folder = cache_root() / f"vta-machine-{digest}"
+
+Every library is C99 with every warning an error (`CFLAGS`), position-independent and shared
+(`SHARED_FLAGS`): the C machine (`targets/vta/cmachine.py`), the LiteRT kernel and dispatch
+libraries (`backends/litert/runtime.py`), the C driver (`backends/vta/cdriver_runtime.py`)
+and `setup.py`'s extensions, which load this file by path (it needs only the standard library)
+so that `pip install` compiles with the same flags and stamps the same digest. A library is
+compiled to a temporary name and renamed into place, so a concurrent first use never loads a
+half-written file. `$CC` names the compiler (default `cc`); `$QACCEL_CACHE_DIR` the cache
+(default `$XDG_CACHE_HOME/qaccel`, else `~/.cache/qaccel`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+CFLAGS = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror")
+"""Every C file qaccel compiles, whatever the library."""
+SHARED_FLAGS = ("-fPIC", "-shared")
+
+
+def compiler() -> str:
+    return os.environ.get("CC") or "cc"
+
+
+def cache_root() -> Path:
+    """The per-user directory of libraries built on first use."""
+    root = os.environ.get("QACCEL_CACHE_DIR")
+    if root:
+        return Path(root)
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "qaccel"
+
+
+def source_hash(files: Iterable[Path]) -> str:
+    """16 hex digits of SHA-256 over each file's name and contents, in order: a library
+    stamped with it was built from exactly these files."""
+    h = hashlib.sha256()
+    for path in files:
+        path = Path(path)
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build_shared(
+    out: Path,
+    files: Sequence[Path],
+    include_dirs: Sequence[Path] = (),
+    defines: Mapping[str, str] | None = None,
+    extra_flags: Sequence[str] = (),
+    libraries: Sequence[str] = (),
+    cc: str | None = None,
+) -> Path:
+    """Compile the `.c` files of `files` into the shared library `out` (headers in `files` are
+    only hashed by callers); raises CalledProcessError (its stderr the compiler's) or OSError."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    cmd = [cc or compiler(), *CFLAGS, *SHARED_FLAGS, *extra_flags,
+           *(f"-I{d}" for d in include_dirs),
+           *(f'-D{k}="{v}"' for k, v in (defines or {}).items()),
+           *(str(p) for p in files if Path(p).suffix == ".c"), "-o", str(tmp),
+           *(f"-l{lib}" for lib in libraries)]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    os.replace(tmp, out)  # atomic: concurrent first uses never load a half-written file
+    return out
