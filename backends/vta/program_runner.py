@@ -16,21 +16,20 @@ open call or the state that failed: nothing is process-wide, so states run in pa
 from __future__ import annotations
 
 import ctypes as C
-import hashlib
-import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from qaccel.targets import cbuild
 
 PROGRAM_DIR = Path(__file__).with_name("program")
 MACHINE_DIR = Path(__file__).parents[2] / "targets" / "vta" / "machine"
 # C files, then headers, hashed in this order (setup.py's PROGRAM_FILES).
 SOURCES = (PROGRAM_DIR / "qaccel_program.c", MACHINE_DIR / "vta_machine.c",
            PROGRAM_DIR / "qaccel_program.h", MACHINE_DIR / "vta_machine.h")  # fmt: skip
-CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra",
-          "-Werror", "-Wl,-z,defs")  # fmt: skip
+# Every C library's flags (targets/cbuild.py), and: only the API visible, no undefined symbol.
+EXTRA_FLAGS = ("-fvisibility=hidden", "-Wl,-z,defs")
 LIB_NAME = "libqaccel_program.so"
 ABI = 2  # QACCEL_PROGRAM_ABI
 ERROR_BYTES = 512  # QACCEL_ERROR_BYTES
@@ -51,23 +50,14 @@ class _Tensor(C.Structure):
 
 
 def source_hash(sources: Sequence[Path] = SOURCES) -> str:
-    h = hashlib.sha256()
-    for path in sources:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()[:16]
+    return cbuild.source_hash(sources)
 
 
 def build_library(out: Path, cc: str | None = None) -> Path:
     """Compile libqaccel_program into `out` (raises CalledProcessError/OSError)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    digest = source_hash()
-    cmd = [cc or os.environ.get("CC") or "cc", *CFLAGS, f"-I{PROGRAM_DIR}", f"-I{MACHINE_DIR}",
-           f'-DVTA_SOURCE_HASH="{digest}"', *(str(p) for p in SOURCES if p.suffix == ".c"),
-           "-o", str(tmp), "-lm", "-lpthread"]  # fmt: skip
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    os.replace(tmp, out)
-    return out
+    return cbuild.build_shared(out, SOURCES, include_dirs=(PROGRAM_DIR, MACHINE_DIR),
+                               defines={"VTA_SOURCE_HASH": source_hash()},
+                               extra_flags=EXTRA_FLAGS, libraries=("m", "pthread"), cc=cc)
 
 
 def _current(path: Path) -> bool:
@@ -79,19 +69,12 @@ def _current(path: Path) -> bool:
         return False
 
 
-def _cache_dir() -> Path:
-    root = os.environ.get("QACCEL_CACHE_DIR")
-    if root:
-        return Path(root)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qaccel"
-
-
 def library_path() -> Path:
     """libqaccel_program: the one `pip install` built (when current), else built on first use."""
     for path in sorted(PROGRAM_DIR.glob("_qaccel_program*.so")):
         if _current(path):
             return path
-    path = _cache_dir() / f"program-{source_hash()}" / LIB_NAME
+    path = cbuild.cache_root() / f"program-{source_hash()}" / LIB_NAME
     if not path.is_file():
         try:
             build_library(path)

@@ -132,8 +132,8 @@ static int times(uint64_t *product, int64_t d) {
   return 1;
 }
 
-/* The hardware configuration: the header's i64 config[VTA_CONFIG_N_FIELDS] (vta_config's fields, in
- * order), each checked against the one schema (VTA_CONFIG_FIELDS). Kept in this one function so that the configuration's schema changes in one place. */
+/* The hardware configuration: the header's i64 config[VTA_CONFIG_N_FIELDS] (vta_config's fields,
+ * in order), each checked against the one schema (VTA_CONFIG_FIELDS of vta_machine.h). */
 static int read_config(const uint8_t *b, vta_config *cfg, char *e) {
   const uint8_t *field = b + 64; /* i64 config[VTA_CONFIG_N_FIELDS], vta_config's order */
 #define READ_CONFIG_FIELD(key, lowest, highest) cfg->key = i64(field); field += 8;
