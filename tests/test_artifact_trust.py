@@ -254,7 +254,7 @@ def test_two_threads_run_two_artifacts_through_litert(compiled, tmp_path):
     for way in PATHS.values():
         good = compiled / way.model_file
         bad = tmp_path / way.model_file
-        bad.write_bytes(good.read_bytes().replace(b"QACCPROG\x01", b"QACCPROG\x09"))
+        bad.write_bytes(good.read_bytes().replace(b"QACCPROG\x02", b"QACCPROG\x09"))
         expected = way.run(good, x)
         with ThreadPoolExecutor(2) as pool:
             runs = [pool.submit(way.run, m, x) for m in (good, bad, good, bad)]

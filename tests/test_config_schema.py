@@ -25,7 +25,7 @@ from qaccel.targets.vta.config import (
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = ROOT / "targets" / "vta" / "machine" / "vta_machine.h"
-PROGRAM_C = ROOT / "backends" / "litert" / "kernel" / "qaccel_program.c"
+PROGRAM_C = ROOT / "backends" / "vta" / "program" / "qaccel_program.c"
 RUNNER_C = ROOT / "backends" / "vta" / "runner" / "qaccel_runner.c"
 
 
