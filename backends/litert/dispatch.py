@@ -98,16 +98,7 @@ def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray],
     """Run the DISPATCH_OP model `model` with LiteRT and libLiteRtDispatch_Qaccel; its outputs.
     `quiet`: LiteRT's log lines are dropped (the first ERROR line completes an error)."""
     model = Path(model)
-    try:
-        from ai_edge_litert.compiled_model import CompiledModel
-        from ai_edge_litert.cpu_kernel_mode import CpuKernelMode
-        from ai_edge_litert.cpu_options import CpuOptions
-        from ai_edge_litert.environment import Environment
-        from ai_edge_litert.hardware_accelerator import HardwareAccelerator
-        from ai_edge_litert.options import Options
-    except ImportError as e:
-        raise LiteRtError(f"LiteRT's Python API is not available (pip install "
-                          f"ai-edge-litert): {e}") from None  # fmt: skip
+    require_litert_api()
     from qaccel.backends.litert.model_io import custom_code_counts, model_io
     from qaccel.backends.litert.names import DISPATCH_CODE
 
@@ -123,25 +114,9 @@ def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray],
     lib = _library(directory)
     lib.qaccel_litert_clear_error()
     before = lib.qaccel_dispatch_invocations()
-    failure: str | None = None
-    env = compiled = in_bufs = out_bufs = None
     with _captured_stderr(quiet) as log:
-        try:
-            env = Environment.create(dispatch_library_path=str(directory))
-            cpu = CpuOptions(num_threads=1, kernel_mode=CpuKernelMode.REFERENCE)
-            options = Options(HardwareAccelerator.NPU | HardwareAccelerator.CPU, cpu_options=cpu)
-            compiled = CompiledModel.from_file(str(model), environment=env, options=options)
-            in_bufs = compiled.create_input_buffers(0)
-            out_bufs = compiled.create_output_buffers(0)
-            for k, x in enumerate(arrays):
-                in_bufs[k].write(x)
-            compiled.run_by_index(0, in_bufs, out_bufs)
-            results = [buf.read(int(np.prod(shape)), np.dtype(dtype)).reshape(shape)
-                       for buf, (shape, dtype) in zip(out_bufs, outs)]  # fmt: skip
-        except Exception as e:  # LiteRT's wrappers raise RuntimeError, ValueError, ...
-            failure = str(e) or type(e).__name__  # not the traceback: it holds LiteRT objects
-        finally:  # released here, so that LiteRT's teardown logs are captured too
-            del env, compiled, in_bufs, out_bufs
+        results, failure = run_compiled_model(model, arrays, outs,
+                                              dispatch_library_path=str(directory))
     ours = lib.qaccel_litert_last_error().decode()
     if failure is not None or ours:
         raise LiteRtError(ours or _litert_message(model, failure, log))
@@ -152,4 +127,45 @@ def run_dispatch(model: str | Path, inputs: Sequence[np.ndarray],
     return results
 
 
-__all__ = ["LIB_NAME", "dispatch_library_dir", "run_dispatch"]
+def require_litert_api() -> None:
+    """LiteRT's CompiledModel API is importable, or LiteRtError (one line)."""
+    try:
+        import ai_edge_litert.compiled_model  # noqa: F401
+    except ImportError as e:
+        raise LiteRtError(f"LiteRT's Python API is not available (pip install "
+                          f"ai-edge-litert): {e}") from None  # fmt: skip
+
+
+def run_compiled_model(model: Path, arrays, outs, **environment: str):
+    """One run of `model` by LiteRT's CompiledModel (NPU | CPU, reference CPU kernels, one
+    thread) in `Environment.create(**environment)`: (outputs, None), or (None, the failure in
+    one line). Call it inside `_captured_stderr`: every LiteRT object is released here, so that
+    LiteRT's teardown logs are captured too."""
+    from ai_edge_litert.compiled_model import CompiledModel
+    from ai_edge_litert.cpu_kernel_mode import CpuKernelMode
+    from ai_edge_litert.cpu_options import CpuOptions
+    from ai_edge_litert.environment import Environment
+    from ai_edge_litert.hardware_accelerator import HardwareAccelerator
+    from ai_edge_litert.options import Options
+
+    env = compiled = in_bufs = out_bufs = None
+    try:
+        env = Environment.create(**environment)
+        cpu = CpuOptions(num_threads=1, kernel_mode=CpuKernelMode.REFERENCE)
+        options = Options(HardwareAccelerator.NPU | HardwareAccelerator.CPU, cpu_options=cpu)
+        compiled = CompiledModel.from_file(str(model), environment=env, options=options)
+        in_bufs = compiled.create_input_buffers(0)
+        out_bufs = compiled.create_output_buffers(0)
+        for k, x in enumerate(arrays):
+            in_bufs[k].write(x)
+        compiled.run_by_index(0, in_bufs, out_bufs)
+        return [buf.read(int(np.prod(shape)), np.dtype(dtype)).reshape(shape)
+                for buf, (shape, dtype) in zip(out_bufs, outs)], None  # fmt: skip
+    except Exception as e:  # LiteRT's wrappers raise RuntimeError, ValueError, ...
+        return None, str(e) or type(e).__name__  # not the traceback: it holds LiteRT objects
+    finally:
+        del env, compiled, in_bufs, out_bufs
+
+
+__all__ = ["LIB_NAME", "dispatch_library_dir", "require_litert_api", "run_compiled_model",
+           "run_dispatch"]

@@ -29,7 +29,11 @@ from pathlib import Path
 import numpy as np
 
 from qaccel.backends.litert.dispatch import _library as _dispatch_library
-from qaccel.backends.litert.dispatch import dispatch_library_dir
+from qaccel.backends.litert.dispatch import (
+    dispatch_library_dir,
+    require_litert_api,
+    run_compiled_model,
+)
 from qaccel.backends.litert.runtime import LiteRtError, _captured_stderr, _io_types, checked_inputs
 
 PLUGIN_DIR = Path(__file__).with_name("libplugin")
@@ -119,16 +123,7 @@ def run_on_device(model: str | Path, inputs: Sequence[np.ndarray], config: str |
     library (NPU | CPU, reference CPU kernels); its outputs. Raises LiteRtError (one line) when
     the plugin failed or a program did not run in our dispatch library."""
     model = Path(model)
-    try:
-        from ai_edge_litert.compiled_model import CompiledModel
-        from ai_edge_litert.cpu_kernel_mode import CpuKernelMode
-        from ai_edge_litert.cpu_options import CpuOptions
-        from ai_edge_litert.environment import Environment
-        from ai_edge_litert.hardware_accelerator import HardwareAccelerator
-        from ai_edge_litert.options import Options
-    except ImportError as e:
-        raise LiteRtError(f"LiteRT's Python API is not available (pip install "
-                          f"ai-edge-litert): {e}") from None  # fmt: skip
+    require_litert_api()
     from qaccel.frontend.tflite_writer import read_model
 
     spec = read_model(model.read_bytes())
@@ -140,26 +135,10 @@ def run_on_device(model: str | Path, inputs: Sequence[np.ndarray], config: str |
     dispatch.qaccel_litert_clear_error()
     compiles, ran = plugin.qaccel_plugin_compile_calls(), dispatch.qaccel_dispatch_invocations()
     partitions, selected = plugin.qaccel_plugin_partition_calls(), plugin.qaccel_plugin_selected_ops()
-    failure: str | None = None
-    env = compiled = in_bufs = out_bufs = None
     with _config_env(config), _captured_stderr(quiet) as log:
-        try:
-            env = Environment.create(compiler_plugin_path=str(plugin_dir),
-                                     dispatch_library_path=str(dispatch_dir))
-            cpu = CpuOptions(num_threads=1, kernel_mode=CpuKernelMode.REFERENCE)
-            options = Options(HardwareAccelerator.NPU | HardwareAccelerator.CPU, cpu_options=cpu)
-            compiled = CompiledModel.from_file(str(model), environment=env, options=options)
-            in_bufs = compiled.create_input_buffers(0)
-            out_bufs = compiled.create_output_buffers(0)
-            for k, x in enumerate(arrays):
-                in_bufs[k].write(x)
-            compiled.run_by_index(0, in_bufs, out_bufs)
-            results = [buf.read(int(np.prod(shape)), np.dtype(dtype)).reshape(shape)
-                       for buf, (shape, dtype) in zip(out_bufs, outs)]  # fmt: skip
-        except Exception as e:  # LiteRT's wrappers raise RuntimeError, ValueError, ...
-            failure = str(e) or type(e).__name__
-        finally:
-            del env, compiled, in_bufs, out_bufs
+        results, failure = run_compiled_model(model, arrays, outs,
+                                              compiler_plugin_path=str(plugin_dir),
+                                              dispatch_library_path=str(dispatch_dir))
     plugin_error = plugin.qaccel_plugin_last_error().decode()
     if plugin_error:
         raise LiteRtError(f"the compiler plugin failed on {model}: {plugin_error} (LiteRT would "
