@@ -86,8 +86,9 @@ Little-endian layout (offsets in bytes from the blob's start; every section 8-by
              REDUCE value a into b summing the dimensions flagged 1 (rank c; at offset i64
              shape, flags); CONCAT_LANES c values into a along the channels, lanes moving
              (p[0] batch, p[1] middle elements, p[2] B; at offset i64 (value, channels) for
-             each input); POOL value a into b, c = 0 max or 1 average (p: images N*C/B,
-             H, W, B, OH, OW, KH, KW; at offset i64 strides h, w, top, left, min, max); LUT int8
+             each input); POOL value a into b, c = 0 max, 1 average or 2 sum (p: images N*C/B,
+             H, W, B, OH, OW, KH, KW; at offset i64 strides h, w, top, left, min, max; int8,
+             or int32 for max and sum, which wraps); LUT int8
              value a into int8 b through the 256 int8 entries at offset (b = table[a + 128])
     layers   u64 words offset, instructions, uops offset, uops         (LAYER_BYTES each)
     data     DRAM image, instruction words, micro-ops, the host steps' constants
@@ -396,6 +397,19 @@ def program_blob(
                     geometry = [sh, sw, top, left, op.int_prop("min"), op.int_prop("max")]
                     steps.append((KIND_POOL, dict(
                         a=src, b=dst, c=0 if op.kind.data == "max" else 1,
+                        p=[n * cb, h, w, b, oh, ow, kh, kw],
+                        data=np.asarray(geometry, "<i8").tobytes())))  # fmt: skip
+                    continue
+                if isinstance(op, accel.MaxPool2DOp | accel.SumPool2DOp):  # int32, no padding
+                    n, cb, h, w, _, b = op.input.type.get_shape()
+                    _, _, oh, ow, _, _ = op.output.type.get_shape()
+                    kh, kw = (int(v) for v in op.array_prop("window"))
+                    sh, sw = (int(v) for v in op.array_prop("strides"))
+                    src = values[op.input]
+                    dst = new_value(op.output)
+                    geometry = [sh, sw, 0, 0, -(2**31), 2**31 - 1]
+                    steps.append((KIND_POOL, dict(
+                        a=src, b=dst, c=0 if isinstance(op, accel.MaxPool2DOp) else 2,
                         p=[n * cb, h, w, b, oh, ow, kh, kw],
                         data=np.asarray(geometry, "<i8").tobytes())))  # fmt: skip
                     continue

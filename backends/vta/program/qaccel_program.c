@@ -616,14 +616,18 @@ static int lut_step(const Program *p, const uint8_t *s, const Value *in, Value *
 /* accel.host_pool2d (kernels/packed.py's host_pool2d, qhost.pool2d): int8 max or average pool
    of value a into b, c = 0 max, 1 average; p: images (N * C/B), H, W, B, OH, OW, KH, KW; at
    offset i64 stride h, stride w, top, left, min, max. Taps in the padding are skipped and not
-   counted; the average divides rounding half away from zero (C division truncates). */
+   counted; the average divides rounding half away from zero (C division truncates).
+   accel.max_pool2d / accel.sum_pool2d left on the host (kernels/packed.py's window_pool): c = 0
+   max or 2 sum (modulo 2^32) of int32 values, no padding, clamp the int32 range. */
 static int pool_step(const Program *p, const uint8_t *s, const Value *in, Value *out, char *e) {
   uint32_t kind = u32(s + 12);
   int64_t g[8];
   for (int k = 0; k < 8; k++) g[k] = i64(s + 16 + 8 * k);
   uint64_t at = u64(s + 80), nbytes = u64(s + 88);
   int64_t images = g[0], h = g[1], w = g[2], block = g[3], oh = g[4], ow = g[5], kh = g[6], kw = g[7];
-  if (kind > 1 || nbytes != 48 || !in_range(p, at, nbytes) || in->elem != 1 || out->elem != 1)
+  /* int8 for max and average; int32 for max and sum */
+  int wide = in->elem == 4 && out->elem == 4 && kind != 1;
+  if (kind > 2 || (kind == 2 && !wide) || nbytes != 48 || !in_range(p, at, nbytes) || !(wide || (in->elem == 1 && out->elem == 1)))
     return fail(e, "QACCEL_VTA: a host pool step is malformed (corrupt program)");
   for (int k = 0; k < 8; k++)
     if (g[k] <= 0 || (uint64_t)g[k] > MAX_ELEMENTS)
@@ -631,25 +635,23 @@ static int pool_step(const Program *p, const uint8_t *s, const Value *in, Value 
   int64_t sh = i64(p->base + at), sw = i64(p->base + at + 8), top = i64(p->base + at + 16);
   int64_t left = i64(p->base + at + 24), lo = i64(p->base + at + 32), hi = i64(p->base + at + 40);
   if (sh <= 0 || sw <= 0 || top < 0 || left < 0 || top >= kh || left >= kw || sh > (1 << 20) ||
-      sw > (1 << 20) || lo < -128 || hi > 127 || lo > hi ||
+      sw > (1 << 20) || lo < (wide ? INT32_MIN : -128) || hi > (wide ? INT32_MAX : 127) || lo > hi ||
       in->count != (uint64_t)images * (uint64_t)h * (uint64_t)w * (uint64_t)block ||
       out->count != (uint64_t)images * (uint64_t)oh * (uint64_t)ow * (uint64_t)block)
     return fail(e, "QACCEL_VTA: a host pool step does not fit its values (corrupt program)");
   if (!out->data) return 0; /* checked only */
-  const int8_t *x = (const int8_t *)in->data;
-  int8_t *y = (int8_t *)out->data;
   for (int64_t n = 0; n < images; n++)
     for (int64_t oy = 0; oy < oh; oy++)
       for (int64_t ox = 0; ox < ow; ox++)
         for (int64_t b = 0; b < block; b++) {
-          int64_t acc = kind == 0 ? -129 : 0, count = 0;
+          int64_t acc = kind == 0 ? INT64_MIN : 0, count = 0;
           for (int64_t ky = 0; ky < kh; ky++) {
             int64_t iy = oy * sh - top + ky;
             if (iy < 0 || iy >= h) continue;
             for (int64_t kx = 0; kx < kw; kx++) {
               int64_t ix = ox * sw - left + kx;
               if (ix < 0 || ix >= w) continue;
-              int64_t v = x[((n * h + iy) * w + ix) * block + b];
+              int64_t v = get_elem(in, (uint64_t)(((n * h + iy) * w + ix) * block + b));
               if (kind == 0) acc = v > acc ? v : acc;
               else acc += v;
               count++;
@@ -657,8 +659,9 @@ static int pool_step(const Program *p, const uint8_t *s, const Value *in, Value 
           }
           if (count == 0) return fail(e, "QACCEL_VTA: a host pool window lies in the padding (corrupt program)");
           if (kind == 1) acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+          if (kind == 2) acc = wrap32(acc);
           acc = acc < lo ? lo : acc > hi ? hi : acc;
-          y[((n * oh + oy) * ow + ox) * block + b] = (int8_t)acc;
+          set_elem(out, (uint64_t)(((n * oh + oy) * ow + ox) * block + b), acc);
         }
   return 0;
 }
