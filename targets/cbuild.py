@@ -16,10 +16,11 @@ half-written file. `$CC` names the compiler (default `cc`); `$QACCEL_CACHE_DIR` 
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 CFLAGS = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror")
@@ -72,3 +73,27 @@ def build_shared(
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     os.replace(tmp, out)  # atomic: concurrent first uses never load a half-written file
     return out
+
+
+def is_stamped(path: Path, symbol: str, digest: str) -> bool:
+    """Whether the library at `path` loads and its `const char *symbol(void)` returns `digest`
+    (it was built from the sources `digest` names)."""
+    try:
+        fn = getattr(ctypes.CDLL(str(path)), symbol)
+        fn.restype = ctypes.c_char_p
+        return fn().decode() == digest
+    except (OSError, AttributeError):
+        return False
+
+
+def build_once(path: Path, build: Callable[[Path], object]) -> str | None:
+    """`build(path)` unless `path` exists; None, or the compiler's last line when it failed
+    (for a one-line error naming the library)."""
+    if Path(path).is_file():
+        return None
+    try:
+        build(Path(path))
+    except (OSError, subprocess.CalledProcessError) as e:
+        lines = (getattr(e, "stderr", None) or str(e)).strip().splitlines()
+        return lines[-1] if lines else type(e).__name__
+    return None

@@ -33,3 +33,32 @@ def test_vta_machine_compiles_with_warnings_as_errors(tmp_path):
     if shutil.which(cbuild.compiler()) is None:
         pytest.skip("no C compiler")
     assert cmachine.build_library(tmp_path).is_file()
+
+
+def test_a_library_is_current_only_with_its_sources_stamp_and_a_failed_build_is_one_line(
+    tmp_path,
+):
+    if shutil.which(cbuild.compiler()) is None:
+        pytest.skip("no C compiler")
+    from qaccel.backends.vta import program_runner
+
+    path = tmp_path / "lib" / program_runner.LIB_NAME
+    assert cbuild.build_once(path, program_runner.build_library) is None
+    assert cbuild.is_stamped(path, "qaccel_program_source_hash",
+                             program_runner.source_hash())
+    assert not cbuild.is_stamped(path, "qaccel_program_source_hash", "0" * 16)
+    assert not cbuild.is_stamped(tmp_path / "missing.so", "vta_source_hash", "x")
+    assert cbuild.build_once(path, lambda out: 1 / 0) is None  # present: not built again
+    broken = tmp_path / "broken.c"
+    broken.write_text("int f(void) { return }\n")
+    failure = cbuild.build_once(tmp_path / "broken.so",
+                                lambda out: cbuild.build_shared(out, [broken]))
+    assert failure is not None and "\n" not in failure
+
+
+def test_the_program_runner_loads_the_library_pip_install_built():
+    from qaccel.backends.vta import program_runner
+
+    if not list(program_runner.PROGRAM_DIR.glob("_qaccel_program*.so")):
+        pytest.skip("libqaccel_program was not built by pip install")
+    assert program_runner.library_path().parent == program_runner.PROGRAM_DIR

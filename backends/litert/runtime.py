@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import ctypes as C
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -119,24 +118,15 @@ def cache_dir() -> Path:
 def built_library(path: Path, sources: Sequence[Path]) -> Path:
     """`path`, compiled first if it is missing; raises LiteRtError naming the compiler's
     complaint."""
-    if not path.is_file():
-        try:
-            build_library(path, sources)
-        except (OSError, subprocess.CalledProcessError) as e:
-            detail = getattr(e, "stderr", None) or str(e)
-            last = detail.strip().splitlines()[-1]
-            raise LiteRtError(f"cannot build {path.name}: {last}") from None
+    failure = cbuild.build_once(path, lambda out: build_library(out, sources))
+    if failure is not None:
+        raise LiteRtError(f"cannot build {path.name}: {failure}")
     return path
 
 
 def is_current(path: Path, sources: Sequence[Path]) -> bool:
     """Whether the library at `path` was built from the current `sources`."""
-    try:
-        lib = C.CDLL(str(path))
-        lib.qaccel_litert_source_hash.restype = C.c_char_p
-        return lib.qaccel_litert_source_hash().decode() == source_hash(sources)
-    except (OSError, AttributeError):
-        return False
+    return cbuild.is_stamped(path, "qaccel_litert_source_hash", source_hash(sources))
 
 
 def _built_here() -> Path | None:

@@ -16,7 +16,6 @@ open call or the state that failed: nothing is process-wide, so states run in pa
 from __future__ import annotations
 
 import ctypes as C
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -60,27 +59,15 @@ def build_library(out: Path, cc: str | None = None) -> Path:
                                extra_flags=EXTRA_FLAGS, libraries=("m", "pthread"), cc=cc)
 
 
-def _current(path: Path) -> bool:
-    try:
-        lib = C.CDLL(str(path))
-        lib.vta_source_hash.restype = C.c_char_p
-        return lib.vta_source_hash().decode() == source_hash()
-    except (OSError, AttributeError):
-        return False
-
-
 def library_path() -> Path:
     """libqaccel_program: the one `pip install` built (when current), else built on first use."""
     for path in sorted(PROGRAM_DIR.glob("_qaccel_program*.so")):
-        if _current(path):
+        if cbuild.is_stamped(path, "qaccel_program_source_hash", source_hash()):
             return path
     path = cbuild.cache_root() / f"program-{source_hash()}" / LIB_NAME
-    if not path.is_file():
-        try:
-            build_library(path)
-        except (OSError, subprocess.CalledProcessError) as e:
-            detail = (getattr(e, "stderr", None) or str(e)).strip().splitlines()
-            raise ProgramError(f"cannot build {LIB_NAME}: {detail[-1] if detail else e}") from None
+    failure = cbuild.build_once(path, build_library)
+    if failure is not None:
+        raise ProgramError(f"cannot build {LIB_NAME}: {failure}")
     return path
 
 

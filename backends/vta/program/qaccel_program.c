@@ -101,6 +101,14 @@ EXPORT uint32_t qaccel_program_checksum(const void *bytes, size_t size) {
 
 EXPORT int qaccel_program_abi(void) { return QACCEL_PROGRAM_ABI; }
 
+/* The digest of the sources this library was built from (-DVTA_SOURCE_HASH, as the machine's),
+ * exported so that a loader can tell a stale build: the machine's own vta_source_hash is hidden
+ * in a library that exports only the runner's API. */
+#ifndef VTA_SOURCE_HASH
+#define VTA_SOURCE_HASH ""
+#endif
+EXPORT const char *qaccel_program_source_hash(void) { return VTA_SOURCE_HASH; }
+
 /* ---- the program ------------------------------------------------------------------------- */
 
 typedef struct {

@@ -77,6 +77,8 @@ typedef struct qaccel_tensor {
 } qaccel_tensor;
 
 int qaccel_program_abi(void);
+/* The digest of the sources the library was built from (empty when not stamped). */
+const char *qaccel_program_source_hash(void);
 
 /* Open and check the program of `size` bytes at `bytes` (see above). */
 int qaccel_program_open(const void *bytes, size_t size, qaccel_program **out,
