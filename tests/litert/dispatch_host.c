@@ -19,8 +19,6 @@ static void die(const char *what, int status) {
 #define CHECK(x) do { int s_ = (x); if (s_) die(#x, s_); } while (0)
 #include "host_io.h"
 
-static void free_payload(void *p) { free(p); }
-
 int main(int argc, char **argv) {
   if (argc != 7) { fprintf(stderr, "usage: dispatch_host MODEL DISPATCH_DIR IN.bin SHAPE OUT.bin SHAPE\n"); return 1; }
   LiteRtEnvOption dir;
@@ -32,16 +30,6 @@ int main(int argc, char **argv) {
   CHECK(LiteRtCreateEnvironment(1, &dir, &env));
   LiteRtModel model = NULL;
   CHECK(LiteRtCreateModelFromFile(env, argv[1], &model));
-  LiteRtOptions opts = NULL;
-  CHECK(LiteRtCreateOptions(&opts));
-  CHECK(LiteRtSetOptionsHardwareAccelerators(opts, QLRT_HW_NPU | QLRT_HW_CPU));
-  /* CPU options: identifier "xnnpack", a TOML payload; LiteRT owns it once added */
-  const char toml[] = "kernel_mode = \"reference\"\nnum_threads = 1\n";
-  char *payload = (char *)malloc(sizeof toml);
-  if (!payload) die("malloc", 0);
-  memcpy(payload, toml, sizeof toml);
-  LiteRtOpaqueOptions cpu = NULL;
-  CHECK(LiteRtCreateOpaqueOptions("xnnpack", payload, free_payload, &cpu));
-  CHECK(LiteRtAddOpaqueOptions(opts, cpu));
+  LiteRtOptions opts = npu_and_reference_cpu();
   return run_once(env, model, opts, argv[4], argv[3], argv[6], argv[5]);
 }

@@ -1,6 +1,7 @@
-/* What the C host programs (host.c, dispatch_host.c) share: reading a shape argument, and one
- * run of a compiled model on one int8 input file, writing its one int8 output file, then
- * releasing everything.  The including program defines PROG (its name, for messages) and
+/* What the C host programs (host.c, dispatch_host.c, plugin_host.c) share: reading a shape
+ * argument, the options of a run on the NPU and the CPU's reference kernels, and one run of a
+ * compiled model on one int8 input file, writing its one int8 output file, then releasing
+ * everything.  The including program defines PROG (its name, for messages) and
  * CHECK(call) (which ends the program with one line when a LiteRT call fails). */
 #ifndef QACCEL_TESTS_HOST_IO_H
 #define QACCEL_TESTS_HOST_IO_H
@@ -10,6 +11,27 @@
 #include <string.h>
 
 #include "qaccel_litert_api.h"
+
+static void free_payload(void *p) { free(p); }
+
+/* Options selecting the NPU and the CPU, the CPU kernels in reference mode on one thread (CPU
+ * options: identifier "xnnpack", a TOML payload; LiteRT owns it once added). */
+static inline LiteRtOptions npu_and_reference_cpu(void) {
+  LiteRtOptions opts = NULL;
+  CHECK(LiteRtCreateOptions(&opts));
+  CHECK(LiteRtSetOptionsHardwareAccelerators(opts, QLRT_HW_NPU | QLRT_HW_CPU));
+  const char toml[] = "kernel_mode = \"reference\"\nnum_threads = 1\n";
+  char *payload = (char *)malloc(sizeof toml);
+  if (!payload) {
+    fprintf(stderr, PROG ": error: out of memory\n");
+    exit(1);
+  }
+  memcpy(payload, toml, sizeof toml);
+  LiteRtOpaqueOptions cpu = NULL;
+  CHECK(LiteRtCreateOpaqueOptions("xnnpack", payload, free_payload, &cpu));
+  CHECK(LiteRtAddOpaqueOptions(opts, cpu));
+  return opts;
+}
 
 /* "1x32x32x3" as an int8 ranked tensor type; returns its element count. */
 static size_t parse_shape(const char *text, LiteRtRankedTensorType *t) {

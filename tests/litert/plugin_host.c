@@ -25,8 +25,6 @@ static void die(const char *what, int status) {
 #define CHECK(x) do { int s_ = (x); if (s_) die(#x, s_); } while (0)
 #include "host_io.h"
 
-static void free_payload(void *p) { free(p); }
-
 static void *loaded(const char *path) {
   void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
   if (!h) {
@@ -56,16 +54,7 @@ int main(int argc, char **argv) {
   CHECK(LiteRtCreateEnvironment(2, dirs, &env));
   LiteRtModel model = NULL;
   CHECK(LiteRtCreateModelFromFile(env, argv[1], &model));
-  LiteRtOptions opts = NULL;
-  CHECK(LiteRtCreateOptions(&opts));
-  CHECK(LiteRtSetOptionsHardwareAccelerators(opts, QLRT_HW_NPU | QLRT_HW_CPU));
-  const char toml[] = "kernel_mode = \"reference\"\nnum_threads = 1\n";
-  char *payload = (char *)malloc(sizeof toml);
-  if (!payload) die("malloc", 0);
-  memcpy(payload, toml, sizeof toml);
-  LiteRtOpaqueOptions cpu = NULL;
-  CHECK(LiteRtCreateOpaqueOptions("xnnpack", payload, free_payload, &cpu));
-  CHECK(LiteRtAddOpaqueOptions(opts, cpu));
+  LiteRtOptions opts = npu_and_reference_cpu();
   int rc = run_once(env, model, opts, argv[5], argv[4], argv[7], argv[6]);
   if (rc) return rc;
   /* No silent CPU fallback: the plugin compiled, and every program it returned ran. */
