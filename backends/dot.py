@@ -34,7 +34,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import ConstantLike
 from xdsl.utils.target import Target
 
-from qaccel.dialects import accel
+from qaccel.dialects import vta
 from qaccel.dialects.names import is_public, location_name
 from qaccel.dialects.macs import op_macs
 
@@ -190,8 +190,8 @@ class _Graph:
         nid = f"n{len(self.node_ids)}"
         self.node_ids[op] = nid
         label = [op.name]
-        if isinstance(op, accel.LayerOp):  # a formed accelerator layer: say its kind
-            label = [f'accel.layer "{op.kind.data}"']
+        if isinstance(op, vta.LayerOp):  # a formed accelerator layer: say its kind
+            label = [f'vta.layer "{op.kind.data}"']
         name = location_name(op)
         if name:
             label.append(_short("/".join(_primary(name).split("/")[self.scope :])))

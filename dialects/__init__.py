@@ -27,13 +27,19 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Accel
 
+    def get_vta():
+        from qaccel.dialects.vta import Vta
+
+        return Vta
+
     def get_qaccel():
         from qaccel.dialects.annotations import Qaccel
 
         return Qaccel
 
     return {
-        "quant": get_quant, "tfl": get_tfl, "q": get_q, "accel": get_accel, "qaccel": get_qaccel,
+        "quant": get_quant, "tfl": get_tfl, "q": get_q, "accel": get_accel, "vta": get_vta,
+        "qaccel": get_qaccel,
     }  # fmt: skip
 
 

@@ -50,6 +50,9 @@ the accelerator computes:
 
 Their canonicalization patterns live in `dialects/accel_canonicalization.py`;
 `interpreter/accel_semantics.py` executes every op bit-exactly.
+
+The ops stay generic: grouping them into one accelerator's layers and scheduling those is the
+`vta` dialect's business (`dialects/vta.py`: `vta.layer` and its schedule attributes).
 """
 
 from __future__ import annotations
@@ -69,26 +72,21 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FloatAttr,
     Float64Type,
-    IntAttr,
     IntegerAttr,
     IntegerType,
-    NoneAttr,
     StringAttr,
     TensorType,
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
 from xdsl.irdl import (
-    AnyAttr,
     IRDLOperation,
     ParsePropInAttrDict,
     VarConstraint,
     base,
     irdl_attr_definition,
     irdl_op_definition,
-    region_def,
-    var_result_def,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -98,9 +96,7 @@ from xdsl.irdl import (
     var_operand_def,
 )
 from xdsl.pattern_rewriter import RewritePattern
-from xdsl.parser import AttrParser
-from xdsl.printer import Printer
-from xdsl.traits import HasCanonicalizationPatternsTrait, IsTerminator, Pure
+from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 PACKED_FUNCTION_ATTR = "accel.packed"
@@ -1274,243 +1270,6 @@ class ConcatLanesOp(_ComputeOp):
             )
 
 
-# --------------------------------------------------------------------------------------------
-# Accelerator layers and their schedules (`form-vta-layers`, `schedule-vta`)
-
-
-LAYER_KINDS = ("conv", "depthwise", "dense", "eltwise", "pool")
-"""What an `accel.layer` computes: a GEMM layer (convolution, depthwise convolution or matrix
-product with its requantization tail), an element-wise tree, or a windowed pool."""
-
-GEMM_KINDS = ("conv", "depthwise", "dense")
-
-LOOP_ORDERS = ("spatial", "channel")
-BIAS_MODES = ("alu", "dma", "gemm", "store")
-
-_GEMM_FIELDS = ("tile_h", "tile_w", "tile_co", "tile_ci", "loop_order", "bias_mode",
-                "inp_slots", "wgt_slots", "acc_slots")  # fmt: skip
-_ALU_FIELDS = ("rows", "param_rows", "output_stage")
-def _string_literal(text: str) -> str:
-    """`text` as xDSL prints a string literal (every byte a parser reads back escaped, a
-    newline in a configuration's name included)."""
-    import io
-
-    out = io.StringIO()
-    Printer(stream=out).print_string_literal(text)
-    return out.getvalue()
-
-
-_SCHEDULE_FIELDS = ("config", *_GEMM_FIELDS, *_ALU_FIELDS, "estimated_cycles")
-_WORD_FIELDS = {"loop_order": LOOP_ORDERS, "bias_mode": BIAS_MODES}
-_REQUIRED = {"gemm": ("tile_h", "tile_w", "tile_co", "tile_ci"), "eltwise": ("rows",),
-             "pool": ("rows",)}  # fmt: skip
-
-
-@irdl_attr_definition
-class ScheduleAttr(ParametrizedAttribute):
-    """How an `accel.layer` runs on the accelerator (written by `schedule-vta`, honoured by
-    `qaccel-compile`, editable by hand):
-
-        #accel.schedule<gemm, config = "vta-default", tile_h = 2, tile_w = 8, tile_co = 1,
-                        tile_ci = 1, loop_order = spatial, bias_mode = gemm, inp_slots = 4,
-                        wgt_slots = 1, acc_slots = 2, estimated_cycles = 5216>
-        #accel.schedule<eltwise, config = "vta-default", rows = 64, param_rows = 1,
-                        output_stage = false, estimated_cycles = 700>
-
-    `gemm` (conv, depthwise, dense layers): output-row, output-column, output-channel and
-    input-channel tile sizes (pixels; channel blocks), the order of the two outer loops, how
-    the bias reaches the accumulators, and the slots of each on-chip buffer (double
-    buffering; omitted: the search's choice for this tiling). `eltwise` / `pool`: the rows
-    of one channel block processed at a time (element-wise chunk; output rows of a pool
-    tile), the parameter rows loaded first into the accumulator buffer, and whether the store
-    module's output stage runs the requantizing tail. `config` names the hardware
-    configuration it was made for; `estimated_cycles` is informative. Fields that do not
-    apply to the kind are absent."""
-
-    name = "accel.schedule"
-
-    kind: StringAttr
-    config: StringAttr | NoneAttr
-    tile_h: IntAttr | NoneAttr
-    tile_w: IntAttr | NoneAttr
-    tile_co: IntAttr | NoneAttr
-    tile_ci: IntAttr | NoneAttr
-    loop_order: StringAttr | NoneAttr
-    bias_mode: StringAttr | NoneAttr
-    inp_slots: IntAttr | NoneAttr
-    wgt_slots: IntAttr | NoneAttr
-    acc_slots: IntAttr | NoneAttr
-    rows: IntAttr | NoneAttr
-    param_rows: IntAttr | NoneAttr
-    output_stage: IntAttr | NoneAttr
-    estimated_cycles: IntAttr | NoneAttr
-
-    def __init__(self, kind: str, **fields: int | str | bool | None):
-        unknown = set(fields) - set(_SCHEDULE_FIELDS)
-        if unknown:
-            raise VerifyException(f"{self.name}: unknown fields {', '.join(sorted(unknown))}")
-        params: list[Attribute] = [StringAttr(kind)]
-        for key in _SCHEDULE_FIELDS:
-            v = fields.get(key)
-            if v is None:
-                params.append(NoneAttr())
-            elif isinstance(v, str):
-                params.append(StringAttr(v))
-            else:
-                params.append(IntAttr(int(v)))
-        super().__init__(*params)
-
-    def fields(self) -> dict[str, int | str | bool]:
-        """The fields present, as Python values (`output_stage` a bool)."""
-        out: dict[str, int | str | bool] = {}
-        for key in _SCHEDULE_FIELDS:
-            v = getattr(self, key)
-            if isinstance(v, StringAttr):
-                out[key] = v.data
-            elif isinstance(v, IntAttr):
-                out[key] = bool(v.data) if key == "output_stage" else v.data
-        return out
-
-    def get(self, key: str, default=None):
-        return self.fields().get(key, default)
-
-    def verify(self) -> None:
-        kind = self.kind.data
-        if kind not in _REQUIRED:
-            raise VerifyException(f"{self.name}: kind '{kind}' is not one of gemm, eltwise, pool")
-        present = self.fields()
-        own = _GEMM_FIELDS if kind == "gemm" else _ALU_FIELDS
-        for key in _REQUIRED[kind]:
-            if key not in present:
-                raise VerifyException(f"{self.name}: a {kind} schedule lacks {key}")
-        for key, value in present.items():
-            if key in (*_GEMM_FIELDS, *_ALU_FIELDS) and key not in own:
-                raise VerifyException(f"{self.name}: {key} is not a field of a {kind} schedule")
-            if key in _WORD_FIELDS:
-                if value not in _WORD_FIELDS[key]:
-                    raise VerifyException(f"{self.name}: {key} must be one of "
-                                          f"{', '.join(_WORD_FIELDS[key])}, not '{value}'")  # fmt: skip
-            elif key in ("config",):
-                continue
-            elif key == "output_stage" or key == "param_rows" or key == "estimated_cycles":
-                if value < 0:
-                    raise VerifyException(f"{self.name}: {key} must not be negative")
-            elif value < 1:
-                raise VerifyException(f"{self.name}: {key} must be positive, got {value}")
-
-    def print_parameters(self, printer: Printer) -> None:
-        items = [self.kind.data]
-        for key, value in self.fields().items():
-            if key == "config":
-                text = _string_literal(str(value))
-            elif isinstance(value, bool):
-                text = "true" if value else "false"
-            else:
-                text = str(value)
-            items.append(f"{key} = {text}")
-        printer.print_string("<" + ", ".join(items) + ">")
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        with parser.in_angle_brackets():
-            kind = parser.parse_identifier()
-            values: dict[str, Attribute] = {}
-            while parser.parse_optional_punctuation(",") is not None:
-                key = parser.parse_identifier()
-                if key not in _SCHEDULE_FIELDS:
-                    parser.raise_error(f"{cls.name}: unknown field '{key}' (fields: "
-                                       f"{', '.join(_SCHEDULE_FIELDS)})")  # fmt: skip
-                if key in values:
-                    parser.raise_error(f"{cls.name}: field '{key}' given twice")
-                parser.parse_punctuation("=")
-                if key == "config":
-                    values[key] = StringAttr(parser.parse_str_literal())
-                elif key in _WORD_FIELDS:
-                    values[key] = StringAttr(parser.parse_identifier())
-                else:
-                    values[key] = IntAttr(parser.parse_integer(allow_boolean=True))
-        return [StringAttr(kind), *(values.get(k, NoneAttr()) for k in _SCHEDULE_FIELDS)]
-
-
-@irdl_op_definition
-class YieldOp(AccelOp):
-    """Ends an `accel.layer`'s body: the values the layer produces."""
-
-    name = "accel.yield"
-    values = var_operand_def()
-    traits = traits_def(IsTerminator(), Pure())
-    assembly_format = "$values attr-dict `:` type($values)"
-
-    def __init__(self, values: Sequence[SSAValue | Operation]):
-        super().__init__(operands=[[SSAValue.get(v) for v in values]])
-
-    def verify_(self) -> None:
-        if not isinstance(self.parent_op(), LayerOp):
-            raise VerifyException(f"{self.name}: only an accel.layer's body ends with it")
-
-
-@irdl_op_definition
-class LayerOp(AccelOp):
-    """One accelerator layer: the ops it computes, in its body (`form-vta-layers`).
-
-        %y, %w = accel.layer "conv" {
-          %acc = accel.conv2d_zp %x, %wt ...
-          ...
-          %y = accel.narrow %q : ... -> tensor<...xi8>
-          accel.yield %y, %q : tensor<...xi8>, tensor<...xi32>
-        } : tensor<...xi8>, tensor<...xi32>
-
-    `kind` is one of `LAYER_KINDS`. The first result is what the layer stores in DRAM (the
-    GEMM layer's int8 output, or its int32 requantized value when an element-wise op reads
-    it); a second one, when present, is the int32 value the layer narrows, also used outside
-    (equal to the widened first result). The body reads values defined above it (the layer's
-    inputs and constant weights) and computes exactly what its ops compute; `schedule`
-    (`#accel.schedule`, from `schedule-vta`) says how the accelerator runs it."""
-
-    name = "accel.layer"
-
-    kind = prop_def(StringAttr)
-    schedule = opt_prop_def(AnyAttr())  # an `#accel.schedule` (checked by `verify_`), printed whole
-    outputs = var_result_def()
-    body = region_def("single_block")
-
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$kind (`schedule` $schedule^)? attr-dict-with-keyword $body `:` type($outputs)"
-
-    def __init__(self, kind: str, result_types: Sequence[Attribute], body: Region):
-        super().__init__(properties={"kind": StringAttr(kind)}, result_types=[result_types],
-                         regions=[body])  # fmt: skip
-
-    @property
-    def kind_name(self) -> str:
-        return self.kind.data
-
-    def body_ops(self) -> list[Operation]:
-        """The layer's ops, in order, without the `accel.yield`."""
-        return list(self.body.block.ops)[:-1]
-
-    def verify_(self) -> None:
-        if self.kind.data not in LAYER_KINDS:
-            raise VerifyException(f"{self.name}: kind '{self.kind.data}' is not one of "
-                                  f"{', '.join(LAYER_KINDS)}")  # fmt: skip
-        last = self.body.block.last_op
-        if not isinstance(last, YieldOp):
-            raise VerifyException(f"{self.name}: the body must end with accel.yield")
-        if [v.type for v in last.values] != [r.type for r in self.outputs]:
-            raise VerifyException(f"{self.name}: accel.yield's types differ from the results'")
-        if not self.outputs:
-            raise VerifyException(f"{self.name}: a layer produces at least one value")
-        if self.schedule is not None:
-            if not isinstance(self.schedule, ScheduleAttr):
-                raise VerifyException(f"{self.name}: schedule must be an #accel.schedule")
-            want = "gemm" if self.kind.data in GEMM_KINDS else self.kind.data
-            if self.schedule.kind.data != want:
-                raise VerifyException(f"{self.name}: kind {self.kind.data} takes an "
-                                      f"#accel.schedule<{want}, ...>, not "
-                                      f"<{self.schedule.kind.data}, ...>")  # fmt: skip
-
-
-
 COMPUTE_OPS: tuple[type[AccelOp], ...] = (
     Conv2DZpOp, DenseZpOp, BiasAddZpOp, ShiftLeftOp, RoundMultiplyOp, RoundRShiftOp, AddOp,
     MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, LutOp, MaxPool2DOp, SumPool2DOp,
@@ -1606,8 +1365,5 @@ def _config_attr(key: str, value: ConfigValue) -> Attribute:
     raise TypeError(f"#accel.target: config key '{key}' has a {type(value).__name__} value")
 
 
-LAYER_OPS = (LayerOp, YieldOp)
-"""Structure: accelerator layers (`form-vta-layers`)."""
-
-Accel = Dialect("accel", [*ACCEL_OPS, *LAYER_OPS], [ScheduleAttr, TargetAttr])
+Accel = Dialect("accel", [*ACCEL_OPS], [TargetAttr])
 

@@ -13,7 +13,7 @@ An op with `qaccel.pattern`, `qaccel.group` or `qaccel.partition_index` also car
 `qaccel.target`. xDSL 0.74 has no dialect hook for discardable attributes (MLIR's
 `verifyOperationAttribute`), so `verify_annotations(op)` checks them on `op` and everything
 nested in it; the pass manager runs it with the IR verifier, on the input and after every
-pass. (Schedules are `#accel.schedule` attributes of `accel.layer` ops, which verify
+pass. (Schedules are `#vta.<kind>_schedule` attributes of `vta.layer` ops, which verify
 themselves.)
 """
 

@@ -25,9 +25,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
-    ReturnedValues,
     impl,
-    impl_terminator,
     register_impls,
 )
 from xdsl.traits import SymbolTable
@@ -233,16 +231,6 @@ class AccelComputeFunctions(InterpreterFunctions):
     @impl(accel.ConcatLanesOp)
     def run_concat_lanes(self, interpreter: Interpreter, op: accel.ConcatLanesOp, args):
         return (packed.concat_lanes(args, op.array_prop("channels")),)
-
-    @impl(accel.LayerOp)
-    def run_layer(self, interpreter: Interpreter, op: accel.LayerOp, args):
-        """A formed layer computes what its body's ops compute (the schedule says how the
-        accelerator runs them, not what they compute)."""
-        return interpreter.run_ssacfg_region(op.body, (), "accel.layer")
-
-    @impl_terminator(accel.YieldOp)
-    def run_yield(self, interpreter: Interpreter, op: accel.YieldOp, args):
-        return ReturnedValues(args), ()
 
 
 def _check_values(values: tuple[Any, ...], types, what: str) -> None:

@@ -42,6 +42,7 @@ from qaccel.kernels import registry as kernels
 from qaccel.interpreter.accel_semantics import AccelFunctions
 from qaccel.interpreter.prepare import ExecutionError, _kernel_name, describe, prepare_op
 from qaccel.interpreter.q_semantics import QFunctions
+from qaccel.interpreter.vta_semantics import VtaFunctions
 from qaccel.dialects.names import is_public, location_name
 from qaccel.dialects.tfl import (
     TFL_OPS,
@@ -158,6 +159,7 @@ def make_interpreter(module: ModuleOp, listeners: Sequence[Interpreter.Listener]
     interpreter.register_implementations(FuncFunctions())
     interpreter.register_implementations(TflFunctions())
     interpreter.register_implementations(QFunctions())
+    interpreter.register_implementations(VtaFunctions())
     # Overrides func.call with a call that checks types at partition borders.
     interpreter.register_implementations(AccelFunctions(), override=True)
     return interpreter
@@ -199,7 +201,7 @@ def check_inputs(function: func.FuncOp, inputs: Sequence[np.ndarray]) -> list[np
     return checked
 
 
-_EXECUTORS = (FuncFunctions, TflFunctions, QFunctions, AccelFunctions)
+_EXECUTORS = (FuncFunctions, TflFunctions, QFunctions, VtaFunctions, AccelFunctions)
 
 
 def _implemented() -> frozenset[type[Operation]]:

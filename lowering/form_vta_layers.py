@@ -1,4 +1,4 @@
-"""`form-vta-layers`: make each accelerator layer of a `vta` function one `accel.layer` op.
+"""`form-vta-layers`: make each accelerator layer of a `vta` function one `vta.layer` op.
 
 A layer is what the accelerator runs as one instruction stream (`lowering/vta/layers.py`):
 
@@ -10,7 +10,7 @@ A layer is what the accelerator runs as one instruction stream (`lowering/vta/la
 - `pool`: a windowed max or sum pool of an int8 tensor (its padding with the pool's identity
   included) or of such a tree, with its constant tail, narrowed to int8.
 
-The layer's ops move into the body of the `accel.layer`, which takes the place of the last
+The layer's ops move into the body of the `vta.layer`, which takes the place of the last
 one; its results are the value the layer stores (result 0) and, when other ops read it, the
 int32 value it narrows (result 1). The body reads its inputs and weights from above, so the
 layer computes exactly what its ops computed (the interpreter runs the body):
@@ -21,11 +21,11 @@ layer computes exactly what its ops computed (the interpreter runs the body):
     ...
     %y = accel.narrow %c : tensor<1x1x8x8x1x16xi32> -> tensor<1x1x8x8x1x16xi8>
   becomes
-    %y = accel.layer "conv" {
+    %y = vta.layer "conv" {
       %acc = accel.conv2d_zp %x, %w pad_value(-1) ...
       ...
       %y_1 = accel.narrow %c : ...
-      accel.yield %y_1 : tensor<1x1x8x8x1x16xi8>
+      vta.yield %y_1 : tensor<1x1x8x8x1x16xi8>
     } : tensor<1x1x8x8x1x16xi8>
 
 Ops that form no layer (pads, concatenations, a GEMM op whose tail is not a requantization,
@@ -33,14 +33,14 @@ trees that do not end in an int8 narrowing, `accel.host_requantize`) stay where 
 run on the host; a GEMM op or an `accel.narrow` that forms none says why in
 `accel.host_reason` (reported by `qaccel-compile`). Functions that already hold layers are
 left alone (the pass is idempotent).
-`schedule-vta` then gives every layer its `#accel.schedule`.
+`schedule-vta` then gives every layer its `#vta.<kind>_schedule`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qaccel.dialects import accel
+from qaccel.dialects import accel, vta
 from qaccel.lowering.vta.layers import (
     AluMatch,
     LayerMatch,
@@ -123,8 +123,8 @@ def match_layers(
     return found
 
 
-def form_layer(kind: str, ops: list[Operation], yielded: list[SSAValue]) -> accel.LayerOp:
-    """Move `ops` (of one block) into a new `accel.layer` of `kind` at the place of the last
+def form_layer(kind: str, ops: list[Operation], yielded: list[SSAValue]) -> vta.LayerOp:
+    """Move `ops` (of one block) into a new `vta.layer` of `kind` at the place of the last
     of them, yielding `yielded`; `NotALayer` (nothing changed) when another value of the
     group is used outside it or a user of a yielded value comes before that place."""
     block = ops[0].parent_block()
@@ -144,21 +144,21 @@ def form_layer(kind: str, ops: list[Operation], yielded: list[SSAValue]) -> acce
                     top = top.parent_op()  # type: ignore[assignment]
                 if position.get(top, len(position)) < position[anchor]:
                     raise NotALayer(f"{user.name} reads the layer's value before its last op")
-    layer = accel.LayerOp(kind, [v.type for v in yielded], Region(Block()))
+    layer = vta.LayerOp(kind, [v.type for v in yielded], Region(Block()))
     block.insert_op_after(layer, anchor)
     for value, result in zip(yielded, layer.outputs, strict=True):
         value.replace_uses_with_if(result, lambda use: use.operation not in group)
     for op in ordered:
         op.detach()
         layer.body.block.add_op(op)
-    layer.body.block.add_op(accel.YieldOp(yielded))
+    layer.body.block.add_op(vta.YieldOp(yielded))
     return layer
 
 
 @dataclass(frozen=True)
 class FormVtaLayersPass(ModulePass):
     """Make each layer of a `vta` accelerator function (a GEMM op with its requantization
-    tail, an element-wise tree, a pool) one `accel.layer` op holding its ops.
+    tail, an element-wise tree, a pool) one `vta.layer` op holding its ops.
 
     Runs after `lower-q-to-accel`, before `schedule-vta`."""
 
@@ -166,7 +166,7 @@ class FormVtaLayersPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for f in vta_functions(op):
-            if any(isinstance(o, accel.LayerOp) for o in f.body.block.ops):
+            if any(isinstance(o, vta.LayerOp) for o in f.body.block.ops):
                 continue
             reasons: dict[Operation, str] = {}
             for kind, m in match_layers(f, reasons):

@@ -1,7 +1,7 @@
 """`schedule-vta`: decide how each accelerator layer runs and keep it in the IR.
 
-Every `accel.layer` (`form-vta-layers`) of a `vta` accelerator function gets an
-`#accel.schedule` (`dialects/accel.py`):
+Every `vta.layer` (`form-vta-layers`) of a `vta` accelerator function gets an
+attribute of its kind's schedule (`dialects/vta.py`):
 
 - a GEMM layer (`conv`, `depthwise`, `dense`): the tiling the cost-model search chose
   (`lowering/vta/search.py`), i.e. the loop nest the emitter walks: output-row,
@@ -17,12 +17,12 @@ Every `accel.layer` (`form-vta-layers`) of a `vta` accelerator function gets an
 `qaccel-compile` emits the instruction streams from these attributes, so a schedule written
 or edited by hand in the IR is what runs.
 
-    %y = accel.layer "conv" {...} : tensor<1x1x8x8x1x16xi8>
+    %y = vta.layer "conv" {...} : tensor<1x1x8x8x1x16xi8>
   becomes
-    %y = accel.layer "conv" {schedule = #accel.schedule<gemm, config = "vta-default",
-             tile_h = 8, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial,
-             bias_mode = alu, inp_slots = 2, wgt_slots = 1, acc_slots = 2,
-             estimated_cycles = 5216>} {...} : tensor<1x1x8x8x1x16xi8>
+    %y = vta.layer "conv" schedule #vta.gemm_schedule<config = "vta-default", tile_h = 8,
+             tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = alu,
+             inp_slots = 2, wgt_slots = 1, acc_slots = 2, estimated_cycles = 5216> {...}
+             : tensor<1x1x8x8x1x16xi8>
 
 A schedule already present is checked (it must fit on chip for this layer and name this
 hardware configuration; the message names the function, the layer and the problem) and kept,
@@ -36,8 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from qaccel.dialects import accel
-from qaccel.dialects.accel import ScheduleAttr
+from qaccel.dialects import vta
+from qaccel.dialects.vta import ScheduleAttr
 from qaccel.lowering.form_vta_layers import vta_functions
 from qaccel.lowering.vta.emit_alu import AluPlan, emit_alu, emit_pool, plan_alu
 from qaccel.lowering.vta.layers import AluLayer, LayerMatch, LayerReader, NotALayer, PoolLayer
@@ -61,8 +61,8 @@ class ScheduleAttrError(ValueError):
 
 
 def gemm_schedule_attr(sched: Schedule, config_name: str) -> ScheduleAttr:
-    return ScheduleAttr("gemm", config=config_name, **sched.tiling(),
-                        estimated_cycles=int(sched.estimated_cycles))  # fmt: skip
+    return vta.GemmScheduleAttr(config=config_name, **sched.tiling(),
+                                estimated_cycles=int(sched.estimated_cycles))  # fmt: skip
 
 
 def alu_cycles(layer: AluLayer | PoolLayer, plan: AluPlan, config) -> int:
@@ -75,20 +75,22 @@ def alu_cycles(layer: AluLayer | PoolLayer, plan: AluPlan, config) -> int:
 
 def alu_schedule_attr(kind: str, plan: AluPlan, config_name: str,
                       cycles: int | None = None) -> ScheduleAttr:  # fmt: skip
-    return ScheduleAttr(kind, config=config_name, rows=plan.rows, param_rows=plan.param_rows,
-                        output_stage=plan.output_stage, estimated_cycles=cycles)  # fmt: skip
+    return vta.LAYER_SCHEDULES[kind](config=config_name, rows=plan.rows,
+                                     param_rows=plan.param_rows,
+                                     output_stage=plan.output_stage,
+                                     estimated_cycles=cycles)  # fmt: skip
 
 
 def _check_config(attr: ScheduleAttr, config) -> None:
     name = attr.get("config")
     if name is not None and name != config.name:
         raise ScheduleAttrError(
-            f"#accel.schedule was made for hardware config '{name}', not '{config.name}'"
+            f"#{attr.name} was made for hardware config '{name}', not '{config.name}'"
         )
 
 
 def gemm_schedule(attr: ScheduleAttr, layer: ConvLayer, config) -> Schedule:
-    """The schedule a GEMM layer's `#accel.schedule` gives (checked), or `ScheduleAttrError` /
+    """The schedule a GEMM layer's `#vta.gemm_schedule` gives (checked), or `ScheduleAttrError` /
     `LayerError` saying why it cannot be used."""
     _check_config(attr, config)
     fields = attr.fields()
@@ -100,7 +102,7 @@ def gemm_schedule(attr: ScheduleAttr, layer: ConvLayer, config) -> Schedule:
 
 
 def alu_schedule(attr: ScheduleAttr | None, layer, config) -> AluPlan:
-    """The plan an element-wise or pool layer's `#accel.schedule` gives (checked; the
+    """The plan an element-wise or pool layer's schedule attribute gives (checked; the
     emitter's own choice without one), or `ScheduleAttrError` / `LayerError` saying why."""
     if attr is None:
         return plan_alu(layer, config)
@@ -113,8 +115,8 @@ def alu_schedule(attr: ScheduleAttr | None, layer, config) -> AluPlan:
     return plan
 
 
-def describe(op: accel.LayerOp, m=None) -> str:
-    """`accel.layer "conv" (conv 8x8x16 -> ...)`: how messages name a layer."""
+def describe(op: vta.LayerOp, m=None) -> str:
+    """`vta.layer "conv" (conv 8x8x16 -> ...)`: how messages name a layer."""
     what = f" ({m.layer.describe()})" if m is not None else ""
     return f'{op.name} "{op.kind.data}"{what}'
 
@@ -123,9 +125,9 @@ def describe(op: accel.LayerOp, m=None) -> str:
 class ScheduleVtaPass(ModulePass):
     """Attach each VTA layer's schedule (GEMM layers: the cost model's best loop nest;
     element-wise and pool layers: chunk rows, parameter rows, output stage) as
-    `#accel.schedule`.
+    `#vta.<kind>_schedule`.
 
-    Runs on the `accel.layer` ops of `vta` accelerator functions (`form-vta-layers`).
+    Runs on the `vta.layer` ops of `vta` accelerator functions (`form-vta-layers`).
     Schedules already in the IR are checked and kept unless `recompute=true`."""
 
     name = "schedule-vta"
@@ -152,7 +154,7 @@ class ScheduleVtaPass(ModulePass):
     def _schedule_function(self, f: func.FuncOp, config) -> None:
         reader = LayerReader(f.sym_name.data)
         for o in f.body.block.ops:
-            if not isinstance(o, accel.LayerOp):
+            if not isinstance(o, vta.LayerOp):
                 continue
             try:
                 m = reader.read(o)

@@ -61,8 +61,8 @@ class VtaPipeline(NamedPipeline):
     7. `lower-q-to-accel{bias-placement=...}`: q ops become `conv2d_zp`, `bias_add_zp`,
        `round_multiply`, `round_rshift`, ... ;
     8. `form-vta-layers`: each accelerator layer (a GEMM op with its requantization tail,
-       an element-wise tree, a pool) becomes one `accel.layer` op holding its ops;
-    9. `schedule-vta`: each layer gets its `#accel.schedule` (tiling, chunks),
+       an element-wise tree, a pool) becomes one `vta.layer` op holding its ops;
+    9. `schedule-vta`: each layer gets its `#vta.<kind>_schedule` (tiling, chunks),
        from which `qaccel-compile` emits the instruction streams.
     """
 

@@ -11,7 +11,7 @@ of an earlier one: `attach-target` the module's `#accel.target`, `legalize-tfl-t
 `annotate-target` the `qaccel.pattern` of op groups, `partition-graph` accelerator functions
 (`qaccel.target` on a function), `insert-pack-unpack` the `accel.packed` functions and
 `accel.pack`/`accel.unpack` ops, `lower-q-to-accel` the `accel` compute ops,
-`form-vta-layers` `accel.layer` ops and `schedule-vta` their `#accel.schedule`. The stage is the
+`form-vta-layers` `vta.layer` ops and `schedule-vta` their `#vta.<kind>_schedule`. The stage is the
 last of these marks found; `qaccel-compile` and `api.compile` run the passes after it (so a
 module changed by hand or by a researcher's own pass keeps its changes), and refuse an explicit
 pipeline that would run a finished pass again.
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from qaccel.dialects import accel
+from qaccel.dialects import accel, vta
 from qaccel.dialects.accel import MODULE_TARGET_ATTR, PACKED_FUNCTION_ATTR
 from qaccel.dialects.annotations import PATTERN_ATTR, TARGET_ATTR
 from qaccel.pipeline.spec import PipelineError, format_spec, pass_spec
@@ -124,7 +124,7 @@ def module_stage(module: ModuleOp) -> Stage:
     marks: set[str] = set()
     scheduled = formed = 0
     for op in module.walk():
-        if isinstance(op, accel.LayerOp):
+        if isinstance(op, vta.LayerOp):
             formed += 1
             scheduled += op.schedule is not None
         elif isinstance(op, func.FuncOp):
@@ -134,7 +134,7 @@ def module_stage(module: ModuleOp) -> Stage:
                 marks.add("insert-pack-unpack")
         elif isinstance(op, accel.PackOp | accel.UnpackOp):
             marks.add("insert-pack-unpack")
-        elif isinstance(op, accel.AccelOp) and not isinstance(op, accel.YieldOp):
+        elif isinstance(op, accel.AccelOp):
             marks.add("lower-q-to-accel")
         elif op.name.startswith("q."):
             marks.add("legalize-tfl-to-q")

@@ -202,7 +202,7 @@ def _assert_bit_exact(module, compiled, seed: int = 0) -> None:
 
 
 def test_schedules_come_from_the_ir():
-    from qaccel.dialects.accel import LayerOp, ScheduleAttr
+    from qaccel.dialects.vta import LayerOp, schedule_attr
 
     module, _ = vta_lowered("cnn")
     roots = [op for op in module.walk() if isinstance(op, LayerOp) and op.schedule is not None]
@@ -213,7 +213,7 @@ def test_schedules_come_from_the_ir():
     values = first.schedule.fields()
     values["tile_h"] = 1
     values.pop("inp_slots")
-    first.schedule = ScheduleAttr("gemm", **values)
+    first.schedule = schedule_attr("gemm", **values)
     edited = compile_module(module)
     assert edited.report["layers"][0]["tiling"]["tile_h"] == 1
     assert [r["tiling"] for r in edited.report["layers"][1:]] == chosen[1:]
@@ -223,7 +223,7 @@ def test_schedules_come_from_the_ir():
 def test_element_wise_schedules_come_from_the_ir():
     # An element-wise layer's chunk rows, as edited in the IR, are what the program walks;
     # the result stays bit-exact.
-    from qaccel.dialects.accel import LayerOp, ScheduleAttr
+    from qaccel.dialects.vta import LayerOp, schedule_attr
 
     module, _ = vta_lowered("residual")
     eltwise = [op for op in module.walk() if isinstance(op, LayerOp)
@@ -234,7 +234,7 @@ def test_element_wise_schedules_come_from_the_ir():
     assert rows == [op.schedule.get("rows") for op in eltwise]
     values = eltwise[0].schedule.fields()
     values["rows"] = max(1, values["rows"] // 4)
-    eltwise[0].schedule = ScheduleAttr("eltwise", **values)
+    eltwise[0].schedule = schedule_attr("eltwise", **values)
     edited = compile_module(module)
     got = [r["tiling"]["chunk_rows"] for r in edited.report["layers"] if r["kind"] == "eltwise"]
     assert got == [values["rows"], *rows[1:]]
@@ -243,15 +243,15 @@ def test_element_wise_schedules_come_from_the_ir():
 
 def test_a_schedule_that_does_not_fit_is_a_one_line_error(tmp_path, capsys):
     from qaccel.backends.vta.compiled import CompileError
-    from qaccel.dialects.accel import LayerOp, ScheduleAttr
+    from qaccel.dialects.vta import LayerOp, schedule_attr
 
     module, _ = vta_lowered("cnn")
     first = next(op for op in module.walk() if isinstance(op, LayerOp) and op.schedule)
     values = first.schedule.fields()
     values["tile_co"] = 1
     values["tile_h"] = values["tile_w"] = 4096
-    first.schedule = ScheduleAttr("gemm", **values)
-    with pytest.raises(CompileError, match=r'^@vta_fn_0: accel.layer "conv" \(conv .*\): .* fit'):
+    first.schedule = schedule_attr("gemm", **values)
+    with pytest.raises(CompileError, match=r'^@vta_fn_0: vta.layer "conv" \(conv .*\): .* fit'):
         compile_module(module)
 
 
@@ -302,7 +302,7 @@ def test_a_layer_that_does_not_read_as_its_kind_runs_on_the_host():
     # A hand-edited layer whose body is not a layer of its kind is refused with the reason,
     # its body runs on the host interpreter, the layers after it still run on the simulator,
     # and the result stays bit-exact.
-    from qaccel.dialects.accel import LayerOp
+    from qaccel.dialects.vta import LayerOp
     from xdsl.dialects.builtin import StringAttr
 
     module, _ = vta_lowered("residual")
@@ -312,8 +312,8 @@ def test_a_layer_that_does_not_read_as_its_kind_runs_on_the_host():
     eltwise.schedule = None
     compiled = compile_module(module)
     assert len(compiled.report["layers"]) == len(layers) - 1
-    refused = [fb for fb in compiled.fallbacks if "accel.layer" in fb.op]
-    assert len(refused) == 1 and refused[0].op == 'accel.narrow (accel.layer "pool")'
+    refused = [fb for fb in compiled.fallbacks if "vta.layer" in fb.op]
+    assert len(refused) == 1 and refused[0].op == 'accel.narrow (vta.layer "pool")'
     assert refused[0].reason == "not a pool followed by constant ALU ops"
     _assert_bit_exact(module, compiled)
 
@@ -323,21 +323,21 @@ def test_pool_schedules_come_from_the_ir():
     # result stays bit-exact. Asking for the output stage on a configuration without one is
     # a one-line error naming the layer.
     from qaccel.backends.vta.compiled import CompileError
-    from qaccel.dialects.accel import LayerOp, ScheduleAttr
+    from qaccel.dialects.vta import LayerOp, schedule_attr
 
     module, _ = vta_lowered("small_cnn")
     pool = next(op for op in module.walk() if isinstance(op, LayerOp) and op.kind.data == "pool")
     values = pool.schedule.fields()
     assert values["rows"] > 1
     values["rows"] = 1
-    pool.schedule = ScheduleAttr("pool", **values)
+    pool.schedule = schedule_attr("pool", **values)
     compiled = compile_module(module)
     tiles = [r["tiling"]["tile_rows"] for r in compiled.report["layers"] if r["kind"] == "pool"]
     assert tiles[0] == 1
     _assert_bit_exact(module, compiled)
     values["output_stage"] = True
-    pool.schedule = ScheduleAttr("pool", **values)
-    with pytest.raises(CompileError, match=r'^@vta_fn_0: accel.layer "pool" \(max pool .*\): '
+    pool.schedule = schedule_attr("pool", **values)
+    with pytest.raises(CompileError, match=r'^@vta_fn_0: vta.layer "pool" \(max pool .*\): '
                                            r".*output stage cannot run"):  # fmt: skip
         compile_module(module)
 
@@ -354,5 +354,5 @@ def test_ir_without_formed_layers_is_a_one_line_error():
                    "partition-graph,insert-pack-unpack,lower-q-to-accel"
                    ).apply(qaccel_context(), module)  # fmt: skip
     with pytest.raises(CompileError, match=r"^@vta_fn_0: accel.conv2d_zp \(#\d+\) is in no "
-                                           r"accel.layer: run form-vta-layers and schedule-vta"):
+                                           r"vta.layer: run form-vta-layers and schedule-vta"):
         compile_module(module)

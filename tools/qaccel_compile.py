@@ -14,7 +14,7 @@ module already has) or the pipeline `-p` (with `--config`, `vta-pipeline{config=
 finished pass again is refused); the artifact is built for the module's `#accel.target`. The
 report's MAC share is of the model's MACs, counted from the module's ops at its stage. Then it
 emits every formed
-accelerator layer (`accel.layer`) with the schedule its `#accel.schedule` gives (the search's or
+accelerator layer (`vta.layer`) with the schedule its `#vta.<kind>_schedule` gives (the search's or
 the emitter's choice for layers without one) (`backends/vta/compile.py`) and writes
 OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
 layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json, and the models for LiteRT: the

@@ -124,7 +124,7 @@ from qaccel.backends.vta.runtime import (
     STEP_WRITE,
     function_steps,
 )
-from qaccel.dialects import accel, q
+from qaccel.dialects import accel, q, vta
 from qaccel.dialects.names import location_name, public_functions
 from qaccel.dialects.tfl import ConstOp, OpaqueOp, py_to_attr
 from qaccel.dialects.types import tensor_dtype
@@ -325,17 +325,17 @@ def program_blob(
         else:
             segment = []
             for i in plan.segments[arg]:  # a layer left on the host runs its body
-                if isinstance(ops[i], accel.LayerOp):
+                if isinstance(ops[i], vta.LayerOp):
                     segment += [(i, inner) for inner in ops[i].body_ops()]
                     segment.append((i, ops[i]))
                 else:
                     segment.append((i, ops[i]))
             for i, op in segment:
-                if isinstance(op, accel.LayerOp):  # its results are its yielded values
+                if isinstance(op, vta.LayerOp):  # its results are its yielded values
                     yielded = op.body.block.last_op.operands  # type: ignore[union-attr]
                     for r, v in zip(op.results, yielded, strict=True):
                         if r.type != v.type:
-                            raise AotError(f"{name}: accel.layer (#{i}) yields {v.type} as "
+                            raise AotError(f"{name}: vta.layer (#{i}) yields {v.type} as "
                                            f"{r.type}")  # fmt: skip
                         values[r] = values[v]
                     continue

@@ -176,7 +176,7 @@ class _Names:
         from xdsl.dialects.builtin import FusedLoc, NameLoc
         from xdsl.ir import BlockArgument
 
-        from qaccel.dialects import accel
+        from qaccel.dialects import accel, vta
 
         if depth > 64:
             return None
@@ -193,7 +193,7 @@ class _Names:
                 return None
             ret = list(callee.body.block.ops)[-1]
             return self.tensor(ret.operands[v.index], depth + 1)
-        if isinstance(op, accel.LayerOp):
+        if isinstance(op, vta.LayerOp):
             body = list(op.body.block.ops)
             return self.tensor(body[-1].operands[v.index], depth + 1) if body else None
         loc = op.location

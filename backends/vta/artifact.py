@@ -4,7 +4,7 @@
     compiled = load_artifact(outdir, ctx)        # for `run_compiled` (backends/vta/runtime.py)
 
 **Files.** `host.mlir` (the whole module as text: host functions and accelerator functions,
-whose bodies show every formed layer as an `accel.layer` op with its `#accel.schedule`; the
+whose bodies show every formed layer as a `vta.layer` op with its `#vta.<kind>_schedule`; the
 runtime interprets the ops outside the layers); for every accelerator function
 `vta_fn_k/dram.npz` (`dram`: the function's DRAM image, constants in place and the arena zero)
 and per layer `vta_fn_k/layer_i.bin` (16-byte instructions) and `vta_fn_k/layer_i.uops.bin`
@@ -56,8 +56,8 @@ from xdsl.dialects.builtin import ModuleOp
 
 ARTIFACT_FORMAT = 4
 """4: the run plan, `runtime.json` + `runtime.npz` (every other file as in 3; `load_artifact`
-reads 3 too). 3: layers are `accel.layer` ops of host.mlir (a layer's `ops`, `anchor` and `widened` are
-the position of its `accel.layer`; `widened` names its result 1). 2: layers were groups of
+reads 3 too). 3: layers are `vta.layer` ops of host.mlir (a layer's `ops`, `anchor` and `widened` are
+the position of its `vta.layer`; `widened` names its result 1). 2: layers were groups of
 ops found by pattern matching (positions of every op of the group)."""
 _READS = (3, ARTIFACT_FORMAT)  # format 4 only adds files `load_artifact` does not need
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)

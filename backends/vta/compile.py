@@ -4,7 +4,7 @@
 
 **What runs where.** Each accelerator function (`qaccel.target = "vta"`) is a sequence of
 `accel` ops on the packed layout in which `form-vta-layers` made every accelerator layer one
-`accel.layer` op and `schedule-vta` gave it an `#accel.schedule`. Compilation walks those
+`vta.layer` op and `schedule-vta` gave it its schedule attribute. Compilation walks those
 ops in body order and never looks for patterns: each layer's body is read as its kind says
 (`lowering/vta/layers.py`: a GEMM layer `ConvLayer`, an element-wise tree `AluLayer`, a
 pool `PoolLayer`), its schedule is checked (a GEMM layer without one is searched, an
@@ -47,7 +47,7 @@ from qaccel.backends.vta.compiled import (
 )
 from qaccel.backends.vta.report import alu_report, build_report, gemm_report, layer_energy
 from qaccel.targets.base import TargetError, hardware_config
-from qaccel.dialects import accel, tfl
+from qaccel.dialects import accel, tfl, vta
 from qaccel.dialects.types import tensor_dtype
 from qaccel.lowering.form_vta_layers import HOST_REASON_ATTR
 from qaccel.lowering.schedule_vta import (
@@ -123,7 +123,7 @@ def _plan_arena(layers: list[_Planned], ops: list[Operation]):
 class _Layer:
     """A formed layer that reads as a layer of its kind, with the schedule it runs with."""
 
-    op: accel.LayerOp
+    op: vta.LayerOp
     match: LayerMatch | AluMatch | PoolMatch
     schedule: Schedule | AluPlan
 
@@ -135,7 +135,7 @@ class _Layer:
         return _Planned(when, list(m.inputs), outputs[0], [self.op], False, widened)
 
 
-def _layer_schedule(fname: str, op: accel.LayerOp, m, c: HardwareConfig) -> Schedule | AluPlan:
+def _layer_schedule(fname: str, op: vta.LayerOp, m, c: HardwareConfig) -> Schedule | AluPlan:
     """The schedule `op` carries (checked: `CompileError` when it does not suit the layer),
     or the one the search (GEMM layers) or the emitter (others) chooses without one; a
     `LayerError` when none fits."""
@@ -159,7 +159,7 @@ def compile_module(
     total_macs: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> CompiledModel:
-    """Emit every formed, scheduled accelerator layer (`accel.layer`) of `module` (the
+    """Emit every formed, scheduled accelerator layer (`vta.layer`) of `module` (the
     output of `vta-pipeline`) into one DRAM image per accelerator function. `total_macs`
     (the model's MACs, e.g. of the imported IR) gives the report's MAC share. `config`
     defaults to the module's (`#accel.target`, from `attach-target`)."""
@@ -170,7 +170,7 @@ def compile_module(
     functions: dict[str, CompiledFunction] = {}
     fallbacks: list[Fallback] = []
     accel_functions = accelerator_functions(module)
-    total = sum(isinstance(op, accel.LayerOp) for f in accel_functions for op in f.body.block.ops)
+    total = sum(isinstance(op, vta.LayerOp) for f in accel_functions for op in f.body.block.ops)
     count = [0, total]
     for f in accel_functions:
         name = f.sym_name.data
@@ -213,16 +213,16 @@ def _check_formed(name: str, ops: list[Operation]) -> None:
         if isinstance(op, accel.Conv2DZpOp | accel.DenseZpOp) and HOST_REASON_ATTR not in (
             op.attributes
         ):  # fmt: skip
-            raise CompileError(f"@{name}: {op.name} (#{i}) is in no accel.layer: run "
+            raise CompileError(f"@{name}: {op.name} (#{i}) is in no vta.layer: run "
                                "form-vta-layers and schedule-vta first (vta-pipeline does)")
 
 
 def _fallback_name(op: Operation) -> str:
     """A refused layer is named by its GEMM op, or by the narrowing that ends it."""
-    if isinstance(op, accel.LayerOp):
+    if isinstance(op, vta.LayerOp):
         body = op.body_ops()
-        root = body[0] if op.kind.data in accel.GEMM_KINDS else body[-1]
-        return f"{root.name} (accel.layer \"{op.kind.data}\")"
+        root = body[0] if op.kind.data in vta.GEMM_KINDS else body[-1]
+        return f"{root.name} (vta.layer \"{op.kind.data}\")"
     return op.name
 
 
@@ -232,7 +232,7 @@ _BETWEEN_HOST_STEPS = (
 )
 
 
-def _between_host_steps(op: accel.LayerOp) -> bool:
+def _between_host_steps(op: vta.LayerOp) -> bool:
     """An element-wise layer with an operand a host op of the function computes (e.g. a host
     pool) whose results only host ops (or the return) use: on the host it costs no DRAM round
     trip and no accelerator cycles (NASNet's pool-add-concat)."""
@@ -246,12 +246,12 @@ def _between_host_steps(op: accel.LayerOp) -> bool:
         return False
     hosted = [v for v in inputs if isinstance(v.owner, Operation)
               and not isinstance(v.owner, tfl.ConstOp)
-              and not isinstance(top_level(v.owner, block), accel.LayerOp)]  # fmt: skip
+              and not isinstance(top_level(v.owner, block), vta.LayerOp)]  # fmt: skip
     if not hosted:
         return False
     for r in op.results:
         for use in r.uses:
-            if isinstance(top_level(use.operation, block), accel.LayerOp):
+            if isinstance(top_level(use.operation, block), vta.LayerOp):
                 return False
     return True
 
@@ -264,7 +264,7 @@ def _read_layers(name: str, ops: list[Operation], refused: dict[Operation, str],
     reader = LayerReader(name)
     out = []
     for op in ops:
-        if not isinstance(op, accel.LayerOp) or op in refused:
+        if not isinstance(op, vta.LayerOp) or op in refused:
             continue
         if _between_host_steps(op):
             refused[op] = _BETWEEN_HOST_STEPS

@@ -65,8 +65,8 @@ def top_level(op: Operation, block) -> Operation:
 class CompiledLayer:
     function: str
     index: int
-    ops: list[int]  # body positions of the layer's ops (its `accel.layer`), skipped by the host
-    anchor: int  # body position of the `accel.layer` whose result 0 the layer produces
+    ops: list[int]  # body positions of the layer's ops (its `vta.layer`), skipped by the host
+    anchor: int  # body position of the `vta.layer` whose result 0 the layer produces
     inputs: list[int]  # arena slots (indices into the function's `slots`) the layer reads
     output: int  # arena slot the layer writes
     widened: int | None  # body position of the layer whose result 1 (int32) is widen(output)

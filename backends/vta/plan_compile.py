@@ -40,7 +40,7 @@ from xdsl.ir import Operation, SSAValue
 from qaccel.backends.vta.compiled import CompiledModel
 from qaccel.backends.vta.run_plan import RUN_PLAN_FORMAT
 from qaccel.backends.vta.runtime import STEP_LAYER, STEP_READ, STEP_WRITE, function_steps
-from qaccel.dialects import accel, q, tfl
+from qaccel.dialects import accel, q, tfl, vta
 from qaccel.dialects.types import tensor_dtype
 
 
@@ -150,7 +150,7 @@ class _Builder:
         if isinstance(op, tfl.ConstOp):
             entry["consts"].append([reg(op.results[0]), self.array("const", op.as_array())])
             return
-        if isinstance(op, accel.LayerOp):  # a layer that runs on the host: its body
+        if isinstance(op, vta.LayerOp):  # a layer that runs on the host: its body
             for inner in op.body_ops():
                 self.op(inner, reg, entry, steps)
             yielded = op.body.block.last_op.operands  # type: ignore[union-attr]

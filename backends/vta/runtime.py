@@ -21,7 +21,7 @@ from qaccel.backends.vta.compiled import (
     resolve,
     top_level,
 )
-from qaccel.dialects import accel, tfl
+from qaccel.dialects import tfl, vta
 from xdsl.dialects import func
 from xdsl.interpreter import Interpreter, impl, register_impls
 from xdsl.ir import Operation, SSAValue
@@ -73,7 +73,7 @@ def function_steps(fn: CompiledFunction, ops: list[Operation]) -> FunctionSteps:
 def run_host_op(interpreter: Interpreter, o: Operation, env: dict) -> None:
     """Run `o` on the interpreter with its operands from `env`, recording its results there;
     a layer left on the host runs its body."""
-    if isinstance(o, accel.LayerOp):
+    if isinstance(o, vta.LayerOp):
         for inner in o.body_ops():
             run_host_op(interpreter, inner, env)
         yielded = o.body.block.last_op.operands  # type: ignore[union-attr]

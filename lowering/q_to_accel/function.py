@@ -35,7 +35,7 @@ from xdsl.traits import ConstantLike
 from xdsl.utils.exceptions import PassFailedException
 
 from qaccel.targets.base import constant_value, describe_op, describe_value, is_constant
-from qaccel.dialects import accel, q, tfl
+from qaccel.dialects import accel, q, tfl, vta
 from qaccel.dialects.quant import storage_range
 
 PASS = "lower-q-to-accel"
@@ -227,9 +227,8 @@ class FunctionLowering:
         for op in f.body.block.ops:
             if isinstance(op, q.QOp) and type(op) not in lowered_ops:
                 raise self.fail(op, "has no accelerator form (the target should not accept it)")
-            if not isinstance(op, q.QOp | accel.AccelOp | func.ReturnOp) and not op.has_trait(
-                ConstantLike
-            ):
+            known = q.QOp | accel.AccelOp | vta.VtaOp | func.ReturnOp
+            if not isinstance(op, known) and not op.has_trait(ConstantLike):
                 raise self.fail(op, "cannot run on the accelerator: not a q or accel op")
 
     def finish(self) -> None:

@@ -5,7 +5,7 @@ an element-wise tree as an `AluLayer`, a windowed pool as a `PoolLayer`.
     m.layer                                   # the ConvLayer the scheduler and emitter take
 
 `form-vta-layers` finds the layers with the `match_*` functions and makes each one
-`accel.layer` op; `schedule-vta` and `qaccel-compile` read a formed layer back with
+`vta.layer` op; `schedule-vta` and `qaccel-compile` read a formed layer back with
 `read_layer` / `LayerReader` (its body, as its kind says; no search).
 
 `lower-q-to-accel` (+ `canonicalize-accel`) writes every convolution, depthwise convolution
@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from qaccel.dialects import accel, tfl
+from qaccel.dialects import accel, tfl, vta
 from qaccel.dialects.types import tensor_dtype
 from qaccel.lowering.vta.geometry import ConvLayer
 from xdsl.ir import Operation, SSAValue
@@ -42,12 +42,12 @@ class NotALayer(Exception):
 
 def _sole_user(value: SSAValue) -> Operation | None:
     """The one op that reads `value`, seen through the end of a formed layer (the op that
-    reads the layer's result), so a layer reads the same in its `accel.layer` as before."""
+    reads the layer's result), so a layer reads the same in its `vta.layer` as before."""
     uses = list(value.uses)
     if len(uses) != 1:
         return None
     use = uses[0]
-    if isinstance(use.operation, accel.YieldOp):
+    if isinstance(use.operation, vta.YieldOp):
         layer = use.operation.parent_op()
         return _sole_user(layer.results[use.index]) if layer is not None else None
     return use.operation
@@ -666,15 +666,15 @@ def _pool_match(name, narrow, pool, kind, tree: _Tree, pooled: int | None, chain
 
 
 # --------------------------------------------------------------------------------------------
-# Formed layers: `accel.layer` ops (`form-vta-layers`)
+# Formed layers: `vta.layer` ops (`form-vta-layers`)
 
 
 def read_layer(
-    op: accel.LayerOp,
+    op: vta.LayerOp,
     name: str,
     leaves: dict[SSAValue, tuple[SSAValue, int]] | None = None,
 ) -> LayerMatch | AluMatch | PoolMatch:
-    """The layer a formed `accel.layer` holds, read from its body as its kind says (a GEMM
+    """The layer a formed `vta.layer` holds, read from its body as its kind says (a GEMM
     layer from the body's first op, an element-wise tree or a pool from the value it narrows);
     `NotALayer` when the body is not exactly such a layer (e.g. edited by hand) or, for an
     element-wise or pool layer, reads a value that is neither a `leaves` entry nor an int8
@@ -684,7 +684,7 @@ def read_layer(
     kind = op.kind.data
     yielded = list(op.body.block.last_op.operands)  # type: ignore[union-attr]
     m: LayerMatch | AluMatch | PoolMatch
-    if kind in accel.GEMM_KINDS:
+    if kind in vta.GEMM_KINDS:
         if not body or not isinstance(body[0], accel.Conv2DZpOp | accel.DenseZpOp):
             raise NotALayer(f"a {kind} layer's body does not start with a GEMM op")
         m = match_layer(body[0], name)
@@ -720,16 +720,16 @@ class LayerReader:
         self.leaves: dict[SSAValue, tuple[SSAValue, int]] = {}
         self.n_gemm = self.n_alu = 0
 
-    def name(self, op: accel.LayerOp) -> str:
-        if op.kind.data in accel.GEMM_KINDS:
+    def name(self, op: vta.LayerOp) -> str:
+        if op.kind.data in vta.GEMM_KINDS:
             return f"{self.function}_layer{self.n_gemm}"
         kind = "pool" if op.kind.data == "pool" else "eltwise"
         return f"{self.function}_{kind}{self.n_alu}"
 
-    def read(self, op: accel.LayerOp) -> LayerMatch | AluMatch | PoolMatch:
+    def read(self, op: vta.LayerOp) -> LayerMatch | AluMatch | PoolMatch:
         return read_layer(op, self.name(op), self.leaves)
 
-    def accept(self, op: accel.LayerOp, m: LayerMatch | AluMatch | PoolMatch) -> None:
+    def accept(self, op: vta.LayerOp, m: LayerMatch | AluMatch | PoolMatch) -> None:
         output = op.outputs[0]
         if isinstance(m, LayerMatch):
             self.n_gemm += 1

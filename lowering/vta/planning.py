@@ -38,10 +38,8 @@ from qaccel.lowering.vta.geometry import (
     max_kernel,
 )
 from qaccel.targets.vta.config import HardwareConfig
+from qaccel.dialects.vta import BIAS_MODES, LOOP_ORDERS  # noqa: F401  (re-exported)
 
-
-LOOP_ORDERS = ("spatial", "channel")
-BIAS_MODES = ("alu", "dma", "gemm", "store")
 
 @dataclass(frozen=True)
 class BufferPlan:

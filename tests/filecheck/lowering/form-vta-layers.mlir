@@ -2,8 +2,8 @@
 // Forming twice is forming once:
 // RUN: qaccel-opt %s --split-input-file -p 'attach-target,insert-pack-unpack,lower-q-to-accel,form-vta-layers,form-vta-layers' | filecheck %s
 
-// form-vta-layers moves the ops of each accelerator layer into one `accel.layer` (its kind,
-// its ops, `accel.yield` of what it stores). --verify-semantics runs the IR before and after
+// form-vta-layers moves the ops of each accelerator layer into one `vta.layer` (its kind,
+// its ops, `vta.yield` of what it stores). --verify-semantics runs the IR before and after
 // the pass on the same inputs: the formed IR computes the same values.
 
 // A 3x3 convolution with bias, per-channel requantization and relu: one "conv" layer, from
@@ -11,7 +11,7 @@
 // CHECK-LABEL: func.func @conv
 // CHECK:       func.func private @vta_fn_0
 // CHECK-NEXT:    %w_packed = tfl.const
-// CHECK-NEXT:    %y = accel.layer "conv" {
+// CHECK-NEXT:    %y = vta.layer "conv" {
 // CHECK-NEXT:      %acc = accel.conv2d_zp %x, %w_packed pad_value(-1)
 // CHECK-NEXT:      %bias = accel.bias_add_zp %acc by [262, -38, 462, -238, 662, -438, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
 // CHECK-NEXT:      %[[M:.*]] = accel.round_multiply %bias
@@ -20,7 +20,7 @@
 // CHECK-NEXT:      %[[HI:.*]] = accel.min %[[LO]] by [124]
 // CHECK-NEXT:      %[[ZP:.*]] = accel.add %[[HI]] by [3]
 // CHECK-NEXT:      %[[Y:.*]] = accel.narrow %[[ZP]] : tensor<1x1x8x8x1x16xi32> -> tensor<1x1x8x8x1x16x!quant.uniform<i8:f32, 0.25:3>>
-// CHECK-NEXT:      accel.yield %[[Y]] : tensor<1x1x8x8x1x16x!quant.uniform<i8:f32, 0.25:3>>
+// CHECK-NEXT:      vta.yield %[[Y]] : tensor<1x1x8x8x1x16x!quant.uniform<i8:f32, 0.25:3>>
 // CHECK-NEXT:    } : tensor<1x1x8x8x1x16x!quant.uniform<i8:f32, 0.25:3>>
 // CHECK-NEXT:    func.return %y
 !qi = !quant.uniform<i8:f32, 0.5:-1>
@@ -46,7 +46,7 @@ func.func private @vta_fn_0(%x: tensor<1x8x8x6x!qi>) -> tensor<1x8x8x6x!qo> attr
 // (widened, rescaled, added, requantized, clamped, narrowed).
 // CHECK-LABEL: func.func @add
 // CHECK:       func.func private @vta_fn_0
-// CHECK-NEXT:    %s = accel.layer "eltwise" {
+// CHECK-NEXT:    %s = vta.layer "eltwise" {
 // CHECK-NEXT:      %[[X:.*]] = accel.widen %x
 // CHECK-NEXT:      %[[X1:.*]] = accel.add %[[X]] by [34]
 // CHECK-NEXT:      %[[X2:.*]] = accel.shift_left %[[X1]] by [20]
@@ -55,7 +55,7 @@ func.func private @vta_fn_0(%x: tensor<1x8x8x6x!qi>) -> tensor<1x8x8x6x!qo> attr
 // CHECK:           %[[Y4:.*]] = accel.round_rshift %{{.*}} by [1]
 // CHECK-NEXT:      %[[SUM:.*]] = accel.add %[[X3]], %[[Y4]]
 // CHECK:           %[[Z:.*]] = accel.narrow
-// CHECK-NEXT:      accel.yield %[[Z]]
+// CHECK-NEXT:      vta.yield %[[Z]]
 // CHECK-NEXT:    } : tensor<1x1x2x2x1x16x!quant.uniform<i8:f32, 0.75:-128>>
 // CHECK-NEXT:    func.return %s
 !a = !quant.uniform<i8:f32, 0.5:-34>
@@ -75,11 +75,11 @@ func.func private @vta_fn_0(%x: tensor<1x2x2x6x!a>, %y: tensor<1x2x2x6x!b>) -> t
 // A 2x2 max pool of an int8 tensor: one "pool" layer (widen, pool, narrow).
 // CHECK-LABEL: func.func @pool
 // CHECK:       func.func private @vta_fn_0
-// CHECK-NEXT:    %m = accel.layer "pool" {
+// CHECK-NEXT:    %m = vta.layer "pool" {
 // CHECK-NEXT:      %[[W:.*]] = accel.widen %x
 // CHECK-NEXT:      %[[P:.*]] = accel.max_pool2d %[[W]] window = [2, 2] strides = [2, 2]
 // CHECK-NEXT:      %[[N:.*]] = accel.narrow %[[P]]
-// CHECK-NEXT:      accel.yield %[[N]]
+// CHECK-NEXT:      vta.yield %[[N]]
 // CHECK-NEXT:    } : tensor<1x1x2x2x1x16x!quant.uniform<i8:f32, 0.5:3>>
 // CHECK-NEXT:    func.return %m
 !q = !quant.uniform<i8:f32, 0.5:3>
@@ -98,10 +98,10 @@ func.func private @vta_fn_0(%x: tensor<1x4x4x6x!q>) -> tensor<1x2x2x6x!q> attrib
 // layer, as without keep_dims (the squeeze-excite form; it used to stay on the host).
 // CHECK-LABEL: func.func @mean_keep_dims
 // CHECK:       func.func private @vta_fn_0
-// CHECK-NEXT:    %y = accel.layer "eltwise" {
+// CHECK-NEXT:    %y = vta.layer "eltwise" {
 // CHECK-NEXT:      %[[W:.*]] = accel.widen %x
 // CHECK-NEXT:      %[[S:.*]] = accel.reduce_sum %[[W]] axes = [2, 3] : tensor<1x1x3x3x1x16xi32> -> tensor<1x1x1x1x1x16xi32>
-// CHECK:           accel.yield
+// CHECK:           vta.yield
 // CHECK-NEXT:    } : tensor<1x1x1x1x1x16x!quant.uniform<i8:f32, 0.25:-128>>
 !q = !quant.uniform<i8:f32, 0.5:-128>
 !o = !quant.uniform<i8:f32, 0.25:-128>
@@ -120,10 +120,10 @@ func.func private @vta_fn_0(%x: tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!o> attrib
 // row, is no reduction (tests/test_vta_eltwise.py runs it: it once summed nothing).
 // CHECK-LABEL: func.func @mean_of_mean
 // CHECK:       func.func private @vta_fn_0
-// CHECK-NEXT:    %y = accel.layer "eltwise" {
+// CHECK-NEXT:    %y = vta.layer "eltwise" {
 // CHECK:           accel.reduce_sum %{{.*}} axes = [2, 3] : tensor<1x1x3x3x1x16xi32> -> tensor<1x1x1x1x1x16xi32>
 // CHECK:           accel.reduce_sum %{{.*}} axes = [2, 3] : tensor<1x1x1x1x1x16xi32> -> tensor<1x1x1x1x1x16xi32>
-// CHECK:           accel.yield
+// CHECK:           vta.yield
 !q = !quant.uniform<i8:f32, 0.5:-128>
 !o = !quant.uniform<i8:f32, 0.25:-128>
 func.func @mean_of_mean(%x: tensor<1x3x3x6x!q>) -> tensor<1x1x1x6x!o> {

@@ -1,4 +1,4 @@
-// RUN: qaccel-opt %s --split-input-file --verify-diagnostics -p 'attach-target,schedule-vta' | filecheck %s
+// RUN: qaccel-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics -p 'attach-target,schedule-vta' | filecheck %s
 // RUN: not qaccel-opt %s --split-input-file -p 'schedule-vta{bias-mode=fast}' 2>&1 | filecheck %s --check-prefix=MODE
 // RUN: not qaccel-opt %s --split-input-file -p schedule-vta 2>&1 | filecheck %s --check-prefix=NOTARGET
 // RUN: not qaccel-opt %s --split-input-file -p 'attach-target,schedule-vta{bias-mode=store}' 2>&1 | filecheck %s --check-prefix=STORE
@@ -19,15 +19,15 @@ func.func @too_large(%x: tensor<1x1x64x64x1x16x!qa>) -> tensor<1x1x64x64x1x16x!q
 }
 func.func private @vta_fn_0(%x: tensor<1x1x64x64x1x16x!qa>) -> tensor<1x1x64x64x1x16x!qa> attributes {qaccel.target = "vta", accel.packed} {
   %w = tfl.const dense<1> : tensor<1x1x1x1x16x16xi8> -> tensor<1x1x1x1x16x16xi8>
-  %y = accel.layer "conv" schedule #accel.schedule<gemm, tile_h = 64, tile_w = 64, tile_co = 1, tile_ci = 1> {
+  %y = vta.layer "conv" schedule #vta.gemm_schedule<tile_h = 64, tile_w = 64, tile_co = 1, tile_ci = 1> {
     %acc = accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x64x64x1x16x!qa>, tensor<1x1x1x1x16x16xi8> -> tensor<1x1x64x64x1x16xi32>
     %m = accel.round_multiply %acc by [1073741824] : tensor<1x1x64x64x1x16xi32>
     %n = accel.narrow %m : tensor<1x1x64x64x1x16xi32> -> tensor<1x1x64x64x1x16x!qa>
-    accel.yield %n : tensor<1x1x64x64x1x16x!qa>
+    vta.yield %n : tensor<1x1x64x64x1x16x!qa>
   } : tensor<1x1x64x64x1x16x!qa>
   func.return %y : tensor<1x1x64x64x1x16x!qa>
 }
-// CHECK: schedule-vta: @vta_fn_0: accel.layer "conv" (conv 64x64x16 -> 64x64x16 k1x1 s1 p[0, 0, 0, 0]): tile 64x64 x 1 co x 1 ci blocks does not fit on chip
+// CHECK: schedule-vta: @vta_fn_0: vta.layer "conv" (conv 64x64x16 -> 64x64x16 k1x1 s1 p[0, 0, 0, 0]): tile 64x64 x 1 co x 1 ci blocks does not fit on chip
 
 // -----
 
@@ -39,15 +39,15 @@ func.func @other_config(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa
 }
 func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa> attributes {qaccel.target = "vta", accel.packed} {
   %w = tfl.const dense<1> : tensor<1x1x1x1x16x16xi8> -> tensor<1x1x1x1x16x16xi8>
-  %y = accel.layer "conv" schedule #accel.schedule<gemm, config = "my-npu", tile_h = 1, tile_w = 8, tile_co = 1, tile_ci = 1> {
+  %y = vta.layer "conv" schedule #vta.gemm_schedule<config = "my-npu", tile_h = 1, tile_w = 8, tile_co = 1, tile_ci = 1> {
     %acc = accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x8x8x1x16x!qa>, tensor<1x1x1x1x16x16xi8> -> tensor<1x1x8x8x1x16xi32>
     %m = accel.round_multiply %acc by [1073741824] : tensor<1x1x8x8x1x16xi32>
     %n = accel.narrow %m : tensor<1x1x8x8x1x16xi32> -> tensor<1x1x8x8x1x16x!qa>
-    accel.yield %n : tensor<1x1x8x8x1x16x!qa>
+    vta.yield %n : tensor<1x1x8x8x1x16x!qa>
   } : tensor<1x1x8x8x1x16x!qa>
   func.return %y : tensor<1x1x8x8x1x16x!qa>
 }
-// CHECK: schedule-vta: @vta_fn_0: accel.layer "conv" (conv 8x8x16 -> 8x8x16 k1x1 s1 p[0, 0, 0, 0]): #accel.schedule was made for hardware config 'my-npu', not 'vta-default'
+// CHECK: schedule-vta: @vta_fn_0: vta.layer "conv" (conv 8x8x16 -> 8x8x16 k1x1 s1 p[0, 0, 0, 0]): #vta.gemm_schedule was made for hardware config 'my-npu', not 'vta-default'
 
 // -----
 
@@ -59,15 +59,15 @@ func.func @missing_field(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!q
 }
 func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa> attributes {qaccel.target = "vta", accel.packed} {
   %w = tfl.const dense<1> : tensor<1x1x1x1x16x16xi8> -> tensor<1x1x1x1x16x16xi8>
-  %y = accel.layer "conv" schedule #accel.schedule<gemm, tile_h = 1, tile_co = 1, tile_ci = 1> {
+  %y = vta.layer "conv" schedule #vta.gemm_schedule<tile_h = 1, tile_co = 1, tile_ci = 1> {
     %acc = accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x8x8x1x16x!qa>, tensor<1x1x1x1x16x16xi8> -> tensor<1x1x8x8x1x16xi32>
     %m = accel.round_multiply %acc by [1073741824] : tensor<1x1x8x8x1x16xi32>
     %n = accel.narrow %m : tensor<1x1x8x8x1x16xi32> -> tensor<1x1x8x8x1x16x!qa>
-    accel.yield %n : tensor<1x1x8x8x1x16x!qa>
+    vta.yield %n : tensor<1x1x8x8x1x16x!qa>
   } : tensor<1x1x8x8x1x16x!qa>
   func.return %y : tensor<1x1x8x8x1x16x!qa>
 }
-// CHECK: accel.schedule: a gemm schedule lacks tile_w
+// CHECK: vta.gemm_schedule: a gemm schedule lacks tile_w
 
 // -----
 
@@ -79,15 +79,15 @@ func.func @bad_order(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa> {
 }
 func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa> attributes {qaccel.target = "vta", accel.packed} {
   %w = tfl.const dense<1> : tensor<1x1x1x1x16x16xi8> -> tensor<1x1x1x1x16x16xi8>
-  %y = accel.layer "conv" schedule #accel.schedule<gemm, tile_h = 1, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = zigzag> {
+  %y = vta.layer "conv" schedule #vta.gemm_schedule<tile_h = 1, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = zigzag> {
     %acc = accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x8x8x1x16x!qa>, tensor<1x1x1x1x16x16xi8> -> tensor<1x1x8x8x1x16xi32>
     %m = accel.round_multiply %acc by [1073741824] : tensor<1x1x8x8x1x16xi32>
     %n = accel.narrow %m : tensor<1x1x8x8x1x16xi32> -> tensor<1x1x8x8x1x16x!qa>
-    accel.yield %n : tensor<1x1x8x8x1x16x!qa>
+    vta.yield %n : tensor<1x1x8x8x1x16x!qa>
   } : tensor<1x1x8x8x1x16x!qa>
   func.return %y : tensor<1x1x8x8x1x16x!qa>
 }
-// CHECK: accel.schedule: loop_order must be one of spatial, channel, not 'zigzag'
+// CHECK: vta.gemm_schedule: loop_order must be one of spatial, channel, not 'zigzag'
 
 // -----
 
@@ -99,15 +99,15 @@ func.func @other_kind_field(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16
 }
 func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa> attributes {qaccel.target = "vta", accel.packed} {
   %w = tfl.const dense<1> : tensor<1x1x1x1x16x16xi8> -> tensor<1x1x1x1x16x16xi8>
-  %y = accel.layer "conv" schedule #accel.schedule<gemm, tile_h = 1, tile_w = 8, tile_co = 1, tile_ci = 1, rows = 4> {
+  %y = vta.layer "conv" schedule #vta.gemm_schedule<tile_h = 1, tile_w = 8, tile_co = 1, tile_ci = 1, rows = 4> {
     %acc = accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x8x8x1x16x!qa>, tensor<1x1x1x1x16x16xi8> -> tensor<1x1x8x8x1x16xi32>
     %m = accel.round_multiply %acc by [1073741824] : tensor<1x1x8x8x1x16xi32>
     %n = accel.narrow %m : tensor<1x1x8x8x1x16xi32> -> tensor<1x1x8x8x1x16x!qa>
-    accel.yield %n : tensor<1x1x8x8x1x16x!qa>
+    vta.yield %n : tensor<1x1x8x8x1x16x!qa>
   } : tensor<1x1x8x8x1x16x!qa>
   func.return %y : tensor<1x1x8x8x1x16x!qa>
 }
-// CHECK: accel.schedule: rows is not a field of a gemm schedule
+// CHECK: vta.gemm_schedule: unknown field 'rows' (fields: config, tile_h, tile_w, tile_co, tile_ci, loop_order, bias_mode, inp_slots, wgt_slots, acc_slots, estimated_cycles)
 
 // -----
 
@@ -118,16 +118,16 @@ func.func @too_many_rows(%x: tensor<1x1x64x64x1x16x!qa>) -> tensor<1x1x64x64x1x1
   func.return %y : tensor<1x1x64x64x1x16x!qa>
 }
 func.func private @vta_fn_0(%x: tensor<1x1x64x64x1x16x!qa>) -> tensor<1x1x64x64x1x16x!qa> attributes {qaccel.target = "vta", accel.packed} {
-  %y = accel.layer "eltwise" schedule #accel.schedule<eltwise, rows = 2048> {
+  %y = vta.layer "eltwise" schedule #vta.eltwise_schedule<rows = 2048> {
     %v = accel.widen %x : tensor<1x1x64x64x1x16x!qa> -> tensor<1x1x64x64x1x16xi32>
     %m = accel.round_multiply %v by [1073741824] : tensor<1x1x64x64x1x16xi32>
     %a = accel.max %m by [0] : tensor<1x1x64x64x1x16xi32>
     %n = accel.narrow %a : tensor<1x1x64x64x1x16xi32> -> tensor<1x1x64x64x1x16x!qa>
-    accel.yield %n : tensor<1x1x64x64x1x16x!qa>
+    vta.yield %n : tensor<1x1x64x64x1x16x!qa>
   } : tensor<1x1x64x64x1x16x!qa>
   func.return %y : tensor<1x1x64x64x1x16x!qa>
 }
-// CHECK: schedule-vta: @vta_fn_0: accel.layer "eltwise" (eltwise 4096 px x 16 ch, 1 input(s), 2 ALU ops (max rdmul)): vta_fn_0_eltwise0: chunks of 2048 rows do not fit (at most 1023)
+// CHECK: schedule-vta: @vta_fn_0: vta.layer "eltwise" (eltwise 4096 px x 16 ch, 1 input(s), 2 ALU ops (max rdmul)): vta_fn_0_eltwise0: chunks of 2048 rows do not fit (at most 1023)
 
 // -----
 
@@ -138,16 +138,16 @@ func.func @no_output_stage(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x
   func.return %y : tensor<1x1x8x8x1x16x!qa>
 }
 func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa> attributes {qaccel.target = "vta", accel.packed} {
-  %y = accel.layer "eltwise" schedule #accel.schedule<eltwise, rows = 64, output_stage = true> {
+  %y = vta.layer "eltwise" schedule #vta.eltwise_schedule<rows = 64, output_stage = true> {
     %v = accel.widen %x : tensor<1x1x8x8x1x16x!qa> -> tensor<1x1x8x8x1x16xi32>
     %m = accel.round_multiply %v by [1073741824] : tensor<1x1x8x8x1x16xi32>
     %a = accel.max %m by [0] : tensor<1x1x8x8x1x16xi32>
     %n = accel.narrow %a : tensor<1x1x8x8x1x16xi32> -> tensor<1x1x8x8x1x16x!qa>
-    accel.yield %n : tensor<1x1x8x8x1x16x!qa>
+    vta.yield %n : tensor<1x1x8x8x1x16x!qa>
   } : tensor<1x1x8x8x1x16x!qa>
   func.return %y : tensor<1x1x8x8x1x16x!qa>
 }
-// CHECK: schedule-vta: @vta_fn_0: accel.layer "eltwise" ({{.*}}): vta_fn_0_eltwise0: the store module's output stage cannot run the layer's tail (no store_requant, or not a requantization)
+// CHECK: schedule-vta: @vta_fn_0: vta.layer "eltwise" ({{.*}}): vta_fn_0_eltwise0: the store module's output stage cannot run the layer's tail (no store_requant, or not a requantization)
 
 // -----
 
@@ -158,13 +158,13 @@ func.func @param_rows(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa> 
   func.return %y : tensor<1x1x8x8x1x16x!qa>
 }
 func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa> attributes {qaccel.target = "vta", accel.packed} {
-  %y = accel.layer "eltwise" schedule #accel.schedule<eltwise, rows = 64, param_rows = 5> {
+  %y = vta.layer "eltwise" schedule #vta.eltwise_schedule<rows = 64, param_rows = 5> {
     %v = accel.widen %x : tensor<1x1x8x8x1x16x!qa> -> tensor<1x1x8x8x1x16xi32>
     %m = accel.round_multiply %v by [1073741824] : tensor<1x1x8x8x1x16xi32>
     %a = accel.max %m by [0] : tensor<1x1x8x8x1x16xi32>
     %n = accel.narrow %a : tensor<1x1x8x8x1x16xi32> -> tensor<1x1x8x8x1x16x!qa>
-    accel.yield %n : tensor<1x1x8x8x1x16x!qa>
+    vta.yield %n : tensor<1x1x8x8x1x16x!qa>
   } : tensor<1x1x8x8x1x16x!qa>
   func.return %y : tensor<1x1x8x8x1x16x!qa>
 }
-// CHECK: schedule-vta: @vta_fn_0: accel.layer "eltwise" ({{.*}}): param_rows 5: the layer loads 1 parameter rows
+// CHECK: schedule-vta: @vta_fn_0: vta.layer "eltwise" ({{.*}}): param_rows 5: the layer loads 1 parameter rows

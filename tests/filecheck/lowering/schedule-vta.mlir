@@ -5,8 +5,8 @@
 // Scheduling twice is scheduling once:
 // RUN: qaccel-opt %s --split-input-file -p 'attach-target,insert-pack-unpack,lower-q-to-accel,form-vta-layers,schedule-vta,schedule-vta' | filecheck %s
 
-// schedule-vta gives every formed accelerator layer (`accel.layer`, form-vta-layers) an
-// `#accel.schedule`. A GEMM layer's is its loop nest: tile sizes (output rows and columns in
+// schedule-vta gives every formed accelerator layer (`vta.layer`, form-vta-layers) an
+// `#vta.<kind>_schedule`. A GEMM layer's is its loop nest: tile sizes (output rows and columns in
 // pixels, output and input channels in blocks of 16), the order of the outer loops, the bias
 // mode and the slots that double-buffer each on-chip buffer. An element-wise or pool layer's
 // is the rows of a channel block it processes at a time, the parameter rows it loads first and
@@ -19,16 +19,16 @@
 // picks 4-row tiles.
 // CHECK-LABEL: func.func @conv
 // CHECK:       func.func private @vta_fn_0
-// CHECK:         %y = accel.layer "conv" schedule #accel.schedule<gemm, config = "vta-default", tile_h = 2, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = gemm, inp_slots = 4, wgt_slots = 1, acc_slots = 2, estimated_cycles = {{[0-9]+}}> {
+// CHECK:         %y = vta.layer "conv" schedule #vta.gemm_schedule<config = "vta-default", tile_h = 2, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = gemm, inp_slots = 4, wgt_slots = 1, acc_slots = 2, estimated_cycles = {{[0-9]+}}> {
 // CHECK-NEXT:      %acc = accel.conv2d_zp %x, %w_packed pad_value(-1) strides = [1, 1] dilations = [1, 1] padding = [1, 1, 1, 1] :
 // CHECK-NEXT:      %bias = accel.bias_add_zp %acc
 // DMA-LABEL:   func.func @conv
-// DMA:           accel.layer "conv" schedule #accel.schedule<gemm, config = "vta-default", tile_h = 4, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = dma, inp_slots = 2, wgt_slots = 1, acc_slots = 2, estimated_cycles = {{[0-9]+}}>
+// DMA:           vta.layer "conv" schedule #vta.gemm_schedule<config = "vta-default", tile_h = 4, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = dma, inp_slots = 2, wgt_slots = 1, acc_slots = 2, estimated_cycles = {{[0-9]+}}>
 // With the store module's output stage the tail leaves the compute module: bias mode "store".
 // RQ-LABEL:    func.func @conv
-// RQ:            accel.layer "conv" schedule #accel.schedule<gemm, config = "vta-store-requant", {{.*}}bias_mode = store
+// RQ:            vta.layer "conv" schedule #vta.gemm_schedule<config = "vta-store-requant", {{.*}}bias_mode = store
 // RECOMPUTE-LABEL: func.func @conv
-// RECOMPUTE:       accel.layer "conv" schedule #accel.schedule<gemm, config = "vta-default", tile_h = 2, tile_w = 8, {{.*}}bias_mode = gemm
+// RECOMPUTE:       vta.layer "conv" schedule #vta.gemm_schedule<config = "vta-default", tile_h = 2, tile_w = 8, {{.*}}bias_mode = gemm
 !qi = !quant.uniform<i8:f32, 0.5:-1>
 !qo = !quant.uniform<i8:f32, 0.25:3>
 !w = !quant.uniform<i8:f32:0, {0.1:0, 0.2:0, 0.3:0, 0.4:0, 0.5:0, 0.6:0}>
@@ -53,10 +53,10 @@ func.func private @vta_fn_0(%x: tensor<1x8x8x6x!qi>) -> tensor<1x8x8x6x!qo> attr
 // store module's output stage, the final requantization (rounding multiply, shift, clamp,
 // zero point) moves into it, adding its 4 parameter rows.
 // CHECK-LABEL: func.func @add
-// CHECK:         %s = accel.layer "eltwise" schedule #accel.schedule<eltwise, config = "vta-default", rows = 4, param_rows = 3, output_stage = false, estimated_cycles = {{[0-9]+}}> {
+// CHECK:         %s = vta.layer "eltwise" schedule #vta.eltwise_schedule<config = "vta-default", rows = 4, param_rows = 3, output_stage = false, estimated_cycles = {{[0-9]+}}> {
 // CHECK-NEXT:      accel.widen %x
 // RQ-LABEL:    func.func @add
-// RQ:            %s = accel.layer "eltwise" schedule #accel.schedule<eltwise, config = "vta-store-requant", rows = 4, param_rows = 7, output_stage = true, estimated_cycles = {{[0-9]+}}> {
+// RQ:            %s = vta.layer "eltwise" schedule #vta.eltwise_schedule<config = "vta-store-requant", rows = 4, param_rows = 7, output_stage = true, estimated_cycles = {{[0-9]+}}> {
 !a = !quant.uniform<i8:f32, 0.5:-34>
 !b = !quant.uniform<i8:f32, 0.25:-2>
 !o = !quant.uniform<i8:f32, 0.75:-128>
@@ -73,7 +73,7 @@ func.func private @vta_fn_0(%x: tensor<1x2x2x6x!a>, %y: tensor<1x2x2x6x!b>) -> t
 
 // A 2x2 max pool: both output rows in one tile, no parameter rows.
 // CHECK-LABEL: func.func @pool
-// CHECK:         %m = accel.layer "pool" schedule #accel.schedule<pool, config = "vta-default", rows = 2, param_rows = 0, output_stage = false, estimated_cycles = {{[0-9]+}}> {
+// CHECK:         %m = vta.layer "pool" schedule #vta.pool_schedule<config = "vta-default", rows = 2, param_rows = 0, output_stage = false, estimated_cycles = {{[0-9]+}}> {
 // CHECK-NEXT:      accel.widen %x
 !q = !quant.uniform<i8:f32, 0.5:3>
 func.func @pool(%x: tensor<1x4x4x6x!q>) -> tensor<1x2x2x6x!q> {
@@ -91,13 +91,13 @@ func.func private @vta_fn_0(%x: tensor<1x4x4x6x!q>) -> tensor<1x2x2x6x!q> attrib
 // layer in chunks of 16 rows) are checked and kept; `recompute=true` replaces them with the
 // search's and the emitter's.
 // CHECK-LABEL: func.func @hand_written
-// CHECK:         accel.layer "conv" schedule #accel.schedule<gemm, tile_h = 1, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = alu> {
-// CHECK:         accel.layer "eltwise" schedule #accel.schedule<eltwise, rows = 16> {
+// CHECK:         vta.layer "conv" schedule #vta.gemm_schedule<tile_h = 1, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = alu> {
+// CHECK:         vta.layer "eltwise" schedule #vta.eltwise_schedule<rows = 16> {
 // DMA-LABEL:   func.func @hand_written
-// DMA:           schedule #accel.schedule<gemm, tile_h = 1, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = alu> {
+// DMA:           schedule #vta.gemm_schedule<tile_h = 1, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = alu> {
 // RECOMPUTE-LABEL: func.func @hand_written
-// RECOMPUTE:       schedule #accel.schedule<gemm, config = "vta-default", tile_h = 2, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = alu, inp_slots = 4,
-// RECOMPUTE:       schedule #accel.schedule<eltwise, config = "vta-default", rows = 64, param_rows = 0, output_stage = false, estimated_cycles = {{[0-9]+}}> {
+// RECOMPUTE:       schedule #vta.gemm_schedule<config = "vta-default", tile_h = 2, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = alu, inp_slots = 4,
+// RECOMPUTE:       schedule #vta.eltwise_schedule<config = "vta-default", rows = 64, param_rows = 0, output_stage = false, estimated_cycles = {{[0-9]+}}> {
 !qa = !quant.uniform<i8:f32, 0.5:0>
 func.func @hand_written(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa> {
   %y = func.call @vta_fn_0(%x) : (tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa>
@@ -105,17 +105,17 @@ func.func @hand_written(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa
 }
 func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16x!qa> attributes {qaccel.target = "vta", accel.packed} {
   %w = tfl.const dense<1> : tensor<1x1x1x1x16x16xi8> -> tensor<1x1x1x1x16x16xi8>
-  %c = accel.layer "conv" schedule #accel.schedule<gemm, tile_h = 1, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = alu> {
+  %c = vta.layer "conv" schedule #vta.gemm_schedule<tile_h = 1, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = alu> {
     %acc = accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x8x8x1x16x!qa>, tensor<1x1x1x1x16x16xi8> -> tensor<1x1x8x8x1x16xi32>
     %m = accel.round_multiply %acc by [1073741824] : tensor<1x1x8x8x1x16xi32>
     %n = accel.narrow %m : tensor<1x1x8x8x1x16xi32> -> tensor<1x1x8x8x1x16x!qa>
-    accel.yield %n : tensor<1x1x8x8x1x16x!qa>
+    vta.yield %n : tensor<1x1x8x8x1x16x!qa>
   } : tensor<1x1x8x8x1x16x!qa>
-  %y = accel.layer "eltwise" schedule #accel.schedule<eltwise, rows = 16> {
+  %y = vta.layer "eltwise" schedule #vta.eltwise_schedule<rows = 16> {
     %v = accel.widen %c : tensor<1x1x8x8x1x16x!qa> -> tensor<1x1x8x8x1x16xi32>
     %a = accel.max %v by [0] : tensor<1x1x8x8x1x16xi32>
     %n = accel.narrow %a : tensor<1x1x8x8x1x16xi32> -> tensor<1x1x8x8x1x16x!qa>
-    accel.yield %n : tensor<1x1x8x8x1x16x!qa>
+    vta.yield %n : tensor<1x1x8x8x1x16x!qa>
   } : tensor<1x1x8x8x1x16x!qa>
   func.return %y : tensor<1x1x8x8x1x16x!qa>
 }
@@ -125,9 +125,9 @@ func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16
 // Accumulators that leave without a requantization do not form a layer: no schedule (the op
 // runs on the host, and qaccel-compile says why).
 // CHECK-LABEL: func.func @not_a_layer
-// CHECK-NOT:     accel.layer
+// CHECK-NOT:     vta.layer
 // CHECK:         accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] {accel.host_reason = "{{.*}}"} : tensor
-// CHECK-NOT:     accel.layer
+// CHECK-NOT:     vta.layer
 !qa = !quant.uniform<i8:f32, 0.5:0>
 func.func @not_a_layer(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16xi32> {
   %y = func.call @vta_fn_0(%x) : (tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16xi32>

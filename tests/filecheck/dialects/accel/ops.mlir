@@ -123,41 +123,6 @@ func.func @per_lane(%x: tensor<1x2x1x4xi32>) -> tensor<1x2x1x4xi32> {
 
 // -----
 
-// A formed layer (form-vta-layers) with its schedule (schedule-vta): the body's ops, the
-// values it yields, `#accel.schedule` printed whole; fields absent from the text stay absent.
-// CHECK-LABEL: func.func @layers
-// CHECK-NEXT:    %y, %v = accel.layer "eltwise" schedule #accel.schedule<eltwise, config = "vta-default", rows = 4, param_rows = 0, output_stage = false> {
-// CHECK-NEXT:      %w = accel.widen %x : tensor<1x1x2x2x1x16xi8> -> tensor<1x1x2x2x1x16xi32>
-// CHECK-NEXT:      %a = accel.max %w by [0] : tensor<1x1x2x2x1x16xi32>
-// CHECK-NEXT:      %n = accel.narrow %a : tensor<1x1x2x2x1x16xi32> -> tensor<1x1x2x2x1x16xi8>
-// CHECK-NEXT:      accel.yield %n, %a : tensor<1x1x2x2x1x16xi8>, tensor<1x1x2x2x1x16xi32>
-// CHECK-NEXT:    } : tensor<1x1x2x2x1x16xi8>, tensor<1x1x2x2x1x16xi32>
-// CHECK-NEXT:    %z = accel.layer "pool" schedule #accel.schedule<pool, rows = 1> {
-// CHECK:         %g = accel.layer "conv" schedule #accel.schedule<gemm, tile_h = 1, tile_w = 2, tile_co = 1, tile_ci = 1, loop_order = channel, bias_mode = dma, acc_slots = 2> {
-func.func @layers(%x: tensor<1x1x2x2x1x16xi8>) -> (tensor<1x1x2x2x1x16xi32>, tensor<1x1x1x1x1x16xi8>, tensor<1x1x2x2x1x16xi8>) {
-  %y, %v = accel.layer "eltwise" schedule #accel.schedule<eltwise, config = "vta-default", rows = 4, param_rows = 0, output_stage = false> {
-    %w = accel.widen %x : tensor<1x1x2x2x1x16xi8> -> tensor<1x1x2x2x1x16xi32>
-    %a = accel.max %w by [0] : tensor<1x1x2x2x1x16xi32>
-    %n = accel.narrow %a : tensor<1x1x2x2x1x16xi32> -> tensor<1x1x2x2x1x16xi8>
-    accel.yield %n, %a : tensor<1x1x2x2x1x16xi8>, tensor<1x1x2x2x1x16xi32>
-  } : tensor<1x1x2x2x1x16xi8>, tensor<1x1x2x2x1x16xi32>
-  %z = accel.layer "pool" schedule #accel.schedule<pool, rows = 1> {
-    %w = accel.widen %y : tensor<1x1x2x2x1x16xi8> -> tensor<1x1x2x2x1x16xi32>
-    %p = accel.max_pool2d %w window = [2, 2] strides = [2, 2] : tensor<1x1x2x2x1x16xi32> -> tensor<1x1x1x1x1x16xi32>
-    %n = accel.narrow %p : tensor<1x1x1x1x1x16xi32> -> tensor<1x1x1x1x1x16xi8>
-    accel.yield %n : tensor<1x1x1x1x1x16xi8>
-  } : tensor<1x1x1x1x1x16xi8>
-  %f = tfl.const dense<1> : tensor<1x1x1x1x16x16xi8> -> tensor<1x1x1x1x16x16xi8>
-  %g = accel.layer "conv" schedule #accel.schedule<gemm, tile_h = 1, tile_w = 2, tile_co = 1, tile_ci = 1, loop_order = channel, bias_mode = dma, acc_slots = 2> {
-    %c = accel.conv2d_zp %y, %f pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x2x2x1x16xi8>, tensor<1x1x1x1x16x16xi8> -> tensor<1x1x2x2x1x16xi32>
-    %n = accel.narrow %c : tensor<1x1x2x2x1x16xi32> -> tensor<1x1x2x2x1x16xi8>
-    accel.yield %n : tensor<1x1x2x2x1x16xi8>
-  } : tensor<1x1x2x2x1x16xi8>
-  func.return %v, %z, %g : tensor<1x1x2x2x1x16xi32>, tensor<1x1x1x1x1x16xi8>, tensor<1x1x2x2x1x16xi8>
-}
-
-// -----
-
 // FULLY_CONNECTED without keep_num_dims: the rows of a rank-3 input, flattened.
 // CHECK-LABEL: func.func @dense_rows
 // CHECK-NEXT:    %rows = accel.dense_zp %x, %w : tensor<1x2x3x1x16xi8>, tensor<1x2x16x16xi8> -> tensor<3x1x1x16xi32>
