@@ -36,7 +36,7 @@ from qaccel.explore.dataset import DatasetSummary, evaluate_dataset, input_shape
 from qaccel.explore.evaluate import import_model as _import_bytes
 from qaccel.explore.evaluate import run_pipeline as _run_pipeline
 from qaccel.explore.executors import make_executor
-from qaccel.explore.results import ResultTable
+from qaccel.explore.result_store import ResultTable
 from qaccel.explore.spec import SweepSpec
 from qaccel.explore.sweep import run_sweep
 from qaccel.pipeline.spec import PipelineLike

@@ -1,4 +1,4 @@
-"""The one place `explore` touches the VTA backend (`backends/vta/`: `compile.py` compiles,
+"""The one place `explore` touches the VTA backend (`backends/vta/`: `codegen.py` compiles,
 `compiled.py` holds the compiled model and `CompileError`, `artifact.py` writes and loads
 artifact folders, `runtime.py` runs them); when the backend moves, only these imports
 change.
@@ -27,7 +27,7 @@ def compile_for(module: Any, config: HardwareConfig | None,
     """Schedule and emit every accelerator layer of `module` (after `vta-pipeline`), exactly
     as `qaccel-compile` does: the `CompiledModel` (`.report` is report.json's content);
     `config` None: the module's `#accel.target`."""
-    from qaccel.backends.vta.compile import compile_module
+    from qaccel.backends.vta.codegen import compile_module
 
     return compile_module(module, config, total_macs=total_macs)
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from qaccel.explore.evaluate import empty_row, evaluate_point
 from qaccel.explore.executors import LocalExecutor, RayExecutor, TaskFailed
-from qaccel.explore.results import ResultStore, ResultTable, content_hash, point_key
+from qaccel.explore.result_store import ResultStore, ResultTable, content_hash, point_key
 from qaccel.explore.spec import Point, SweepSpec
 
 

@@ -96,7 +96,7 @@ def print_module(module: ModuleOp) -> str:
 def mobilenet_v2_compiled():
     """MobileNetV2 1.0/224 lowered and compiled for VTA's default configuration, once per test
     process, for the modules that only read the result (shared: do not change it)."""
-    from qaccel.backends.vta.compile import compile_module
+    from qaccel.backends.vta.codegen import compile_module
 
     return compile_module(vta_lowered("mobilenet_v2")[0])
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.codegen import compile_module
 from qaccel.backends.vta.runtime import run_compiled
 from qaccel.dialects import accel
 from qaccel.frontend.builder import ModelBuilder, QParams, TensorSpec, bias_tensor, weights_tensor

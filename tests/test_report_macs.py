@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.codegen import compile_module
 from qaccel.backends.vta.report import format_report
 from qaccel.dialects.macs import op_macs
 from qaccel.frontend.builder import (

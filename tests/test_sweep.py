@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from qaccel.explore.executors import LocalExecutor
-from qaccel.explore.results import ResultStore, pareto_front
+from qaccel.explore.result_store import ResultStore, pareto_front
 from qaccel.explore.spec import SpecError, SweepSpec
 from qaccel.explore.sweep import SweepError, _evaluate_task, collect_models, run_sweep
 from qaccel.tools import qaccel_sweep
@@ -237,7 +237,7 @@ def test_ray_executor_gives_the_same_table(tmp_path):
 
 def test_pareto_plot_has_a_panel_per_model_and_a_marker_per_setting(tmp_path):
     pytest.importorskip("matplotlib")
-    from qaccel.explore.results import MAX_SETTINGS, ResultTable, _setting_keys
+    from qaccel.explore.result_store import MAX_SETTINGS, ResultTable, _setting_keys
 
     rows = []
     for m in range(5):

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from qaccel.interpreter.interpreter import entry_function, random_inputs, run_function
 from qaccel.backends.vta.arena import ALIGN, Slot, allocate, check
-from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.codegen import compile_module
 from qaccel.backends.vta.runtime import run_compiled
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from conftest import FIXTURE_MODELS, vta_lowered
 from qaccel.backends.vta.artifact import write_artifact
-from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.codegen import compile_module
 from qaccel.backends.vta.runtime import (
     STEP_HOST,
     STEP_LAYER,

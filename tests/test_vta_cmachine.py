@@ -372,7 +372,7 @@ def test_fixture_model_layers(name, hw):
     """Every layer of the compiled model, in order, on a DRAM image the previous layers (and
     random host inputs) produced."""
     from conftest import vta_lowered
-    from qaccel.backends.vta.compile import compile_module
+    from qaccel.backends.vta.codegen import compile_module
 
     config = HardwareConfig.from_json(hw)
     module, _ = vta_lowered(name, hw)

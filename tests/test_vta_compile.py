@@ -1,4 +1,4 @@
-"""Whole-model compilation for VTA (`backends/vta/compile.py`, `qaccel-compile`, `qaccel-run
+"""Whole-model compilation for VTA (`backends/vta/codegen.py`, `qaccel-compile`, `qaccel-run
 OUTDIR` / `--target vta`): every accelerator call run on the simulator is bit-exact with the
 interpreter's semantics of the same accel function (whole packed tensors, padded lanes
 included) and with LiteRT's reference kernels; artifacts are deterministic."""
@@ -14,7 +14,7 @@ from conftest import vta_lowered
 from qaccel.interpreter.interpreter import Trace, entry_function, random_inputs, run_function
 from qaccel.targets.vta.config import HardwareConfig
 from qaccel.backends.vta.artifact import load_artifact, write_artifact
-from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.codegen import compile_module
 from qaccel.backends.vta.report import format_report
 from qaccel.backends.vta.runtime import run_compiled
 from qaccel.tools import qaccel_compile, qaccel_run

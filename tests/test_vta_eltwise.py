@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import vta_lowered
 from qaccel.interpreter.interpreter import entry_function, random_inputs, run_function
-from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.codegen import compile_module
 from qaccel.backends.vta.runtime import run_compiled
 from qaccel.targets.vta.config import DEFAULT_CONFIG
 from qaccel.lowering.vta.emit_alu import chunk_rows, emit_alu

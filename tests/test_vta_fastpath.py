@@ -74,7 +74,7 @@ def test_run_plan_fast_path_matches_checked_path(path, tmp_path, monkeypatch):
 def test_cycles_do_not_depend_on_the_inputs(tmp_path):
     """Every layer of a model on two different inputs: the same timing report, instruction by
     instruction, which is the prepared one."""
-    from qaccel.backends.vta.compile import compile_module
+    from qaccel.backends.vta.codegen import compile_module
     from conftest import vta_lowered
     from qaccel.targets.vta.config import DEFAULT_CONFIG
     from qaccel.targets.vta.simulator import simulate
@@ -111,7 +111,7 @@ def test_cycles_do_not_depend_on_the_inputs(tmp_path):
 def test_prepared_program_rejects_a_dram_image_of_another_size():
     from qaccel.targets.vta.config import DEFAULT_CONFIG
     from qaccel.targets.vta.isa import Program
-    from qaccel.targets.vta.results import SimulationError
+    from qaccel.targets.vta.simulation_result import SimulationError
 
     p = Program()
     p.finish()
@@ -156,7 +156,7 @@ def test_constant_weights_converted_once(kernel, monkeypatch):
     from qaccel.lowering.vta.search import schedule
     from qaccel.targets.vta.config import DEFAULT_CONFIG
     from qaccel.targets.vta.simulator import simulate
-    from qaccel.targets.vta.results import SimulationError
+    from qaccel.targets.vta.simulation_result import SimulationError
     from test_vta_codegen import conv_layer
 
     monkeypatch.setattr(cmachine, "kernel", kernel)

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 from conftest import vta_lowered
-from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.codegen import compile_module
 from qaccel.dialects import accel
 from qaccel.interpreter.interpreter import entry_function, random_inputs
 from qaccel.targets.vta.config import ConfigError, HardwareConfig

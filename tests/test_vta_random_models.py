@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 from qaccel.interpreter.interpreter import entry_function, random_inputs
-from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.codegen import compile_module
 from qaccel.backends.vta.runtime import run_compiled
 from qaccel.targets.vta.config import HardwareConfig
 from qaccel.frontend.builder import (

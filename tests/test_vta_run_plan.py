@@ -16,7 +16,7 @@ import pytest
 from conftest import FIXTURE_MODELS, vta_lowered
 from qaccel.backends.vta.artifact import write_artifact
 from qaccel.backends.vta.compiled import CompileError
-from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.codegen import compile_module
 from qaccel.backends.vta.plan_compile import build_run_plan, encode_value
 from qaccel.backends.vta.run_plan import (
     PLAN_ARRAYS,
@@ -431,7 +431,7 @@ def test_q_and_gemm_host_steps_match_the_interpreter(tmp_path):
 def test_generated_models_all_get_a_run_plan(tmp_path):
     """Every host op the compiler leaves in a generated model has a run-plan step, and the
     plan runs bit-exact with `run_compiled`."""
-    from qaccel.backends.vta.compile import compile_module
+    from qaccel.backends.vta.codegen import compile_module
     from qaccel.frontend.random_models import generate
     from qaccel.frontend.tflite_import import import_tflite
     from qaccel.pipeline.manager import PassManager, expand, parse_passes, qaccel_context

@@ -15,7 +15,7 @@ finished pass again is refused); the artifact is built for the module's `#accel.
 report's MAC share is of the model's MACs, counted from the module's ops at its stage. Then it
 emits every formed
 accelerator layer (`vta.layer`) with the schedule its `#vta.<kind>_schedule` gives (the search's or
-the emitter's choice for layers without one) (`backends/vta/compile.py`) and writes
+the emitter's choice for layers without one) (`backends/vta/codegen.py`) and writes
 OUTDIR/host.mlir, OUTDIR/vta_fn_k/layer_i.bin and
 layer_i.dram.npz, OUTDIR/report.json and OUTDIR/manifest.json, and the models for LiteRT: the
 original .tflite with each accelerator partition spliced in (`backends/litert/partitions.py`),
@@ -45,7 +45,7 @@ from qaccel.backends.vta.artifact import (
     check_runnable,
     write_artifact,
 )
-from qaccel.backends.vta.compile import compile_module
+from qaccel.backends.vta.codegen import compile_module
 from qaccel.backends.vta.compiled import CompileError
 from qaccel.backends.vta.report import format_report
 from qaccel.targets.vta.config import ConfigError

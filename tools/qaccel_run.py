@@ -254,7 +254,7 @@ def run_fast(args) -> int | None:
     except RunPlanError as e:
         raise RunError(str(e)) from None
     except Exception as e:
-        from qaccel.targets.vta.results import SimulationError
+        from qaccel.targets.vta.simulation_result import SimulationError
 
         if isinstance(e, SimulationError):
             raise RunError(f"an accelerator layer failed: {e}") from None
@@ -287,7 +287,7 @@ def run_vta(args) -> int:
     from qaccel.backends.vta.runtime import run_compiled
     from qaccel.interpreter.interpreter import entry_function
     from qaccel.targets.vta.config import ConfigError
-    from qaccel.targets.vta.results import SimulationError
+    from qaccel.targets.vta.simulation_result import SimulationError
     from qaccel.tools.qaccel_compile import compile_model
 
     path = Path(args.model)

@@ -29,7 +29,7 @@ from qaccel.kernels.memory import ENV_VAR as MEMORY_ENV_VAR
 from qaccel.kernels.memory import MemoryBudgetError, format_bytes, memory_limit, parse_limit
 from qaccel.targets.vta.config import HardwareConfig
 from qaccel.targets.vta.isa import FIELD_NAMES, MemType, Opcode, describe
-from qaccel.targets.vta.results import SimulationError
+from qaccel.targets.vta.simulation_result import SimulationError
 
 STEP_ENV_VAR = "QACCEL_STEP_LIMIT"
 DEFAULT_STEP_LIMIT = 1 << 28

@@ -36,7 +36,7 @@ from qaccel.targets import cbuild
 from qaccel.targets.vta import budget
 from qaccel.targets.vta.config import DEFAULT_CONFIG, MACHINE_KEYS, HardwareConfig
 from qaccel.targets.vta.isa import MemType, Program
-from qaccel.targets.vta.results import (
+from qaccel.targets.vta.simulation_result import (
     FIFOS,
     MODULE_NAMES,
     SimResult,

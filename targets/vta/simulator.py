@@ -44,7 +44,7 @@ from qaccel.targets.vta.isa import (
     module_of,
     validate,
 )
-from qaccel.targets.vta.results import (  # noqa: F401  (re-exported)
+from qaccel.targets.vta.simulation_result import (  # noqa: F401  (re-exported)
     COMPUTE,
     FIFOS,
     LOAD,
