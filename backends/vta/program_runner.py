@@ -193,7 +193,7 @@ class State:
 
 
 def checksum(blob: bytes) -> int:
-    """The C runner's checksum of `blob` (aot.seal's, computed in C)."""
+    """The C runner's checksum of `blob` (writer.seal's, computed in C)."""
     buf = np.frombuffer(blob, np.uint8)
     return library().qaccel_program_checksum(buf.ctypes.data, buf.size)
 

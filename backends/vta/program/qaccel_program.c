@@ -1,5 +1,5 @@
 /* The qaccel program runner (qaccel_program.h): the one executor of a compiled accelerator
- * function in its one serialized form, the program (format: backends/litert/aot.py), for every
+ * function in its one serialized form, the program (format: writer.py beside this file), for every
  * consumer (the LiteRT dispatch library and custom-op kernel, backends/litert/kernel/; the C
  * driver; Python through ctypes, backends/vta/program_runner.py).
  *

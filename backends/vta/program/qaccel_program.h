@@ -1,6 +1,6 @@
 /* qaccel_program: the one runner of qaccel's compiled accelerator functions.
  *
- * A program (format: backends/litert/aot.py, `program_blob`) holds one accelerator function
+ * A program (format and writer: program/writer.py beside this file) holds one accelerator function
  * whole: the hardware configuration, the DRAM image, how each input is packed and each output
  * unpacked, the steps (write an arena slot, run a layer on libqaccel_vta, read a slot back, a
  * host op), every layer's instructions and micro-ops, and a CRC-32 of all of it. Every
@@ -49,7 +49,7 @@ extern "C" {
 
 /* Bumped whenever a declaration below changes. */
 #define QACCEL_PROGRAM_ABI 2
-/* The program format version this runner reads (aot.py's PROGRAM_VERSION). */
+/* The program format version this runner reads (writer.py's PROGRAM_VERSION). */
 #define QACCEL_PROGRAM_FORMAT 2
 /* The size of every error buffer this API fills (one line, NUL-terminated). */
 #define QACCEL_ERROR_BYTES 512
