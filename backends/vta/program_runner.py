@@ -30,7 +30,7 @@ SOURCES = (PROGRAM_DIR / "qaccel_program.c", MACHINE_DIR / "vta_machine.c",
 # Every C library's flags (targets/cbuild.py), and: only the API visible, no undefined symbol.
 EXTRA_FLAGS = ("-fvisibility=hidden", "-Wl,-z,defs")
 LIB_NAME = "libqaccel_program.so"
-ABI = 2  # QACCEL_PROGRAM_ABI
+ABI = 3  # QACCEL_PROGRAM_ABI
 ERROR_BYTES = 512  # QACCEL_ERROR_BYTES
 MAX_RANK = 8
 # numpy dtype <-> QACCEL_TYPE_* (TFLite's codes)
