@@ -37,37 +37,49 @@ are integer loops the runner implements as the interpreter does
 the host), or whose host ops read constants, has no program (`ProgramWriteError`, one line
 naming the op).
 
-Little-endian layout (offsets in bytes from the blob's start; every section 8-byte aligned):
+The format, little-endian, offsets in bytes from the program's start, every section 8-byte
+aligned (the one description of it; `qaccel_program.c` reads it):
 
-    header   PROGRAM_MAGIC[8], u32 version, u32 header bytes, u64 total bytes,
-             u32 inputs, outputs, values, steps, layers, reserved,
-             u64 DRAM bytes, DRAM offset, i64 config[11] (vta_config order),
-             u64 values, io, steps, layers offsets, checksum (u32 CRC-32 in a u64)
-                                                                       (HEADER_BYTES)
-    values   u32 element size (1 or 4), u32 reserved, u64 elements     (VALUE_BYTES each)
-    io       u32 value, rank, i32 pad value, u32 element size, i32 plain shape[8],
-             i32 split shape[16], i32 order[16], i32 element type, u32 reserved
-                                                                       (IO_BYTES each;
-             inputs first: plain -> packed value; then outputs: packed value -> plain)
-    steps    u32 kind, a, b, c, i64 p[8], u64 offset, bytes            (STEP_BYTES each)
-             WRITE value a to DRAM[offset:+bytes]; LAYER a; READ DRAM[offset:+bytes] into
-             value a (b = 1: int8 widened to int32 minus p[0]); REQUANT value a into b (c
-             scales of f64 at offset; p: zero points in/out, clamp min/max, lanes C/B, inner
-             elements, B); PAD value a into b (rank c, pad value p[0]; at offset i64 shape,
-             before, after, c each; negative widths crop); CONCAT c values into a (p[0] outer elements; at
-             offset i64 (value, elements per outer index) for each input); LANE value a into
-             b, operation c (OP_*: convert, or with p[0] per-lane int64 constants at offset,
-             lane geometry p[1..3] as REQUANT's); BINARY value a with value p[0] into b,
-             operation c (at offset i64 lhs shape, rhs shape (1 = broadcast), rank each);
-             REDUCE value a into b summing the dimensions flagged 1 (rank c; at offset i64
-             shape, flags); CONCAT_LANES c values into a along the channels, lanes moving
-             (p[0] batch, p[1] middle elements, p[2] B; at offset i64 (value, channels) for
-             each input); POOL value a into b, c = 0 max, 1 average or 2 sum (p: images N*C/B,
-             H, W, B, OH, OW, KH, KW; at offset i64 strides h, w, top, left, min, max; int8,
-             or int32 for max and sum, which wraps); LUT int8
-             value a into int8 b through the 256 int8 entries at offset (b = table[a + 128])
-    layers   u64 words offset, instructions, uops offset, uops         (LAYER_BYTES each)
-    data     DRAM image, instruction words, micro-ops, the host steps' constants
+| section | each record                                                    | bytes          |
+| ------- | -------------------------------------------------------------- | -------------- |
+| header  | PROGRAM_MAGIC[8], u32 version, u32 header bytes, u64 total     | HEADER_BYTES   |
+|         | bytes, u32 inputs, outputs, values, steps, layers, reserved,   |                |
+|         | u64 DRAM bytes, DRAM offset, i64 config[11] (vta_config order, |                |
+|         | CONFIG_KEYS), u64 values, io, steps, layers offsets, checksum  |                |
+|         | (u32 CRC-32 in a u64, at CHECKSUM_AT)                          |                |
+| values  | u32 element size (1 or 4), u32 reserved, u64 elements          | VALUE_BYTES    |
+| io      | u32 value, rank, i32 pad value, u32 element size, i32 plain    | IO_BYTES       |
+|         | shape[8], i32 split shape[16], i32 order[16], i32 element type |                |
+|         | (ELEMENT_TYPES), u32 reserved; inputs first (plain -> packed   |                |
+|         | value), then outputs (packed value -> plain)                   |                |
+| steps   | u32 kind, a, b, c, i64 p[8], u64 offset, bytes (kinds below)   | STEP_BYTES     |
+| layers  | u64 words offset, instructions, uops offset, uops              | LAYER_BYTES    |
+| data    | DRAM image, instruction words, micro-ops, the steps' constants |                |
+
+| step (KIND_)    | what it does with a, b, c, p and the `bytes` at `offset`                      |
+| --------------- | ----------------------------------------------------------------------------- |
+| 1 WRITE         | value a to DRAM[offset:+bytes]                                                |
+| 2 LAYER         | run layer a                                                                   |
+| 3 READ          | DRAM[offset:+bytes] into value a (b = 1: int8 widened to int32 minus p[0])    |
+| 4 REQUANT       | value a into b with c f64 scales at offset; p: zero points in/out, clamp      |
+|                 | min/max, lanes C/B, inner elements, B                                         |
+| 5 PAD           | value a into b, rank c, pad value p[0]; at offset i64 shape, before, after (c |
+|                 | each); negative widths crop                                                   |
+| 6 CONCAT        | c values into a, p[0] outer elements; at offset i64 (value, elements per      |
+|                 | outer index) per input                                                        |
+| 7 LANE          | value a into b, operation c (OP_*: convert, or with p[0] per-lane int64       |
+|                 | constants at offset, lane geometry p[1..3] as REQUANT's)                      |
+| 8 BINARY        | value a with value p[0] into b, operation c; at offset i64 lhs shape, rhs     |
+|                 | shape (1 = broadcast), rank each                                              |
+| 9 REDUCE        | value a into b summing the dimensions flagged 1, rank c; at offset i64        |
+|                 | shape, flags                                                                  |
+| 10 CONCAT_LANES | c values into a along the channels, lanes moving; p[0] batch, p[1] middle     |
+|                 | elements, p[2] B; at offset i64 (value, channels) per input                   |
+| 11 POOL         | value a into b, c = 0 max, 1 average, 2 sum; p: images N*C/B, H, W, B, OH,    |
+|                 | OW, KH, KW; at offset i64 strides h, w, top, left, min, max; int8, or int32   |
+|                 | for max and sum (which wraps)                                                 |
+| 12 LUT          | int8 value a into int8 b through the 256 int8 entries at offset               |
+|                 | (b = table[a + 128])                                                          |
 """
 
 from __future__ import annotations
