@@ -340,9 +340,9 @@ ASAN_FLAGS = ("-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefi
 def test_sanitizers(tmp_path):
     """The driver library built with -fsanitize=address,undefined (the runner, the program
     runner and libqaccel_vta) runs a fixture with host ops in its accelerator function, twice on
-    one runner, on two runners in two threads at once, and a failing layer, cleanly: any report aborts the
-    subprocess. (Compiling the model and the libraries happens here, outside the sanitized
-    process, which is slow.)"""
+    one runner, on two runners in two threads at once, and a failing layer, cleanly: any
+    report aborts the subprocess. (Compiling the model and the libraries happens here, outside
+    the sanitized process, which is slow.)"""
     compiled, data = _compiled("residual")
     write_artifact(compiled, tmp_path / "good", data)
     for seed in (0, 1):

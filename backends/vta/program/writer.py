@@ -198,7 +198,8 @@ def _elementwise_step(op, values, new_value, name: str, i: int):
     if isinstance(op, accel.LutOp):
         if np.dtype(tensor_dtype(op.input.type)) != np.int8 or \
                 np.dtype(tensor_dtype(op.output.type)) != np.int8:  # fmt: skip
-            raise ProgramWriteError(f"{name}: accel.lut (#{i}) of {op.input.type} (int8 tables only)")
+            raise ProgramWriteError(f"{name}: accel.lut (#{i}) of {op.input.type} "
+                                    "(int8 tables only)")
         table = op.array_prop("table").astype(np.int8)
         return (KIND_LUT, dict(a=values[op.input], b=new_value(op.output), data=table.tobytes()))
     if isinstance(op, accel.ReduceSumOp):
@@ -254,7 +255,8 @@ def program_blob(
         assert isinstance(t, TensorType)
         elem = np.dtype(tensor_dtype(t)).itemsize
         if elem not in (1, 4):
-            raise ProgramWriteError(f"{name}: a {tensor_dtype(t)} value (the kernel moves int8 and int32)")
+            raise ProgramWriteError(f"{name}: a {tensor_dtype(t)} value (the kernel moves int8 "
+                                    "and int32)")
         values[v] = len(value_records)
         for other in ids:
             values[other] = len(value_records)
@@ -264,7 +266,8 @@ def program_blob(
     for arg in f.body.block.args:
         new_value(arg)
     if plan.host_constants:
-        raise ProgramWriteError(f"{name}: host ops read constants ({ops[plan.host_constants[0]].name})")
+        first = ops[plan.host_constants[0]].name
+        raise ProgramWriteError(f"{name}: host ops read constants ({first})")
     steps: list[tuple] = []  # (kind, fields) with data to place later
     lay = None
     for kind, arg in plan.steps:
@@ -297,8 +300,8 @@ def program_blob(
                     yielded = op.body.block.last_op.operands  # type: ignore[union-attr]
                     for r, v in zip(op.results, yielded, strict=True):
                         if r.type != v.type:
-                            raise ProgramWriteError(f"{name}: accel.layer (#{i}) yields {v.type} as "
-                                           f"{r.type}")  # fmt: skip
+                            raise ProgramWriteError(f"{name}: accel.layer (#{i}) yields "
+                                                    f"{v.type} as {r.type}")  # fmt: skip
                         values[r] = values[v]
                     continue
                 if isinstance(op, accel.PadOp):
@@ -397,8 +400,8 @@ def program_blob(
                 scales = np.asarray(q.array_values(op.scale), dtype="<f8").reshape(-1)
                 lanes = shape[1] * shape[-1]
                 if scales.size not in (1, lanes) or len(shape) < 3:
-                    raise ProgramWriteError(f"{name}: host_requantize (#{i}) with {scales.size} scales "
-                                   f"for shape {list(shape)}")  # fmt: skip
+                    raise ProgramWriteError(f"{name}: host_requantize (#{i}) with {scales.size} "
+                                            f"scales for shape {list(shape)}")  # fmt: skip
                 src = values[op.input]
                 dst = new_value(op.output)
                 mid = int(np.prod(shape[2:-1]))
