@@ -6,7 +6,8 @@ Compiles MODEL (default MobileNetV2, tests/fixtures/models/mobilenet_v2.tflite) 
 writes the artifact to a temporary folder, builds its C driver (or takes it from the cache),
 then times `run_compiled` (`qaccel-run OUTDIR --driver python`: the host program on the
 interpreter, every layer on libqaccel_vta through numpy) and `run_compiled_c` (`--driver c`:
-every accelerator function in model.c on libqaccel_vta, host segments called back) on the same
+every accelerator function's program, driver/<fn>.qprog, through the runner and the program
+runner on libqaccel_vta) on the same
 inputs, after one warm-up run each; prints the best and median of N runs and checks that the
 outputs agree. Start-up (import, artifact load, library build) is excluded and printed apart.
 """

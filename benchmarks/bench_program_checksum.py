@@ -1,6 +1,6 @@
 """What the program format's checksum costs: CRC-32 of each accelerator function's program
-(`backends/litert/aot.py`, format version 2) computed by the C runner when it opens the program
-(`qaccel_program_checksum`) and by the exporter (`aot.seal`, zlib), against the whole open
+(`backends/vta/program/writer.py`, format version 2) computed by the C runner when it opens the program
+(`qaccel_program_checksum`) and by the writer (`writer.seal`, zlib), against the whole open
 (every check) and one run.
 
     python benchmarks/bench_program_checksum.py [--model tests/fixtures/models/mobilenet_v2.tflite]

@@ -18,6 +18,7 @@ from qaccel.tools import qaccel_compile, qaccel_run
 from test_robustness_cli import call, refused
 
 SMALL_CNN = Path(__file__).parent / "fixtures" / "models" / "small_cnn.tflite"
+PROGRAM = "driver/vta_fn_0.qprog"  # a file the run plan reads (the function's program)
 
 
 @pytest.fixture(scope="module")
@@ -81,23 +82,23 @@ def test_a_run_plan_naming_a_module_imports_nothing(artifact, capsys, tmp_path, 
 
 @pytest.mark.parametrize("target", ["/etc/passwd", "../outside.bin", "vta_fn_0/../../x.bin"])
 def test_a_path_outside_the_artifact_is_not_read(artifact, capsys, target):
-    _rename_in_manifest(artifact, "vta_fn_0/layer_0.bin", target)
+    _rename_in_manifest(artifact, PROGRAM, target)
     message = _run(capsys, artifact, "a path outside the artifact")
     assert "No such file" not in message and "Permission" not in message
 
 
 def test_a_symlink_inside_the_artifact_is_not_followed(artifact, capsys, tmp_path):
     secret = tmp_path / "secret.bin"
-    secret.write_bytes((artifact / "vta_fn_0" / "layer_0.bin").read_bytes())
-    (artifact / "vta_fn_0" / "layer_0.bin").unlink()
-    os.symlink(secret, artifact / "vta_fn_0" / "layer_0.bin")
+    secret.write_bytes((artifact / PROGRAM).read_bytes())
+    (artifact / PROGRAM).unlink()
+    os.symlink(secret, artifact / PROGRAM)
     _run(capsys, artifact, "which is a symbolic link")
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_fifo_or_a_device_is_not_opened(artifact, capsys):
     os.mkfifo(artifact / "fifo.bin")
-    _rename_in_manifest(artifact, "vta_fn_0/layer_0.bin", "fifo.bin")
+    _rename_in_manifest(artifact, PROGRAM, "fifo.bin")
     _run(capsys, artifact, "which is not a regular file")  # would block forever if opened
     if Path("/dev/zero").exists():
         os.symlink("/dev/zero", artifact / "zero.bin")

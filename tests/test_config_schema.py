@@ -10,7 +10,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from qaccel.backends.litert import aot
+from qaccel.backends.vta.program import writer
 from qaccel.backends.vta import cdriver
 from qaccel.targets.vta import cmachine
 from qaccel.targets.vta.config import (
@@ -60,14 +60,14 @@ def test_python_copies_follow_machine_keys():
     assert [name for name, _ in cmachine._Config._fields_] == list(MACHINE_KEYS)
     assert all(t is ctypes.c_int64 for _, t in cmachine._Config._fields_)
     assert cdriver.HW_KEYS == MACHINE_KEYS
-    assert aot.CONFIG_KEYS == MACHINE_KEYS
+    assert writer.CONFIG_KEYS == MACHINE_KEYS
     # The C driver's generated header lists the keys in the same order and size.
     listed = re.search(r"HardwareConfig's name and, in this order, (.*?) \(QACCEL_HW_",
                        cdriver.RUNTIME_HEADER, re.S).group(1)  # fmt: skip
     assert [k.strip() for k in listed.split(",")] == list(MACHINE_KEYS)
     assert f"qaccel_model_hw[{len(MACHINE_KEYS)}]" in cdriver.RUNTIME_HEADER
     # The LiteRT program header: i64 config[] at bytes 64.., then the table offsets at 152.
-    assert f"i64 config[{len(MACHINE_KEYS)}]" in aot.__doc__
+    assert f"i64 config[{len(MACHINE_KEYS)}]" in writer.__doc__
     assert 64 + 8 * len(MACHINE_KEYS) == 152
     assert re.search(rf"field != b \+ {64 + 8 * len(MACHINE_KEYS)}\b", PROGRAM_C.read_text())
 
@@ -102,7 +102,7 @@ def test_python_and_c_refuse_the_same_values(key):
 
 def test_program_header_packs_keys_in_machine_order():
     config = DEFAULT_CONFIG.to_dict()
-    packed = struct.pack(f"<{len(aot.CONFIG_KEYS)}q", *(int(config[k]) for k in aot.CONFIG_KEYS))
+    packed = struct.pack(f"<{len(writer.CONFIG_KEYS)}q", *(int(config[k]) for k in writer.CONFIG_KEYS))
     assert struct.unpack(f"<{len(MACHINE_KEYS)}q", packed) == tuple(
         int(getattr(DEFAULT_CONFIG, k)) for k in MACHINE_KEYS
     )

@@ -28,6 +28,7 @@ CC = shutil.which("cc") or shutil.which("gcc")
 pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler (the kernel is built on use)")
 
 from qaccel.backends.litert import aot  # noqa: E402
+from qaccel.backends.vta.program import writer  # noqa: E402
 from qaccel.backends.litert.runtime import (  # noqa: E402
     RUNNER_API,
     LiteRtError,
@@ -96,7 +97,7 @@ def test_aot_model_replaces_each_function_by_one_custom_op(small_cnn):
         program = sg.tensors[op.inputs[-1]]
         assert program.external and np.dtype(program.dtype) == np.uint8
         blob = bytes(program.data_bytes())
-        assert blob[:8] == aot.PROGRAM_MAGIC and struct.unpack_from("<I", blob, 8)[0] == 2
+        assert blob[:8] == writer.PROGRAM_MAGIC and struct.unpack_from("<I", blob, 8)[0] == 2
         options = op.custom_options
         assert options[:4] == aot.CUSTOM_MAGIC
         assert struct.unpack_from("<III", options, 4) == (1, len(blob), len(op.outputs))
@@ -162,11 +163,11 @@ def test_unsupported_host_op_leaves_the_partition_on_the_cpu_and_says_why(tmp_pa
     # every host op of the fixtures is supported: pretend the element-wise ones are not
     from qaccel.tools.qaccel_compile import run
 
-    monkeypatch.setattr(aot, "_elementwise_step", lambda *args: None)
+    monkeypatch.setattr(writer, "_elementwise_step", lambda *args: None)
     out = tmp_path / "pcs"
     assert run([str(FIXTURE_MODELS / "pad_concat_slice.tflite"), "-o", str(out)]) == 0
     assert ("@vta_fn_1 stays on the CPU in the LiteRT models: host op accel.widen (#2) is not "
-            "supported by the QACCEL_VTA kernel") in capsys.readouterr().out  # fmt: skip
+            "supported by the program runner") in capsys.readouterr().out  # fmt: skip
     names = [p["name"] for p in json.loads((out / "partitions.json").read_text())["partitions"]]
     assert "vta_fn_1" not in names
     for model in (aot.AOT_FILE, aot.DISPATCH_FILE):
@@ -428,7 +429,7 @@ def _patch(blob: bytes, at: int, fmt: str, *values, seal: bool = True) -> bytes:
     """`blob` with `values` at `at`, its checksum made right again (`seal`)."""
     b = bytearray(blob)
     struct.pack_into(fmt, b, at, *values)
-    return aot.seal(bytes(b)) if seal else bytes(b)
+    return writer.seal(bytes(b)) if seal else bytes(b)
 
 
 @pytest.fixture(scope="module")
@@ -541,7 +542,7 @@ def _sealed(change):
     def sealed(data, o):
         change(data, o)
         at, size = o["bytecode_offset"], o["bytecode_size"]
-        data[at : at + size] = aot.seal(bytes(data[at : at + size]))
+        data[at : at + size] = writer.seal(bytes(data[at : at + size]))
 
     return sealed
 

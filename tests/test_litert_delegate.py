@@ -215,7 +215,7 @@ def test_a_tampered_artifact_is_refused_in_one_line(small_cnn, tmp_path, tamper,
 
 def _replace_program(art: Path, k: int, change) -> None:
     """Change partition k's program, its checksum made right again, its hashes updated."""
-    from qaccel.backends.litert.aot import seal
+    from qaccel.backends.vta.program.writer import seal
 
     program = art / "programs" / f"vta_fn_{k}.qprog"
     data = bytearray(program.read_bytes())

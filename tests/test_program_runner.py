@@ -18,6 +18,7 @@ from conftest import FIXTURE_MODELS
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 
 from qaccel.backends.litert import aot  # noqa: E402
+from qaccel.backends.vta.program import writer  # noqa: E402
 from qaccel.backends.vta.program_runner import Program, ProgramError, checksum  # noqa: E402
 
 STEP, KIND_READ, KIND_REQUANT = 96, 3, 4
@@ -45,7 +46,7 @@ def _step(blob: bytes, kind: int) -> int:
 def _patched(blob: bytes, at: int, fmt: str, value) -> bytes:
     b = bytearray(blob)
     struct.pack_into(fmt, b, at, value)
-    return aot.seal(bytes(b))
+    return writer.seal(bytes(b))
 
 
 def _error(blob: bytes) -> str:
@@ -56,8 +57,8 @@ def _error(blob: bytes) -> str:
 
 
 def test_checksum_is_zlibs_crc32_with_the_field_as_zeros(fn1):
-    zeroed = fn1[: aot.CHECKSUM_AT] + bytes(8) + fn1[aot.CHECKSUM_AT + 8 :]
-    assert struct.unpack_from("<Q", fn1, aot.CHECKSUM_AT)[0] == zlib.crc32(zeroed)
+    zeroed = fn1[: writer.CHECKSUM_AT] + bytes(8) + fn1[writer.CHECKSUM_AT + 8 :]
+    assert struct.unpack_from("<Q", fn1, writer.CHECKSUM_AT)[0] == zlib.crc32(zeroed)
     assert checksum(fn1) == zlib.crc32(zeroed)
 
 

@@ -19,6 +19,7 @@ pytest.importorskip("ai_edge_litert")
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 
 from qaccel.backends.litert import aot  # noqa: E402
+from qaccel.backends.vta.program import writer  # noqa: E402
 from qaccel.frontend.tflite_writer import read_model  # noqa: E402
 
 MODELS = ("small_cnn", "mlp")
@@ -50,7 +51,7 @@ def _broken_program(blob: bytes) -> bytes:
     b = bytearray(blob)
     steps_at = struct.unpack_from("<Q", b, 168)[0]
     struct.pack_into("<I", b, steps_at, 77)
-    return aot.seal(bytes(b))
+    return writer.seal(bytes(b))
 
 
 def _break_models(art: Path) -> None:

@@ -1,10 +1,10 @@
-"""The C driver of a compiled model (`backends/vta/cdriver.py`): it compiles cleanly as C99,
-copies the constants behind the arena, and runs exactly the artifact's instruction streams and
-micro-ops, in order, with the host steps (slot writes and reads, host op segments) where the
-simulated runtime takes them. Linked with libqaccel_vta (`backends/vta/cdriver_runtime.py`,
-`qaccel-run --driver c`) it computes: bit-exact with LiteRT on the fixtures, also under
-AddressSanitizer/UBSan; a failing layer is one line naming function, layer and instruction;
-names from the model never reach the C text unsanitized."""
+"""The C driver of a compiled model (`backends/vta/cdriver.py`): each accelerator function's
+program (`driver/<fn>.qprog`) in a table that compiles cleanly as C99; a board's host program
+(qaccel_vta.h's calls as the program runner's device) runs exactly the artifact's instruction
+streams and micro-ops, in order. Linked with the runner, the program runner and libqaccel_vta
+(`backends/vta/cdriver_runtime.py`, `qaccel-run --driver c`) it computes: bit-exact with LiteRT
+on the fixtures, also under AddressSanitizer/UBSan; a failing layer is one line naming
+function, layer and instruction; names from the model never reach the C text unsanitized."""
 
 from __future__ import annotations
 
@@ -21,13 +21,7 @@ import pytest
 from conftest import FIXTURE_MODELS, vta_lowered
 from qaccel.backends.vta.artifact import write_artifact
 from qaccel.backends.vta.codegen import compile_module
-from qaccel.backends.vta.runtime import (
-    STEP_HOST,
-    STEP_LAYER,
-    STEP_READ,
-    function_steps,
-    run_compiled,
-)
+from qaccel.backends.vta.runtime import STEP_LAYER, function_steps, run_compiled
 
 HARNESS = Path(__file__).parent / "cdriver" / "harness.c"
 CC = shutil.which("cc") or shutil.which("gcc")
@@ -35,47 +29,51 @@ CC = shutil.which("cc") or shutil.which("gcc")
 
 @pytest.mark.skipif(CC is None, reason="no C compiler")
 @pytest.mark.parametrize("name", ["residual", "small_cnn"])
-def test_driver_runs_the_artifact_streams(name, tmp_path):
+def test_board_support_package_runs_the_artifact_streams(name, tmp_path):
+    """A host program on a board (tests/cdriver/harness.c: qaccel_vta.h's two calls on the
+    checked simulator, handed to the program runner as its device) runs `driver/`'s program:
+    exactly the artifact's instruction streams and micro-ops, in the order of the function's
+    layer steps, computing what the program runner on the C machine computes."""
+    from qaccel.backends.vta.program_runner import MACHINE_DIR, PROGRAM_DIR, Program
+
     module, _ = vta_lowered(name)
     compiled = compile_module(module)
     art = tmp_path / "art"
     write_artifact(compiled, art)
     exe = tmp_path / "harness"
     subprocess.run([CC, "-std=c99", "-Wall", "-Wextra", "-Werror", "-O0", f"-I{art / 'driver'}",
-                    str(HARNESS), str(art / "driver" / "model.c"), "-o", str(exe)],
-                   check=True)  # fmt: skip
+                    f"-I{MACHINE_DIR}", str(HARNESS), str(art / "driver" / "model.c"),
+                    str(PROGRAM_DIR / "qaccel_program.c"), str(MACHINE_DIR / "vta_machine.c"),
+                    "-o", str(exe), "-lm", "-lpthread"], check=True)  # fmt: skip
+    blob = (art / "driver" / "vta_fn_0.qprog").read_bytes()
+    program = Program(blob)
+    rng = np.random.default_rng(0)
+    xs = [rng.integers(-128, 128, shape).astype(dtype) for shape, dtype in program.inputs]
+    (tmp_path / "in.bin").write_bytes(b"".join(x.tobytes() for x in xs))
     dump = tmp_path / "dump.bin"
-    run = subprocess.run([str(exe), str(dump), str(art / "vta_fn_0" / "constants.bin")],
+    run = subprocess.run([str(exe), str(art / "driver" / "vta_fn_0.qprog"),
+                          str(tmp_path / "in.bin"), str(tmp_path / "out.bin"), str(dump)],
                          check=False, capture_output=True, text=True)  # fmt: skip
     assert run.returncode == 0, run.stderr
+    expected = program.state().run(xs)
+    assert (tmp_path / "out.bin").read_bytes() == b"".join(y.tobytes() for y in expected)
     fn = compiled.functions["vta_fn_0"]
     f = next(o for o in compiled.module.ops if getattr(o, "sym_name", None)
              and o.sym_name.data == "vta_fn_0")  # fmt: skip
-    plan = function_steps(fn, list(f.body.block.ops))
-    steps, segments = plan.steps, plan.segments
-    expected = []
-    for kind, arg in steps:
-        if kind == STEP_LAYER:
-            expected.append("L")
-        elif kind == STEP_HOST:
-            expected.append(f"H {arg}")
-        else:
-            tag = "R" if kind == STEP_READ else "W"
-            expected.append(f"{tag} {arg} {fn.slots[arg].nbytes}")
-    assert run.stdout.split("\n")[:-1] == expected
-    assert sum(k == STEP_LAYER for k, _ in steps) == len(fn.layers)
-    assert len(segments) == sum(k == STEP_HOST for k, _ in steps)
+    order = [arg for kind, arg in function_steps(fn, list(f.body.block.ops)).steps
+             if kind == STEP_LAYER]  # fmt: skip
+    assert sorted(order) == [lay.index for lay in fn.layers]
     data = dump.read_bytes()
     at = 0
-    for lay in fn.layers:
+    for index in order:
         n = int(np.frombuffer(data, "<u4", 1, at)[0])
         words = np.frombuffer(data, "<u8", 2 * n, at + 4).reshape(-1, 2)
         at += 4 + 16 * n
         m = int(np.frombuffer(data, "<u4", 1, at)[0])
         uops = np.frombuffer(data, "<u4", m, at + 4)
         at += 4 + 4 * m
-        assert words.tobytes() == (art / "vta_fn_0" / f"layer_{lay.index}.bin").read_bytes()
-        assert uops.tobytes() == (art / "vta_fn_0" / f"layer_{lay.index}.uops.bin").read_bytes()
+        assert words.tobytes() == (art / "vta_fn_0" / f"layer_{index}.bin").read_bytes()
+        assert uops.tobytes() == (art / "vta_fn_0" / f"layer_{index}.uops.bin").read_bytes()
     assert at == len(data)
 
 
@@ -264,7 +262,7 @@ def test_layer_error_is_one_line_naming_function_layer_and_instruction():
     inputs = random_inputs(entry_function(compiled.module), 0)
     with pytest.raises(cdr.DriverError) as e:
         _run_c(compiled, inputs)
-    assert str(e.value) == f"vta_fn_0 layer 2: {expected.value}"
+    assert str(e.value) == f"vta_fn_0: QACCEL_VTA: layer 2, {expected.value}"
     assert "\n" not in str(e.value)
 
 
@@ -280,39 +278,35 @@ def test_cli_layer_error_is_one_line(tmp_path, capsys):
     assert e.value.code == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert err.startswith("qaccel-run: error: vta_fn_0 layer 1: instruction 2 (")
-    with pytest.raises(SystemExit) as e:  # the Python runtime: one line too
+    assert err.startswith("qaccel-run: error: vta_fn_0: QACCEL_VTA: layer 1, instruction 2 (")
+    with pytest.raises(SystemExit) as e:  # the run plan: one line too
         qaccel_run.main([str(tmp_path / "art"), "--outputs-dir", str(tmp_path / "out")])
     assert e.value.code == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert err.startswith("qaccel-run: error: an accelerator layer failed: instruction 2 (")
+    assert err.startswith("qaccel-run: error: vta_fn_0: QACCEL_VTA: layer 1, instruction 2 (")
 
 
 @needs_cc
-def test_host_callback_error_comes_back_as_the_python_exception(monkeypatch):
+def test_a_function_without_a_program_is_refused_with_one_line():
+    """A function the program runner cannot run (here: as if its host ops were not
+    implemented) has no program: model.c lists it without one, the runner's C API refuses to
+    load it, and a call names it and why."""
     compiled, _ = _compiled("residual")
-    from qaccel.dialects import tfl
-
-    calls = cdr._make_call_impl()
-    run_op = calls._run_op
-
-    def broken(self, interpreter, o, env):  # host constants run before the C call: keep them
-        if isinstance(o, tfl.ConstOp):
-            return run_op(self, interpreter, o, env)
-        raise ValueError("host op broke")
-
-    monkeypatch.setattr(calls, "_run_op", broken, raising=False)
-    runner = cdr.open_runner(compiled)
-    interpreter_impl = calls(compiled, runner)
-    from qaccel.interpreter.interpreter import make_interpreter, prepare_module
-
-    prepare_module(compiled.module)
-    interpreter = make_interpreter(compiled.module, [])
-    interpreter.register_implementations(interpreter_impl, override=True)
-    function = entry_function(compiled.module)
-    with pytest.raises(ValueError, match="host op broke"):
-        interpreter.call_op(function, tuple(random_inputs(function, 0)))
+    programs = {"vta_fn_0": (None, "vta_fn_0: host op accel.x (#3) is not supported by the "
+                                   "program runner")}  # fmt: skip
+    files = driver_files(compiled, programs)
+    assert "driver/vta_fn_0.qprog" not in files
+    assert "No program: vta_fn_0: host op accel.x (#3)" in files["driver/model.c"].decode()
+    lib = cdr.load_driver(cdr.build_driver({n: files[f"driver/{n}"] for n in cdr.DRIVER_FILES}))
+    runner = cdr.Runner(lib, compiled, programs)
+    assert lib.qaccel_runner_load(runner.handle, 0, None, 0) != 0
+    assert runner.error() == "vta_fn_0 has no program (see model.c)"
+    inputs = random_inputs(entry_function(compiled.module), 0)
+    with pytest.raises(cdr.DriverUnavailable) as e:
+        _run_c(compiled, inputs, runner=runner)
+    assert str(e.value) == ("the C driver cannot run @vta_fn_0: vta_fn_0: host op accel.x (#3) "
+                            "is not supported by the program runner")  # fmt: skip
 
 
 def test_without_a_compiler_driver_c_fails_with_one_line(tmp_path, monkeypatch, capsys):
@@ -344,10 +338,11 @@ ASAN_FLAGS = ("-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefi
 
 @pytest.mark.skipif(_libasan() is None, reason="needs gcc with AddressSanitizer")
 def test_sanitizers(tmp_path):
-    """The driver library built with -fsanitize=address,undefined runs a fixture with a host
-    segment, twice on one runner, and a failing layer, cleanly: any report aborts the
-    subprocess. (Compiling the model and the libraries happens here, outside the sanitized
-    process, which is slow.)"""
+    """The driver library built with -fsanitize=address,undefined (the runner, the program
+    runner and libqaccel_vta) runs a fixture with host ops in its accelerator function, twice on
+    one runner, on two runners in two threads at once, and a failing layer, cleanly: any
+    report aborts the subprocess. (Compiling the model and the libraries happens here, outside
+    the sanitized process, which is slow.)"""
     compiled, data = _compiled("residual")
     write_artifact(compiled, tmp_path / "good", data)
     for seed in (0, 1):
@@ -379,6 +374,21 @@ def test_sanitizers(tmp_path):
                 np.testing.assert_array_equal(x, outs[f"arr_{k}"])
             assert len(got) == len(outs.files)
         runner.close()
+        import threading  # two runners of two loads of the model, in two threads at once
+        copies = [load_artifact(root / "good") for _ in range(2)]
+        runners = [cdr.Runner(cdr.load_driver(root / "good" / "lib" / cdr.LIB_NAME), c)
+                   for c in copies]
+        got = [None, None]
+        def work(k):
+            got[k] = [cdr.run_compiled_c(copies[k], inputs, runner=runners[k]) for _ in range(2)]
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        for results in got:
+            for outputs in results:
+                for k, x in enumerate(outputs):
+                    np.testing.assert_array_equal(x, outs[f"arr_{k}"])
+        print("threads done")
         bad = load_artifact(root / "bad")
         try:
             cdr.run_compiled_c(bad, inputs, runner=cdr.Runner(
@@ -396,8 +406,8 @@ def test_sanitizers(tmp_path):
                          timeout=600)  # fmt: skip
     assert out.returncode == 0, out.stderr[-4000:]
     assert "runtime error" not in out.stderr and "AddressSanitizer" not in out.stderr
-    assert "error: vta_fn_0 layer 1: instruction 2" in out.stdout
-    assert "sanitized runs done" in out.stdout
+    assert "error: vta_fn_0: QACCEL_VTA: layer 1, instruction 2" in out.stdout
+    assert "sanitized runs done" in out.stdout and "threads done" in out.stdout
 
 
 # --------------------------------------------------------------------------------------------
@@ -506,37 +516,52 @@ def test_hostile_function_name_gets_a_c_identifier(tmp_path):
 
 
 @needs_cc
-def test_runner_c_api_reports_a_failing_host_step(tmp_path):
-    """Through the C API alone (as a LiteRT custom op would use it): a host callback that
-    fails stops the call with its return code, and the error names function, step and slot."""
+def test_runner_c_api_checks_what_it_is_given(tmp_path):
+    """Through the C API alone (as a host program uses it): a program of another size, a
+    corrupt one, one for another hardware configuration, an unknown function, a call before
+    a load and inputs of the wrong shape are refused, each with one line naming the
+    function; a failed call leaves the runner usable."""
+    import struct
+
+    from qaccel.backends.vta.cdriver import function_programs
+    from qaccel.backends.vta.program import writer
+
     compiled, _ = _compiled("residual")
     lib = cdr.load_driver(cdr.build_driver(cdr.driver_sources(compiled)))
-    runner = cdr.Runner(lib, compiled)
-    seen = []
-
-    def write_slot(_ctx, slot, _dst, nbytes):
-        seen.append(("W", slot, nbytes))
-        return -7
-
-    host = cdr._Host(None, cdr._WRITE(write_slot), cdr._READ(lambda *a: 0),
-                     cdr._HOST(lambda *a: 0))  # fmt: skip
-    assert lib.qaccel_runner_call(runner.handle, 0, ctypes.byref(host)) == -7
-    slot0 = compiled.functions["vta_fn_0"].slots[0]
-    assert seen == [("W", 0, slot0.nbytes)] and slot0.host_writes
-    assert runner.error() == "vta_fn_0 step 0 (write slot 0): the host failed (rc -7)"
-    # after a failure the function needs its constants again; Runner.call reloads them
-    assert lib.qaccel_runner_call(runner.handle, 0, ctypes.byref(host)) != 0
-    assert runner.error() == "vta_fn_0: constants not loaded"
-    runner._load("vta_fn_0")
-    assert runner.call("vta_fn_0", host) == -7 and runner.call("vta_fn_0", host) == -7
-    assert runner.last_error == "vta_fn_0 step 0 (write slot 0): the host failed (rc -7)"
-    assert lib.qaccel_runner_call(runner.handle, 5, ctypes.byref(host)) != 0
-    assert runner.error() == "no accelerator function 5 (the model has 1)"
-    fresh = lib.qaccel_runner_open()
-    assert lib.qaccel_runner_call(fresh, 0, ctypes.byref(host)) != 0
     lib.qaccel_runner_error.restype = ctypes.c_char_p
-    assert lib.qaccel_runner_error(fresh) == b"vta_fn_0: constants not loaded"
-    lib.qaccel_runner_close(fresh)
+    blob = function_programs(compiled)["vta_fn_0"][0]
+    r = lib.qaccel_runner_open()
+
+    def load(data: bytes) -> str:
+        buf = np.frombuffer(data, np.uint8)
+        assert lib.qaccel_runner_load(r, 0, buf.ctypes.data, buf.size) != 0
+        return lib.qaccel_runner_error(r).decode()
+
+    assert load(blob + bytes(8)).startswith("vta_fn_0: a program of ")
+    flipped = bytearray(blob)
+    flipped[-1] ^= 1
+    assert "checksum mismatch" in load(bytes(flipped))
+    other = bytearray(blob)
+    struct.pack_into("<q", other, 64 + 8 * 10, 1 - struct.unpack_from("<q", other, 144)[0])
+    assert load(writer.seal(bytes(other))) == ("vta_fn_0: the program was compiled for another "
+                                               "hardware config than vta-default (store_requant "
+                                               "differs)")  # fmt: skip
+    x = np.zeros(8, np.int8)
+    t = (cdr._Tensor * 1)(cdr._tensor(x))
+    assert lib.qaccel_runner_call(r, 0, 1, t, 1, t) != 0
+    assert lib.qaccel_runner_error(r) == b"vta_fn_0: program not loaded"
+    assert lib.qaccel_runner_call(r, 5, 1, t, 1, t) != 0
+    assert lib.qaccel_runner_error(r) == b"no accelerator function 5 (the model has 1)"
+    buf = np.frombuffer(blob, np.uint8)
+    assert lib.qaccel_runner_load(r, 0, buf.ctypes.data, buf.size) == 0
+    assert lib.qaccel_runner_call(r, 0, 1, t, 1, t) != 0
+    assert lib.qaccel_runner_error(r).startswith(b"vta_fn_0: QACCEL_VTA: input 0 has shape [8]")
+    lib.qaccel_runner_close(r)
+    runner = cdr.Runner(lib, compiled)
+    inputs = random_inputs(entry_function(compiled.module), 0)
+    for x, y in zip(_run_c(compiled, inputs, runner=runner), run_compiled(compiled, inputs),
+                    strict=True):  # fmt: skip
+        np.testing.assert_array_equal(x, y)
     runner.close()
 
 

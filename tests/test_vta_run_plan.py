@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 from conftest import FIXTURE_MODELS, vta_lowered
 from qaccel.backends.vta.artifact import write_artifact
+from qaccel.backends.vta.cdriver import program_file
 from qaccel.backends.vta.compiled import CompileError
 from qaccel.backends.vta.codegen import compile_module
 from qaccel.backends.vta.plan_compile import build_run_plan, encode_value
@@ -71,14 +73,21 @@ def test_fixture_runs_bit_exact_by_its_plan(name, config, tmp_path, litert):
     compiled = _artifact(name, config, tmp_path)
     plan = load_run_plan(tmp_path)
     assert plan is not None, f"{name}: no run plan"
-    for fn_name, fn in compiled.functions.items():  # built from constants.bin
-        assert np.array_equal(plan.functions[fn_name].image, fn.image)
+    steps = load_run_plan(tmp_path, programs=False)  # every function's steps walked
+    for fn_name, fn in compiled.functions.items():
+        assert plan.functions[fn_name].program is not None  # run by its program
+        blob = (tmp_path / program_file(fn_name)).read_bytes()
+        n, at = struct.unpack_from("<QQ", blob, 48)  # the program's DRAM image
+        assert blob[at : at + n] == fn.image.tobytes()
+        assert np.array_equal(steps.functions[fn_name].image, fn.image)  # from constants.bin
     for seed in (0, 1):
         inputs = random_inputs(entry_function(compiled.module), seed)
         for x, y in zip(plan.random_inputs(seed), inputs, strict=True):
             assert x.dtype == y.dtype and np.array_equal(x, y)
         expected = run_compiled(compiled, inputs)
         got = plan.run(inputs)
+        for x, y in zip(steps.run(inputs), expected, strict=True):
+            np.testing.assert_array_equal(x, y)
         for x, y in zip(got, expected, strict=True):
             assert x.dtype == y.dtype and x.shape == y.shape
             np.testing.assert_array_equal(x, y)
@@ -253,7 +262,7 @@ def test_cmachine_runs_in_place(small_artifact):
 
     if not cmachine.available():
         pytest.skip("the C machine is unavailable")
-    plan = load_run_plan(small_artifact)
+    plan = load_run_plan(small_artifact, programs=False)
     fn = next(f for f in plan.functions.values() if f.layers)
     words, uops = fn.layers[0]
     image = fn.image.copy()
@@ -324,11 +333,11 @@ def test_host_op_steps_match_the_interpreter(tmp_path):
 
 def test_plan_reads_the_dram_image_without_constants_bin(small_artifact, tmp_path):
     art = _copy(small_artifact, tmp_path / "a")
-    plan = load_run_plan(art)
+    plan = load_run_plan(art, programs=False)  # the functions' steps, which read the image
     drop = tuple(f"{name}/constants.bin" for name, f in plan.functions.items() if f.layers)
     assert drop
     _rehash(art, drop=drop)
-    without = load_run_plan(art)
+    without = load_run_plan(art, programs=False)
     for name, f in plan.functions.items():
         if f.layers:
             assert np.array_equal(without.functions[name].image, f.image)

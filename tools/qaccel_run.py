@@ -15,9 +15,9 @@ MODEL is a `.tflite` (imported first) or `.mlir` file, or an artifact folder wri
 program runs on the interpreter and every compiled accelerator layer on the VTA simulator; an
 artifact with a run plan (`runtime.json`, backends/vta/run_plan.py) runs it without parsing
 `host.mlir` or importing xDSL when only qaccel-run's own options are given. `--driver c` runs
-each accelerator function through the generated C driver instead (`driver/model.c` with
-libqaccel_vta, compiled once by the system C compiler and cached; without one it fails with
-one line). Outputs are written as DIR/output_0.npy, output_1.npy, ... in the model's output
+each accelerator function's program through the generated C driver instead (`driver/model.c`
+with the runner, the program runner and libqaccel_vta, compiled once by the system C compiler
+and cached; without one it fails with one line). Outputs are written as DIR/output_0.npy, output_1.npy, ... in the model's output
 order. `--compare-litert` (for `.tflite` input) runs LiteRT's reference kernels in a subprocess
 on the same inputs, prints per-output mismatch counts and max |diff| (and the first
 intermediate tensor that differs), and exits 1 on any mismatch. The pass-manager flags of
@@ -132,7 +132,8 @@ def _own_arguments(add_help: bool = True) -> argparse.ArgumentParser:
     ap.add_argument("--driver", choices=("python", "c"), default="python",
                     help="--target vta / artifacts: run the accelerator functions with the "
                          "Python runtime (the default) or through the generated C driver "
-                         "(driver/model.c on libqaccel_vta, built once with the C compiler)")  # fmt: skip
+                         "(driver/model.c and the program runner on libqaccel_vta, built once "
+                         "with the C compiler)")  # fmt: skip
     ap.add_argument("--runtime", choices=("interpreter", "litert"), default="interpreter",
                     help="with an artifact: litert runs its model for LiteRT with LiteRT (CPU "
                          "reference kernels, our library for the accelerator "

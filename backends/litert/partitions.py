@@ -21,7 +21,7 @@ partition (`PlanNote`, one line). `compile_partition` then checks the decision t
 that cannot be wrong: it extracts the partition's operators into a one-subgraph model (inputs
 and outputs as the partition's), compiles that, and requires exactly ONE accelerator function
 taking the submodel's inputs (each packed once) and giving its outputs (each unpacked once),
-with no other op on the host; its program (`aot.program_blob`) computes the partition exactly,
+with no other op on the host; its program (`program/writer.py`'s `program_blob`) computes the partition exactly,
 as the compiler keeps meaning. Anything else is a `PartitionError` (one line): the partition
 stays original CPU operators.
 
@@ -356,7 +356,7 @@ def _program_of(compiled, n_inputs: int, n_outputs: int, what: str):
     function (see the module docstring), else PartitionError."""
     from xdsl.dialects import func
 
-    from qaccel.backends.litert.aot import AotError, program_blob
+    from qaccel.backends.vta.program.writer import ProgramWriteError, program_blob
     from qaccel.dialects import accel
     from qaccel.dialects.names import public_functions
     from qaccel.dialects.tfl import ConstOp
@@ -402,7 +402,7 @@ def _program_of(compiled, n_inputs: int, n_outputs: int, what: str):
         raise PartitionError(f"{what}: @{name} does not give each output once")
     try:
         blob = program_blob(compiled, name, f, inputs, outputs)
-    except AotError as e:
+    except ProgramWriteError as e:
         reason = str(e).removeprefix(f"{name}: ")
         raise PartitionError(f"{what}: {reason}") from None
     return blob, order_in, order_out

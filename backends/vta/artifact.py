@@ -10,8 +10,10 @@ runtime interprets the ops outside the layers); for every accelerator function
 and per layer `vta_fn_k/layer_i.bin` (16-byte instructions) and `vta_fn_k/layer_i.uops.bin`
 (the micro-op image, little-endian uint32):
 `qaccel-sim vta_fn_0/layer_0.bin --dram vta_fn_0/dram.npz --uops vta_fn_0/layer_0.uops.bin`
-runs one layer. The C driver (`backends/vta/cdriver.py`): `driver/qaccel_vta.h`,
-`driver/model.h`, `driver/model.c` and each function's `vta_fn_k/constants.bin`. Also
+runs one layer; `vta_fn_k/constants.bin`: the image's constants alone (the run plan's). The C
+driver (`backends/vta/cdriver.py`): `driver/qaccel_program.h`, `driver/qaccel_vta.h`,
+`driver/model.h`, `driver/model.c` and each function's program `driver/vta_fn_k.qprog` (the
+run plan runs it too). Also
 `model.tflite` (the source, for `--compare-litert`), `report.json`, and `manifest.json`
 (versions, hardware config, every layer's body position and DRAM offsets, the arena's slots,
 SHA-256 of every file). `runtime.json` and `runtime.npz`: the run plan
@@ -41,7 +43,7 @@ from typing import Any
 
 import numpy as np
 from qaccel.backends.vta.artifact_files import is_artifact, read_artifact_file
-from qaccel.backends.vta.cdriver import driver_files
+from qaccel.backends.vta.cdriver import driver_files, function_programs
 from qaccel.kernels.memory import MemoryBudgetError, check_npz
 from qaccel.backends.vta.compiled import (
     ArenaSlot,
@@ -154,11 +156,14 @@ def write_artifact(
             "image": f"{name}/dram.npz", "arena_bytes": fn.arena_nbytes,
             "slots": [s.__dict__ for s in fn.slots], "layers": entries,
         }  # fmt: skip
-    files.update(driver_files(compiled))
+    programs = function_programs(compiled)
+    files.update(driver_files(compiled, programs))
+    for name, fn in compiled.functions.items():  # the run plan's DRAM image, uncompressed
+        files[f"{name}/constants.bin"] = fn.image[fn.arena_nbytes :].tobytes()
     if source is not None:
         files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
     files["report.json"] = _dumps(compiled.report).encode()
-    files.update(_run_plan_files(compiled))
+    files.update(_run_plan_files(compiled, programs))
     files.update(extra or {})
     manifest = {
         "format": ARTIFACT_FORMAT, "versions": _versions(),
@@ -206,11 +211,11 @@ def _write_whole(root: Path, files: dict[str, bytes]) -> None:
         raise
 
 
-def _run_plan_files(compiled: CompiledModel) -> dict[str, bytes]:
+def _run_plan_files(compiled: CompiledModel, programs=None) -> dict[str, bytes]:
     from qaccel.backends.vta.plan_compile import build_run_plan
     from qaccel.backends.vta.run_plan import PLAN_ARRAYS, PLAN_JSON
 
-    plan = build_run_plan(compiled)
+    plan = build_run_plan(compiled, programs)
     if plan is None:
         return {}
     meta, arrays = plan

@@ -1,22 +1,27 @@
 """C driver code for a compiled model: what a host program on the board links to run the
-accelerator functions, the same sequence `run_compiled` simulates.
+accelerator functions, each through the one program runner (`backends/vta/program/`).
 
 `driver_files(compiled)` gives, for the artifact's `driver/` folder:
 
-* `qaccel_vta.h`: the two calls the board support package provides (the device's DRAM image
-  and running one instruction stream with its micro-ops to FINISH), the host callbacks a
-  driver function takes, and where a failing driver function stopped (`qaccel_where`);
-* `model.h` / `model.c`: per accelerator function `<fn>_init(dev, constants, nbytes)` (copies
-  the constants, `vta_fn_k/constants.bin`, behind the arena) and `<fn>_run(dev, host, where)`,
-  which walks the function's steps: hand an arena slot to the host to fill (a tensor the host
-  produced), run a layer's instruction stream, hand a slot to the host to read (a tensor a
-  host op or the function's result uses), run a segment of host ops. Instruction streams and
-  micro-ops are `static const` arrays (16-byte instructions as two little-endian uint64
-  words, exactly the artifact's `layer_i.bin`); a table in comments says which tensor each
-  slot holds and which ops each host segment runs. `qaccel_model_functions` lists the
-  functions by name, and `QACCEL_HW_*` is the hardware configuration the streams were compiled
-  for, so a generic runner (`backends/vta/runner/qaccel_runner.c`, on libqaccel_vta) or a
-  board support package can check and run any of them.
+* `<fn>.qprog` per accelerator function: its program (`program/writer.py`'s
+  `function_program`: the format every consumer runs, with the function's own packed inputs
+  and outputs, as the host program calls it), which the program runner opens, checks and runs
+  (`qaccel_program.h`: open, state, run);
+* `qaccel_program.h`: the program runner's API (a copy of the package's), with the
+  board-support boundary: a `qaccel_device` (the device-visible DRAM image and running one
+  instruction stream with its micro-ops to FINISH) that a state runs its layers on instead of
+  the C machine;
+* `qaccel_vta.h`: the two calls a board support package provides for that device
+  (`qaccel_vta_dram`, `qaccel_vta_run`) and the table `model.c` exports;
+* `model.h` / `model.c`: the table of the model's accelerator functions by name (their
+  program files, sizes, inputs, outputs and layers; a comment lists each one's tensors and
+  layers) and `QACCEL_HW_*`, the hardware configuration the streams were compiled for, so a
+  generic runner (`backends/vta/runner/qaccel_runner.c`, on the program runner and
+  libqaccel_vta) or a board support package can find, check and run any of them.
+
+A function the program runner cannot run (a host op it does not implement, host ops reading
+constants) has no program: `driver_files` names it in `model.c` with no program file, and the
+C driver refuses to run it (one line).
 
 Names from the model (tensor names, function symbols, the configuration's name) reach the C
 text only through `c_identifier` (identifiers), `c_string` (string literals) and `c_comment`
@@ -28,10 +33,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 
 import numpy as np
 from qaccel.backends.vta.compiled import CompiledFunction, CompiledModel
-from qaccel.backends.vta.runtime import function_steps
+from qaccel.backends.vta.program.writer import ProgramWriteError, function_program
 from qaccel.dialects.names import location_name
 from qaccel.targets.vta.config import MACHINE_KEYS
 from xdsl.dialects import func
@@ -39,6 +45,7 @@ from xdsl.ir import Operation
 
 # HardwareConfig keys the machine needs (vta_config of targets/vta/machine/vta_machine.h).
 HW_KEYS = MACHINE_KEYS
+PROGRAM_HEADER = Path(__file__).with_name("program") / "qaccel_program.h"
 
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static struct
@@ -89,12 +96,33 @@ def c_string(text: str) -> str:
 
 
 RUNTIME_HEADER = """\
-/* qaccel VTA runtime interface: provided by the board support package (qaccel's own
-   implementation on the C machine is backends/vta/runner/qaccel_runner.c). */
+/* qaccel VTA runtime interface: the board-support boundary of the generated driver.
+
+   Each accelerator function is a program (driver/<fn>.qprog) that the program runner
+   (qaccel_program.h, backends/vta/program/qaccel_program.c) opens, checks and runs. On qaccel's
+   C machine (backends/vta/runner/qaccel_runner.c) the runner executes every layer itself. On a
+   board, the board support package provides the two calls below, and the host program hands
+   them to each run state as its device:
+
+       static uint8_t *device_dram(void *ctx, uint64_t n) {
+           return qaccel_vta_dram((qaccel_vta *)ctx, (uint32_t)n);
+       }
+       static int device_run(void *ctx, const uint64_t *insns, uint32_t n, const uint32_t *uops,
+                             uint32_t n_uops, char error[QACCEL_ERROR_BYTES]) {
+           (void)error;
+           return qaccel_vta_run((qaccel_vta *)ctx, insns, n, uops, n_uops);
+       }
+       qaccel_device device = {dev, device_dram, device_run};
+       qaccel_state_set_device(state, &device);
+
+   The runner then writes the arena slots the layers read into that DRAM image, runs each
+   layer's stream there, reads the slots back and runs the function's host ops itself. */
 #ifndef QACCEL_VTA_H
 #define QACCEL_VTA_H
 
 #include <stdint.h>
+
+#include "qaccel_program.h"
 
 typedef struct qaccel_vta qaccel_vta; /* an opened accelerator */
 
@@ -107,34 +135,15 @@ uint8_t *qaccel_vta_dram(qaccel_vta *dev, uint32_t nbytes);
 int qaccel_vta_run(qaccel_vta *dev, const uint64_t *insns, uint32_t n_insns,
                    const uint32_t *uops, uint32_t n_uops);
 
-/* What a driver function asks of the host program; each returns 0 on success. */
-typedef struct qaccel_host {
-    void *ctx;
-    /* Fill arena slot `slot` (a tensor the host produced, packed) at `dst`. */
-    int (*write_slot)(void *ctx, int slot, uint8_t *dst, uint32_t nbytes);
-    /* Arena slot `slot` at `src` was just written by a layer and is needed on the host. */
-    int (*read_slot)(void *ctx, int slot, const uint8_t *src, uint32_t nbytes);
-    /* Run the host ops of segment `segment` (listed in model.c). */
-    int (*host_ops)(void *ctx, int segment);
-} qaccel_host;
-
-/* Where a driver function stopped when it returned nonzero: its step index, the step's kind
-   (QACCEL_STEP_*) and argument (slot, layer or segment index). */
-enum { QACCEL_STEP_WRITE = 0, QACCEL_STEP_LAYER = 1, QACCEL_STEP_READ = 2, QACCEL_STEP_HOST = 3 };
-typedef struct qaccel_where {
-    int step;
-    int kind;
-    int arg;
-} qaccel_where;
-
 /* What the generated model.c exports: its accelerator functions, by their names in host.mlir,
+   each with its program (a file relative to the artifact, NULL when the function has none),
    and the hardware configuration their instruction streams were compiled for, so a runner
    (qaccel's on the C machine, or a board's) can find, check and run any of them. */
 typedef struct qaccel_function {
     const char *name;
-    uint32_t dram_bytes, arena_bytes, constants_bytes, n_layers;
-    int (*init)(qaccel_vta *dev, const uint8_t *constants, uint32_t nbytes);
-    int (*run)(qaccel_vta *dev, const qaccel_host *host, qaccel_where *where);
+    const char *program;        /* "driver/<fn>.qprog", or NULL: no program (see model.c) */
+    uint64_t program_bytes;
+    uint32_t n_inputs, n_outputs, n_layers;
 } qaccel_function;
 extern const qaccel_function qaccel_model_functions[];
 extern const int qaccel_model_n_functions;
@@ -148,12 +157,9 @@ extern const int64_t qaccel_model_hw[11];
 """
 
 
-def _array(ctype: str, name: str, values: np.ndarray, per_line: int) -> str:
-    flat = [str(int(v)) + ("u" if ctype == "uint32_t" else "ull") for v in values.reshape(-1)]
-    if not flat:
-        flat = ["0"]  # C forbids empty arrays
-    lines = [", ".join(flat[i : i + per_line]) for i in range(0, len(flat), per_line)]
-    return f"static const {ctype} {name}[{len(flat)}] = {{\n    " + ",\n    ".join(lines) + "\n};\n"
+def program_file(name: str) -> str:
+    """The artifact path of accelerator function `name`'s program."""
+    return f"driver/{c_identifier(name)}.qprog"
 
 
 def _argument_names(module, name: str) -> list[str | None]:
@@ -174,145 +180,57 @@ def _argument_names(module, name: str) -> list[str | None]:
     return []
 
 
-def _tensor(ref, arg_names: list[str | None]) -> str:
-    """` "name"` of the tensor a value reference names, sanitized; "" when it has none (the
-    partitioning keeps names only outside accelerator functions)."""
-    name = arg_names[ref[1]] if ref[0] < 0 and ref[1] < len(arg_names) else None
-    return f' "{c_comment(name)}"' if name else ""
+def _shape(t) -> str:
+    from qaccel.dialects.types import tensor_dtype
+
+    dims = "x".join(str(d) for d in t.get_shape())
+    return f"{np.dtype(tensor_dtype(t)).name}[{dims}]"
 
 
-def _function_c(module, fn: CompiledFunction) -> tuple[str, str, str]:
-    """(model.h part, model.c part, the C name) of accelerator function `fn`."""
+def _function_c(module, fn: CompiledFunction, program: bytes | None,
+                why: str) -> tuple[str, str, str]:  # fmt: skip
+    """(model.h part, model.c comment, table entry) of accelerator function `fn`."""
     f = next(o for o in module.ops if isinstance(o, func.FuncOp) and o.sym_name.data == fn.name)
-    ops = list(f.body.block.ops)
-    plan = function_steps(fn, ops)
-    steps = plan.steps
     arg_names = _argument_names(module, fn.name)
-    segments = [
-        [f"{c_comment(ops[i].name)} (#{i})" for i in seg] for seg in plan.segments
-    ]  # fmt: skip
     p = c_identifier(fn.name)
     up = p.upper()
-    const_bytes = len(fn.image) - fn.arena_nbytes
     shown = "" if p == fn.name else f" (@{c_comment(fn.name)})"
+    ins = f.function_type.inputs.data
+    outs = f.function_type.outputs.data
+    size = len(program) if program is not None else 0
     h = [
-        f"/* {p}{shown}: {len(fn.layers)} layers; DRAM image {len(fn.image)} bytes: the activation",
-        f"   arena [0, {fn.arena_nbytes}), constants from {fn.arena_nbytes}. */",
-        f"#define {up}_DRAM_BYTES {len(fn.image)}u",
-        f"#define {up}_ARENA_BYTES {fn.arena_nbytes}u",
-        f"#define {up}_CONSTANTS_BYTES {const_bytes}u",
-        f"int {p}_init(qaccel_vta *dev, const uint8_t *constants, uint32_t nbytes);",
-        f"int {p}_run(qaccel_vta *dev, const qaccel_host *host, qaccel_where *where);",
+        f"/* {p}{shown}: {len(fn.layers)} layers, {len(ins)} inputs, {len(outs)} outputs; its",
+        f"   program {c_comment(program_file(fn.name)) if program is not None else '(none)'}. */",
+        f"#define {up}_PROGRAM_BYTES {size}u",
         "",
     ]
-    c = [
-        f"/* ---- {p}{shown} ---- */",
-        "/* Arena slots (byte offset, bytes, tensor as a value reference [op position, result];",
-        "   [-1, i] is argument i, with its name in the model):",
-    ]
-    for k, s in enumerate(fn.slots):
-        role = "host writes" if s.host_writes else ("host reads" if s.host_reads else "on chip")
-        c.append(f"   slot {k}: offset {s.offset}, {s.nbytes} bytes, value {s.value}"
-                 f"{_tensor(s.value, arg_names)}, {role}")  # fmt: skip
-    c.append("   Host segments:")
-    for n, seg in enumerate(segments):
-        c.append(f"   segment {n}: {', '.join(seg)}")
+    c = [f"/* ---- {p}{shown}"]
+    if program is None:
+        c.append(f"   No program: {c_comment(why)}")
+    c.append("   Inputs (packed, as the host program passes them):")
+    for k, t in enumerate(ins):
+        name = arg_names[k] if k < len(arg_names) else None
+        named = f' "{c_comment(name)}"' if name else ""
+        c.append(f"   {k}: {_shape(t)}{named}")
+    c.append("   Outputs (packed):")
+    for k, t in enumerate(outs):
+        c.append(f"   {k}: {_shape(t)}")
+    c.append("   Layers:")
+    for lay in fn.layers:
+        c.append(f"   {lay.index}: {c_comment(lay.description)} ({len(lay.words)} instructions, "
+                 f"{len(lay.uops)} micro-ops)")  # fmt: skip
     c.append("*/")
-    for lay in fn.layers:
-        c.append(f"/* layer {lay.index}: {c_comment(lay.description)} */")
-        words = np.asarray(lay.words, np.uint64)
-        c.append(_array("uint64_t", f"{p}_layer{lay.index}_insns", words, 4))
-        c.append(_array("uint32_t", f"{p}_layer{lay.index}_uops", np.asarray(lay.uops), 8))
-    c.append(f"static const qaccel_layer {p}_layers[{max(1, len(fn.layers))}] = {{")
-    for lay in fn.layers:
-        c.append(f"    {{{p}_layer{lay.index}_insns, {len(lay.words)}u, "
-                 f"{p}_layer{lay.index}_uops, {len(lay.uops)}u}},")  # fmt: skip
-    if not fn.layers:
-        c.append("    {0, 0u, 0, 0u},")
-    c.append("};")
-    c.append(f"static const qaccel_step {p}_steps[{max(1, len(steps))}] = {{")
-    c.extend(f"    {{{kind}, {arg}}}," for kind, arg in steps)
-    if not steps:
-        c.append("    {-1, 0},")
-    c.append("};")
-    offsets = ", ".join(f"{s.offset}u" for s in fn.slots) or "0u"
-    sizes = ", ".join(f"{s.nbytes}u" for s in fn.slots) or "0u"
-    c.append(f"static const uint32_t {p}_slot_offset[{max(1, len(fn.slots))}] = {{{offsets}}};")
-    c.append(f"static const uint32_t {p}_slot_bytes[{max(1, len(fn.slots))}] = {{{sizes}}};")
-    c.append(f"""
-int {p}_init(qaccel_vta *dev, const uint8_t *constants, uint32_t nbytes) {{
-    uint8_t *dram = qaccel_vta_dram(dev, {up}_DRAM_BYTES);
-    if (!dram || nbytes != {up}_CONSTANTS_BYTES) return -1;
-    memset(dram, 0, {up}_ARENA_BYTES);
-    memcpy(dram + {up}_ARENA_BYTES, constants, nbytes);
-    return 0;
-}}
-
-int {p}_run(qaccel_vta *dev, const qaccel_host *host, qaccel_where *where) {{
-    return qaccel_run_steps(dev, host, qaccel_vta_dram(dev, {up}_DRAM_BYTES), {p}_steps,
-                            {len(steps)}u, {p}_layers, {p}_slot_offset, {p}_slot_bytes, where);
-}}
-""")
-    return "\n".join(h), "\n".join(c), p
+    path = c_string(program_file(fn.name)) if program is not None else "0"
+    entry = (f"    {{{c_string(fn.name)}, {path}, {up}_PROGRAM_BYTES, {len(ins)}u, {len(outs)}u, "
+             f"{len(fn.layers)}u}},")  # fmt: skip
+    return "\n".join(h), "\n".join(c), entry
 
 
 _C_PRELUDE = """\
-/* Generated by qaccel-compile: the accelerator functions' instruction streams and the host
-   sequence around them. Board-neutral: link with any qaccel_vta.h implementation (a board
-   support package on the hardware, or qaccel's runner on the C machine). */
-#include <string.h>
-
+/* Generated by qaccel-compile: the model's accelerator functions, each a program the program
+   runner (qaccel_program.h) opens and runs. Board-neutral: run them with qaccel's runner on
+   the C machine, or with any qaccel_vta.h implementation as the states' device. */
 #include "model.h"
-
-typedef struct {
-    const uint64_t *insns;
-    uint32_t n_insns;
-    const uint32_t *uops;
-    uint32_t n_uops;
-} qaccel_layer;
-
-typedef struct {
-    int kind; /* QACCEL_STEP_*: 0 write slot, 1 run layer, 2 read slot, 3 host segment */
-    int arg;
-} qaccel_step;
-
-"""
-
-_C_RUN_STEPS = """\
-static int qaccel_run_steps(qaccel_vta *dev, const qaccel_host *host, uint8_t *dram,
-                            const qaccel_step *steps, uint32_t n_steps,
-                            const qaccel_layer *layers, const uint32_t *slot_offset,
-                            const uint32_t *slot_bytes, qaccel_where *where) {
-    uint32_t i;
-    int rc = 0;
-    if (!dram) return -1;
-    for (i = 0; i < n_steps; i++) {
-        int a = steps[i].arg;
-        switch (steps[i].kind) {
-        case QACCEL_STEP_WRITE:
-            rc = host->write_slot(host->ctx, a, dram + slot_offset[a], slot_bytes[a]);
-            break;
-        case QACCEL_STEP_LAYER:
-            rc = qaccel_vta_run(dev, layers[a].insns, layers[a].n_insns, layers[a].uops,
-                                layers[a].n_uops);
-            break;
-        case QACCEL_STEP_READ:
-            rc = host->read_slot(host->ctx, a, dram + slot_offset[a], slot_bytes[a]);
-            break;
-        case QACCEL_STEP_HOST: rc = host->host_ops(host->ctx, a); break;
-        default: break;
-        }
-        if (rc != 0) {
-            if (where) {
-                where->step = (int)i;
-                where->kind = steps[i].kind;
-                where->arg = a;
-            }
-            return rc;
-        }
-    }
-    return 0;
-}
 
 """
 
@@ -332,35 +250,51 @@ def _config_defines(config) -> str:
     return "\n".join(lines)
 
 
-def driver_files(compiled: CompiledModel) -> dict[str, bytes]:
-    """`driver/qaccel_vta.h`, `driver/model.h`, `driver/model.c` and every function's
-    `constants.bin` (relative artifact paths -> bytes)."""
+def function_programs(compiled: CompiledModel) -> dict[str, tuple[bytes | None, str]]:
+    """Each accelerator function's program (None and the reason when it has none)."""
+    out: dict[str, tuple[bytes | None, str]] = {}
+    for name in compiled.functions:
+        try:
+            out[name] = (function_program(compiled, name), "")
+        except ProgramWriteError as e:
+            out[name] = (None, str(e))
+    return out
+
+
+def driver_files(compiled: CompiledModel,
+                 programs: dict[str, tuple[bytes | None, str]] | None = None,
+                 ) -> dict[str, bytes]:  # fmt: skip
+    """`driver/qaccel_program.h`, `qaccel_vta.h`, `model.h`, `model.c` and every function's
+    `driver/<fn>.qprog` (relative artifact paths -> bytes); `programs` from
+    `function_programs` when the caller has them."""
+    programs = programs if programs is not None else function_programs(compiled)
     headers, sources, table = [], [], []
     files: dict[str, bytes] = {}
     for name, fn in compiled.functions.items():
-        h, c, p = _function_c(compiled.module, fn)
+        program, why = programs[name]
+        h, c, entry = _function_c(compiled.module, fn, program, why)
         headers.append(h)
         sources.append(c)
-        up = p.upper()
-        table.append(f"    {{{c_string(name)}, {up}_DRAM_BYTES, {up}_ARENA_BYTES, "
-                     f"{up}_CONSTANTS_BYTES, {len(fn.layers)}u, {p}_init, {p}_run}},")  # fmt: skip
-        files[f"{name}/constants.bin"] = fn.image[fn.arena_nbytes :].tobytes()
+        table.append(entry)
+        if program is not None:
+            files[program_file(name)] = program
     size = max(1, len(table))
     if not table:
-        table.append("    {0, 0u, 0u, 0u, 0u, 0, 0},")
-    model_h = ("/* Generated by qaccel-compile. */\n#ifndef QACCEL_MODEL_H\n#define QACCEL_MODEL_H\n\n"
+        table.append("    {0, 0, 0u, 0u, 0u, 0u},")
+    model_h = ("/* Generated by qaccel-compile. */\n"
+               "#ifndef QACCEL_MODEL_H\n#define QACCEL_MODEL_H\n\n"
                '#include "qaccel_vta.h"\n\n' + "\n".join(headers) + "\n"
                + _MODEL_H_TABLE.format(config=_config_defines(compiled.config),
-                                       n=len(compiled.functions), size=size)
+                                       n=len(compiled.functions))
                + "\n#endif\n")  # fmt: skip
     hw = ", ".join(f"QACCEL_HW_{key.upper()}" for key in HW_KEYS)
-    run_steps = _C_RUN_STEPS if compiled.functions else ""  # unused static: -Werror
-    model_c = (_C_PRELUDE + run_steps + "\n".join(sources)
+    model_c = (_C_PRELUDE + "\n".join(sources)
                + f"\nconst qaccel_function qaccel_model_functions[{size}] = {{\n"
                + "\n".join(table) + "\n};\n"
                + "const int qaccel_model_n_functions = QACCEL_MODEL_N_FUNCTIONS;\n"
                + "const char qaccel_model_hw_name[] = QACCEL_HW_NAME;\n"
                + f"const int64_t qaccel_model_hw[{len(HW_KEYS)}] = {{{hw}}};\n")  # fmt: skip
+    files["driver/qaccel_program.h"] = PROGRAM_HEADER.read_bytes()
     files["driver/qaccel_vta.h"] = RUNTIME_HEADER.encode()
     files["driver/model.h"] = model_h.encode()
     files["driver/model.c"] = model_c.encode()

@@ -3,14 +3,17 @@
     outputs = run_compiled_c(compiled, inputs, artifact_dir)
 
 The host program runs on the interpreter, as in `run_compiled`; each call of an accelerator
-function goes to the C entry point `qaccel_runner_call` (`runner/qaccel_runner.h`), which walks
-the function's steps in `driver/model.c` and runs every layer's instruction stream on
-libqaccel_vta. The C side calls back into Python for the host's steps: fill an arena slot with
-a tensor the host produced, read one back, run a segment of host ops on the interpreter.
+function goes to the C entry point `qaccel_runner_call` (`runner/qaccel_runner.h`), which runs
+the function's program (`driver/<fn>.qprog`) through the one program runner
+(`program/qaccel_program.c`): its packed inputs in, its packed outputs back, every layer and
+every host op the function keeps run in C. A function without a program (a host op the
+program runner does not implement) cannot run through the C driver (`DriverUnavailable`, one
+line naming it).
 
 The driver library is `driver/model.c` as `driver_files(compiled)` generates it (for an
-artifact, from its checked data: the C source an artifact carries is never compiled),
-`runner/qaccel_runner.c` and libqaccel_vta's sources
+artifact, from its checked data: the C source an artifact carries is never compiled, and the
+programs are written again from it too), `runner/qaccel_runner.c`, the program runner and
+libqaccel_vta's sources
 (`targets/vta/machine/`), compiled from the installed package with the system C compiler
 (`$CC`, else `cc`) as C99 with `-Wall -Wextra -Werror`, once: it is cached under
 `$QACCEL_CACHE_DIR` (else `~/.cache/qaccel`) in a folder named by the SHA-256 of every source,
@@ -34,18 +37,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from qaccel.backends.vta.cdriver import HW_KEYS, driver_files
-from qaccel.backends.vta.compiled import CompiledModel, CompileError, resolve
-from qaccel.backends.vta.runtime import function_body, function_steps, run_host_op
+from qaccel.backends.vta.cdriver import HW_KEYS, driver_files, function_programs
+from qaccel.backends.vta.compiled import CompiledModel, CompileError
+from qaccel.backends.vta.program_runner import PROGRAM_DIR, _Tensor, _tensor
 from qaccel.dialects.types import tensor_dtype
 from qaccel.targets import cbuild
 from xdsl.dialects import func
 from xdsl.interpreter import Interpreter, impl, register_impls
-from xdsl.ir import Operation, SSAValue
 
 RUNNER_DIR = Path(__file__).with_name("runner")
-DRIVER_FILES = ("model.c", "model.h", "qaccel_vta.h")
-RUNNER_ABI = 1  # QACCEL_RUNNER_ABI in runner/qaccel_runner.h
+DRIVER_FILES = ("model.c", "model.h", "qaccel_vta.h", "qaccel_program.h")
+RUNNER_ABI = 2  # QACCEL_RUNNER_ABI in runner/qaccel_runner.h
 CFLAGS = (*cbuild.CFLAGS, *cbuild.SHARED_FLAGS)  # as every C library qaccel builds
 LIB_NAME = "libqaccel_driver.so"
 
@@ -65,20 +67,24 @@ def _machine_dir() -> Path:
 
 
 def _sources() -> list[Path]:
-    return [RUNNER_DIR / "qaccel_runner.c", _machine_dir() / "vta_machine.c"]
+    return [RUNNER_DIR / "qaccel_runner.c", PROGRAM_DIR / "qaccel_program.c",
+            _machine_dir() / "vta_machine.c"]  # fmt: skip
 
 
 def _headers() -> list[Path]:
-    return [RUNNER_DIR / "qaccel_runner.h", _machine_dir() / "vta_machine.h"]
+    return [RUNNER_DIR / "qaccel_runner.h", PROGRAM_DIR / "qaccel_program.h",
+            _machine_dir() / "vta_machine.h"]  # fmt: skip
 
 
-def driver_sources(compiled: CompiledModel | None, artifact_dir: str | Path | None = None):
-    """`driver/model.c`, `model.h`, `qaccel_vta.h` (name -> bytes), generated from `compiled`.
+def driver_sources(compiled: CompiledModel | None, artifact_dir: str | Path | None = None,
+                   programs=None):  # fmt: skip
+    """`driver/model.c`, `model.h`, `qaccel_vta.h`, `qaccel_program.h` (name -> bytes),
+    generated from `compiled`.
 
     For an artifact too (`artifact_dir`, kept for callers' symmetry), the driver is generated
     again from the artifact's checked data: C source an artifact carries is never compiled, so
     an edited `driver/model.c` (a constructor added to it, say) runs nothing."""
-    files = driver_files(compiled)
+    files = driver_files(compiled, programs)
     return {name: files[f"driver/{name}"] for name in DRIVER_FILES}
 
 
@@ -128,8 +134,9 @@ def _shared_objects(interface: bytes, cc: str, flags: Sequence[str]) -> list[Pat
         (Path(tmp) / "qaccel_vta.h").write_bytes(interface)
         for src, obj in zip(_sources(), objects, strict=True):
             out = Path(tmp) / obj.name
-            _compile([cc, *(f for f in flags if f != "-shared"), "-c", f"-I{tmp}", f"-I{RUNNER_DIR}", f"-I{_machine_dir()}",
-                      str(src), "-o", str(out)])  # fmt: skip
+            _compile([cc, *(f for f in flags if f != "-shared"), "-c", f"-I{tmp}",
+                      f"-I{RUNNER_DIR}", f"-I{PROGRAM_DIR}", f"-I{_machine_dir()}", str(src),
+                      "-o", str(out)])  # fmt: skip
             os.replace(out, obj)  # atomic, as the library
     return objects
 
@@ -154,7 +161,7 @@ def build_driver(files: dict[str, bytes], out_dir: str | Path | None = None, cc:
             out = Path(tmp) / LIB_NAME
             objects = _shared_objects(files["qaccel_vta.h"], cc, flags)
             _compile([cc, *flags, f"-I{tmp}", str(Path(tmp) / "model.c"), *map(str, objects),
-                      "-o", str(out)])  # fmt: skip
+                      "-o", str(out), "-lm", "-lpthread"])  # fmt: skip
             os.replace(out, lib)  # atomic: a concurrent user never loads a half-written file
     except OSError as e:
         raise DriverUnavailable(f"cannot build the C driver in {folder}: {e}") from None
@@ -163,17 +170,6 @@ def build_driver(files: dict[str, bytes], out_dir: str | Path | None = None, cc:
 
 # --------------------------------------------------------------------------------------------
 # ctypes binding of runner/qaccel_runner.h
-
-
-_WRITE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
-                          ctypes.c_uint32)  # fmt: skip
-_READ = _WRITE
-_HOST = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
-
-
-class _Host(ctypes.Structure):  # qaccel_host
-    _fields_ = [("ctx", ctypes.c_void_p), ("write_slot", _WRITE), ("read_slot", _READ),
-                ("host_ops", _HOST)]  # fmt: skip
 
 
 _LOADED: dict[str, ctypes.CDLL] = {}
@@ -199,8 +195,10 @@ def load_driver(path: str | Path) -> ctypes.CDLL:
     lib.qaccel_runner_find.argtypes = [ctypes.c_char_p]
     lib.qaccel_runner_function_count.restype = ctypes.c_int
     lib.qaccel_runner_load.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
-                                       ctypes.c_uint32]  # fmt: skip
-    lib.qaccel_runner_call.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(_Host)]
+                                       ctypes.c_uint64]  # fmt: skip
+    lib.qaccel_runner_call.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t,
+                                       ctypes.POINTER(_Tensor), ctypes.c_size_t,
+                                       ctypes.POINTER(_Tensor)]  # fmt: skip
     lib.qaccel_runner_error.argtypes = [ctypes.c_void_p]
     lib.qaccel_runner_error.restype = ctypes.c_char_p
     lib.qaccel_runner_cycles.argtypes = [ctypes.c_void_p]
@@ -210,9 +208,10 @@ def load_driver(path: str | Path) -> ctypes.CDLL:
 
 
 class Runner:
-    """One `qaccel_runner` of a driver library, every function's constants loaded."""
+    """One `qaccel_runner` of a driver library, every function's program loaded. One call at
+    a time per runner; runners are independent (one per thread)."""
 
-    def __init__(self, lib: ctypes.CDLL, compiled: CompiledModel):
+    def __init__(self, lib: ctypes.CDLL, compiled: CompiledModel, programs=None):
         self.lib = lib
         self.handle = None
         built = list((ctypes.c_int64 * len(HW_KEYS)).in_dll(lib, "qaccel_model_hw"))
@@ -225,23 +224,26 @@ class Runner:
         self.handle = lib.qaccel_runner_open()
         if not self.handle:
             raise MemoryError("the C driver ran out of memory")
+        programs = programs if programs is not None else function_programs(compiled)
         self.index: dict[str, int] = {}
-        self.constants: dict[str, np.ndarray] = {}
-        for name, fn in compiled.functions.items():
+        self.outputs: dict[str, list[tuple[tuple[int, ...], np.dtype]]] = {}
+        self.missing: dict[str, str] = {}  # functions without a program: why
+        for name, (program, why) in programs.items():
             k = lib.qaccel_runner_find(name.encode("utf-8", "surrogateescape"))
             if k < 0:
                 raise DriverUnavailable(f"the C driver has no accelerator function @{name}")
             self.index[name] = k
-            self.constants[name] = np.ascontiguousarray(fn.image[fn.arena_nbytes :])
-            self._load(name)
-
-    def _load(self, name: str) -> None:
-        constants = self.constants[name]
-        if self.lib.qaccel_runner_load(self.handle, self.index[name], constants.ctypes.data,
-                                       constants.size):  # fmt: skip
-            raise DriverError(self.error())
-
-    last_error = ""  # the error of the last failed `call`
+            if program is None:
+                self.missing[name] = why
+                continue
+            buf = np.frombuffer(program, np.uint8)
+            if lib.qaccel_runner_load(self.handle, k, buf.ctypes.data, buf.size):
+                raise DriverError(self.error())
+        for name in programs:
+            f = next(o for o in compiled.module.ops
+                     if isinstance(o, func.FuncOp) and o.sym_name.data == name)  # fmt: skip
+            self.outputs[name] = [(tuple(t.get_shape()), np.dtype(tensor_dtype(t)))
+                                  for t in f.function_type.outputs.data]  # fmt: skip
 
     def error(self) -> str:
         return self.lib.qaccel_runner_error(self.handle).decode("utf-8", "replace")
@@ -249,15 +251,18 @@ class Runner:
     def cycles(self) -> int:
         return int(self.lib.qaccel_runner_cycles(self.handle))
 
-    def call(self, name: str, host: _Host) -> int:
-        """`qaccel_runner_call`; after a failure the constants are loaded again (the error
-        stays readable), so the runner remains usable."""
-        rc = self.lib.qaccel_runner_call(self.handle, self.index[name], ctypes.byref(host))
-        if rc != 0:
-            error = self.error()
-            self._load(name)
-            self.last_error = error
-        return rc
+    def call(self, name: str, args) -> list[np.ndarray]:
+        """`qaccel_runner_call` of function `name` on its packed arguments; its results."""
+        if name in self.missing:
+            raise DriverUnavailable(f"the C driver cannot run @{name}: {self.missing[name]}")
+        xs = [np.ascontiguousarray(x) for x in args]
+        ys = [np.zeros(shape, dtype) for shape, dtype in self.outputs[name]]
+        ins = (_Tensor * max(1, len(xs)))(*[_tensor(x) for x in xs])
+        outs = (_Tensor * max(1, len(ys)))(*[_tensor(y) for y in ys])
+        if self.lib.qaccel_runner_call(self.handle, self.index[name], len(xs), ins, len(ys),
+                                       outs):  # fmt: skip
+            raise DriverError(self.error())
+        return ys
 
     def close(self) -> None:
         if self.handle:
@@ -277,93 +282,29 @@ def _make_call_impl():
 
     @register_impls
     class CDriverCalls(AccelFunctions):
-        """`func.call` of a compiled accelerator function: `qaccel_runner_call`, whose host
-        steps call back here (slots from and into the interpreter's values, host segments on
-        the interpreter); other calls as usual."""
+        """`func.call` of a compiled accelerator function: `qaccel_runner_call` on its packed
+        arguments; other calls as usual."""
 
         def __init__(self, compiled: CompiledModel, runner: Runner):
             super().__init__()
             self.compiled = compiled
             self.runner = runner
-            self.plans: dict[str, tuple] = {}
-
-        def _plan(self, name: str, interpreter: Interpreter):
-            plan = self.plans.get(name)
-            if plan is None:
-                f, ops = function_body(interpreter, name)
-                fn = self.compiled.functions[name]
-                steps = function_steps(fn, ops)
-                writer = {lay.output: lay for lay in fn.layers}
-                plan = self.plans[name] = (f, ops, steps, writer)
-            return plan
-
-        def _run_op(self, interpreter: Interpreter, o: Operation, env) -> None:
-            run_host_op(interpreter, o, env)
 
         @impl(func.CallOp)
         def run_call(self, interpreter: Interpreter, op: func.CallOp, args: tuple[Any, ...]):
             name = op.callee.string_value()
-            fn = self.compiled.functions.get(name)
-            if fn is None:
+            if name not in self.compiled.functions:
                 return super().run_call(interpreter, op, args)
-            f, ops, plan, writer = self._plan(name, interpreter)
-            env: dict[SSAValue, Any] = dict(zip(f.body.block.args, args))
-            for i in plan.host_constants:
-                self._run_op(interpreter, ops[i], env)
-            failure: list[BaseException] = []
-
-            def guarded(body):
-                def callback(*a):
-                    try:
-                        body(*a)
-                        return 0
-                    except BaseException as e:  # noqa: BLE001 - re-raised after the C call
-                        failure.append(e)
-                        return -1
-
-                return callback
-
-            def write_slot(_ctx, k, dst, nbytes):
-                data = np.ascontiguousarray(env[resolve(fn.slots[k].value, ops, f)])
-                data = data.reshape(-1).view(np.uint8)
-                if data.size != nbytes:
-                    raise CompileError(f"{name}: a tensor of {data.size} bytes for arena slot "
-                                       f"{k} of {nbytes}")  # fmt: skip
-                ctypes.memmove(dst, data.ctypes.data, nbytes)
-
-            def read_slot(_ctx, k, src, nbytes):
-                lay = writer[k]
-                raw = np.empty(nbytes, np.uint8)
-                ctypes.memmove(raw.ctypes.data, src, nbytes)
-                result = ops[lay.anchor].results[0]
-                shape = result.type.get_shape()
-                if lay.offset is None:
-                    y = raw.view(tensor_dtype(result.type)).reshape(shape)
-                else:
-                    y = (raw.view(np.int8).astype(np.int32) - np.int32(lay.offset)).reshape(shape)
-                env[result] = y
-                if lay.widened is not None:
-                    env[ops[lay.widened].results[1]] = y.astype(np.int32)
-
-            def host_ops(_ctx, segment):
-                for i in plan.segments[segment]:
-                    self._run_op(interpreter, ops[i], env)
-
-            host = _Host(None, _WRITE(guarded(write_slot)), _READ(guarded(read_slot)),
-                         _HOST(guarded(host_ops)))  # fmt: skip
-            rc = self.runner.call(name, host)
-            if failure:
-                raise failure[0]
-            if rc != 0:
-                raise DriverError(self.runner.last_error)
-            return tuple(env[v] for v in ops[-1].operands)
+            return tuple(self.runner.call(name, args))
 
     return CDriverCalls
 
 
 def open_runner(compiled: CompiledModel, artifact_dir: str | Path | None = None) -> Runner:
     """Build (or reuse) the driver library of `compiled` and open a runner on it."""
-    return Runner(load_driver(build_driver(driver_sources(compiled, artifact_dir))), compiled)
+    programs = function_programs(compiled)
+    sources = driver_sources(compiled, artifact_dir, programs)
+    return Runner(load_driver(build_driver(sources)), compiled, programs)
 
 
 def run_compiled_c(compiled: CompiledModel, inputs: Sequence[np.ndarray],

@@ -12,7 +12,9 @@ host ops read become named arrays; the `q` element-wise ops and the GEMM ops lef
 host store the arguments of their `kernels/` functions (`qhost`, `packed`), read off the op
 by the interpreter's own helpers (`q_semantics.add_sub_params` ...). A module holding an op
 the plan cannot express (an op without semantics here) gets no plan: `qaccel-run` then runs
-the artifact the full way.
+the artifact the full way. An accelerator function with a program (`driver/<fn>.qprog`, the C
+driver's) names it: the plan runs it through the program runner, its steps remaining for the
+Python simulator and for a function without a program.
 
 Example (MobileNetV2's entry function):
 
@@ -37,6 +39,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
 
+from qaccel.backends.vta.cdriver import function_programs, program_file
 from qaccel.backends.vta.compiled import CompiledModel
 from qaccel.backends.vta.run_plan import RUN_PLAN_FORMAT
 from qaccel.backends.vta.runtime import STEP_LAYER, STEP_READ, STEP_WRITE, function_steps
@@ -71,8 +74,9 @@ def encode_value(v: Any, arrays: dict[str, np.ndarray], key: str) -> Any:
 
 
 class _Builder:
-    def __init__(self, compiled: CompiledModel):
+    def __init__(self, compiled: CompiledModel, programs: dict):
         self.compiled = compiled
+        self.programs = programs
         self.arrays: dict[str, np.ndarray] = {}
         self.functions: dict[str, dict] = {}
 
@@ -138,6 +142,8 @@ class _Builder:
                             "uops": f"{name}/layer_{lay.index}.uops.bin"}
                            for lay in fn.layers],
             }  # fmt: skip
+            if self.programs.get(name, (None, ""))[0] is not None:
+                entry["accel"]["program"] = program_file(name)
         entry["steps"] = steps
         entry["results"] = [reg(v) for v in ops[-1].operands]
         entry["registers"] = len(regs)
@@ -307,14 +313,18 @@ class _Builder:
         raise NoPlan(f"no run-plan step for {op.name}")
 
 
-def build_run_plan(compiled: CompiledModel) -> tuple[dict, dict[str, np.ndarray]] | None:
+def build_run_plan(compiled: CompiledModel, programs: dict | None = None,
+                   ) -> tuple[dict, dict[str, np.ndarray]] | None:  # fmt: skip
     """The run plan of `compiled` (`runtime.json`'s dict and `runtime.npz`'s arrays), or None
-    when the module holds something the plan cannot express."""
+    when the module holds something the plan cannot express. `programs`: the accelerator
+    functions' programs (`cdriver.function_programs`, computed when not given)."""
     from qaccel.interpreter.interpreter import ExecutionError, entry_function
     from qaccel.kernels.registry import Refusal, UnsupportedOp
 
     try:
-        b = _Builder(compiled)
+        if programs is None:
+            programs = function_programs(compiled)
+        b = _Builder(compiled, programs)
         entry = entry_function(compiled.module)
         for op in compiled.module.ops:
             if isinstance(op, func.FuncOp) and not op.is_declaration:

@@ -30,7 +30,7 @@ SOURCES = (PROGRAM_DIR / "qaccel_program.c", MACHINE_DIR / "vta_machine.c",
 # Every C library's flags (targets/cbuild.py), and: only the API visible, no undefined symbol.
 EXTRA_FLAGS = ("-fvisibility=hidden", "-Wl,-z,defs")
 LIB_NAME = "libqaccel_program.so"
-ABI = 2  # QACCEL_PROGRAM_ABI
+ABI = 3  # QACCEL_PROGRAM_ABI
 ERROR_BYTES = 512  # QACCEL_ERROR_BYTES
 MAX_RANK = 8
 # numpy dtype <-> QACCEL_TYPE_* (TFLite's codes)
@@ -193,7 +193,7 @@ class State:
 
 
 def checksum(blob: bytes) -> int:
-    """The C runner's checksum of `blob` (aot.seal's, computed in C)."""
+    """The C runner's checksum of `blob` (writer.seal's, computed in C)."""
     buf = np.frombuffer(blob, np.uint8)
     return library().qaccel_program_checksum(buf.ctypes.data, buf.size)
 

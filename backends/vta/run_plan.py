@@ -26,6 +26,13 @@ A function is a register machine: `args` and `consts` fill registers, each step 
     ["qadd_sub" | "qmul" | "qmean", in, [y], {kwargs}]     q.add/sub, q.mul, q.mean (qhost)
     ["dense_zp" | "conv2d_zp", [x, w], [y], {"bias", ...}] a GEMM on the host (packed)
 
+An accelerator function whose entry names a program (`"accel": {"program":
+"driver/<fn>.qprog", ...}`, the C driver's program of it) runs through the program runner
+(`program_runner.py`, `program/qaccel_program.c`): its packed arguments in, its packed results
+out, every layer and host op of it in C (one state per function of a plan). Its "write",
+"layer", "read" and host steps run instead with the Python simulator (`simulator="python"`),
+when the program runner's library cannot be built, and for a function without a program.
+
 The plan has its own format number (`RUN_PLAN_FORMAT`, the plans of earlier formats run too);
 a plan of a format this reader does not know is ignored (`load_run_plan` returns None) and the
 caller runs the artifact the full way.
@@ -172,7 +179,18 @@ class _Function:
         self._dirty = 0
         self.image = None
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
-        if accel is not None:
+        self.program = None  # the function's program, opened (program_runner.Program)
+        self._state = None
+        self.layer_count = len(accel["layers"]) if accel is not None else 0
+        if accel is not None and accel.get("program") is not None and plan.programs:
+            from qaccel.backends.vta.program_runner import Program, ProgramError
+
+            blob = plan.read(accel["program"])
+            try:
+                self.program = Program(blob)
+            except ProgramError as e:
+                raise RunPlanError(f"{name}: {e}") from None
+        elif accel is not None:
             if accel.get("constants") in plan.digests:  # raw bytes: no inflating of dram.npz
                 constants = np.frombuffer(plan.read(accel["constants"]), np.uint8)
                 arena = accel["arena_bytes"]
@@ -243,7 +261,23 @@ class _Function:
             p = {**p, "dtype": np.dtype(p["dtype"])}
         return kind, ins, outs, p
 
+    def _run_program(self, plan: RunPlan, args: list) -> list:
+        """The function's program through the program runner (one state per function, reused)."""
+        from qaccel.backends.vta.program_runner import ProgramError
+
+        try:
+            if self._state is None:
+                self._state = self.program.state()
+            ys = self._state.run(args)
+        except ProgramError as e:
+            raise RunPlanError(f"{self.name}: {e}") from None
+        plan.layer_runs += self.layer_count
+        plan.cycles += max(0, self._state.cycles)
+        return ys
+
     def run(self, plan: RunPlan, args: list) -> list:
+        if self.program is not None:
+            return self._run_program(plan, args)
         regs: list[Any] = [None] * self.size
         for r, x in zip(self.args, args):
             regs[r] = x
@@ -364,7 +398,8 @@ def _run_host_op(kind: str, p: dict, xs: list):
 class RunPlan:
     """A loaded run plan (see the module docstring)."""
 
-    def __init__(self, root: Path, manifest: dict, meta: dict, simulator: str = "c"):
+    def __init__(self, root: Path, manifest: dict, meta: dict, simulator: str = "c",
+                 programs: bool = True):  # fmt: skip
         self.root = root
         self.meta = meta
         self.digests: dict[str, str] = manifest["files"]
@@ -382,6 +417,7 @@ class RunPlan:
         # one run at a time per plan (its scratch, images and counters are the plan's); plans
         # loaded separately run in parallel threads
         self._running = threading.Lock()
+        self.programs = programs and simulator == "c" and _program_runner_loads()
         blob = self.read(PLAN_ARRAYS)
         _check_npz(blob, f"'{self.root / PLAN_ARRAYS}'")
         with np.load(io.BytesIO(blob)) as z:
@@ -515,9 +551,23 @@ class RunPlan:
         return [np.asarray(y) for y in outputs]
 
 
-def load_run_plan(outdir: str | Path, simulator: str = "c") -> RunPlan | None:
+def _program_runner_loads() -> bool:
+    """Whether the program runner's library loads (it is built on first use when pip install
+    did not build it); without it the plan walks the functions' steps."""
+    from qaccel.backends.vta.program_runner import ProgramError, library
+
+    try:
+        library()
+    except (ProgramError, OSError):
+        return False
+    return True
+
+
+def load_run_plan(outdir: str | Path, simulator: str = "c",
+                  programs: bool = True) -> RunPlan | None:  # fmt: skip
     """The artifact's run plan, or None when it has none or one of another format (the caller
-    then runs the artifact the full way). Damaged files raise RunPlanError."""
+    then runs the artifact the full way). Damaged files raise RunPlanError. `programs=False`
+    walks every function's steps, also where it has a program."""
     root = Path(outdir)
     try:
         manifest = json.loads(read_artifact_file(root, "manifest.json", RunPlanError))
@@ -535,7 +585,7 @@ def load_run_plan(outdir: str | Path, simulator: str = "c") -> RunPlan | None:
         return None
     if not isinstance(meta, dict) or meta.get("format") not in _READS:
         return None
-    return RunPlan(root, manifest, meta, simulator)
+    return RunPlan(root, manifest, meta, simulator, programs)
 
 
 __all__ = ["PLAN_ARRAYS", "PLAN_JSON", "RUN_PLAN_FORMAT", "RunPlan", "RunPlanError",

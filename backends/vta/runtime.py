@@ -2,7 +2,8 @@
 
     outputs = run_compiled(compiled, inputs)
 
-`function_steps` says how an accelerator function runs (the C driver walks the same steps):
+`function_steps` says how an accelerator function runs (its program, `backends/vta/program/`,
+holds the same steps):
 write the arena slots the host produced, run each layer's instruction stream on the
 function's DRAM image, read back what host ops or the return need, interpret the host ops.
 """
@@ -31,7 +32,7 @@ STEP_WRITE, STEP_LAYER, STEP_READ, STEP_HOST = 0, 1, 2, 3
 
 @dataclass
 class FunctionSteps:
-    """How an accelerator function runs, for the simulated runtime and the C driver alike:
+    """How an accelerator function runs, for the simulated runtime and its program alike:
     `steps` are (kind, argument): STEP_WRITE slot (the host fills an arena slot with a tensor
     it produced), STEP_LAYER layer index, STEP_READ slot (the host reads back what a host op or
     the return needs), STEP_HOST segment (host ops, at body positions `segments[segment]`).

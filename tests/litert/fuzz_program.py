@@ -3,7 +3,7 @@ checksum made right again, as a forger would, every other mutant) and open and r
 the program runner: it must return an error or run, never crash. Usage: python fuzz_program.py
 MODEL SEED [ITERATIONS]; prints error counts."""
 import numpy as np, struct, sys
-from qaccel.backends.litert.aot import seal
+from qaccel.backends.vta.program.writer import seal
 from qaccel.backends.vta.program_runner import Program, ProgramError
 from qaccel.frontend.tflite_writer import read_model
 sg = read_model(open(sys.argv[1], "rb").read()).subgraphs[0]

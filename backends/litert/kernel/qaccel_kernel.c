@@ -1,7 +1,7 @@
 /* libqaccel_litert: the QACCEL_VTA custom-op kernel LiteRT runs for qaccel's AOT models.
  *
  * A QACCEL_VTA node's inputs are the accelerator function's plain inputs followed by its
- * program (a constant uint8 tensor, see backends/litert/aot.py for the format); its outputs
+ * program (a constant uint8 tensor, see backends/vta/program/writer.py for the format); its outputs
  * are the function's plain outputs.  Run locks the buffers and runs the program with the
  * program runner (backends/vta/program/qaccel_program.h, on libqaccel_vta): each node opens and
  * checks its program once and keeps one run state; inputs and outputs are checked by type and

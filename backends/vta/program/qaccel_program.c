@@ -1,5 +1,5 @@
 /* The qaccel program runner (qaccel_program.h): the one executor of a compiled accelerator
- * function in its one serialized form, the program (format: backends/litert/aot.py), for every
+ * function in its one serialized form, the program (format: writer.py beside this file), for every
  * consumer (the LiteRT dispatch library and custom-op kernel, backends/litert/kernel/; the C
  * driver; Python through ctypes, backends/vta/program_runner.py).
  *
@@ -605,6 +605,7 @@ struct qaccel_state {
   uint64_t dirty_end;    /* DRAM bytes at or past it keep the image's values in every run */
   int64_t cycles;        /* one run's accelerator cycles (the layers' timing, once) */
   uint64_t runs;
+  qaccel_device device;  /* a board's device (qaccel_state_set_device), else run is NULL */
   char error[QACCEL_ERROR_BYTES];
 };
 
@@ -730,6 +731,19 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
     uint64_t at = u64(s + 80), nbytes = u64(s + 88);
     if (kind == KIND_LAYER) {
       if (a >= p->n_layers) return fail(e, "QACCEL_VTA: step %u runs layer %u of %u (corrupt program)", k, a, p->n_layers);
+      if (q && q->device.run) {
+        const uint8_t *l = p->base + p->layers_at + (uint64_t)LAYER_BYTES * a;
+        uint64_t n = u64(l + 8), nu = u64(l + 24);
+        char why[QACCEL_ERROR_BYTES] = {0};
+        if (n > UINT32_MAX || nu > UINT32_MAX)
+          return fail(e, "QACCEL_VTA: layer %u is too long for the device", a);
+        if (q->device.run(q->device.ctx, (const uint64_t *)(p->base + u64(l)), (uint32_t)n,
+                          (const uint32_t *)(p->base + u64(l + 16)), (uint32_t)nu, why)) {
+          why[QACCEL_ERROR_BYTES - 1] = 0;
+          return fail(e, "QACCEL_VTA: layer %u on the device: %s", a, why[0] ? why : "failed");
+        }
+        continue;
+      }
       if (q && (q->checked ? run_layer(p, a, dram, e) : execute_layer(q, a, e))) return 1;
       continue;
     }
@@ -865,7 +879,7 @@ EXPORT void qaccel_state_free(qaccel_state *q) {
   if (q->values)
     for (uint32_t v = 0; v < p->n_values; v++) free(q->values[v].data);
   free(q->values);
-  free(q->dram);
+  if (!q->device.run) free(q->dram); /* a device's image is the device's */
   if (q->layers)
     for (uint32_t k = 0; k < p->n_layers; k++) vta_program_free(q->layers[k]);
   free(q->layers);
@@ -950,6 +964,23 @@ static int prepare_layers(qaccel_state *q, char *e) {
   q->cycles = cycles;
   q->dirty_end = dirty;
   q->ready = 1;
+  return 0;
+}
+
+EXPORT int qaccel_state_set_device(qaccel_state *q, const qaccel_device *device) {
+  const Program *p = &q->program->p;
+  char *e = q->error;
+  e[0] = 0;
+  if (!device || !device->dram || !device->run) return fail(e, "QACCEL_VTA: a device needs dram and run");
+  if (q->runs || q->device.run) return fail(e, "QACCEL_VTA: the device is set before the first run, once");
+  uint8_t *dram = device->dram(device->ctx, p->dram_bytes ? p->dram_bytes : 1);
+  if (!dram) return fail(e, "QACCEL_VTA: the device has no DRAM image of %llu bytes", (unsigned long long)p->dram_bytes);
+  free(q->dram);
+  q->dram = dram;
+  q->device = *device;
+  q->checked = 0;
+  q->ready = 1;                  /* nothing to prepare: the device runs the streams */
+  q->dirty_end = p->dram_bytes;  /* the device's memory is restored whole at every run */
   return 0;
 }
 

@@ -1,6 +1,6 @@
 /* qaccel_program: the one runner of qaccel's compiled accelerator functions.
  *
- * A program (format: backends/litert/aot.py, `program_blob`) holds one accelerator function
+ * A program (format and writer: program/writer.py beside this file) holds one accelerator function
  * whole: the hardware configuration, the DRAM image, how each input is packed and each output
  * unpacked, the steps (write an arena slot, run a layer on libqaccel_vta, read a slot back, a
  * host op), every layer's instructions and micro-ops, and a CRC-32 of all of it. Every
@@ -48,8 +48,8 @@ extern "C" {
 #endif
 
 /* Bumped whenever a declaration below changes. */
-#define QACCEL_PROGRAM_ABI 2
-/* The program format version this runner reads (aot.py's PROGRAM_VERSION). */
+#define QACCEL_PROGRAM_ABI 3
+/* The program format version this runner reads (writer.py's PROGRAM_VERSION). */
 #define QACCEL_PROGRAM_FORMAT 2
 /* The size of every error buffer this API fills (one line, NUL-terminated). */
 #define QACCEL_ERROR_BYTES 512
@@ -105,6 +105,22 @@ int qaccel_state_run(qaccel_state *state, size_t n_in, const qaccel_tensor *inpu
                      const qaccel_tensor *outputs);
 /* The last run's error ("" after a success). */
 const char *qaccel_state_error(const qaccel_state *state);
+/* The board-support boundary. By default a state runs every layer on libqaccel_vta, the C
+ * machine, in its own DRAM image. A device (a board support package: the generated driver's
+ * qaccel_vta.h calls, qaccel_vta_dram and qaccel_vta_run) takes over both: the state keeps the
+ * function's DRAM image in `dram(ctx, bytes)`, the device-visible memory (physically contiguous,
+ * the same image when asked again), and each layer runs through `run` (its instruction stream,
+ * 16-byte instructions as two little-endian uint64 words, and its micro-op image, to FINISH;
+ * 0 on success, else one line in `error`). Set before the state's first run; the device must
+ * outlive the state. QACCEL_SIMULATION does not apply, and cycles stay -1 (the timing model
+ * belongs to the C machine). */
+typedef struct qaccel_device {
+  void *ctx;
+  uint8_t *(*dram)(void *ctx, uint64_t bytes);
+  int (*run)(void *ctx, const uint64_t *insns, uint32_t n_insns, const uint32_t *uops,
+             uint32_t n_uops, char error[QACCEL_ERROR_BYTES]);
+} qaccel_device;
+int qaccel_state_set_device(qaccel_state *state, const qaccel_device *device);
 /* The accelerator cycles of one run (the timing model, run once); -1 before the first run. */
 int64_t qaccel_state_cycles(const qaccel_state *state);
 /* Runs of this state so far, successful or not. */
