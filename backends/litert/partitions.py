@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -76,6 +77,8 @@ class CompiledPartition:
     program: bytes
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    reused: bool = field(default=False, compare=False)
+    """The program is the whole-model compile's (`compile_partitions`), not compiled again."""
 
 
 @dataclass
@@ -253,6 +256,12 @@ class _Names:
 def partitions_of(compiled, model_bytes: bytes) -> Plan:
     """The partitions of the original model `model_bytes` that the accelerator functions of
     `compiled` (its compile) cover, and a note for each function that maps to none."""
+    return _plan(compiled, model_bytes)[0]
+
+
+def _plan(compiled, model_bytes: bytes):
+    """`partitions_of`'s plan, with the graph, the names and each partition's call (in the
+    order of `plan.partitions`), for taking the programs from the same compile (`_reused`)."""
     from xdsl.dialects import func
 
     from qaccel.dialects.names import public_functions
@@ -260,12 +269,13 @@ def partitions_of(compiled, model_bytes: bytes) -> Plan:
 
     spec = read_model(model_bytes)
     plan = Plan()
+    calls: list = []
     if not spec.subgraphs:
-        return plan
+        return plan, None, None, calls
     graph = _Graph(spec.subgraphs[0])
     public = public_functions(compiled.module)
     if not public:
-        return plan
+        return plan, graph, None, calls
     entry = public[0]
     names = _Names(graph, compiled.module, entry)
     taken: set[int] = set()
@@ -292,7 +302,8 @@ def partitions_of(compiled, model_bytes: bytes) -> Plan:
         taken |= ops
         ins, outs = graph.boundary(ops)
         plan.partitions.append(Partition(name, 0, tuple(sorted(ops)), ins, outs))
-    return plan
+        calls.append(call)
+    return plan, graph, names, calls
 
 
 def plan_partitions(model_bytes: bytes, compiler: Compiler) -> list[Partition]:
@@ -425,6 +436,148 @@ def compile_partition(model_bytes: bytes, partition: Partition,
                              tuple(partition.outputs[i] for i in order_out))  # fmt: skip
 
 
+# --------------------------------------------------------------------------------------------
+# Taking a partition's program from the compile that decided it
+
+
+class _NotProven(Exception):
+    """The whole-model compile does not show that @f computes exactly the partition."""
+
+
+_OP_SUFFIX = re.compile(r"[a-z_][a-z0-9_]*\.[a-z0-9_.]+")
+
+
+class _Provenance:
+    """Which original operators an op of the compiled module computes (part of), read from
+    its location: the importer names an op after the tensor its operator produces,
+    legalization keeps that name on an operator's last `q` op and names the ones before it
+    `NAME/q.op`, and lowering moves it to the op computing the tensor. A location naming no
+    (uniquely named) tensor an operator produces tells nothing."""
+
+    def __init__(self, graph: _Graph):
+        self.graph = graph
+        self.memo: dict[str, int | None] = {}
+
+    def operator(self, name: str) -> int | None:
+        if name not in self.memo:
+            graph = self.graph
+            t = graph.by_name.get(name)
+            if t is None and "/" in name:
+                head, tail = name.rsplit("/", 1)
+                if _OP_SUFFIX.fullmatch(tail):
+                    t = graph.by_name.get(head)
+            self.memo[name] = graph.producer.get(t) if t is not None else None
+        return self.memo[name]
+
+    def of(self, op) -> set[int]:
+        from xdsl.dialects.builtin import FusedLoc, NameLoc
+
+        loc = op.location
+        locs = loc.locations.data if isinstance(loc, FusedLoc) else (loc,)
+        found = set()
+        for part in locs:
+            if isinstance(part, NameLoc):
+                k = self.operator(part.desc.data)
+                if k is not None:
+                    found.add(k)
+        return found
+
+    def by_function(self, module, entry) -> dict[str, dict[int, str]]:
+        """For each function, the original operators its ops compute (operator -> the name of
+        one op computing it); in the entry function only the host ops (not its packs,
+        unpacks, calls and constants)."""
+        from xdsl.dialects import func
+
+        from qaccel.dialects import accel
+        from qaccel.dialects.tfl import ConstOp
+
+        skip = (func.CallOp, func.ReturnOp, accel.PackOp, accel.UnpackOp, ConstOp)
+        out: dict[str, dict[int, str]] = {}
+        for f in module.ops:
+            if not isinstance(f, func.FuncOp):
+                continue
+            seen: dict[int, str] = {}
+            for op in f.walk():
+                if op is f or (f is entry and isinstance(op, skip)):
+                    continue
+                for k in self.of(op):
+                    seen.setdefault(k, op.name)
+            out[f.sym_name.data] = seen
+        return out
+
+
+def _reused(compiled, graph: _Graph, names: _Names, computed: dict[str, dict[int, str]],
+            call, part: Partition) -> CompiledPartition:  # fmt: skip
+    """The program of the accelerator function `call` calls, taken from the whole-model
+    compile `compiled` when that compile shows it computes exactly `part`: its arguments are
+    packs of the partition's inputs (each once), its results are each unpacked (one layout)
+    to the partition's outputs (each once), at their original shapes; every original operator
+    the function's ops name is one of the partition's, and no host op nor other function
+    computes (part of) one of them. Else `_NotProven`."""
+    from qaccel.backends.litert.aot import AotError, program_blob
+    from qaccel.dialects import accel
+
+    name = call.callee.string_value()
+    f = names.functions.get(name)
+    if f is None or not f.body.blocks:
+        raise _NotProven(f"no body of @{name}")
+    entry = names.entry
+    if sum(1 for op in entry.body.block.ops if op.name == "func.call"
+           and op.callee.string_value() == name) != 1:  # fmt: skip
+        raise _NotProven(f"@{name} is called more than once")
+    tensors = graph.sg.tensors
+
+    def same_shape(value, t: int) -> bool:
+        return tuple(value.type.get_shape()) == tuple(tensors[t].shape)
+
+    order_in, inputs = [], []
+    for v in call.arguments:
+        pack = v.owner
+        if not isinstance(pack, accel.PackOp):
+            raise _NotProven(f"an argument of @{name} is no accel.pack")
+        t = names.tensor(pack.input)
+        if t is None or not same_shape(pack.input, t):
+            raise _NotProven(f"an argument of @{name} packs no partition input")
+        pad = pack.padding_value.value.data if pack.padding_value is not None else 0
+        inputs.append((pack.packing, tuple(pack.input.type.get_shape()), pad))
+        order_in.append(t)
+    if sorted(order_in) != sorted(part.inputs) or len(set(order_in)) != len(order_in):
+        raise _NotProven(f"@{name} does not take each partition input once")
+    order_out, outputs = [], []
+    for r in call.results:
+        unpacks = [u.operation for u in r.uses]
+        if not unpacks or not all(isinstance(u, accel.UnpackOp) for u in unpacks):
+            raise _NotProven(f"a result of @{name} is not only unpacked")
+        forms = {(u.packing, tuple(u.output.type.get_shape())) for u in unpacks}
+        if len(forms) != 1:
+            raise _NotProven(f"a result of @{name} is unpacked in several layouts")
+        t = names.result_tensor(r)
+        if t is None or not same_shape(unpacks[0].output, t):
+            raise _NotProven(f"a result of @{name} is no partition output")
+        outputs.append(forms.pop())
+        order_out.append(t)
+    if sorted(order_out) != sorted(part.outputs) or len(set(order_out)) != len(order_out):
+        raise _NotProven(f"@{name} does not give each partition output once")
+    ops = set(part.ops)
+    inside = computed.get(name, {})
+    foreign = sorted(set(inside) - ops)
+    if foreign:
+        k = foreign[0]
+        raise _NotProven(f"{inside[k]} in @{name} computes operator {k} "
+                         f"({graph.sg.operators[k].op}), outside the partition")  # fmt: skip
+    for other, seen in computed.items():
+        if other != name and ops & set(seen):
+            k = min(ops & set(seen))
+            where = "the host" if other == entry.sym_name.data else f"@{other}"
+            raise _NotProven(f"{seen[k]} on {where} computes operator {k} "
+                             f"({graph.sg.operators[k].op}) of the partition")  # fmt: skip
+    try:
+        blob = program_blob(compiled, name, f, inputs, outputs)
+    except AotError as e:
+        raise _NotProven(str(e)) from None
+    return CompiledPartition(part, blob, tuple(order_in), tuple(order_out), reused=True)
+
+
 def compile_partition_model(model_bytes: bytes, compiler: Compiler) -> list[bytes]:
     """One program per subgraph of `model_bytes` (LiteRT's outlined form: every subgraph one
     partition, its inputs and outputs the subgraph's, in their order); PartitionError (one
@@ -453,14 +606,44 @@ def compile_partition_model(model_bytes: bytes, compiler: Compiler) -> list[byte
     return programs
 
 
-def compile_partitions(model_bytes: bytes, compiled, compiler: Compiler
+RECOMPILE_ENV = "QACCEL_PARTITION_RECOMPILE"
+
+
+def recompile_default() -> bool:
+    """Whether `compile_partitions` compiles every partition again by default
+    (QACCEL_PARTITION_RECOMPILE=1), instead of taking its program from the whole-model
+    compile where that compile proves it."""
+    import os
+
+    return os.environ.get(RECOMPILE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def compile_partitions(model_bytes: bytes, compiled, compiler: Compiler,
+                       recompile: bool | None = None
                        ) -> tuple[list[CompiledPartition], list[str]]:  # fmt: skip
-    """qaccel-compile's partitions of `model_bytes` (whose compile is `compiled`), each
-    compiled; and one line per accelerator function that stays CPU operators."""
-    plan = partitions_of(compiled, model_bytes)
+    """qaccel-compile's partitions of `model_bytes` (whose compile is `compiled`), each with
+    its program; and one line per accelerator function that stays CPU operators.
+
+    A partition's program is the program of its accelerator function in `compiled` when that
+    compile proves the function computes exactly the partition (`_reused`: its boundary, and
+    the original operators its ops and the host's name); otherwise, or with `recompile`
+    (default: QACCEL_PARTITION_RECOMPILE=1), the partition is extracted and compiled again
+    (`compile_partition`), the check that cannot be wrong."""
+    plan, graph, names, calls = _plan(compiled, model_bytes)
     lines = [f"@{n.function} stays on the CPU in the LiteRT models: {n.reason}" for n in plan.notes]
+    if recompile is None:
+        recompile = recompile_default()
+    computed = None
     done = []
-    for part in plan.partitions:
+    for part, call in zip(plan.partitions, calls):
+        if not recompile:
+            if computed is None:
+                computed = _Provenance(graph).by_function(compiled.module, names.entry)
+            try:
+                done.append(_reused(compiled, graph, names, computed, call, part))
+                continue
+            except _NotProven:
+                pass
         try:
             done.append(compile_partition(model_bytes, part, compiler))
         except PartitionError as e:
