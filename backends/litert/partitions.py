@@ -36,6 +36,8 @@ program tensors of the custom-op flavour are appended after the original tensors
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import heapq
 import json
@@ -100,6 +102,31 @@ Compiler = Callable[[bytes], object]  # .tflite bytes -> CompiledModel (raises o
 
 # --------------------------------------------------------------------------------------------
 # The original graph
+
+
+def _parsed(model_bytes: bytes):
+    """`read_model(model_bytes)`, parsed once for deciding the partitions, extracting them and
+    both splices (never changed: `splice` changes a `_copy`)."""
+    if isinstance(model_bytes, bytes):
+        return _parsed_bytes(model_bytes)
+    from qaccel.frontend.tflite_writer import read_model
+
+    return read_model(model_bytes)
+
+
+@functools.lru_cache(maxsize=2)
+def _parsed_bytes(model_bytes: bytes):
+    from qaccel.frontend.tflite_writer import read_model
+
+    return read_model(model_bytes)
+
+
+def _copy(spec):
+    """A copy of a ModelSpec whose subgraphs' operator and tensor lists and metadata can be
+    changed without changing `spec` (tensors and operators themselves are shared)."""
+    subgraphs = [dataclasses.replace(sg, tensors=list(sg.tensors), operators=list(sg.operators))
+                 for sg in spec.subgraphs]  # fmt: skip
+    return dataclasses.replace(spec, subgraphs=subgraphs, metadata=dict(spec.metadata))
 
 
 class _Graph:
@@ -265,9 +292,8 @@ def _plan(compiled, model_bytes: bytes):
     from xdsl.dialects import func
 
     from qaccel.dialects.names import public_functions
-    from qaccel.frontend.tflite_writer import read_model
 
-    spec = read_model(model_bytes)
+    spec = _parsed(model_bytes)
     plan = Plan()
     calls: list = []
     if not spec.subgraphs:
@@ -324,9 +350,9 @@ def extract_partition(model_bytes: bytes, partition: Partition) -> bytes:
 def partition_submodel(model_bytes: bytes, partition: Partition) -> tuple[bytes, dict[int, int]]:
     """`extract_partition`'s model and where each original tensor went (original index ->
     submodel index)."""
-    from qaccel.frontend.tflite_writer import ModelSpec, OperatorSpec, SubgraphSpec, read_model
+    from qaccel.frontend.tflite_writer import ModelSpec, OperatorSpec, SubgraphSpec
 
-    spec = read_model(model_bytes)
+    spec = _parsed(model_bytes)
     if not 0 <= partition.subgraph < len(spec.subgraphs):
         raise PartitionError(f"{partition.name}: no subgraph {partition.subgraph}")
     sg = spec.subgraphs[partition.subgraph]
@@ -521,6 +547,9 @@ def _reused(compiled, graph: _Graph, names: _Names, computed: dict[str, dict[int
     f = names.functions.get(name)
     if f is None or not f.body.blocks:
         raise _NotProven(f"no body of @{name}")
+    for k in part.ops:  # as compile_partition: the spliced op could not carry the subgraph
+        if any(key.endswith("subgraph_index") for key in graph.sg.operators[k].options):
+            raise _NotProven(f"operator {k} calls a subgraph")
     entry = names.entry
     if sum(1 for op in entry.body.block.ops if op.name == "func.call"
            and op.callee.string_value() == name) != 1:  # fmt: skip
@@ -698,9 +727,9 @@ def splice(model_bytes: bytes, parts: Sequence[CompiledPartition], flavour: str)
     """The original model with each partition one `DISPATCH_OP` (`flavour` "dispatch") or one
     `QACCEL_VTA` op ("custom-op"); see the module docstring."""
     from qaccel.backends.litert import aot
-    from qaccel.frontend.tflite_writer import OperatorSpec, TensorSpec, read_model, write_model
+    from qaccel.frontend.tflite_writer import OperatorSpec, TensorSpec, write_model
 
-    spec = read_model(model_bytes)
+    spec = _copy(_parsed(model_bytes))
     by_subgraph: dict[int, list[CompiledPartition]] = {}
     for p in parts:
         by_subgraph.setdefault(p.partition.subgraph, []).append(p)
@@ -742,9 +771,21 @@ def splice(model_bytes: bytes, parts: Sequence[CompiledPartition], flavour: str)
         end += -end % aot.BYTECODE_ALIGNMENT
         places.append(end)
         end += len(program)
+    data = bytearray(head)
+    patched = True
     for (op, name, program), at in zip(dispatch_ops, places):
+        placeholder = op.custom_options
         op.custom_options = aot.dispatch_options(name, at, len(program))
-    data = bytearray(write_model(spec))
+        # The options are a byte vector of the flatbuffer, at the same size: set in place
+        # (as LiteRT updates them), unless the placeholder's bytes are not found exactly once.
+        where = data.find(placeholder)
+        if (not patched or where < 0 or data.find(placeholder, where + 1) >= 0
+                or len(op.custom_options) != len(placeholder)):  # fmt: skip
+            patched = False
+            continue
+        data[where:where + len(placeholder)] = op.custom_options
+    if not patched:
+        data = bytearray(write_model(spec))
     if len(data) != len(head):
         raise AssertionError("splice: the flatbuffer changed size between passes")
     for (_, _, program), at in zip(dispatch_ops, places):
