@@ -17,15 +17,29 @@ function called from the entry function maps back to original tensors at its bou
 `accel.pack` of a subgraph input or of a value named by the importer after its tensor; an
 `accel.unpack` read by an imported `tfl` op or returned), and the partition is every original
 operator between those inputs and outputs. A function whose boundary does not map back is no
-partition (`PlanNote`, one line). `compile_partition` then checks the decision the only way
-that cannot be wrong: it extracts the partition's operators into a one-subgraph model (inputs
-and outputs as the partition's), compiles that, and requires exactly ONE accelerator function
+partition (`PlanNote`, one line).
+
+`compile_partitions` gives each partition its program. It takes the program of the partition's
+accelerator function from the whole-model compile that decided it when that compile proves
+the function computes exactly the partition (`_reused`): the call's arguments are packs of
+the partition's inputs and its results are unpacked (in one layout) to its outputs, each once
+and at its original shape; and, from provenance (the importer names each op after the tensor
+its operator produces; legalization keeps the name on the operator's last `q` op and names
+the others `NAME/q.op`; lowering moves it to the op computing the tensor), every original
+operator an op of the function names is one of the partition's, and no host op or other
+function computes (part of) one of them. Otherwise, or with `recompile=True`
+(QACCEL_PARTITION_RECOMPILE=1), `compile_partition` checks the decision the only way that
+cannot be wrong: it extracts the partition's operators into a one-subgraph model (inputs and
+outputs as the partition's), compiles that, and requires exactly ONE accelerator function
 taking the submodel's inputs (each packed once) and giving its outputs (each unpacked once),
 with no other op on the host; its program (`aot.program_blob`) computes the partition exactly,
 as the compiler keeps meaning. Anything else is a `PartitionError` (one line): the partition
-stays original CPU operators.
+stays original CPU operators. Both ways give the same partitions and bit-identical programs on
+every fixture and corpus model (tests/test_litert_splice.py,
+benchmarks/bench_partition_reuse.py); a function fed packed results of another function
+(unet's skip connections) proves nothing from the whole model and is compiled again.
 
-`splice_models` writes the two LiteRT models: the original with each compiled partition's
+`splice` writes the two LiteRT models: the original with each compiled partition's
 operators replaced by one `DISPATCH_OP` (its program after the flatbuffer, LiteRT's
 `bytecode_offset`, and the `LiteRtStamp` metadata) or one `QACCEL_VTA` op (its program an
 external constant tensor), in a topological order that keeps the original order elsewhere;
