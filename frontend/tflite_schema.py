@@ -164,6 +164,7 @@ def _enum_names(enum_name: str) -> dict[int, str]:
     return {v: k for k, v in enum_members(enum_name).items()}
 
 
+@cache  # tensor_type_code asks for a table on every tensor written
 def _lazy_tables() -> dict[str, Any]:
     ops = enum_members("BuiltinOperator")
     types = enum_members("TensorType")

@@ -179,6 +179,45 @@ def test_on_device_compile_is_bit_exact_and_cached(oracle):
     assert compiler_plugin.COMPILES == made  # ... compiled nothing
 
 
+def test_compile_takes_the_programs_partition_kept(oracle):
+    """Partition compiles the whole model once; Compile of the subgraphs LiteRT outlined from
+    its selection finds their programs by content and compiles none of them."""
+    from qaccel.tools import compiler_plugin
+
+    model = FIXTURE_MODELS / "cnn.tflite"
+    x = _inputs(model, seed=4)
+    before = compiler_plugin.RECOMPILED["subgraphs"]
+    partitioned = compiler_plugin.COMPILES["partition"]
+    assert _same(run_on_device(model, x), oracle(model, [x], keep_all_tensors=False).outputs[0])
+    assert compiler_plugin.COMPILES["partition"] == partitioned + 1
+    assert compiler_plugin.RECOMPILED["subgraphs"] == before
+
+
+def test_a_kept_program_is_found_by_content_not_by_names():
+    """The digest Compile looks programs up by is the partition's content: the same for the
+    partition in the original model and its outlined subgraph, another when a weight changes."""
+    from qaccel import api
+    from qaccel.backends.litert.partitions import extract_partition
+    from qaccel.tools.compiler_plugin import _content_key
+
+    source = (FIXTURE_MODELS / "small_cnn.tflite").read_bytes()
+    sg = read_model(source).subgraphs[0]
+    for part in api.plan_partitions(source):
+        outlined = read_model(extract_partition(source, part)).subgraphs[0]
+        key = _content_key("", sg, part.inputs, part.outputs, part.ops)
+        assert key == _content_key("", outlined, outlined.inputs, outlined.outputs,
+                                   range(len(outlined.operators)))  # fmt: skip
+        weight = next(t for k in part.ops for t in sg.operators[k].inputs
+                      if t >= 0 and sg.tensors[t].data is not None)  # fmt: skip
+        changed = bytearray(bytes(sg.tensors[weight].data))
+        changed[0] ^= 1
+        outlined_weight = next(t for t in range(len(outlined.tensors))
+                               if outlined.tensors[t].name == sg.tensors[weight].name)
+        outlined.tensors[outlined_weight].data = bytes(changed)
+        assert key != _content_key("", outlined, outlined.inputs, outlined.outputs,
+                                   range(len(outlined.operators)))  # fmt: skip
+
+
 def test_plugin_failure_is_one_line_not_a_cpu_fallback():
     model = FIXTURE_MODELS / "small_cnn.tflite"
     with pytest.raises(LiteRtError) as e:

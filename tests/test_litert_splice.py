@@ -260,3 +260,54 @@ def test_model_io_reads_what_read_model_reads():
     for bad in (b"", b"\0" * 8, source[:64]):
         with pytest.raises(ValueError):
             model_io(bad)
+
+
+# Partition programs taken from the whole-model compile (compile_partitions' default) against
+# every partition compiled again (recompile=True, QACCEL_PARTITION_RECOMPILE=1).
+REUSED = {"small_cnn": 2, "mobilenet_v2": 1, "cnn": 2, "residual": 1}
+"""Programs the whole-model compile must keep giving (a regression compiles them again)."""
+
+
+@pytest.mark.parametrize("name", [*(f"corpus/{m}" for m in CORPUS_MODELS), *FIXTURES])
+def test_programs_from_the_whole_model_compile_are_the_recompiled_ones(name):
+    path = (CORPUS / f"{name.removeprefix('corpus/')}.tflite" if name.startswith("corpus/")
+            else FIXTURE_MODELS / f"{name}.tflite")  # fmt: skip
+    source, compiled, done, lines = _spliced(path)
+    again, again_lines = compile_partitions(source, compiled, api.partition_compiler(),
+                                            recompile=True)  # fmt: skip
+    assert [p.partition for p in done] == [p.partition for p in again]
+    for a, b in zip(done, again):
+        assert (a.inputs, a.outputs) == (b.inputs, b.outputs), a.partition.name
+        assert a.program == b.program, a.partition.name
+        assert not b.reused
+    assert lines == again_lines
+    if name in REUSED:
+        assert sum(p.reused for p in done) == REUSED[name]
+
+
+def test_recompile_is_chosen_by_the_environment(monkeypatch):
+    from qaccel.backends.litert.partitions import RECOMPILE_ENV
+
+    source, compiled, done, _ = _spliced(FIXTURE_MODELS / "small_cnn.tflite")
+    assert all(p.reused for p in done)
+    monkeypatch.setenv(RECOMPILE_ENV, "1")
+    again, _ = compile_partitions(source, compiled, api.partition_compiler())
+    assert again == done and not any(p.reused for p in again)
+
+
+def test_a_program_the_whole_model_compile_does_not_prove_is_compiled_again():
+    """An op of @vta_fn_0 naming a tensor of the other partition: neither function is shown to
+    compute exactly its partition, so both are compiled again, to the same programs."""
+    from xdsl.dialects.builtin import NameLoc, StringAttr, UnknownLoc
+
+    source, _, done, _ = _spliced(FIXTURE_MODELS / "small_cnn.tflite")
+    compiler = api.partition_compiler()
+    compiled = compiler(source)
+    sg = read_model(source).subgraphs[0]
+    other = sg.tensors[sg.operators[done[1].partition.ops[0]].outputs[0]].name
+    f = next(op for op in compiled.module.ops
+             if getattr(op, "sym_name", None) and op.sym_name.data == done[0].partition.name)
+    inner = next(op for op in f.walk() if op is not f and op.name.startswith("accel."))
+    inner.location = NameLoc(StringAttr(other), UnknownLoc())
+    again, _ = compile_partitions(source, compiled, compiler)
+    assert again == done and not any(p.reused for p in again)

@@ -9,16 +9,19 @@ backends/litert/plugin/qaccel_plugin.c), called from C through qaccel_pybridge:
 `config` is QACCEL_PLUGIN_CONFIG (a hardware configuration file or bundled name; empty: VTA's).
 `partition` gets the subgraph LiteRT shows the plugin as the C side describes it (see
 `read_description`), rebuilds it as a `.tflite` and selects the ops qaccel's partitioning puts on
-the accelerator, each with the index of its accelerator partition. `compile` gets LiteRT's model
-of outlined partitions (one subgraph per partition) and compiles each subgraph as a model of its
-own: it must become one accelerator function whose inputs and outputs are the subgraph's; its
-program is what the DISPATCH_OP that LiteRT writes for the partition runs in
-libLiteRtDispatch_Qaccel.
+the accelerator, each with the index of its accelerator partition, and keeps each partition's
+program (taken from that one whole-model compile) under the digest of the partition's content.
+`compile` gets LiteRT's model of outlined partitions (one subgraph per partition) and looks each
+subgraph's program up by the same digest; only a subgraph with no program kept (LiteRT outlined
+something else, or the kept one is gone) is compiled as a model of its own: it must become one
+accelerator function whose inputs and outputs are the subgraph's. The program is what the
+DISPATCH_OP that LiteRT writes for the partition runs in libLiteRtDispatch_Qaccel.
 
-Both results are cached (in memory, and on disk under QACCEL_PLUGIN_CACHE, default
-`<qaccel cache>/plugin`; `off` disables the disk cache), keyed on the SDK version (qaccel's
-version, the configuration's content hash and a fingerprint of qaccel's installed sources) and
-the SHA-256 of the bytes LiteRT handed over: the second CompiledModel of a model compiles nothing.
+Both results, and the kept programs, are cached (in memory, and on disk under
+QACCEL_PLUGIN_CACHE, default `<qaccel cache>/plugin`; `off` disables the disk cache), keyed on
+the SDK version (qaccel's version, the configuration's content hash and a fingerprint of qaccel's
+installed sources) and the SHA-256 of the bytes LiteRT handed over (of the partition's content
+for a kept program): the second CompiledModel of a model compiles nothing.
 Every failure raises `PluginError` with one line, which the plugin prints and returns to LiteRT
 as a failed status.
 """
@@ -37,6 +40,7 @@ from qaccel import __version__
 
 _MEMORY: dict[str, bytes] = {}
 COMPILES = {"partition": 0, "compile": 0}  # how often each step really ran (not cached)
+RECOMPILED = {"subgraphs": 0}  # outlined subgraphs Compile compiled (no program kept)
 # TfLiteType (LiteRtElementType) -> the writer's dtype
 _ELEMENT_TYPES = {1: np.float32, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_, 7: np.int16,
                   9: np.int8, 10: np.float16, 11: np.float64, 13: np.uint64, 16: np.uint32,
@@ -106,15 +110,19 @@ def _cached(kind: str, data: bytes, config: str, make) -> bytes:
         result = make()
         COMPILES[kind] += 1
         if path is not None:
-            try:
-                directory.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_bytes(result)
-                os.replace(tmp, path)
-            except OSError:
-                pass  # a cache that cannot be written only costs time
+            _write_cache(path, result)
     _MEMORY[key] = result
     return result
+
+
+def _write_cache(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a cache that cannot be written only costs time
 
 
 # ---- the subgraph description ----------------------------------------------------------------
@@ -245,25 +253,86 @@ def read_description(data: bytes):
 
 
 # ---- partition ---------------------------------------------------------------------------------
-# Programs compiled while partitioning, by (input names, output names, op output names), for
-# the Compile that follows: a partition LiteRT outlines as we selected it is not compiled again.
-_PROGRAMS: dict[tuple, bytes] = {}
+# Partition compiles the whole model once and keeps each partition's program (taken from that
+# compile, backends/litert/partitions.py), in memory and in the disk cache, under the digest of
+# the partition's content (`_content_key`): the Compile that follows finds the program of each
+# subgraph LiteRT outlined as we selected it there, and compiles nothing.
+_PROGRAMS: dict[str, bytes] = {}
 
 
-def _names(sg, tensors) -> tuple[str, ...]:
-    return tuple(sg.tensors[t].name for t in tensors)
+def _data_bytes(data) -> bytes:
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).tobytes()
+    return bytes(data)
 
 
-def _program_key(config: str, sg, inputs, outputs, ops) -> tuple:
-    produced = frozenset(sg.tensors[t].name for i in ops for t in sg.operators[i].outputs
-                         if t >= 0)  # fmt: skip
-    return (sdk_version_text(config), _names(sg, inputs), _names(sg, outputs), produced)
+def _option_value(value):
+    if isinstance(value, np.ndarray):
+        return tuple(value.reshape(-1).tolist())
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, float | np.floating):
+        return float(np.float32(value))
+    if isinstance(value, int | np.integer):
+        return int(value)
+    return str(value)
+
+
+def _content_key(config: str, sg, inputs, outputs, ops) -> str:
+    """The digest of the operators `ops` of subgraph `sg` with inputs `inputs` and outputs
+    `outputs`: each operator (kind, custom code, options) with its tensors (name, shape, type,
+    quantization, constant data), in an order that does not depend on the operators' or
+    tensors' places, and the SDK version (qaccel, the configuration's hash, its code). The same
+    for a partition of the original model and for the subgraph LiteRT outlines from it."""
+    h = hashlib.sha256(f"{sdk_version_text(config)}\0".encode())
+    data_digests: dict[int, str] = {}
+
+    def tensor(t: int) -> str:
+        if t < 0:
+            return "-"
+        spec = sg.tensors[t]
+        q = spec.quant
+        quant = ("-" if q is None else
+                 (tuple(np.asarray(q.scale, np.float32).tolist()),
+                  tuple(np.asarray(q.zero_point, np.int64).tolist()), q.axis))  # fmt: skip
+        if spec.data is not None and t not in data_digests:
+            data_digests[t] = hashlib.sha256(_data_bytes(spec.data)).hexdigest()
+        return repr((spec.name, tuple(int(d) for d in spec.shape), str(spec.dtype), quant,
+                     data_digests.get(t, "-")))  # fmt: skip
+
+    described = sorted(
+        repr((op.op, op.custom_code or "", sorted((k, _option_value(v)) for k, v in op.options.items()),
+              [tensor(t) for t in op.inputs], [tensor(t) for t in op.outputs]))
+        for op in (sg.operators[k] for k in ops))  # fmt: skip
+    for part in (*sorted(tensor(t) for t in inputs), "|", *sorted(tensor(t) for t in outputs),
+                 "|", *described):  # fmt: skip
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
+def _keep_program(key: str, program: bytes) -> None:
+    _PROGRAMS[key] = program
+    directory = cache_dir()
+    if directory is not None:
+        _write_cache(directory / f"program-{key[:40]}.bin", program)
+
+
+def _kept_program(key: str) -> bytes | None:
+    if key in _PROGRAMS:
+        return _PROGRAMS[key]
+    directory = cache_dir()
+    path = directory / f"program-{key[:40]}.bin" if directory is not None else None
+    if path is not None and path.is_file():
+        _PROGRAMS[key] = path.read_bytes()
+        return _PROGRAMS[key]
+    return None
 
 
 def _accelerator_ops(model: bytes, config: str) -> list[tuple[int, int]]:
     """(op index, partition index) of the operators qaccel-compile puts on the accelerator
-    (backends/litert/partitions.py: whole original operators, each partition checked to be one
-    accelerator program); the partitions that stay on the CPU are reported, one line each."""
+    (backends/litert/partitions.py: whole original operators, each partition's program taken
+    from the whole-model compile or checked by compiling it again); the partitions that stay
+    on the CPU are reported, one line each."""
     import sys
 
     from qaccel import api
@@ -277,8 +346,8 @@ def _accelerator_ops(model: bytes, config: str) -> list[tuple[int, int]]:
     sg = read_model(model).subgraphs[0]
     pairs = []
     for k, cp in enumerate(c for c in done if c.partition.subgraph == 0):
-        key = _program_key(config, sg, cp.inputs, cp.outputs, cp.partition.ops)
-        _PROGRAMS[key] = cp.program
+        _keep_program(_content_key(config, sg, cp.inputs, cp.outputs, cp.partition.ops),
+                      cp.program)  # fmt: skip
         pairs += [(int(op), k) for op in cp.partition.ops]
     return sorted(pairs)
 
@@ -305,11 +374,12 @@ def compile(model: bytes, config: str) -> bytes:  # noqa: A001 - the plugin entr
         from qaccel.frontend.tflite_writer import read_model
 
         spec = read_model(model)
-        programs = [_PROGRAMS.get(_program_key(config, sg, sg.inputs, sg.outputs,
+        programs = [_kept_program(_content_key(config, sg, sg.inputs, sg.outputs,
                                                range(len(sg.operators))))
                     for sg in spec.subgraphs]  # fmt: skip
         if any(p is None for p in programs):
             programs = api.compile_partition_model(model, _config(config))
+            RECOMPILED["subgraphs"] += len(programs)
         out = [struct.pack("<I", len(programs))]
         for i, program in enumerate(programs):
             name = f"qaccel_partition_{i}".encode()

@@ -17,15 +17,29 @@ function called from the entry function maps back to original tensors at its bou
 `accel.pack` of a subgraph input or of a value named by the importer after its tensor; an
 `accel.unpack` read by an imported `tfl` op or returned), and the partition is every original
 operator between those inputs and outputs. A function whose boundary does not map back is no
-partition (`PlanNote`, one line). `compile_partition` then checks the decision the only way
-that cannot be wrong: it extracts the partition's operators into a one-subgraph model (inputs
-and outputs as the partition's), compiles that, and requires exactly ONE accelerator function
+partition (`PlanNote`, one line).
+
+`compile_partitions` gives each partition its program. It takes the program of the partition's
+accelerator function from the whole-model compile that decided it when that compile proves
+the function computes exactly the partition (`_reused`): the call's arguments are packs of
+the partition's inputs and its results are unpacked (in one layout) to its outputs, each once
+and at its original shape; and, from provenance (the importer names each op after the tensor
+its operator produces; legalization keeps the name on the operator's last `q` op and names
+the others `NAME/q.op`; lowering moves it to the op computing the tensor), every original
+operator an op of the function names is one of the partition's, and no host op or other
+function computes (part of) one of them. Otherwise, or with `recompile=True`
+(QACCEL_PARTITION_RECOMPILE=1), `compile_partition` checks the decision the only way that
+cannot be wrong: it extracts the partition's operators into a one-subgraph model (inputs and
+outputs as the partition's), compiles that, and requires exactly ONE accelerator function
 taking the submodel's inputs (each packed once) and giving its outputs (each unpacked once),
 with no other op on the host; its program (`program/writer.py`'s `program_blob`) computes the partition exactly,
 as the compiler keeps meaning. Anything else is a `PartitionError` (one line): the partition
-stays original CPU operators.
+stays original CPU operators. Both ways give the same partitions and bit-identical programs on
+every fixture and corpus model (tests/test_litert_splice.py,
+benchmarks/bench_partition_reuse.py); a function fed packed results of another function
+(unet's skip connections) proves nothing from the whole model and is compiled again.
 
-`splice_models` writes the two LiteRT models: the original with each compiled partition's
+`splice` writes the two LiteRT models: the original with each compiled partition's
 operators replaced by one `DISPATCH_OP` (its program after the flatbuffer, LiteRT's
 `bytecode_offset`, and the `LiteRtStamp` metadata) or one `QACCEL_VTA` op (its program an
 external constant tensor), in a topological order that keeps the original order elsewhere;
@@ -36,9 +50,12 @@ program tensors of the custom-op flavour are appended after the original tensors
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import heapq
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -76,6 +93,8 @@ class CompiledPartition:
     program: bytes
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    reused: bool = field(default=False, compare=False)
+    """The program is the whole-model compile's (`compile_partitions`), not compiled again."""
 
 
 @dataclass
@@ -97,6 +116,31 @@ Compiler = Callable[[bytes], object]  # .tflite bytes -> CompiledModel (raises o
 
 # --------------------------------------------------------------------------------------------
 # The original graph
+
+
+def _parsed(model_bytes: bytes):
+    """`read_model(model_bytes)`, parsed once for deciding the partitions, extracting them and
+    both splices (never changed: `splice` changes a `_copy`)."""
+    if isinstance(model_bytes, bytes):
+        return _parsed_bytes(model_bytes)
+    from qaccel.frontend.tflite_writer import read_model
+
+    return read_model(model_bytes)
+
+
+@functools.lru_cache(maxsize=2)
+def _parsed_bytes(model_bytes: bytes):
+    from qaccel.frontend.tflite_writer import read_model
+
+    return read_model(model_bytes)
+
+
+def _copy(spec):
+    """A copy of a ModelSpec whose subgraphs' operator and tensor lists and metadata can be
+    changed without changing `spec` (tensors and operators themselves are shared)."""
+    subgraphs = [dataclasses.replace(sg, tensors=list(sg.tensors), operators=list(sg.operators))
+                 for sg in spec.subgraphs]  # fmt: skip
+    return dataclasses.replace(spec, subgraphs=subgraphs, metadata=dict(spec.metadata))
 
 
 class _Graph:
@@ -253,19 +297,25 @@ class _Names:
 def partitions_of(compiled, model_bytes: bytes) -> Plan:
     """The partitions of the original model `model_bytes` that the accelerator functions of
     `compiled` (its compile) cover, and a note for each function that maps to none."""
+    return _plan(compiled, model_bytes)[0]
+
+
+def _plan(compiled, model_bytes: bytes):
+    """`partitions_of`'s plan, with the graph, the names and each partition's call (in the
+    order of `plan.partitions`), for taking the programs from the same compile (`_reused`)."""
     from xdsl.dialects import func
 
     from qaccel.dialects.names import public_functions
-    from qaccel.frontend.tflite_writer import read_model
 
-    spec = read_model(model_bytes)
+    spec = _parsed(model_bytes)
     plan = Plan()
+    calls: list = []
     if not spec.subgraphs:
-        return plan
+        return plan, None, None, calls
     graph = _Graph(spec.subgraphs[0])
     public = public_functions(compiled.module)
     if not public:
-        return plan
+        return plan, graph, None, calls
     entry = public[0]
     names = _Names(graph, compiled.module, entry)
     taken: set[int] = set()
@@ -292,7 +342,8 @@ def partitions_of(compiled, model_bytes: bytes) -> Plan:
         taken |= ops
         ins, outs = graph.boundary(ops)
         plan.partitions.append(Partition(name, 0, tuple(sorted(ops)), ins, outs))
-    return plan
+        calls.append(call)
+    return plan, graph, names, calls
 
 
 def plan_partitions(model_bytes: bytes, compiler: Compiler) -> list[Partition]:
@@ -313,9 +364,9 @@ def extract_partition(model_bytes: bytes, partition: Partition) -> bytes:
 def partition_submodel(model_bytes: bytes, partition: Partition) -> tuple[bytes, dict[int, int]]:
     """`extract_partition`'s model and where each original tensor went (original index ->
     submodel index)."""
-    from qaccel.frontend.tflite_writer import ModelSpec, OperatorSpec, SubgraphSpec, read_model
+    from qaccel.frontend.tflite_writer import ModelSpec, OperatorSpec, SubgraphSpec
 
-    spec = read_model(model_bytes)
+    spec = _parsed(model_bytes)
     if not 0 <= partition.subgraph < len(spec.subgraphs):
         raise PartitionError(f"{partition.name}: no subgraph {partition.subgraph}")
     sg = spec.subgraphs[partition.subgraph]
@@ -425,6 +476,151 @@ def compile_partition(model_bytes: bytes, partition: Partition,
                              tuple(partition.outputs[i] for i in order_out))  # fmt: skip
 
 
+# --------------------------------------------------------------------------------------------
+# Taking a partition's program from the compile that decided it
+
+
+class _NotProven(Exception):
+    """The whole-model compile does not show that @f computes exactly the partition."""
+
+
+_OP_SUFFIX = re.compile(r"[a-z_][a-z0-9_]*\.[a-z0-9_.]+")
+
+
+class _Provenance:
+    """Which original operators an op of the compiled module computes (part of), read from
+    its location: the importer names an op after the tensor its operator produces,
+    legalization keeps that name on an operator's last `q` op and names the ones before it
+    `NAME/q.op`, and lowering moves it to the op computing the tensor. A location naming no
+    (uniquely named) tensor an operator produces tells nothing."""
+
+    def __init__(self, graph: _Graph):
+        self.graph = graph
+        self.memo: dict[str, int | None] = {}
+
+    def operator(self, name: str) -> int | None:
+        if name not in self.memo:
+            graph = self.graph
+            t = graph.by_name.get(name)
+            if t is None and "/" in name:
+                head, tail = name.rsplit("/", 1)
+                if _OP_SUFFIX.fullmatch(tail):
+                    t = graph.by_name.get(head)
+            self.memo[name] = graph.producer.get(t) if t is not None else None
+        return self.memo[name]
+
+    def of(self, op) -> set[int]:
+        from xdsl.dialects.builtin import FusedLoc, NameLoc
+
+        loc = op.location
+        locs = loc.locations.data if isinstance(loc, FusedLoc) else (loc,)
+        found = set()
+        for part in locs:
+            if isinstance(part, NameLoc):
+                k = self.operator(part.desc.data)
+                if k is not None:
+                    found.add(k)
+        return found
+
+    def by_function(self, module, entry) -> dict[str, dict[int, str]]:
+        """For each function, the original operators its ops compute (operator -> the name of
+        one op computing it); in the entry function only the host ops (not its packs,
+        unpacks, calls and constants)."""
+        from xdsl.dialects import func
+
+        from qaccel.dialects import accel
+        from qaccel.dialects.tfl import ConstOp
+
+        skip = (func.CallOp, func.ReturnOp, accel.PackOp, accel.UnpackOp, ConstOp)
+        out: dict[str, dict[int, str]] = {}
+        for f in module.ops:
+            if not isinstance(f, func.FuncOp):
+                continue
+            seen: dict[int, str] = {}
+            for op in f.walk():
+                if op is f or (f is entry and isinstance(op, skip)):
+                    continue
+                for k in self.of(op):
+                    seen.setdefault(k, op.name)
+            out[f.sym_name.data] = seen
+        return out
+
+
+def _reused(compiled, graph: _Graph, names: _Names, computed: dict[str, dict[int, str]],
+            call, part: Partition) -> CompiledPartition:  # fmt: skip
+    """The program of the accelerator function `call` calls, taken from the whole-model
+    compile `compiled` when that compile shows it computes exactly `part`: its arguments are
+    packs of the partition's inputs (each once), its results are each unpacked (one layout)
+    to the partition's outputs (each once), at their original shapes; every original operator
+    the function's ops name is one of the partition's, and no host op nor other function
+    computes (part of) one of them. Else `_NotProven`."""
+    from qaccel.backends.litert.aot import AotError, program_blob
+    from qaccel.dialects import accel
+
+    name = call.callee.string_value()
+    f = names.functions.get(name)
+    if f is None or not f.body.blocks:
+        raise _NotProven(f"no body of @{name}")
+    for k in part.ops:  # as compile_partition: the spliced op could not carry the subgraph
+        if any(key.endswith("subgraph_index") for key in graph.sg.operators[k].options):
+            raise _NotProven(f"operator {k} calls a subgraph")
+    entry = names.entry
+    if sum(1 for op in entry.body.block.ops if op.name == "func.call"
+           and op.callee.string_value() == name) != 1:  # fmt: skip
+        raise _NotProven(f"@{name} is called more than once")
+    tensors = graph.sg.tensors
+
+    def same_shape(value, t: int) -> bool:
+        return tuple(value.type.get_shape()) == tuple(tensors[t].shape)
+
+    order_in, inputs = [], []
+    for v in call.arguments:
+        pack = v.owner
+        if not isinstance(pack, accel.PackOp):
+            raise _NotProven(f"an argument of @{name} is no accel.pack")
+        t = names.tensor(pack.input)
+        if t is None or not same_shape(pack.input, t):
+            raise _NotProven(f"an argument of @{name} packs no partition input")
+        pad = pack.padding_value.value.data if pack.padding_value is not None else 0
+        inputs.append((pack.packing, tuple(pack.input.type.get_shape()), pad))
+        order_in.append(t)
+    if sorted(order_in) != sorted(part.inputs) or len(set(order_in)) != len(order_in):
+        raise _NotProven(f"@{name} does not take each partition input once")
+    order_out, outputs = [], []
+    for r in call.results:
+        unpacks = [u.operation for u in r.uses]
+        if not unpacks or not all(isinstance(u, accel.UnpackOp) for u in unpacks):
+            raise _NotProven(f"a result of @{name} is not only unpacked")
+        forms = {(u.packing, tuple(u.output.type.get_shape())) for u in unpacks}
+        if len(forms) != 1:
+            raise _NotProven(f"a result of @{name} is unpacked in several layouts")
+        t = names.result_tensor(r)
+        if t is None or not same_shape(unpacks[0].output, t):
+            raise _NotProven(f"a result of @{name} is no partition output")
+        outputs.append(forms.pop())
+        order_out.append(t)
+    if sorted(order_out) != sorted(part.outputs) or len(set(order_out)) != len(order_out):
+        raise _NotProven(f"@{name} does not give each partition output once")
+    ops = set(part.ops)
+    inside = computed.get(name, {})
+    foreign = sorted(set(inside) - ops)
+    if foreign:
+        k = foreign[0]
+        raise _NotProven(f"{inside[k]} in @{name} computes operator {k} "
+                         f"({graph.sg.operators[k].op}), outside the partition")  # fmt: skip
+    for other, seen in computed.items():
+        if other != name and ops & set(seen):
+            k = min(ops & set(seen))
+            where = "the host" if other == entry.sym_name.data else f"@{other}"
+            raise _NotProven(f"{seen[k]} on {where} computes operator {k} "
+                             f"({graph.sg.operators[k].op}) of the partition")  # fmt: skip
+    try:
+        blob = program_blob(compiled, name, f, inputs, outputs)
+    except AotError as e:
+        raise _NotProven(str(e)) from None
+    return CompiledPartition(part, blob, tuple(order_in), tuple(order_out), reused=True)
+
+
 def compile_partition_model(model_bytes: bytes, compiler: Compiler) -> list[bytes]:
     """One program per subgraph of `model_bytes` (LiteRT's outlined form: every subgraph one
     partition, its inputs and outputs the subgraph's, in their order); PartitionError (one
@@ -453,14 +649,44 @@ def compile_partition_model(model_bytes: bytes, compiler: Compiler) -> list[byte
     return programs
 
 
-def compile_partitions(model_bytes: bytes, compiled, compiler: Compiler
+RECOMPILE_ENV = "QACCEL_PARTITION_RECOMPILE"
+
+
+def recompile_default() -> bool:
+    """Whether `compile_partitions` compiles every partition again by default
+    (QACCEL_PARTITION_RECOMPILE=1), instead of taking its program from the whole-model
+    compile where that compile proves it."""
+    import os
+
+    return os.environ.get(RECOMPILE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def compile_partitions(model_bytes: bytes, compiled, compiler: Compiler,
+                       recompile: bool | None = None
                        ) -> tuple[list[CompiledPartition], list[str]]:  # fmt: skip
-    """qaccel-compile's partitions of `model_bytes` (whose compile is `compiled`), each
-    compiled; and one line per accelerator function that stays CPU operators."""
-    plan = partitions_of(compiled, model_bytes)
+    """qaccel-compile's partitions of `model_bytes` (whose compile is `compiled`), each with
+    its program; and one line per accelerator function that stays CPU operators.
+
+    A partition's program is the program of its accelerator function in `compiled` when that
+    compile proves the function computes exactly the partition (`_reused`: its boundary, and
+    the original operators its ops and the host's name); otherwise, or with `recompile`
+    (default: QACCEL_PARTITION_RECOMPILE=1), the partition is extracted and compiled again
+    (`compile_partition`), the check that cannot be wrong."""
+    plan, graph, names, calls = _plan(compiled, model_bytes)
     lines = [f"@{n.function} stays on the CPU in the LiteRT models: {n.reason}" for n in plan.notes]
+    if recompile is None:
+        recompile = recompile_default()
+    computed = None
     done = []
-    for part in plan.partitions:
+    for part, call in zip(plan.partitions, calls):
+        if not recompile:
+            if computed is None:
+                computed = _Provenance(graph).by_function(compiled.module, names.entry)
+            try:
+                done.append(_reused(compiled, graph, names, computed, call, part))
+                continue
+            except _NotProven:
+                pass
         try:
             done.append(compile_partition(model_bytes, part, compiler))
         except PartitionError as e:
@@ -515,9 +741,9 @@ def splice(model_bytes: bytes, parts: Sequence[CompiledPartition], flavour: str)
     """The original model with each partition one `DISPATCH_OP` (`flavour` "dispatch") or one
     `QACCEL_VTA` op ("custom-op"); see the module docstring."""
     from qaccel.backends.litert import aot
-    from qaccel.frontend.tflite_writer import OperatorSpec, TensorSpec, read_model, write_model
+    from qaccel.frontend.tflite_writer import OperatorSpec, TensorSpec, write_model
 
-    spec = read_model(model_bytes)
+    spec = _copy(_parsed(model_bytes))
     by_subgraph: dict[int, list[CompiledPartition]] = {}
     for p in parts:
         by_subgraph.setdefault(p.partition.subgraph, []).append(p)
@@ -559,9 +785,21 @@ def splice(model_bytes: bytes, parts: Sequence[CompiledPartition], flavour: str)
         end += -end % aot.BYTECODE_ALIGNMENT
         places.append(end)
         end += len(program)
+    data = bytearray(head)
+    patched = True
     for (op, name, program), at in zip(dispatch_ops, places):
+        placeholder = op.custom_options
         op.custom_options = aot.dispatch_options(name, at, len(program))
-    data = bytearray(write_model(spec))
+        # The options are a byte vector of the flatbuffer, at the same size: set in place
+        # (as LiteRT updates them), unless the placeholder's bytes are not found exactly once.
+        where = data.find(placeholder)
+        if (not patched or where < 0 or data.find(placeholder, where + 1) >= 0
+                or len(op.custom_options) != len(placeholder)):  # fmt: skip
+            patched = False
+            continue
+        data[where:where + len(placeholder)] = op.custom_options
+    if not patched:
+        data = bytearray(write_model(spec))
     if len(data) != len(head):
         raise AssertionError("splice: the flatbuffer changed size between passes")
     for (_, _, program), at in zip(dispatch_ops, places):
