@@ -149,7 +149,8 @@ extern const int64_t qaccel_model_hw[11];
 
 
 def _array(ctype: str, name: str, values: np.ndarray, per_line: int) -> str:
-    flat = [str(int(v)) + ("u" if ctype == "uint32_t" else "ull") for v in values.reshape(-1)]
+    suffix = "u" if ctype == "uint32_t" else "ull"
+    flat = [f"{v}{suffix}" for v in np.asarray(values).reshape(-1).tolist()]  # Python ints
     if not flat:
         flat = ["0"]  # C forbids empty arrays
     lines = [", ".join(flat[i : i + per_line]) for i in range(0, len(flat), per_line)]
