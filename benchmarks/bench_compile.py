@@ -9,6 +9,15 @@ resnet50`; skipped when missing) and the small CNN fixture. Each run is a fresh
 imports, as a user sees it; the table gives the best and the median of N runs (default 3),
 the accelerator layers and the artifact's size.
 Target (2-core machine): MobileNetV2 under 3 s.
+
+    python benchmarks/bench_compile.py --phases [--repeat N] [MODEL.tflite ...]
+
+splits one compile into its phases instead, each run in a fresh process doing what
+`qaccel-compile` does step by step: the imports, the importer, every pass of `vta-pipeline`
+(with the verifier of the input and of the result), `compile_module` (emission), the models
+for LiteRT (`_aot_models`), and `write_artifact` (with the host IR's text and the manifest's
+hashes); per phase the median CPU and wall seconds of N runs. CPU time is the figure to compare
+on a loaded machine.
 """
 
 from __future__ import annotations
@@ -51,11 +60,89 @@ def measure(model: Path, repeat: int) -> dict:
             "layers": report["totals"]["layers"], "mb": size / 2**20}  # fmt: skip
 
 
+_PHASES = r"""
+import json, sys, time
+from pathlib import Path
+
+out = []
+
+
+class phase:
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self.cpu, self.wall = time.process_time(), time.perf_counter()
+
+    def __exit__(self, *exc):
+        out.append((self.name, time.process_time() - self.cpu, time.perf_counter() - self.wall))
+
+
+with phase("import qaccel-compile"):
+    from qaccel.tools import qaccel_compile as qc
+    from qaccel.backends.vta.artifact import check_runnable, write_artifact
+    from qaccel.backends.vta.compile import compile_module
+    from qaccel.dialects.macs import model_macs
+    from qaccel.frontend.tflite_import import import_tflite
+    from qaccel.pipeline.manager import available_passes, qaccel_context
+    from qaccel.tools.qaccel_opt import pass_manager_for
+model, outdir = Path(sys.argv[1]), sys.argv[2]
+with phase("import the .tflite"):
+    data = model.read_bytes()
+    module = import_tflite(data, str(model))
+    macs = model_macs(module)
+args = qc.parser().parse_args([str(model), "-o", outdir, "--pass-timing"])
+manager, timing = pass_manager_for(args, available_passes(), "bench")
+manager.verify_each = False
+with phase("passes (vta-pipeline)"):
+    manager.run(qaccel_context(), module)
+for key, (label, depth, seconds) in timing.rows.items():
+    if depth == 1 or key == "verifier":
+        out.append(("  " + label, None, seconds))
+with phase("compile_module (emission)"):
+    check_runnable(module)
+    compiled = compile_module(module, total_macs=macs)
+with phase("LiteRT models"):
+    models, _ = qc._aot_models(compiled, data)
+with phase("write_artifact"):
+    write_artifact(compiled, outdir, data, extra=models)
+print(json.dumps(out))
+"""
+
+
+def phases(model: Path, repeat: int) -> None:
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(repeat):
+            cmd = [sys.executable, "-c", _PHASES, str(model), str(Path(tmp) / f"a{k}")]
+            start = time.process_time(), time.perf_counter()
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"bench_compile: {model.name}: {done.stderr.strip()}")
+            rows = json.loads(done.stdout.strip().splitlines()[-1])
+            runs.append(rows)
+    print(f"{model.name}: median of {repeat} runs (indented: wall seconds, from --pass-timing)")
+    print(f"{'phase':34} {'CPU s':>7} {'wall s':>7}")
+    for i, (name, _, _) in enumerate(runs[0]):
+        cpu = [r[i][1] for r in runs]
+        wall = statistics.median(r[i][2] for r in runs)
+        c = "" if cpu[0] is None else f"{statistics.median(cpu):7.3f}"
+        print(f"{name:34} {c:>7} {wall:7.3f}")
+    top = [n for n, c, _ in runs[0] if c is not None]
+    total = statistics.median(sum(c for n, c, _ in r if n in top) for r in runs)
+    print(f"{'total (without Python start-up)':34} {total:7.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("models", nargs="*", type=Path, help="default: see the module docstring")
     ap.add_argument("--repeat", type=int, default=3, help="runs per model (default 3)")
+    ap.add_argument("--phases", action="store_true", help="split one compile into its phases")
     args = ap.parse_args()
+    if args.phases:
+        for model in args.models or DEFAULTS[:1]:
+            phases(model, max(1, args.repeat))
+        return
     print(f"{'model':32} {'best s':>7} {'median s':>9} {'layers':>7} {'artifact MB':>12}")
     for model in args.models or DEFAULTS:
         if not model.exists():

@@ -42,6 +42,7 @@ The ops declare these patterns through `HasCanonicalizationPatternsTrait`, so xD
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -75,9 +76,25 @@ def _fits(lo: int, hi: int, bounds: tuple[int, int] = INT32) -> bool:
 
 def _corners(fn: Callable, lo: int, hi: int, values: np.ndarray) -> tuple[int, int]:
     """The range of `fn(x, v)` over x in [lo, hi] and v in values, for fn monotone in x."""
+    v = np.ascontiguousarray(values)
+    return _corners_of(fn, int(lo), int(hi), v.dtype.str, v.tobytes())
+
+
+@functools.lru_cache(maxsize=4096)
+def _corners_of(fn: Callable, lo: int, hi: int, dtype: str, data: bytes) -> tuple[int, int]:
+    """`_corners` once per distinct question: the clamps of a chain ask again for the ranges
+    below them, and each asks about the same per-channel multipliers and shifts."""
     x = np.array([lo, hi], dtype=np.int64)[:, None]
-    out = fn(x, np.unique(values.astype(np.int64))[None, :])
+    out = fn(x, np.unique(np.frombuffer(data, dtype).astype(np.int64))[None, :])
     return int(out.min()), int(out.max())
+
+
+def _times(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return x * v
+
+
+def _shifted_left(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    return x << s
 
 
 def _operand_values(op: accel._BinaryOp, rng) -> tuple[int, int]:
@@ -109,11 +126,11 @@ def _range_of(op: Operation, rng: Callable[[SSAValue], tuple[int, int]]) -> tupl
         return (lo + a_lo, hi + a_hi) if _fits(lo + a_lo, hi + a_hi) else None
     if isinstance(op, accel.MulOp) and op.values is not None:
         lo, hi = rng(op.lhs)
-        r = _corners(lambda x, v: x * v, lo, hi, op.values)
+        r = _corners(_times, lo, hi, op.values)
         return r if _fits(*r) else None
     if isinstance(op, accel.ShiftLeftOp):
         lo, hi = rng(op.input)
-        r = _corners(lambda x, s: x << s, lo, hi, op.values)
+        r = _corners(_shifted_left, lo, hi, op.values)
         return r if _fits(*r) else None
     if isinstance(op, accel.RoundMultiplyOp):
         lo, hi = rng(op.input)

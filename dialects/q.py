@@ -72,10 +72,12 @@ def f64_array(values: Sequence[float] | np.ndarray) -> DenseArrayBase:
     return DenseArrayBase(f64, BytesAttr(np.asarray(values, dtype="<f8").tobytes()))
 
 
+_ARRAY_DTYPES = {i64: "<i8", i32: "<i4", f64: "<f8"}
+
+
 def array_values(attr: DenseArrayBase) -> np.ndarray:
     """A dense array property as a numpy array of its element type."""
-    dtype = {i64: "<i8", i32: "<i4", f64: "<f8"}[attr.elt_type]
-    return np.frombuffer(attr.data.data, dtype=dtype)
+    return np.frombuffer(attr.data.data, dtype=_ARRAY_DTYPES[attr.elt_type])
 
 
 def i32_attr(value: int) -> IntegerAttr:

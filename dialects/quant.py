@@ -15,6 +15,7 @@ print-parse round trip is exact.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -63,6 +64,20 @@ def _format_scale(scale: np.float32) -> str:
     if 1e-4 <= scale < 1e6:
         return np.format_float_positional(scale, unique=True, trim="0")
     return np.format_float_scientific(scale, unique=True, trim="0")
+
+
+@functools.lru_cache(maxsize=4096)
+def _parameters_text(storage: str, axis: int, scale_bytes: bytes, zp_bytes: bytes) -> str:
+    """`<i8:f32, scale:zp>` or `<i8:f32:axis, {scale:zp, ...}>`: the type's parameters as
+    text, once per distinct type (a model prints the same per-channel types many times, and
+    formatting each float32 shortest is most of the cost)."""
+    scale = np.frombuffer(scale_bytes, dtype=np.float32)
+    zero_point = np.frombuffer(zp_bytes, dtype=np.int64)
+    head = f"<{storage}:f32"
+    if axis < 0:
+        return f"{head}, {_format_scale(scale[0])}:{zero_point[0]}>"
+    pairs = ", ".join(f"{_format_scale(s)}:{z}" for s, z in zip(scale, zero_point, strict=True))
+    return f"{head}:{axis}, {{{pairs}}}>"
 
 
 @irdl_attr_definition
@@ -139,15 +154,8 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
             )
 
     def print_parameters(self, printer: Printer) -> None:
-        q = self.qparams
-        head = f"<{_storage_name(self.storage_type)}:f32"
-        if not self.is_per_axis:
-            printer.print_string(f"{head}, {_format_scale(q.scale[0])}:{q.zero_point[0]}>")
-            return
-        pairs = ", ".join(
-            f"{_format_scale(s)}:{z}" for s, z in zip(q.scale, q.zero_point, strict=True)
-        )
-        printer.print_string(f"{head}:{self.axis.data}, {{{pairs}}}>")
+        printer.print_string(_parameters_text(_storage_name(self.storage_type), self.axis.data,
+                                              self.scales.data.data, self.zero_points.data.data))
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:

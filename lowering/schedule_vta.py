@@ -91,12 +91,13 @@ def _check_config(attr: ScheduleAttr, config) -> None:
 
 def gemm_schedule(attr: ScheduleAttr, layer: ConvLayer, config) -> Schedule:
     """The schedule a GEMM layer's `#vta.gemm_schedule` gives (checked), or `ScheduleAttrError` /
-    `LayerError` saying why it cannot be used."""
+    `LayerError` saying why it cannot be used. Its `estimated_cycles` is left 0: the emitter
+    and the check do not read it (the attribute carries the search's)."""
     _check_config(attr, config)
     fields = attr.fields()
     tiling = {k: fields[k] for k in _TILING if k in fields}
     try:
-        return make_schedule(layer, config, **tiling)
+        return make_schedule(layer, config, **tiling, estimated=False)
     except ValueError as e:
         raise ScheduleAttrError(str(e)) from None
 

@@ -129,6 +129,24 @@ def test_encode_rejects_overflowing_fields():
         Program().gemm(0, 1, push_nxt=True)
 
 
+def test_encode_names_the_first_overflow_by_opcode_then_field():
+    """Several overflows: the error names the one the field-by-field order meets first (the
+    opcode's formats in order, then its fields, then the first instruction), whichever
+    instruction comes first in the stream."""
+    f = _random_fields(np.random.default_rng(3), 40)
+    f["opcode"] = Opcode.GEMM
+    f["iter_out"][5] = 1 << 14
+    f["uop_end"][30] = 1 << 14
+    with pytest.raises(ValueError, match=r"^instruction 30 \(GEMM\): field uop_end=16384"):
+        encode(f)
+    # A structured array with other fields than FIELDS_DTYPE's encodes the same.
+    g = _random_fields(np.random.default_rng(4), 50)
+    wider = np.zeros(len(g), FIELDS_DTYPE.descr + [("note", np.int8)])
+    for name in FIELDS_DTYPE.names:
+        wider[name] = g[name]
+    assert np.array_equal(encode(wider), encode(g))
+
+
 def test_binary_round_trip():
     p = assemble("load.uop sram=0 dram=0 y=1 x=4\ngemm uop=0:4 iter=2,2 dst=4,0\nfinish")
     q = Program.from_bytes(p.to_bytes())

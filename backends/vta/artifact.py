@@ -165,12 +165,18 @@ def write_artifact(
     files["report.json"] = _dumps(compiled.report).encode()
     files.update(_run_plan_files(compiled, programs))
     files.update(extra or {})
+    # Each file hashed once: the source is model.tflite (unless `extra` replaced it).
+    digests = {k: hashlib.sha256(v).hexdigest() for k, v in sorted(files.items())}
+    source_digest = None
+    if source is not None:
+        source_digest = (digests["model.tflite"] if files.get("model.tflite") is source
+                         else hashlib.sha256(source).hexdigest())  # fmt: skip
     manifest = {
         "format": ARTIFACT_FORMAT, "versions": _versions(),
         "config": compiled.config.to_dict(), "functions": functions,
         "fallbacks": [fb.__dict__ for fb in compiled.fallbacks],
-        "source_sha256": hashlib.sha256(source).hexdigest() if source is not None else None,
-        "files": {k: hashlib.sha256(v).hexdigest() for k, v in sorted(files.items())},
+        "source_sha256": source_digest,
+        "files": digests,
     }  # fmt: skip
     files["manifest.json"] = _dumps(manifest).encode()
     _write_whole(root, files)

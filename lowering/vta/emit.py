@@ -447,6 +447,7 @@ class _Emitter(_Stream):
         self.gemm_bias = g.has_bias and sched.bias_mode == "gemm"
         self.store_tail = sched.bias_mode == "store"
         self.zeroed: dict[int, int] = {}  # store_tail: ACC slot -> leading rows known zero
+        self.tail_kernels: dict[tuple, dict[str, int]] = {}  # tail_kernel's, once per key
         self.constants_offset = 0
         self.layout_dram()
         if placement is not None:
@@ -643,13 +644,16 @@ class _Emitter(_Stream):
         """Single micro-ops the init/tail instructions use, as (kernel, index) pairs."""
         plan, c = self.plan, self.c
         acc_base = plan.acc_base + aslot * plan.acc_slot_rows
+        key = ("tail", acc_base, co0)
+        known = self.tail_kernels.get(key)
+        if known is not None:  # every tile of a slot and output group uses the same one
+            return key, known
         entries = [("row", plan.inp_const if self.zp else 0, plan.wgt_const if self.zp else 0)]
         entries.append(("split", acc_base + 1, 0))
         for kind, (start, per) in self.param_layout.items():
             entries.append((kind, start + (co0 if per else 0), 0))
         if self.gemm_bias:
             entries.append(("bias_gemm", plan.inp_bias, plan.wgt_bias + co0))
-        key = ("tail", acc_base, co0)
         names = [e[0] for e in entries]
 
         def build():
@@ -658,7 +662,8 @@ class _Emitter(_Stream):
             )
 
         self.kernel(key, build)
-        return key, {n: i for i, n in enumerate(names)}
+        known = self.tail_kernels[key] = {n: i for i, n in enumerate(names)}
+        return key, known
 
     # --- init, tail, store ---
     def tile_loops(self, st: Step):

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from qaccel.lowering.vta.bias import n_param_rows
 from qaccel.lowering.vta.geometry import (
@@ -140,8 +141,7 @@ class Schedule:
             f"wgt {self.wgt_slots} acc {self.acc_slots}"
         )
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):  # a tuple: the search builds tens of thousands of these per model
     tile: int  # accumulator tile index (execution order)
     spatial: int  # spatial tile index
     oy0: int
@@ -239,8 +239,7 @@ class _SlotLRU:
         chunks[key] = slot
         return slot, True
 
-@dataclass(frozen=True)
-class StepPlan:
+class StepPlan(NamedTuple):
     """One step with its buffer slots and the loads to issue before its GEMM: `loads` holds
     (kind "inp"/"wgt", the step whose chunk it loads, slot, part), the step's own chunks
     first, then prefetches of the next chunks; `part` is None for a whole chunk, or the output

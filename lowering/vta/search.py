@@ -97,10 +97,12 @@ def make_schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | Non
                   tile_h: int, tile_w: int, tile_co: int, tile_ci: int | None = None,
                   loop_order: str = "spatial", bias_mode: str = "alu",
                   inp_slots: int | None = None, wgt_slots: int | None = None,
-                  acc_slots: int | None = None) -> Schedule:  # fmt: skip
+                  acc_slots: int | None = None, estimated: bool = True) -> Schedule:  # fmt: skip
     """A schedule with the given tiling (sizes clipped to the layer), buffer slots as the
     search would choose them unless given; raises `LayerError` when it does not fit on chip.
-    Rebuilds a `Schedule` from its loop-structure fields (e.g. carried by an IR op)."""
+    Rebuilds a `Schedule` from its loop-structure fields (e.g. carried by an IR op).
+    `estimated=False` leaves `estimated_cycles` 0 (the cost model's walk of the loop nest is
+    skipped: emitting the schedule does not read it)."""
     c = config or DEFAULT_CONFIG
     g = layer.geometry if isinstance(layer, ConvLayer) else layer
     check_block(g, c)
@@ -133,6 +135,8 @@ def make_schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | Non
                 raise LayerError(f"{want} slots of {rows} rows do not fit in {depth} rows")
             slots[i] = want
     sched = Schedule(g, th, tw, tco, tci, loop_order, bias_mode, *slots, plan)
+    if not estimated:
+        return sched
     return replace(sched, estimated_cycles=estimate(sched, c).cycles)
 
 def with_bias_mode(s: Schedule, bias_mode: str, config: HardwareConfig) -> Schedule | None:
