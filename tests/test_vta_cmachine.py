@@ -295,6 +295,59 @@ def test_random_programs(config):
     assert outcomes["ran"] >= 40, outcomes  # enough programs run to FINISH to compare data
 
 
+def alu_chain_program(rng, config):
+    """Runs of ALU instructions over the same accumulator rows, as a requantization is: the
+    fast path takes such a run in one pass per row when each row is written once and no
+    instruction reads a row the run writes. Sometimes the rows repeat, a source overlaps the
+    destinations, or a register RSHR exponent is out of range (one instruction at a time then,
+    or the same error)."""
+    r = lambda lo, hi: int(rng.integers(lo, hi))  # noqa: E731
+    ra = min(config.depth("acc"), 256)
+    half, nu = ra // 2, 24
+    dst, src = np.arange(nu), half + np.arange(nu)
+    if rng.random() < 0.2:  # sources among the destinations: not fused
+        src = rng.integers(0, half, nu)
+    uops = encode_uops(dst, src, np.zeros(nu, np.int64), config=config)
+    eb = 4 * config.block
+    acc = rng.integers(-(1 << 20), 1 << 20, (ra, config.block)).astype(np.int32)
+    acc[half:] = rng.integers(0, 34 if rng.random() < 0.3 else 32, (ra - half, config.block))
+    dram = acc.reshape(-1).view(np.uint8).copy()
+    p = Program(config)
+    p.uops = uops
+    p.load(MemType.UOP, 0, 0, 1, nu)
+    p.load(MemType.ACC, 0, 0, 1, ra)  # ACC and UOP loads run in the compute module
+    b = r(0, 8)
+    e = b + r(1, 6)
+    io, ii = r(1, 3), r(1, 3)
+    dfi, dfo = e - b, (e - b) * ii
+    if rng.random() < 0.2:  # rows written twice: not fused
+        dfi, dfo = r(0, 3), r(0, 3)
+    chain = []
+    for _ in range(r(2, 7)):
+        op = AluOp(r(0, 7))
+        kw = dict(iter_out=io, iter_in=ii, dst_factor=(dfo, dfi))
+        if op != AluOp.SHR and rng.random() < 0.4:
+            kw["src_factor"] = (dfo, dfi)
+        else:
+            lo, hi = {AluOp.SHR: (-31, 32), AluOp.RSHR: (0, 32)}.get(op, (-32768, 32768))
+            kw["imm"] = r(lo, hi)
+        chain.append(("alu", (op, b, e), kw))
+    _phase(p, chain, push_next=True)
+    p.store(MemType.ACC, 0, 0, 1, half, pop_prev=True, push_prev=True)
+    p.finish(pop_next=True)
+    return p, dram
+
+
+@pytest.mark.parametrize("config", [DEFAULT_CONFIG, B8], ids=lambda c: c.name)
+def test_fused_alu_runs(config):
+    rng = np.random.default_rng(7)
+    outcomes = Counter()
+    for n in range(150):
+        program, dram = alu_chain_program(rng, config)
+        outcomes[_compare(program, None, dram, config, f"{config.name} ALU run {n}")] += 1
+    assert outcomes["ran"] >= 60, outcomes
+
+
 @pytest.mark.parametrize("kernel", ["c", "sse2", "avx2"])
 def test_every_gemm_kernel(kernel, monkeypatch):
     """Each GEMM kernel (portable C, SSE2, AVX2; the run uses the best one the CPU has) on

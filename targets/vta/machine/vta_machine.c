@@ -363,6 +363,8 @@ struct vta_program {
     int64_t *uop_at;     /* per instruction: where its micro-op snapshot starts in uops, or -1 */
     int32_t *uops;       /* per GEMM / ALU of k micro-ops: dst[k], src[k], wgt[k] as loaded */
     int64_t uops_len, uops_used;
+    /* per position of order: how many ALU instructions from there run fused (>= 2), else 0 */
+    int32_t *alu_fused;
     int64_t dram_written; /* one past the last DRAM byte a STORE writes (0: none) */
     vta_run timing;      /* the checked run's statistics (its pointers cleared) */
     /* vta_program_constants: the DRAM tiles [const_first, const_first + consts.count - 1)
@@ -1959,12 +1961,104 @@ static void record_uops(machine *m, int64_t i, const struct loops *L) {
     p->uops_used += 3 * nk;
 }
 
+/* --- fused ALU sequences --------------------------------------------------------------------
+ * A requantization is a run of ALU instructions over the same accumulator rows (multiply,
+ * shift, add the zero point, clamp), one pass over the rows each. When every instruction of a
+ * run writes the same rows in the same iteration order, each row once, and none reads a row
+ * the run writes (other than through its destination), every row is independent of the others:
+ * taking each row through the whole run in one pass leaves exactly what the instructions one
+ * after another leave. vta_prepare finds these runs in the replay order; vta_execute takes
+ * them in one pass with the AVX2 kernel (BLOCK 16), and one instruction at a time otherwise. */
+
+#define MAX_FUSED 16
+
+static int alu_fusable(const struct vta_program *p, int64_t i) {
+    const int64_t *f = p->f + i * F_COUNT;
+    if (f[F_OPCODE] != OP_ALU || p->uop_at[i] < 0) return 0;
+    if (f[F_ITER_OUT] <= 0 || f[F_ITER_IN] <= 0 || f[F_UOP_END] <= f[F_UOP_BGN]) return 0;
+    switch (f[F_ALU_OPCODE]) {
+    case ALU_MIN: case ALU_MAX: case ALU_ADD: case ALU_MUL: case ALU_RDMUL: case ALU_RSHR:
+        return 1; /* immediate exponents are validated; register ones checked per run */
+    case ALU_SHR:
+        return f[F_USE_IMM] != 0;
+    default:
+        return 0;
+    }
+}
+
+static int same_destination(const struct vta_program *p, int64_t i, int64_t j) {
+    const int64_t *a = p->f + i * F_COUNT, *b = p->f + j * F_COUNT;
+    int64_t nk = a[F_UOP_END] - a[F_UOP_BGN];
+    if (b[F_UOP_END] - b[F_UOP_BGN] != nk || a[F_ITER_OUT] != b[F_ITER_OUT] ||
+        a[F_ITER_IN] != b[F_ITER_IN] || a[F_DST_FACTOR_OUT] != b[F_DST_FACTOR_OUT] ||
+        a[F_DST_FACTOR_IN] != b[F_DST_FACTOR_IN])
+        return 0;
+    return memcmp(p->uops + p->uop_at[i], p->uops + p->uop_at[j], (size_t)nk * sizeof(int32_t)) == 0;
+}
+
+/* Marks (value 1) or clears (0) instruction i's destination rows; returns 0 if a row is marked
+ * twice (written by two iterations) or lies outside the accumulator. */
+static int mark_rows(const struct vta_program *p, int64_t i, uint8_t *mark, int64_t depth,
+                     int src, uint8_t value) {
+    const int64_t *f = p->f + i * F_COUNT;
+    int64_t nk = f[F_UOP_END] - f[F_UOP_BGN];
+    const int32_t *k0 = p->uops + p->uop_at[i] + (src ? nk : 0);
+    int64_t fo = src ? f[F_SRC_FACTOR_OUT] : f[F_DST_FACTOR_OUT];
+    int64_t fi = src ? f[F_SRC_FACTOR_IN] : f[F_DST_FACTOR_IN];
+    for (int64_t o = 0; o < f[F_ITER_OUT]; o++)
+        for (int64_t ii = 0; ii < f[F_ITER_IN]; ii++)
+            for (int64_t k = 0; k < nk; k++) {
+                int64_t r = k0[k] + o * fo + ii * fi;
+                if (r < 0 || r >= depth) return 0;
+                if (src) {
+                    if (mark[r]) return 0;
+                } else {
+                    if (value && mark[r]) return 0;
+                    mark[r] = value;
+                }
+            }
+    return 1;
+}
+
+static int prep_alu_fusion(struct vta_program *p) {
+    int64_t depth = p->g.depth[BUF_ACC];
+    p->alu_fused = (int32_t *)calloc((size_t)(p->n_order ? p->n_order : 1), sizeof(int32_t));
+    uint8_t *mark = (uint8_t *)calloc((size_t)depth, 1);
+    if (!p->alu_fused || !mark) {
+        free(mark);
+        return VTA_ERR_NOMEM;
+    }
+    for (int64_t k = 0; k < p->n_order;) {
+        int64_t i = p->order[k], len = 1;
+        if (!alu_fusable(p, i)) {
+            k++;
+            continue;
+        }
+        int unique = mark_rows(p, i, mark, depth, 0, 1);
+        const int64_t *f = p->f + i * F_COUNT;
+        if (unique && (f[F_USE_IMM] || mark_rows(p, i, mark, depth, 1, 0))) {
+            while (k + len < p->n_order && len < MAX_FUSED) {
+                int64_t j = p->order[k + len];
+                if (!alu_fusable(p, j) || !same_destination(p, i, j)) break;
+                if (!p->f[j * F_COUNT + F_USE_IMM] && !mark_rows(p, j, mark, depth, 1, 0)) break;
+                len++;
+            }
+        }
+        mark_rows(p, i, mark, depth, 0, 0);
+        if (len >= 2) p->alu_fused[k] = (int32_t)len;
+        k += len;
+    }
+    free(mark);
+    return VTA_OK;
+}
+
 void vta_program_free(vta_program *p) {
     if (!p) return;
     free(p->f);
     free(p->order);
     free(p->uop_at);
     free(p->uops);
+    free(p->alu_fused);
     tiles_free(&p->consts);
     free(p);
 }
@@ -1979,6 +2073,7 @@ int vta_prepare(const vta_config *config, const uint64_t *words, int64_t n, vta_
     p->dram_len = run->dram_len;
     int rc = simulate(config, words, n, 1, 0, p, run);
     if (rc == VTA_OK) rc = make_geometry(config, &p->g);
+    if (rc == VTA_OK) rc = prep_alu_fusion(p);
     if (rc != VTA_OK) {
         vta_program_free(p);
         return rc;
@@ -2609,6 +2704,95 @@ int vta_program_constants(vta_program *p, const uint8_t *dram, int64_t dram_len,
     return VTA_OK;
 }
 
+#if HAVE_AVX2_KERNEL
+struct fused_op {
+    int op, use_imm;
+    __m256i imm;
+    __m128i count; /* SHR: the shift, right when shr_right */
+    int shr_right;
+    const int32_t *sk;
+    int64_t sfo, sfi;
+};
+
+/* The run of `len` ALU instructions from order position k in one pass per row (BLOCK 16).
+ * Returns 0 without touching anything when a register RSHR exponent is outside [0, 31]:
+ * the instructions then run one at a time and the failing one names the lane. */
+static AVX2 int alu_fused16_avx2(int32_t *acc, const struct vta_program *p, int64_t k, int len) {
+    struct fused_op ops[MAX_FUSED];
+    const int64_t *f0 = p->f + p->order[k] * F_COUNT;
+    int64_t nk = f0[F_UOP_END] - f0[F_UOP_BGN], n_out = f0[F_ITER_OUT], n_in = f0[F_ITER_IN];
+    int64_t dfo = f0[F_DST_FACTOR_OUT], dfi = f0[F_DST_FACTOR_IN];
+    const int32_t *dk = p->uops + p->uop_at[p->order[k]];
+    const __m256i zero = _mm256_setzero_si256(), top = _mm256_set1_epi32(31);
+    for (int j = 0; j < len; j++) {
+        int64_t i = p->order[k + j];
+        const int64_t *f = p->f + i * F_COUNT;
+        struct fused_op *q = &ops[j];
+        q->op = (int)f[F_ALU_OPCODE];
+        q->use_imm = f[F_USE_IMM] != 0;
+        q->imm = _mm256_set1_epi32((int32_t)f[F_IMM]);
+        q->shr_right = f[F_IMM] >= 0;
+        q->count = _mm_cvtsi32_si128((int)(f[F_IMM] >= 0 ? f[F_IMM] : -f[F_IMM]));
+        q->sk = p->uops + p->uop_at[i] + nk;
+        q->sfo = f[F_SRC_FACTOR_OUT];
+        q->sfi = f[F_SRC_FACTOR_IN];
+        if (q->op != ALU_RSHR || q->use_imm) continue;
+        for (int64_t o = 0; o < n_out; o++)
+            for (int64_t ii = 0; ii < n_in; ii++)
+                for (int64_t kk = 0; kk < nk; kk++) {
+                    const __m256i *y = (const __m256i *)(acc + (q->sk[kk] + o * q->sfo + ii * q->sfi) * 16);
+                    __m256i b0 = _mm256_loadu_si256(y), b1 = _mm256_loadu_si256(y + 1);
+                    __m256i bad = _mm256_or_si256(
+                        _mm256_or_si256(_mm256_cmpgt_epi32(zero, b0), _mm256_cmpgt_epi32(b0, top)),
+                        _mm256_or_si256(_mm256_cmpgt_epi32(zero, b1), _mm256_cmpgt_epi32(b1, top)));
+                    if (!_mm256_testz_si256(bad, bad)) return 0;
+                }
+    }
+    for (int64_t o = 0; o < n_out; o++)
+        for (int64_t ii = 0; ii < n_in; ii++)
+            for (int64_t kk = 0; kk < nk; kk++) {
+                __m256i *xv = (__m256i *)(acc + (dk[kk] + o * dfo + ii * dfi) * 16);
+                __m256i a0 = _mm256_loadu_si256(xv), a1 = _mm256_loadu_si256(xv + 1);
+                for (int j = 0; j < len; j++) {
+                    const struct fused_op *q = &ops[j];
+                    __m256i b0 = q->imm, b1 = q->imm;
+                    if (!q->use_imm) {
+                        const __m256i *y = (const __m256i *)(acc + (q->sk[kk] + o * q->sfo + ii * q->sfi) * 16);
+                        b0 = _mm256_loadu_si256(y);
+                        b1 = _mm256_loadu_si256(y + 1);
+                    }
+                    switch (q->op) {
+                    case ALU_MIN: a0 = _mm256_min_epi32(a0, b0), a1 = _mm256_min_epi32(a1, b1); break;
+                    case ALU_MAX: a0 = _mm256_max_epi32(a0, b0), a1 = _mm256_max_epi32(a1, b1); break;
+                    case ALU_ADD: a0 = _mm256_add_epi32(a0, b0), a1 = _mm256_add_epi32(a1, b1); break;
+                    case ALU_MUL: a0 = _mm256_mullo_epi32(a0, b0), a1 = _mm256_mullo_epi32(a1, b1); break;
+                    case ALU_RDMUL: a0 = rdmul8(a0, b0), a1 = rdmul8(a1, b1); break;
+                    case ALU_RSHR: a0 = rshr8(a0, b0), a1 = rshr8(a1, b1); break;
+                    default: /* SHR by an immediate */
+                        if (q->shr_right)
+                            a0 = _mm256_sra_epi32(a0, q->count), a1 = _mm256_sra_epi32(a1, q->count);
+                        else
+                            a0 = _mm256_sll_epi32(a0, q->count), a1 = _mm256_sll_epi32(a1, q->count);
+                        break;
+                    }
+                }
+                _mm256_storeu_si256(xv, a0);
+                _mm256_storeu_si256(xv + 1, a1);
+            }
+    return 1;
+}
+#endif
+
+/* Whether the fused run from order position k was taken (else: one instruction at a time). */
+static int alu_fused(const vta_scratch *s, const struct vta_program *p, int64_t k) {
+#if HAVE_AVX2_KERNEL
+    if (s->kernel >= VTA_KERNEL_AVX2 && s->g.blk == 16)
+        return alu_fused16_avx2(s->acc, p, k, p->alu_fused[k]);
+#endif
+    (void)s, (void)p, (void)k;
+    return 0;
+}
+
 /* --- the replay ------------------------------------------------------------------------------ */
 
 static int fast_step(machine *m, vta_scratch *s, const vta_program *p, int64_t i) {
@@ -2677,7 +2861,13 @@ int vta_execute(const vta_program *p, vta_scratch *s, vta_run *run) {
     vta_program_timing(p, run);
     run->kernel = s->kernel;
     int rc = VTA_OK;
-    for (int64_t k = 0; k < p->n_order && rc == VTA_OK; k++) rc = fast_step(m, s, p, p->order[k]);
+    for (int64_t k = 0; k < p->n_order && rc == VTA_OK; k++) {
+        if (p->alu_fused[k] >= 2 && alu_fused(s, p, k)) {
+            k += p->alu_fused[k] - 1;
+            continue;
+        }
+        rc = fast_step(m, s, p, p->order[k]);
+    }
     /* No row refers to the program's constants once it is done (it may be freed): a prepared
      * program reads no WGT row it has not loaded itself (vta_prepare checks it), so the rows
      * only need to be valid. */
