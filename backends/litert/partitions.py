@@ -554,7 +554,7 @@ def _reused(compiled, graph: _Graph, names: _Names, computed: dict[str, dict[int
     to the partition's outputs (each once), at their original shapes; every original operator
     the function's ops name is one of the partition's, and no host op nor other function
     computes (part of) one of them. Else `_NotProven`."""
-    from qaccel.backends.litert.aot import AotError, program_blob
+    from qaccel.backends.vta.program.writer import ProgramWriteError, program_blob
     from qaccel.dialects import accel
 
     name = call.callee.string_value()
@@ -616,7 +616,7 @@ def _reused(compiled, graph: _Graph, names: _Names, computed: dict[str, dict[int
                              f"({graph.sg.operators[k].op}) of the partition")  # fmt: skip
     try:
         blob = program_blob(compiled, name, f, inputs, outputs)
-    except AotError as e:
+    except ProgramWriteError as e:
         raise _NotProven(str(e)) from None
     return CompiledPartition(part, blob, tuple(order_in), tuple(order_out), reused=True)
 
