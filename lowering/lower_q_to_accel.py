@@ -130,6 +130,7 @@ from xdsl.traits import ConstantLike
 from xdsl.utils.exceptions import PassFailedException
 
 from qaccel.kernels import arithmetic as ar
+from qaccel.kernels.layout import reshape_is_view
 from qaccel.targets.base import (
     TargetError,
     constant_value,
@@ -719,10 +720,11 @@ class _FunctionLowering:
 
     def lower_reshape(self, op: q.ReshapeOp) -> SSAValue:
         a, b = op.input.type.get_shape(), op.output.type.get_shape()
-        if len(a) < 2 or len(b) < 2 or (a[0], a[-1]) != (b[0], b[-1]):
+        if not reshape_is_view(a, b, self.block):
             raise LoweringError(
                 f"reshapes {list(a)} to {list(b)}: only the dimensions between batch and "
-                "channels may change (anything else moves lanes)"
+                "channels may change, or both be whole channel blocks in plain order "
+                "(anything else moves lanes)"
             )
         return self.emit(accel.ReshapeOp(self.packed_of(op.input), self.packed_type(op.output.type)))
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+from qaccel.kernels.layout import reshape_is_view
 from xdsl.ir import Operation
 
 from qaccel.targets.base import (
@@ -243,10 +244,10 @@ def _pool_padding(m: Match) -> str | None:
 def _reshape_view(m: Match) -> str | None:
     op = m.ops[0]
     a, b = shape_of(op.operands[0]), shape_of(op.results[0])
-    if len(a) < 2 or len(b) < 2 or (a[0], a[-1]) != (b[0], b[-1]):
+    if not reshape_is_view(a, b, m.target.config.block):
         return (
             f"reshapes {list(a)} to {list(b)}: only the dimensions between batch and channels "
-            "may change, or lanes would move"
+            "may change, or both be whole channel blocks in plain order, or lanes would move"
         )
     return None
 
@@ -353,7 +354,8 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
                 "step of the accelerator program inside the partition; slices of batch or "
                 "channels stay on the CPU"),
     Pattern("reshape", "q.reshape", (_int8_operands, _reshape_view),
-            doc="a reshape that keeps batch and channels (e.g. Flatten after a global pool) "
+            doc="a reshape that keeps batch and channels (e.g. Flatten after a global pool), "
+                "or between whole channel blocks in plain order (Flatten of a 16-channel map), "
                 "is the same packed bytes: a copy step of the accelerator program inside the "
                 "partition; other reshapes move lanes and stay on the CPU"),
 )  # fmt: skip
