@@ -319,20 +319,26 @@ _ELEMENTWISE = (_int8_operands, _broadcast, _alu_ops)
 
 VTA_PATTERNS: tuple[Pattern, ...] = (
     Pattern("conv2d", "q.relu?(q.requantize(q.bias_add?(q.conv2d)))", _GEMM_CHECKS,
-            doc="convolution as GEMM over 16x16 channel blocks, requantize and clamp on the ALU"),
+            doc="convolution as GEMM over 16x16 channel blocks, requantize and clamp on the "
+                "ALU; a batch of N images is an outer loop (each image one pass of the batch-1 "
+                "loop nest, weights and parameters shared)"),
     Pattern("depthwise_conv2d", "q.relu?(q.requantize(q.bias_add?(q.depthwise_conv2d)))",
-            _GEMM_CHECKS, doc="depthwise convolution with block-diagonal 16x16 weight tiles"),
+            _GEMM_CHECKS, doc="depthwise convolution with block-diagonal 16x16 weight tiles; a "
+                              "batch is an outer loop over the images"),
     Pattern("dense", "q.relu?(q.requantize(q.bias_add?(q.dense)))", _DENSE_CHECKS,
-            doc="matrix product as GEMM, requantize and clamp on the ALU"),
+            doc="matrix product as GEMM, requantize and clamp on the ALU; the batch is GEMM "
+                "rows (the weights loaded once)"),
     Pattern("add", "q.relu?(q.add)", _ELEMENTWISE, doc="int8 addition with rescaling, ALU"),
     Pattern("sub", "q.relu?(q.sub)", _ELEMENTWISE, doc="int8 subtraction with rescaling, ALU"),
     Pattern("mul", "q.relu?(q.mul)", _ELEMENTWISE, doc="int8 multiplication, ALU"),
     Pattern("max_pool2d", "q.relu?(q.max_pool2d)", (_int8_operands, _pool_padding, _alu_ops),
-            doc="ALU MAX over the window's rows; with padding (padded taps must not count, "
+            doc="ALU MAX over the window's rows (a batch: an outer loop over the images); with "
+                "padding (padded taps must not count, "
                 "accumulator loads pad with zeros) an exact host step of the accelerator "
                 "program inside the partition"),
     Pattern("avg_pool2d", "q.relu?(q.avg_pool2d)", (_int8_operands, _pool_padding, _alu_ops),
-            doc="ALU ADD over the window's rows, rounding shift by log2(taps); with padding "
+            doc="ALU ADD over the window's rows, rounding shift by log2(taps) (a batch: an "
+                "outer loop over the images); with padding "
                 "(SAME, stride 1: the divisor varies at the border) or a tap count that is "
                 "not a power of two (3x3, 25x5: the ALU divides by rounding shifts only) an "
                 "exact host step of the accelerator program inside the partition"),
