@@ -451,6 +451,7 @@ class _Emitter(_Stream):
         self.zeroed: dict[int, int] = {}  # store_tail: ACC slot -> leading rows known zero
         self.constants_offset = 0
         self.image = 0  # the image of a batch whose loop nest is being emitted
+        self.wgt_held: dict[int, tuple] = {}  # weight slot -> (chunk, output blocks loaded)
         self.layout_dram()
         if placement is not None:
             self.place(placement)
@@ -571,7 +572,14 @@ class _Emitter(_Stream):
                           writes=(res,))  # fmt: skip
 
     def load_weights(self, st: Step, slot: int, part: int | None = None):
-        """A weight chunk ([co][ci][tap] in its slot), or only output block `part` of it."""
+        """A weight chunk ([co][ci][tap] in its slot), or only output block `part` of it;
+        nothing when the slot still holds it (the next image of a batch finds the chunks the
+        last one left: only weight loads write weight slots)."""
+        chunk = (st.co0, st.ci0, st.nco, st.nci)
+        held, parts = self.wgt_held.get(slot, (None, set()))
+        if held == chunk and (None in parts or part in parts):
+            return
+        self.wgt_held[slot] = (chunk, (parts if held == chunk else set()) | {part})
         g, plan = self.g, self.plan
         base = plan.wgt_base + slot * plan.wgt_slot_tiles
         wgt = self.elem("weights", self.blk * self.blk)
