@@ -138,3 +138,24 @@ def test_batched_windowed_pools(op):
     x = rng.integers(-128, 128, (images * blocks, h, w, 16)).astype(np.int8)
     got = _run(emit_pool, layer, [x], images * blocks * oh * ow * 16)
     np.testing.assert_array_equal(got, layer.reference(x).reshape(-1))
+
+
+def test_the_report_counts_every_image():
+    """A batched element-wise layer's report row: its DRAM rows and ALU-bound cycles are
+    those of all its images."""
+    from qaccel.backends.vta.report import alu_report
+    from qaccel.targets.vta.config import DEFAULT_CONFIG
+
+    steps = [AluStep("ADD", 0, "temp", 1), AluStep("RSHR", 0, "imm", 1)]
+    rows = {}
+    for images in (1, 4):
+        layer = AluLayer("t", 2, 64, 16, 2, steps, 0, np.zeros((0, 16), np.int32),
+                         images=images)  # fmt: skip
+        n = images * 2 * 64 * 16
+        prog = emit_alu(layer, inputs_at=[0, _align(n)], output_at=2 * _align(n),
+                        constants_at=3 * _align(n))  # fmt: skip
+        rows[images] = alu_report("f", 0, layer, prog, DEFAULT_CONFIG)
+    assert rows[4]["alu_bound_cycles"] == 4 * rows[1]["alu_bound_cycles"]
+    # Three more images of two inputs of 2 blocks x 64 rows x 16 bytes (the micro-ops: once).
+    assert rows[4]["dram_read_bytes"] - rows[1]["dram_read_bytes"] == 3 * 2 * 2 * 64 * 16
+    assert rows[4]["cycles"] > 3 * rows[1]["cycles"]
