@@ -27,6 +27,11 @@
   instruction pops at most one token per queue, every pushed token is popped, and the loads of
   step i+1 and the store of tile j overlap the compute of step i / tile j+1 whenever the slots
   allow it. Loads follow `plan_steps` (prefetches, weight chunks split per output block).
+* a **batch** of N images (`LayerGeometry.batch`): the loop nest once per image, on image n's
+  slabs of the input and output regions (`[image][block][H][W][16]`); the parameters and
+  constants are loaded once, and a weight chunk its slot still holds is not loaded again, so
+  the images after the first reuse the weights the last pass left. The loads of image n+1
+  overlap the stores of image n as within one image.
 """
 
 from __future__ import annotations

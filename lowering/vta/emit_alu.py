@@ -19,6 +19,10 @@ inputs' rows are loaded whole, the steps before the sum run with an outer loop o
 (per-block parameter rows advance with it) and an inner loop over their rows, the R sums are
 zeroed (GEMM reset) and accumulated by one ALU ADD walking blocks and rows, and the remaining
 steps run on the sums.
+
+A batch of N images (`images`) is an outer loop: each image's chunks in turn, on its own slabs
+of the inputs and the output, with the same parameter rows (loaded once); the sets of temps
+keep alternating across images.
 """
 
 from __future__ import annotations
