@@ -81,7 +81,7 @@ class phase:
 with phase("import qaccel-compile"):
     from qaccel.tools import qaccel_compile as qc
     from qaccel.backends.vta.artifact import check_runnable, write_artifact
-    from qaccel.backends.vta.compile import compile_module
+    from qaccel.backends.vta.codegen import compile_module
     from qaccel.dialects.macs import model_macs
     from qaccel.frontend.tflite_import import import_tflite
     from qaccel.pipeline.manager import available_passes, qaccel_context

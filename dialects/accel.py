@@ -1095,13 +1095,22 @@ class ReshapeOp(_ComputeOp):
         out = _check_packed(self, "the result", self.output.type, "any")
         if self.input.type.element_type != self.output.type.element_type:
             raise VerifyException(f"{self.name}: the input and result element types differ")
-        if (shape[0], shape[1], shape[-1]) != (out[0], out[1], out[-1]) or int(
-            np.prod(shape)
-        ) != int(np.prod(out)):  # fmt: skip
+        same = int(np.prod(shape)) == int(np.prod(out)) and shape[0] == out[0]
+        if not same or (shape[1], shape[-1]) != (out[1], out[-1]) and not (
+            shape[-1] == out[-1] and plain_order(shape) and plain_order(out)
+        ):  # fmt: skip
             raise VerifyException(
-                f"{self.name}: {list(shape)} -> {list(out)} must keep the batch, the channel "
-                "blocks, the lanes and the number of elements (nothing moves)"
+                f"{self.name}: {list(shape)} -> {list(out)} must keep the batch, the lanes and "
+                "the number of elements, and the channel blocks unless both are in plain "
+                "order (nothing moves)"
             )
+
+
+def plain_order(packed_shape: Sequence[int]) -> bool:
+    """Whether a packed activation `[N, C/B, ..., 1, B]` holds its bytes in the plain
+    tensor's order: one channel block, or no dimensions between batch and channels (a
+    Flatten of a one-block map is then the same bytes)."""
+    return packed_shape[1] == 1 or int(np.prod(packed_shape[2:-2])) == 1
 
 
 @irdl_op_definition

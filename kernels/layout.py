@@ -126,3 +126,19 @@ def unpack(p: np.ndarray, packing: Packing, shape: tuple[int, ...]) -> np.ndarra
     plain = p.reshape([split[k] for k in order]).transpose(np.argsort(order))
     padded = plain.reshape([n * t for n, t in zip(split[::2], split[1::2])])
     return np.asarray(padded[tuple(slice(0, n) for n in shape)], order="C")
+
+
+def reshape_is_view(src: Sequence[int], dst: Sequence[int], block: int) -> bool:
+    """Whether reshaping an activation of shape `src` to `dst` (batch first, channels last)
+    leaves its packed bytes (`Packing.activations`, channel block `block`) as they are: the
+    batch and the channels stay and only the dimensions between them change, or both shapes
+    are whole channel blocks in plain order (one block, or nothing between batch and
+    channels: a Flatten of a `[N, H, W, 16]` map to `[N, H*W*16]` is the same bytes)."""
+
+    def plain(shape: Sequence[int]) -> bool:
+        between = int(np.prod(shape[1:-1], dtype=np.int64))
+        return shape[-1] % block == 0 and (shape[-1] == block or between == 1)
+
+    if len(src) < 2 or len(dst) < 2 or src[0] != dst[0]:
+        return False
+    return src[-1] == dst[-1] or (plain(src) and plain(dst))

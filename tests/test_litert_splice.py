@@ -45,7 +45,8 @@ CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 CORPUS_MODELS = sorted(p.stem for p in CORPUS.glob("*.tflite") if p.stem != "int16x8")
 FIXTURES = sorted(p.stem for p in FIXTURE_MODELS.glob("*.tflite"))
 COVERED = {"small_cnn": 2, "mobilenet_v2": 1, "resnet50": 1, "mobilenet_v3_small": 1,
-           "efficientnet_b0": 1, "inception": 1, "densenet": 1, "nasnet": 1}  # fmt: skip
+           "efficientnet_b0": 1, "inception": 1, "densenet": 1, "nasnet": 1,
+           "batch2": 1}  # fmt: skip
 """Partitions spliced today (a regression lowers them)."""
 
 
@@ -197,9 +198,13 @@ def test_partitions_json_names_each_program_by_its_hash():
 
 
 def test_a_partition_left_on_the_cpu_is_one_line_and_the_models_are_still_written(tmp_path):
-    """batch2's first function keeps a host op reading constants, which programs cannot hold:
-    it stays CPU operators, reported in one line; the model still runs bit-exact."""
-    path = CORPUS / "batch2.tflite"
+    """A FULLY_CONNECTED on token rows `[1, 3, 32]` stays a host op of its accelerator
+    function reading its constant weights, which programs cannot hold: the function stays CPU
+    operators, reported in one line; the models are still written."""
+    from test_fully_connected_ranks import fc_model
+
+    path = tmp_path / "fc_tokens.tflite"
+    path.write_bytes(fc_model((1, 3, 32), True, True, False, 16))
     source, compiled, done, lines = _spliced(path)
     assert len(done) < len(compiled.functions) and lines
     assert all("\n" not in line and "stays on the CPU" in line for line in lines)

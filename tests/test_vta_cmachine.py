@@ -412,6 +412,29 @@ def test_random_emitted_layers():
         done += 1
 
 
+def test_random_batched_layers():
+    """The emitter's random convolutions and depthwise convolutions with a batch of 2 or 3
+    images (an outer loop over them) on both bundled configs."""
+    from dataclasses import replace
+
+    from qaccel.lowering.vta.emit import emit
+    from qaccel.lowering.vta.search import schedule
+    from test_vta_codegen import random_layer
+
+    rng = np.random.default_rng(47)
+    done = 0
+    while done < 6:
+        layer = random_layer(rng)
+        if layer is None or layer.kind == "dense":
+            continue
+        layer = replace(layer, input_shape=(int(rng.integers(2, 4)), *layer.input_shape[1:]))
+        config = (DEFAULT_CONFIG, STORE_RQ)[done % 2]
+        prog = emit(layer, schedule(layer, config, refine=0), config)
+        x = rng.integers(-128, 128, layer.input_shape).astype(np.int8)
+        assert _compare(prog.program, prog.program.uops, prog.dram_image(x), config) == "ran"
+        done += 1
+
+
 # --------------------------------------------------------------------------------------------
 # Fixture models
 # --------------------------------------------------------------------------------------------
@@ -425,12 +448,35 @@ def test_fixture_model_layers(name, hw):
     """Every layer of the compiled model, in order, on a DRAM image the previous layers (and
     random host inputs) produced."""
     from conftest import vta_lowered
+
+    module, _ = vta_lowered(name, hw)
+    _check_model_layers(name, module, hw)
+
+
+@pytest.mark.parametrize("hw", ["vta-default", "vta-store-requant"])
+def test_batched_model_layers(hw):
+    """The corpus' batch-2 model: convolutions (its depthwise one of 16 channels runs as a
+    one-block convolution) and a max pool each an outer loop over the two images, a dense
+    layer over both rows."""
+    from qaccel.frontend.tflite_import import import_tflite
+    from qaccel.pipeline.manager import build_pipeline, qaccel_context
+
+    path = Path(__file__).parent / "fixtures" / "corpus" / "batch2.tflite"
+    module = import_tflite(path.read_bytes(), str(path))
+    build_pipeline(f"vta-pipeline{{config={hw}}}").apply(qaccel_context(), module)
+    kinds = _check_model_layers("batch2", module, hw)
+    assert kinds >= {"conv", "pool", "dense"}, kinds
+
+
+def _check_model_layers(name: str, module, hw: str) -> set[str]:
+    """C machine against the Python simulator on every layer of `module` compiled; the kinds
+    of layer seen."""
     from qaccel.backends.vta.codegen import compile_module
 
     config = HardwareConfig.from_json(hw)
-    module, _ = vta_lowered(name, hw)
     compiled = compile_module(module, config)
     rng = np.random.default_rng(5)
+    kinds = set()
     layers = 0
     for fn in compiled.functions.values():
         image = fn.image.copy()
@@ -441,7 +487,9 @@ def test_fixture_model_layers(name, hw):
             assert _compare(lay.words, lay.uops, image, config, f"{name} layer {lay.index}") == "ran"
             image = simulate(lay.words, lay.uops, image, config, simulator="c").dram
             layers += 1
+            kinds.add(lay.report["kind"])
     assert layers >= 1
+    return kinds
 
 
 # --------------------------------------------------------------------------------------------

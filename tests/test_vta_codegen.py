@@ -454,3 +454,36 @@ def test_requantization_parameters_from_scales():
     layer = conv_layer(C=24, O=30, rng=rng)
     m, s = ar.quantize_multiplier(rng.uniform(2e-4, 3e-2, 30))
     check(replace(layer, multiplier=m.astype(np.int32), shift=s.astype(np.int32)))
+
+
+@pytest.mark.parametrize("kind", ["conv", "depthwise"])
+@pytest.mark.parametrize("config", [HardwareConfig(), HardwareConfig.from_json("vta-store-requant")])
+def test_a_batch_is_an_outer_loop_over_the_images(kind, config):
+    """A batch of 3 images: one pass of one image's loop nest per image, bit-exact with the
+    q reference on the whole batch, each image's output the batch-1 layer's output for that
+    image, and the schedule (searched for one image) the batch-1 layer's."""
+    rng = np.random.default_rng(11)
+    one = conv_layer(H=9, W=7, C=20, O=24, k=3, s=2, kind=kind, rng=rng)
+    layer = replace(one, input_shape=(3, 9, 7, 20))
+    assert layer.geometry.batch == 3 and layer.geometry.image == one.geometry
+    assert layer.geometry.macs == 3 * one.geometry.macs
+    sched = schedule(layer, config, refine=0)
+    single = schedule(one, config, refine=0)
+    assert sched.tiling() == single.tiling()
+    assert sched.estimated_cycles == 3 * single.estimated_cycles
+    x = rng.integers(-128, 128, layer.input_shape).astype(np.int8)
+    prog = check(layer, sched, config, x)
+    y = prog.run(x)
+    for n in range(3):
+        assert np.array_equal(y[n : n + 1], emit(one, single, config).run(x[n : n + 1]))
+    assert "3x9x7x20" in layer.describe()
+
+
+def test_a_batch_refuses_what_one_image_refuses():
+    with pytest.raises(LayerError, match="horizontal padding"):
+        ConvLayer("conv", (2, 4, 4, 16), np.zeros((16, 3, 3, 16), np.int8),
+                  padding=(1, 1, 16, 1), multiplier=np.ones(1, np.int32),
+                  shift=np.zeros(1, np.int32))
+    with pytest.raises(LayerError, match="must be NHWC"):
+        ConvLayer("conv", (0, 4, 4, 16), np.zeros((16, 3, 3, 16), np.int8),
+                  multiplier=np.ones(1, np.int32), shift=np.zeros(1, np.int32))

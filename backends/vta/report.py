@@ -52,14 +52,16 @@ def gemm_report(
 
 def _row_counts(layer: AluLayer | PoolLayer, stage_steps: int = 0) -> tuple[int, int]:
     """(DRAM rows the layer reads and writes, accumulator rows its ALU instructions walk when
-    the last `stage_steps` steps run in the store module's output stage)."""
+    the last `stage_steps` steps run in the store module's output stage), over every image of
+    a batch."""
+    blocks = layer.images * layer.blocks  # a batch: each image's blocks in turn
     if isinstance(layer, PoolLayer):
-        rows_in = layer.blocks * layer.H * layer.W
-        rows_out = layer.blocks * layer.OH * layer.OW
+        rows_in = blocks * layer.H * layer.W
+        rows_out = blocks * layer.OH * layer.OW
         steps = len(layer.steps) - stage_steps
         alu = rows_out * (layer.KH * layer.KW + steps) + rows_in * len(layer.pre_steps)
         return rows_in * layer.n_inputs + rows_out, alu
-    rows_out = layer.blocks * layer.rows
+    rows_out = blocks * layer.rows
     rows_in = rows_out * layer.reduce
     steps = len(layer.steps) - stage_steps
     if layer.reduce > 1:  # steps before the sum on every input row, the sum, the rest

@@ -10,6 +10,7 @@ from __future__ import annotations
 from xdsl.ir import SSAValue
 
 from qaccel.dialects import accel, q
+from qaccel.kernels.layout import reshape_is_view
 from qaccel.lowering.q_to_accel.function import FunctionLowering, LoweringError, storage_of
 
 
@@ -45,10 +46,11 @@ def lower_slice(fl: FunctionLowering, op: q.SliceOp) -> SSAValue:
 
 def lower_reshape(fl: FunctionLowering, op: q.ReshapeOp) -> SSAValue:
     a, b = op.input.type.get_shape(), op.output.type.get_shape()
-    if len(a) < 2 or len(b) < 2 or (a[0], a[-1]) != (b[0], b[-1]):
+    if not reshape_is_view(a, b, fl.block):
         raise LoweringError(
             f"reshapes {list(a)} to {list(b)}: only the dimensions between batch and "
-            "channels may change (anything else moves lanes)"
+            "channels may change, or both be whole channel blocks in plain order "
+            "(anything else moves lanes)"
         )
     return fl.emit(accel.ReshapeOp(fl.packed_of(op.input), fl.packed_type(op.output.type)))
 

@@ -29,7 +29,7 @@ within 1.02x.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, replace
 
 from qaccel.lowering.vta.bias import n_param_rows
 from qaccel.lowering.vta.geometry import (
@@ -119,6 +119,8 @@ def quick_estimate(sched: Schedule, config: HardwareConfig | None = None) -> int
     load, store and the DRAM bus + epilogue (no transient stalls; see `estimate`)."""
     c = config or DEFAULT_CONFIG
     g = sched.geometry
+    if g.batch > 1:  # an outer loop over the images: each one pass of one image's loop nest
+        return g.batch * quick_estimate(replace(sched, geometry=g.image), c)
     I, setup, bw = c.insn_issue_cycles, c.dma_setup_cycles, c.bus_width_bytes
     blk = g.block
     K = g.taps
@@ -205,6 +207,9 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     buffer, every step pays a reload."""
     c = config or DEFAULT_CONFIG
     g = sched.geometry
+    if g.batch > 1:  # an outer loop over the images: each one pass of one image's loop nest
+        e = estimate(replace(sched, geometry=g.image), c)
+        return Estimate(*(g.batch * v for v in astuple(e)))
     I, setup, bw = c.insn_issue_cycles, c.dma_setup_cycles, c.bus_width_bytes
     blk = g.block
     K = g.taps
@@ -312,6 +317,8 @@ def roofline_cycles(g: LayerGeometry, config: HardwareConfig | None = None) -> i
     """`conv2d_roofline` / `gemm_roofline` of the layer (docs/isa.md §9): the lower bound the
     benchmarks compare with. Depthwise counts its diagonal MACs (one block per tap)."""
     c = config or DEFAULT_CONFIG
+    if g.batch > 1:
+        return g.batch * roofline_cycles(g.image, c)
     if g.kind == "dense":
         return gemm_roofline(g.rows, g.C, g.O, c).cycles
     if g.kind == "depthwise":
@@ -333,6 +340,8 @@ def alu_bound_cycles(g: LayerGeometry, config: HardwareConfig | None = None) -> 
     back to back, so no schedule beats max(GEMM + tail, memory) (the tail with the cheapest
     bias mode the layer allows)."""
     c = config or DEFAULT_CONFIG
+    if g.batch > 1:
+        return g.batch * alu_bound_cycles(g.image, c)
     rows = g.OH * g.OW * g.COB
     modes = available_bias_modes(g, c, ("alu", "gemm", "store"))
     tail = rows * min(tail_cycles_per_row(g, m, c) for m in modes)

@@ -27,6 +27,11 @@
   instruction pops at most one token per queue, every pushed token is popped, and the loads of
   step i+1 and the store of tile j overlap the compute of step i / tile j+1 whenever the slots
   allow it. Loads follow `plan_steps` (prefetches, weight chunks split per output block).
+* a **batch** of N images (`LayerGeometry.batch`): the loop nest once per image, on image n's
+  slabs of the input and output regions (`[image][block][H][W][16]`); the parameters and
+  constants are loaded once, and a weight chunk its slot still holds is not loaded again, so
+  the images after the first reuse the weights the last pass left. The loads of image n+1
+  overlap the stores of image n as within one image.
 """
 
 from __future__ import annotations
@@ -145,10 +150,12 @@ class LayerProgram:
             packed = np.full((g.rows, cp), g.input_zero_point, np.int8)
             packed[:, : g.C] = rows
             return packed.reshape(-1).view(np.uint8)
-        packed = np.full((g.H, g.W, cp), g.input_zero_point, np.int8)
-        packed[:, :, : g.C] = x[0]
-        return (
-            np.ascontiguousarray(packed.reshape(g.H, g.W, g.CIB, blk).transpose(2, 0, 1, 3))
+        packed = np.full((g.batch, g.H, g.W, cp), g.input_zero_point, np.int8)
+        packed[..., : g.C] = x
+        return (  # [image][ci block][H][W][16]
+            np.ascontiguousarray(
+                packed.reshape(g.batch, g.H, g.W, g.CIB, blk).transpose(0, 3, 1, 2, 4)
+            )
             .reshape(-1)
             .view(np.uint8)
         )
@@ -162,9 +169,9 @@ class LayerProgram:
             acc = np.frombuffer(raw.tobytes(), dtype).reshape(g.rows, g.COB * blk)[:, : g.O]
             out = dense_requantize_host(self.layer, acc) if g.int32_output else acc
             return out.reshape(*self.layer.input_shape[:-1], g.O)
-        y = np.frombuffer(raw.tobytes(), np.int8).reshape(g.COB, g.OH, g.OW, blk)
-        y = y.transpose(1, 2, 0, 3).reshape(g.OH, g.OW, -1)[:, :, : g.O]
-        return np.ascontiguousarray(y)[None]
+        y = np.frombuffer(raw.tobytes(), np.int8).reshape(g.batch, g.COB, g.OH, g.OW, blk)
+        y = y.transpose(0, 2, 3, 1, 4).reshape(g.batch, g.OH, g.OW, -1)[..., : g.O]
+        return np.ascontiguousarray(y)
 
     def dram_image(self, x: np.ndarray) -> np.ndarray:
         dram = np.zeros(self.dram_size, np.uint8)
@@ -449,6 +456,8 @@ class _Emitter(_Stream):
         self.zeroed: dict[int, int] = {}  # store_tail: ACC slot -> leading rows known zero
         self.tail_kernels: dict[tuple, dict[str, int]] = {}  # tail_kernel's, once per key
         self.constants_offset = 0
+        self.image = 0  # the image of a batch whose loop nest is being emitted
+        self.wgt_held: dict[int, tuple] = {}  # weight slot -> (chunk, output blocks loaded)
         self.layout_dram()
         if placement is not None:
             self.place(placement)
@@ -486,9 +495,9 @@ class _Emitter(_Stream):
         for name, data in parts:
             off, n = regions[name]
             const[off : off + n] = data
-        in_bytes = (g.rows if g.kind == "dense" else g.H * g.W) * g.CIB * blk
+        in_bytes = g.batch * (g.rows if g.kind == "dense" else g.H * g.W) * g.CIB * blk
         out_eb = 4 * blk if g.int32_output else blk
-        out_bytes = (g.rows if g.kind == "dense" else g.OH * g.OW) * g.COB * out_eb
+        out_bytes = g.batch * (g.rows if g.kind == "dense" else g.OH * g.OW) * g.COB * out_eb
         regions["input"] = (at, in_bytes)
         at = _align(at + in_bytes, self.c.dram_align)
         regions["output"] = (at, out_bytes)
@@ -514,7 +523,13 @@ class _Emitter(_Stream):
         self.dram_size = _align(max(off + n for off, n in self.regions.values()), align)
 
     def elem(self, region: str, nbytes: int) -> int:
-        return self.regions[region][0] // nbytes
+        """The first element of `region`; for the input and output, of the current image."""
+        at = self.regions[region][0] // nbytes
+        if self.image and region in ("input", "output"):
+            g = self.g
+            plane = g.H * g.W * g.CIB if region == "input" else g.OH * g.OW * g.COB
+            at += self.image * plane  # elements: one input row / output row of a block each
+        return at
 
     # --- loads of one step ---
     def load_frame(self, st: Step, slot: int):
@@ -563,7 +578,14 @@ class _Emitter(_Stream):
                           writes=(res,))  # fmt: skip
 
     def load_weights(self, st: Step, slot: int, part: int | None = None):
-        """A weight chunk ([co][ci][tap] in its slot), or only output block `part` of it."""
+        """A weight chunk ([co][ci][tap] in its slot), or only output block `part` of it;
+        nothing when the slot still holds it (the next image of a batch finds the chunks the
+        last one left: only weight loads write weight slots)."""
+        chunk = (st.co0, st.ci0, st.nco, st.nci)
+        held, parts = self.wgt_held.get(slot, (None, set()))
+        if held == chunk and (None in parts or part in parts):
+            return
+        self.wgt_held[slot] = (chunk, (parts if held == chunk else set()) | {part})
         g, plan = self.g, self.plan
         base = plan.wgt_base + slot * plan.wgt_slot_tiles
         wgt = self.elem("weights", self.blk * self.blk)
@@ -796,7 +818,18 @@ class _Emitter(_Stream):
             self.load(MemType.ACC, 0, off // (4 * blk), 1, n // (4 * blk), module=COMPUTE,
                       writes=(("params",),))  # fmt: skip
         consts_loaded = not (self.zp or self.gemm_bias)
-        for sp in plan_steps(s):
+        # A batch: the outer loop, each image one pass of the loop nest on its own slabs of
+        # the input and output (the parameters and constants are loaded once).
+        steps = plan_steps(s)
+        for self.image in range(g.batch):
+            consts_loaded = self.image_pass(steps, consts_loaded)
+        self.finish()
+        return self.finalize()
+
+    def image_pass(self, steps, consts_loaded: bool) -> bool:
+        """One pass of the loop nest (one image); whether the constants are loaded."""
+        g = self.g
+        for sp in steps:
             st, islot, wslot = sp.step, sp.inp_slot, sp.wgt_slot
             for kind, chunk, slot, part in sp.loads:
                 if chunk is not st and not consts_loaded:  # before the first prefetch
@@ -820,8 +853,7 @@ class _Emitter(_Stream):
             if st.last:
                 self.tail(st, aslot, split)
                 self.store_tile(st, aslot)
-        self.finish()
-        return self.finalize()
+        return consts_loaded
 
     def finalize(self) -> LayerProgram:
         program, n_uop_loads = self.encode_stream()

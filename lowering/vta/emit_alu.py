@@ -19,6 +19,10 @@ inputs' rows are loaded whole, the steps before the sum run with an outer loop o
 (per-block parameter rows advance with it) and an inner loop over their rows, the R sums are
 zeroed (GEMM reset) and accumulated by one ALU ADD walking blocks and rows, and the remaining
 steps run on the sums.
+
+A batch of N images (`images`) is an outer loop: each image's chunks in turn, on its own slabs
+of the inputs and the output, with the same parameter rows (loaded once); the sets of temps
+keep alternating across images.
 """
 
 from __future__ import annotations
@@ -141,10 +145,33 @@ class _AluEmitter(_Stream):
         return AluProgram(lay, self.c, program, rows_per_chunk, consts, self.constants_at, loads,
                           len(lay.steps) - len(self.steps))  # fmt: skip
 
-    def run(self) -> AluProgram:
+    def image_bytes(self) -> tuple[int, int]:
+        """(bytes of one image of each input, of the output): a batch's outer loop steps by
+        them."""
         lay = self.layer
+        return lay.blocks * lay.rows * lay.reduce * lay.block, lay.blocks * lay.rows * lay.block
+
+    def run(self) -> AluProgram:
         self.load_params()
+        # A batch: an outer loop over the images, each on its own slabs of the inputs and the
+        # output, with the same parameter rows (loaded once).
+        first_inputs, first_output = list(self.inputs_at), self.output_at
+        step_in, step_out = self.image_bytes()
         chunk = 0
+        for n in range(self.layer.images):
+            self.inputs_at = [at + n * step_in for at in first_inputs]
+            self.output_at = first_output + n * step_out
+            chunk = self.image_pass(chunk)
+        self.inputs_at, self.output_at = first_inputs, first_output
+        return self.program(self.rows_per_chunk())
+
+    def rows_per_chunk(self) -> int:
+        return self.R
+
+    def image_pass(self, chunk: int) -> int:
+        """One image's chunks, numbered from `chunk` (their sets of temps alternate); the next
+        chunk's number."""
+        lay = self.layer
         if lay.reduce > 1:
             for b0 in range(0, lay.blocks, self.R):
                 self.pool_chunk(chunk % 2, b0, min(self.R, lay.blocks - b0))
@@ -154,7 +181,7 @@ class _AluEmitter(_Stream):
                 n = min(self.R, lay.rows - r0)
                 self.chunk(chunk % 2, b, b * lay.rows + r0, n)
                 chunk += 1
-        return self.program(self.R)
+        return chunk
 
     def step(self, s, dst: int, src_temp, b: int, n_out: int, n_in: int, dst_f, temp_f,
              block_f, res):  # fmt: skip
@@ -285,15 +312,20 @@ class _PoolEmitter(_AluEmitter):
     def tile(self, slot: int) -> int:
         return self.frame(slot, self.layer.n_inputs)
 
-    def run(self) -> AluProgram:
+    def image_bytes(self) -> tuple[int, int]:
         lay = self.layer
-        self.load_params()
-        n = 0
+        return lay.blocks * lay.H * lay.W * lay.block, lay.blocks * lay.OH * lay.OW * lay.block
+
+    def image_pass(self, n: int) -> int:
+        lay = self.layer
         for b in range(lay.blocks):
             for oy0 in range(0, lay.OH, self.th):
                 self.pool_tile(n % 2, b, oy0, min(self.th, lay.OH - oy0))
                 n += 1
-        return self.program(self.th)
+        return n
+
+    def rows_per_chunk(self) -> int:
+        return self.th
 
     def pool_tile(self, slot: int, b: int, oy0: int, th: int):
         lay = self.layer

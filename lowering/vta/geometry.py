@@ -13,9 +13,14 @@ the micro-ops that cover it (`pixel_block`, `max_kernel`).
   and keeping MobileNetV2's blocks in one accelerator partition avoids pack/unpack.
 * padding: any top/bottom padding (beyond 15 rows from a DRAM row of zero points), left/right
   up to 15 (LOAD's pad fields); dilation and rectangular kernels are supported.
+* batch: a convolution of N images runs as an outer loop over the images (`batch`), each
+  image one pass of the batch-1 loop nest on its own slab of the packed input and output
+  (`[N][C/B][H][W][B]`: image n's blocks are contiguous); the schedule is searched for one
+  image and every MAC and cycle count is N times one image's. A dense layer's batch is
+  its rows (folded into the GEMM's rows: exact, and the weights are loaded once).
 * not supported (`LayerError`, the layer stays on the CPU): grouped convolution, non-zero
-  filter zero points, batch > 1 for convolutions, left/right padding > 15, tilings that do not
-  fit on chip (e.g. more than ~2000 output blocks of parameters).
+  filter zero points, left/right padding > 15, tilings that do not fit on chip (e.g. more
+  than ~2000 output blocks of parameters).
 """
 
 from __future__ import annotations
@@ -47,7 +52,8 @@ class ConvLayer:
 
     kind        "conv" (filter OHWI), "depthwise" (filter [1, KH, KW, C * depth_multiplier]) or
                 "dense" (filter [O, I]; input [..., I], its leading dimensions are rows).
-    input_shape NHWC with N = 1 for conv/depthwise; any shape ending in I for dense.
+    input_shape NHWC for conv/depthwise (N images: an outer loop); any shape ending in I for
+                dense (every leading dimension is rows).
     bias        int32 [O] or None.
     padding     [top, bottom, left, right]; the padded taps count as the input zero point.
     multiplier, shift   int32, one value or one per output channel: TFLite's fixed-point
@@ -96,8 +102,9 @@ class ConvLayer:
         g = self.geometry
         if g.kind == "dense":
             return f"dense {g.rows}x{g.C} -> {g.O}"
+        images = f"{g.batch}x" if g.batch > 1 else ""
         return (
-            f"{g.kind} {g.H}x{g.W}x{g.C} -> {g.OH}x{g.OW}x{g.O} k{g.KH}x{g.KW} "
+            f"{g.kind} {images}{g.H}x{g.W}x{g.C} -> {g.OH}x{g.OW}x{g.O} k{g.KH}x{g.KW} "
             f"s{g.sh} p{list(self.padding)}" + (f" d{g.dh}" if g.dh > 1 or g.dw > 1 else "")
         )
 
@@ -135,6 +142,12 @@ class LayerGeometry:
     small_bias: bool  # every fused bias fits the one-cycle bias GEMM (`bias_tiles`)
     int32_output: bool  # STORE ACC (dense with double requantization)
     input_zero_point: int
+    batch: int = 1  # conv/depthwise: images, each one pass of the loop nest (outer loop)
+
+    @cached_property
+    def image(self) -> LayerGeometry:
+        """The geometry of one image (what the search and the cost model walk)."""
+        return self if self.batch == 1 else replace(self, batch=1)
 
     @cached_property
     def CIB(self) -> int:
@@ -174,12 +187,12 @@ class LayerGeometry:
     def macs(self) -> int:
         """MACs the GEMM core performs (channels padded to blocks, 256 per block)."""
         per_pixel = self.COB * (1 if self.diagonal else self.CIB) * self.taps
-        return self.OH * self.OW * per_pixel * self.block * self.block
+        return self.batch * self.OH * self.OW * per_pixel * self.block * self.block
 
     @cached_property
     def useful_macs(self) -> int:
         cin = 1 if self.diagonal else self.C
-        return self.OH * self.OW * self.O * cin * self.taps
+        return self.batch * self.OH * self.OW * self.O * cin * self.taps
 
     @cached_property
     def _memo(self) -> dict:
@@ -209,13 +222,13 @@ def _geometry(layer: ConvLayer) -> LayerGeometry:
         if layer.input_shape[-1] != C:
             raise LayerError(f"{where}: input {list(layer.input_shape)} does not end in I={C}")
         rows = int(np.prod(layer.input_shape[:-1], dtype=np.int64))
-        H, W, KH, KW = 1, rows, 1, 1
+        batch, H, W, KH, KW = 1, 1, rows, 1, 1
         sh = sw = dh = dw = 1
         pads = (0, 0, 0, 0)
     else:
-        if len(layer.input_shape) != 4 or layer.input_shape[0] != 1:
-            raise LayerError(f"{where}: input must be NHWC with N=1, got {list(layer.input_shape)}")
-        _, H, W, C = layer.input_shape
+        if len(layer.input_shape) != 4 or layer.input_shape[0] < 1:
+            raise LayerError(f"{where}: input must be NHWC, got {list(layer.input_shape)}")
+        batch, H, W, C = layer.input_shape
         if w.ndim != 4:
             raise LayerError(f"{where}: filter must be 4-D, got shape {list(w.shape)}")
         if kind == "conv":
@@ -295,7 +308,7 @@ def _geometry(layer: ConvLayer) -> LayerGeometry:
         pad_t=pt, pad_b=pb, pad_l=pl, pad_r=pr, OH=OH, OW=OW, block=layer.block,
         depth_multiplier=layer.depth_multiplier, tail=tuple(tail), per_channel=per_channel,
         has_bias=True, small_bias=False, int32_output=int32_output,
-        input_zero_point=layer.input_zero_point,
+        input_zero_point=layer.input_zero_point, batch=batch,
     )  # fmt: skip
     fused = fused_bias(layer, geometry)
     small = bias_tiles(fused, geometry.COB, geometry.block) is not None

@@ -27,7 +27,7 @@ removed (proved unable to clip) is the int8 range.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from qaccel.dialects import accel, tfl, vta
@@ -80,13 +80,11 @@ def _filter_array(op: Operation) -> tuple[np.ndarray, Operation]:
 
 def _conv_params(op: accel.Conv2DZpOp) -> tuple[str, dict]:
     w, _ = _filter_array(op)
-    n, ib, h, wd, _, blk = op.input.type.get_shape()
-    if n != 1:
-        raise NotALayer(f"batch {n} (the accelerator runs batch 1 convolutions)")
+    n, ib, h, wd, _, blk = op.input.type.get_shape()  # a batch: an outer loop over images
     ob, ibg, kh, kw = w.shape[:4]
     groups = op.group_count
     kw_args = {
-        "input_shape": (1, h, wd, ib * blk),
+        "input_shape": (n, h, wd, ib * blk),
         "strides": tuple(int(v) for v in op.array_prop("strides")),
         "dilations": tuple(int(v) for v in op.array_prop("dilations")),
         "padding": tuple(int(v) for v in op.array_prop("padding")),
@@ -311,9 +309,10 @@ def output_stage(steps: list[AluStep], result: int, params: np.ndarray, first: i
 
 @dataclass
 class AluLayer:
-    """An element-wise layer on packed `[1, blocks, H, W, 1, block]` tensors: input k is loaded
-    widened (LOAD ACC8) into temp k, the steps run on every row, temp `result` is stored
-    narrowed (STORE OUT). `params` are int32 rows `[n][block]` the steps read.
+    """An element-wise layer on packed `[images, blocks, H, W, 1, block]` tensors: input k is
+    loaded widened (LOAD ACC8) into temp k, the steps run on every row, temp `result` is stored
+    narrowed (STORE OUT). `params` are int32 rows `[n][block]` the steps read. A batch of
+    `images` is an outer loop: each image's blocks in turn, with the same parameter rows.
 
     With `reduce` > 1 (a global sum pool: `accel.reduce_sum` over H and W), the inputs have
     `reduce` rows per block and the output one (`rows` is 1): the first `reduce_at` steps run
@@ -330,15 +329,22 @@ class AluLayer:
     params: np.ndarray
     reduce: int = 1
     reduce_at: int = 0
+    images: int = 1
 
     def describe(self) -> str:
         ops = sorted({s.op.lower() for s in self.steps})
         what = f"sum of {self.reduce} px" if self.reduce > 1 else f"{self.rows} px"
-        return (f"eltwise {what} x {self.blocks * self.block} ch, {self.n_inputs} "
+        images = f"{self.images} images x " if self.images > 1 else ""
+        return (f"eltwise {images}{what} x {self.blocks * self.block} ch, {self.n_inputs} "
                 f"input(s), {len(self.steps)} ALU ops ({' '.join(ops)})")  # fmt: skip
 
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
-        """What the program computes, from the int8 inputs `[blocks, rows, block]`."""
+        """What the program computes, from the int8 inputs `[images * blocks, rows, block]`
+        (`[blocks, rows, block]` for one image)."""
+        if self.images > 1:
+            split = [np.split(np.asarray(x), self.images) for x in inputs]
+            return np.concatenate([replace(self, images=1).reference([x[n] for x in split])
+                                   for n in range(self.images)])  # fmt: skip
         temps = [np.asarray(x, np.int8).astype(np.int32) for x in inputs]
         shape = (-1, 1, self.block)
         if self.reduce == 1:
@@ -487,10 +493,10 @@ def match_alu_layer(
     tree, except the value narrowed (its other users read it as the widened int8 result);
     `claimed` ops (other layers) cannot be part of it."""
     shape = _packed_shape(narrow)
-    if not (len(shape) == 6 and shape[0] == 1 and shape[4] == 1
-            or len(shape) == 4 and shape[0] == 1 and shape[2] == 1):  # fmt: skip
-        raise NotALayer(f"packed shape {list(shape)} is neither [1, C/B, H, W, 1, B] nor "
-                        "[1, C/B, 1, B]")  # fmt: skip
+    if not (len(shape) == 6 and shape[0] >= 1 and shape[4] == 1
+            or len(shape) == 4 and shape[0] >= 1 and shape[2] == 1):  # fmt: skip
+        raise NotALayer(f"packed shape {list(shape)} is neither [N, C/B, H, W, 1, B] nor "
+                        "[N, C/B, 1, B]")  # fmt: skip
     blocks, block = shape[1], shape[-1]
     rows = shape[2] * shape[3] if len(shape) == 6 else 1
     # A sum over H and W gives [1, C/B, 1, B], or [1, C/B, 1, 1, 1, B] with keep_dims.
@@ -505,7 +511,7 @@ def match_alu_layer(
             s.dst != result or s.kind == "temp" for s in steps[tree.reduce_at :])):  # fmt: skip
         raise NotALayer("a global sum pool's sum is combined with another tensor")
     layer = AluLayer(name, blocks, rows, block, len(tree.inputs), steps, result, tree.table(),
-                     tree.reduce, tree.reduce_at)  # fmt: skip
+                     tree.reduce, tree.reduce_at, shape[0])  # fmt: skip
     return AluMatch(layer, [*tree.group, narrow], tree.inputs, narrow.output, widened)
 
 
@@ -516,7 +522,8 @@ def match_alu_layer(
 @dataclass
 class PoolLayer:
     """`accel.max_pool2d` / `accel.sum_pool2d` (window KH x KW, strides sh, sw) over a packed
-    int8 tensor `[1, blocks, H, W, 1, block]` read from DRAM, padded by `pad` = [top, bottom,
+    int8 tensor `[images, blocks, H, W, 1, block]` read from DRAM (a batch: an outer loop over
+    the images), padded by `pad` = [top, bottom,
     left, right] with the operation's identity (-128 for max, 0 for sum: taps in the padding
     are skipped), minus `offset` (the tensor holds stored int8 - offset), then `steps` on the
     pooled temp 0 (parameter rows `params`), stored narrowed to int8 `[blocks, OH, OW]`.
@@ -544,18 +551,24 @@ class PoolLayer:
     n_inputs: int = 1
     pre_steps: list[AluStep] = field(default_factory=list)
     pooled: int = 0
+    images: int = 1
 
     def describe(self) -> str:
         kind = "max" if self.op == "MAX" else "sum"
         n = len(self.steps) + len(self.pre_steps)
-        return (f"{kind} pool {self.H}x{self.W}x{self.blocks * self.block} -> {self.OH}x{self.OW} "
+        images = f"{self.images}x" if self.images > 1 else ""
+        return (f"{kind} pool {images}{self.H}x{self.W}x{self.blocks * self.block} -> {self.OH}x{self.OW} "
                 f"k{self.KH}x{self.KW} s{self.sh} p{list(self.pad)}, {self.n_inputs} input(s), "
                 f"{n} ALU ops")  # fmt: skip
 
     def reference(self, x) -> np.ndarray:
         """From the int8 input(s) `[blocks, H, W, block]`: the int8 output `[blocks, OH, OW,
-        block]`."""
+        block]` (`[images * blocks, ...]` both for a batch)."""
         xs = x if isinstance(x, list) else [x]
+        if self.images > 1:
+            split = [np.split(np.asarray(v), self.images) for v in xs]
+            return np.concatenate([replace(self, images=1).reference([v[n] for v in split])
+                                   for n in range(self.images)])  # fmt: skip
         temps = [np.asarray(v, np.int8).astype(np.int32) for v in xs]
         apply_steps(self.pre_steps, temps, self.params, self.blocks, (-1, 1, 1, self.block))
         x = temps[self.pooled]
@@ -608,8 +621,8 @@ def match_pool_layer(
         raise NotALayer("the pooled value is also used elsewhere")
     group.append(pool)
     src = tuple(pool.input.type.get_shape())
-    if len(src) != 6 or src[0] != 1 or src[4] != 1:
-        raise NotALayer(f"pool input {list(src)} is not [1, C/B, H, W, 1, B]")
+    if len(src) != 6 or src[4] != 1:
+        raise NotALayer(f"pool input {list(src)} is not [N, C/B, H, W, 1, B]")
     kind = "MAX" if isinstance(pool, accel.MaxPool2DOp) else "ADD"
     identity = -128 if kind == "MAX" else 0
     pad, offset = (0, 0, 0, 0), 0
@@ -659,7 +672,7 @@ def _pool_match(name, narrow, pool, kind, tree: _Tree, pooled: int | None, chain
     h, w = src[2] - pad[0] - pad[1], src[3] - pad[2] - pad[3]  # the tensor in DRAM, unpadded
     layer = PoolLayer(name, kind, src[1], h, w, shape[2], shape[3], kh, kw, sh, sw,
                       pad, offset, tree.steps[n_pre:], tree.table(), src[5],
-                      len(tree.inputs), tree.steps[:n_pre], pooled or 0)  # fmt: skip
+                      len(tree.inputs), tree.steps[:n_pre], pooled or 0, src[0])  # fmt: skip
     widened = narrow.input if len(list(narrow.input.uses)) > 1 else None
     ops = [*group, *tree.group, *chain]
     return PoolMatch(layer, ops, tree.inputs, narrow.output, widened)

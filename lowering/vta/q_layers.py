@@ -96,7 +96,7 @@ def reference(layer: ConvLayer, x: np.ndarray) -> np.ndarray:
         op = q.DenseOp.create(operands=[xv, wv], result_types=[t(out_shape)], properties=zps)
         acc = qs.dense(op, x, w)
     else:
-        out_shape = (1, g.OH, g.OW, g.O)
+        out_shape = (g.batch, g.OH, g.OW, g.O)
         props = {"strides": q.i64_array(layer.strides), "dilations": q.i64_array(layer.dilations),
                  "padding": q.i64_array(layer.padding), **zps}  # fmt: skip
         if g.kind == "conv":

@@ -176,9 +176,10 @@ def schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | None = N
                         c, refine, refine_insns)  # fmt: skip
     # The search reads the geometry's shapes and tail only, never the input zero point
     # (the emitter's SETPAD value): layers that differ only there share one search.
-    best = _best(replace(g, input_zero_point=0), c, modes, orders, bias_mode is None,
+    # A batch is an outer loop over the images: one image's loop nest, N times.
+    best = _best(replace(g.image, input_zero_point=0), c, modes, orders, bias_mode is None,
                  model_steps)  # fmt: skip
-    return replace(best, geometry=g)
+    return replace(best, geometry=g, estimated_cycles=g.batch * best.estimated_cycles)
 
 
 @lru_cache(maxsize=1024)

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+from qaccel.kernels.layout import reshape_is_view
 from xdsl.ir import Operation
 
 from qaccel.targets.base import (
@@ -243,10 +244,10 @@ def _pool_padding(m: Match) -> str | None:
 def _reshape_view(m: Match) -> str | None:
     op = m.ops[0]
     a, b = shape_of(op.operands[0]), shape_of(op.results[0])
-    if len(a) < 2 or len(b) < 2 or (a[0], a[-1]) != (b[0], b[-1]):
+    if not reshape_is_view(a, b, m.target.config.block):
         return (
             f"reshapes {list(a)} to {list(b)}: only the dimensions between batch and channels "
-            "may change, or lanes would move"
+            "may change, or both be whole channel blocks in plain order, or lanes would move"
         )
     return None
 
@@ -318,20 +319,26 @@ _ELEMENTWISE = (_int8_operands, _broadcast, _alu_ops)
 
 VTA_PATTERNS: tuple[Pattern, ...] = (
     Pattern("conv2d", "q.relu?(q.requantize(q.bias_add?(q.conv2d)))", _GEMM_CHECKS,
-            doc="convolution as GEMM over 16x16 channel blocks, requantize and clamp on the ALU"),
+            doc="convolution as GEMM over 16x16 channel blocks, requantize and clamp on the "
+                "ALU; a batch of N images is an outer loop (each image one pass of the batch-1 "
+                "loop nest, weights and parameters shared)"),
     Pattern("depthwise_conv2d", "q.relu?(q.requantize(q.bias_add?(q.depthwise_conv2d)))",
-            _GEMM_CHECKS, doc="depthwise convolution with block-diagonal 16x16 weight tiles"),
+            _GEMM_CHECKS, doc="depthwise convolution with block-diagonal 16x16 weight tiles; a "
+                              "batch is an outer loop over the images"),
     Pattern("dense", "q.relu?(q.requantize(q.bias_add?(q.dense)))", _DENSE_CHECKS,
-            doc="matrix product as GEMM, requantize and clamp on the ALU"),
+            doc="matrix product as GEMM, requantize and clamp on the ALU; the batch is GEMM "
+                "rows (the weights loaded once)"),
     Pattern("add", "q.relu?(q.add)", _ELEMENTWISE, doc="int8 addition with rescaling, ALU"),
     Pattern("sub", "q.relu?(q.sub)", _ELEMENTWISE, doc="int8 subtraction with rescaling, ALU"),
     Pattern("mul", "q.relu?(q.mul)", _ELEMENTWISE, doc="int8 multiplication, ALU"),
     Pattern("max_pool2d", "q.relu?(q.max_pool2d)", (_int8_operands, _pool_padding, _alu_ops),
-            doc="ALU MAX over the window's rows; with padding (padded taps must not count, "
+            doc="ALU MAX over the window's rows (a batch: an outer loop over the images); with "
+                "padding (padded taps must not count, "
                 "accumulator loads pad with zeros) an exact host step of the accelerator "
                 "program inside the partition"),
     Pattern("avg_pool2d", "q.relu?(q.avg_pool2d)", (_int8_operands, _pool_padding, _alu_ops),
-            doc="ALU ADD over the window's rows, rounding shift by log2(taps); with padding "
+            doc="ALU ADD over the window's rows, rounding shift by log2(taps) (a batch: an "
+                "outer loop over the images); with padding "
                 "(SAME, stride 1: the divisor varies at the border) or a tap count that is "
                 "not a power of two (3x3, 25x5: the ALU divides by rounding shifts only) an "
                 "exact host step of the accelerator program inside the partition"),
@@ -353,7 +360,8 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
                 "step of the accelerator program inside the partition; slices of batch or "
                 "channels stay on the CPU"),
     Pattern("reshape", "q.reshape", (_int8_operands, _reshape_view),
-            doc="a reshape that keeps batch and channels (e.g. Flatten after a global pool) "
+            doc="a reshape that keeps batch and channels (e.g. Flatten after a global pool), "
+                "or between whole channel blocks in plain order (Flatten of a 16-channel map), "
                 "is the same packed bytes: a copy step of the accelerator program inside the "
                 "partition; other reshapes move lanes and stay on the CPU"),
 )  # fmt: skip

@@ -155,3 +155,92 @@ func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16
   %acc = accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x8x8x1x16x!qa>, tensor<1x1x1x1x16x16xi8> -> tensor<1x1x8x8x1x16xi32>
   func.return %acc : tensor<1x1x8x8x1x16xi32>
 }
+
+// -----
+
+// A batch of two images: the same "conv" layer as for one, on the packed batch
+// [2, C/B, H, W, 1, B] (the accelerator runs it as an outer loop over the images).
+// CHECK-LABEL: func.func @conv_batch
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %w_packed = tfl.const
+// CHECK-NEXT:    %r = vta.layer "conv" {
+// CHECK-NEXT:      %acc = accel.conv2d_zp %x, %w_packed pad_value(-1) {{.*}} : tensor<2x1x6x6x1x16x!quant.uniform<i8:f32, 0.5:-1>>, {{.*}} -> tensor<2x1x6x6x1x16xi32>
+// CHECK:           vta.yield %{{.*}} : tensor<2x1x6x6x1x16x!quant.uniform<i8:f32, 0.25:3>>
+// CHECK-NEXT:    } : tensor<2x1x6x6x1x16x!quant.uniform<i8:f32, 0.25:3>>
+// CHECK-NEXT:    func.return %r
+!qi = !quant.uniform<i8:f32, 0.5:-1>
+!qo = !quant.uniform<i8:f32, 0.25:3>
+!w = !quant.uniform<i8:f32:0, {0.1:0, 0.2:0, 0.3:0, 0.4:0}>
+func.func @conv_batch(%x: tensor<2x6x6x4x!qi>) -> tensor<2x6x6x4x!qo> {
+  %y = func.call @vta_fn_0(%x) : (tensor<2x6x6x4x!qi>) -> tensor<2x6x6x4x!qo>
+  func.return %y : tensor<2x6x6x4x!qo>
+}
+func.func private @vta_fn_0(%x: tensor<2x6x6x4x!qi>) -> tensor<2x6x6x4x!qo> attributes {qaccel.target = "vta"} {
+  %w = tfl.const dense<3> : tensor<4x3x3x4xi8> -> tensor<4x3x3x4x!w>
+  %acc = q.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, input_zero_point = -1 : i32, filter_zero_point = 0 : i32} : (tensor<2x6x6x4x!qi>, tensor<4x3x3x4x!w>) -> tensor<2x6x6x4xi32>
+  %r = q.requantize %acc {multiplier = array<i32: 1073741824, 1288490189, 1503238554, 1717986918>, shift = array<i32: -3, -4, -5, -6>, input_zero_point = 0 : i32, output_zero_point = 3 : i32} : (tensor<2x6x6x4xi32>) -> tensor<2x6x6x4x!qo>
+  func.return %r : tensor<2x6x6x4x!qo>
+}
+
+// -----
+
+// A batch of two images through a max pool: one "pool" layer on the packed batch, as for one
+// image.
+// CHECK-LABEL: func.func @pool_batch
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %m = vta.layer "pool" {
+// CHECK-NEXT:      %[[W:.*]] = accel.widen %x
+// CHECK-NEXT:      %[[P:.*]] = accel.max_pool2d %[[W]] window = [2, 2] strides = [2, 2] : tensor<2x1x4x4x1x16xi32> -> tensor<2x1x2x2x1x16xi32>
+// CHECK-NEXT:      %[[N:.*]] = accel.narrow %[[P]]
+// CHECK-NEXT:      vta.yield %[[N]]
+// CHECK-NEXT:    } : tensor<2x1x2x2x1x16x!quant.uniform<i8:f32, 0.5:3>>
+// CHECK-NEXT:    func.return %m
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @pool_batch(%x: tensor<2x4x4x6x!q>) -> tensor<2x2x2x6x!q> {
+  %m = func.call @vta_fn_0(%x) : (tensor<2x4x4x6x!q>) -> tensor<2x2x2x6x!q>
+  func.return %m : tensor<2x2x2x6x!q>
+}
+func.func private @vta_fn_0(%x: tensor<2x4x4x6x!q>) -> tensor<2x2x2x6x!q> attributes {qaccel.target = "vta"} {
+  %m = q.max_pool2d %x {filter = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>} : (tensor<2x4x4x6x!q>) -> tensor<2x2x2x6x!q>
+  func.return %m : tensor<2x2x2x6x!q>
+}
+
+// -----
+
+// A residual add of a batch of three images: one "eltwise" layer on the packed batch.
+// CHECK-LABEL: func.func @add_batch
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %s = vta.layer "eltwise" {
+// CHECK:           accel.add %{{.*}}, %{{.*}} : tensor<3x1x2x2x1x16xi32>, tensor<3x1x2x2x1x16xi32>
+// CHECK:         } : tensor<3x1x2x2x1x16x!quant.uniform<i8:f32, 0.75:-128>>
+// CHECK-NEXT:    func.return %s
+!a = !quant.uniform<i8:f32, 0.5:-34>
+!b = !quant.uniform<i8:f32, 0.25:-2>
+!o = !quant.uniform<i8:f32, 0.75:-128>
+func.func @add_batch(%x: tensor<3x2x2x6x!a>, %y: tensor<3x2x2x6x!b>) -> tensor<3x2x2x6x!o> {
+  %z = func.call @vta_fn_0(%x, %y) : (tensor<3x2x2x6x!a>, tensor<3x2x2x6x!b>) -> tensor<3x2x2x6x!o>
+  func.return %z : tensor<3x2x2x6x!o>
+}
+func.func private @vta_fn_0(%x: tensor<3x2x2x6x!a>, %y: tensor<3x2x2x6x!b>) -> tensor<3x2x2x6x!o> attributes {qaccel.target = "vta"} {
+  %s = q.add %x, %y {lhs_zero_point = -34 : i32, rhs_zero_point = -2 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1925241870 : i32, rhs_shift = -1 : i32, output_multiplier = 1701543333 : i32, output_shift = -18 : i32, output_zero_point = -128 : i32} : (tensor<3x2x2x6x!a>, tensor<3x2x2x6x!b>) -> tensor<3x2x2x6x!o>
+  func.return %s : tensor<3x2x2x6x!o>
+}
+
+// -----
+
+// Flatten of a batch of two 2x2 maps of one whole channel block: both layouts hold the plain
+// tensor's bytes, so lower-q-to-accel makes it accel.reshape (nothing moves), a copy step
+// between the layers.
+// CHECK-LABEL: func.func @flatten_one_block
+// CHECK:       func.func private @vta_fn_0
+// CHECK:         %r = accel.reshape %x : tensor<2x1x2x2x1x16x{{.*}}> -> tensor<2x4x1x16x{{.*}}>
+// CHECK-NEXT:    func.return %r
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @flatten_one_block(%x: tensor<2x2x2x16x!q>) -> tensor<2x64x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<2x2x2x16x!q>) -> tensor<2x64x!q>
+  func.return %z : tensor<2x64x!q>
+}
+func.func private @vta_fn_0(%x: tensor<2x2x2x16x!q>) -> tensor<2x64x!q> attributes {qaccel.target = "vta"} {
+  %r = q.reshape %x : (tensor<2x2x2x16x!q>) -> tensor<2x64x!q>
+  func.return %r : tensor<2x64x!q>
+}

@@ -168,3 +168,24 @@ func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16
   func.return %y : tensor<1x1x8x8x1x16x!qa>
 }
 // CHECK: schedule-vta: @vta_fn_0: vta.layer "eltwise" ({{.*}}): param_rows 5: the layer loads 1 parameter rows
+
+// -----
+
+// A batch of two images: the schedule is one image's loop nest, checked as for one image
+// (the message names the batch).
+!qa = !quant.uniform<i8:f32, 0.5:0>
+func.func @batch_too_large(%x: tensor<2x1x64x64x1x16x!qa>) -> tensor<2x1x64x64x1x16x!qa> {
+  %y = func.call @vta_fn_0(%x) : (tensor<2x1x64x64x1x16x!qa>) -> tensor<2x1x64x64x1x16x!qa>
+  func.return %y : tensor<2x1x64x64x1x16x!qa>
+}
+func.func private @vta_fn_0(%x: tensor<2x1x64x64x1x16x!qa>) -> tensor<2x1x64x64x1x16x!qa> attributes {qaccel.target = "vta", accel.packed} {
+  %w = tfl.const dense<1> : tensor<1x1x1x1x16x16xi8> -> tensor<1x1x1x1x16x16xi8>
+  %y = vta.layer "conv" schedule #vta.gemm_schedule<tile_h = 64, tile_w = 64, tile_co = 1, tile_ci = 1> {
+    %acc = accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<2x1x64x64x1x16x!qa>, tensor<1x1x1x1x16x16xi8> -> tensor<2x1x64x64x1x16xi32>
+    %m = accel.round_multiply %acc by [1073741824] : tensor<2x1x64x64x1x16xi32>
+    %n = accel.narrow %m : tensor<2x1x64x64x1x16xi32> -> tensor<2x1x64x64x1x16x!qa>
+    vta.yield %n : tensor<2x1x64x64x1x16x!qa>
+  } : tensor<2x1x64x64x1x16x!qa>
+  func.return %y : tensor<2x1x64x64x1x16x!qa>
+}
+// CHECK: schedule-vta: @vta_fn_0: vta.layer "conv" (conv 2x64x64x16 -> 64x64x16 k1x1 s1 p[0, 0, 0, 0]): tile 64x64 x 1 co x 1 ci blocks does not fit on chip

@@ -138,3 +138,34 @@ func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16
   %acc = accel.conv2d_zp %x, %w pad_value(0) strides = [1, 1] dilations = [1, 1] padding = [0, 0, 0, 0] : tensor<1x1x8x8x1x16x!qa>, tensor<1x1x1x1x16x16xi8> -> tensor<1x1x8x8x1x16xi32>
   func.return %acc : tensor<1x1x8x8x1x16xi32>
 }
+
+// -----
+
+// The convolution above on a batch of two images: the same loop nest (one image's; the
+// accelerator runs it once per image), estimated at twice one image's cycles.
+// CHECK-LABEL: func.func @conv_batch
+// CHECK:       func.func private @vta_fn_0
+// CHECK:         %y = vta.layer "conv" schedule #vta.gemm_schedule<config = "vta-default", tile_h = 2, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = gemm, inp_slots = 4, wgt_slots = 1, acc_slots = 2, estimated_cycles = {{[0-9]+}}> {
+// CHECK-NEXT:      %acc = accel.conv2d_zp %x, %w_packed pad_value(-1) strides = [1, 1] dilations = [1, 1] padding = [1, 1, 1, 1] : tensor<2x1x8x8x1x16x
+// DMA-LABEL:   func.func @conv_batch
+// DMA:           vta.layer "conv" schedule #vta.gemm_schedule<config = "vta-default", tile_h = 4, tile_w = 8, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = dma
+// RQ-LABEL:    func.func @conv_batch
+// RQ:            vta.layer "conv" schedule #vta.gemm_schedule<config = "vta-store-requant", {{.*}}bias_mode = store
+// RECOMPUTE-LABEL: func.func @conv_batch
+// RECOMPUTE:       vta.layer "conv" schedule #vta.gemm_schedule<config = "vta-default", tile_h = 2, tile_w = 8, {{.*}}bias_mode = gemm
+!qi = !quant.uniform<i8:f32, 0.5:-1>
+!qo = !quant.uniform<i8:f32, 0.25:3>
+!w = !quant.uniform<i8:f32:0, {0.1:0, 0.2:0, 0.3:0, 0.4:0, 0.5:0, 0.6:0}>
+func.func @conv_batch(%x: tensor<2x8x8x6x!qi>) -> tensor<2x8x8x6x!qo> {
+  %y = func.call @vta_fn_0(%x) : (tensor<2x8x8x6x!qi>) -> tensor<2x8x8x6x!qo>
+  func.return %y : tensor<2x8x8x6x!qo>
+}
+func.func private @vta_fn_0(%x: tensor<2x8x8x6x!qi>) -> tensor<2x8x8x6x!qo> attributes {qaccel.target = "vta"} {
+  %w = tfl.const dense<3> : tensor<6x3x3x6xi8> -> tensor<6x3x3x6x!w>
+  %b = tfl.const dense<[100, -200, 300, -400, 500, -600]> : tensor<6xi32> -> tensor<6xi32>
+  %acc = q.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, input_zero_point = -1 : i32, filter_zero_point = 0 : i32} : (tensor<2x8x8x6x!qi>, tensor<6x3x3x6x!w>) -> tensor<2x8x8x6xi32>
+  %bias = q.bias_add %acc, %b : (tensor<2x8x8x6xi32>, tensor<6xi32>) -> tensor<2x8x8x6xi32>
+  %r = q.requantize %bias {multiplier = array<i32: 1073741824, 1288490189, 1503238554, 1717986918, 1932735283, 2147483647>, shift = array<i32: -3, -4, -5, -6, -7, -8>, input_zero_point = 0 : i32, output_zero_point = 3 : i32} : (tensor<2x8x8x6xi32>) -> tensor<2x8x8x6x!qo>
+  %y = q.relu %r {min = 3 : i32, max = 127 : i32} : (tensor<2x8x8x6x!qo>) -> tensor<2x8x8x6x!qo>
+  func.return %y : tensor<2x8x8x6x!qo>
+}

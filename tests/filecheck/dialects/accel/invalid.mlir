@@ -334,7 +334,16 @@ func.func @reshape_moves_lanes(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x1x8x4x1x4
   %y = accel.reshape %x : tensor<1x2x4x4x1x4xi8> -> tensor<1x1x8x4x1x4xi8>
   func.return %y : tensor<1x1x8x4x1x4xi8>
 }
-// CHECK: accel.reshape: [1, 2, 4, 4, 1, 4] -> [1, 1, 8, 4, 1, 4] must keep the batch, the channel blocks, the lanes and the number of elements (nothing moves)
+// CHECK: accel.reshape: [1, 2, 4, 4, 1, 4] -> [1, 1, 8, 4, 1, 4] must keep the batch, the lanes and the number of elements, and the channel blocks unless both are in plain order (nothing moves)
+
+// -----
+
+// Both layouts in plain order, but the batch changes.
+func.func @reshape_moves_batch(%x: tensor<2x1x4x4x1x16xi8>) -> tensor<1x32x1x16xi8> {
+  %y = accel.reshape %x : tensor<2x1x4x4x1x16xi8> -> tensor<1x32x1x16xi8>
+  func.return %y : tensor<1x32x1x16xi8>
+}
+// CHECK: accel.reshape: [2, 1, 4, 4, 1, 16] -> [1, 32, 1, 16] must keep the batch, the lanes and the number of elements, and the channel blocks unless both are in plain order (nothing moves)
 
 // -----
 
