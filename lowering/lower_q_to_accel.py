@@ -60,12 +60,14 @@ op is such a function (in its kind's module or a new one), a pattern here callin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -106,10 +108,14 @@ class _LowerQOp(RewritePattern):
     def lowering_of(self, op: Operation) -> FunctionLowering | None:
         return self.functions.get(op.parent_op())  # type: ignore[arg-type]
 
-    def lower(self, op: q.QOp, rewriter: PatternRewriter, method) -> None:
+    def lower(
+        self, op: q.QOp, rewriter: PatternRewriter,
+        lower_kind: Callable[[FunctionLowering, Any], SSAValue],
+    ) -> None:
+        """Replace `op` by what `lower_kind` (a `lower_<kind>` of `q_to_accel/`) emits."""
         lowering = self.lowering_of(op)
         if lowering is not None:  # host functions keep their q ops
-            lowering.replace(op, rewriter, lambda o: method(lowering, o))
+            lowering.replace(op, rewriter, lambda o: lower_kind(lowering, o))
 
 
 class LowerAccumulate(_LowerQOp):
