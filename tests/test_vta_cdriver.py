@@ -27,14 +27,30 @@ HARNESS = Path(__file__).parent / "cdriver" / "harness.c"
 CC = shutil.which("cc") or shutil.which("gcc")
 
 
+@pytest.fixture(scope="module")
+def runner_objects(tmp_path_factory) -> list[str]:
+    """The program runner and libqaccel_vta compiled once for the harness (model-independent)."""
+    from qaccel.backends.vta.program_runner import MACHINE_DIR, PROGRAM_DIR
+
+    out = tmp_path_factory.mktemp("harness-objects")
+    objects = []
+    for src in (PROGRAM_DIR / "qaccel_program.c", MACHINE_DIR / "vta_machine.c"):
+        obj = out / f"{src.stem}.o"
+        subprocess.run([CC, "-std=c99", "-Wall", "-Wextra", "-Werror", "-O0", "-c",
+                        f"-I{PROGRAM_DIR}", f"-I{MACHINE_DIR}", str(src), "-o", str(obj)],
+                       check=True)  # fmt: skip
+        objects.append(str(obj))
+    return objects
+
+
 @pytest.mark.skipif(CC is None, reason="no C compiler")
 @pytest.mark.parametrize("name", ["residual", "small_cnn"])
-def test_board_support_package_runs_the_artifact_streams(name, tmp_path):
+def test_board_support_package_runs_the_artifact_streams(name, tmp_path, runner_objects):
     """A host program on a board (tests/cdriver/harness.c: qaccel_vta.h's two calls on the
     checked simulator, handed to the program runner as its device) runs `driver/`'s program:
     exactly the artifact's instruction streams and micro-ops, in the order of the function's
     layer steps, computing what the program runner on the C machine computes."""
-    from qaccel.backends.vta.program_runner import MACHINE_DIR, PROGRAM_DIR, Program
+    from qaccel.backends.vta.program_runner import MACHINE_DIR, Program
 
     module, _ = vta_lowered(name)
     compiled = compile_module(module)
@@ -43,8 +59,7 @@ def test_board_support_package_runs_the_artifact_streams(name, tmp_path):
     exe = tmp_path / "harness"
     subprocess.run([CC, "-std=c99", "-Wall", "-Wextra", "-Werror", "-O0", f"-I{art / 'driver'}",
                     f"-I{MACHINE_DIR}", str(HARNESS), str(art / "driver" / "model.c"),
-                    str(PROGRAM_DIR / "qaccel_program.c"), str(MACHINE_DIR / "vta_machine.c"),
-                    "-o", str(exe), "-lm", "-lpthread"], check=True)  # fmt: skip
+                    *runner_objects, "-o", str(exe), "-lm", "-lpthread"], check=True)  # fmt: skip
     blob = (art / "driver" / "vta_fn_0.qprog").read_bytes()
     program = Program(blob)
     rng = np.random.default_rng(0)

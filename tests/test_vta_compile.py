@@ -119,13 +119,17 @@ def test_artifact_round_trip_and_determinism(tmp_path):
         np.testing.assert_array_equal(x, y)
 
 
-def test_corrupt_artifact_is_refused(tmp_path, capsys):
+# the file each way of running reads: the run plan the function's program, its step walk (the
+# Python simulator) the layers' instruction streams
+@pytest.mark.parametrize("rel,options", [("driver/vta_fn_0.qprog", []),
+                                         ("vta_fn_0/layer_0.bin", ["--simulator", "python"])])
+def test_corrupt_artifact_is_refused(tmp_path, capsys, rel, options):
     module, data = vta_lowered("mlp")
     write_artifact(compile_module(module), tmp_path, data)
-    (tmp_path / "vta_fn_0" / "layer_0.bin").write_bytes(b"\0" * 16)
+    (tmp_path / rel).write_bytes(b"\0" * 16)
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:
-        qaccel_run.main([str(tmp_path), "--outputs-dir", str(tmp_path / "out")])
+        qaccel_run.main([str(tmp_path), "--outputs-dir", str(tmp_path / "out"), *options])
     assert e.value.code == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "does not match the manifest's hash" in err[0]
