@@ -84,7 +84,8 @@ def test_explain_names_every_cpu_op(capsys):
         (
             'vta: kept on CPU: q.reshape "cnn_1/flatten_1/Reshape": pattern reshape refused: '
             "reshapes [1, 4, 4, 32] to [1, 512]: only the dimensions between batch and channels "
-            "may change, or lanes would move [reshape-view]"
+            "may change, or both be whole channel blocks in plain order, or lanes would move "
+            "[reshape-view]"
         ),
         (
             'vta: kept on CPU: tfl.softmax "StatefulPartitionedCall_1:0": no vta pattern for '
