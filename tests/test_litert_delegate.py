@@ -72,7 +72,7 @@ def _edit_partitions(artifact: Path, change) -> None:
     (artifact / "manifest.json").write_text(json.dumps(manifest))
 
 
-def _error(model: Path, artifact: Path, options=None, inputs=None) -> str:
+def _error(model: Path, artifact: Path | None, options=None, inputs=None) -> str:
     with pytest.raises(LiteRtError) as e:
         run_delegate(model, artifact, inputs or _inputs(model, 1), options)
     message = str(e.value)
@@ -149,6 +149,69 @@ def test_annotated_partitions_file_describes_the_original_model(small_cnn):
         data = (small_cnn / p["program"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == p["program_sha256"]
         assert data[:8] == b"QACCPROG"
+
+
+# --------------------------------------------------------------------------------------------
+# On the spot: no artifact, each subgraph compiled at Prepare
+
+
+@pytest.fixture(scope="module")
+def spot_cache(tmp_path_factory):
+    """The compile cache (QACCEL_PLUGIN_CACHE, the plugin's) of this module's on-the-spot runs:
+    each model compiles once, in the first test that delegates it."""
+    old = os.environ.get("QACCEL_PLUGIN_CACHE")
+    path = tmp_path_factory.mktemp("spot-cache")
+    os.environ["QACCEL_PLUGIN_CACHE"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("QACCEL_PLUGIN_CACHE", None)
+    else:
+        os.environ["QACCEL_PLUGIN_CACHE"] = old
+
+
+@pytest.mark.parametrize("model", ["small_cnn", "pad_concat_slice"])
+def test_on_the_spot_claims_what_qaccel_compile_claims(model, small_cnn, spot_cache, tmp_path,
+                                                      oracle):  # fmt: skip
+    """Bit-exact with BUILTIN_REF, the same nodes as the artifact's partitions.json, and a
+    second Interpreter of the same model compiles nothing (the cache)."""
+    path = MODELS / f"{model}.tflite"
+    art = small_cnn if model == "small_cnn" else _artifact(path, tmp_path / model)
+    inputs = _inputs(path)
+    result = run_delegate(path, None, inputs)
+    reference = oracle(path, inputs, keep_all_tensors=False)
+    for got, want in zip(result["outputs"], reference.outputs, strict=True):
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+    parts = json.loads((art / "partitions.json").read_text())["partitions"]
+    counters = result["counters"]
+    assert counters["compiled_subgraphs"] == 1
+    assert counters["partitions"] == len(parts) > 0
+    assert counters["claimed_nodes"] == sum(len(p["ops"]) for p in parts)
+    assert counters["invocations"] == counters["kernels"] * len(inputs)
+    cached = sorted(spot_cache.glob("delegate-*.bin"))
+    again = run_delegate(path, None, inputs[:1])
+    assert sorted(spot_cache.glob("delegate-*.bin")) == cached
+    for a, b in zip(again["outputs"][0], result["outputs"][0], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_on_the_spot_compiles_every_subgraph(spot_cache, oracle):
+    """composite.tflite: the main subgraph and both decompositions LiteRT offers the delegate,
+    each described and compiled as a model of its own (a composite op stays opaque: the
+    decomposition is another subgraph)."""
+    path = MODELS / "composite.tflite"
+    inputs = _inputs(path, 1)
+    result = run_delegate(path, None, inputs)
+    assert result["counters"]["compiled_subgraphs"] == len(read_model(path.read_bytes()).subgraphs)
+    assert result["counters"]["claimed_nodes"] >= 1
+    reference = oracle(path, inputs, keep_all_tensors=False)
+    for a, b in zip(result["outputs"][0], reference.outputs[0], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_on_the_spot_failure_fails_prepare_in_one_line(spot_cache):
+    error = _error(MODELS / "small_cnn.tflite", None, {"config": "no-such-configuration"})
+    assert error.startswith("qaccel delegate: option config='no-such-configuration': ")
 
 
 # --------------------------------------------------------------------------------------------

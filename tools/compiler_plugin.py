@@ -328,6 +328,10 @@ def delegate_partitions(description: bytes, config: str) -> bytes:
     output tensor ids (ids of the description; inputs and outputs in the program's order),
     u64 size + program. Cached as `partition` and `compile` are (same key, same directory)."""
     _debug_dump("delegate", description)
+    try:
+        _config(config)
+    except PluginError as e:  # named as the delegate's option, not the plugin's variable
+        raise PluginError(str(e).replace("QACCEL_PLUGIN_CONFIG=", "option config=", 1)) from None
 
     def make() -> bytes:
         import sys
