@@ -383,9 +383,13 @@ from qaccel.backends.litert.runtime import LiteRtError
 model, good, bad, other = sys.argv[1:5]
 x = [[np.random.default_rng(0).integers(-128, 128, (1, 32, 32, 3)).astype(np.int8)]]
 print(delegate_run(model, good, x)["counters"]["invocations"])
-# a corrupt program, a bad option, a Prepare that fails, an invoke that fails
+# on the spot: the subgraph described, handed to Python through the bridge, compiled (cached)
+print(delegate_run(model, None, x)["counters"]["invocations"])
+# a corrupt program, a bad option, a Prepare that fails, an invoke that fails, a compile that
+# fails
 for m, artifact, options in ((model, bad, {}), (model, good, {"colour": "red"}),
-                             (other, good, {}), (model, good, "step")):
+                             (other, good, {}), (model, good, "step"),
+                             (model, None, {"config": "no-such-configuration"})):
     if options == "step":
         os.environ["QACCEL_STEP_LIMIT"] = "1"
         options = {}
@@ -397,10 +401,10 @@ for m, artifact, options in ((model, bad, {}), (model, good, {"colour": "red"}),
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc with AddressSanitizer")
-def test_delegate_under_sanitizers(small_cnn, tmp_path):
+def test_delegate_under_sanitizers(small_cnn, spot_cache, tmp_path):
     """The delegate built with -fsanitize=address,undefined in a Python with ASan preloaded:
-    a run, a corrupt program, a bad option, a Prepare that fails and an invoke that fails,
-    without a report."""
+    a run with the artifact and one compiled on the spot, a corrupt program, a bad option, a
+    Prepare that fails, an invoke that fails and a compile that fails, without a report."""
     sanitize = ["-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
                 "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-std=c99"]  # fmt: skip
     lib = tmp_path / "libqaccel_delegate.so"
@@ -428,6 +432,7 @@ def test_delegate_under_sanitizers(small_cnn, tmp_path):
     assert "Sanitizer" not in run.stderr and "runtime error" not in run.stderr, run.stderr[-3000:]
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.splitlines()
-    assert lines[0] == "2"
-    assert "step 0 has unknown kind 77" in lines[1] and "unknown option 'colour'" in lines[2]
-    assert "is for a model of 10 operators" in lines[3] and "step limit of 1" in lines[4]
+    assert lines[0] == lines[1] == "2"
+    assert "step 0 has unknown kind 77" in lines[2] and "unknown option 'colour'" in lines[3]
+    assert "is for a model of 10 operators" in lines[4] and "step limit of 1" in lines[5]
+    assert "option config='no-such-configuration'" in lines[6]
