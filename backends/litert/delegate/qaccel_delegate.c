@@ -1,7 +1,18 @@
 /* libqaccel_delegate: qaccel as a classic TensorFlow Lite delegate, for LiteRT's Interpreter
- * (`load_delegate(path, {"artifact": OUTDIR})`).
+ * (`load_delegate(path, {"artifact": OUTDIR})`, or `{"config": NAME}` / no options to compile
+ * on the spot).
  *
- * The delegate reads a qaccel-compile output directory when it is created: OUTDIR/partitions.json
+ * On the spot (no artifact): every Prepare (LiteRT calls it once per subgraph it lets the
+ * delegate see) describes its subgraph from the TfLiteContext in the compiler plugin's format
+ * (qaccel_describe.c: tensors with their constants and quantization, nodes with the builtin
+ * options decoded from builtin_data), hands it through the plugin's bridge
+ * (../bridge/qaccel_pybridge.h, no libpython linked) to
+ * qaccel.tools.compiler_plugin.delegate_partitions, which partitions and compiles it as
+ * qaccel-compile does (the plugin's compile cache), and claims the nodes of the partitions it
+ * returns, after the same checks as an artifact's, each kernel running its programs as below.
+ * A failed compile fails Prepare with its one line.
+ *
+ * With an artifact, the delegate reads a qaccel-compile output directory when it is created: OUTDIR/partitions.json
  * says, per accelerator partition, which operators of the original model it replaces (their
  * indices, which are the interpreter's node indices), its boundary tensors and its program
  * (OUTDIR/programs/NAME.qprog, the bytes the dispatch flavour carries).  Every file is read
