@@ -207,6 +207,24 @@ def test_on_the_spot_compiles_every_subgraph(spot_cache, oracle):
         np.testing.assert_array_equal(a, b)
 
 
+def test_on_the_spot_compiles_a_loop_body(spot_cache, tmp_path, oracle):
+    """A WHILE model: LiteRT offers the delegate the main subgraph, the condition and the body;
+    the body's convolution runs on our kernel once per iteration, bit-exact."""
+    from control_flow_models import while_conv_model
+
+    path = tmp_path / "while.tflite"
+    path.write_bytes(while_conv_model(iterations=2))
+    inputs = _inputs(path)
+    result = run_delegate(path, None, inputs)
+    c = result["counters"]
+    assert c["compiled_subgraphs"] == 3 and c["partitions"] == 1 and c["claimed_nodes"] == 1
+    assert c["kernels_ran"] == c["kernels"] == 1 and c["invocations"] == 2 * len(inputs)
+    reference = oracle(path, inputs, keep_all_tensors=False)
+    for got, want in zip(result["outputs"], reference.outputs, strict=True):
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_on_the_spot_failure_fails_prepare_in_one_line(spot_cache):
     error = _error(MODELS / "small_cnn.tflite", None, {"config": "no-such-configuration"})
     assert error.startswith("qaccel delegate: option config='no-such-configuration': ")

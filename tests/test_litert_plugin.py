@@ -179,6 +179,19 @@ def test_on_device_compile_is_bit_exact_and_cached(oracle):
     assert compiler_plugin.COMPILES == made  # ... compiled nothing
 
 
+def test_on_device_compile_reaches_a_loop_body(tmp_path, oracle):
+    """A WHILE model: LiteRT hands the plugin every subgraph; the body's convolution becomes a
+    program the dispatch library runs once per iteration, bit-exact."""
+    from control_flow_models import while_conv_model
+
+    model = tmp_path / "while.tflite"
+    model.write_bytes(while_conv_model(iterations=2))
+    x = _inputs(model, seed=4)
+    selected = plugin_library().qaccel_plugin_selected_ops()
+    assert _same(run_on_device(model, x), oracle(model, [x], keep_all_tensors=False).outputs[0])
+    assert plugin_library().qaccel_plugin_selected_ops() - selected == 1  # the body's CONV_2D
+
+
 def test_plugin_failure_is_one_line_not_a_cpu_fallback():
     model = FIXTURE_MODELS / "small_cnn.tflite"
     with pytest.raises(LiteRtError) as e:

@@ -76,6 +76,7 @@ typedef struct {
   int64_t model_nodes, model_tensors; /* -1: not recorded */
   TfLiteContext *primary;              /* the primary subgraph's context (the first Prepare) */
   long invocations, kernels, claimed_nodes, prepares;
+  long kernels_ran; /* kernels invoked at least once (a loop body's run once per iteration) */
 } Delegate;
 
 typedef struct {
@@ -87,6 +88,7 @@ typedef struct {
   int *scratch_tensor;
   uint8_t **scratch;
   qaccel_tensor *in, *out; /* a run's tensors, sized for the largest partition */
+  int ran;                 /* invoked at least once */
   char error[ERR_BYTES];
 } Kernel;
 
@@ -447,6 +449,10 @@ static TfLiteStatus kernel_invoke(TfLiteContext *context, TfLiteNode *node) {
     }
   }
   k->d->invocations++;
+  if (!k->ran) {
+    k->ran = 1;
+    k->d->kernels_ran++;
+  }
   return kTfLiteOk;
 }
 
@@ -809,6 +815,9 @@ QACCEL_EXPORT long qaccel_delegate_claimed_nodes(const TfLiteDelegate *d) {
 }
 QACCEL_EXPORT int qaccel_delegate_partitions(const TfLiteDelegate *d) {
   return ((const Delegate *)d)->n_parts;
+}
+QACCEL_EXPORT long qaccel_delegate_kernels_ran(const TfLiteDelegate *d) {
+  return ((const Delegate *)d)->kernels_ran;
 }
 /* Without an artifact: how many subgraphs were described and compiled (one per Prepare). */
 QACCEL_EXPORT long qaccel_delegate_compiled_subgraphs(const TfLiteDelegate *d) {
