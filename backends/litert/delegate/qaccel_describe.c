@@ -312,8 +312,15 @@ static void describe_tensor(const TfLiteTensor *t, Buf *b) {
   put_str(b, t->name ? t->name : "");
   put_i32(b, t->type);
   int rank = t->dims ? t->dims->size : 0;
+  /* A dimension the model leaves to run time (its shape signature's -1, e.g. behind a RESHAPE
+   * whose shape is computed) is described as -1, as LiteRT shows it to the plugin: the
+   * importer then takes it from the computation, not from the placeholder shape. */
+  const TfLiteIntArray *sig = t->dims_signature;
+  int dynamic = 0;
+  if (sig && sig->size == rank)
+    for (int d = 0; d < rank; d++) dynamic |= sig->data[d] < 0;
   put_u32(b, (uint32_t)rank);
-  for (int d = 0; d < rank; d++) put_i32(b, t->dims->data[d]);
+  for (int d = 0; d < rank; d++) put_i32(b, dynamic ? sig->data[d] : t->dims->data[d]);
   const TfLiteAffineQuantization *q = t->quantization.params;
   if (t->quantization.type == kTfLiteAffineQuantization && q && q->scale && q->zero_point &&
       q->scale->size >= 1 && q->zero_point->size == q->scale->size) {
