@@ -720,6 +720,10 @@ static TfLiteStatus delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   char err[ERR_BYTES] = "";
   if (!d->artifact) { /* every subgraph LiteRT offers, each compiled as a model of its own */
     d->prepares++;
+    /* A subgraph prepared again (LiteRT undid the delegation, or a new interpreter's subgraph
+     * at a freed one's address) owns only what this Prepare claims. */
+    for (int p = 0; p < d->n_parts; p++)
+      if (d->parts[p].owner == ctx) d->parts[p].owner = NULL;
     int first = d->n_parts;
     if (compile_here(d, ctx, err)) {
       ctx->ReportError(ctx, PREFIX "%s", err);
