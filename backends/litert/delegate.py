@@ -16,6 +16,13 @@ operator codes and the boundary tensors' types and quantization); a mismatch, a 
 an error of a program surfaces through LiteRT's own error path (`load_delegate` raises
 ValueError, `Interpreter(...)` and `invoke()` raise RuntimeError) with our one-line message.
 
+Without the `artifact` option (`load_delegate(path, {"config": "vta-default"})`, or no options)
+the delegate compiles on the spot: each subgraph's Prepare describes it from the interpreter's
+`TfLiteContext` in the compiler plugin's format and hands it through the plugin's bridge to
+`tools/compiler_plugin.delegate_partitions` (qaccel-compile's partitions and programs, the
+plugin's compile cache), then claims those operators as it claims an artifact's; a failed
+compile fails Prepare with its one line.
+
 The library is built by `pip install` next to this file, or
 else on first use into the per-user cache directory (as `runtime.py`'s libraries).
 `run_delegate` runs a model through the delegate in a forked child (a LiteRT abort cannot take
