@@ -63,10 +63,14 @@ PLUGIN_FILES = (PLUGIN / "qaccel_plugin.c", BRIDGE / "qaccel_pybridge.c",
                 KERNEL / "qaccel_dispatch_api.h", KERNEL / "qaccel_litert_api.h")
 # libqaccel_delegate.so, the classic TFLite delegate: as backends/litert/delegate.py's
 # DELEGATE_SOURCES. It is named as load_delegate users expect (no Python extension suffix).
+# Without an artifact it compiles on the spot through the same bridge as the plugin (the
+# building environment's python and libpython recorded likewise).
 DELEGATE = Path("backends") / "litert" / "delegate"
 DELEGATE_FILES = (DELEGATE / "qaccel_delegate.c", DELEGATE / "qaccel_artifact.c",
+                  DELEGATE / "qaccel_describe.c", BRIDGE / "qaccel_pybridge.c",
                   PROGRAM / "qaccel_program.c", MACHINE / "vta_machine.c",
-                  DELEGATE / "qaccel_artifact.h", DELEGATE / "qaccel_tflite_api.h",
+                  DELEGATE / "qaccel_artifact.h", DELEGATE / "qaccel_describe.h",
+                  DELEGATE / "qaccel_tflite_api.h", BRIDGE / "qaccel_pybridge.h",
                   PROGRAM / "qaccel_program.h", MACHINE / "vta_machine.h")
 DELEGATE_EXT = "qaccel.backends.litert.libqaccel_delegate"
 # Every C library's flags (targets/cbuild.py); the LiteRT libraries export only their API.
@@ -147,7 +151,7 @@ setup(
                        DISPATCH_FILES),
         litert_library("qaccel.backends.litert.libplugin.libLiteRtCompilerPlugin_Qaccel",
                        PLUGIN_FILES, python_paths()),
-        litert_library(DELEGATE_EXT, DELEGATE_FILES),
+        litert_library(DELEGATE_EXT, DELEGATE_FILES, python_paths()),
     ],
     cmdclass={"build_ext": BuildCLibrary},
 )

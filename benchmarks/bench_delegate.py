@@ -21,6 +21,14 @@ since wall times on a shared machine include waiting for a core), the first and 
 the next `--repeat` invokes (default 5) with the delegate, and the median invoke of the plain
 BUILTIN_REF interpreter in the same child. Target: load + prepare < 0.2 s (idle machine) for
 MobileNetV2 1.0/224 (tests/fixtures/models/mobilenet_v2).
+
+Then the delegate without the artifact, compiling on the spot (`load_delegate(path, {})`: each
+subgraph's Prepare describes it and hands it to qaccel's compiler): bit-exact with the same
+reference, every kernel run, and the same nodes claimed as the artifact's partitions
+(else the status says how many it claimed); `spot` is its load + prepare with an empty compile
+cache (a fresh QACCEL_PLUGIN_CACHE: the whole compile), `cached` the same in a new process with
+that cache filled (the description made and hashed, the programs read back and opened), each
+in wall and in CPU time. `--no-spot` skips it.
 """
 
 from __future__ import annotations
@@ -90,7 +98,47 @@ def _timed_child(model: str, artifact: str, input_sets, repeat: int) -> dict:
             "invoke_s": statistics.median(rest), "ref_s": statistics.median(ref)}
 
 
-def bench(model: Path, out: Path, repeat: int) -> dict:
+def _every_kernel_ran(c: dict, runs: int) -> bool:
+    """Every kernel ran, each at least once per run (once per iteration in a loop body)."""
+    return (c.get("kernels_ran", c["kernels"]) == c["kernels"]
+            and c["invocations"] >= c["kernels"] * runs
+            and (c["kernels"] > 0) == (c["partitions"] > 0))
+
+
+def _spot_child(model: str, input_sets, cache: str) -> dict:
+    """In the child: the delegate compiling on the spot with the compile cache `cache`."""
+    import os
+
+    from qaccel.backends.litert.delegate import delegate_run
+
+    os.environ["QACCEL_PLUGIN_CACHE"] = cache
+    r = delegate_run(model, None, input_sets)
+    return {"outputs": r["outputs"], "counters": r["counters"],
+            "setup_s": r["load_s"] + r["prepare_s"],
+            "setup_cpu_s": r["load_cpu_s"] + r["prepare_cpu_s"]}
+
+
+def spot(model: Path, inputs, expected, claimed: int | None) -> dict:
+    import tempfile
+
+    from qaccel.backends.litert.isolated import run_isolated
+
+    with tempfile.TemporaryDirectory() as cache:
+        cold = run_isolated(_spot_child, str(model), inputs, cache)
+        warm = run_isolated(_spot_child, str(model), inputs[:1], cache)
+    exact = all(np.array_equal(a, b) for r in (cold, warm)
+                for got, want in zip(r["outputs"], expected) for a, b in zip(got, want))  # fmt: skip
+    c = cold["counters"]
+    ran = _every_kernel_ran(c, len(inputs))
+    return {"spot_status": "ok" if exact and ran else ("not bit-exact" if not exact else
+                                                       "delegate did not run every kernel"),
+            "spot_same": claimed is None or c["claimed_nodes"] == claimed,
+            "spot_claimed": c["claimed_nodes"], "spot_subgraphs": c["compiled_subgraphs"],
+            "spot_s": cold["setup_s"], "cached_s": warm["setup_s"],
+            "spot_cpu_s": cold["setup_cpu_s"], "cached_cpu_s": warm["setup_cpu_s"]}  # fmt: skip
+
+
+def bench(model: Path, out: Path, repeat: int, on_the_spot: bool = True) -> dict:
     from qaccel.backends.litert.delegate import annotate_partitions
     from qaccel.backends.litert.isolated import run_isolated
     from qaccel.backends.litert.oracle import run_reference
@@ -111,13 +159,18 @@ def bench(model: Path, out: Path, repeat: int) -> dict:
     exact = all(np.array_equal(a, b) for got, want in zip(r["outputs"], expected)
                 for a, b in zip(got, want))  # fmt: skip
     c = r["counters"]
-    ran = (c["invocations"] == c["kernels"] * len(inputs)
-           and (c["kernels"] > 0) == (c["partitions"] > 0))
-    return {"model": model.stem, "status": "ok" if exact and ran else
-            ("not bit-exact" if not exact else "delegate did not run every kernel"),
-            **c,
-            **{k: r[k] for k in ("load_s", "prepare_s", "setup_cpu_s", "first_s", "invoke_s",
-                                 "ref_s")}}
+    ran = _every_kernel_ran(c, len(inputs))
+    row = {"model": model.stem, "status": "ok" if exact and ran else
+           ("not bit-exact" if not exact else "delegate did not run every kernel"),
+           **c,
+           **{k: r[k] for k in ("load_s", "prepare_s", "setup_cpu_s", "first_s", "invoke_s",
+                                "ref_s")}}  # fmt: skip
+    if on_the_spot:
+        row.update(spot(model, inputs, expected, c["claimed_nodes"]))
+        if row["spot_status"] != "ok" or not row["spot_same"]:
+            row["status"] = f"on the spot: {row['spot_status']}" + (
+                "" if row["spot_same"] else f", claimed {row['spot_claimed']} nodes")
+    return row
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "delegate")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--no-spot", action="store_true", help="only the delegate with the artifact")
     args = ap.parse_args(argv)
     models = args.models or sorted(
         p for d in (FIXTURES / "models", FIXTURES / "corpus") for p in d.glob("*.tflite")
@@ -133,10 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     print(f"{'model':20} {'status':8} {'parts':>5} {'nodes':>5} {'load ms':>8} "
-          f"{'prep ms':>8} {'cpu ms':>8} {'1st ms':>8} {'inv ms':>8} {'ref ms':>8}")  # fmt: skip
+          f"{'prep ms':>8} {'cpu ms':>8} {'1st ms':>8} {'inv ms':>8} {'ref ms':>8} "
+          f"{'spot ms':>8} {'cpu ms':>8} {'cached':>8} {'cpu ms':>8}")  # fmt: skip
     for model in models:
         try:
-            row = bench(model, args.out, args.repeat)
+            row = bench(model, args.out, args.repeat, not args.no_spot)
         except Exception as e:  # noqa: BLE001  one row per model, whatever happened
             row = {"model": model.stem, "status": f"error: {str(e).splitlines()[0][:60]}"}
         rows.append(row)
@@ -145,7 +200,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['claimed_nodes']:5} {1e3 * row['load_s']:8.1f} "
                   f"{1e3 * row['prepare_s']:8.1f} {1e3 * row['setup_cpu_s']:8.1f} "
                   f"{1e3 * row['first_s']:8.1f} "
-                  f"{1e3 * row['invoke_s']:8.1f} {1e3 * row['ref_s']:8.1f}", flush=True)
+                  f"{1e3 * row['invoke_s']:8.1f} {1e3 * row['ref_s']:8.1f}"
+                  + (f" {1e3 * row['spot_s']:8.1f} {1e3 * row['spot_cpu_s']:8.1f}"
+                     f" {1e3 * row['cached_s']:8.1f} {1e3 * row['cached_cpu_s']:8.1f}"
+                     if "spot_s" in row else ""), flush=True)
         else:
             print(f"{row['model']:20} {row['status']}", flush=True)
     if args.json:

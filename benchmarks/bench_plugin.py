@@ -148,7 +148,8 @@ def models(paths: list[Path]) -> int:
 
 
 def sanitizers() -> int:
-    from qaccel.backends.litert.runtime import DISPATCH_SOURCES, KERNEL_DIR, MACHINE_DIR, litert_library
+    from qaccel.backends.litert.runtime import (DISPATCH_SOURCES, KERNEL_DIR, MACHINE_DIR,
+                                                PROGRAM_DIR, litert_library)
 
     plugin_dir = ROOT / "backends" / "litert" / "plugin"
     bridge = ROOT / "backends" / "litert" / "bridge"
@@ -168,7 +169,7 @@ def sanitizers() -> int:
                         "-o", str(tmp / "plugin" / "libLiteRtCompilerPlugin_Qaccel.so"), "-ldl",
                         "-lpthread"], check=True)  # fmt: skip
         subprocess.run(["gcc", *flags, "-fPIC", "-shared", "-fvisibility=hidden",
-                        f"-I{KERNEL_DIR}", f"-I{MACHINE_DIR}",
+                        f"-I{KERNEL_DIR}", f"-I{PROGRAM_DIR}", f"-I{MACHINE_DIR}",
                         *(str(p) for p in DISPATCH_SOURCES if p.suffix == ".c"),
                         "-o", str(tmp / "dispatch" / "libLiteRtDispatch_Qaccel.so"), "-lm"],
                        check=True)  # fmt: skip

@@ -72,7 +72,7 @@ def _edit_partitions(artifact: Path, change) -> None:
     (artifact / "manifest.json").write_text(json.dumps(manifest))
 
 
-def _error(model: Path, artifact: Path, options=None, inputs=None) -> str:
+def _error(model: Path, artifact: Path | None, options=None, inputs=None) -> str:
     with pytest.raises(LiteRtError) as e:
         run_delegate(model, artifact, inputs or _inputs(model, 1), options)
     message = str(e.value)
@@ -149,6 +149,85 @@ def test_annotated_partitions_file_describes_the_original_model(small_cnn):
         data = (small_cnn / p["program"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == p["program_sha256"]
         assert data[:8] == b"QACCPROG"
+
+
+# --------------------------------------------------------------------------------------------
+# On the spot: no artifact, each subgraph compiled at Prepare
+
+
+@pytest.fixture(scope="module")
+def spot_cache(tmp_path_factory):
+    """The compile cache (QACCEL_PLUGIN_CACHE, the plugin's) of this module's on-the-spot runs:
+    each model compiles once, in the first test that delegates it."""
+    old = os.environ.get("QACCEL_PLUGIN_CACHE")
+    path = tmp_path_factory.mktemp("spot-cache")
+    os.environ["QACCEL_PLUGIN_CACHE"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("QACCEL_PLUGIN_CACHE", None)
+    else:
+        os.environ["QACCEL_PLUGIN_CACHE"] = old
+
+
+def test_on_the_spot_claims_what_qaccel_compile_claims(small_cnn, spot_cache, oracle):
+    """Bit-exact with BUILTIN_REF, the same nodes as the artifact's partitions.json, and a
+    second Interpreter of the same model compiles nothing (the cache). Every fixture and corpus
+    model: benchmarks/bench_delegate.py."""
+    path, art = MODELS / "small_cnn.tflite", small_cnn
+    inputs = _inputs(path)
+    result = run_delegate(path, None, inputs)
+    reference = oracle(path, inputs, keep_all_tensors=False)
+    for got, want in zip(result["outputs"], reference.outputs, strict=True):
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+    parts = json.loads((art / "partitions.json").read_text())["partitions"]
+    counters = result["counters"]
+    assert counters["compiled_subgraphs"] == 1
+    assert counters["partitions"] == len(parts) > 0
+    assert counters["claimed_nodes"] == sum(len(p["ops"]) for p in parts)
+    assert counters["invocations"] == counters["kernels"] * len(inputs)
+    cached = sorted(spot_cache.glob("delegate-*.bin"))
+    again = run_delegate(path, None, inputs[:1])
+    assert sorted(spot_cache.glob("delegate-*.bin")) == cached
+    for a, b in zip(again["outputs"][0], result["outputs"][0], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_on_the_spot_compiles_every_subgraph(spot_cache, oracle):
+    """composite.tflite: the main subgraph and both decompositions LiteRT offers the delegate,
+    each described and compiled as a model of its own (a composite op stays opaque: the
+    decomposition is another subgraph)."""
+    path = MODELS / "composite.tflite"
+    inputs = _inputs(path, 1)
+    result = run_delegate(path, None, inputs)
+    assert result["counters"]["compiled_subgraphs"] == len(read_model(path.read_bytes()).subgraphs)
+    assert result["counters"]["claimed_nodes"] >= 1
+    reference = oracle(path, inputs, keep_all_tensors=False)
+    for a, b in zip(result["outputs"][0], reference.outputs[0], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_on_the_spot_compiles_a_loop_body(spot_cache, tmp_path, oracle):
+    """A WHILE model: LiteRT offers the delegate the main subgraph, the condition and the body;
+    the body's convolution runs on our kernel once per iteration, bit-exact."""
+    from control_flow_models import while_conv_model
+
+    path = tmp_path / "while.tflite"
+    path.write_bytes(while_conv_model(iterations=2))
+    inputs = _inputs(path)
+    result = run_delegate(path, None, inputs)
+    c = result["counters"]
+    assert c["compiled_subgraphs"] == 3 and c["partitions"] == 1 and c["claimed_nodes"] == 1
+    assert c["kernels_ran"] == c["kernels"] == 1 and c["invocations"] == 2 * len(inputs)
+    reference = oracle(path, inputs, keep_all_tensors=False)
+    for got, want in zip(result["outputs"], reference.outputs, strict=True):
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_on_the_spot_failure_fails_prepare_in_one_line(spot_cache):
+    error = _error(MODELS / "small_cnn.tflite", None, {"config": "no-such-configuration"})
+    assert error.startswith("qaccel delegate: option config='no-such-configuration': ")
 
 
 # --------------------------------------------------------------------------------------------
@@ -320,9 +399,13 @@ from qaccel.backends.litert.runtime import LiteRtError
 model, good, bad, other = sys.argv[1:5]
 x = [[np.random.default_rng(0).integers(-128, 128, (1, 32, 32, 3)).astype(np.int8)]]
 print(delegate_run(model, good, x)["counters"]["invocations"])
-# a corrupt program, a bad option, a Prepare that fails, an invoke that fails
+# on the spot: the subgraph described, handed to Python through the bridge, compiled (cached)
+print(delegate_run(model, None, x)["counters"]["invocations"])
+# a corrupt program, a bad option, a Prepare that fails, an invoke that fails, a compile that
+# fails
 for m, artifact, options in ((model, bad, {}), (model, good, {"colour": "red"}),
-                             (other, good, {}), (model, good, "step")):
+                             (other, good, {}), (model, good, "step"),
+                             (model, None, {"config": "no-such-configuration"})):
     if options == "step":
         os.environ["QACCEL_STEP_LIMIT"] = "1"
         options = {}
@@ -334,10 +417,10 @@ for m, artifact, options in ((model, bad, {}), (model, good, {"colour": "red"}),
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc with AddressSanitizer")
-def test_delegate_under_sanitizers(small_cnn, tmp_path):
+def test_delegate_under_sanitizers(small_cnn, spot_cache, tmp_path):
     """The delegate built with -fsanitize=address,undefined in a Python with ASan preloaded:
-    a run, a corrupt program, a bad option, a Prepare that fails and an invoke that fails,
-    without a report."""
+    a run with the artifact and one compiled on the spot, a corrupt program, a bad option, a
+    Prepare that fails, an invoke that fails and a compile that fails, without a report."""
     sanitize = ["-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
                 "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-std=c99"]  # fmt: skip
     lib = tmp_path / "libqaccel_delegate.so"
@@ -365,6 +448,7 @@ def test_delegate_under_sanitizers(small_cnn, tmp_path):
     assert "Sanitizer" not in run.stderr and "runtime error" not in run.stderr, run.stderr[-3000:]
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.splitlines()
-    assert lines[0] == "2"
-    assert "step 0 has unknown kind 77" in lines[1] and "unknown option 'colour'" in lines[2]
-    assert "is for a model of 10 operators" in lines[3] and "step limit of 1" in lines[4]
+    assert lines[0] == lines[1] == "2"
+    assert "step 0 has unknown kind 77" in lines[2] and "unknown option 'colour'" in lines[3]
+    assert "is for a model of 10 operators" in lines[4] and "step limit of 1" in lines[5]
+    assert "option config='no-such-configuration'" in lines[6]

@@ -218,6 +218,19 @@ def test_a_kept_program_is_found_by_content_not_by_names():
                                    range(len(outlined.operators)))  # fmt: skip
 
 
+def test_on_device_compile_reaches_a_loop_body(tmp_path, oracle):
+    """A WHILE model: LiteRT hands the plugin every subgraph; the body's convolution becomes a
+    program the dispatch library runs once per iteration, bit-exact."""
+    from control_flow_models import while_conv_model
+
+    model = tmp_path / "while.tflite"
+    model.write_bytes(while_conv_model(iterations=2))
+    x = _inputs(model, seed=4)
+    selected = plugin_library().qaccel_plugin_selected_ops()
+    assert _same(run_on_device(model, x), oracle(model, [x], keep_all_tensors=False).outputs[0])
+    assert plugin_library().qaccel_plugin_selected_ops() - selected == 1  # the body's CONV_2D
+
+
 def test_plugin_failure_is_one_line_not_a_cpu_fallback():
     model = FIXTURE_MODELS / "small_cnn.tflite"
     with pytest.raises(LiteRtError) as e:
@@ -227,9 +240,7 @@ def test_plugin_failure_is_one_line_not_a_cpu_fallback():
     assert "no-such-configuration" in text
 
 
-@pytest.mark.skipif(CC is None, reason="no C compiler")
-def test_c_host_compiles_on_device_through_the_plugin(tmp_path, oracle):
-    from qaccel.backends.litert.dispatch import dispatch_library_dir
+def _plugin_host(tmp_path) -> Path:
     from qaccel.backends.litert.runtime import KERNEL_DIR, litert_library
 
     lrt = litert_library().parent
@@ -237,6 +248,44 @@ def test_c_host_compiles_on_device_through_the_plugin(tmp_path, oracle):
     subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{KERNEL_DIR}",
                     str(PLUGIN_HOST), f"-L{lrt}", "-lLiteRt", f"-Wl,-rpath,{lrt}", "-ldl", "-o",
                     str(exe)], check=True, capture_output=True)  # fmt: skip
+    return exe
+
+
+@pytest.mark.skipif(CC is None, reason="no C host")
+def test_plugin_options_choose_the_configuration_before_the_environment(tmp_path):
+    """LiteRT's plugin options (opaque options "qaccel" of the compiled model's options, here
+    from the C host): `config=` is taken over QACCEL_PLUGIN_CONFIG; a bad one fails the plugin
+    in one line, which the host reports instead of a silent CPU fallback."""
+    from qaccel.backends.litert.dispatch import dispatch_library_dir
+
+    exe = _plugin_host(tmp_path)
+    model = FIXTURE_MODELS / "small_cnn.tflite"
+    (tmp_path / "in.bin").write_bytes(_inputs(model, seed=3)[0].tobytes())
+    plugin = next(plugin_library_dir().glob("libLiteRtCompilerPlugin_Qaccel*.so"))
+    dispatch = next(dispatch_library_dir().glob("libLiteRtDispatch_Qaccel*.so"))
+    env = {**os.environ, "QACCEL_PLUGIN_CONFIG": "no-such-configuration"}
+
+    def host(*options):
+        return subprocess.run([str(exe), str(model), str(plugin), str(dispatch),
+                               str(tmp_path / "in.bin"), "1x32x32x3", str(tmp_path / "out.bin"),
+                               "1x10", *options], capture_output=True, text=True, timeout=600,
+                              env=env)  # fmt: skip
+
+    run = host("config=vta-default")
+    assert run.returncode == 0, run.stderr[-2000:]
+    run = host("config=also-no-such-configuration")
+    assert run.returncode == 1
+    assert "the compiler plugin failed" in run.stderr and "also-no-such-configuration" in run.stderr
+    run = host("colour=red")
+    assert run.returncode == 1
+    assert 'plugin option "colour=red": the only setting is config=FILE|NAME' in run.stderr
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+def test_c_host_compiles_on_device_through_the_plugin(tmp_path, oracle):
+    from qaccel.backends.litert.dispatch import dispatch_library_dir
+
+    exe = _plugin_host(tmp_path)
     model = FIXTURE_MODELS / "small_cnn.tflite"
     x = _inputs(model, seed=3)[0]
     (tmp_path / "in.bin").write_bytes(x.tobytes())

@@ -61,3 +61,24 @@ def test_readme_commands_are_console_scripts():
     assert named <= scripts, named - scripts
     for tool in scripts:
         assert f"`{tool} " in text, f"{tool} is missing from the README's tools table"
+
+
+def test_readme_apply_plugin_main_command_runs(tmp_path):
+    """The README's AOT command (LiteRT's apply_plugin_main with qaccel's plugin) runs as
+    pasted in a shell, from a folder with the repository's tests/, and writes a model."""
+    import os
+    import shutil
+    import subprocess
+
+    import pytest
+
+    pytest.importorskip("ai_edge_litert")
+    commands = [b for b in readme_blocks("sh") if "apply_plugin_main" in b]
+    assert commands, "the README shows no apply_plugin_main command"
+    (tmp_path / "tests").symlink_to(ROOT / "tests")
+    env = {**os.environ, "QACCEL_PLUGIN_CACHE": str(tmp_path / "cache")}
+    for command in commands:
+        done = subprocess.run([shutil.which("bash") or "sh", "-c", command], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+        assert done.returncode == 0, f"{command}\n{done.stderr[-3000:]}"
+    assert (tmp_path / "small_cnn.npu.tflite").stat().st_size > 0

@@ -39,7 +39,7 @@ import numpy as np
 from qaccel import __version__
 
 _MEMORY: dict[str, bytes] = {}
-COMPILES = {"partition": 0, "compile": 0}  # how often each step really ran (not cached)
+COMPILES = {"partition": 0, "compile": 0, "delegate": 0}  # how often each step really ran
 RECOMPILED = {"subgraphs": 0}  # outlined subgraphs Compile compiled (no program kept)
 # TfLiteType (LiteRtElementType) -> the writer's dtype
 _ELEMENT_TYPES = {1: np.float32, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_, 7: np.int16,
@@ -389,6 +389,44 @@ def compile(model: bytes, config: str) -> bytes:  # noqa: A001 - the plugin entr
     return _guarded(lambda: _cached("compile", model, config, make))
 
 
+# ---- the classic delegate, compiling on the spot -------------------------------------------------
+def delegate_partitions(description: bytes, config: str) -> bytes:
+    """For libqaccel_delegate without an artifact: the subgraph its Prepare describes (the
+    format `read_description` reads), rebuilt as a `.tflite`, partitioned and compiled as
+    `qaccel-compile` does (`backends/litert/partitions.py`). Returns b"QDP1", u32 n, then per
+    partition: str name, u32 n + i32 op indices, u32 n + i32 input tensor ids, u32 n + i32
+    output tensor ids (ids of the description; inputs and outputs in the program's order),
+    u64 size + program. Cached as `partition` and `compile` are (same key, same directory)."""
+    _debug_dump("delegate", description)
+    try:
+        _config(config)
+    except PluginError as e:  # named as the delegate's option, not the plugin's variable
+        raise PluginError(str(e).replace("QACCEL_PLUGIN_CONFIG=", "option config=", 1)) from None
+
+    def make() -> bytes:
+        import sys
+
+        from qaccel import api
+        from qaccel.backends.litert.partitions import compile_partitions
+        from qaccel.frontend.tflite_writer import write_model
+
+        model = write_model(read_description(description))
+        compiler = api.partition_compiler(_config(config))
+        done, notes = compile_partitions(model, compiler(model), compiler)
+        for line in notes:
+            print(f"qaccel delegate: {line}", file=sys.stderr)
+        out = [b"QDP1", struct.pack("<I", len(done))]
+        for cp in done:
+            name = cp.partition.name.encode()
+            out += [struct.pack("<I", len(name)), name]
+            for ids in (cp.partition.ops, cp.inputs, cp.outputs):
+                out += [struct.pack("<I", len(ids)), struct.pack(f"<{len(ids)}i", *ids)]
+            out += [struct.pack("<Q", len(cp.program)), cp.program]
+        return b"".join(out)
+
+    return _guarded(lambda: _cached("delegate", description, config, make))
+
+
 def _debug_dump(kind: str, data: bytes) -> None:
     """QACCEL_PLUGIN_DEBUG=DIR keeps what LiteRT handed over (DIR/partition-N.bin, ...)."""
     directory = os.environ.get("QACCEL_PLUGIN_DEBUG")
@@ -412,5 +450,5 @@ def _guarded(run):
         raise PluginError(f"{type(e).__name__}: {text[0] if text else ''}") from None
 
 
-__all__ = ["PluginError", "cache_dir", "compile", "partition", "read_description",
-           "sdk_version", "sdk_version_text"]  # fmt: skip
+__all__ = ["PluginError", "cache_dir", "compile", "delegate_partitions", "partition",
+           "read_description", "sdk_version", "sdk_version_text"]  # fmt: skip

@@ -157,7 +157,7 @@ def run_on_device(model: str | Path, inputs: Sequence[np.ndarray], config: str |
         raise LiteRtError(f"LiteRT did not compile the partitions of {model} with the plugin")
     programs = plugin.qaccel_plugin_last_programs()
     done = dispatch.qaccel_dispatch_invocations() - ran
-    if done != programs:
+    if done < programs:  # a program in a loop body (WHILE) runs once per iteration
         raise LiteRtError(f"LiteRT ran {done} of the {programs} qaccel program(s) of {model} in "
                           f"{dispatch_dir}: did this process load another dispatch library first?")
     return results

@@ -4,7 +4,9 @@
  * libLiteRtCompilerPlugin_Qaccel and libLiteRtDispatch_Qaccel (environment options 0 and 1),
  * selects the NPU and CPU accelerators and runs the CPU kernels in reference mode.  The plugin
  * starts its own Python to compile.  One int8 input and one int8 output:
- *     plugin_host MODEL PLUGIN_LIB DISPATCH_LIB IN.bin 1x32x32x3 OUT.bin 1x10
+ *     plugin_host MODEL PLUGIN_LIB DISPATCH_LIB IN.bin 1x32x32x3 OUT.bin 1x10 [QACCEL_OPTIONS]
+ * QACCEL_OPTIONS (e.g. "config=vta-store-requant") is handed to the plugin as LiteRT's plugin
+ * options: opaque options "qaccel" in the compiled model's options.
  * Then it checks, through the two libraries LiteRT loaded, that the plugin compiled and that
  * the dispatch library ran every program (LiteRT falls back to the CPU silently otherwise).
  * Exit 0 on success; else one line on stderr. */
@@ -35,8 +37,9 @@ static void *loaded(const char *path) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 8) {
-    fprintf(stderr, "usage: plugin_host MODEL PLUGIN_LIB DISPATCH_LIB IN.bin SHAPE OUT.bin SHAPE\n");
+  if (argc != 8 && argc != 9) {
+    fprintf(stderr, "usage: plugin_host MODEL PLUGIN_LIB DISPATCH_LIB IN.bin SHAPE OUT.bin SHAPE "
+            "[QACCEL_OPTIONS]\n");
     return 1;
   }
   char *plugin_path = strdup(argv[2]), *dispatch_path = strdup(argv[3]);
@@ -55,19 +58,27 @@ int main(int argc, char **argv) {
   LiteRtModel model = NULL;
   CHECK(LiteRtCreateModelFromFile(env, argv[1], &model));
   LiteRtOptions opts = npu_and_reference_cpu();
+  if (argc == 9) { /* the plugin's options: LiteRT owns the payload (freed with the options) */
+    char *payload = strdup(argv[8]);
+    LiteRtOpaqueOptions qaccel = NULL;
+    if (!payload) die("strdup", 0);
+    CHECK(LiteRtCreateOpaqueOptions("qaccel", payload, free_payload, &qaccel));
+    CHECK(LiteRtAddOpaqueOptions(opts, qaccel));
+  }
   int rc = run_once(env, model, opts, argv[5], argv[4], argv[7], argv[6]);
   if (rc) return rc;
   /* No silent CPU fallback: the plugin compiled, and every program it returned ran. */
-  void *plugin = loaded(plugin_path), *dispatch = loaded(dispatch_path);
+  void *plugin = loaded(plugin_path);
   const char *(*plugin_error)(void) = (const char *(*)(void))dlsym(plugin, "qaccel_plugin_last_error");
+  if (plugin_error && plugin_error()[0]) { /* the plugin's own line, before LiteRT's fallback */
+    fprintf(stderr, "plugin_host: error: the compiler plugin failed: %s\n", plugin_error());
+    return 1;
+  }
+  void *dispatch = loaded(dispatch_path);
   long (*compiles)(void) = (long (*)(void))dlsym(plugin, "qaccel_plugin_compile_calls");
   long (*programs)(void) = (long (*)(void))dlsym(plugin, "qaccel_plugin_last_programs");
   long (*ran)(void) = (long (*)(void))dlsym(dispatch, "qaccel_dispatch_invocations");
   if (!plugin_error || !compiles || !programs || !ran) die("qaccel's counters not found", 0);
-  if (plugin_error()[0]) {
-    fprintf(stderr, "plugin_host: error: the compiler plugin failed: %s\n", plugin_error());
-    return 1;
-  }
   if (compiles() != 1 || ran() != programs()) {
     fprintf(stderr, "plugin_host: error: %ld compile(s), %ld of %ld program(s) ran\n", compiles(),
             ran(), programs());

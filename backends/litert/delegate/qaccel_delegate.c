@@ -1,7 +1,18 @@
 /* libqaccel_delegate: qaccel as a classic TensorFlow Lite delegate, for LiteRT's Interpreter
- * (`load_delegate(path, {"artifact": OUTDIR})`).
+ * (`load_delegate(path, {"artifact": OUTDIR})`, or `{"config": NAME}` / no options to compile
+ * on the spot).
  *
- * The delegate reads a qaccel-compile output directory when it is created: OUTDIR/partitions.json
+ * On the spot (no artifact): every Prepare (LiteRT calls it once per subgraph it lets the
+ * delegate see) describes its subgraph from the TfLiteContext in the compiler plugin's format
+ * (qaccel_describe.c: tensors with their constants and quantization, nodes with the builtin
+ * options decoded from builtin_data), hands it through the plugin's bridge
+ * (../bridge/qaccel_pybridge.h, no libpython linked) to
+ * qaccel.tools.compiler_plugin.delegate_partitions, which partitions and compiles it as
+ * qaccel-compile does (the plugin's compile cache), and claims the nodes of the partitions it
+ * returns, after the same checks as an artifact's, each kernel running its programs as below.
+ * A failed compile fails Prepare with its one line.
+ *
+ * With an artifact, the delegate reads a qaccel-compile output directory when it is created: OUTDIR/partitions.json
  * says, per accelerator partition, which operators of the original model it replaces (their
  * indices, which are the interpreter's node indices), its boundary tensors and its program
  * (OUTDIR/programs/NAME.qprog, the bytes the dispatch flavour carries).  Every file is read
@@ -24,7 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bridge/qaccel_pybridge.h"
 #include "qaccel_artifact.h"
+#include "qaccel_describe.h"
 #include "qaccel_program.h"
 #include "qaccel_tflite_api.h"
 
@@ -50,17 +63,20 @@ typedef struct {
   uint8_t *program;       /* its bytes (8-byte aligned: malloc), which `opened` reads in place */
   size_t program_size;
   qaccel_program *opened; /* opened and checked once; kernels make their own run states */
+  TfLiteContext *owner;   /* the subgraph whose nodes it replaces (set at its Prepare) */
 } Partition;
 
 typedef struct {
   TfLiteDelegate base; /* first: a TfLiteDelegate* is a Delegate* */
-  char *artifact;
+  char *artifact; /* NULL: compile each subgraph on the spot at its Prepare */
   char *config;
   Partition *parts;
   int n_parts;
+  long compiled_subgraphs; /* on the spot: subgraphs described and compiled */
   int64_t model_nodes, model_tensors; /* -1: not recorded */
   TfLiteContext *primary;              /* the primary subgraph's context (the first Prepare) */
   long invocations, kernels, claimed_nodes, prepares;
+  long kernels_ran; /* kernels invoked at least once (a loop body's run once per iteration) */
 } Delegate;
 
 typedef struct {
@@ -72,6 +88,7 @@ typedef struct {
   int *scratch_tensor;
   uint8_t **scratch;
   qaccel_tensor *in, *out; /* a run's tensors, sized for the largest partition */
+  int ran;                 /* invoked at least once */
   char error[ERR_BYTES];
 } Kernel;
 
@@ -312,6 +329,7 @@ static int kernel_setup(Kernel *k, TfLiteContext *ctx, const TfLiteDelegateParam
   if (!k->parts) return fail(k->error, PREFIX "out of memory");
   for (int p = 0; p < d->n_parts; p++) {
     const Partition *part = &d->parts[p];
+    if (part->owner != ctx) continue; /* another subgraph's: its node indices are not ours */
     int inside = 0;
     for (int j = 0; j < part->n_ops; j++) inside += in_list(nodes, part->ops[j]);
     if (inside == 0) continue;
@@ -431,6 +449,10 @@ static TfLiteStatus kernel_invoke(TfLiteContext *context, TfLiteNode *node) {
     }
   }
   k->d->invocations++;
+  if (!k->ran) {
+    k->ran = 1;
+    k->d->kernels_ran++;
+  }
   return kTfLiteOk;
 }
 
@@ -531,9 +553,184 @@ static int check_partition(TfLiteContext *ctx, const TfLiteIntArray *plan, const
   return 0;
 }
 
+/* Check partitions [first, n_parts) against the subgraph of `ctx` and replace their nodes
+ * with delegate kernels.  `what` names where they come from, for the error. */
+static TfLiteStatus claim(Delegate *d, TfLiteContext *ctx, int first, const char *what) {
+  char err[ERR_BYTES] = "";
+  TfLiteIntArray *plan;
+  if (ctx->GetExecutionPlan(ctx, &plan) != kTfLiteOk) {
+    ctx->ReportError(ctx, PREFIX "cannot read the execution plan");
+    return kTfLiteError;
+  }
+  int *owner = calloc((size_t)plan->size + 1, sizeof *owner);
+  unsigned char *produced = calloc(ctx->tensors_size + 1, 1);
+  TfLiteIntArray *nodes = NULL;
+  int most = 0, rc = 0;
+  if (!owner || !produced) rc = fail(err, "out of memory");
+  for (int p = first; !rc && p < d->n_parts; p++) {
+    d->parts[p].owner = ctx;
+    rc = check_partition(ctx, plan, d->parts, p, owner, produced, err);
+    if (d->parts[p].n_ops > most) most = d->parts[p].n_ops;
+  }
+  if (!rc) {
+    nodes = malloc(sizeof *nodes + ((size_t)most + 1) * sizeof(int));
+    if (!nodes) rc = fail(err, "out of memory");
+  }
+  free(owner);
+  free(produced);
+  if (rc) {
+    free(nodes);
+    ctx->ReportError(ctx, PREFIX "%s does not match the model: %s", what, err);
+    return kTfLiteError;
+  }
+  TfLiteRegistration reg;
+  memset(&reg, 0, sizeof reg);
+  reg.init = kernel_init;
+  reg.free = kernel_free;
+  reg.prepare = kernel_prepare;
+  reg.invoke = kernel_invoke;
+  reg.custom_name = "QACCEL_DELEGATE";
+  reg.version = 1;
+  /* One replacement per partition: given all claimed nodes at once, LiteRT groups them by
+   * readiness and may cut a partition in two (seen on NASNet). */
+  TfLiteStatus status = kTfLiteOk;
+  for (int p = first; p < d->n_parts && status == kTfLiteOk; p++) {
+    const Partition *part = &d->parts[p];
+    nodes->size = part->n_ops;
+    memcpy(nodes->data, part->ops, (size_t)part->n_ops * sizeof(int));
+    status = ctx->ReplaceNodeSubsetsWithDelegateKernels(ctx, reg, nodes, &d->base);
+    if (status == kTfLiteOk) d->claimed_nodes += part->n_ops;
+  }
+  free(nodes);
+  return status;
+}
+
+static int plan_is_the_model(const TfLiteIntArray *plan) {
+  for (int k = 0; k < plan->size; k++)
+    if (plan->data[k] != k) return 0;
+  return 1;
+}
+
+/* ---- on the spot: the subgraph described, compiled by qaccel's Python compiler ------------ */
+
+typedef struct {
+  const uint8_t *at;
+  size_t left;
+} Reader;
+
+static int take(Reader *r, void *out, size_t n) {
+  if (r->left < n) return 1;
+  memcpy(out, r->at, n);
+  r->at += n;
+  r->left -= n;
+  return 0;
+}
+
+/* u32 n + i32 ids, each below `limit`, mapped through `map`, into a malloc'd array. */
+static int take_ids(Reader *r, int limit, const int *map, int **out, int *n) {
+  uint32_t count;
+  if (take(r, &count, 4) || count > r->left / 4) return 1;
+  int *a = malloc((count ? count : 1) * sizeof *a);
+  if (!a) return 1;
+  for (uint32_t k = 0; k < count; k++) {
+    int32_t v = -1;
+    if (take(r, &v, 4) || v < 0 || v >= limit) {
+      free(a);
+      return 1;
+    }
+    a[k] = map[v];
+  }
+  *out = a;
+  *n = (int)count;
+  return 0;
+}
+
+/* compiler_plugin.delegate_partitions' answer into new partitions owned by `ctx`. */
+static int take_partitions(Delegate *d, const qaccel_description *desc, const uint8_t *data,
+                           size_t size, char *err) {
+  Reader r = {data, size};
+  char magic[4];
+  uint32_t n;
+  if (take(&r, magic, 4) || memcmp(magic, "QDP1", 4) != 0 || take(&r, &n, 4) || n > 4096)
+    return fail(err, "malformed answer from the compiler");
+  Partition *parts = realloc(d->parts, ((size_t)d->n_parts + n + 1) * sizeof *parts);
+  if (!parts) return fail(err, "out of memory");
+  d->parts = parts;
+  memset(&parts[d->n_parts], 0, ((size_t)n + 1) * sizeof *parts);
+  for (uint32_t k = 0; k < n; k++) {
+    Partition *p = &d->parts[d->n_parts++];
+    uint32_t name_len;
+    uint64_t program_size;
+    if (take(&r, &name_len, 4) || name_len > 200 || r.left < name_len)
+      return fail(err, "malformed answer from the compiler");
+    p->name = malloc(name_len + 24);
+    if (!p->name) return fail(err, "out of memory");
+    /* the first subgraph's partitions keep qaccel's names; later ones are told apart */
+    int at = d->compiled_subgraphs ? snprintf(p->name, 24, "s%ld.", d->compiled_subgraphs) : 0;
+    take(&r, p->name + at, name_len);
+    p->name[at + (int)name_len] = '\0';
+    if (take_ids(&r, desc->n_nodes, desc->node_of, &p->ops, &p->n_ops) || p->n_ops == 0 ||
+        take_ids(&r, desc->n_tensors, desc->tensor_of, &p->inputs, &p->n_in) ||
+        take_ids(&r, desc->n_tensors, desc->tensor_of, &p->outputs, &p->n_out) || p->n_out == 0 ||
+        take(&r, &program_size, 8) || program_size > r.left)
+      return fail(err, "malformed answer from the compiler (partition %s)", p->name);
+    p->program_size = (size_t)program_size;
+    p->program = malloc(p->program_size ? p->program_size : 1);
+    if (!p->program) return fail(err, "out of memory");
+    take(&r, p->program, p->program_size);
+    if (load_boundary("", p, NULL, err)) return 1;
+    char msg[QACCEL_ERROR_BYTES];
+    if (qaccel_program_open(p->program, p->program_size, &p->opened, msg))
+      return fail(err, "partition %s: %s", p->name, msg);
+    if (qaccel_program_inputs(p->opened) != (uint32_t)p->n_in ||
+        qaccel_program_outputs(p->opened) != (uint32_t)p->n_out)
+      return fail(err, "partition %s: its program's inputs and outputs are not the partition's",
+                  p->name);
+  }
+  if (r.left) return fail(err, "malformed answer from the compiler (trailing bytes)");
+  return 0;
+}
+
+static int compile_here(Delegate *d, TfLiteContext *ctx, char *err) {
+  TfLiteIntArray *plan;
+  if (ctx->GetExecutionPlan(ctx, &plan) != kTfLiteOk) return fail(err, "cannot read the "
+                                                                   "execution plan");
+  if (!plan_is_the_model(plan))
+    return fail(err, "the model was changed by another delegate before this one");
+  qaccel_description desc;
+  if (qaccel_describe_context(ctx, plan, &desc, err, ERR_BYTES)) return 1;
+  qaccel_pybytes answer;
+  char msg[ERR_BYTES];
+  int rc = qaccel_pybridge_call("qaccel.tools.compiler_plugin", "delegate_partitions", desc.data,
+                                desc.size, d->config ? d->config : "", &answer, msg, sizeof msg);
+  if (rc) {
+    qaccel_description_free(&desc);
+    const char *m = strncmp(msg, "PluginError: ", 13) == 0 ? msg + 13 : msg;
+    return fail(err, "%s", m);
+  }
+  rc = take_partitions(d, &desc, answer.data, answer.size, err);
+  free(answer.data);
+  qaccel_description_free(&desc);
+  d->compiled_subgraphs++;
+  return rc;
+}
+
 static TfLiteStatus delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   Delegate *d = (Delegate *)base;
   char err[ERR_BYTES] = "";
+  if (!d->artifact) { /* every subgraph LiteRT offers, each compiled as a model of its own */
+    d->prepares++;
+    /* A subgraph prepared again (LiteRT undid the delegation, or a new interpreter's subgraph
+     * at a freed one's address) owns only what this Prepare claims. */
+    for (int p = 0; p < d->n_parts; p++)
+      if (d->parts[p].owner == ctx) d->parts[p].owner = NULL;
+    int first = d->n_parts;
+    if (compile_here(d, ctx, err)) {
+      ctx->ReportError(ctx, PREFIX "%s", err);
+      return kTfLiteError;
+    }
+    return claim(d, ctx, first, "the compiled partitions");
+  }
   if (d->primary && d->primary != ctx) return kTfLiteOk; /* another subgraph: nothing of ours */
   d->primary = ctx;
   d->prepares++;
@@ -550,57 +747,12 @@ static TfLiteStatus delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
                      (long long)d->model_tensors, plan->size, ctx->tensors_size);
     return kTfLiteError;
   }
-  for (int k = 0; k < plan->size; k++)
-    if (plan->data[k] != k) {
-      ctx->ReportError(ctx, PREFIX "the model was changed by another delegate before this one");
-      return kTfLiteError;
-    }
-  int *owner = calloc((size_t)plan->size + 1, sizeof *owner);
-  unsigned char *produced = calloc(ctx->tensors_size + 1, 1);
-  TfLiteIntArray *nodes = NULL;
-  int total = 0, rc = 0;
-  if (!owner || !produced) rc = fail(err, "out of memory");
-  for (int p = 0; !rc && p < d->n_parts; p++) {
-    rc = check_partition(ctx, plan, d->parts, p, owner, produced, err);
-    total += d->parts[p].n_ops;
-  }
-  if (!rc) {
-    nodes = malloc(sizeof *nodes + ((size_t)total + 1) * sizeof(int));
-    if (!nodes) rc = fail(err, "out of memory");
-  }
-  if (!rc) {
-    nodes->size = 0;
-    for (int k = 0; k < plan->size; k++)
-      if (owner[k]) nodes->data[nodes->size++] = k;
-  }
-  free(owner);
-  free(produced);
-  if (rc) {
-    free(nodes);
-    ctx->ReportError(ctx, PREFIX "the artifact '%s' does not match the model: %s", d->artifact,
-                     err);
+  if (!plan_is_the_model(plan)) {
+    ctx->ReportError(ctx, PREFIX "the model was changed by another delegate before this one");
     return kTfLiteError;
   }
-  TfLiteRegistration reg;
-  memset(&reg, 0, sizeof reg);
-  reg.init = kernel_init;
-  reg.free = kernel_free;
-  reg.prepare = kernel_prepare;
-  reg.invoke = kernel_invoke;
-  reg.custom_name = "QACCEL_DELEGATE";
-  reg.version = 1;
-  d->claimed_nodes = nodes->size;
-  /* One replacement per partition: given all claimed nodes at once, LiteRT groups them by
-   * readiness and may cut a partition in two (seen on NASNet). */
-  TfLiteStatus status = kTfLiteOk;
-  for (int p = 0; p < d->n_parts && status == kTfLiteOk; p++) {
-    const Partition *part = &d->parts[p];
-    nodes->size = part->n_ops;
-    memcpy(nodes->data, part->ops, (size_t)part->n_ops * sizeof(int));
-    status = ctx->ReplaceNodeSubsetsWithDelegateKernels(ctx, reg, nodes, base);
-  }
-  free(nodes);
-  return status;
+  snprintf(err, sizeof err, "the artifact '%s'", d->artifact);
+  return claim(d, ctx, 0, err);
 }
 
 /* ---- the entry points ---------------------------------------------------------------------- */
@@ -627,10 +779,7 @@ QACCEL_EXPORT TfLiteDelegate *tflite_plugin_create_delegate(char **keys, char **
     else if (!(*slot = dup_string(value)))
       fail(err, PREFIX "out of memory");
   }
-  if (!err[0] && !d->artifact)
-    fail(err, PREFIX "give the option 'artifact', a qaccel-compile output directory holding "
-         "partitions.json");
-  if (!err[0]) {
+  if (!err[0] && d->artifact) {
     char msg[ERR_BYTES];
     if (load_artifact(d, msg)) fail(err, PREFIX "%s", msg);
   }
@@ -670,4 +819,11 @@ QACCEL_EXPORT long qaccel_delegate_claimed_nodes(const TfLiteDelegate *d) {
 }
 QACCEL_EXPORT int qaccel_delegate_partitions(const TfLiteDelegate *d) {
   return ((const Delegate *)d)->n_parts;
+}
+QACCEL_EXPORT long qaccel_delegate_kernels_ran(const TfLiteDelegate *d) {
+  return ((const Delegate *)d)->kernels_ran;
+}
+/* Without an artifact: how many subgraphs were described and compiled (one per Prepare). */
+QACCEL_EXPORT long qaccel_delegate_compiled_subgraphs(const TfLiteDelegate *d) {
+  return ((const Delegate *)d)->compiled_subgraphs;
 }

@@ -99,6 +99,8 @@ typedef struct TfLiteRegistration {
   uint64_t inplace_operator;
 } TfLiteRegistration;
 
+struct TfLiteDelegateParams;
+
 /* The leading members of TfLiteContext (LiteRT allocates it). */
 typedef struct TfLiteContext {
   size_t tensors_size;
@@ -115,6 +117,21 @@ typedef struct TfLiteContext {
                                                         TfLiteRegistration registration,
                                                         const TfLiteIntArray *nodes_to_replace,
                                                         struct TfLiteDelegate *delegate);
+  int recommended_num_threads;
+  void *GetExternalContext;
+  void *SetExternalContext;
+  bool allow_fp32_relax_to_fp16;
+  void *profiler;
+  void *AllocatePersistentBuffer;
+  void *AllocateBufferForEval;
+  void *RequestScratchBufferInArena;
+  void *GetScratchBuffer;
+  void *ResizeTensorExplicit;
+  /* The kernels LiteRT would make of `nodes_to_replace` (it owns the array). */
+  TfLiteStatus (*PreviewDelegatePartitioning)(struct TfLiteContext *context,
+                                              const TfLiteIntArray *nodes_to_replace,
+                                              struct TfLiteDelegateParams **partition_params,
+                                              int *num_partitions);
 } TfLiteContext;
 
 typedef struct TfLiteDelegate {
@@ -135,6 +152,51 @@ typedef struct TfLiteDelegateParams {
   TfLiteIntArray *output_tensors;
 } TfLiteDelegateParams;
 
+
+/* ---- builtin_data of the operators whose options qaccel reads (builtin_op_data.h) ---------- */
+/* TfLitePadding: 0 unknown, 1 SAME, 2 VALID (the schema's Padding is SAME 0, VALID 1);
+ * TfLiteFusedActivation: the schema's numbers (0 none .. 5 sign bit), and 6 sigmoid. */
+typedef struct { int padding, stride_width, stride_height, activation, dilation_width_factor,
+                 dilation_height_factor; } QTfLiteConvParams;
+typedef struct { int padding, stride_width, stride_height, filter_width, filter_height,
+                 activation; int computed[4]; } QTfLitePoolParams;
+typedef struct { int padding, stride_width, stride_height, depth_multiplier, activation,
+                 dilation_width_factor, dilation_height_factor; } QTfLiteDepthwiseConvParams;
+typedef struct { int activation, weights_format; bool keep_num_dims, asymmetric_quantize_inputs;
+               } QTfLiteFullyConnectedParams;
+typedef struct { float beta; } QTfLiteSoftmaxParams;
+typedef struct { int axis, activation; } QTfLiteConcatenationParams;
+typedef struct { int activation; bool pot_scale_int16; } QTfLiteAddSubParams;
+typedef struct { int activation; } QTfLiteActivationParams; /* MUL, DIV, L2_NORMALIZATION */
+typedef struct { bool adj_x, adj_y, asymmetric_quantize_inputs; } QTfLiteBatchMatMulParams;
+typedef struct { bool align_corners, half_pixel_centers; } QTfLiteResizeParams;
+typedef struct { int32_t shape[8]; int num_dimensions; } QTfLiteReshapeParams;
+typedef struct { int block_size; } QTfLiteBlockSizeParams; /* SPACE_TO_DEPTH, DEPTH_TO_SPACE */
+typedef struct { int in_data_type, out_data_type; } QTfLiteCastParams;
+typedef struct { int axis, batch_dims; } QTfLiteGatherParams;
+typedef struct { bool keep_dims; } QTfLiteReducerParams;
+typedef struct { int num_splits; } QTfLiteSplitParams; /* SPLIT, SPLIT_V */
+typedef struct { int32_t squeeze_dims[8]; int num_squeeze_dims; } QTfLiteSqueezeParams;
+typedef struct { int begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask;
+                 bool offset; } QTfLiteStridedSliceParams;
+typedef struct { int output_type; } QTfLiteTypeParams; /* ARG_MAX, ARG_MIN, SHAPE */
+typedef struct { int padding, stride_width, stride_height, activation; } QTfLiteTransposeConvParams;
+typedef struct { int values_count, axis; } QTfLitePackParams;
+typedef struct { int axis; } QTfLiteOneHotParams;
+typedef struct { int num, axis; } QTfLiteUnpackParams;
+typedef struct { float alpha; } QTfLiteLeakyReluParams;
+typedef struct { int mode; } QTfLiteMirrorPaddingParams; /* 1 REFLECT, 2 SYMMETRIC */
+typedef struct { bool exclusive, reverse; } QTfLiteCumsumParams;
+typedef struct { bool approximate; } QTfLiteGeluParams;
+
+_Static_assert(sizeof(QTfLiteConvParams) == 24, "TfLiteConvParams");
+_Static_assert(sizeof(QTfLitePoolParams) == 40, "TfLitePoolParams");
+_Static_assert(sizeof(QTfLiteDepthwiseConvParams) == 28, "TfLiteDepthwiseConvParams");
+_Static_assert(sizeof(QTfLiteFullyConnectedParams) == 12, "TfLiteFullyConnectedParams");
+_Static_assert(sizeof(QTfLiteReshapeParams) == 36, "TfLiteReshapeParams");
+_Static_assert(sizeof(QTfLiteSqueezeParams) == 36, "TfLiteSqueezeParams");
+_Static_assert(sizeof(QTfLiteStridedSliceParams) == 24, "TfLiteStridedSliceParams");
+
 _Static_assert(sizeof(void *) == 8 && sizeof(size_t) == 8, "LP64 layouts");
 _Static_assert(sizeof(TfLiteTensor) == 112, "TfLiteTensor is 112 bytes");
 _Static_assert(offsetof(TfLiteTensor, dims) == 16, "TfLiteTensor.dims");
@@ -150,5 +212,7 @@ _Static_assert(offsetof(TfLiteContext, GetNodeAndRegistration) == 56,
 _Static_assert(offsetof(TfLiteContext, ReplaceNodeSubsetsWithDelegateKernels) == 64,
                "TfLiteContext.ReplaceNodeSubsetsWithDelegateKernels");
 _Static_assert(sizeof(TfLiteDelegate) == 56, "TfLiteDelegate is 56 bytes");
+_Static_assert(offsetof(TfLiteContext, PreviewDelegatePartitioning) == 152,
+               "TfLiteContext.PreviewDelegatePartitioning");
 
 #endif /* QACCEL_TFLITE_API_H_ */

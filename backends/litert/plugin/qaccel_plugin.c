@@ -11,9 +11,12 @@
  * compiler_plugin.compile (qaccel/tools/compiler_plugin.py), which returns one qaccel program per partition (run by
  * libLiteRtDispatch_Qaccel).  The hand-off goes through qaccel_pybridge (no libpython link).
  *
- * Configuration: QACCEL_PLUGIN_CONFIG (a hardware configuration file or bundled name; default
- * vta-default); the compile cache directory: QACCEL_PLUGIN_CACHE ("off" disables it).  The SDK
- * version string is "qaccel <version> config <hash>", what a cache keys on.
+ * Configuration: the plugin options LiteRT hands to Create (the LiteRtOptions of the compiled
+ * model: opaque options with the identifier "qaccel", whose payload is a NUL-terminated text of
+ * `key=value` settings separated by ';' or newlines; the key: `config`, a hardware
+ * configuration file or bundled name); else QACCEL_PLUGIN_CONFIG; default vta-default.  The
+ * compile cache directory: QACCEL_PLUGIN_CACHE ("off" disables it).  The SDK version string is
+ * "qaccel <version> config <hash> code <hash>", what a cache keys on.
  *
  * Errors: a LiteRT status, one line on stderr ("qaccel plugin: error: ..."), and the last
  * message in qaccel_plugin_last_error(). */
@@ -50,16 +53,14 @@ static LiteRtStatus fail(LiteRtStatus status, const char *fmt, ...) {
   return status;
 }
 
-static const char *config_text(void) {
-  const char *c = getenv("QACCEL_PLUGIN_CONFIG");
-  return c ? c : "";
-}
-
 /* ---- the plugin ------------------------------------------------------------------------ */
 struct LiteRtCompilerPluginT {
   const LiteRtCompilerContext *ctx;
   char sdk_version[256];
+  char config[1024]; /* from the plugin options, else QACCEL_PLUGIN_CONFIG, else "" */
 };
+
+#define config_text() (p->config)
 
 struct LiteRtCompiledResultT {
   size_t n;
@@ -78,6 +79,40 @@ static void *slot(const LiteRtCompilerContext *ctx, size_t offset) {
 }
 #define CTX(plugin, type, offset) ((type)slot((plugin)->ctx, (offset)))
 
+/* The configuration: the "qaccel" plugin options of `options` (config=...), else the
+ * environment variable.  Returns QLRT_OK, or a failure (an unknown or malformed setting). */
+static LiteRtStatus read_config(const LiteRtCompilerContext *ctx, LiteRtOptions options,
+                                char *config, size_t size) {
+  const char *env = getenv("QACCEL_PLUGIN_CONFIG");
+  snprintf(config, size, "%s", env ? env : "");
+  QLrtGetOpaqueOptions get = (QLrtGetOpaqueOptions)slot(ctx, QLRT_CC_GET_OPAQUE_OPTIONS);
+  QLrtFindOpaqueOptionsData find =
+      (QLrtFindOpaqueOptionsData)slot(ctx, QLRT_CC_FIND_OPAQUE_OPTIONS_DATA);
+  LiteRtOpaqueOptions opaque = NULL;
+  void *payload = NULL;
+  if (!options || !get || !find || get(options, &opaque) != QLRT_OK || !opaque ||
+      find(opaque, "qaccel", &payload) != QLRT_OK || !payload)
+    return QLRT_OK; /* no qaccel options: the environment's */
+  const char *text = payload;
+  while (*text) {
+    size_t n = strcspn(text, ";\n");
+    const char *eq = memchr(text, '=', n);
+    while (n && (*text == ' ' || *text == '\t')) text++, n--;
+    if (n) {
+      if (!eq || (size_t)(eq - text) != 6 || strncmp(text, "config", 6) != 0)
+        return fail(QLRT_INVALID_ARGUMENT, "plugin option \"%.*s\": the only setting is "
+                    "config=FILE|NAME", (int)n, text);
+      size_t len = n - 7;
+      if (len >= size) return fail(QLRT_INVALID_ARGUMENT, "plugin option config: too long");
+      memcpy(config, eq + 1, len);
+      config[len] = '\0';
+    }
+    text += n;
+    if (*text) text++;
+  }
+  return QLRT_OK;
+}
+
 static LiteRtStatus get_version(QLrtApiVersion *v) {
   if (!v) return QLRT_INVALID_ARGUMENT;
   v->major = QLRT_API_VERSION_MAJOR;
@@ -91,7 +126,6 @@ static const char *soc_manufacturer(void) { return "Qaccel"; }
 static LiteRtStatus create_plugin(const LiteRtCompilerContext *ctx, LiteRtCompilerPlugin *out,
                                   LiteRtEnvironmentOptions env, LiteRtOptions options) {
   (void)env;
-  (void)options;
   if (!out) return QLRT_INVALID_ARGUMENT;
   *out = NULL;
   if (!ctx) return fail(QLRT_INVALID_ARGUMENT, "LiteRT passed no compiler context");
@@ -117,6 +151,11 @@ static LiteRtStatus create_plugin(const LiteRtCompilerContext *ctx, LiteRtCompil
   LiteRtCompilerPlugin p = calloc(1, sizeof *p);
   if (!p) return fail(QLRT_RUNTIME_FAILURE, "out of memory");
   p->ctx = ctx;
+  LiteRtStatus st = read_config(ctx, options, p->config, sizeof p->config);
+  if (st != QLRT_OK) {
+    free(p);
+    return st;
+  }
   char err[512];
   qaccel_pybytes v;
   if (qaccel_pybridge_call(PY_MODULE, "sdk_version", NULL, 0, config_text(), &v, err,

@@ -83,6 +83,8 @@ enum {
   QLRT_CC_TENSOR_WEIGHTS = 208,
   QLRT_CC_WEIGHTS_BYTES = 224,
   QLRT_CC_PUSH_OP = 264,
+  QLRT_CC_GET_OPAQUE_OPTIONS = 272,       /* LiteRtGetOpaqueOptions */
+  QLRT_CC_FIND_OPAQUE_OPTIONS_DATA = 280, /* LiteRtFindOpaqueOptionsData */
   QLRT_CC_CUSTOM_OPTIONS = 1032,
   QLRT_CC_SERIALIZE_MODEL = 1040,
 };
@@ -98,6 +100,8 @@ typedef LiteRtStatus (*QLrtGetPerChannel)(LiteRtTensor, QLrtPerChannelQuant *);
 typedef LiteRtStatus (*QLrtGetWeights)(LiteRtTensor, LiteRtWeights *);
 typedef LiteRtStatus (*QLrtGetWeightsBytes)(LiteRtWeights, const void **, size_t *);
 typedef LiteRtStatus (*QLrtPushOp)(LiteRtOpList, LiteRtOp, LiteRtParamIndex);
+typedef LiteRtStatus (*QLrtGetOpaqueOptions)(LiteRtOptions, LiteRtOpaqueOptions *);
+typedef LiteRtStatus (*QLrtFindOpaqueOptionsData)(LiteRtOpaqueOptions, const char *, void **);
 typedef LiteRtStatus (*QLrtGetCustomOptions)(LiteRtOp, const uint8_t **, int32_t *);
 typedef LiteRtStatus (*QLrtSerializeModel)(LiteRtModel, uint8_t **, size_t *, size_t *, bool,
                                            char **, LiteRtParamIndex, QLrtSerializationOptions);
