@@ -133,7 +133,7 @@ class LayerGeometry:
     per_channel: bool  # multiplier/shift rows per output block (else one row / immediates)
     has_bias: bool  # some fused bias value is non-zero
     small_bias: bool  # every fused bias fits the one-cycle bias GEMM (`bias_tiles`)
-    int32_output: bool  # STORE ACC (dense with double requantization)
+    int32_output: bool  # STORE ACC (dense, or tokens' 1x1 conv, with double requantization)
     input_zero_point: int
 
     @cached_property
@@ -263,8 +263,9 @@ def _geometry(layer: ConvLayer) -> LayerGeometry:
     tail: list[str] = []
     per_channel = False
     if int32_output:
-        if kind != "dense":
-            raise LayerError(f"{where}: double-precision requantization is only for dense layers")
+        if kind == "depthwise":
+            raise LayerError(f"{where}: double-precision requantization is only for dense "
+                             "layers and 1x1 convolutions over tokens")  # fmt: skip
         if layer.multiplier is not None or layer.shift is not None:
             raise LayerError(f"{where}: give either scale or multiplier+shift")
         scale = np.asarray(layer.scale, np.float64).reshape(-1)
