@@ -480,6 +480,70 @@ class LegalizeReshape(_Legalize):
         _erase_dead_shape(rewriter, shape)
 
 
+class LegalizeDenseOverTokens(RewritePattern):
+    """FULLY_CONNECTED over tokens written as the converter writes `Dense` on `[N, T, C]`:
+    `RESHAPE` to rows `[T, C]`, the matrix product without `keep_num_dims`, `RESHAPE` back to
+    `[1, T, O]`. The rows are the tokens in order either way, so the `q.dense` group takes the
+    tokens `[1, T, C]` and gives `[1, T, O]` (as with `keep_num_dims`), and both reshapes go
+    with the ops that computed their shapes:
+
+        %r = q.reshape %x : [1, T, C] -> [T, C]        %acc = q.dense %x, %w : -> [1, T, O]
+        %acc = q.dense %r, %w : -> [T, O]          =>  ... q.bias_add, q.requantize, q.relu
+        ... q.bias_add, q.requantize, q.relu           (on [1, T, O])
+        %y = tfl.reshape %z, %shape : -> [1, T, O]
+
+    Matched at the closing `tfl.reshape`, after the ops before it are legalized."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.ReshapeOp, rewriter: PatternRewriter):
+        out = tuple(op.output.type.get_shape())
+        if len(out) != 3 or out[0] != 1 or op.input.type.element_type != op.output.type.element_type:
+            return
+        chain: list[Operation] = []
+        value = op.input
+        while True:
+            owner = value.owner
+            if not isinstance(owner, q.ReluOp | q.RequantizeOp | q.BiasAddOp | q.DenseOp):
+                return
+            if len(list(value.uses)) != 1:
+                return
+            chain.append(owner)
+            if isinstance(owner, q.DenseOp):
+                break
+            value = owner.operands[0]
+        dense = chain[-1]
+        rows = dense.operands[0]
+        first = rows.owner
+        if not isinstance(first, q.ReshapeOp) or len(list(rows.uses)) != 1:
+            return
+        tokens = first.operands[0]
+        if tuple(tokens.type.get_shape()) != (1, out[1], rows.type.get_shape()[-1]):
+            return
+        if tuple(rows.type.get_shape()) != (out[1], rows.type.get_shape()[-1]):
+            return
+        new_ops: list[Operation] = []
+        prev = tokens
+        for old in reversed(chain):
+            t = old.results[0].type
+            operands = [prev, *old.operands[1:]]
+            new = type(old).create(
+                operands=operands, result_types=[TensorType(t.element_type, list(out))],
+                properties=dict(old.properties), attributes=dict(old.attributes),
+            )  # fmt: skip
+            new.location = old.location
+            new.results[0].name_hint = old.results[0].name_hint
+            new_ops.append(new)
+            prev = new.results[0]
+        new_ops[-1].location = op.location
+        new_ops[-1].results[0].name_hint = op.output.name_hint
+        shape = op.shape
+        rewriter.replace_matched_op(new_ops)
+        for old in chain:
+            rewriter.erase_op(old)
+        rewriter.erase_op(first)
+        _erase_dead_shape(rewriter, shape)
+
+
 class LegalizeStridedSlice(_Legalize):
     """An int8 STRIDED_SLICE with constant bounds, unit strides, one quantization and no axis
     added or removed is `q.slice`, the box it selects (Keras' Cropping2D)."""
@@ -694,6 +758,8 @@ PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "concatenation": LegalizeConcatenation,
     # before "reshape": a global mean's reshape folds into the mean rather than becoming q.reshape
     "mean_reshape": LegalizeMeanReshape,
+    # before "reshape": a FULLY_CONNECTED between reshapes to rows and back takes the tokens
+    "dense_tokens": LegalizeDenseOverTokens,
     "reshape": LegalizeReshape,
     "strided_slice": LegalizeStridedSlice,
     "maximum": LegalizeMaximumMinimum,

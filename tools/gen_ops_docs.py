@@ -66,7 +66,11 @@ NOTES: dict[str, str] = {
 NOT_ON_THE_ACCELERATOR: dict[str, str] = {
     **dict.fromkeys(("SOFTMAX", "LOG_SOFTMAX", "EXP"),
                     "a nonlinear function (no ALU sequence computes it bit-exactly)"),
-    **dict.fromkeys(("TRANSPOSE_CONV", "BATCH_MATMUL"), "no GEMM pattern for it yet"),
+    "TRANSPOSE_CONV": "not yet: its GEMM per kernel tap needs a scatter-add of the taps "
+                      "into an int32 accumulator image, a data movement no GEMM layer has yet",
+    "BATCH_MATMUL": "not yet: activation x activation needs a GEMM layer whose weight tiles "
+                    "are loaded from the arena at run time (every GEMM layer's weights are "
+                    "constants)",
     **dict.fromkeys(("SQUEEZE", "EXPAND_DIMS", "SHAPE"),
                     "no data moves: a view on the host"),
     "DEQUANTIZE": "changes the number format, at the borders",

@@ -322,7 +322,9 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
     Pattern("depthwise_conv2d", "q.relu?(q.requantize(q.bias_add?(q.depthwise_conv2d)))",
             _GEMM_CHECKS, doc="depthwise convolution with block-diagonal 16x16 weight tiles"),
     Pattern("dense", "q.relu?(q.requantize(q.bias_add?(q.dense)))", _DENSE_CHECKS,
-            doc="matrix product as GEMM, requantize and clamp on the ALU"),
+            doc="matrix product as GEMM (rows; tokens [1, T, C] as a 1x1 convolution over T "
+                "pixels), its int32 accumulators requantized in double as LiteRT's reference "
+                "kernel does, an exact host step of the program"),
     Pattern("add", "q.relu?(q.add)", _ELEMENTWISE, doc="int8 addition with rescaling, ALU"),
     Pattern("sub", "q.relu?(q.sub)", _ELEMENTWISE, doc="int8 subtraction with rescaling, ALU"),
     Pattern("mul", "q.relu?(q.mul)", _ELEMENTWISE, doc="int8 multiplication, ALU"),

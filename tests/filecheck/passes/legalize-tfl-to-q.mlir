@@ -314,3 +314,48 @@ func.func @strided_slice(%x: tensor<1x4x4x8x!q>) -> (tensor<1x3x3x8x!q>, tensor<
   %s = tfl.strided_slice %x, %b, %e, %two {begin_mask = 9 : i32, end_mask = 15 : i32, ellipsis_mask = 0 : i32, new_axis_mask = 0 : i32, shrink_axis_mask = 0 : i32, offset = false} : (tensor<1x4x4x8x!q>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) -> tensor<1x2x2x8x!q>
   func.return %c, %s : tensor<1x3x3x8x!q>, tensor<1x2x2x8x!q>
 }
+
+// -----
+
+// Dense on tokens as the converter writes it: RESHAPE to rows, FULLY_CONNECTED without
+// keep_num_dims, RESHAPE back to [1, T, O]. The q.dense group takes the tokens and gives
+// [1, T, O]; both reshapes go (RELU at the zero point -128 clamps nothing).
+// CHECK-LABEL: func.func @dense_tokens
+// CHECK:         %none = tfl.no_value
+// CHECK-NEXT:    %y = q.dense %x, %w {input_zero_point = 3 : i32, filter_zero_point = 0 : i32} : ({{.*}}) -> tensor<1x3x4xi32>
+// CHECK-NEXT:    %t = q.requantize %y {{.*}} -> tensor<1x3x4x!quant.uniform<i8:f32, 0.25:-128>>
+// CHECK-NEXT:    func.return %t
+!qx = !quant.uniform<i8:f32, 0.5:3>
+!qw = !quant.uniform<i8:f32, 0.125:0>
+!qy = !quant.uniform<i8:f32, 0.25:-128>
+func.func @dense_tokens(%x: tensor<1x3x8x!qx>) -> tensor<1x3x4x!qy> {
+  %w = tfl.const dense<3> : tensor<4x8xi8> -> tensor<4x8x!qw>
+  %none = tfl.no_value
+  %rs = tfl.const dense<[3, 8]> : tensor<2xi32> -> tensor<2xi32>
+  %ts = tfl.const dense<[1, 3, 4]> : tensor<3xi32> -> tensor<3xi32>
+  %r = tfl.reshape %x, %rs {new_shape = array<i32>} : (tensor<1x3x8x!qx>, tensor<2xi32>) -> tensor<3x8x!qx>
+  %y = tfl.fully_connected %r, %w, %none {fused_activation_function = "RELU", weights_format = "DEFAULT", keep_num_dims = false, asymmetric_quantize_inputs = false} : (tensor<3x8x!qx>, tensor<4x8x!qw>, none) -> tensor<3x4x!qy>
+  %t = tfl.reshape %y, %ts {new_shape = array<i32>} : (tensor<3x4x!qy>, tensor<3xi32>) -> tensor<1x3x4x!qy>
+  func.return %t : tensor<1x3x4x!qy>
+}
+
+// -----
+
+// The rows also read elsewhere: the reshapes stay (q.reshape), the q.dense takes the rows.
+// CHECK-LABEL: func.func @dense_rows_used_twice
+// CHECK:         %r = q.reshape %x
+// CHECK-NEXT:    %y = q.dense %r, %w
+// CHECK:         %t = q.reshape %y_1
+!qx = !quant.uniform<i8:f32, 0.5:3>
+!qw = !quant.uniform<i8:f32, 0.125:0>
+!qy = !quant.uniform<i8:f32, 0.25:-128>
+func.func @dense_rows_used_twice(%x: tensor<1x3x8x!qx>) -> (tensor<1x3x4x!qy>, tensor<3x8x!qx>) {
+  %w = tfl.const dense<3> : tensor<4x8xi8> -> tensor<4x8x!qw>
+  %none = tfl.no_value
+  %rs = tfl.const dense<[3, 8]> : tensor<2xi32> -> tensor<2xi32>
+  %ts = tfl.const dense<[1, 3, 4]> : tensor<3xi32> -> tensor<3xi32>
+  %r = tfl.reshape %x, %rs {new_shape = array<i32>} : (tensor<1x3x8x!qx>, tensor<2xi32>) -> tensor<3x8x!qx>
+  %y = tfl.fully_connected %r, %w, %none {fused_activation_function = "RELU", weights_format = "DEFAULT", keep_num_dims = false, asymmetric_quantize_inputs = false} : (tensor<3x8x!qx>, tensor<4x8x!qw>, none) -> tensor<3x4x!qy>
+  %t = tfl.reshape %y, %ts {new_shape = array<i32>} : (tensor<3x4x!qy>, tensor<3xi32>) -> tensor<1x3x4x!qy>
+  func.return %t, %r : tensor<1x3x4x!qy>, tensor<3x8x!qx>
+}
