@@ -537,10 +537,10 @@ class LegalizeDenseOverTokens(RewritePattern):
         new_ops[-1].location = op.location
         new_ops[-1].results[0].name_hint = op.output.name_hint
         shape = op.shape
-        rewriter.replace_matched_op(new_ops)
+        rewriter.replace(op, new_ops)
         for old in chain:
-            rewriter.erase_op(old)
-        rewriter.erase_op(first)
+            rewriter.erase(old)
+        rewriter.erase(first)
         _erase_dead_shape(rewriter, shape)
 
 
