@@ -34,6 +34,10 @@ or, when the table is a clamp of the input (a RELU whose input and output share 
 quantization), `q.relu` (nothing at all when the clamp is the identity and the types agree).
 A table the kernel cannot compute for every input (it refuses one) leaves the op as it is.
 
+A FULLY_CONNECTED between a RESHAPE of tokens `[1, T, C]` to rows `[T, C]` and a RESHAPE of
+its rows back to `[1, T, O]` (Keras' Dense on `[N, T, C]`) becomes one `q.dense` group over the
+tokens, as with `keep_num_dims`: the reshapes and the ops that computed their shapes go.
+
 The reshape of a global mean (`MEAN` without kept dimensions, then `RESHAPE` to `[N, 1, 1, C]`
 by the converter's `SHAPE -> STRIDED_SLICE -> PACK` idiom, as squeeze-excite blocks do) becomes
 the mean with kept dimensions: the shape computation, which only reads the static shape, goes.

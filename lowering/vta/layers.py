@@ -17,6 +17,12 @@ or matrix product with its requantization tail as
     -- or, for a dense layer requantized in double: the int32 accumulators (bias included),
        the `accel.host_requantize` that follows stays a host op.
 
+A matrix product over tokens (`accel.dense_zp` of a packed `[1, I/B, T, 1, B]`, FULLY_CONNECTED
+on `[1, T, I]` with `keep_num_dims`) holds the bytes of a `[1, I/B, 1, T, 1, B]` image: it is a
+"conv" layer, a 1x1 convolution over one row of T pixels, storing its int32 accumulators for
+the host's double-precision requantization like a dense layer; element-wise layers take such
+tensors as T rows.
+
 The layer's parameters come from the accel ops themselves, not from the q IR: the packed
 layout is taken as it is, so channel counts are whole blocks (padded lanes have zero weights,
 zero bias and multiplier 0, exactly as in the accel ops). The fused bias `qbias - zp_in Σw` of
