@@ -717,6 +717,12 @@ class _FunctionLowering:
         return self.emit(accel.CropOp(self.packed_of(op.input), self.packed_type(op.output.type),
                                       begin[1:last]))  # fmt: skip
 
+    def lower_depth_to_space(self, op: q.DepthToSpaceOp) -> SSAValue:
+        out_type = self.packed_type(op.output.type)
+        return self.emit(accel.DepthToSpaceOp(
+            self.packed_of(op.input), out_type, op.int_prop("block_size"),
+            op.output.type.get_shape()[-1], accel.default_padding_value(op.output.type)))  # fmt: skip
+
     def lower_reshape(self, op: q.ReshapeOp) -> SSAValue:
         a, b = op.input.type.get_shape(), op.output.type.get_shape()
         if len(a) < 2 or len(b) < 2 or (a[0], a[-1]) != (b[0], b[-1]):
@@ -936,14 +942,22 @@ class LowerSlice(_LowerQOp):
         self.lower(op, rewriter, _FunctionLowering.lower_slice)
 
 
+class LowerDepthToSpace(_LowerQOp):
+    """`q.depth_to_space` -> `accel.depth_to_space`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.DepthToSpaceOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, _FunctionLowering.lower_depth_to_space)
+
+
 PATTERNS: tuple[type[_LowerQOp], ...] = (
     LowerAccumulate, LowerBiasAdd, LowerRequantize, LowerRelu, LowerLut, LowerAddSub, LowerMul,
-    LowerPool, LowerMean, LowerPad, LowerConcat, LowerReshape, LowerSlice,
+    LowerPool, LowerMean, LowerPad, LowerConcat, LowerReshape, LowerSlice, LowerDepthToSpace,
 )  # fmt: skip
 LOWERED_OPS: tuple[type[q.QOp], ...] = (
     q.Conv2DOp, q.DepthwiseConv2DOp, q.DenseOp, q.BiasAddOp, q.RequantizeOp, q.ReluOp, q.LutOp,
     q.AddOp, q.SubOp, q.MulOp, q.MaxPool2DOp, q.AvgPool2DOp, q.MeanOp, q.PadOp, q.ConcatOp,
-    q.ReshapeOp, q.SliceOp,
+    q.ReshapeOp, q.SliceOp, q.DepthToSpaceOp,
 )  # fmt: skip
 """The q ops the patterns lower (every other q op in an accelerator function is an error)."""
 

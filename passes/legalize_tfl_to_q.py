@@ -56,6 +56,8 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
     IntegerAttr,
     ModuleOp,
     NameLoc,
@@ -63,6 +65,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnknownLoc,
+    i8,
     i32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -276,6 +279,94 @@ class LegalizeFullyConnected(_Legalize):
         w_scales = w_q.scale.astype(np.float32).astype(np.float64)
         scale = float(np.float32(in_q.s)) * w_scales / float(np.float32(out_q.s))
         _accumulate_group(rewriter, op, dense, scale=scale)
+
+
+class LegalizeTransposeConv(_Legalize):
+    """TRANSPOSE_CONV whose kernel is its stride (`Conv2DTranspose(k, strides=k)`, as U-Nets
+    upsample): the taps of one input pixel land on distinct output pixels, so every output
+    is one tap's products plus the bias, never a sum of taps. It is then a GEMM per tap, all
+    taps at once as a 1x1 `q.conv2d` with `k*k*O` output channels (weights ordered tap-major,
+    `[(ky*k + kx)*O + o]`), requantized per output channel exactly as the reference kernel
+    requantizes its accumulator image, followed by `q.depth_to_space` (block k), which puts
+    channel `(ky*k + kx)*O + o` of pixel (y, x) at pixel (k*y + ky, k*x + kx), channel o:
+
+        %y = tfl.transpose_conv %shape, %w, %x, %b {stride_h = 2, stride_w = 2, ...}
+    =>
+        %acc = q.conv2d %x, %w_taps {strides = [1, 1], padding = [0, 0, 0, 0], ...}
+        %sum = q.bias_add %acc, %b_taps
+        %req = q.requantize %sum {multiplier = (per channel, per tap), ...}
+        %y   = q.depth_to_space %req {block_size = 2}
+
+    The int32 accumulator, the bias add and the requantization see the same values as the
+    reference kernel's, so the result is bit-exact. Overlapping taps (kernel larger than the
+    stride) stay `tfl.transpose_conv` on the CPU."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.TransposeConvOp, rewriter: PatternRewriter):
+        if self.legal_int8(op, op.input, op.weights) is None:
+            return
+        w, shape = _const(op.weights), _const(op.output_shape)
+        if w is None or w.dtype != np.int8:
+            return
+        o = op.options
+        sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
+        cout, kh, kw, cin = w.shape
+        n, h, wd, c = op.input.type.get_shape()
+        if (kh, kw) != (sh, sw) or kh != kw or kh < 2 or n != 1 or c != cin:
+            return
+        # A computed output_shape (the converter's SHAPE -> STRIDED_SLICE -> PACK of the batch)
+        # is the declared shape at run time: the static shapes were checked at import.
+        want = (1, h * kh, wd * kw, cout)
+        if tuple(op.output.type.get_shape()) != want or (
+            shape is not None and tuple(int(d) for d in shape.reshape(-1)) != want
+        ):  # fmt: skip
+            return
+        in_q, w_q = element_qparams(op.input.type), element_qparams(op.weights.type)
+        out_q = element_qparams(op.output.type)
+        if w_q is None or np.any(w_q.zero_point != 0):
+            return
+        taps = kh * kw
+        w_taps = np.ascontiguousarray(w.transpose(1, 2, 0, 3).reshape(taps * cout, 1, 1, cin))
+        weights = tfl.ConstOp(DenseIntOrFPElementsAttr(
+            TensorType(i8, w_taps.shape), BytesAttr(w_taps.tobytes())))  # fmt: skip
+        mid_shape = [1, h, wd, taps * cout]
+        conv = q.Conv2DOp.create(
+            operands=[op.input, weights.output],
+            result_types=[TensorType(i32, mid_shape)],
+            properties={
+                "strides": q.i64_array([1, 1]), "dilations": q.i64_array([1, 1]),
+                "padding": q.i64_array([0, 0, 0, 0]),
+                "input_zero_point": q.i32_attr(in_q.zp), "filter_zero_point": q.i32_attr(0),
+            },
+        )  # fmt: skip
+        ops: list[Operation] = [weights, conv]
+        if not isinstance(op.bias.type, NoneType):
+            bias = _const(op.bias)
+            if bias is None or bias.dtype != np.int32:
+                return
+            b_taps = np.tile(bias.reshape(-1), taps).astype(np.int32)
+            bconst = tfl.ConstOp(DenseIntOrFPElementsAttr(
+                TensorType(i32, [taps * cout]), BytesAttr(b_taps.tobytes())))  # fmt: skip
+            acc = conv.results[0]
+            ops += [bconst, q.BiasAddOp.create(operands=[acc, bconst.output],
+                                               result_types=[acc.type])]  # fmt: skip
+        m, s_ = per_channel_multipliers(in_q, w_q, out_q, cout)
+        arrays = _per_channel(np.tile(np.asarray(m).reshape(-1), taps),
+                              np.tile(np.asarray(s_).reshape(-1), taps))  # fmt: skip
+        mid_type = TensorType(op.output.type.element_type, mid_shape)
+        ops.append(_requantize(ops[-1].results[0], mid_type, out_q.zp, **arrays))
+        lo, hi = _activation_bounds(op)
+        if (lo, hi) != (-128, 127):
+            last = ops[-1].results[0]
+            ops.append(q.ReluOp.create(operands=[last], result_types=[last.type],
+                                       properties={"min": q.i32_attr(lo), "max": q.i32_attr(hi)}))
+        ops.append(q.DepthToSpaceOp.create(
+            operands=[ops[-1].results[0]], result_types=[op.output.type],
+            properties={"block_size": q.i32_attr(kh)}))  # fmt: skip
+        _name_group(op, ops)
+        output_shape = op.output_shape
+        rewriter.replace(op, ops, [ops[-1].results[0]])
+        _erase_dead_shape(rewriter, output_shape)
 
 
 class _LegalizeAddSub(_Legalize):
@@ -751,6 +842,7 @@ PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "conv_2d": LegalizeConv2D,
     "depthwise_conv_2d": LegalizeDepthwiseConv2D,
     "fully_connected": LegalizeFullyConnected,
+    "transpose_conv": LegalizeTransposeConv,
     "add": LegalizeAdd,
     "sub": LegalizeSub,
     "mul": LegalizeMul,

@@ -89,7 +89,9 @@ Little-endian layout (offsets in bytes from the blob's start; every section 8-by
              each input); POOL value a into b, c = 0 max, 1 average or 2 sum (p: images N*C/B,
              H, W, B, OH, OW, KH, KW; at offset i64 strides h, w, top, left, min, max; int8,
              or int32 for max and sum, which wraps); LUT int8
-             value a into int8 b through the 256 int8 entries at offset (b = table[a + 128])
+             value a into int8 b through the 256 int8 entries at offset (b = table[a + 128]);
+             GATHER value a into b (same element size): element i of b is element idx[i] of
+             a, or p[0] where idx[i] is -1 (i64 idx at offset, one per element of b)
     layers   u64 words offset, instructions, uops offset, uops         (LAYER_BYTES each)
     data     DRAM image, instruction words, micro-ops, the host steps' constants
 """
@@ -155,6 +157,7 @@ CHECKSUM_AT = 184  # the header's last u64
 ELEMENT_TYPES = {np.dtype(np.int32): 2, np.dtype(np.uint8): 3, np.dtype(np.int8): 9}
 KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT, KIND_PAD, KIND_CONCAT = 1, 2, 3, 4, 5, 6
 KIND_LANE, KIND_BINARY, KIND_REDUCE, KIND_CONCAT_LANES, KIND_POOL, KIND_LUT = 7, 8, 9, 10, 11, 12
+KIND_GATHER = 13
 # KIND_LANE / KIND_BINARY operations (the step's c)
 OP_CONVERT, OP_BIAS_ADD, OP_SHIFT_LEFT, OP_ROUND_MULTIPLY, OP_ROUND_RSHIFT = 0, 1, 2, 3, 4
 OP_ADD, OP_MUL, OP_MIN, OP_MAX = 5, 6, 7, 8
@@ -413,6 +416,18 @@ def program_blob(
                         p=[n * cb, h, w, b, oh, ow, kh, kw],
                         data=np.asarray(geometry, "<i8").tobytes())))  # fmt: skip
                     continue
+                if isinstance(op, accel.DepthToSpaceOp):
+                    from qaccel.kernels.packed import depth_to_space_index
+
+                    index = depth_to_space_index(op.input.type.get_shape(),
+                                                 op.output.type.get_shape(),
+                                                 op.int_prop("block_size"),
+                                                 op.int_prop("channels"))  # fmt: skip
+                    src = values[op.input]
+                    dst = new_value(op.output)
+                    steps.append((KIND_GATHER, dict(a=src, b=dst, p=[op.int_prop("pad_value")],
+                                                    data=index.astype("<i8").tobytes())))
+                    continue
                 if isinstance(op, accel.ConcatLanesOp):
                     shape = list(op.output.type.get_shape())
                     chunks = []
@@ -621,6 +636,17 @@ def _reshape_to_tflite(op: q.ReshapeOp) -> list[Operation]:
     return [const, new]
 
 
+def _depth_to_space_to_tflite(op: q.DepthToSpaceOp) -> list[Operation]:
+    """`q.depth_to_space` (left on the CPU) as TFLite's DEPTH_TO_SPACE."""
+    from qaccel.dialects.tfl import DepthToSpaceOp
+
+    new = DepthToSpaceOp.create(operands=[op.input], result_types=[op.output.type],
+                                properties=DepthToSpaceOp.properties_from_options(
+                                    {"block_size": op.int_prop("block_size")}))  # fmt: skip
+    new.location = op.location
+    return [new]
+
+
 def _slice_to_tflite(op: q.SliceOp) -> list[Operation]:
     """`q.slice` (a STRIDED_SLICE the partitioner left on the CPU) as TFLite's SLICE."""
     from qaccel.dialects.tfl import SliceOp
@@ -722,9 +748,10 @@ def _aot_spec(compiled: CompiledModel, bytecodes: dict[str, bytes] | None):
                 if not d.results[0].uses:
                     d.detach()
                     d.erase()
-        elif isinstance(op, q.PadOp | q.ReshapeOp | q.SliceOp):
+        elif isinstance(op, q.PadOp | q.ReshapeOp | q.SliceOp | q.DepthToSpaceOp):
             new = (_pad_to_tflite(op) if isinstance(op, q.PadOp) else _reshape_to_tflite(op)
-                   if isinstance(op, q.ReshapeOp) else _slice_to_tflite(op))  # fmt: skip
+                   if isinstance(op, q.ReshapeOp) else _depth_to_space_to_tflite(op)
+                   if isinstance(op, q.DepthToSpaceOp) else _slice_to_tflite(op))  # fmt: skip
             entry.body.block.insert_ops_before(new, op)
             op.output.replace_all_uses_with(new[-1].results[0])
             op.detach()

@@ -354,6 +354,10 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
             doc="a spatial crop (Cropping2D) keeps batch, channel blocks and lanes: a copy "
                 "step of the accelerator program inside the partition; slices of batch or "
                 "channels stay on the CPU"),
+    Pattern("depth_to_space", "q.depth_to_space", (_int8_operands,),
+            doc="channel blocks moved into pixels (DEPTH_TO_SPACE; the scatter of a "
+                "TRANSPOSE_CONV whose kernel is its stride): a gather step of the accelerator "
+                "program inside the partition"),
     Pattern("reshape", "q.reshape", (_int8_operands, _reshape_view),
             doc="a reshape that keeps batch and channels (e.g. Flatten after a global pool) "
                 "is the same packed bytes: a copy step of the accelerator program inside the "
