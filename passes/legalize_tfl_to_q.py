@@ -363,7 +363,10 @@ class LegalizeTransposeConv(_Legalize):
         ops.append(q.DepthToSpaceOp.create(
             operands=[ops[-1].results[0]], result_types=[op.output.type],
             properties={"block_size": q.i32_attr(kh)}))  # fmt: skip
-        _name_group(op, ops)
+        for const, of in ((weights, op.weights), (ops[2] if len(ops) > 2 else None, op.bias)):
+            if isinstance(const, tfl.ConstOp) and of.name_hint:
+                const.output.name_hint = f"{of.name_hint}_taps"
+        _name_group(op, [o for o in ops if not isinstance(o, tfl.ConstOp)])
         output_shape = op.output_shape
         rewriter.replace(op, ops, [ops[-1].results[0]])
         _erase_dead_shape(rewriter, output_shape)
