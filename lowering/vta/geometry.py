@@ -263,7 +263,8 @@ def _geometry(layer: ConvLayer) -> LayerGeometry:
     tail: list[str] = []
     per_channel = False
     if int32_output:
-        if kind == "depthwise":
+        if kind == "depthwise" or (kind == "conv" and (
+                (KH, KW, sh, sw, dh, dw) != (1, 1, 1, 1, 1, 1) or any(pads))):  # fmt: skip
             raise LayerError(f"{where}: double-precision requantization is only for dense "
                              "layers and 1x1 convolutions over tokens")  # fmt: skip
         if layer.multiplier is not None or layer.shift is not None:
