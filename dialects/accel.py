@@ -1150,6 +1150,48 @@ class CropOp(_ComputeOp):
             )
 
 
+@irdl_op_definition
+class DepthToSpaceOp(_ComputeOp):
+    """`q.depth_to_space` on packed activations `[1, Ci/B, H, W, 1, B]` ->
+    `[1, Co/B, H*k, W*k, 1, B]` (`channels` = Co real channels, Ci = k*k*Co; `k` =
+    `block_size`): lanes move between blocks and pixels, padding lanes hold `pad_value`. The
+    accelerator function keeps it as a host step of its program (a gather)."""
+
+    name = "accel.depth_to_space"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    block_size = prop_def(IntegerAttr[I64])
+    channels = prop_def(IntegerAttr[I64])
+    pad_value = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$input `block_size` `=` $block_size `channels` `=` $channels `pad_value` `=` $pad_value "
+        "attr-dict `:` type($input) `->` type($output)"
+    )
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType, block_size: int,
+                 channels: int, pad_value: int):  # fmt: skip
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type],
+                         properties={"block_size": IntegerAttr(block_size, 64),
+                                     "channels": IntegerAttr(channels, 64),
+                                     "pad_value": IntegerAttr(pad_value, 64)})  # fmt: skip
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, "narrow")
+        out = _check_packed(self, "the result", self.output.type, "narrow")
+        if self.input.type.element_type != self.output.type.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        k, co = self.int_prop("block_size"), self.int_prop("channels")
+        b = shape[-1]
+        if (len(shape) != 6 or len(out) != 6 or k < 1 or co < 1 or shape[0] != 1
+                or out[0] != 1 or out[-1] != b or out[1] != -(-co // b)
+                or shape[1] != -(-(k * k * co) // b)
+                or (out[2], out[3]) != (shape[2] * k, shape[3] * k)):  # fmt: skip
+            raise VerifyException(
+                f"{self.name}: {list(out)} is not {list(shape)} with {k}x{k} blocks of {co} "
+                "channels moved into pixels"
+            )
+
+
 HOST_POOL_KINDS = ("max", "avg")
 
 
@@ -1282,7 +1324,7 @@ class ConcatLanesOp(_ComputeOp):
 COMPUTE_OPS: tuple[type[AccelOp], ...] = (
     Conv2DZpOp, DenseZpOp, BiasAddZpOp, ShiftLeftOp, RoundMultiplyOp, RoundRShiftOp, AddOp,
     MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, LutOp, MaxPool2DOp, SumPool2DOp,
-    ReduceSumOp, PadOp, ConcatOp, ConcatLanesOp, HostPool2DOp, ReshapeOp, CropOp,
+    ReduceSumOp, PadOp, ConcatOp, ConcatLanesOp, HostPool2DOp, ReshapeOp, CropOp, DepthToSpaceOp,
 )  # fmt: skip
 """The ops `lower-q-to-accel` produces: what the accelerator computes on packed tensors."""
 

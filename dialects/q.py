@@ -495,9 +495,33 @@ class SliceOp(QOp):
             )
 
 
+@irdl_op_definition
+class DepthToSpaceOp(QOp):
+    """NHWC channel `(dy * b + dx) * C + c` of pixel (y, x) moves to pixel (b*y + dy, b*x + dx),
+    channel c (`b` the block size), one quantization: DEPTH_TO_SPACE, and the scatter of a
+    TRANSPOSE_CONV whose kernel is its stride (its taps, computed as channels, land on
+    distinct output pixels)."""
+
+    name = "q.depth_to_space"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    block_size = prop_def(IntegerAttr[I32])
+
+    def verify_(self) -> None:
+        a, b = self.input.type, self.output.type
+        if a.element_type != b.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        k = self.int_prop("block_size")
+        shape, out = list(a.get_shape()), list(b.get_shape())
+        if k < 1 or len(shape) != 4 or out != [shape[0], shape[1] * k, shape[2] * k,
+                                               shape[3] // (k * k)] or shape[3] % (k * k):
+            raise VerifyException(f"{self.name}: {out} is not {shape} with {k}x{k} channel "
+                                  "blocks moved into pixels")  # fmt: skip
+
+
 Q_OPS = (
     Conv2DOp, DepthwiseConv2DOp, DenseOp, BiasAddOp, RequantizeOp, ReluOp, LutOp, AddOp, SubOp,
-    MulOp, AvgPool2DOp, MaxPool2DOp, MeanOp, PadOp, ConcatOp, ReshapeOp, SliceOp,
+    MulOp, AvgPool2DOp, MaxPool2DOp, MeanOp, PadOp, ConcatOp, ReshapeOp, SliceOp, DepthToSpaceOp,
 )  # fmt: skip
 
 Q = Dialect("q", list(Q_OPS), [])

@@ -217,6 +217,12 @@ class AccelComputeFunctions(InterpreterFunctions):
                                    for k, o in enumerate(op.array_prop("offsets"))]
         return (np.ascontiguousarray(args[0][tuple(box)]),)
 
+    @impl(accel.DepthToSpaceOp)
+    def run_depth_to_space(self, interpreter: Interpreter, op: accel.DepthToSpaceOp, args):
+        return (packed.depth_to_space(args[0], op.output.type.get_shape(),
+                                      op.int_prop("block_size"), op.int_prop("channels"),
+                                      op.int_prop("pad_value")),)  # fmt: skip
+
     @impl(accel.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: accel.ReshapeOp, args):
         return (np.reshape(args[0], tuple(op.output.type.get_shape())),)

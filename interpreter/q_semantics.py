@@ -223,6 +223,14 @@ class QFunctions(InterpreterFunctions):
         box = tuple(slice(b, b + n) for b, n in zip(begin, op.output.type.get_shape()))
         return (np.ascontiguousarray(args[0][box]),)
 
+    @impl(q.DepthToSpaceOp)
+    def run_depth_to_space(self, interpreter: Interpreter, op: q.DepthToSpaceOp,
+                           args: tuple[Any, ...]):  # fmt: skip
+        k = op.int_prop("block_size")
+        n, h, w, c = args[0].shape
+        x = args[0].reshape(n, h, w, k, k, c // (k * k)).transpose(0, 1, 3, 2, 4, 5)
+        return (np.ascontiguousarray(x.reshape(n, h * k, w * k, c // (k * k))),)
+
     @impl(q.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: q.ReshapeOp, args: tuple[Any, ...]):
         return (np.reshape(args[0], tuple(op.output.type.get_shape())),)

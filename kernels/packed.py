@@ -75,6 +75,31 @@ def concat_lanes(xs, channels) -> np.ndarray:
     return np.ascontiguousarray(np.moveaxis(blocks, 2, -1)[..., None, :])
 
 
+def depth_to_space_index(in_shape, out_shape, block_size: int, channels: int) -> np.ndarray:
+    """For each element of the packed `out_shape` `[N, Co/B, H*k, W*k, 1, B]`, the flat index
+    in the packed input `[N, Ci/B, H, W, 1, B]` it is a copy of (`accel.depth_to_space`,
+    `channels` = Co real channels, Ci = k*k*Co), or -1 for a padding lane."""
+    n, cbi, h, w, _, b = (int(d) for d in in_shape)
+    k, co = int(block_size), int(channels)
+    source = np.arange(n * cbi * h * w * b, dtype=np.int64).reshape(n, cbi, h, w, 1, b)
+    plain = to_nhwc(source)[..., : k * k * co]  # [N, H, W, k*k*Co]
+    moved = plain.reshape(n, h, w, k, k, co).transpose(0, 1, 3, 2, 4, 5).reshape(
+        n, h * k, w * k, co)  # fmt: skip
+    cbo = int(out_shape[1])
+    full = np.full((n, h * k, w * k, cbo * b), -1, np.int64)
+    full[..., :co] = moved
+    return from_nhwc(full, b).reshape(-1)
+
+
+def depth_to_space(x: np.ndarray, out_shape, block_size: int, channels: int,
+                   fill: int) -> np.ndarray:  # fmt: skip
+    """`accel.depth_to_space` of the packed `x`: a gather; padding lanes hold `fill`."""
+    index = depth_to_space_index(x.shape, out_shape, block_size, channels)
+    flat = x.reshape(-1)
+    y = np.where(index >= 0, flat[np.maximum(index, 0)], np.asarray(fill, x.dtype))
+    return y.astype(x.dtype).reshape(tuple(out_shape))
+
+
 def to_nhwc(x: np.ndarray) -> np.ndarray:
     """`[N, C/B, H, W, 1, B]` -> `[N, H, W, C/B * B]` (all lanes, padded ones included)."""
     n, cb, h, w, _, b = x.shape

@@ -32,7 +32,7 @@ change. Host functions keep their q ops. A conv group (canonicalized; the relu m
 - `elementwise.py`: `q.add` / `q.sub` / `q.mul` with tensor, per-channel or scalar sides.
 - `pool.py`: `q.max_pool2d`, `q.avg_pool2d` (power-of-two windows on the ALU, the rest as
   `accel.host_pool2d`), `q.mean` over H and W.
-- `data_movement.py`: `q.pad`, `q.slice`, `q.reshape`, `q.concat`.
+- `data_movement.py`: `q.pad`, `q.slice`, `q.reshape`, `q.concat`, `q.depth_to_space`.
 - `function.py`: `FunctionLowering`, the per-function state and the arithmetic they share
   (packed forms, constants, widening, requantization, saturation).
 
@@ -225,14 +225,22 @@ class LowerSlice(_LowerQOp):
         self.lower(op, rewriter, data_movement.lower_slice)
 
 
+class LowerDepthToSpace(_LowerQOp):
+    """`q.depth_to_space` -> `accel.depth_to_space` (a gather step of the program)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.DepthToSpaceOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, data_movement.lower_depth_to_space)
+
+
 PATTERNS: tuple[type[_LowerQOp], ...] = (
     LowerAccumulate, LowerBiasAdd, LowerRequantize, LowerRelu, LowerLut, LowerAddSub, LowerMul,
-    LowerPool, LowerMean, LowerPad, LowerConcat, LowerReshape, LowerSlice,
+    LowerPool, LowerMean, LowerPad, LowerConcat, LowerReshape, LowerSlice, LowerDepthToSpace,
 )  # fmt: skip
 LOWERED_OPS: tuple[type[q.QOp], ...] = (
     q.Conv2DOp, q.DepthwiseConv2DOp, q.DenseOp, q.BiasAddOp, q.RequantizeOp, q.ReluOp, q.LutOp,
     q.AddOp, q.SubOp, q.MulOp, q.MaxPool2DOp, q.AvgPool2DOp, q.MeanOp, q.PadOp, q.ConcatOp,
-    q.ReshapeOp, q.SliceOp,
+    q.ReshapeOp, q.SliceOp, q.DepthToSpaceOp,
 )  # fmt: skip
 """The q ops the patterns lower (every other q op in an accelerator function is an error)."""
 

@@ -34,6 +34,10 @@ or, when the table is a clamp of the input (a RELU whose input and output share 
 quantization), `q.relu` (nothing at all when the clamp is the identity and the types agree).
 A table the kernel cannot compute for every input (it refuses one) leaves the op as it is.
 
+A FULLY_CONNECTED between a RESHAPE of tokens `[1, T, C]` to rows `[T, C]` and a RESHAPE of
+its rows back to `[1, T, O]` (Keras' Dense on `[N, T, C]`) becomes one `q.dense` group over the
+tokens, as with `keep_num_dims`: the reshapes and the ops that computed their shapes go.
+
 The reshape of a global mean (`MEAN` without kept dimensions, then `RESHAPE` to `[N, 1, 1, C]`
 by the converter's `SHAPE -> STRIDED_SLICE -> PACK` idiom, as squeeze-excite blocks do) becomes
 the mean with kept dimensions: the shape computation, which only reads the static shape, goes.
@@ -52,6 +56,8 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
     IntegerAttr,
     ModuleOp,
     NameLoc,
@@ -59,6 +65,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnknownLoc,
+    i8,
     i32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -274,6 +281,97 @@ class LegalizeFullyConnected(_Legalize):
         _accumulate_group(rewriter, op, dense, scale=scale)
 
 
+class LegalizeTransposeConv(_Legalize):
+    """TRANSPOSE_CONV whose kernel is its stride (`Conv2DTranspose(k, strides=k)`, as U-Nets
+    upsample): the taps of one input pixel land on distinct output pixels, so every output
+    is one tap's products plus the bias, never a sum of taps. It is then a GEMM per tap, all
+    taps at once as a 1x1 `q.conv2d` with `k*k*O` output channels (weights ordered tap-major,
+    `[(ky*k + kx)*O + o]`), requantized per output channel exactly as the reference kernel
+    requantizes its accumulator image, followed by `q.depth_to_space` (block k), which puts
+    channel `(ky*k + kx)*O + o` of pixel (y, x) at pixel (k*y + ky, k*x + kx), channel o:
+
+        %y = tfl.transpose_conv %shape, %w, %x, %b {stride_h = 2, stride_w = 2, ...}
+    =>
+        %acc = q.conv2d %x, %w_taps {strides = [1, 1], padding = [0, 0, 0, 0], ...}
+        %sum = q.bias_add %acc, %b_taps
+        %req = q.requantize %sum {multiplier = (per channel, per tap), ...}
+        %y   = q.depth_to_space %req {block_size = 2}
+
+    The int32 accumulator, the bias add and the requantization see the same values as the
+    reference kernel's, so the result is bit-exact. Overlapping taps (kernel larger than the
+    stride) stay `tfl.transpose_conv` on the CPU."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.TransposeConvOp, rewriter: PatternRewriter):
+        if self.legal_int8(op, op.input, op.weights) is None:
+            return
+        w, shape = _const(op.weights), _const(op.output_shape)
+        if w is None or w.dtype != np.int8:
+            return
+        o = op.options
+        sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
+        cout, kh, kw, cin = w.shape
+        n, h, wd, c = op.input.type.get_shape()
+        if (kh, kw) != (sh, sw) or kh != kw or kh < 2 or n != 1 or c != cin:
+            return
+        # A computed output_shape (the converter's SHAPE -> STRIDED_SLICE -> PACK of the batch)
+        # is the declared shape at run time: the static shapes were checked at import.
+        want = (1, h * kh, wd * kw, cout)
+        if tuple(op.output.type.get_shape()) != want or (
+            shape is not None and tuple(int(d) for d in shape.reshape(-1)) != want
+        ):  # fmt: skip
+            return
+        in_q, w_q = element_qparams(op.input.type), element_qparams(op.weights.type)
+        out_q = element_qparams(op.output.type)
+        if w_q is None or np.any(w_q.zero_point != 0):
+            return
+        taps = kh * kw
+        w_taps = np.ascontiguousarray(w.transpose(1, 2, 0, 3).reshape(taps * cout, 1, 1, cin))
+        weights = tfl.ConstOp(DenseIntOrFPElementsAttr(
+            TensorType(i8, w_taps.shape), BytesAttr(w_taps.tobytes())))  # fmt: skip
+        mid_shape = [1, h, wd, taps * cout]
+        conv = q.Conv2DOp.create(
+            operands=[op.input, weights.output],
+            result_types=[TensorType(i32, mid_shape)],
+            properties={
+                "strides": q.i64_array([1, 1]), "dilations": q.i64_array([1, 1]),
+                "padding": q.i64_array([0, 0, 0, 0]),
+                "input_zero_point": q.i32_attr(in_q.zp), "filter_zero_point": q.i32_attr(0),
+            },
+        )  # fmt: skip
+        ops: list[Operation] = [weights, conv]
+        if not isinstance(op.bias.type, NoneType):
+            bias = _const(op.bias)
+            if bias is None or bias.dtype != np.int32:
+                return
+            b_taps = np.tile(bias.reshape(-1), taps).astype(np.int32)
+            bconst = tfl.ConstOp(DenseIntOrFPElementsAttr(
+                TensorType(i32, [taps * cout]), BytesAttr(b_taps.tobytes())))  # fmt: skip
+            acc = conv.results[0]
+            ops += [bconst, q.BiasAddOp.create(operands=[acc, bconst.output],
+                                               result_types=[acc.type])]  # fmt: skip
+        m, s_ = per_channel_multipliers(in_q, w_q, out_q, cout)
+        arrays = _per_channel(np.tile(np.asarray(m).reshape(-1), taps),
+                              np.tile(np.asarray(s_).reshape(-1), taps))  # fmt: skip
+        mid_type = TensorType(op.output.type.element_type, mid_shape)
+        ops.append(_requantize(ops[-1].results[0], mid_type, out_q.zp, **arrays))
+        lo, hi = _activation_bounds(op)
+        if (lo, hi) != (-128, 127):
+            last = ops[-1].results[0]
+            ops.append(q.ReluOp.create(operands=[last], result_types=[last.type],
+                                       properties={"min": q.i32_attr(lo), "max": q.i32_attr(hi)}))
+        ops.append(q.DepthToSpaceOp.create(
+            operands=[ops[-1].results[0]], result_types=[op.output.type],
+            properties={"block_size": q.i32_attr(kh)}))  # fmt: skip
+        for const, of in ((weights, op.weights), (ops[2] if len(ops) > 2 else None, op.bias)):
+            if isinstance(const, tfl.ConstOp) and of.name_hint:
+                const.output.name_hint = f"{of.name_hint}_taps"
+        _name_group(op, [o for o in ops if not isinstance(o, tfl.ConstOp)])
+        output_shape = op.output_shape
+        rewriter.replace(op, ops, [ops[-1].results[0]])
+        _erase_dead_shape(rewriter, output_shape)
+
+
 class _LegalizeAddSub(_Legalize):
     q_op: type[q._AddSubOp]
     name: str
@@ -480,6 +578,70 @@ class LegalizeReshape(_Legalize):
         _erase_dead_shape(rewriter, shape)
 
 
+class LegalizeDenseOverTokens(RewritePattern):
+    """FULLY_CONNECTED over tokens written as the converter writes `Dense` on `[N, T, C]`:
+    `RESHAPE` to rows `[T, C]`, the matrix product without `keep_num_dims`, `RESHAPE` back to
+    `[1, T, O]`. The rows are the tokens in order either way, so the `q.dense` group takes the
+    tokens `[1, T, C]` and gives `[1, T, O]` (as with `keep_num_dims`), and both reshapes go
+    with the ops that computed their shapes:
+
+        %r = q.reshape %x : [1, T, C] -> [T, C]        %acc = q.dense %x, %w : -> [1, T, O]
+        %acc = q.dense %r, %w : -> [T, O]          =>  ... q.bias_add, q.requantize, q.relu
+        ... q.bias_add, q.requantize, q.relu           (on [1, T, O])
+        %y = tfl.reshape %z, %shape : -> [1, T, O]
+
+    Matched at the closing `tfl.reshape`, after the ops before it are legalized."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.ReshapeOp, rewriter: PatternRewriter):
+        out = tuple(op.output.type.get_shape())
+        if len(out) != 3 or out[0] != 1 or op.input.type.element_type != op.output.type.element_type:
+            return
+        chain: list[Operation] = []
+        value = op.input
+        while True:
+            owner = value.owner
+            if not isinstance(owner, q.ReluOp | q.RequantizeOp | q.BiasAddOp | q.DenseOp):
+                return
+            if len(list(value.uses)) != 1:
+                return
+            chain.append(owner)
+            if isinstance(owner, q.DenseOp):
+                break
+            value = owner.operands[0]
+        dense = chain[-1]
+        rows = dense.operands[0]
+        first = rows.owner
+        if not isinstance(first, q.ReshapeOp) or len(list(rows.uses)) != 1:
+            return
+        tokens = first.operands[0]
+        if tuple(tokens.type.get_shape()) != (1, out[1], rows.type.get_shape()[-1]):
+            return
+        if tuple(rows.type.get_shape()) != (out[1], rows.type.get_shape()[-1]):
+            return
+        new_ops: list[Operation] = []
+        prev = tokens
+        for old in reversed(chain):
+            t = old.results[0].type
+            operands = [prev, *old.operands[1:]]
+            new = type(old).create(
+                operands=operands, result_types=[TensorType(t.element_type, list(out))],
+                properties=dict(old.properties), attributes=dict(old.attributes),
+            )  # fmt: skip
+            new.location = old.location
+            new.results[0].name_hint = old.results[0].name_hint
+            new_ops.append(new)
+            prev = new.results[0]
+        new_ops[-1].location = op.location
+        new_ops[-1].results[0].name_hint = op.output.name_hint
+        shape = op.shape
+        rewriter.replace(op, new_ops)
+        for old in chain:
+            rewriter.erase(old)
+        rewriter.erase(first)
+        _erase_dead_shape(rewriter, shape)
+
+
 class LegalizeStridedSlice(_Legalize):
     """An int8 STRIDED_SLICE with constant bounds, unit strides, one quantization and no axis
     added or removed is `q.slice`, the box it selects (Keras' Cropping2D)."""
@@ -683,6 +845,7 @@ PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "conv_2d": LegalizeConv2D,
     "depthwise_conv_2d": LegalizeDepthwiseConv2D,
     "fully_connected": LegalizeFullyConnected,
+    "transpose_conv": LegalizeTransposeConv,
     "add": LegalizeAdd,
     "sub": LegalizeSub,
     "mul": LegalizeMul,
@@ -694,6 +857,8 @@ PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "concatenation": LegalizeConcatenation,
     # before "reshape": a global mean's reshape folds into the mean rather than becoming q.reshape
     "mean_reshape": LegalizeMeanReshape,
+    # before "reshape": a FULLY_CONNECTED between reshapes to rows and back takes the tokens
+    "dense_tokens": LegalizeDenseOverTokens,
     "reshape": LegalizeReshape,
     "strided_slice": LegalizeStridedSlice,
     "maximum": LegalizeMaximumMinimum,

@@ -88,3 +88,5 @@ def test_fully_connected_of_every_input_rank(oracle, shape, keep_num_dims, with_
     layers, _ = compile_and_compare(model, "", oracle)
     if len(shape) == 2 or all(d == 1 for d in shape[1:-1]):
         assert layers == 1  # the rows are the batch: the GEMM layer runs on the accelerator
+    if len(shape) == 3 and shape[0] == 1 and keep_num_dims:
+        assert layers == 1  # tokens [1, T, C]: a 1x1 convolution over T pixels

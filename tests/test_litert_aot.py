@@ -223,7 +223,9 @@ def _built_model(kind: str) -> bytes:
     "host-concat-lanes" (24 + 11 channels: accel.concat_lanes inside the function),
     "host-pool" (a 3x3 SAME average pool at stride 1 and a padded 2x2 max pool between
     convolutions: accel.host_pool2d inside the function), "host-crop-flatten" (Cropping2D
-    before a convolution, a reshape of its pixels to one axis: accel.crop and accel.reshape)."""
+    before a convolution, a reshape of its pixels to one axis: accel.crop and accel.reshape),
+    "host-transpose-conv" (a 2x2 TRANSPOSE_CONV at stride 2 of 11 channels between
+    convolutions: its taps a convolution, accel.depth_to_space inside the function)."""
     from qaccel.frontend.builder import (ModelBuilder, QParams, TensorSpec, bias_tensor,
                                          per_axis_qparams, random_weights)  # fmt: skip
 
@@ -286,6 +288,20 @@ def _built_model(kind: str) -> bytes:
         shape = g.const("flat_shape", np.array([1, 64, 16], np.int32))
         g.output(g.op("RESHAPE", [conv2d(crop, 16, "a"), shape],
                       TensorSpec("flat", (1, 64, 16), np.int8, q)))  # fmt: skip
+    elif kind == "host-transpose-conv":
+        x = g.input("x", (1, 8, 8, 16), q=q)
+        wq = per_axis_qparams(rng, channels=11, axis=0)
+        up = g.op("TRANSPOSE_CONV", [
+            g.const("up_shape", np.array([1, 16, 16, 11], np.int32)),
+            g.const("up_w", random_weights(rng, (11, 2, 2, 16)), wq), conv2d(x, 16, "a"),
+            g.add_tensor(bias_tensor("up_b", rng, q, wq))],
+            TensorSpec("up", (1, 16, 16, 11), np.int8, q),
+            {"padding": "VALID", "stride_w": 2, "stride_h": 2,
+             "fused_activation_function": "NONE"})  # fmt: skip
+        yq = per_axis_qparams(rng, channels=16, axis=0)
+        g.output(g.op("CONV_2D", [up, g.const("y_w", random_weights(rng, (16, 1, 1, 11)), yq),
+                                  g.add_tensor(bias_tensor("y_b", rng, q, yq))],
+                      TensorSpec("y", (1, 16, 16, 16), np.int8, q_out), conv))  # fmt: skip
     elif kind == "host-concat-lanes":
         x = g.input("x", (1, 8, 8, 16), q=q)
         a, b = conv2d(x, 16, "a", cout=24), conv2d(x, 16, "b", cout=11)
@@ -305,7 +321,7 @@ def _built_model(kind: str) -> bytes:
     ("cpu-pad", "PAD"), ("cpu-padv2", "PADV2"), ("host-pad", "accel.pad"),
     ("host-concat", "accel.concat"), ("host-lut", "accel.lut"),
     ("host-concat-lanes", "accel.concat_lanes"), ("host-pool", "accel.host_pool2d"),
-    ("host-crop-flatten", "accel.crop")])
+    ("host-crop-flatten", "accel.crop"), ("host-transpose-conv", "accel.depth_to_space")])
 def test_kernel_host_steps_are_bit_exact(kind, needle, tmp_path, capsys):
     from qaccel.tools.qaccel_compile import run as compile_run
     from qaccel.tools.qaccel_run import run

@@ -435,6 +435,22 @@ def test_random_batched_layers():
         done += 1
 
 
+@pytest.mark.parametrize("config", [DEFAULT_CONFIG, STORE_RQ], ids=lambda c: c.name)
+def test_tokens_dense_layers(config):
+    """FULLY_CONNECTED over tokens (a 1x1 convolution storing int32 accumulators): both
+    simulators and both timing models agree, bit for bit and cycle for cycle."""
+    from qaccel.lowering.vta.emit import emit
+    from qaccel.lowering.vta.search import schedule
+    from test_vta_codegen import tokens_layer
+
+    rng = np.random.default_rng(41)
+    for tokens, c, o in ((16, 32, 32), (5, 48, 20), (33, 16, 64)):
+        layer = tokens_layer(tokens, c, o, rng=rng)
+        prog = emit(layer, schedule(layer, config, refine=0), config)
+        x = rng.integers(-128, 128, layer.input_shape).astype(np.int8)
+        assert _compare(prog.program, prog.program.uops, prog.dram_image(x), config) == "ran"
+
+
 # --------------------------------------------------------------------------------------------
 # Fixture models
 # --------------------------------------------------------------------------------------------

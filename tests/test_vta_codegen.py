@@ -288,6 +288,32 @@ def test_dense(rows, C, O, per_channel, bias_mode):
     assert np.all(stores["memory_type"] == MemType.ACC)  # int32 out, double requantize on host
 
 
+def tokens_layer(tokens=16, C=32, O=40, zp_in=-7, zp_out=3, per_channel=True, rng=RNG):
+    """FULLY_CONNECTED over tokens [1, T, C] (keep_num_dims) as the accelerator runs it: a 1x1
+    convolution over a row of T pixels, int32 accumulators stored for the host's double
+    requantization."""
+    d = dense_layer(tokens, C, O, zp_in=zp_in, zp_out=zp_out, per_channel=per_channel, rng=rng)
+    return ConvLayer("conv", (1, 1, tokens, C), d.weights.reshape(O, 1, 1, C), d.bias,
+                     input_zero_point=zp_in, scale=d.scale, output_zero_point=zp_out)  # fmt: skip
+
+
+@pytest.mark.parametrize("tokens,C,O", [(16, 32, 32), (3, 20, 50), (40, 64, 16)])
+@pytest.mark.parametrize("bias_mode", ["alu", "dma", "gemm"])
+@pytest.mark.parametrize("config", ["vta-default", "vta-store-requant"])
+def test_tokens_dense_as_a_one_by_one_convolution(tokens, C, O, bias_mode, config):
+    layer = tokens_layer(tokens, C, O)
+    prog = check(layer, config=HardwareConfig.from_json(config), bias_mode=bias_mode)
+    f = decode(prog.program.words)
+    stores = f[f["opcode"] == Opcode.STORE]
+    assert np.all(stores["memory_type"] == MemType.ACC)  # int32 out, double requantize on host
+
+
+def test_double_requantization_is_not_for_depthwise_layers():
+    layer = conv_layer(kind="depthwise", H=4, W=4, C=16, k=1, pad=(0, 0, 0, 0))
+    with pytest.raises(LayerError, match="only for dense layers and 1x1 convolutions"):
+        replace(layer, multiplier=None, shift=None, scale=np.array([0.01])).geometry
+
+
 def test_dense_host_requantization_edge_cases():
     """LiteRT's reference FULLY_CONNECTED rounds acc * scale in double, halves away from
     zero, then adds the zero point and saturates: exact ties, saturation both ways."""

@@ -43,6 +43,8 @@ LEGALIZED_TO: dict[str, str] = {
     "CONCATENATION": "q.concat",
     "RESHAPE": "q.reshape",
     "STRIDED_SLICE": "q.slice",
+    # a kernel equal to its stride: a 1x1 convolution over the taps + q.depth_to_space
+    "TRANSPOSE_CONV": "q.conv2d",
     "MAXIMUM": "q.relu",  # with a one-value constant bound and the tensor's type: a clamp
     "MINIMUM": "q.relu",
     # TABLE_OPS: an int8 -> int8 element-wise op is its 256-entry table (`q.relu` when the
@@ -66,12 +68,21 @@ NOTES: dict[str, str] = {
 NOT_ON_THE_ACCELERATOR: dict[str, str] = {
     **dict.fromkeys(("SOFTMAX", "LOG_SOFTMAX", "EXP"),
                     "a nonlinear function (no ALU sequence computes it bit-exactly)"),
-    **dict.fromkeys(("TRANSPOSE_CONV", "BATCH_MATMUL"), "no GEMM pattern for it yet"),
+    "BATCH_MATMUL": "not yet: activation x activation needs a GEMM layer whose weight tiles "
+                    "are loaded from the arena at run time (every GEMM layer's weights are "
+                    "constants)",
     **dict.fromkeys(("SQUEEZE", "EXPAND_DIMS", "SHAPE"),
                     "no data moves: a view on the host"),
     "DEQUANTIZE": "changes the number format, at the borders",
 }  # fmt: skip
 """Why some builtins with a CPU kernel have no accelerator pattern (the column's text)."""
+
+ACCELERATOR_NOTES: dict[str, str] = {
+    "TRANSPOSE_CONV": "when the kernel is the stride (taps on distinct output pixels): a 1x1 "
+                      "convolution over the k*k taps, then `q.depth_to_space`, a gather step "
+                      "of the accelerator program; overlapping kernels run on the CPU",
+}
+"""What the accelerator column adds for builtins a pattern takes only in some forms."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +195,8 @@ def render() -> str:
                           for name, doc in r.accelerator)  # fmt: skip
         if not accel and r.kernel and r.builtin in NOT_ON_THE_ACCELERATOR:
             accel = f"no: {NOT_ON_THE_ACCELERATOR[r.builtin]}"
+        if accel and r.builtin in ACCELERATOR_NOTES:
+            accel += f" ({_cell(ACCELERATOR_NOTES[r.builtin])})"
         note = NOTES.get(r.builtin)
         status = r.status + (f" ({_cell(note)})" if note else "")
         lines.append(

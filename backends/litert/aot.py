@@ -230,6 +230,17 @@ def _reshape_to_tflite(op: q.ReshapeOp) -> list[Operation]:
     return [const, new]
 
 
+def _depth_to_space_to_tflite(op: q.DepthToSpaceOp) -> list[Operation]:
+    """`q.depth_to_space` (left on the CPU) as TFLite's DEPTH_TO_SPACE."""
+    from qaccel.dialects.tfl import DepthToSpaceOp
+
+    new = DepthToSpaceOp.create(operands=[op.input], result_types=[op.output.type],
+                                properties=DepthToSpaceOp.properties_from_options(
+                                    {"block_size": op.int_prop("block_size")}))  # fmt: skip
+    new.location = op.location
+    return [new]
+
+
 def _slice_to_tflite(op: q.SliceOp) -> list[Operation]:
     """`q.slice` (a STRIDED_SLICE the partitioner left on the CPU) as TFLite's SLICE."""
     from qaccel.dialects.tfl import SliceOp
@@ -331,9 +342,10 @@ def _aot_spec(compiled: CompiledModel, bytecodes: dict[str, bytes] | None):
                 if not d.results[0].uses:
                     d.detach()
                     d.erase()
-        elif isinstance(op, q.PadOp | q.ReshapeOp | q.SliceOp):
+        elif isinstance(op, q.PadOp | q.ReshapeOp | q.SliceOp | q.DepthToSpaceOp):
             new = (_pad_to_tflite(op) if isinstance(op, q.PadOp) else _reshape_to_tflite(op)
-                   if isinstance(op, q.ReshapeOp) else _slice_to_tflite(op))  # fmt: skip
+                   if isinstance(op, q.ReshapeOp) else _depth_to_space_to_tflite(op)
+                   if isinstance(op, q.DepthToSpaceOp) else _slice_to_tflite(op))  # fmt: skip
             entry.body.block.insert_ops_before(new, op)
             op.output.replace_all_uses_with(new[-1].results[0])
             op.detach()

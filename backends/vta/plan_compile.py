@@ -286,6 +286,11 @@ class _Builder:
             return "slice", {"begin": begin, "shape": out}
         if isinstance(op, accel.ReshapeOp | q.ReshapeOp):
             return "reshape", {"shape": list(op.output.type.get_shape())}
+        if isinstance(op, accel.DepthToSpaceOp):
+            return "depth_to_space", {"shape": list(op.output.type.get_shape()),
+                                      "block_size": op.int_prop("block_size"),
+                                      "channels": op.int_prop("channels"),
+                                      "fill": op.int_prop("pad_value")}  # fmt: skip
         if isinstance(op, accel.HostPool2DOp):
             return "host_pool", {
                 "kind": op.kind.data, "window": [int(v) for v in op.array_prop("window")],

@@ -21,7 +21,7 @@ A function is a register machine: `args` and `consts` fill registers, each step 
     ["layer", [], [], {"index"}]                            run a layer on the VTA machine
     ["read", [], [y] or [y, y32], {"offset", "nbytes", "dtype", "shape", "zp"}]   STEP_READ
     ["astype", "lane", "binary", "requantize", "pool", "reduce_sum", "pad", "clip",
-     "concat", "concat_lanes", "host_pool", "reshape", "slice",
+     "concat", "concat_lanes", "host_pool", "reshape", "slice", "depth_to_space",
      "qpool", "lut"]                                        the other host ops (accel, q)
     ["qadd_sub" | "qmul" | "qmean", in, [y], {kwargs}]     q.add/sub, q.mul, q.mean (qhost)
     ["dense_zp" | "conv2d_zp", [x, w], [y], {"bias", ...}] a GEMM on the host (packed)
@@ -382,6 +382,10 @@ def _run_host_op(kind: str, p: dict, xs: list):
         from qaccel.kernels import packed
 
         return packed.concat_lanes(xs, p["channels"])
+    if kind == "depth_to_space":
+        from qaccel.kernels import packed
+
+        return packed.depth_to_space(x, p["shape"], p["block_size"], p["channels"], p["fill"])
     if kind in ("qadd_sub", "qmul", "qmean"):
         from qaccel.kernels import qhost
 

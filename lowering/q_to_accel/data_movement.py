@@ -2,7 +2,8 @@
 dimensions -> `accel.crop`; `q.reshape` keeping batch and channels -> `accel.reshape` (the
 same packed bytes); `q.concat` -> `accel.concat` (by placement, along batch, spatial
 dimensions or whole channel blocks), or `accel.concat_lanes` when an input but the last does
-not fill whole channel blocks (lanes move: a host step of the program).
+not fill whole channel blocks (lanes move: a host step of the program); `q.depth_to_space` ->
+`accel.depth_to_space` (a gather step of the program).
 """
 
 from __future__ import annotations
@@ -42,6 +43,13 @@ def lower_slice(fl: FunctionLowering, op: q.SliceOp) -> SSAValue:
         )
     return fl.emit(accel.CropOp(fl.packed_of(op.input), fl.packed_type(op.output.type),
                                   begin[1:last]))  # fmt: skip
+
+
+def lower_depth_to_space(fl: FunctionLowering, op: q.DepthToSpaceOp) -> SSAValue:
+    out_type = fl.packed_type(op.output.type)
+    return fl.emit(accel.DepthToSpaceOp(
+        fl.packed_of(op.input), out_type, op.int_prop("block_size"),
+        op.output.type.get_shape()[-1], accel.default_padding_value(op.output.type)))  # fmt: skip
 
 
 def lower_reshape(fl: FunctionLowering, op: q.ReshapeOp) -> SSAValue:

@@ -169,8 +169,11 @@ class LayerProgram:
             acc = np.frombuffer(raw.tobytes(), dtype).reshape(g.rows, g.COB * blk)[:, : g.O]
             out = dense_requantize_host(self.layer, acc) if g.int32_output else acc
             return out.reshape(*self.layer.input_shape[:-1], g.O)
-        y = np.frombuffer(raw.tobytes(), np.int8).reshape(g.batch, g.COB, g.OH, g.OW, blk)
+        dtype = "<i4" if g.int32_output else np.int8
+        y = np.frombuffer(raw.tobytes(), dtype).reshape(g.batch, g.COB, g.OH, g.OW, blk)
         y = y.transpose(0, 2, 3, 1, 4).reshape(g.batch, g.OH, g.OW, -1)[..., : g.O]
+        if g.int32_output:
+            y = dense_requantize_host(self.layer, y)
         return np.ascontiguousarray(y)
 
     def dram_image(self, x: np.ndarray) -> np.ndarray:

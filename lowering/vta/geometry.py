@@ -140,7 +140,7 @@ class LayerGeometry:
     per_channel: bool  # multiplier/shift rows per output block (else one row / immediates)
     has_bias: bool  # some fused bias value is non-zero
     small_bias: bool  # every fused bias fits the one-cycle bias GEMM (`bias_tiles`)
-    int32_output: bool  # STORE ACC (dense with double requantization)
+    int32_output: bool  # STORE ACC (dense, or tokens' 1x1 conv, with double requantization)
     input_zero_point: int
     batch: int = 1  # conv/depthwise: images, each one pass of the loop nest (outer loop)
 
@@ -276,8 +276,10 @@ def _geometry(layer: ConvLayer) -> LayerGeometry:
     tail: list[str] = []
     per_channel = False
     if int32_output:
-        if kind != "dense":
-            raise LayerError(f"{where}: double-precision requantization is only for dense layers")
+        if kind == "depthwise" or (kind == "conv" and (
+                (KH, KW, sh, sw, dh, dw) != (1, 1, 1, 1, 1, 1) or any(pads))):  # fmt: skip
+            raise LayerError(f"{where}: double-precision requantization is only for dense "
+                             "layers and 1x1 convolutions over tokens")  # fmt: skip
         if layer.multiplier is not None or layer.shift is not None:
             raise LayerError(f"{where}: give either scale or multiplier+shift")
         scale = np.asarray(layer.scale, np.float64).reshape(-1)

@@ -17,6 +17,12 @@ or matrix product with its requantization tail as
     -- or, for a dense layer requantized in double: the int32 accumulators (bias included),
        the `accel.host_requantize` that follows stays a host op.
 
+A matrix product over tokens (`accel.dense_zp` of a packed `[1, I/B, T, 1, B]`, FULLY_CONNECTED
+on `[1, T, I]` with `keep_num_dims`) holds the bytes of a `[1, I/B, 1, T, 1, B]` image: it is a
+"conv" layer, a 1x1 convolution over one row of T pixels, storing its int32 accumulators for
+the host's double-precision requantization like a dense layer; element-wise layers take such
+tensors as T rows.
+
 The layer's parameters come from the accel ops themselves, not from the q IR: the packed
 layout is taken as it is, so channel counts are whole blocks (padded lanes have zero weights,
 zero bias and multiplier 0, exactly as in the accel ops). The fused bias `qbias - zp_in Σw` of
@@ -108,10 +114,26 @@ def _conv_params(op: accel.Conv2DZpOp) -> tuple[str, dict]:
 def _dense_params(op: accel.DenseZpOp) -> tuple[str, dict]:
     w, _ = _filter_array(op)
     shape = op.input.type.get_shape()
+    ob = w.shape[0]
+    blk = shape[-1]
+    out = op.output.type.get_shape()
+    if len(shape) == 5 and shape[0] == 1 and shape[3] == 1 and tuple(out) == (
+        1, out[1], shape[2], 1, blk
+    ):  # fmt: skip
+        # Tokens [1, T, I] pack as [1, I/B, T, 1, B]: the bytes of a [1, I/B, 1, T, 1, B]
+        # image, so the matrix product is a 1x1 convolution over a row of T pixels (weights
+        # [O, 1, 1, I]); its output [1, O/B, T, 1, B] is that convolution's output.
+        ib, tokens = shape[1], shape[2]
+        weights = w.transpose(0, 2, 1, 3).reshape(ob * blk, 1, 1, ib * blk).astype(np.int8)
+        return "conv", {"input_shape": (1, 1, tokens, ib * blk), "weights": weights,
+                        "strides": (1, 1), "dilations": (1, 1), "padding": (0, 0, 0, 0),
+                        "input_zero_point": 0}  # fmt: skip
+    if len(shape) == 5 and shape[0] == 1 and shape[3] == 1 and shape[2] > 1:
+        raise NotALayer(f"dense of tokens {list(shape)} to rows {list(out)} (the input in the "
+                        "tokens' layout, the output in the rows' layout)")  # fmt: skip
     if len(shape) != 4 and any(d != 1 for d in shape[2:-2]):
         raise NotALayer(f"dense input of rank {len(shape)} (rows beyond the batch dimension)")
-    n, ib, blk = shape[0], shape[1], shape[-1]  # [N, I/B, 1, ..., 1, B]: the bytes of [N, I/B, 1, B]
-    ob = w.shape[0]
+    n, ib = shape[0], shape[1]  # [N, I/B, 1, ..., 1, B]: the bytes of [N, I/B, 1, B]
     weights = w.transpose(0, 2, 1, 3).reshape(ob * blk, ib * blk).astype(np.int8)
     return "dense", {"input_shape": (n, ib * blk), "weights": weights, "input_zero_point": 0}
 
@@ -139,7 +161,7 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
     wsum = w.reshape(-1, lanes).sum(axis=0) if kind == "depthwise" else w.reshape(lanes, -1).sum(1)
     qbias = (fused + kw["input_zero_point"] * wsum) & 0xFFFFFFFF
     kw["bias"] = qbias.astype(np.uint32).view(np.int32)
-    if kind == "dense" and isinstance(nxt, accel.HostRequantizeOp):
+    if isinstance(op, accel.DenseZpOp) and isinstance(nxt, accel.HostRequantizeOp):
         # LiteRT's FULLY_CONNECTED requantizes in double: the accelerator stores the int32
         # accumulators, `accel.host_requantize` stays a host op (the scale only marks this).
         kw["scale"] = np.ones(1)
@@ -494,11 +516,13 @@ def match_alu_layer(
     `claimed` ops (other layers) cannot be part of it."""
     shape = _packed_shape(narrow)
     if not (len(shape) == 6 and shape[0] >= 1 and shape[4] == 1
+            or len(shape) == 5 and shape[0] == 1 and shape[3] == 1
             or len(shape) == 4 and shape[0] >= 1 and shape[2] == 1):  # fmt: skip
-        raise NotALayer(f"packed shape {list(shape)} is neither [N, C/B, H, W, 1, B] nor "
-                        "[N, C/B, 1, B]")  # fmt: skip
+        raise NotALayer(f"packed shape {list(shape)} is neither [N, C/B, H, W, 1, B], "
+                        "[1, C/B, T, 1, B] nor [N, C/B, 1, B]")  # fmt: skip
     blocks, block = shape[1], shape[-1]
-    rows = shape[2] * shape[3] if len(shape) == 6 else 1
+    # Tokens [1, C/B, T, 1, B] are the bytes of a [1, C/B, 1, T, 1, B] image: T rows.
+    rows = shape[2] * shape[3] if len(shape) == 6 else shape[2] if len(shape) == 5 else 1
     # A sum over H and W gives [1, C/B, 1, B], or [1, C/B, 1, 1, 1, B] with keep_dims.
     summed = len(shape) == 4 or shape[2] * shape[3] == 1
     tree = _Tree(leaves, claimed, blocks, block, shape if summed else None)

@@ -326,8 +326,10 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
             _GEMM_CHECKS, doc="depthwise convolution with block-diagonal 16x16 weight tiles; a "
                               "batch is an outer loop over the images"),
     Pattern("dense", "q.relu?(q.requantize(q.bias_add?(q.dense)))", _DENSE_CHECKS,
-            doc="matrix product as GEMM, requantize and clamp on the ALU; the batch is GEMM "
-                "rows (the weights loaded once)"),
+            doc="matrix product as GEMM (the batch is GEMM rows, the weights loaded once; "
+                "tokens [1, T, C] as a 1x1 convolution over T pixels), its int32 accumulators "
+                "requantized in double as LiteRT's reference kernel does, an exact host step "
+                "of the program"),
     Pattern("add", "q.relu?(q.add)", _ELEMENTWISE, doc="int8 addition with rescaling, ALU"),
     Pattern("sub", "q.relu?(q.sub)", _ELEMENTWISE, doc="int8 subtraction with rescaling, ALU"),
     Pattern("mul", "q.relu?(q.mul)", _ELEMENTWISE, doc="int8 multiplication, ALU"),
@@ -359,6 +361,10 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
             doc="a spatial crop (Cropping2D) keeps batch, channel blocks and lanes: a copy "
                 "step of the accelerator program inside the partition; slices of batch or "
                 "channels stay on the CPU"),
+    Pattern("depth_to_space", "q.depth_to_space", (_int8_operands,),
+            doc="channel blocks moved into pixels (DEPTH_TO_SPACE; the scatter of a "
+                "TRANSPOSE_CONV whose kernel is its stride): a gather step of the accelerator "
+                "program inside the partition"),
     Pattern("reshape", "q.reshape", (_int8_operands, _reshape_view),
             doc="a reshape that keeps batch and channels (e.g. Flatten after a global pool), "
                 "or between whole channel blocks in plain order (Flatten of a 16-channel map), "

@@ -30,7 +30,7 @@ enum { PROGRAM_VERSION = QACCEL_PROGRAM_FORMAT, HEADER_BYTES = 192, VALUE_BYTES 
        STEP_BYTES = 96, LAYER_BYTES = 32, MAX_RANK = QACCEL_MAX_RANK, CHECKSUM_AT = QACCEL_CHECKSUM_AT,
        KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6,
        KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9, KIND_CONCAT_LANES = 10, KIND_POOL = 11,
-       KIND_LUT = 12 };
+       KIND_LUT = 12, KIND_GATHER = 13 };
 /* KIND_LANE / KIND_BINARY operations */
 enum { OP_CONVERT = 0, OP_BIAS_ADD = 1, OP_SHIFT_LEFT = 2, OP_ROUND_MULTIPLY = 3, OP_ROUND_RSHIFT = 4,
        OP_ADD = 5, OP_MUL = 6, OP_MIN = 7, OP_MAX = 8 };
@@ -622,6 +622,31 @@ static int lut_step(const Program *p, const uint8_t *s, const Value *in, Value *
   return 0;
 }
 
+/* GATHER: b[i] = a[idx[i]], or p[0] where idx[i] is -1; i64 idx at the step's offset, one per
+   element of b (accel.depth_to_space: kernels/packed.py's depth_to_space_index). */
+static int gather_step(const Program *p, const uint8_t *s, const Value *in, Value *out, char *e) {
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88);
+  int64_t fill = i64(s + 16);
+  int64_t lo = in->elem == 1 ? -128 : INT32_MIN, hi = in->elem == 1 ? 127 : INT32_MAX;
+  if (in->elem != out->elem || out->count > UINT64_MAX / 8 || nbytes != 8 * out->count ||
+      !in_range(p, at, nbytes) || fill < lo || fill > hi)
+    return fail(e, "QACCEL_VTA: a host gather step is malformed (corrupt program)");
+  const uint8_t *idx = p->base + at;
+  if (!out->data) { /* checked only: every index in range */
+    for (uint64_t i = 0; i < out->count; i++) {
+      int64_t j = i64(idx + 8 * i);
+      if (j < -1 || (j >= 0 && (uint64_t)j >= in->count))
+        return fail(e, "QACCEL_VTA: a host gather step reads outside its value (corrupt program)");
+    }
+    return 0;
+  }
+  for (uint64_t i = 0; i < out->count; i++) {
+    int64_t j = i64(idx + 8 * i);
+    set_elem(out, i, j < 0 ? fill : get_elem(in, (uint64_t)j));
+  }
+  return 0;
+}
+
 /* accel.host_pool2d (kernels/packed.py's host_pool2d, qhost.pool2d): int8 max or average pool
    of value a into b, c = 0 max, 1 average; p: images (N * C/B), H, W, B, OH, OW, KH, KW; at
    offset i64 stride h, stride w, top, left, min, max. Taps in the padding are skipped and not
@@ -748,7 +773,8 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
       continue;
     }
     if (a >= p->n_values || ((kind == KIND_REQUANT || kind == KIND_PAD || kind == KIND_LANE || kind == KIND_BINARY ||
-                             kind == KIND_REDUCE || kind == KIND_LUT || kind == KIND_POOL) && b >= p->n_values))
+                             kind == KIND_REDUCE || kind == KIND_LUT || kind == KIND_POOL ||
+                             kind == KIND_GATHER) && b >= p->n_values))
       return fail(e, "QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p->n_values);
     Value *v = &values[a];
     if (kind == KIND_WRITE || kind == KIND_READ) {
@@ -782,6 +808,8 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
       if (pool_step(p, s, v, &values[b], e)) return 1;
     } else if (kind == KIND_CONCAT_LANES) {
       if (concat_lanes(p, s, values, v, e)) return 1;
+    } else if (kind == KIND_GATHER) {
+      if (gather_step(p, s, v, &values[b], e)) return 1;
     } else {
       return fail(e, "QACCEL_VTA: step %u has unknown kind %u (corrupt program)", k, kind);
     }

@@ -80,6 +80,8 @@ aligned (the one description of it; `qaccel_program.c` reads it):
 |                 | for max and sum (which wraps)                                                 |
 | 12 LUT          | int8 value a into int8 b through the 256 int8 entries at offset               |
 |                 | (b = table[a + 128])                                                          |
+| 13 GATHER       | value a into b (same element size): element i of b is element idx[i] of a,    |
+|                 | or p[0] where idx[i] is -1; at offset i64 idx, one per element of b           |
 """
 
 from __future__ import annotations
@@ -112,6 +114,7 @@ CHECKSUM_AT = 184  # the header's last u64 (QACCEL_CHECKSUM_AT)
 ELEMENT_TYPES = {np.dtype(np.int32): 2, np.dtype(np.uint8): 3, np.dtype(np.int8): 9}
 KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT, KIND_PAD, KIND_CONCAT = 1, 2, 3, 4, 5, 6
 KIND_LANE, KIND_BINARY, KIND_REDUCE, KIND_CONCAT_LANES, KIND_POOL, KIND_LUT = 7, 8, 9, 10, 11, 12
+KIND_GATHER = 13
 # KIND_LANE / KIND_BINARY operations (the step's c)
 OP_CONVERT, OP_BIAS_ADD, OP_SHIFT_LEFT, OP_ROUND_MULTIPLY, OP_ROUND_RSHIFT = 0, 1, 2, 3, 4
 OP_ADD, OP_MUL, OP_MIN, OP_MAX = 5, 6, 7, 8
@@ -377,6 +380,18 @@ def program_blob(
                         a=src, b=dst, c=0 if isinstance(op, accel.MaxPool2DOp) else 2,
                         p=[n * cb, h, w, b, oh, ow, kh, kw],
                         data=np.asarray(geometry, "<i8").tobytes())))  # fmt: skip
+                    continue
+                if isinstance(op, accel.DepthToSpaceOp):
+                    from qaccel.kernels.packed import depth_to_space_index
+
+                    index = depth_to_space_index(op.input.type.get_shape(),
+                                                 op.output.type.get_shape(),
+                                                 op.int_prop("block_size"),
+                                                 op.int_prop("channels"))  # fmt: skip
+                    src = values[op.input]
+                    dst = new_value(op.output)
+                    steps.append((KIND_GATHER, dict(a=src, b=dst, p=[op.int_prop("pad_value")],
+                                                    data=index.astype("<i8").tobytes())))
                     continue
                 if isinstance(op, accel.ConcatLanesOp):
                     shape = list(op.output.type.get_shape())

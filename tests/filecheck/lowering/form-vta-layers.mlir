@@ -244,3 +244,56 @@ func.func private @vta_fn_0(%x: tensor<2x2x2x16x!q>) -> tensor<2x64x!q> attribut
   %r = q.reshape %x : (tensor<2x2x2x16x!q>) -> tensor<2x64x!q>
   func.return %r : tensor<2x64x!q>
 }
+
+// -----
+
+// FULLY_CONNECTED over tokens [1, T, I] with keep_num_dims: the packed input [1, I/B, T, 1, B]
+// holds the bytes of a row of T pixels, so the matrix product forms a "conv" layer (a 1x1
+// convolution, T output pixels) whose int32 accumulators the host requantizes in double.
+// CHECK-LABEL: func.func @tokens
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %w_packed = tfl.const
+// CHECK-NEXT:    %bias = vta.layer "conv" {
+// CHECK-NEXT:      %acc = accel.dense_zp %x, %w_packed : tensor<1x1x3x1x16x!quant.uniform<i8:f32, 0.5:-3>>, tensor<1x1x16x16xi8> -> tensor<1x1x3x1x16xi32>
+// CHECK-NEXT:      %bias_1 = accel.bias_add_zp %acc by [73, -43, -39, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+// CHECK-NEXT:      vta.yield %bias_1 : tensor<1x1x3x1x16xi32>
+// CHECK-NEXT:    } : tensor<1x1x3x1x16xi32>
+// CHECK-NEXT:    %r = accel.host_requantize %bias
+// CHECK-NEXT:    func.return %r
+!qi = !quant.uniform<i8:f32, 0.5:-3>
+!qo = !quant.uniform<i8:f32, 0.25:-10>
+func.func @tokens(%x: tensor<1x3x6x!qi>) -> tensor<1x3x3x!qo> {
+  %y = func.call @vta_fn_0(%x) : (tensor<1x3x6x!qi>) -> tensor<1x3x3x!qo>
+  func.return %y : tensor<1x3x3x!qo>
+}
+func.func private @vta_fn_0(%x: tensor<1x3x6x!qi>) -> tensor<1x3x3x!qo> attributes {qaccel.target = "vta"} {
+  %w = tfl.const dense<[[1, 2, 3, 4, 5, 6], [-1, -2, -3, -4, -5, -6], [127, -128, 127, -128, 127, -128]]> : tensor<3x6xi8> -> tensor<3x6xi8>
+  %b = tfl.const dense<[10, 20, -30]> : tensor<3xi32> -> tensor<3xi32>
+  %acc = q.dense %x, %w {input_zero_point = -3 : i32, filter_zero_point = 0 : i32} : (tensor<1x3x6x!qi>, tensor<3x6xi8>) -> tensor<1x3x3xi32>
+  %bias = q.bias_add %acc, %b : (tensor<1x3x3xi32>, tensor<3xi32>) -> tensor<1x3x3xi32>
+  %r = q.requantize %bias {scale = array<f64: 0.5, 0.0625, 0.3333333333333333>, input_zero_point = 0 : i32, output_zero_point = -10 : i32} : (tensor<1x3x3xi32>) -> tensor<1x3x3x!qo>
+  func.return %r : tensor<1x3x3x!qo>
+}
+
+// -----
+
+// The same without keep_num_dims: the result [T, O] packs as rows ([T, O/B, 1, B]), not in
+// the tokens' layout the input has, so no layer forms and the op says why.
+// CHECK-LABEL: func.func @tokens_to_rows
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %w_packed = tfl.const
+// CHECK-NEXT:    %acc = accel.dense_zp %x, %w_packed {accel.host_reason = "dense of tokens [1, 1, 3, 1, 16] to rows [3, 1, 1, 16] (the input in the tokens' layout, the output in the rows' layout)"}
+!qi = !quant.uniform<i8:f32, 0.5:-3>
+!qo = !quant.uniform<i8:f32, 0.25:-10>
+func.func @tokens_to_rows(%x: tensor<1x3x6x!qi>) -> tensor<3x3x!qo> {
+  %y = func.call @vta_fn_0(%x) : (tensor<1x3x6x!qi>) -> tensor<3x3x!qo>
+  func.return %y : tensor<3x3x!qo>
+}
+func.func private @vta_fn_0(%x: tensor<1x3x6x!qi>) -> tensor<3x3x!qo> attributes {qaccel.target = "vta"} {
+  %w = tfl.const dense<[[1, 2, 3, 4, 5, 6], [-1, -2, -3, -4, -5, -6], [127, -128, 127, -128, 127, -128]]> : tensor<3x6xi8> -> tensor<3x6xi8>
+  %b = tfl.const dense<[10, 20, -30]> : tensor<3xi32> -> tensor<3xi32>
+  %acc = q.dense %x, %w {input_zero_point = -3 : i32, filter_zero_point = 0 : i32} : (tensor<1x3x6x!qi>, tensor<3x6xi8>) -> tensor<3x3xi32>
+  %bias = q.bias_add %acc, %b : (tensor<3x3xi32>, tensor<3xi32>) -> tensor<3x3xi32>
+  %r = q.requantize %bias {scale = array<f64: 0.5, 0.0625, 0.3333333333333333>, input_zero_point = 0 : i32, output_zero_point = -10 : i32} : (tensor<3x3xi32>) -> tensor<3x3x!qo>
+  func.return %r : tensor<3x3x!qo>
+}

@@ -314,3 +314,89 @@ func.func @strided_slice(%x: tensor<1x4x4x8x!q>) -> (tensor<1x3x3x8x!q>, tensor<
   %s = tfl.strided_slice %x, %b, %e, %two {begin_mask = 9 : i32, end_mask = 15 : i32, ellipsis_mask = 0 : i32, new_axis_mask = 0 : i32, shrink_axis_mask = 0 : i32, offset = false} : (tensor<1x4x4x8x!q>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) -> tensor<1x2x2x8x!q>
   func.return %c, %s : tensor<1x3x3x8x!q>, tensor<1x2x2x8x!q>
 }
+
+// -----
+
+// Dense on tokens as the converter writes it: RESHAPE to rows, FULLY_CONNECTED without
+// keep_num_dims, RESHAPE back to [1, T, O]. The q.dense group takes the tokens and gives
+// [1, T, O]; both reshapes go (RELU at the zero point -128 clamps nothing).
+// CHECK-LABEL: func.func @dense_tokens
+// CHECK:         %none = tfl.no_value
+// CHECK-NEXT:    %y = q.dense %x, %w {input_zero_point = 3 : i32, filter_zero_point = 0 : i32} : ({{.*}}) -> tensor<1x3x4xi32>
+// CHECK-NEXT:    %t = q.requantize %y {{.*}} -> tensor<1x3x4x!quant.uniform<i8:f32, 0.25:-128>>
+// CHECK-NEXT:    func.return %t
+!qx = !quant.uniform<i8:f32, 0.5:3>
+!qw = !quant.uniform<i8:f32, 0.125:0>
+!qy = !quant.uniform<i8:f32, 0.25:-128>
+func.func @dense_tokens(%x: tensor<1x3x8x!qx>) -> tensor<1x3x4x!qy> {
+  %w = tfl.const dense<3> : tensor<4x8xi8> -> tensor<4x8x!qw>
+  %none = tfl.no_value
+  %rs = tfl.const dense<[3, 8]> : tensor<2xi32> -> tensor<2xi32>
+  %ts = tfl.const dense<[1, 3, 4]> : tensor<3xi32> -> tensor<3xi32>
+  %r = tfl.reshape %x, %rs {new_shape = array<i32>} : (tensor<1x3x8x!qx>, tensor<2xi32>) -> tensor<3x8x!qx>
+  %y = tfl.fully_connected %r, %w, %none {fused_activation_function = "RELU", weights_format = "DEFAULT", keep_num_dims = false, asymmetric_quantize_inputs = false} : (tensor<3x8x!qx>, tensor<4x8x!qw>, none) -> tensor<3x4x!qy>
+  %t = tfl.reshape %y, %ts {new_shape = array<i32>} : (tensor<3x4x!qy>, tensor<3xi32>) -> tensor<1x3x4x!qy>
+  func.return %t : tensor<1x3x4x!qy>
+}
+
+// -----
+
+// The rows also read elsewhere: the reshapes stay (q.reshape), the q.dense takes the rows.
+// CHECK-LABEL: func.func @dense_rows_used_twice
+// CHECK:         %r = q.reshape %x
+// CHECK-NEXT:    %y = q.dense %r, %w
+// CHECK:         %t = q.reshape %y_1
+!qx = !quant.uniform<i8:f32, 0.5:3>
+!qw = !quant.uniform<i8:f32, 0.125:0>
+!qy = !quant.uniform<i8:f32, 0.25:-128>
+func.func @dense_rows_used_twice(%x: tensor<1x3x8x!qx>) -> (tensor<1x3x4x!qy>, tensor<3x8x!qx>) {
+  %w = tfl.const dense<3> : tensor<4x8xi8> -> tensor<4x8x!qw>
+  %none = tfl.no_value
+  %rs = tfl.const dense<[3, 8]> : tensor<2xi32> -> tensor<2xi32>
+  %ts = tfl.const dense<[1, 3, 4]> : tensor<3xi32> -> tensor<3xi32>
+  %r = tfl.reshape %x, %rs {new_shape = array<i32>} : (tensor<1x3x8x!qx>, tensor<2xi32>) -> tensor<3x8x!qx>
+  %y = tfl.fully_connected %r, %w, %none {fused_activation_function = "RELU", weights_format = "DEFAULT", keep_num_dims = false, asymmetric_quantize_inputs = false} : (tensor<3x8x!qx>, tensor<4x8x!qw>, none) -> tensor<3x4x!qy>
+  %t = tfl.reshape %y, %ts {new_shape = array<i32>} : (tensor<3x4x!qy>, tensor<3xi32>) -> tensor<1x3x4x!qy>
+  func.return %t, %r : tensor<1x3x4x!qy>, tensor<3x8x!qx>
+}
+
+// -----
+
+// TRANSPOSE_CONV whose kernel is its stride: a 1x1 q.conv2d over the 4 taps (8 = 2x2x2 channels,
+// weights tap-major), the bias and per-channel requantization repeated per tap, the RELU, then
+// q.depth_to_space moves each tap to its output pixel; the output_shape constant goes.
+// CHECK-LABEL: func.func @transpose_conv
+// CHECK:         %w_taps = tfl.const dense<{{\[}}[{{\[}}[1, 2, 3]]], [{{\[}}[-1, -2, -3]]], [{{\[}}[4, 5, 6]]], [{{\[}}[-4, -5, -6]]], [{{\[}}[7, 8, 9]]], [{{\[}}[-7, -8, -9]]], [{{\[}}[10, 11, 12]]], [{{\[}}[-10, -11, -12]]]]> : tensor<8x1x1x3xi8>
+// CHECK-NEXT:    %y = q.conv2d %x, %w_taps {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, input_zero_point = -1 : i32, filter_zero_point = 0 : i32} : ({{.*}}) -> tensor<1x2x2x8xi32>
+// CHECK-NEXT:    %b_taps = tfl.const dense<[100, -200, 100, -200, 100, -200, 100, -200]> : tensor<8xi32>
+// CHECK-NEXT:    %y_1 = q.bias_add %y, %b_taps
+// CHECK-NEXT:    %y_2 = q.requantize %y_1 {input_zero_point = 0 : i32, output_zero_point = 3 : i32, multiplier = array<i32: 1073741824, 1073741824, 1073741824, 1073741824, 1073741824, 1073741824, 1073741824, 1073741824>, shift = array<i32: 0, -1, 0, -1, 0, -1, 0, -1>}
+// CHECK-NEXT:    %y_3 = q.relu %y_2 {min = 3 : i32, max = 127 : i32}
+// CHECK-NEXT:    %y_4 = q.depth_to_space %y_3 {block_size = 2 : i32} : (tensor<1x2x2x8x!quant.uniform<i8:f32, 0.25:3>>) -> tensor<1x4x4x2x!quant.uniform<i8:f32, 0.25:3>>
+// CHECK-NEXT:    func.return %y_4
+!qx = !quant.uniform<i8:f32, 0.5:-1>
+!qw = !quant.uniform<i8:f32:0, {0.25:0, 0.125:0}>
+!qy = !quant.uniform<i8:f32, 0.25:3>
+func.func @transpose_conv(%x: tensor<1x2x2x3x!qx>) -> tensor<1x4x4x2x!qy> {
+  %s = tfl.const dense<[1, 4, 4, 2]> : tensor<4xi32> -> tensor<4xi32>
+  %w = tfl.const dense<[[[[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [10, 11, 12]]], [[[-1, -2, -3], [-4, -5, -6]], [[-7, -8, -9], [-10, -11, -12]]]]> : tensor<2x2x2x3xi8> -> tensor<2x2x2x3x!qw>
+  %b = tfl.const dense<[100, -200]> : tensor<2xi32> -> tensor<2xi32>
+  %y = tfl.transpose_conv %s, %w, %x, %b {padding = "VALID", stride_h = 2 : i32, stride_w = 2 : i32, fused_activation_function = "RELU", quantized_bias_type = "FLOAT32"} : (tensor<4xi32>, tensor<2x2x2x3x!qw>, tensor<1x2x2x3x!qx>, tensor<2xi32>) -> tensor<1x4x4x2x!qy>
+  func.return %y : tensor<1x4x4x2x!qy>
+}
+
+// -----
+
+// A kernel larger than the stride: taps overlap (an output sums several), it stays on the CPU.
+// CHECK-LABEL: func.func @transpose_conv_overlapping
+// CHECK:         tfl.transpose_conv
+!qx = !quant.uniform<i8:f32, 0.5:-1>
+!qw = !quant.uniform<i8:f32:0, {0.25:0, 0.125:0}>
+!qy = !quant.uniform<i8:f32, 0.25:3>
+func.func @transpose_conv_overlapping(%x: tensor<1x2x2x3x!qx>) -> tensor<1x4x4x2x!qy> {
+  %s = tfl.const dense<[1, 4, 4, 2]> : tensor<4xi32> -> tensor<4xi32>
+  %w = tfl.const dense<1> : tensor<2x3x3x3xi8> -> tensor<2x3x3x3x!qw>
+  %none = tfl.no_value
+  %y = tfl.transpose_conv %s, %w, %x, %none {padding = "SAME", stride_h = 2 : i32, stride_w = 2 : i32, fused_activation_function = "NONE", quantized_bias_type = "FLOAT32"} : (tensor<4xi32>, tensor<2x3x3x3x!qw>, tensor<1x2x2x3x!qx>, none) -> tensor<1x4x4x2x!qy>
+  func.return %y : tensor<1x4x4x2x!qy>
+}

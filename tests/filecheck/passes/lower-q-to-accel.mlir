@@ -435,6 +435,25 @@ func.func private @vta_fn_0(%x: tensor<1x4x4x8x!q>) -> tensor<1x3x3x8x!q> attrib
 
 // -----
 
+// A transpose convolution's scatter (or a DEPTH_TO_SPACE): accel.depth_to_space on packed
+// tensors, 12 = 2x2x3 channels (3 blocks of 4) into 3 channels (1 block) at twice the size,
+// padding lanes at the zero point.
+// CHECK-LABEL: func.func @depth_to_space
+// CHECK:         func.func private @vta_fn_0
+// CHECK-NEXT:      %d = accel.depth_to_space %x block_size = 2 channels = 3 pad_value = 3 : tensor<1x3x2x2x1x4x{{.*}}> -> tensor<1x1x4x4x1x4x{{.*}}>
+// CHECK-NEXT:      func.return %d
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @depth_to_space(%x: tensor<1x2x2x12x!q>) -> tensor<1x4x4x3x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<1x2x2x12x!q>) -> tensor<1x4x4x3x!q>
+  func.return %z : tensor<1x4x4x3x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x2x2x12x!q>) -> tensor<1x4x4x3x!q> attributes {qaccel.target = "vta"} {
+  %d = q.depth_to_space %x {block_size = 2 : i32} : (tensor<1x2x2x12x!q>) -> tensor<1x4x4x3x!q>
+  func.return %d : tensor<1x4x4x3x!q>
+}
+
+// -----
+
 // A grouped convolution (2 groups of 8 channels) keeps its groups on blocks (B = 4: two blocks
 // per group); a depthwise convolution with depth multiplier 2 whose blocks align with one
 // input block per two output blocks.

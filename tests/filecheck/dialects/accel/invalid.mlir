@@ -352,3 +352,11 @@ func.func @crop_outside(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x2x3x3x1x4xi8> {
   func.return %y : tensor<1x2x3x3x1x4xi8>
 }
 // CHECK: accel.crop: a [1, 2, 3, 3, 1, 4] box at spatial offsets [2, 0] does not lie inside [1, 2, 4, 4, 1, 4] with its batch, channel blocks and lanes
+
+// -----
+
+func.func @depth_to_space_blocks(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x2x8x8x1x4xi8> {
+  %y = accel.depth_to_space %x block_size = 2 channels = 2 pad_value = 0 : tensor<1x2x4x4x1x4xi8> -> tensor<1x2x8x8x1x4xi8>
+  func.return %y : tensor<1x2x8x8x1x4xi8>
+}
+// CHECK: accel.depth_to_space: [1, 2, 8, 8, 1, 4] is not [1, 2, 4, 4, 1, 4] with 2x2 blocks of 2 channels moved into pixels

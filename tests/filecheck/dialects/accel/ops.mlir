@@ -81,6 +81,7 @@ func.func @generic(%x: tensor<2x5xi8>) -> tensor<2x2x4xi8> {
 // CHECK-NEXT:    %rs2 = accel.reshape %n : tensor<1x2x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>> -> tensor<1x2x16x1x16x!quant.uniform<i8:f32, 0.5:-1>>
 // CHECK-NEXT:    %cr = accel.crop %n offsets = [1, 0] : tensor<1x2x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>> -> tensor<1x2x3x4x1x16x!quant.uniform<i8:f32, 0.5:-1>>
 // CHECK-NEXT:    %cl = accel.concat_lanes %n, %n channels = [24, 20] : tensor<1x2x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>>, tensor<1x2x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>> -> tensor<1x3x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK-NEXT:    %ds = accel.depth_to_space %n block_size = 2 channels = 8 pad_value = -1 : tensor<1x2x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>> -> tensor<1x1x8x8x1x16x!quant.uniform<i8:f32, 0.5:-1>>
 func.func @compute(%x: tensor<1x1x4x4x1x16x!q>, %w: tensor<2x1x3x3x16x16xi8>, %d: tensor<1x2x1x16xi8>, %dw: tensor<1x2x16x16xi8>, %row: tensor<1x2x1x1x1x16xi32>) -> tensor<1x2x4x4x1x16x!q> {
   %acc = accel.conv2d_zp %x, %w pad_value(-1) strides = [1, 1] dilations = [1, 1] padding = [1, 1, 1, 1] : tensor<1x1x4x4x1x16x!q>, tensor<2x1x3x3x16x16xi8> -> !t
   %pre = accel.conv2d_zp %x, %w pad_value(-1) strides = [2, 1] dilations = [1, 2] padding = [1, 0, 2, 2] groups = 1 bias = [5] : tensor<1x1x4x4x1x16x!q>, tensor<2x1x3x3x16x16xi8> -> tensor<1x2x2x4x1x16xi32>
@@ -106,6 +107,7 @@ func.func @compute(%x: tensor<1x1x4x4x1x16x!q>, %w: tensor<2x1x3x3x16x16xi8>, %d
   %rs2 = accel.reshape %n : tensor<1x2x4x4x1x16x!q> -> tensor<1x2x16x1x16x!q>
   %cr = accel.crop %n offsets = [1, 0] : tensor<1x2x4x4x1x16x!q> -> tensor<1x2x3x4x1x16x!q>
   %cl = accel.concat_lanes %n, %n channels = [24, 20] : tensor<1x2x4x4x1x16x!q>, tensor<1x2x4x4x1x16x!q> -> tensor<1x3x4x4x1x16x!q>
+  %ds = accel.depth_to_space %n block_size = 2 channels = 8 pad_value = -1 : tensor<1x2x4x4x1x16x!q> -> tensor<1x1x8x8x1x16x!q>
   func.return %n : tensor<1x2x4x4x1x16x!q>
 }
 

@@ -133,3 +133,11 @@ func.func @slice_outside(%a: tensor<1x4x4x2xi8>) {
   func.return
 }
 // CHECK: q.slice: a [1, 3, 3, 2] box at [0, 2, 1, 0] does not lie inside [1, 4, 4, 2]
+
+// -----
+
+func.func @depth_to_space_channels(%a: tensor<1x2x2x6xi8>) {
+  %0 = q.depth_to_space %a {block_size = 2 : i32} : (tensor<1x2x2x6xi8>) -> tensor<1x4x4x1xi8>
+  func.return
+}
+// CHECK: q.depth_to_space: [1, 4, 4, 1] is not [1, 2, 2, 6] with 2x2 channel blocks moved into pixels

@@ -41,5 +41,8 @@ func.func @all_ops(%x: tensor<1x4x4x2x!q>, %w: tensor<2x1x1x2xi8>, %dw: tensor<1
   %16 = q.reshape %11 : (tensor<1x4x4x2x!q>) -> tensor<1x32x!q>
   // CHECK: q.slice %11 {begin = array<i64: 0, 1, 1, 0>} : (tensor<1x4x4x2x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x3x3x2x!quant.uniform<i8:f32, 0.5:-1>>
   %17 = q.slice %11 {begin = array<i64: 0, 1, 1, 0>} : (tensor<1x4x4x2x!q>) -> tensor<1x3x3x2x!q>
+  %18 = q.reshape %11 : (tensor<1x4x4x2x!q>) -> tensor<1x2x4x4x!q>
+  // CHECK: q.depth_to_space %18 {block_size = 2 : i32} : (tensor<1x2x4x4x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x4x8x1x!quant.uniform<i8:f32, 0.5:-1>>
+  %19 = q.depth_to_space %18 {block_size = 2 : i32} : (tensor<1x2x4x4x!q>) -> tensor<1x4x8x1x!q>
   func.return %11 : tensor<1x4x4x2x!q>
 }
