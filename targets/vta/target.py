@@ -401,8 +401,14 @@ def vta_target(config=None, alu_ops: Iterable[Any] | None = None) -> Target:
       HARD_SWISH would need LiteRT's fixed-point polynomial and exp sequences, not bit-exact
       with 32-bit lanes; on the CPU they split MobileNetV3 into 10-12 partitions and
       EfficientNet-B0 into 25, each border a pack, an unpack and two DRAM transfers.
+    - **Each host step is a decision of the cost model** (`targets/vta/host_cost.py`): a
+      table lookup, copy or host pool stays inside its partition unless running it on the
+      CPU, with the hop that adds, is cheaper. Between two layers the launch a split adds
+      (20 us) always outweighs it; at a partition's edge the packed layout's padded lanes
+      can make the CPU cheaper (UNet's concatenations of 8+16 and 24+16 channels).
     """
     from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+    from qaccel.targets.vta.host_cost import vta_host_step_cost
     from qaccel.targets.vta.isa import AluOp
 
     config = DEFAULT_CONFIG if config is None else config
@@ -421,6 +427,7 @@ def vta_target(config=None, alu_ops: Iterable[Any] | None = None) -> Target:
         features=frozenset(AluOp(o).name.lower() for o in ops),
         description=f"VTA-like accelerator ({config.name}: 1x{config.block}x{config.block} GEMM)",
         region_check=_vta_region_check,
+        host_step_cost=lambda summary: vta_host_step_cost(summary, config),
         configure=configure,
         from_config=from_config,
     )
