@@ -420,8 +420,8 @@ class PartitionGraphPass(ModulePass):
     and the choice made (`qaccel-opt` and `qaccel-compile --explain-partitioning` set it):
 
         vta: host step or CPU: q.lut "act", a table lookup inside its partition: host step
-        752 cycles (host step 86, sync 666); CPU 7014 cycles (CPU op 86, pack 86, unpack 86,
-        DRAM 96, launch 6660); chosen: host step
+        752 cycles (host step 86, sync 666); CPU 6950 cycles (CPU op 86, pack 86, unpack 86,
+        DRAM 32, launch 6660); chosen: host step
     """
 
     name = "partition-graph"

@@ -16,8 +16,8 @@ on the host; they differ in what surrounds it:
   (one more launch: the driver call, cache maintenance, the program's and micro-ops' loads and
   the wait for completion). Values that stop crossing count negatively.
 
-Costs are accelerator cycles at the configuration's `clock_mhz`; DRAM transfers use its
-`bus_width_bytes` and `dma_setup_cycles`. The host's rates are those of an in-order
+Costs are accelerator cycles at the configuration's `clock_mhz`; the host's DRAM transfers
+use its `bus_width_bytes`. The host's rates are those of an in-order
 Cortex-A53-class core next to the accelerator (VTA's Ultra96/ZCU104 boards), as nanoseconds:
 `HOST_NS`. They matter only when the two choices are close, i.e. at a partition's edge, where no
 launch is at stake: there the packed layout's padded lanes decide (a table lookup over 1
@@ -110,9 +110,10 @@ def vta_host_step_cost(summary: HopSummary, config) -> HostStepCost | None:
         inside.append(("sync", _cycles(HOST_NS["sync"], config)))
     packed = _bytes(summary.inputs_without, block) - _bytes(summary.inputs, block)
     unpacked = _bytes(summary.outputs_without, block) - _bytes(summary.outputs, block)
-    tensors = (len(summary.inputs_without) + len(summary.outputs_without)
-               - len(summary.inputs) - len(summary.outputs))  # fmt: skip
-    dram = -(-(packed + unpacked) // config.bus_width_bytes) + tensors * config.dma_setup_cycles
+    # The host writes what it packs into the accelerator's DRAM and reads what it unpacks
+    # from it, over the one shared port; the accelerator's own LOADs and STOREs of the values
+    # are the same either way (every value between layers is in DRAM).
+    dram = -(-(packed + unpacked) // config.bus_width_bytes)
     outside = [
         ("CPU op", _cycles(work_plain * HOST_NS[rate], config)),
         ("pack", _cycles(packed * HOST_NS["pack"], config)),

@@ -434,7 +434,7 @@ def vta_target(config=None, alu_ops: Iterable[Any] | None = None) -> Target:
       would split NASNet into 22 partitions, EfficientNet-B0 into 25). The 6 it moves are at
       partition edges, where no launch is at stake and the packed layout's padded lanes
       make the CPU cheaper (UNet's three skip concatenations, MobileNetV1's final reshape,
-      two of the transformer's).
+      the transformer's two RSQRT lookups over one channel).
     """
     from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
     from qaccel.targets.vta.host_cost import vta_host_step_cost

@@ -15,7 +15,7 @@
 // CHECK:         q.lut
 // CHECK:         q.conv2d
 // EXPLAIN:      vta: selected 5 of 5 ops (100.0% of MACs) into 1 partition
-// EXPLAIN-NEXT: vta: host step or CPU: q.lut %t, a table lookup inside its partition: host step 752 cycles (host step 86, sync 666); CPU 7014 cycles (CPU op 86, pack 86, unpack 86, DRAM 96, launch 6660); chosen: host step
+// EXPLAIN-NEXT: vta: host step or CPU: q.lut %t, a table lookup inside its partition: host step 752 cycles (host step 86, sync 666); CPU 6950 cycles (CPU op 86, pack 86, unpack 86, DRAM 32, launch 6660); chosen: host step
 // ONCPU-LABEL:   func.func @lut_between_layers
 // ONCPU-NEXT:      %[[A:.*]] = func.call @vta_fn_0(%x)
 // ONCPU-NEXT:      %[[T:.*]] = q.lut %[[A]]
