@@ -222,8 +222,7 @@ def _built_model(kind: str) -> bytes:
     "host-concat-lanes" (24 + 11 channels: accel.concat_lanes inside the function),
     "host-pool" (a 3x3 SAME average pool at stride 1 and a padded 2x2 max pool between
     convolutions: accel.host_pool2d inside the function), "host-crop-flatten" (Cropping2D
-    between two convolutions, a reshape of its pixels to one axis: accel.crop and
-    accel.reshape)."""
+    before a convolution, a reshape of its pixels to one axis: accel.crop and accel.reshape)."""
     from qaccel.frontend.builder import (ModelBuilder, QParams, TensorSpec, bias_tensor,
                                          per_axis_qparams, random_weights)  # fmt: skip
 
@@ -278,13 +277,7 @@ def _built_model(kind: str) -> bytes:
                                       rng, channels=16, axis=0)))],
                       TensorSpec("y", (1, 3, 3, 16), np.int8, q_out), conv))  # fmt: skip
     elif kind == "host-crop-flatten":
-        # The crop sits between two convolutions: at the partition's input edge the cost
-        # model would run it on the CPU instead (fewer bytes to pack), not as a host step.
         x = g.input("x", (1, 9, 9, 16), q=q)
-        wq = per_axis_qparams(rng, channels=16, axis=0)
-        x = g.op("CONV_2D", [x, g.const("x0_w", random_weights(rng, (16, 1, 1, 16)), wq),
-                             g.add_tensor(bias_tensor("x0_b", rng, q, wq))],
-                 TensorSpec("x0", (1, 9, 9, 16), np.int8, q), conv)  # fmt: skip
         bounds = [g.const(f"crop_{k}", np.array(v, np.int32))
                   for k, v in (("b", [0, 1, 0, 0]), ("e", [0, 0, 8, 0]), ("s", [1, 1, 1, 1]))]
         crop = g.op("STRIDED_SLICE", [x, *bounds], TensorSpec("crop", (1, 8, 8, 16), np.int8, q),
