@@ -420,7 +420,7 @@ class PartitionGraphPass(ModulePass):
     and the choice made (`qaccel-opt` and `qaccel-compile --explain-partitioning` set it):
 
         vta: host step or CPU: q.lut "act", a table lookup inside its partition: host step
-        752 cycles (host step 86, sync 666); CPU 6950 cycles (CPU op 86, pack 86, unpack 86,
+        752 cycles (host step 86, sync 666); CPU 7283 cycles (CPU op 419, pack 86, unpack 86,
         DRAM 32, launch 6660); chosen: host step
     """
 

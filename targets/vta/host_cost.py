@@ -10,7 +10,8 @@ on the host; they differ in what surrounds it:
 - **inside** (a host step): the host works on the packed layout (channels padded to whole
   16-lane blocks), and when accelerator work follows that depends on it, the program stops
   for it (`sync`: the host waits for the STOREs before it, then lets the program continue);
-- **outside** (on the CPU): the op works on the plain layout, and the hop is paid: every
+- **outside** (on the CPU): the op works on the plain layout, as one more operator the
+  runtime dispatches (its kernel invoked on its tensors), and the hop is paid: every
   value that starts crossing the boundary is packed or unpacked by the host and moved through
   the accelerator's DRAM port, and a group between two ops of its partition splits it in two
   (one more launch: the driver call, cache maintenance, the program's and micro-ops' loads and
@@ -20,8 +21,9 @@ Costs are accelerator cycles at the configuration's `clock_mhz`; the host's DRAM
 use its `bus_width_bytes`. The host's rates are those of an in-order
 Cortex-A53-class core next to the accelerator (VTA's Ultra96/ZCU104 boards), as nanoseconds:
 `HOST_NS`. They matter only when the two choices are close, i.e. at a partition's edge, where no
-launch is at stake: there the packed layout's padded lanes decide (a table lookup over 1
-channel does 16 times the plain work inside).
+launch is at stake: there the packed layout's padded lanes decide, when they cost more than
+the CPU operator's dispatch (a table lookup over 1 channel does 16 times the plain work
+inside).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ HOST_NS = {
     "lookup": 1.0,  # per element: load, index a 256-entry table, store
     "tap": 0.5,  # per window tap of a host pool: load, compare or add
     "pack": 1.0,  # per packed byte: gather/scatter between NHWC and 16-lane blocks
+    "dispatch": 1_000.0,  # one more CPU operator: the runtime invokes its kernel on its tensors
     "launch": 20_000.0,  # a separate accelerator invocation
     "sync": 2_000.0,  # a host step stopping the program: wait for STOREs, signal, resume
 }
@@ -115,7 +118,7 @@ def vta_host_step_cost(summary: HopSummary, config) -> HostStepCost | None:
     # are the same either way (every value between layers is in DRAM).
     dram = -(-(packed + unpacked) // config.bus_width_bytes)
     outside = [
-        ("CPU op", _cycles(work_plain * HOST_NS[rate], config)),
+        ("CPU op", _cycles(work_plain * HOST_NS[rate] + HOST_NS["dispatch"], config)),
         ("pack", _cycles(packed * HOST_NS["pack"], config)),
         ("unpack", _cycles(unpacked * HOST_NS["pack"], config)),
         ("DRAM", int(dram)),

@@ -429,12 +429,11 @@ def vta_target(config=None, alu_ops: Iterable[Any] | None = None) -> Target:
     - **Each host step is a decision of the cost model** (`targets/vta/host_cost.py`): a
       table lookup, copy or host pool stays inside its partition unless running it on the
       CPU, with the hop that adds, is cheaper. Between two layers the launch a split adds
-      (20 us) outweighs it: on the corpus (`benchmarks/bench_partition_cost.py`) 119 of the
+      (20 us) outweighs it: on the corpus (`benchmarks/bench_partition_cost.py`) 123 of the
       125 host steps stay inside (NASNet's 50, EfficientNet-B0's 24, ...; on the CPU they
-      would split NASNet into 22 partitions, EfficientNet-B0 into 25). The 6 it moves are at
-      partition edges, where no launch is at stake and the packed layout's padded lanes
-      make the CPU cheaper (UNet's three skip concatenations, MobileNetV1's final reshape,
-      the transformer's two RSQRT lookups over one channel).
+      would split NASNet into 22 partitions, EfficientNet-B0 into 25). The 2 it moves are
+      at partition edges, where no launch is at stake and the packed layout's padded lanes
+      cost more than a CPU operator's dispatch (two of UNet's skip concatenations).
     """
     from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
     from qaccel.targets.vta.host_cost import vta_host_step_cost
