@@ -10,6 +10,7 @@ import heapq
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -18,7 +19,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from qaccel.targets.base import RegionSummary, Target, describe_op
+from qaccel.targets.base import HopSummary, HostStepCost, RegionSummary, Target, describe_op
 from qaccel.dialects.macs import op_macs
 from qaccel.dialects.annotations import (
     ANNOTATIONS,
@@ -195,6 +196,88 @@ class _Partition:
         return RegionSummary(tuple(self.ops), tuple(inputs), tuple(outputs), self.macs)
 
 
+@dataclass(eq=False)
+class _Decision:
+    """One decision point: a group its target runs as a host step, priced both ways."""
+
+    ops: list[Operation]
+    cost: HostStepCost
+    interior: bool
+    on_cpu: bool
+    forced: bool  # by host-steps=inside|cpu, not by the cost model
+
+    @property
+    def reason(self) -> str:
+        c = self.cost
+        if self.forced:
+            return "host-steps=cpu runs host steps on the CPU"
+        return (f"the cost model prefers the CPU: {c.outside_cycles} cycles with the hop, "
+                f"{c.inside_cycles} as a host step of its partition")  # fmt: skip
+
+    def line(self) -> str:
+        """Both choices, their terms and the choice, on one line."""
+        c = self.cost
+
+        def terms(items) -> str:
+            return ", ".join(f"{name} {cycles}" for name, cycles in items)
+
+        where = "inside its partition" if self.interior else "at its partition's edge"
+        choice = "CPU" if self.on_cpu else "host step"
+        how = " (host-steps option)" if self.forced else ""
+        return (f"host step or CPU: {describe_op(self.ops[-1])}, {c.step} {where}: "
+                f"host step {c.inside_cycles} cycles ({terms(c.inside)}); "
+                f"CPU {c.outside_cycles} cycles ({terms(c.outside)}); "
+                f"chosen: {choice}{how}")  # fmt: skip
+
+
+def _decide(
+    candidates: Sequence[_Partition], target: Target, mode: str, position: dict[Operation, int]
+) -> list[_Decision]:
+    """Price every group of every candidate partition that the target runs as a host step:
+    inside the partition, or on the CPU with the partition's boundary moved around it (two
+    partitions, cut at its place in program order, when it sits between ops of the
+    partition)."""
+    assert target.host_step_cost is not None
+    decisions: list[_Decision] = []
+    for part in candidates:
+        units: dict[object, list[Operation]] = {}
+        for o in part.ops:
+            gid = o.attributes.get(GROUP_ATTR)
+            key = gid.value.data if isinstance(gid, IntegerAttr) else ("op", id(o))
+            units.setdefault(key, []).append(o)
+        if len(units) < 2:
+            continue  # nothing to move the group away from
+        inputs, outputs = _region_values(part.ops)
+        for unit in units.values():
+            members = set(unit)
+            rest = [o for o in part.ops if o not in members]
+            others = set(rest)
+            reads = any(v.owner in others for o in unit for v in o.operands)
+            feeds = any(u.operation in others for o in unit for r in o.results for u in r.uses)
+            if reads and feeds:
+                first = min(position[o] for o in unit)
+                pieces = [[o for o in rest if position[o] < first],
+                          [o for o in rest if position[o] > first]]  # fmt: skip
+            else:
+                pieces = [rest]
+            ins: list[SSAValue] = []
+            outs: list[SSAValue] = []
+            for piece in pieces:
+                i, o = _region_values(piece)
+                ins += i
+                outs += o
+            summary = HopSummary(tuple(unit), tuple(inputs), tuple(outputs), tuple(ins),
+                                 tuple(outs), len(pieces))  # fmt: skip
+            cost = target.host_step_cost(summary)
+            if cost is None:
+                continue
+            forced = mode != "cost"
+            on_cpu = mode == "cpu" or (mode == "cost" and cost.on_cpu)
+            decisions.append(_Decision(unit, cost, summary.interior, on_cpu, forced))
+    decisions.sort(key=lambda d: position[d.ops[0]])
+    return decisions
+
+
 def _percent(part: int, total: int) -> str:
     return f"{100.0 * part / total:.1f}%" if total else "0.0%"
 
@@ -320,12 +403,25 @@ class PartitionGraphPass(ModulePass):
           func.return %z : tensor<1x8x8x16xi8>
         }
 
+    Groups the target runs as host steps of its programs (for `vta`: table lookups, copies,
+    pools the ALU cannot compute exactly) are decision points: the target's cost model
+    (`Target.host_step_cost`) prices each inside its partition (a host step) against the CPU
+    (the op there, plus the hop: packing, unpacking and DRAM transfers of the values that
+    start crossing the partition's boundary, and one more launch when the group sits between
+    ops of the partition, which then splits), and the cheaper choice is taken; a tie keeps it
+    inside (`host-steps=inside|cpu` overrides the model). The other groups then merge again.
+
     A region stays on the CPU (its annotations removed) when it has fewer than `min-ops` ops, when
     the target's region check refuses it (for `vta`: no GEMM work), or when `max-partitions`
     keeps only the partitions with the most MACs. With `report=true` (or `explain=true`) the
     pass reports on stderr, LiteRT-style, `vta: selected N of M ops (X% of MACs) into K
     partitions` and one line per dropped partition; with `explain=true` also the reason every
-    op left on the CPU has (`qaccel-opt --explain-partitioning` sets it).
+    op left on the CPU has and one line per decision point, both choices with their cycles
+    and the choice made (`qaccel-opt` and `qaccel-compile --explain-partitioning` set it):
+
+        vta: host step or CPU: q.lut "act", a table lookup inside its partition: host step
+        752 cycles (host step 86, sync 666); CPU 7283 cycles (CPU op 419, pack 86, unpack 86,
+        DRAM 32, launch 6660); chosen: host step
     """
 
     name = "partition-graph"
@@ -346,9 +442,22 @@ class PartitionGraphPass(ModulePass):
     partitions, and each partition dropped by max-partitions."""
 
     explain: bool = False
-    """Print the report and, for every op left on the CPU, why."""
+    """Print the report and, for every op left on the CPU, why; and, for every decision
+    point (a group the target runs as a host step of its program), both choices with their
+    costs and the choice made."""
+
+    host_steps: Literal["cost", "inside", "cpu"] = "cost"
+    """Groups the target runs as host steps of its programs (`Target.host_step_cost`):
+    `cost` keeps each inside its partition or runs it on the CPU, whichever the target's
+    cost model says is cheaper; `inside` keeps them all inside, `cpu` runs them all on the
+    CPU (both for comparison)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.host_steps not in ("cost", "inside", "cpu"):
+            raise PassFailedException(
+                "partition-graph: host-steps must be one of cost, inside, cpu, got "
+                f"'{self.host_steps}'"
+            )
         if self.max_partitions is not None and self.max_partitions < 0:
             raise PassFailedException(
                 f"partition-graph: max-partitions must not be negative, got {self.max_partitions}"
@@ -363,36 +472,21 @@ class PartitionGraphPass(ModulePass):
         ops = [o for o in block.ops if is_compute_op(o) or isinstance(o, func.ReturnOp)]
         compute = [o for o in ops if is_compute_op(o)]
         total_macs = sum(op_macs(o) for o in compute)
-        groups: dict[object, list[Operation]] = {}
-        index_of: dict[object, int] = {}
-        for o in compute:
-            if annotated_target(o) != target.name:
-                continue
-            gid = o.attributes.get(GROUP_ATTR)
-            key = gid.value.data if isinstance(gid, IntegerAttr) else ("op", id(o))
-            pidx = o.attributes.get(PARTITION_INDEX_ATTR)
-            index = pidx.value.data if isinstance(pidx, IntegerAttr) else 0
-            if key in index_of and index_of[key] != index:
-                raise PassFailedException(
-                    f"partition-graph: group {key} mixes partition indices "
-                    f"{index_of[key]} and {index} ({describe_op(o)})"
-                )
-            index_of[key] = index
-            groups.setdefault(key, []).append(o)
-        graph = RegionGraph(ops, [(members, index_of[k]) for k, members in groups.items()])
-        graph.merge_all()
-
         position = {o: i for i, o in enumerate(ops)}
-        candidates = [
-            _Partition(
-                sorted(graph.nodes[n].ops, key=position.__getitem__),
-                sum(op_macs(o) for o in graph.nodes[n].ops),
-                graph.nodes[n].index,
-            )
-            for n in graph.regions()
-        ]
-        kept: list[_Partition] = []
+        candidates = self._candidates(ops, compute, target, position)
         reasons: dict[Operation, str] = {}
+        decisions: list[_Decision] = []
+        if target.host_step_cost is not None:
+            decisions = _decide(candidates, target, self.host_steps, position)
+            moved = [d for d in decisions if d.on_cpu]
+            for d in moved:
+                for o in d.ops:
+                    reasons[o] = d.reason
+                    for name in ANNOTATIONS:
+                        o.attributes.pop(name, None)
+            if moved:  # the other ops form their partitions again
+                candidates = self._candidates(ops, compute, target, position)
+        kept: list[_Partition] = []
         for part in candidates:
             reason = None
             if len(part.ops) < self.min_ops:
@@ -457,6 +551,41 @@ class PartitionGraphPass(ModulePass):
                 file=out,
             )
         print_explanations(target, explanations, out)
+        for d in decisions:
+            print(f"{target.name}: {d.line()}", file=out)
+
+    @staticmethod
+    def _candidates(
+        ops: list[Operation], compute: list[Operation], target: Target,
+        position: dict[Operation, int],
+    ) -> list[_Partition]:  # fmt: skip
+        """The target's annotated groups merged into maximal cycle-free regions."""
+        groups: dict[object, list[Operation]] = {}
+        index_of: dict[object, int] = {}
+        for o in compute:
+            if annotated_target(o) != target.name:
+                continue
+            gid = o.attributes.get(GROUP_ATTR)
+            key = gid.value.data if isinstance(gid, IntegerAttr) else ("op", id(o))
+            pidx = o.attributes.get(PARTITION_INDEX_ATTR)
+            index = pidx.value.data if isinstance(pidx, IntegerAttr) else 0
+            if key in index_of and index_of[key] != index:
+                raise PassFailedException(
+                    f"partition-graph: group {key} mixes partition indices "
+                    f"{index_of[key]} and {index} ({describe_op(o)})"
+                )
+            index_of[key] = index
+            groups.setdefault(key, []).append(o)
+        graph = RegionGraph(ops, [(members, index_of[k]) for k, members in groups.items()])
+        graph.merge_all()
+        return [
+            _Partition(
+                sorted(graph.nodes[n].ops, key=position.__getitem__),
+                sum(op_macs(o) for o in graph.nodes[n].ops),
+                graph.nodes[n].index,
+            )
+            for n in graph.regions()
+        ]
 
     @staticmethod
     def _outline(module: ModuleOp, host: func.FuncOp, target: Target, parts, taken: set[str]):

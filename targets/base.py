@@ -10,7 +10,11 @@ a machine comes from its `Target`:
 - `patterns`: a priority-ordered table of DAG `Pattern`s over q ops, each with `Check`s on
   shapes, dtypes, strides, constants and buffer capacity, and an optional partition index;
 - `region_check`: an optional policy that refuses a whole partition (e.g. one without GEMM
-  work).
+  work);
+- `host_step_cost`: an optional cost model for the ops the target runs as host steps of its
+  programs: each is priced inside its partition against the CPU plus the hop a partition
+  boundary costs, and `partition-graph` takes the cheaper choice (`--explain-partitioning`
+  prints both).
 
 A pattern is written as a term, root first; `?` marks an optional op (when absent, its first
 operand's producer takes its place) and `_` an operand position the pattern does not
@@ -350,6 +354,56 @@ class RegionSummary:
     macs: int
 
 
+@dataclass(frozen=True)
+class HopSummary:
+    """What `Target.host_step_cost` sees of one decision point of `partition-graph`: a group
+    of a candidate partition that the target runs as a host step of the partition's program,
+    and what its partition's boundary would become if the group ran on the CPU instead.
+
+    `inputs`/`outputs` are the partition's boundary values with the group inside;
+    `inputs_without`/`outputs_without` those of the partitions the other ops form without it
+    (summed over them: `parts` partitions, 2 when the group sits between ops of the
+    partition, i.e. reads what they compute and feeds them, which then split at its place
+    in program order; 1 when it is at an edge)."""
+
+    ops: tuple[Operation, ...]
+    inputs: tuple[SSAValue, ...]
+    outputs: tuple[SSAValue, ...]
+    inputs_without: tuple[SSAValue, ...]
+    outputs_without: tuple[SSAValue, ...]
+    parts: int
+
+    @property
+    def interior(self) -> bool:
+        return self.parts > 1
+
+
+@dataclass(frozen=True)
+class HostStepCost:
+    """A target's price of both choices at one decision point, in accelerator cycles, each
+    choice as named terms: `inside` the host step of the program, `outside` the op on the
+    CPU plus the hop (packing, unpacking, DRAM transfers, launches) that running it there
+    adds or saves (a term may be negative: a value that stops crossing)."""
+
+    step: str
+    """What the host step is (e.g. "a table lookup")."""
+    inside: tuple[tuple[str, int], ...]
+    outside: tuple[tuple[str, int], ...]
+
+    @property
+    def inside_cycles(self) -> int:
+        return sum(c for _, c in self.inside)
+
+    @property
+    def outside_cycles(self) -> int:
+        return sum(c for _, c in self.outside)
+
+    @property
+    def on_cpu(self) -> bool:
+        """The cheaper choice; a tie keeps the op inside (fewer, larger partitions)."""
+        return self.outside_cycles < self.inside_cycles
+
+
 def _interior_escape(ops: Sequence[Operation], root: Operation) -> str | None:
     inside = set(ops)
     for op in ops:
@@ -392,6 +446,10 @@ class Target:
     features: frozenset[str] = frozenset()
     description: str = ""
     region_check: Callable[[RegionSummary], str | None] | None = None
+    host_step_cost: Callable[[HopSummary], HostStepCost | None] | None = None
+    """Prices a group the target runs as a host step of its program against running it on
+    the CPU (`HopSummary`); None for a group the accelerator itself runs. `partition-graph`
+    takes the cheaper choice at each such decision point."""
     configure: Callable[[str], Target] | None = None
     """Returns this target with the hardware configuration read from a file or named by a
     bundled configuration's name (`attach-target{config=...}`)."""
@@ -624,6 +682,8 @@ def resolve_target(module: ModuleOp, name: str = "") -> Target:
 __all__ = [
     "ENTRY_POINT_GROUP",
     "Check",
+    "HopSummary",
+    "HostStepCost",
     "Match",
     "MatchResult",
     "Pattern",

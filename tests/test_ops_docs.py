@@ -51,3 +51,29 @@ def test_every_legalization_names_its_q_op():
     assert set(gen_ops_docs.LEGALIZED_TO) == legalized
     q_ops = {op.name for op in q.Q.operations}
     assert set(gen_ops_docs.LEGALIZED_TO.values()) <= q_ops
+
+
+def test_every_pattern_says_where_it_runs():
+    from qaccel.targets.vta.target import VTA_PATTERNS
+
+    for p in VTA_PATTERNS:
+        assert gen_ops_docs.placement(p.doc) is not None, (
+            f"pattern {p.name}: its doc must start with one of {gen_ops_docs.PLACEMENTS} and ': '")
+
+
+def test_every_corpus_operator_has_an_accelerator_decision():
+    """docs/ops.md's accelerator column says for every operator of the converter-made corpus
+    where it runs and why: a pattern's placement, or the CPU with the reason."""
+    from pathlib import Path
+
+    from qaccel.frontend.tflite_writer import read_model
+
+    corpus = Path(__file__).parent / "fixtures" / "corpus"
+    rows = {r.builtin: r for r in gen_ops_docs.rows()}
+    used = {op.op for path in corpus.glob("*.tflite")
+            for sg in read_model(path.read_bytes()).subgraphs for op in sg.operators}  # fmt: skip
+    assert "CONV_2D" in used and "SOFTMAX" in used
+    for name in sorted(used):
+        r = rows[name]
+        decided = r.accelerator or name in gen_ops_docs.NOT_ON_THE_ACCELERATOR
+        assert decided, f"{name}: no accelerator decision in docs/ops.md"

@@ -65,17 +65,42 @@ NOTES: dict[str, str] = {
 """What the importer does with builtins that are not ordinary operators."""
 
 
+PLACEMENTS = ("GEMM core", "ALU", "DMA", "host step")
+"""Where the accelerator runs what a pattern takes; each pattern's doc starts with one, then
+`:` and why (checked by the test suite). "host step": an exact step of the accelerator
+program run by the host between two layers, inside the partition (no split)."""
+
+CPU_BOUNDARY = "CPU (partition boundary)"
+
 NOT_ON_THE_ACCELERATOR: dict[str, str] = {
     **dict.fromkeys(("SOFTMAX", "LOG_SOFTMAX", "EXP"),
-                    "a nonlinear function (no ALU sequence computes it bit-exactly)"),
+                    "a nonlinear function of a whole row (exp and a division: no ALU sequence "
+                    "computes BUILTIN_REF's fixed-point result bit-exactly; it ends classifiers, "
+                    "after the last partition)"),
     "BATCH_MATMUL": "not yet: activation x activation needs a GEMM layer whose weight tiles "
                     "are loaded from the arena at run time (every GEMM layer's weights are "
                     "constants)",
     **dict.fromkeys(("SQUEEZE", "EXPAND_DIMS", "SHAPE"),
                     "no data moves: a view on the host"),
     "DEQUANTIZE": "changes the number format, at the borders",
+    "PACK": "stacks tensors on a new axis; in converter output it builds the int32 shape "
+            "vector of a RESHAPE: a few scalars, nothing to accelerate",
+    "GATHER": "reads at data-dependent indices (embeddings): no LOAD or ALU op addresses by "
+              "a tensor's values",
+    "REDUCE_PROD": "a product reduction: no ALU op keeps a product of many int8 values exact "
+                   "in 32-bit lanes (in the corpus it multiplies shape dimensions)",
+    "SQUARED_DIFFERENCE": "no pattern yet (int8 (a - b)^2 with TFLite's rescaling); in the "
+                          "corpus it is one step of a layer normalization whose other steps "
+                          "(RSQRT of a float mean, DEQUANTIZE) stay on the CPU",
+    "TRANSPOSE": "exchanges the channel axis with another: lanes move, which neither the "
+                 "LOAD/STORE strides nor the ALU can do",
+    "RESIZE_BILINEAR": "per-pixel interpolation weights in BUILTIN_REF's fixed point: no ALU "
+                       "pattern for them yet",
+    "RESIZE_NEAREST_NEIGHBOR": "repeats rows and columns: no copy pattern for it yet (it "
+                               "could be LOADs with repeated addresses)",
 }  # fmt: skip
-"""Why some builtins with a CPU kernel have no accelerator pattern (the column's text)."""
+"""Why some builtins with a CPU kernel have no accelerator pattern (the column's text): each
+is a partition boundary, the partition around it split into the ops before and after it."""
 
 ACCELERATOR_NOTES: dict[str, str] = {
     "TRANSPOSE_CONV": "when the kernel is the stride (taps on distinct output pixels): a 1x1 "
@@ -156,6 +181,20 @@ def _kernel_cell(r: OpRow) -> str:
     return f"`{r.kernel}`{types}"
 
 
+def placement(doc: str) -> tuple[str, str] | None:
+    """(placement, why) of a pattern's doc that starts with one of `PLACEMENTS`."""
+    head, sep, rest = doc.partition(": ")
+    return (head, rest) if sep and head in PLACEMENTS else None
+
+
+def _placement_cell(name: str, doc: str) -> str:
+    found = placement(doc)
+    if found is None:
+        return f"`{name}`: {_cell(doc)}" if doc else f"`{name}`"
+    where, why = found
+    return f"**{where}** (`{name}`): {_cell(why)}"
+
+
 def render() -> str:
     """The text of docs/ops.md for the registries as they are now."""
     table = rows()
@@ -181,8 +220,17 @@ def render() -> str:
         "  imports and prints it.",
         "- **q op**: what `legalize-tfl-to-q` rewrites its int8 form to (the rest stays `tfl`",
         "  and runs on the CPU).",
-        "- **accelerator**: the `vta` target's pattern that takes that `q` op, when its checks",
-        "  pass (`qaccel-opt MODEL -p vta-pipeline --explain-partitioning` says why not).",
+        "- **accelerator**: where the `vta` target runs it and why, when its pattern's checks",
+        "  pass (`qaccel-opt MODEL -p vta-pipeline --explain-partitioning` says why not):",
+        "  on the **GEMM core**, the **ALU** or the **DMA** (LOAD/STORE), or as a **host step**:",
+        "  an exact step of the accelerator program that the host runs between two layers,",
+        "  inside the partition, where the ALU cannot match BUILTIN_REF bit for bit (a table,",
+        "  a double-precision rounding, a divisor that is not a power of two) or lanes move. A",
+        "  host step is a decision of the target's cost model: it stays inside unless running",
+        "  the op on the CPU, with the hop a partition boundary costs (pack, DRAM transfers,",
+        "  unpack, one more launch), is cheaper; `--explain-partitioning` prints both choices.",
+        f"  **{CPU_BOUNDARY}**: the op runs on the CPU and the accelerator function around it",
+        "  ends before it, for the reason given.",
         "",
         "The kernels compute int8 models (and the float and integer ops around them);",
         "int16x8 models (16-bit activations) are refused at import.",
@@ -191,10 +239,9 @@ def render() -> str:
         "| ---: | --- | --- | --- | --- | --- | --- |",
     ]
     for r in table:
-        accel = "; ".join(f"`{name}`: {_cell(doc)}" if doc else f"`{name}`"
-                          for name, doc in r.accelerator)  # fmt: skip
+        accel = "; ".join(_placement_cell(name, doc) for name, doc in r.accelerator)
         if not accel and r.kernel and r.builtin in NOT_ON_THE_ACCELERATOR:
-            accel = f"no: {NOT_ON_THE_ACCELERATOR[r.builtin]}"
+            accel = f"**{CPU_BOUNDARY}**: {_cell(NOT_ON_THE_ACCELERATOR[r.builtin])}"
         if accel and r.builtin in ACCELERATOR_NOTES:
             accel += f" ({_cell(ACCELERATOR_NOTES[r.builtin])})"
         note = NOTES.get(r.builtin)

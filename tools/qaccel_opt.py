@@ -92,8 +92,10 @@ def add_pass_manager_arguments(ap: argparse.ArgumentParser, semantics: bool = Tr
                         "(seed SEED, default 0) with the interpreter; fail naming the pass "
                         "if any output changed bit for bit (write --verify-semantics=SEED)")
     ap.add_argument("--explain-partitioning", action="store_true",
-                    help="print why every op left on the CPU was not partitioned (sets "
-                    "explain=true on every partition-graph pass)")
+                    help="print why every op left on the CPU was not partitioned, and for "
+                    "every host step both choices (inside its partition or on the CPU) with "
+                    "their costs and the choice made (sets explain=true on every "
+                    "partition-graph pass)")
     ap.add_argument("--elide-elementsattrs-if-larger", type=int, metavar="N", default=None,
                     help="print constants (dense elements, arrays, lane lists) of more than N "
                     "elements as dense_resource<__elided__> / __elided__ in printed IR; such "

@@ -319,57 +319,78 @@ _ELEMENTWISE = (_int8_operands, _broadcast, _alu_ops)
 
 VTA_PATTERNS: tuple[Pattern, ...] = (
     Pattern("conv2d", "q.relu?(q.requantize(q.bias_add?(q.conv2d)))", _GEMM_CHECKS,
-            doc="convolution as GEMM over 16x16 channel blocks, requantize and clamp on the "
-                "ALU; a batch of N images is an outer loop (each image one pass of the batch-1 "
-                "loop nest, weights and parameters shared)"),
+            doc="GEMM core: convolution as GEMM over 16x16 channel blocks (input channels "
+                "padded to whole blocks), requantize and clamp on the ALU (on the store "
+                "module's output stage with `store_requant`); a spatial `PAD` before it is "
+                "the LOAD's padding; a batch of N images is an outer loop (each image one pass "
+                "of the batch-1 loop nest, weights and parameters shared)"),
     Pattern("depthwise_conv2d", "q.relu?(q.requantize(q.bias_add?(q.depthwise_conv2d)))",
-            _GEMM_CHECKS, doc="depthwise convolution with block-diagonal 16x16 weight tiles; a "
-                              "batch is an outer loop over the images"),
+            _GEMM_CHECKS,
+            doc="GEMM core: block-diagonal 16x16 weight tiles (1 lane in 16 useful, still "
+                "4x fewer cycles than a MUL/ADD tap loop on the ALU); a batch is an outer loop "
+                "over the images"),
     Pattern("dense", "q.relu?(q.requantize(q.bias_add?(q.dense)))", _DENSE_CHECKS,
-            doc="matrix product as GEMM (the batch is GEMM rows, the weights loaded once; "
-                "tokens [1, T, C] as a 1x1 convolution over T pixels), its int32 accumulators "
-                "requantized in double as LiteRT's reference kernel does, an exact host step "
-                "of the program"),
-    Pattern("add", "q.relu?(q.add)", _ELEMENTWISE, doc="int8 addition with rescaling, ALU"),
-    Pattern("sub", "q.relu?(q.sub)", _ELEMENTWISE, doc="int8 subtraction with rescaling, ALU"),
-    Pattern("mul", "q.relu?(q.mul)", _ELEMENTWISE, doc="int8 multiplication, ALU"),
+            doc="GEMM core: matrix product (the batch is GEMM rows, the weights loaded once; "
+                "tokens [1, T, C] as a 1x1 convolution over T pixels), requantize and clamp on "
+                "the ALU; a requantization LiteRT computes in double precision (a float scale) "
+                "is an exact host step of the program (`accel.host_requantize`: 32-bit ALU "
+                "lanes cannot round as a double does)"),
+    Pattern("add", "q.relu?(q.add)", _ELEMENTWISE,
+            doc="ALU: int8 addition with TFLite's rescaling (SHL, RDMUL, RSHR are exact)"),
+    Pattern("sub", "q.relu?(q.sub)", _ELEMENTWISE,
+            doc="ALU: int8 subtraction with TFLite's rescaling"),
+    Pattern("mul", "q.relu?(q.mul)", _ELEMENTWISE,
+            doc="ALU: int8 multiplication of same-shape tensors; a broadcast operand (the "
+                "squeeze-excite scale [1, 1, 1, C] of MobileNetV3 and EfficientNet) has no ALU "
+                "code generator yet: it runs on the host inside the program (a host fallback "
+                "of the report), the partition is not split"),
     Pattern("max_pool2d", "q.relu?(q.max_pool2d)", (_int8_operands, _pool_padding, _alu_ops),
-            doc="ALU MAX over the window's rows (a batch: an outer loop over the images); with "
-                "padding (padded taps must not count, "
-                "accumulator loads pad with zeros) an exact host step of the accelerator "
-                "program inside the partition"),
+            doc="ALU: MAX over the window's rows (a batch: an outer loop over the images); "
+                "with padding an exact host step of the program (padded taps must not count, "
+                "accumulator loads pad with zeros): a decision point of the cost model, inside "
+                "its partition unless the CPU is cheaper"),
     Pattern("avg_pool2d", "q.relu?(q.avg_pool2d)", (_int8_operands, _pool_padding, _alu_ops),
-            doc="ALU ADD over the window's rows, rounding shift by log2(taps) (a batch: an "
+            doc="ALU: ADD over the window's rows, rounding shift by log2(taps) (a batch: an "
                 "outer loop over the images); with padding "
                 "(SAME, stride 1: the divisor varies at the border) or a tap count that is "
-                "not a power of two (3x3, 25x5: the ALU divides by rounding shifts only) an "
-                "exact host step of the accelerator program inside the partition"),
+                "not a power of two (3x3, 25x5: the ALU divides by rounding shifts only, "
+                "BUILTIN_REF divides with rounding) an exact host step of the program, a "
+                "decision point of the cost model"),
     Pattern("mean", "q.mean", (_int8_operands, _mean_axes, _alu_ops),
-            doc="spatial mean: ALU ADD over rows, then the requantize sequence"),
-    Pattern("pad", "q.pad", (_int8_operands, _pad_axes, _alu_ops), doc="spatial padding by DMA"),
+            doc="ALU: spatial mean as ADD over rows, then the requantize sequence; a global "
+                "mean whose input other ops read too (squeeze-excite) has no code generator "
+                "yet and runs on the host inside the program"),
+    Pattern("pad", "q.pad", (_int8_operands, _pad_axes, _alu_ops),
+            doc="DMA: spatial padding by the LOAD's pad fields of the convolution or pool "
+                "that reads it; one nothing folds runs on the host inside the program"),
     Pattern("concat", "q.concat", (_int8_operands,),
-            doc="concatenation inside the accelerator function, an exact host step of its "
-                "program (a copy per input; channel counts that do not fill whole 16-lane "
-                "blocks, e.g. 24+8, move lanes), so the partition is not split"),
-    Pattern("relu", "q.relu", (_int8_operands, _alu_ops), doc="clamp, ALU MAX and MIN"),
+            doc="host step: an exact copy per input inside the accelerator function (channel "
+                "counts that do not fill whole 16-lane blocks, e.g. 24+8, move lanes), so "
+                "the partition is not split; a decision point of the cost model: on the CPU "
+                "when that is cheaper (at a partition's edge, the plain layout's fewer bytes)"),
+    Pattern("relu", "q.relu", (_int8_operands, _alu_ops),
+            doc="ALU: clamp, MAX and MIN (a standalone RELU or RELU6 keeping the scale)"),
     Pattern("lut", "q.lut", (_int8_operands,),
-            doc="the op's 256 int8 results, computed at compile time by its CPU kernel (exact), "
-                "looked up by the host between two layers of the accelerator function (the "
-                "ALU cannot index a table; no partition split); a table that is a clamp (a "
-                "RELU keeping the scale) is `q.relu` on the ALU instead"),
+            doc="host step: the op's 256 int8 results, computed at compile time by its CPU "
+                "kernel (exact), looked up by the host between two layers of the accelerator "
+                "function (the ALU cannot index a table, and LiteRT's fixed-point LOGISTIC, "
+                "TANH or HARD_SWISH sequences are not exact in 32-bit lanes); a decision point "
+                "of the cost model (inside unless the CPU is cheaper); a table that is a clamp "
+                "(a RELU keeping the scale) is `q.relu` on the ALU instead"),
     Pattern("slice", "q.slice", (_int8_operands, _slice_axes),
-            doc="a spatial crop (Cropping2D) keeps batch, channel blocks and lanes: a copy "
-                "step of the accelerator program inside the partition; slices of batch or "
-                "channels stay on the CPU"),
+            doc="host step: a spatial crop (Cropping2D) keeps batch, channel blocks and "
+                "lanes: a copy inside the accelerator function, a decision point of the cost "
+                "model; slices of batch or channels move lanes: CPU (partition boundary)"),
     Pattern("depth_to_space", "q.depth_to_space", (_int8_operands,),
-            doc="channel blocks moved into pixels (DEPTH_TO_SPACE; the scatter of a "
-                "TRANSPOSE_CONV whose kernel is its stride): a gather step of the accelerator "
-                "program inside the partition"),
+            doc="host step: channel blocks moved into pixels (DEPTH_TO_SPACE; the scatter of a "
+                "TRANSPOSE_CONV whose kernel is its stride), a gather inside the accelerator "
+                "function"),
     Pattern("reshape", "q.reshape", (_int8_operands, _reshape_view),
-            doc="a reshape that keeps batch and channels (e.g. Flatten after a global pool), "
-                "or between whole channel blocks in plain order (Flatten of a 16-channel map), "
-                "is the same packed bytes: a copy step of the accelerator program inside the "
-                "partition; other reshapes move lanes and stay on the CPU"),
+            doc="host step: a reshape that keeps batch and channels (e.g. Flatten after a "
+                "global pool), or between whole channel blocks in plain order (Flatten of a "
+                "16-channel map), is the same packed bytes, a copy inside the accelerator "
+                "function, a decision point of the cost model; other reshapes move lanes: "
+                "CPU (partition boundary)"),
 )  # fmt: skip
 
 
@@ -415,8 +436,17 @@ def vta_target(config=None, alu_ops: Iterable[Any] | None = None) -> Target:
       HARD_SWISH would need LiteRT's fixed-point polynomial and exp sequences, not bit-exact
       with 32-bit lanes; on the CPU they split MobileNetV3 into 10-12 partitions and
       EfficientNet-B0 into 25, each border a pack, an unpack and two DRAM transfers.
+    - **Each host step is a decision of the cost model** (`targets/vta/host_cost.py`): a
+      table lookup, copy or host pool stays inside its partition unless running it on the
+      CPU, with the hop that adds, is cheaper. Between two layers the launch a split adds
+      (20 us) outweighs it: on the corpus (`benchmarks/bench_partition_cost.py`) 123 of the
+      125 host steps stay inside (NASNet's 50, EfficientNet-B0's 24, ...; on the CPU they
+      would split NASNet into 22 partitions, EfficientNet-B0 into 25). The 2 it moves are
+      at partition edges, where no launch is at stake and the packed layout's padded lanes
+      cost more than a CPU operator's dispatch (two of UNet's skip concatenations).
     """
     from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+    from qaccel.targets.vta.host_cost import vta_host_step_cost
     from qaccel.targets.vta.isa import AluOp
 
     config = DEFAULT_CONFIG if config is None else config
@@ -435,6 +465,7 @@ def vta_target(config=None, alu_ops: Iterable[Any] | None = None) -> Target:
         features=frozenset(AluOp(o).name.lower() for o in ops),
         description=f"VTA-like accelerator ({config.name}: 1x{config.block}x{config.block} GEMM)",
         region_check=_vta_region_check,
+        host_step_cost=lambda summary: vta_host_step_cost(summary, config),
         configure=configure,
         from_config=from_config,
     )

@@ -3,6 +3,7 @@
 // RUN: not qaccel-opt %s -p 'annotate-target{target=nope}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
 // RUN: not qaccel-opt %s -p 'partition-graph{target=nope}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
 // RUN: not qaccel-opt %s -p 'attach-target,partition-graph{max-partitions=-1}' 2>&1 | filecheck %s --check-prefix=NEGATIVE
+// RUN: not qaccel-opt %s -p 'attach-target,partition-graph{host-steps=always}' 2>&1 | filecheck %s --check-prefix=HOSTSTEPS
 // Without target=NAME the passes take the module's #accel.target, and say when it has none:
 // RUN: not qaccel-opt %s -p 'annotate-target' 2>&1 | filecheck %s --check-prefix=NOTARGET
 // RUN: not qaccel-opt %s -p 'partition-graph' 2>&1 | filecheck %s --check-prefix=NOTARGET
@@ -11,6 +12,7 @@
 // MIXED: qaccel-opt: error: partition-graph: group 0 mixes partition indices 1 and 2 (q.relu %b)
 // UNKNOWN: qaccel-opt: error: {{annotate-target|partition-graph}}: unknown target 'nope' (known: vta)
 // NEGATIVE: qaccel-opt: error: partition-graph: max-partitions must not be negative, got -1
+// HOSTSTEPS: qaccel-opt: error: partition-graph: host-steps must be one of cost, inside, cpu, got 'always'
 // NOTARGET: qaccel-opt: error: {{annotate-target|partition-graph}}: the module has no accel.target: run attach-target{target=NAME} first (vta-pipeline does)
 
 // A hand-annotated group that a foreign op splits: %a -> tanh -> %c, all but tanh in group 0.

@@ -1,0 +1,130 @@
+"""The partition cost model of `vta`: a host step of the program against a partition boundary.
+
+Some groups the VTA target accepts are not computed by the accelerator but by the host, as a
+step of the accelerator program between two layers (`q.lut`'s table lookup, the copies of
+`q.concat`, `q.slice` and `q.reshape`, pools the ALU cannot compute bit-exactly). Each is a
+decision point of `partition-graph`: the group either stays inside its partition, or runs on
+the CPU as an ordinary operator, which moves the partition's boundary. Both choices run the op
+on the host; they differ in what surrounds it:
+
+- **inside** (a host step): the host works on the packed layout (channels padded to whole
+  16-lane blocks), and when accelerator work follows that depends on it, the program stops
+  for it (`sync`: the host waits for the STOREs before it, then lets the program continue);
+- **outside** (on the CPU): the op works on the plain layout, as one more operator the
+  runtime dispatches (its kernel invoked on its tensors), and the hop is paid: every
+  value that starts crossing the boundary is packed or unpacked by the host and moved through
+  the accelerator's DRAM port, and a group between two ops of its partition splits it in two
+  (one more launch: the driver call, cache maintenance, the program's and micro-ops' loads and
+  the wait for completion). Values that stop crossing count negatively.
+
+Costs are accelerator cycles at the configuration's `clock_mhz`; the host's DRAM transfers
+use its `bus_width_bytes`. The host's rates are those of an in-order
+Cortex-A53-class core next to the accelerator (VTA's Ultra96/ZCU104 boards), as nanoseconds:
+`HOST_NS`. They matter only when the two choices are close, i.e. at a partition's edge, where no
+launch is at stake: there the packed layout's padded lanes decide, when they cost more than
+the CPU operator's dispatch (a table lookup over 1 channel does 16 times the plain work
+inside).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from xdsl.ir import Operation, SSAValue
+
+from qaccel.targets.base import HopSummary, HostStepCost, shape_of, storage_dtype
+
+HOST_NS = {
+    "copy": 0.25,  # per byte: memcpy of rows (about 4 GB/s)
+    "lookup": 1.0,  # per element: load, index a 256-entry table, store
+    "tap": 0.5,  # per window tap of a host pool: load, compare or add
+    "pack": 1.0,  # per packed byte: gather/scatter between NHWC and 16-lane blocks
+    "dispatch": 1_000.0,  # one more CPU operator: the runtime invokes its kernel on its tensors
+    "launch": 20_000.0,  # a separate accelerator invocation
+    "sync": 2_000.0,  # a host step stopping the program: wait for STOREs, signal, resume
+}
+"""The host's rates in nanoseconds (see the module docstring)."""
+
+
+def _cycles(ns: float, config) -> int:
+    return int(math.ceil(ns * config.clock_mhz / 1000.0))
+
+
+def _elements(v: SSAValue, block: int | None = None) -> int:
+    shape = shape_of(v)
+    if not shape:
+        return 1
+    if block is None:
+        return int(math.prod(shape))
+    lanes = -(-shape[-1] // block) * block
+    return int(math.prod(shape[:-1])) * lanes
+
+
+def _bytes(values: Iterable[SSAValue], block: int) -> int:
+    total = 0
+    for v in values:
+        dtype = storage_dtype(v)
+        total += _elements(v, block) * (dtype.itemsize if dtype is not None else 1)
+    return total
+
+
+def _ints(op: Operation, name: str) -> list[int]:
+    return [int(v) for v in op.array_prop(name)]  # type: ignore[attr-defined]
+
+
+def host_step_kind(ops: Iterable[Operation]) -> tuple[str, str, int] | None:
+    """(what the host step is, its rate's key in `HOST_NS`, units of work per output element)
+    when the group is a host step of the program; None when the accelerator runs it."""
+    for op in ops:
+        name = op.name
+        if name == "q.lut":
+            return "a table lookup", "lookup", 1
+        if name == "q.concat":
+            return "a copy (concatenation)", "copy", 1
+        if name == "q.slice":
+            return "a copy (spatial crop)", "copy", 1
+        if name == "q.reshape":
+            return "a copy (reshape)", "copy", 1
+        if name in ("q.max_pool2d", "q.avg_pool2d"):
+            kh, kw = _ints(op, "filter")
+            taps = kh * kw
+            padded = any(_ints(op, "padding"))
+            if padded or (name == "q.avg_pool2d" and taps & (taps - 1)):
+                why = "padded taps" if padded else f"divisor {taps}"
+                return f"a pool ({why})", "tap", taps
+    return None
+
+
+def vta_host_step_cost(summary: HopSummary, config) -> HostStepCost | None:
+    """Both choices of one decision point priced (see the module docstring)."""
+    kind = host_step_kind(summary.ops)
+    if kind is None:
+        return None
+    step, rate, per_element = kind
+    block = config.block
+    inside_ops = set(summary.ops)
+    results = [r for op in summary.ops for r in op.results
+               if any(u.operation not in inside_ops for u in r.uses)]  # fmt: skip
+    work_packed = sum(_elements(r, block) for r in results) * per_element
+    work_plain = sum(_elements(r) for r in results) * per_element
+    inside = [("host step", _cycles(work_packed * HOST_NS[rate], config))]
+    if summary.interior:
+        inside.append(("sync", _cycles(HOST_NS["sync"], config)))
+    packed = _bytes(summary.inputs_without, block) - _bytes(summary.inputs, block)
+    unpacked = _bytes(summary.outputs_without, block) - _bytes(summary.outputs, block)
+    # The host writes what it packs into the accelerator's DRAM and reads what it unpacks
+    # from it, over the one shared port; the accelerator's own LOADs and STOREs of the values
+    # are the same either way (every value between layers is in DRAM).
+    dram = -(-(packed + unpacked) // config.bus_width_bytes)
+    outside = [
+        ("CPU op", _cycles(work_plain * HOST_NS[rate] + HOST_NS["dispatch"], config)),
+        ("pack", _cycles(packed * HOST_NS["pack"], config)),
+        ("unpack", _cycles(unpacked * HOST_NS["pack"], config)),
+        ("DRAM", int(dram)),
+        ("launch", (summary.parts - 1) * _cycles(HOST_NS["launch"], config)),
+    ]
+    return HostStepCost(step, tuple(inside), tuple(outside))
+
+
+__all__ = ["HOST_NS", "host_step_kind", "vta_host_step_cost"]
