@@ -198,13 +198,14 @@ def test_partitions_json_names_each_program_by_its_hash():
 
 
 def test_a_partition_left_on_the_cpu_is_one_line_and_the_models_are_still_written(tmp_path):
-    """A FULLY_CONNECTED on token rows `[1, 3, 32]` stays a host op of its accelerator
-    function reading its constant weights, which programs cannot hold: the function stays CPU
-    operators, reported in one line; the models are still written."""
+    """A FULLY_CONNECTED on token rows `[1, 3, 32]` without keep_num_dims (its result packs as
+    rows, not in the tokens' layout) stays a host op of its accelerator function reading its
+    constant weights, which programs cannot hold: the function stays CPU operators, reported
+    in one line; the models are still written."""
     from test_fully_connected_ranks import fc_model
 
     path = tmp_path / "fc_tokens.tflite"
-    path.write_bytes(fc_model((1, 3, 32), True, True, False, 16))
+    path.write_bytes(fc_model((1, 3, 32), False, True, False, 16))
     source, compiled, done, lines = _spliced(path)
     assert len(done) < len(compiled.functions) and lines
     assert all("\n" not in line and "stays on the CPU" in line for line in lines)
