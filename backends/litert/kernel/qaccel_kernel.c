@@ -35,7 +35,7 @@ static int32_t i32(const uint8_t *p) { int32_t v; memcpy(&v, p, 4); return v; }
 enum { OPTIONS_VERSION = 1, MAX_NODES = 256 };
 
 /* ---- LiteRT functions, resolved at run time ------------------------------------------------ */
-static struct {
+typedef struct {
   LiteRtStatus (*GetPackedSize)(LiteRtTensorBuffer, size_t *);
   LiteRtStatus (*Lock)(LiteRtTensorBuffer, void **, int);
   LiteRtStatus (*Unlock)(LiteRtTensorBuffer);
@@ -45,7 +45,8 @@ static struct {
   LiteRtStatus (*AddOpaque)(LiteRtOptions, LiteRtOpaqueOptions);
   LiteRtStatus (*GetTensorType)(LiteRtTensorBuffer, LiteRtRankedTensorType *);
   int bound;
-} api;
+} LiteRtApi;
+static LiteRtApi api;
 
 static void *resolve(void *lib, const char *what, const char *name) {
   void *f = dlsym(lib, name);
@@ -54,23 +55,27 @@ static void *resolve(void *lib, const char *what, const char *name) {
 }
 
 /* Resolve the LiteRT functions the kernel uses from `path` (NULL: the running process).
- * 0 on success; else 1 and the error names the missing library or symbol. */
+ * 0 on success; else 1 and the error names the missing library or symbol. Binding again to
+ * the same functions writes nothing: another thread may be running a model through them (a
+ * rebind must never show it an unbound table, even for a moment). */
 EXPORT int qaccel_litert_bind(const char *path) {
   void *lib = path ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : RTLD_DEFAULT;
   const char *what = path ? path : "this process";
   if (path && !lib) return qaccel_fail("cannot load %s: %s", path, dlerror()); /* RTLD_DEFAULT is 0 */
-  api.bound = 0;
-  *(void **)&api.GetPackedSize = resolve(lib, what, "LiteRtGetTensorBufferPackedSize");
-  *(void **)&api.Lock = resolve(lib, what, "LiteRtLockTensorBuffer");
-  *(void **)&api.Unlock = resolve(lib, what, "LiteRtUnlockTensorBuffer");
-  *(void **)&api.AddCustomOp = resolve(lib, what, "LiteRtAddCustomOpKernelOption");
-  *(void **)&api.CreateOpaque = resolve(lib, what, "LiteRtCreateOpaqueOptions");
-  *(void **)&api.AddOpaque = resolve(lib, what, "LiteRtAddOpaqueOptions");
-  *(void **)&api.GetTensorType = resolve(lib, what, "LiteRtGetTensorBufferTensorType");
-  if (!api.GetPackedSize || !api.Lock || !api.Unlock || !api.AddCustomOp || !api.CreateOpaque ||
-      !api.AddOpaque || !api.GetTensorType)
+  LiteRtApi found;
+  memset(&found, 0, sizeof found);
+  *(void **)&found.GetPackedSize = resolve(lib, what, "LiteRtGetTensorBufferPackedSize");
+  *(void **)&found.Lock = resolve(lib, what, "LiteRtLockTensorBuffer");
+  *(void **)&found.Unlock = resolve(lib, what, "LiteRtUnlockTensorBuffer");
+  *(void **)&found.AddCustomOp = resolve(lib, what, "LiteRtAddCustomOpKernelOption");
+  *(void **)&found.CreateOpaque = resolve(lib, what, "LiteRtCreateOpaqueOptions");
+  *(void **)&found.AddOpaque = resolve(lib, what, "LiteRtAddOpaqueOptions");
+  *(void **)&found.GetTensorType = resolve(lib, what, "LiteRtGetTensorBufferTensorType");
+  if (!found.GetPackedSize || !found.Lock || !found.Unlock || !found.AddCustomOp ||
+      !found.CreateOpaque || !found.AddOpaque || !found.GetTensorType)
     return 1;
-  api.bound = 1;
+  found.bound = 1;
+  if (memcmp(&found, &api, sizeof found) != 0) api = found;
   return 0;
 }
 
