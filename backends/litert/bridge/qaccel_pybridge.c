@@ -211,3 +211,33 @@ int qaccel_pybridge_call(const char *module, const char *function, const void *d
   py.GILStateRelease(gil);
   return rc;
 }
+
+/* ---- the description buffer ---------------------------------------------------------------- */
+
+void qaccel_desc_put(qaccel_desc *b, const void *src, size_t n) {
+  if (b->failed || n == 0) return;
+  if (b->size + n > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->size + n) cap *= 2;
+    unsigned char *d = realloc(b->data, cap);
+    if (!d) {
+      b->failed = 1;
+      return;
+    }
+    b->data = d;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->size, src, n);
+  b->size += n;
+}
+
+void qaccel_desc_u32(qaccel_desc *b, uint32_t v) { qaccel_desc_put(b, &v, 4); }
+void qaccel_desc_i32(qaccel_desc *b, int32_t v) { qaccel_desc_put(b, &v, 4); }
+void qaccel_desc_i64(qaccel_desc *b, int64_t v) { qaccel_desc_put(b, &v, 8); }
+void qaccel_desc_f64(qaccel_desc *b, double v) { qaccel_desc_put(b, &v, 8); }
+
+void qaccel_desc_str(qaccel_desc *b, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  qaccel_desc_u32(b, (uint32_t)n);
+  qaccel_desc_put(b, s, n);
+}

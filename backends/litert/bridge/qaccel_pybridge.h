@@ -20,6 +20,7 @@
 #define QACCEL_PYBRIDGE_H_
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,6 +39,23 @@ int qaccel_pybridge_call(const char *module, const char *function, const void *d
 /* 1 when the interpreter the bridge uses was started by the bridge (a C host), 0 when it is
  * the host's own, -1 before the first call. */
 int qaccel_pybridge_embedded(void);
+
+/* The bytes a plugin or a delegate hands over (compiler_plugin.read_description's format),
+ * written into a growing buffer: fields little-endian as this host stores them, a string as
+ * its u32 length and bytes. `failed` is set once an allocation failed (the rest is dropped);
+ * free `data` with free(). */
+typedef struct {
+  unsigned char *data;
+  size_t size, cap;
+  int failed;
+} qaccel_desc;
+
+void qaccel_desc_put(qaccel_desc *b, const void *src, size_t n);
+void qaccel_desc_u32(qaccel_desc *b, uint32_t v);
+void qaccel_desc_i32(qaccel_desc *b, int32_t v);
+void qaccel_desc_i64(qaccel_desc *b, int64_t v);
+void qaccel_desc_f64(qaccel_desc *b, double v);
+void qaccel_desc_str(qaccel_desc *b, const char *s);
 
 #ifdef __cplusplus
 }

@@ -12,39 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bridge/qaccel_pybridge.h"
+
 enum { CUSTOM_CODE = 32, DELEGATE_CODE = 51, COMPOSITE_CODE = 206 };
-
-typedef struct {
-  unsigned char *data;
-  size_t size, cap;
-  int failed;
-} Buf;
-
-static void put(Buf *b, const void *src, size_t n) {
-  if (b->failed || n == 0) return;
-  if (b->size + n > b->cap) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->size + n) cap *= 2;
-    unsigned char *d = realloc(b->data, cap);
-    if (!d) {
-      b->failed = 1;
-      return;
-    }
-    b->data = d;
-    b->cap = cap;
-  }
-  memcpy(b->data + b->size, src, n);
-  b->size += n;
-}
-static void put_u32(Buf *b, uint32_t v) { put(b, &v, 4); }
-static void put_i32(Buf *b, int32_t v) { put(b, &v, 4); }
-static void put_i64(Buf *b, int64_t v) { put(b, &v, 8); }
-static void put_f64(Buf *b, double v) { put(b, &v, 8); }
-static void put_str(Buf *b, const char *s) {
-  size_t n = s ? strlen(s) : 0;
-  put_u32(b, (uint32_t)n);
-  put(b, s, n);
-}
 
 static int fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t n, const char *fmt, ...) {
@@ -59,21 +29,21 @@ static int fail(char *err, size_t n, const char *fmt, ...) {
 
 /* One op's options, collected before they are written (the count comes first). */
 typedef struct {
-  Buf b;
+  qaccel_desc b;
   uint32_t count;
   int bad; /* a value the schema cannot hold: the op is described as opaque */
 } Options;
 
 static void opt_int(Options *o, const char *field, int64_t v) {
-  put_str(&o->b, field);
-  put_u32(&o->b, 0);
-  put_i64(&o->b, v);
+  qaccel_desc_str(&o->b, field);
+  qaccel_desc_u32(&o->b, 0);
+  qaccel_desc_i64(&o->b, v);
   o->count++;
 }
 static void opt_float(Options *o, const char *field, float v) {
-  put_str(&o->b, field);
-  put_u32(&o->b, 1);
-  put_f64(&o->b, (double)v);
+  qaccel_desc_str(&o->b, field);
+  qaccel_desc_u32(&o->b, 1);
+  qaccel_desc_f64(&o->b, (double)v);
   o->count++;
 }
 static void opt_vec(Options *o, const char *field, const int32_t *v, int n) {
@@ -81,10 +51,10 @@ static void opt_vec(Options *o, const char *field, const int32_t *v, int n) {
     o->bad = 1;
     return;
   }
-  put_str(&o->b, field);
-  put_u32(&o->b, 2);
-  put_u32(&o->b, (uint32_t)n);
-  put(&o->b, v, (size_t)n * 4);
+  qaccel_desc_str(&o->b, field);
+  qaccel_desc_u32(&o->b, 2);
+  qaccel_desc_u32(&o->b, (uint32_t)n);
+  qaccel_desc_put(&o->b, v, (size_t)n * 4);
   o->count++;
 }
 /* TfLitePadding (1 SAME, 2 VALID) as the schema's Padding (0 SAME, 1 VALID). */
@@ -308,9 +278,9 @@ static int tensor_id(int *id_of, int *tensor_of, int *n, int t) {
   return id_of[t];
 }
 
-static void describe_tensor(const TfLiteTensor *t, Buf *b) {
-  put_str(b, t->name ? t->name : "");
-  put_i32(b, t->type);
+static void describe_tensor(const TfLiteTensor *t, qaccel_desc *b) {
+  qaccel_desc_str(b, t->name ? t->name : "");
+  qaccel_desc_i32(b, t->type);
   int rank = t->dims ? t->dims->size : 0;
   /* A dimension the model leaves to run time (its shape signature's -1, e.g. behind a RESHAPE
    * whose shape is computed) is described as -1, as LiteRT shows it to the plugin: the
@@ -319,30 +289,30 @@ static void describe_tensor(const TfLiteTensor *t, Buf *b) {
   int dynamic = 0;
   if (sig && sig->size == rank)
     for (int d = 0; d < rank; d++) dynamic |= sig->data[d] < 0;
-  put_u32(b, (uint32_t)rank);
-  for (int d = 0; d < rank; d++) put_i32(b, dynamic ? sig->data[d] : t->dims->data[d]);
+  qaccel_desc_u32(b, (uint32_t)rank);
+  for (int d = 0; d < rank; d++) qaccel_desc_i32(b, dynamic ? sig->data[d] : t->dims->data[d]);
   const TfLiteAffineQuantization *q = t->quantization.params;
   if (t->quantization.type == kTfLiteAffineQuantization && q && q->scale && q->zero_point &&
       q->scale->size >= 1 && q->zero_point->size == q->scale->size) {
     if (q->scale->size == 1) {
-      put_u32(b, 1);
-      put_f64(b, (double)q->scale->data[0]);
-      put_i64(b, q->zero_point->data[0]);
+      qaccel_desc_u32(b, 1);
+      qaccel_desc_f64(b, (double)q->scale->data[0]);
+      qaccel_desc_i64(b, q->zero_point->data[0]);
     } else {
-      put_u32(b, 2);
-      put_i32(b, q->quantized_dimension);
-      put_u32(b, (uint32_t)q->scale->size);
-      for (int k = 0; k < q->scale->size; k++) put_f64(b, (double)q->scale->data[k]);
-      for (int k = 0; k < q->scale->size; k++) put_i64(b, q->zero_point->data[k]);
+      qaccel_desc_u32(b, 2);
+      qaccel_desc_i32(b, q->quantized_dimension);
+      qaccel_desc_u32(b, (uint32_t)q->scale->size);
+      for (int k = 0; k < q->scale->size; k++) qaccel_desc_f64(b, (double)q->scale->data[k]);
+      for (int k = 0; k < q->scale->size; k++) qaccel_desc_i64(b, q->zero_point->data[k]);
     }
   } else {
-    put_u32(b, 0);
+    qaccel_desc_u32(b, 0);
   }
   int constant = t->allocation_type == kTfLiteMmapRo && t->data && t->bytes > 0;
-  put_u32(b, (uint32_t)constant);
+  qaccel_desc_u32(b, (uint32_t)constant);
   if (constant) {
-    put_i64(b, (int64_t)t->bytes);
-    put(b, t->data, t->bytes);
+    qaccel_desc_i64(b, (int64_t)t->bytes);
+    qaccel_desc_put(b, t->data, t->bytes);
   }
 }
 
@@ -409,15 +379,15 @@ int qaccel_describe_context(TfLiteContext *ctx, const TfLiteIntArray *plan,
   int *tensor_of = malloc((nt + 1) * sizeof *tensor_of);
   int *node_of = malloc(((size_t)plan->size + 1) * sizeof *node_of);
   int *in = NULL, *outs = NULL, n_in = 0, n_out = 0, n_ids = 0, rc = 0;
-  Buf ops = {NULL, 0, 0, 0}, b = {NULL, 0, 0, 0};
+  qaccel_desc ops = {NULL, 0, 0, 0}, b = {NULL, 0, 0, 0};
   if (!id_of || !tensor_of || !node_of || graph_io(ctx, plan, &in, &n_in, &outs, &n_out)) {
     rc = fail(err, err_size, "out of memory");
     goto done;
   }
   for (size_t t = 0; t < nt; t++) id_of[t] = -1;
-  Buf io = {NULL, 0, 0, 0};
-  for (int k = 0; k < n_in; k++) put_i32(&io, tensor_id(id_of, tensor_of, &n_ids, in[k]));
-  for (int k = 0; k < n_out; k++) put_i32(&io, tensor_id(id_of, tensor_of, &n_ids, outs[k]));
+  qaccel_desc io = {NULL, 0, 0, 0};
+  for (int k = 0; k < n_in; k++) qaccel_desc_i32(&io, tensor_id(id_of, tensor_of, &n_ids, in[k]));
+  for (int k = 0; k < n_out; k++) qaccel_desc_i32(&io, tensor_id(id_of, tensor_of, &n_ids, outs[k]));
   for (int k = 0; k < plan->size && !rc; k++) {
     TfLiteNode *node;
     TfLiteRegistration *reg;
@@ -433,40 +403,40 @@ int qaccel_describe_context(TfLiteContext *ctx, const TfLiteIntArray *plan,
       snprintf(opaque, sizeof opaque, "QACCEL_OTHER_DELEGATE");
     else if (code != CUSTOM_CODE && describe_options(code, node->builtin_data, &opts))
       snprintf(opaque, sizeof opaque, "QACCEL_UNDECODED_BUILTIN_%d", code);
-    put_i32(&ops, opaque[0] ? CUSTOM_CODE : code);
-    put_str(&ops, opaque[0] ? opaque : code == CUSTOM_CODE ? reg->custom_name : NULL);
+    qaccel_desc_i32(&ops, opaque[0] ? CUSTOM_CODE : code);
+    qaccel_desc_str(&ops, opaque[0] ? opaque : code == CUSTOM_CODE ? reg->custom_name : NULL);
     for (int side = 0; side < 2; side++) {
       const TfLiteIntArray *ts = side == 0 ? node->inputs : node->outputs;
-      put_u32(&ops, (uint32_t)ts->size);
+      qaccel_desc_u32(&ops, (uint32_t)ts->size);
       for (int i = 0; i < ts->size; i++) {
         int t = ts->data[i];
-        put_i32(&ops, t >= 0 && (size_t)t < nt ? tensor_id(id_of, tensor_of, &n_ids, t) : -1);
+        qaccel_desc_i32(&ops, t >= 0 && (size_t)t < nt ? tensor_id(id_of, tensor_of, &n_ids, t) : -1);
       }
     }
     if (opaque[0]) {
-      put_u32(&ops, 0);
+      qaccel_desc_u32(&ops, 0);
     } else {
-      put_u32(&ops, opts.count);
-      put(&ops, opts.b.data, opts.b.size);
+      qaccel_desc_u32(&ops, opts.count);
+      qaccel_desc_put(&ops, opts.b.data, opts.b.size);
     }
     free(opts.b.data);
     if (code == CUSTOM_CODE && node->custom_initial_data && node->custom_initial_data_size > 0) {
-      put_u32(&ops, 1);
-      put_u32(&ops, (uint32_t)node->custom_initial_data_size);
-      put(&ops, node->custom_initial_data, (size_t)node->custom_initial_data_size);
+      qaccel_desc_u32(&ops, 1);
+      qaccel_desc_u32(&ops, (uint32_t)node->custom_initial_data_size);
+      qaccel_desc_put(&ops, node->custom_initial_data, (size_t)node->custom_initial_data_size);
     } else {
-      put_u32(&ops, 0);
+      qaccel_desc_u32(&ops, 0);
     }
     if (opts.b.failed) ops.failed = 1;
   }
   if (!rc) {
-    put(&b, "QPD1", 4);
-    put_u32(&b, (uint32_t)n_ids);
-    put_u32(&b, (uint32_t)plan->size);
-    put_u32(&b, (uint32_t)n_in);
-    put_u32(&b, (uint32_t)n_out);
-    put(&b, io.data, io.size);
-    put(&b, ops.data, ops.size);
+    qaccel_desc_put(&b, "QPD1", 4);
+    qaccel_desc_u32(&b, (uint32_t)n_ids);
+    qaccel_desc_u32(&b, (uint32_t)plan->size);
+    qaccel_desc_u32(&b, (uint32_t)n_in);
+    qaccel_desc_u32(&b, (uint32_t)n_out);
+    qaccel_desc_put(&b, io.data, io.size);
+    qaccel_desc_put(&b, ops.data, ops.size);
     for (int k = 0; k < n_ids; k++) describe_tensor(&ctx->tensors[tensor_of[k]], &b);
     if (b.failed || ops.failed || io.failed) rc = fail(err, err_size, "out of memory");
   }

@@ -217,37 +217,6 @@ static LiteRtStatus register_transformations(LiteRtCompilerPlugin p, QLrtTransfo
 }
 
 /* ---- the subgraph's description (read by compiler_plugin.read_description) -------------- */
-typedef struct {
-  unsigned char *data;
-  size_t size, cap;
-  int failed;
-} Buf;
-
-static void put(Buf *b, const void *src, size_t n) {
-  if (b->failed) return;
-  if (b->size + n > b->cap) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->size + n) cap *= 2;
-    unsigned char *d = realloc(b->data, cap);
-    if (!d) {
-      b->failed = 1;
-      return;
-    }
-    b->data = d;
-    b->cap = cap;
-  }
-  if (n) memcpy(b->data + b->size, src, n);
-  b->size += n;
-}
-static void put_u32(Buf *b, uint32_t v) { put(b, &v, 4); }
-static void put_i32(Buf *b, int32_t v) { put(b, &v, 4); }
-static void put_i64(Buf *b, int64_t v) { put(b, &v, 8); }
-static void put_f64(Buf *b, double v) { put(b, &v, 8); }
-static void put_str(Buf *b, const char *s) {
-  size_t n = s ? strlen(s) : 0;
-  put_u32(b, (uint32_t)n);
-  put(b, s, n);
-}
 
 typedef struct {
   LiteRtTensor *items;
@@ -364,10 +333,10 @@ static const OptionGetter kOptions[] = {
 
 /* Options: u32 count, then per option: str field, u32 kind (0 int, 1 float, 2 int vector),
  * an i64, an f64, or a u32 count and that many i32. */
-static void describe_options(LiteRtCompilerPlugin p, LiteRtOp op, int code, Buf *b) {
+static void describe_options(LiteRtCompilerPlugin p, LiteRtOp op, int code, qaccel_desc *b) {
   size_t h_size = b->size;
   uint32_t count = 0;
-  put_u32(b, 0);
+  qaccel_desc_u32(b, 0);
   size_t struct_size;
   {
     QLrtAbiHeader h;
@@ -415,27 +384,27 @@ static void describe_options(LiteRtCompilerPlugin p, LiteRtOp op, int code, Buf 
         break;
     }
     if (s != QLRT_OK) continue; /* not set: the schema's default */
-    put_str(b, g->field);
+    qaccel_desc_str(b, g->field);
     if (g->kind == OPT_F32) {
-      put_u32(b, 1);
-      put_f64(b, fv);
+      qaccel_desc_u32(b, 1);
+      qaccel_desc_f64(b, fv);
     } else if (g->kind == OPT_VEC) {
-      put_u32(b, 2);
-      put_u32(b, (uint32_t)vn);
-      put(b, vec, (size_t)vn * 4);
+      qaccel_desc_u32(b, 2);
+      qaccel_desc_u32(b, (uint32_t)vn);
+      qaccel_desc_put(b, vec, (size_t)vn * 4);
     } else {
-      put_u32(b, 0);
-      put_i64(b, iv);
+      qaccel_desc_u32(b, 0);
+      qaccel_desc_i64(b, iv);
     }
     count++;
   }
   if (!b->failed) memcpy(b->data + h_size, &count, 4);
 }
 
-static LiteRtStatus describe_tensor(LiteRtCompilerPlugin p, LiteRtTensor t, Buf *b) {
+static LiteRtStatus describe_tensor(LiteRtCompilerPlugin p, LiteRtTensor t, qaccel_desc *b) {
   const char *name = NULL;
   if (CTX(p, QLrtGetString, QLRT_CC_TENSOR_NAME)(t, &name) != QLRT_OK) name = "";
-  put_str(b, name);
+  qaccel_desc_str(b, name);
   int type_id = -1;
   LiteRtRankedTensorType rt;
   memset(&rt, 0, sizeof rt);
@@ -444,31 +413,31 @@ static LiteRtStatus describe_tensor(LiteRtCompilerPlugin p, LiteRtTensor t, Buf 
       CTX(p, QLrtGetRanked, QLRT_CC_RANKED_TENSOR_TYPE)(t, &rt) != QLRT_OK)
     return fail(QLRT_UNSUPPORTED, "tensor \"%s\" has no ranked type (qaccel needs static shapes)",
                 name);
-  put_i32(b, rt.element_type);
-  put_u32(b, rt.layout.rank);
+  qaccel_desc_i32(b, rt.element_type);
+  qaccel_desc_u32(b, rt.layout.rank);
   for (unsigned i = 0; i < rt.layout.rank && i < QLRT_MAX_RANK; i++)
-    put_i32(b, rt.layout.dimensions[i]);
+    qaccel_desc_i32(b, rt.layout.dimensions[i]);
   int q = QLRT_QUANT_NONE;
   if (CTX(p, QLrtGetInt, QLRT_CC_QUANTIZATION_TYPE_ID)(t, &q) != QLRT_OK) q = QLRT_QUANT_NONE;
   if (q == QLRT_QUANT_PER_TENSOR) {
     QLrtPerTensorQuant pt;
     if (CTX(p, QLrtGetPerTensor, QLRT_CC_PER_TENSOR_QUANT)(t, &pt) != QLRT_OK)
       return fail(QLRT_RUNTIME_FAILURE, "tensor \"%s\": no per-tensor quantization", name);
-    put_u32(b, 1);
-    put_f64(b, pt.scale);
-    put_i64(b, pt.zero_point);
+    qaccel_desc_u32(b, 1);
+    qaccel_desc_f64(b, pt.scale);
+    qaccel_desc_i64(b, pt.zero_point);
   } else if (q == QLRT_QUANT_PER_CHANNEL) {
     QLrtPerChannelQuant pc;
     if (CTX(p, QLrtGetPerChannel, QLRT_CC_PER_CHANNEL_QUANT)(t, &pc) != QLRT_OK ||
         (pc.num_channels && (!pc.scales || !pc.zero_points)))
       return fail(QLRT_RUNTIME_FAILURE, "tensor \"%s\": no per-channel quantization", name);
-    put_u32(b, 2);
-    put_i32(b, pc.quantized_dimension);
-    put_u32(b, (uint32_t)pc.num_channels);
-    for (uint64_t i = 0; i < pc.num_channels; i++) put_f64(b, pc.scales[i]);
-    put(b, pc.zero_points, (size_t)pc.num_channels * 8);
+    qaccel_desc_u32(b, 2);
+    qaccel_desc_i32(b, pc.quantized_dimension);
+    qaccel_desc_u32(b, (uint32_t)pc.num_channels);
+    for (uint64_t i = 0; i < pc.num_channels; i++) qaccel_desc_f64(b, pc.scales[i]);
+    qaccel_desc_put(b, pc.zero_points, (size_t)pc.num_channels * 8);
   } else if (q == QLRT_QUANT_NONE) {
-    put_u32(b, 0);
+    qaccel_desc_u32(b, 0);
   } else {
     return fail(QLRT_UNSUPPORTED, "tensor \"%s\": quantization kind %d", name, q);
   }
@@ -478,10 +447,10 @@ static LiteRtStatus describe_tensor(LiteRtCompilerPlugin p, LiteRtTensor t, Buf 
   if (CTX(p, QLrtGetWeights, QLRT_CC_TENSOR_WEIGHTS)(t, &w) != QLRT_OK || !w ||
       CTX(p, QLrtGetWeightsBytes, QLRT_CC_WEIGHTS_BYTES)(w, &bytes, &size) != QLRT_OK || !bytes)
     size = 0;
-  put_u32(b, size > 0);
+  qaccel_desc_u32(b, size > 0);
   if (size > 0) {
-    put_i64(b, (int64_t)size);
-    put(b, bytes, size);
+    qaccel_desc_i64(b, (int64_t)size);
+    qaccel_desc_put(b, bytes, size);
   }
   return QLRT_OK;
 }
@@ -491,10 +460,10 @@ static LiteRtStatus describe_tensor(LiteRtCompilerPlugin p, LiteRtTensor t, Buf 
  * options, u32 has custom options [+ u32 n + bytes]); then the tensors (str name, i32 element
  * type, u32 rank + i32 dims, quantization: u32 kind 0 | 1 f64 scale i64 zero point | 2 i32
  * dimension u32 n f64 scales[n] i64 zero points[n]; u32 constant [+ i64 n + bytes]). */
-static LiteRtStatus describe(LiteRtCompilerPlugin p, LiteRtSubgraph sg, Buf *b, LiteRtOp **ops_out,
+static LiteRtStatus describe(LiteRtCompilerPlugin p, LiteRtSubgraph sg, qaccel_desc *b, LiteRtOp **ops_out,
                              size_t *n_ops_out) {
   TensorSet ts = {NULL, 0, 0};
-  Buf ob = {NULL, 0, 0, 0};
+  qaccel_desc ob = {NULL, 0, 0, 0};
   LiteRtStatus st = QLRT_OK;
   LiteRtParamIndex n_ops = 0, n_in = 0, n_out = 0;
   LiteRtOp *ops = NULL;
@@ -513,7 +482,7 @@ static LiteRtStatus describe(LiteRtCompilerPlugin p, LiteRtSubgraph sg, Buf *b, 
         st = fail(QLRT_RUNTIME_FAILURE, "cannot read subgraph input/output %zu", (size_t)i);
         break;
       }
-      put_i32(&ob, (int32_t)tensor_id(&ts, (LiteRtTensor)t));
+      qaccel_desc_i32(&ob, (int32_t)tensor_id(&ts, (LiteRtTensor)t));
     }
   }
   for (LiteRtParamIndex i = 0; i < n_ops && st == QLRT_OK; i++) {
@@ -525,11 +494,11 @@ static LiteRtStatus describe(LiteRtCompilerPlugin p, LiteRtSubgraph sg, Buf *b, 
       break;
     }
     ops[i] = (LiteRtOp)op;
-    put_i32(&ob, code);
+    qaccel_desc_i32(&ob, code);
     const char *custom = NULL;
     void *cc = slot(p->ctx, QLRT_CC_CUSTOM_CODE);
     if (code == 32 && cc && ((QLrtGetString)cc)(op, &custom) != QLRT_OK) custom = NULL;
-    put_str(&ob, custom);
+    qaccel_desc_str(&ob, custom);
     for (int k = 0; k < 2; k++) {
       LiteRtParamIndex n = 0;
       if (CTX(p, QLrtGetCount, k == 0 ? QLRT_CC_NUM_OP_INPUTS : QLRT_CC_NUM_OP_OUTPUTS)(op, &n) !=
@@ -537,12 +506,12 @@ static LiteRtStatus describe(LiteRtCompilerPlugin p, LiteRtSubgraph sg, Buf *b, 
         st = fail(QLRT_RUNTIME_FAILURE, "cannot read op %zu's operands", (size_t)i);
         break;
       }
-      put_u32(&ob, (uint32_t)n);
+      qaccel_desc_u32(&ob, (uint32_t)n);
       for (LiteRtParamIndex j = 0; j < n; j++) {
         void *t = NULL;
         LiteRtStatus s =
             CTX(p, QLrtGetItem, k == 0 ? QLRT_CC_OP_INPUT : QLRT_CC_OP_OUTPUT)(op, j, &t);
-        put_i32(&ob, (s == QLRT_OK && t) ? (int32_t)tensor_id(&ts, (LiteRtTensor)t) : -1);
+        qaccel_desc_i32(&ob, (s == QLRT_OK && t) ? (int32_t)tensor_id(&ts, (LiteRtTensor)t) : -1);
       }
     }
     describe_options(p, (LiteRtOp)op, code, &ob);
@@ -551,20 +520,20 @@ static LiteRtStatus describe(LiteRtCompilerPlugin p, LiteRtSubgraph sg, Buf *b, 
     void *co = slot(p->ctx, QLRT_CC_CUSTOM_OPTIONS);
     if (code == 32 && co && ((QLrtGetCustomOptions)co)((LiteRtOp)op, &copts, &cn) == QLRT_OK &&
         copts && cn > 0) {
-      put_u32(&ob, 1);
-      put_u32(&ob, (uint32_t)cn);
-      put(&ob, copts, (size_t)cn);
+      qaccel_desc_u32(&ob, 1);
+      qaccel_desc_u32(&ob, (uint32_t)cn);
+      qaccel_desc_put(&ob, copts, (size_t)cn);
     } else {
-      put_u32(&ob, 0);
+      qaccel_desc_u32(&ob, 0);
     }
   }
   if (st == QLRT_OK) {
-    put(b, "QPD1", 4);
-    put_u32(b, (uint32_t)ts.n);
-    put_u32(b, (uint32_t)n_ops);
-    put_u32(b, (uint32_t)n_in);
-    put_u32(b, (uint32_t)n_out);
-    put(b, ob.data, ob.size);
+    qaccel_desc_put(b, "QPD1", 4);
+    qaccel_desc_u32(b, (uint32_t)ts.n);
+    qaccel_desc_u32(b, (uint32_t)n_ops);
+    qaccel_desc_u32(b, (uint32_t)n_in);
+    qaccel_desc_u32(b, (uint32_t)n_out);
+    qaccel_desc_put(b, ob.data, ob.size);
     for (size_t i = 0; i < ts.n && st == QLRT_OK; i++) st = describe_tensor(p, ts.items[i], b);
     if (st == QLRT_OK && (b->failed || ob.failed))
       st = fail(QLRT_RUNTIME_FAILURE, "out of memory describing the subgraph");
@@ -585,7 +554,7 @@ static LiteRtStatus partition(LiteRtCompilerPlugin p, const char *soc, LiteRtSub
   if (!p || !sg || !selected) return QLRT_INVALID_ARGUMENT;
   if (soc && strcmp(soc, "VTA") != 0)
     return fail(QLRT_UNSUPPORTED, "SoC model \"%s\" (qaccel compiles for VTA)", soc);
-  Buf b = {NULL, 0, 0, 0};
+  qaccel_desc b = {NULL, 0, 0, 0};
   LiteRtOp *ops = NULL;
   size_t n_ops = 0;
   LiteRtStatus st = describe(p, sg, &b, &ops, &n_ops);
