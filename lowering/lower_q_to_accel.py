@@ -83,17 +83,11 @@ from qaccel.dialects import q
 from qaccel.dialects.annotations import accelerator_functions
 from qaccel.passes.canonicalize_accel import canonicalize_accel
 from qaccel.lowering.q_to_accel import accumulate, data_movement, elementwise, pool, requantize
-from qaccel.lowering.q_to_accel.accumulate import block_grouped_filter
-from qaccel.lowering.q_to_accel.function import (
-    PASS,
-    BiasPlacement,
-    FunctionLowering,
-    LoweringError,
-)
+from qaccel.lowering.q_to_accel.function import PASS, BiasPlacement, FunctionLowering
 
 __all__ = [
-    "PASS", "PATTERNS", "LOWERED_OPS", "BiasPlacement", "FunctionLowering", "LoweringError",
-    "LowerQToAccelPass", "block_grouped_filter", "lower_functions",
+    "PASS", "PATTERNS", "LOWERED_OPS", "BiasPlacement", "FunctionLowering", "LowerQToAccelPass",
+    "lower_functions",
 ]  # fmt: skip
 
 

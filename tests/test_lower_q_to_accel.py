@@ -28,7 +28,8 @@ from qaccel.interpreter.interpreter import entry_function, random_inputs, run_fu
 from qaccel.targets.vta import alu
 from qaccel.dialects import accel, q
 from qaccel.passes.insert_pack_unpack import InsertPackUnpackPass
-from qaccel.lowering.lower_q_to_accel import LowerQToAccelPass, block_grouped_filter
+from qaccel.lowering.lower_q_to_accel import LowerQToAccelPass
+from qaccel.lowering.q_to_accel.accumulate import block_grouped_filter
 from qaccel.tools.qaccel_opt import main as qaccel_opt
 
 from conftest import FIXTURE_MODELS, attach_vta, fixture_models, parse_module
