@@ -84,6 +84,15 @@ def _error(model: Path, artifact: Path | None, options=None, inputs=None) -> str
 # Bit-exact, and the delegate ran
 
 
+def _bit_exact_with_partitions(result: dict, reference, art: Path) -> tuple[list, dict]:
+    """Asserts the delegate's outputs equal BUILTIN_REF's; the artifact's partitions and the
+    delegate's counters, for the caller's checks of what ran."""
+    for got, want in zip(result["outputs"], reference.outputs, strict=True):
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+    return json.loads((art / "partitions.json").read_text())["partitions"], result["counters"]
+
+
 @pytest.mark.parametrize("model", ["small_cnn", "cnn", "residual", "pad_concat_slice"])
 def test_delegate_is_bit_exact_with_builtin_ref(model, tmp_path, oracle):
     path = MODELS / f"{model}.tflite"
@@ -91,11 +100,7 @@ def test_delegate_is_bit_exact_with_builtin_ref(model, tmp_path, oracle):
     inputs = _inputs(path)
     result = run_delegate(path, art, inputs)
     reference = oracle(path, inputs, keep_all_tensors=False)
-    for got, want in zip(result["outputs"], reference.outputs, strict=True):
-        for a, b in zip(got, want, strict=True):
-            np.testing.assert_array_equal(a, b)
-    parts = json.loads((art / "partitions.json").read_text())["partitions"]
-    counters = result["counters"]
+    parts, counters = _bit_exact_with_partitions(result, reference, art)
     assert counters["partitions"] == len(parts) > 0
     assert counters["claimed_nodes"] == sum(len(p["ops"]) for p in parts)
     assert counters["kernels"] >= 1 and counters["invocations"] == counters["kernels"] * 2
@@ -177,11 +182,7 @@ def test_on_the_spot_claims_what_qaccel_compile_claims(small_cnn, spot_cache, or
     inputs = _inputs(path)
     result = run_delegate(path, None, inputs)
     reference = oracle(path, inputs, keep_all_tensors=False)
-    for got, want in zip(result["outputs"], reference.outputs, strict=True):
-        for a, b in zip(got, want, strict=True):
-            np.testing.assert_array_equal(a, b)
-    parts = json.loads((art / "partitions.json").read_text())["partitions"]
-    counters = result["counters"]
+    parts, counters = _bit_exact_with_partitions(result, reference, art)
     assert counters["compiled_subgraphs"] == 1
     assert counters["partitions"] == len(parts) > 0
     assert counters["claimed_nodes"] == sum(len(p["ops"]) for p in parts)
