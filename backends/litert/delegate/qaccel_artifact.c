@@ -11,14 +11,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(char *err, const char *fmt, ...) {
+int delegate_fail(char *err, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err, ERR_BYTES, fmt, ap);
   va_end(ap);
   return 1;
 }
+
+#define fail delegate_fail
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 

@@ -10,6 +10,10 @@
 
 enum { ERR_BYTES = 512 };
 
+/* Writes the printf-formatted line into `err` (ERR_BYTES) and returns 1: `return
+ * delegate_fail(err, ...)` in every function that can fail. */
+int delegate_fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 typedef enum { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT } json_kind;
 
 typedef struct json {

@@ -29,7 +29,6 @@
  * Errors: a bad option or artifact makes tflite_plugin_create_delegate return NULL after one
  * line through report_error; a model mismatch fails Prepare (context->ReportError), an error of
  * a program fails Invoke the same way.  All state is per delegate and per kernel. */
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,14 +114,7 @@ static char *dup_string(const char *s) {
   return o;
 }
 
-static int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(char *err, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, ERR_BYTES, fmt, ap);
-  va_end(ap);
-  return 1;
-}
+#define fail delegate_fail
 
 /* A JSON array of integers in [lo, hi] into a malloc'd array. */
 static int int_list(const json *v, int64_t lo, int64_t hi, int **out, int *n) {
