@@ -2508,6 +2508,79 @@ DENSE16(dense16_avx512_vnni, __attribute__((target("avx2,avx512vnni,avx512vl")))
 #define HAVE_VNNI_KERNELS 0
 #endif
 
+/* BLOCK 16, every lane pair, up to MAX_GROUP dense tiles that read the same input rows (the
+ * micro-ops of one input block for several output blocks): each input row's eight lane pairs
+ * broadcast once, then every tile's sixteen output lanes from them, its pair rows as memory
+ * operands. sp->d is 0: tile t adds to rows dks[t] + the span's destination offset. */
+#define MAX_GROUP 8
+#define DENSE16_GROUP(NAME, ATTR, DP)                                                            \
+    static ATTR void NAME(int32_t *acc, const int16_t *inp, const int16_t *const *wps,          \
+                          const int64_t *dks, int nt, const struct span *sp) {                  \
+        FOR_SPAN(sp, d, r) {                                                                    \
+            const int16_t *x = inp + r * 16;                                                    \
+            __m256i x0 = bcast_pair(x), x1 = bcast_pair(x + 2), x2 = bcast_pair(x + 4);         \
+            __m256i x3 = bcast_pair(x + 6), x4 = bcast_pair(x + 8), x5 = bcast_pair(x + 10);    \
+            __m256i x6 = bcast_pair(x + 12), x7 = bcast_pair(x + 14);                           \
+            for (int t = 0; t < nt; t++) {                                                      \
+                const __m256i *w = (const __m256i *)wps[t];                                     \
+                __m256i *a = (__m256i *)(acc + (dks[t] + d) * 16);                              \
+                for (int h = 0; h < 2; h++) {                                                   \
+                    __m256i s0 = DP(_mm256_loadu_si256(a + h), x0, _mm256_loadu_si256(w + h));  \
+                    __m256i s1 = _mm256_madd_epi16(x1, _mm256_loadu_si256(w + 2 + h));          \
+                    s0 = DP(s0, x2, _mm256_loadu_si256(w + 4 + h));                             \
+                    s1 = DP(s1, x3, _mm256_loadu_si256(w + 6 + h));                             \
+                    s0 = DP(s0, x4, _mm256_loadu_si256(w + 8 + h));                             \
+                    s1 = DP(s1, x5, _mm256_loadu_si256(w + 10 + h));                            \
+                    s0 = DP(s0, x6, _mm256_loadu_si256(w + 12 + h));                            \
+                    s1 = DP(s1, x7, _mm256_loadu_si256(w + 14 + h));                            \
+                    _mm256_storeu_si256(a + h, _mm256_add_epi32(s0, s1));                       \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+DENSE16_GROUP(dense16_group_avx2, AVX2, DP_AVX2)
+
+/* BLOCK 16, up to MAX_TAPS diagonal tiles adding to the same rows (a depthwise convolution's
+ * taps): the products of two taps at a time interleaved and summed by VPMADDWD (|x * w| <=
+ * 2^14, a pair's sum fits), every tap summed in registers, each destination row read and
+ * written once. Unpacking interleaves within 128-bit halves: one sum holds lanes 0-3 and 8-11,
+ * the other 4-7 and 12-15. sp->d and sp->s are 0: rows d0 + the span's destination offset,
+ * sks[t] + its source offset. */
+#define MAX_TAPS 16
+static AVX2 void diag16_group_avx2(int32_t *acc, const int16_t *inp, const int16_t *const *dgs,
+                                   const int64_t *sks, int nt, int64_t d0, const struct span *sp) {
+    __m256i wlo[MAX_TAPS / 2], whi[MAX_TAPS / 2];
+    int64_t sa[MAX_TAPS / 2], sb[MAX_TAPS / 2];
+    int np = (nt + 1) / 2;
+    for (int q = 0; q < np; q++) {
+        __m256i da = _mm256_loadu_si256((const __m256i *)dgs[2 * q]);
+        __m256i db = 2 * q + 1 < nt ? _mm256_loadu_si256((const __m256i *)dgs[2 * q + 1])
+                                    : _mm256_setzero_si256(); /* an odd tap: times zero */
+        wlo[q] = _mm256_unpacklo_epi16(da, db);
+        whi[q] = _mm256_unpackhi_epi16(da, db);
+        sa[q] = sks[2 * q];
+        sb[q] = 2 * q + 1 < nt ? sks[2 * q + 1] : sks[2 * q];
+    }
+    FOR_SPAN(sp, d, r) {
+        __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+        for (int q = 0; q < np; q++) {
+            __m256i xa = _mm256_loadu_si256((const __m256i *)(inp + (sa[q] + r) * 16));
+            __m256i xb = _mm256_loadu_si256((const __m256i *)(inp + (sb[q] + r) * 16));
+            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(xa, xb), wlo[q]));
+            hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(xa, xb), whi[q]));
+        }
+        __m256i *a = (__m256i *)(acc + (d0 + d) * 16);
+        _mm256_storeu_si256(a, _mm256_add_epi32(_mm256_loadu_si256(a), _mm256_permute2x128_si256(lo, hi, 0x20)));
+        _mm256_storeu_si256(a + 1, _mm256_add_epi32(_mm256_loadu_si256(a + 1), _mm256_permute2x128_si256(lo, hi, 0x31)));
+    }
+}
+#if HAVE_VNNI_KERNELS
+DENSE16_GROUP(dense16_group_avx_vnni, __attribute__((target("avx2,avxvnni"))), DP_AVX_VNNI)
+DENSE16_GROUP(dense16_group_avx512_vnni, __attribute__((target("avx2,avx512vnni,avx512vl"))),
+              DP_AVX512_VNNI)
+#endif
+
 /* BLOCK 16, only the listed lane pairs (e.g. input channels padded to the block). */
 static AVX2 void pairs16_avx2(int32_t *acc, const int16_t *inp, const int16_t *wp,
                               const uint8_t *list, int np, const struct span *sp) {
@@ -2558,13 +2631,18 @@ static AVX2 void add_row16_avx2(int32_t *acc, const int32_t *row, const struct s
 }
 #endif
 
+/* Whether every row of the span reads the same input row (and there are several). */
+static int one_source_row(const struct span *sp) {
+    return sp->n_out * sp->n_in > 1 && (sp->sfi == 0 || sp->n_in == 1) &&
+           (sp->sfo == 0 || sp->n_out == 1);
+}
+
 /* acc rows of the span += W . inp rows of the span, W the tile in WGT row `row`. */
 static void tile_rows(const vta_scratch *s, int64_t row, const struct span *sp) {
     const struct tiles *t = s->from[row];
     int64_t tile = s->at[row], blk = s->g.blk;
     if (t->wclass[tile] == TILE_ZERO || sp->n_out <= 0 || sp->n_in <= 0) return;
-    int64_t rows = sp->n_out * sp->n_in;
-    if (rows > 1 && (sp->sfi == 0 || sp->n_in == 1) && (sp->sfo == 0 || sp->n_out == 1)) {
+    if (one_source_row(sp)) {
         /* one source row for every destination (e.g. a bias row times a row of ones): its
          * product once, added to each */
         struct span one = {1, 1, 0, 0, 0, 0, 0, sp->s};
@@ -2614,6 +2692,92 @@ static void tile_kernel(const vta_scratch *s, int32_t *acc, const struct tiles *
         dense_rows_c(acc, s->inp, t->wgt + tile * blk * blk, blk, sp);
 }
 
+#if HAVE_AVX2_KERNEL
+static AVX2 void zero_rows16_avx2(int32_t *acc, int64_t n) {
+    const __m256i z = _mm256_setzero_si256();
+    __m256i *a = (__m256i *)acc;
+    for (int64_t k = 0; k < 2 * n; k += 2) {
+        _mm256_storeu_si256(a + k, z);
+        _mm256_storeu_si256(a + k + 1, z);
+    }
+}
+#endif
+
+/* Accumulator rows [first, first + n) set to zero: at BLOCK 16 with vector stores, as fast as
+ * memset on these ranges of a few kilobytes, without its call and size dispatch. */
+static void zero_rows(const vta_scratch *s, int64_t first, int64_t n) {
+#if HAVE_AVX2_KERNEL
+    if (s->kernel >= VTA_KERNEL_AVX2) { /* BLOCK 16 */
+        zero_rows16_avx2(s->acc + first * 16, n);
+        return;
+    }
+#endif
+    memset(s->acc + first * s->g.blk, 0, (size_t)(n * s->g.blk) * 4);
+}
+
+#if HAVE_AVX2_KERNEL
+#define MAX_GROUPED_UOPS 256 /* diagonal tiles are grouped in GEMMs of at most so many micro-ops */
+
+/* The micro-ops of a GEMM whose tile does not move with the loops (BLOCK 16, the vector
+ * kernels): micro-ops with diagonal tiles adding to the same rows go through diag16_group
+ * together, then consecutive micro-ops reading the same input row whose tiles are dense in
+ * every lane pair through dense16_group; the others one at a time. Additions modulo
+ * 2^32 commute, and a GEMM writes only accumulator rows: any order gives the same sums. */
+static void gemm_groups16(const vta_scratch *s, int64_t nk, const int32_t *dk, const int32_t *sk,
+                          const int32_t *wk, const struct span *all) {
+    uint8_t taken[MAX_GROUPED_UOPS] = {0};
+    if (nk <= MAX_GROUPED_UOPS) /* diagonal tiles by destination row */
+        for (int64_t k = 0; k < nk; k++) {
+            if (taken[k] || s->from[wk[k]]->wclass[s->at[wk[k]]] != TILE_DIAG) continue;
+            const int16_t *dgs[MAX_TAPS];
+            int64_t sks[MAX_TAPS];
+            int nt = 0;
+            for (int64_t j = k; j < nk && nt < MAX_TAPS; j++) {
+                const struct tiles *t = s->from[wk[j]];
+                if (taken[j] || dk[j] != dk[k] || t->wclass[s->at[wk[j]]] != TILE_DIAG) continue;
+                dgs[nt] = t->diag + s->at[wk[j]] * 16;
+                sks[nt++] = sk[j];
+                taken[j] = 1;
+            }
+            diag16_group_avx2(s->acc, s->inp, dgs, sks, nt, dk[k], all);
+        }
+    for (int64_t k = 0; k < nk;) {
+        int64_t end = k + 1;
+        while (end < nk && sk[end] == sk[k] && end - k < MAX_GROUP) end++;
+        const int16_t *wps[MAX_GROUP];
+        int64_t dks[MAX_GROUP];
+        int nt = 0;
+        for (int64_t j = k; j < end; j++) {
+            if (j < MAX_GROUPED_UOPS && taken[j]) continue;
+            const struct tiles *t = s->from[wk[j]];
+            int64_t tile = s->at[wk[j]];
+            if (t->wclass[tile] == TILE_DENSE && t->npairs[tile] == 8) {
+                wps[nt] = t->pairs + tile * 256;
+                dks[nt++] = dk[j];
+            } else if (t->wclass[tile] != TILE_ZERO) {
+                struct span sp = *all;
+                sp.d = dk[j];
+                sp.s = sk[j];
+                tile_rows(s, wk[j], &sp);
+            }
+        }
+        if (nt) {
+            struct span sp = *all;
+            sp.s = sk[k];
+#if HAVE_VNNI_KERNELS
+            if (s->kernel == VTA_KERNEL_AVX512_VNNI)
+                dense16_group_avx512_vnni(s->acc, s->inp, wps, dks, nt, &sp);
+            else if (s->kernel == VTA_KERNEL_AVX_VNNI)
+                dense16_group_avx_vnni(s->acc, s->inp, wps, dks, nt, &sp);
+            else
+#endif
+                dense16_group_avx2(s->acc, s->inp, wps, dks, nt, &sp);
+        }
+        k = end;
+    }
+}
+#endif
+
 static void fast_gemm(vta_scratch *s, const int64_t *f, const int32_t *snap) {
     int64_t nk = f[F_UOP_END] - f[F_UOP_BGN], blk = s->g.blk;
     const int32_t *dk = snap, *sk = snap + nk, *wk = snap + 2 * nk;
@@ -2624,7 +2788,7 @@ static void fast_gemm(vta_scratch *s, const int64_t *f, const int32_t *snap) {
     if (f[F_RESET]) {
         if (nk == 1 && ((n_in == 1 && dfo == 1) || (dfi == 1 && (n_out == 1 || dfo == n_in)))) {
             /* the usual reset: one range of consecutive rows */
-            memset(s->acc + dk[0] * blk, 0, (size_t)(n_out * n_in * blk) * 4);
+            zero_rows(s, dk[0], n_out * n_in);
             return;
         }
         if (nk == 1 && dfi == 1) { /* runs of consecutive rows */
@@ -2639,6 +2803,13 @@ static void fast_gemm(vta_scratch *s, const int64_t *f, const int32_t *snap) {
         return;
     }
     if ((wfo == 0 || n_out == 1) && (wfi == 0 || n_in == 1)) { /* one tile per micro-op */
+#if HAVE_AVX2_KERNEL
+        struct span all = {n_out, n_in, dfo, dfi, sfo, sfi, 0, 0};
+        if (s->kernel >= VTA_KERNEL_AVX2 && !one_source_row(&all)) {
+            gemm_groups16(s, nk, dk, sk, wk, &all);
+            return;
+        }
+#endif
         for (int64_t k = 0; k < nk; k++) {
             struct span sp = {n_out, n_in, dfo, dfi, sfo, sfi, dk[k], sk[k]};
             tile_rows(s, wk[k], &sp);
@@ -2714,6 +2885,139 @@ struct fused_op {
     int64_t sfo, sfi;
 };
 
+/* One instruction of a fused run whose register operand is the same row for every inner
+ * iteration (a per-channel multiplier, exponent or zero point): its operand and what the
+ * operation derives from it (RDMUL: the odd lanes; RSHR: the remainder mask and its half) are
+ * computed once per outer iteration and micro-op, not once per row. */
+struct hoisted_op {
+    int op, saturate, shr_right;
+    __m128i count;       /* SHR: the shift, right when shr_right */
+    __m256i b[2], c[2], d[2];
+};
+
+/* The operand rows of the hoisted ops for outer iteration o and micro-op kk. Returns 0 when
+ * a register RSHR exponent is outside [0, 31]. */
+static inline AVX2 int hoist_operands(struct hoisted_op *h, const struct fused_op *ops, int len,
+                                      const int32_t *acc, int64_t o, int64_t kk) {
+    const __m256i zero = _mm256_setzero_si256(), top = _mm256_set1_epi32(31);
+    const __m256i one = _mm256_set1_epi32(1), min = _mm256_set1_epi32(INT32_MIN);
+    for (int j = 0; j < len; j++) {
+        const struct fused_op *q = &ops[j];
+        struct hoisted_op *t = &h[j];
+        t->op = q->op;
+        t->shr_right = q->shr_right;
+        t->count = q->count;
+        t->b[0] = t->b[1] = q->imm;
+        if (!q->use_imm) {
+            const __m256i *y = (const __m256i *)(acc + (q->sk[kk] + o * q->sfo) * 16);
+            t->b[0] = _mm256_loadu_si256(y);
+            t->b[1] = _mm256_loadu_si256(y + 1);
+        }
+        for (int v = 0; v < 2; v++) {
+            __m256i b = t->b[v];
+            if (q->op == ALU_RDMUL) {
+                t->c[v] = _mm256_srli_epi64(b, 32);
+            } else if (q->op == ALU_RSHR) {
+                __m256i bad = _mm256_or_si256(_mm256_cmpgt_epi32(zero, b), _mm256_cmpgt_epi32(b, top));
+                if (!_mm256_testz_si256(bad, bad)) return 0;
+                t->c[v] = _mm256_sub_epi32(_mm256_sllv_epi32(one, b), one);
+                t->d[v] = _mm256_srli_epi32(t->c[v], 1);
+            }
+        }
+        /* only INT32_MIN times INT32_MIN saturates */
+        __m256i m = _mm256_or_si256(_mm256_cmpeq_epi32(t->b[0], min), _mm256_cmpeq_epi32(t->b[1], min));
+        t->saturate = !_mm256_testz_si256(m, m);
+    }
+    return 1;
+}
+
+/* rdmul8 when y is not INT32_MIN (nothing saturates), y_odd = y >> 32 (64-bit lanes) */
+static inline AVX2 __m256i rdmul8_nosat(__m256i x, __m256i y, __m256i y_odd) {
+    const __m256i half = _mm256_set1_epi64x((int64_t)1 << 30);
+    __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, y), half);
+    __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), y_odd), half);
+    return _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+}
+
+/* rshr8 with mask = 2^e - 1 and half_mask = mask >> 1 computed once */
+static inline AVX2 __m256i rshr8_masked(__m256i x, __m256i e, __m256i mask, __m256i half_mask) {
+    __m256i rem = _mm256_and_si256(x, mask);
+    __m256i threshold = _mm256_sub_epi32(half_mask, _mm256_srai_epi32(x, 31));
+    return _mm256_sub_epi32(_mm256_srav_epi32(x, e), _mm256_cmpgt_epi32(rem, threshold));
+}
+
+/* Rows x0 and x1 (the same row twice is allowed) through the run's `len` operations, in
+ * registers. */
+static inline AVX2 void hoisted_rows(const struct hoisted_op *h, int len, __m256i *x0, __m256i *x1) {
+    __m256i a0 = _mm256_loadu_si256(x0), a1 = _mm256_loadu_si256(x0 + 1);
+    __m256i a2 = _mm256_loadu_si256(x1), a3 = _mm256_loadu_si256(x1 + 1);
+#define HOISTED4(F, ...) \
+    (a0 = F(a0, q->b[0] __VA_ARGS__), a1 = F(a1, q->b[1] __VA_ARGS__), \
+     a2 = F(a2, q->b[0] __VA_ARGS__), a3 = F(a3, q->b[1] __VA_ARGS__))
+    for (int j = 0; j < len; j++) {
+        const struct hoisted_op *q = &h[j];
+        switch (q->op) {
+        case ALU_MIN: HOISTED4(_mm256_min_epi32); break;
+        case ALU_MAX: HOISTED4(_mm256_max_epi32); break;
+        case ALU_ADD: HOISTED4(_mm256_add_epi32); break;
+        case ALU_MUL: HOISTED4(_mm256_mullo_epi32); break;
+        case ALU_RDMUL:
+            if (q->saturate) {
+                HOISTED4(rdmul8);
+            } else {
+                a0 = rdmul8_nosat(a0, q->b[0], q->c[0]), a1 = rdmul8_nosat(a1, q->b[1], q->c[1]);
+                a2 = rdmul8_nosat(a2, q->b[0], q->c[0]), a3 = rdmul8_nosat(a3, q->b[1], q->c[1]);
+            }
+            break;
+        case ALU_RSHR:
+            a0 = rshr8_masked(a0, q->b[0], q->c[0], q->d[0]);
+            a1 = rshr8_masked(a1, q->b[1], q->c[1], q->d[1]);
+            a2 = rshr8_masked(a2, q->b[0], q->c[0], q->d[0]);
+            a3 = rshr8_masked(a3, q->b[1], q->c[1], q->d[1]);
+            break;
+        default: /* SHR by an immediate */
+            if (q->shr_right) {
+                a0 = _mm256_sra_epi32(a0, q->count), a1 = _mm256_sra_epi32(a1, q->count);
+                a2 = _mm256_sra_epi32(a2, q->count), a3 = _mm256_sra_epi32(a3, q->count);
+            } else {
+                a0 = _mm256_sll_epi32(a0, q->count), a1 = _mm256_sll_epi32(a1, q->count);
+                a2 = _mm256_sll_epi32(a2, q->count), a3 = _mm256_sll_epi32(a3, q->count);
+            }
+            break;
+        }
+    }
+#undef HOISTED4
+    _mm256_storeu_si256(x1, a2);
+    _mm256_storeu_si256(x1 + 1, a3);
+    _mm256_storeu_si256(x0, a0);
+    _mm256_storeu_si256(x0 + 1, a1);
+}
+
+/* The fused run when no register operand row moves with the inner iteration: every
+ * operand prepared once per outer iteration and micro-op, two rows per operation. */
+static AVX2 int alu_hoisted16_avx2(int32_t *acc, const struct fused_op *ops, int len,
+                                   const int32_t *dk, int64_t nk, int64_t n_out, int64_t n_in,
+                                   int64_t dfo, int64_t dfi) {
+    struct hoisted_op h[MAX_FUSED];
+    for (int64_t o = 0; o < n_out; o++) /* exponents checked before any row changes */
+        for (int64_t kk = 0; kk < nk; kk++)
+            if (!hoist_operands(h, ops, len, acc, o, kk)) return 0;
+    for (int64_t o = 0; o < n_out; o++)
+        for (int64_t kk = 0; kk < nk; kk++) {
+            hoist_operands(h, ops, len, acc, o, kk);
+            int32_t *base = acc + (dk[kk] + o * dfo) * 16;
+            int64_t ii = 0;
+            for (; ii + 1 < n_in; ii += 2)
+                hoisted_rows(h, len, (__m256i *)(base + ii * dfi * 16),
+                             (__m256i *)(base + (ii + 1) * dfi * 16));
+            if (ii < n_in) {
+                __m256i *x = (__m256i *)(base + ii * dfi * 16);
+                hoisted_rows(h, len, x, x);
+            }
+        }
+    return 1;
+}
+
 /* The run of `len` ALU instructions from order position k in one pass per row (BLOCK 16).
  * Returns 0 without touching anything when a register RSHR exponent is outside [0, 31]:
  * the instructions then run one at a time and the failing one names the lane. */
@@ -2724,6 +3028,7 @@ static AVX2 int alu_fused16_avx2(int32_t *acc, const struct vta_program *p, int6
     int64_t dfo = f0[F_DST_FACTOR_OUT], dfi = f0[F_DST_FACTOR_IN];
     const int32_t *dk = p->uops + p->uop_at[p->order[k]];
     const __m256i zero = _mm256_setzero_si256(), top = _mm256_set1_epi32(31);
+    int hoist = 1;
     for (int j = 0; j < len; j++) {
         int64_t i = p->order[k + j];
         const int64_t *f = p->f + i * F_COUNT;
@@ -2736,6 +3041,11 @@ static AVX2 int alu_fused16_avx2(int32_t *acc, const struct vta_program *p, int6
         q->sk = p->uops + p->uop_at[i] + nk;
         q->sfo = f[F_SRC_FACTOR_OUT];
         q->sfi = f[F_SRC_FACTOR_IN];
+        if (!q->use_imm && n_in > 1 && q->sfi != 0) hoist = 0;
+    }
+    if (hoist) return alu_hoisted16_avx2(acc, ops, len, dk, nk, n_out, n_in, dfo, dfi);
+    for (int j = 0; j < len; j++) {
+        const struct fused_op *q = &ops[j];
         if (q->op != ALU_RSHR || q->use_imm) continue;
         for (int64_t o = 0; o < n_out; o++)
             for (int64_t ii = 0; ii < n_in; ii++)
