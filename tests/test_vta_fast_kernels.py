@@ -6,7 +6,8 @@ and its edges, for the portable C kernels and the vector ones (`QACCEL_CMACHINE_
 
 - GEMMs whose micro-ops share an input row across several output blocks (a 1x1
   convolution: dense tiles taken together, more of them than one group holds, mixed with
-  tiles dense in only some lane pairs, diagonal and zero tiles);
+  tiles dense in only some lane pairs, diagonal and zero tiles, or a first layer's tiles
+  with the same few lane pairs);
 - GEMMs whose micro-ops add several diagonal tiles to the same rows (a depthwise
   convolution's taps: odd and even counts, more than one group holds, interleaved
   destinations, GEMMs with more micro-ops than are grouped);
@@ -55,7 +56,7 @@ def gemm_program(rng, config, shape):
     """One GEMM layer's data flow: ACC rows loaded with random sums, INP and WGT loaded,
     one or two GEMMs of the given micro-op `shape`, the ACC rows stored back."""
     blk, r = config.block, lambda lo, hi: int(rng.integers(lo, hi))
-    ri, rw, ra = 64, 48, 256
+    ri, rw, ra = 64, len(TILES), 256
     n_in, n_out = r(1, 6), r(1, 3)
     if shape == "pointwise":  # K input blocks x M output blocks, the same input row M times
         k_blocks, m_blocks = r(1, 4), r(1, 12)
@@ -63,6 +64,8 @@ def gemm_program(rng, config, shape):
         src = [k * 12 for k in range(k_blocks) for m in range(m_blocks) if m * 24 < 200]
         dense = [t for t in range(rw) if np.any(TILES[t] - np.diag(np.diag(TILES[t]))) and
                  all(np.any(TILES[t][:, c : c + 2]) for c in range(0, 16, 2))]  # fmt: skip
+        if rng.random() < 0.3:  # a first layer: the same few lane pairs
+            dense = list(range(48, rw, 2)) if rng.random() < 0.5 else list(range(48, rw))
         wgt = [int(rng.choice(dense)) if rng.random() < 0.9 else r(0, rw) for _ in dst]
         dfo, dfi, sfo, sfi = n_in, 1, n_in, 1
     elif shape == "depthwise":  # taps of one or more interleaved destination rows
@@ -110,7 +113,19 @@ def gemm_program(rng, config, shape):
     return p, dram
 
 
-TILES = _tiles(np.random.default_rng(11), 16, 48)
+def _first_layer_tiles(rng, n):
+    """Tiles dense in lane pairs 0 and 1 only (three input channels padded to the block),
+    every other one in pair 5 too."""
+    tiles = np.zeros((n, 16, 16), np.int8)
+    for t in range(n):
+        tiles[t, :, :3] = rng.integers(-128, 128, (16, 3))
+        if t % 2:
+            tiles[t, :, 10] = rng.integers(1, 128, 16)
+    return tiles
+
+
+TILES = np.concatenate([_tiles(np.random.default_rng(11), 16, 48),
+                        _first_layer_tiles(np.random.default_rng(12), 8)])  # fmt: skip
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -182,3 +197,21 @@ def test_fused_alu_runs_with_fixed_operands(kernel, monkeypatch):
         program, dram = requant_program(rng, config)
         outcomes[_compare(program, None, dram, config, f"{kernel} {config.name} run {n}")] += 1
     assert outcomes["ran"] >= 50 and outcomes["error"] >= 1, outcomes
+
+
+@pytest.mark.parametrize("name", ["c", "sse2", "avx2", "auto", "no-such-kernel"])
+def test_the_environment_chooses_the_kernel_of_c_hosts(name, monkeypatch):
+    """A caller leaving the choice to the C machine (the program runner, the LiteRT
+    libraries, the C driver: VTA_KERNEL_AUTO) gets the kernel QACCEL_CMACHINE_KERNEL names,
+    never a faster one than the CPU has (SSE2 is no fast-path kernel: portable C); an unknown
+    name is the fastest, as auto."""
+    monkeypatch.setattr(cmachine, "kernel", "auto")  # what the C hosts pass
+    monkeypatch.delenv("QACCEL_CMACHINE_KERNEL", raising=False)
+    fastest = cmachine.Scratch(DEFAULT_CONFIG).kernel
+    monkeypatch.setenv("QACCEL_CMACHINE_KERNEL", name)
+    got = cmachine.Scratch(DEFAULT_CONFIG).kernel
+    order = list(cmachine.KERNELS)
+    expected = {"auto": fastest, "no-such-kernel": fastest, "sse2": "c"}.get(name, name)
+    if order.index(expected) > order.index(fastest):
+        expected = fastest
+    assert got == expected

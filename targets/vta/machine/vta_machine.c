@@ -1787,6 +1787,19 @@ static int check_steps(machine *m, int64_t limit) {
 
 /* --- entry points -------------------------------------------------------------------------- */
 
+/* The kernel a caller that leaves the choice to the machine (VTA_KERNEL_AUTO) gets:
+ * QACCEL_CMACHINE_KERNEL names a slower one (c, sse2, avx2, avx-vnni, avx512-vnni; auto or
+ * anything else: the fastest), for every C host alike (the program runner, the LiteRT
+ * libraries, the C driver), as cmachine.py reads it for Python's callers. */
+static int64_t wanted_kernel(int64_t asked) {
+    static const char *const names[] = {"auto", "c", "sse2", "avx2", "avx-vnni", "avx512-vnni"};
+    const char *env = getenv("QACCEL_CMACHINE_KERNEL");
+    if (asked != VTA_KERNEL_AUTO || !env) return asked;
+    for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++)
+        if (strcmp(env, names[k]) == 0) return k;
+    return VTA_KERNEL_AUTO;
+}
+
 static int setup_state(machine *m) {
     const struct geometry *g = &m->g;
     vta_run *r = m->run;
@@ -1828,7 +1841,8 @@ static int setup_state(machine *m) {
 #if HAVE_AVX2_KERNEL
     if (best == VTA_KERNEL_SSE2 && cpu_has_avx2()) best = VTA_KERNEL_AVX2;
 #endif
-    m->kernel = r->kernel == VTA_KERNEL_AUTO || r->kernel > best ? best : (int)r->kernel;
+    int64_t asked = wanted_kernel(r->kernel);
+    m->kernel = asked == VTA_KERNEL_AUTO || asked > best ? best : (int)asked;
     r->kernel = m->kernel;
     if (m->kernel != VTA_KERNEL_C && m->data) {
         m->wgt_pairs = alloc(m, (size_t)(dw * blk * blk), sizeof(int16_t));
@@ -2181,9 +2195,10 @@ int vta_scratch_new(const vta_config *config, vta_run *run, vta_scratch **out) {
     }
 #endif
     /* the fastest available unless a slower one is asked for (SSE2: portable C here) */
-    int kernel = run->kernel == VTA_KERNEL_AUTO || run->kernel >= best ? best
-                 : run->kernel == VTA_KERNEL_AVX_VNNI && !has_avx_vnni ? VTA_KERNEL_AVX2
-                 : run->kernel >= VTA_KERNEL_AVX2 ? (int)run->kernel : VTA_KERNEL_C;
+    int64_t asked = wanted_kernel(run->kernel);
+    int kernel = asked == VTA_KERNEL_AUTO || asked >= best ? best
+                 : asked == VTA_KERNEL_AVX_VNNI && !has_avx_vnni ? VTA_KERNEL_AVX2
+                 : asked >= VTA_KERNEL_AVX2 ? (int)asked : VTA_KERNEL_C;
     int64_t bytes = di * blk * 2 + dw * blk * blk * (kernel >= VTA_KERNEL_AVX2 ? 3 : 1) +
                     dw * blk * 2 + dw * (2 + ppt) + da * blk * 4 + dw * 16;
     if (limit >= 0 && bytes > limit) {

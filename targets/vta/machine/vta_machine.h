@@ -75,7 +75,7 @@ enum { VTA_MODULES = 3, VTA_MEM_TYPES = 8, VTA_FIFOS = 4 };
 
 /* GEMM kernels, slowest to fastest; all compute the same sums. */
 enum vta_kernel {
-    VTA_KERNEL_AUTO = 0, /* the fastest available */
+    VTA_KERNEL_AUTO = 0, /* the fastest available, or the one QACCEL_CMACHINE_KERNEL names */
     VTA_KERNEL_C = 1,    /* portable C, any block size */
     VTA_KERNEL_SSE2 = 2, /* x86-64, BLOCK 8/16/32 */
     VTA_KERNEL_AVX2 = 3, /* x86-64 CPUs with AVX2 (checked at run time), BLOCK 8/16/32 */
