@@ -625,6 +625,17 @@ def test_sanitizers(tmp_path):
                 if n %% 2:
                     p = t.mutate(rng, p, config)
                 t._compare(p, None, dram, config, f"asan {config.name} {n}")
+        import test_vta_fast_kernels as k  # the fast path's grouped and hoisted kernels
+        rng = np.random.default_rng(98)
+        for kernel in ("c", "avx2"):
+            cmachine.kernel = kernel
+            for shape in ("pointwise", "depthwise", "random"):
+                for n in range(6):
+                    p, dram = k.gemm_program(rng, k.DEFAULT_CONFIG, shape)
+                    t._compare(p, None, dram, k.DEFAULT_CONFIG, f"asan {kernel} {shape} {n}")
+            for n in range(12):
+                p, dram = k.requant_program(rng, k.DEFAULT_CONFIG)
+                t._compare(p, None, dram, k.DEFAULT_CONFIG, f"asan {kernel} requant {n}")
         print("outcomes", dict(t.OUTCOMES))
         """
         % str(Path(__file__).parent)
