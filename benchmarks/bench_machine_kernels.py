@@ -7,13 +7,13 @@
 MODEL defaults to MobileNetV2 1.0/224 (tests/fixtures/models/mobilenet_v2.tflite), compiled
 with `qaccel-compile MODEL -o OUTDIR` unless `--artifact` names an artifact. The artifact's run
 plan runs `--inputs` random inputs (default 1) under `valgrind --tool=callgrind`, collecting
-inside `vta_execute` only (the accelerator functions' data work, what every input costs; the program
-runner's host steps and Python are not counted). Printed: the instructions per inference,
-and the `--top` C functions by their own instructions (code inlined into a function counts
-for it). callgrind counts each iteration of a `rep stos` as one instruction: a memset of n
-bytes costs n. Instruction counts do not depend on
-the machine's load, unlike wall time; `QACCEL_CMACHINE_KERNEL` (`--kernel`) picks the GEMM
-kernels as the library does.
+inside `vta_execute` only: the accelerator functions' data work, what every input costs (the
+program runner's host steps, program opening and Python are not counted). Printed: the
+instructions per inference, and the `--top` C functions by their own instructions (code
+inlined into a function counts for it). Instruction counts do not depend on the machine's
+load, unlike wall time. callgrind counts each iteration of a `rep stos` as one instruction (a
+memset of n bytes costs n). `--kernel` sets `QACCEL_CMACHINE_KERNEL`, which the C machine
+reads for the program runner (e.g. `c`: the portable kernels).
 """
 
 from __future__ import annotations
