@@ -28,8 +28,10 @@ import hashlib
 import io
 import queue
 import shutil
+import struct
 import tempfile
 import threading
+import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,11 +127,44 @@ def load_input_sets(source: str | Path, input_shapes: Sequence[tuple[int, ...]])
 
 
 def _npz_arrays(path: Path) -> tuple[list[str], list[np.ndarray]]:
+    """The arrays of an .npz of input sets, in order: each member np.savez stored uncompressed
+    mapped from the file (a set is read when it runs, and ImageNet's validation set as one
+    .npz is not read into memory first), the others read as np.load reads them."""
     with _load(path) as npz:
+        keys = list(npz.files)
         try:
-            return list(npz.files), [npz[k] for k in npz.files]
-        except (OSError, ValueError, EOFError) as e:
+            mapped = _mapped_members(path)
+            return keys, [mapped[k] if k in mapped else npz[k] for k in keys]
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
             raise DatasetError(f"cannot read input '{path}': {e}") from None
+
+
+def _mapped_members(path: Path) -> dict[str, np.ndarray]:
+    """Memory maps of the uncompressed `.npy` members of a zip file, by np.load's key."""
+    mapped: dict[str, np.ndarray] = {}
+    with zipfile.ZipFile(path) as z, open(path, "rb") as f:
+        for info in z.infolist():
+            if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
+                continue
+            f.seek(info.header_offset)
+            local = f.read(30)  # the local file header: its name and extra field lengths
+            if len(local) != 30 or local[:4] != b"PK\x03\x04":
+                raise ValueError(f"member {info.filename}: no local file header")
+            name_len, extra_len = struct.unpack("<HH", local[26:30])
+            f.seek(info.header_offset + 30 + name_len + extra_len)
+            version = np.lib.format.read_magic(f)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)  # fmt: skip
+            shape, fortran, dtype = read_header(f)
+            start = f.tell()
+            if dtype.hasobject or fortran:
+                continue  # np.load refuses object arrays; a Fortran-order one is read
+            nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+            if start + nbytes - (info.header_offset + 30 + name_len + extra_len) > info.file_size:
+                raise ValueError(f"member {info.filename}: shorter than its array")
+            mapped[info.filename[:-4]] = (np.memmap(path, dtype, "r", start, shape) if nbytes
+                                          else np.zeros(shape, dtype))  # fmt: skip
+    return mapped
 
 
 def _where(input_sets: Sequence, i: int, name: str) -> str:

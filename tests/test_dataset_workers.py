@@ -139,3 +139,14 @@ def test_qaccel_run_reports_a_bad_set_in_one_line(artifact, tmp_path, capsys, jo
 def test_workers_is_checked(artifact):
     with pytest.raises(ValueError, match="workers is auto, threads or processes"):
         evaluate_dataset(artifact, [("a", [_sets(1)[0]])], compare=False, workers="fibers")
+
+
+@pytest.mark.parametrize("save", [np.savez, np.savez_compressed])
+def test_an_npz_of_sets_is_mapped_not_read_whole(tmp_path, save):
+    batch, single = _sets(3, seed=1), _sets(1, seed=2)[0]
+    save(tmp_path / "sets.npz", batch=batch, single=single)
+    sets = load_input_sets(tmp_path / "sets.npz", [(1, 32, 32, 3)])
+    assert sets.names == ["batch_0", "batch_1", "batch_2", "single"]
+    for (_, (x,)), want in zip(sets, [*batch, single]):
+        assert np.array_equal(x, want)
+        assert isinstance(x, np.memmap) == (save is np.savez)  # stored members are mapped
