@@ -101,10 +101,10 @@ def test_a_folder_is_read_as_its_sets_run(artifact, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("workers", ["threads", "processes"])
 @pytest.mark.parametrize(("bad", "message"), [
-    (np.zeros((1, 32, 32, 4), np.int8), "input set 'img_3' ({file}): @main input 0: expected "
-                                        "shape [1, 32, 32, 3], got [1, 32, 32, 4]"),
-    (np.zeros((1, 32, 32, 3), np.float32), "input set 'img_3' ({file}): @main input 0: "
-                                           "expected dtype int8, got float32"),
+    (np.zeros((1, 32, 32, 4), np.int8), ("input set 'img_3' ({file}): @main input 0: expected "
+                                         "shape [1, 32, 32, 3], got [1, 32, 32, 4]")),
+    (np.zeros((1, 32, 32, 3), np.float32), ("input set 'img_3' ({file}): @main input 0: "
+                                            "expected dtype int8, got float32")),
     (b"not an array", "cannot read input '{file}'"),
 ])  # fmt: skip
 def test_a_bad_set_is_one_error_naming_its_file(artifact, tmp_path, workers, bad, message):
