@@ -583,17 +583,19 @@ def softmax(call: OpCall) -> list[np.ndarray]:
     raise UnsupportedOp(f"SOFTMAX: no kernel for {x.dtype} -> {dtype}")
 
 
-_SOFTMAX_EXP_TABLES: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+_SOFTMAX_EXP_TABLES: dict[tuple[float, float], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
-def _softmax_exp_table(m: int, left_shift: int, diff_min: int):
+def _softmax_exp_table(call: OpCall):
     """For every int8 difference x - max(x) (-255..0, indexed from 0): whether the kernel
     uses it, its exponential (Q0.31) and that exponential in Q12.19 (0 where unused). The
     exponential is most of the kernel's work and depends on the difference alone, so it is
-    computed once per (multiplier, shift, diff_min), by the same arithmetic."""
-    key = (m, left_shift, diff_min)
+    computed once per (beta, input scale), which fix `softmax_params`, by the same
+    arithmetic."""
+    key = (float(f32(call.options.get("beta", 0.0))), scale_zp(call.input_q[0])[0])
     table = _SOFTMAX_EXP_TABLES.get(key)
     if table is None:
+        m, left_shift, diff_min = softmax_params(call)
         diff = np.arange(-255, 1, dtype=np.int64)
         used = diff >= diff_min
         rescaled = ar.saturating_rounding_doubling_high_mul(np.where(used, diff, 0) << left_shift,
@@ -606,7 +608,7 @@ def _softmax_exp_table(m: int, left_shift: int, diff_min: int):
 
 
 def _softmax_int8(x: np.ndarray, call: OpCall, out_dtype) -> np.ndarray:
-    used_of, exp_q0_of, exp_q12_of = _softmax_exp_table(*softmax_params(call))
+    used_of, exp_q0_of, exp_q12_of = _softmax_exp_table(call)
     xi = x.astype(np.int64)
     at = xi - xi.max(axis=-1, keepdims=True) + 255  # int8 differences: -255..0
     used, exp_q0 = used_of[at], exp_q0_of[at]
