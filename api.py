@@ -265,12 +265,15 @@ def sweep(models: Sequence[str | Path] | dict[str, bytes], spec: SweepSpec | dic
 
 def evaluate(artifact: str | Path, inputs: str | Path | Sequence[np.ndarray],
              labels: np.ndarray | None = None, *, jobs: int | None = None,
-             ray: str | None = None, compare: bool = True) -> DatasetSummary:  # fmt: skip
+             ray: str | None = None, compare: bool = True,
+             workers: str = "auto") -> DatasetSummary:  # fmt: skip
     """Dataset evaluation of an artifact folder: `inputs` is a folder or `.npz` (see
-    `qaccel-run --inputs-dir`) or a list of arrays of a single-input model."""
+    `qaccel-run --inputs-dir`) or a list of arrays of a single-input model. `workers`:
+    "threads" of this process, "processes", or "auto" (threads when the artifact's run plan
+    runs every accelerator function through its program; `explore/dataset.py`)."""
     if isinstance(inputs, str | Path):
         sets = load_input_sets(inputs, input_shapes(artifact))
     else:
         sets = [(f"set_{i}", [np.asarray(x)]) for i, x in enumerate(inputs)]
     return evaluate_dataset(artifact, sets, labels=labels, executor=make_executor(jobs, ray),
-                            compare=compare)  # fmt: skip
+                            compare=compare, workers=workers)  # fmt: skip

@@ -2,7 +2,8 @@
 
     python benchmarks/bench_fastpath.py [MODEL.tflite ...] [--artifact OUTDIR] [--repeat N]
                                         [--runs N] [--inputs N] [--check N] [--jobs J]
-                                        [--skip-dataset] [--skip-startup]
+                                        [--skip-per-inference] [--skip-dataset]
+                                        [--skip-startup]
 
 MODELs default to MobileNetV2 1.0/224 (tests/fixtures/models/mobilenet_v2.tflite) and, when it
 exists, ResNet-50 (tests/fixtures/generated/resnet50.tflite: `python tools/make_fixtures.py
@@ -201,6 +202,8 @@ def main() -> None:
     ap.add_argument("--inputs", type=int, default=1000, help="dataset size")
     ap.add_argument("--check", type=int, default=16, help="inputs compared with LiteRT")
     ap.add_argument("--jobs", type=int, default=None, help="qaccel-run --jobs (default: all)")
+    ap.add_argument("--skip-per-inference", action="store_true",
+                    help="no LiteRT benchmark tool runs (the dataset and start-up only)")
     ap.add_argument("--skip-dataset", action="store_true")
     ap.add_argument("--skip-startup", action="store_true")
     args = ap.parse_args()
@@ -216,8 +219,11 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     artifacts = {}
     for k, model in enumerate(models):
+        if k and args.skip_per_inference:
+            break  # the dataset and start-up take the first model only
         artifacts[model] = args.artifact if k == 0 and args.artifact else compiled(model, work)
-        per_inference(model, artifacts[model], args, env, lib_dir)
+        if not args.skip_per_inference:
+            per_inference(model, artifacts[model], args, env, lib_dir)
     if not args.skip_dataset:
         dataset(artifacts[models[0]], work, args, env)
     if not args.skip_startup:

@@ -82,6 +82,23 @@ def is_artifact(path: str | Path) -> bool:
     return check(path)
 
 
+def run_errors() -> tuple[type[Exception], ...]:
+    """Exceptions of a run of an artifact (its run plan or the compiled model) on one input
+    set that carry a one-line message: inputs of the wrong shape or type, a layer or kernel
+    that failed on these values."""
+    import sys
+
+    from qaccel.backends.vta.run_plan import RunPlanError
+    from qaccel.kernels.base import KernelError, Refusal
+    from qaccel.targets.vta.simulation_result import SimulationError
+
+    errors: tuple[type[Exception], ...] = (RunPlanError, KernelError, Refusal, SimulationError)
+    prepare = sys.modules.get("qaccel.interpreter.prepare")  # the interpreter's, if it ran:
+    if prepare is not None:  # a run plan never imports it (nor xDSL)
+        errors += (prepare.ExecutionError,)
+    return errors
+
+
 def run_compiled(compiled: Any, inputs: Sequence[np.ndarray],
                  simulator: str = "c") -> list[np.ndarray]:  # fmt: skip
     """Host ops on the interpreter, accelerator layers on the simulator (`c`: libqaccel_vta,

@@ -35,10 +35,13 @@ kernels refuse) ends with one line on stderr and exit code 1.
 
 `--inputs-dir DIR` (with an artifact folder) evaluates a dataset: DIR holds one `.npy` per
 input set (or one `.npz` per set for several inputs), or is one `.npz` of input sets
-(`explore/dataset.py`). Every set runs, in parallel on local processes (`--jobs N`) or Ray
-tasks (`--ray [ADDRESS]`), against LiteRT's reference kernels too; outputs go to
-DIR/<set>/output_i.npy and the agreement (bit-exact sets, max |diff|; with `--labels
-FILE.npy` top-1 agreement and accuracy) to DIR/summary.json; `--no-compare` skips LiteRT.
+(`explore/dataset.py`). Every set runs, in parallel on local workers (`--jobs N`: threads of
+this process when the artifact's run plan runs every accelerator function through its
+program, else processes) or Ray tasks (`--ray [ADDRESS]`), against LiteRT's reference kernels
+too; outputs go to DIR/<set>/output_i.npy and the agreement (bit-exact sets, max |diff|;
+with `--labels FILE.npy` top-1 agreement and accuracy) to DIR/summary.json; `--no-compare`
+skips LiteRT. A set that cannot be read or run ends the run with one line naming it and its
+file.
 Artifacts with a run plan run each accelerator layer the fast way: checked and timed once
 (every check and the timing model), then per input with data only, bit-exact with the checked
 simulation (`QACCEL_SIMULATION=checked` simulates every run with every check instead).
@@ -155,7 +158,8 @@ def _own_arguments(add_help: bool = True) -> argparse.ArgumentParser:
                     help="with --inputs-dir: do not run LiteRT's reference kernels (our "
                          "outputs, and top-1 accuracy with --labels, only)")  # fmt: skip
     ap.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                    help="with --inputs-dir: local processes (default: every core)")
+                    help="with --inputs-dir: local workers, threads of this process on a "
+                         "run plan, else processes (default: every core)")  # fmt: skip
     ap.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                     help="with --inputs-dir: run the input sets as Ray tasks")
     return ap
