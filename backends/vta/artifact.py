@@ -129,15 +129,18 @@ def check_artifact_destination(outdir: str | Path) -> None:
 
 def write_artifact(
     compiled: CompiledModel, outdir: str | Path, source: bytes | None = None,
-    extra: dict[str, bytes] | None = None,
+    extra: dict[str, bytes] | None = None, host_text: str | None = None,
 ) -> None:
     """Write the artifact (see the module docstring) as the folder `outdir`, whole; a model
     that could not run is refused first (`check_runnable`), so no such artifact is ever
-    written."""
+    written. `host_text`: `module_text(compiled.module)` when the caller has it already
+    (`qaccel-compile` prints it while the layers are emitted)."""
     check_runnable(compiled.module)
     root = Path(outdir)
     check_artifact_destination(root)
-    files: dict[str, bytes] = {"host.mlir": module_text(compiled.module).encode()}
+    if host_text is None:
+        host_text = module_text(compiled.module)
+    files: dict[str, bytes] = {"host.mlir": host_text.encode()}
     functions = {}
     for name, fn in compiled.functions.items():
         entries = []
