@@ -255,7 +255,9 @@ def _spliced_models(compiled, source: bytes) -> tuple[dict[str, bytes], str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    background.allow()  # a whole process: the second core may print the host IR
+    # The command's own process may fork helpers (the host IR printed and half of the
+    # schedule searches run on the second core); a caller's process only while in here.
+    background.allow()
     try:
         with resource_errors(PROG):
             code = run(argv)
@@ -264,6 +266,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(str(e))
     except ArgSpecParseError as e:
         _fail(f"invalid pass pipeline: {str(e).splitlines()[-1].strip()}")
+    finally:
+        background.allow(False)
     sys.exit(code)
 
 
