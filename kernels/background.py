@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -101,10 +102,14 @@ class Pending(Generic[T]):
         return value
 
     def cancel(self) -> None:
-        """Drop the child's answer (it ends at once) and reap it."""
+        """End the child (its answer is not wanted) and reap it."""
         if self._pid is None:
             return
         os.close(self._fd)  # type: ignore[arg-type]
+        try:
+            os.kill(self._pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         os.waitpid(self._pid, 0)
         self._pid = None
 

@@ -194,6 +194,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     start = time.perf_counter()
     host_text: list[background.Pending[str]] = []
+    litert = None
 
     def print_host_ir(module) -> None:  # on the second core, while the layers are emitted
         host_text.append(background.start(module_text, module))
@@ -207,12 +208,23 @@ def run(argv: Sequence[str] | None = None) -> int:
                                            args, args.config, print_host_ir)  # fmt: skip
         if tty:
             print("\r\033[K", end="", file=stderr, flush=True)
-        models, aot = _aot_models(compiled, data)
+        # The LiteRT models are made on the second core while the artifact's own files are.
+        litert = background.start(_aot_models, compiled, data)
+        aot_lines: list[str] = []
+
+        def litert_models() -> dict[str, bytes]:
+            models, lines = litert.result()
+            aot_lines.append(lines)
+            return models
+
         text = host_text.pop().result() if host_text else None
-        write_artifact(compiled, args.output, data, extra=models, host_text=text)
+        write_artifact(compiled, args.output, data, extra=litert_models, host_text=text)
+        aot = aot_lines[0]
     finally:
         for pending in host_text:
             pending.cancel()
+        if litert is not None:
+            litert.cancel()
     if args.plot:
         plot_report(compiled.report, args.plot, Path(args.model).name)
     if not args.quiet:
