@@ -24,6 +24,7 @@ turns it off. This module sits in `kernels/` (the bottom layer) so that any stag
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import signal
@@ -115,6 +116,8 @@ class Pending(Generic[T]):
 
 
 def _child(write_fd: int, fn: Callable, args: tuple) -> None:
+    # A collection would walk (and so copy) every object the child shares with the caller.
+    gc.disable()
     try:
         try:
             payload: tuple[str, Any] = ("ok", fn(*args))
