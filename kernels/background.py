@@ -88,12 +88,17 @@ class Pending(Generic[T]):
         did not answer."""
         if self._pid is None:
             return self._fn(*self._args)
+        pid, fd = self._pid, self._fd
+        self._pid = self._fd = None
         chunks = []
-        with os.fdopen(self._fd, "rb") as pipe:  # type: ignore[arg-type]
-            while chunk := pipe.read(1 << 20):
-                chunks.append(chunk)
-        os.waitpid(self._pid, 0)
-        self._pid = None
+        try:
+            with os.fdopen(fd, "rb") as pipe:  # type: ignore[arg-type]
+                while chunk := pipe.read(1 << 20):
+                    chunks.append(chunk)
+        except BaseException:  # e.g. Ctrl-C while waiting: the child ends too
+            _end(pid)
+            raise
+        os.waitpid(pid, 0)
         try:
             kind, value = pickle.loads(b"".join(chunks))
         except Exception:  # noqa: BLE001  a child that died before answering
@@ -103,16 +108,21 @@ class Pending(Generic[T]):
         return value
 
     def cancel(self) -> None:
-        """End the child (its answer is not wanted) and reap it."""
+        """End the child (its answer is not wanted) and reap it; nothing once answered."""
         if self._pid is None:
             return
-        os.close(self._fd)  # type: ignore[arg-type]
-        try:
-            os.kill(self._pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        os.waitpid(self._pid, 0)
-        self._pid = None
+        pid, fd = self._pid, self._fd
+        self._pid = self._fd = None
+        os.close(fd)  # type: ignore[arg-type]
+        _end(pid)
+
+
+def _end(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
 
 
 def _child(write_fd: int, fn: Callable, args: tuple) -> None:

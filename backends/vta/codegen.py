@@ -372,16 +372,19 @@ def _run_emitters(prepared: list) -> list:
     halves: tuple[list[int], list[int]] = ([], [])
     loads = [0, 0]
     for i in sorted(todo, key=lambda i: -weight[i]):
-        k = 0 if loads[0] <= loads[1] else 1
+        k = 0 if loads[0] <= loads[1] or len(todo) == 1 else 1
         halves[k].append(i)
         loads[k] += weight[i]
-    mine, theirs = sorted(halves[0]), sorted(halves[1])
+    mine, theirs = sorted(halves[0]), sorted(halves[1])  # one layer: all mine, no child
     pending = background.start(_emit_streams, [prepared[i] for i in theirs]) if theirs else None
-    for i, prog in zip(mine, _emit_streams([prepared[i] for i in mine])):
-        out[i] = prog
-    if pending is not None:
-        for i, prog in zip(theirs, pending.result()):
+    try:
+        for i, prog in zip(mine, _emit_streams([prepared[i] for i in mine])):
             out[i] = prog
+        for i, prog in zip(theirs, pending.result() if pending else []):
+            out[i] = prog
+    finally:
+        if pending is not None:
+            pending.cancel()  # when this half raised
     return out
 
 

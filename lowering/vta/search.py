@@ -236,8 +236,12 @@ def search_ahead(layers: Iterable[ConvLayer | LayerGeometry], config: HardwareCo
     # The child takes every other search from the largest down, so the halves weigh alike.
     keys.sort(key=lambda k: -(k[0].OH * k[0].OW * k[0].COB * (1 if k[0].diagonal else k[0].CIB)))
     theirs = background.start(_searches, keys[1::2])
-    mine = _searches(keys[0::2])
-    for key, found in (*zip(keys[0::2], mine), *zip(keys[1::2], theirs.result())):
+    try:
+        mine = _searches(keys[0::2])
+        done = theirs.result()
+    finally:
+        theirs.cancel()  # when this half raised
+    for key, found in (*zip(keys[0::2], mine), *zip(keys[1::2], done)):
         if found is not None:
             _ahead[key] = found
 
