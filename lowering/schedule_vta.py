@@ -43,7 +43,7 @@ from qaccel.lowering.vta.emit_alu import AluPlan, emit_alu, emit_pool, plan_alu
 from qaccel.lowering.vta.layers import AluLayer, LayerMatch, LayerReader, NotALayer, PoolLayer
 from qaccel.lowering.vta.geometry import ConvLayer, LayerError
 from qaccel.lowering.vta.planning import Schedule
-from qaccel.lowering.vta.search import make_schedule, schedule
+from qaccel.lowering.vta.search import make_schedule, schedule, search_ahead
 from qaccel.targets.base import TargetError, hardware_config
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -153,12 +153,22 @@ class ScheduleVtaPass(ModulePass):
             self._schedule_function(f, config)
 
     def _schedule_function(self, f: func.FuncOp, config) -> None:
+        # Every layer read first, as if each will be accepted, so the searches can run
+        # ahead on two cores (`search_ahead`); the reads stand while that holds (a layer
+        # that gets no schedule is not accepted: the layers after it are read again).
+        reads = _read_all(f)
+        todo = [m.layer for o, m in reads if isinstance(m, LayerMatch)
+                and (o.schedule is None or self.recompute)]  # fmt: skip
+        search_ahead(todo, config, bias_mode=self.bias_mode or None)
         reader = LayerReader(f.sym_name.data)
-        for o in f.body.block.ops:
-            if not isinstance(o, vta.LayerOp):
-                continue
+        ahead = True
+        for o, read in reads:
             try:
-                m = reader.read(o)
+                if not ahead:
+                    read = reader.read(o)
+                if isinstance(read, Exception):
+                    raise read
+                m = read
             except NotALayer:
                 o.schedule = None
                 continue
@@ -183,5 +193,24 @@ class ScheduleVtaPass(ModulePass):
                     o.schedule = alu_schedule_attr(o.kind.data, plan, config.name, cycles)
             except LayerError:
                 o.schedule = None  # nothing fits: the layer runs on the host (qaccel-compile)
+                ahead = False
                 continue
             reader.accept(o, m)
+
+
+def _read_all(f: func.FuncOp) -> list[tuple[vta.LayerOp, object]]:
+    """Each `vta.layer` of `f` with what a reader that accepts every layer reads (a match,
+    or what it raised, e.g. `NotALayer`)."""
+    reader = LayerReader(f.sym_name.data)
+    out: list[tuple[vta.LayerOp, object]] = []
+    for o in f.body.block.ops:
+        if not isinstance(o, vta.LayerOp):
+            continue
+        try:
+            m = reader.read(o)
+        except Exception as e:  # noqa: BLE001  raised again where the layer is scheduled
+            out.append((o, e))
+            continue
+        reader.accept(o, m)
+        out.append((o, m))
+    return out

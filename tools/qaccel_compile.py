@@ -43,6 +43,7 @@ from typing import NoReturn
 from qaccel.backends.vta.artifact import (
     check_artifact_destination,
     check_runnable,
+    module_text,
     write_artifact,
 )
 from qaccel.backends.vta.codegen import compile_module
@@ -52,6 +53,7 @@ from qaccel.targets.vta.config import ConfigError
 from qaccel.backends.vta.report_plot import PlotError, plot_report, require_matplotlib
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
 from qaccel.pipeline.manager import PipelineError, available_passes, qaccel_context
+from qaccel.kernels import background
 from qaccel.kernels.memory import MemoryBudgetError
 from qaccel.interpreter.interpreter import ExecutionError, check_memory
 from qaccel.tools.cli import (
@@ -107,8 +109,11 @@ def compile_model(
     progress=None,
     args: argparse.Namespace | None = None,
     config_path: Path | None = None,
+    scheduled=None,
 ):
-    """Import, run the pipeline, compile: the `CompiledModel` and the model's bytes."""
+    """Import, run the pipeline, compile: the `CompiledModel` and the model's bytes.
+    `scheduled(module)` is called once the pipeline ran and the module is final (codegen
+    reads it and changes nothing), before codegen."""
     from xdsl.dialects import func
 
     from qaccel.dialects.macs import model_macs
@@ -160,6 +165,8 @@ def compile_model(
     with contextlib.nullcontext() if asked else contextlib.redirect_stderr(summaries):
         manager.run(qaccel_context(), module)
         check_runnable(module)  # before the compile's work (write_artifact checks it too)
+        if scheduled is not None:
+            scheduled(module)
         compiled = compile_module(module, total_macs=total_macs, progress=progress)
     sys.stderr.write(summaries.getvalue())
     return compiled, source
@@ -186,15 +193,38 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"\r\033[K{PROG}: {line}", end="", file=stderr, flush=True)
 
     start = time.perf_counter()
-    # --quiet: the passes' summaries (e.g. partition-graph's) too; errors still raise.
-    with contextlib.redirect_stderr(io.StringIO()) if args.quiet else contextlib.nullcontext():
-        passes = args.passes if getattr(args, "passes_given", False) else None
-        compiled, data = compile_model(Path(args.model), passes,
-                                       progress if tty else None, args, args.config)  # fmt: skip
-    if tty:
-        print("\r\033[K", end="", file=stderr, flush=True)
-    models, aot = _aot_models(compiled, data)
-    write_artifact(compiled, args.output, data, extra=models)
+    host_text: list[background.Pending[str]] = []
+    litert = None
+
+    def print_host_ir(module) -> None:  # on the second core, while the layers are emitted
+        host_text.append(background.start(module_text, module))
+
+    try:
+        # --quiet: the passes' summaries (e.g. partition-graph's) too; errors still raise.
+        with (contextlib.redirect_stderr(io.StringIO()) if args.quiet
+              else contextlib.nullcontext()):  # fmt: skip
+            passes = args.passes if getattr(args, "passes_given", False) else None
+            compiled, data = compile_model(Path(args.model), passes, progress if tty else None,
+                                           args, args.config, print_host_ir)  # fmt: skip
+        if tty:
+            print("\r\033[K", end="", file=stderr, flush=True)
+        # The LiteRT models are made on the second core while the artifact's own files are.
+        litert = background.start(_aot_models, compiled, data)
+        aot_lines: list[str] = []
+
+        def litert_models() -> dict[str, bytes]:
+            models, lines = litert.result()
+            aot_lines.append(lines)
+            return models
+
+        text = host_text.pop().result() if host_text else None
+        write_artifact(compiled, args.output, data, extra=litert_models, host_text=text)
+        aot = aot_lines[0]
+    finally:
+        for pending in host_text:
+            pending.cancel()
+        if litert is not None:
+            litert.cancel()
     if args.plot:
         plot_report(compiled.report, args.plot, Path(args.model).name)
     if not args.quiet:
@@ -237,6 +267,9 @@ def _spliced_models(compiled, source: bytes) -> tuple[dict[str, bytes], str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    # The command's own process may fork helpers (the host IR printed and half of the
+    # schedule searches run on the second core); a caller's process only while in here.
+    background.allow()
     try:
         with resource_errors(PROG):
             code = run(argv)
@@ -245,6 +278,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(str(e))
     except ArgSpecParseError as e:
         _fail(f"invalid pass pipeline: {str(e).splitlines()[-1].strip()}")
+    finally:
+        background.allow(False)
     sys.exit(code)
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from qaccel.kernels import background
 from qaccel.backends.vta.arena import Slot, allocate
 from qaccel.backends.vta.compiled import (
     ArenaSlot,
@@ -56,7 +57,7 @@ from qaccel.lowering.schedule_vta import (
     describe,
     gemm_schedule,
 )
-from qaccel.lowering.vta.emit import LayerProgram, Placement, emit
+from qaccel.lowering.vta.emit import LayerProgram, Placement, prepare_emit
 from qaccel.lowering.vta.emit_alu import AluPlan, emit_alu, emit_pool
 from qaccel.lowering.vta.layers import AluMatch, LayerMatch, LayerReader, NotALayer, PoolMatch
 from qaccel.lowering.vta.geometry import LayerError
@@ -298,18 +299,8 @@ def _compile_function(
     while True:
         planned = [lay.planned(index_of[lay.op]) for lay in layers_read]
         slots, slot_of, arena = _plan_arena(planned, ops)
-        layers, constants, failed = [], [], None
-        at = -(-arena // c.dram_align) * c.dram_align  # constants: weights need whole tiles
-        for lay in layers_read:
-            try:
-                compiled, consts = _emit_layer(name, len(layers), lay, slots, slot_of, at,
-                                               index_of, c)  # fmt: skip
-            except LayerError as err:
-                failed = (lay, str(err))
-                break
-            layers.append(compiled)
-            constants.append((at, consts))
-            at = -(-(at + len(consts)) // c.dram_align) * c.dram_align
+        layers, constants, at, failed = _emit_layers(name, layers_read, slots, slot_of, arena,
+                                                     index_of, c)  # fmt: skip
         if failed is None:
             break
         reasons[failed[0].op] = failed[1]
@@ -323,34 +314,114 @@ def _compile_function(
     return CompiledFunction(name, layers, slots, arena, image)
 
 
-def _emit_layer(name: str, index: int, lay: _Layer, slots, slot_of, at: int, index_of,
-                c: HardwareConfig) -> tuple[CompiledLayer, np.ndarray]:  # fmt: skip
-    """(CompiledLayer, constants bytes) of a formed layer whose constants go at byte `at`."""
+def _emit_layers(name: str, layers_read: list[_Layer], slots, slot_of, arena: int, index_of,
+                 c: HardwareConfig):  # fmt: skip
+    """Emit the layers in body order, each layer's constants after the last one's: (compiled
+    layers, (offset, constants) of each, the image's size, None), or (..., (the first layer
+    the emitter refuses, why)). A GEMM layer's constants are laid out first and its stream
+    emitted after (`prepare_emit`), so the streams, most of the work, are emitted on two
+    cores (`_run_emitters`); the first refusal in body order is the one reported, as when
+    they were emitted one by one."""
+    at = -(-arena // c.dram_align) * c.dram_align  # constants: weights need whole tiles
+    entries: list[tuple[_Layer, object, int]] = []  # (layer, emitter or program, offset)
+    failed = None
+    for lay in layers_read:
+        try:
+            prepared, consts = _prepare_layer(lay, slots, slot_of, at, c)
+        except LayerError as err:
+            failed = (lay, str(err))
+            break
+        entries.append((lay, prepared, at))
+        at = -(-(at + len(consts)) // c.dram_align) * c.dram_align
+    programs = _run_emitters([e[1] for e in entries])
+    layers, constants = [], []
+    for (lay, _, offset), prog in zip(entries, programs):
+        if isinstance(prog, LayerError):
+            failed = (lay, str(prog))
+            break
+        layers.append(_compiled_layer(name, len(layers), lay, prog, slot_of, index_of, c))
+        constants.append((offset, prog.constants))
+    return layers, constants, at, failed
+
+
+def _prepare_layer(lay: _Layer, slots, slot_of, at: int, c: HardwareConfig):
+    """(a GEMM layer's emitter, placed, or an element-wise/pool layer's program; the layer's
+    constants bytes), its constants at byte `at`."""
+    m, output = lay.match, lay.op.outputs[0]
+    if isinstance(m, LayerMatch):
+        placement = Placement(at, slots[slot_of[m.input]].offset, slots[slot_of[output]].offset)
+        emitter = prepare_emit(m.layer, lay.schedule, c, placement)
+        return emitter, emitter.constants
+    plan = lay.schedule
+    emit_fn = emit_pool if isinstance(m, PoolMatch) else emit_alu
+    prog = emit_fn(m.layer, c, inputs_at=[slots[slot_of[v]].offset for v in m.inputs],
+                   output_at=slots[slot_of[output]].offset, constants_at=at, rows=plan.rows,
+                   output_stage=plan.output_stage)  # fmt: skip
+    return prog, prog.constants
+
+
+def _run_emitters(prepared: list) -> list:
+    """Each GEMM emitter's program (or the LayerError it raised), every other one (by
+    weight) in a forked child (`kernels/background.py`); other entries as they are."""
+    todo = [i for i, e in enumerate(prepared) if hasattr(e, "run")]
+    out = list(prepared)
+    if not todo:
+        return out
+    # Balance the halves by loop steps (a stream's length follows them).
+    weight = {i: _step_weight(prepared[i].s) for i in todo}
+    halves: tuple[list[int], list[int]] = ([], [])
+    loads = [0, 0]
+    for i in sorted(todo, key=lambda i: -weight[i]):
+        k = 0 if loads[0] <= loads[1] or len(todo) == 1 else 1
+        halves[k].append(i)
+        loads[k] += weight[i]
+    mine, theirs = sorted(halves[0]), sorted(halves[1])  # one layer: all mine, no child
+    pending = background.start(_emit_streams, [prepared[i] for i in theirs]) if theirs else None
+    try:
+        for i, prog in zip(mine, _emit_streams([prepared[i] for i in mine])):
+            out[i] = prog
+        for i, prog in zip(theirs, pending.result() if pending else []):
+            out[i] = prog
+    finally:
+        if pending is not None:
+            pending.cancel()  # when this half raised
+    return out
+
+
+def _step_weight(s: Schedule) -> int:
+    return s.geometry.batch * s.tiles_y * s.tiles_x * s.co_groups * s.ci_groups + 1
+
+
+def _emit_streams(emitters: list) -> list:
+    out = []
+    for e in emitters:
+        try:
+            out.append(e.run())
+        except LayerError as err:
+            out.append(err)
+    return out
+
+
+def _compiled_layer(name: str, index: int, lay: _Layer, prog, slot_of, index_of,
+                    c: HardwareConfig) -> CompiledLayer:  # fmt: skip
+    """The `CompiledLayer` of a formed layer emitted as `prog`, with its report."""
     m, op = lay.match, lay.op
     output = op.outputs[0]
     position = index_of[op]
     widened = position if len(op.outputs) > 1 else None
     if isinstance(m, LayerMatch):
-        placement = Placement(at, slots[slot_of[m.input]].offset, slots[slot_of[output]].offset)
-        prog = emit(m.layer, lay.schedule, c, placement)
         inputs, offset = [slot_of[m.input]], m.offset
         report = gemm_report(name, index, m.layer, lay.schedule, prog, c)
     else:
-        plan = lay.schedule
-        emitter = emit_pool if isinstance(m, PoolMatch) else emit_alu
-        prog = emitter(m.layer, c, inputs_at=[slots[slot_of[v]].offset for v in m.inputs],
-                       output_at=slots[slot_of[output]].offset, constants_at=at,
-                       rows=plan.rows, output_stage=plan.output_stage)  # fmt: skip
         inputs, offset = [slot_of[v] for v in m.inputs], None
         report = alu_report(name, index, m.layer, prog, c)
     report.update(layer_energy(prog.program, c, report["cycles"]))
-    compiled = CompiledLayer(
+    return CompiledLayer(
         function=name, index=index, ops=[position], anchor=position, inputs=inputs,
         output=slot_of[output], widened=widened, offset=offset, program=prog,
         words=prog.program.words, uops=prog.program.uops, description=m.layer.describe(),
         report=report,
     )  # fmt: skip
-    return compiled, prog.constants
 
 
 __all__ = ["compile_module"]

@@ -875,3 +875,10 @@ def emit(layer: ConvLayer, sched: Schedule, config: HardwareConfig | None = None
     """The program, micro-ops and DRAM layout of `layer` under `sched` (see the module doc),
     in an image of its own or where `placement` puts it."""
     return _Emitter(layer, sched, config or DEFAULT_CONFIG, placement).run()
+
+
+def prepare_emit(layer: ConvLayer, sched: Schedule, config: HardwareConfig | None = None,
+                 placement: Placement | None = None) -> _Emitter:  # fmt: skip
+    """`emit` in two steps: the layer's DRAM layout and constants now (`.constants`, which
+    do not depend on the stream), the program when `.run()` is called (once)."""
+    return _Emitter(layer, sched, config or DEFAULT_CONFIG, placement)

@@ -18,9 +18,11 @@ allow and tries the others on its best tilings (they reserve different buffer sp
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from functools import lru_cache
 
+from qaccel.kernels import background
 from qaccel.lowering.vta.cost_model import _merged_frames, estimate, quick_estimate
 from qaccel.lowering.vta.emit import emit
 from qaccel.lowering.vta.geometry import (
@@ -174,12 +176,26 @@ def schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | None = N
     if refine > 0 and isinstance(layer, ConvLayer):
         return _refined(layer, _search(g, c, modes, orders, bias_mode is None, model_steps),
                         c, refine, refine_insns)  # fmt: skip
-    # The search reads the geometry's shapes and tail only, never the input zero point
-    # (the emitter's SETPAD value): layers that differ only there share one search.
-    # A batch is an outer loop over the images: one image's loop nest, N times.
-    best = _best(replace(g.image, input_zero_point=0), c, modes, orders, bias_mode is None,
-                 model_steps)  # fmt: skip
+    key = _search_key(g, c, modes, orders, bias_mode is None, model_steps)
+    best = _best(*key)
+    _known.add(key)
     return replace(best, geometry=g, estimated_cycles=g.batch * best.estimated_cycles)
+
+
+def _search_key(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...],
+                orders: tuple[str, ...], try_modes: bool, model_steps: int) -> tuple:
+    """The arguments of `_best` for a layer. The search reads the geometry's shapes and tail
+    only, never the input zero point (the emitter's SETPAD value): layers that differ only
+    there share one search. A batch is an outer loop over the images: one image's loop nest,
+    N times."""
+    return (replace(g.image, input_zero_point=0), c, tuple(modes), tuple(orders), try_modes,
+            model_steps)  # fmt: skip
+
+
+_known: set[tuple] = set()
+"""Keys `_best` has answered (a hint for `search_ahead`: it may have been cleared since)."""
+_ahead: dict[tuple, Schedule] = {}
+"""Searches `search_ahead` ran before their layer asked, by key; `_best` takes them."""
 
 
 @lru_cache(maxsize=1024)
@@ -187,7 +203,57 @@ def _best(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...], orders: t
           try_modes: bool, model_steps: int) -> Schedule:
     """The first of `_search`, memoized: MobileNetV2 and ResNet-50 repeat layer shapes
     (53 layers, 31 searches; 54 layers, 22)."""
+    found = _ahead.pop((g, c, modes, orders, try_modes, model_steps), None)
+    if found is not None:
+        return found
     return _search(g, c, modes, orders, try_modes, model_steps)[0]
+
+
+def search_ahead(layers: Iterable[ConvLayer | LayerGeometry], config: HardwareConfig, *,
+                 bias_mode: str | None = None, model_steps: int = 600) -> None:
+    """Run the searches `schedule(layer, config, bias_mode=bias_mode)` will need for these
+    layers now, half of them in a forked child (`kernels/background.py`): the same searches,
+    the same results, on two cores. A no-op where the process does not fork; a layer whose
+    search fails is left for `schedule` to fail on."""
+    if not background.enabled():
+        return
+    if len(_known) > 4096:
+        _known.clear()
+    modes = BIAS_MODES if bias_mode is None else (bias_mode,)
+    keys: list[tuple] = []
+    for layer in layers:
+        g = layer.geometry if isinstance(layer, ConvLayer) else layer
+        key = _search_key(g, config, modes, LOOP_ORDERS, bias_mode is None, model_steps)
+        if key in _known or key in _ahead or key in keys:
+            continue
+        try:
+            check_block(g, config)
+        except LayerError:
+            continue
+        keys.append(key)
+    if len(keys) < 2:
+        return
+    # The child takes every other search from the largest down, so the halves weigh alike.
+    keys.sort(key=lambda k: -(k[0].OH * k[0].OW * k[0].COB * (1 if k[0].diagonal else k[0].CIB)))
+    theirs = background.start(_searches, keys[1::2])
+    try:
+        mine = _searches(keys[0::2])
+        done = theirs.result()
+    finally:
+        theirs.cancel()  # when this half raised
+    for key, found in (*zip(keys[0::2], mine), *zip(keys[1::2], done)):
+        if found is not None:
+            _ahead[key] = found
+
+
+def _searches(keys: list[tuple]) -> list[Schedule | None]:
+    out: list[Schedule | None] = []
+    for key in keys:
+        try:
+            out.append(_search(*key)[0])
+        except LayerError:
+            out.append(None)
+    return out
 
 
 def _search(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...],

@@ -1,0 +1,102 @@
+"""Work on the second core (`kernels/background.py`): a forked child computes exactly what the
+caller would, a failed child leaves the work to the caller, and `qaccel-compile` writes the
+same artifact with and without it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from qaccel.kernels import background
+from qaccel.lowering.vta import search
+from qaccel.lowering.vta.planning import BIAS_MODES, LOOP_ORDERS
+from qaccel.targets.vta.config import DEFAULT_CONFIG
+from test_vta_codegen import conv_layer
+
+MODELS = Path(__file__).parent / "fixtures" / "models"
+
+
+@pytest.fixture
+def forking(monkeypatch):
+    """As in qaccel-compile's process (the test process may run other threads)."""
+    monkeypatch.setattr(background, "enabled", lambda: hasattr(os, "fork"))
+    if not hasattr(os, "fork"):
+        pytest.skip("no os.fork")
+
+
+def _pid_and(value):
+    return os.getpid(), value
+
+
+def test_without_the_opt_in_the_caller_computes():
+    assert not background.enabled()  # tests never opted in
+    pid, value = background.start(_pid_and, 7).result()
+    assert (pid, value) == (os.getpid(), 7)
+
+
+def test_the_child_computes_and_answers(forking):
+    pid, value = background.start(_pid_and, [1, 2]).result()
+    assert pid != os.getpid() and value == [1, 2]
+
+
+def _only_here(parent: int) -> int:
+    if os.getpid() != parent:
+        raise RuntimeError("the child fails")
+    return 42
+
+
+def _always_fails() -> None:
+    raise ValueError("bad input, one line")
+
+
+def test_a_failed_child_leaves_the_work_to_the_caller(forking):
+    assert background.start(_only_here, os.getpid()).result() == 42
+    with pytest.raises(ValueError, match="bad input, one line"):
+        background.start(_always_fails).result()
+
+
+def test_cancel_reaps_the_child(forking):
+    pending = background.start(_pid_and, bytes(1 << 20))  # more than a pipe holds
+    pid = pending._pid
+    assert pid is not None
+    pending.cancel()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_searches_run_ahead_give_the_same_schedules(forking):
+    layers = [conv_layer(H=h, W=h, C=c, O=o, rng=np.random.default_rng(seed)) for h, c, o, seed
+              in ((9, 20, 24, 1), (7, 32, 16, 2), (12, 16, 40, 3), (9, 20, 24, 1))]  # fmt: skip
+    search._best.cache_clear()
+    search._known.clear()
+    search.search_ahead(layers, DEFAULT_CONFIG)
+    assert len(search._ahead) == 3  # the repeated shape searched once
+    got = [search.schedule(lay, DEFAULT_CONFIG) for lay in layers]
+    assert not search._ahead
+    for lay, s in zip(layers, got):
+        fresh = search._search(lay.geometry, DEFAULT_CONFIG, BIAS_MODES, LOOP_ORDERS, True, 600)
+        assert s == fresh[0]
+    search.search_ahead(layers, DEFAULT_CONFIG)
+    assert not search._ahead  # all known: nothing run again
+
+
+def _compile(model: Path, out: Path, jobs: str) -> None:
+    env = dict(os.environ, QACCEL_COMPILE_JOBS=jobs)
+    done = subprocess.run([sys.executable, "-m", "qaccel.tools.qaccel_compile", str(model),
+                           "-o", str(out), "--quiet"], env=env, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def test_qaccel_compile_writes_the_same_artifact_on_one_core(tmp_path):
+    model = MODELS / "cnn.tflite"
+    _compile(model, tmp_path / "two", "2")
+    _compile(model, tmp_path / "one", "1")
+    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*"))
+    assert files == sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*"))
+    for rel in files:
+        if (tmp_path / "one" / rel).is_file():
+            assert (tmp_path / "one" / rel).read_bytes() == (tmp_path / "two" / rel).read_bytes()
