@@ -254,6 +254,34 @@ typedef struct {
   uint64_t *at; /* 3 per run */
 } Runs;
 
+/* Append `len` elements from packed index `i` and plain index `flat` on, merged with the last
+ * run when they continue it on both sides. */
+static int add_run(Runs *r, uint64_t i, uint64_t flat, uint64_t len, char *e) {
+  uint64_t *last = r->n ? r->at + 3 * (r->n - 1) : NULL;
+  r->covered += len;
+  if (last && last[0] + last[2] == i && last[1] + last[2] == flat) {
+    last[2] += len;
+    return 0;
+  }
+  if (r->n == r->cap) {
+    uint64_t cap = r->cap ? 2 * r->cap : 64;
+    uint64_t *grown = (uint64_t *)realloc(r->at, (size_t)cap * 3 * sizeof(uint64_t));
+    if (!grown) return fail(e, "QACCEL_VTA: out of memory");
+    r->at = grown;
+    r->cap = cap;
+  }
+  r->at[3 * r->n] = i;
+  r->at[3 * r->n + 1] = flat;
+  r->at[3 * r->n + 2] = len;
+  r->n++;
+  return 0;
+}
+
+/* The runs, walking the packed elements in order a row at a time. A row is either the trailing
+ * packed dimensions that run through plain memory as one block (each of them the next stride
+ * out, none padded): one run; or else the innermost packed dimension of more than one element,
+ * along which one plain coordinate grows by a fixed step: a prefix of its elements lies inside
+ * the tensor, consecutive in plain order too when that step is one element. */
 static int build_runs(const Io *io, Runs *r, char *e) {
   int n = 2 * (int)io->rank;
   int64_t dims[2 * MAX_RANK], idx[2 * MAX_RANK] = {0}, s[2 * MAX_RANK], stride[MAX_RANK];
@@ -262,34 +290,49 @@ static int build_runs(const Io *io, Runs *r, char *e) {
   for (int k = 0; k < n; k++) dims[k] = io->split[io->order[k]];
   stride[io->rank - 1] = 1;
   for (int d = (int)io->rank - 2; d >= 0; d--) stride[d] = stride[d + 1] * io->plain[d + 1];
-  for (uint64_t i = 0; i < io->packed_count; i++) {
-    for (int k = 0; k < n; k++) s[io->order[k]] = idx[k];
-    int64_t flat = 0, inside = 1;
+  int tail = n; /* packed dimensions tail.. make one block of `block` elements */
+  int64_t block = 1;
+  while (tail > 0) {
+    int k = tail - 1, j = io->order[k], d = j / 2;
+    if (dims[k] != 1) {
+      int64_t plain_step = (j % 2 ? 1 : io->split[j + 1]) * stride[d];
+      if (plain_step != block || io->split[2 * d] * io->split[2 * d + 1] != io->plain[d]) break;
+      block *= dims[k];
+    }
+    tail = k;
+  }
+  int by_block = block > 1 || tail == 0;
+  int outer = by_block ? tail : tail - 1; /* packed dimensions 0..outer-1 index the rows */
+  int j = io->order[by_block ? 0 : outer], dj = j / 2;
+  int64_t row = by_block ? block : dims[outer];
+  int64_t step = j % 2 ? 1 : io->split[j + 1]; /* along the row, in plain coordinate dj */
+  uint64_t rows = io->packed_count / (uint64_t)row;
+  for (int k = outer; k < n; k++) s[io->order[k]] = 0;
+  for (uint64_t o = 0; o < rows; o++) {
+    for (int k = 0; k < outer; k++) s[io->order[k]] = idx[k];
+    int64_t flat = 0, inside = 1, c0 = 0;
     for (uint32_t d = 0; d < io->rank; d++) {
       int64_t c = s[2 * d] * io->split[2 * d + 1] + s[2 * d + 1];
       if (c >= io->plain[d]) { inside = 0; break; }
+      if ((int)d == dj) c0 = c;
       flat += c * stride[d];
     }
     if (inside) {
-      uint64_t *last = r->n ? r->at + 3 * (r->n - 1) : NULL;
-      if (last && last[0] + last[2] == i && last[1] + last[2] == (uint64_t)flat) {
-        last[2]++;
+      uint64_t i = o * (uint64_t)row;
+      if (by_block) {
+        if (add_run(r, i, (uint64_t)flat, (uint64_t)row, e)) return 1;
       } else {
-        if (r->n == r->cap) {
-          uint64_t cap = r->cap ? 2 * r->cap : 64;
-          uint64_t *grown = (uint64_t *)realloc(r->at, (size_t)cap * 3 * sizeof(uint64_t));
-          if (!grown) return fail(e, "QACCEL_VTA: out of memory");
-          r->at = grown;
-          r->cap = cap;
+        int64_t len = (io->plain[dj] - c0 + step - 1) / step; /* >= 1: c0 is inside */
+        if (len > row) len = row;
+        if (step * stride[dj] == 1) {
+          if (add_run(r, i, (uint64_t)flat, (uint64_t)len, e)) return 1;
+        } else {
+          for (int64_t t = 0; t < len; t++)
+            if (add_run(r, i + (uint64_t)t, (uint64_t)(flat + t * step * stride[dj]), 1, e)) return 1;
         }
-        r->at[3 * r->n] = i;
-        r->at[3 * r->n + 1] = (uint64_t)flat;
-        r->at[3 * r->n + 2] = 1;
-        r->n++;
       }
-      r->covered++;
     }
-    for (int k = n - 1; k >= 0; k--) {
+    for (int k = outer - 1; k >= 0; k--) {
       if (++idx[k] < dims[k]) break;
       idx[k] = 0;
     }
