@@ -180,12 +180,14 @@ class _Function:
         self.image = None
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
         self.program = None  # the function's program, opened (program_runner.Program)
+        self._digest: str | None = None  # its SHA-256 (the manifest's, checked by plan.read)
         self._state = None
         self.layer_count = len(accel["layers"]) if accel is not None else 0
         if accel is not None and accel.get("program") is not None and plan.programs:
             from qaccel.backends.vta.program_runner import Program, ProgramError
 
             blob = plan.read(accel["program"])
+            self._digest = plan.digests[accel["program"]]
             try:
                 self.program = Program(blob)
             except ProgramError as e:
@@ -263,11 +265,11 @@ class _Function:
 
     def _run_program(self, plan: RunPlan, args: list) -> list:
         """The function's program through the program runner (one state per function, reused)."""
-        from qaccel.backends.vta.program_runner import ProgramError
+        from qaccel.backends.vta.program_runner import ProgramError, kept_state
 
         try:
-            if self._state is None:
-                self._state = self.program.state()
+            if self._state is None:  # prepared as kept in the cache, or checked and timed
+                self._state = kept_state(self.program, self._digest)
             ys = self._state.run(args)
         except ProgramError as e:
             raise RunPlanError(f"{self.name}: {e}") from None

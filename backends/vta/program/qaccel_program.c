@@ -987,14 +987,11 @@ fail:
   return 1;
 }
 
-/* Every layer checked and timed once (vta_prepare), and how far any run writes DRAM. */
-static int prepare_layers(qaccel_state *q, char *e) {
+/* Before preparing the layers: what an earlier attempt that failed left freed, a new scratch. */
+static int prepare_begin(qaccel_state *q, char *e) {
   const Program *p = &q->program->p;
-  uint64_t dirty = 0;
-  int64_t cycles = 0;
   vta_run r;
   memset(&r, 0, sizeof r);
-  /* what an earlier attempt that failed left */
   for (uint32_t k = 0; k < p->n_layers; k++) {
     vta_program_free(q->layers[k]);
     q->layers[k] = NULL;
@@ -1002,16 +999,35 @@ static int prepare_layers(qaccel_state *q, char *e) {
   vta_scratch_free(q->scratch);
   q->scratch = NULL;
   int rc = vta_scratch_new(&p->cfg, &r, &q->scratch);
-  if (rc != VTA_OK) return layer_error(0, rc, &r, e);
+  return rc != VTA_OK ? layer_error(0, rc, &r, e) : 0;
+}
+
+/* Layer k prepared: checked and timed (vta_prepare), or from what an earlier preparation of
+ * the same program kept (`kept`, vta_program_export's bytes; NULL: none). */
+static int prepare_layer(qaccel_state *q, uint32_t k, const uint8_t *kept, uint64_t kept_size, char *e) {
+  const Program *p = &q->program->p;
+  const uint8_t *l = p->base + p->layers_at + (uint64_t)LAYER_BYTES * k;
+  const uint64_t *words = (const uint64_t *)(p->base + u64(l));
+  vta_run r;
+  memset(&r, 0, sizeof r);
+  r.uop_image = (const uint32_t *)(p->base + u64(l + 16));
+  r.uop_image_len = (int64_t)u64(l + 24);
+  r.dram_len = (int64_t)p->dram_bytes;
+  int rc = kept ? vta_program_import(&p->cfg, words, (int64_t)u64(l + 8), kept, (int64_t)kept_size, &r, &q->layers[k])
+                : vta_prepare(&p->cfg, words, (int64_t)u64(l + 8), &r, &q->layers[k]);
+  if (rc != VTA_OK) return layer_error(k, rc, &r, e);
+  return leftover_tokens(k, &r, e);
+}
+
+/* Once every layer is prepared: how far any run writes DRAM, one run's cycles, and the
+ * weights past that converted once. */
+static int prepare_end(qaccel_state *q, char *e) {
+  const Program *p = &q->program->p;
+  uint64_t dirty = 0;
+  int64_t cycles = 0;
+  vta_run r;
+  memset(&r, 0, sizeof r);
   for (uint32_t k = 0; k < p->n_layers; k++) {
-    const uint8_t *l = p->base + p->layers_at + (uint64_t)LAYER_BYTES * k;
-    memset(&r, 0, sizeof r);
-    r.uop_image = (const uint32_t *)(p->base + u64(l + 16));
-    r.uop_image_len = (int64_t)u64(l + 24);
-    r.dram_len = (int64_t)p->dram_bytes;
-    rc = vta_prepare(&p->cfg, (const uint64_t *)(p->base + u64(l)), (int64_t)u64(l + 8), &r, &q->layers[k]);
-    if (rc != VTA_OK) return layer_error(k, rc, &r, e);
-    if (leftover_tokens(k, &r, e)) return 1;
     int64_t end = vta_program_dram_written(q->layers[k]);
     if ((uint64_t)end > dirty) dirty = (uint64_t)end;
   }
@@ -1028,14 +1044,103 @@ static int prepare_layers(qaccel_state *q, char *e) {
   }
   /* past `dirty` every run sees the image: the layers' weights there are converted once */
   for (uint32_t k = 0; k < p->n_layers; k++) {
-    rc = vta_program_constants(q->layers[k], p->base + p->dram_at, (int64_t)p->dram_bytes,
-                               (int64_t)dirty, (int64_t)p->dram_bytes);
+    int rc = vta_program_constants(q->layers[k], p->base + p->dram_at, (int64_t)p->dram_bytes,
+                                   (int64_t)dirty, (int64_t)p->dram_bytes);
     if (rc == VTA_ERR_NOMEM) return fail(e, "QACCEL_VTA: out of memory");
   }
   q->cycles = cycles;
   q->dirty_end = dirty;
   q->ready = 1;
   return 0;
+}
+
+/* Every layer checked and timed once (vta_prepare), and how far any run writes DRAM. */
+static int prepare_layers(qaccel_state *q, char *e) {
+  if (prepare_begin(q, e)) return 1;
+  for (uint32_t k = 0; k < q->program->p.n_layers; k++)
+    if (prepare_layer(q, k, NULL, 0, e)) return 1;
+  return prepare_end(q, e);
+}
+
+EXPORT int qaccel_state_prepare(qaccel_state *q) {
+  q->error[0] = 0;
+  if (q->checked || q->ready) return 0;
+  return prepare_layers(q, q->error);
+}
+
+/* ---- a preparation kept: the layers' checked runs as bytes ----------------------------------
+ * KEPT_MAGIC[8], u32 version, u32 layers, u64 the program's bytes, u32 its checksum, u32
+ * reserved; per layer u64 n, then n bytes (vta_program_export's) padded to 8; u32 CRC-32 of all
+ * that, u32 reserved. */
+static const char KEPT_MAGIC[8] = {'Q', 'A', 'C', 'C', 'K', 'E', 'P', 'T'};
+enum { KEPT_VERSION = 1, KEPT_HEADER = 32 };
+
+static uint64_t pad8(uint64_t n) { return n + (-n & 7u); }
+
+EXPORT size_t qaccel_state_export(const qaccel_state *q, void *buf, size_t cap) {
+  const Program *p = &q->program->p;
+  if (!q->ready || q->checked || q->device.run) return 0;
+  uint64_t size = KEPT_HEADER + 8;
+  for (uint32_t k = 0; k < p->n_layers; k++) {
+    int64_t n = vta_program_export(q->layers[k], NULL, 0);
+    if (n < 0) return 0;
+    size += 8 + pad8((uint64_t)n);
+  }
+  if (size > SIZE_MAX) return 0;
+  if (!buf || cap < size) return (size_t)size;
+  uint8_t *b = (uint8_t *)buf, *at = b + KEPT_HEADER;
+  uint32_t version = KEPT_VERSION, layers = p->n_layers, checksum = (uint32_t)u64(p->base + CHECKSUM_AT), zero = 0;
+  memset(b, 0, (size_t)size);
+  memcpy(b, KEPT_MAGIC, 8);
+  memcpy(b + 8, &version, 4);
+  memcpy(b + 12, &layers, 4);
+  memcpy(b + 16, &p->total, 8);
+  memcpy(b + 24, &checksum, 4);
+  for (uint32_t k = 0; k < p->n_layers; k++) {
+    int64_t n = vta_program_export(q->layers[k], at + 8, (int64_t)(size - (uint64_t)(at + 8 - b)));
+    memcpy(at, &n, 8);
+    at += 8 + pad8((uint64_t)n);
+  }
+  crc_init();
+  uint32_t crc = crc_update(0, b, (size_t)(at - b));
+  memcpy(at, &crc, 4);
+  memcpy(at + 4, &zero, 4);
+  return (size_t)size;
+}
+
+EXPORT int qaccel_state_import(qaccel_state *q, const void *bytes, size_t size) {
+  const Program *p = &q->program->p;
+  const uint8_t *b = (const uint8_t *)bytes;
+  char *e = q->error;
+  e[0] = 0;
+  if (q->runs || q->ready || q->checked || q->device.run)
+    return fail(e, "QACCEL_VTA: a kept preparation is imported before the first run, on the fast path");
+  if (!b || size < KEPT_HEADER + 8 || size % 8 || memcmp(b, KEPT_MAGIC, 8) != 0 || u32(b + 8) != KEPT_VERSION)
+    return fail(e, "QACCEL_VTA: not a kept preparation of this version");
+  crc_init();
+  if (u32(b + size - 8) != crc_update(0, b, size - 8))
+    return fail(e, "QACCEL_VTA: a kept preparation fails its checksum");
+  if (u32(b + 12) != p->n_layers || u64(b + 16) != p->total || u32(b + 24) != (uint32_t)u64(p->base + CHECKSUM_AT))
+    return fail(e, "QACCEL_VTA: a kept preparation of another program");
+  if (prepare_begin(q, e)) return 1;
+  const uint8_t *at = b + KEPT_HEADER, *end = b + size - 8;
+  for (uint32_t k = 0; k < p->n_layers; k++) {
+    uint64_t left = (uint64_t)(end - at), n = left >= 8 ? u64(at) : 0;
+    if (left < 8 || n > left - 8 || pad8(n) > left - 8) {
+      fail(e, "QACCEL_VTA: a kept preparation is truncated");
+      break;
+    }
+    if (prepare_layer(q, k, at + 8, n, e)) break;
+    at += 8 + pad8(n);
+  }
+  if (!e[0] && at != end) fail(e, "QACCEL_VTA: a kept preparation has bytes past its layers");
+  if (!e[0] && !prepare_end(q, e)) return 0;
+  for (uint32_t k = 0; k < p->n_layers; k++) { /* as if never imported */
+    vta_program_free(q->layers[k]);
+    q->layers[k] = NULL;
+  }
+  q->ready = 0;
+  return 1;
 }
 
 EXPORT int qaccel_state_set_device(qaccel_state *q, const qaccel_device *device) {
