@@ -7,6 +7,7 @@ program, other budgets) is checked and timed again."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import struct
 import zlib
@@ -169,3 +170,14 @@ def test_the_run_plan_keeps_its_programs_preparation(artifact, monkeypatch):
     again = load_run_plan(artifact)
     assert [y.tobytes() for y in again.run(x)] == [y.tobytes() for y in first]
     assert again.cycles == plan.cycles > 0
+
+
+def test_the_cache_keeps_the_most_recent_preparations(cache):
+    folder = cache / pr.KEPT_DIR
+    folder.mkdir(parents=True)
+    for k in range(pr.KEPT_FILES + 5):
+        (folder / f"{k:040x}.bin").write_bytes(b"x")
+        os.utime(folder / f"{k:040x}.bin", (k, k))
+    pr._forget_oldest(folder)
+    left = sorted(p.name for p in folder.glob("*.bin"))
+    assert left == [f"{k:040x}.bin" for k in range(5, pr.KEPT_FILES + 5)]

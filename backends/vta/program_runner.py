@@ -239,6 +239,7 @@ def checksum(blob: bytes) -> int:
 
 
 KEPT_DIR = "prepared"  # under cbuild.cache_root()
+KEPT_FILES = 64  # the most recently kept preparations; older ones are removed
 _BUDGETS = ("QACCEL_STEP_LIMIT", "QACCEL_MEMORY_LIMIT")
 
 
@@ -279,7 +280,17 @@ def kept_state(program: Program, digest: str | None) -> State:
         except OSError:  # a cache that cannot be written is not an error
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
+        _forget_oldest(path.parent)
     return state
+
+
+def _forget_oldest(folder: Path, keep: int = KEPT_FILES) -> None:
+    """Only the `keep` most recently written preparations stay (a miss writes one)."""
+    with contextlib.suppress(OSError):
+        kept = sorted(folder.glob("*.bin"), key=lambda p: p.stat().st_mtime)
+        for old in kept[:-keep]:
+            with contextlib.suppress(OSError):
+                old.unlink()
 
 
 __all__ = ["Program", "ProgramError", "State", "checksum", "kept_path", "kept_state",
