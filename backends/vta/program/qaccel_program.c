@@ -639,6 +639,7 @@ static int checked_by_environment(void) {
 
 struct qaccel_state {
   const qaccel_program *program;
+  uint32_t n_values, n_layers; /* the program's: freeing a state does not read the program */
   Value *values;
   uint8_t *dram;
   int checked;           /* QACCEL_SIMULATION=checked: every run simulates every check */
@@ -946,13 +947,12 @@ EXPORT int qaccel_program_tensor(const qaccel_program *g, int is_output, uint32_
 
 EXPORT void qaccel_state_free(qaccel_state *q) {
   if (!q) return;
-  const Program *p = &q->program->p;
   if (q->values)
-    for (uint32_t v = 0; v < p->n_values; v++) free(q->values[v].data);
+    for (uint32_t v = 0; v < q->n_values; v++) free(q->values[v].data);
   free(q->values);
   if (!q->device.run) free(q->dram); /* a device's image is the device's */
   if (q->layers)
-    for (uint32_t k = 0; k < p->n_layers; k++) vta_program_free(q->layers[k]);
+    for (uint32_t k = 0; k < q->n_layers; k++) vta_program_free(q->layers[k]);
   free(q->layers);
   vta_scratch_free(q->scratch);
   free(q);
@@ -967,6 +967,8 @@ EXPORT int qaccel_state_new(const qaccel_program *g, qaccel_state **out, char er
   qaccel_state *q = (qaccel_state *)calloc(1, sizeof *q);
   if (!q) return fail(e, "QACCEL_VTA: out of memory");
   q->program = g;
+  q->n_values = p->n_values;
+  q->n_layers = p->n_layers;
   q->checked = checked_by_environment();
   q->values = (Value *)calloc(p->n_values ? p->n_values : 1, sizeof(Value));
   q->dram = (uint8_t *)malloc(p->dram_bytes ? p->dram_bytes : 1);

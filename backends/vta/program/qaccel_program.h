@@ -97,7 +97,8 @@ int qaccel_program_tensor(const qaccel_program *program, int is_output, uint32_t
 #define QACCEL_CHECKSUM_AT 184
 uint32_t qaccel_program_checksum(const void *bytes, size_t size);
 
-/* A new state for running `program` (which must outlive it). */
+/* A new state for running `program` (which must outlive its runs; the state may be freed after
+ * the program is closed). */
 int qaccel_state_new(const qaccel_program *program, qaccel_state **out,
                      char error[QACCEL_ERROR_BYTES]);
 /* Run once: `inputs` packed in, the steps walked, `outputs` unpacked. */
