@@ -57,9 +57,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-import numpy as np
+# qaccel-run computes in integers: OpenBLAS's worker threads, started when numpy is first
+# imported (just below), only spin, about 50 ms of CPU per process, and the interpreter's
+# small float64 matmuls ran slower with them on a loaded machine (tests/conftest.py sets the
+# same). Children (the LiteRT oracle, dataset workers) inherit it; a value set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from qaccel.tools.cli import (  # stdlib only
+import numpy as np  # noqa: E402
+
+from qaccel.tools.cli import (  # noqa: E402  (stdlib only)
     fail,
     one_line,
     InputError,

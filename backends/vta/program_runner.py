@@ -5,17 +5,32 @@ and the C driver run.
     program = Program(blob)                # opened and checked (checksum, values, budget)
     state = program.state()                # one run's memory; one per thread
     outputs = state.run([x])               # inputs checked by dtype and shape
+    state = kept_state(program, digest)    # prepared from the cache when it was kept before
 
 `libqaccel_program` is built by `pip install` (setup.py) next to `program/`, or else on first
 use with the system C compiler into the per-user cache directory (`QACCEL_CACHE_DIR`, else
 `~/.cache/qaccel`), keyed by the sources' digest. Errors are `ProgramError`, one line, from the
 open call or the state that failed: nothing is process-wide, so states run in parallel threads
 (ctypes releases the GIL during a run).
+
+A state's first run checks and times every layer (the checked simulation without data), which
+costs more than a run itself. `kept_state` keeps what that found (the layers' execution
+order, micro-ops and cycles: `State.export`) in the per-user cache directory, under a SHA-256
+of the program's bytes (the caller's digest, e.g. the artifact manifest's, checked against the
+bytes read), of this library's sources and of the budgets the checks enforce
+(`QACCEL_STEP_LIMIT`, `QACCEL_MEMORY_LIMIT`), and prepares a later state of the same program
+from it (`State.import_kept`) instead: the cycles are the same, and a program that differs in
+one byte has another key, so it is checked again. What the cache holds is checked to be an
+intact export of this program (CRC-32, sizes, indices), not checked again instruction by
+instruction: it is trusted as the libraries built in the same directory are.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes as C
+import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,7 +45,7 @@ SOURCES = (PROGRAM_DIR / "qaccel_program.c", MACHINE_DIR / "vta_machine.c",
 # Every C library's flags (targets/cbuild.py), and: only the API visible, no undefined symbol.
 EXTRA_FLAGS = ("-fvisibility=hidden", "-Wl,-z,defs")
 LIB_NAME = "libqaccel_program.so"
-ABI = 3  # QACCEL_PROGRAM_ABI
+ABI = 4  # QACCEL_PROGRAM_ABI
 ERROR_BYTES = 512  # QACCEL_ERROR_BYTES
 MAX_RANK = 8
 # numpy dtype <-> QACCEL_TYPE_* (TFLite's codes)
@@ -96,6 +111,10 @@ def library() -> C.CDLL:
         ("qaccel_state_cycles", C.c_int64, [P]),
         ("qaccel_state_runs", C.c_uint64, [P]),
         ("qaccel_state_free", None, [P]),
+        ("qaccel_state_prepare", C.c_int, [P]),
+        ("qaccel_state_export", C.c_size_t, [P, P, C.c_size_t]),
+        ("qaccel_state_import", C.c_int, [P, P, C.c_size_t]),
+        ("qaccel_program_source_hash", C.c_char_p, []),
     ):  # fmt: skip
         f = getattr(lib, name)
         f.restype, f.argtypes = res, args
@@ -171,6 +190,27 @@ class State:
             raise ProgramError(self.error)
         return ys
 
+    def prepare(self) -> None:
+        """What the first run does first, now: every layer checked and timed."""
+        if library().qaccel_state_prepare(self._handle):
+            raise ProgramError(self.error)
+
+    def export(self) -> bytes:
+        """The layers' checked runs as bytes (b"" before the first run or `prepare`, and on
+        the checked path)."""
+        lib = library()
+        size = lib.qaccel_state_export(self._handle, None, 0)
+        buf = np.empty(size, np.uint8)
+        if not size or lib.qaccel_state_export(self._handle, buf.ctypes.data, size) != size:
+            return b""
+        return buf.tobytes()
+
+    def import_kept(self, blob: bytes) -> bool:
+        """Prepared from `export`'s bytes of a state of the same program (before the first
+        run); False, the state unchanged, when they are not an intact export of it."""
+        buf = np.frombuffer(blob, np.uint8)
+        return library().qaccel_state_import(self._handle, buf.ctypes.data, buf.size) == 0
+
     @property
     def error(self) -> str:
         return library().qaccel_state_error(self._handle).decode("utf-8", "replace")
@@ -198,4 +238,60 @@ def checksum(blob: bytes) -> int:
     return library().qaccel_program_checksum(buf.ctypes.data, buf.size)
 
 
-__all__ = ["Program", "ProgramError", "State", "checksum", "library"]
+KEPT_DIR = "prepared"  # under cbuild.cache_root()
+KEPT_FILES = 64  # the most recently kept preparations; older ones are removed
+_BUDGETS = ("QACCEL_STEP_LIMIT", "QACCEL_MEMORY_LIMIT")
+
+
+def kept_path(digest: str) -> Path | None:
+    """Where the preparation of the program whose bytes have SHA-256 `digest` is kept (None
+    when this library has no source stamp to key it by)."""
+    stamp = library().qaccel_program_source_hash().decode()
+    if not stamp:
+        return None
+    key = "\0".join([digest, stamp, *(os.environ.get(k, "") for k in _BUDGETS)])
+    return cbuild.cache_root() / KEPT_DIR / f"{hashlib.sha256(key.encode()).hexdigest()[:40]}.bin"
+
+
+def kept_state(program: Program, digest: str | None) -> State:
+    """A state of `program` (whose bytes have SHA-256 `digest`), prepared: from the cache
+    when its preparation was kept there, else checked and timed now and kept (see the module
+    docstring). The checked path (QACCEL_SIMULATION=checked) prepares and keeps nothing."""
+    state = program.state()
+    if digest is None or os.environ.get("QACCEL_SIMULATION") == "checked":
+        return state
+    path = kept_path(digest)
+    if path is None:
+        return state
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        blob = None
+    if blob is not None and state.import_kept(blob):
+        return state
+    state.prepare()
+    blob = state.export()
+    if blob:
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(blob)
+            os.replace(tmp, path)
+        except OSError:  # a cache that cannot be written is not an error
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+        _forget_oldest(path.parent)
+    return state
+
+
+def _forget_oldest(folder: Path, keep: int = KEPT_FILES) -> None:
+    """Only the `keep` most recently written preparations stay (a miss writes one)."""
+    with contextlib.suppress(OSError):
+        kept = sorted(folder.glob("*.bin"), key=lambda p: p.stat().st_mtime)
+        for old in kept[:-keep]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+
+__all__ = ["Program", "ProgramError", "State", "checksum", "kept_path", "kept_state",
+           "library"]  # fmt: skip

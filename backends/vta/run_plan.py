@@ -181,16 +181,12 @@ class _Function:
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
         self.program = None  # the function's program, opened (program_runner.Program)
         self._states = threading.local()  # its run state (program_runner.State), per thread
+        self._state = None  # a state prepared by the plan (_open_program), for the first run
+        self._unprepared: Exception | None = None  # why it could not be (raised at a run)
         self.layer_count = len(accel["layers"]) if accel is not None else 0
-        if accel is not None and accel.get("program") is not None and plan.programs:
-            from qaccel.backends.vta.program_runner import Program, ProgramError
-
-            blob = plan.read(accel["program"])
-            try:
-                self.program = Program(blob)
-            except ProgramError as e:
-                raise RunPlanError(f"{name}: {e}") from None
-        elif accel is not None:
+        # a program is opened by the plan (_open_program, in a thread beside its other work)
+        self.program_file = accel.get("program") if accel is not None and plan.programs else None
+        if accel is not None and self.program_file is None:
             if accel.get("constants") in plan.digests:  # raw bytes: no inflating of dram.npz
                 constants = np.frombuffer(plan.read(accel["constants"]), np.uint8)
                 arena = accel["arena_bytes"]
@@ -267,9 +263,12 @@ class _Function:
         from qaccel.backends.vta.program_runner import ProgramError
 
         try:
+            if self._unprepared is not None:  # as a first run that prepares reports it
+                self._unprepared, error = None, self._unprepared
+                raise error
             state = getattr(self._states, "state", None)
             if state is None:
-                state = self._states.state = self.program.state()
+                state = self._states.state = self._take_state(plan)
             ys = state.run(args)
         except ProgramError as e:
             raise RunPlanError(f"{self.name}: {e}") from None
@@ -277,6 +276,17 @@ class _Function:
             plan.layer_runs += self.layer_count
             plan.cycles += max(0, state.cycles)
         return ys
+
+    def _take_state(self, plan: RunPlan):
+        """A state for this thread: the one the plan prepared, for the first thread that asks;
+        a kept preparation of the program (or a fresh one) for each other thread."""
+        from qaccel.backends.vta.program_runner import kept_state
+
+        with plan._counting:
+            state, self._state = self._state, None
+        if state is None:
+            state = kept_state(self.program, plan.digests.get(self.program_file))
+        return state
 
     def run(self, plan: RunPlan, args: list) -> list:
         if self.program is not None:
@@ -442,11 +452,29 @@ class RunPlan:
         self._running = threading.Lock()
         self._counting = threading.Lock()  # layer_runs and cycles
         self.programs = programs and simulator == "c" and _program_runner_loads()
-        blob = self.read(PLAN_ARRAYS)
-        _check_npz(blob, f"'{self.root / PLAN_ARRAYS}'")
-        with np.load(io.BytesIO(blob)) as z:
-            self.arrays = {k: z[k] for k in z.files}
-        self.functions = {name: _Function(name, e, self) for name, e in meta["functions"].items()}
+        self.functions: dict[str, _Function] = {}
+        # The programs are read, opened and prepared in a thread (C work: hashing, checking,
+        # importing a kept preparation, without the GIL) while this one reads the arrays and
+        # prepares the host steps; opened here when the thread did not get to them.
+        opener = _Opener(self, meta) if self.programs else None
+        try:
+            blob = self.read(PLAN_ARRAYS)
+            _check_npz(blob, f"'{self.root / PLAN_ARRAYS}'")
+            with np.load(io.BytesIO(blob)) as z:
+                self.arrays = {k: z[k] for k in z.files}
+            functions = {name: _Function(name, e, self) for name, e in meta["functions"].items()}
+        finally:
+            if opener is not None:
+                opener.join()
+        if opener is not None and opener.error is not None:
+            raise opener.error
+        for name, f in functions.items():
+            if f.program_file is not None:
+                opened = opener.opened.get(name) if opener is not None else None
+                if opened is None or opened[0] != f.program_file:
+                    opened = _open_program(self, name, f.program_file)
+                _, f.program, f._state, f._unprepared = opened
+        self.functions = functions
         # Runs of a plan whose accelerator functions all run through programs share nothing but
         # the counters (each thread has its own program states): they go in parallel threads.
         self.concurrent = all(f.program is not None or f.image is None
@@ -581,6 +609,55 @@ class RunPlan:
             with self._running:
                 outputs = entry.run(self, args)
         return [np.asarray(y) for y in outputs]
+
+
+def _open_program(plan: RunPlan, name: str, rel: str) -> tuple:
+    """Function `name`'s program `rel` read, opened and checked, and a state of it prepared (as
+    kept in the cache, or checked and timed): (rel, program, state, None), or (rel, program,
+    None, the ProgramError) when the preparation failed, for the first run to report as a run
+    that prepares reports it. C work, mostly without the GIL."""
+    from qaccel.backends.vta.program_runner import Program, ProgramError, kept_state
+
+    blob = plan.read(rel)
+    try:
+        program = Program(blob)
+    except ProgramError as e:
+        raise RunPlanError(f"{name}: {e}") from None
+    try:
+        return rel, program, kept_state(program, plan.digests[rel]), None  # plan.read checked it
+    except ProgramError as e:
+        return rel, program, None, e
+
+
+class _Opener(threading.Thread):
+    """`_open_program` for every function of `meta` that names a program, in order, in a
+    thread (`opened`: name -> its result); the first error stops it (`error`)."""
+
+    def __init__(self, plan: RunPlan, meta: dict):
+        super().__init__(name="qaccel-open-programs", daemon=True)
+        self.plan = plan
+        self.opened: dict[str, tuple] = {}
+        self.error: BaseException | None = None
+        functions = meta.get("functions")
+        self.todo = [
+            (name, entry["accel"]["program"])
+            for name, entry in (functions.items() if isinstance(functions, dict) else ())
+            if isinstance(entry, dict) and isinstance(entry.get("accel"), dict)
+            and isinstance(entry["accel"].get("program"), str)
+        ]  # fmt: skip
+        if self.todo:
+            self.start()
+
+    def run(self) -> None:
+        try:
+            for name, rel in self.todo:
+                self.opened[name] = _open_program(self.plan, name, rel)
+        except BaseException as e:  # noqa: BLE001 (raised in the plan's thread, after join)
+            self.error = e
+
+    def join(self, timeout=None) -> None:
+        if self.todo:
+            super().join(timeout)
 
 
 def _program_runner_loads() -> bool:

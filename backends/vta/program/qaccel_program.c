@@ -254,6 +254,34 @@ typedef struct {
   uint64_t *at; /* 3 per run */
 } Runs;
 
+/* Append `len` elements from packed index `i` and plain index `flat` on, merged with the last
+ * run when they continue it on both sides. */
+static int add_run(Runs *r, uint64_t i, uint64_t flat, uint64_t len, char *e) {
+  uint64_t *last = r->n ? r->at + 3 * (r->n - 1) : NULL;
+  r->covered += len;
+  if (last && last[0] + last[2] == i && last[1] + last[2] == flat) {
+    last[2] += len;
+    return 0;
+  }
+  if (r->n == r->cap) {
+    uint64_t cap = r->cap ? 2 * r->cap : 64;
+    uint64_t *grown = (uint64_t *)realloc(r->at, (size_t)cap * 3 * sizeof(uint64_t));
+    if (!grown) return fail(e, "QACCEL_VTA: out of memory");
+    r->at = grown;
+    r->cap = cap;
+  }
+  r->at[3 * r->n] = i;
+  r->at[3 * r->n + 1] = flat;
+  r->at[3 * r->n + 2] = len;
+  r->n++;
+  return 0;
+}
+
+/* The runs, walking the packed elements in order a row at a time. A row is either the trailing
+ * packed dimensions that run through plain memory as one block (each of them the next stride
+ * out, none padded): one run; or else the innermost packed dimension of more than one element,
+ * along which one plain coordinate grows by a fixed step: a prefix of its elements lies inside
+ * the tensor, consecutive in plain order too when that step is one element. */
 static int build_runs(const Io *io, Runs *r, char *e) {
   int n = 2 * (int)io->rank;
   int64_t dims[2 * MAX_RANK], idx[2 * MAX_RANK] = {0}, s[2 * MAX_RANK], stride[MAX_RANK];
@@ -262,34 +290,49 @@ static int build_runs(const Io *io, Runs *r, char *e) {
   for (int k = 0; k < n; k++) dims[k] = io->split[io->order[k]];
   stride[io->rank - 1] = 1;
   for (int d = (int)io->rank - 2; d >= 0; d--) stride[d] = stride[d + 1] * io->plain[d + 1];
-  for (uint64_t i = 0; i < io->packed_count; i++) {
-    for (int k = 0; k < n; k++) s[io->order[k]] = idx[k];
-    int64_t flat = 0, inside = 1;
+  int tail = n; /* packed dimensions tail.. make one block of `block` elements */
+  int64_t block = 1;
+  while (tail > 0) {
+    int k = tail - 1, j = io->order[k], d = j / 2;
+    if (dims[k] != 1) {
+      int64_t plain_step = (j % 2 ? 1 : io->split[j + 1]) * stride[d];
+      if (plain_step != block || io->split[2 * d] * io->split[2 * d + 1] != io->plain[d]) break;
+      block *= dims[k];
+    }
+    tail = k;
+  }
+  int by_block = block > 1 || tail == 0;
+  int outer = by_block ? tail : tail - 1; /* packed dimensions 0..outer-1 index the rows */
+  int j = io->order[by_block ? 0 : outer], dj = j / 2;
+  int64_t row = by_block ? block : dims[outer];
+  int64_t step = j % 2 ? 1 : io->split[j + 1]; /* along the row, in plain coordinate dj */
+  uint64_t rows = io->packed_count / (uint64_t)row;
+  for (int k = outer; k < n; k++) s[io->order[k]] = 0;
+  for (uint64_t o = 0; o < rows; o++) {
+    for (int k = 0; k < outer; k++) s[io->order[k]] = idx[k];
+    int64_t flat = 0, inside = 1, c0 = 0;
     for (uint32_t d = 0; d < io->rank; d++) {
       int64_t c = s[2 * d] * io->split[2 * d + 1] + s[2 * d + 1];
       if (c >= io->plain[d]) { inside = 0; break; }
+      if ((int)d == dj) c0 = c;
       flat += c * stride[d];
     }
     if (inside) {
-      uint64_t *last = r->n ? r->at + 3 * (r->n - 1) : NULL;
-      if (last && last[0] + last[2] == i && last[1] + last[2] == (uint64_t)flat) {
-        last[2]++;
+      uint64_t i = o * (uint64_t)row;
+      if (by_block) {
+        if (add_run(r, i, (uint64_t)flat, (uint64_t)row, e)) return 1;
       } else {
-        if (r->n == r->cap) {
-          uint64_t cap = r->cap ? 2 * r->cap : 64;
-          uint64_t *grown = (uint64_t *)realloc(r->at, (size_t)cap * 3 * sizeof(uint64_t));
-          if (!grown) return fail(e, "QACCEL_VTA: out of memory");
-          r->at = grown;
-          r->cap = cap;
+        int64_t len = (io->plain[dj] - c0 + step - 1) / step; /* >= 1: c0 is inside */
+        if (len > row) len = row;
+        if (step * stride[dj] == 1) {
+          if (add_run(r, i, (uint64_t)flat, (uint64_t)len, e)) return 1;
+        } else {
+          for (int64_t t = 0; t < len; t++)
+            if (add_run(r, i + (uint64_t)t, (uint64_t)(flat + t * step * stride[dj]), 1, e)) return 1;
         }
-        r->at[3 * r->n] = i;
-        r->at[3 * r->n + 1] = (uint64_t)flat;
-        r->at[3 * r->n + 2] = 1;
-        r->n++;
       }
-      r->covered++;
     }
-    for (int k = n - 1; k >= 0; k--) {
+    for (int k = outer - 1; k >= 0; k--) {
       if (++idx[k] < dims[k]) break;
       idx[k] = 0;
     }
@@ -596,6 +639,7 @@ static int checked_by_environment(void) {
 
 struct qaccel_state {
   const qaccel_program *program;
+  uint32_t n_values, n_layers; /* the program's: freeing a state does not read the program */
   Value *values;
   uint8_t *dram;
   int checked;           /* QACCEL_SIMULATION=checked: every run simulates every check */
@@ -903,13 +947,12 @@ EXPORT int qaccel_program_tensor(const qaccel_program *g, int is_output, uint32_
 
 EXPORT void qaccel_state_free(qaccel_state *q) {
   if (!q) return;
-  const Program *p = &q->program->p;
   if (q->values)
-    for (uint32_t v = 0; v < p->n_values; v++) free(q->values[v].data);
+    for (uint32_t v = 0; v < q->n_values; v++) free(q->values[v].data);
   free(q->values);
   if (!q->device.run) free(q->dram); /* a device's image is the device's */
   if (q->layers)
-    for (uint32_t k = 0; k < p->n_layers; k++) vta_program_free(q->layers[k]);
+    for (uint32_t k = 0; k < q->n_layers; k++) vta_program_free(q->layers[k]);
   free(q->layers);
   vta_scratch_free(q->scratch);
   free(q);
@@ -924,6 +967,8 @@ EXPORT int qaccel_state_new(const qaccel_program *g, qaccel_state **out, char er
   qaccel_state *q = (qaccel_state *)calloc(1, sizeof *q);
   if (!q) return fail(e, "QACCEL_VTA: out of memory");
   q->program = g;
+  q->n_values = p->n_values;
+  q->n_layers = p->n_layers;
   q->checked = checked_by_environment();
   q->values = (Value *)calloc(p->n_values ? p->n_values : 1, sizeof(Value));
   q->dram = (uint8_t *)malloc(p->dram_bytes ? p->dram_bytes : 1);
@@ -944,14 +989,11 @@ fail:
   return 1;
 }
 
-/* Every layer checked and timed once (vta_prepare), and how far any run writes DRAM. */
-static int prepare_layers(qaccel_state *q, char *e) {
+/* Before preparing the layers: what an earlier attempt that failed left freed, a new scratch. */
+static int prepare_begin(qaccel_state *q, char *e) {
   const Program *p = &q->program->p;
-  uint64_t dirty = 0;
-  int64_t cycles = 0;
   vta_run r;
   memset(&r, 0, sizeof r);
-  /* what an earlier attempt that failed left */
   for (uint32_t k = 0; k < p->n_layers; k++) {
     vta_program_free(q->layers[k]);
     q->layers[k] = NULL;
@@ -959,16 +1001,35 @@ static int prepare_layers(qaccel_state *q, char *e) {
   vta_scratch_free(q->scratch);
   q->scratch = NULL;
   int rc = vta_scratch_new(&p->cfg, &r, &q->scratch);
-  if (rc != VTA_OK) return layer_error(0, rc, &r, e);
+  return rc != VTA_OK ? layer_error(0, rc, &r, e) : 0;
+}
+
+/* Layer k prepared: checked and timed (vta_prepare), or from what an earlier preparation of
+ * the same program kept (`kept`, vta_program_export's bytes; NULL: none). */
+static int prepare_layer(qaccel_state *q, uint32_t k, const uint8_t *kept, uint64_t kept_size, char *e) {
+  const Program *p = &q->program->p;
+  const uint8_t *l = p->base + p->layers_at + (uint64_t)LAYER_BYTES * k;
+  const uint64_t *words = (const uint64_t *)(p->base + u64(l));
+  vta_run r;
+  memset(&r, 0, sizeof r);
+  r.uop_image = (const uint32_t *)(p->base + u64(l + 16));
+  r.uop_image_len = (int64_t)u64(l + 24);
+  r.dram_len = (int64_t)p->dram_bytes;
+  int rc = kept ? vta_program_import(&p->cfg, words, (int64_t)u64(l + 8), kept, (int64_t)kept_size, &r, &q->layers[k])
+                : vta_prepare(&p->cfg, words, (int64_t)u64(l + 8), &r, &q->layers[k]);
+  if (rc != VTA_OK) return layer_error(k, rc, &r, e);
+  return leftover_tokens(k, &r, e);
+}
+
+/* Once every layer is prepared: how far any run writes DRAM, one run's cycles, and the
+ * weights past that converted once. */
+static int prepare_end(qaccel_state *q, char *e) {
+  const Program *p = &q->program->p;
+  uint64_t dirty = 0;
+  int64_t cycles = 0;
+  vta_run r;
+  memset(&r, 0, sizeof r);
   for (uint32_t k = 0; k < p->n_layers; k++) {
-    const uint8_t *l = p->base + p->layers_at + (uint64_t)LAYER_BYTES * k;
-    memset(&r, 0, sizeof r);
-    r.uop_image = (const uint32_t *)(p->base + u64(l + 16));
-    r.uop_image_len = (int64_t)u64(l + 24);
-    r.dram_len = (int64_t)p->dram_bytes;
-    rc = vta_prepare(&p->cfg, (const uint64_t *)(p->base + u64(l)), (int64_t)u64(l + 8), &r, &q->layers[k]);
-    if (rc != VTA_OK) return layer_error(k, rc, &r, e);
-    if (leftover_tokens(k, &r, e)) return 1;
     int64_t end = vta_program_dram_written(q->layers[k]);
     if ((uint64_t)end > dirty) dirty = (uint64_t)end;
   }
@@ -985,14 +1046,103 @@ static int prepare_layers(qaccel_state *q, char *e) {
   }
   /* past `dirty` every run sees the image: the layers' weights there are converted once */
   for (uint32_t k = 0; k < p->n_layers; k++) {
-    rc = vta_program_constants(q->layers[k], p->base + p->dram_at, (int64_t)p->dram_bytes,
-                               (int64_t)dirty, (int64_t)p->dram_bytes);
+    int rc = vta_program_constants(q->layers[k], p->base + p->dram_at, (int64_t)p->dram_bytes,
+                                   (int64_t)dirty, (int64_t)p->dram_bytes);
     if (rc == VTA_ERR_NOMEM) return fail(e, "QACCEL_VTA: out of memory");
   }
   q->cycles = cycles;
   q->dirty_end = dirty;
   q->ready = 1;
   return 0;
+}
+
+/* Every layer checked and timed once (vta_prepare), and how far any run writes DRAM. */
+static int prepare_layers(qaccel_state *q, char *e) {
+  if (prepare_begin(q, e)) return 1;
+  for (uint32_t k = 0; k < q->program->p.n_layers; k++)
+    if (prepare_layer(q, k, NULL, 0, e)) return 1;
+  return prepare_end(q, e);
+}
+
+EXPORT int qaccel_state_prepare(qaccel_state *q) {
+  q->error[0] = 0;
+  if (q->checked || q->ready) return 0;
+  return prepare_layers(q, q->error);
+}
+
+/* ---- a preparation kept: the layers' checked runs as bytes ----------------------------------
+ * KEPT_MAGIC[8], u32 version, u32 layers, u64 the program's bytes, u32 its checksum, u32
+ * reserved; per layer u64 n, then n bytes (vta_program_export's) padded to 8; u32 CRC-32 of all
+ * that, u32 reserved. */
+static const char KEPT_MAGIC[8] = {'Q', 'A', 'C', 'C', 'K', 'E', 'P', 'T'};
+enum { KEPT_VERSION = 1, KEPT_HEADER = 32 };
+
+static uint64_t pad8(uint64_t n) { return n + (-n & 7u); }
+
+EXPORT size_t qaccel_state_export(const qaccel_state *q, void *buf, size_t cap) {
+  const Program *p = &q->program->p;
+  if (!q->ready || q->checked || q->device.run) return 0;
+  uint64_t size = KEPT_HEADER + 8;
+  for (uint32_t k = 0; k < p->n_layers; k++) {
+    int64_t n = vta_program_export(q->layers[k], NULL, 0);
+    if (n < 0) return 0;
+    size += 8 + pad8((uint64_t)n);
+  }
+  if (size > SIZE_MAX) return 0;
+  if (!buf || cap < size) return (size_t)size;
+  uint8_t *b = (uint8_t *)buf, *at = b + KEPT_HEADER;
+  uint32_t version = KEPT_VERSION, layers = p->n_layers, checksum = (uint32_t)u64(p->base + CHECKSUM_AT), zero = 0;
+  memset(b, 0, (size_t)size);
+  memcpy(b, KEPT_MAGIC, 8);
+  memcpy(b + 8, &version, 4);
+  memcpy(b + 12, &layers, 4);
+  memcpy(b + 16, &p->total, 8);
+  memcpy(b + 24, &checksum, 4);
+  for (uint32_t k = 0; k < p->n_layers; k++) {
+    int64_t n = vta_program_export(q->layers[k], at + 8, (int64_t)(size - (uint64_t)(at + 8 - b)));
+    memcpy(at, &n, 8);
+    at += 8 + pad8((uint64_t)n);
+  }
+  crc_init();
+  uint32_t crc = crc_update(0, b, (size_t)(at - b));
+  memcpy(at, &crc, 4);
+  memcpy(at + 4, &zero, 4);
+  return (size_t)size;
+}
+
+EXPORT int qaccel_state_import(qaccel_state *q, const void *bytes, size_t size) {
+  const Program *p = &q->program->p;
+  const uint8_t *b = (const uint8_t *)bytes;
+  char *e = q->error;
+  e[0] = 0;
+  if (q->runs || q->ready || q->checked || q->device.run)
+    return fail(e, "QACCEL_VTA: a kept preparation is imported before the first run, on the fast path");
+  if (!b || size < KEPT_HEADER + 8 || size % 8 || memcmp(b, KEPT_MAGIC, 8) != 0 || u32(b + 8) != KEPT_VERSION)
+    return fail(e, "QACCEL_VTA: not a kept preparation of this version");
+  crc_init();
+  if (u32(b + size - 8) != crc_update(0, b, size - 8))
+    return fail(e, "QACCEL_VTA: a kept preparation fails its checksum");
+  if (u32(b + 12) != p->n_layers || u64(b + 16) != p->total || u32(b + 24) != (uint32_t)u64(p->base + CHECKSUM_AT))
+    return fail(e, "QACCEL_VTA: a kept preparation of another program");
+  if (prepare_begin(q, e)) return 1;
+  const uint8_t *at = b + KEPT_HEADER, *end = b + size - 8;
+  for (uint32_t k = 0; k < p->n_layers; k++) {
+    uint64_t left = (uint64_t)(end - at), n = left >= 8 ? u64(at) : 0;
+    if (left < 8 || n > left - 8 || pad8(n) > left - 8) {
+      fail(e, "QACCEL_VTA: a kept preparation is truncated");
+      break;
+    }
+    if (prepare_layer(q, k, at + 8, n, e)) break;
+    at += 8 + pad8(n);
+  }
+  if (!e[0] && at != end) fail(e, "QACCEL_VTA: a kept preparation has bytes past its layers");
+  if (!e[0] && !prepare_end(q, e)) return 0;
+  for (uint32_t k = 0; k < p->n_layers; k++) { /* as if never imported */
+    vta_program_free(q->layers[k]);
+    q->layers[k] = NULL;
+  }
+  q->ready = 0;
+  return 1;
 }
 
 EXPORT int qaccel_state_set_device(qaccel_state *q, const qaccel_device *device) {

@@ -48,7 +48,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a declaration below changes. */
-#define QACCEL_PROGRAM_ABI 3
+#define QACCEL_PROGRAM_ABI 4
 /* The program format version this runner reads (writer.py's PROGRAM_VERSION). */
 #define QACCEL_PROGRAM_FORMAT 2
 /* The size of every error buffer this API fills (one line, NUL-terminated). */
@@ -97,7 +97,8 @@ int qaccel_program_tensor(const qaccel_program *program, int is_output, uint32_t
 #define QACCEL_CHECKSUM_AT 184
 uint32_t qaccel_program_checksum(const void *bytes, size_t size);
 
-/* A new state for running `program` (which must outlive it). */
+/* A new state for running `program` (which must outlive its runs; the state may be freed after
+ * the program is closed). */
 int qaccel_state_new(const qaccel_program *program, qaccel_state **out,
                      char error[QACCEL_ERROR_BYTES]);
 /* Run once: `inputs` packed in, the steps walked, `outputs` unpacked. */
@@ -121,6 +122,20 @@ typedef struct qaccel_device {
              uint32_t n_uops, char error[QACCEL_ERROR_BYTES]);
 } qaccel_device;
 int qaccel_state_set_device(qaccel_state *state, const qaccel_device *device);
+/* What the first run does first, now: every layer checked and timed (e.g. in another thread
+ * while the caller reads its inputs). Nothing with QACCEL_SIMULATION=checked or a device. */
+int qaccel_state_prepare(qaccel_state *state);
+/* A preparation kept, so that a state of the same program later needs no checked run: after
+ * the first run or qaccel_state_prepare, qaccel_state_export writes the layers' checked runs
+ * (execution order, micro-ops, statistics and cycles) into `buf` when `cap` holds them and
+ * returns their size (0: nothing to keep). qaccel_state_import, before the first run, prepares
+ * the state from such bytes instead of checking and timing every layer; 1 (the state then
+ * prepares as usual) when they are not an intact export of this program (checksums, sizes,
+ * indices). They are trusted otherwise: keep them where only the user writes, keyed by a
+ * cryptographic digest of the program's bytes and of this library (as
+ * backends/vta/program_runner.py does), never inside an artifact. */
+size_t qaccel_state_export(const qaccel_state *state, void *buf, size_t cap);
+int qaccel_state_import(qaccel_state *state, const void *bytes, size_t size);
 /* The accelerator cycles of one run (the timing model, run once); -1 before the first run. */
 int64_t qaccel_state_cycles(const qaccel_state *state);
 /* Runs of this state so far, successful or not. */

@@ -2077,22 +2077,13 @@ void vta_program_free(vta_program *p) {
     free(p);
 }
 
-int vta_prepare(const vta_config *config, const uint64_t *words, int64_t n, vta_run *run,
-                vta_program **out) {
-    *out = NULL;
-    vta_program *p = (vta_program *)calloc(1, sizeof *p);
-    if (!p) return VTA_ERR_NOMEM;
-    p->cfg = *config;
-    p->n = n;
-    p->dram_len = run->dram_len;
-    int rc = simulate(config, words, n, 1, 0, p, run);
-    if (rc == VTA_OK) rc = make_geometry(config, &p->g);
-    if (rc == VTA_OK) rc = prep_alu_fusion(p);
-    if (rc != VTA_OK) {
-        vta_program_free(p);
-        return rc;
-    }
-    for (int64_t i = 0; i < n; i++) {
+/* What vta_prepare derives from the checked run once it is over (vta_program_import too,
+ * which has the fused ALU runs already). */
+static int prepare_finish(vta_program *p, const vta_run *run) {
+    int rc = make_geometry(&p->cfg, &p->g);
+    if (rc == VTA_OK && !p->alu_fused) rc = prep_alu_fusion(p);
+    if (rc != VTA_OK) return rc;
+    for (int64_t i = 0; i < p->n; i++) {
         const int64_t *f = p->f + i * F_COUNT;
         if (f[F_OPCODE] != OP_STORE || !f[F_X_SIZE] || !f[F_Y_SIZE]) continue;
         int64_t end = (f[F_DRAM_BASE] + (f[F_Y_SIZE] - 1) * f[F_X_STRIDE] + f[F_X_SIZE]) *
@@ -2106,6 +2097,160 @@ int vta_prepare(const vta_config *config, const uint64_t *words, int64_t n, vta_
     p->timing.inp_sram = p->timing.wgt_sram = NULL;
     p->timing.acc_sram = NULL;
     p->timing.start = p->timing.end = p->timing.module = NULL;
+    return VTA_OK;
+}
+
+int vta_prepare(const vta_config *config, const uint64_t *words, int64_t n, vta_run *run,
+                vta_program **out) {
+    *out = NULL;
+    vta_program *p = (vta_program *)calloc(1, sizeof *p);
+    if (!p) return VTA_ERR_NOMEM;
+    p->cfg = *config;
+    p->n = n;
+    p->dram_len = run->dram_len;
+    int rc = simulate(config, words, n, 1, 0, p, run);
+    if (rc == VTA_OK) rc = prepare_finish(p, run);
+    if (rc != VTA_OK) {
+        vta_program_free(p);
+        return rc;
+    }
+    *out = p;
+    return VTA_OK;
+}
+
+/* --- a prepared program kept: its checked run's results as bytes ----------------------------
+ * int64 header[PREP_HEADER] (PREP_MAGIC, n, dram_len, n_order, uops_used, the configuration,
+ * the statistics), then int32 order[n_order], int32 uop_at[n], int32 uops[uops_used], uint8
+ * alu_fused[n_order]. */
+
+#define PREP_MAGIC ((int64_t)0x3150455250415456) /* "VTAPREP1", little-endian */
+enum { PREP_STATS = 1 + 3 * VTA_MODULES + 2 + 2 * VTA_MEM_TYPES + VTA_FIFOS,
+       PREP_HEADER = 5 + VTA_CONFIG_N_FIELDS + PREP_STATS };
+
+static int64_t *prep_stats(vta_run *r, int64_t *at, int to_run) {
+    int64_t *fields[PREP_STATS], **f = fields;
+    *f++ = &r->total_cycles;
+    for (int k = 0; k < VTA_MODULES; k++) *f++ = &r->busy[k];
+    for (int k = 0; k < VTA_MODULES; k++) *f++ = &r->stalled[k];
+    for (int k = 0; k < VTA_MODULES; k++) *f++ = &r->bus_wait[k];
+    *f++ = &r->gemm_iterations;
+    *f++ = &r->alu_iterations;
+    for (int k = 0; k < VTA_MEM_TYPES; k++) *f++ = &r->dram_read_bytes[k];
+    for (int k = 0; k < VTA_MEM_TYPES; k++) *f++ = &r->dram_write_bytes[k];
+    for (int k = 0; k < VTA_FIFOS; k++) *f++ = &r->leftover_tokens[k];
+    for (int k = 0; k < PREP_STATS; k++) {
+        if (to_run) *fields[k] = at[k];
+        else at[k] = *fields[k];
+    }
+    return at + PREP_STATS;
+}
+
+static void config_words(const vta_config *c, int64_t *at) {
+#define CONFIG_WORD(key, lowest, highest) *at++ = c->key;
+    VTA_CONFIG_FIELDS(CONFIG_WORD)
+#undef CONFIG_WORD
+}
+
+int64_t vta_program_export(const vta_program *p, uint8_t *buf, int64_t cap) {
+    if (p->n > INT32_MAX || p->uops_used > INT32_MAX) return -1;
+    int64_t size = 8 * (int64_t)PREP_HEADER + 4 * (p->n_order + p->n + p->uops_used) + p->n_order;
+    if (!buf || cap < size) return size;
+    int64_t head[PREP_HEADER] = {PREP_MAGIC, p->n, p->dram_len, p->n_order, p->uops_used};
+    config_words(&p->cfg, head + 5);
+    vta_run stats = p->timing;
+    prep_stats(&stats, head + 5 + VTA_CONFIG_N_FIELDS, 0);
+    memcpy(buf, head, sizeof head);
+    uint8_t *at = buf + sizeof head;
+    for (int64_t k = 0; k < p->n_order; k++, at += 4) {
+        int32_t v = (int32_t)p->order[k];
+        memcpy(at, &v, 4);
+    }
+    for (int64_t i = 0; i < p->n; i++, at += 4) {
+        int32_t v = (int32_t)p->uop_at[i];
+        memcpy(at, &v, 4);
+    }
+    memcpy(at, p->uops, (size_t)p->uops_used * 4);
+    at += p->uops_used * 4;
+    for (int64_t k = 0; k < p->n_order; k++) at[k] = (uint8_t)p->alu_fused[k]; /* <= MAX_FUSED */
+    return size;
+}
+
+int vta_program_import(const vta_config *config, const uint64_t *words, int64_t n,
+                       const uint8_t *bytes, int64_t len, vta_run *run, vta_program **out) {
+    int64_t head[PREP_HEADER], cfg[VTA_CONFIG_N_FIELDS];
+    *out = NULL;
+    run->error_index = -1;
+    run->error_kind[0] = run->error_message[0] = 0;
+    if (vta_config_check(config) != VTA_OK) return VTA_ERR_CONFIG;
+#define STALE(what) do { \
+        snprintf(run->error_message, sizeof run->error_message, "a kept preparation %s", what); \
+        vta_program_free(p); \
+        return VTA_ERROR; \
+    } while (0)
+    vta_program *p = NULL;
+    if (!bytes || len < (int64_t)sizeof head) STALE("is truncated");
+    memcpy(head, bytes, sizeof head);
+    config_words(config, cfg);
+    int64_t n_order = head[3], used = head[4];
+    if (head[0] != PREP_MAGIC) STALE("is not one");
+    if (head[1] != n || n <= 0 || n > INT32_MAX || head[2] != run->dram_len ||
+        memcmp(head + 5, cfg, sizeof cfg) != 0)
+        STALE("is of another program or configuration");
+    if (n_order < 0 || n_order > n || used < 0 || used > INT32_MAX ||
+        len != 8 * (int64_t)PREP_HEADER + 4 * (n_order + n + used) + n_order)
+        STALE("has the wrong size");
+    p = (vta_program *)calloc(1, sizeof *p);
+    if (!p) return VTA_ERR_NOMEM;
+    p->cfg = *config;
+    p->n = n;
+    p->dram_len = run->dram_len;
+    p->n_order = n_order;
+    p->uops_len = p->uops_used = used;
+    p->f = prep_fields(p, n);
+    p->order = (int64_t *)calloc((size_t)(n_order ? n_order : 1), sizeof(int64_t));
+    p->uop_at = (int64_t *)calloc((size_t)n, sizeof(int64_t));
+    p->uops = (int32_t *)malloc((size_t)(used ? used : 1) * sizeof(int32_t));
+    p->alu_fused = (int32_t *)calloc((size_t)(n_order ? n_order : 1), sizeof(int32_t));
+    if (!p->f || !p->order || !p->uop_at || !p->uops || !p->alu_fused) {
+        vta_program_free(p);
+        return VTA_ERR_NOMEM;
+    }
+    if (make_geometry(config, &p->g) != VTA_OK) STALE("is of another configuration");
+    for (int64_t i = 0; i < n; i++) decode_one(&p->g, words + 2 * i, p->f + i * F_COUNT);
+    const uint8_t *at = bytes + sizeof head;
+    for (int64_t k = 0; k < n_order; k++, at += 4) {
+        int32_t v;
+        memcpy(&v, at, 4);
+        if (v < 0 || v >= n) STALE("names an instruction out of range");
+        p->order[k] = v;
+    }
+    for (int64_t i = 0; i < n; i++, at += 4) {
+        int32_t v;
+        memcpy(&v, at, 4);
+        const int64_t *f = p->f + i * F_COUNT;
+        int64_t nk = f[F_UOP_END] - f[F_UOP_BGN];
+        if (v != -1 && (v < 0 || (f[F_OPCODE] != OP_GEMM && f[F_OPCODE] != OP_ALU) || nk <= 0 ||
+                        v + 3 * nk > used))
+            STALE("has micro-ops out of range");
+        p->uop_at[i] = v;
+    }
+    memcpy(p->uops, at, (size_t)used * 4);
+    at += used * 4;
+    for (int64_t k = 0; k < n_order; k++) {
+        int len = at[k];
+        if (len == 1 || len > MAX_FUSED || k + len > n_order) STALE("has fused ALU runs out of range");
+        for (int64_t j = k; j < k + len; j++)
+            if (p->f[p->order[j] * F_COUNT + F_OPCODE] != OP_ALU || p->uop_at[p->order[j]] < 0)
+                STALE("fuses an instruction that is not an ALU one");
+        p->alu_fused[k] = len;
+    }
+    prep_stats(run, head + 5 + VTA_CONFIG_N_FIELDS, 1);
+#undef STALE
+    int rc = prepare_finish(p, run);
+    if (rc != VTA_OK) {
+        vta_program_free(p);
+        return rc;
+    }
     *out = p;
     return VTA_OK;
 }

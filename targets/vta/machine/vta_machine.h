@@ -167,6 +167,18 @@ void vta_program_timing(const vta_program *program, vta_run *run);
  * image is not the prepared size. */
 int vta_program_constants(vta_program *p, const uint8_t *dram, int64_t dram_len,
                           int64_t constant_from, int64_t constant_end);
+/* A prepared program kept (e.g. in a cache, so that opening the same program again needs no
+ * checked run): vta_program_export writes the checked run's results (the execution order, each
+ * GEMM/ALU instruction's micro-ops, the statistics) into `buf` when `cap` holds them and
+ * returns their size (-1: a program too large to keep). vta_program_import makes the prepared
+ * program of the same instructions from them, as vta_prepare would (`run` gets the statistics),
+ * without the checked run: the caller vouches that the bytes are vta_program_export's for these
+ * very words, configuration and run->dram_len (a cache keyed by a cryptographic digest of
+ * them, in a directory only the user writes); the import checks only that they fit (sizes,
+ * configuration, indices), VTA_ERROR with run->error_message otherwise. */
+int64_t vta_program_export(const vta_program *program, uint8_t *buf, int64_t cap);
+int vta_program_import(const vta_config *config, const uint64_t *words, int64_t n,
+                       const uint8_t *bytes, int64_t len, vta_run *run, vta_program **program);
 /* One past the last DRAM byte the program's STOREs write (0: none): what a run can change. */
 int64_t vta_program_dram_written(const vta_program *program);
 void vta_program_free(vta_program *program);
