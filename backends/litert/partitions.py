@@ -39,6 +39,14 @@ every fixture and corpus model (tests/test_litert_splice.py,
 benchmarks/bench_partition_reuse.py); a function fed packed results of another function
 (unet's skip connections) proves nothing from the whole model and is compiled again.
 
+A STABLEHLO_COMPOSITE operator is one operator of its subgraph like any other: qaccel's compile
+fuses it (or inlines its decomposition) in place, so a partition may hold it, and its program
+computes the decomposition; the partition's submodel has the decomposition inlined where the
+composite stood (`_inlined`), as LiteRT inlines a composite its compiler plugin does not
+select, so the plugin, the delegate and qaccel-compile compile the same operators into the same
+program. A decomposition subgraph is never partitioned on its own (`decomposition_subgraphs`):
+LiteRT shows it to no plugin, and the delegate skips it.
+
 `splice` writes the two LiteRT models: the original with each compiled partition's
 operators replaced by one `DISPATCH_OP` (its program after the flatbuffer, LiteRT's
 `bytecode_offset`, and the `LiteRtStamp` metadata) or one `QACCEL_VTA` op (its program an
@@ -389,6 +397,10 @@ def partition_submodel(model_bytes: bytes, partition: Partition) -> tuple[bytes,
         if not 0 <= k < len(sg.operators):
             raise PartitionError(f"{partition.name}: no operator {k}")
         op = sg.operators[k]
+        if op.op == COMPOSITE:
+            operators += _inlined(spec, op, [tensor(t) for t in op.inputs],
+                                  [tensor(t) for t in op.outputs], tensors, partition.name)  # fmt: skip
+            continue
         if any(key.endswith("subgraph_index") for key in op.options):
             raise PartitionError(f"{partition.name}: operator {k} ({op.op}) calls a subgraph")
         operators.append(OperatorSpec(op.op, [tensor(t) for t in op.inputs],
@@ -400,6 +412,62 @@ def partition_submodel(model_bytes: bytes, partition: Partition) -> tuple[bytes,
     from qaccel.frontend.tflite_writer import write_model
 
     return write_model(ModelSpec([sub], description="qaccel partition")), index
+
+
+COMPOSITE = "STABLEHLO_COMPOSITE"
+
+
+def decomposition_subgraphs(spec) -> set[int]:
+    """The subgraphs of `spec` that are the decomposition of a STABLEHLO_COMPOSITE operator
+    (of any subgraph): never partitioned on their own, in any flow (their composite is)."""
+    found = set()
+    for sg in spec.subgraphs:
+        for op in sg.operators:
+            if op.op == COMPOSITE:
+                found.add(int(op.options.get("decomposition_subgraph_index", -1)))
+    return {s for s in found if 0 <= s < len(spec.subgraphs)}
+
+
+def _inlined(spec, op, inputs: list[int], outputs: list[int], tensors: list, what: str,
+             depth: int = 0) -> list:
+    """The operators of composite `op`'s decomposition, inlined where `op` stood (as LiteRT
+    inlines a composite its compiler plugin does not select): its inputs and outputs become
+    the composite's operands and results (`inputs`, `outputs`: indices into `tensors`), its
+    other tensors are appended to `tensors`; a composite inside is inlined in turn."""
+    from qaccel.frontend.tflite_writer import OperatorSpec
+
+    s = int(op.options.get("decomposition_subgraph_index", -1))
+    if depth > 16 or not 0 <= s < len(spec.subgraphs):
+        raise PartitionError(f"{what}: composite {op.options.get('name', '')!r} has no "
+                             "decomposition subgraph")  # fmt: skip
+    sub = spec.subgraphs[s]
+    if len(sub.inputs) != len(inputs) or len(sub.outputs) != len(outputs):
+        raise PartitionError(f"{what}: composite {op.options.get('name', '')!r} does not "
+                             "match its decomposition's inputs and outputs")  # fmt: skip
+    index = dict(zip(sub.inputs, inputs))
+    index.update(zip(sub.outputs, outputs))
+
+    def tensor(t: int) -> int:
+        if t < 0:
+            return t
+        if t not in index:
+            index[t] = len(tensors)
+            tensors.append(sub.tensors[t])
+        return index[t]
+
+    operators = []
+    for inner in sub.operators:
+        ins, outs = [tensor(t) for t in inner.inputs], [tensor(t) for t in inner.outputs]
+        if inner.op == COMPOSITE:
+            operators += _inlined(spec, inner, ins, outs, tensors, what, depth + 1)
+            continue
+        if any(key.endswith("subgraph_index") for key in inner.options):
+            raise PartitionError(f"{what}: the decomposition of composite "
+                                 f"{op.options.get('name', '')!r} calls a subgraph")  # fmt: skip
+        operators.append(OperatorSpec(inner.op, ins, outs, inner.options, inner.version,
+                                      inner.custom_code, inner.custom_options,
+                                      [tensor(t) for t in inner.intermediates]))  # fmt: skip
+    return operators
 
 
 def _program_of(compiled, n_inputs: int, n_outputs: int, what: str):
@@ -562,7 +630,8 @@ def _reused(compiled, graph: _Graph, names: _Names, computed: dict[str, dict[int
     if f is None or not f.body.blocks:
         raise _NotProven(f"no body of @{name}")
     for k in part.ops:  # as compile_partition: the spliced op could not carry the subgraph
-        if any(key.endswith("subgraph_index") for key in graph.sg.operators[k].options):
+        op = graph.sg.operators[k]  # (a composite's program computes its decomposition)
+        if op.op != COMPOSITE and any(key.endswith("subgraph_index") for key in op.options):
             raise _NotProven(f"operator {k} calls a subgraph")
     entry = names.entry
     if sum(1 for op in entry.body.block.ops if op.name == "func.call"
@@ -848,5 +917,5 @@ def partition_files(parts: Sequence[CompiledPartition]) -> dict[str, bytes]:
 
 __all__ = ["PARTITIONS_FILE", "PROGRAMS_DIR", "CompiledPartition", "Compiler", "Partition",
            "PartitionError", "Plan", "PlanNote", "compile_partition", "compile_partition_model",
-           "compile_partitions", "extract_partition", "litert_files", "partition_files", "partition_submodel", "partitions_of",
+           "compile_partitions", "decomposition_subgraphs", "extract_partition", "litert_files", "partition_files", "partition_submodel", "partitions_of",
            "plan_partitions", "splice"]  # fmt: skip
