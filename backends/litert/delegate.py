@@ -143,7 +143,7 @@ def _counters(lib: C.CDLL, delegate) -> dict:
     ptr = C.c_void_p(delegate._delegate_ptr)
     out = {}
     for name in ("invocations", "kernels", "kernels_ran", "claimed_nodes", "partitions",
-                 "compiled_subgraphs"):
+                 "compiled_subgraphs", "skipped_subgraphs"):
         f = getattr(lib, f"qaccel_delegate_{name}")
         f.restype, f.argtypes = C.c_long, [C.c_void_p]
         out[name] = int(f(ptr))

@@ -76,6 +76,12 @@ typedef struct {
   TfLiteContext *primary;              /* the primary subgraph's context (the first Prepare) */
   long invocations, kernels, claimed_nodes, prepares;
   long kernels_ran; /* kernels invoked at least once (a loop body's run once per iteration) */
+  /* On the spot: the contexts of decomposition subgraphs described with their composites,
+   * whose Prepare is still to come; they are never compiled on their own (qaccel-compile
+   * fuses or inlines a composite where it stands, LiteRT shows no plugin a decomposition). */
+  TfLiteContext **decompositions;
+  int n_decompositions;
+  long skipped_subgraphs;
 } Delegate;
 
 typedef struct {
@@ -103,7 +109,7 @@ static void free_partition(Partition *p) {
 static void free_delegate(Delegate *d) {
   if (!d) return;
   for (int k = 0; k < d->n_parts; k++) free_partition(&d->parts[k]);
-  free(d->parts); free(d->artifact); free(d->config);
+  free(d->parts); free(d->artifact); free(d->config); free(d->decompositions);
   free(d);
 }
 
@@ -702,6 +708,19 @@ static int compile_here(Delegate *d, TfLiteContext *ctx, char *err) {
   }
   rc = take_partitions(d, &desc, answer.data, answer.size, err);
   free(answer.data);
+  if (!rc && desc.n_decompositions) {
+    TfLiteContext **more = realloc(d->decompositions, ((size_t)d->n_decompositions +
+                                                       (size_t)desc.n_decompositions) *
+                                                          sizeof *more);
+    if (!more) {
+      rc = fail(err, "out of memory");
+    } else {
+      d->decompositions = more;
+      memcpy(more + d->n_decompositions, desc.decompositions,
+             (size_t)desc.n_decompositions * sizeof *more);
+      d->n_decompositions += desc.n_decompositions;
+    }
+  }
   qaccel_description_free(&desc);
   d->compiled_subgraphs++;
   return rc;
@@ -716,6 +735,12 @@ static TfLiteStatus delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
      * at a freed one's address) owns only what this Prepare claims. */
     for (int p = 0; p < d->n_parts; p++)
       if (d->parts[p].owner == ctx) d->parts[p].owner = NULL;
+    for (int j = 0; j < d->n_decompositions; j++)
+      if (d->decompositions[j] == ctx) { /* a decomposition described with its composite */
+        d->decompositions[j] = d->decompositions[--d->n_decompositions];
+        d->skipped_subgraphs++;
+        return kTfLiteOk;
+      }
     int first = d->n_parts;
     if (compile_here(d, ctx, err)) {
       ctx->ReportError(ctx, PREFIX "%s", err);
@@ -818,4 +843,8 @@ QACCEL_EXPORT long qaccel_delegate_kernels_ran(const TfLiteDelegate *d) {
 /* Without an artifact: how many subgraphs were described and compiled (one per Prepare). */
 QACCEL_EXPORT long qaccel_delegate_compiled_subgraphs(const TfLiteDelegate *d) {
   return ((const Delegate *)d)->compiled_subgraphs;
+}
+/* Without an artifact: decomposition subgraphs left to their composite (not compiled alone). */
+QACCEL_EXPORT long qaccel_delegate_skipped_subgraphs(const TfLiteDelegate *d) {
+  return ((const Delegate *)d)->skipped_subgraphs;
 }
