@@ -235,6 +235,59 @@ def test_on_the_spot_compiles_a_loop_body(spot_cache, tmp_path, oracle):
             np.testing.assert_array_equal(a, b)
 
 
+def test_the_artifact_delegate_runs_the_partitions_of_every_subgraph(spot_cache, tmp_path,
+                                                                     oracle):
+    """A WHILE model: partitions.json may name partitions in any subgraph, here the loop
+    body's convolution (each subgraph but the main one is compiled as a model of its own, as
+    LiteRT's plugin and the on-the-spot delegate compile each subgraph they are shown). The
+    main subgraph's Prepare finds the body's context, the body's Prepare claims the partition:
+    the same node the delegate claims on the spot, bit-exact, run once per iteration."""
+    from control_flow_models import while_conv_model
+
+    from qaccel import api
+    from qaccel.backends.litert.partitions import other_subgraph_partitions, partition_files
+
+    path = tmp_path / "while.tflite"
+    data = while_conv_model(iterations=2)
+    path.write_bytes(data)
+    done, lines = other_subgraph_partitions(data, api.partition_compiler())
+    assert [(p.partition.subgraph, p.partition.ops) for p in done] == [(2, (1,))], lines
+    art = tmp_path / "art"
+    files = {**partition_files(done), "model.tflite": data}
+    for rel, blob in files.items():
+        (art / rel).parent.mkdir(parents=True, exist_ok=True)
+        (art / rel).write_bytes(blob)
+    (art / "manifest.json").write_text(json.dumps(
+        {"files": {rel: hashlib.sha256(blob).hexdigest() for rel, blob in files.items()}}))
+    annotate_partitions(art)
+    inputs = _inputs(path)
+    reference = oracle(path, inputs, keep_all_tensors=False)
+    result = run_delegate(path, art, inputs)
+    parts, c = _bit_exact_with_partitions(result, reference, art)
+    assert [p["subgraph"] for p in parts] == [2]
+    assert c["partitions"] == c["claimed_nodes"] == 1
+    assert c["kernels_ran"] == c["kernels"] == 1 and c["invocations"] == 2 * len(inputs)
+    spot = run_delegate(path, None, inputs)
+    assert spot["counters"]["claimed_nodes"] == 1
+    for a, b in zip(spot["outputs"], result["outputs"], strict=True):
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_an_artifact_partition_in_a_missing_subgraph_is_one_line(small_cnn, tmp_path):
+    art = tmp_path / "art"
+    shutil.copytree(small_cnn, art)
+    doc = json.loads((art / "partitions.json").read_text())
+    doc["partitions"][0]["subgraph"] = 3
+    text = json.dumps(doc)
+    (art / "partitions.json").write_text(text)
+    manifest = json.loads((art / "manifest.json").read_text())
+    manifest["files"]["partitions.json"] = hashlib.sha256(text.encode()).hexdigest()
+    (art / "manifest.json").write_text(json.dumps(manifest))
+    error = _error(MODELS / "small_cnn.tflite", art)
+    assert "has partition vta_fn_0 in subgraph 3, which the model does not have" in error, error
+
+
 def test_on_the_spot_failure_fails_prepare_in_one_line(spot_cache):
     error = _error(MODELS / "small_cnn.tflite", None, {"config": "no-such-configuration"})
     assert error.startswith("qaccel delegate: option config='no-such-configuration': ")

@@ -116,11 +116,13 @@ def annotate_partitions(outdir: str | Path) -> Path:
         if files.get("model.tflite") != hashlib.sha256(model).hexdigest():
             raise DelegateArtifactError(f"'{root}': model.tflite does not match its SHA-256 in "
                                         f"manifest.json")  # fmt: skip
-        sg = read_model(model).subgraphs[0]
+        subgraphs = read_model(model).subgraphs
+        sg = subgraphs[0]
         codes = schema.enum_members("BuiltinOperator")
         doc["model"] = {"operators": len(sg.operators), "tensors": len(sg.tensors)}
         doc["config"] = manifest.get("config", {}).get("name")
         for part in doc["partitions"]:
+            sg = subgraphs[part.get("subgraph", 0)]
             part["op_codes"] = [codes[sg.operators[o].op] for o in part["ops"]]
             part["tensors"] = [{"index": t, "type": sg.tensors[t].type_code,
                                 "shape": list(sg.tensors[t].shape), **_quant(sg.tensors[t])}

@@ -765,6 +765,71 @@ def compile_partitions(model_bytes: bytes, compiled, compiler: Compiler,
 
 
 # --------------------------------------------------------------------------------------------
+# The other subgraphs: each a model of its own
+
+
+def subgraph_model(model_bytes: bytes, s: int) -> bytes:
+    """Subgraph `s` of `model_bytes` as a model of its own (its subgraph 0), with the
+    decomposition subgraphs its composites name (renumbered); PartitionError when one of its
+    operators calls another subgraph (control flow), which that model could not hold."""
+    from qaccel.frontend.tflite_writer import ModelSpec, write_model
+
+    spec = _parsed(model_bytes)
+    order, todo = [s], [s]
+    while todo:
+        for op in spec.subgraphs[todo.pop()].operators:
+            calls = [v for k, v in op.options.items() if k.endswith("subgraph_index")]
+            if calls and op.op != COMPOSITE:
+                raise PartitionError(f"subgraph {s}: operator {op.op} calls a subgraph")
+            for callee in calls:
+                if not 0 <= int(callee) < len(spec.subgraphs):
+                    raise PartitionError(f"subgraph {s}: a composite names no subgraph")
+                if int(callee) not in order:
+                    order.append(int(callee))
+                    todo.append(int(callee))
+    where = {old: new for new, old in enumerate(order)}
+    subgraphs = []
+    for old in order:
+        sg = spec.subgraphs[old]
+        ops = [dataclasses.replace(op, options={**op.options, "decomposition_subgraph_index":
+                                                where[int(op.options["decomposition_subgraph_index"])]})
+               if op.op == COMPOSITE else op for op in sg.operators]  # fmt: skip
+        subgraphs.append(dataclasses.replace(sg, operators=ops))
+    return write_model(ModelSpec(subgraphs, description="qaccel subgraph"))
+
+
+def other_subgraph_partitions(model_bytes: bytes, compiler: Compiler
+                              ) -> tuple[list[CompiledPartition], list[str]]:  # fmt: skip
+    """The partitions of every subgraph but the main one that is no composite's decomposition
+    (the body and condition of a WHILE, the branches of an IF, ...), each subgraph compiled as
+    a model of its own, as LiteRT's plugin partitions and the delegate compiles each subgraph it
+    is shown: renamed `s<S>_<name>`, in subgraph S. One line per subgraph or accelerator
+    function that stays on the CPU."""
+    spec = _parsed(model_bytes)
+    skip = decomposition_subgraphs(spec)
+    done, lines = [], []
+    for s in range(1, len(spec.subgraphs)):
+        if s in skip or not spec.subgraphs[s].operators:
+            continue
+        try:
+            sub = subgraph_model(model_bytes, s)
+            compiled = compiler(sub)
+        except PartitionError as e:
+            lines.append(f"{e}: it stays on the CPU in the LiteRT models")
+            continue
+        except Exception as e:  # noqa: BLE001  the compiler's own one-line messages
+            text = str(e).splitlines()[0] if str(e) else repr(e)
+            lines.append(f"subgraph {s} stays on the CPU in the LiteRT models: {text}")
+            continue
+        parts, notes = compile_partitions(sub, compiled, compiler)
+        lines += [f"subgraph {s}: {line}" for line in notes]
+        for p in parts:
+            part = dataclasses.replace(p.partition, name=f"s{s}_{p.partition.name}", subgraph=s)
+            done.append(dataclasses.replace(p, partition=part))
+    return done, lines
+
+
+# --------------------------------------------------------------------------------------------
 # Splicing
 
 
@@ -883,6 +948,8 @@ def litert_files(model_bytes: bytes, compiled, compiler: Compiler) -> tuple[dict
     from qaccel.backends.litert.names import AOT_FILE, DISPATCH_FILE
 
     done, lines = compile_partitions(model_bytes, compiled, compiler)
+    others, other_lines = other_subgraph_partitions(model_bytes, compiler)
+    done, lines = done + others, lines + other_lines
     try:
         models = {DISPATCH_FILE: splice(model_bytes, done, "dispatch"),
                   AOT_FILE: splice(model_bytes, done, "custom-op")}  # fmt: skip
@@ -917,5 +984,6 @@ def partition_files(parts: Sequence[CompiledPartition]) -> dict[str, bytes]:
 
 __all__ = ["PARTITIONS_FILE", "PROGRAMS_DIR", "CompiledPartition", "Compiler", "Partition",
            "PartitionError", "Plan", "PlanNote", "compile_partition", "compile_partition_model",
-           "compile_partitions", "decomposition_subgraphs", "extract_partition", "litert_files", "partition_files", "partition_submodel", "partitions_of",
+           "compile_partitions", "decomposition_subgraphs", "extract_partition", "litert_files",
+           "other_subgraph_partitions", "subgraph_model", "partition_files", "partition_submodel", "partitions_of",
            "plan_partitions", "splice"]  # fmt: skip
