@@ -288,6 +288,46 @@ def test_an_artifact_partition_in_a_missing_subgraph_is_one_line(small_cnn, tmp_
     assert "has partition vta_fn_0 in subgraph 3, which the model does not have" in error, error
 
 
+DELEGATE_HOST = Path(__file__).parent / "litert" / "delegate_host.c"
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+@pytest.mark.parametrize(("model", "config"), [("composite", None),
+                                               ("small_cnn", "vta-store-requant")])  # fmt: skip
+def test_c_host_compiles_on_the_spot_without_python(model, config, spot_cache, tmp_path, oracle):
+    """tests/litert/delegate_host.c links libLiteRt.so only: it opens the delegate library,
+    hands the delegate to CompiledModel as an accelerator of its own (CPU kernels in reference
+    mode for the rest); the delegate's bridge starts this environment's Python inside the host
+    to compile each subgraph; bit-exact, and the host checks through the delegate's counters
+    that it compiled, claimed nodes and ran every kernel. A bad configuration is one line."""
+    from qaccel.backends.litert.delegate import delegate_library
+    from qaccel.backends.litert.runtime import KERNEL_DIR, litert_library
+
+    lrt = litert_library().parent
+    exe = tmp_path / "delegate_host"
+    subprocess.run(["cc", "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{KERNEL_DIR}",
+                    str(DELEGATE_HOST), f"-L{lrt}", "-lLiteRt", f"-Wl,-rpath,{lrt}", "-ldl", "-o",
+                    str(exe)], check=True, capture_output=True)  # fmt: skip
+    path = MODELS / f"{model}.tflite"
+    sg = read_model(path.read_bytes()).subgraphs[0]
+    (t_in,), (t_out,) = [sg.tensors[i] for i in sg.inputs], [sg.tensors[i] for i in sg.outputs]
+    x = _inputs(path, 1)[0][0]
+    (tmp_path / "in.bin").write_bytes(x.tobytes())
+    shapes = ["x".join(map(str, t.shape)) for t in (t_in, t_out)]
+    args = [str(exe), str(path), str(delegate_library()), str(tmp_path / "in.bin"), shapes[0],
+            str(tmp_path / "out.bin"), shapes[1], *([config] if config else [])]  # fmt: skip
+    run = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "subgraph(s) compiled on the spot" in run.stdout
+    want = oracle(path, [[x]], keep_all_tensors=False).outputs[0][0]
+    assert (tmp_path / "out.bin").read_bytes() == want.tobytes()
+    if config:
+        bad = subprocess.run(args[:-1] + ["no-such-configuration"], capture_output=True,
+                             text=True, timeout=600)  # fmt: skip
+        assert bad.returncode == 1
+        assert "qaccel delegate: option config='no-such-configuration'" in bad.stderr
+
+
 def test_on_the_spot_failure_fails_prepare_in_one_line(spot_cache):
     error = _error(MODELS / "small_cnn.tflite", None, {"config": "no-such-configuration"})
     assert error.startswith("qaccel delegate: option config='no-such-configuration': ")

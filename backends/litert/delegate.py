@@ -79,8 +79,25 @@ def delegate_library() -> Path:
     here = Path(__file__).with_name(LIB_NAME)
     if here.is_file() and is_current(here, DELEGATE_SOURCES):
         return here
-    path = cache_dir() / f"litert-delegate-{source_hash(DELEGATE_SOURCES)}" / LIB_NAME
-    return built_library(path, DELEGATE_SOURCES)
+    # As pip install does, the building environment's python and libpython are recorded in it
+    # for C hosts (where its bridge starts that Python): part of the cache key.
+    defines = python_defines()
+    tag = hashlib.sha256(repr(sorted(defines.items())).encode()).hexdigest()[:8]
+    path = cache_dir() / f"litert-delegate-{source_hash(DELEGATE_SOURCES)}-{tag}" / LIB_NAME
+    return built_library(path, DELEGATE_SOURCES, defines)
+
+
+def python_defines() -> dict[str, str]:
+    """QACCEL_PYTHON and QACCEL_LIBPYTHON, this environment's python and shared libpython (the
+    bridge's defaults in a C host; the variables of the same names override them at run time)."""
+    import sys
+    import sysconfig
+
+    lib = ""
+    if sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        lib = str(Path(sysconfig.get_config_var("LIBDIR") or "")
+                  / (sysconfig.get_config_var("LDLIBRARY") or ""))
+    return {"QACCEL_PYTHON": sys.executable, "QACCEL_LIBPYTHON": lib}
 
 
 # ---- partitions.json ----------------------------------------------------------------------
