@@ -124,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
              f'-DQACCEL_LIBPYTHON="{libpython}"', plugin_dir / "qaccel_plugin.c",
              bridge / "qaccel_pybridge.c", "-o", tmp / "plugin" / "libLiteRtCompilerPlugin_Qaccel.so",
              "-ldl", "-lpthread")
-        _gcc("-fPIC", "-shared", "-fvisibility=hidden", *includes, f'-DQACCEL_PYTHON="{sys.executable}"',
-             f'-DQACCEL_LIBPYTHON="{libpython}"',
+        _gcc("-fPIC", "-shared", "-fvisibility=hidden", *includes,
+             f'-DQACCEL_PYTHON="{sys.executable}"', f'-DQACCEL_LIBPYTHON="{libpython}"',
              *(p for p in DELEGATE_SOURCES if p.suffix == ".c"), "-o",
              tmp / "delegate" / "libqaccel_delegate.so", "-ldl", "-lm", "-lpthread")
         _gcc(*includes, HOSTS / "delegate_host.c", f"-L{lrt}", "-lLiteRt", f"-Wl,-rpath,{lrt}",

@@ -398,8 +398,8 @@ def partition_submodel(model_bytes: bytes, partition: Partition) -> tuple[bytes,
             raise PartitionError(f"{partition.name}: no operator {k}")
         op = sg.operators[k]
         if op.op == COMPOSITE:
-            operators += _inlined(spec, op, [tensor(t) for t in op.inputs],
-                                  [tensor(t) for t in op.outputs], tensors, partition.name)  # fmt: skip
+            ins_, outs_ = [tensor(t) for t in op.inputs], [tensor(t) for t in op.outputs]
+            operators += _inlined(spec, op, ins_, outs_, tensors, partition.name)
             continue
         if any(key.endswith("subgraph_index") for key in op.options):
             raise PartitionError(f"{partition.name}: operator {k} ({op.op}) calls a subgraph")
@@ -791,8 +791,8 @@ def subgraph_model(model_bytes: bytes, s: int) -> bytes:
     subgraphs = []
     for old in order:
         sg = spec.subgraphs[old]
-        ops = [dataclasses.replace(op, options={**op.options, "decomposition_subgraph_index":
-                                                where[int(op.options["decomposition_subgraph_index"])]})
+        key = "decomposition_subgraph_index"
+        ops = [dataclasses.replace(op, options={**op.options, key: where[int(op.options[key])]})
                if op.op == COMPOSITE else op for op in sg.operators]  # fmt: skip
         subgraphs.append(dataclasses.replace(sg, operators=ops))
     return write_model(ModelSpec(subgraphs, description="qaccel subgraph"))
@@ -985,5 +985,5 @@ def partition_files(parts: Sequence[CompiledPartition]) -> dict[str, bytes]:
 __all__ = ["PARTITIONS_FILE", "PROGRAMS_DIR", "CompiledPartition", "Compiler", "Partition",
            "PartitionError", "Plan", "PlanNote", "compile_partition", "compile_partition_model",
            "compile_partitions", "decomposition_subgraphs", "extract_partition", "litert_files",
-           "other_subgraph_partitions", "subgraph_model", "partition_files", "partition_submodel", "partitions_of",
-           "plan_partitions", "splice"]  # fmt: skip
+           "other_subgraph_partitions", "partition_files", "partition_submodel", "partitions_of",
+           "plan_partitions", "splice", "subgraph_model"]  # fmt: skip
