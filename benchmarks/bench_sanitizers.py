@@ -15,7 +15,11 @@ and one int8 output), each compared bit for bit with LiteRT's BUILTIN_REF:
   Python inside the host) and running it through the sanitized dispatch library, once with the
   configuration from the environment, once from the plugin options (`config=vta-default`);
 - `delegate`: libqaccel_delegate built sanitized, in a Python with ASan preloaded, with the
-  artifact and compiled on the spot.
+  artifact and compiled on the spot;
+- `delegate_host`: tests/litert/delegate_host.c, libLiteRt.so only, the sanitized delegate
+  compiling on the spot (its bridge starting the environment's Python inside the host) as an
+  accelerator of LiteRT's CompiledModel, on the ORIGINAL model and on composite.tflite (the
+  composite nodes claimed with their decompositions), once with a configuration option.
 
 A line per run: exit code, `clean` or `SANITIZER REPORT`, bit-exact or not, seconds. Exit 1 when
 any run is not clean and bit-exact. The suite runs the dispatch host and the delegate the same
@@ -121,8 +125,11 @@ def main(argv: list[str] | None = None) -> int:
              bridge / "qaccel_pybridge.c", "-o", tmp / "plugin" / "libLiteRtCompilerPlugin_Qaccel.so",
              "-ldl", "-lpthread")
         _gcc("-fPIC", "-shared", "-fvisibility=hidden", *includes,
+             f'-DQACCEL_PYTHON="{sys.executable}"', f'-DQACCEL_LIBPYTHON="{libpython}"',
              *(p for p in DELEGATE_SOURCES if p.suffix == ".c"), "-o",
              tmp / "delegate" / "libqaccel_delegate.so", "-ldl", "-lm", "-lpthread")
+        _gcc(*includes, HOSTS / "delegate_host.c", f"-L{lrt}", "-lLiteRt", f"-Wl,-rpath,{lrt}",
+             "-ldl", "-o", tmp / "delegate_host")
         subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared",
                         str(HOSTS / "no_deepbind.c"), "-o", str(tmp / "no_deepbind.so"), "-ldl"],
                        check=True)  # fmt: skip
@@ -170,6 +177,23 @@ def main(argv: list[str] | None = None) -> int:
         exact = (tmp / "delegate.npy").is_file() and all(
             a.tobytes() == want for a in np.load(tmp / "delegate.npy"))
         ok &= _report("delegate (artifact, on the spot)", run, exact, time.perf_counter() - t)
+        # The C host: no Python until the delegate's bridge starts one (under the host's ASan;
+        # C++ frees of what operator new[] made in LiteRT are not ours to report).
+        host_env = {**base, "ASAN_OPTIONS": "detect_leaks=0:alloc_dealloc_mismatch=0:"
+                                            "abort_on_error=1:verify_asan_link_order=0"}
+        delegate_lib = tmp / "delegate" / "libqaccel_delegate.so"
+        host("delegate_host (on the spot)", [tmp / "delegate_host", args.model, delegate_lib,
+                                             tmp / "in.bin", shape_in, out, shape_out], host_env)
+        host("delegate_host (config option)", [tmp / "delegate_host", args.model, delegate_lib,
+                                               tmp / "in.bin", shape_in, out, shape_out,
+                                               "vta-default"], host_env)  # fmt: skip
+        composite = ROOT / "tests" / "fixtures" / "models" / "composite.tflite"
+        xc = np.random.default_rng(7).integers(-128, 128, (1, 16, 16, 8)).astype(np.int8)
+        (tmp / "in_composite.bin").write_bytes(xc.tobytes())
+        want = run_reference(composite, [[xc]], keep_all_tensors=False).outputs[0][0].tobytes()
+        host("delegate_host (composite.tflite)", [tmp / "delegate_host", composite, delegate_lib,
+                                                  tmp / "in_composite.bin", "1x16x16x8", out,
+                                                  "1x8x8x16"], host_env)  # fmt: skip
     print("all clean and bit-exact" if ok else "FAILED")
     return 0 if ok else 1
 

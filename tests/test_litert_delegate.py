@@ -93,7 +93,7 @@ def _bit_exact_with_partitions(result: dict, reference, art: Path) -> tuple[list
     return json.loads((art / "partitions.json").read_text())["partitions"], result["counters"]
 
 
-@pytest.mark.parametrize("model", ["small_cnn", "cnn", "residual", "pad_concat_slice"])
+@pytest.mark.parametrize("model", ["small_cnn", "cnn", "residual", "pad_concat_slice", "composite"])
 def test_delegate_is_bit_exact_with_builtin_ref(model, tmp_path, oracle):
     path = MODELS / f"{model}.tflite"
     art = _artifact(path, tmp_path / model)
@@ -194,18 +194,27 @@ def test_on_the_spot_claims_what_qaccel_compile_claims(small_cnn, spot_cache, or
         np.testing.assert_array_equal(a, b)
 
 
-def test_on_the_spot_compiles_every_subgraph(spot_cache, oracle):
-    """composite.tflite: the main subgraph and both decompositions LiteRT offers the delegate,
-    each described and compiled as a model of its own (a composite op stays opaque: the
-    decomposition is another subgraph)."""
+def test_on_the_spot_claims_a_composite_as_qaccel_compile_does(spot_cache, oracle, tmp_path):
+    """composite.tflite: the main subgraph is described with both decompositions (read through
+    AcquireSubgraphContext) as qaccel-compile sees the model, so the delegate claims the same
+    three nodes (the convolution and both composite nodes) with the same program as the
+    artifact's partition; the decomposition subgraphs LiteRT offers next are left to their
+    composite, never compiled on their own."""
+    from qaccel.tools.qaccel_compile import run as compile_run
+
     path = MODELS / "composite.tflite"
+    art = tmp_path / "composite"
+    assert compile_run([str(path), "-o", str(art), "--quiet"]) == 0
     inputs = _inputs(path, 1)
     result = run_delegate(path, None, inputs)
-    assert result["counters"]["compiled_subgraphs"] == len(read_model(path.read_bytes()).subgraphs)
-    assert result["counters"]["claimed_nodes"] >= 1
     reference = oracle(path, inputs, keep_all_tensors=False)
-    for a, b in zip(result["outputs"][0], reference.outputs[0], strict=True):
-        np.testing.assert_array_equal(a, b)
+    parts, c = _bit_exact_with_partitions(result, reference, art)
+    assert [(p["subgraph"], p["ops"]) for p in parts] == [(0, [0, 1, 2])]
+    assert c["compiled_subgraphs"] == 1 and c["skipped_subgraphs"] == 2
+    assert c["claimed_nodes"] == 3 and c["kernels_ran"] == c["kernels"] == 1
+    kept = {f.read_bytes() for f in spot_cache.glob("delegate-*.bin")}
+    program = (art / parts[0]["program"]).read_bytes()
+    assert any(program in answer for answer in kept)  # the artifact's program, byte for byte
 
 
 def test_on_the_spot_compiles_a_loop_body(spot_cache, tmp_path, oracle):
@@ -224,6 +233,99 @@ def test_on_the_spot_compiles_a_loop_body(spot_cache, tmp_path, oracle):
     for got, want in zip(result["outputs"], reference.outputs, strict=True):
         for a, b in zip(got, want, strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+def test_the_artifact_delegate_runs_the_partitions_of_every_subgraph(spot_cache, tmp_path,
+                                                                     oracle):
+    """A WHILE model: partitions.json may name partitions in any subgraph, here the loop
+    body's convolution (each subgraph but the main one is compiled as a model of its own, as
+    LiteRT's plugin and the on-the-spot delegate compile each subgraph they are shown). The
+    main subgraph's Prepare finds the body's context, the body's Prepare claims the partition:
+    the same node the delegate claims on the spot, bit-exact, run once per iteration."""
+    from control_flow_models import while_conv_model
+
+    from qaccel import api
+    from qaccel.backends.litert.partitions import other_subgraph_partitions, partition_files
+
+    path = tmp_path / "while.tflite"
+    data = while_conv_model(iterations=2)
+    path.write_bytes(data)
+    done, lines = other_subgraph_partitions(data, api.partition_compiler())
+    assert [(p.partition.subgraph, p.partition.ops) for p in done] == [(2, (1,))], lines
+    art = tmp_path / "art"
+    files = {**partition_files(done), "model.tflite": data}
+    for rel, blob in files.items():
+        (art / rel).parent.mkdir(parents=True, exist_ok=True)
+        (art / rel).write_bytes(blob)
+    (art / "manifest.json").write_text(json.dumps(
+        {"files": {rel: hashlib.sha256(blob).hexdigest() for rel, blob in files.items()}}))
+    annotate_partitions(art)
+    inputs = _inputs(path)
+    reference = oracle(path, inputs, keep_all_tensors=False)
+    result = run_delegate(path, art, inputs)
+    parts, c = _bit_exact_with_partitions(result, reference, art)
+    assert [p["subgraph"] for p in parts] == [2]
+    assert c["partitions"] == c["claimed_nodes"] == 1
+    assert c["kernels_ran"] == c["kernels"] == 1 and c["invocations"] == 2 * len(inputs)
+    spot = run_delegate(path, None, inputs)
+    assert spot["counters"]["claimed_nodes"] == 1
+    for a, b in zip(spot["outputs"], result["outputs"], strict=True):
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_an_artifact_partition_in_a_missing_subgraph_is_one_line(small_cnn, tmp_path):
+    art = tmp_path / "art"
+    shutil.copytree(small_cnn, art)
+    doc = json.loads((art / "partitions.json").read_text())
+    doc["partitions"][0]["subgraph"] = 3
+    text = json.dumps(doc)
+    (art / "partitions.json").write_text(text)
+    manifest = json.loads((art / "manifest.json").read_text())
+    manifest["files"]["partitions.json"] = hashlib.sha256(text.encode()).hexdigest()
+    (art / "manifest.json").write_text(json.dumps(manifest))
+    error = _error(MODELS / "small_cnn.tflite", art)
+    assert "has partition vta_fn_0 in subgraph 3, which the model does not have" in error, error
+
+
+DELEGATE_HOST = Path(__file__).parent / "litert" / "delegate_host.c"
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+@pytest.mark.parametrize(("model", "config"), [("composite", None),
+                                               ("small_cnn", "vta-store-requant")])  # fmt: skip
+def test_c_host_compiles_on_the_spot_without_python(model, config, spot_cache, tmp_path, oracle):
+    """tests/litert/delegate_host.c links libLiteRt.so only: it opens the delegate library,
+    hands the delegate to CompiledModel as an accelerator of its own (CPU kernels in reference
+    mode for the rest); the delegate's bridge starts this environment's Python inside the host
+    to compile each subgraph; bit-exact, and the host checks through the delegate's counters
+    that it compiled, claimed nodes and ran every kernel. A bad configuration is one line."""
+    from qaccel.backends.litert.delegate import delegate_library
+    from qaccel.backends.litert.runtime import KERNEL_DIR, litert_library
+
+    lrt = litert_library().parent
+    exe = tmp_path / "delegate_host"
+    subprocess.run(["cc", "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{KERNEL_DIR}",
+                    str(DELEGATE_HOST), f"-L{lrt}", "-lLiteRt", f"-Wl,-rpath,{lrt}", "-ldl", "-o",
+                    str(exe)], check=True, capture_output=True)  # fmt: skip
+    path = MODELS / f"{model}.tflite"
+    sg = read_model(path.read_bytes()).subgraphs[0]
+    (t_in,), (t_out,) = [sg.tensors[i] for i in sg.inputs], [sg.tensors[i] for i in sg.outputs]
+    x = _inputs(path, 1)[0][0]
+    (tmp_path / "in.bin").write_bytes(x.tobytes())
+    shapes = ["x".join(map(str, t.shape)) for t in (t_in, t_out)]
+    args = [str(exe), str(path), str(delegate_library()), str(tmp_path / "in.bin"), shapes[0],
+            str(tmp_path / "out.bin"), shapes[1], *([config] if config else [])]  # fmt: skip
+    run = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "subgraph(s) compiled on the spot" in run.stdout
+    want = oracle(path, [[x]], keep_all_tensors=False).outputs[0][0]
+    assert (tmp_path / "out.bin").read_bytes() == want.tobytes()
+    if config:
+        bad = subprocess.run(args[:-1] + ["no-such-configuration"], capture_output=True,
+                             text=True, timeout=600)  # fmt: skip
+        assert bad.returncode == 1
+        assert "qaccel delegate: option config='no-such-configuration'" in bad.stderr
 
 
 def test_on_the_spot_failure_fails_prepare_in_one_line(spot_cache):

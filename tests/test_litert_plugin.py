@@ -141,6 +141,25 @@ def test_apply_plugin_main_is_bit_exact(model, tmp_path, oracle):
     assert _same(run_dispatch(out, x), oracle(model, [x], keep_all_tensors=False).outputs[0])
 
 
+def test_the_plugin_takes_qaccel_compiles_composite_decision(tmp_path):
+    """composite.tflite: the plugin does not select a composite op (its decomposition is not in
+    the subgraph LiteRT shows), so LiteRT inlines both decompositions and asks again; the
+    plugin then selects the convolution and every inlined op into one partition: the three
+    operators qaccel-compile's partition holds, and the same program bytes."""
+    from qaccel import api
+    from qaccel.backends.litert.partitions import compile_partitions
+
+    model = FIXTURE_MODELS / "composite.tflite"
+    out = read_model(apply_plugin(model, tmp_path / "npu.tflite").read_bytes())
+    (sg,) = out.subgraphs  # the decomposition subgraphs are gone with their composites
+    assert [op.custom_code for op in sg.operators] == ["DISPATCH_OP"]
+    source = model.read_bytes()
+    compiler = api.partition_compiler()
+    (done,), _ = compile_partitions(source, compiler(source), compiler)
+    assert done.partition.ops == (0, 1, 2)
+    assert done.program in (tmp_path / "npu.tflite").read_bytes()
+
+
 def test_aot_compile_with_the_registered_qaccel_backend(tmp_path, oracle, monkeypatch):
     import sys
 

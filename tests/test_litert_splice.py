@@ -46,7 +46,7 @@ CORPUS_MODELS = sorted(p.stem for p in CORPUS.glob("*.tflite") if p.stem != "int
 FIXTURES = sorted(p.stem for p in FIXTURE_MODELS.glob("*.tflite"))
 COVERED = {"small_cnn": 2, "mobilenet_v2": 1, "resnet50": 1, "mobilenet_v3_small": 1,
            "efficientnet_b0": 1, "inception": 1, "densenet": 1, "nasnet": 1, "transformer": 3,
-           "unet": 3, "batch2": 1}  # fmt: skip
+           "unet": 3, "batch2": 1, "composite": 1}  # fmt: skip
 """Partitions spliced today (a regression lowers them)."""
 
 
@@ -218,6 +218,27 @@ def test_a_partition_left_on_the_cpu_is_one_line_and_the_models_are_still_writte
                  *(f"programs/{p.partition.name}.qprog" for p in done)):  # fmt: skip
         assert name in manifest["files"], name
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == manifest["files"][name]
+
+
+def test_a_composite_is_spliced_whole_its_program_computing_the_decomposition():
+    """composite.tflite: qaccel-compile fuses both composites and puts them on the accelerator
+    with the convolution; the partition is the three operators of subgraph 0 (the composite
+    ops themselves, not the ops of their decompositions), its submodel the decompositions
+    inlined where the composites stood (as LiteRT inlines a composite its plugin does not
+    select), and the decomposition subgraphs are never partitioned on their own."""
+    from qaccel.backends.litert.partitions import decomposition_subgraphs
+
+    source, compiled, done, lines = _spliced(FIXTURE_MODELS / "composite.tflite")
+    assert not lines
+    (p,) = done
+    assert (p.partition.subgraph, p.partition.ops) == (0, (0, 1, 2))
+    sub = read_model(extract_partition(source, p.partition))
+    assert len(sub.subgraphs) == 1
+    assert [op.op for op in sub.subgraphs[0].operators] == ["CONV_2D", "ADD", "MUL", "MUL",
+                                                            "AVERAGE_POOL_2D"]  # fmt: skip
+    assert decomposition_subgraphs(read_model(source)) == {1, 2}
+    again, _ = compile_partitions(source, compiled, api.partition_compiler(), recompile=True)
+    assert [a.program for a in again] == [p.program]
 
 
 def test_compile_partition_refuses_what_is_not_one_accelerator_function():

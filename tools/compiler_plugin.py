@@ -184,14 +184,36 @@ def _options(op_name: str, raw: dict) -> dict:
 
 
 def read_description(data: bytes):
-    """The ModelSpec of the subgraph the C side describes (see qaccel_plugin.c `describe`)."""
-    from qaccel.frontend import tflite_schema as ts
-    from qaccel.frontend.tflite_writer import ModelSpec, OperatorSpec, SubgraphSpec, TensorSpec
-    from qaccel.kernels.qparams import QParams
+    """The ModelSpec of the subgraph the C side describes (see qaccel_plugin.c `describe`):
+    "QPD1" and one subgraph, or "QPD2" (the delegate's, qaccel_describe.c): the main subgraph,
+    u32 n, then n decomposition subgraphs its STABLEHLO_COMPOSITE operators name (1..n)."""
+    from qaccel.frontend.tflite_writer import ModelSpec
 
     r = _Reader(data)
-    if r.raw(4) != b"QPD1":
+    magic = r.raw(4)
+    if magic not in (b"QPD1", b"QPD2"):
         raise PluginError("not a qaccel subgraph description")
+    subgraphs = [_read_subgraph(r, "main")]
+    if magic == b"QPD2":
+        n = r.u32()
+        if n > 64:
+            raise PluginError("subgraph description: too many decompositions")
+        subgraphs += [_read_subgraph(r, f"decomposition_{k + 1}") for k in range(n)]
+    if r.at != len(r.data):
+        raise PluginError("subgraph description: trailing bytes")
+    for sg in subgraphs:
+        for op in sg.operators:
+            s = op.options.get("decomposition_subgraph_index")
+            if op.op == "STABLEHLO_COMPOSITE" and not 1 <= int(s) < len(subgraphs):
+                raise PluginError(f"subgraph description: a composite names subgraph {s}")
+    return ModelSpec(subgraphs)
+
+
+def _read_subgraph(r: _Reader, sg_name: str):
+    from qaccel.frontend import tflite_schema as ts
+    from qaccel.frontend.tflite_writer import OperatorSpec, SubgraphSpec, TensorSpec
+    from qaccel.kernels.qparams import QParams
+
     n_tensors, n_ops, n_in, n_out = r.take("IIII")
     inputs = [r.i32() for _ in range(n_in)]
     outputs = [r.i32() for _ in range(n_out)]
@@ -209,12 +231,23 @@ def read_description(data: bytes):
                 raw[field] = r.take("q")[0]
             elif kind == 1:
                 raw[field] = float(np.float32(r.take("d")[0]))
+            elif kind == 3:
+                raw[field] = r.raw(r.u32())
             else:
                 raw[field] = np.frombuffer(r.raw(4 * r.u32()), "<i4").copy()
         custom_options = r.raw(r.u32()) if r.u32() else None
         name = names.get(code)
         if name is None:
             raise PluginError(f"unknown TFLite builtin operator {code}")
+        if name == "STABLEHLO_COMPOSITE" and "decomposition_subgraph_index" in raw:
+            # described with its decomposition (the delegate's QPD2): the op as in the model
+            options = {"name": raw.get("name", b"").decode("utf-8", "replace"),
+                       "decomposition_subgraph_index": int(raw["decomposition_subgraph_index"]),
+                       "composite_attributes": raw.get("composite_attributes", b""),
+                       "composite_attributes_format": "FLEXBUFFERS",
+                       "version": int(raw.get("version", 0))}  # fmt: skip
+            ops.append(OperatorSpec(name, op_in, op_out, options))
+            continue
         if name == "STABLEHLO_COMPOSITE":
             # Its decomposition is another subgraph, which Partition does not see: the op stays
             # opaque (on the CPU) in the rebuilt model.
@@ -247,9 +280,7 @@ def read_description(data: bytes):
         signature = shape if any(d < 0 for d in shape) else None
         shape = tuple(1 if d < 0 else d for d in shape)
         tensors.append(TensorSpec(name, shape, dtype, quant, data, shape_signature=signature))
-    if r.at != len(r.data):
-        raise PluginError("subgraph description: trailing bytes")
-    return ModelSpec([SubgraphSpec("main", tensors, inputs, outputs, ops)])
+    return SubgraphSpec(sg_name, tensors, inputs, outputs, ops)
 
 
 # ---- partition ---------------------------------------------------------------------------------

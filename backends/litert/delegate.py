@@ -79,8 +79,25 @@ def delegate_library() -> Path:
     here = Path(__file__).with_name(LIB_NAME)
     if here.is_file() and is_current(here, DELEGATE_SOURCES):
         return here
-    path = cache_dir() / f"litert-delegate-{source_hash(DELEGATE_SOURCES)}" / LIB_NAME
-    return built_library(path, DELEGATE_SOURCES)
+    # As pip install does, the building environment's python and libpython are recorded in it
+    # for C hosts (where its bridge starts that Python): part of the cache key.
+    defines = python_defines()
+    tag = hashlib.sha256(repr(sorted(defines.items())).encode()).hexdigest()[:8]
+    path = cache_dir() / f"litert-delegate-{source_hash(DELEGATE_SOURCES)}-{tag}" / LIB_NAME
+    return built_library(path, DELEGATE_SOURCES, defines)
+
+
+def python_defines() -> dict[str, str]:
+    """QACCEL_PYTHON and QACCEL_LIBPYTHON, this environment's python and shared libpython (the
+    bridge's defaults in a C host; the variables of the same names override them at run time)."""
+    import sys
+    import sysconfig
+
+    lib = ""
+    if sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        lib = str(Path(sysconfig.get_config_var("LIBDIR") or "")
+                  / (sysconfig.get_config_var("LDLIBRARY") or ""))
+    return {"QACCEL_PYTHON": sys.executable, "QACCEL_LIBPYTHON": lib}
 
 
 # ---- partitions.json ----------------------------------------------------------------------
@@ -116,11 +133,13 @@ def annotate_partitions(outdir: str | Path) -> Path:
         if files.get("model.tflite") != hashlib.sha256(model).hexdigest():
             raise DelegateArtifactError(f"'{root}': model.tflite does not match its SHA-256 in "
                                         f"manifest.json")  # fmt: skip
-        sg = read_model(model).subgraphs[0]
+        subgraphs = read_model(model).subgraphs
+        sg = subgraphs[0]
         codes = schema.enum_members("BuiltinOperator")
         doc["model"] = {"operators": len(sg.operators), "tensors": len(sg.tensors)}
         doc["config"] = manifest.get("config", {}).get("name")
         for part in doc["partitions"]:
+            sg = subgraphs[part.get("subgraph", 0)]
             part["op_codes"] = [codes[sg.operators[o].op] for o in part["ops"]]
             part["tensors"] = [{"index": t, "type": sg.tensors[t].type_code,
                                 "shape": list(sg.tensors[t].shape), **_quant(sg.tensors[t])}
@@ -143,7 +162,7 @@ def _counters(lib: C.CDLL, delegate) -> dict:
     ptr = C.c_void_p(delegate._delegate_ptr)
     out = {}
     for name in ("invocations", "kernels", "kernels_ran", "claimed_nodes", "partitions",
-                 "compiled_subgraphs"):
+                 "compiled_subgraphs", "skipped_subgraphs"):
         f = getattr(lib, f"qaccel_delegate_{name}")
         f.restype, f.argtypes = C.c_long, [C.c_void_p]
         out[name] = int(f(ptr))

@@ -39,6 +39,14 @@ every fixture and corpus model (tests/test_litert_splice.py,
 benchmarks/bench_partition_reuse.py); a function fed packed results of another function
 (unet's skip connections) proves nothing from the whole model and is compiled again.
 
+A STABLEHLO_COMPOSITE operator is one operator of its subgraph like any other: qaccel's compile
+fuses it (or inlines its decomposition) in place, so a partition may hold it, and its program
+computes the decomposition; the partition's submodel has the decomposition inlined where the
+composite stood (`_inlined`), as LiteRT inlines a composite its compiler plugin does not
+select, so the plugin, the delegate and qaccel-compile compile the same operators into the same
+program. A decomposition subgraph is never partitioned on its own (`decomposition_subgraphs`):
+LiteRT shows it to no plugin, and the delegate skips it.
+
 `splice` writes the two LiteRT models: the original with each compiled partition's
 operators replaced by one `DISPATCH_OP` (its program after the flatbuffer, LiteRT's
 `bytecode_offset`, and the `LiteRtStamp` metadata) or one `QACCEL_VTA` op (its program an
@@ -389,6 +397,10 @@ def partition_submodel(model_bytes: bytes, partition: Partition) -> tuple[bytes,
         if not 0 <= k < len(sg.operators):
             raise PartitionError(f"{partition.name}: no operator {k}")
         op = sg.operators[k]
+        if op.op == COMPOSITE:
+            ins_, outs_ = [tensor(t) for t in op.inputs], [tensor(t) for t in op.outputs]
+            operators += _inlined(spec, op, ins_, outs_, tensors, partition.name)
+            continue
         if any(key.endswith("subgraph_index") for key in op.options):
             raise PartitionError(f"{partition.name}: operator {k} ({op.op}) calls a subgraph")
         operators.append(OperatorSpec(op.op, [tensor(t) for t in op.inputs],
@@ -400,6 +412,62 @@ def partition_submodel(model_bytes: bytes, partition: Partition) -> tuple[bytes,
     from qaccel.frontend.tflite_writer import write_model
 
     return write_model(ModelSpec([sub], description="qaccel partition")), index
+
+
+COMPOSITE = "STABLEHLO_COMPOSITE"
+
+
+def decomposition_subgraphs(spec) -> set[int]:
+    """The subgraphs of `spec` that are the decomposition of a STABLEHLO_COMPOSITE operator
+    (of any subgraph): never partitioned on their own, in any flow (their composite is)."""
+    found = set()
+    for sg in spec.subgraphs:
+        for op in sg.operators:
+            if op.op == COMPOSITE:
+                found.add(int(op.options.get("decomposition_subgraph_index", -1)))
+    return {s for s in found if 0 <= s < len(spec.subgraphs)}
+
+
+def _inlined(spec, op, inputs: list[int], outputs: list[int], tensors: list, what: str,
+             depth: int = 0) -> list:
+    """The operators of composite `op`'s decomposition, inlined where `op` stood (as LiteRT
+    inlines a composite its compiler plugin does not select): its inputs and outputs become
+    the composite's operands and results (`inputs`, `outputs`: indices into `tensors`), its
+    other tensors are appended to `tensors`; a composite inside is inlined in turn."""
+    from qaccel.frontend.tflite_writer import OperatorSpec
+
+    s = int(op.options.get("decomposition_subgraph_index", -1))
+    if depth > 16 or not 0 <= s < len(spec.subgraphs):
+        raise PartitionError(f"{what}: composite {op.options.get('name', '')!r} has no "
+                             "decomposition subgraph")  # fmt: skip
+    sub = spec.subgraphs[s]
+    if len(sub.inputs) != len(inputs) or len(sub.outputs) != len(outputs):
+        raise PartitionError(f"{what}: composite {op.options.get('name', '')!r} does not "
+                             "match its decomposition's inputs and outputs")  # fmt: skip
+    index = dict(zip(sub.inputs, inputs))
+    index.update(zip(sub.outputs, outputs))
+
+    def tensor(t: int) -> int:
+        if t < 0:
+            return t
+        if t not in index:
+            index[t] = len(tensors)
+            tensors.append(sub.tensors[t])
+        return index[t]
+
+    operators = []
+    for inner in sub.operators:
+        ins, outs = [tensor(t) for t in inner.inputs], [tensor(t) for t in inner.outputs]
+        if inner.op == COMPOSITE:
+            operators += _inlined(spec, inner, ins, outs, tensors, what, depth + 1)
+            continue
+        if any(key.endswith("subgraph_index") for key in inner.options):
+            raise PartitionError(f"{what}: the decomposition of composite "
+                                 f"{op.options.get('name', '')!r} calls a subgraph")  # fmt: skip
+        operators.append(OperatorSpec(inner.op, ins, outs, inner.options, inner.version,
+                                      inner.custom_code, inner.custom_options,
+                                      [tensor(t) for t in inner.intermediates]))  # fmt: skip
+    return operators
 
 
 def _program_of(compiled, n_inputs: int, n_outputs: int, what: str):
@@ -562,7 +630,8 @@ def _reused(compiled, graph: _Graph, names: _Names, computed: dict[str, dict[int
     if f is None or not f.body.blocks:
         raise _NotProven(f"no body of @{name}")
     for k in part.ops:  # as compile_partition: the spliced op could not carry the subgraph
-        if any(key.endswith("subgraph_index") for key in graph.sg.operators[k].options):
+        op = graph.sg.operators[k]  # (a composite's program computes its decomposition)
+        if op.op != COMPOSITE and any(key.endswith("subgraph_index") for key in op.options):
             raise _NotProven(f"operator {k} calls a subgraph")
     entry = names.entry
     if sum(1 for op in entry.body.block.ops if op.name == "func.call"
@@ -696,6 +765,71 @@ def compile_partitions(model_bytes: bytes, compiled, compiler: Compiler,
 
 
 # --------------------------------------------------------------------------------------------
+# The other subgraphs: each a model of its own
+
+
+def subgraph_model(model_bytes: bytes, s: int) -> bytes:
+    """Subgraph `s` of `model_bytes` as a model of its own (its subgraph 0), with the
+    decomposition subgraphs its composites name (renumbered); PartitionError when one of its
+    operators calls another subgraph (control flow), which that model could not hold."""
+    from qaccel.frontend.tflite_writer import ModelSpec, write_model
+
+    spec = _parsed(model_bytes)
+    order, todo = [s], [s]
+    while todo:
+        for op in spec.subgraphs[todo.pop()].operators:
+            calls = [v for k, v in op.options.items() if k.endswith("subgraph_index")]
+            if calls and op.op != COMPOSITE:
+                raise PartitionError(f"subgraph {s}: operator {op.op} calls a subgraph")
+            for callee in calls:
+                if not 0 <= int(callee) < len(spec.subgraphs):
+                    raise PartitionError(f"subgraph {s}: a composite names no subgraph")
+                if int(callee) not in order:
+                    order.append(int(callee))
+                    todo.append(int(callee))
+    where = {old: new for new, old in enumerate(order)}
+    subgraphs = []
+    for old in order:
+        sg = spec.subgraphs[old]
+        key = "decomposition_subgraph_index"
+        ops = [dataclasses.replace(op, options={**op.options, key: where[int(op.options[key])]})
+               if op.op == COMPOSITE else op for op in sg.operators]  # fmt: skip
+        subgraphs.append(dataclasses.replace(sg, operators=ops))
+    return write_model(ModelSpec(subgraphs, description="qaccel subgraph"))
+
+
+def other_subgraph_partitions(model_bytes: bytes, compiler: Compiler
+                              ) -> tuple[list[CompiledPartition], list[str]]:  # fmt: skip
+    """The partitions of every subgraph but the main one that is no composite's decomposition
+    (the body and condition of a WHILE, the branches of an IF, ...), each subgraph compiled as
+    a model of its own, as LiteRT's plugin partitions and the delegate compiles each subgraph it
+    is shown: renamed `s<S>_<name>`, in subgraph S. One line per subgraph or accelerator
+    function that stays on the CPU."""
+    spec = _parsed(model_bytes)
+    skip = decomposition_subgraphs(spec)
+    done, lines = [], []
+    for s in range(1, len(spec.subgraphs)):
+        if s in skip or not spec.subgraphs[s].operators:
+            continue
+        try:
+            sub = subgraph_model(model_bytes, s)
+            compiled = compiler(sub)
+        except PartitionError as e:
+            lines.append(f"{e}: it stays on the CPU in the LiteRT models")
+            continue
+        except Exception as e:  # noqa: BLE001  the compiler's own one-line messages
+            text = str(e).splitlines()[0] if str(e) else repr(e)
+            lines.append(f"subgraph {s} stays on the CPU in the LiteRT models: {text}")
+            continue
+        parts, notes = compile_partitions(sub, compiled, compiler)
+        lines += [f"subgraph {s}: {line}" for line in notes]
+        for p in parts:
+            part = dataclasses.replace(p.partition, name=f"s{s}_{p.partition.name}", subgraph=s)
+            done.append(dataclasses.replace(p, partition=part))
+    return done, lines
+
+
+# --------------------------------------------------------------------------------------------
 # Splicing
 
 
@@ -814,6 +948,8 @@ def litert_files(model_bytes: bytes, compiled, compiler: Compiler) -> tuple[dict
     from qaccel.backends.litert.names import AOT_FILE, DISPATCH_FILE
 
     done, lines = compile_partitions(model_bytes, compiled, compiler)
+    others, other_lines = other_subgraph_partitions(model_bytes, compiler)
+    done, lines = done + others, lines + other_lines
     try:
         models = {DISPATCH_FILE: splice(model_bytes, done, "dispatch"),
                   AOT_FILE: splice(model_bytes, done, "custom-op")}  # fmt: skip
@@ -848,5 +984,6 @@ def partition_files(parts: Sequence[CompiledPartition]) -> dict[str, bytes]:
 
 __all__ = ["PARTITIONS_FILE", "PROGRAMS_DIR", "CompiledPartition", "Compiler", "Partition",
            "PartitionError", "Plan", "PlanNote", "compile_partition", "compile_partition_model",
-           "compile_partitions", "extract_partition", "litert_files", "partition_files", "partition_submodel", "partitions_of",
-           "plan_partitions", "splice"]  # fmt: skip
+           "compile_partitions", "decomposition_subgraphs", "extract_partition", "litert_files",
+           "other_subgraph_partitions", "partition_files", "partition_submodel", "partitions_of",
+           "plan_partitions", "splice", "subgraph_model"]  # fmt: skip

@@ -94,13 +94,14 @@ def source_hash(sources: Sequence[Path] = SOURCES) -> str:
     return cbuild.source_hash(sources)
 
 
-def build_library(out: Path, sources: Sequence[Path], cc: str | None = None) -> Path:
+def build_library(out: Path, sources: Sequence[Path], cc: str | None = None,
+                  defines: dict | None = None) -> Path:
     """Compile the C files of `sources` into the shared library `out` (C99, every warning an
-    error, no undefined symbol); raises CalledProcessError/OSError."""
+    error, no undefined symbol; `defines`: more macros); raises CalledProcessError/OSError."""
     digest = source_hash(sources)
     return cbuild.build_shared(out, sources, include_dirs=(KERNEL_DIR, PROGRAM_DIR, MACHINE_DIR),
                                defines={"QACCEL_LITERT_SOURCE_HASH": digest,
-                                        "VTA_SOURCE_HASH": digest},
+                                        "VTA_SOURCE_HASH": digest, **(defines or {})},
                                extra_flags=EXTRA_FLAGS, libraries=("dl", "m", "pthread"),
                                cc=cc)  # fmt: skip
 
@@ -115,10 +116,10 @@ def cache_dir() -> Path:
     return cbuild.cache_root()
 
 
-def built_library(path: Path, sources: Sequence[Path]) -> Path:
+def built_library(path: Path, sources: Sequence[Path], defines: dict | None = None) -> Path:
     """`path`, compiled first if it is missing; raises LiteRtError naming the compiler's
     complaint."""
-    failure = cbuild.build_once(path, lambda out: build_library(out, sources))
+    failure = cbuild.build_once(path, lambda out: build_library(out, sources, defines=defines))
     if failure is not None:
         raise LiteRtError(f"cannot build {path.name}: {failure}")
     return path

@@ -13,8 +13,10 @@
  * A failed compile fails Prepare with its one line.
  *
  * With an artifact, the delegate reads a qaccel-compile output directory when it is created: OUTDIR/partitions.json
- * says, per accelerator partition, which operators of the original model it replaces (their
- * indices, which are the interpreter's node indices), its boundary tensors and its program
+ * says, per accelerator partition, which operators of which subgraph of the original model it
+ * replaces (their indices, which are the interpreter's node indices; the main subgraph's
+ * Prepare, the first, finds every other subgraph's context with AcquireSubgraphContext, and
+ * that subgraph's Prepare claims its partitions), its boundary tensors and its program
  * (OUTDIR/programs/NAME.qprog, the bytes the dispatch flavour carries).  Every file is read
  * confined to the artifact and checked against manifest.json's SHA-256; every program's header
  * is validated.  Prepare checks the artifact against the model the interpreter holds (node
@@ -63,6 +65,8 @@ typedef struct {
   size_t program_size;
   qaccel_program *opened; /* opened and checked once; kernels make their own run states */
   TfLiteContext *owner;   /* the subgraph whose nodes it replaces (set at its Prepare) */
+  int subgraph;           /* the model's subgraph it is in (partitions.json "subgraph") */
+  TfLiteContext *where;   /* that subgraph's context, once known: its Prepare claims it */
 } Partition;
 
 typedef struct {
@@ -76,6 +80,12 @@ typedef struct {
   TfLiteContext *primary;              /* the primary subgraph's context (the first Prepare) */
   long invocations, kernels, claimed_nodes, prepares;
   long kernels_ran; /* kernels invoked at least once (a loop body's run once per iteration) */
+  /* On the spot: the contexts of decomposition subgraphs described with their composites,
+   * whose Prepare is still to come; they are never compiled on their own (qaccel-compile
+   * fuses or inlines a composite where it stands, LiteRT shows no plugin a decomposition). */
+  TfLiteContext **decompositions;
+  int n_decompositions;
+  long skipped_subgraphs;
 } Delegate;
 
 typedef struct {
@@ -103,7 +113,7 @@ static void free_partition(Partition *p) {
 static void free_delegate(Delegate *d) {
   if (!d) return;
   for (int k = 0; k < d->n_parts; k++) free_partition(&d->parts[k]);
-  free(d->parts); free(d->artifact); free(d->config);
+  free(d->parts); free(d->artifact); free(d->config); free(d->decompositions);
   free(d);
 }
 
@@ -203,9 +213,9 @@ static int load_partition(const char *root, const json *manifest, const json *j,
                 root, k);
   p->name = dup_string(name->string);
   if (!p->name) return fail(err, "out of memory");
-  if (json_int(json_get(j, "subgraph"), 0, 0, &subgraph))
-    return fail(err, "'%s': partitions.json: partition %s is not in subgraph 0 (only the main "
-                "subgraph is delegated)", root, p->name);
+  if (json_int(json_get(j, "subgraph"), 0, 1 << 20, &subgraph))
+    return fail(err, "'%s': partitions.json: partition %s names no subgraph", root, p->name);
+  p->subgraph = (int)subgraph;
   if (int_list(json_get(j, "ops"), 0, 1 << 30, &p->ops, &p->n_ops) || p->n_ops == 0 ||
       int_list(json_get(j, "inputs"), 0, 1 << 30, &p->inputs, &p->n_in) ||
       int_list(json_get(j, "outputs"), 0, 1 << 30, &p->outputs, &p->n_out) || p->n_out == 0)
@@ -560,6 +570,7 @@ static TfLiteStatus claim(Delegate *d, TfLiteContext *ctx, int first, const char
   int most = 0, rc = 0;
   if (!owner || !produced) rc = fail(err, "out of memory");
   for (int p = first; !rc && p < d->n_parts; p++) {
+    if (d->parts[p].where != ctx) continue; /* another subgraph's */
     d->parts[p].owner = ctx;
     rc = check_partition(ctx, plan, d->parts, p, owner, produced, err);
     if (d->parts[p].n_ops > most) most = d->parts[p].n_ops;
@@ -588,6 +599,7 @@ static TfLiteStatus claim(Delegate *d, TfLiteContext *ctx, int first, const char
   TfLiteStatus status = kTfLiteOk;
   for (int p = first; p < d->n_parts && status == kTfLiteOk; p++) {
     const Partition *part = &d->parts[p];
+    if (part->where != ctx) continue;
     nodes->size = part->n_ops;
     memcpy(nodes->data, part->ops, (size_t)part->n_ops * sizeof(int));
     status = ctx->ReplaceNodeSubsetsWithDelegateKernels(ctx, reg, nodes, &d->base);
@@ -700,8 +712,23 @@ static int compile_here(Delegate *d, TfLiteContext *ctx, char *err) {
     const char *m = strncmp(msg, "PluginError: ", 13) == 0 ? msg + 13 : msg;
     return fail(err, "%s", m);
   }
+  int first = d->n_parts;
   rc = take_partitions(d, &desc, answer.data, answer.size, err);
+  for (int p = first; !rc && p < d->n_parts; p++) d->parts[p].where = ctx;
   free(answer.data);
+  if (!rc && desc.n_decompositions) {
+    TfLiteContext **more = realloc(d->decompositions, ((size_t)d->n_decompositions +
+                                                       (size_t)desc.n_decompositions) *
+                                                          sizeof *more);
+    if (!more) {
+      rc = fail(err, "out of memory");
+    } else {
+      d->decompositions = more;
+      memcpy(more + d->n_decompositions, desc.decompositions,
+             (size_t)desc.n_decompositions * sizeof *more);
+      d->n_decompositions += desc.n_decompositions;
+    }
+  }
   qaccel_description_free(&desc);
   d->compiled_subgraphs++;
   return rc;
@@ -716,6 +743,12 @@ static TfLiteStatus delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
      * at a freed one's address) owns only what this Prepare claims. */
     for (int p = 0; p < d->n_parts; p++)
       if (d->parts[p].owner == ctx) d->parts[p].owner = NULL;
+    for (int j = 0; j < d->n_decompositions; j++)
+      if (d->decompositions[j] == ctx) { /* a decomposition described with its composite */
+        d->decompositions[j] = d->decompositions[--d->n_decompositions];
+        d->skipped_subgraphs++;
+        return kTfLiteOk;
+      }
     int first = d->n_parts;
     if (compile_here(d, ctx, err)) {
       ctx->ReportError(ctx, PREFIX "%s", err);
@@ -723,9 +756,33 @@ static TfLiteStatus delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
     }
     return claim(d, ctx, first, "the compiled partitions");
   }
-  if (d->primary && d->primary != ctx) return kTfLiteOk; /* another subgraph: nothing of ours */
+  if (d->primary && d->primary != ctx) { /* another subgraph: its partitions, if any */
+    int any = 0;
+    for (int p = 0; p < d->n_parts; p++) any |= d->parts[p].where == ctx;
+    if (!any) return kTfLiteOk;
+    d->prepares++;
+    snprintf(err, sizeof err, "the artifact '%s'", d->artifact);
+    return claim(d, ctx, 0, err);
+  }
   d->primary = ctx;
   d->prepares++;
+  /* The main subgraph's Prepare comes first: it finds the context of every other subgraph the
+   * artifact has partitions in (AcquireSubgraphContext), whose own Prepare claims them. */
+  for (int p = 0; p < d->n_parts; p++) {
+    Partition *part = &d->parts[p];
+    part->where = part->subgraph == 0 ? ctx : NULL;
+    if (part->subgraph == 0) continue;
+    TfLiteContext *sub = NULL;
+    if (!ctx->AcquireSubgraphContext || !ctx->ReleaseSubgraphContext ||
+        ctx->AcquireSubgraphContext(ctx, part->subgraph, &sub) != kTfLiteOk || !sub ||
+        sub == ctx) {
+      ctx->ReportError(ctx, PREFIX "the artifact '%s' has partition %s in subgraph %d, which "
+                       "the model does not have", d->artifact, part->name, part->subgraph);
+      return kTfLiteError;
+    }
+    ctx->ReleaseSubgraphContext(ctx, part->subgraph);
+    part->where = sub;
+  }
   TfLiteIntArray *plan;
   if (ctx->GetExecutionPlan(ctx, &plan) != kTfLiteOk) {
     ctx->ReportError(ctx, PREFIX "cannot read the execution plan");
@@ -818,4 +875,8 @@ QACCEL_EXPORT long qaccel_delegate_kernels_ran(const TfLiteDelegate *d) {
 /* Without an artifact: how many subgraphs were described and compiled (one per Prepare). */
 QACCEL_EXPORT long qaccel_delegate_compiled_subgraphs(const TfLiteDelegate *d) {
   return ((const Delegate *)d)->compiled_subgraphs;
+}
+/* Without an artifact: decomposition subgraphs left to their composite (not compiled alone). */
+QACCEL_EXPORT long qaccel_delegate_skipped_subgraphs(const TfLiteDelegate *d) {
+  return ((const Delegate *)d)->skipped_subgraphs;
 }

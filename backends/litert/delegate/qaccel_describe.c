@@ -87,7 +87,7 @@ static int has_options(int code) {
 /* The options of `code` from `data` (its builtin_data); 0 when decoded (or the op has none),
  * 1 when the op must stay opaque. */
 static int describe_options(int code, const void *data, Options *o) {
-  if (!has_options(code) || code == COMPOSITE_CODE) return 0; /* composite: see read_description */
+  if (!has_options(code) || code == COMPOSITE_CODE) return 0; /* composite: describe_body */
   if (!data) return 1;
   switch (code) {
     case 0:  /* ADD */
@@ -371,21 +371,151 @@ static int graph_io(TfLiteContext *ctx, const TfLiteIntArray *plan, int **in, in
   return 0;
 }
 
-int qaccel_describe_context(TfLiteContext *ctx, const TfLiteIntArray *plan,
-                            qaccel_description *out, char *err, size_t err_size) {
-  memset(out, 0, sizeof *out);
+/* ---- composites: the decomposition described as a subgraph of its own ------------------ */
+
+#define MAX_DECOMPOSITIONS 64
+#define MAX_COMPOSITE_DEPTH 4
+
+typedef struct {
+  TfLiteContext *root;              /* the subgraph described: its AcquireSubgraphContext */
+  int subgraph[MAX_DECOMPOSITIONS]; /* the model's subgraph index of description subgraph k+1 */
+  qaccel_desc body[MAX_DECOMPOSITIONS];
+  TfLiteContext *acquired[MAX_DECOMPOSITIONS];
+  int n;
+} Decompositions;
+
+static int describe_body(TfLiteContext *ctx, const TfLiteIntArray *plan, const int *in, int n_in,
+                         const int *outs, int n_out, Decompositions *dec, int depth,
+                         qaccel_desc *b, int **tensor_of_out, int *n_ids_out, int *node_of,
+                         char *err, size_t err_size);
+
+static int same_tensor_kind(const TfLiteTensor *a, const TfLiteTensor *b) {
+  if (a->type != b->type || !a->dims || !b->dims || a->dims->size != b->dims->size) return 0;
+  for (int d = 0; d < a->dims->size; d++)
+    if (a->dims->data[d] != b->dims->data[d]) return 0;
+  return a->params.scale == b->params.scale && a->params.zero_point == b->params.zero_point;
+}
+
+/* The decomposition's tensors matching the composite's operands (`want`, tensors of `outer`),
+ * in their order, among `cand` (tensors of `sub`): each must match exactly one candidate, and
+ * no two operands may look alike (their order would be a guess).  0, or 1. */
+static int match_tensors(TfLiteContext *outer, const TfLiteIntArray *want, TfLiteContext *sub,
+                         const int *cand, int n_cand, int *out) {
+  if (want->size != n_cand) return 1;
+  for (int i = 0; i < want->size; i++) {
+    int t = want->data[i], found = -1, hits = 0;
+    if (t < 0 || (size_t)t >= outer->tensors_size) return 1;
+    for (int j = 0; j < want->size; j++) {
+      int u = want->data[j];
+      if (j != i && u >= 0 && (size_t)u < outer->tensors_size &&
+          same_tensor_kind(&outer->tensors[t], &outer->tensors[u]))
+        return 1;
+    }
+    for (int c = 0; c < n_cand; c++)
+      if (same_tensor_kind(&outer->tensors[t], &sub->tensors[cand[c]])) {
+        found = cand[c];
+        hits++;
+      }
+    if (hits != 1) return 1;
+    out[i] = found;
+  }
+  return 0;
+}
+
+/* Describe the decomposition of composite `node` (of `ctx`) as description subgraph k (its
+ * number returned in *k), its inputs and outputs in the composite's operand order.  Returns 0;
+ * 1 when it cannot be described (the composite then stays opaque); -1 on an error. */
+static int describe_decomposition(TfLiteContext *ctx, const TfLiteNode *node,
+                                  Decompositions *dec, int depth, int *k, char *err,
+                                  size_t err_size) {
+  const QTfLiteStablehloCompositeParams *p = node->builtin_data;
+  if (!p || depth >= MAX_COMPOSITE_DEPTH || !dec->root->AcquireSubgraphContext ||
+      !dec->root->ReleaseSubgraphContext || p->subgraph_index <= 0)
+    return 1;
+  for (int j = 0; j < dec->n; j++)
+    if (dec->subgraph[j] == p->subgraph_index) return 1; /* used twice: not described twice */
+  if (dec->n >= MAX_DECOMPOSITIONS) return 1;
+  TfLiteContext *sub = NULL;
+  if (dec->root->AcquireSubgraphContext(dec->root, p->subgraph_index, &sub) != kTfLiteOk || !sub)
+    return 1;
+  int rc = 1;
+  TfLiteIntArray *plan = NULL;
+  size_t nt = sub->tensors_size;
+  unsigned char *role = calloc(nt + 1, 1); /* 1 read, 2 computed */
+  int *cand_in = malloc((nt + 1) * sizeof *cand_in), *cand_out = malloc((nt + 1) * sizeof *cand_out);
+  int *in = malloc(((size_t)node->inputs->size + 1) * sizeof *in);
+  int *outs = malloc(((size_t)node->outputs->size + 1) * sizeof *outs);
+  int n_cin = 0, n_cout = 0;
+  if (!role || !cand_in || !cand_out || !in || !outs) {
+    rc = -fail(err, err_size, "out of memory");
+    goto done;
+  }
+  if (sub == ctx || sub == dec->root || sub->GetExecutionPlan(sub, &plan) != kTfLiteOk) goto done;
+  for (int n = 0; n < plan->size; n++) {
+    TfLiteNode *inner;
+    TfLiteRegistration *reg;
+    if (sub->GetNodeAndRegistration(sub, plan->data[n], &inner, &reg) != kTfLiteOk) goto done;
+    for (int i = 0; i < inner->inputs->size; i++) {
+      int t = inner->inputs->data[i];
+      if (t >= 0 && (size_t)t < nt) role[t] |= 1;
+    }
+    for (int i = 0; i < inner->outputs->size; i++) {
+      int t = inner->outputs->data[i];
+      if (t >= 0 && (size_t)t < nt) role[t] |= 2;
+    }
+  }
+  for (size_t t = 0; t < nt; t++) {
+    if (role[t] == 1 && !is_constant(sub, (int)t)) cand_in[n_cin++] = (int)t;
+    if (role[t] == 2) cand_out[n_cout++] = (int)t;
+  }
+  if (match_tensors(ctx, node->inputs, sub, cand_in, n_cin, in) ||
+      match_tensors(ctx, node->outputs, sub, cand_out, n_cout, outs))
+    goto done;
+  int j = dec->n++;
+  dec->subgraph[j] = p->subgraph_index;
+  dec->acquired[j] = sub;
+  memset(&dec->body[j], 0, sizeof dec->body[j]);
+  int *tensor_of = NULL, n_ids = 0;
+  int *node_of = malloc(((size_t)plan->size + 1) * sizeof *node_of);
+  if (!node_of) {
+    rc = -fail(err, err_size, "out of memory");
+    goto done;
+  }
+  rc = describe_body(sub, plan, in, node->inputs->size, outs, node->outputs->size, dec, depth + 1,
+                     &dec->body[j], &tensor_of, &n_ids, node_of, err, err_size)
+           ? -1
+           : 0;
+  free(tensor_of);
+  free(node_of);
+  *k = j + 1;
+done:
+  if (sub != dec->root) /* releasing the subgraph being delegated would end its delegation */
+    dec->root->ReleaseSubgraphContext(dec->root, p->subgraph_index);
+  free(role);
+  free(cand_in);
+  free(cand_out);
+  free(in);
+  free(outs);
+  return rc;
+}
+
+/* One subgraph's body (after the magic): u32 tensors, ops, inputs, outputs; the inputs' and
+ * outputs' ids; the ops; the tensors.  *tensor_of_out: description id -> tensor (malloc'd). */
+static int describe_body(TfLiteContext *ctx, const TfLiteIntArray *plan, const int *in, int n_in,
+                         const int *outs, int n_out, Decompositions *dec, int depth,
+                         qaccel_desc *b, int **tensor_of_out, int *n_ids_out, int *node_of,
+                         char *err, size_t err_size) {
   size_t nt = ctx->tensors_size;
   int *id_of = malloc((nt + 1) * sizeof *id_of);
   int *tensor_of = malloc((nt + 1) * sizeof *tensor_of);
-  int *node_of = malloc(((size_t)plan->size + 1) * sizeof *node_of);
-  int *in = NULL, *outs = NULL, n_in = 0, n_out = 0, n_ids = 0, rc = 0;
-  qaccel_desc ops = {NULL, 0, 0, 0}, b = {NULL, 0, 0, 0};
-  if (!id_of || !tensor_of || !node_of || graph_io(ctx, plan, &in, &n_in, &outs, &n_out)) {
-    rc = fail(err, err_size, "out of memory");
-    goto done;
+  int n_ids = 0, rc = 0;
+  qaccel_desc ops = {NULL, 0, 0, 0}, io = {NULL, 0, 0, 0};
+  if (!id_of || !tensor_of) {
+    free(id_of);
+    free(tensor_of);
+    return fail(err, err_size, "out of memory");
   }
   for (size_t t = 0; t < nt; t++) id_of[t] = -1;
-  qaccel_desc io = {NULL, 0, 0, 0};
   for (int k = 0; k < n_in; k++) qaccel_desc_i32(&io, tensor_id(id_of, tensor_of, &n_ids, in[k]));
   for (int k = 0; k < n_out; k++) qaccel_desc_i32(&io, tensor_id(id_of, tensor_of, &n_ids, outs[k]));
   for (int k = 0; k < plan->size && !rc; k++) {
@@ -396,13 +526,35 @@ int qaccel_describe_context(TfLiteContext *ctx, const TfLiteIntArray *plan,
       rc = fail(err, err_size, "cannot read node %d", plan->data[k]);
       break;
     }
-    int code = reg->builtin_code;
+    int code = reg->builtin_code, decomposition = 0;
     char opaque[64] = "";
     Options opts = {{NULL, 0, 0, 0}, 0, 0};
-    if (code == DELEGATE_CODE)
+    if (code == COMPOSITE_CODE) {
+      int got = describe_decomposition(ctx, node, dec, depth, &decomposition, err, err_size);
+      if (got < 0) {
+        rc = 1;
+        break;
+      }
+      if (got == 0) { /* name, the description's subgraph, attributes, version */
+        const QTfLiteStablehloCompositeParams *p = node->builtin_data;
+        const char *name = p->name ? p->name : "";
+        qaccel_desc_str(&opts.b, "name");
+        qaccel_desc_u32(&opts.b, 3);
+        qaccel_desc_u32(&opts.b, (uint32_t)strlen(name));
+        qaccel_desc_put(&opts.b, name, strlen(name));
+        opt_int(&opts, "decomposition_subgraph_index", decomposition);
+        qaccel_desc_str(&opts.b, "composite_attributes");
+        qaccel_desc_u32(&opts.b, 3);
+        qaccel_desc_u32(&opts.b, (uint32_t)(p->attributes ? p->attributes_size : 0));
+        if (p->attributes) qaccel_desc_put(&opts.b, p->attributes, p->attributes_size);
+        opt_int(&opts, "version", p->version);
+        opts.count += 2;
+      }
+    } else if (code == DELEGATE_CODE) {
       snprintf(opaque, sizeof opaque, "QACCEL_OTHER_DELEGATE");
-    else if (code != CUSTOM_CODE && describe_options(code, node->builtin_data, &opts))
+    } else if (code != CUSTOM_CODE && describe_options(code, node->builtin_data, &opts)) {
       snprintf(opaque, sizeof opaque, "QACCEL_UNDECODED_BUILTIN_%d", code);
+    }
     qaccel_desc_i32(&ops, opaque[0] ? CUSTOM_CODE : code);
     qaccel_desc_str(&ops, opaque[0] ? opaque : code == CUSTOM_CODE ? reg->custom_name : NULL);
     for (int side = 0; side < 2; side++) {
@@ -419,6 +571,7 @@ int qaccel_describe_context(TfLiteContext *ctx, const TfLiteIntArray *plan,
       qaccel_desc_u32(&ops, opts.count);
       qaccel_desc_put(&ops, opts.b.data, opts.b.size);
     }
+    if (opts.b.failed) ops.failed = 1;
     free(opts.b.data);
     if (code == CUSTOM_CODE && node->custom_initial_data && node->custom_initial_data_size > 0) {
       qaccel_desc_u32(&ops, 1);
@@ -427,29 +580,77 @@ int qaccel_describe_context(TfLiteContext *ctx, const TfLiteIntArray *plan,
     } else {
       qaccel_desc_u32(&ops, 0);
     }
-    if (opts.b.failed) ops.failed = 1;
   }
   if (!rc) {
-    qaccel_desc_put(&b, "QPD1", 4);
-    qaccel_desc_u32(&b, (uint32_t)n_ids);
-    qaccel_desc_u32(&b, (uint32_t)plan->size);
-    qaccel_desc_u32(&b, (uint32_t)n_in);
-    qaccel_desc_u32(&b, (uint32_t)n_out);
-    qaccel_desc_put(&b, io.data, io.size);
-    qaccel_desc_put(&b, ops.data, ops.size);
-    for (int k = 0; k < n_ids; k++) describe_tensor(&ctx->tensors[tensor_of[k]], &b);
-    if (b.failed || ops.failed || io.failed) rc = fail(err, err_size, "out of memory");
+    qaccel_desc_u32(b, (uint32_t)n_ids);
+    qaccel_desc_u32(b, (uint32_t)plan->size);
+    qaccel_desc_u32(b, (uint32_t)n_in);
+    qaccel_desc_u32(b, (uint32_t)n_out);
+    qaccel_desc_put(b, io.data, io.size);
+    qaccel_desc_put(b, ops.data, ops.size);
+    for (int k = 0; k < n_ids; k++) describe_tensor(&ctx->tensors[tensor_of[k]], b);
+    if (b->failed || ops.failed || io.failed) rc = fail(err, err_size, "out of memory");
   }
   free(io.data);
-done:
   free(ops.data);
   free(id_of);
+  if (rc) {
+    free(tensor_of);
+    return 1;
+  }
+  *tensor_of_out = tensor_of;
+  *n_ids_out = n_ids;
+  return 0;
+}
+
+int qaccel_describe_context(TfLiteContext *ctx, const TfLiteIntArray *plan,
+                            qaccel_description *out, char *err, size_t err_size) {
+  memset(out, 0, sizeof *out);
+  int *node_of = malloc(((size_t)plan->size + 1) * sizeof *node_of);
+  int *in = NULL, *outs = NULL, n_in = 0, n_out = 0, n_ids = 0, rc = 0;
+  int *tensor_of = NULL;
+  qaccel_desc main_body = {NULL, 0, 0, 0}, b = {NULL, 0, 0, 0};
+  Decompositions *dec = calloc(1, sizeof *dec);
+  if (!node_of || !dec || graph_io(ctx, plan, &in, &n_in, &outs, &n_out)) {
+    rc = fail(err, err_size, "out of memory");
+    goto done;
+  }
+  dec->root = ctx;
+  rc = describe_body(ctx, plan, in, n_in, outs, n_out, dec, 0, &main_body, &tensor_of, &n_ids,
+                     node_of, err, err_size);
+  if (!rc) {
+    /* Without composites described, the plugin's format (QPD1); with them, QPD2: the main
+     * subgraph, u32 n, then each decomposition's body (description subgraph 1..n). */
+    qaccel_desc_put(&b, dec->n ? "QPD2" : "QPD1", 4);
+    qaccel_desc_put(&b, main_body.data, main_body.size);
+    if (dec->n) {
+      qaccel_desc_u32(&b, (uint32_t)dec->n);
+      for (int j = 0; j < dec->n; j++) qaccel_desc_put(&b, dec->body[j].data, dec->body[j].size);
+    }
+    if (b.failed) rc = fail(err, err_size, "out of memory");
+  }
+  if (!rc && dec->n) {
+    out->decompositions = malloc((size_t)dec->n * sizeof *out->decompositions);
+    if (!out->decompositions) {
+      rc = fail(err, err_size, "out of memory");
+    } else {
+      memcpy(out->decompositions, dec->acquired, (size_t)dec->n * sizeof *dec->acquired);
+      out->n_decompositions = dec->n;
+    }
+  }
+done:
+  free(main_body.data);
+  if (dec)
+    for (int j = 0; j < dec->n; j++) free(dec->body[j].data);
+  free(dec);
   free(in);
   free(outs);
   if (rc) {
     free(b.data);
     free(tensor_of);
     free(node_of);
+    free(out->decompositions);
+    memset(out, 0, sizeof *out);
     return 1;
   }
   out->data = b.data;
@@ -466,5 +667,6 @@ void qaccel_description_free(qaccel_description *d) {
   free(d->data);
   free(d->tensor_of);
   free(d->node_of);
+  free(d->decompositions);
   memset(d, 0, sizeof *d);
 }

@@ -5,9 +5,17 @@
  * decoded from builtin_data), its inputs and outputs.
  *
  * An operator whose options qaccel would need but this file does not decode is described as
- * an opaque custom operator ("QACCEL_UNDECODED_BUILTIN_<code>"), and so is a control-flow or
- * composite operator (its subgraph is not part of the description) and a node another
- * delegate already holds: the compiler never puts those on the accelerator. */
+ * an opaque custom operator ("QACCEL_UNDECODED_BUILTIN_<code>"), and so is a control-flow
+ * operator (its subgraphs are not part of the description) and a node another delegate already
+ * holds: the compiler never puts those on the accelerator.
+ *
+ * A STABLEHLO_COMPOSITE node is described with its decomposition (read through
+ * AcquireSubgraphContext) as another subgraph of the description ("QPD2": the main subgraph,
+ * then the decompositions), so the compiler sees the model qaccel-compile sees and may put the
+ * composite node itself in a partition.  The decomposition's inputs and outputs, which
+ * TfLiteContext does not list, are the tensors its nodes read and compute from and for outside,
+ * matched to the composite's operands by type, shape and quantization; when that match is not
+ * unique the composite stays opaque (code 206 without options). */
 #ifndef QACCEL_DESCRIBE_H_
 #define QACCEL_DESCRIBE_H_
 
@@ -23,6 +31,10 @@ typedef struct {
   int n_tensors;
   int *node_of;        /* description op index -> node index (malloc'd) */
   int n_nodes;
+  /* The contexts of the decomposition subgraphs described with their composites (malloc'd):
+   * the delegate never compiles them on their own. */
+  TfLiteContext **decompositions;
+  int n_decompositions;
 } qaccel_description;
 
 /* Describe the subgraph of `ctx` (its execution plan `plan`).  Returns 0, or 1 with one line

@@ -132,6 +132,14 @@ typedef struct TfLiteContext {
                                               const TfLiteIntArray *nodes_to_replace,
                                               struct TfLiteDelegateParams **partition_params,
                                               int *num_partitions);
+  void *GetTensor;
+  void *GetEvalTensor;
+  void *GetModelMetadata;
+  /* Another subgraph's context, switched to its delegate context (GetExecutionPlan and
+   * GetNodeAndRegistration work on it) until ReleaseSubgraphContext. */
+  TfLiteStatus (*AcquireSubgraphContext)(struct TfLiteContext *context, int subgraph_index,
+                                         struct TfLiteContext **acquired_context);
+  TfLiteStatus (*ReleaseSubgraphContext)(struct TfLiteContext *context, int subgraph_index);
 } TfLiteContext;
 
 typedef struct TfLiteDelegate {
@@ -156,6 +164,9 @@ typedef struct TfLiteDelegateParams {
 /* ---- builtin_data of the operators whose options qaccel reads (builtin_op_data.h) ---------- */
 /* TfLitePadding: 0 unknown, 1 SAME, 2 VALID (the schema's Padding is SAME 0, VALID 1);
  * TfLiteFusedActivation: the schema's numbers (0 none .. 5 sign bit), and 6 sigmoid. */
+/* STABLEHLO_COMPOSITE: its decomposition is subgraph `subgraph_index`. */
+typedef struct { const char *name; int32_t subgraph_index, version; const uint8_t *attributes;
+                 size_t attributes_size; } QTfLiteStablehloCompositeParams;
 typedef struct { int padding, stride_width, stride_height, activation, dilation_width_factor,
                  dilation_height_factor; } QTfLiteConvParams;
 typedef struct { int padding, stride_width, stride_height, filter_width, filter_height,
@@ -214,5 +225,11 @@ _Static_assert(offsetof(TfLiteContext, ReplaceNodeSubsetsWithDelegateKernels) ==
 _Static_assert(sizeof(TfLiteDelegate) == 56, "TfLiteDelegate is 56 bytes");
 _Static_assert(offsetof(TfLiteContext, PreviewDelegatePartitioning) == 152,
                "TfLiteContext.PreviewDelegatePartitioning");
+
+_Static_assert(offsetof(TfLiteContext, AcquireSubgraphContext) == 184,
+               "TfLiteContext.AcquireSubgraphContext");
+_Static_assert(offsetof(TfLiteContext, ReleaseSubgraphContext) == 192,
+               "TfLiteContext.ReleaseSubgraphContext");
+_Static_assert(sizeof(QTfLiteStablehloCompositeParams) == 32, "TfLiteStablehloCompositeParams");
 
 #endif /* QACCEL_TFLITE_API_H_ */
