@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    I1,
     I32,
     BytesAttr,
     DenseArrayBase,
@@ -519,9 +520,56 @@ class DepthToSpaceOp(QOp):
                                   "blocks moved into pixels")  # fmt: skip
 
 
+class _ResizeOp(QOp):
+    """Shared by the resizes: NHWC, H and W to the result's, batch and channels kept, one
+    quantization (the reference kernels move or interpolate stored values)."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    align_corners = prop_def(IntegerAttr[I1])
+    half_pixel_centers = prop_def(IntegerAttr[I1])
+
+    def flags(self) -> tuple[bool, bool]:
+        """(align_corners, half_pixel_centers)."""
+        return bool(self.int_prop("align_corners")), bool(self.int_prop("half_pixel_centers"))
+
+    def verify_(self) -> None:
+        a, b = self.input.type, self.output.type
+        if a.element_type != b.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        shape, out = list(a.get_shape()), list(b.get_shape())
+        if len(shape) != 4 or len(out) != 4 or (out[0], out[3]) != (shape[0], shape[3]) or \
+                min(out[1:3] + shape[1:3]) < 1:  # fmt: skip
+            raise VerifyException(f"{self.name}: {out} is not {shape} resized in H and W")
+
+
+@irdl_op_definition
+class ResizeNearestNeighborOp(_ResizeOp):
+    """RESIZE_NEAREST_NEIGHBOR: each output pixel a copy of the input pixel the reference
+    kernel's `GetNearestNeighbor` picks (float32 coordinates, `align_corners` rounding,
+    `half_pixel_centers` offset)."""
+
+    name = "q.resize_nearest_neighbor"
+
+
+@irdl_op_definition
+class ResizeBilinearOp(_ResizeOp):
+    """RESIZE_BILINEAR of int8: the reference kernel's integer interpolation (10 fractional
+    bits per axis, the four products summed, rounded half away from zero by 2^20)."""
+
+    name = "q.resize_bilinear"
+
+    def verify_(self) -> None:
+        super().verify_()
+        if all(self.flags()):
+            raise VerifyException(f"{self.name}: align_corners and half_pixel_centers cannot "
+                                  "both be true")  # fmt: skip
+
+
 Q_OPS = (
     Conv2DOp, DepthwiseConv2DOp, DenseOp, BiasAddOp, RequantizeOp, ReluOp, LutOp, AddOp, SubOp,
     MulOp, AvgPool2DOp, MaxPool2DOp, MeanOp, PadOp, ConcatOp, ReshapeOp, SliceOp, DepthToSpaceOp,
+    ResizeNearestNeighborOp, ResizeBilinearOp,
 )  # fmt: skip
 
 Q = Dialect("q", list(Q_OPS), [])

@@ -231,6 +231,25 @@ class QFunctions(InterpreterFunctions):
         x = args[0].reshape(n, h, w, k, k, c // (k * k)).transpose(0, 1, 3, 2, 4, 5)
         return (np.ascontiguousarray(x.reshape(n, h * k, w * k, c // (k * k))),)
 
+    @impl(q.ResizeNearestNeighborOp)
+    def run_resize_nearest_neighbor(self, interpreter: Interpreter,
+                                    op: q.ResizeNearestNeighborOp, args: tuple[Any, ...]):  # fmt: skip
+        from qaccel.kernels.shape import nearest_indices
+
+        (x,), (_, oh, ow, _) = args, op.output.type.get_shape()
+        ys = nearest_indices(x.shape[1], oh, *op.flags())
+        xs = nearest_indices(x.shape[2], ow, *op.flags())
+        return (np.ascontiguousarray(x[:, ys][:, :, xs]),)
+
+    @impl(q.ResizeBilinearOp)
+    def run_resize_bilinear(self, interpreter: Interpreter, op: q.ResizeBilinearOp,
+                            args: tuple[Any, ...]):  # fmt: skip
+        from qaccel.kernels.shape import resize_bilinear_integer
+
+        _, oh, ow, _ = op.output.type.get_shape()
+        y = resize_bilinear_integer(args[0], oh, ow, *op.flags())
+        return (y.astype(tensor_dtype(op.output.type)),)
+
     @impl(q.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: q.ReshapeOp, args: tuple[Any, ...]):
         return (np.reshape(args[0], tuple(op.output.type.get_shape())),)

@@ -100,6 +100,72 @@ def depth_to_space(x: np.ndarray, out_shape, block_size: int, channels: int,
     return y.astype(x.dtype).reshape(tuple(out_shape))
 
 
+def resize_nearest_index(in_shape, out_shape, align_corners: bool,
+                         half_pixel_centers: bool) -> np.ndarray:  # fmt: skip
+    """For each element of the packed `out_shape` `[N, C/B, OH, OW, 1, B]`, the flat index in
+    the packed input `[N, C/B, H, W, 1, B]` it is a copy of (`accel.resize_nearest_neighbor`:
+    lanes stay, pixels repeat; the source rows and columns are the reference kernel's
+    `GetNearestNeighbor`, `kernels/shape.py`'s `nearest_indices`)."""
+    from qaccel.kernels.shape import nearest_indices
+
+    shape = tuple(int(d) for d in in_shape)
+    oh, ow = int(out_shape[2]), int(out_shape[3])
+    ys = nearest_indices(shape[2], oh, bool(align_corners), bool(half_pixel_centers))
+    xs = nearest_indices(shape[3], ow, bool(align_corners), bool(half_pixel_centers))
+    source = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    return np.ascontiguousarray(source[:, :, ys][:, :, :, xs]).reshape(-1)
+
+
+def resize_nearest(x: np.ndarray, out_shape, align_corners: bool,
+                   half_pixel_centers: bool) -> np.ndarray:  # fmt: skip
+    """`accel.resize_nearest_neighbor` of the packed `x`: a gather."""
+    index = resize_nearest_index(x.shape, out_shape, align_corners, half_pixel_centers)
+    return x.reshape(-1)[index].reshape(tuple(out_shape))
+
+
+def resize_bilinear_tables(in_hw, out_hw, align_corners: bool,
+                           half_pixel_centers: bool) -> np.ndarray:  # fmt: skip
+    """The reference kernel's integer interpolation geometry (`ResizeBilinearInteger`, 10
+    fractional bits) as one int64 array: y0, y1, wy (OH values each), then x0, x1, wx (OW
+    each), where output row y reads input rows y0[y] and y1[y] with weights 1024 - wy[y] and
+    wy[y] (columns alike). The program stores it as the bilinear step's constants."""
+    from qaccel.kernels.shape import bilinear_coords
+
+    (h, w), (oh, ow) = (int(d) for d in in_hw), (int(d) for d in out_hw)
+    parts = []
+    for size, out in ((h, oh), (w, ow)):
+        scaled, lower, upper = bilinear_coords(size, out, bool(align_corners),
+                                               bool(half_pixel_centers))  # fmt: skip
+        parts += [lower, upper, scaled - (1 << 10) * lower]
+    return np.concatenate([np.asarray(p, np.int64) for p in parts])
+
+
+def resize_bilinear_from_tables(x: np.ndarray, tables: np.ndarray, oh: int, ow: int) -> np.ndarray:
+    """The bilinear step on the packed `x` `[N, C/B, H, W, 1, B]` with `tables`
+    (`resize_bilinear_tables`): every lane interpolated alike, the four products summed in
+    int64, rounded half away from zero by 2^20 (C division), cast to `x`'s type."""
+    t = np.asarray(tables, np.int64)
+    y0, y1, wy = t[:oh], t[oh : 2 * oh], t[2 * oh : 3 * oh]
+    x0, x1, wx = t[3 * oh : 3 * oh + ow], t[3 * oh + ow : 3 * oh + 2 * ow], t[3 * oh + 2 * ow :]
+    xi = x.astype(np.int64)
+    wy1 = wy[None, None, :, None, None, None]
+    wx1 = wx[None, None, None, :, None, None]
+    wy0, wx0 = (1 << 10) - wy1, (1 << 10) - wx1
+    rows0, rows1 = xi[:, :, y0], xi[:, :, y1]
+    out20 = (rows0[:, :, :, x0] * wy0 * wx0 + rows1[:, :, :, x0] * wy1 * wx0 +
+             rows0[:, :, :, x1] * wy0 * wx1 + rows1[:, :, :, x1] * wy1 * wx1)  # fmt: skip
+    rounding = np.where(out20 > 0, 1 << 19, -(1 << 19))
+    return ar.trunc_div(out20 + rounding, 1 << 20).astype(x.dtype)
+
+
+def resize_bilinear(x: np.ndarray, out_shape, align_corners: bool,
+                    half_pixel_centers: bool) -> np.ndarray:  # fmt: skip
+    """`accel.resize_bilinear` of the packed `x` (LiteRT's int8 `ResizeBilinearInteger`)."""
+    oh, ow = int(out_shape[2]), int(out_shape[3])
+    tables = resize_bilinear_tables(x.shape[2:4], (oh, ow), align_corners, half_pixel_centers)
+    return resize_bilinear_from_tables(x, tables, oh, ow)
+
+
 def to_nhwc(x: np.ndarray) -> np.ndarray:
     """`[N, C/B, H, W, 1, B]` -> `[N, H, W, C/B * B]` (all lanes, padded ones included)."""
     n, cb, h, w, _, b = x.shape

@@ -21,8 +21,9 @@ double-precision scale. Also DEPTHWISE_CONV_2D, ADD, SUB, MUL, AVERAGE_POOL_2D, 
 MEAN (constant axes), PAD/PADV2 (constant paddings), CONCATENATION, STRIDED_SLICE with constant
 bounds and unit strides (`q.slice`, the box it selects), RESHAPE between static
 shapes (`q.reshape`; a computed shape operand, e.g. Keras' Flatten's SHAPE, STRIDED_SLICE and
-PACK, is dropped with the ops that computed it), and MAXIMUM/MINIMUM with a one-valued constant
-(a `q.relu` clamp).
+PACK, is dropped with the ops that computed it), MAXIMUM/MINIMUM with a one-valued constant
+(a `q.relu` clamp), and RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR of one quantization
+(`q.resize_nearest_neighbor` / `q.resize_bilinear`, their size operand dropped).
 
 Element-wise int8 -> int8 ops with one input (`TABLE_OPS`: standalone RELU/RELU6/RELU_N1_TO_1,
 LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, GELU, an int8 QUANTIZE, ...) see only 256 input values:
@@ -840,6 +841,46 @@ class LegalizeMeanReshape(RewritePattern):
         rewriter.erase(mean)
 
 
+
+class LegalizeResize(_Legalize):
+    """An int8 RESIZE_NEAREST_NEIGHBOR or RESIZE_BILINEAR of one quantization (input and
+    output types equal, as the converter makes them) is `q.resize_nearest_neighbor` /
+    `q.resize_bilinear` with the same `align_corners` and `half_pixel_centers`; its size
+    operand (constant, or computed: the static shapes were checked at import) goes:
+
+        %y = tfl.resize_bilinear %x, %size {align_corners = false, half_pixel_centers = true}
+    =>
+        %y = q.resize_bilinear %x {align_corners = false, half_pixel_centers = true}
+
+    Both compute on the stored int8 values (the reference kernels ignore the scales), so the
+    rewrite is exact."""
+
+    kind: type[tfl.ResizeNearestNeighborOp] | type[tfl.ResizeBilinearOp]
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if not isinstance(op, self.kind) or self.legal_int8(op, op.input) is None:
+            return
+        if op.input.type.element_type != op.output.type.element_type:
+            return
+        shape, out = list(op.input.type.get_shape()), list(op.output.type.get_shape())
+        size = _const(op.size)
+        if len(shape) != 4 or len(out) != 4 or min(shape + out) < 1 or (
+                size is not None and [int(d) for d in size.reshape(-1)] != out[1:3]):  # fmt: skip
+            return
+        new_kind = (q.ResizeBilinearOp if isinstance(op, tfl.ResizeBilinearOp)
+                    else q.ResizeNearestNeighborOp)  # fmt: skip
+        new = new_kind.create(operands=[op.input], result_types=[op.output.type], properties={
+            "align_corners": IntegerAttr.from_bool(bool(op.options.get("align_corners"))),
+            "half_pixel_centers": IntegerAttr.from_bool(
+                bool(op.options.get("half_pixel_centers")))})  # fmt: skip
+        size_value = op.size
+        _replace_one(rewriter, op, new)
+        _erase_dead_shape(rewriter, size_value)
+
+
 # tfl op name (as in the `ops` option) -> pattern
 PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "conv_2d": LegalizeConv2D,
@@ -864,6 +905,8 @@ PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "maximum": LegalizeMaximumMinimum,
     "minimum": LegalizeMaximumMinimum,
     "table": LegalizeTable,
+    "resize_nearest_neighbor": lambda: LegalizeResize(tfl.ResizeNearestNeighborOp),
+    "resize_bilinear": lambda: LegalizeResize(tfl.ResizeBilinearOp),
 }
 
 

@@ -47,6 +47,8 @@ LEGALIZED_TO: dict[str, str] = {
     "TRANSPOSE_CONV": "q.conv2d",
     "MAXIMUM": "q.relu",  # with a one-value constant bound and the tensor's type: a clamp
     "MINIMUM": "q.relu",
+    "RESIZE_NEAREST_NEIGHBOR": "q.resize_nearest_neighbor",
+    "RESIZE_BILINEAR": "q.resize_bilinear",
     # TABLE_OPS: an int8 -> int8 element-wise op is its 256-entry table (`q.relu` when the
     # table is a clamp of the input, as a RELU that keeps the scale)
     **dict.fromkeys(("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH",
@@ -94,10 +96,6 @@ NOT_ON_THE_ACCELERATOR: dict[str, str] = {
                           "(RSQRT of a float mean, DEQUANTIZE) stay on the CPU",
     "TRANSPOSE": "exchanges the channel axis with another: lanes move, which neither the "
                  "LOAD/STORE strides nor the ALU can do",
-    "RESIZE_BILINEAR": "per-pixel interpolation weights in BUILTIN_REF's fixed point: no ALU "
-                       "pattern for them yet",
-    "RESIZE_NEAREST_NEIGHBOR": "repeats rows and columns: no copy pattern for it yet (it "
-                               "could be LOADs with repeated addresses)",
 }  # fmt: skip
 """Why some builtins with a CPU kernel have no accelerator pattern (the column's text): each
 is a partition boundary, the partition around it split into the ops before and after it."""

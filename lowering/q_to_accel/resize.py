@@ -1,0 +1,21 @@
+"""Resizes: `q.resize_nearest_neighbor` -> `accel.resize_nearest_neighbor` (a gather step of
+the program) and `q.resize_bilinear` -> `accel.resize_bilinear` (an exact interpolation step
+of the program). Both keep batch, channel blocks and lanes; only H and W change.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from qaccel.dialects import accel, q
+from qaccel.lowering.q_to_accel.function import FunctionLowering, LoweringError
+
+
+def lower_resize(fl: FunctionLowering, op: q.ResizeNearestNeighborOp | q.ResizeBilinearOp,
+                 ) -> SSAValue:  # fmt: skip
+    if len(op.input.type.get_shape()) != 4:
+        raise LoweringError(f"resizes a tensor of rank {len(op.input.type.get_shape())} (only "
+                            "NHWC)")  # fmt: skip
+    kind = (accel.ResizeBilinearOp if isinstance(op, q.ResizeBilinearOp)
+            else accel.ResizeNearestNeighborOp)  # fmt: skip
+    return fl.emit(kind(fl.packed_of(op.input), fl.packed_type(op.output.type), *op.flags()))
