@@ -27,3 +27,13 @@ func.func @add_shapes(%x: tensor<4x!q>, %y: tensor<3x!q>) -> tensor<4x!q> {
   %0 = tfl.add %x, %y {fused_activation_function = "NONE", pot_scale_int16 = true} : (tensor<4x!q>, tensor<3x!q>) -> tensor<4x!q>
   func.return %0 : tensor<4x!q>
 }
+
+// -----
+
+// A resize already legalized with both coordinate flags (which LiteRT refuses) does not verify.
+// CHECK: q.resize_bilinear: align_corners and half_pixel_centers cannot both be true
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @resize_both_flags(%x: tensor<1x2x2x1x!q>) -> tensor<1x4x4x1x!q> {
+  %0 = q.resize_bilinear %x {align_corners = true, half_pixel_centers = true} : (tensor<1x2x2x1x!q>) -> tensor<1x4x4x1x!q>
+  func.return %0 : tensor<1x4x4x1x!q>
+}

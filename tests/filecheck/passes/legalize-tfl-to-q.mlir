@@ -400,3 +400,45 @@ func.func @transpose_conv_overlapping(%x: tensor<1x2x2x3x!qx>) -> tensor<1x4x4x2
   %y = tfl.transpose_conv %s, %w, %x, %none {padding = "SAME", stride_h = 2 : i32, stride_w = 2 : i32, fused_activation_function = "NONE", quantized_bias_type = "FLOAT32"} : (tensor<4xi32>, tensor<2x3x3x3x!qw>, tensor<1x2x2x3x!qx>, none) -> tensor<1x4x4x2x!qy>
   func.return %y : tensor<1x4x4x2x!qy>
 }
+
+// -----
+
+// RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR of one quantization: q ops with the same
+// coordinate flags; the size constant goes.
+// CHECK-LABEL: func.func @resizes
+// CHECK-NEXT:    %n = q.resize_nearest_neighbor %x {align_corners = false, half_pixel_centers = true} : (tensor<1x2x3x5x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x4x6x5x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK-NEXT:    %b = q.resize_bilinear %x {align_corners = true, half_pixel_centers = false} : (tensor<1x2x3x5x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x3x7x5x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK-NEXT:    func.return %n, %b
+// ONLY-ADD-LABEL: func.func @resizes
+// ONLY-ADD:         tfl.resize_nearest_neighbor
+// ONLY-ADD:         tfl.resize_bilinear
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @resizes(%x: tensor<1x2x3x5x!q>) -> (tensor<1x4x6x5x!q>, tensor<1x3x7x5x!q>) {
+  %s1 = tfl.const dense<[4, 6]> : tensor<2xi32> -> tensor<2xi32>
+  %s2 = tfl.const dense<[3, 7]> : tensor<2xi32> -> tensor<2xi32>
+  %n = tfl.resize_nearest_neighbor %x, %s1 {align_corners = false, half_pixel_centers = true} : (tensor<1x2x3x5x!q>, tensor<2xi32>) -> tensor<1x4x6x5x!q>
+  %b = tfl.resize_bilinear %x, %s2 {align_corners = true, half_pixel_centers = false} : (tensor<1x2x3x5x!q>, tensor<2xi32>) -> tensor<1x3x7x5x!q>
+  func.return %n, %b : tensor<1x4x6x5x!q>, tensor<1x3x7x5x!q>
+}
+
+// -----
+
+// Left on the CPU: a resize that changes the quantization, one of float values, one whose
+// size disagrees with its result, and a bilinear one with both coordinate flags (LiteRT's
+// kernel refuses it at Prepare).
+// CHECK-LABEL: func.func @resizes_left_alone
+// CHECK:         tfl.resize_nearest_neighbor
+// CHECK:         tfl.resize_bilinear
+// CHECK:         tfl.resize_bilinear
+// CHECK:         tfl.resize_bilinear
+!q = !quant.uniform<i8:f32, 0.5:-1>
+!r = !quant.uniform<i8:f32, 0.25:-1>
+func.func @resizes_left_alone(%x: tensor<1x2x2x1x!q>, %f: tensor<1x2x2x1xf32>) -> (tensor<1x4x4x1x!r>, tensor<1x4x4x1xf32>, tensor<1x4x4x1x!q>, tensor<1x4x4x1x!q>) {
+  %s = tfl.const dense<[4, 4]> : tensor<2xi32> -> tensor<2xi32>
+  %s45 = tfl.const dense<[4, 5]> : tensor<2xi32> -> tensor<2xi32>
+  %n = tfl.resize_nearest_neighbor %x, %s {align_corners = false, half_pixel_centers = false} : (tensor<1x2x2x1x!q>, tensor<2xi32>) -> tensor<1x4x4x1x!r>
+  %b = tfl.resize_bilinear %f, %s {align_corners = false, half_pixel_centers = false} : (tensor<1x2x2x1xf32>, tensor<2xi32>) -> tensor<1x4x4x1xf32>
+  %c = tfl.resize_bilinear %x, %s45 {align_corners = false, half_pixel_centers = false} : (tensor<1x2x2x1x!q>, tensor<2xi32>) -> tensor<1x4x4x1x!q>
+  %d = tfl.resize_bilinear %x, %s {align_corners = true, half_pixel_centers = true} : (tensor<1x2x2x1x!q>, tensor<2xi32>) -> tensor<1x4x4x1x!q>
+  func.return %n, %b, %c, %d : tensor<1x4x4x1x!r>, tensor<1x4x4x1xf32>, tensor<1x4x4x1x!q>, tensor<1x4x4x1x!q>
+}
