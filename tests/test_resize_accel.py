@@ -162,6 +162,27 @@ def test_store_requant_configuration_runs_the_resizes_too(model, tmp_path, capsy
     _bit_exact(tmp_path / "art", ("dispatch", "custom-op"), tmp_path, capsys, seed=5)
 
 
+def test_resizes_left_on_the_cpu_export_as_tflite_resizes(tmp_path, capsys):
+    """With every host step on the CPU (`host-steps=cpu`), the q resizes between partitions
+    go back to TFLite's RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR in the LiteRT models, which
+    stay bit-exact."""
+    from qaccel.backends.litert import aot
+    from qaccel.frontend.tflite_writer import read_model
+    from qaccel.tools.qaccel_compile import run as compile_run
+
+    model = tmp_path / "resize.tflite"
+    model.write_bytes(resize_model(**CASES["asymmetric-down"]))
+    pipeline = ("attach-target,legalize-tfl-to-q,annotate-target,"
+                "partition-graph{host-steps=cpu},insert-pack-unpack,lower-q-to-accel,"
+                "form-vta-layers,schedule-vta")  # fmt: skip
+    art = tmp_path / "art"
+    assert compile_run([str(model), "-o", str(art), "-p", pipeline, "--quiet"]) == 0
+    capsys.readouterr()
+    ops = [o.op for o in read_model((art / aot.AOT_FILE).read_bytes()).subgraphs[0].operators]
+    assert ops == ["CUSTOM", "RESIZE_BILINEAR", "CUSTOM", "RESIZE_NEAREST_NEIGHBOR", "CUSTOM"]
+    _bit_exact(art, ("python", "dispatch"), tmp_path, capsys, seed=6)
+
+
 # --------------------------------------------------------------------------------------------
 # The BILINEAR step in the program runner
 
