@@ -1253,6 +1253,51 @@ class ResizeBilinearOp(_ResizeOp):
                                   "both be true")  # fmt: skip
 
 
+@irdl_op_definition
+class Col2ImOp(_ComputeOp):
+    """`q.col2im` on packed int32 accumulators `[N, Ci/B, H, W, 1, B]` (Ci = KH*KW*`channels`,
+    tap-major) -> `[N, Co/B, OH, OW, 1, B]` (Co = `channels`): each output element the
+    int32 sum of the taps that land on it, padding lanes 0. The accelerator function keeps it
+    as an exact host step of its program (a gather-sum) between the taps' GEMM layer and the
+    requantization."""
+
+    name = "accel.col2im"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    kernel = prop_def(DenseArrayBase[I64])
+    strides = prop_def(DenseArrayBase[I64])
+    padding = prop_def(DenseArrayBase[I64])
+    channels = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$input `kernel` `=` $kernel `strides` `=` $strides `padding` `=` $padding "
+        "`channels` `=` $channels attr-dict `:` type($input) `->` type($output)"
+    )
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType, kernel, strides,
+                 padding, channels: int):  # fmt: skip
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type],
+                         properties={"kernel": i64_array(kernel), "strides": i64_array(strides),
+                                     "padding": i64_array(padding),
+                                     "channels": IntegerAttr(channels, 64)})  # fmt: skip
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, 32)
+        out = _check_packed(self, "the result", self.output.type, 32)
+        kernel, strides = self.array_prop("kernel"), self.array_prop("strides")
+        padding, co = self.array_prop("padding"), self.int_prop("channels")
+        if len(kernel) != 2 or len(strides) != 2 or len(padding) != 2 or np.any(kernel < 1) \
+                or np.any(strides < 1) or np.any(padding < 0) or co < 1:  # fmt: skip
+            raise VerifyException(f"{self.name}: kernel, strides (positive) and padding (not "
+                                  "negative) need 2 values each")  # fmt: skip
+        b = shape[-1]
+        taps = int(kernel[0] * kernel[1])
+        if len(shape) != 6 or len(out) != 6 or out[0] != shape[0] or out[-1] != b or \
+                out[1] != -(-co // b) or shape[1] != -(-(taps * co) // b):  # fmt: skip
+            raise VerifyException(f"{self.name}: {list(out)} does not take the "
+                                  f"{int(kernel[0])}x{int(kernel[1])} taps of {co} channels of "
+                                  f"{list(shape)}")  # fmt: skip
+
+
 HOST_POOL_KINDS = ("max", "avg")
 
 
@@ -1386,7 +1431,7 @@ COMPUTE_OPS: tuple[type[AccelOp], ...] = (
     Conv2DZpOp, DenseZpOp, BiasAddZpOp, ShiftLeftOp, RoundMultiplyOp, RoundRShiftOp, AddOp,
     MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, LutOp, MaxPool2DOp, SumPool2DOp,
     ReduceSumOp, PadOp, ConcatOp, ConcatLanesOp, HostPool2DOp, ReshapeOp, CropOp, DepthToSpaceOp,
-    ResizeNearestNeighborOp, ResizeBilinearOp,
+    ResizeNearestNeighborOp, ResizeBilinearOp, Col2ImOp,
 )  # fmt: skip
 """The ops `lower-q-to-accel` produces: what the accelerator computes on packed tensors."""
 

@@ -566,10 +566,45 @@ class ResizeBilinearOp(_ResizeOp):
                                   "both be true")  # fmt: skip
 
 
+@irdl_op_definition
+class Col2ImOp(QOp):
+    """The scatter-add of a transposed convolution's taps: int32 input `[N, H, W, KH*KW*O]`
+    (channel `(ky*KW + kx)*O + o` the products of tap (ky, kx) for output channel o, as a 1x1
+    convolution over the taps computes them) into int32 `[N, OH, OW, O]`: element
+    (n, iy, ix, tap) adds to pixel (iy*sh - pad_top + ky, ix*sw - pad_left + kx), taps outside
+    the result dropped, sums wrapping as int32 (TRANSPOSE_CONV's scratch accumulator before
+    its bias and requantization)."""
+
+    name = "q.col2im"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    kernel = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    padding = prop_def(DenseArrayBase)
+    """[top, left]: where the result's window starts in the full scatter."""
+
+    def verify_(self) -> None:
+        for name in ("kernel", "strides", "padding"):
+            _check_len(self, name, 2)
+        _check_positive(self, "kernel")
+        _check_positive(self, "strides")
+        if np.any(self.array_prop("padding") < 0):
+            raise VerifyException(f"{self.name}: padding must not be negative")
+        a, b = self.input.type, self.output.type
+        if tensor_dtype(a) != np.int32 or tensor_dtype(b) != np.int32:
+            raise VerifyException(f"{self.name}: input and result must be int32 accumulators")
+        shape, out = list(a.get_shape()), list(b.get_shape())
+        kh, kw = (int(v) for v in self.array_prop("kernel"))
+        if len(shape) != 4 or len(out) != 4 or out[0] != shape[0] or \
+                shape[3] != kh * kw * out[3] or min(out) < 1:  # fmt: skip
+            raise VerifyException(f"{self.name}: {out} does not take the {kh}x{kw} taps of "
+                                  f"{shape}")  # fmt: skip
+
+
 Q_OPS = (
     Conv2DOp, DepthwiseConv2DOp, DenseOp, BiasAddOp, RequantizeOp, ReluOp, LutOp, AddOp, SubOp,
     MulOp, AvgPool2DOp, MaxPool2DOp, MeanOp, PadOp, ConcatOp, ReshapeOp, SliceOp, DepthToSpaceOp,
-    ResizeNearestNeighborOp, ResizeBilinearOp,
+    ResizeNearestNeighborOp, ResizeBilinearOp, Col2ImOp,
 )  # fmt: skip
 
 Q = Dialect("q", list(Q_OPS), [])

@@ -166,6 +166,45 @@ def resize_bilinear(x: np.ndarray, out_shape, align_corners: bool,
     return resize_bilinear_from_tables(x, tables, oh, ow)
 
 
+def col2im_index(in_shape, out_shape, kernel, strides, padding, channels: int) -> np.ndarray:
+    """For `accel.col2im` (a transposed convolution's overlapping taps summed): int64
+    `[elements of out_shape, T]`, the flat indices in the packed input `[N, Ci/B, H, W, 1, B]`
+    (Ci = KH*KW*O, channel `(ky*KW + kx)*O + o`) whose values element i of the packed
+    `out_shape` `[N, Co/B, OH, OW, 1, B]` sums, -1 past its last (padding lanes: none); T is
+    the most taps any output element takes."""
+    n, cbi, h, w, _, b = (int(d) for d in in_shape)
+    cbo, oh, ow = int(out_shape[1]), int(out_shape[2]), int(out_shape[3])
+    (kh, kw), (sh, sw), (top, left), o = kernel, strides, padding, int(channels)
+    source = np.arange(n * cbi * h * w * b, dtype=np.int64).reshape(n, cbi, h, w, 1, b)
+    plain = to_nhwc(source)[..., : kh * kw * o].reshape(n, h, w, kh, kw, o)
+    columns = []
+    for ky in range(int(kh)):
+        for kx in range(int(kw)):
+            rows = np.arange(h) * int(sh) - int(top) + ky
+            cols = np.arange(w) * int(sw) - int(left) + kx
+            vy, vx = (rows >= 0) & (rows < oh), (cols >= 0) & (cols < ow)
+            full = np.full((n, oh, ow, cbo * b), -1, np.int64)
+            full[:, rows[vy][:, None], cols[vx][None, :], :o] = plain[:, vy][:, :, vx][
+                :, :, :, ky, kx, :]  # fmt: skip
+            columns.append(from_nhwc(full, b).reshape(-1))
+    index = -np.sort(-np.stack(columns, axis=1), axis=1)  # each row's taps first
+    taps = max(1, int((index >= 0).sum(axis=1).max()))
+    return np.ascontiguousarray(index[:, :taps])
+
+
+def gather_sum(x: np.ndarray, index: np.ndarray, out_shape) -> np.ndarray:
+    """int32 element i = the sum of `x`'s elements `index[i]` (-1 skipped), wrapping."""
+    flat = x.reshape(-1).astype(np.int64)
+    picked = np.where(index >= 0, flat[np.maximum(index, 0)], 0)
+    return ar.wrap_int32(picked.sum(axis=1)).astype(np.int32).reshape(tuple(out_shape))
+
+
+def col2im(x: np.ndarray, out_shape, kernel, strides, padding, channels: int) -> np.ndarray:
+    """`accel.col2im` of the packed int32 `x`: the taps summed (padding lanes 0)."""
+    return gather_sum(x, col2im_index(x.shape, out_shape, kernel, strides, padding, channels),
+                      out_shape)  # fmt: skip
+
+
 def to_nhwc(x: np.ndarray) -> np.ndarray:
     """`[N, C/B, H, W, 1, B]` -> `[N, H, W, C/B * B]` (all lanes, padded ones included)."""
     n, cb, h, w, _, b = x.shape

@@ -33,7 +33,7 @@ change. Host functions keep their q ops. A conv group (canonicalized; the relu m
 - `pool.py`: `q.max_pool2d`, `q.avg_pool2d` (power-of-two windows on the ALU, the rest as
   `accel.host_pool2d`), `q.mean` over H and W.
 - `data_movement.py`: `q.pad`, `q.slice`, `q.reshape`, `q.concat`, `q.depth_to_space`.
-- `resize.py`: `q.resize_nearest_neighbor`, `q.resize_bilinear`.
+- `resize.py`: `q.resize_nearest_neighbor`, `q.resize_bilinear`, `q.col2im`.
 - `function.py`: `FunctionLowering`, the per-function state and the arithmetic they share
   (packed forms, constants, widening, requantization, saturation).
 
@@ -236,6 +236,8 @@ class LowerResize(_LowerQOp):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, q.ResizeNearestNeighborOp | q.ResizeBilinearOp):
             self.lower(op, rewriter, resize.lower_resize)
+        elif isinstance(op, q.Col2ImOp):
+            self.lower(op, rewriter, resize.lower_col2im)
 
 
 PATTERNS: tuple[type[_LowerQOp], ...] = (
@@ -247,6 +249,7 @@ LOWERED_OPS: tuple[type[q.QOp], ...] = (
     q.Conv2DOp, q.DepthwiseConv2DOp, q.DenseOp, q.BiasAddOp, q.RequantizeOp, q.ReluOp, q.LutOp,
     q.AddOp, q.SubOp, q.MulOp, q.MaxPool2DOp, q.AvgPool2DOp, q.MeanOp, q.PadOp, q.ConcatOp,
     q.ReshapeOp, q.SliceOp, q.DepthToSpaceOp, q.ResizeNearestNeighborOp, q.ResizeBilinearOp,
+    q.Col2ImOp,
 )  # fmt: skip
 """The q ops the patterns lower (every other q op in an accelerator function is an error)."""
 

@@ -103,7 +103,11 @@ is a partition boundary, the partition around it split into the ops before and a
 ACCELERATOR_NOTES: dict[str, str] = {
     "TRANSPOSE_CONV": "when the kernel is the stride (taps on distinct output pixels): a 1x1 "
                       "convolution over the k*k taps, then `q.depth_to_space`, a gather step "
-                      "of the accelerator program; overlapping kernels run on the CPU",
+                      "of the accelerator program; when the taps overlap (kernel larger than "
+                      "the stride): the same 1x1 convolution storing its int32 accumulators, "
+                      "then `q.col2im` sums the taps landing on each pixel (an exact "
+                      "gather-sum host step) and the bias and requantization run as host lane "
+                      "steps of the program (the ALU's element-wise layers load int8 only)",
 }
 """What the accelerator column adds for builtins a pattern takes only in some forms."""
 

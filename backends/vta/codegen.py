@@ -198,6 +198,9 @@ def compile_module(
             if isinstance(op, accel.ResizeBilinearOp):
                 reason = ("a host step of the accelerator program (bilinear resize: LiteRT's "
                           "integer interpolation, exact)")
+            if isinstance(op, accel.Col2ImOp):
+                reason = ("a host step of the accelerator program (a transposed convolution's "
+                          "overlapping taps summed: a gather-sum)")
             if isinstance(op, accel.HostPool2DOp):
                 reason = ("a host step of the accelerator program (a pool the ALU cannot do "
                           "bit-exactly: padded taps, or a divisor not a power of two)")

@@ -301,6 +301,12 @@ class _Builder:
             return kind, {"shape": list(op.output.type.get_shape()),
                           "align_corners": align_corners,
                           "half_pixel_centers": half_pixel_centers}  # fmt: skip
+        if isinstance(op, accel.Col2ImOp):
+            return "col2im", {"shape": list(op.output.type.get_shape()),
+                              "kernel": [int(v) for v in op.array_prop("kernel")],
+                              "strides": [int(v) for v in op.array_prop("strides")],
+                              "padding": [int(v) for v in op.array_prop("padding")],
+                              "channels": op.int_prop("channels")}  # fmt: skip
         if isinstance(op, accel.HostPool2DOp):
             return "host_pool", {
                 "kind": op.kind.data, "window": [int(v) for v in op.array_prop("window")],

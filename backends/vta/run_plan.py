@@ -22,7 +22,7 @@ A function is a register machine: `args` and `consts` fill registers, each step 
     ["read", [], [y] or [y, y32], {"offset", "nbytes", "dtype", "shape", "zp"}]   STEP_READ
     ["astype", "lane", "binary", "requantize", "pool", "reduce_sum", "pad", "clip",
      "concat", "concat_lanes", "host_pool", "reshape", "slice", "depth_to_space",
-     "resize_nearest", "resize_bilinear",
+     "resize_nearest", "resize_bilinear", "col2im",
      "qpool", "lut"]                                        the other host ops (accel, q)
     ["qadd_sub" | "qmul" | "qmean", in, [y], {kwargs}]     q.add/sub, q.mul, q.mean (qhost)
     ["dense_zp" | "conv2d_zp", [x, w], [y], {"bias", ...}] a GEMM on the host (packed)
@@ -387,6 +387,11 @@ def _run_host_op(kind: str, p: dict, xs: list):
         from qaccel.kernels import packed
 
         return packed.depth_to_space(x, p["shape"], p["block_size"], p["channels"], p["fill"])
+    if kind == "col2im":
+        from qaccel.kernels import packed
+
+        return packed.col2im(x, p["shape"], p["kernel"], p["strides"], p["padding"],
+                             p["channels"])  # fmt: skip
     if kind in ("resize_nearest", "resize_bilinear"):
         from qaccel.kernels import packed
 

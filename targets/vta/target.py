@@ -403,6 +403,14 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
                 "the ALU could compute it exactly too (the sums fit 32-bit lanes, RSHR rounds "
                 "as the kernel does), but it needs the int8 rows in the accumulator and a MUL "
                 "per weight and tap, not generated yet"),
+    Pattern("transpose_conv_taps", "q.relu?(q.requantize(q.bias_add?(q.col2im(q.conv2d))))",
+            _GEMM_CHECKS,
+            doc="GEMM core: a TRANSPOSE_CONV whose taps overlap (kernel larger than the "
+                "stride) as a 1x1 convolution over its KH*KW taps (int32 accumulators stored), "
+                "then an exact host step of the program sums the taps landing on each output "
+                "pixel (`accel.col2im`, a gather-sum: the overlapping scatter is no LOAD/STORE "
+                "pattern), then the bias and requantization as host lane steps of the program "
+                "(the ALU's element-wise layers load int8 only)"),
 )  # fmt: skip
 
 

@@ -30,7 +30,7 @@ enum { PROGRAM_VERSION = QACCEL_PROGRAM_FORMAT, HEADER_BYTES = 192, VALUE_BYTES 
        STEP_BYTES = 96, LAYER_BYTES = 32, MAX_RANK = QACCEL_MAX_RANK, CHECKSUM_AT = QACCEL_CHECKSUM_AT,
        KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6,
        KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9, KIND_CONCAT_LANES = 10, KIND_POOL = 11,
-       KIND_LUT = 12, KIND_GATHER = 13, KIND_BILINEAR = 14 };
+       KIND_LUT = 12, KIND_GATHER = 13, KIND_BILINEAR = 14, KIND_GATHER_SUM = 15 };
 /* KIND_LANE / KIND_BINARY operations */
 enum { OP_CONVERT = 0, OP_BIAS_ADD = 1, OP_SHIFT_LEFT = 2, OP_ROUND_MULTIPLY = 3, OP_ROUND_RSHIFT = 4,
        OP_ADD = 5, OP_MUL = 6, OP_MIN = 7, OP_MAX = 8 };
@@ -695,6 +695,38 @@ static int bilinear_step(const Program *p, const uint8_t *s, const Value *in, Va
   return 0;
 }
 
+/* GATHER_SUM (accel.col2im; kernels/packed.py's gather_sum): int32 b[i] = the int32 (wrapping)
+   sum of a[idx[i * T + j]], j < T = p[0], -1 entries skipped; i64 idx at the step's offset. */
+static int gather_sum_step(const Program *p, const uint8_t *s, const Value *in, Value *out, char *e) {
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88);
+  int64_t taps = i64(s + 16);
+  if (in->elem != 4 || out->elem != 4 || taps <= 0 || taps > 4096 ||
+      out->count > UINT64_MAX / 8 / (uint64_t)taps || nbytes != 8 * (uint64_t)taps * out->count ||
+      !in_range(p, at, nbytes))
+    return fail(e, "QACCEL_VTA: a host gather-sum step is malformed (corrupt program)");
+  const uint8_t *idx = p->base + at;
+  uint64_t n = out->count * (uint64_t)taps;
+  if (!out->data) { /* checked only: every index in range */
+    for (uint64_t i = 0; i < n; i++) {
+      int64_t j = i64(idx + 8 * i);
+      if (j < -1 || (j >= 0 && (uint64_t)j >= in->count))
+        return fail(e, "QACCEL_VTA: a host gather-sum step reads outside its value (corrupt program)");
+    }
+    return 0;
+  }
+  for (uint64_t i = 0; i < out->count; i++) {
+    uint32_t sum = 0; /* modulo 2^32, as the reference kernel's int32 accumulator */
+    for (int64_t t = 0; t < taps; t++) {
+      int64_t j = i64(idx + 8 * (i * (uint64_t)taps + (uint64_t)t));
+      if (j >= 0) sum += (uint32_t)get_elem(in, (uint64_t)j);
+    }
+    int32_t y;
+    memcpy(&y, &sum, 4);
+    memcpy(out->data + 4 * i, &y, 4);
+  }
+  return 0;
+}
+
 /* accel.host_pool2d (kernels/packed.py's host_pool2d, qhost.pool2d): int8 max or average pool
    of value a into b, c = 0 max, 1 average; p: images (N * C/B), H, W, B, OH, OW, KH, KW; at
    offset i64 stride h, stride w, top, left, min, max. Taps in the padding are skipped and not
@@ -822,7 +854,7 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
     }
     if (a >= p->n_values || ((kind == KIND_REQUANT || kind == KIND_PAD || kind == KIND_LANE || kind == KIND_BINARY ||
                              kind == KIND_REDUCE || kind == KIND_LUT || kind == KIND_POOL ||
-                             kind == KIND_GATHER || kind == KIND_BILINEAR) && b >= p->n_values))
+                             kind == KIND_GATHER || kind == KIND_BILINEAR || kind == KIND_GATHER_SUM) && b >= p->n_values))
       return fail(e, "QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p->n_values);
     Value *v = &values[a];
     if (kind == KIND_WRITE || kind == KIND_READ) {
@@ -860,6 +892,8 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
       if (gather_step(p, s, v, &values[b], e)) return 1;
     } else if (kind == KIND_BILINEAR) {
       if (bilinear_step(p, s, v, &values[b], e)) return 1;
+    } else if (kind == KIND_GATHER_SUM) {
+      if (gather_sum_step(p, s, v, &values[b], e)) return 1;
     } else {
       return fail(e, "QACCEL_VTA: step %u has unknown kind %u (corrupt program)", k, kind);
     }

@@ -32,7 +32,7 @@ reproduces exactly, so the function is not split around it; the other host ops t
 leave behind (`accel.pad`, `accel.crop`, `accel.reshape`, `accel.concat`,
 `accel.concat_lanes`, `accel.host_pool2d`, `accel.max_pool2d` and `accel.sum_pool2d` on the
 host, the lane and binary ops, widen/narrow, `accel.reduce_sum`, the table lookup `accel.lut`,
-the resizes' gather and interpolation)
+the resizes' gather and interpolation, a transposed convolution's tap sum `accel.col2im`)
 are integer loops the runner implements as the interpreter does
 (`interpreter/accel_semantics.py`). A function with any other host op (e.g. a GEMM op left on
 the host), or whose host ops read constants, has no program (`ProgramWriteError`, one line
@@ -87,6 +87,9 @@ aligned (the one description of it; `qaccel_program.c` reads it):
 |                 | p: images N*C/B, H, W, B, OH, OW; at offset i64 y0, y1, wy (OH each), x0, x1, |
 |                 | wx (OW each): b = (sum of a[y, x] * wy' * wx' + 2^19 signed) / 2^20 with      |
 |                 | C division, y in {y0, y1} weighted 1024 - wy and wy (x likewise)              |
+| 15 GATHER_SUM   | int32 value a into int32 b: element i of b is the int32 (wrapping) sum of the |
+|                 | elements idx[i * p[0] + j] of a, j < p[0], -1 skipped; at offset i64 idx      |
+|                 | (accel.col2im: a transposed convolution's overlapping taps)                   |
 """
 
 from __future__ import annotations
@@ -121,6 +124,7 @@ KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT, KIND_PAD, KIND_CONCAT = 1, 2, 3
 KIND_LANE, KIND_BINARY, KIND_REDUCE, KIND_CONCAT_LANES, KIND_POOL, KIND_LUT = 7, 8, 9, 10, 11, 12
 KIND_GATHER = 13
 KIND_BILINEAR = 14
+KIND_GATHER_SUM = 15
 # KIND_LANE / KIND_BINARY operations (the step's c)
 OP_CONVERT, OP_BIAS_ADD, OP_SHIFT_LEFT, OP_ROUND_MULTIPLY, OP_ROUND_RSHIFT = 0, 1, 2, 3, 4
 OP_ADD, OP_MUL, OP_MIN, OP_MAX = 5, 6, 7, 8
@@ -258,6 +262,17 @@ def _resize_step(op: accel.ResizeNearestNeighborOp | accel.ResizeBilinearOp, src
     tables = packed.resize_bilinear_tables((h, w), out[2:4], *op.flags())
     return (KIND_BILINEAR, dict(a=src, b=dst, p=[n * cb, h, w, b, out[2], out[3]],
                                 data=tables.astype("<i8").tobytes()))  # fmt: skip
+
+
+def _col2im_step(op: accel.Col2ImOp, src: int, dst: int) -> tuple:
+    """A transposed convolution's tap sum as a GATHER_SUM step."""
+    from qaccel.kernels import packed
+
+    index = packed.col2im_index(op.input.type.get_shape(), op.output.type.get_shape(),
+                                op.array_prop("kernel"), op.array_prop("strides"),
+                                op.array_prop("padding"), op.int_prop("channels"))  # fmt: skip
+    return (KIND_GATHER_SUM, dict(a=src, b=dst, p=[index.shape[1]],
+                                  data=index.astype("<i8").tobytes()))  # fmt: skip
 
 
 def program_blob(
@@ -415,6 +430,9 @@ def program_blob(
                     dst = new_value(op.output)
                     steps.append((KIND_GATHER, dict(a=src, b=dst, p=[op.int_prop("pad_value")],
                                                     data=index.astype("<i8").tobytes())))
+                    continue
+                if isinstance(op, accel.Col2ImOp):
+                    steps.append(_col2im_step(op, values[op.input], new_value(op.output)))
                     continue
                 if isinstance(op, accel.ResizeNearestNeighborOp | accel.ResizeBilinearOp):
                     steps.append(_resize_step(op, values[op.input], new_value(op.output)))

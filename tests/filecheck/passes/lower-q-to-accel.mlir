@@ -548,3 +548,27 @@ func.func private @vta_fn_0(%x: tensor<2x3x2x6x!q>) -> tensor<2x7x3x6x!q> attrib
   %b = q.resize_bilinear %n {align_corners = false, half_pixel_centers = true} : (tensor<2x5x4x6x!q>) -> tensor<2x7x3x6x!q>
   func.return %b : tensor<2x7x3x6x!q>
 }
+
+// -----
+
+// A transposed convolution's overlapping taps: the taps' 1x1 convolution keeps int32
+// accumulators (18 = 9 taps x 2 channels: 5 blocks of 4), accel.col2im sums them into 1 block
+// of 2 channels, then the bias and requantization (checked under --verify-semantics).
+// CHECK-LABEL: func.func @col2im
+// CHECK:         func.func private @vta_fn_0
+// CHECK:           %s = accel.col2im %t{{.*}} kernel = [3, 3] strides = [2, 2] padding = [1, 1] channels = 2 : tensor<1x5x3x3x1x4xi32> -> tensor<1x1x4x4x1x4xi32>
+// CHECK-NEXT:      %{{.*}} = accel.bias_add_zp %s by [5, -7, 0, 0]
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @col2im(%x: tensor<1x3x3x3x!q>) -> tensor<1x4x4x2x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<1x3x3x3x!q>) -> tensor<1x4x4x2x!q>
+  func.return %z : tensor<1x4x4x2x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x3x3x3x!q>) -> tensor<1x4x4x2x!q> attributes {qaccel.target = "vta"} {
+  %w = tfl.const dense<[[[[1, -2, 3]]], [[[4, 5, -6]]], [[[7, 8, 9]]], [[[-1, 2, 3]]], [[[4, -5, 6]]], [[[7, 8, -9]]], [[[1, 2, 3]]], [[[-4, 5, 6]]], [[[7, -8, 9]]], [[[1, 2, -3]]], [[[4, 5, 6]]], [[[-7, 8, 9]]], [[[1, -2, 3]]], [[[4, 5, -6]]], [[[7, 8, 9]]], [[[-1, 2, 3]]], [[[4, -5, 6]]], [[[7, 8, -9]]]]> : tensor<18x1x1x3xi8> -> tensor<18x1x1x3xi8>
+  %b = tfl.const dense<[5, -7]> : tensor<2xi32> -> tensor<2xi32>
+  %t = q.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, input_zero_point = 3 : i32, filter_zero_point = 0 : i32} : (tensor<1x3x3x3x!q>, tensor<18x1x1x3xi8>) -> tensor<1x3x3x18xi32>
+  %s = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x3x3x18xi32>) -> tensor<1x4x4x2xi32>
+  %a = q.bias_add %s, %b : (tensor<1x4x4x2xi32>, tensor<2xi32>) -> tensor<1x4x4x2xi32>
+  %y = q.requantize %a {input_zero_point = 0 : i32, output_zero_point = 3 : i32, multiplier = array<i32: 1073741824>, shift = array<i32: -3>} : (tensor<1x4x4x2xi32>) -> tensor<1x4x4x2x!q>
+  func.return %y : tensor<1x4x4x2x!q>
+}

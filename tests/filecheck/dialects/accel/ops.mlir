@@ -170,3 +170,14 @@ func.func @resizes(%x: tensor<2x2x4x4x1x16x!q>) -> tensor<2x2x3x5x1x16x!q> {
   %b = accel.resize_bilinear %n align_corners = true half_pixel_centers = false : tensor<2x2x8x8x1x16x!q> -> tensor<2x2x3x5x1x16x!q>
   func.return %b : tensor<2x2x3x5x1x16x!q>
 }
+
+// -----
+
+// A transposed convolution's tap sum on packed int32 accumulators (9 taps x 11 channels = 7
+// blocks into 1).
+// CHECK-LABEL: func.func @col2im
+// CHECK-NEXT:    %s = accel.col2im %t kernel = [3, 3] strides = [2, 2] padding = [0, 1] channels = 11 : tensor<1x7x8x8x1x16xi32> -> tensor<1x1x16x15x1x16xi32>
+func.func @col2im(%t: tensor<1x7x8x8x1x16xi32>) -> tensor<1x1x16x15x1x16xi32> {
+  %s = accel.col2im %t kernel = [3, 3] strides = [2, 2] padding = [0, 1] channels = 11 : tensor<1x7x8x8x1x16xi32> -> tensor<1x1x16x15x1x16xi32>
+  func.return %s : tensor<1x1x16x15x1x16xi32>
+}

@@ -165,3 +165,27 @@ func.func @resize_flags(%a: tensor<1x2x2x6xi8>) {
   func.return
 }
 // CHECK: q.resize_bilinear: align_corners and half_pixel_centers cannot both be true
+
+// -----
+
+func.func @col2im_taps(%t: tensor<1x3x3x16xi32>) {
+  %0 = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x3x3x16xi32>) -> tensor<1x4x4x2xi32>
+  func.return
+}
+// CHECK: q.col2im: [1, 4, 4, 2] does not take the 3x3 taps of [1, 3, 3, 16]
+
+// -----
+
+func.func @col2im_int8(%t: tensor<1x3x3x18xi8>) {
+  %0 = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x3x3x18xi8>) -> tensor<1x4x4x2xi32>
+  func.return
+}
+// CHECK: q.col2im: input and result must be int32 accumulators
+
+// -----
+
+func.func @col2im_padding(%t: tensor<1x3x3x18xi32>) {
+  %0 = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: -1, 1>} : (tensor<1x3x3x18xi32>) -> tensor<1x4x4x2xi32>
+  func.return
+}
+// CHECK: q.col2im: padding must not be negative

@@ -55,3 +55,10 @@ func.func @resizes(%x: tensor<1x4x4x2x!q>) -> (tensor<1x8x8x2x!q>, tensor<1x3x7x
   %b = q.resize_bilinear %x {align_corners = true, half_pixel_centers = false} : (tensor<1x4x4x2x!q>) -> tensor<1x3x7x2x!q>
   func.return %n, %b : tensor<1x8x8x2x!q>, tensor<1x3x7x2x!q>
 }
+
+// CHECK-LABEL: func.func @col2im
+// CHECK-NEXT:    %s = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x3x3x18xi32>) -> tensor<1x4x4x2xi32>
+func.func @col2im(%t: tensor<1x3x3x18xi32>) -> tensor<1x4x4x2xi32> {
+  %s = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x3x3x18xi32>) -> tensor<1x4x4x2xi32>
+  func.return %s : tensor<1x4x4x2xi32>
+}
