@@ -58,6 +58,10 @@ LEGALIZED_TO: dict[str, str] = {
 """The `q` op (the one target patterns anchor on) each builtin `legalize-tfl-to-q` rewrites
 becomes; a fused activation adds `q.relu`, which the patterns take along."""
 
+PATTERN_ROWS: dict[str, str] = {"transpose_conv_taps": "TRANSPOSE_CONV"}
+"""Patterns shown on one builtin's row rather than on every row whose `q` op is their
+innermost op (`transpose_conv_taps` anchors on the `q.conv2d` of TRANSPOSE_CONV's taps)."""
+
 NOTES: dict[str, str] = {
     "CUSTOM": "imported as `tfl.opaque` with its custom code; no custom op has a CPU kernel",
     "STABLEHLO_COMPOSITE": "runs its decomposition; `fuse-composites` fuses known ones",
@@ -153,9 +157,12 @@ def rows() -> list[OpRow]:
     legalized = {name for name, op in typed.items() if op.removeprefix("tfl.") in PATTERNS}
     legalized |= set(TABLE_OPS)
     by_anchor: dict[str, list[tuple[str, str]]] = {}
+    by_builtin: dict[str, list[tuple[str, str]]] = {}
     for p in VTA_PATTERNS:
         anchor = _anchor(p.dag)
-        if anchor is not None:
+        if p.name in PATTERN_ROWS:
+            by_builtin.setdefault(PATTERN_ROWS[p.name], []).append((p.name, p.doc))
+        elif anchor is not None:
             by_anchor.setdefault(anchor, []).append((p.name, p.doc))
     out = []
     for code, name in sorted(BUILTIN_OPERATORS.items()):
@@ -167,6 +174,7 @@ def rows() -> list[OpRow]:
         ir_op = typed.get(name, "tfl.stablehlo_composite" if name == "STABLEHLO_COMPOSITE"
                           else "tfl.opaque")  # fmt: skip
         accel = tuple(by_anchor.get(q_op, ())) if q_op else ()
+        accel += tuple(by_builtin.get(name, ())) if q_op else ()
         types = tuple(str(t) for t in OUTPUT_TYPES.get(name, ()))
         out.append(OpRow(name, code, ir_op, module, types, q_op, accel))
     return out
