@@ -960,7 +960,7 @@ class LegalizeTransposeConvTaps(_Legalize):
         arrays = _per_channel(np.asarray(m).reshape(-1), np.asarray(s_).reshape(-1))
         ops.append(_requantize(ops[-1].results[0], op.output.type, out_q.zp, **arrays))
         output_shape = op.output_shape
-        rewriter.insert_op(weights, InsertPoint.before(op))
+        rewriter.insert(weights, InsertPoint.before(op))
         _finish(rewriter, op, ops[1:], _activation_bounds(op))
         _erase_dead_shape(rewriter, output_shape)
 
