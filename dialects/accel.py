@@ -68,6 +68,7 @@ from qaccel.kernels.layout import Packing
 from xdsl.dialects.builtin import (
     I32,
     I64,
+    BoolAttr,
     DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
@@ -1192,6 +1193,111 @@ class DepthToSpaceOp(_ComputeOp):
             )
 
 
+class _ResizeOp(_ComputeOp):
+    """A resize of H and W on packed activations `[N, C/B, H, W, 1, B]` ->
+    `[N, C/B, OH, OW, 1, B]`: every lane alike (padding lanes too), the channel blocks kept."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    align_corners = prop_def(BoolAttr)
+    half_pixel_centers = prop_def(BoolAttr)
+    assembly_format = (
+        "$input `align_corners` `=` $align_corners `half_pixel_centers` `=` $half_pixel_centers "
+        "attr-dict `:` type($input) `->` type($output)"
+    )
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType, align_corners: bool,
+                 half_pixel_centers: bool):  # fmt: skip
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type],
+                         properties={"align_corners": IntegerAttr.from_bool(align_corners),
+                                     "half_pixel_centers": IntegerAttr.from_bool(
+                                         half_pixel_centers)})  # fmt: skip
+
+    def flags(self) -> tuple[bool, bool]:
+        """(align_corners, half_pixel_centers)."""
+        return bool(self.align_corners.value.data), bool(self.half_pixel_centers.value.data)
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, "narrow")
+        out = _check_packed(self, "the result", self.output.type, "narrow")
+        if self.input.type.element_type != self.output.type.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        if len(shape) != 6 or len(out) != 6 or (out[0], out[1], out[-1]) != (
+                shape[0], shape[1], shape[-1]) or min(out[2:4]) < 1:  # fmt: skip
+            raise VerifyException(
+                f"{self.name}: {list(out)} is not {list(shape)} resized in H and W"
+            )
+
+
+@irdl_op_definition
+class ResizeNearestNeighborOp(_ResizeOp):
+    """`q.resize_nearest_neighbor` on packed activations: each output pixel a copy of the
+    input pixel the reference kernel picks. The accelerator function keeps it as a host step
+    of its program (a gather)."""
+
+    name = "accel.resize_nearest_neighbor"
+
+
+@irdl_op_definition
+class ResizeBilinearOp(_ResizeOp):
+    """`q.resize_bilinear` (int8) on packed activations: LiteRT's integer interpolation, lane
+    by lane. The accelerator function keeps it as an exact host step of its program (the ALU
+    has no 64-bit products or division rounding half away from zero)."""
+
+    name = "accel.resize_bilinear"
+
+    def verify_(self) -> None:
+        super().verify_()
+        if all(self.flags()):
+            raise VerifyException(f"{self.name}: align_corners and half_pixel_centers cannot "
+                                  "both be true")  # fmt: skip
+
+
+@irdl_op_definition
+class Col2ImOp(_ComputeOp):
+    """`q.col2im` on packed int32 accumulators `[N, Ci/B, H, W, 1, B]` (Ci = KH*KW*`channels`,
+    tap-major) -> `[N, Co/B, OH, OW, 1, B]` (Co = `channels`): each output element the
+    int32 sum of the taps that land on it, padding lanes 0. The accelerator function keeps it
+    as an exact host step of its program (a gather-sum) between the taps' GEMM layer and the
+    requantization."""
+
+    name = "accel.col2im"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    kernel = prop_def(DenseArrayBase[I64])
+    strides = prop_def(DenseArrayBase[I64])
+    padding = prop_def(DenseArrayBase[I64])
+    channels = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$input `kernel` `=` $kernel `strides` `=` $strides `padding` `=` $padding "
+        "`channels` `=` $channels attr-dict `:` type($input) `->` type($output)"
+    )
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType, kernel, strides,
+                 padding, channels: int):  # fmt: skip
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type],
+                         properties={"kernel": i64_array(kernel), "strides": i64_array(strides),
+                                     "padding": i64_array(padding),
+                                     "channels": IntegerAttr(channels, 64)})  # fmt: skip
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, 32)
+        out = _check_packed(self, "the result", self.output.type, 32)
+        kernel, strides = self.array_prop("kernel"), self.array_prop("strides")
+        padding, co = self.array_prop("padding"), self.int_prop("channels")
+        if len(kernel) != 2 or len(strides) != 2 or len(padding) != 2 or np.any(kernel < 1) \
+                or np.any(strides < 1) or np.any(padding < 0) or co < 1:  # fmt: skip
+            raise VerifyException(f"{self.name}: kernel, strides (positive) and padding (not "
+                                  "negative) need 2 values each")  # fmt: skip
+        b = shape[-1]
+        taps = int(kernel[0] * kernel[1])
+        if len(shape) != 6 or len(out) != 6 or out[0] != shape[0] or out[-1] != b or \
+                out[1] != -(-co // b) or shape[1] != -(-(taps * co) // b):  # fmt: skip
+            raise VerifyException(f"{self.name}: {list(out)} does not take the "
+                                  f"{int(kernel[0])}x{int(kernel[1])} taps of {co} channels of "
+                                  f"{list(shape)}")  # fmt: skip
+
+
 HOST_POOL_KINDS = ("max", "avg")
 
 
@@ -1325,6 +1431,7 @@ COMPUTE_OPS: tuple[type[AccelOp], ...] = (
     Conv2DZpOp, DenseZpOp, BiasAddZpOp, ShiftLeftOp, RoundMultiplyOp, RoundRShiftOp, AddOp,
     MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, LutOp, MaxPool2DOp, SumPool2DOp,
     ReduceSumOp, PadOp, ConcatOp, ConcatLanesOp, HostPool2DOp, ReshapeOp, CropOp, DepthToSpaceOp,
+    ResizeNearestNeighborOp, ResizeBilinearOp, Col2ImOp,
 )  # fmt: skip
 """The ops `lower-q-to-accel` produces: what the accelerator computes on packed tensors."""
 

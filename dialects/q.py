@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    I1,
     I32,
     BytesAttr,
     DenseArrayBase,
@@ -519,9 +520,91 @@ class DepthToSpaceOp(QOp):
                                   "blocks moved into pixels")  # fmt: skip
 
 
+class _ResizeOp(QOp):
+    """Shared by the resizes: NHWC, H and W to the result's, batch and channels kept, one
+    quantization (the reference kernels move or interpolate stored values)."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    align_corners = prop_def(IntegerAttr[I1])
+    half_pixel_centers = prop_def(IntegerAttr[I1])
+
+    def flags(self) -> tuple[bool, bool]:
+        """(align_corners, half_pixel_centers)."""
+        return bool(self.int_prop("align_corners")), bool(self.int_prop("half_pixel_centers"))
+
+    def verify_(self) -> None:
+        a, b = self.input.type, self.output.type
+        if a.element_type != b.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        shape, out = list(a.get_shape()), list(b.get_shape())
+        if len(shape) != 4 or len(out) != 4 or (out[0], out[3]) != (shape[0], shape[3]) or \
+                min(out[1:3] + shape[1:3]) < 1:  # fmt: skip
+            raise VerifyException(f"{self.name}: {out} is not {shape} resized in H and W")
+
+
+@irdl_op_definition
+class ResizeNearestNeighborOp(_ResizeOp):
+    """RESIZE_NEAREST_NEIGHBOR: each output pixel a copy of the input pixel the reference
+    kernel's `GetNearestNeighbor` picks (float32 coordinates, `align_corners` rounding,
+    `half_pixel_centers` offset)."""
+
+    name = "q.resize_nearest_neighbor"
+
+
+@irdl_op_definition
+class ResizeBilinearOp(_ResizeOp):
+    """RESIZE_BILINEAR of int8: the reference kernel's integer interpolation (10 fractional
+    bits per axis, the four products summed, rounded half away from zero by 2^20)."""
+
+    name = "q.resize_bilinear"
+
+    def verify_(self) -> None:
+        super().verify_()
+        if all(self.flags()):
+            raise VerifyException(f"{self.name}: align_corners and half_pixel_centers cannot "
+                                  "both be true")  # fmt: skip
+
+
+@irdl_op_definition
+class Col2ImOp(QOp):
+    """The scatter-add of a transposed convolution's taps: int32 input `[N, H, W, KH*KW*O]`
+    (channel `(ky*KW + kx)*O + o` the products of tap (ky, kx) for output channel o, as a 1x1
+    convolution over the taps computes them) into int32 `[N, OH, OW, O]`: element
+    (n, iy, ix, tap) adds to pixel (iy*sh - pad_top + ky, ix*sw - pad_left + kx), taps outside
+    the result dropped, sums wrapping as int32 (TRANSPOSE_CONV's scratch accumulator before
+    its bias and requantization)."""
+
+    name = "q.col2im"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    kernel = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    padding = prop_def(DenseArrayBase)
+    """[top, left]: where the result's window starts in the full scatter."""
+
+    def verify_(self) -> None:
+        for name in ("kernel", "strides", "padding"):
+            _check_len(self, name, 2)
+        _check_positive(self, "kernel")
+        _check_positive(self, "strides")
+        if np.any(self.array_prop("padding") < 0):
+            raise VerifyException(f"{self.name}: padding must not be negative")
+        a, b = self.input.type, self.output.type
+        if tensor_dtype(a) != np.int32 or tensor_dtype(b) != np.int32:
+            raise VerifyException(f"{self.name}: input and result must be int32 accumulators")
+        shape, out = list(a.get_shape()), list(b.get_shape())
+        kh, kw = (int(v) for v in self.array_prop("kernel"))
+        if len(shape) != 4 or len(out) != 4 or out[0] != shape[0] or \
+                shape[3] != kh * kw * out[3] or min(out) < 1:  # fmt: skip
+            raise VerifyException(f"{self.name}: {out} does not take the {kh}x{kw} taps of "
+                                  f"{shape}")  # fmt: skip
+
+
 Q_OPS = (
     Conv2DOp, DepthwiseConv2DOp, DenseOp, BiasAddOp, RequantizeOp, ReluOp, LutOp, AddOp, SubOp,
     MulOp, AvgPool2DOp, MaxPool2DOp, MeanOp, PadOp, ConcatOp, ReshapeOp, SliceOp, DepthToSpaceOp,
+    ResizeNearestNeighborOp, ResizeBilinearOp, Col2ImOp,
 )  # fmt: skip
 
 Q = Dialect("q", list(Q_OPS), [])

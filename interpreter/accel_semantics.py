@@ -223,6 +223,21 @@ class AccelComputeFunctions(InterpreterFunctions):
                                       op.int_prop("block_size"), op.int_prop("channels"),
                                       op.int_prop("pad_value")),)  # fmt: skip
 
+    @impl(accel.ResizeNearestNeighborOp)
+    def run_resize_nearest_neighbor(self, interpreter: Interpreter,
+                                    op: accel.ResizeNearestNeighborOp, args):  # fmt: skip
+        return (packed.resize_nearest(args[0], op.output.type.get_shape(), *op.flags()),)
+
+    @impl(accel.ResizeBilinearOp)
+    def run_resize_bilinear(self, interpreter: Interpreter, op: accel.ResizeBilinearOp, args):
+        return (packed.resize_bilinear(args[0], op.output.type.get_shape(), *op.flags()),)
+
+    @impl(accel.Col2ImOp)
+    def run_col2im(self, interpreter: Interpreter, op: accel.Col2ImOp, args):
+        return (packed.col2im(args[0], op.output.type.get_shape(), op.array_prop("kernel"),
+                              op.array_prop("strides"), op.array_prop("padding"),
+                              op.int_prop("channels")),)  # fmt: skip
+
     @impl(accel.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: accel.ReshapeOp, args):
         return (np.reshape(args[0], tuple(op.output.type.get_shape())),)

@@ -231,6 +231,42 @@ class QFunctions(InterpreterFunctions):
         x = args[0].reshape(n, h, w, k, k, c // (k * k)).transpose(0, 1, 3, 2, 4, 5)
         return (np.ascontiguousarray(x.reshape(n, h * k, w * k, c // (k * k))),)
 
+    @impl(q.ResizeNearestNeighborOp)
+    def run_resize_nearest_neighbor(self, interpreter: Interpreter,
+                                    op: q.ResizeNearestNeighborOp, args: tuple[Any, ...]):  # fmt: skip
+        from qaccel.kernels.shape import nearest_indices
+
+        (x,), (_, oh, ow, _) = args, op.output.type.get_shape()
+        ys = nearest_indices(x.shape[1], oh, *op.flags())
+        xs = nearest_indices(x.shape[2], ow, *op.flags())
+        return (np.ascontiguousarray(x[:, ys][:, :, xs]),)
+
+    @impl(q.ResizeBilinearOp)
+    def run_resize_bilinear(self, interpreter: Interpreter, op: q.ResizeBilinearOp,
+                            args: tuple[Any, ...]):  # fmt: skip
+        from qaccel.kernels.shape import resize_bilinear_integer
+
+        _, oh, ow, _ = op.output.type.get_shape()
+        y = resize_bilinear_integer(args[0], oh, ow, *op.flags())
+        return (y.astype(tensor_dtype(op.output.type)),)
+
+    @impl(q.Col2ImOp)
+    def run_col2im(self, interpreter: Interpreter, op: q.Col2ImOp, args: tuple[Any, ...]):
+        x = args[0].astype(np.int64)
+        n, h, w, _ = x.shape
+        _, oh, ow, o = op.output.type.get_shape()
+        kh, kw = (int(v) for v in op.array_prop("kernel"))
+        sh, sw = (int(v) for v in op.array_prop("strides"))
+        top, left = (int(v) for v in op.array_prop("padding"))
+        full = np.zeros((n, max((h - 1) * sh + kh, top + oh), max((w - 1) * sw + kw, left + ow),
+                         o), np.int64)  # fmt: skip
+        for ky in range(kh):
+            for kx in range(kw):
+                tap = (ky * kw + kx) * o
+                full[:, ky : ky + (h - 1) * sh + 1 : sh, kx : kx + (w - 1) * sw + 1 : sw] += x[
+                    ..., tap : tap + o]  # fmt: skip
+        return (_wrap_int32(full[:, top : top + oh, left : left + ow]),)
+
     @impl(q.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: q.ReshapeOp, args: tuple[Any, ...]):
         return (np.reshape(args[0], tuple(op.output.type.get_shape())),)

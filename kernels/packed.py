@@ -100,6 +100,111 @@ def depth_to_space(x: np.ndarray, out_shape, block_size: int, channels: int,
     return y.astype(x.dtype).reshape(tuple(out_shape))
 
 
+def resize_nearest_index(in_shape, out_shape, align_corners: bool,
+                         half_pixel_centers: bool) -> np.ndarray:  # fmt: skip
+    """For each element of the packed `out_shape` `[N, C/B, OH, OW, 1, B]`, the flat index in
+    the packed input `[N, C/B, H, W, 1, B]` it is a copy of (`accel.resize_nearest_neighbor`:
+    lanes stay, pixels repeat; the source rows and columns are the reference kernel's
+    `GetNearestNeighbor`, `kernels/shape.py`'s `nearest_indices`)."""
+    from qaccel.kernels.shape import nearest_indices
+
+    shape = tuple(int(d) for d in in_shape)
+    oh, ow = int(out_shape[2]), int(out_shape[3])
+    ys = nearest_indices(shape[2], oh, bool(align_corners), bool(half_pixel_centers))
+    xs = nearest_indices(shape[3], ow, bool(align_corners), bool(half_pixel_centers))
+    source = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    return np.ascontiguousarray(source[:, :, ys][:, :, :, xs]).reshape(-1)
+
+
+def resize_nearest(x: np.ndarray, out_shape, align_corners: bool,
+                   half_pixel_centers: bool) -> np.ndarray:  # fmt: skip
+    """`accel.resize_nearest_neighbor` of the packed `x`: a gather."""
+    index = resize_nearest_index(x.shape, out_shape, align_corners, half_pixel_centers)
+    return x.reshape(-1)[index].reshape(tuple(out_shape))
+
+
+def resize_bilinear_tables(in_hw, out_hw, align_corners: bool,
+                           half_pixel_centers: bool) -> np.ndarray:  # fmt: skip
+    """The reference kernel's integer interpolation geometry (`ResizeBilinearInteger`, 10
+    fractional bits) as one int64 array: y0, y1, wy (OH values each), then x0, x1, wx (OW
+    each), where output row y reads input rows y0[y] and y1[y] with weights 1024 - wy[y] and
+    wy[y] (columns alike). The program stores it as the bilinear step's constants."""
+    from qaccel.kernels.shape import bilinear_coords
+
+    (h, w), (oh, ow) = (int(d) for d in in_hw), (int(d) for d in out_hw)
+    parts = []
+    for size, out in ((h, oh), (w, ow)):
+        scaled, lower, upper = bilinear_coords(size, out, bool(align_corners),
+                                               bool(half_pixel_centers))  # fmt: skip
+        parts += [lower, upper, scaled - (1 << 10) * lower]
+    return np.concatenate([np.asarray(p, np.int64) for p in parts])
+
+
+def resize_bilinear_from_tables(x: np.ndarray, tables: np.ndarray, oh: int, ow: int) -> np.ndarray:
+    """The bilinear step on the packed `x` `[N, C/B, H, W, 1, B]` with `tables`
+    (`resize_bilinear_tables`): every lane interpolated alike, the four products summed in
+    int64, rounded half away from zero by 2^20 (C division), cast to `x`'s type."""
+    t = np.asarray(tables, np.int64)
+    y0, y1, wy = t[:oh], t[oh : 2 * oh], t[2 * oh : 3 * oh]
+    x0, x1, wx = t[3 * oh : 3 * oh + ow], t[3 * oh + ow : 3 * oh + 2 * ow], t[3 * oh + 2 * ow :]
+    xi = x.astype(np.int64)
+    wy1 = wy[None, None, :, None, None, None]
+    wx1 = wx[None, None, None, :, None, None]
+    wy0, wx0 = (1 << 10) - wy1, (1 << 10) - wx1
+    rows0, rows1 = xi[:, :, y0], xi[:, :, y1]
+    out20 = (rows0[:, :, :, x0] * wy0 * wx0 + rows1[:, :, :, x0] * wy1 * wx0 +
+             rows0[:, :, :, x1] * wy0 * wx1 + rows1[:, :, :, x1] * wy1 * wx1)  # fmt: skip
+    rounding = np.where(out20 > 0, 1 << 19, -(1 << 19))
+    return ar.trunc_div(out20 + rounding, 1 << 20).astype(x.dtype)
+
+
+def resize_bilinear(x: np.ndarray, out_shape, align_corners: bool,
+                    half_pixel_centers: bool) -> np.ndarray:  # fmt: skip
+    """`accel.resize_bilinear` of the packed `x` (LiteRT's int8 `ResizeBilinearInteger`)."""
+    oh, ow = int(out_shape[2]), int(out_shape[3])
+    tables = resize_bilinear_tables(x.shape[2:4], (oh, ow), align_corners, half_pixel_centers)
+    return resize_bilinear_from_tables(x, tables, oh, ow)
+
+
+def col2im_index(in_shape, out_shape, kernel, strides, padding, channels: int) -> np.ndarray:
+    """For `accel.col2im` (a transposed convolution's overlapping taps summed): int64
+    `[elements of out_shape, T]`, the flat indices in the packed input `[N, Ci/B, H, W, 1, B]`
+    (Ci = KH*KW*O, channel `(ky*KW + kx)*O + o`) whose values element i of the packed
+    `out_shape` `[N, Co/B, OH, OW, 1, B]` sums, -1 past its last (padding lanes: none); T is
+    the most taps any output element takes."""
+    n, cbi, h, w, _, b = (int(d) for d in in_shape)
+    cbo, oh, ow = int(out_shape[1]), int(out_shape[2]), int(out_shape[3])
+    (kh, kw), (sh, sw), (top, left), o = kernel, strides, padding, int(channels)
+    source = np.arange(n * cbi * h * w * b, dtype=np.int64).reshape(n, cbi, h, w, 1, b)
+    plain = to_nhwc(source)[..., : kh * kw * o].reshape(n, h, w, kh, kw, o)
+    columns = []
+    for ky in range(int(kh)):
+        for kx in range(int(kw)):
+            rows = np.arange(h) * int(sh) - int(top) + ky
+            cols = np.arange(w) * int(sw) - int(left) + kx
+            vy, vx = (rows >= 0) & (rows < oh), (cols >= 0) & (cols < ow)
+            full = np.full((n, oh, ow, cbo * b), -1, np.int64)
+            full[:, rows[vy][:, None], cols[vx][None, :], :o] = plain[:, vy][:, :, vx][
+                :, :, :, ky, kx, :]  # fmt: skip
+            columns.append(from_nhwc(full, b).reshape(-1))
+    index = -np.sort(-np.stack(columns, axis=1), axis=1)  # each row's taps first
+    taps = max(1, int((index >= 0).sum(axis=1).max()))
+    return np.ascontiguousarray(index[:, :taps])
+
+
+def gather_sum(x: np.ndarray, index: np.ndarray, out_shape) -> np.ndarray:
+    """int32 element i = the sum of `x`'s elements `index[i]` (-1 skipped), wrapping."""
+    flat = x.reshape(-1).astype(np.int64)
+    picked = np.where(index >= 0, flat[np.maximum(index, 0)], 0)
+    return ar.wrap_int32(picked.sum(axis=1)).astype(np.int32).reshape(tuple(out_shape))
+
+
+def col2im(x: np.ndarray, out_shape, kernel, strides, padding, channels: int) -> np.ndarray:
+    """`accel.col2im` of the packed int32 `x`: the taps summed (padding lanes 0)."""
+    return gather_sum(x, col2im_index(x.shape, out_shape, kernel, strides, padding, channels),
+                      out_shape)  # fmt: skip
+
+
 def to_nhwc(x: np.ndarray) -> np.ndarray:
     """`[N, C/B, H, W, 1, B]` -> `[N, H, W, C/B * B]` (all lanes, padded ones included)."""
     n, cb, h, w, _, b = x.shape

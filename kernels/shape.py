@@ -500,13 +500,13 @@ def resize_bilinear(call: OpCall) -> list[np.ndarray]:
     x, out_h, out_w, ac, hp = _resize_args(call)
     dtype = np.dtype(call.output_dtypes[0])
     if dtype in (np.int8, np.int16):
-        return [_resize_bilinear_integer(x, out_h, out_w, ac, hp).astype(dtype)]
+        return [resize_bilinear_integer(x, out_h, out_w, ac, hp).astype(dtype)]
     if dtype == np.float32:
         return [_resize_bilinear_float(x.astype(np.float32), out_h, out_w, ac, hp)]
     raise UnsupportedOp(f"RESIZE_BILINEAR: no kernel for {dtype} tensors")
 
 
-def _integer_coords(in_size: int, out_size: int, align_corners: bool, half_pixel: bool):
+def bilinear_coords(in_size: int, out_size: int, align_corners: bool, half_pixel: bool):
     """`ComputeInterpolationValuesInteger` with 10 fractional bits."""
     if align_corners and out_size > 1:
         scale_10 = ((1 << 10) * (in_size - 1) + (out_size - 1) // 2) // (out_size - 1)
@@ -519,10 +519,11 @@ def _integer_coords(in_size: int, out_size: int, align_corners: bool, half_pixel
     return scaled, lower, upper
 
 
-def _resize_bilinear_integer(x, out_h, out_w, ac, hp) -> np.ndarray:
+def resize_bilinear_integer(x, out_h, out_w, ac, hp) -> np.ndarray:
+    """`ResizeBilinearInteger` of an NHWC int8 or int16 `x`, as int64 (cast by the caller)."""
     _, in_h, in_w, _ = x.shape
-    iy, y0, y1 = _integer_coords(in_h, out_h, ac, hp)
-    ix, x0, x1 = _integer_coords(in_w, out_w, ac, hp)
+    iy, y0, y1 = bilinear_coords(in_h, out_h, ac, hp)
+    ix, x0, x1 = bilinear_coords(in_w, out_w, ac, hp)
     xi = x.astype(np.int64)
     wy1 = (iy - (1 << 10) * y0)[None, :, None, None]
     wy0 = (1 << 10) - wy1

@@ -33,6 +33,7 @@ change. Host functions keep their q ops. A conv group (canonicalized; the relu m
 - `pool.py`: `q.max_pool2d`, `q.avg_pool2d` (power-of-two windows on the ALU, the rest as
   `accel.host_pool2d`), `q.mean` over H and W.
 - `data_movement.py`: `q.pad`, `q.slice`, `q.reshape`, `q.concat`, `q.depth_to_space`.
+- `resize.py`: `q.resize_nearest_neighbor`, `q.resize_bilinear`, `q.col2im`.
 - `function.py`: `FunctionLowering`, the per-function state and the arithmetic they share
   (packed forms, constants, widening, requantization, saturation).
 
@@ -83,6 +84,7 @@ from qaccel.dialects import q
 from qaccel.dialects.annotations import accelerator_functions
 from qaccel.passes.canonicalize_accel import canonicalize_accel
 from qaccel.lowering.q_to_accel import accumulate, data_movement, elementwise, pool, requantize
+from qaccel.lowering.q_to_accel import resize
 from qaccel.lowering.q_to_accel.function import PASS, BiasPlacement, FunctionLowering
 
 __all__ = [
@@ -227,14 +229,27 @@ class LowerDepthToSpace(_LowerQOp):
         self.lower(op, rewriter, data_movement.lower_depth_to_space)
 
 
+class LowerResize(_LowerQOp):
+    """`q.resize_nearest_neighbor` / `q.resize_bilinear` -> `accel.resize_nearest_neighbor`
+    (a gather step of the program) / `accel.resize_bilinear` (an interpolation step)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, q.ResizeNearestNeighborOp | q.ResizeBilinearOp):
+            self.lower(op, rewriter, resize.lower_resize)
+        elif isinstance(op, q.Col2ImOp):
+            self.lower(op, rewriter, resize.lower_col2im)
+
+
 PATTERNS: tuple[type[_LowerQOp], ...] = (
     LowerAccumulate, LowerBiasAdd, LowerRequantize, LowerRelu, LowerLut, LowerAddSub, LowerMul,
     LowerPool, LowerMean, LowerPad, LowerConcat, LowerReshape, LowerSlice, LowerDepthToSpace,
+    LowerResize,
 )  # fmt: skip
 LOWERED_OPS: tuple[type[q.QOp], ...] = (
     q.Conv2DOp, q.DepthwiseConv2DOp, q.DenseOp, q.BiasAddOp, q.RequantizeOp, q.ReluOp, q.LutOp,
     q.AddOp, q.SubOp, q.MulOp, q.MaxPool2DOp, q.AvgPool2DOp, q.MeanOp, q.PadOp, q.ConcatOp,
-    q.ReshapeOp, q.SliceOp, q.DepthToSpaceOp,
+    q.ReshapeOp, q.SliceOp, q.DepthToSpaceOp, q.ResizeNearestNeighborOp, q.ResizeBilinearOp,
+    q.Col2ImOp,
 )  # fmt: skip
 """The q ops the patterns lower (every other q op in an accelerator function is an error)."""
 

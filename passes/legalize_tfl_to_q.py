@@ -21,8 +21,11 @@ double-precision scale. Also DEPTHWISE_CONV_2D, ADD, SUB, MUL, AVERAGE_POOL_2D, 
 MEAN (constant axes), PAD/PADV2 (constant paddings), CONCATENATION, STRIDED_SLICE with constant
 bounds and unit strides (`q.slice`, the box it selects), RESHAPE between static
 shapes (`q.reshape`; a computed shape operand, e.g. Keras' Flatten's SHAPE, STRIDED_SLICE and
-PACK, is dropped with the ops that computed it), and MAXIMUM/MINIMUM with a one-valued constant
-(a `q.relu` clamp).
+PACK, is dropped with the ops that computed it), MAXIMUM/MINIMUM with a one-valued constant
+(a `q.relu` clamp), and RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR of one quantization
+(`q.resize_nearest_neighbor` / `q.resize_bilinear`, their size operand dropped), and
+TRANSPOSE_CONV (its taps a 1x1 `q.conv2d`, then `q.depth_to_space` when the kernel is the
+stride, or `q.col2im` summing overlapping taps before the bias and requantization).
 
 Element-wise int8 -> int8 ops with one input (`TABLE_OPS`: standalone RELU/RELU6/RELU_N1_TO_1,
 LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, GELU, an int8 QUANTIZE, ...) see only 256 input values:
@@ -299,7 +302,7 @@ class LegalizeTransposeConv(_Legalize):
 
     The int32 accumulator, the bias add and the requantization see the same values as the
     reference kernel's, so the result is bit-exact. Overlapping taps (kernel larger than the
-    stride) stay `tfl.transpose_conv` on the CPU."""
+    stride) are `LegalizeTransposeConvTaps`'s."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tfl.TransposeConvOp, rewriter: PatternRewriter):
@@ -840,12 +843,135 @@ class LegalizeMeanReshape(RewritePattern):
         rewriter.erase(mean)
 
 
+
+class LegalizeResize(_Legalize):
+    """An int8 RESIZE_NEAREST_NEIGHBOR or RESIZE_BILINEAR of one quantization (input and
+    output types equal, as the converter makes them) is `q.resize_nearest_neighbor` /
+    `q.resize_bilinear` with the same `align_corners` and `half_pixel_centers`; its size
+    operand (constant, or computed: the static shapes were checked at import) goes:
+
+        %y = tfl.resize_bilinear %x, %size {align_corners = false, half_pixel_centers = true}
+    =>
+        %y = q.resize_bilinear %x {align_corners = false, half_pixel_centers = true}
+
+    Both compute on the stored int8 values (the reference kernels ignore the scales), so the
+    rewrite is exact."""
+
+    kind: type[tfl.ResizeNearestNeighborOp] | type[tfl.ResizeBilinearOp]
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if not isinstance(op, self.kind) or self.legal_int8(op, op.input) is None:
+            return
+        if op.input.type.element_type != op.output.type.element_type:
+            return
+        shape, out = list(op.input.type.get_shape()), list(op.output.type.get_shape())
+        size = _const(op.size)
+        if len(shape) != 4 or len(out) != 4 or min(shape + out) < 1 or (
+                size is not None and [int(d) for d in size.reshape(-1)] != out[1:3]):  # fmt: skip
+            return
+        new_kind = (q.ResizeBilinearOp if isinstance(op, tfl.ResizeBilinearOp)
+                    else q.ResizeNearestNeighborOp)  # fmt: skip
+        new = new_kind.create(operands=[op.input], result_types=[op.output.type], properties={
+            "align_corners": IntegerAttr.from_bool(bool(op.options.get("align_corners"))),
+            "half_pixel_centers": IntegerAttr.from_bool(
+                bool(op.options.get("half_pixel_centers")))})  # fmt: skip
+        size_value = op.size
+        _replace_one(rewriter, op, new)
+        _erase_dead_shape(rewriter, size_value)
+
+
+
+class LegalizeTransposeConvTaps(_Legalize):
+    """TRANSPOSE_CONV whose taps overlap (a kernel larger than its stride, e.g. a 3x3 or 4x4
+    kernel at stride 2): the products of every tap as a 1x1 `q.conv2d` with `KH*KW*O` output
+    channels (weights tap-major, no bias), `q.col2im` summing the taps that land on each
+    output pixel (the reference kernel's int32 scratch accumulator), then the bias and the
+    per-channel requantization of the reference kernel:
+
+        %y = tfl.transpose_conv %shape, %w, %x, %b {stride_h = 2, stride_w = 2, ...}
+    =>
+        %taps = q.conv2d %x, %w_taps {strides = [1, 1], padding = [0, 0, 0, 0], ...}
+        %acc  = q.col2im %taps {kernel = [3, 3], strides = [2, 2], padding = [top, left]}
+        %sum  = q.bias_add %acc, %b
+        %y    = q.requantize %sum {multiplier = (per channel), ...}
+
+    Each tap's products are exact int32 sums, and the int32 sum of the taps wraps as the
+    reference kernel's accumulator does, so the result is bit-exact. (A kernel equal to its
+    stride is `LegalizeTransposeConv`'s, without the sum.)"""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.TransposeConvOp, rewriter: PatternRewriter):
+        call = self.legal_int8(op, op.input, op.weights)
+        if call is None:
+            return
+        w = _const(op.weights)
+        if w is None or w.dtype != np.int8:
+            return
+        o = op.options
+        sh, sw = int(o.get("stride_h", 1)), int(o.get("stride_w", 1))
+        cout, kh, kw, cin = w.shape
+        n, h, wd, c = op.input.type.get_shape()
+        if (kh, kw) == (sh, sw) or n != 1 or c != cin:
+            return
+        from qaccel.kernels.gemm import transpose_conv_output_shape
+
+        out_shape = tuple(transpose_conv_output_shape(call))
+        if out_shape != tuple(op.output.type.get_shape()) or out_shape[3] != cout:
+            return
+        _, out_h, out_w, _ = out_shape
+        padding = o.get("padding", "SAME")
+        # ComputePaddingHeightWidth with the output as the forward convolution's input
+        top = window_geometry(padding, out_h, kh, sh)[1]
+        left = window_geometry(padding, out_w, kw, sw)[1]
+        in_q, w_q = element_qparams(op.input.type), element_qparams(op.weights.type)
+        out_q = element_qparams(op.output.type)
+        if w_q is None or np.any(w_q.zero_point != 0):
+            return
+        taps = kh * kw
+        w_taps = np.ascontiguousarray(w.transpose(1, 2, 0, 3).reshape(taps * cout, 1, 1, cin))
+        weights = tfl.ConstOp(DenseIntOrFPElementsAttr(
+            TensorType(i8, w_taps.shape), BytesAttr(w_taps.tobytes())))  # fmt: skip
+        if op.weights.name_hint:
+            weights.output.name_hint = f"{op.weights.name_hint}_taps"
+        conv = q.Conv2DOp.create(
+            operands=[op.input, weights.output],
+            result_types=[TensorType(i32, [1, h, wd, taps * cout])],
+            properties={
+                "strides": q.i64_array([1, 1]), "dilations": q.i64_array([1, 1]),
+                "padding": q.i64_array([0, 0, 0, 0]),
+                "input_zero_point": q.i32_attr(in_q.zp), "filter_zero_point": q.i32_attr(0),
+            },
+        )  # fmt: skip
+        col2im = q.Col2ImOp.create(
+            operands=[conv.results[0]], result_types=[TensorType(i32, list(out_shape))],
+            properties={"kernel": q.i64_array([kh, kw]), "strides": q.i64_array([sh, sw]),
+                        "padding": q.i64_array([top, left])})  # fmt: skip
+        ops: list[Operation] = [weights, conv, col2im]
+        if not isinstance(op.bias.type, NoneType):
+            bias = _const(op.bias)
+            if bias is None or bias.dtype != np.int32:
+                return
+            acc = col2im.results[0]
+            ops.append(q.BiasAddOp.create(operands=[acc, op.bias], result_types=[acc.type]))
+        m, s_ = per_channel_multipliers(in_q, w_q, out_q, cout)
+        arrays = _per_channel(np.asarray(m).reshape(-1), np.asarray(s_).reshape(-1))
+        ops.append(_requantize(ops[-1].results[0], op.output.type, out_q.zp, **arrays))
+        output_shape = op.output_shape
+        rewriter.insert(weights, InsertPoint.before(op))
+        _finish(rewriter, op, ops[1:], _activation_bounds(op))
+        _erase_dead_shape(rewriter, output_shape)
+
+
 # tfl op name (as in the `ops` option) -> pattern
 PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "conv_2d": LegalizeConv2D,
     "depthwise_conv_2d": LegalizeDepthwiseConv2D,
     "fully_connected": LegalizeFullyConnected,
     "transpose_conv": LegalizeTransposeConv,
+    "transpose_conv_taps": LegalizeTransposeConvTaps,
     "add": LegalizeAdd,
     "sub": LegalizeSub,
     "mul": LegalizeMul,
@@ -864,6 +990,8 @@ PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "maximum": LegalizeMaximumMinimum,
     "minimum": LegalizeMaximumMinimum,
     "table": LegalizeTable,
+    "resize_nearest_neighbor": lambda: LegalizeResize(tfl.ResizeNearestNeighborOp),
+    "resize_bilinear": lambda: LegalizeResize(tfl.ResizeBilinearOp),
 }
 
 

@@ -404,7 +404,7 @@ class PartitionGraphPass(ModulePass):
         }
 
     Groups the target runs as host steps of its programs (for `vta`: table lookups, copies,
-    pools the ALU cannot compute exactly) are decision points: the target's cost model
+    resizes, pools the ALU cannot compute exactly) are decision points: the target's cost model
     (`Target.host_step_cost`) prices each inside its partition (a host step) against the CPU
     (the op there, plus the hop: packing, unpacking and DRAM transfers of the values that
     start crossing the partition's boundary, and one more launch when the group sits between

@@ -29,9 +29,17 @@ DECISION = re.compile(
 )
 
 
-def _partition(name: str, **options):
+def _partition(name: str, on_cpu: tuple[str, ...] = (), **options):
+    """`name` partitioned with `options`; ops named in `on_cpu` are kept on the CPU (their
+    annotations removed), as the target would have them without their patterns."""
+    from qaccel.dialects.annotations import ANNOTATIONS
+
     module = api.import_model(CORPUS / f"{name}.tflite")
     api.run_pipeline(module, "vta-pipeline{stop-after=annotate-target}")
+    for op in module.walk():
+        if op.name in on_cpu:
+            for key in ANNOTATIONS:
+                op.attributes.pop(key, None)
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         api.run_pipeline(module, PartitionGraphPass(explain=True, **options))
@@ -65,16 +73,19 @@ def test_running_every_host_step_on_the_cpu_splits_the_partition():
     assert decisions and all(d["choice"] == "CPU" and d["forced"] for d in decisions)
 
 
+RESIZES = ("q.resize_bilinear", "q.resize_nearest_neighbor")
+
+
 def test_concatenations_at_partition_edges_run_on_the_cpu_when_cheaper():
-    """UNet's skip concatenations. skip3's sits between the transposed convolution and the
-    convolution after it, inside one partition: running it on the CPU would split the
-    partition (a launch, packs, DRAM), so it stays a host step. skip2's and skip1's start a
-    partition (their inputs come from the CPU's upsampling), so no launch is at stake: where
-    the packed layout's padded lanes cost more than a CPU operator's dispatch (skip1: a third
-    more packed lanes than channels to copy) the copy leaves the partition; skip2's stays. The
-    partitions stay 3."""
-    inside, kept = _partition("unet", host_steps="inside")
-    functions, decisions = _partition("unet")
+    """UNet's skip concatenations with its two upsamplings kept on the CPU. skip3's sits
+    between the transposed convolution and the convolution after it, inside one partition:
+    running it on the CPU would split the partition (a launch, packs, DRAM), so it stays a host
+    step. skip2's and skip1's start a partition (their inputs come from the CPU's upsampling),
+    so no launch is at stake: where the packed layout's padded lanes cost more than a CPU
+    operator's dispatch (skip1: a third more packed lanes than channels to copy) the copy
+    leaves the partition; skip2's stays. The partitions stay 3."""
+    inside, kept = _partition("unet", RESIZES, host_steps="inside")
+    functions, decisions = _partition("unet", RESIZES)
     assert len(functions) == len(inside) == 3
     assert [d["choice"] for d in decisions] == ["host step", "host step", "CPU"]
     assert [d["where"] for d in decisions] == ["inside its partition"] + [
@@ -84,6 +95,20 @@ def test_concatenations_at_partition_edges_run_on_the_cpu_when_cheaper():
         cheaper_outside = int(d["outside"]) < int(d["inside"])
         assert cheaper_outside == (d["choice"] == "CPU")
     assert all(d["choice"] == "host step" and d["forced"] for d in kept)
+
+
+def test_unet_upsamplings_and_concatenations_stay_inside_one_partition():
+    """With its resizes as host steps (a gather, an interpolation), UNet is one partition:
+    every decision point lies between two layers, where the CPU would cost a launch."""
+    functions, decisions = _partition("unet")
+    assert len(functions) == 1
+    steps = [d["step"] for d in decisions]
+    assert steps.count("a copy (concatenation)") == 3
+    assert "a gather (nearest-neighbour resize)" in steps
+    assert "an interpolation (bilinear resize)" in steps
+    for d in decisions:
+        assert d["where"] == "inside its partition" and d["choice"] == "host step"
+        assert int(d["inside"]) < int(d["outside"]) and "launch 0" not in d["oterms"]
 
 
 def test_a_launch_costs_more_than_a_sync_and_only_host_steps_have_a_price():
@@ -101,6 +126,8 @@ def test_qaccel_compile_explains_each_decision(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if "host step or CPU" in line]
-    assert len(lines) == 3 and all(DECISION.match(line) for line in lines), result.stderr
-    assert [line.rsplit("chosen: ", 1)[1] for line in lines] == ["host step", "host step", "CPU"]
+    assert len(lines) == 5 and all(DECISION.match(line) for line in lines), result.stderr
+    assert [line.rsplit("chosen: ", 1)[1] for line in lines] == ["host step"] * 5
     assert 'q.concat "unet_1/skip1_1/concat"' in lines[-1]
+    assert any('q.resize_bilinear "unet_1/up2_1/resize/ResizeBilinear"' in line
+               for line in lines)  # fmt: skip

@@ -47,6 +47,8 @@ LEGALIZED_TO: dict[str, str] = {
     "TRANSPOSE_CONV": "q.conv2d",
     "MAXIMUM": "q.relu",  # with a one-value constant bound and the tensor's type: a clamp
     "MINIMUM": "q.relu",
+    "RESIZE_NEAREST_NEIGHBOR": "q.resize_nearest_neighbor",
+    "RESIZE_BILINEAR": "q.resize_bilinear",
     # TABLE_OPS: an int8 -> int8 element-wise op is its 256-entry table (`q.relu` when the
     # table is a clamp of the input, as a RELU that keeps the scale)
     **dict.fromkeys(("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH",
@@ -55,6 +57,10 @@ LEGALIZED_TO: dict[str, str] = {
 }
 """The `q` op (the one target patterns anchor on) each builtin `legalize-tfl-to-q` rewrites
 becomes; a fused activation adds `q.relu`, which the patterns take along."""
+
+PATTERN_ROWS: dict[str, str] = {"transpose_conv_taps": "TRANSPOSE_CONV"}
+"""Patterns shown on one builtin's row rather than on every row whose `q` op is their
+innermost op (`transpose_conv_taps` anchors on the `q.conv2d` of TRANSPOSE_CONV's taps)."""
 
 NOTES: dict[str, str] = {
     "CUSTOM": "imported as `tfl.opaque` with its custom code; no custom op has a CPU kernel",
@@ -94,10 +100,6 @@ NOT_ON_THE_ACCELERATOR: dict[str, str] = {
                           "(RSQRT of a float mean, DEQUANTIZE) stay on the CPU",
     "TRANSPOSE": "exchanges the channel axis with another: lanes move, which neither the "
                  "LOAD/STORE strides nor the ALU can do",
-    "RESIZE_BILINEAR": "per-pixel interpolation weights in BUILTIN_REF's fixed point: no ALU "
-                       "pattern for them yet",
-    "RESIZE_NEAREST_NEIGHBOR": "repeats rows and columns: no copy pattern for it yet (it "
-                               "could be LOADs with repeated addresses)",
 }  # fmt: skip
 """Why some builtins with a CPU kernel have no accelerator pattern (the column's text): each
 is a partition boundary, the partition around it split into the ops before and after it."""
@@ -105,7 +107,11 @@ is a partition boundary, the partition around it split into the ops before and a
 ACCELERATOR_NOTES: dict[str, str] = {
     "TRANSPOSE_CONV": "when the kernel is the stride (taps on distinct output pixels): a 1x1 "
                       "convolution over the k*k taps, then `q.depth_to_space`, a gather step "
-                      "of the accelerator program; overlapping kernels run on the CPU",
+                      "of the accelerator program; when the taps overlap (kernel larger than "
+                      "the stride): the same 1x1 convolution storing its int32 accumulators, "
+                      "then `q.col2im` sums the taps landing on each pixel (an exact "
+                      "gather-sum host step) and the bias and requantization run as host lane "
+                      "steps of the program (the ALU's element-wise layers load int8 only)",
 }
 """What the accelerator column adds for builtins a pattern takes only in some forms."""
 
@@ -151,9 +157,12 @@ def rows() -> list[OpRow]:
     legalized = {name for name, op in typed.items() if op.removeprefix("tfl.") in PATTERNS}
     legalized |= set(TABLE_OPS)
     by_anchor: dict[str, list[tuple[str, str]]] = {}
+    by_builtin: dict[str, list[tuple[str, str]]] = {}
     for p in VTA_PATTERNS:
         anchor = _anchor(p.dag)
-        if anchor is not None:
+        if p.name in PATTERN_ROWS:
+            by_builtin.setdefault(PATTERN_ROWS[p.name], []).append((p.name, p.doc))
+        elif anchor is not None:
             by_anchor.setdefault(anchor, []).append((p.name, p.doc))
     out = []
     for code, name in sorted(BUILTIN_OPERATORS.items()):
@@ -165,6 +174,7 @@ def rows() -> list[OpRow]:
         ir_op = typed.get(name, "tfl.stablehlo_composite" if name == "STABLEHLO_COMPOSITE"
                           else "tfl.opaque")  # fmt: skip
         accel = tuple(by_anchor.get(q_op, ())) if q_op else ()
+        accel += tuple(by_builtin.get(name, ())) if q_op else ()
         types = tuple(str(t) for t in OUTPUT_TYPES.get(name, ()))
         out.append(OpRow(name, code, ir_op, module, types, q_op, accel))
     return out

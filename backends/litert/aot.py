@@ -241,6 +241,25 @@ def _depth_to_space_to_tflite(op: q.DepthToSpaceOp) -> list[Operation]:
     return [new]
 
 
+def _resize_to_tflite(op: q.ResizeNearestNeighborOp | q.ResizeBilinearOp) -> list[Operation]:
+    """`q.resize_nearest_neighbor` / `q.resize_bilinear` (left on the CPU) as TFLite's
+    RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR with a constant size."""
+    from qaccel.dialects.tfl import ResizeBilinearOp, ResizeNearestNeighborOp
+
+    kind = ResizeBilinearOp if isinstance(op, q.ResizeBilinearOp) else ResizeNearestNeighborOp
+    size = np.asarray(op.output.type.get_shape()[1:3], dtype="<i4")
+    stype = TensorType(IntegerType(32), [2])
+    const = ConstOp(DenseIntOrFPElementsAttr(stype, BytesAttr(size.tobytes())), stype)
+    const.location = _name_loc(f"{location_name(op) or 'resize'}/size")
+    align_corners, half_pixel_centers = op.flags()
+    new = kind.create(operands=[op.input, const.output], result_types=[op.output.type],
+                      properties=kind.properties_from_options(
+                          {"align_corners": align_corners,
+                           "half_pixel_centers": half_pixel_centers}))  # fmt: skip
+    new.location = op.location
+    return [const, new]
+
+
 def _slice_to_tflite(op: q.SliceOp) -> list[Operation]:
     """`q.slice` (a STRIDED_SLICE the partitioner left on the CPU) as TFLite's SLICE."""
     from qaccel.dialects.tfl import SliceOp
@@ -342,6 +361,12 @@ def _aot_spec(compiled: CompiledModel, bytecodes: dict[str, bytes] | None):
                 if not d.results[0].uses:
                     d.detach()
                     d.erase()
+        elif isinstance(op, q.ResizeNearestNeighborOp | q.ResizeBilinearOp):
+            new = _resize_to_tflite(op)
+            entry.body.block.insert_ops_before(new, op)
+            op.output.replace_all_uses_with(new[-1].results[0])
+            op.detach()
+            op.erase()
         elif isinstance(op, q.PadOp | q.ReshapeOp | q.SliceOp | q.DepthToSpaceOp):
             new = (_pad_to_tflite(op) if isinstance(op, q.PadOp) else _reshape_to_tflite(op)
                    if isinstance(op, q.ReshapeOp) else _depth_to_space_to_tflite(op)

@@ -194,6 +194,14 @@ def compile_module(
                 reason = "a host step of the accelerator program (a reshape: a copy)"
             if isinstance(op, accel.DepthToSpaceOp):
                 reason = "a host step of the accelerator program (depth to space: a gather)"
+            if isinstance(op, accel.ResizeNearestNeighborOp):
+                reason = "a host step of the accelerator program (nearest-neighbour resize: a gather)"
+            if isinstance(op, accel.ResizeBilinearOp):
+                reason = ("a host step of the accelerator program (bilinear resize: LiteRT's "
+                          "integer interpolation, exact)")
+            if isinstance(op, accel.Col2ImOp):
+                reason = ("a host step of the accelerator program (a transposed convolution's "
+                          "overlapping taps summed: a gather-sum)")
             if isinstance(op, accel.HostPool2DOp):
                 reason = ("a host step of the accelerator program (a pool the ALU cannot do "
                           "bit-exactly: padded taps, or a divisor not a power of two)")

@@ -291,6 +291,22 @@ class _Builder:
                                       "block_size": op.int_prop("block_size"),
                                       "channels": op.int_prop("channels"),
                                       "fill": op.int_prop("pad_value")}  # fmt: skip
+        if isinstance(op, accel.ResizeNearestNeighborOp | accel.ResizeBilinearOp |
+                      q.ResizeNearestNeighborOp | q.ResizeBilinearOp):  # fmt: skip
+            # q (NHWC, left on the CPU) runs as the packed kernel of one channel block
+            kind = ("resize_nearest" if isinstance(op, accel.ResizeNearestNeighborOp |
+                                                   q.ResizeNearestNeighborOp)
+                    else "resize_bilinear")  # fmt: skip
+            align_corners, half_pixel_centers = op.flags()
+            return kind, {"shape": list(op.output.type.get_shape()),
+                          "align_corners": align_corners,
+                          "half_pixel_centers": half_pixel_centers}  # fmt: skip
+        if isinstance(op, accel.Col2ImOp):
+            return "col2im", {"shape": list(op.output.type.get_shape()),
+                              "kernel": [int(v) for v in op.array_prop("kernel")],
+                              "strides": [int(v) for v in op.array_prop("strides")],
+                              "padding": [int(v) for v in op.array_prop("padding")],
+                              "channels": op.int_prop("channels")}  # fmt: skip
         if isinstance(op, accel.HostPool2DOp):
             return "host_pool", {
                 "kind": op.kind.data, "window": [int(v) for v in op.array_prop("window")],

@@ -22,6 +22,7 @@ A function is a register machine: `args` and `consts` fill registers, each step 
     ["read", [], [y] or [y, y32], {"offset", "nbytes", "dtype", "shape", "zp"}]   STEP_READ
     ["astype", "lane", "binary", "requantize", "pool", "reduce_sum", "pad", "clip",
      "concat", "concat_lanes", "host_pool", "reshape", "slice", "depth_to_space",
+     "resize_nearest", "resize_bilinear", "col2im",
      "qpool", "lut"]                                        the other host ops (accel, q)
     ["qadd_sub" | "qmul" | "qmean", in, [y], {kwargs}]     q.add/sub, q.mul, q.mean (qhost)
     ["dense_zp" | "conv2d_zp", [x, w], [y], {"bias", ...}] a GEMM on the host (packed)
@@ -415,6 +416,22 @@ def _run_host_op(kind: str, p: dict, xs: list):
         from qaccel.kernels import packed
 
         return packed.depth_to_space(x, p["shape"], p["block_size"], p["channels"], p["fill"])
+    if kind == "col2im":
+        from qaccel.kernels import packed
+
+        return packed.col2im(x, p["shape"], p["kernel"], p["strides"], p["padding"],
+                             p["channels"])  # fmt: skip
+    if kind in ("resize_nearest", "resize_bilinear"):
+        from qaccel.kernels import packed
+
+        fn = packed.resize_nearest if kind == "resize_nearest" else packed.resize_bilinear
+        out = p["shape"]
+        if x.ndim == 4:  # NHWC (a q op): one block of all channels
+            n, h, w, c = x.shape
+            y = fn(x.reshape(n, 1, h, w, 1, c), [n, 1, out[1], out[2], 1, c],
+                   p["align_corners"], p["half_pixel_centers"])  # fmt: skip
+            return y.reshape(out)
+        return fn(x, out, p["align_corners"], p["half_pixel_centers"])
     if kind in ("qadd_sub", "qmul", "qmean"):
         from qaccel.kernels import qhost
 

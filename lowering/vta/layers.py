@@ -161,6 +161,12 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
     wsum = w.reshape(-1, lanes).sum(axis=0) if kind == "depthwise" else w.reshape(lanes, -1).sum(1)
     qbias = (fused + kw["input_zero_point"] * wsum) & 0xFFFFFFFF
     kw["bias"] = qbias.astype(np.uint32).view(np.int32)
+    if isinstance(op, accel.Conv2DZpOp) and isinstance(nxt, accel.Col2ImOp):
+        # A transposed convolution's taps: the accelerator stores the int32 accumulators, the
+        # host sums the overlapping taps (`accel.col2im`), then bias and requantization.
+        kw["scale"] = np.ones(1)
+        layer = ConvLayer(kind, name=name, block=blk, **kw)
+        return LayerMatch(layer, ops, op.input, cur, None, [_filter_array(op)[1]], None)
     if isinstance(op, accel.DenseZpOp) and isinstance(nxt, accel.HostRequantizeOp):
         # LiteRT's FULLY_CONNECTED requantizes in double: the accelerator stores the int32
         # accumulators, `accel.host_requantize` stays a host op (the scale only marks this).

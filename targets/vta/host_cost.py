@@ -2,7 +2,8 @@
 
 Some groups the VTA target accepts are not computed by the accelerator but by the host, as a
 step of the accelerator program between two layers (`q.lut`'s table lookup, the copies of
-`q.concat`, `q.slice` and `q.reshape`, pools the ALU cannot compute bit-exactly). Each is a
+`q.concat`, `q.slice` and `q.reshape`, pools the ALU cannot compute bit-exactly, the gather
+of `q.resize_nearest_neighbor` and the interpolation of `q.resize_bilinear`). Each is a
 decision point of `partition-graph`: the group either stays inside its partition, or runs on
 the CPU as an ordinary operator, which moves the partition's boundary. Both choices run the op
 on the host; they differ in what surrounds it:
@@ -39,6 +40,8 @@ HOST_NS = {
     "copy": 0.25,  # per byte: memcpy of rows (about 4 GB/s)
     "lookup": 1.0,  # per element: load, index a 256-entry table, store
     "tap": 0.5,  # per window tap of a host pool: load, compare or add
+    "gather": 0.5,  # per element: load an index, copy the element it names
+    "interpolate": 2.0,  # per element: four loads, eight 64-bit multiplies, round, store
     "pack": 1.0,  # per packed byte: gather/scatter between NHWC and 16-lane blocks
     "dispatch": 1_000.0,  # one more CPU operator: the runtime invokes its kernel on its tensors
     "launch": 20_000.0,  # a separate accelerator invocation
@@ -86,6 +89,10 @@ def host_step_kind(ops: Iterable[Operation]) -> tuple[str, str, int] | None:
             return "a copy (spatial crop)", "copy", 1
         if name == "q.reshape":
             return "a copy (reshape)", "copy", 1
+        if name == "q.resize_nearest_neighbor":
+            return "a gather (nearest-neighbour resize)", "gather", 1
+        if name == "q.resize_bilinear":
+            return "an interpolation (bilinear resize)", "interpolate", 1
         if name in ("q.max_pool2d", "q.avg_pool2d"):
             kh, kw = _ints(op, "filter")
             taps = kh * kw

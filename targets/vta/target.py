@@ -391,6 +391,26 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
                 "16-channel map), is the same packed bytes, a copy inside the accelerator "
                 "function, a decision point of the cost model; other reshapes move lanes: "
                 "CPU (partition boundary)"),
+    Pattern("resize_nearest_neighbor", "q.resize_nearest_neighbor", (_int8_operands,),
+            doc="host step: each output pixel a copy of the input pixel LiteRT's kernel picks "
+                "(its float32 coordinates, computed at compile time), lanes kept "
+                "(UpSampling2D), a gather inside the accelerator function, a decision point of "
+                "the cost model"),
+    Pattern("resize_bilinear", "q.resize_bilinear", (_int8_operands,),
+            doc="host step: LiteRT's integer interpolation (four products per output with "
+                "10-bit weights per row and column, rounded half away from zero by 2^20), "
+                "exact, inside the accelerator function, a decision point of the cost model; "
+                "the ALU could compute it exactly too (the sums fit 32-bit lanes, RSHR rounds "
+                "as the kernel does), but it needs the int8 rows in the accumulator and a MUL "
+                "per weight and tap, not generated yet"),
+    Pattern("transpose_conv_taps", "q.relu?(q.requantize(q.bias_add?(q.col2im(q.conv2d))))",
+            _GEMM_CHECKS,
+            doc="GEMM core: a TRANSPOSE_CONV whose taps overlap (kernel larger than the "
+                "stride) as a 1x1 convolution over its KH*KW taps (int32 accumulators stored), "
+                "then an exact host step of the program sums the taps landing on each output "
+                "pixel (`accel.col2im`, a gather-sum: the overlapping scatter is no LOAD/STORE "
+                "pattern), then the bias and requantization as host lane steps of the program "
+                "(the ALU's element-wise layers load int8 only)"),
 )  # fmt: skip
 
 

@@ -30,7 +30,7 @@ enum { PROGRAM_VERSION = QACCEL_PROGRAM_FORMAT, HEADER_BYTES = 192, VALUE_BYTES 
        STEP_BYTES = 96, LAYER_BYTES = 32, MAX_RANK = QACCEL_MAX_RANK, CHECKSUM_AT = QACCEL_CHECKSUM_AT,
        KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6,
        KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9, KIND_CONCAT_LANES = 10, KIND_POOL = 11,
-       KIND_LUT = 12, KIND_GATHER = 13 };
+       KIND_LUT = 12, KIND_GATHER = 13, KIND_BILINEAR = 14, KIND_GATHER_SUM = 15 };
 /* KIND_LANE / KIND_BINARY operations */
 enum { OP_CONVERT = 0, OP_BIAS_ADD = 1, OP_SHIFT_LEFT = 2, OP_ROUND_MULTIPLY = 3, OP_ROUND_RSHIFT = 4,
        OP_ADD = 5, OP_MUL = 6, OP_MIN = 7, OP_MAX = 8 };
@@ -691,6 +691,86 @@ static int gather_step(const Program *p, const uint8_t *s, const Value *in, Valu
   return 0;
 }
 
+/* BILINEAR (accel.resize_bilinear; kernels/packed.py's resize_bilinear_from_tables): LiteRT's
+   int8 ResizeBilinearInteger on packed values a -> b, every lane alike; p: images (N * C/B), H, W,
+   B, OH, OW; at offset i64 y0, y1, wy (OH each), x0, x1, wx (OW each). Output row y reads input
+   rows y0[y] and y1[y] weighted 1024 - wy[y] and wy[y] (columns alike); the four products are
+   summed in int64 and divided by 2^20 rounding half away from zero (C division truncates). */
+static int bilinear_step(const Program *p, const uint8_t *s, const Value *in, Value *out, char *e) {
+  int64_t images = i64(s + 16), h = i64(s + 24), w = i64(s + 32), block = i64(s + 40);
+  int64_t oh = i64(s + 48), ow = i64(s + 56);
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88), n_in = 1, n_out = 1;
+  if (in->elem != 1 || out->elem != 1 || !times(&n_in, images) || !times(&n_in, h) || !times(&n_in, w) ||
+      !times(&n_in, block) || !times(&n_out, images) || !times(&n_out, oh) || !times(&n_out, ow) ||
+      !times(&n_out, block) || n_in != in->count || n_out != out->count ||
+      nbytes != 24 * ((uint64_t)oh + (uint64_t)ow) || !in_range(p, at, nbytes))
+    return fail(e, "QACCEL_VTA: a host bilinear resize step is malformed (corrupt program)");
+  const uint8_t *ty = p->base + at, *tx = ty + 24 * (uint64_t)oh;
+  if (!out->data) { /* checked only: rows and columns inside the input, weights bounded */
+    for (int k = 0; k < 2; k++) {
+      const uint8_t *t = k == 0 ? ty : tx;
+      int64_t n = k == 0 ? oh : ow, size = k == 0 ? h : w;
+      for (int64_t i = 0; i < n; i++) {
+        int64_t lo = i64(t + 8 * i), hi = i64(t + 8 * (n + i)), wt = i64(t + 8 * (2 * n + i));
+        if (lo < 0 || lo >= size || hi < 0 || hi >= size || wt < -1024 || wt > 2048)
+          return fail(e, "QACCEL_VTA: a host bilinear resize step reads outside its value (corrupt program)");
+      }
+    }
+    return 0;
+  }
+  const int8_t *x = (const int8_t *)in->data;
+  for (int64_t n = 0; n < images; n++)
+    for (int64_t oy = 0; oy < oh; oy++) {
+      int64_t y0 = i64(ty + 8 * oy), y1 = i64(ty + 8 * (oh + oy)), wy1 = i64(ty + 8 * (2 * oh + oy));
+      int64_t wy0 = 1024 - wy1;
+      const int8_t *r0 = x + (n * h + y0) * w * block, *r1 = x + (n * h + y1) * w * block;
+      for (int64_t ox = 0; ox < ow; ox++) {
+        int64_t x0 = i64(tx + 8 * ox), x1 = i64(tx + 8 * (ow + ox)), wx1 = i64(tx + 8 * (2 * ow + ox));
+        int64_t wx0 = 1024 - wx1;
+        uint8_t *y = out->data + ((n * oh + oy) * ow + ox) * block;
+        for (int64_t b = 0; b < block; b++) {
+          int64_t v = r0[x0 * block + b] * wy0 * wx0 + r1[x0 * block + b] * wy1 * wx0 +
+                      r0[x1 * block + b] * wy0 * wx1 + r1[x1 * block + b] * wy1 * wx1;
+          int64_t r = (v + (v > 0 ? (1 << 19) : -(1 << 19))) / (1 << 20);
+          y[b] = (uint8_t)r; /* the reference kernel's cast to int8, modulo 256 */
+        }
+      }
+    }
+  return 0;
+}
+
+/* GATHER_SUM (accel.col2im; kernels/packed.py's gather_sum): int32 b[i] = the int32 (wrapping)
+   sum of a[idx[i * T + j]], j < T = p[0], -1 entries skipped; i64 idx at the step's offset. */
+static int gather_sum_step(const Program *p, const uint8_t *s, const Value *in, Value *out, char *e) {
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88);
+  int64_t taps = i64(s + 16);
+  if (in->elem != 4 || out->elem != 4 || taps <= 0 || taps > 4096 ||
+      out->count > UINT64_MAX / 8 / (uint64_t)taps || nbytes != 8 * (uint64_t)taps * out->count ||
+      !in_range(p, at, nbytes))
+    return fail(e, "QACCEL_VTA: a host gather-sum step is malformed (corrupt program)");
+  const uint8_t *idx = p->base + at;
+  uint64_t n = out->count * (uint64_t)taps;
+  if (!out->data) { /* checked only: every index in range */
+    for (uint64_t i = 0; i < n; i++) {
+      int64_t j = i64(idx + 8 * i);
+      if (j < -1 || (j >= 0 && (uint64_t)j >= in->count))
+        return fail(e, "QACCEL_VTA: a host gather-sum step reads outside its value (corrupt program)");
+    }
+    return 0;
+  }
+  for (uint64_t i = 0; i < out->count; i++) {
+    uint32_t sum = 0; /* modulo 2^32, as the reference kernel's int32 accumulator */
+    for (int64_t t = 0; t < taps; t++) {
+      int64_t j = i64(idx + 8 * (i * (uint64_t)taps + (uint64_t)t));
+      if (j >= 0) sum += (uint32_t)get_elem(in, (uint64_t)j);
+    }
+    int32_t y;
+    memcpy(&y, &sum, 4);
+    memcpy(out->data + 4 * i, &y, 4);
+  }
+  return 0;
+}
+
 /* accel.host_pool2d (kernels/packed.py's host_pool2d, qhost.pool2d): int8 max or average pool
    of value a into b, c = 0 max, 1 average; p: images (N * C/B), H, W, B, OH, OW, KH, KW; at
    offset i64 stride h, stride w, top, left, min, max. Taps in the padding are skipped and not
@@ -818,7 +898,7 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
     }
     if (a >= p->n_values || ((kind == KIND_REQUANT || kind == KIND_PAD || kind == KIND_LANE || kind == KIND_BINARY ||
                              kind == KIND_REDUCE || kind == KIND_LUT || kind == KIND_POOL ||
-                             kind == KIND_GATHER) && b >= p->n_values))
+                             kind == KIND_GATHER || kind == KIND_BILINEAR || kind == KIND_GATHER_SUM) && b >= p->n_values))
       return fail(e, "QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p->n_values);
     Value *v = &values[a];
     if (kind == KIND_WRITE || kind == KIND_READ) {
@@ -854,6 +934,10 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
       if (concat_lanes(p, s, values, v, e)) return 1;
     } else if (kind == KIND_GATHER) {
       if (gather_step(p, s, v, &values[b], e)) return 1;
+    } else if (kind == KIND_BILINEAR) {
+      if (bilinear_step(p, s, v, &values[b], e)) return 1;
+    } else if (kind == KIND_GATHER_SUM) {
+      if (gather_sum_step(p, s, v, &values[b], e)) return 1;
     } else {
       return fail(e, "QACCEL_VTA: step %u has unknown kind %u (corrupt program)", k, kind);
     }

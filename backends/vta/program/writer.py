@@ -31,7 +31,8 @@ double-precision FULLY_CONNECTED requantization) is plain IEEE double arithmetic
 reproduces exactly, so the function is not split around it; the other host ops that layers
 leave behind (`accel.pad`, `accel.crop`, `accel.reshape`, `accel.concat`,
 `accel.concat_lanes`, `accel.host_pool2d`, `accel.max_pool2d` and `accel.sum_pool2d` on the
-host, the lane and binary ops, widen/narrow, `accel.reduce_sum`, the table lookup `accel.lut`)
+host, the lane and binary ops, widen/narrow, `accel.reduce_sum`, the table lookup `accel.lut`,
+the resizes' gather and interpolation, a transposed convolution's tap sum `accel.col2im`)
 are integer loops the runner implements as the interpreter does
 (`interpreter/accel_semantics.py`). A function with any other host op (e.g. a GEMM op left on
 the host), or whose host ops read constants, has no program (`ProgramWriteError`, one line
@@ -82,6 +83,13 @@ aligned (the one description of it; `qaccel_program.c` reads it):
 |                 | (b = table[a + 128])                                                          |
 | 13 GATHER       | value a into b (same element size): element i of b is element idx[i] of a,    |
 |                 | or p[0] where idx[i] is -1; at offset i64 idx, one per element of b           |
+| 14 BILINEAR     | int8 value a into int8 b, LiteRT's integer bilinear resize of every lane;     |
+|                 | p: images N*C/B, H, W, B, OH, OW; at offset i64 y0, y1, wy (OH each), x0, x1, |
+|                 | wx (OW each): b = (sum of a[y, x] * wy' * wx' + 2^19 signed) / 2^20 with      |
+|                 | C division, y in {y0, y1} weighted 1024 - wy and wy (x likewise)              |
+| 15 GATHER_SUM   | int32 value a into int32 b: element i of b is the int32 (wrapping) sum of the |
+|                 | elements idx[i * p[0] + j] of a, j < p[0], -1 skipped; at offset i64 idx      |
+|                 | (accel.col2im: a transposed convolution's overlapping taps)                   |
 """
 
 from __future__ import annotations
@@ -115,6 +123,8 @@ ELEMENT_TYPES = {np.dtype(np.int32): 2, np.dtype(np.uint8): 3, np.dtype(np.int8)
 KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT, KIND_PAD, KIND_CONCAT = 1, 2, 3, 4, 5, 6
 KIND_LANE, KIND_BINARY, KIND_REDUCE, KIND_CONCAT_LANES, KIND_POOL, KIND_LUT = 7, 8, 9, 10, 11, 12
 KIND_GATHER = 13
+KIND_BILINEAR = 14
+KIND_GATHER_SUM = 15
 # KIND_LANE / KIND_BINARY operations (the step's c)
 OP_CONVERT, OP_BIAS_ADD, OP_SHIFT_LEFT, OP_ROUND_MULTIPLY, OP_ROUND_RSHIFT = 0, 1, 2, 3, 4
 OP_ADD, OP_MUL, OP_MIN, OP_MAX = 5, 6, 7, 8
@@ -235,6 +245,34 @@ def _elementwise_step(op, values, new_value, name: str, i: int):
     src = values[x]
     return (KIND_LANE, dict(a=src, b=new_value(op.output), c=code, p=[consts.size, *geometry],
                             data=consts.tobytes()))  # fmt: skip
+
+
+def _resize_step(op: accel.ResizeNearestNeighborOp | accel.ResizeBilinearOp, src: int,
+                 dst: int) -> tuple:  # fmt: skip
+    """A nearest-neighbour resize as a GATHER step, a bilinear one as a BILINEAR step."""
+    from qaccel.kernels import packed
+
+    shape, out = op.input.type.get_shape(), op.output.type.get_shape()
+    if isinstance(op, accel.ResizeNearestNeighborOp):
+        index = packed.resize_nearest_index(shape, out, *op.flags())
+        return (KIND_GATHER, dict(a=src, b=dst, p=[0], data=index.astype("<i8").tobytes()))
+    if np.dtype(tensor_dtype(op.input.type)) != np.int8:
+        raise ProgramWriteError(f"accel.resize_bilinear of {op.input.type} (int8 only)")
+    n, cb, h, w, _, b = shape
+    tables = packed.resize_bilinear_tables((h, w), out[2:4], *op.flags())
+    return (KIND_BILINEAR, dict(a=src, b=dst, p=[n * cb, h, w, b, out[2], out[3]],
+                                data=tables.astype("<i8").tobytes()))  # fmt: skip
+
+
+def _col2im_step(op: accel.Col2ImOp, src: int, dst: int) -> tuple:
+    """A transposed convolution's tap sum as a GATHER_SUM step."""
+    from qaccel.kernels import packed
+
+    index = packed.col2im_index(op.input.type.get_shape(), op.output.type.get_shape(),
+                                op.array_prop("kernel"), op.array_prop("strides"),
+                                op.array_prop("padding"), op.int_prop("channels"))  # fmt: skip
+    return (KIND_GATHER_SUM, dict(a=src, b=dst, p=[index.shape[1]],
+                                  data=index.astype("<i8").tobytes()))  # fmt: skip
 
 
 def program_blob(
@@ -392,6 +430,12 @@ def program_blob(
                     dst = new_value(op.output)
                     steps.append((KIND_GATHER, dict(a=src, b=dst, p=[op.int_prop("pad_value")],
                                                     data=index.astype("<i8").tobytes())))
+                    continue
+                if isinstance(op, accel.Col2ImOp):
+                    steps.append(_col2im_step(op, values[op.input], new_value(op.output)))
+                    continue
+                if isinstance(op, accel.ResizeNearestNeighborOp | accel.ResizeBilinearOp):
+                    steps.append(_resize_step(op, values[op.input], new_value(op.output)))
                     continue
                 if isinstance(op, accel.ConcatLanesOp):
                     shape = list(op.output.type.get_shape())

@@ -297,3 +297,32 @@ func.func private @vta_fn_0(%x: tensor<1x3x6x!qi>) -> tensor<3x3x!qo> attributes
   %r = q.requantize %bias {scale = array<f64: 0.5, 0.0625, 0.3333333333333333>, input_zero_point = 0 : i32, output_zero_point = -10 : i32} : (tensor<3x3xi32>) -> tensor<3x3x!qo>
   func.return %r : tensor<3x3x!qo>
 }
+
+// -----
+
+// A transposed convolution's overlapping taps: the taps' 1x1 convolution forms a "conv" layer
+// whose int32 accumulators (zero-point term folded) the accelerator stores; accel.col2im, the
+// bias and the requantization stay host steps of the program.
+// CHECK-LABEL: func.func @col2im
+// CHECK:       func.func private @vta_fn_0
+// CHECK:         %t_fused = vta.layer "conv" {
+// CHECK-NEXT:      %t = accel.conv2d_zp %x, %w_packed
+// CHECK-NEXT:      %t_fused_1 = accel.bias_add_zp %t
+// CHECK-NEXT:      vta.yield %t_fused_1 : tensor<1x2x3x3x1x16xi32>
+// CHECK-NEXT:    } : tensor<1x2x3x3x1x16xi32>
+// CHECK-NEXT:    %s = accel.col2im %t_fused kernel = [3, 3] strides = [2, 2] padding = [1, 1] channels = 2 : tensor<1x2x3x3x1x16xi32> -> tensor<1x1x4x4x1x16xi32>
+// CHECK-NEXT:    %a = accel.bias_add_zp %s
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @col2im(%x: tensor<1x3x3x3x!q>) -> tensor<1x4x4x2x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<1x3x3x3x!q>) -> tensor<1x4x4x2x!q>
+  func.return %z : tensor<1x4x4x2x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x3x3x3x!q>) -> tensor<1x4x4x2x!q> attributes {qaccel.target = "vta"} {
+  %w = tfl.const dense<[[[[1, -2, 3]]], [[[4, 5, -6]]], [[[7, 8, 9]]], [[[-1, 2, 3]]], [[[4, -5, 6]]], [[[7, 8, -9]]], [[[1, 2, 3]]], [[[-4, 5, 6]]], [[[7, -8, 9]]], [[[1, 2, -3]]], [[[4, 5, 6]]], [[[-7, 8, 9]]], [[[1, -2, 3]]], [[[4, 5, -6]]], [[[7, 8, 9]]], [[[-1, 2, 3]]], [[[4, -5, 6]]], [[[7, 8, -9]]]]> : tensor<18x1x1x3xi8> -> tensor<18x1x1x3xi8>
+  %b = tfl.const dense<[5, -7]> : tensor<2xi32> -> tensor<2xi32>
+  %t = q.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, input_zero_point = 3 : i32, filter_zero_point = 0 : i32} : (tensor<1x3x3x3x!q>, tensor<18x1x1x3xi8>) -> tensor<1x3x3x18xi32>
+  %s = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x3x3x18xi32>) -> tensor<1x4x4x2xi32>
+  %a = q.bias_add %s, %b : (tensor<1x4x4x2xi32>, tensor<2xi32>) -> tensor<1x4x4x2xi32>
+  %y = q.requantize %a {input_zero_point = 0 : i32, output_zero_point = 3 : i32, multiplier = array<i32: 1073741824>, shift = array<i32: -3>} : (tensor<1x4x4x2xi32>) -> tensor<1x4x4x2x!q>
+  func.return %y : tensor<1x4x4x2x!q>
+}

@@ -164,7 +164,7 @@ func.func @refused_structure(%x: tensor<1x4x4x16xi8>) -> (tensor<1x4x4x16xi8>, t
   // WHY: vta: kept on CPU: q.conv2d %acc: pattern conv2d refused: the result of q.conv2d %acc is also used by func.return outside the group [single-use]
   %acc = q.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, input_zero_point = 0 : i32, filter_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>, tensor<16x1x1x16xi8>) -> tensor<1x4x4x16xi32>
   %y = q.requantize %acc {multiplier = array<i32: 1073741824>, shift = array<i32: -4>, input_zero_point = 0 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi32>) -> tensor<1x4x4x16xi8>
-  // WHY: vta: kept on CPU: q.bias_add %lone: no vta pattern matches q.bias_add here (patterns with q.bias_add: conv2d, depthwise_conv2d, dense)
+  // WHY: vta: kept on CPU: q.bias_add %lone: no vta pattern matches q.bias_add here (patterns with q.bias_add: conv2d, depthwise_conv2d, dense, transpose_conv_taps)
   %lone = q.bias_add %acc, %b : (tensor<1x4x4x16xi32>, tensor<16xi32>) -> tensor<1x4x4x16xi32>
   func.return %y, %acc, %lone : tensor<1x4x4x16xi8>, tensor<1x4x4x16xi32>, tensor<1x4x4x16xi32>
 }

@@ -2,7 +2,7 @@
 // RUN: qaccel-opt %s --split-input-file --verify-diagnostics -p legalize-tfl-to-q | filecheck %s
 
 // An op kind the pass does not know is refused before anything is rewritten.
-// OPTION: qaccel-opt: error: legalize-tfl-to-q: unknown op kind 'gelu' in ops (known: add, average_pool_2d, concatenation, conv_2d, dense_tokens, depthwise_conv_2d, fully_connected, max_pool_2d, maximum, mean, mean_reshape, minimum, mul, pad, padv2, reshape, strided_slice, sub, table, transpose_conv)
+// OPTION: qaccel-opt: error: legalize-tfl-to-q: unknown op kind 'gelu' in ops (known: add, average_pool_2d, concatenation, conv_2d, dense_tokens, depthwise_conv_2d, fully_connected, max_pool_2d, maximum, mean, mean_reshape, minimum, mul, pad, padv2, reshape, resize_bilinear, resize_nearest_neighbor, strided_slice, sub, table, transpose_conv, transpose_conv_taps)
 // CHECK-LABEL: func.func @f
 func.func @f() {
   func.return
@@ -26,4 +26,14 @@ func.func @add_bad_activation(%x: tensor<4x!q>) -> tensor<4x!q> {
 func.func @add_shapes(%x: tensor<4x!q>, %y: tensor<3x!q>) -> tensor<4x!q> {
   %0 = tfl.add %x, %y {fused_activation_function = "NONE", pot_scale_int16 = true} : (tensor<4x!q>, tensor<3x!q>) -> tensor<4x!q>
   func.return %0 : tensor<4x!q>
+}
+
+// -----
+
+// A resize already legalized with both coordinate flags (which LiteRT refuses) does not verify.
+// CHECK: q.resize_bilinear: align_corners and half_pixel_centers cannot both be true
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @resize_both_flags(%x: tensor<1x2x2x1x!q>) -> tensor<1x4x4x1x!q> {
+  %0 = q.resize_bilinear %x {align_corners = true, half_pixel_centers = true} : (tensor<1x2x2x1x!q>) -> tensor<1x4x4x1x!q>
+  func.return %0 : tensor<1x4x4x1x!q>
 }

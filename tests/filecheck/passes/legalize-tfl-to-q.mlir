@@ -387,9 +387,15 @@ func.func @transpose_conv(%x: tensor<1x2x2x3x!qx>) -> tensor<1x4x4x2x!qy> {
 
 // -----
 
-// A kernel larger than the stride: taps overlap (an output sums several), it stays on the CPU.
+// A kernel larger than the stride: taps overlap (an output sums several). The taps' 1x1
+// q.conv2d (2 channels x 9 taps, no bias), q.col2im sums them into the output (SAME at 3x3,
+// stride 2, output 4x4: nothing cropped), then the per-channel requantization.
 // CHECK-LABEL: func.func @transpose_conv_overlapping
-// CHECK:         tfl.transpose_conv
+// CHECK:         %w_taps = tfl.const dense<1> : tensor<18x1x1x3xi8>
+// CHECK-NEXT:    %y = q.conv2d %x, %w_taps {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, input_zero_point = -1 : i32, filter_zero_point = 0 : i32} : ({{.*}}) -> tensor<1x2x2x18xi32>
+// CHECK-NEXT:    %y_1 = q.col2im %y {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0>} : (tensor<1x2x2x18xi32>) -> tensor<1x4x4x2xi32>
+// CHECK-NEXT:    %y_2 = q.requantize %y_1 {input_zero_point = 0 : i32, output_zero_point = 3 : i32, multiplier = array<i32: 1073741824, 1073741824>, shift = array<i32: 0, -1>}
+// CHECK-NEXT:    func.return %y_2
 !qx = !quant.uniform<i8:f32, 0.5:-1>
 !qw = !quant.uniform<i8:f32:0, {0.25:0, 0.125:0}>
 !qy = !quant.uniform<i8:f32, 0.25:3>
@@ -398,5 +404,70 @@ func.func @transpose_conv_overlapping(%x: tensor<1x2x2x3x!qx>) -> tensor<1x4x4x2
   %w = tfl.const dense<1> : tensor<2x3x3x3xi8> -> tensor<2x3x3x3x!qw>
   %none = tfl.no_value
   %y = tfl.transpose_conv %s, %w, %x, %none {padding = "SAME", stride_h = 2 : i32, stride_w = 2 : i32, fused_activation_function = "NONE", quantized_bias_type = "FLOAT32"} : (tensor<4xi32>, tensor<2x3x3x3x!qw>, tensor<1x2x2x3x!qx>, none) -> tensor<1x4x4x2x!qy>
+  func.return %y : tensor<1x4x4x2x!qy>
+}
+
+// -----
+
+// RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR of one quantization: q ops with the same
+// coordinate flags; the size constant goes.
+// CHECK-LABEL: func.func @resizes
+// CHECK-NEXT:    %n = q.resize_nearest_neighbor %x {align_corners = false, half_pixel_centers = true} : (tensor<1x2x3x5x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x4x6x5x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK-NEXT:    %b = q.resize_bilinear %x {align_corners = true, half_pixel_centers = false} : (tensor<1x2x3x5x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x3x7x5x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK-NEXT:    func.return %n, %b
+// ONLY-ADD-LABEL: func.func @resizes
+// ONLY-ADD:         tfl.resize_nearest_neighbor
+// ONLY-ADD:         tfl.resize_bilinear
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @resizes(%x: tensor<1x2x3x5x!q>) -> (tensor<1x4x6x5x!q>, tensor<1x3x7x5x!q>) {
+  %s1 = tfl.const dense<[4, 6]> : tensor<2xi32> -> tensor<2xi32>
+  %s2 = tfl.const dense<[3, 7]> : tensor<2xi32> -> tensor<2xi32>
+  %n = tfl.resize_nearest_neighbor %x, %s1 {align_corners = false, half_pixel_centers = true} : (tensor<1x2x3x5x!q>, tensor<2xi32>) -> tensor<1x4x6x5x!q>
+  %b = tfl.resize_bilinear %x, %s2 {align_corners = true, half_pixel_centers = false} : (tensor<1x2x3x5x!q>, tensor<2xi32>) -> tensor<1x3x7x5x!q>
+  func.return %n, %b : tensor<1x4x6x5x!q>, tensor<1x3x7x5x!q>
+}
+
+// -----
+
+// Left on the CPU: a resize that changes the quantization, one of float values, one whose
+// size disagrees with its result, and a bilinear one with both coordinate flags (LiteRT's
+// kernel refuses it at Prepare).
+// CHECK-LABEL: func.func @resizes_left_alone
+// CHECK:         tfl.resize_nearest_neighbor
+// CHECK:         tfl.resize_bilinear
+// CHECK:         tfl.resize_bilinear
+// CHECK:         tfl.resize_bilinear
+!q = !quant.uniform<i8:f32, 0.5:-1>
+!r = !quant.uniform<i8:f32, 0.25:-1>
+func.func @resizes_left_alone(%x: tensor<1x2x2x1x!q>, %f: tensor<1x2x2x1xf32>) -> (tensor<1x4x4x1x!r>, tensor<1x4x4x1xf32>, tensor<1x4x4x1x!q>, tensor<1x4x4x1x!q>) {
+  %s = tfl.const dense<[4, 4]> : tensor<2xi32> -> tensor<2xi32>
+  %s45 = tfl.const dense<[4, 5]> : tensor<2xi32> -> tensor<2xi32>
+  %n = tfl.resize_nearest_neighbor %x, %s {align_corners = false, half_pixel_centers = false} : (tensor<1x2x2x1x!q>, tensor<2xi32>) -> tensor<1x4x4x1x!r>
+  %b = tfl.resize_bilinear %f, %s {align_corners = false, half_pixel_centers = false} : (tensor<1x2x2x1xf32>, tensor<2xi32>) -> tensor<1x4x4x1xf32>
+  %c = tfl.resize_bilinear %x, %s45 {align_corners = false, half_pixel_centers = false} : (tensor<1x2x2x1x!q>, tensor<2xi32>) -> tensor<1x4x4x1x!q>
+  %d = tfl.resize_bilinear %x, %s {align_corners = true, half_pixel_centers = true} : (tensor<1x2x2x1x!q>, tensor<2xi32>) -> tensor<1x4x4x1x!q>
+  func.return %n, %b, %c, %d : tensor<1x4x4x1x!r>, tensor<1x4x4x1xf32>, tensor<1x4x4x1x!q>, tensor<1x4x4x1x!q>
+}
+
+// -----
+
+// A 4x4 kernel at stride 2 (SAME: the scatter's first row and column cropped, padding [1, 1]),
+// with a bias (added once per output, after the sum) and a RELU; the output shape constant goes.
+// CHECK-LABEL: func.func @transpose_conv_overlapping_bias
+// CHECK:         %y = q.conv2d %x, %w_taps {{.*}} -> tensor<1x2x2x32xi32>
+// CHECK-NEXT:    %y_1 = q.col2im %y {kernel = array<i64: 4, 4>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x2x2x32xi32>) -> tensor<1x4x4x2xi32>
+// CHECK-NEXT:    %y_2 = q.bias_add %y_1, %b
+// CHECK-NEXT:    %y_3 = q.requantize %y_2
+// CHECK-NEXT:    %y_4 = q.relu %y_3 {min = 3 : i32, max = 127 : i32}
+// CHECK-NEXT:    func.return %y_4
+// CHECK-NOT:     tfl.transpose_conv
+!qx = !quant.uniform<i8:f32, 0.5:-1>
+!qw = !quant.uniform<i8:f32:0, {0.25:0, 0.125:0}>
+!qy = !quant.uniform<i8:f32, 0.25:3>
+func.func @transpose_conv_overlapping_bias(%x: tensor<1x2x2x3x!qx>) -> tensor<1x4x4x2x!qy> {
+  %s = tfl.const dense<[1, 4, 4, 2]> : tensor<4xi32> -> tensor<4xi32>
+  %w = tfl.const dense<2> : tensor<2x4x4x3xi8> -> tensor<2x4x4x3x!qw>
+  %b = tfl.const dense<[100, -200]> : tensor<2xi32> -> tensor<2xi32>
+  %y = tfl.transpose_conv %s, %w, %x, %b {padding = "SAME", stride_h = 2 : i32, stride_w = 2 : i32, fused_activation_function = "RELU", quantized_bias_type = "FLOAT32"} : (tensor<4xi32>, tensor<2x4x4x3x!qw>, tensor<1x2x2x3x!qx>, tensor<2xi32>) -> tensor<1x4x4x2x!qy>
   func.return %y : tensor<1x4x4x2x!qy>
 }

@@ -167,3 +167,17 @@ func.func private @vta_fn_0(%x: tensor<1x2x2x8x!q>) -> tensor<1x2x2x4x!q> attrib
   func.return %z : tensor<1x2x2x4x!q>
 }
 // CHECK: lower-q-to-accel: @vta_fn_0: q.slice %z: slices [1, 2, 2, 4] at [0, 0, 0, 4] out of [1, 2, 2, 8]: only the dimensions between batch and channels can be cropped (anything else moves lanes)
+
+// -----
+
+// The program's resize steps (a gather, an interpolation) take and give int8.
+!q = !quant.uniform<i16:f32, 0.5:0>
+func.func @main(%x: tensor<1x2x2x6x!q>) -> tensor<1x4x4x6x!q> {
+  %y = func.call @vta_fn_0(%x) : (tensor<1x2x2x6x!q>) -> tensor<1x4x4x6x!q>
+  func.return %y : tensor<1x4x4x6x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x2x2x6x!q>) -> tensor<1x4x4x6x!q> attributes {qaccel.target = "vta"} {
+  %y = q.resize_bilinear %x {align_corners = false, half_pixel_centers = true} : (tensor<1x2x2x6x!q>) -> tensor<1x4x4x6x!q>
+  func.return %y : tensor<1x4x4x6x!q>
+}
+// CHECK: lower-q-to-accel: @vta_fn_0: q.resize_bilinear %y: a resize step of the program takes and gives int8

@@ -527,3 +527,48 @@ func.func private @vta_fn_0(%x: tensor<1x2x2x6x!qi>) -> tensor<1x2x2x6x!qo> attr
   %y = q.lut %x {table = array<i32: -40, -39, -39, -39, -38, -38, -38, -37, -37, -37, -36, -36, -36, -35, -35, -35, -34, -34, -34, -33, -33, -33, -32, -32, -32, -31, -31, -31, -30, -30, -30, -29, -29, -29, -28, -28, -28, -27, -27, -27, -26, -26, -26, -25, -25, -25, -24, -24, -24, -23, -23, -23, -22, -22, -22, -21, -21, -21, -20, -20, -20, -19, -19, -19, -18, -18, -18, -17, -17, -17, -16, -16, -16, -15, -15, -15, -14, -14, -14, -13, -13, -13, -12, -12, -12, -11, -11, -11, -10, -10, -10, -9, -9, -9, -8, -8, -8, -7, -7, -7, -6, -6, -6, -5, -5, -5, -4, -4, -4, -3, -3, -3, -2, -2, -2, -1, -1, -1, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5, 6, 6, 6, 7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 10, 10, 11, 11, 11, 12, 12, 12, 13, 13, 13, 14, 14, 14, 15, 15, 15, 16, 16, 16, 17, 17, 17, 18, 18, 18, 19, 19, 19, 20, 20, 20, 21, 21, 21, 22, 22, 22, 23, 23, 23, 24, 24, 24, 25, 25, 25, 26, 26, 26, 27, 27, 27, 28, 28, 28, 29, 29, 29, 30, 30, 30, 31, 31, 31, 32, 32, 32, 33, 33, 33, 34, 34, 34, 35, 35, 35, 36, 36, 36, 37, 37, 37, 38, 38, 38, 39, 39, 39, 40, 40, 40, 41, 41, 41, 42, 42, 42, 43, 43, 43, 44, 44, 44, 45, 45, 45>} : (tensor<1x2x2x6x!qi>) -> tensor<1x2x2x6x!qo>
   func.return %y : tensor<1x2x2x6x!qo>
 }
+
+// -----
+
+// Resizes keep batch, channel blocks and lanes (6 channels: 2 blocks of 4, the padding lanes
+// interpolated alike): accel.resize_nearest_neighbor (a gather step of the program) and
+// accel.resize_bilinear (an interpolation step), a batch of 2 in one step each.
+// CHECK-LABEL: func.func @resizes
+// CHECK:         func.func private @vta_fn_0
+// CHECK-NEXT:      %n = accel.resize_nearest_neighbor %x align_corners = true half_pixel_centers = false : tensor<2x2x3x2x1x4x{{.*}}> -> tensor<2x2x5x4x1x4x{{.*}}>
+// CHECK-NEXT:      %b = accel.resize_bilinear %n align_corners = false half_pixel_centers = true : tensor<2x2x5x4x1x4x{{.*}}> -> tensor<2x2x7x3x1x4x{{.*}}>
+// CHECK-NEXT:      func.return %b
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @resizes(%x: tensor<2x3x2x6x!q>) -> tensor<2x7x3x6x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<2x3x2x6x!q>) -> tensor<2x7x3x6x!q>
+  func.return %z : tensor<2x7x3x6x!q>
+}
+func.func private @vta_fn_0(%x: tensor<2x3x2x6x!q>) -> tensor<2x7x3x6x!q> attributes {qaccel.target = "vta"} {
+  %n = q.resize_nearest_neighbor %x {align_corners = true, half_pixel_centers = false} : (tensor<2x3x2x6x!q>) -> tensor<2x5x4x6x!q>
+  %b = q.resize_bilinear %n {align_corners = false, half_pixel_centers = true} : (tensor<2x5x4x6x!q>) -> tensor<2x7x3x6x!q>
+  func.return %b : tensor<2x7x3x6x!q>
+}
+
+// -----
+
+// A transposed convolution's overlapping taps: the taps' 1x1 convolution keeps int32
+// accumulators (18 = 9 taps x 2 channels: 5 blocks of 4), accel.col2im sums them into 1 block
+// of 2 channels, then the bias and requantization (checked under --verify-semantics).
+// CHECK-LABEL: func.func @col2im
+// CHECK:         func.func private @vta_fn_0
+// CHECK:           %s = accel.col2im %t{{.*}} kernel = [3, 3] strides = [2, 2] padding = [1, 1] channels = 2 : tensor<1x5x3x3x1x4xi32> -> tensor<1x1x4x4x1x4xi32>
+// CHECK-NEXT:      %{{.*}} = accel.bias_add_zp %s by [5, -7, 0, 0]
+!q = !quant.uniform<i8:f32, 0.5:3>
+func.func @col2im(%x: tensor<1x3x3x3x!q>) -> tensor<1x4x4x2x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<1x3x3x3x!q>) -> tensor<1x4x4x2x!q>
+  func.return %z : tensor<1x4x4x2x!q>
+}
+func.func private @vta_fn_0(%x: tensor<1x3x3x3x!q>) -> tensor<1x4x4x2x!q> attributes {qaccel.target = "vta"} {
+  %w = tfl.const dense<[[[[1, -2, 3]]], [[[4, 5, -6]]], [[[7, 8, 9]]], [[[-1, 2, 3]]], [[[4, -5, 6]]], [[[7, 8, -9]]], [[[1, 2, 3]]], [[[-4, 5, 6]]], [[[7, -8, 9]]], [[[1, 2, -3]]], [[[4, 5, 6]]], [[[-7, 8, 9]]], [[[1, -2, 3]]], [[[4, 5, -6]]], [[[7, 8, 9]]], [[[-1, 2, 3]]], [[[4, -5, 6]]], [[[7, 8, -9]]]]> : tensor<18x1x1x3xi8> -> tensor<18x1x1x3xi8>
+  %b = tfl.const dense<[5, -7]> : tensor<2xi32> -> tensor<2xi32>
+  %t = q.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, input_zero_point = 3 : i32, filter_zero_point = 0 : i32} : (tensor<1x3x3x3x!q>, tensor<18x1x1x3xi8>) -> tensor<1x3x3x18xi32>
+  %s = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x3x3x18xi32>) -> tensor<1x4x4x2xi32>
+  %a = q.bias_add %s, %b : (tensor<1x4x4x2xi32>, tensor<2xi32>) -> tensor<1x4x4x2xi32>
+  %y = q.requantize %a {input_zero_point = 0 : i32, output_zero_point = 3 : i32, multiplier = array<i32: 1073741824>, shift = array<i32: -3>} : (tensor<1x4x4x2xi32>) -> tensor<1x4x4x2x!q>
+  func.return %y : tensor<1x4x4x2x!q>
+}

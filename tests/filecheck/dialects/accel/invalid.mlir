@@ -360,3 +360,51 @@ func.func @depth_to_space_blocks(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x2x8x8x1
   func.return %y : tensor<1x2x8x8x1x4xi8>
 }
 // CHECK: accel.depth_to_space: [1, 2, 8, 8, 1, 4] is not [1, 2, 4, 4, 1, 4] with 2x2 blocks of 2 channels moved into pixels
+
+// -----
+
+func.func @resize_blocks(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x1x8x8x1x4xi8> {
+  %y = accel.resize_nearest_neighbor %x align_corners = false half_pixel_centers = false : tensor<1x2x4x4x1x4xi8> -> tensor<1x1x8x8x1x4xi8>
+  func.return %y : tensor<1x1x8x8x1x4xi8>
+}
+// CHECK: accel.resize_nearest_neighbor: [1, 1, 8, 8, 1, 4] is not [1, 2, 4, 4, 1, 4] resized in H and W
+
+// -----
+
+func.func @resize_wide(%x: tensor<1x2x4x4x1x4xi32>) -> tensor<1x2x8x8x1x4xi32> {
+  %y = accel.resize_bilinear %x align_corners = false half_pixel_centers = false : tensor<1x2x4x4x1x4xi32> -> tensor<1x2x8x8x1x4xi32>
+  func.return %y : tensor<1x2x8x8x1x4xi32>
+}
+// CHECK: accel.resize_bilinear: the input must hold integers narrower than 32 bits, got i32
+
+// -----
+
+func.func @resize_flags(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x2x8x8x1x4xi8> {
+  %y = accel.resize_bilinear %x align_corners = true half_pixel_centers = true : tensor<1x2x4x4x1x4xi8> -> tensor<1x2x8x8x1x4xi8>
+  func.return %y : tensor<1x2x8x8x1x4xi8>
+}
+// CHECK: accel.resize_bilinear: align_corners and half_pixel_centers cannot both be true
+
+// -----
+
+func.func @col2im_blocks(%t: tensor<1x6x8x8x1x16xi32>) -> tensor<1x1x16x16x1x16xi32> {
+  %s = accel.col2im %t kernel = [3, 3] strides = [2, 2] padding = [0, 0] channels = 11 : tensor<1x6x8x8x1x16xi32> -> tensor<1x1x16x16x1x16xi32>
+  func.return %s : tensor<1x1x16x16x1x16xi32>
+}
+// CHECK: accel.col2im: [1, 1, 16, 16, 1, 16] does not take the 3x3 taps of 11 channels of [1, 6, 8, 8, 1, 16]
+
+// -----
+
+func.func @col2im_int8(%t: tensor<1x7x8x8x1x16xi8>) -> tensor<1x1x16x16x1x16xi32> {
+  %s = accel.col2im %t kernel = [3, 3] strides = [2, 2] padding = [0, 0] channels = 11 : tensor<1x7x8x8x1x16xi8> -> tensor<1x1x16x16x1x16xi32>
+  func.return %s : tensor<1x1x16x16x1x16xi32>
+}
+// CHECK: accel.col2im: the input must hold 32-bit integers, got i8
+
+// -----
+
+func.func @col2im_strides(%t: tensor<1x7x8x8x1x16xi32>) -> tensor<1x1x16x16x1x16xi32> {
+  %s = accel.col2im %t kernel = [3, 3] strides = [0, 2] padding = [0, 0] channels = 11 : tensor<1x7x8x8x1x16xi32> -> tensor<1x1x16x16x1x16xi32>
+  func.return %s : tensor<1x1x16x16x1x16xi32>
+}
+// CHECK: accel.col2im: kernel, strides (positive) and padding (not negative) need 2 values each

@@ -157,3 +157,27 @@ func.func @reshape_plain_order(%x: tensor<2x1x4x4x1x16xi8>) -> tensor<2x16x1x16x
   %y = accel.reshape %x : tensor<2x1x4x4x1x16xi8> -> tensor<2x16x1x16xi8>
   func.return %y : tensor<2x16x1x16xi8>
 }
+
+// -----
+
+// Resizes on packed activations: H and W change, batch, channel blocks and lanes stay.
+// CHECK-LABEL: func.func @resizes
+// CHECK-NEXT:    %n = accel.resize_nearest_neighbor %x align_corners = false half_pixel_centers = true : tensor<2x2x4x4x1x16x!quant.uniform<i8:f32, 0.5:-1>> -> tensor<2x2x8x8x1x16x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK-NEXT:    %b = accel.resize_bilinear %n align_corners = true half_pixel_centers = false : tensor<2x2x8x8x1x16x!quant.uniform<i8:f32, 0.5:-1>> -> tensor<2x2x3x5x1x16x!quant.uniform<i8:f32, 0.5:-1>>
+!q = !quant.uniform<i8:f32, 0.5:-1>
+func.func @resizes(%x: tensor<2x2x4x4x1x16x!q>) -> tensor<2x2x3x5x1x16x!q> {
+  %n = accel.resize_nearest_neighbor %x align_corners = false half_pixel_centers = true : tensor<2x2x4x4x1x16x!q> -> tensor<2x2x8x8x1x16x!q>
+  %b = accel.resize_bilinear %n align_corners = true half_pixel_centers = false : tensor<2x2x8x8x1x16x!q> -> tensor<2x2x3x5x1x16x!q>
+  func.return %b : tensor<2x2x3x5x1x16x!q>
+}
+
+// -----
+
+// A transposed convolution's tap sum on packed int32 accumulators (9 taps x 11 channels = 7
+// blocks into 1).
+// CHECK-LABEL: func.func @col2im
+// CHECK-NEXT:    %s = accel.col2im %t kernel = [3, 3] strides = [2, 2] padding = [0, 1] channels = 11 : tensor<1x7x8x8x1x16xi32> -> tensor<1x1x16x15x1x16xi32>
+func.func @col2im(%t: tensor<1x7x8x8x1x16xi32>) -> tensor<1x1x16x15x1x16xi32> {
+  %s = accel.col2im %t kernel = [3, 3] strides = [2, 2] padding = [0, 1] channels = 11 : tensor<1x7x8x8x1x16xi32> -> tensor<1x1x16x15x1x16xi32>
+  func.return %s : tensor<1x1x16x15x1x16xi32>
+}

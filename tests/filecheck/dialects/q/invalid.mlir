@@ -141,3 +141,51 @@ func.func @depth_to_space_channels(%a: tensor<1x2x2x6xi8>) {
   func.return
 }
 // CHECK: q.depth_to_space: [1, 4, 4, 1] is not [1, 2, 2, 6] with 2x2 channel blocks moved into pixels
+
+// -----
+
+func.func @resize_channels(%a: tensor<1x2x2x6xi8>) {
+  %0 = q.resize_nearest_neighbor %a {align_corners = false, half_pixel_centers = false} : (tensor<1x2x2x6xi8>) -> tensor<1x4x4x3xi8>
+  func.return
+}
+// CHECK: q.resize_nearest_neighbor: [1, 4, 4, 3] is not [1, 2, 2, 6] resized in H and W
+
+// -----
+
+func.func @resize_types(%a: tensor<1x2x2x6xi8>) {
+  %0 = q.resize_bilinear %a {align_corners = false, half_pixel_centers = false} : (tensor<1x2x2x6xi8>) -> tensor<1x4x4x6xi16>
+  func.return
+}
+// CHECK: q.resize_bilinear: the input and result element types differ
+
+// -----
+
+func.func @resize_flags(%a: tensor<1x2x2x6xi8>) {
+  %0 = q.resize_bilinear %a {align_corners = true, half_pixel_centers = true} : (tensor<1x2x2x6xi8>) -> tensor<1x4x4x6xi8>
+  func.return
+}
+// CHECK: q.resize_bilinear: align_corners and half_pixel_centers cannot both be true
+
+// -----
+
+func.func @col2im_taps(%t: tensor<1x3x3x16xi32>) {
+  %0 = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x3x3x16xi32>) -> tensor<1x4x4x2xi32>
+  func.return
+}
+// CHECK: q.col2im: [1, 4, 4, 2] does not take the 3x3 taps of [1, 3, 3, 16]
+
+// -----
+
+func.func @col2im_int8(%t: tensor<1x3x3x18xi8>) {
+  %0 = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x3x3x18xi8>) -> tensor<1x4x4x2xi32>
+  func.return
+}
+// CHECK: q.col2im: input and result must be int32 accumulators
+
+// -----
+
+func.func @col2im_padding(%t: tensor<1x3x3x18xi32>) {
+  %0 = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: -1, 1>} : (tensor<1x3x3x18xi32>) -> tensor<1x4x4x2xi32>
+  func.return
+}
+// CHECK: q.col2im: padding must not be negative

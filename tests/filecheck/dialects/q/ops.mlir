@@ -46,3 +46,19 @@ func.func @all_ops(%x: tensor<1x4x4x2x!q>, %w: tensor<2x1x1x2xi8>, %dw: tensor<1
   %19 = q.depth_to_space %18 {block_size = 2 : i32} : (tensor<1x2x4x4x!q>) -> tensor<1x4x8x1x!q>
   func.return %11 : tensor<1x4x4x2x!q>
 }
+
+// CHECK-LABEL: func.func @resizes
+// CHECK-NEXT:    %n = q.resize_nearest_neighbor %x {align_corners = false, half_pixel_centers = true} : (tensor<1x4x4x2x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x8x8x2x!quant.uniform<i8:f32, 0.5:-1>>
+// CHECK-NEXT:    %b = q.resize_bilinear %x {align_corners = true, half_pixel_centers = false} : (tensor<1x4x4x2x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<1x3x7x2x!quant.uniform<i8:f32, 0.5:-1>>
+func.func @resizes(%x: tensor<1x4x4x2x!q>) -> (tensor<1x8x8x2x!q>, tensor<1x3x7x2x!q>) {
+  %n = q.resize_nearest_neighbor %x {align_corners = false, half_pixel_centers = true} : (tensor<1x4x4x2x!q>) -> tensor<1x8x8x2x!q>
+  %b = q.resize_bilinear %x {align_corners = true, half_pixel_centers = false} : (tensor<1x4x4x2x!q>) -> tensor<1x3x7x2x!q>
+  func.return %n, %b : tensor<1x8x8x2x!q>, tensor<1x3x7x2x!q>
+}
+
+// CHECK-LABEL: func.func @col2im
+// CHECK-NEXT:    %s = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x3x3x18xi32>) -> tensor<1x4x4x2xi32>
+func.func @col2im(%t: tensor<1x3x3x18xi32>) -> tensor<1x4x4x2xi32> {
+  %s = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x3x3x18xi32>) -> tensor<1x4x4x2xi32>
+  func.return %s : tensor<1x4x4x2xi32>
+}
