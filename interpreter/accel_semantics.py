@@ -223,6 +223,14 @@ class AccelComputeFunctions(InterpreterFunctions):
                                       op.int_prop("block_size"), op.int_prop("channels"),
                                       op.int_prop("pad_value")),)  # fmt: skip
 
+    @impl(accel.LaneSumOp)
+    def run_lane_sum(self, interpreter: Interpreter, op: accel.LaneSumOp, args):
+        return (packed.lane_sum(args[0]),)
+
+    @impl(accel.LaneBroadcastOp)
+    def run_lane_broadcast(self, interpreter: Interpreter, op: accel.LaneBroadcastOp, args):
+        return (packed.lane_broadcast(args[0], op.output.type.get_shape()),)
+
     @impl(accel.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: accel.ReshapeOp, args):
         return (np.reshape(args[0], tuple(op.output.type.get_shape())),)

@@ -22,8 +22,9 @@ A function is a register machine: `args` and `consts` fill registers, each step 
     ["read", [], [y] or [y, y32], {"offset", "nbytes", "dtype", "shape", "zp"}]   STEP_READ
     ["astype", "lane", "binary", "requantize", "pool", "reduce_sum", "pad", "clip",
      "concat", "concat_lanes", "host_pool", "reshape", "slice", "depth_to_space",
-     "qpool", "lut"]                                        the other host ops (accel, q)
+     "qpool", "lut", "lane_sum", "lane_broadcast"]                                        the other host ops (accel, q)
     ["qadd_sub" | "qmul" | "qmean", in, [y], {kwargs}]     q.add/sub, q.mul, q.mean (qhost)
+    ["qsquared_difference", [a, b], [y], {kwargs}]         q.squared_difference (qhost)
     ["dense_zp" | "conv2d_zp", [x, w], [y], {"bias", ...}] a GEMM on the host (packed)
 
 An accelerator function whose entry names a program (`"accel": {"program":
@@ -386,6 +387,14 @@ def _run_host_op(kind: str, p: dict, xs: list):
         from qaccel.kernels import packed
 
         return packed.depth_to_space(x, p["shape"], p["block_size"], p["channels"], p["fill"])
+    if kind in ("lane_sum", "lane_broadcast"):
+        from qaccel.kernels import packed
+
+        return packed.lane_sum(x) if kind == "lane_sum" else packed.lane_broadcast(x, p["shape"])
+    if kind == "qsquared_difference":
+        from qaccel.kernels import qhost
+
+        return qhost.squared_difference(*xs, **p)
     if kind in ("qadd_sub", "qmul", "qmean"):
         from qaccel.kernels import qhost
 
