@@ -263,7 +263,6 @@ def _lane_steps(op, values, new_value, temp_value) -> list[tuple] | None:
 
 
 def program_blob(
-    compiled: CompiledModel,def program_blob(
     compiled: CompiledModel,
     name: str,
     f: func.FuncOp,
