@@ -159,10 +159,11 @@ def lower_mul(fl: FunctionLowering, op: q.MulOp) -> SSAValue:
 def lower_squared_difference(fl: FunctionLowering, op: q.SquaredDifferenceOp) -> SSAValue:
     """TFLite's int8 SQUARED_DIFFERENCE: each side centred, shifted left and rescaled as
     `q.add`'s, the difference (`accel.mul` by -1 then `accel.add`) squared by `accel.mul`
-    (|difference| < 2^15, so the square fits int32), rescaled and clamped."""
+    (|difference| <= 255 * 2^7 < 2^15, so the square fits int32), rescaled and clamped."""
     left = op.int_prop("left_shift")
-    if not 0 <= left <= 15:
-        raise LoweringError(f"left_shift {left}: the squared difference must stay within int32")
+    if not 0 <= left <= 7:  # |difference| <= 255 * 2^left (multipliers at most 1/2)
+        raise LoweringError(f"left_shift {left}: the square of the difference would leave "
+                            "int32 (at most 7)")
 
     def rescaled(side: str) -> SSAValue | np.ndarray:
         zp = op.int_prop(f"{side}_zero_point")

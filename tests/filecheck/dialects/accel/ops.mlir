@@ -157,3 +157,15 @@ func.func @reshape_plain_order(%x: tensor<2x1x4x4x1x16xi8>) -> tensor<2x16x1x16x
   %y = accel.reshape %x : tensor<2x1x4x4x1x16xi8> -> tensor<2x16x1x16xi8>
   func.return %y : tensor<2x16x1x16xi8>
 }
+
+// -----
+
+// A layer norm's lane steps: each pixel's lanes summed into lane 0, lane 0 broadcast.
+// CHECK-LABEL: func.func @lanes
+// CHECK-NEXT:    %s = accel.lane_sum %x : tensor<1x2x16x1x16xi8> -> tensor<1x1x16x1x16xi32>
+// CHECK-NEXT:    %b = accel.lane_broadcast %m : tensor<1x1x16x1x16xi8> -> tensor<1x2x16x1x16xi8>
+func.func @lanes(%x: tensor<1x2x16x1x16xi8>, %m: tensor<1x1x16x1x16xi8>) -> (tensor<1x1x16x1x16xi32>, tensor<1x2x16x1x16xi8>) {
+  %s = accel.lane_sum %x : tensor<1x2x16x1x16xi8> -> tensor<1x1x16x1x16xi32>
+  %b = accel.lane_broadcast %m : tensor<1x1x16x1x16xi8> -> tensor<1x2x16x1x16xi8>
+  func.return %s, %b : tensor<1x1x16x1x16xi32>, tensor<1x2x16x1x16xi8>
+}
