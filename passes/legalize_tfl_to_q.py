@@ -21,8 +21,8 @@ double-precision scale. Also DEPTHWISE_CONV_2D, ADD, SUB, MUL, AVERAGE_POOL_2D, 
 MEAN (constant axes), PAD/PADV2 (constant paddings), CONCATENATION, STRIDED_SLICE with constant
 bounds and unit strides (`q.slice`, the box it selects), RESHAPE between static
 shapes (`q.reshape`; a computed shape operand, e.g. Keras' Flatten's SHAPE, STRIDED_SLICE and
-PACK, is dropped with the ops that computed it), and MAXIMUM/MINIMUM with a one-valued constant
-(a `q.relu` clamp).
+PACK, is dropped with the ops that computed it), MAXIMUM/MINIMUM with a one-valued constant
+(a `q.relu` clamp), and SQUARED_DIFFERENCE (`q.squared_difference`, the kernel's multipliers).
 
 Element-wise int8 -> int8 ops with one input (`TABLE_OPS`: standalone RELU/RELU6/RELU_N1_TO_1,
 LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, GELU, an int8 QUANTIZE, ...) see only 256 input values:
@@ -33,6 +33,9 @@ their kernel (`kernels/`) computes the 256 results at compile time, and the op b
 or, when the table is a clamp of the input (a RELU whose input and output share a
 quantization), `q.relu` (nothing at all when the clamp is the identity and the types agree).
 A table the kernel cannot compute for every input (it refuses one) leaves the op as it is.
+A `DEQUANTIZE -> float element-wise ops -> QUANTIZE` chain of one int8 input (`FLOAT_CHAIN_OPS`:
+NEG, ABS, SQUARE, SQRT, RSQRT, RELU; a layer norm's negated mean) is such an op too: one
+`q.lut`, its table the chain's kernels run on the 256 values.
 
 A FULLY_CONNECTED between a RESHAPE of tokens `[1, T, C]` to rows `[T, C]` and a RESHAPE of
 its rows back to `[1, T, O]` (Keras' Dense on `[N, T, C]`) becomes one `q.dense` group over the
@@ -978,7 +981,8 @@ class LegalizeTflToQPass(ModulePass):
 
     ops: tuple[str, ...] = ()
     """Op kinds to legalize (tfl op names without `tfl.`, e.g. conv_2d,add; `table`: the
-    element-wise ops of `TABLE_OPS`; `mean_reshape`: a global mean's reshape); all when empty."""
+    element-wise ops of `TABLE_OPS`; `mean_reshape`: a global mean's reshape; `float_chain`: a
+    DEQUANTIZE -> float -> QUANTIZE chain as one table); all when empty."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         unknown = [name for name in self.ops if name not in PATTERNS]
