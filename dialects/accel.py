@@ -1427,6 +1427,61 @@ class ConcatLanesOp(_ComputeOp):
             )
 
 
+@irdl_op_definition
+class LaneSumOp(_ComputeOp):
+    """Sum of all lanes of each pixel, modulo 2^32, into lane 0 of a one-block int32 result
+    whose other lanes hold 0: `[N, C/B, ..., 1, B]` (int8 or int32) -> `[N, 1, ..., 1, B]`
+    (a MEAN over the channel axis of channels filling whole blocks). Lanes mix, which the ALU
+    cannot do: the accelerator function keeps it as a host step of its program (a reduction
+    over the blocks and lanes, then a padding of the lanes)."""
+
+    name = "accel.lane_sum"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType):
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type])
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, "any")
+        out = _check_packed(self, "the result", self.output.type, 32)
+        expected = (shape[0], 1, *shape[2:])
+        if out != expected:
+            raise VerifyException(
+                f"{self.name}: the result must be {list(expected)}, got {list(out)}"
+            )
+
+
+@irdl_op_definition
+class LaneBroadcastOp(_ComputeOp):
+    """Lane 0 of each pixel copied to every lane of every channel block: `[N, 1, ..., 1, B]`
+    -> `[N, C/B, ..., 1, B]`, same element type (a `[..., 1]` operand broadcast against
+    `[..., C]`). The ALU repeats whole rows, not lanes: the accelerator function keeps it as
+    a host step of its program (a gather)."""
+
+    name = "accel.lane_broadcast"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType):
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type])
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, "any")
+        out = _check_packed(self, "the result", self.output.type, "any")
+        if self.input.type.element_type != self.output.type.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        if shape[1] != 1 or len(out) != len(shape) or (out[0], *out[2:]) != (shape[0], *shape[2:]):
+            raise VerifyException(
+                f"{self.name}: {list(out)} is not {list(shape)} (one channel block) with its "
+                "lane 0 broadcast over the channel blocks"
+            )
+
+
 COMPUTE_OPS: tuple[type[AccelOp], ...] = (
     Conv2DZpOp, DenseZpOp, BiasAddZpOp, ShiftLeftOp, RoundMultiplyOp, RoundRShiftOp, AddOp,
     MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, LutOp, MaxPool2DOp, SumPool2DOp,
@@ -1434,6 +1489,7 @@ COMPUTE_OPS: tuple[type[AccelOp], ...] = (
     ResizeNearestNeighborOp, ResizeBilinearOp, Col2ImOp,
 )  # fmt: skip
 """The ops `lower-q-to-accel` produces: what the accelerator computes on packed tensors."""
+COMPUTE_OPS += (LaneSumOp, LaneBroadcastOp)
 
 
 ACCEL_OPS: tuple[type[AccelOp], ...] = (PackOp, UnpackOp, *COMPUTE_OPS)

@@ -601,10 +601,45 @@ class Col2ImOp(QOp):
                                   f"{shape}")  # fmt: skip
 
 
+@irdl_op_definition
+class SquaredDifferenceOp(QOp):
+    """Quantized squared difference with broadcasting, TFLite's way (SQUARED_DIFFERENCE):
+    each input is centred, shifted left by `left_shift` (7) and rescaled (`MBQM`), the square
+    of their difference is rescaled to the output."""
+
+    name = "q.squared_difference"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    lhs_zero_point = prop_def(IntegerAttr[I32])
+    rhs_zero_point = prop_def(IntegerAttr[I32])
+    left_shift = prop_def(IntegerAttr[I32])
+    lhs_multiplier = prop_def(IntegerAttr[I32])
+    lhs_shift = prop_def(IntegerAttr[I32])
+    rhs_multiplier = prop_def(IntegerAttr[I32])
+    rhs_shift = prop_def(IntegerAttr[I32])
+    output_multiplier = prop_def(IntegerAttr[I32])
+    output_shift = prop_def(IntegerAttr[I32])
+    output_zero_point = prop_def(IntegerAttr[I32])
+
+    def verify_(self) -> None:
+        for name in ("lhs_shift", "rhs_shift", "output_shift"):
+            _check_shifts(self, name, self.int_prop(name))
+            if self.int_prop(name) > 0:
+                raise VerifyException(
+                    f"{self.name}: {name} must not be positive (multipliers below one), got "
+                    f"{self.int_prop(name)}"
+                )
+        if not 0 <= self.int_prop("left_shift") <= 15:
+            raise VerifyException(
+                f"{self.name}: left_shift must be in [0, 15], got {self.int_prop('left_shift')}"
+            )
+
+
 Q_OPS = (
     Conv2DOp, DepthwiseConv2DOp, DenseOp, BiasAddOp, RequantizeOp, ReluOp, LutOp, AddOp, SubOp,
     MulOp, AvgPool2DOp, MaxPool2DOp, MeanOp, PadOp, ConcatOp, ReshapeOp, SliceOp, DepthToSpaceOp,
     ResizeNearestNeighborOp, ResizeBilinearOp, Col2ImOp,
 )  # fmt: skip
-
+Q_OPS += (SquaredDifferenceOp,)
 Q = Dialect("q", list(Q_OPS), [])

@@ -238,6 +238,14 @@ class AccelComputeFunctions(InterpreterFunctions):
                               op.array_prop("strides"), op.array_prop("padding"),
                               op.int_prop("channels")),)  # fmt: skip
 
+    @impl(accel.LaneSumOp)
+    def run_lane_sum(self, interpreter: Interpreter, op: accel.LaneSumOp, args):
+        return (packed.lane_sum(args[0]),)
+
+    @impl(accel.LaneBroadcastOp)
+    def run_lane_broadcast(self, interpreter: Interpreter, op: accel.LaneBroadcastOp, args):
+        return (packed.lane_broadcast(args[0], op.output.type.get_shape()),)
+
     @impl(accel.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: accel.ReshapeOp, args):
         return (np.reshape(args[0], tuple(op.output.type.get_shape())),)

@@ -120,6 +120,14 @@ def mul(op: q.MulOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return qhost.mul(a, b, **mul_params(op))
 
 
+def squared_difference_params(op: q.SquaredDifferenceOp) -> dict:
+    """The keyword arguments of `qhost.squared_difference` for `op`."""
+    names = ("left_shift", "lhs_zero_point", "lhs_multiplier", "lhs_shift", "rhs_zero_point",
+             "rhs_multiplier", "rhs_shift", "output_multiplier", "output_shift",
+             "output_zero_point")  # fmt: skip
+    return {**{n: op.int_prop(n) for n in names}, **_storage(op)}
+
+
 def pool_params(op: q._PoolOp) -> dict:
     """The keyword arguments of `qhost.pool2d` for `op` (the run plan stores them too)."""
     top, _, left, _ = (int(v) for v in op.array_prop("padding"))
@@ -208,6 +216,11 @@ class QFunctions(InterpreterFunctions):
     @impl(q.MaxPool2DOp)
     def run_max_pool(self, interpreter: Interpreter, op: q.MaxPool2DOp, args):
         return (pool2d(op, *args),)
+
+    @impl(q.SquaredDifferenceOp)
+    def run_squared_difference(self, interpreter: Interpreter, op: q.SquaredDifferenceOp,
+                               args: tuple[Any, ...]):  # fmt: skip
+        return (qhost.squared_difference(*args, **squared_difference_params(op)),)
 
     @impl(q.MeanOp)
     def run_mean(self, interpreter: Interpreter, op: q.MeanOp, args: tuple[Any, ...]):

@@ -205,6 +205,29 @@ def col2im(x: np.ndarray, out_shape, kernel, strides, padding, channels: int) ->
                       out_shape)  # fmt: skip
 
 
+def lane_sum(x: np.ndarray) -> np.ndarray:
+    """`accel.lane_sum` of the packed `x` `[N, C/B, ..., 1, B]`: each pixel's lanes summed
+    modulo 2^32 into lane 0 of an int32 `[N, 1, ..., 1, B]` whose other lanes hold 0."""
+    total = x.astype(np.int64).sum(axis=(1, x.ndim - 1), keepdims=True)
+    total = ((total + 2**31) % 2**32 - 2**31).astype(np.int32)
+    out = np.zeros((*x.shape[:1], 1, *x.shape[2:]), np.int32)
+    out[..., :1] = total
+    return out
+
+
+def lane_broadcast_index(in_shape, out_shape) -> np.ndarray:
+    """For each element of the packed `out_shape` `[N, C/B, ..., 1, B]`, the flat index of
+    lane 0 of its pixel in the packed one-block input `[N, 1, ..., 1, B]`
+    (`accel.lane_broadcast`)."""
+    source = np.arange(int(np.prod(in_shape)), dtype=np.int64).reshape(tuple(in_shape))
+    return np.broadcast_to(source[..., :1], tuple(out_shape)).reshape(-1).copy()
+
+
+def lane_broadcast(x: np.ndarray, out_shape) -> np.ndarray:
+    """`accel.lane_broadcast` of the packed `x`: lane 0 of each pixel in every lane."""
+    return np.ascontiguousarray(np.broadcast_to(x[..., :1], tuple(out_shape)))
+
+
 def to_nhwc(x: np.ndarray) -> np.ndarray:
     """`[N, C/B, H, W, 1, B]` -> `[N, H, W, C/B * B]` (all lanes, padded ones included)."""
     n, cb, h, w, _, b = x.shape

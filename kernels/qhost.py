@@ -45,6 +45,25 @@ def mul(a: np.ndarray, b: np.ndarray, *, lhs_zero_point: int, rhs_zero_point: in
     return saturate(out + output_zero_point, lo, hi, dtype)
 
 
+def squared_difference(a: np.ndarray, b: np.ndarray, *, left_shift: int, lhs_zero_point: int,
+                       lhs_multiplier: int, lhs_shift: int, rhs_zero_point: int,
+                       rhs_multiplier: int, rhs_shift: int, output_multiplier: int,
+                       output_shift: int, output_zero_point: int, lo: int, hi: int,
+                       dtype) -> np.ndarray:  # fmt: skip
+    """`q.squared_difference`: both sides centred, shifted left and rescaled, the square of
+    their difference (wrapping) rescaled to the output."""
+
+    def scaled(v: np.ndarray, zero_point: int, multiplier: int, shift: int) -> np.ndarray:
+        shifted = (v.astype(np.int64) - zero_point) << left_shift
+        return ar.multiply_by_quantized_multiplier(shifted, multiplier, shift)
+
+    diff = ar.wrap_int32(scaled(a, lhs_zero_point, lhs_multiplier, lhs_shift)
+                         - scaled(b, rhs_zero_point, rhs_multiplier, rhs_shift))  # fmt: skip
+    out = ar.multiply_by_quantized_multiplier(ar.wrap_int32(diff * diff), output_multiplier,
+                                              output_shift)  # fmt: skip
+    return saturate(out + output_zero_point, lo, hi, dtype)
+
+
 def mean(x: np.ndarray, *, axes, num_elements: int, input_zero_point: int, multiplier: int,
          shift: int, output_zero_point: int, shape, lo: int, hi: int,
          dtype) -> np.ndarray:  # fmt: skip

@@ -254,6 +254,18 @@ LOWERED_OPS: tuple[type[q.QOp], ...] = (
 """The q ops the patterns lower (every other q op in an accelerator function is an error)."""
 
 
+class LowerSquaredDifference(_LowerQOp):
+    """`q.squared_difference` -> the rescaled sides' difference squared on the ALU."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: q.SquaredDifferenceOp, rewriter: PatternRewriter) -> None:
+        self.lower(op, rewriter, elementwise.lower_squared_difference)
+
+
+PATTERNS += (LowerSquaredDifference,)
+LOWERED_OPS += (q.SquaredDifferenceOp,)
+
+
 def lower_functions(functions: dict[func.FuncOp, FunctionLowering]) -> None:
     """Apply the patterns in program order over each accelerator function, once per op (new
     ops are not revisited; unused pure ops are not erased on the way: `dce_enabled=False`)."""

@@ -25,7 +25,8 @@ PACK, is dropped with the ops that computed it), MAXIMUM/MINIMUM with a one-valu
 (a `q.relu` clamp), and RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR of one quantization
 (`q.resize_nearest_neighbor` / `q.resize_bilinear`, their size operand dropped), and
 TRANSPOSE_CONV (its taps a 1x1 `q.conv2d`, then `q.depth_to_space` when the kernel is the
-stride, or `q.col2im` summing overlapping taps before the bias and requantization).
+stride, or `q.col2im` summing overlapping taps before the bias and requantization), and
+SQUARED_DIFFERENCE (`q.squared_difference`, the kernel's multipliers).
 
 Element-wise int8 -> int8 ops with one input (`TABLE_OPS`: standalone RELU/RELU6/RELU_N1_TO_1,
 LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, GELU, an int8 QUANTIZE, ...) see only 256 input values:
@@ -36,6 +37,9 @@ their kernel (`kernels/`) computes the 256 results at compile time, and the op b
 or, when the table is a clamp of the input (a RELU whose input and output share a
 quantization), `q.relu` (nothing at all when the clamp is the identity and the types agree).
 A table the kernel cannot compute for every input (it refuses one) leaves the op as it is.
+A `DEQUANTIZE -> float element-wise ops -> QUANTIZE` chain of one int8 input (`FLOAT_CHAIN_OPS`:
+NEG, ABS, SQUARE, SQRT, RSQRT, RELU; a layer norm's negated mean) is such an op too: one
+`q.lut`, its table the chain's kernels run on the 256 values.
 
 A FULLY_CONNECTED between a RESHAPE of tokens `[1, T, C]` to rows `[T, C]` and a RESHAPE of
 its rows back to `[1, T, O]` (Keras' Dense on `[N, T, C]`) becomes one `q.dense` group over the
@@ -422,6 +426,38 @@ class LegalizeSub(_LegalizeAddSub):
         self.rewrite(op, rewriter)
 
 
+class LegalizeSquaredDifference(_Legalize):
+    """int8 SQUARED_DIFFERENCE: `q.squared_difference` with the kernel's Prepare-time
+    multipliers (left shift 7, each input's and the output's multiplier below one)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.SquaredDifferenceOp, rewriter: PatternRewriter):
+        call = self.legal_int8(op, op.lhs, op.rhs)
+        if call is None:
+            return
+        from qaccel.kernels.elementwise import squared_difference_params
+
+        (m1, s1), (m2, s2), (mo, so) = squared_difference_params("SQUARED_DIFFERENCE", call)
+        props = {
+            "lhs_zero_point": element_qparams(op.lhs.type).zp,
+            "rhs_zero_point": element_qparams(op.rhs.type).zp,
+            "left_shift": 7,
+            "lhs_multiplier": m1,
+            "lhs_shift": s1,
+            "rhs_multiplier": m2,
+            "rhs_shift": s2,
+            "output_multiplier": mo,
+            "output_shift": so,
+            "output_zero_point": element_qparams(op.output.type).zp,
+        }
+        new = q.SquaredDifferenceOp.create(
+            operands=[op.lhs, op.rhs],
+            result_types=[op.output.type],
+            properties={k: q.i32_attr(v) for k, v in props.items()},
+        )
+        _replace_one(rewriter, op, new)
+
+
 class LegalizeMul(_Legalize):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tfl.MulOp, rewriter: PatternRewriter):
@@ -776,6 +812,75 @@ class LegalizeTable(RewritePattern):
         _replace_one(rewriter, op, new)
 
 
+FLOAT_CHAIN_OPS = ("NEG", "ABS", "SQUARE", "SQRT", "RSQRT", "RELU", "RELU6", "RELU_N1_TO_1")
+"""float32 element-wise operators a `DEQUANTIZE -> ... -> QUANTIZE` chain of one int8 input may
+hold (each one IEEE operation per element, which the CPU kernels compute as LiteRT does)."""
+
+
+def _probe(op: Operation, x: np.ndarray) -> np.ndarray | None:
+    """`op`'s kernel on the 256 values `x` (as if its input were `[256]`), None if refused."""
+    call = _static_call(op)  # type: ignore[arg-type]
+    if call is None:
+        return None
+    probe = kernels.OpCall(**{**call.__dict__, "inputs": [x], "input_shapes": [(256,)],
+                              "output_shapes": [(256,)]})  # fmt: skip
+    try:
+        (y,) = kernels.run(_kernel_name(op), probe)
+    except (kernels.Refusal, kernels.KernelError, kernels.UnsupportedOp, ValueError):
+        return None
+    y = np.asarray(y)
+    return y if y.shape == (256,) else None
+
+
+class LegalizeFloatChain(RewritePattern):
+    """`QUANTIZE(f(...(DEQUANTIZE(x))))` of one int8 input through float element-wise ops
+    (`FLOAT_CHAIN_OPS`, e.g. the NEG of a layer norm's mean), each result used once: the chain
+    sees only 256 input values, so it is one `q.lut` whose table is the chain's kernels run on
+    them, exactly as LiteRT computes each element."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.QuantizeOp, rewriter: PatternRewriter):
+        y = op.results[0]
+        if not _is_int8(y) or len(op.operands) != 1:
+            return
+        chain: list[Operation] = [op]
+        v = op.operands[0]
+        while True:
+            owner = v.owner
+            if not isinstance(owner, Operation) or len(list(v.uses)) != 1:
+                return
+            if len(owner.operands) != 1 or len(owner.results) != 1:
+                return
+            if not isinstance(v.type, TensorType) or tensor_dtype(v.type) != np.float32 or \
+                    v.type.get_shape() != y.type.get_shape():  # fmt: skip
+                return
+            chain.append(owner)
+            if isinstance(owner, tfl.DequantizeOp):
+                break
+            if _kernel_name(owner) not in FLOAT_CHAIN_OPS:
+                return
+            v = owner.operands[0]
+        x = chain[-1].operands[0]
+        if not _is_int8(x) or len(chain) < 3 or x.type.get_shape() != y.type.get_shape():
+            return
+        values: np.ndarray | None = _INT8_DOMAIN.copy()
+        for o in reversed(chain):
+            if o.name != "tfl.dequantize" and _kernel_name(o) not in (*FLOAT_CHAIN_OPS, "QUANTIZE"):
+                return
+            values = _probe(o, values)
+            if values is None:
+                return
+        if values.dtype != np.int8:
+            return
+        new = q.LutOp.create(operands=[x], result_types=[y.type],
+                             properties={"table": q.i32_array(values)})  # fmt: skip
+        new.location = op.location
+        rewriter.insert(new, InsertPoint.before(op))
+        rewriter.replace_all_uses_with(y, new.output)
+        for o in chain:  # users before producers
+            rewriter.erase(o)
+
+
 _SHAPE_ARITHMETIC = (tfl.ShapeOp, tfl.StridedSliceOp, tfl.PackOp, tfl.GatherOp, tfl.SliceOp,
                      tfl.ConcatenationOp, tfl.ReduceProdOp)  # fmt: skip
 
@@ -992,6 +1097,8 @@ PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "table": LegalizeTable,
     "resize_nearest_neighbor": lambda: LegalizeResize(tfl.ResizeNearestNeighborOp),
     "resize_bilinear": lambda: LegalizeResize(tfl.ResizeBilinearOp),
+    "float_chain": LegalizeFloatChain,
+    "squared_difference": LegalizeSquaredDifference,
 }
 
 
@@ -1003,7 +1110,8 @@ class LegalizeTflToQPass(ModulePass):
 
     ops: tuple[str, ...] = ()
     """Op kinds to legalize (tfl op names without `tfl.`, e.g. conv_2d,add; `table`: the
-    element-wise ops of `TABLE_OPS`; `mean_reshape`: a global mean's reshape); all when empty."""
+    element-wise ops of `TABLE_OPS`; `mean_reshape`: a global mean's reshape; `float_chain`: a
+    DEQUANTIZE -> float -> QUANTIZE chain as one table); all when empty."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         unknown = [name for name in self.ops if name not in PATTERNS]

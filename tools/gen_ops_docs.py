@@ -47,6 +47,7 @@ LEGALIZED_TO: dict[str, str] = {
     "TRANSPOSE_CONV": "q.conv2d",
     "MAXIMUM": "q.relu",  # with a one-value constant bound and the tensor's type: a clamp
     "MINIMUM": "q.relu",
+    "SQUARED_DIFFERENCE": "q.squared_difference",
     "RESIZE_NEAREST_NEIGHBOR": "q.resize_nearest_neighbor",
     "RESIZE_BILINEAR": "q.resize_bilinear",
     # TABLE_OPS: an int8 -> int8 element-wise op is its 256-entry table (`q.relu` when the
@@ -88,16 +89,17 @@ NOT_ON_THE_ACCELERATOR: dict[str, str] = {
                     "constants)",
     **dict.fromkeys(("SQUEEZE", "EXPAND_DIMS", "SHAPE"),
                     "no data moves: a view on the host"),
-    "DEQUANTIZE": "changes the number format, at the borders",
+    "DEQUANTIZE": "changes the number format, at the borders; a DEQUANTIZE -> float "
+                  "element-wise ops (NEG, ABS, SQUARE, SQRT, RSQRT, RELU) -> QUANTIZE chain of "
+                  "one int8 input (a layer norm's negated mean) is one `q.lut`, its 256 entries "
+                  "computed by the chain's kernels as LiteRT computes them: a table lookup "
+                  "step inside the partition",
     "PACK": "stacks tensors on a new axis; in converter output it builds the int32 shape "
             "vector of a RESHAPE: a few scalars, nothing to accelerate",
     "GATHER": "reads at data-dependent indices (embeddings): no LOAD or ALU op addresses by "
               "a tensor's values",
     "REDUCE_PROD": "a product reduction: no ALU op keeps a product of many int8 values exact "
                    "in 32-bit lanes (in the corpus it multiplies shape dimensions)",
-    "SQUARED_DIFFERENCE": "no pattern yet (int8 (a - b)^2 with TFLite's rescaling); in the "
-                          "corpus it is one step of a layer normalization whose other steps "
-                          "(RSQRT of a float mean, DEQUANTIZE) stay on the CPU",
     "TRANSPOSE": "exchanges the channel axis with another: lanes move, which neither the "
                  "LOAD/STORE strides nor the ALU can do",
 }  # fmt: skip

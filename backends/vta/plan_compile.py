@@ -325,6 +325,12 @@ class _Builder:
             return "qmul", qsem.mul_params(op)
         if isinstance(op, q.MeanOp):
             return "qmean", qsem.mean_params(op)
+        if isinstance(op, q.SquaredDifferenceOp):
+            return "qsquared_difference", qsem.squared_difference_params(op)
+        if isinstance(op, accel.LaneSumOp):
+            return "lane_sum", {}
+        if isinstance(op, accel.LaneBroadcastOp):
+            return "lane_broadcast", {"shape": list(op.output.type.get_shape())}
         if isinstance(op, accel.Conv2DZpOp | accel.DenseZpOp):
             bias = sem.bias_lanes(op)
             params = {"bias": None if bias is None else self.array("bias", bias)}

@@ -23,8 +23,9 @@ A function is a register machine: `args` and `consts` fill registers, each step 
     ["astype", "lane", "binary", "requantize", "pool", "reduce_sum", "pad", "clip",
      "concat", "concat_lanes", "host_pool", "reshape", "slice", "depth_to_space",
      "resize_nearest", "resize_bilinear", "col2im",
-     "qpool", "lut"]                                        the other host ops (accel, q)
+     "qpool", "lut", "lane_sum", "lane_broadcast"]          the other host ops (accel, q)
     ["qadd_sub" | "qmul" | "qmean", in, [y], {kwargs}]     q.add/sub, q.mul, q.mean (qhost)
+    ["qsquared_difference", [a, b], [y], {kwargs}]         q.squared_difference (qhost)
     ["dense_zp" | "conv2d_zp", [x, w], [y], {"bias", ...}] a GEMM on the host (packed)
 
 An accelerator function whose entry names a program (`"accel": {"program":
@@ -387,6 +388,14 @@ def _run_host_op(kind: str, p: dict, xs: list):
     if kind == "reduce_sum":
         from qaccel.kernels import arithmetic as ar
 
+    if kind in ("lane_sum", "lane_broadcast"):
+        from qaccel.kernels import packed
+
+        return packed.lane_sum(x) if kind == "lane_sum" else packed.lane_broadcast(x, p["shape"])
+    if kind == "qsquared_difference":
+        from qaccel.kernels import qhost
+
+        return qhost.squared_difference(*xs, **p)
         total = x.astype(np.int64).sum(axis=tuple(p["axes"]))
         return ar.wrap_int32(total).astype(np.int32).reshape(p["shape"])
     if kind == "pad":

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import i32
+from xdsl.dialects.builtin import TensorType, i32
 from xdsl.ir import SSAValue
 
 from qaccel.kernels import arithmetic as ar
+from qaccel.targets.vta.target import lane_broadcast
 from qaccel.targets.base import is_constant
 from qaccel.dialects import accel, q
 from qaccel.lowering.q_to_accel.function import FunctionLowering, LoweringError, describe
@@ -57,6 +58,8 @@ def operand(
             f"constant operand of shape {list(shape)} broadcasts against {list(out)}: only "
             "scalars, per-channel and same-shape operands"
         )
+    if lane_broadcast(shape, out):
+        return emit(fl.int32(broadcast_lanes(fl, value, op.results[0].type)))
     per_channel = (
         len(shape) == len(out) and _per_channel_shape(shape, out) and (shape[-1] == out[-1])
     )
@@ -66,6 +69,18 @@ def operand(
             f"{list(out)}: the ALU repeats whole rows only (per-channel operands)"
         )
     return emit(fl.int32(fl.packed_of(value)))
+
+
+def broadcast_lanes(fl: FunctionLowering, value: SSAValue, like: TensorType) -> SSAValue:
+    """`value` (`[..., 1]`) with its one channel in every lane of `like`'s packed shape: an
+    `accel.lane_broadcast` of its packed form (a host step), once per value and shape."""
+    x = fl.packed_of(value)
+    shape = tuple(fl.packed_type(like).get_shape())
+    cache = fl.__dict__.setdefault("lane_broadcasts", {})
+    key = (x, shape)
+    if key not in cache:
+        cache[key] = fl.emit(accel.LaneBroadcastOp(x, TensorType(x.type.element_type, shape)))
+    return cache[key]
 
 
 def full_shape_first(
@@ -138,4 +153,44 @@ def lower_mul(fl: FunctionLowering, op: q.MulOp) -> SSAValue:
     v = fl.requantize(
         prod, np.array([op.int_prop("multiplier")]), np.array([op.int_prop("shift")]), "mul"
     )
+    return fl.saturate(v, op.int_prop("output_zero_point"), op.output.type)
+
+
+def lower_squared_difference(fl: FunctionLowering, op: q.SquaredDifferenceOp) -> SSAValue:
+    """TFLite's int8 SQUARED_DIFFERENCE: each side centred, shifted left and rescaled as
+    `q.add`'s, the difference (`accel.mul` by -1 then `accel.add`) squared by `accel.mul`
+    (|difference| <= 255 * 2^7 < 2^15, so the square fits int32), rescaled and clamped."""
+    left = op.int_prop("left_shift")
+    if not 0 <= left <= 7:  # |difference| <= 255 * 2^left (multipliers at most 1/2)
+        raise LoweringError(f"left_shift {left}: the square of the difference would leave "
+                            "int32 (at most 7)")
+
+    def rescaled(side: str) -> SSAValue | np.ndarray:
+        zp = op.int_prop(f"{side}_zero_point")
+        m, s = op.int_prop(f"{side}_multiplier"), op.int_prop(f"{side}_shift")
+
+        def compute(x: np.ndarray) -> np.ndarray:
+            return ar.multiply_by_quantized_multiplier((x - zp) << left, m, s)
+
+        def emit(v: SSAValue) -> SSAValue:
+            if zp:
+                v = fl.emit(accel.AddOp(v, value=[-zp]))
+            if left:
+                v = fl.emit(accel.ShiftLeftOp(v, [left]))
+            return fl.requantize(v, np.array([m]), np.array([s]), f"{side} rescale")
+
+        return operand(fl, op, getattr(op, side), compute, emit)
+
+    a, b = rescaled("lhs"), rescaled("rhs")
+    if isinstance(b, SSAValue):
+        b = fl.emit(accel.MulOp(b, value=[-1]))
+    else:
+        b = ar.wrap_int32(-b.astype(np.int64))
+    lhs, rhs = full_shape_first(fl, op, a, b)
+    diff = binary(fl, accel.AddOp, lhs, rhs)
+    square = fl.emit(accel.MulOp(diff, diff))
+    v = fl.requantize(
+        square, np.array([op.int_prop("output_multiplier")]),
+        np.array([op.int_prop("output_shift")]), "output rescale",
+    )  # fmt: skip
     return fl.saturate(v, op.int_prop("output_zero_point"), op.output.type)

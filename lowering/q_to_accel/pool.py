@@ -90,11 +90,13 @@ def lower_avg_pool(fl: FunctionLowering, op: q.AvgPool2DOp) -> SSAValue:
 def lower_mean(fl: FunctionLowering, op: q.MeanOp) -> SSAValue:
     rank = len(op.input.type.get_shape())
     axes = sorted({int(a) % rank for a in op.array_prop("axes")})
-    if not axes or any(not 1 <= a <= rank - 2 for a in axes):
+    if not axes or (any(not 1 <= a <= rank - 2 for a in axes) and axes != [rank - 1]):
         raise LoweringError(
             f"mean over axes {axes} of a rank-{rank} tensor: only spatial axes reduce "
             "along accumulator rows (batch or channel axes would mix lanes)"
         )
+    if axes == [rank - 1] and rank >= 2:
+        return lower_channel_mean(fl, op)
     x = fl.int32(fl.packed_of(op.input))
     result = pool_result(fl, op)
     shape = x.type.get_shape()
@@ -107,6 +109,26 @@ def lower_mean(fl: FunctionLowering, op: q.MeanOp) -> SSAValue:
             f"axes {axes}"
         )
     v = fl.emit(accel.ReduceSumOp(x, result, packed_axes))
+    offset = op.int_prop("input_zero_point") * op.int_prop("num_elements")
+    if offset:
+        v = fl.emit(accel.AddOp(v, value=ar.wrap_int32([-offset])))
+    v = fl.requantize(
+        v, np.array([op.int_prop("multiplier")]), np.array([op.int_prop("shift")]), "mean"
+    )
+    return fl.saturate(v, op.int_prop("output_zero_point"), op.output.type)
+
+
+def lower_channel_mean(fl: FunctionLowering, op: q.MeanOp) -> SSAValue:
+    """`q.mean` over the channel axis (channels in whole blocks, the axis kept): the lanes
+    summed by `accel.lane_sum` (a host step) into lane 0, then the requantization on the ALU
+    (the other lanes, 0, are padding)."""
+    shape = list(op.input.type.get_shape())
+    if shape[-1] % fl.block or len(op.output.type.get_shape()) != len(shape):
+        raise LoweringError(
+            f"mean over the channels of {shape}: the lanes are summed in whole {fl.block}-lane "
+            "blocks into a result keeping the axis"
+        )
+    v = fl.emit(accel.LaneSumOp(fl.packed_of(op.input), pool_result(fl, op)))
     offset = op.int_prop("input_zero_point") * op.int_prop("num_elements")
     if offset:
         v = fl.emit(accel.AddOp(v, value=ar.wrap_int32([-offset])))

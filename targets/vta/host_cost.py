@@ -3,7 +3,8 @@
 Some groups the VTA target accepts are not computed by the accelerator but by the host, as a
 step of the accelerator program between two layers (`q.lut`'s table lookup, the copies of
 `q.concat`, `q.slice` and `q.reshape`, pools the ALU cannot compute bit-exactly, the gather
-of `q.resize_nearest_neighbor` and the interpolation of `q.resize_bilinear`). Each is a
+of `q.resize_nearest_neighbor` and the interpolation of `q.resize_bilinear`, a mean's sum over
+the channels, the broadcast of a `[..., 1]` operand over the channels). Each is a
 decision point of `partition-graph`: the group either stays inside its partition, or runs on
 the CPU as an ordinary operator, which moves the partition's boundary. Both choices run the op
 on the host; they differ in what surrounds it:
@@ -76,6 +77,12 @@ def _ints(op: Operation, name: str) -> list[int]:
     return [int(v) for v in op.array_prop(name)]  # type: ignore[attr-defined]
 
 
+def _lane_broadcast(shape, out) -> bool:
+    shape, out = tuple(shape or ()), tuple(out or ())
+    return len(shape) == len(out) >= 2 and shape[-1] == 1 and out[-1] > 1 and \
+        shape[:-1] == out[:-1]  # fmt: skip
+
+
 def host_step_kind(ops: Iterable[Operation]) -> tuple[str, str, int] | None:
     """(what the host step is, its rate's key in `HOST_NS`, units of work per output element)
     when the group is a host step of the program; None when the accelerator runs it."""
@@ -89,6 +96,15 @@ def host_step_kind(ops: Iterable[Operation]) -> tuple[str, str, int] | None:
             return "a copy (spatial crop)", "copy", 1
         if name == "q.reshape":
             return "a copy (reshape)", "copy", 1
+        if name == "q.mean":
+            shape = shape_of(op.operands[0])
+            axes = sorted(int(a) % len(shape) for a in _ints(op, "axes")) if shape else []
+            if shape and axes == [len(shape) - 1]:  # the lanes summed (accel.lane_sum)
+                return "a channel sum (reduction)", "tap", max(1, -(-shape[-1] // 16))
+        if name in ("q.mul", "q.add", "q.sub", "q.squared_difference"):
+            out = shape_of(op.results[0])
+            if any(_lane_broadcast(shape_of(v), out) for v in op.operands):
+                return "a lane broadcast (gather)", "copy", 1
         if name == "q.resize_nearest_neighbor":
             return "a gather (nearest-neighbour resize)", "gather", 1
         if name == "q.resize_bilinear":

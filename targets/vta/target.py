@@ -186,6 +186,7 @@ _ALU_NEEDS: dict[str, tuple[str, ...]] = {
     "q.avg_pool2d": ("add", "rshr"),
     "q.mean": ("add", "shr", "rdmul", "rshr", "max", "min"),
     "q.pad": ("add",),
+    "q.squared_difference": ("add", "mul", "shr", "rdmul", "rshr", "max", "min"),
 }
 
 
@@ -200,6 +201,14 @@ def _alu_ops(m: Match) -> str | None:
                 f"configuration lacks (it has {', '.join(sorted(a.upper() for a in have))})"
             )
     return None
+
+
+def lane_broadcast(shape, out) -> bool:
+    """`shape` is `out` with one channel (`[..., 1]` against `[..., C]`): the operand's lane 0
+    broadcast over the channels, by a host step of the program (`accel.lane_broadcast`)."""
+    shape, out = tuple(shape), tuple(out)
+    return len(shape) == len(out) >= 2 and shape[-1] == 1 and out[-1] > 1 and \
+        shape[:-1] == out[:-1]  # fmt: skip
 
 
 @check("broadcast")
@@ -220,9 +229,12 @@ def _broadcast(m: Match) -> str | None:
         if (per_channel and (len(s) == len(out) or is_constant(v))) or \
                 (scalar and is_constant(v)):  # fmt: skip
             continue
+        if lane_broadcast(s, out) and not is_constant(v):
+            continue  # a host step copies lane 0 to every lane (accel.lane_broadcast)
         return (
             f"{op.name} broadcasts {list(s)} against {list(out)}: the ALU repeats whole rows "
-            "only (per-channel operands of the result's rank, or constants)"
+            "only (per-channel operands of the result's rank, or constants); a host step "
+            "broadcasts one run-time channel ([..., 1] of the result's other dimensions)"
         )
     return None
 
@@ -269,8 +281,19 @@ def _slice_axes(m: Match) -> str | None:
 @check("reduce-axes")
 def _mean_axes(m: Match) -> str | None:
     op = m.ops[0]
-    rank = len(shape_of(op.operands[0]))
+    shape = shape_of(op.operands[0])
+    rank = len(shape)
     axes = sorted(_ints(op, "axes"))
+    if rank >= 2 and axes == [rank - 1]:  # over the channels: a host step sums the lanes
+        block = m.target.config.block
+        kept = len(shape_of(op.results[0])) == rank
+        if shape[-1] % block == 0 and kept:
+            return None
+        return (
+            f"mean over the channel axis of {list(shape)}: the host step sums whole "
+            f"{block}-lane blocks" + ("" if kept else " into a result keeping the axis") +
+            f" ({shape[-1]} channels{'' if kept else ', the axis dropped'})"
+        )
     if rank != 4 or axes != [1, 2]:
         return (
             f"mean over axes {axes} of a {rank}-D tensor: only H and W of NHWC (axes [1, 2]) "
@@ -343,7 +366,10 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
             doc="ALU: int8 multiplication of same-shape tensors; a broadcast operand (the "
                 "squeeze-excite scale [1, 1, 1, C] of MobileNetV3 and EfficientNet) has no ALU "
                 "code generator yet: it runs on the host inside the program (a host fallback "
-                "of the report), the partition is not split"),
+                "of the report), the partition is not split; a `[..., 1]` operand of the "
+                "result's other dimensions (a layer norm's scale `[1, T, 1]` against "
+                "`[1, T, C]`) is broadcast over the channels by a host step (a gather), a "
+                "decision point of the cost model, the product on the ALU"),
     Pattern("max_pool2d", "q.relu?(q.max_pool2d)", (_int8_operands, _pool_padding, _alu_ops),
             doc="ALU: MAX over the window's rows (a batch: an outer loop over the images); "
                 "with padding an exact host step of the program (padded taps must not count, "
@@ -359,7 +385,16 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
     Pattern("mean", "q.mean", (_int8_operands, _mean_axes, _alu_ops),
             doc="ALU: spatial mean as ADD over rows, then the requantize sequence; a global "
                 "mean whose input other ops read too (squeeze-excite) has no code generator "
-                "yet and runs on the host inside the program"),
+                "yet and runs on the host inside the program; a mean over the channel axis "
+                "(a layer norm's, channels in whole 16-lane blocks, the axis kept) sums the "
+                "lanes in a host step (a reduction, a decision point of the cost model), the "
+                "requantize sequence on the ALU"),
+    Pattern("squared_difference", "q.squared_difference", _ELEMENTWISE,
+            doc="ALU: SQUARED_DIFFERENCE with TFLite's rescaling (each side centred, shifted "
+                "left by 7 and rescaled by SHL, RDMUL and RSHR, the difference squared by MUL, "
+                "all exact in 32-bit lanes); a `[..., 1]` side (a layer norm's mean) is "
+                "broadcast over the channels by a host step of the program (a gather), a "
+                "decision point of the cost model"),
     Pattern("pad", "q.pad", (_int8_operands, _pad_axes, _alu_ops),
             doc="DMA: spatial padding by the LOAD's pad fields of the convolution or pool "
                 "that reads it; one nothing folds runs on the host inside the program"),

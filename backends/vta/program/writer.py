@@ -32,7 +32,8 @@ reproduces exactly, so the function is not split around it; the other host ops t
 leave behind (`accel.pad`, `accel.crop`, `accel.reshape`, `accel.concat`,
 `accel.concat_lanes`, `accel.host_pool2d`, `accel.max_pool2d` and `accel.sum_pool2d` on the
 host, the lane and binary ops, widen/narrow, `accel.reduce_sum`, the table lookup `accel.lut`,
-the resizes' gather and interpolation, a transposed convolution's tap sum `accel.col2im`)
+the resizes' gather and interpolation, a transposed convolution's tap sum `accel.col2im`,
+`accel.lane_sum` as a REDUCE then a PAD, `accel.lane_broadcast` as a GATHER)
 are integer loops the runner implements as the interpreter does
 (`interpreter/accel_semantics.py`). A function with any other host op (e.g. a GEMM op left on
 the host), or whose host ops read constants, has no program (`ProgramWriteError`, one line
@@ -275,6 +276,30 @@ def _col2im_step(op: accel.Col2ImOp, src: int, dst: int) -> tuple:
                                   data=index.astype("<i8").tobytes()))  # fmt: skip
 
 
+def _lane_steps(op, values, new_value, temp_value) -> list[tuple] | None:
+    """The steps of `accel.lane_sum` (a REDUCE over the blocks and lanes into one value per
+    pixel, then a PAD of the lanes with 0) or `accel.lane_broadcast` (a GATHER of each
+    pixel's lane 0); None: neither."""
+    if isinstance(op, accel.LaneSumOp):
+        shape = [int(d) for d in op.input.type.get_shape()]
+        rank = len(shape)
+        flags = [1 if d in (1, rank - 1) else 0 for d in range(rank)]
+        summed = [1 if f else n for n, f in zip(shape, flags)]
+        temp = temp_value(4, int(np.prod(summed)))
+        after = [0] * (rank - 1) + [shape[-1] - 1]
+        return [(KIND_REDUCE, dict(a=values[op.input], b=temp, c=rank,
+                                   data=np.asarray([shape, flags], "<i8").tobytes())),
+                (KIND_PAD, dict(a=temp, b=new_value(op.output), c=rank, p=[0],
+                                data=np.asarray([summed, [0] * rank, after], "<i8").tobytes()))]
+    if isinstance(op, accel.LaneBroadcastOp):
+        from qaccel.kernels.packed import lane_broadcast_index
+
+        index = lane_broadcast_index(op.input.type.get_shape(), op.output.type.get_shape())
+        return [(KIND_GATHER, dict(a=values[op.input], b=new_value(op.output), p=[0],
+                                   data=index.astype("<i8").tobytes()))]
+    return None
+
+
 def program_blob(
     compiled: CompiledModel,
     name: str,
@@ -303,6 +328,10 @@ def program_blob(
             values[other] = len(value_records)
         value_records.append(struct.pack("<IIQ", elem, 0, int(np.prod(t.get_shape()))))
         return values[v]
+
+    def temp_value(elem: int, count: int) -> int:
+        value_records.append(struct.pack("<IIQ", elem, 0, count))
+        return len(value_records) - 1
 
     for arg in f.body.block.args:
         new_value(arg)
@@ -447,6 +476,10 @@ def program_blob(
                         a=dst, c=len(op.inputs),
                         p=[shape[0], int(np.prod(shape[2:-2])), shape[-1]],
                         data=np.asarray(chunks, "<i8").tobytes())))  # fmt: skip
+                    continue
+                lane_steps = _lane_steps(op, values, new_value, temp_value)
+                if lane_steps is not None:
+                    steps.extend(lane_steps)
                     continue
                 step = _elementwise_step(op, values, new_value, name, i)
                 if step is not None:

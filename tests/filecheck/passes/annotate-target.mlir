@@ -174,22 +174,24 @@ func.func @refused_structure(%x: tensor<1x4x4x16xi8>) -> (tensor<1x4x4x16xi8>, t
 // CHECK-LABEL: func.func @refused_alu_ops
 // CHECK-NOT:   qaccel
 // CHECK:       func.return
-func.func @refused_alu_ops(%x: tensor<1x4x4x16xi8>, %row: tensor<1x4x1x16xi8>, %s: tensor<1x1x1x1xi8>) -> (tensor<1x4x4x16xi8>, tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x4x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>) {
-  // WHY: vta: kept on CPU: q.add %add: pattern add refused: q.add broadcasts [1, 4, 1, 16] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands of the result's rank, or constants) [broadcast]
+func.func @refused_alu_ops(%x: tensor<1x4x4x16xi8>, %row: tensor<1x4x1x16xi8>, %s: tensor<1x1x1x1xi8>) -> (tensor<1x4x4x16xi8>, tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x1x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>) {
+  // WHY: vta: kept on CPU: q.add %add: pattern add refused: q.add broadcasts [1, 4, 1, 16] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands of the result's rank, or constants); a host step broadcasts one run-time channel ([..., 1] of the result's other dimensions) [broadcast]
   %add = q.add %x, %row {lhs_zero_point = 0 : i32, rhs_zero_point = 0 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1073741824 : i32, output_shift = -19 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>, tensor<1x4x1x16xi8>) -> tensor<1x4x4x16xi8>
   // A run-time scalar would have to be broadcast across the 16 lanes, which the ALU cannot do.
-  // WHY: vta: kept on CPU: q.add %scalar_add: pattern add refused: q.add broadcasts [1, 1, 1, 1] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands of the result's rank, or constants) [broadcast]
+  // WHY: vta: kept on CPU: q.add %scalar_add: pattern add refused: q.add broadcasts [1, 1, 1, 1] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands of the result's rank, or constants); a host step broadcasts one run-time channel ([..., 1] of the result's other dimensions) [broadcast]
   %scalar_add = q.add %x, %s {lhs_zero_point = 0 : i32, rhs_zero_point = 0 : i32, left_shift = 20 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1073741824 : i32, output_shift = -19 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>, tensor<1x1x1x1xi8>) -> tensor<1x4x4x16xi8>
   // A window that could lie entirely in the padding has no taps to pool.
   // WHY: vta: kept on CPU: q.max_pool2d %mp: pattern max_pool2d refused: q.max_pool2d padding [0, 2, 0, 2] with a 2x2 window: a window could lie entirely in the padding [pool-padding]
   %mp = q.max_pool2d %x {filter = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 2, 0, 2>} : (tensor<1x4x4x16xi8>) -> tensor<1x2x2x16xi8>
-  // WHY: vta: kept on CPU: q.mean %mean: pattern mean refused: mean over axes [3] of a 4-D tensor: only H and W of NHWC (axes [1, 2]) reduce along accumulator rows; other axes would reduce across lanes [reduce-axes]
-  %mean = q.mean %x {axes = array<i64: 3>, num_elements = 16 : i32, input_zero_point = 0 : i32, multiplier = 1073741824 : i32, shift = -3 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>) -> tensor<1x4x4x1xi8>
+  // A mean over W and the channels sums across lanes and rows at once (over the channels
+  // alone, whole blocks of lanes, it is a host step: partition-graph-layer-norm.mlir).
+  // WHY: vta: kept on CPU: q.mean %mean: pattern mean refused: mean over axes [2, 3] of a 4-D tensor: only H and W of NHWC (axes [1, 2]) reduce along accumulator rows; other axes would reduce across lanes [reduce-axes]
+  %mean = q.mean %x {axes = array<i64: 2, 3>, num_elements = 64 : i32, input_zero_point = 0 : i32, multiplier = 1073741824 : i32, shift = -5 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>) -> tensor<1x4x1x1xi8>
   // WHY: vta: kept on CPU: q.pad %padc: pattern pad refused: pads the channel axis by 0+8: only H and W of NHWC can be padded by the DMA; batch or channel padding would move lanes [pad-axes]
   %padc = q.pad %x {padding = array<i64: 0, 0, 0, 0, 0, 0, 0, 8>, pad_value = 0 : i32} : (tensor<1x4x4x16xi8>) -> tensor<1x4x4x24xi8>
   // WHY: vta: kept on CPU: q.pad %padw: pattern pad refused: padding 16 exceeds the 15 rows/columns a LOAD can pad [pad-axes]
   %padw = q.pad %x {padding = array<i64: 0, 0, 0, 0, 16, 0, 0, 0>, pad_value = 0 : i32} : (tensor<1x4x4x16xi8>) -> tensor<1x4x20x16xi8>
-  func.return %add, %scalar_add, %mp, %mean, %padc, %padw : tensor<1x4x4x16xi8>, tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x4x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>
+  func.return %add, %scalar_add, %mp, %mean, %padc, %padw : tensor<1x4x4x16xi8>, tensor<1x4x4x16xi8>, tensor<1x2x2x16xi8>, tensor<1x4x1x1xi8>, tensor<1x4x4x24xi8>, tensor<1x4x20x16xi8>
 }
 
 // -----
@@ -259,7 +261,7 @@ func.func @slices(%x: tensor<1x4x4x16xi8>) -> (tensor<1x3x3x16xi8>, tensor<1x4x4
 // CHECK-NOT:   qaccel
 // CHECK:       func.return
 func.func @refused_lower_rank_operand(%x: tensor<1x4x4x16xi8>, %c: tensor<16xi8>) -> tensor<1x4x4x16xi8> {
-  // WHY: vta: kept on CPU: q.mul %m: pattern mul refused: q.mul broadcasts [16] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands of the result's rank, or constants) [broadcast]
+  // WHY: vta: kept on CPU: q.mul %m: pattern mul refused: q.mul broadcasts [16] against [1, 4, 4, 16]: the ALU repeats whole rows only (per-channel operands of the result's rank, or constants); a host step broadcasts one run-time channel ([..., 1] of the result's other dimensions) [broadcast]
   %m = q.mul %x, %c {lhs_zero_point = 0 : i32, rhs_zero_point = 0 : i32, multiplier = 1073741824 : i32, shift = -6 : i32, output_zero_point = 0 : i32} : (tensor<1x4x4x16xi8>, tensor<16xi8>) -> tensor<1x4x4x16xi8>
   func.return %m : tensor<1x4x4x16xi8>
 }

@@ -73,7 +73,8 @@ func.func private @vta_fn_0(%x: tensor<1x4x4x6x!q>) -> tensor<1x4x4x6x!q> attrib
 
 // -----
 
-// A mean over the channel axis would reduce across lanes.
+// A mean over the channel axis sums lanes in a host step, whole blocks only (6 channels in
+// two 4-lane blocks: padding lanes would count).
 !q = !quant.uniform<i8:f32, 0.5:3>
 func.func @main(%x: tensor<1x3x3x6x!q>) -> tensor<1x3x3x1x!q> {
   %y = func.call @vta_fn_0(%x) : (tensor<1x3x3x6x!q>) -> tensor<1x3x3x1x!q>
@@ -83,7 +84,7 @@ func.func private @vta_fn_0(%x: tensor<1x3x3x6x!q>) -> tensor<1x3x3x1x!q> attrib
   %y = q.mean %x {axes = array<i64: 3>, num_elements = 6 : i32, input_zero_point = 3 : i32, multiplier = 1431655765 : i32, shift = -2 : i32, output_zero_point = 3 : i32} : (tensor<1x3x3x6x!q>) -> tensor<1x3x3x1x!q>
   func.return %y : tensor<1x3x3x1x!q>
 }
-// CHECK: lower-q-to-accel: @vta_fn_0: q.mean %y: mean over axes [3] of a rank-4 tensor: only spatial axes reduce along accumulator rows (batch or channel axes would mix lanes)
+// CHECK: lower-q-to-accel: @vta_fn_0: q.mean %y: mean over the channels of [1, 3, 3, 6]: the lanes are summed in whole 4-lane blocks into a result keeping the axis
 
 // -----
 

@@ -363,6 +363,22 @@ func.func @depth_to_space_blocks(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x2x8x8x1
 
 // -----
 
+func.func @lane_sum_blocks(%x: tensor<1x2x16x1x16xi8>) -> tensor<1x2x16x1x16xi32> {
+  %y = accel.lane_sum %x : tensor<1x2x16x1x16xi8> -> tensor<1x2x16x1x16xi32>
+  func.return %y : tensor<1x2x16x1x16xi32>
+}
+// CHECK: accel.lane_sum: the result must be [1, 1, 16, 1, 16], got [1, 2, 16, 1, 16]
+
+// -----
+
+func.func @lane_broadcast_blocks(%x: tensor<1x2x16x1x16xi8>) -> tensor<1x2x16x1x16xi8> {
+  %y = accel.lane_broadcast %x : tensor<1x2x16x1x16xi8> -> tensor<1x2x16x1x16xi8>
+  func.return %y : tensor<1x2x16x1x16xi8>
+}
+// CHECK: accel.lane_broadcast: [1, 2, 16, 1, 16] is not [1, 2, 16, 1, 16] (one channel block) with its lane 0 broadcast over the channel blocks
+
+// -----
+
 func.func @resize_blocks(%x: tensor<1x2x4x4x1x4xi8>) -> tensor<1x1x8x8x1x4xi8> {
   %y = accel.resize_nearest_neighbor %x align_corners = false half_pixel_centers = false : tensor<1x2x4x4x1x4xi8> -> tensor<1x1x8x8x1x4xi8>
   func.return %y : tensor<1x1x8x8x1x4xi8>

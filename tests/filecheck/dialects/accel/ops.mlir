@@ -181,3 +181,15 @@ func.func @col2im(%t: tensor<1x7x8x8x1x16xi32>) -> tensor<1x1x16x15x1x16xi32> {
   %s = accel.col2im %t kernel = [3, 3] strides = [2, 2] padding = [0, 1] channels = 11 : tensor<1x7x8x8x1x16xi32> -> tensor<1x1x16x15x1x16xi32>
   func.return %s : tensor<1x1x16x15x1x16xi32>
 }
+
+// -----
+
+// A layer norm's lane steps: each pixel's lanes summed into lane 0, lane 0 broadcast.
+// CHECK-LABEL: func.func @lanes
+// CHECK-NEXT:    %s = accel.lane_sum %x : tensor<1x2x16x1x16xi8> -> tensor<1x1x16x1x16xi32>
+// CHECK-NEXT:    %b = accel.lane_broadcast %m : tensor<1x1x16x1x16xi8> -> tensor<1x2x16x1x16xi8>
+func.func @lanes(%x: tensor<1x2x16x1x16xi8>, %m: tensor<1x1x16x1x16xi8>) -> (tensor<1x1x16x1x16xi32>, tensor<1x2x16x1x16xi8>) {
+  %s = accel.lane_sum %x : tensor<1x2x16x1x16xi8> -> tensor<1x1x16x1x16xi32>
+  %b = accel.lane_broadcast %m : tensor<1x1x16x1x16xi8> -> tensor<1x2x16x1x16xi8>
+  func.return %s, %b : tensor<1x1x16x1x16xi32>, tensor<1x2x16x1x16xi8>
+}

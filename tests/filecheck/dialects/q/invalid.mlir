@@ -144,6 +144,14 @@ func.func @depth_to_space_channels(%a: tensor<1x2x2x6xi8>) {
 
 // -----
 
+func.func @squared_difference_shift(%x: tensor<1x2x8xi8>) {
+  %s = q.squared_difference %x, %x {lhs_zero_point = 0 : i32, rhs_zero_point = 0 : i32, left_shift = 7 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = 0 : i32, output_multiplier = 1073741824 : i32, output_shift = 1 : i32, output_zero_point = 0 : i32} : (tensor<1x2x8xi8>, tensor<1x2x8xi8>) -> tensor<1x2x8xi8>
+  func.return
+}
+// CHECK: q.squared_difference: output_shift must not be positive (multipliers below one), got 1
+
+// -----
+
 func.func @resize_channels(%a: tensor<1x2x2x6xi8>) {
   %0 = q.resize_nearest_neighbor %a {align_corners = false, half_pixel_centers = false} : (tensor<1x2x2x6xi8>) -> tensor<1x4x4x3xi8>
   func.return

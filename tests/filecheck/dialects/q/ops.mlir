@@ -62,3 +62,10 @@ func.func @col2im(%t: tensor<1x3x3x18xi32>) -> tensor<1x4x4x2xi32> {
   %s = q.col2im %t {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (tensor<1x3x3x18xi32>) -> tensor<1x4x4x2xi32>
   func.return %s : tensor<1x4x4x2xi32>
 }
+
+// CHECK-LABEL: func.func @squared_difference
+// CHECK: q.squared_difference %x, %m {lhs_zero_point = -1 : i32, rhs_zero_point = 2 : i32, left_shift = 7 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = -3 : i32, output_multiplier = 1073741824 : i32, output_shift = -14 : i32, output_zero_point = -128 : i32} : (tensor<1x2x8x!quant.uniform<i8:f32, 0.5:-1>>, tensor<1x2x1x!quant.uniform<i8:f32, 0.5:2>>) -> tensor<1x2x8x!quant.uniform<i8:f32, 0.5:-128>>
+func.func @squared_difference(%x: tensor<1x2x8x!quant.uniform<i8:f32, 0.5:-1>>, %m: tensor<1x2x1x!quant.uniform<i8:f32, 0.5:2>>) -> tensor<1x2x8x!quant.uniform<i8:f32, 0.5:-128>> {
+  %s = q.squared_difference %x, %m {lhs_zero_point = -1 : i32, rhs_zero_point = 2 : i32, left_shift = 7 : i32, lhs_multiplier = 1073741824 : i32, lhs_shift = 0 : i32, rhs_multiplier = 1073741824 : i32, rhs_shift = -3 : i32, output_multiplier = 1073741824 : i32, output_shift = -14 : i32, output_zero_point = -128 : i32} : (tensor<1x2x8x!quant.uniform<i8:f32, 0.5:-1>>, tensor<1x2x1x!quant.uniform<i8:f32, 0.5:2>>) -> tensor<1x2x8x!quant.uniform<i8:f32, 0.5:-128>>
+  func.return %s : tensor<1x2x8x!quant.uniform<i8:f32, 0.5:-128>>
+}
