@@ -83,6 +83,7 @@ from qaccel.dialects import q
 from qaccel.dialects.annotations import accelerator_functions
 from qaccel.passes.canonicalize_accel import canonicalize_accel
 from qaccel.lowering.q_to_accel import accumulate, data_movement, elementwise, pool, requantize
+from qaccel.lowering.q_to_accel import attention
 from qaccel.lowering.q_to_accel.function import PASS, BiasPlacement, FunctionLowering
 
 __all__ = [
@@ -204,11 +205,19 @@ class LowerConcat(_LowerQOp):
 
 
 class LowerReshape(_LowerQOp):
-    """`q.reshape` keeping batch and channels -> `accel.reshape` (nothing moves)."""
+    """`q.reshape` keeping batch and channels -> `accel.reshape` (nothing moves); one that
+    moves lanes -> `accel.relayout` (a gather step of the program)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.ReshapeOp, rewriter: PatternRewriter) -> None:
-        self.lower(op, rewriter, data_movement.lower_reshape)
+        from qaccel.kernels.layout import reshape_is_view
+
+        a, b = op.input.type.get_shape(), op.output.type.get_shape()
+        lowering = self.lowering_of(op)
+        if lowering is None or reshape_is_view(a, b, lowering.block):
+            self.lower(op, rewriter, data_movement.lower_reshape)
+        else:
+            self.lower(op, rewriter, attention.lower_relayout)
 
 
 class LowerSlice(_LowerQOp):
@@ -227,15 +236,30 @@ class LowerDepthToSpace(_LowerQOp):
         self.lower(op, rewriter, data_movement.lower_depth_to_space)
 
 
+class LowerAttention(_LowerQOp):
+    """`q.transpose` -> `accel.relayout`; `q.softmax` -> `accel.softmax`; `q.batch_matmul` ->
+    `accel.batch_matmul` (host steps of the program)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, q.TransposeOp):
+            self.lower(op, rewriter, attention.lower_relayout)
+        elif isinstance(op, q.SoftmaxOp):
+            self.lower(op, rewriter, attention.lower_softmax)
+        elif isinstance(op, q.BatchMatmulOp):
+            self.lower(op, rewriter, attention.lower_batch_matmul)
+
+
 PATTERNS: tuple[type[_LowerQOp], ...] = (
     LowerAccumulate, LowerBiasAdd, LowerRequantize, LowerRelu, LowerLut, LowerAddSub, LowerMul,
     LowerPool, LowerMean, LowerPad, LowerConcat, LowerReshape, LowerSlice, LowerDepthToSpace,
 )  # fmt: skip
+PATTERNS += (LowerAttention,)
 LOWERED_OPS: tuple[type[q.QOp], ...] = (
     q.Conv2DOp, q.DepthwiseConv2DOp, q.DenseOp, q.BiasAddOp, q.RequantizeOp, q.ReluOp, q.LutOp,
     q.AddOp, q.SubOp, q.MulOp, q.MaxPool2DOp, q.AvgPool2DOp, q.MeanOp, q.PadOp, q.ConcatOp,
     q.ReshapeOp, q.SliceOp, q.DepthToSpaceOp,
 )  # fmt: skip
+LOWERED_OPS += (q.TransposeOp, q.SoftmaxOp, q.BatchMatmulOp)
 """The q ops the patterns lower (every other q op in an accelerator function is an error)."""
 
 

@@ -252,6 +252,17 @@ def _reshape_view(m: Match) -> str | None:
     return None
 
 
+@check("packed-rank")
+def _packed_rank(m: Match) -> str | None:
+    """Operands and results the program can hold as packed activations (rank 2 to 6)."""
+    for v in (*m.ops[0].operands, *m.ops[0].results):
+        rank = len(shape_of(v))
+        if not 2 <= rank <= 6:
+            return (f"{m.ops[0].name} on a rank-{rank} tensor: packed activations have a batch "
+                    "and a channel dimension and at most 4 between them")  # fmt: skip
+    return None
+
+
 @check("slice-axes")
 def _slice_axes(m: Match) -> str | None:
     op = m.ops[0]
@@ -391,6 +402,23 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
                 "16-channel map), is the same packed bytes, a copy inside the accelerator "
                 "function, a decision point of the cost model; other reshapes move lanes: "
                 "CPU (partition boundary)"),
+    Pattern("relayout", "q.reshape", (_int8_operands, _packed_rank),
+            doc="host step: a reshape that moves lanes (the heads split of attention, "
+                "[1, T, 32] to [1, T, 2, 16]) is a gather inside the accelerator function, a "
+                "decision point of the cost model"),
+    Pattern("transpose", "q.transpose", (_int8_operands, _packed_rank),
+            doc="host step: a gather inside the accelerator function (lanes and pixels "
+                "move; attention's head transposes), a decision point of the cost model"),
+    Pattern("softmax", "q.softmax", (_int8_operands, _packed_rank),
+            doc="host step: LiteRT's int8 fixed-point softmax, exact on the host inside the "
+                "program (exponentials of the 256 int8 differences as a table, a row's sum, "
+                "its gemmlowp reciprocal); the ALU has no reciprocal, max-over-lanes or "
+                "table lookup; a decision point of the cost model"),
+    Pattern("batch_matmul", "q.batch_matmul", (_int8_operands, _packed_rank),
+            doc="host step: activation x activation products (attention's Q K^T and P V) "
+                "computed exactly by the host inside the program, so the partition is not "
+                "split; a GEMM layer would need weight tiles packed from the arena at run "
+                "time, which the scheduler does not do yet (their MACs count as host MACs)"),
 )  # fmt: skip
 
 
