@@ -860,7 +860,9 @@ class LegalizeTranspose(_Legalize):
             return
         new = q.TransposeOp.create(operands=[op.input], result_types=[op.output.type],
                                    properties={"perm": q.i64_array(perm)})  # fmt: skip
+        perm_value = op.perm
         _replace_one(rewriter, op, new)
+        _erase_dead_shape(rewriter, perm_value)
 
 
 class LegalizeSoftmax(_Legalize):

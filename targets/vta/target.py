@@ -400,8 +400,8 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
             doc="host step: a reshape that keeps batch and channels (e.g. Flatten after a "
                 "global pool), or between whole channel blocks in plain order (Flatten of a "
                 "16-channel map), is the same packed bytes, a copy inside the accelerator "
-                "function, a decision point of the cost model; other reshapes move lanes: "
-                "CPU (partition boundary)"),
+                "function, a decision point of the cost model; other reshapes move lanes: a "
+                "gather (`relayout`)"),
     Pattern("relayout", "q.reshape", (_int8_operands, _packed_rank),
             doc="host step: a reshape that moves lanes (the heads split of attention, "
                 "[1, T, 32] to [1, T, 2, 16]) is a gather inside the accelerator function, a "
