@@ -786,6 +786,7 @@ static int softmax_step(const Program *p, const uint8_t *s, const Value *in, Val
   int64_t diff_min = i64(s + 56);
   uint64_t at = u64(s + 80), nbytes = u64(s + 88);
   if (in->elem != 1 || out->elem != 1 || in->count != out->count || nbytes != 256 * 8 ||
+      n < 1 || cb < 1 || (uint64_t)n > MAX_ELEMENTS || (uint64_t)cb > MAX_ELEMENTS ||
       !in_range(p, at, nbytes) || !geometry_ok(n * cb, m, b, in->count) ||
       (uint64_t)(n * cb) * (uint64_t)m * (uint64_t)b != in->count || c < 1 || c > cb * b ||
       c <= (cb - 1) * b || diff_min < -256 || diff_min > 0)

@@ -31,7 +31,8 @@ double-precision FULLY_CONNECTED requantization) is plain IEEE double arithmetic
 reproduces exactly, so the function is not split around it; the other host ops that layers
 leave behind (`accel.pad`, `accel.crop`, `accel.reshape`, `accel.concat`,
 `accel.concat_lanes`, `accel.host_pool2d`, `accel.max_pool2d` and `accel.sum_pool2d` on the
-host, the lane and binary ops, widen/narrow, `accel.reduce_sum`, the table lookup `accel.lut`)
+host, the lane and binary ops, widen/narrow, `accel.reduce_sum`, the table lookup `accel.lut`,
+the attention core's `accel.relayout`, `accel.softmax` and `accel.batch_matmul`)
 are integer loops the runner implements as the interpreter does
 (`interpreter/accel_semantics.py`). A function with any other host op (e.g. a GEMM op left on
 the host), or whose host ops read constants, has no program (`ProgramWriteError`, one line
@@ -82,9 +83,10 @@ aligned (the one description of it; `qaccel_program.c` reads it):
 |                 | (b = table[a + 128])                                                          |
 | 13 GATHER       | value a into b (same element size): element i of b is element idx[i] of a,    |
 |                 | or p[0] where idx[i] is -1; at offset i64 idx, one per element of b           |
-| 16 SOFTMAX      | int8 value a into b, packed [N, C/B, M, B]; p: N, C/B, M, B, C, diff_min (>= -256); |
-|                 | offset the 256 i64 Q0.31 exponentials of the differences 0..-255 (LiteRT's    |
-|                 | int8 softmax: the row's Q12 sum, its reciprocal; padding lanes -128)          |
+| 16 SOFTMAX      | int8 value a into b, packed [N, C/B, M, B]; p: N, C/B, M, B, C, diff_min      |
+|                 | (at least -256); at offset the 256 i64 Q0.31 exponentials of the differences  |
+|                 | 0..-255 (LiteRT's int8 softmax: the row's Q12 sum, its reciprocal; padding    |
+|                 | lanes -128)                                                                   |
 | 17 BATCH_MATMUL | int8 value a [batch, A, K] times int8 value c [batch, K, C] into b [batch, A, |
 |                 | C]; p: batch, A, K, C, zero points lhs, rhs, output; at offset i64            |
 |                 | multiplier, shift (operands gathered plain and the result gathered packed by  |
