@@ -21,8 +21,10 @@ double-precision scale. Also DEPTHWISE_CONV_2D, ADD, SUB, MUL, AVERAGE_POOL_2D, 
 MEAN (constant axes), PAD/PADV2 (constant paddings), CONCATENATION, STRIDED_SLICE with constant
 bounds and unit strides (`q.slice`, the box it selects), RESHAPE between static
 shapes (`q.reshape`; a computed shape operand, e.g. Keras' Flatten's SHAPE, STRIDED_SLICE and
-PACK, is dropped with the ops that computed it), and MAXIMUM/MINIMUM with a one-valued constant
-(a `q.relu` clamp).
+PACK, is dropped with the ops that computed it), MAXIMUM/MINIMUM with a one-valued constant
+(a `q.relu` clamp), and the attention core: TRANSPOSE with a constant permutation
+(`q.transpose`), int8 SOFTMAX (`q.softmax`, the reference kernel's fixed-point parameters)
+and int8 x int8 -> int8 BATCH_MATMUL (`q.batch_matmul`, both zero points and the multiplier).
 
 Element-wise int8 -> int8 ops with one input (`TABLE_OPS`: standalone RELU/RELU6/RELU_N1_TO_1,
 LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, GELU, an int8 QUANTIZE, ...) see only 256 input values:
