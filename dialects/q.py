@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
     I32,
     BytesAttr,
     DenseArrayBase,
+    FloatAttr,
     IntegerAttr,
     TensorType,
     f64,
@@ -552,6 +553,8 @@ class SoftmaxOp(QOp):
     multiplier = prop_def(IntegerAttr[I32])
     left_shift = prop_def(IntegerAttr[I32])
     diff_min = prop_def(IntegerAttr[I32])
+    beta = opt_prop_def(FloatAttr)
+    """The SOFTMAX's beta, kept for its TFLite form when it stays on the CPU."""
 
     def verify_(self) -> None:
         for what, t in (("input", self.input.type), ("result", self.output.type)):

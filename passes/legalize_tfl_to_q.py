@@ -882,7 +882,8 @@ class LegalizeSoftmax(_Legalize):
         new = q.SoftmaxOp.create(operands=[op.input], result_types=[op.output.type],
                                  properties={"multiplier": q.i32_attr(m),
                                              "left_shift": q.i32_attr(left_shift),
-                                             "diff_min": q.i32_attr(diff_min)})  # fmt: skip
+                                             "diff_min": q.i32_attr(diff_min),
+                                             "beta": op.properties["beta"]})  # fmt: skip
         _replace_one(rewriter, op, new)
 
 

@@ -50,11 +50,7 @@ def _terms(text: str) -> int:
 def test_table_lookups_between_layers_stay_inside_one_partition():
     functions, decisions = _partition("mobilenet_v3_small")
     assert len(functions) == 1
-    # its HARD_SWISH ops, each a q.lut, and the classifier's int8 softmax at the end
-    assert [d["step"] for d in decisions[-1:]] == ["a softmax"]
-    assert decisions[-1]["where"] == "at its partition's edge"
-    decisions = decisions[:-1]
-    assert len(decisions) == 11
+    assert len(decisions) == 11  # its HARD_SWISH ops, each a q.lut
     for d in decisions:
         assert d["step"] == "a table lookup" and d["where"] == "inside its partition"
         assert d["choice"] == "host step" and not d["forced"]

@@ -69,10 +69,7 @@ def test_fallbacks_are_reported():
     assert "host fallback inside vta_fn_1: accel.concat" in text
     module, _ = vta_lowered("small_cnn")
     lines = compile_module(module).report["host_fallbacks"]
-    # the dense layer's double requantization, the Flatten's gather, the softmax
-    assert len(lines) == 3 and "accel.host_requantize" in lines[1] and "by design" in lines[1]
-    assert "accel.relayout" in lines[0] and "a gather" in lines[0]
-    assert "accel.softmax" in lines[2] and "a host step of the accelerator program" in lines[2]
+    assert len(lines) == 1 and "accel.host_requantize" in lines[0] and "by design" in lines[0]
 
 
 def test_report_fields():

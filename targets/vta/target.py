@@ -263,6 +263,31 @@ def _packed_rank(m: Match) -> str | None:
     return None
 
 
+@check("head-reshape")
+def _head_reshape(m: Match) -> str | None:
+    """A lane-moving reshape the program gathers: channels split into heads `[.., T, C]` ->
+    `[.., T, h, C/h]` or heads merged back; the dimensions before them stay."""
+    op = m.ops[0]
+    a, b = list(shape_of(op.operands[0])), list(shape_of(op.results[0]))
+    split = len(b) == len(a) + 1 and a[:-1] == b[:-2] and a[-1] == b[-2] * b[-1]
+    merge = len(a) == len(b) + 1 and b[:-1] == a[:-2] and b[-1] == a[-2] * a[-1]
+    if not (split or merge):
+        return (f"reshapes {a} to {b}: lanes would move, and only a split of the channels into "
+                "heads or a merge of heads into channels is a gather step yet (a Flatten into "
+                "a dense layer is a partition boundary)")  # fmt: skip
+    return None
+
+
+@check("softmax-rows")
+def _softmax_rows(m: Match) -> str | None:
+    """A softmax over rows of a sequence (rank 3 or more: attention's scores); a classifier's
+    `[N, classes]` softmax ends the model after its last layer and stays on the CPU."""
+    rank = len(shape_of(m.ops[0].operands[0]))
+    if rank < 3:
+        return (f"a rank-{rank} softmax (a classifier's output): after the last layer it joins "
+                "no partitions, so it stays a CPU operator")  # fmt: skip
+    return None
+
 @check("slice-axes")
 def _slice_axes(m: Match) -> str | None:
     op = m.ops[0]
@@ -400,20 +425,22 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
             doc="host step: a reshape that keeps batch and channels (e.g. Flatten after a "
                 "global pool), or between whole channel blocks in plain order (Flatten of a "
                 "16-channel map), is the same packed bytes, a copy inside the accelerator "
-                "function, a decision point of the cost model; other reshapes move lanes: a "
-                "gather (`relayout`)"),
-    Pattern("relayout", "q.reshape", (_int8_operands, _packed_rank),
-            doc="host step: a reshape that moves lanes (the heads split of attention, "
-                "[1, T, 32] to [1, T, 2, 16]) is a gather inside the accelerator function, a "
-                "decision point of the cost model"),
+                "function, a decision point of the cost model; a split of the channels into "
+                "heads or a merge of heads is a gather (`relayout`); other reshapes move lanes: "
+                "CPU (partition boundary)"),
+    Pattern("relayout", "q.reshape", (_int8_operands, _packed_rank, _head_reshape),
+            doc="host step: a reshape that moves lanes by splitting the channels into heads "
+                "(attention's [1, T, 32] to [1, T, 2, 16]) or merging them back is a gather "
+                "inside the accelerator function, a decision point of the cost model"),
     Pattern("transpose", "q.transpose", (_int8_operands, _packed_rank),
             doc="host step: a gather inside the accelerator function (lanes and pixels "
                 "move; attention's head transposes), a decision point of the cost model"),
-    Pattern("softmax", "q.softmax", (_int8_operands, _packed_rank),
+    Pattern("softmax", "q.softmax", (_int8_operands, _packed_rank, _softmax_rows),
             doc="host step: LiteRT's int8 fixed-point softmax, exact on the host inside the "
                 "program (exponentials of the 256 int8 differences as a table, a row's sum, "
                 "its gemmlowp reciprocal); the ALU has no reciprocal, max-over-lanes or "
-                "table lookup; a decision point of the cost model"),
+                "table lookup; a decision point of the cost model; over rows of rank 3 or more "
+                "(attention scores): a classifier's rank-2 softmax stays on the CPU"),
     Pattern("batch_matmul", "q.batch_matmul", (_int8_operands, _packed_rank),
             doc="host step: activation x activation products (attention's Q K^T and P V) "
                 "computed exactly by the host inside the program, so the partition is not "

@@ -30,7 +30,7 @@ func.func @transpose(%x: tensor<1x16x2x16x!qa>) -> tensor<1x2x16x16x!qa> {
 
 // PreprocessSoftmaxScaling: 1.0 * 0.03 * 2**26 -> multiplier, left shift; diff_min the radius.
 // CHECK-LABEL: func.func @softmax
-// CHECK-NEXT:    %y = q.softmax %x {multiplier = 2061584256 : i32, left_shift = 21 : i32, diff_min = -992 : i32}
+// CHECK-NEXT:    %y = q.softmax %x {multiplier = 2061584256 : i32, left_shift = 21 : i32, diff_min = -992 : i32, beta = 1.000000e+00 : f32}
 // CHECK-NEXT:    func.return %y
 func.func @softmax(%x: tensor<1x2x4x4x!qa>) -> tensor<1x2x4x4x!qs> {
   %y = tfl.softmax %x {beta = 1.0 : f32} : (tensor<1x2x4x4x!qa>) -> tensor<1x2x4x4x!qs>

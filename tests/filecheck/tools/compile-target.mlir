@@ -9,7 +9,7 @@
 
 // NOTARGET: qaccel-compile: error: the module has no accel.target: run attach-target{target=vta} first (vta-pipeline does)
 // CONFIG: qaccel-compile: error: attach-target: vta-huge: no such hardware config file or bundled config (bundled: vta-default, vta-store-requant)
-// REPORT: vta: selected 19 of 19 ops (100.0% of MACs) into 1 partition
+// REPORT: vta: selected 17 of 19 ops (100.0% of MACs) into 2 partitions
 // HOST: builtin.module attributes {accel.target = #accel.target<"vta", {name = "vta-store-requant", {{.*}}store_requant = true, energy_mac_pj = {{.*}}}>}
 
 func.func @main(%x: tensor<1x4xi8>) -> tensor<1x4xi8> {
