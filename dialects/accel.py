@@ -1482,12 +1482,149 @@ class LaneBroadcastOp(_ComputeOp):
             )
 
 
+# --------------------------------------------------------------------------------------------
+# The attention core's host steps (kernels/attention.py)
+
+
+def _i64_props(**values: int) -> dict[str, Attribute]:
+    return {k: IntegerAttr(int(v), 64) for k, v in values.items()}
+
+
+@irdl_op_definition
+class RelayoutOp(_ComputeOp):
+    """A lane-moving `q.reshape` or a `q.transpose` on packed activations: the plain
+    `in_shape` input reshaped to `shape`, then transposed by `perm` (the identity for a
+    reshape); padding lanes of the result hold `pad_value`. The accelerator function keeps it
+    as a host step of its program (a gather, `kernels/attention.py`'s `relayout_index`)."""
+
+    name = "accel.relayout"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    in_shape = prop_def(DenseArrayBase[I64])
+    shape = prop_def(DenseArrayBase[I64])
+    perm = prop_def(DenseArrayBase[I64])
+    pad_value = prop_def(IntegerAttr[I64])
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType,
+                 in_shape: Sequence[int], shape: Sequence[int], perm: Sequence[int],
+                 pad_value: int):  # fmt: skip
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type],
+                         properties={"in_shape": i64_array(in_shape), "shape": i64_array(shape),
+                                     "perm": i64_array(perm),
+                                     **_i64_props(pad_value=pad_value)})  # fmt: skip
+
+    def verify_(self) -> None:
+        shape_in = _check_packed(self, "the input", self.input.type, "narrow")
+        out = _check_packed(self, "the result", self.output.type, "narrow")
+        if self.input.type.element_type != self.output.type.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        plain_in = self.array_prop("in_shape").tolist()
+        mid = self.array_prop("shape").tolist()
+        perm = self.array_prop("perm").tolist()
+        block = shape_in[-1]
+        if (len(plain_in) < 2 or sorted(perm) != list(range(len(mid))) or len(mid) < 2
+                or int(np.prod(plain_in)) != int(np.prod(mid))
+                or tuple(shape_in) != Packing.activations(len(plain_in), block).packed_shape(
+                    plain_in)
+                or tuple(out) != Packing.activations(len(mid), block).packed_shape(
+                    [mid[p] for p in perm])):  # fmt: skip
+            raise VerifyException(
+                f"{self.name}: {list(out)} is not the packed {list(plain_in)} reshaped to "
+                f"{mid} and permuted by {perm}"
+            )
+
+
+@irdl_op_definition
+class SoftmaxOp(_ComputeOp):
+    """`q.softmax` on a packed int8 activation `[N, C/B, ..., 1, B]` along its `channels` real
+    channels (the lanes of all blocks); padding lanes of the result hold -128 (its zero point).
+    The accelerator function keeps it as a host step of its program."""
+
+    name = "accel.softmax"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    channels = prop_def(IntegerAttr[I64])
+    multiplier = prop_def(IntegerAttr[I64])
+    left_shift = prop_def(IntegerAttr[I64])
+    diff_min = prop_def(IntegerAttr[I64])
+
+    def __init__(self, value: SSAValue | Operation, result_type: TensorType, channels: int,
+                 multiplier: int, left_shift: int, diff_min: int):  # fmt: skip
+        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type],
+                         properties=_i64_props(channels=channels, multiplier=multiplier,
+                                               left_shift=left_shift, diff_min=diff_min))
+
+    def verify_(self) -> None:
+        shape = _check_packed(self, "the input", self.input.type, "narrow")
+        out = _check_packed(self, "the result", self.output.type, "narrow")
+        c = self.int_prop("channels")
+        if shape != out or c < 1 or -(-c // shape[-1]) != shape[1]:
+            raise VerifyException(f"{self.name}: {list(shape)} -> {list(out)} with {c} channels")
+        if not 0 <= self.int_prop("left_shift") <= 31 or \
+                not 0 <= self.int_prop("multiplier") <= 2**31 - 1:  # fmt: skip
+            raise VerifyException(f"{self.name}: multiplier or left_shift out of range")
+
+
+@irdl_op_definition
+class BatchMatmulOp(_ComputeOp):
+    """`q.batch_matmul` of packed int8 activations (plain shapes `lhs_shape`, `rhs_shape`)
+    into a packed int8 result whose padding lanes hold `pad_value`. The accelerator function
+    keeps it as a host step of its program."""
+
+    name = "accel.batch_matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    lhs_shape = prop_def(DenseArrayBase[I64])
+    rhs_shape = prop_def(DenseArrayBase[I64])
+    adj_x = prop_def(IntegerAttr[I64])
+    adj_y = prop_def(IntegerAttr[I64])
+    lhs_zero_point = prop_def(IntegerAttr[I64])
+    rhs_zero_point = prop_def(IntegerAttr[I64])
+    multiplier = prop_def(IntegerAttr[I64])
+    shift = prop_def(IntegerAttr[I64])
+    output_zero_point = prop_def(IntegerAttr[I64])
+    pad_value = prop_def(IntegerAttr[I64])
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: TensorType,
+                 lhs_shape: Sequence[int], rhs_shape: Sequence[int], **ints: int):  # fmt: skip
+        super().__init__(operands=[lhs, rhs], result_types=[result_type],
+                         properties={"lhs_shape": i64_array(lhs_shape),
+                                     "rhs_shape": i64_array(rhs_shape), **_i64_props(**ints)})
+
+    def plain_output_shape(self) -> list[int]:
+        ls, rs = self.array_prop("lhs_shape").tolist(), self.array_prop("rhs_shape").tolist()
+        rows = ls[-1] if self.int_prop("adj_x") else ls[-2]
+        cols = rs[-2] if self.int_prop("adj_y") else rs[-1]
+        return [*np.broadcast_shapes(tuple(ls[:-2]), tuple(rs[:-2])), rows, cols]
+
+    def verify_(self) -> None:
+        packed = []
+        for what, t in (("the lhs", self.lhs.type), ("the rhs", self.rhs.type),
+                        ("the result", self.output.type)):  # fmt: skip
+            packed.append(_check_packed(self, what, t, "narrow"))
+        ls, rs = self.array_prop("lhs_shape").tolist(), self.array_prop("rhs_shape").tolist()
+        block = packed[0][-1]
+        try:
+            out = self.plain_output_shape()
+        except ValueError:
+            out = None
+        depth_l = ls[-2] if self.int_prop("adj_x") else ls[-1]
+        depth_r = rs[-1] if self.int_prop("adj_y") else rs[-2]
+        if (out is None or depth_l != depth_r
+                or any(tuple(p) != Packing.activations(len(s), block).packed_shape(s)
+                       for p, s in zip(packed, (ls, rs, out)))):  # fmt: skip
+            raise VerifyException(f"{self.name}: {list(packed[0])} x {list(packed[1])} -> "
+                                  f"{list(packed[2])} does not fit plain {ls} x {rs}")
+
+
 COMPUTE_OPS: tuple[type[AccelOp], ...] = (
     Conv2DZpOp, DenseZpOp, BiasAddZpOp, ShiftLeftOp, RoundMultiplyOp, RoundRShiftOp, AddOp,
     MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, LutOp, MaxPool2DOp, SumPool2DOp,
     ReduceSumOp, PadOp, ConcatOp, ConcatLanesOp, HostPool2DOp, ReshapeOp, CropOp, DepthToSpaceOp,
     ResizeNearestNeighborOp, ResizeBilinearOp, Col2ImOp,
 )  # fmt: skip
+COMPUTE_OPS += (RelayoutOp, SoftmaxOp, BatchMatmulOp)
 """The ops `lower-q-to-accel` produces: what the accelerator computes on packed tensors."""
 COMPUTE_OPS += (LaneSumOp, LaneBroadcastOp)
 

@@ -121,6 +121,20 @@ def _batch_matmul(op: Operation) -> int:
     return prod(out) * k
 
 
+def _q_batch_matmul(op: Operation) -> int:
+    # q.batch_matmul (adj_x a property) and accel.batch_matmul (plain shapes as properties)
+    props = op.properties
+    if "lhs_shape" in props:
+        x = [int(v) for v in props["lhs_shape"].get_values()]  # type: ignore[attr-defined]
+        out = op.plain_output_shape()  # type: ignore[attr-defined]
+    else:
+        out, x = _shape(op.results[0]), _shape(op.operands[0])
+    if out is None or x is None or len(x) < 2 or len(out) < 2:
+        raise ValueError("rank")
+    adj_x = props["adj_x"].value.data  # type: ignore[attr-defined]
+    return prod(out) * (x[-2] if adj_x else x[-1])
+
+
 def _used_lanes(lanes: np.ndarray, axis: int) -> int:
     """1 + the last index along `axis` whose slice holds a nonzero value (0 if none)."""
     other = tuple(a for a in range(lanes.ndim) if a != axis)
@@ -179,6 +193,7 @@ def _dense_zp(op: Operation) -> int:
 _KIND_MACS = {
     "conv": _conv, "depthwise": _depthwise, "dense": _dense,
     "transpose_conv": _transpose_conv, "batch_matmul": _batch_matmul,
+    "q_batch_matmul": _q_batch_matmul,
     "conv2d_zp": _conv2d_zp, "dense_zp": _dense_zp,
 }  # fmt: skip
 
@@ -188,6 +203,8 @@ _MAC_KINDS = {
     "q.dense": "dense",
     "accel.conv2d_zp": "conv2d_zp",
     "accel.dense_zp": "dense_zp",
+    "q.batch_matmul": "q_batch_matmul",
+    "accel.batch_matmul": "q_batch_matmul",
 }
 
 _TFLITE_KINDS = {

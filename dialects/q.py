@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     I32,
     BytesAttr,
     DenseArrayBase,
+    FloatAttr,
     IntegerAttr,
     TensorType,
     f64,
@@ -520,6 +521,94 @@ class DepthToSpaceOp(QOp):
                                   "blocks moved into pixels")  # fmt: skip
 
 
+@irdl_op_definition
+class TransposeOp(QOp):
+    """Permute the dimensions by `perm` (one quantization: TRANSPOSE of an int8 tensor)."""
+
+    name = "q.transpose"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    perm = prop_def(DenseArrayBase)
+
+    def verify_(self) -> None:
+        a, b = self.input.type, self.output.type
+        if a.element_type != b.element_type:
+            raise VerifyException(f"{self.name}: the input and result element types differ")
+        shape, out = list(a.get_shape()), list(b.get_shape())
+        perm = self.array_prop("perm").tolist()
+        if sorted(perm) != list(range(len(shape))) or out != [shape[p] for p in perm]:
+            raise VerifyException(f"{self.name}: {out} is not {shape} permuted by {perm}")
+
+
+@irdl_op_definition
+class SoftmaxOp(QOp):
+    """int8 softmax along the last axis, the reference kernel's fixed point (output scale
+    1/256, zero point -128): each value's difference to its row's maximum, from `diff_min` on,
+    scaled by `multiplier` after `left_shift` (`PreprocessSoftmaxScaling`) into Q5.26, its
+    exponential in Q0.31, the row's sum in Q12, its reciprocal, and each exponential times it;
+    values below `diff_min` give -128."""
+
+    name = "q.softmax"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    multiplier = prop_def(IntegerAttr[I32])
+    left_shift = prop_def(IntegerAttr[I32])
+    diff_min = prop_def(IntegerAttr[I32])
+    beta = opt_prop_def(FloatAttr)
+    """The SOFTMAX's beta, kept for its TFLite form when it stays on the CPU."""
+
+    def verify_(self) -> None:
+        for what, t in (("input", self.input.type), ("result", self.output.type)):
+            if tensor_dtype(t) != np.int8:
+                raise VerifyException(f"{self.name}: the {what} must be int8, got {t}")
+        if self.input.type.get_shape() != self.output.type.get_shape():
+            raise VerifyException(f"{self.name}: input and result shapes differ")
+        if not 0 <= self.int_prop("left_shift") <= 31 or self.int_prop("multiplier") < 0:
+            raise VerifyException(f"{self.name}: multiplier must not be negative and left_shift "
+                                  "lie in [0, 31]")  # fmt: skip
+
+
+@irdl_op_definition
+class BatchMatmulOp(QOp):
+    """int8 activation x activation product of the last two dimensions, batch dimensions
+    broadcast (BATCH_MATMUL; `adj_x` / `adj_y` transpose an operand's last two dimensions):
+    `MBQM(Σ (l - lhs_zero_point) * (r - rhs_zero_point), M, shift) + output_zero_point`, the
+    sum wrapping as int32."""
+
+    name = "q.batch_matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    adj_x = prop_def(IntegerAttr[I32])
+    adj_y = prop_def(IntegerAttr[I32])
+    lhs_zero_point = prop_def(IntegerAttr[I32])
+    rhs_zero_point = prop_def(IntegerAttr[I32])
+    multiplier = prop_def(IntegerAttr[I32])
+    shift = prop_def(IntegerAttr[I32])
+    output_zero_point = prop_def(IntegerAttr[I32])
+
+    def verify_(self) -> None:
+        for what, t in (("lhs", self.lhs.type), ("rhs", self.rhs.type),
+                        ("result", self.output.type)):  # fmt: skip
+            if tensor_dtype(t) != np.int8:
+                raise VerifyException(f"{self.name}: the {what} must be int8, got {t}")
+        _check_shifts(self, "shift", self.int_prop("shift"))
+        ls, rs = list(self.lhs.type.get_shape()), list(self.rhs.type.get_shape())
+        out = list(self.output.type.get_shape())
+        if not (2 <= len(ls) <= 5 and 2 <= len(rs) <= 5):
+            raise VerifyException(f"{self.name}: operands must have rank 2 to 5")
+        adj_x, adj_y = bool(self.int_prop("adj_x")), bool(self.int_prop("adj_y"))
+        rows, depth_l = (ls[-1], ls[-2]) if adj_x else (ls[-2], ls[-1])
+        depth_r, cols = (rs[-1], rs[-2]) if adj_y else (rs[-2], rs[-1])
+        try:
+            batch = list(np.broadcast_shapes(tuple(ls[:-2]), tuple(rs[:-2])))
+        except ValueError:
+            batch = None
+        if depth_l != depth_r or batch is None or out != [*batch, rows, cols]:
+            raise VerifyException(f"{self.name}: {ls} x {rs} (adj_x={int(adj_x)}, "
+                                  f"adj_y={int(adj_y)}) is not {out}")  # fmt: skip
+
+
 class _ResizeOp(QOp):
     """Shared by the resizes: NHWC, H and W to the result's, batch and channels kept, one
     quantization (the reference kernels move or interpolate stored values)."""
@@ -641,5 +730,6 @@ Q_OPS = (
     MulOp, AvgPool2DOp, MaxPool2DOp, MeanOp, PadOp, ConcatOp, ReshapeOp, SliceOp, DepthToSpaceOp,
     ResizeNearestNeighborOp, ResizeBilinearOp, Col2ImOp,
 )  # fmt: skip
+Q_OPS += (TransposeOp, SoftmaxOp, BatchMatmulOp)
 Q_OPS += (SquaredDifferenceOp,)
 Q = Dialect("q", list(Q_OPS), [])

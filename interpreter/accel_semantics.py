@@ -37,6 +37,22 @@ from qaccel.dialects import accel, q
 from qaccel.dialects.types import tensor_dtype
 
 
+
+def batch_matmul_packed(op: accel.BatchMatmulOp, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """`accel.batch_matmul`: unpack both operands, the int8 product, pack the result."""
+    from qaccel.kernels import attention as at
+
+    ls, rs = op.array_prop("lhs_shape").tolist(), op.array_prop("rhs_shape").tolist()
+    block = int(lhs.shape[-1])
+    a = unpack(lhs, accel.Packing.activations(len(ls), block), tuple(ls))
+    b = unpack(rhs, accel.Packing.activations(len(rs), block), tuple(rs))
+    y = at.batch_matmul_int8(a, b, bool(op.int_prop("adj_x")), bool(op.int_prop("adj_y")),
+                             op.int_prop("lhs_zero_point"), op.int_prop("rhs_zero_point"),
+                             op.int_prop("multiplier"), op.int_prop("shift"),
+                             op.int_prop("output_zero_point"), op.plain_output_shape())
+    return at.packed_of(y, block, op.int_prop("pad_value"))
+
+
 # --------------------------------------------------------------------------------------------
 # Compute ops (bit-exact with the gemmlowp/TFLite primitives of `arithmetic.py`)
 
@@ -245,6 +261,27 @@ class AccelComputeFunctions(InterpreterFunctions):
     @impl(accel.LaneBroadcastOp)
     def run_lane_broadcast(self, interpreter: Interpreter, op: accel.LaneBroadcastOp, args):
         return (packed.lane_broadcast(args[0], op.output.type.get_shape()),)
+
+    @impl(accel.RelayoutOp)
+    def run_relayout(self, interpreter: Interpreter, op: accel.RelayoutOp, args):
+        from qaccel.kernels.attention import relayout_packed
+
+        return (relayout_packed(args[0], op.array_prop("in_shape").tolist(),
+                                op.array_prop("shape").tolist(), op.array_prop("perm").tolist(),
+                                op.int_prop("pad_value")),)  # fmt: skip
+
+    @impl(accel.SoftmaxOp)
+    def run_softmax(self, interpreter: Interpreter, op: accel.SoftmaxOp, args):
+        from qaccel.kernels import attention as at
+
+        x = at.plain_of(args[0], op.int_prop("channels"))
+        y = at.softmax_int8(x, op.int_prop("multiplier"), op.int_prop("left_shift"),
+                            op.int_prop("diff_min"))  # fmt: skip
+        return (at.packed_of(y, int(args[0].shape[-1]), -128),)
+
+    @impl(accel.BatchMatmulOp)
+    def run_batch_matmul(self, interpreter: Interpreter, op: accel.BatchMatmulOp, args):
+        return (batch_matmul_packed(op, *args),)
 
     @impl(accel.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: accel.ReshapeOp, args):

@@ -37,6 +37,16 @@ def _window_geometry(op: q._WindowOp, kh: int, kw: int, dh: int = 1, dw: int = 1
     return out_h, out_w, top, left, sh, sw, dh, dw
 
 
+
+def batch_matmul(op: q.BatchMatmulOp, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    from qaccel.kernels.attention import batch_matmul_int8
+
+    return batch_matmul_int8(lhs, rhs, bool(op.int_prop("adj_x")), bool(op.int_prop("adj_y")),
+                             op.int_prop("lhs_zero_point"), op.int_prop("rhs_zero_point"),
+                             op.int_prop("multiplier"), op.int_prop("shift"),
+                             op.int_prop("output_zero_point"), op.output.type.get_shape())
+
+
 def conv2d(op: q.Conv2DOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     xzp, wzp = op.int_prop("input_zero_point"), op.int_prop("filter_zero_point")
     _, kh, kw, cin_g = w.shape
@@ -279,6 +289,23 @@ class QFunctions(InterpreterFunctions):
                 full[:, ky : ky + (h - 1) * sh + 1 : sh, kx : kx + (w - 1) * sw + 1 : sw] += x[
                     ..., tap : tap + o]  # fmt: skip
         return (_wrap_int32(full[:, top : top + oh, left : left + ow]),)
+
+    @impl(q.TransposeOp)
+    def run_transpose(self, interpreter: Interpreter, op: q.TransposeOp, args: tuple[Any, ...]):
+        perm = tuple(int(p) for p in op.array_prop("perm"))
+        return (np.ascontiguousarray(np.transpose(args[0], perm)),)
+
+    @impl(q.SoftmaxOp)
+    def run_softmax(self, interpreter: Interpreter, op: q.SoftmaxOp, args: tuple[Any, ...]):
+        from qaccel.kernels.attention import softmax_int8
+
+        return (softmax_int8(args[0], op.int_prop("multiplier"), op.int_prop("left_shift"),
+                             op.int_prop("diff_min")),)  # fmt: skip
+
+    @impl(q.BatchMatmulOp)
+    def run_batch_matmul(self, interpreter: Interpreter, op: q.BatchMatmulOp,
+                         args: tuple[Any, ...]):  # fmt: skip
+        return (batch_matmul(op, *args),)
 
     @impl(q.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: q.ReshapeOp, args: tuple[Any, ...]):

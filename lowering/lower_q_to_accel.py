@@ -84,6 +84,7 @@ from qaccel.dialects import q
 from qaccel.dialects.annotations import accelerator_functions
 from qaccel.passes.canonicalize_accel import canonicalize_accel
 from qaccel.lowering.q_to_accel import accumulate, data_movement, elementwise, pool, requantize
+from qaccel.lowering.q_to_accel import attention
 from qaccel.lowering.q_to_accel import resize
 from qaccel.lowering.q_to_accel.function import PASS, BiasPlacement, FunctionLowering
 
@@ -206,11 +207,19 @@ class LowerConcat(_LowerQOp):
 
 
 class LowerReshape(_LowerQOp):
-    """`q.reshape` keeping batch and channels -> `accel.reshape` (nothing moves)."""
+    """`q.reshape` keeping batch and channels -> `accel.reshape` (nothing moves); one that
+    moves lanes -> `accel.relayout` (a gather step of the program)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.ReshapeOp, rewriter: PatternRewriter) -> None:
-        self.lower(op, rewriter, data_movement.lower_reshape)
+        from qaccel.kernels.layout import reshape_is_view
+
+        a, b = op.input.type.get_shape(), op.output.type.get_shape()
+        lowering = self.lowering_of(op)
+        if lowering is None or reshape_is_view(a, b, lowering.block):
+            self.lower(op, rewriter, data_movement.lower_reshape)
+        else:
+            self.lower(op, rewriter, attention.lower_relayout)
 
 
 class LowerSlice(_LowerQOp):
@@ -227,6 +236,19 @@ class LowerDepthToSpace(_LowerQOp):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.DepthToSpaceOp, rewriter: PatternRewriter) -> None:
         self.lower(op, rewriter, data_movement.lower_depth_to_space)
+
+
+class LowerAttention(_LowerQOp):
+    """`q.transpose` -> `accel.relayout`; `q.softmax` -> `accel.softmax`; `q.batch_matmul` ->
+    `accel.batch_matmul` (host steps of the program)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, q.TransposeOp):
+            self.lower(op, rewriter, attention.lower_relayout)
+        elif isinstance(op, q.SoftmaxOp):
+            self.lower(op, rewriter, attention.lower_softmax)
+        elif isinstance(op, q.BatchMatmulOp):
+            self.lower(op, rewriter, attention.lower_batch_matmul)
 
 
 class LowerResize(_LowerQOp):
@@ -264,6 +286,8 @@ class LowerSquaredDifference(_LowerQOp):
 
 PATTERNS += (LowerSquaredDifference,)
 LOWERED_OPS += (q.SquaredDifferenceOp,)
+PATTERNS += (LowerAttention,)
+LOWERED_OPS += (q.TransposeOp, q.SoftmaxOp, q.BatchMatmulOp)
 
 
 def lower_functions(functions: dict[func.FuncOp, FunctionLowering]) -> None:

@@ -26,7 +26,10 @@ PACK, is dropped with the ops that computed it), MAXIMUM/MINIMUM with a one-valu
 (`q.resize_nearest_neighbor` / `q.resize_bilinear`, their size operand dropped), and
 TRANSPOSE_CONV (its taps a 1x1 `q.conv2d`, then `q.depth_to_space` when the kernel is the
 stride, or `q.col2im` summing overlapping taps before the bias and requantization), and
-SQUARED_DIFFERENCE (`q.squared_difference`, the kernel's multipliers).
+SQUARED_DIFFERENCE (`q.squared_difference`, the kernel's multipliers), and the attention core:
+TRANSPOSE with a constant permutation (`q.transpose`), int8 SOFTMAX (`q.softmax`, the
+reference kernel's fixed-point parameters) and int8 x int8 -> int8 BATCH_MATMUL
+(`q.batch_matmul`, both zero points and the multiplier).
 
 Element-wise int8 -> int8 ops with one input (`TABLE_OPS`: standalone RELU/RELU6/RELU_N1_TO_1,
 LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, GELU, an int8 QUANTIZE, ...) see only 256 input values:
@@ -1070,6 +1073,76 @@ class LegalizeTransposeConvTaps(_Legalize):
         _erase_dead_shape(rewriter, output_shape)
 
 
+# --------------------------------------------------------------------------------------------
+# The attention core: TRANSPOSE, SOFTMAX and activation x activation BATCH_MATMUL
+
+
+class LegalizeTranspose(_Legalize):
+    """An int8 TRANSPOSE with a constant permutation is `q.transpose`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.TransposeOp, rewriter: PatternRewriter):
+        perm = _const(op.perm)
+        if perm is None or op.input.type.element_type != op.output.type.element_type:
+            return
+        if self.legal_int8(op, op.input) is None:
+            return
+        rank = len(op.input.type.get_shape())
+        perm = [int(p) % rank if rank else 0 for p in np.asarray(perm).reshape(-1)]
+        if sorted(perm) != list(range(rank)):
+            return
+        new = q.TransposeOp.create(operands=[op.input], result_types=[op.output.type],
+                                   properties={"perm": q.i64_array(perm)})  # fmt: skip
+        perm_value = op.perm
+        _replace_one(rewriter, op, new)
+        _erase_dead_shape(rewriter, perm_value)
+
+
+class LegalizeSoftmax(_Legalize):
+    """An int8 -> int8 SOFTMAX is `q.softmax` with the reference kernel's fixed-point
+    parameters (`softmax_params`)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.SoftmaxOp, rewriter: PatternRewriter):
+        call = self.legal_int8(op, op.input)
+        if call is None:
+            return
+        from qaccel.kernels.elementwise import softmax_params
+
+        m, left_shift, diff_min = softmax_params(call)
+        new = q.SoftmaxOp.create(operands=[op.input], result_types=[op.output.type],
+                                 properties={"multiplier": q.i32_attr(m),
+                                             "left_shift": q.i32_attr(left_shift),
+                                             "diff_min": q.i32_attr(diff_min),
+                                             "beta": op.properties["beta"]})  # fmt: skip
+        _replace_one(rewriter, op, new)
+
+
+class LegalizeBatchMatmul(_Legalize):
+    """An int8 x int8 -> int8 BATCH_MATMUL is `q.batch_matmul`: the kernel's multiplier (the
+    scale product in float, divided in double, `QuantizeMultiplier`)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tfl.BatchMatMulOp, rewriter: PatternRewriter):
+        call = self.legal_int8(op, op.x, op.y)
+        if call is None:
+            return
+        from qaccel.kernels.gemm import legacy_scale_zp
+
+        (l_s, l_zp), (r_s, r_zp), (o_s, o_zp) = (
+            legacy_scale_zp(qp) for qp in (call.input_q[0], call.input_q[1], call.output_q[0]))
+        real = float(np.float32(np.float32(l_s) * np.float32(r_s))) / float(np.float32(o_s))
+        m, s = ar.quantize_multiplier_scalar(real)
+        props = {"adj_x": int(bool(call.options.get("adj_x", False))),
+                 "adj_y": int(bool(call.options.get("adj_y", False))),
+                 "lhs_zero_point": l_zp, "rhs_zero_point": r_zp, "multiplier": m, "shift": s,
+                 "output_zero_point": o_zp}  # fmt: skip
+        new = q.BatchMatmulOp.create(operands=[op.x, op.y], result_types=[op.output.type],
+                                     properties={k: q.i32_attr(v) for k, v in props.items()})
+        _replace_one(rewriter, op, new)
+
+
+
 # tfl op name (as in the `ops` option) -> pattern
 PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "conv_2d": LegalizeConv2D,
@@ -1095,6 +1168,9 @@ PATTERNS: dict[str, Callable[[], RewritePattern]] = {
     "maximum": LegalizeMaximumMinimum,
     "minimum": LegalizeMaximumMinimum,
     "table": LegalizeTable,
+    "transpose": LegalizeTranspose,
+    "softmax": LegalizeSoftmax,
+    "batch_matmul": LegalizeBatchMatmul,
     "resize_nearest_neighbor": lambda: LegalizeResize(tfl.ResizeNearestNeighborOp),
     "resize_bilinear": lambda: LegalizeResize(tfl.ResizeBilinearOp),
     "float_chain": LegalizeFloatChain,

@@ -88,8 +88,9 @@ def test_explain_names_every_cpu_op(capsys):
             "[reshape-view]"
         ),
         (
-            'vta: kept on CPU: tfl.softmax "StatefulPartitionedCall_1:0": no vta pattern for '
-            "tfl.softmax (the accelerator runs q ops only)"
+            'vta: kept on CPU: q.softmax "StatefulPartitionedCall_1:0": pattern softmax refused: '
+            "a rank-2 softmax (a classifier's output): after the last layer it joins no "
+            "partitions, so it stays a CPU operator [softmax-rows]"
         ),
     ]
 

@@ -260,6 +260,39 @@ def _resize_to_tflite(op: q.ResizeNearestNeighborOp | q.ResizeBilinearOp) -> lis
     return [const, new]
 
 
+def _attention_to_tflite(op: q.TransposeOp | q.SoftmaxOp | q.BatchMatmulOp) -> list[Operation]:
+    """`q.transpose` (TRANSPOSE with a constant permutation), `q.softmax` (SOFTMAX with its
+    beta) and `q.batch_matmul` (BATCH_MATMUL) left on the CPU, as TFLite's."""
+    from qaccel.dialects import tfl
+
+    if isinstance(op, q.TransposeOp):
+        perm = np.asarray(q.array_values(op.perm), dtype="<i4")
+        ptype = TensorType(IntegerType(32), [len(perm)])
+        const = ConstOp(DenseIntOrFPElementsAttr(ptype, BytesAttr(perm.tobytes())), ptype)
+        const.location = _name_loc(f"{location_name(op) or 'transpose'}/perm")
+        new = tfl.TransposeOp.create(operands=[op.input, const.output],
+                                     result_types=[op.output.type],
+                                     properties=tfl.TransposeOp.properties_from_options({}))
+        new.location = op.location
+        return [const, new]
+    if isinstance(op, q.SoftmaxOp):
+        beta = op.properties.get("beta")
+        if beta is None:
+            raise AotError(f"{op.name} without its beta has no TFLite form")
+        new = tfl.SoftmaxOp.create(operands=[op.input], result_types=[op.output.type],
+                                   properties=tfl.SoftmaxOp.properties_from_options(
+                                       {"beta": beta.value.data}))  # fmt: skip
+        new.location = op.location
+        return [new]
+    new = tfl.BatchMatMulOp.create(
+        operands=[op.lhs, op.rhs], result_types=[op.output.type],
+        properties=tfl.BatchMatMulOp.properties_from_options(
+            {"adj_x": bool(op.int_prop("adj_x")), "adj_y": bool(op.int_prop("adj_y")),
+             "asymmetric_quantize_inputs": False}))  # fmt: skip
+    new.location = op.location
+    return [new]
+
+
 def _slice_to_tflite(op: q.SliceOp) -> list[Operation]:
     """`q.slice` (a STRIDED_SLICE the partitioner left on the CPU) as TFLite's SLICE."""
     from qaccel.dialects.tfl import SliceOp
@@ -361,6 +394,12 @@ def _aot_spec(compiled: CompiledModel, bytecodes: dict[str, bytes] | None):
                 if not d.results[0].uses:
                     d.detach()
                     d.erase()
+        elif isinstance(op, q.TransposeOp | q.SoftmaxOp | q.BatchMatmulOp):
+            new = _attention_to_tflite(op)
+            entry.body.block.insert_ops_before(new, op)
+            op.output.replace_all_uses_with(new[-1].results[0])
+            op.detach()
+            op.erase()
         elif isinstance(op, q.ResizeNearestNeighborOp | q.ResizeBilinearOp):
             new = _resize_to_tflite(op)
             entry.body.block.insert_ops_before(new, op)

@@ -194,6 +194,14 @@ def compile_module(
                 reason = "a host step of the accelerator program (a reshape: a copy)"
             if isinstance(op, accel.DepthToSpaceOp):
                 reason = "a host step of the accelerator program (depth to space: a gather)"
+            if isinstance(op, accel.RelayoutOp):
+                reason = "a host step of the accelerator program (a reshape or transpose: a gather)"
+            if isinstance(op, accel.SoftmaxOp):
+                reason = ("a host step of the accelerator program (LiteRT's int8 fixed-point "
+                          "softmax: the ALU has no reciprocal or max across lanes)")
+            if isinstance(op, accel.BatchMatmulOp):
+                reason = ("a host step of the accelerator program (activation x activation "
+                          "product: no GEMM layer loads weight tiles from the arena yet)")
             if isinstance(op, accel.ResizeNearestNeighborOp):
                 reason = "a host step of the accelerator program (nearest-neighbour resize: a gather)"
             if isinstance(op, accel.ResizeBilinearOp):

@@ -291,6 +291,9 @@ class _Builder:
                                       "block_size": op.int_prop("block_size"),
                                       "channels": op.int_prop("channels"),
                                       "fill": op.int_prop("pad_value")}  # fmt: skip
+        attention = _attention_params(op)
+        if attention is not None:
+            return attention
         if isinstance(op, accel.ResizeNearestNeighborOp | accel.ResizeBilinearOp |
                       q.ResizeNearestNeighborOp | q.ResizeBilinearOp):  # fmt: skip
             # q (NHWC, left on the CPU) runs as the packed kernel of one channel block
@@ -338,6 +341,37 @@ class _Builder:
                 return "dense_zp", {**params, "out_shape": list(op.output.type.get_shape())}
             return "conv2d_zp", {**params, **sem.conv2d_zp_params(op)}
         raise NoPlan(f"no run-plan step for {op.name}")
+
+
+def _attention_params(op: Operation) -> tuple[str, dict] | None:
+    """The run-plan step of an attention-core op (`accel` packed, `q` plain), else None."""
+    if isinstance(op, q.TransposeOp):
+        return "transpose", {"perm": [int(v) for v in op.array_prop("perm")]}
+    if isinstance(op, accel.RelayoutOp):
+        return "relayout", {name: op.array_prop(name).tolist()
+                            for name in ("in_shape", "shape", "perm")} | {
+            "fill": op.int_prop("pad_value")}  # fmt: skip
+    if isinstance(op, q.SoftmaxOp | accel.SoftmaxOp):
+        packed = isinstance(op, accel.SoftmaxOp)
+        return "softmax", {"packed": packed,
+                           "channels": op.int_prop("channels") if packed else 0,
+                           **{n: op.int_prop(n) for n in ("multiplier", "left_shift",
+                                                          "diff_min")}}  # fmt: skip
+    if isinstance(op, q.BatchMatmulOp | accel.BatchMatmulOp):
+        packed = isinstance(op, accel.BatchMatmulOp)
+        names = ("lhs_zero_point", "rhs_zero_point", "multiplier", "shift", "output_zero_point")
+        params = {n: op.int_prop(n) for n in names}
+        params |= {"packed": packed, "adj_x": bool(op.int_prop("adj_x")),
+                   "adj_y": bool(op.int_prop("adj_y"))}  # fmt: skip
+        if packed:
+            params |= {"lhs_shape": op.array_prop("lhs_shape").tolist(),
+                       "rhs_shape": op.array_prop("rhs_shape").tolist(),
+                       "out_shape": op.plain_output_shape(),
+                       "pad_value": op.int_prop("pad_value")}  # fmt: skip
+        else:
+            params |= {"out_shape": list(op.output.type.get_shape())}
+        return "batch_matmul", params
+    return None
 
 
 def build_run_plan(compiled: CompiledModel, programs: dict | None = None,

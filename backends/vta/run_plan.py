@@ -27,6 +27,8 @@ A function is a register machine: `args` and `consts` fill registers, each step 
     ["qadd_sub" | "qmul" | "qmean", in, [y], {kwargs}]     q.add/sub, q.mul, q.mean (qhost)
     ["qsquared_difference", [a, b], [y], {kwargs}]         q.squared_difference (qhost)
     ["dense_zp" | "conv2d_zp", [x, w], [y], {"bias", ...}] a GEMM on the host (packed)
+    ["relayout" | "softmax" | "batch_matmul" | "transpose", in, [y], {...}]   the attention
+                                                            core (kernels/attention.py)
 
 An accelerator function whose entry names a program (`"accel": {"program":
 "driver/<fn>.qprog", ...}`, the C driver's program of it) runs through the program runner
@@ -446,6 +448,8 @@ def _run_host_op(kind: str, p: dict, xs: list):
 
         fn = {"qadd_sub": qhost.add_sub, "qmul": qhost.mul, "qmean": qhost.mean}[kind]
         return fn(*xs, **p)
+    if kind in ("relayout", "softmax", "batch_matmul", "transpose"):
+        return _attention_step(kind, xs, p)
     if kind in ("dense_zp", "conv2d_zp"):
         from qaccel.kernels import packed
 
@@ -725,3 +729,28 @@ def load_run_plan(outdir: str | Path, simulator: str = "c",
 
 __all__ = ["PLAN_ARRAYS", "PLAN_JSON", "RUN_PLAN_FORMAT", "RunPlan", "RunPlanError",
            "load_run_plan"]  # fmt: skip
+
+
+def _attention_step(kind: str, xs, p: dict) -> np.ndarray:
+    """The attention core's run-plan steps, packed (`accel`) or plain (`q`)."""
+    from qaccel.kernels import attention as at
+    from qaccel.kernels.layout import Packing, unpack
+
+    x = xs[0]
+    if kind == "transpose":
+        return np.ascontiguousarray(np.transpose(x, p["perm"]))
+    if kind == "relayout":
+        return at.relayout_packed(x, p["in_shape"], p["shape"], p["perm"], p["fill"])
+    if kind == "softmax":
+        plain = at.plain_of(x, p["channels"]) if p["packed"] else x
+        y = at.softmax_int8(plain, p["multiplier"], p["left_shift"], p["diff_min"])
+        return at.packed_of(y, int(x.shape[-1]), -128) if p["packed"] else y
+    lhs, rhs = xs
+    if p["packed"]:
+        block = int(lhs.shape[-1])
+        lhs = unpack(lhs, Packing.activations(len(p["lhs_shape"]), block), tuple(p["lhs_shape"]))
+        rhs = unpack(rhs, Packing.activations(len(p["rhs_shape"]), block), tuple(p["rhs_shape"]))
+    y = at.batch_matmul_int8(lhs, rhs, p["adj_x"], p["adj_y"], p["lhs_zero_point"],
+                             p["rhs_zero_point"], p["multiplier"], p["shift"],
+                             p["output_zero_point"], p["out_shape"])  # fmt: skip
+    return at.packed_of(y, int(xs[0].shape[-1]), p["pad_value"]) if p["packed"] else y

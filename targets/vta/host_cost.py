@@ -41,12 +41,14 @@ HOST_NS = {
     "copy": 0.25,  # per byte: memcpy of rows (about 4 GB/s)
     "lookup": 1.0,  # per element: load, index a 256-entry table, store
     "tap": 0.5,  # per window tap of a host pool: load, compare or add
-    "gather": 0.5,  # per element: load an index, copy the element it names
     "interpolate": 2.0,  # per element: four loads, eight 64-bit multiplies, round, store
     "pack": 1.0,  # per packed byte: gather/scatter between NHWC and 16-lane blocks
     "dispatch": 1_000.0,  # one more CPU operator: the runtime invokes its kernel on its tensors
     "launch": 20_000.0,  # a separate accelerator invocation
     "sync": 2_000.0,  # a host step stopping the program: wait for STOREs, signal, resume
+    "gather": 1.0,  # per element: load an index, load, store (relayouts, softmax's passes)
+    "softmax": 4.0,  # per element: max, table lookup, sum, reciprocal share, scale
+    "mac": 1.0,  # per multiply-accumulate of a host matrix product (scalar int8 loop)
 }
 """The host's rates in nanoseconds (see the module docstring)."""
 
@@ -83,7 +85,7 @@ def _lane_broadcast(shape, out) -> bool:
         shape[:-1] == out[:-1]  # fmt: skip
 
 
-def host_step_kind(ops: Iterable[Operation]) -> tuple[str, str, int] | None:
+def host_step_kind(ops: Iterable[Operation], block: int = 16) -> tuple[str, str, int] | None:
     """(what the host step is, its rate's key in `HOST_NS`, units of work per output element)
     when the group is a host step of the program; None when the accelerator runs it."""
     for op in ops:
@@ -95,6 +97,20 @@ def host_step_kind(ops: Iterable[Operation]) -> tuple[str, str, int] | None:
         if name == "q.slice":
             return "a copy (spatial crop)", "copy", 1
         if name == "q.reshape":
+            from qaccel.kernels.layout import reshape_is_view
+
+            a, b = shape_of(op.operands[0]), shape_of(op.results[0])
+            if not reshape_is_view(a, b, block):
+                return "a gather (reshape moving lanes)", "gather", 1
+            return "a copy (reshape)", "copy", 1
+        if name == "q.transpose":
+            return "a gather (transpose)", "gather", 1
+        if name == "q.softmax":
+            return "a softmax", "softmax", 1
+        if name == "q.batch_matmul":
+            x = shape_of(op.operands[0])
+            adj_x = op.properties["adj_x"].value.data  # type: ignore[attr-defined]
+            return "a matrix product", "mac", int(x[-2] if adj_x else x[-1])
             return "a copy (reshape)", "copy", 1
         if name == "q.mean":
             shape = shape_of(op.operands[0])
@@ -121,7 +137,7 @@ def host_step_kind(ops: Iterable[Operation]) -> tuple[str, str, int] | None:
 
 def vta_host_step_cost(summary: HopSummary, config) -> HostStepCost | None:
     """Both choices of one decision point priced (see the module docstring)."""
-    kind = host_step_kind(summary.ops)
+    kind = host_step_kind(summary.ops, config.block)
     if kind is None:
         return None
     step, rate, per_element = kind

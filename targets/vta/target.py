@@ -264,6 +264,42 @@ def _reshape_view(m: Match) -> str | None:
     return None
 
 
+@check("packed-rank")
+def _packed_rank(m: Match) -> str | None:
+    """Operands and results the program can hold as packed activations (rank 2 to 6)."""
+    for v in (*m.ops[0].operands, *m.ops[0].results):
+        rank = len(shape_of(v))
+        if not 2 <= rank <= 6:
+            return (f"{m.ops[0].name} on a rank-{rank} tensor: packed activations have a batch "
+                    "and a channel dimension and at most 4 between them")  # fmt: skip
+    return None
+
+
+@check("head-reshape")
+def _head_reshape(m: Match) -> str | None:
+    """A lane-moving reshape the program gathers: channels split into heads `[.., T, C]` ->
+    `[.., T, h, C/h]` or heads merged back; the dimensions before them stay."""
+    op = m.ops[0]
+    a, b = list(shape_of(op.operands[0])), list(shape_of(op.results[0]))
+    split = len(b) == len(a) + 1 and a[:-1] == b[:-2] and a[-1] == b[-2] * b[-1]
+    merge = len(a) == len(b) + 1 and b[:-1] == a[:-2] and b[-1] == a[-2] * a[-1]
+    if not (split or merge):
+        return (f"reshapes {a} to {b}: lanes would move, and only a split of the channels into "
+                "heads or a merge of heads into channels is a gather step yet (a Flatten into "
+                "a dense layer is a partition boundary)")  # fmt: skip
+    return None
+
+
+@check("softmax-rows")
+def _softmax_rows(m: Match) -> str | None:
+    """A softmax over rows of a sequence (rank 3 or more: attention's scores); a classifier's
+    `[N, classes]` softmax ends the model after its last layer and stays on the CPU."""
+    rank = len(shape_of(m.ops[0].operands[0]))
+    if rank < 3:
+        return (f"a rank-{rank} softmax (a classifier's output): after the last layer it joins "
+                "no partitions, so it stays a CPU operator")  # fmt: skip
+    return None
+
 @check("slice-axes")
 def _slice_axes(m: Match) -> str | None:
     op = m.ops[0]
@@ -424,7 +460,8 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
             doc="host step: a reshape that keeps batch and channels (e.g. Flatten after a "
                 "global pool), or between whole channel blocks in plain order (Flatten of a "
                 "16-channel map), is the same packed bytes, a copy inside the accelerator "
-                "function, a decision point of the cost model; other reshapes move lanes: "
+                "function, a decision point of the cost model; a split of the channels into "
+                "heads or a merge of heads is a gather (`relayout`); other reshapes move lanes: "
                 "CPU (partition boundary)"),
     Pattern("resize_nearest_neighbor", "q.resize_nearest_neighbor", (_int8_operands,),
             doc="host step: each output pixel a copy of the input pixel LiteRT's kernel picks "
@@ -446,6 +483,24 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
                 "pixel (`accel.col2im`, a gather-sum: the overlapping scatter is no LOAD/STORE "
                 "pattern), then the bias and requantization as host lane steps of the program "
                 "(the ALU's element-wise layers load int8 only)"),
+    Pattern("relayout", "q.reshape", (_int8_operands, _packed_rank, _head_reshape),
+            doc="host step: a reshape that moves lanes by splitting the channels into heads "
+                "(attention's [1, T, 32] to [1, T, 2, 16]) or merging them back is a gather "
+                "inside the accelerator function, a decision point of the cost model"),
+    Pattern("transpose", "q.transpose", (_int8_operands, _packed_rank),
+            doc="host step: a gather inside the accelerator function (lanes and pixels "
+                "move; attention's head transposes), a decision point of the cost model"),
+    Pattern("softmax", "q.softmax", (_int8_operands, _packed_rank, _softmax_rows),
+            doc="host step: LiteRT's int8 fixed-point softmax, exact on the host inside the "
+                "program (exponentials of the 256 int8 differences as a table, a row's sum, "
+                "its gemmlowp reciprocal); the ALU has no reciprocal, max-over-lanes or "
+                "table lookup; a decision point of the cost model; over rows of rank 3 or more "
+                "(attention scores): a classifier's rank-2 softmax stays on the CPU"),
+    Pattern("batch_matmul", "q.batch_matmul", (_int8_operands, _packed_rank),
+            doc="host step: activation x activation products (attention's Q K^T and P V) "
+                "computed exactly by the host inside the program, so the partition is not "
+                "split; a GEMM layer would need weight tiles packed from the arena at run "
+                "time, which the scheduler does not do yet (their MACs count as host MACs)"),
 )  # fmt: skip
 
 

@@ -30,7 +30,8 @@ enum { PROGRAM_VERSION = QACCEL_PROGRAM_FORMAT, HEADER_BYTES = 192, VALUE_BYTES 
        STEP_BYTES = 96, LAYER_BYTES = 32, MAX_RANK = QACCEL_MAX_RANK, CHECKSUM_AT = QACCEL_CHECKSUM_AT,
        KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6,
        KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9, KIND_CONCAT_LANES = 10, KIND_POOL = 11,
-       KIND_LUT = 12, KIND_GATHER = 13, KIND_BILINEAR = 14, KIND_GATHER_SUM = 15 };
+       KIND_LUT = 12, KIND_GATHER = 13, KIND_BILINEAR = 14, KIND_GATHER_SUM = 15, KIND_SOFTMAX = 16,
+       KIND_BATCH_MATMUL = 17 };
 /* KIND_LANE / KIND_BINARY operations */
 enum { OP_CONVERT = 0, OP_BIAS_ADD = 1, OP_SHIFT_LEFT = 2, OP_ROUND_MULTIPLY = 3, OP_ROUND_RSHIFT = 4,
        OP_ADD = 5, OP_MUL = 6, OP_MIN = 7, OP_MAX = 8 };
@@ -868,6 +869,128 @@ static int concat_lanes(const Program *p, const uint8_t *s, Value *values, Value
   return 0;
 }
 
+/* ---- the attention core's host steps (kernels/attention.py) ----------------------------- */
+
+/* gemmlowp's fixed point on int32 raw values (kernels/arithmetic.py). */
+static int64_t srdhm(int64_t a, int64_t b) {
+  if (a == INT32_MIN && b == INT32_MIN) return INT32_MAX;
+  return (a * b + (1ll << 30)) >> 31; /* arithmetic shift (gcc, clang) */
+}
+static int64_t rdbpot(int64_t x, int64_t exponent) {
+  if (exponent <= 0) return x;
+  return (x + ((1ll << exponent) >> 1) - (x < 0)) >> exponent;
+}
+static int64_t sat_left_shift(int64_t x, int exponent) {
+  int64_t threshold = (1ll << (31 - exponent)) - 1;
+  return x > threshold ? INT32_MAX : x < -threshold ? INT32_MIN : x * (1ll << exponent);
+}
+/* TFLite's GetReciprocal (one_over_one_plus_x_for_x_in_0_1, Newton-Raphson): the Q0.31
+   reciprocal of x (Q12) rescaled, and num_bits_over_unit. */
+static int64_t reciprocal(int64_t x, int x_integer_digits, int *num_bits_over_unit) {
+  uint32_t ux = (uint32_t)x;
+  int headroom_plus_one = 0;
+  while (headroom_plus_one < 32 && !(ux & (0x80000000u >> headroom_plus_one))) headroom_plus_one++;
+  *num_bits_over_unit = x_integer_digits - headroom_plus_one;
+  uint32_t shifted = headroom_plus_one >= 32 ? 0u : ux << headroom_plus_one;
+  int64_t a = wrap32((int64_t)shifted - (1ll << 31));
+  int64_t sum = a + INT32_MAX; /* rounding half sum */
+  int64_t half_denominator = (sum + (sum >= 0 ? 1 : -1)) / 2;
+  int64_t y = wrap32(1515870810 + srdhm(half_denominator, -1010580540));
+  for (int k = 0; k < 3; k++) {
+    int64_t one_minus = wrap32((1ll << 29) - srdhm(half_denominator, y));
+    y = wrap32(y + sat_left_shift(srdhm(y, one_minus), 2));
+  }
+  return sat_left_shift(y, 1);
+}
+
+/* SOFTMAX (accel.softmax): int8 value a into b, both packed [N, C/B, M, B]; p: N, C/B, M, B,
+   C (real channels), diff_min; at offset the 256 i64 Q0.31 exponentials of the differences
+   0, -1, ..., -255 (kernels/attention.py's softmax_exp_table). Padding lanes become -128. */
+static int softmax_step(const Program *p, const uint8_t *s, const Value *in, Value *out, char *e) {
+  int64_t n = i64(s + 16), cb = i64(s + 24), m = i64(s + 32), b = i64(s + 40), c = i64(s + 48);
+  int64_t diff_min = i64(s + 56);
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88);
+  if (in->elem != 1 || out->elem != 1 || in->count != out->count || nbytes != 256 * 8 ||
+      n < 1 || cb < 1 || (uint64_t)n > MAX_ELEMENTS || (uint64_t)cb > MAX_ELEMENTS ||
+      !in_range(p, at, nbytes) || !geometry_ok(n * cb, m, b, in->count) ||
+      (uint64_t)(n * cb) * (uint64_t)m * (uint64_t)b != in->count || c < 1 || c > cb * b ||
+      c <= (cb - 1) * b || diff_min < -256 || diff_min > 0)
+    return fail(e, "QACCEL_VTA: a host softmax step is malformed (corrupt program)");
+  if (!out->data) return 0; /* checked only */
+  const uint8_t *table = p->base + at;
+  const int8_t *x = (const int8_t *)in->data;
+  int8_t *y = (int8_t *)out->data;
+  uint64_t lane_stride = (uint64_t)m * (uint64_t)b; /* between blocks of one row */
+  for (int64_t img = 0; img < n; img++)
+    for (int64_t mid = 0; mid < m; mid++) {
+      uint64_t base = (uint64_t)img * (uint64_t)cb * lane_stride + (uint64_t)mid * (uint64_t)b;
+#define AT(ch) (base + (uint64_t)((ch) / b) * lane_stride + (uint64_t)((ch) % b))
+      int max = -128;
+      for (int64_t ch = 0; ch < c; ch++) if (x[AT(ch)] > max) max = x[AT(ch)];
+      int64_t sum = 0;
+      for (int64_t ch = 0; ch < c; ch++) {
+        int diff = x[AT(ch)] - max;
+        if (diff >= diff_min) sum += rdbpot(i64(table + 8 * (uint64_t)(-diff)), 12);
+      }
+      int bits;
+      int64_t scale = reciprocal(wrap32(sum), 12, &bits);
+      int64_t exponent = bits + 31 - 8;
+      if (exponent < 0 || exponent > 31)
+        return fail(e, "QACCEL_VTA: a softmax row of %lld values sums to too many exponentials for the "
+                    "int8 reference kernel", (long long)c);
+      for (int64_t ch = 0; ch < cb * b; ch++) {
+        int64_t v = -128;
+        if (ch < c) {
+          int diff = x[AT(ch)] - max;
+          if (diff >= diff_min) {
+            v = rdbpot(srdhm(scale, i64(table + 8 * (uint64_t)(-diff))), exponent) - 128;
+            v = v < -128 ? -128 : v > 127 ? 127 : v;
+          }
+        }
+        y[AT(ch)] = (int8_t)v;
+      }
+#undef AT
+    }
+  return 0;
+}
+
+/* BATCH_MATMUL (accel.batch_matmul, after gathers into plain operands): int8 value a
+   [batch, A, K] times int8 value c [batch, K, C] into int8 value b [batch, A, C]; p: batch, A,
+   K, C, lhs zero point, rhs zero point, output zero point; at offset i64 multiplier, shift:
+   MultiplyByQuantizedMultiplier(Σ (l - lzp)(r - rzp) wrapped to int32) + ozp, clamped. */
+static int batch_matmul_step(const Program *p, const uint8_t *s, Value *values, const Value *lhs,
+                             Value *out, char *e) {
+  uint32_t rhs_id = u32(s + 12);
+  int64_t bt = i64(s + 16), rows = i64(s + 24), depth = i64(s + 32), cols = i64(s + 40);
+  int64_t lzp = i64(s + 48), rzp = i64(s + 56), ozp = i64(s + 64);
+  uint64_t at = u64(s + 80), nbytes = u64(s + 88);
+  if (rhs_id >= p->n_values || nbytes != 16 || !in_range(p, at, nbytes))
+    return fail(e, "QACCEL_VTA: a host batch matmul step is malformed (corrupt program)");
+  const Value *rhs = &values[rhs_id];
+  int64_t mult = i64(p->base + at), shift = i64(p->base + at + 8);
+  if (lhs->elem != 1 || rhs->elem != 1 || out->elem != 1 || !geometry_ok(bt, rows, depth, lhs->count) ||
+      !geometry_ok(bt, depth, cols, rhs->count) || !geometry_ok(bt, rows, cols, out->count) ||
+      (uint64_t)(bt * rows * depth) != lhs->count || (uint64_t)(bt * depth * cols) != rhs->count ||
+      (uint64_t)(bt * rows * cols) != out->count || lzp < -128 || lzp > 127 || rzp < -128 ||
+      rzp > 127 || ozp < -128 || ozp > 127 || mult < 0 || mult > INT32_MAX || shift < -62 || shift > 31)
+    return fail(e, "QACCEL_VTA: a host batch matmul step is malformed (corrupt program)");
+  if (!out->data) return 0; /* checked only */
+  const int8_t *l = (const int8_t *)lhs->data, *r = (const int8_t *)rhs->data;
+  int8_t *y = (int8_t *)out->data;
+  for (int64_t k = 0; k < bt; k++)
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++) {
+        int64_t acc = 0;
+        const int8_t *lr = l + (k * rows + i) * depth, *rc = r + k * depth * cols + j;
+        for (int64_t t = 0; t < depth; t++) acc += (int64_t)(lr[t] - lzp) * (int64_t)(rc[t * cols] - rzp);
+        int64_t x = wrap32(acc);
+        if (shift > 0) x = wrap32((int64_t)((uint64_t)x << shift));
+        int64_t v = rdbpot(srdhm(x, mult), shift < 0 ? -shift : 0) + ozp;
+        y[(k * rows + i) * cols + j] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+      }
+  return 0;
+}
+
 static int execute_layer(qaccel_state *q, uint32_t k, char *e);
 
 /* The steps walked in order: run in `q`, or, with `q` NULL, only checked (every value without
@@ -898,7 +1021,8 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
     }
     if (a >= p->n_values || ((kind == KIND_REQUANT || kind == KIND_PAD || kind == KIND_LANE || kind == KIND_BINARY ||
                              kind == KIND_REDUCE || kind == KIND_LUT || kind == KIND_POOL ||
-                             kind == KIND_GATHER || kind == KIND_BILINEAR || kind == KIND_GATHER_SUM) && b >= p->n_values))
+                             kind == KIND_GATHER || kind == KIND_BILINEAR || kind == KIND_GATHER_SUM ||
+                             kind == KIND_SOFTMAX || kind == KIND_BATCH_MATMUL) && b >= p->n_values))
       return fail(e, "QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p->n_values);
     Value *v = &values[a];
     if (kind == KIND_WRITE || kind == KIND_READ) {
@@ -934,6 +1058,10 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
       if (concat_lanes(p, s, values, v, e)) return 1;
     } else if (kind == KIND_GATHER) {
       if (gather_step(p, s, v, &values[b], e)) return 1;
+    } else if (kind == KIND_SOFTMAX) {
+      if (softmax_step(p, s, v, &values[b], e)) return 1;
+    } else if (kind == KIND_BATCH_MATMUL) {
+      if (batch_matmul_step(p, s, values, v, &values[b], e)) return 1;
     } else if (kind == KIND_BILINEAR) {
       if (bilinear_step(p, s, v, &values[b], e)) return 1;
     } else if (kind == KIND_GATHER_SUM) {

@@ -33,7 +33,8 @@ leave behind (`accel.pad`, `accel.crop`, `accel.reshape`, `accel.concat`,
 `accel.concat_lanes`, `accel.host_pool2d`, `accel.max_pool2d` and `accel.sum_pool2d` on the
 host, the lane and binary ops, widen/narrow, `accel.reduce_sum`, the table lookup `accel.lut`,
 the resizes' gather and interpolation, a transposed convolution's tap sum `accel.col2im`,
-`accel.lane_sum` as a REDUCE then a PAD, `accel.lane_broadcast` as a GATHER)
+`accel.lane_sum` as a REDUCE then a PAD, `accel.lane_broadcast` as a GATHER, the attention
+core's `accel.relayout`, `accel.softmax` and `accel.batch_matmul`)
 are integer loops the runner implements as the interpreter does
 (`interpreter/accel_semantics.py`). A function with any other host op (e.g. a GEMM op left on
 the host), or whose host ops read constants, has no program (`ProgramWriteError`, one line
@@ -91,6 +92,14 @@ aligned (the one description of it; `qaccel_program.c` reads it):
 | 15 GATHER_SUM   | int32 value a into int32 b: element i of b is the int32 (wrapping) sum of the |
 |                 | elements idx[i * p[0] + j] of a, j < p[0], -1 skipped; at offset i64 idx      |
 |                 | (accel.col2im: a transposed convolution's overlapping taps)                   |
+| 16 SOFTMAX      | int8 value a into b, packed [N, C/B, M, B]; p: N, C/B, M, B, C, diff_min      |
+|                 | (at least -256); at offset the 256 i64 Q0.31 exponentials of the differences  |
+|                 | 0..-255 (LiteRT's int8 softmax: the row's Q12 sum, its reciprocal; padding    |
+|                 | lanes -128)                                                                   |
+| 17 BATCH_MATMUL | int8 value a [batch, A, K] times int8 value c [batch, K, C] into b [batch, A, |
+|                 | C]; p: batch, A, K, C, zero points lhs, rhs, output; at offset i64            |
+|                 | multiplier, shift (operands gathered plain and the result gathered packed by  |
+|                 | GATHER steps around it)                                                       |
 """
 
 from __future__ import annotations
@@ -124,6 +133,7 @@ ELEMENT_TYPES = {np.dtype(np.int32): 2, np.dtype(np.uint8): 3, np.dtype(np.int8)
 KIND_WRITE, KIND_LAYER, KIND_READ, KIND_REQUANT, KIND_PAD, KIND_CONCAT = 1, 2, 3, 4, 5, 6
 KIND_LANE, KIND_BINARY, KIND_REDUCE, KIND_CONCAT_LANES, KIND_POOL, KIND_LUT = 7, 8, 9, 10, 11, 12
 KIND_GATHER = 13
+KIND_SOFTMAX, KIND_BATCH_MATMUL = 16, 17
 KIND_BILINEAR = 14
 KIND_GATHER_SUM = 15
 # KIND_LANE / KIND_BINARY operations (the step's c)
@@ -300,6 +310,65 @@ def _lane_steps(op, values, new_value, temp_value) -> list[tuple] | None:
     return None
 
 
+def _attention_steps(op, values, new_value, new_temp) -> list[tuple] | None:
+    """The steps of `accel.relayout` (GATHER), `accel.softmax` (SOFTMAX) and
+    `accel.batch_matmul` (GATHERs into plain operands, BATCH_MATMUL, GATHER into the packed
+    result); None for any other op."""
+    from qaccel.kernels import attention as at
+    from qaccel.kernels.layout import Packing, pack, unpack
+
+    if isinstance(op, accel.RelayoutOp):
+        block = op.input.type.get_shape()[-1]
+        index = at.relayout_index(op.array_prop("in_shape").tolist(),
+                                  op.array_prop("shape").tolist(),
+                                  op.array_prop("perm").tolist(), block)  # fmt: skip
+        src = values[op.input]
+        return [(KIND_GATHER, dict(a=src, b=new_value(op.output), p=[op.int_prop("pad_value")],
+                                   data=index.astype("<i8").tobytes()))]  # fmt: skip
+    if isinstance(op, accel.SoftmaxOp):
+        shape = list(op.input.type.get_shape())
+        table = at.softmax_exp_table(op.int_prop("multiplier"), op.int_prop("left_shift"),
+                                     op.int_prop("diff_min"))  # fmt: skip
+        geometry = [shape[0], shape[1], int(np.prod(shape[2:-2])), shape[-1],
+                    op.int_prop("channels"), max(op.int_prop("diff_min"), -256)]  # fmt: skip
+        src = values[op.input]
+        return [(KIND_SOFTMAX, dict(a=src, b=new_value(op.output), p=geometry,
+                                    data=table.astype("<i8").tobytes()))]  # fmt: skip
+    if not isinstance(op, accel.BatchMatmulOp):
+        return None
+    ls, rs = op.array_prop("lhs_shape").tolist(), op.array_prop("rhs_shape").tolist()
+    block = op.lhs.type.get_shape()[-1]
+    sources = []
+    for v, plain in ((op.lhs, ls), (op.rhs, rs)):
+        count = int(np.prod(v.type.get_shape()))
+        source = np.arange(count, dtype=np.int64).reshape(v.type.get_shape())
+        sources.append(unpack(source, Packing.activations(len(plain), block), tuple(plain)))
+    lhs_index, rhs_index = at.batch_matmul_operands(
+        sources[0], sources[1], bool(op.int_prop("adj_x")), bool(op.int_prop("adj_y")))
+    batch, rows, depth = lhs_index.shape
+    cols = rhs_index.shape[-1]
+    out_plain = op.plain_output_shape()
+    out_index = pack(np.arange(batch * rows * cols, dtype=np.int64).reshape(out_plain),
+                     Packing.activations(len(out_plain), block), -1).reshape(-1)
+    lhs_t, rhs_t = new_temp(lhs_index.size), new_temp(rhs_index.size)
+    out_t = new_temp(batch * rows * cols)
+    steps = [
+        (KIND_GATHER, dict(a=values[op.lhs], b=lhs_t, p=[0],
+                           data=lhs_index.astype("<i8").reshape(-1).tobytes())),
+        (KIND_GATHER, dict(a=values[op.rhs], b=rhs_t, p=[0],
+                           data=rhs_index.astype("<i8").reshape(-1).tobytes())),
+        (KIND_BATCH_MATMUL, dict(
+            a=lhs_t, b=out_t, c=rhs_t,
+            p=[batch, rows, depth, cols, op.int_prop("lhs_zero_point"),
+               op.int_prop("rhs_zero_point"), op.int_prop("output_zero_point")],
+            data=np.asarray([op.int_prop("multiplier"), op.int_prop("shift")],
+                            "<i8").tobytes())),
+    ]  # fmt: skip
+    steps.append((KIND_GATHER, dict(a=out_t, b=new_value(op.output), p=[op.int_prop("pad_value")],
+                                    data=out_index.astype("<i8").tobytes())))  # fmt: skip
+    return steps
+
+
 def program_blob(
     compiled: CompiledModel,
     name: str,
@@ -331,6 +400,10 @@ def program_blob(
 
     def temp_value(elem: int, count: int) -> int:
         value_records.append(struct.pack("<IIQ", elem, 0, count))
+        return len(value_records) - 1
+
+    def new_temp(count: int, elem: int = 1) -> int:
+        value_records.append(struct.pack("<IIQ", elem, 0, int(count)))
         return len(value_records) - 1
 
     for arg in f.body.block.args:
@@ -465,6 +538,10 @@ def program_blob(
                     continue
                 if isinstance(op, accel.ResizeNearestNeighborOp | accel.ResizeBilinearOp):
                     steps.append(_resize_step(op, values[op.input], new_value(op.output)))
+                    continue
+                attention = _attention_steps(op, values, new_value, new_temp)
+                if attention is not None:
+                    steps += attention
                     continue
                 if isinstance(op, accel.ConcatLanesOp):
                     shape = list(op.output.type.get_shape())

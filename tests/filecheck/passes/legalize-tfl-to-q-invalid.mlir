@@ -2,7 +2,7 @@
 // RUN: qaccel-opt %s --split-input-file --verify-diagnostics -p legalize-tfl-to-q | filecheck %s
 
 // An op kind the pass does not know is refused before anything is rewritten.
-// OPTION: qaccel-opt: error: legalize-tfl-to-q: unknown op kind 'gelu' in ops (known: add, average_pool_2d, concatenation, conv_2d, dense_tokens, depthwise_conv_2d, float_chain, fully_connected, max_pool_2d, maximum, mean, mean_reshape, minimum, mul, pad, padv2, reshape, resize_bilinear, resize_nearest_neighbor, squared_difference, strided_slice, sub, table, transpose_conv, transpose_conv_taps)
+// OPTION: qaccel-opt: error: legalize-tfl-to-q: unknown op kind 'gelu' in ops (known: add, average_pool_2d, batch_matmul, concatenation, conv_2d, dense_tokens, depthwise_conv_2d, float_chain, fully_connected, max_pool_2d, maximum, mean, mean_reshape, minimum, mul, pad, padv2, reshape, resize_bilinear, resize_nearest_neighbor, softmax, squared_difference, strided_slice, sub, table, transpose, transpose_conv, transpose_conv_taps)
 // CHECK-LABEL: func.func @f
 func.func @f() {
   func.return

@@ -143,17 +143,17 @@ func.func private @vta_fn_0(%x: tensor<1x2x2x4x!q>) -> tensor<1x2x2x4x!q> attrib
 
 // -----
 
-// A reshape that folds pixels of two channel blocks into channels would move lanes.
+// A reshape that moves lanes is a gather (accel.relayout), of packed activations up to rank 6.
 !q = !quant.uniform<i8:f32, 0.5:3>
-func.func @main(%x: tensor<1x2x2x8x!q>) -> tensor<1x32x!q> {
-  %z = func.call @vta_fn_0(%x) : (tensor<1x2x2x8x!q>) -> tensor<1x32x!q>
-  func.return %z : tensor<1x32x!q>
+func.func @main(%x: tensor<1x2x2x8x!q>) -> tensor<1x2x2x2x2x1x2x!q> {
+  %z = func.call @vta_fn_0(%x) : (tensor<1x2x2x8x!q>) -> tensor<1x2x2x2x2x1x2x!q>
+  func.return %z : tensor<1x2x2x2x2x1x2x!q>
 }
-func.func private @vta_fn_0(%x: tensor<1x2x2x8x!q>) -> tensor<1x32x!q> attributes {qaccel.target = "vta"} {
-  %z = q.reshape %x : (tensor<1x2x2x8x!q>) -> tensor<1x32x!q>
-  func.return %z : tensor<1x32x!q>
+func.func private @vta_fn_0(%x: tensor<1x2x2x8x!q>) -> tensor<1x2x2x2x2x1x2x!q> attributes {qaccel.target = "vta"} {
+  %z = q.reshape %x : (tensor<1x2x2x8x!q>) -> tensor<1x2x2x2x2x1x2x!q>
+  func.return %z : tensor<1x2x2x2x2x1x2x!q>
 }
-// CHECK: lower-q-to-accel: @vta_fn_0: q.reshape %z: reshapes [1, 2, 2, 8] to [1, 32]: only the dimensions between batch and channels may change, or both be whole channel blocks in plain order (anything else moves lanes)
+// CHECK: lower-q-to-accel: @vta_fn_0: q.reshape %z: q.reshape on a rank-7 tensor (packed activations have rank 2 to 6)
 
 // -----
 
