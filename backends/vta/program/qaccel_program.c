@@ -609,7 +609,7 @@ static int leftover_tokens(uint32_t k, const vta_run *r, char *e) {
 }
 
 /* The checked path: the layer simulated with every check and the timing model. */
-static int run_layer(const Program *p, uint32_t k, uint8_t *dram, char *e) {
+static int run_layer(const Program *p, uint32_t k, uint8_t *dram, int64_t *cycles, char *e) {
   const uint8_t *l = p->base + p->layers_at + (uint64_t)LAYER_BYTES * k;
   vta_run r;
   memset(&r, 0, sizeof r);
@@ -619,6 +619,7 @@ static int run_layer(const Program *p, uint32_t k, uint8_t *dram, char *e) {
   r.dram_len = (int64_t)p->dram_bytes;
   int rc = vta_simulate(&p->cfg, (const uint64_t *)(p->base + u64(l)), (int64_t)u64(l + 8), 1, &r);
   if (rc != VTA_OK) return layer_error(k, rc, &r, e);
+  *cycles += r.total_cycles;
   return leftover_tokens(k, &r, e);
 }
 
@@ -649,6 +650,7 @@ struct qaccel_state {
   vta_scratch *scratch;
   uint64_t dirty_end;    /* DRAM bytes at or past it keep the image's values in every run */
   int64_t cycles;        /* one run's accelerator cycles (the layers' timing, once) */
+  int64_t checked_cycles; /* QACCEL_SIMULATION=checked: the last run's, simulated; -1 before */
   uint64_t runs;
   qaccel_device device;  /* a board's device (qaccel_state_set_device), else run is NULL */
   char error[QACCEL_ERROR_BYTES];
@@ -1016,7 +1018,7 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
         }
         continue;
       }
-      if (q && (q->checked ? run_layer(p, a, dram, e) : execute_layer(q, a, e))) return 1;
+      if (q && (q->checked ? run_layer(p, a, dram, &q->checked_cycles, e) : execute_layer(q, a, e))) return 1;
       continue;
     }
     if (a >= p->n_values || ((kind == KIND_REQUANT || kind == KIND_PAD || kind == KIND_LANE || kind == KIND_BINARY ||
@@ -1193,7 +1195,7 @@ EXPORT int qaccel_state_new(const qaccel_program *g, qaccel_state **out, char er
   }
   memcpy(q->dram, p->base + p->dram_at, p->dram_bytes);
   q->dirty_end = p->dram_bytes; /* until the layers are prepared */
-  q->cycles = -1;
+  q->cycles = q->checked_cycles = -1;
   *out = q;
   return 0;
 fail:
@@ -1374,7 +1376,9 @@ EXPORT int qaccel_state_set_device(qaccel_state *q, const qaccel_device *device)
   return 0;
 }
 
-EXPORT int64_t qaccel_state_cycles(const qaccel_state *q) { return q->ready ? q->cycles : -1; }
+EXPORT int64_t qaccel_state_cycles(const qaccel_state *q) {
+  return q->checked ? q->checked_cycles : q->ready ? q->cycles : -1;
+}
 EXPORT uint64_t qaccel_state_runs(const qaccel_state *q) { return q->runs; }
 EXPORT const char *qaccel_state_error(const qaccel_state *q) { return q->error; }
 
@@ -1430,6 +1434,7 @@ EXPORT int qaccel_state_run(qaccel_state *q, size_t n_in, const qaccel_tensor *i
     if (!g->is_input[v]) memset(values[v].data, 0, values[v].count * values[v].elem);
   for (uint32_t k = 0; k < p->n_in; k++)
     repack_runs(&g->runs[k], (uint8_t *)inputs[k].data, values[g->io[k].value].data, 1);
+  if (q->checked) q->checked_cycles = 0;
   /* every run starts from the image; past dirty_end no run writes */
   memcpy(q->dram, p->base + p->dram_at, q->checked ? p->dram_bytes : q->dirty_end);
   if (walk_steps(p, values, q, e)) return 1;
