@@ -390,6 +390,8 @@ def _run_host_op(kind: str, p: dict, xs: list):
     if kind == "reduce_sum":
         from qaccel.kernels import arithmetic as ar
 
+        total = x.astype(np.int64).sum(axis=tuple(p["axes"]))
+        return ar.wrap_int32(total).astype(np.int32).reshape(p["shape"])
     if kind in ("lane_sum", "lane_broadcast"):
         from qaccel.kernels import packed
 
@@ -398,8 +400,6 @@ def _run_host_op(kind: str, p: dict, xs: list):
         from qaccel.kernels import qhost
 
         return qhost.squared_difference(*xs, **p)
-        total = x.astype(np.int64).sum(axis=tuple(p["axes"]))
-        return ar.wrap_int32(total).astype(np.int32).reshape(p["shape"])
     if kind == "pad":
         value = np.asarray(p["value"], x.dtype) if p["typed"] else p["value"]
         return np.pad(x, [tuple(w) for w in p["widths"]], constant_values=value)
