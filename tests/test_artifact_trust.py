@@ -60,7 +60,19 @@ def _run(capsys, root: Path, expect: str) -> str:
                                         root / "o"], prog="qaccel-run", expect=expect)  # fmt: skip
 
 
-def test_a_run_plan_naming_a_module_imports_nothing(artifact, capsys, tmp_path, monkeypatch):
+@pytest.fixture
+def kernel_artifact(tmp_path) -> Path:
+    """An artifact whose run plan has "kernel" steps (LiteRT kernels on the CPU: pad_concat_slice's
+    slices; small_cnn's softmax is a step of its own)."""
+    out = tmp_path / "k"
+    assert call(qaccel_compile, [SMALL_CNN.parent / "pad_concat_slice.tflite", "-o", out,
+                                 "--quiet"]) == 0  # fmt: skip
+    return out
+
+
+def test_a_run_plan_naming_a_module_imports_nothing(kernel_artifact, capsys, tmp_path,
+                                                     monkeypatch):  # fmt: skip
+    artifact = kernel_artifact
     plan = json.loads((artifact / "runtime.json").read_text())
     steps = [s for f in plan["functions"].values() for s in f["steps"] if s[0] == "kernel"]
     assert steps
