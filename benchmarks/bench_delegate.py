@@ -2,9 +2,11 @@
 with BUILTIN_REF, proof that it ran, and its times.
 
     python benchmarks/bench_delegate.py [MODEL.tflite ...] [--out DIR] [--repeat N] [--json F]
+                                        [--reuse]
 
 Every model (default: tests/fixtures/models/*.tflite and tests/fixtures/corpus/*.tflite) is
-compiled with `qaccel-compile MODEL -o DIR/FOLDER/NAME` (kept between runs; it writes
+compiled with `qaccel-compile MODEL -o DIR/FOLDER/NAME` (again on every run, so the artifact
+is today's compiler's; `--reuse` keeps one an earlier run left there; it writes
 partitions.json and programs/), its partitions.json annotated (`annotate_partitions`: the
 model's operator codes and boundary tensors, for the delegate's checks), and run with LiteRT's
 Interpreter under the BUILTIN_REF resolver with the delegate loaded from the artifact, in a
@@ -138,14 +140,15 @@ def spot(model: Path, inputs, expected, claimed: int | None) -> dict:
             "spot_cpu_s": cold["setup_cpu_s"], "cached_cpu_s": warm["setup_cpu_s"]}  # fmt: skip
 
 
-def bench(model: Path, out: Path, repeat: int, on_the_spot: bool = True) -> dict:
+def bench(model: Path, out: Path, repeat: int, on_the_spot: bool = True,
+          reuse: bool = False) -> dict:  # fmt: skip
     from qaccel.backends.litert.delegate import annotate_partitions
     from qaccel.backends.litert.isolated import run_isolated
     from qaccel.backends.litert.oracle import run_reference
     from qaccel.tools.qaccel_compile import run as compile_run
 
     artifact = out / model.parent.name / model.stem
-    if not (artifact / "manifest.json").is_file():
+    if not (reuse and (artifact / "manifest.json").is_file()):
         if compile_run([str(model), "-o", str(artifact), "--quiet"]) != 0:
             return {"model": model.stem, "status": "compile failed"}
     if not (artifact / "partitions.json").is_file():
@@ -180,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--no-spot", action="store_true", help="only the delegate with the artifact")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep an artifact an earlier run compiled (it may be an older compiler's)")
     args = ap.parse_args(argv)
     models = args.models or sorted(
         p for d in (FIXTURES / "models", FIXTURES / "corpus") for p in d.glob("*.tflite")
@@ -191,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'spot ms':>8} {'cpu ms':>8} {'cached':>8} {'cpu ms':>8}")  # fmt: skip
     for model in models:
         try:
-            row = bench(model, args.out, args.repeat, not args.no_spot)
+            row = bench(model, args.out, args.repeat, not args.no_spot, args.reuse)
         except Exception as e:  # noqa: BLE001  one row per model, whatever happened
             row = {"model": model.stem, "status": f"error: {str(e).splitlines()[0][:60]}"}
         rows.append(row)
