@@ -71,6 +71,30 @@ from xdsl.ir import Operation, SSAValue
 _NO_CODEGEN = "no VTA code generator yet"
 
 
+_STEP = "a host step of the accelerator program"
+_HOST_STEP_REASONS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    ((accel.ConcatOp, accel.ConcatLanesOp), f"{_STEP} (concatenation, a copy)"),
+    (accel.CropOp, f"{_STEP} (a spatial crop: a copy)"),
+    (accel.ReshapeOp, f"{_STEP} (a reshape: a copy)"),
+    (accel.DepthToSpaceOp, f"{_STEP} (depth to space: a gather)"),
+    (accel.RelayoutOp, f"{_STEP} (a reshape or transpose: a gather)"),
+    (accel.SoftmaxOp, f"{_STEP} (LiteRT's int8 fixed-point softmax: the ALU has no reciprocal "
+                      "or max across lanes)"),
+    (accel.BatchMatmulOp, f"{_STEP} (activation x activation product: no GEMM layer loads "
+                          "weight tiles from the arena yet)"),
+    (accel.ResizeNearestNeighborOp, f"{_STEP} (nearest-neighbour resize: a gather)"),
+    (accel.ResizeBilinearOp, f"{_STEP} (bilinear resize: LiteRT's integer interpolation, exact)"),
+    (accel.Col2ImOp, f"{_STEP} (a transposed convolution's overlapping taps summed: a "
+                     "gather-sum)"),
+    (accel.HostPool2DOp, f"{_STEP} (a pool the ALU cannot do bit-exactly: padded taps, or a "
+                         "divisor not a power of two)"),
+    (accel.HostRequantizeOp, "a host op by design (LiteRT's double-precision requantization)"),
+    (accel.LutOp, "a host op by design (an element-wise int8 op as its 256-entry table; the ALU "
+                  "cannot index a table)"),
+)  # fmt: skip
+"""Why an op of the host's kind is not a layer: one line each, in the report's host fallbacks."""
+
+
 @dataclass
 class _Planned:
     """One layer as the arena sees it."""
@@ -186,38 +210,10 @@ def compile_module(
                 continue
             why = op.attributes.get(HOST_REASON_ATTR)
             reason = reasons.get(op, why.data if isinstance(why, StringAttr) else _NO_CODEGEN)
-            if isinstance(op, accel.ConcatOp | accel.ConcatLanesOp):
-                reason = "a host step of the accelerator program (concatenation, a copy)"
-            if isinstance(op, accel.CropOp):
-                reason = "a host step of the accelerator program (a spatial crop: a copy)"
-            if isinstance(op, accel.ReshapeOp):
-                reason = "a host step of the accelerator program (a reshape: a copy)"
-            if isinstance(op, accel.DepthToSpaceOp):
-                reason = "a host step of the accelerator program (depth to space: a gather)"
-            if isinstance(op, accel.RelayoutOp):
-                reason = "a host step of the accelerator program (a reshape or transpose: a gather)"
-            if isinstance(op, accel.SoftmaxOp):
-                reason = ("a host step of the accelerator program (LiteRT's int8 fixed-point "
-                          "softmax: the ALU has no reciprocal or max across lanes)")
-            if isinstance(op, accel.BatchMatmulOp):
-                reason = ("a host step of the accelerator program (activation x activation "
-                          "product: no GEMM layer loads weight tiles from the arena yet)")
-            if isinstance(op, accel.ResizeNearestNeighborOp):
-                reason = "a host step of the accelerator program (nearest-neighbour resize: a gather)"
-            if isinstance(op, accel.ResizeBilinearOp):
-                reason = ("a host step of the accelerator program (bilinear resize: LiteRT's "
-                          "integer interpolation, exact)")
-            if isinstance(op, accel.Col2ImOp):
-                reason = ("a host step of the accelerator program (a transposed convolution's "
-                          "overlapping taps summed: a gather-sum)")
-            if isinstance(op, accel.HostPool2DOp):
-                reason = ("a host step of the accelerator program (a pool the ALU cannot do "
-                          "bit-exactly: padded taps, or a divisor not a power of two)")
-            if isinstance(op, accel.HostRequantizeOp):
-                reason = "a host op by design (LiteRT's double-precision requantization)"
-            if isinstance(op, accel.LutOp):
-                reason = ("a host op by design (an element-wise int8 op as its 256-entry table; "
-                          "the ALU cannot index a table)")
+            for kinds, text in _HOST_STEP_REASONS:
+                if isinstance(op, kinds):
+                    reason = text
+                    break
             fallbacks.append(Fallback(name, _fallback_name(op), i, reason))
     compiled = CompiledModel(module, c, functions, fallbacks, {})
     compiled.report = build_report(compiled, total_macs)
