@@ -100,6 +100,26 @@ def binary(fl: FunctionLowering, cls, lhs: SSAValue, rhs: SSAValue | np.ndarray)
     return fl.emit(cls(lhs, value=rhs))
 
 
+def _rescaled(fl: FunctionLowering, op, side: str, left: int) -> SSAValue | np.ndarray:
+    """Operand `side` ("lhs"/"rhs") of a rescaling binary op (ADD/SUB, SQUARED_DIFFERENCE):
+    centred by its zero point, shifted left by `left` and rescaled by its multiplier, as LiteRT
+    computes it (folded when constant)."""
+    zp = op.int_prop(f"{side}_zero_point")
+    m, s = op.int_prop(f"{side}_multiplier"), op.int_prop(f"{side}_shift")
+
+    def compute(x: np.ndarray) -> np.ndarray:
+        return ar.multiply_by_quantized_multiplier((x - zp) << left, m, s)
+
+    def emit(v: SSAValue) -> SSAValue:
+        if zp:
+            v = fl.emit(accel.AddOp(v, value=[-zp]))
+        if left:
+            v = fl.emit(accel.ShiftLeftOp(v, [left]))
+        return fl.requantize(v, np.array([m]), np.array([s]), f"{side} rescale")
+
+    return operand(fl, op, getattr(op, side), compute, emit)
+
+
 def lower_add_sub(fl: FunctionLowering, op: q._AddSubOp) -> SSAValue:
     left = op.int_prop("left_shift")
     if not 0 <= left <= 23:
@@ -108,23 +128,7 @@ def lower_add_sub(fl: FunctionLowering, op: q._AddSubOp) -> SSAValue:
             "(at most 23)"
         )
 
-    def rescaled(side: str) -> SSAValue | np.ndarray:
-        zp = op.int_prop(f"{side}_zero_point")
-        m, s = op.int_prop(f"{side}_multiplier"), op.int_prop(f"{side}_shift")
-
-        def compute(x: np.ndarray) -> np.ndarray:
-            return ar.multiply_by_quantized_multiplier((x - zp) << left, m, s)
-
-        def emit(v: SSAValue) -> SSAValue:
-            if zp:
-                v = fl.emit(accel.AddOp(v, value=[-zp]))
-            if left:
-                v = fl.emit(accel.ShiftLeftOp(v, [left]))
-            return fl.requantize(v, np.array([m]), np.array([s]), f"{side} rescale")
-
-        return operand(fl, op, getattr(op, side), compute, emit)
-
-    a, b = rescaled("lhs"), rescaled("rhs")
+    a, b = _rescaled(fl, op, "lhs", left), _rescaled(fl, op, "rhs", left)
     if isinstance(op, q.SubOp):  # a - b = a + (-1) * b modulo 2^32
         if isinstance(b, SSAValue):
             b = fl.emit(accel.MulOp(b, value=[-1]))
@@ -165,23 +169,7 @@ def lower_squared_difference(fl: FunctionLowering, op: q.SquaredDifferenceOp) ->
         raise LoweringError(f"left_shift {left}: the square of the difference would leave "
                             "int32 (at most 7)")
 
-    def rescaled(side: str) -> SSAValue | np.ndarray:
-        zp = op.int_prop(f"{side}_zero_point")
-        m, s = op.int_prop(f"{side}_multiplier"), op.int_prop(f"{side}_shift")
-
-        def compute(x: np.ndarray) -> np.ndarray:
-            return ar.multiply_by_quantized_multiplier((x - zp) << left, m, s)
-
-        def emit(v: SSAValue) -> SSAValue:
-            if zp:
-                v = fl.emit(accel.AddOp(v, value=[-zp]))
-            if left:
-                v = fl.emit(accel.ShiftLeftOp(v, [left]))
-            return fl.requantize(v, np.array([m]), np.array([s]), f"{side} rescale")
-
-        return operand(fl, op, getattr(op, side), compute, emit)
-
-    a, b = rescaled("lhs"), rescaled("rhs")
+    a, b = _rescaled(fl, op, "lhs", left), _rescaled(fl, op, "rhs", left)
     if isinstance(b, SSAValue):
         b = fl.emit(accel.MulOp(b, value=[-1]))
     else:
