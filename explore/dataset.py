@@ -53,9 +53,15 @@ class DatasetError(ValueError):
     """Unusable dataset input: one line naming the file."""
 
 
+_NPY_HEADER = threading.Lock()
+"""np.load parses a .npy header with `ast.literal_eval`, which CPython 3.11 cannot run in two
+threads at once ("AST constructor recursion depth mismatch"): dataset threads read one at a time."""
+
+
 def _load(path: Path) -> Any:
     try:
-        return np.load(path, allow_pickle=False)
+        with _NPY_HEADER:
+            return np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as e:
         raise DatasetError(f"cannot read input '{path}': {e}") from None
 
