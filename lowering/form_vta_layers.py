@@ -50,6 +50,7 @@ from qaccel.lowering.vta.layers import (
     match_layer,
     match_pool_layer,
 )
+from qaccel.lowering.vta.shared_values import split_shared_values
 from qaccel.passes.annotate_target import TARGET_ATTR
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -98,6 +99,7 @@ def match_layers(
             leaves[m.output] = (m.output, m.offset)
         if m.widened is not None:
             leaves[m.widened] = (m.output, 0)
+    split_shared_values(f.body.block, claimed)
     n_alu = 0
     for op in list(f.body.block.ops):
         if not isinstance(op, accel.NarrowOp) or op in claimed:

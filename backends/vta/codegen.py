@@ -294,9 +294,22 @@ def _read_layers(name: str, ops: list[Operation], refused: dict[Operation, str],
         except (NotALayer, LayerError) as e:
             refused[op] = str(e)
             continue
+        if isinstance(m, AluMatch) and (why := _alu_or_host(op, m, sched, c)):
+            refused[op] = why
+            continue
         reader.accept(op, m)
         out.append(_Layer(op, m, sched))
     return out
+
+
+def _alu_or_host(op: vta.LayerOp, m: AluMatch, plan: AluPlan, c: HardwareConfig) -> str | None:
+    """Why an element-wise layer next to host steps stays on the host (`alu_or_host.py`)."""
+    from qaccel.backends.vta.alu_or_host import cheaper_on_host
+    from qaccel.lowering.schedule_vta import alu_cycles
+
+    attr = op.schedule
+    cycles = attr.get("estimated_cycles") if attr is not None else None
+    return cheaper_on_host(op, int(cycles) if cycles is not None else alu_cycles(m.layer, plan, c), c)
 
 
 def _compile_function(

@@ -68,7 +68,12 @@ def _row_counts(layer: AluLayer | PoolLayer, stage_steps: int = 0) -> tuple[int,
         alu = rows_in * (layer.reduce_at + 1) + rows_out * (steps - layer.reduce_at)
     else:
         alu = rows_in * steps
-    return rows_in * layer.n_inputs + rows_out, alu
+    if layer.broadcast:  # one row per block, and the steps on it run on that row alone
+        wide = [s for s in layer.steps[: len(layer.steps) - stage_steps]
+                if s.dst not in layer.broadcast]  # fmt: skip
+        alu = rows_in * len(wide) + blocks * (steps - len(wide))
+    loaded = sum(blocks * layer.input_rows(k) for k in range(layer.n_inputs))
+    return loaded + rows_out, alu
 
 
 def alu_report(

@@ -157,9 +157,13 @@ class _AluEmitter(_Stream):
         # output, with the same parameter rows (loaded once).
         first_inputs, first_output = list(self.inputs_at), self.output_at
         step_in, step_out = self.image_bytes()
+        lay = self.layer
+        # A broadcast input holds one row per block of each image.
+        steps_in = [lay.blocks * lay.block if k in getattr(lay, "broadcast", ()) else step_in
+                    for k in range(len(first_inputs))]  # fmt: skip
         chunk = 0
         for n in range(self.layer.images):
-            self.inputs_at = [at + n * step_in for at in first_inputs]
+            self.inputs_at = [at + n * st for at, st in zip(first_inputs, steps_in)]
             self.output_at = first_output + n * step_out
             chunk = self.image_pass(chunk)
         self.inputs_at, self.output_at = first_inputs, first_output
@@ -214,12 +218,17 @@ class _AluEmitter(_Stream):
         """`n` rows of channel block `b` from output row `row`."""
         lay = self.layer
         res = [("acc", slot)]
+        bcast = lay.broadcast
         for k, at in enumerate(self.inputs_at):
-            self.load(MemType.ACC8, self.temp_row(slot, k), at // lay.block + row, 1, n,
+            # A broadcast input: block b's one row, read by every row of the chunk.
+            src, count = (b, 1) if k in bcast else (row, n)
+            self.load(MemType.ACC8, self.temp_row(slot, k), at // lay.block + src, 1, count,
                       module=COMPUTE, writes=res)  # fmt: skip
         for s in self.steps:
-            self.step(s, self.temp_row(slot, s.dst), lambda t: self.temp_row(slot, t), b, 1, n,
-                      (0, 1), (0, 1), (0, 0), res)  # fmt: skip
+            rows = 1 if s.dst in bcast else n
+            src_f = (0, 0) if s.kind == "temp" and s.operand in bcast else (0, 1)
+            self.step(s, self.temp_row(slot, s.dst), lambda t: self.temp_row(slot, t), b, 1,
+                      rows, (0, 1), src_f, (0, 0), res)  # fmt: skip
         self.store_rows(self.temp_row(slot, lay.result), row, n, res)
 
     def pool_chunk(self, slot: int, b0: int, n: int):

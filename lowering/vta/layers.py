@@ -358,17 +358,23 @@ class AluLayer:
     reduce: int = 1
     reduce_at: int = 0
     images: int = 1
+    broadcast: tuple[int, ...] = ()  # inputs of one row per block, repeated over the rows
 
     def describe(self) -> str:
         ops = sorted({s.op.lower() for s in self.steps})
         what = f"sum of {self.reduce} px" if self.reduce > 1 else f"{self.rows} px"
         images = f"{self.images} images x " if self.images > 1 else ""
+        bcast = f" ({len(self.broadcast)} per channel)" if self.broadcast else ""
         return (f"eltwise {images}{what} x {self.blocks * self.block} ch, {self.n_inputs} "
-                f"input(s), {len(self.steps)} ALU ops ({' '.join(ops)})")  # fmt: skip
+                f"input(s){bcast}, {len(self.steps)} ALU ops ({' '.join(ops)})")  # fmt: skip
+
+    def input_rows(self, k: int) -> int:
+        """Rows of input `k` per channel block: one for a broadcast input."""
+        return 1 if k in self.broadcast else self.rows * self.reduce
 
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
         """What the program computes, from the int8 inputs `[images * blocks, rows, block]`
-        (`[blocks, rows, block]` for one image)."""
+        (`[blocks, rows, block]` for one image; a broadcast input has one row)."""
         if self.images > 1:
             split = [np.split(np.asarray(x), self.images) for x in inputs]
             return np.concatenate([replace(self, images=1).reference([x[n] for x in split])
@@ -419,15 +425,24 @@ class _Tree:
         self.n_params = 0
         self.group: list[Operation] = []
         self.reduce, self.reduce_at, self.summed = 1, 0, -1
+        self.after_sum_leaf = False  # a leaf of the result's shape (1x1 map) was visited
+        self.allow_broadcast = False  # per-block operands broadcast over the rows
+        self.bcast_shape: tuple[int, ...] | None = None  # their shape, `[N, C/B, 1, 1, 1, B]`
+        self.broadcast: list[int] = []  # temps holding one row per channel block
 
     def table(self) -> np.ndarray:
         return np.concatenate(self.params) if self.params else np.zeros((0, self.block), np.int32)
 
     def leaf(self, value: SSAValue, offset: int, want: tuple[int, ...]) -> int:
-        if self.reduce > 1 or (self.allow_sum and want == self.out_shape):
+        if self.reduce > 1:
             raise NotALayer("a tensor joins a global sum pool after the sum")
+        # A leaf of the sum's shape joins after a sum only when the tree has one (a 1x1 map's
+        # tree has none): `match_alu_layer` checks once the whole tree is read.
+        self.after_sum_leaf |= self.allow_sum and want == self.out_shape
         t = len(self.inputs)
         self.inputs.append(value)
+        if self.bcast_shape is not None and want == self.bcast_shape:
+            self.broadcast.append(t)
         if offset:
             self.constant("ADD", np.array([-offset]), t)
         return t
@@ -463,8 +478,25 @@ class _Tree:
         self.reduce, self.reduce_at, self.summed = src[2] * src[3], len(self.steps), t
         return t
 
+    def broadcasts(self, value: SSAValue, want: tuple[int, ...]) -> bool:
+        """`value` is one row per channel block (`[N, C/B, 1, 1, 1, B]`) repeated over the
+        rows of `want` (`[N, C/B, H, W, 1, B]`): the squeeze-excite scale of a feature map.
+        It is loaded once per block and read with a micro-op source factor of 0."""
+        shape = tuple(value.type.get_shape())
+        if not self.allow_broadcast or len(shape) != 6 or len(want) != 6:
+            return False
+        ok = (shape[2] == shape[3] == 1 and want[2] * want[3] > 1
+              and (shape[0], shape[1], shape[4], shape[5]) == (want[0], want[1], want[4], want[5]))
+        if ok:
+            self.bcast_shape = shape
+        return ok
+
     def visit(self, value: SSAValue, want: tuple[int, ...], root: bool = False) -> int:
         if value in self.leaves:
+            if tuple(value.type.get_shape()) != want:
+                if not self.broadcasts(value, want):
+                    raise NotALayer(f"an operand broadcasts (shape {list(value.type.get_shape())})")
+                want = self.bcast_shape  # type: ignore[assignment]
             return self.leaf(*self.leaves[value], want)
         op = value.owner
         if not isinstance(op, Operation) or op in self.claimed:
@@ -472,7 +504,9 @@ class _Tree:
         if not root and len(list(value.uses)) != 1:
             raise NotALayer(f"{op.name}'s result is also used outside the element-wise tree")
         if tuple(value.type.get_shape()) != want:
-            raise NotALayer(f"{op.name} broadcasts (shape {list(value.type.get_shape())})")
+            if not self.broadcasts(value, want):
+                raise NotALayer(f"{op.name} broadcasts (shape {list(value.type.get_shape())})")
+            want = self.bcast_shape  # type: ignore[assignment]
         if isinstance(op, accel.ReduceSumOp):
             t = self.summed_pool(op)
             self.group.append(op)
@@ -494,6 +528,8 @@ class _Tree:
                 self.constant(_BINARY_OPS[op.name], op.values, t)
             else:
                 u = self.visit(op.rhs, want)
+                if t in self.broadcast and u not in self.broadcast:
+                    t, u = u, t  # every binary ALU op commutes: the full rows take the result
                 self.steps.append(AluStep(_BINARY_OPS[op.name], t, "temp", u))
         else:
             raise NotALayer(f"{op.name} has no ALU form")
@@ -532,7 +568,12 @@ def match_alu_layer(
     # A sum over H and W gives [1, C/B, 1, B], or [1, C/B, 1, 1, 1, B] with keep_dims.
     summed = len(shape) == 4 or shape[2] * shape[3] == 1
     tree = _Tree(leaves, claimed, blocks, block, shape if summed else None)
+    tree.allow_broadcast = len(shape) == 6 and not summed
     result = tree.visit(narrow.input, shape, root=True)
+    if tree.reduce > 1 and tree.after_sum_leaf:
+        raise NotALayer("a tensor joins a global sum pool after the sum")
+    if result in tree.broadcast:
+        raise NotALayer("the result is one row per channel block, not the map's rows")
     widened = narrow.input if len(list(narrow.input.uses)) > 1 else None
     steps = tree.steps
     if not steps and len(tree.inputs) == 1:
@@ -541,7 +582,7 @@ def match_alu_layer(
             s.dst != result or s.kind == "temp" for s in steps[tree.reduce_at :])):  # fmt: skip
         raise NotALayer("a global sum pool's sum is combined with another tensor")
     layer = AluLayer(name, blocks, rows, block, len(tree.inputs), steps, result, tree.table(),
-                     tree.reduce, tree.reduce_at, shape[0])  # fmt: skip
+                     tree.reduce, tree.reduce_at, shape[0], tuple(tree.broadcast))  # fmt: skip
     return AluMatch(layer, [*tree.group, narrow], tree.inputs, narrow.output, widened)
 
 

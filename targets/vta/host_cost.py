@@ -166,4 +166,26 @@ def vta_host_step_cost(summary: HopSummary, config) -> HostStepCost | None:
     return HostStepCost(step, tuple(inside), tuple(outside))
 
 
-__all__ = ["HOST_NS", "host_step_kind", "vta_host_step_cost"]
+def host_tree_cycles(ops: Iterable[Operation], config) -> int:
+    """What an element-wise tree (`accel` ALU ops, a global sum, widenings and narrowings) costs
+    as a host step of the program, in accelerator cycles: one operation per element of each
+    op's result (of its operand for a sum) at the rate of a pool tap (load, add or compare,
+    store), on the packed layout. The program's stop for the step is not counted: it is
+    priced against the layer's cycles, and a host step next to other host steps shares
+    their stop."""
+    work = 0
+    for op in ops:
+        if not op.results or op.name == "vta.yield":
+            continue
+        v = op.operands[0] if op.name == "accel.reduce_sum" else op.results[0]
+        work += _elements(v)
+    return _cycles(work * HOST_NS["tap"], config)
+
+
+def host_sync_cycles(config) -> int:
+    """One stop of the program for a host step (`HOST_NS["sync"]`), in accelerator cycles."""
+    return _cycles(HOST_NS["sync"], config)
+
+
+__all__ = ["HOST_NS", "host_step_kind", "host_sync_cycles", "host_tree_cycles",
+           "vta_host_step_cost"]
