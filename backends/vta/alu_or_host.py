@@ -1,7 +1,7 @@
-"""Whether an element-wise layer that reads a host step's result runs on the ALU or stays a
-host step.
+"""Whether an element-wise or pool layer that reads a host step's result runs on the ALU or
+stays a host step.
 
-On the ALU an element-wise layer costs its program's cycles (loads of every input row, the
+On the ALU an element-wise or pool layer costs its program's cycles (loads of every input row, the
 steps, the store); on the host, the host's work on its elements (`targets/vta/host_cost.py`'s
 `host_tree_cycles`). The program stops for host steps: a layer between two host steps
 (in program order) splits their run and adds a stop when it runs on the ALU, and a layer
@@ -46,9 +46,9 @@ def _neighbours_on_host(op: vta.LayerOp) -> tuple[bool, bool]:
 
 
 def cheaper_on_host(op: vta.LayerOp, alu_cycles: int, config) -> str | None:
-    """Why the element-wise layer `op` stays on the host (its ALU program would take
+    """Why the element-wise or pool layer `op` stays on the host (its ALU program would take
     `alu_cycles`), or None when it runs on the ALU."""
-    if op.kind.data != "eltwise" or not _reads_host_step(op):
+    if op.kind.data not in ("eltwise", "pool") or not _reads_host_step(op):
         return None
     before, after = _neighbours_on_host(op)
     stop = host_sync_cycles(config)

@@ -294,7 +294,7 @@ def _read_layers(name: str, ops: list[Operation], refused: dict[Operation, str],
         except (NotALayer, LayerError) as e:
             refused[op] = str(e)
             continue
-        if isinstance(m, AluMatch) and (why := _alu_or_host(op, m, sched, c)):
+        if isinstance(m, AluMatch | PoolMatch) and (why := _alu_or_host(op, m, sched, c)):
             refused[op] = why
             continue
         reader.accept(op, m)
@@ -302,8 +302,10 @@ def _read_layers(name: str, ops: list[Operation], refused: dict[Operation, str],
     return out
 
 
-def _alu_or_host(op: vta.LayerOp, m: AluMatch, plan: AluPlan, c: HardwareConfig) -> str | None:
-    """Why an element-wise layer next to host steps stays on the host (`alu_or_host.py`)."""
+def _alu_or_host(op: vta.LayerOp, m: AluMatch | PoolMatch, plan: AluPlan,
+                 c: HardwareConfig) -> str | None:  # fmt: skip
+    """Why an element-wise or pool layer reading a host step's result stays on the host
+    (`alu_or_host.py`)."""
     from qaccel.backends.vta.alu_or_host import cheaper_on_host
     from qaccel.lowering.schedule_vta import alu_cycles
 

@@ -688,7 +688,7 @@ def match_pool_layer(
         chain.append(op)
         value = op.operands[0]
     pool = value.owner
-    if len(list(value.uses)) != 1:
+    if chain and len(list(value.uses)) != 1:  # unchained, it is the widened result
         raise NotALayer("the pooled value is also used elsewhere")
     group.append(pool)
     src = tuple(pool.input.type.get_shape())

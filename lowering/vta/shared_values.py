@@ -15,7 +15,9 @@ of an int8 tensor read by two trees.
 
 The new narrowing ends the producer's tree (a layer storing int8 whose `widened` result the
 other trees read back from DRAM as a leaf); `value_range` proves the narrowing exact. A widen
-with several users is cloned once per user, each tree loading the int8 tensor itself.
+with several users is cloned once per user, each tree loading the int8 tensor itself. Only
+feature maps (`[N, C/B, H, W, 1, B]`) are split: the token rows of a transformer sit between
+host steps (lane sums and broadcasts), where the cost model keeps their trees on the host.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def split_shared_values(block: Block, skip: set[Operation]) -> int:
         if len(uses) < 2:
             continue
         if isinstance(op, accel.WidenOp):
-            if tensor_dtype(op.input.type) != np.int8:
+            if tensor_dtype(op.input.type) != np.int8 or len(op.input.type.get_shape()) != 6:
                 continue
             for use in uses[1:]:
                 clone = accel.WidenOp(op.input, v.type)
@@ -64,8 +66,8 @@ def split_shared_values(block: Block, skip: set[Operation]) -> int:
         if not isinstance(op, _TREE_OPS) or _narrowed(v):
             continue
         t = v.type
-        if not isinstance(t, TensorType) or tensor_dtype(t) != np.int32:
-            continue
+        if not isinstance(t, TensorType) or tensor_dtype(t) != np.int32 or len(t.get_shape()) != 6:
+            continue  # feature maps only: token rows sit between host steps (lane sums)
         lo, hi = value_range(v)
         if not -128 <= lo <= hi <= 127:
             continue

@@ -166,11 +166,14 @@ def vta_host_step_cost(summary: HopSummary, config) -> HostStepCost | None:
     return HostStepCost(step, tuple(inside), tuple(outside))
 
 
+_WINDOWED = ("accel.max_pool2d", "accel.sum_pool2d")
+
+
 def host_tree_cycles(ops: Iterable[Operation], config) -> int:
-    """What an element-wise tree (`accel` ALU ops, a global sum, widenings and narrowings) costs
-    as a host step of the program, in accelerator cycles: one operation per element of each
-    op's result (of its operand for a sum) at the rate of a pool tap (load, add or compare,
-    store), on the packed layout. The program's stop for the step is not counted: it is
+    """What an element-wise tree or a pool (`accel` ALU ops, a global sum, a windowed pool,
+    widenings and narrowings) costs as a host step of the program, in accelerator cycles: one
+    operation per element of each op's result (of its operand for a sum; per window tap for a
+    pool) at the rate of a pool tap (load, add or compare, store), on the packed layout. The program's stop for the step is not counted: it is
     priced against the layer's cycles, and a host step next to other host steps shares
     their stop."""
     work = 0
@@ -178,7 +181,8 @@ def host_tree_cycles(ops: Iterable[Operation], config) -> int:
         if not op.results or op.name == "vta.yield":
             continue
         v = op.operands[0] if op.name == "accel.reduce_sum" else op.results[0]
-        work += _elements(v)
+        taps = math.prod(_ints(op, "window")) if op.name in _WINDOWED else 1
+        work += _elements(v) * taps
     return _cycles(work * HOST_NS["tap"], config)
 
 
