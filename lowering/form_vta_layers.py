@@ -6,7 +6,9 @@ A layer is what the accelerator runs as one instruction stream (`lowering/vta/la
   requantization tail (bias, shifts, rounding multiply, clamp, zero point, narrowing);
 - `eltwise`: a tree of ALU ops (adds, multiplies, clamps, shifts, rounding multiplies, at
   most one global sum pool) from GEMM layers' outputs or widened int8 tensors to an
-  `accel.narrow` to int8 (a residual add with its requantization);
+  `accel.narrow` to int8 (a residual add with its requantization); an operand of one row per
+  channel block (`[N, C/B, 1, 1, 1, B]`, a squeeze-excite scale) may be broadcast over the
+  map's rows;
 - `pool`: a windowed max or sum pool of an int8 tensor (its padding with the pool's identity
   included) or of such a tree, with its constant tail, narrowed to int8.
 
@@ -27,6 +29,11 @@ layer computes exactly what its ops computed (the interpreter runs the body):
       %y_1 = accel.narrow %c : ...
       vta.yield %y_1 : tensor<1x1x8x8x1x16xi8>
     } : tensor<1x1x8x8x1x16xi8>
+
+Before the trees are matched, an int8-valued result several trees read (canonicalization
+folded its narrowing away) gets its `accel.narrow` back, so its tree is a layer the others
+read from DRAM, and a widening several trees read is cloned per tree
+(`lowering/vta/shared_values.py`).
 
 Ops that form no layer (pads, concatenations, a GEMM op whose tail is not a requantization,
 trees that do not end in an int8 narrowing, `accel.host_requantize`) stay where they are and

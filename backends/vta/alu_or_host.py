@@ -63,4 +63,25 @@ def cheaper_on_host(op: vta.LayerOp, alu_cycles: int, config) -> str | None:
             + (", and the program's stop between the host steps around it)" if before and after
                else ")"))
 
-__all__ = ["cheaper_on_host"]
+
+def tree_end(op: Operation) -> Operation | None:
+    """The narrowing to int8 (or the formed layer holding it) that an ALU op's result flows
+    to through ops of one user each, at the top level of its block; None when there is none."""
+    from qaccel.dialects import accel
+
+    block = op.parent_block()
+    seen = 0
+    while seen < 256 and op.results:
+        seen += 1
+        if isinstance(op, accel.NarrowOp | vta.LayerOp):
+            return op
+        users = {top_level(u.operation, block) for r in op.results for u in r.uses}
+        if len(users) != 1:
+            return None
+        op = users.pop()
+        if not isinstance(op, accel._ComputeOp | vta.LayerOp):
+            return None
+    return None
+
+
+__all__ = ["cheaper_on_host", "tree_end"]

@@ -91,6 +91,12 @@ _HOST_STEP_REASONS: tuple[tuple[type | tuple[type, ...], str], ...] = (
     (accel.HostRequantizeOp, "a host op by design (LiteRT's double-precision requantization)"),
     (accel.LutOp, "a host op by design (an element-wise int8 op as its 256-entry table; the ALU "
                   "cannot index a table)"),
+    (accel.LaneSumOp, f"{_STEP} (a sum across the 16 lanes of each row: ALU instructions "
+                      "combine rows lane by lane, never lanes of one row)"),
+    (accel.LaneBroadcastOp, f"{_STEP} (one lane copied into all 16 of its row: the ALU and "
+                            "the DMA move whole rows, never lanes)"),
+    (accel.PadOp, f"{_STEP} (a spatial pad no layer's LOAD applies: its reader is a crop, a "
+                  "host step or an element-wise tree, which load without padding)"),
 )  # fmt: skip
 """Why an op of the host's kind is not a layer: one line each, in the report's host fallbacks."""
 
@@ -210,6 +216,8 @@ def compile_module(
                 continue
             why = op.attributes.get(HOST_REASON_ATTR)
             reason = reasons.get(op, why.data if isinstance(why, StringAttr) else _NO_CODEGEN)
+            if reason == _NO_CODEGEN:
+                reason = _tree_reason(op, ops, reasons) or reason
             for kinds, text in _HOST_STEP_REASONS:
                 if isinstance(op, kinds):
                     reason = text
@@ -218,6 +226,26 @@ def compile_module(
     compiled = CompiledModel(module, c, functions, fallbacks, {})
     compiled.report = build_report(compiled, total_macs)
     return compiled
+
+
+def _tree_reason(op: Operation, ops: list[Operation], reasons: dict[Operation, str]) -> str | None:
+    """An ALU op left on the host as part of an element-wise tree that formed no layer: the
+    reason of the narrowing (or refused layer) its result flows to, named with its place."""
+    from qaccel.backends.vta.alu_or_host import tree_end
+
+    end = tree_end(op)
+    if end is None:
+        users = {u.operation for r in op.results for u in r.uses}
+        if isinstance(op, accel._ComputeOp) and len(users) > 1:
+            return (f"its int32 result is read by {len(users)} ops, and no layer stores it for "
+                    "them (element-wise layers exchange int8 tensors): the trees reading it "
+                    "run on the host with it")
+        return None
+    why = end.attributes.get(HOST_REASON_ATTR)
+    text = reasons.get(end, why.data if isinstance(why, StringAttr) else None)
+    if text is None:
+        return None
+    return f"in the element-wise tree ending at {_fallback_name(end)} (#{ops.index(end)}): {text}"
 
 
 def _check_formed(name: str, ops: list[Operation]) -> None:

@@ -501,8 +501,12 @@ class _Tree:
         op = value.owner
         if not isinstance(op, Operation) or op in self.claimed:
             raise NotALayer("an operand is not in DRAM (a block argument or another layer's)")
+        if isinstance(op, vta.LayerOp):
+            raise NotALayer("an operand is the int32 result of a layer that runs on the host "
+                            "(element-wise layers load int8 tensors)")
         if not root and len(list(value.uses)) != 1:
-            raise NotALayer(f"{op.name}'s result is also used outside the element-wise tree")
+            raise NotALayer(f"{op.name}'s result is also used outside the element-wise tree"
+                            + _shared_why(value))
         if tuple(value.type.get_shape()) != want:
             if not self.broadcasts(value, want):
                 raise NotALayer(f"{op.name} broadcasts (shape {list(value.type.get_shape())})")
@@ -535,6 +539,17 @@ class _Tree:
             raise NotALayer(f"{op.name} has no ALU form")
         self.group.append(op)
         return t
+
+
+def _shared_why(value: SSAValue) -> str:
+    """Why a value two trees read is not stored once for both (`shared_values.py`)."""
+    from qaccel.dialects.accel_canonicalization import value_range
+
+    lo, hi = value_range(value)
+    if lo < -128 or hi > 127:
+        return (f" (its values [{lo}, {hi}] do not fit int8, and layers pass each other int8 "
+                "tensors through DRAM)")
+    return ""
 
 
 def _packed_shape(narrow: Operation) -> tuple[int, ...]:

@@ -399,13 +399,18 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
     Pattern("sub", "q.relu?(q.sub)", _ELEMENTWISE,
             doc="ALU: int8 subtraction with TFLite's rescaling"),
     Pattern("mul", "q.relu?(q.mul)", _ELEMENTWISE,
-            doc="ALU: int8 multiplication of same-shape tensors; a broadcast operand (the "
-                "squeeze-excite scale [1, 1, 1, C] of MobileNetV3 and EfficientNet) has no ALU "
-                "code generator yet: it runs on the host inside the program (a host fallback "
-                "of the report), the partition is not split; a `[..., 1]` operand of the "
-                "result's other dimensions (a layer norm's scale `[1, T, 1]` against "
-                "`[1, T, C]`) is broadcast over the channels by a host step (a gather), a "
-                "decision point of the cost model, the product on the ALU"),
+            doc="ALU: int8 multiplication (LiteRT's MUL: MUL of the centred sides, then "
+                "MultiplyByQuantizedMultiplier as SHL, RDMUL, RSHR, the zero point and the "
+                "clamp, all exact in 32-bit lanes); a per-channel operand broadcast over the "
+                "map (the squeeze-excite scale [1, 1, 1, C] of MobileNetV3 and EfficientNet) "
+                "is one accumulator row per channel block, read by every row with a micro-op "
+                "source factor of 0; an element-wise layer that reads a host step's result "
+                "(a table lookup's) stays a host step when the cost model prices the host's "
+                "work below its ALU program (the report gives both figures); a `[..., 1]` "
+                "operand of the result's other dimensions (a layer norm's scale `[1, T, 1]` "
+                "against `[1, T, C]`) is broadcast over the channels by a host step (a "
+                "gather: the ALU and the DMA move whole rows, never lanes), a decision point "
+                "of the cost model, the product on the ALU"),
     Pattern("max_pool2d", "q.relu?(q.max_pool2d)", (_int8_operands, _pool_padding, _alu_ops),
             doc="ALU: MAX over the window's rows (a batch: an outer loop over the images); "
                 "with padding an exact host step of the program (padded taps must not count, "
@@ -419,12 +424,16 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
                 "BUILTIN_REF divides with rounding) an exact host step of the program, a "
                 "decision point of the cost model"),
     Pattern("mean", "q.mean", (_int8_operands, _mean_axes, _alu_ops),
-            doc="ALU: spatial mean as ADD over rows, then the requantize sequence; a global "
-                "mean whose input other ops read too (squeeze-excite) has no code generator "
-                "yet and runs on the host inside the program; a mean over the channel axis "
-                "(a layer norm's, channels in whole 16-lane blocks, the axis kept) sums the "
-                "lanes in a host step (a reduction, a decision point of the cost model), the "
-                "requantize sequence on the ALU"),
+            doc="ALU: spatial mean as ADD over rows, then the requantize sequence (exact: "
+                "LiteRT's int8 MEAN divides by the element count n by folding it into the "
+                "integer multiplier, `(M << k) / n` at compile time, then one "
+                "MultiplyByQuantizedMultiplier of the centred sum); a global mean whose input "
+                "other ops read too (the squeeze-excite swish) reads it from DRAM where that "
+                "input's layer stores it; a mean over the channel axis (a layer norm's, "
+                "channels in whole 16-lane blocks, the axis kept) sums the lanes in a host "
+                "step (a reduction across lanes: ALU instructions combine rows, never lanes "
+                "of one row; a decision point of the cost model), the requantize sequence on "
+                "the ALU"),
     Pattern("squared_difference", "q.squared_difference", _ELEMENTWISE,
             doc="ALU: SQUARED_DIFFERENCE with TFLite's rescaling (each side centred, shifted "
                 "left by 7 and rescaled by SHL, RDMUL and RSHR, the difference squared by MUL, "
