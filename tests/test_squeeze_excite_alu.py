@@ -130,3 +130,33 @@ def test_a_broadcast_operand_agrees_on_both_simulators(images):
         got = np.asarray(r.dram)[at_y : at_y + x.size].view(np.int8).reshape(want.shape)
         np.testing.assert_array_equal(got, want)
     assert results[0].timing.total_cycles == results[1].timing.total_cycles
+
+
+def test_a_small_map_stays_on_the_host_by_the_cost_model(tmp_path, capsys):
+    """On a 2x2 map the swish's and the scale's layers cost their programs' fixed start more
+    than the host's work on 64 elements: they stay host steps, the report says both figures,
+    and the model stays bit-exact."""
+    from qaccel.tools.qaccel_compile import run as compile_run
+
+    path = tmp_path / "small.tflite"
+    path.write_bytes(squeeze_excite_model(size=(2, 2), channels=16, seed=2))
+    art = tmp_path / "art"
+    assert compile_run([str(path), "-o", str(art)]) == 0
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert "into 1 partition" in out, out
+    assert "kept on the host: the cost model prices it at" in out, out
+    # The layers after it read the int8 result the host stores for it.
+    assert "result of a layer that runs on the host" not in out, out
+    common = ["--outputs-dir", str(tmp_path / "o"), "--compare-litert", "--random-inputs", "3"]
+    assert "(bit-exact)" in _run([str(art), *common], capsys)
+
+
+def test_the_report_counts_one_row_per_block_of_a_broadcast_input():
+    from qaccel.backends.vta.report import _row_counts
+
+    steps = [AluStep("MUL", 0, "temp", 1), AluStep("ADD", 1, "imm", 3)]
+    layer = AluLayer("se", 2, 10, 16, 2, steps, 0, np.zeros((0, 16), np.int32), broadcast=(1,))
+    # DRAM rows: 20 of the map, 2 of the scale, 20 stored; ALU rows: 20 for the MUL, 2 for
+    # the step on the scale's row.
+    assert _row_counts(layer) == (42, 22)

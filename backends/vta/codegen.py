@@ -324,6 +324,8 @@ def _read_layers(name: str, ops: list[Operation], refused: dict[Operation, str],
             continue
         if isinstance(m, AluMatch | PoolMatch) and (why := _alu_or_host(op, m, sched, c)):
             refused[op] = why
+            if len(op.outputs) > 1:  # later trees read the int8 result the host stores
+                reader.leaves[op.outputs[1]] = (op.outputs[0], 0)
             continue
         reader.accept(op, m)
         out.append(_Layer(op, m, sched))
