@@ -14,6 +14,10 @@ convolution emitter's. The parameter rows are loaded once, first.
 
     ACC rows: [params][set 0: temp 0 .. temp T-1][set 1: temp 0 .. temp T-1], R rows a temp
 
+A broadcast input (`broadcast`: one row per channel block, a squeeze-excite scale) is loaded
+as the chunk's block's one row; the steps on it run on that row, and a step reading it from a
+temp of the map's rows reads it with source factors 0 (every row the same operand).
+
 A global sum pool (`reduce` = H*W rows per block) works on chunks of R whole blocks: the
 inputs' rows are loaded whole, the steps before the sum run with an outer loop over blocks
 (per-block parameter rows advance with it) and an inner loop over their rows, the R sums are

@@ -345,7 +345,11 @@ class AluLayer:
     With `reduce` > 1 (a global sum pool: `accel.reduce_sum` over H and W), the inputs have
     `reduce` rows per block and the output one (`rows` is 1): the first `reduce_at` steps run
     on every input row, then each block's rows of temp `result` are summed into one row, and
-    the remaining steps (on `result` alone) run on the sums."""
+    the remaining steps (on `result` alone) run on the sums.
+
+    Inputs listed in `broadcast` hold one row per channel block (`[N, C/B, 1, 1, 1, B]`,
+    e.g. a squeeze-excite scale) that every row of the block reads: steps on such a temp run
+    on its one row, and a step of the map's rows reads it with micro-op source factors 0."""
 
     name: str
     blocks: int
