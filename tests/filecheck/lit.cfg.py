@@ -17,3 +17,56 @@ for var in ("HOME", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV"):
 
 fixtures = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "models")
 config.substitutions.append(("%fixtures", fixtures))
+
+
+def _start_tool_servers() -> None:
+    """Each qaccel tool a RUN line starts is a forked copy of a process that already imported
+    it (toolserver.py says how and why); QACCEL_LIT_TOOLSERVER=0 starts new processes."""
+    import atexit
+    import importlib.util
+    import shutil
+    import subprocess
+    import tempfile
+
+    if os.environ.get("QACCEL_LIT_TOOLSERVER", "1") == "0" or not hasattr(os, "pidfd_open"):
+        return
+    here = os.path.dirname(__file__)
+    spec = importlib.util.spec_from_file_location("toolserver", os.path.join(here, "toolserver.py"))
+    toolserver = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(toolserver)
+
+    run_dir = tempfile.mkdtemp(prefix="qaccel-lit-")
+    bin_dir = os.path.join(run_dir, "bin")
+    servers, python = {}, None
+    for tool in ("qaccel-opt", "qaccel-compile", "qaccel-run", "qaccel-sim", "filecheck"):
+        real = shutil.which(tool, path=config.environment["PATH"])
+        if real is None:
+            continue
+        with open(real) as f:
+            line = f.readline()
+        if not line.startswith("#!") or len(line.split()) != 1:
+            continue
+        servers[tool] = (os.path.join(run_dir, f"{tool}.sock"), real, line[2:].strip())
+        python = python or servers[tool][2]
+    if not servers:
+        return
+    toolserver.write_clients(bin_dir, python, {t: s[:2] for t, s in servers.items()})
+    config.environment["PATH"] = bin_dir + os.pathsep + config.environment["PATH"]
+    log = open(os.environ.get("QACCEL_TOOLSERVER_DEBUG") or os.devnull, "a")
+    server = os.path.join(here, "toolserver.py")
+    procs = [subprocess.Popen([interpreter, server, "serve", sock, real],
+                              env=dict(config.environment), stdin=subprocess.DEVNULL, stdout=log,
+                              stderr=log, cwd=run_dir)
+             for sock, real, interpreter in servers.values()]  # fmt: skip
+
+    def stop() -> None:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+    atexit.register(stop)
+
+
+_start_tool_servers()
