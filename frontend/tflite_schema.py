@@ -30,6 +30,7 @@ imported on first use: the name tables are module attributes computed lazily (PE
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -146,7 +147,45 @@ def generated_module(name: str):
     "Conv2DOptions", ...), holding the reader class and the builder functions."""
     # `tflite/__init__.py` star-imports every class over its submodule attribute, so
     # `tflite.Conv2DOptions` is the class; the module itself lives in sys.modules.
-    return importlib.import_module(f"tflite.{name}")
+    found = sys.modules.get(f"tflite.{name}")
+    if found is not None:
+        return found
+    package = _package()
+    module = importlib.import_module(f"tflite.{name}")
+    if package.__dict__.get("__qaccel_bare__"):
+        # Importing a submodule binds it as the package's attribute; a bare package keeps
+        # none, so `tflite.Model` still finishes the package and is the class.
+        package.__dict__.pop(name, None)
+    return module
+
+
+def _package():
+    """The `tflite` package. Its `__init__` imports all of its ~190 modules (about 0.1 s),
+    and a model uses a dozen of them: when nothing imported it yet, the package is put in
+    place without running `__init__`, and the first attribute asked of it (`tflite.Model`,
+    `tflite.__version__`: what `import tflite` users read) runs it then, so every user still
+    sees the whole package."""
+    package = sys.modules.get("tflite")
+    if package is not None:
+        return package
+    import importlib.util
+
+    spec = importlib.util.find_spec("tflite")
+    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+        return importlib.import_module("tflite")  # not a plain package: import it whole
+    package = importlib.util.module_from_spec(spec)
+
+    def complete(attribute: str):
+        if package.__dict__.pop("__qaccel_bare__", False):
+            spec.loader.exec_module(package)  # type: ignore[union-attr]
+            if attribute in package.__dict__:
+                return package.__dict__[attribute]
+        raise AttributeError(f"module 'tflite' has no attribute {attribute!r}")
+
+    package.__dict__["__qaccel_bare__"] = True
+    package.__dict__["__getattr__"] = complete
+    sys.modules["tflite"] = package
+    return package
 
 
 _module = generated_module
