@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -150,21 +151,28 @@ def generated_module(name: str):
     found = sys.modules.get(f"tflite.{name}")
     if found is not None:
         return found
-    package = _package()
-    module = importlib.import_module(f"tflite.{name}")
-    if package.__dict__.get("__qaccel_bare__"):
-        # Importing a submodule binds it as the package's attribute; a bare package keeps
-        # none, so `tflite.Model` still finishes the package and is the class.
-        package.__dict__.pop(name, None)
-    return module
+    _package()
+    return importlib.import_module(f"tflite.{name}")
+
+
+class _DeferredPackage(types.ModuleType):
+    """The `tflite` package before its `__init__` ran. Importing its submodules reads only
+    its dunder attributes (`__path__`, `__spec__`); any other attribute (`tflite.Model`,
+    `tflite.__version__` excepted) runs `__init__` first, so `import tflite` users see the
+    whole package, with its classes over the submodules imported before."""
+
+    def __getattribute__(self, name: str):
+        if name.startswith("__") and name.endswith("__") and name != "__version__":
+            return super().__getattribute__(name)
+        self.__class__ = types.ModuleType  # once: from here on a plain module
+        self.__spec__.loader.exec_module(self)  # type: ignore[union-attr]
+        return getattr(self, name)
 
 
 def _package():
     """The `tflite` package. Its `__init__` imports all of its ~190 modules (about 0.1 s),
     and a model uses a dozen of them: when nothing imported it yet, the package is put in
-    place without running `__init__`, and the first attribute asked of it (`tflite.Model`,
-    `tflite.__version__`: what `import tflite` users read) runs it then, so every user still
-    sees the whole package."""
+    place without running `__init__` (`_DeferredPackage`)."""
     package = sys.modules.get("tflite")
     if package is not None:
         return package
@@ -174,16 +182,7 @@ def _package():
     if spec is None or spec.loader is None or spec.submodule_search_locations is None:
         return importlib.import_module("tflite")  # not a plain package: import it whole
     package = importlib.util.module_from_spec(spec)
-
-    def complete(attribute: str):
-        if package.__dict__.pop("__qaccel_bare__", False):
-            spec.loader.exec_module(package)  # type: ignore[union-attr]
-            if attribute in package.__dict__:
-                return package.__dict__[attribute]
-        raise AttributeError(f"module 'tflite' has no attribute {attribute!r}")
-
-    package.__dict__["__qaccel_bare__"] = True
-    package.__dict__["__getattr__"] = complete
+    package.__class__ = _DeferredPackage
     sys.modules["tflite"] = package
     return package
 
