@@ -45,9 +45,17 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
 def qaccel_context() -> Context:
     """A context with every dialect of the multiverse (qaccel's and xDSL's), loaded lazily."""
-    from xdsl.universe import Universe
-
     ctx = Context()
-    for name, factory in Universe.get_multiverse().all_dialects.items():
+    for name, factory in multiverse().all_dialects.items():
         ctx.register_dialect(name, factory)
     return ctx
+
+
+def multiverse():
+    """xDSL's multiverse (every `xdsl.universe` entry point's dialects and passes), read once
+    per import path (`kernels/entry_points.py`)."""
+    from xdsl.universe import Universe
+
+    from qaccel.kernels.entry_points import kept
+
+    return kept("xdsl.universe", Universe.get_multiverse)

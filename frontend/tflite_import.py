@@ -17,9 +17,9 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import tflite
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     BytesAttr,
@@ -57,6 +57,9 @@ from qaccel.kernels.memory import MemoryBudgetError, check_budget
 from qaccel.frontend.errors import TFLiteImportError
 from qaccel.frontend import tflite_schema
 from qaccel.frontend.tflite_verify import verify_model
+
+if TYPE_CHECKING:  # pragma: no cover
+    import tflite
 
 _MAX_ELEMENTS = 1 << 40  # no real tensor comes near this; larger counts are corrupt files
 
@@ -128,7 +131,7 @@ class _Importer:
         root = int.from_bytes(data[0:4], "little")
         if root + 4 > len(data):
             raise TFLiteImportError(f"{source}: truncated flatbuffer (root offset {root})")
-        self.model = tflite.Model.GetRootAs(data, 0)
+        self.model = tflite_schema.generated_module("Model").Model.GetRootAs(data, 0)
         self.buffers_len = self.model.BuffersLength()
         self.opcodes = [self.model.OperatorCodes(i) for i in range(self.model.OperatorCodesLength())]
 

@@ -30,6 +30,8 @@ imported on first use: the name tables are module attributes computed lazily (PE
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -146,7 +148,43 @@ def generated_module(name: str):
     "Conv2DOptions", ...), holding the reader class and the builder functions."""
     # `tflite/__init__.py` star-imports every class over its submodule attribute, so
     # `tflite.Conv2DOptions` is the class; the module itself lives in sys.modules.
+    found = sys.modules.get(f"tflite.{name}")
+    if found is not None:
+        return found
+    _package()
     return importlib.import_module(f"tflite.{name}")
+
+
+class _DeferredPackage(types.ModuleType):
+    """The `tflite` package before its `__init__` ran. Importing its submodules reads only
+    its dunder attributes (`__path__`, `__spec__`); any other attribute (`tflite.Model`,
+    `tflite.__version__` excepted) runs `__init__` first, so `import tflite` users see the
+    whole package, with its classes over the submodules imported before."""
+
+    def __getattribute__(self, name: str):
+        if name.startswith("__") and name.endswith("__") and name != "__version__":
+            return super().__getattribute__(name)
+        self.__class__ = types.ModuleType  # once: from here on a plain module
+        self.__spec__.loader.exec_module(self)  # type: ignore[union-attr]
+        return getattr(self, name)
+
+
+def _package():
+    """The `tflite` package. Its `__init__` imports all of its ~190 modules (about 0.1 s),
+    and a model uses a dozen of them: when nothing imported it yet, the package is put in
+    place without running `__init__` (`_DeferredPackage`)."""
+    package = sys.modules.get("tflite")
+    if package is not None:
+        return package
+    import importlib.util
+
+    spec = importlib.util.find_spec("tflite")
+    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+        return importlib.import_module("tflite")  # not a plain package: import it whole
+    package = importlib.util.module_from_spec(spec)
+    package.__class__ = _DeferredPackage
+    sys.modules["tflite"] = package
+    return package
 
 
 _module = generated_module

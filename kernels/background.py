@@ -1,12 +1,12 @@
 """Work done by a forked child while the caller goes on: the second core of a compile.
 
 `qaccel-compile` is one Python process, and most of its phases depend on the one before. The
-few pieces that do not (printing the host IR while the layers are emitted; half of the
-scheduler's searches while this process does the other half) run in a forked child, which
+few pieces that do not (printing the host IR while the artifact's files are made; half of
+the scheduler's searches while this process does the other half) run in a forked child, which
 starts with everything imported and the caller's data in place, and hands its result back
 pickled through a pipe:
 
-    pending = start(module_text, module)     # the child prints while we emit
+    pending = start(module_text, module)     # the child prints while we write
     ...
     text = pending.result()                  # its value, or computed here
 

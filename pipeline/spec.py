@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from xdsl.passes import ModulePass
-from xdsl.universe import Universe
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 
 PassFactories = Mapping[str, Callable[[], type[ModulePass]]]
@@ -27,7 +26,9 @@ class PipelineError(ValueError):
 
 def available_passes() -> PassFactories:
     """Every registered pass of the multiverse (qaccel's and xDSL's), by name."""
-    return Universe.get_multiverse().all_passes
+    from qaccel.dialects import multiverse
+
+    return dict(multiverse().all_passes)
 
 
 def pass_spec(pass_name: str, **options: Any) -> ArgSpec:

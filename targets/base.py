@@ -578,7 +578,7 @@ def _builtin_targets() -> dict[str, Callable[[], Target]]:
 
 def available_targets() -> dict[str, Callable[[], Target]]:
     """Every target by name: built-in, then `qaccel.targets` entry points, then registered."""
-    from importlib.metadata import entry_points
+    from qaccel.kernels.entry_points import entry_points
 
     targets = _builtin_targets()
     for ep in entry_points(group=ENTRY_POINT_GROUP):

@@ -273,3 +273,28 @@ def test_decode_real_model_options():
                                    "filter_width": 2, "filter_height": 2,
                                    "fused_activation_function": "NONE"}
     assert seen["SOFTMAX"] == {"beta": 1.0}
+
+
+_DEFERRED_PACKAGE = r"""
+import sys
+from qaccel.frontend.tflite_import import import_tflite
+
+import_tflite(open(sys.argv[1], "rb").read())
+imported = sum(name.startswith("tflite.") for name in sys.modules)
+assert imported < 40, imported  # the modules the model needs, not the package's ~190
+import tflite
+
+# An `import tflite` user sees the whole package: classes over the submodules the
+# generated readers imported on their own (SubGraph, Tensor), and the rest.
+assert isinstance(tflite.SubGraph, type) and isinstance(tflite.Tensor, type), tflite.SubGraph
+assert tflite.Model.GetRootAs and tflite.__version__ and tflite.TensorType.INT8 == 9
+assert sum(name.startswith("tflite.") for name in sys.modules) > 150
+print("ok")
+"""
+
+
+def test_the_importer_imports_only_the_schema_modules_it_reads():
+    run = subprocess.run([sys.executable, "-c", _DEFERRED_PACKAGE,
+                          str(FIXTURES / "small_cnn.tflite")],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr

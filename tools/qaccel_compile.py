@@ -193,22 +193,20 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"\r\033[K{PROG}: {line}", end="", file=stderr, flush=True)
 
     start = time.perf_counter()
-    host_text: list[background.Pending[str]] = []
-    litert = None
-
-    def print_host_ir(module) -> None:  # on the second core, while the layers are emitted
-        host_text.append(background.start(module_text, module))
-
+    host_text = litert = None
     try:
         # --quiet: the passes' summaries (e.g. partition-graph's) too; errors still raise.
         with (contextlib.redirect_stderr(io.StringIO()) if args.quiet
               else contextlib.nullcontext()):  # fmt: skip
             passes = args.passes if getattr(args, "passes_given", False) else None
             compiled, data = compile_model(Path(args.model), passes, progress if tty else None,
-                                           args, args.config, print_host_ir)  # fmt: skip
+                                           args, args.config)  # fmt: skip
         if tty:
             print("\r\033[K", end="", file=stderr, flush=True)
-        # The LiteRT models are made on the second core while the artifact's own files are.
+        # The host IR's text and the LiteRT models are made on the second core while the
+        # artifact's own files are (during the emission, the second core emits half of the
+        # GEMM layers' streams); write_artifact asks for them last.
+        host_text = background.start(module_text, compiled.module)
         litert = background.start(_aot_models, compiled, data)
         aot_lines: list[str] = []
 
@@ -217,14 +215,13 @@ def run(argv: Sequence[str] | None = None) -> int:
             aot_lines.append(lines)
             return models
 
-        text = host_text.pop().result() if host_text else None
-        write_artifact(compiled, args.output, data, extra=litert_models, host_text=text)
+        write_artifact(compiled, args.output, data, extra=litert_models,
+                       host_text=host_text.result)  # fmt: skip
         aot = aot_lines[0]
     finally:
-        for pending in host_text:
-            pending.cancel()
-        if litert is not None:
-            litert.cancel()
+        for pending in (host_text, litert):
+            if pending is not None:
+                pending.cancel()
     if args.plot:
         plot_report(compiled.report, args.plot, Path(args.model).name)
     if not args.quiet:

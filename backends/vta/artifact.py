@@ -131,20 +131,18 @@ def check_artifact_destination(outdir: str | Path) -> None:
 def write_artifact(
     compiled: CompiledModel, outdir: str | Path, source: bytes | None = None,
     extra: dict[str, bytes] | Callable[[], dict[str, bytes]] | None = None,
-    host_text: str | None = None,
+    host_text: str | Callable[[], str] | None = None,
 ) -> None:
     """Write the artifact (see the module docstring) as the folder `outdir`, whole; a model
     that could not run is refused first (`check_runnable`), so no such artifact is ever
-    written. `host_text`: `module_text(compiled.module)` when the caller has it already
-    (`qaccel-compile` prints it while the layers are emitted). `extra` may be a function
-    giving the files, called once the artifact's own files are made (`qaccel-compile`
+    written. `host_text`: `module_text(compiled.module)` when the caller has it already, or
+    a function giving it. `extra` may be a function giving the files. Both functions are
+    called once the artifact's own files are made (`qaccel-compile` prints the host IR and
     makes its LiteRT models meanwhile on the second core)."""
     check_runnable(compiled.module)
     root = Path(outdir)
     check_artifact_destination(root)
-    if host_text is None:
-        host_text = module_text(compiled.module)
-    files: dict[str, bytes] = {"host.mlir": host_text.encode()}
+    files: dict[str, bytes] = {}
     functions = {}
     for name, fn in compiled.functions.items():
         entries = []
@@ -171,6 +169,9 @@ def write_artifact(
         files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
     files["report.json"] = _dumps(compiled.report).encode()
     files.update(_run_plan_files(compiled, programs))
+    if host_text is None:
+        host_text = module_text(compiled.module)
+    files["host.mlir"] = (host_text() if callable(host_text) else host_text).encode()
     files.update((extra() if callable(extra) else extra) or {})
     # Each file hashed once: the source is model.tflite (unless `extra` replaced it).
     digests = {k: hashlib.sha256(v).hexdigest() for k, v in sorted(files.items())}

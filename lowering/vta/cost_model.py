@@ -114,6 +114,23 @@ def _merged_frames(g: LayerGeometry, tw: int) -> bool:
     return (g.KW == 1 and tw >= g.OW and g.pad_t == g.pad_b == 0 and not g.row_subsample
             and g.H * g.W <= MAX_STRIDE)  # fmt: skip
 
+def _quick_terms(g: LayerGeometry, bias_mode: str, c: HardwareConfig) -> tuple:
+    """The terms of `quick_estimate` that depend on the layer, bias mode and configuration
+    only (not on the tiling)."""
+    I, setup, bw = c.insn_issue_cycles, c.dma_setup_cycles, c.bus_width_bytes
+    blk = g.block
+    out_eb = 4 * blk if g.int32_output else blk
+    rows = g.OH * g.OW * g.COB
+    gemm = (g.macs // (blk * blk)) * c.gemm_cycles_per_uop
+    tail = rows * tail_cycles_per_row(g, bias_mode, c)
+    dma_bias = g.has_bias and bias_mode == "dma"
+    param_bytes = n_param_rows(g, bias_mode) * 4 * blk
+    ci_per_pass = (g.COB + g.depth_multiplier - 1) // g.depth_multiplier if g.diagonal else g.CIB
+    return (c, I, setup, bw, blk, g.taps, out_eb, g.OH * g.OW * g.COB * out_eb, rows,
+            gemm + tail, _tail_insns(g, bias_mode), dma_bias, param_bytes, ci_per_pass,
+            _depths(c)[0])  # fmt: skip
+
+
 def quick_estimate(sched: Schedule, config: HardwareConfig | None = None) -> int:
     """Closed-form cycle estimate used to prune the search: prologue + the busiest of compute,
     load, store and the DRAM bus + epilogue (no transient stalls; see `estimate`)."""
@@ -121,79 +138,78 @@ def quick_estimate(sched: Schedule, config: HardwareConfig | None = None) -> int
     g = sched.geometry
     if g.batch > 1:  # an outer loop over the images: each one pass of one image's loop nest
         return g.batch * quick_estimate(replace(sched, geometry=g.image), c)
-    I, setup, bw = c.insn_issue_cycles, c.dma_setup_cycles, c.bus_width_bytes
-    blk = g.block
-    K = g.taps
-    th, tw, tco, tci = sched.tile_h, sched.tile_w, min(sched.tile_co, g.COB), sched.tile_ci
-    Ty, Tx, G, R = sched.tiles_y, sched.tiles_x, sched.co_groups, sched.ci_groups
+    key = ("quick", sched.bias_mode)
+    terms = g._memo.get(key)
+    if terms is None or terms[0] is not c:  # the search asks thousands of times per layer
+        terms = g._memo[key] = _quick_terms(g, sched.bias_mode, c)
+    (_, I, setup, bw, blk, K, out_eb, out_bytes, rows, gemm_tail, tail_insns, dma_bias,
+     param_bytes, ci_per_pass, uop_depth) = terms  # fmt: skip
+    diagonal = g.diagonal
+    OH, OW, COB = g.OH, g.OW, g.COB
+    th, tw, tco, tci = sched.tile_h, sched.tile_w, min(sched.tile_co, COB), sched.tile_ci
+    Ty, Tx, G = -(-OH // th), -(-OW // tw), -(-COB // sched.tile_co)
+    R = 1 if diagonal else -(-g.CIB // tci)
     T = Ty * Tx
     sy, fy = _axis_sums(g, th, True)
     sx, fx = _axis_sums(g, tw, False)
     real_pass, frame_pass = sy * sx, fy * fx
-    chunk_ci = g.ci_range(0, tco, 0, 0)[1] if g.diagonal else min(tci, g.CIB)
-    ci_per_pass = (g.COB + g.depth_multiplier - 1) // g.depth_multiplier if g.diagonal else g.CIB
-    if g.diagonal:
+    chunk_ci = g.ci_range(0, tco, 0, 0)[1] if diagonal else min(tci, g.CIB)
+    inp_slots, wgt_slots = sched.inp_slots, sched.wgt_slots
+    if diagonal:
         inp_passes, inp_chunks = 1, T * G
-        w_passes = 1 if (sched.loop_order == "channel" or sched.wgt_slots >= G) else T
+        w_passes = 1 if (sched.loop_order == "channel" or wgt_slots >= G) else T
     else:
         if sched.loop_order == "spatial":
-            inp_passes = 1 if (R == 1 or sched.inp_slots >= R + 1) else G
-            w_passes = 1 if (G * R == 1 or sched.wgt_slots >= G * R) else T
+            inp_passes = 1 if (R == 1 or inp_slots >= R + 1) else G
+            w_passes = 1 if (G * R == 1 or wgt_slots >= G * R) else T
         else:
-            inp_passes = 1 if (T * R == 1 or sched.inp_slots >= T * R) else G
-            w_passes = 1 if (R == 1 or sched.wgt_slots >= R + 1) else T
+            inp_passes = 1 if (T * R == 1 or inp_slots >= T * R) else G
+            w_passes = 1 if (R == 1 or wgt_slots >= R + 1) else T
         inp_chunks = T * R * inp_passes
     inp_bytes = inp_passes * real_pass * ci_per_pass * blk
     pad_rows = inp_passes * (frame_pass - real_pass) * ci_per_pass
     merged = _merged_frames(g, tw)
     inp_loads = inp_chunks * (1 if merged else max(1, chunk_ci))
-    wgt_bytes = w_passes * g.COB * (1 if g.diagonal else g.CIB) * K * blk * blk
+    wgt_bytes = w_passes * COB * (1 if diagonal else g.CIB) * K * blk * blk
     wgt_loads = w_passes * G * R
-    inp_time = inp_loads * (I + setup) + _cdiv(inp_bytes + pad_rows * blk, bw)
-    wgt_time = wgt_loads * (I + setup) + _cdiv(wgt_bytes, bw)
+    IS = I + setup
+    inp_time = inp_loads * IS + -(-(inp_bytes + pad_rows * blk) // bw)
+    wgt_time = wgt_loads * IS + -(-wgt_bytes // bw)
     load = inp_time + wgt_time
     # With a single slot a reloaded chunk cannot overlap the GEMMs that read the previous one.
-    serial = (inp_time if sched.inp_slots == 1 and inp_chunks > 1 else 0) + (
-        wgt_time if sched.wgt_slots == 1 and wgt_loads > 1 else 0
+    serial = (inp_time if inp_slots == 1 and inp_chunks > 1 else 0) + (
+        wgt_time if wgt_slots == 1 and wgt_loads > 1 else 0
     )
-    out_eb = 4 * blk if g.int32_output else blk
-    out_bytes = g.OH * g.OW * g.COB * out_eb
     tiles = T * G
-    n_store = tiles if (g.kind == "dense" or tw >= g.OW) else T * g.COB
-    store = n_store * (I + setup) + _cdiv(out_bytes, bw)
-    rows = g.OH * g.OW * g.COB
-    gemm = (g.macs // (blk * blk)) * c.gemm_cycles_per_uop
-    tail = rows * tail_cycles_per_row(g, sched.bias_mode, c)
-    insns = T * G * R + tiles * _tail_insns(g, sched.bias_mode)
+    n_store = tiles if (g.kind == "dense" or tw >= OW) else T * COB
+    store = n_store * IS + -(-out_bytes // bw)
+    insns = T * G * R + tiles * tail_insns
     compute_dma = 0
-    dma_bias = g.has_bias and sched.bias_mode == "dma"
     if dma_bias:
-        compute_dma = tiles * (1 if g.kind == "dense" else tco) * (I + setup)
-        compute_dma += _cdiv(rows * 4 * blk, bw)
-    param_bytes = n_param_rows(g, sched.bias_mode) * 4 * blk
-    red = K * (1 if g.diagonal else min(tci, g.CIB))
-    pb = pixel_block(tco, red, min(th, g.OH), min(tw, g.OW)) or (1, 1)
+        compute_dma = tiles * (1 if g.kind == "dense" else tco) * IS
+        compute_dma += -(-(rows * 4 * blk) // bw)
+    red = K * (1 if diagonal else min(tci, g.CIB))
+    pb = pixel_block(tco, red, min(th, OH), min(tw, OW)) or (1, 1)
     kernel = red * tco * pb[0] * pb[1]
-    combos = min(T * G * R, sched.inp_slots * sched.acc_slots * sched.wgt_slots, 8)
+    combos = min(T * G * R, inp_slots * sched.acc_slots * wgt_slots, 8)
     uops = kernel * combos
-    uop_depth = _depths(c)[0]
     if uops > uop_depth:  # kernels reloaded every step
-        compute_dma += T * G * R * (I + setup + _cdiv(kernel * 4, bw))
+        compute_dma += T * G * R * (IS + -(-(kernel * 4) // bw))
         uops = uop_depth
-    preamble = 2 * (I + setup) + _cdiv(param_bytes + 4 * uops, bw)
-    compute = gemm + tail + insns * I + compute_dma + preamble + serial
-    bus = _cdiv(inp_bytes + wgt_bytes + out_bytes + param_bytes + 4 * uops, bw)
+    preamble = 2 * IS + -(-(param_bytes + 4 * uops) // bw)
+    compute = gemm_tail + insns * I + compute_dma + preamble + serial
+    bus = -(-(inp_bytes + wgt_bytes + out_bytes + param_bytes + 4 * uops) // bw)
     if dma_bias:
-        bus += _cdiv(rows * 4 * blk, bw)
-    fr, fc = frame_shape(g, min(th, g.OH), min(tw, g.OW))
-    first_w = tco * (1 if g.diagonal else min(tci, g.CIB)) * K * blk * blk
+        bus += -(-(rows * 4 * blk) // bw)
+    fr, fc = frame_shape(g, min(th, OH), min(tw, OW))
+    first_w = tco * (1 if diagonal else min(tci, g.CIB)) * K * blk * blk
     first_loads = (1 if merged else chunk_ci) + 1
-    prologue = first_loads * (I + setup) + _cdiv(
-        chunk_ci * fr * fc * blk + first_w + param_bytes + 4 * uops, bw
+    prologue = first_loads * IS + -(
+        -(chunk_ci * fr * fc * blk + first_w + param_bytes + 4 * uops) // bw
     )
-    last_rows = min(th, g.OH) * min(tw, g.OW) * tco
-    epilogue = (I + setup) * (1 if tw >= g.OW else tco) + _cdiv(last_rows * out_eb, bw)
-    steady = max(compute - preamble, load - first_loads * (I + setup), store, bus)
+    last_rows = min(th, OH) * min(tw, OW) * tco
+    epilogue = IS * (1 if tw >= OW else tco) + -(-(last_rows * out_eb) // bw)
+    steady = max(compute - preamble, load - first_loads * IS, store, bus)
     return int(prologue + steady + epilogue)
 
 def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
@@ -234,53 +250,58 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     inp_loads: dict = {}  # frame -> (bytes, load cycles): frames repeat across output groups
     plans = plan_steps(sched)
     n_steps = len(plans)
-    for n, sp in enumerate(plans):
-        st, islot, wslot = sp.step, sp.inp_slot, sp.wgt_slot
-        for kind, ch, slot, part in sp.loads:
+    IS = I + setup
+    diagonal, dense = g.diagonal, g.kind == "dense"
+    acc_slots = sched.acc_slots
+    whole_width = g.OH * g.OW <= MAX_STRIDE
+    OW = g.OW
+    cend_append, store_append = cend.append, store_end.append
+    for n, (st, islot, wslot, _, loads) in enumerate(plans):
+        for kind, ch, slot, part in loads:
             if kind == "inp":
                 frame = (ch.oy0, ch.th, ch.ox0, ch.tw, ch.nci)
                 found = inp_loads.get(frame)
                 if found is None:
-                    fr, _, _, (_, yreal) = frame_rows(g, ch.oy0, ch.th)
-                    fc, _, (_, xreal) = frame_cols(g, ch.ox0, ch.tw)
-                    nbytes = ch.nci * yreal * xreal * blk
-                    pad = ch.nci * (fr * fc - yreal * xreal) * blk
-                    ldur = frame_loads(g, ch) * (I + setup) + _cdiv(nbytes, bw) + _cdiv(pad, bw)
+                    real, padded, n_loads = _frame(g, ch, frame)
+                    nbytes = real * blk
+                    ldur = n_loads * IS + _cdiv(nbytes, bw) + _cdiv(padded * blk, bw)
                     found = inp_loads[frame] = (nbytes, ldur)
                 nbytes, ldur = found
             else:
                 blocks = ch.nco if part is None else 1
-                nbytes = blocks * (1 if g.diagonal else ch.nci) * K * blk * blk
-                ldur = I + setup + _cdiv(nbytes, bw)
+                nbytes = blocks * (1 if diagonal else ch.nci) * K * blk * blk
+                ldur = IS + -(-nbytes // bw)
             bus_bytes += nbytes
             wait = last_use.get((kind, slot), -1)
             l_end = max(l_end, cend[wait] if wait >= 0 else 0) + ldur
             load_busy += ldur
             slot_ready[(kind, slot)] = l_end
-        aslot = st.tile % sched.acc_slots
-        red = K * (1 if g.diagonal else st.nci)
-        pb = pixel_block(st.nco, red, st.th, st.tw)
-        kernels[(st.th, st.tw, st.nco, st.nci, islot, wslot, aslot)] = (
-            red if pb is None else red * st.nco * pb[0] * pb[1]
+        tile, th, tw, nco = st.tile, st.th, st.tw, st.nco
+        aslot = tile % acc_slots
+        red = K if diagonal else K * st.nci
+        pb = pixel_block(nco, red, th, tw)
+        kernels[(th, tw, nco, st.nci, islot, wslot, aslot)] = (
+            red if pb is None else red * nco * pb[0] * pb[1]
         )
         kernels[(aslot, st.co0)] = 6  # the tail's single micro-ops
-        rows = st.th * st.tw * st.nco
+        rows = th * tw * nco
         dur = I + red * rows * gemm_c
         start = max(c_end, slot_ready[("inp", islot)], slot_ready[("wgt", wslot)])
         if st.first:
             split = pb is None
-            if st.tile >= sched.acc_slots:
-                start = max(start, store_end[st.tile - sched.acc_slots])
+            if tile >= acc_slots:
+                start = max(start, store_end[tile - acc_slots])
             if store_tail:  # rows are reset once per slot, then cleared by the stores
-                if st.tile < sched.acc_slots or split:
+                if tile < acc_slots or split:
                     dur += I + rows * gemm_c
             elif dma_bias:
-                nl = 1 if (g.kind == "dense" or st.th * st.tw == 1) else st.nco
-                dur += nl * (I + setup) + _cdiv(rows * 4 * blk, bw)
+                nl = 1 if (dense or th * tw == 1) else nco
+                dur += nl * IS + _cdiv(rows * 4 * blk, bw)
                 bus_bytes += rows * 4 * blk
             else:
                 dur += I + rows * gemm_c
-        if st.last:
+        last = st.last
+        if last:
             dur += n_tail * I + rows * after_gemm
             if split:
                 dur += I + alu
@@ -288,16 +309,15 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
             prologue = start
         c_end = start + dur
         compute_busy += dur
-        cend.append(c_end)
+        cend_append(c_end)
         last_use[("inp", islot)] = last_use[("wgt", wslot)] = n
-        if st.last:
-            whole_rows = st.tw == g.OW and g.OH * g.OW <= MAX_STRIDE
-            n_st = 1 if (g.kind == "dense" or whole_rows) else st.nco
+        if last:
+            n_st = 1 if (dense or (tw == OW and whole_width)) else nco
             nbytes = rows * out_eb
-            sdur = n_st * (I + setup) + _cdiv(nbytes, bw)
+            sdur = n_st * IS + -(-nbytes // bw)
             s_free = max(s_free, c_end) + sdur
             store_busy += sdur
-            store_end.append(s_free)
+            store_append(s_free)
             bus_bytes += nbytes
     uops = sum(kernels.values())
     depth = _depths(c)[0]
@@ -312,6 +332,19 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     total = max(total, bus)
     return Estimate(int(total), int(compute_busy + extra), int(load_busy), int(store_busy),
                     int(bus), int(prologue or 0), int(total - c_end))  # fmt: skip
+
+def _frame(g: LayerGeometry, ch, frame: tuple) -> tuple[int, int, int]:
+    """(real input rows, padding rows, LOADs) of a step's input frame, once per layer: the
+    search models many schedules of a layer, whose tiles share their frames."""
+    key = ("frame", *frame)
+    found = g._memo.get(key)
+    if found is None:
+        fr, _, _, (_, yreal) = frame_rows(g, ch.oy0, ch.th)
+        fc, _, (_, xreal) = frame_cols(g, ch.ox0, ch.tw)
+        found = g._memo[key] = (ch.nci * yreal * xreal, ch.nci * (fr * fc - yreal * xreal),
+                                frame_loads(g, ch))  # fmt: skip
+    return found
+
 
 def roofline_cycles(g: LayerGeometry, config: HardwareConfig | None = None) -> int:
     """`conv2d_roofline` / `gemm_roofline` of the layer (docs/isa.md §9): the lower bound the

@@ -271,6 +271,22 @@ def param_rows(layer: ConvLayer, bias_mode: str) -> np.ndarray:
 # The emitter
 
 
+_KERNELS: dict[tuple, np.ndarray] = {}
+
+
+def _shared_kernel(key: tuple, build) -> np.ndarray:
+    """A GEMM micro-op kernel by everything it is built from (configuration, layer shape,
+    tile, buffer bases, strides): layers of one shape share most of theirs. The arrays are
+    never written after they are built."""
+    found = _KERNELS.get(key)
+    if found is None:
+        if len(_KERNELS) > 4096:
+            _KERNELS.clear()
+        found = _KERNELS[key] = build()
+    return found
+
+
+
 class _Stream:
     """An instruction stream under construction: records with the buffer slots each reads and
     writes (dependency tokens are derived from them), micro-op kernels, and the encoding. The
@@ -381,7 +397,8 @@ class _Stream:
                     recs[d][1][_IDX[push]] = 1
                     row[_IDX[pop]] = 1
         rows, uop_image, n_uop_loads = self.place_uops()
-        fields = np.array([tuple(r) for r in rows], dtype=FIELDS_DTYPE)
+        # The rows are the fields in FIELD_NAMES order, all int64: one matrix, viewed as records.
+        fields = np.array(rows, np.int64).reshape(len(rows), _NF).view(FIELDS_DTYPE).reshape(-1)
         words = encode(fields, self.c)
         return Program(self.c, words, uop_image), n_uop_loads
 
@@ -652,7 +669,9 @@ class _Emitter(_Stream):
                    + (px * g.sw + kx * g.dw) * s_fx)  # fmt: skip
             return encode_uops(dst, src, wgt, c)
 
-        kern = self.kernel(key, build)
+        shared = (c, pb, red, g.diagonal, g.KH, g.KW, g.dw, g.sw, sy, dyf, m, st.nci, s_co, s_p,
+                  s_ci, s_fy, s_fx, *key)  # fmt: skip
+        kern = self.kernel(key, lambda: _shared_kernel(shared, build))
         reads = [("inp", islot), ("wgt", wslot), ("acc", aslot)]
         if pb is None:
             self.gemm(kern, 1, 1, reads=reads, writes=[("acc", aslot)])

@@ -101,30 +101,40 @@ class Schedule:
 
     def steps(self):
         """The loop nest, in execution order: one `Step` per GEMM instruction."""
+        return iter(self.step_list())
+
+    def step_list(self) -> list[Step]:
+        """`steps()` as a list (the search asks for it for every schedule it models)."""
         g = self.geometry
-        ty = [(i * self.tile_h, min(self.tile_h, g.OH - i * self.tile_h))
-              for i in range(self.tiles_y)]  # fmt: skip
-        tx = [(i * self.tile_w, min(self.tile_w, g.OW - i * self.tile_w))
-              for i in range(self.tiles_x)]  # fmt: skip
-        spatial = [(a, b) for a in ty for b in tx]
-        cos = [(i * self.tile_co, min(self.tile_co, g.COB - i * self.tile_co))
-               for i in range(self.co_groups)]  # fmt: skip
-        if g.diagonal:
-            cis = [(0, 0)]
-        else:
-            cis = [(i * self.tile_ci, min(self.tile_ci, g.CIB - i * self.tile_ci))
-                   for i in range(self.ci_groups)]  # fmt: skip
+        th, tw, tco, tci = self.tile_h, self.tile_w, self.tile_co, self.tile_ci
+        OH, OW, COB = g.OH, g.OW, g.COB
+        spatial = [(oy0, min(th, OH - oy0), ox0, min(tw, OW - ox0))
+                   for oy0 in range(0, OH, th) for ox0 in range(0, OW, tw)]  # fmt: skip
+        cos = [(co0, min(tco, COB - co0)) for co0 in range(0, COB, tco)]
         if self.loop_order == "spatial":
             order = [(s, c) for s in range(len(spatial)) for c in range(len(cos))]
         else:
             order = [(s, c) for c in range(len(cos)) for s in range(len(spatial))]
+        out = []
+        append = out.append
+        if g.diagonal:
+            m = g.depth_multiplier
+            for tile, (s, c) in enumerate(order):
+                oy0, h, ox0, w = spatial[s]
+                co0, nco = cos[c]
+                first = co0 // m
+                append(Step(tile, s, oy0, h, ox0, w, c, co0, nco, first,
+                            (co0 + nco - 1) // m - first + 1, True, True))  # fmt: skip
+            return out
+        CIB = g.CIB
+        cis = [(ci0, min(tci, CIB - ci0)) for ci0 in range(0, CIB, tci)]
+        last = len(cis) - 1
         for tile, (s, c) in enumerate(order):
-            (oy0, th), (ox0, tw) = spatial[s]
+            oy0, h, ox0, w = spatial[s]
             co0, nco = cos[c]
             for r, (ci0, nci) in enumerate(cis):
-                ci0, nci = g.ci_range(co0, nco, ci0, nci)
-                yield Step(tile, s, oy0, th, ox0, tw, c, co0, nco, ci0, nci,
-                           r == 0, r == len(cis) - 1)  # fmt: skip
+                append(Step(tile, s, oy0, h, ox0, w, c, co0, nco, ci0, nci, r == 0, r == last))
+        return out
 
     def tiling(self) -> dict:
         """The loop-structure fields; `make_schedule(layer, config, **tiling)` rebuilds it."""
@@ -156,9 +166,21 @@ class Step(NamedTuple):  # a tuple: the search builds tens of thousands of these
     first: bool  # first reduction step of its tile
     last: bool  # last: the tail and the store follow
 
-@lru_cache(maxsize=16)
 def _depths(config: HardwareConfig) -> tuple[int, int, int, int]:
     """Buffer depths (uop, inp, wgt, acc) in elements."""
+    last = _last_depths  # the search asks for one configuration's thousands of times in a row
+    if last[0] is config:
+        return last[1]
+    depths = _depths_of(config)
+    last[:] = [config, depths]
+    return depths
+
+
+_last_depths: list = [None, None]
+
+
+@lru_cache(maxsize=16)
+def _depths_of(config: HardwareConfig) -> tuple[int, int, int, int]:
     return tuple(config.depth(key) for key in ("uop", "inp", "wgt", "acc"))  # type: ignore[return-value]
 
 
@@ -259,7 +281,7 @@ def plan_steps(sched: Schedule) -> list[StepPlan]:
     next output group do not wait behind input loads that wait for the GEMM to free a slot.
     A prefetched weight chunk is loaded one output block at a time, spread over the run, so
     that it does not hold up the run's own input loads either."""
-    steps = list(sched.steps())
+    steps = sched.step_list()
     n = len(steps)
     inp_keys = [(st.spatial, st.ci0, st.nci) for st in steps]
     wgt_keys = [(st.co0, st.nco, st.ci0, st.nci) for st in steps]
@@ -273,30 +295,52 @@ def plan_steps(sched: Schedule) -> list[StepPlan]:
             out[i] = nxt
         return out
 
-    inp_lru, wgt_lru = _SlotLRU(sched.inp_slots), _SlotLRU(sched.wgt_slots)
-    kinds = (("inp", inp_lru, inp_keys, next_different(inp_keys)),
-             ("wgt", wgt_lru, wgt_keys, next_different(wgt_keys)))  # fmt: skip
+    # The two buffers' least-recently-used slots (as `_SlotLRU`, inlined: this runs for
+    # every schedule the search models). A chunk's slot: the next one while any is free,
+    # else the oldest chunk's.
+    inp_chunks: OrderedDict = OrderedDict()
+    wgt_chunks: OrderedDict = OrderedDict()
+    n_inp, n_wgt = sched.inp_slots, sched.wgt_slots
+    kinds = []  # the buffers that prefetch: two slots at least
+    if n_inp >= 2:
+        kinds.append(("inp", inp_chunks, n_inp, inp_keys, next_different(inp_keys)))
+    if n_wgt >= 2:
+        kinds.append(("wgt", wgt_chunks, n_wgt, wgt_keys, next_different(wgt_keys)))
     acc_slots = sched.acc_slots
     plans = []
     later: dict[int, list] = {}  # step index -> weight parts to load there
     for i, st in enumerate(steps):
         loads = []
-        islot, new = inp_lru.claim(inp_keys[i])
-        if new:
+        key = inp_keys[i]
+        islot = inp_chunks.get(key)
+        if islot is None:
+            islot = (len(inp_chunks) if len(inp_chunks) < n_inp
+                     else inp_chunks.popitem(last=False)[1])  # fmt: skip
+            inp_chunks[key] = islot
             loads.append(("inp", st, islot, None))
-        wslot, new = wgt_lru.claim(wgt_keys[i])
-        if new:
+        else:
+            inp_chunks.move_to_end(key)
+        key = wgt_keys[i]
+        wslot = wgt_chunks.get(key)
+        if wslot is None:
+            wslot = (len(wgt_chunks) if len(wgt_chunks) < n_wgt
+                     else wgt_chunks.popitem(last=False)[1])  # fmt: skip
+            wgt_chunks[key] = wslot
             loads.append(("wgt", st, wslot, None))
-        for kind, lru, keys, nxt in kinds:
+        else:
+            wgt_chunks.move_to_end(key)
+        for kind, chunks, n_slots, keys, nxt in kinds:
+            j = nxt[i]
             key = keys[i]
-            if lru.n_slots < 2 or nxt[i] < 0 or (i > 0 and keys[i - 1] == key):
-                continue  # one slot, nothing ahead, or not the first step of a run
-            ahead_key = keys[nxt[i]]
-            if ahead_key in lru.chunks:
+            if j < 0 or (i > 0 and keys[i - 1] == key):
+                continue  # nothing ahead, or not the first step of a run
+            ahead_key = keys[j]
+            if ahead_key in chunks:
                 continue
-            ahead = steps[nxt[i]]
-            slot, _ = lru.claim(ahead_key)
-            run = nxt[i] - i
+            ahead = steps[j]
+            slot = len(chunks) if len(chunks) < n_slots else chunks.popitem(last=False)[1]
+            chunks[ahead_key] = slot
+            run = j - i
             if kind == "wgt" and run > 1 and ahead.nco > 1:
                 for part in range(ahead.nco):
                     later.setdefault(i + part * run // ahead.nco, []).append(
@@ -304,8 +348,9 @@ def plan_steps(sched: Schedule) -> list[StepPlan]:
                     )
             else:
                 loads.append((kind, ahead, slot, None))
-            lru.chunks.move_to_end(key)  # keep the chunk this step uses the most recent
-        loads.extend(later.pop(i, ()))
+            chunks.move_to_end(key)  # keep the chunk this step uses the most recent
+        if later:
+            loads.extend(later.pop(i, ()))
         plans.append(StepPlan(st, islot, wslot, st.tile % acc_slots, tuple(loads)))
     return plans
 
@@ -339,7 +384,11 @@ def plan_buffers(
     acc_free = depth_acc - params
     if inp_rows > inp_free or wgt_tiles > wgt_free or acc_rows > acc_free:
         return None
-    if max_kernel(g, th, tw, tco, nci) > depth_uop // 2:  # room for two at least
+    key = ("max_kernel", th, tw, tco, nci)  # the same for every bias mode and loop order
+    biggest = g._memo.get(key)
+    if biggest is None:
+        biggest = g._memo[key] = max_kernel(g, th, tw, tco, nci)
+    if biggest > depth_uop // 2:  # room for two at least
         return None
     # Micro-op fields: ACC/INP indices and loop factors must fit their widths (< depth).
     if fr * fc * nci > depth_inp or tco * (1 if g.diagonal else nci) * K > depth_wgt:
