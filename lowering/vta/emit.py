@@ -109,6 +109,7 @@ class Placement:
     constants: int
     input: int
     output: int
+    weights: int | None = None  # run-time weight tiles (`ConvLayer.runtime_weights`): in the arena
 
 
 @dataclass
@@ -469,7 +470,7 @@ class _Emitter(_Stream):
     def layout_dram(self):
         g, blk, layer = self.g, self.blk, self.layer
         weights = pack_weights(layer).reshape(-1).view(np.uint8)
-        parts: list[tuple[str, np.ndarray]] = [("weights", weights)]
+        parts: list[tuple[str, np.ndarray]] = [] if layer.runtime_weights else [("weights", weights)]
         params = param_rows(layer, self.s.bias_mode)
         if len(params):
             parts.append(("params", params.reshape(-1).view(np.uint8)))
@@ -505,6 +506,9 @@ class _Emitter(_Stream):
         at = _align(at + in_bytes, self.c.dram_align)
         regions["output"] = (at, out_bytes)
         at = _align(at + out_bytes, self.c.dram_align)
+        if layer.runtime_weights:  # written at run time; on its own, after the output
+            regions["weights"] = (at, len(weights))
+            at = _align(at + len(weights), self.c.dram_align)
         self.regions, self.constants, self.dram_size = regions, const, at
         self.out_eb = out_eb
 
@@ -515,8 +519,15 @@ class _Emitter(_Stream):
         if p.constants % align or p.input % act or p.output % act:
             raise LayerError(f"placement {p} is not aligned ({align}-byte constants, {act}-byte "
                              f"activations)")  # fmt: skip
+        if self.layer.runtime_weights:
+            tile = self.blk * self.blk
+            if p.weights is None or p.weights % tile:
+                raise LayerError(f"run-time weight tiles at {p.weights} (need a multiple of the "
+                                 f"{tile}-byte tile)")  # fmt: skip
         for name, (off, n) in self.regions.items():
-            if name == "input":
+            if name == "weights" and self.layer.runtime_weights:
+                self.regions[name] = (p.weights, n)
+            elif name == "input":
                 self.regions[name] = (p.input, n)
             elif name == "output":
                 self.regions[name] = (p.output, n)

@@ -88,6 +88,9 @@ class ConvLayer:
     depth_multiplier: int = 1
     name: str = ""
     block: int = 16
+    runtime_weights: bool = False
+    """The weight tiles are an arena value the program writes before the layer runs (a
+    BATCH_MATMUL's rhs, `accel.bmm_operand`), not constants; `weights` is zeros of their shape."""
     geometry: LayerGeometry = field(init=False, repr=False)
 
     def __post_init__(self):

@@ -75,10 +75,18 @@ class LayerMatch:
     widened: SSAValue | None  # int32 value equal to widen(output), used outside the group
     weight_consts: list[Operation]
     offset: int | None = None  # output is int32: the layer's int8 values minus `offset`
+    weights: SSAValue | None = None  # runtime weight tiles (an arena value), else constants
+
+
+def _runtime_filter(op: Operation) -> bool:
+    """Whether the filter is weight tiles gathered at run time (a BATCH_MATMUL's rhs)."""
+    return isinstance(op, accel.DenseZpOp) and isinstance(op.filter.owner, accel.BmmOperandOp)
 
 
 def _filter_array(op: Operation) -> tuple[np.ndarray, Operation]:
     owner = op.filter.owner  # type: ignore[attr-defined]
+    if _runtime_filter(op):  # placeholder zeros: the tiles are written at run time
+        return np.zeros(tuple(op.filter.type.get_shape()), np.int8), owner
     if not isinstance(owner, tfl.ConstOp):
         raise NotALayer("the filter is not a constant")
     return np.asarray(owner.as_array()), owner
@@ -167,6 +175,19 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
         kw["scale"] = np.ones(1)
         layer = ConvLayer(kind, name=name, block=blk, **kw)
         return LayerMatch(layer, ops, op.input, cur, None, [_filter_array(op)[1]], None)
+    if _runtime_filter(op):
+        # A BATCH_MATMUL's product on the GEMM core: the accelerator stores the int32 sums of
+        # raw products; the zero-point correction (`accel.bmm_zp_correction`, per element)
+        # and the requantization after it are steps of the program.
+        if op.bias is not None or len(ops) != 1:
+            raise NotALayer("a product with run-time weights takes no bias")
+        if not (isinstance(nxt, accel.AddOp) and nxt.rhs is not None
+                and isinstance(nxt.rhs.owner, accel.BmmZpCorrectionOp)):  # fmt: skip
+            raise NotALayer("a product with run-time weights is not followed by its zero-point "
+                            "correction")  # fmt: skip
+        kw["scale"] = np.ones(1)
+        layer = ConvLayer(kind, name=name, block=blk, runtime_weights=True, **kw)
+        return LayerMatch(layer, ops, op.input, cur, None, [], None, op.filter)
     if isinstance(op, accel.DenseZpOp) and isinstance(nxt, accel.HostRequantizeOp):
         # LiteRT's FULLY_CONNECTED requantizes in double: the accelerator stores the int32
         # accumulators, `accel.host_requantize` stays a host op (the scale only marks this).
