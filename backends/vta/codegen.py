@@ -80,8 +80,12 @@ _HOST_STEP_REASONS: tuple[tuple[type | tuple[type, ...], str], ...] = (
     (accel.RelayoutOp, f"{_STEP} (a reshape or transpose: a gather)"),
     (accel.SoftmaxOp, f"{_STEP} (LiteRT's int8 fixed-point softmax: the ALU has no reciprocal "
                       "or max across lanes)"),
-    (accel.BatchMatmulOp, f"{_STEP} (activation x activation product: no GEMM layer loads "
-                          "weight tiles from the arena yet)"),
+    (accel.BatchMatmulOp, f"{_STEP} (activation x activation product beyond the GEMM "
+                          "layers' 1024 rows, depth or columns)"),
+    (accel.BmmOperandOp, f"{_STEP} (a matrix product's operand gathered into a token image or "
+                         "weight tiles in the arena)"),
+    (accel.BmmZpCorrectionOp, f"{_STEP} (a matrix product's zero-point terms: row and column "
+                              "sums of the int8 operands)"),
     (accel.ResizeNearestNeighborOp, f"{_STEP} (nearest-neighbour resize: a gather)"),
     (accel.ResizeBilinearOp, f"{_STEP} (bilinear resize: LiteRT's integer interpolation, exact)"),
     (accel.Col2ImOp, f"{_STEP} (a transposed convolution's overlapping taps summed: a "
