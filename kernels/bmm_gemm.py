@@ -31,6 +31,10 @@ import numpy as np
 from qaccel.kernels import arithmetic as ar
 from qaccel.kernels.layout import Packing, unpack
 
+GEMM_MAX_DIM = 1024
+"""Largest M, K or N (and flattened batch) `lower-q-to-accel` runs as GEMM layers; beyond it,
+the exact host step (`accel.batch_matmul`)."""
+
 
 def operand_sources(lhs_shape: Sequence[int], rhs_shape: Sequence[int], adj_x: bool,
                     adj_y: bool, block: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
@@ -113,5 +117,5 @@ def zp_correction(a: np.ndarray, b: np.ndarray, lhs_zero_point: int, rhs_zero_po
         result_shape(m, n, block)).astype(np.int32)
 
 
-__all__ = ["dims", "gather", "lhs_tokens_index", "operand_sources", "result_shape",
+__all__ = ["GEMM_MAX_DIM", "dims", "gather", "lhs_tokens_index", "operand_sources", "result_shape",
            "tiles_shape", "tokens_shape", "weight_tiles_index", "zp_correction"]  # fmt: skip

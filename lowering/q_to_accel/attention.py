@@ -62,10 +62,6 @@ def lower_batch_matmul(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAValue:
         pad_value=accel.default_padding_value(op.output.type), **ints))  # fmt: skip
 
 
-GEMM_MAX_DIM = 1024
-"""Largest M, K or N (and flattened batch) run as GEMM layers; beyond it, the host step."""
-
-
 def lower_batch_matmul_gemm(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAValue | None:
     """`q.batch_matmul` as one GEMM layer per flattened batch index (module docstring), or
     None: the product stays the exact host step (`accel.batch_matmul`)."""
@@ -80,7 +76,7 @@ def lower_batch_matmul_gemm(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAVal
         return None
     adj_x, adj_y = op.int_prop("adj_x"), op.int_prop("adj_y")
     batch, m, k, n = bmm_gemm.dims(ls, rs, bool(adj_x), bool(adj_y))
-    if max(batch, m, k, n) > GEMM_MAX_DIM:
+    if max(batch, m, k, n) > bmm_gemm.GEMM_MAX_DIM:
         return None
     lhs, rhs = fl.packed_of(op.lhs), fl.packed_of(op.rhs)
     block = fl.block
