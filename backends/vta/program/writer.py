@@ -34,7 +34,8 @@ leave behind (`accel.pad`, `accel.crop`, `accel.reshape`, `accel.concat`,
 host, the lane and binary ops, widen/narrow, `accel.reduce_sum`, the table lookup `accel.lut`,
 the resizes' gather and interpolation, a transposed convolution's tap sum `accel.col2im`,
 `accel.lane_sum` as a REDUCE then a PAD, `accel.lane_broadcast` as a GATHER, the attention
-core's `accel.relayout`, `accel.softmax` and `accel.batch_matmul`)
+core's `accel.relayout`, `accel.softmax` and `accel.batch_matmul`, and a product run as GEMM
+layers' `accel.bmm_operand` (a GATHER) and `accel.bmm_zp_correction` (BMM_CORRECTION))
 are integer loops the runner implements as the interpreter does
 (`interpreter/accel_semantics.py`). A function with any other host op (e.g. a GEMM op left on
 the host), or whose host ops read constants, has no program (`ProgramWriteError`, one line
