@@ -1,6 +1,7 @@
 """BATCH_MATMUL (activation x activation) on the GEMM core: one GEMM layer per batch index
-whose weight tiles the program gathers from the arena at run time, the zero points as an
-int32 correction step (kind 18), bit-exact with BUILTIN_REF through the run plan, the C driver
+whose weight tiles the program gathers into the arena at run time and whose accumulators
+start from the zero points' int32 correction (step kind 18), requantized as any GEMM layer,
+bit-exact with BUILTIN_REF through the run plan, the C driver
 and the spliced LiteRT model on both bundled configurations; the C machine and the Python
 simulator agree on the layers bit for bit and cycle for cycle."""
 
@@ -151,9 +152,10 @@ def test_transformer_layers_agree_on_both_simulators(hw):
     assert "conv" in _check_model_layers("transformer", module, hw)
 
 
-def test_weight_tiles_sit_in_the_arena_below_the_constants():
-    """Each run-time-weight layer's WGT loads read its arena slot, which the program writes
-    before the layer runs; its constants hold no weights."""
+def test_weight_tiles_and_correction_sit_in_the_arena():
+    """Each run-time-weight layer's WGT loads read its arena slot, and its accumulators start
+    from the correction's slot, both written by the program before the layer runs; its
+    constants hold no weights."""
     from qaccel.backends.vta.codegen import compile_module
     from qaccel.frontend.tflite_import import import_tflite
     from qaccel.pipeline.manager import build_pipeline, qaccel_context
@@ -165,7 +167,10 @@ def test_weight_tiles_sit_in_the_arena_below_the_constants():
     runtime = [lay for lay in fn.layers if lay.program.layer.runtime_weights]
     assert len(runtime) == 4
     for lay in runtime:
-        at, nbytes = lay.program.regions["weights"]
-        slot = fn.slots[lay.inputs[1]]
-        assert slot.host_writes and (slot.offset, slot.nbytes) == (at, nbytes)
-        assert at + nbytes <= fn.arena_nbytes
+        assert lay.program.layer.runtime_init and len(lay.inputs) == 3
+        for region, k in (("weights", 1), ("init", 2)):
+            at, nbytes = lay.program.regions[region]
+            slot = fn.slots[lay.inputs[k]]
+            assert slot.host_writes and (slot.offset, slot.nbytes) == (at, nbytes)
+            assert at + nbytes <= fn.arena_nbytes
+        assert lay.program.regions["weights"][0] < lay.program.constants_offset

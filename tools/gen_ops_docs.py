@@ -117,11 +117,12 @@ ACCELERATOR_NOTES: dict[str, str] = {
                     "rhs as weight tiles written into the arena by a gather and a WRITE step, "
                     "so the layer's WGT LOADs read the arena instead of the constants) plus "
                     "the int32 correction `-zb rowsum(a) - za colsum(b) + K za zb` "
-                    "(`accel.bmm_zp_correction`, step kind 18); the correction is added and "
-                    "the result requantized by host lane steps of the program, as a "
-                    "transposed convolution's taps are (the ALU's element-wise layers load "
-                    "int8 only), so the product's MACs are accelerator MACs and the "
-                    "transformer's share is 100%",
+                    "(`accel.bmm_zp_correction`, an exact host step: kind 18), which the "
+                    "layer LOADs into its accumulators before the GEMMs (as a bias in DMA mode, "
+                    "one value per output element); the requantization is the layer's ALU "
+                    "tail or store stage. The product's MACs are accelerator MACs (the "
+                    "transformer's share is 100%); the operand gathers and the correction are "
+                    "host work of O(M K + K N) per batch index",
     "SOFTMAX": "int8 -> int8 only (float softmax stays on the CPU)",
 }
 """What the accelerator column adds for builtins a pattern takes only in some forms."""

@@ -160,7 +160,7 @@ class _Layer:
         m, outputs = self.match, self.op.outputs
         widened = outputs[1] if len(outputs) > 1 else None
         if isinstance(m, LayerMatch):
-            inputs = [m.input] if m.weights is None else [m.input, m.weights]
+            inputs = [m.input] + [v for v in (m.weights, m.init) if v is not None]
             return _Planned(when, inputs, outputs[0], [self.op], m.offset is not None, widened)
         return _Planned(when, list(m.inputs), outputs[0], [self.op], False, widened)
 
@@ -366,9 +366,10 @@ def _prepare_layer(lay: _Layer, slots, slot_of, at: int, c: HardwareConfig):
     constants bytes), its constants at byte `at`."""
     m, output = lay.match, lay.op.outputs[0]
     if isinstance(m, LayerMatch):
-        weights = None if m.weights is None else slots[slot_of[m.weights]].offset
+        weights, init = (None if v is None else slots[slot_of[v]].offset
+                         for v in (m.weights, m.init))  # fmt: skip
         placement = Placement(at, slots[slot_of[m.input]].offset, slots[slot_of[output]].offset,
-                              weights)  # fmt: skip
+                              weights, init)  # fmt: skip
         emitter = prepare_emit(m.layer, lay.schedule, c, placement)
         return emitter, emitter.constants
     plan = lay.schedule
@@ -430,8 +431,9 @@ def _compiled_layer(name: str, index: int, lay: _Layer, prog, slot_of, index_of,
     widened = position if len(op.outputs) > 1 else None
     if isinstance(m, LayerMatch):
         inputs, offset = [slot_of[m.input]], m.offset
-        if m.weights is not None:  # run-time weight tiles the program writes first
-            inputs.append(slot_of[m.weights])
+        for v in (m.weights, m.init):  # run-time weight tiles and accumulators, written first
+            if v is not None:
+                inputs.append(slot_of[v])
         report = gemm_report(name, index, m.layer, lay.schedule, prog, c)
     else:
         inputs, offset = [slot_of[v] for v in m.inputs], None

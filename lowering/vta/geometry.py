@@ -91,6 +91,10 @@ class ConvLayer:
     runtime_weights: bool = False
     """The weight tiles are an arena value the program writes before the layer runs (a
     BATCH_MATMUL's rhs, `accel.bmm_operand`), not constants; `weights` is zeros of their shape."""
+    runtime_init: bool = False
+    """The accumulators start from an int32 arena value, one per output element, that the
+    program writes before the layer runs (a BATCH_MATMUL's zero-point correction,
+    `accel.bmm_zp_correction`): LOAD ACC instead of a reset."""
     geometry: LayerGeometry = field(init=False, repr=False)
 
     def __post_init__(self):

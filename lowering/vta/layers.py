@@ -76,6 +76,7 @@ class LayerMatch:
     weight_consts: list[Operation]
     offset: int | None = None  # output is int32: the layer's int8 values minus `offset`
     weights: SSAValue | None = None  # runtime weight tiles (an arena value), else constants
+    init: SSAValue | None = None  # int32 accumulators' start (an arena value), else reset/bias
 
 
 def _runtime_filter(op: Operation) -> bool:
@@ -175,19 +176,21 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
         kw["scale"] = np.ones(1)
         layer = ConvLayer(kind, name=name, block=blk, **kw)
         return LayerMatch(layer, ops, op.input, cur, None, [_filter_array(op)[1]], None)
+    runtime: dict = {}
     if _runtime_filter(op):
-        # A BATCH_MATMUL's product on the GEMM core: the accelerator stores the int32 sums of
-        # raw products; the zero-point correction (`accel.bmm_zp_correction`, per element)
-        # and the requantization after it are steps of the program.
+        # A BATCH_MATMUL's product on the GEMM core: raw int8 products accumulated onto the
+        # zero-point correction (`accel.bmm_zp_correction`, per element, loaded into the
+        # accumulators), then the requantization tail as any GEMM layer's.
         if op.bias is not None or len(ops) != 1:
             raise NotALayer("a product with run-time weights takes no bias")
         if not (isinstance(nxt, accel.AddOp) and nxt.rhs is not None
                 and isinstance(nxt.rhs.owner, accel.BmmZpCorrectionOp)):  # fmt: skip
             raise NotALayer("a product with run-time weights is not followed by its zero-point "
                             "correction")  # fmt: skip
-        kw["scale"] = np.ones(1)
-        layer = ConvLayer(kind, name=name, block=blk, runtime_weights=True, **kw)
-        return LayerMatch(layer, ops, op.input, cur, None, [], None, op.filter)
+        runtime = {"weights": op.filter, "init": nxt.rhs}
+        kw.update(runtime_weights=True, runtime_init=True)
+        ops.append(nxt)
+        cur, nxt = nxt.output, _sole_user(nxt.output)
     if isinstance(op, accel.DenseZpOp) and isinstance(nxt, accel.HostRequantizeOp):
         # LiteRT's FULLY_CONNECTED requantizes in double: the accelerator stores the int32
         # accumulators, `accel.host_requantize` stays a host op (the scale only marks this).
@@ -260,7 +263,8 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
               shift=shift.astype(np.int32),
               output_zero_point=zp, act_min=act_min, act_max=act_max)  # fmt: skip
     layer = ConvLayer(kind, name=name, block=blk, **kw)
-    return LayerMatch(layer, ops, op.input, output, widened, [_filter_array(op)[1]], offset)
+    return LayerMatch(layer, ops, op.input, output, widened, [_filter_array(op)[1]], offset,
+                      **runtime)
 
 
 # --------------------------------------------------------------------------------------------

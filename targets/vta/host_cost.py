@@ -87,9 +87,9 @@ def _lane_broadcast(shape, out) -> bool:
 
 def _batch_matmul_gemm_units(op: Operation) -> int | None:
     """Host work per output element of a `q.batch_matmul` that runs as GEMM layers
-    (`lower_batch_matmul_gemm`: both operands gathered, their row and column sums, the
-    correction added and requantized per element; the products are the GEMM core's), or None
-    when it stays the host step."""
+    (`lower_batch_matmul_gemm`: both operands gathered twice, as GEMM operands and plain for
+    their row and column sums, and the correction written per element; the products and the
+    requantization are the GEMM layer's), or None when it stays the host step."""
     from qaccel.kernels.bmm_gemm import GEMM_MAX_DIM, dims
 
     a, b = shape_of(op.operands[0]), shape_of(op.operands[1])
@@ -103,7 +103,7 @@ def _batch_matmul_gemm_units(op: Operation) -> int | None:
         return None
     if max(batch, m, k, n) > GEMM_MAX_DIM:
         return None
-    return 6 + -(-4 * (m * k + k * n) // (m * n))
+    return 1 + -(-4 * (m * k + k * n) // (m * n))
 
 
 def host_step_kind(ops: Iterable[Operation], block: int = 16) -> tuple[str, str, int] | None:
@@ -132,7 +132,7 @@ def host_step_kind(ops: Iterable[Operation], block: int = 16) -> tuple[str, str,
             gemm = _batch_matmul_gemm_units(op)
             if gemm is not None:
                 return "a matrix product on the GEMM core (operands gathered, zero-point " \
-                    "terms, requantization)", "gather", gemm  # fmt: skip
+                    "terms)", "gather", gemm  # fmt: skip
             x = shape_of(op.operands[0])
             adj_x = op.properties["adj_x"].value.data  # type: ignore[attr-defined]
             return "a matrix product", "mac", int(x[-2] if adj_x else x[-1])

@@ -500,10 +500,11 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
             doc="GEMM core: activation x activation products (attention's Q K^T and P V), "
                 "one GEMM layer per batch index (M tokens x K) whose weight tiles are the rhs "
                 "gathered into the activation arena at run time and loaded like constant "
-                "weights; the layer stores its int32 sums of raw int8 products, and the "
-                "zero-point terms (row and column sums, step BMM_CORRECTION) and the "
-                "requantization are exact host steps of the program; beyond 1024 in M, K, N "
-                "or batch, an exact host step of the program (its MACs host MACs)"),
+                "weights; its accumulators start from the zero-point terms (row and column "
+                "sums of the operands, an exact host step: BMM_CORRECTION) loaded into ACC, "
+                "and it requantizes on the ALU (or the store stage) as any GEMM layer; beyond "
+                "1024 in M, K, N or batch, an exact host step of the program (its MACs host "
+                "MACs)"),
 )  # fmt: skip
 
 

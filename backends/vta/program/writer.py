@@ -104,8 +104,8 @@ aligned (the one description of it; `qaccel_program.c` reads it):
 | 18 BMM_CORR    | int8 value a [M, K] and int8 value c [K, N] into int32 b [N/B, M, B]:         |
 |                 | -zr * rowsum(a)[m] - zl * colsum(c)[n] + K * zl * zr, wrapped to int32,       |
 |                 | padding lanes 0; p: M, K, N, B, zl, zr (a BATCH_MATMUL's zero-point           |
-|                 | correction; its product runs as a GEMM layer whose weight tiles a GATHER      |
-|                 | and a WRITE put in the arena)                                                 |
+|                 | correction: its product runs as a GEMM layer whose weight tiles a GATHER      |
+|                 | and a WRITE put in the arena, and whose accumulators a WRITE of b starts)     |
 """
 
 from __future__ import annotations

@@ -330,18 +330,23 @@ func.func private @vta_fn_0(%x: tensor<1x3x3x3x!q>) -> tensor<1x4x4x2x!q> attrib
 // -----
 
 // A BATCH_MATMUL's product (weight tiles gathered at run time by accel.bmm_operand): a
-// "conv" layer over the M tokens that stores its int32 sums; the gathers, the zero-point
-// correction and the requantization stay outside it (steps of the program).
+// "conv" layer over the M tokens whose accumulators start from the zero-point correction
+// (read from above, like the gathered operands) and whose tail is the requantization.
 // CHECK-LABEL: func.func @bmm
 // CHECK:       func.func private @vta_fn_0
 // CHECK-NEXT:    %[[A:.*]] = accel.bmm_operand %a {{{.*}}operand = 0 : i64
 // CHECK-NEXT:    %[[W:.*]] = accel.bmm_operand %b {{{.*}}operand = 1 : i64
-// CHECK-NEXT:    %[[L:.*]] = vta.layer "conv" {
-// CHECK-NEXT:      %[[P:.*]] = accel.dense_zp %[[A]], %[[W]] : {{.*}} -> tensor<1x1x5x1x16xi32>
-// CHECK-NEXT:      vta.yield %[[P]] : tensor<1x1x5x1x16xi32>
-// CHECK-NEXT:    } : tensor<1x1x5x1x16xi32>
 // CHECK-NEXT:    %[[C:.*]] = accel.bmm_zp_correction %a, %b
-// CHECK-NEXT:    accel.add %[[L]], %[[C]]
+// CHECK-NEXT:    %y = vta.layer "conv" {
+// CHECK-NEXT:      %[[P:.*]] = accel.dense_zp %[[A]], %[[W]] : {{.*}} -> tensor<1x1x5x1x16xi32>
+// CHECK-NEXT:      %[[S:.*]] = accel.add %[[P]], %[[C]]
+// CHECK-NEXT:      accel.round_multiply %[[S]] by [1771435189]
+// CHECK-NEXT:      accel.round_rshift
+// CHECK-NEXT:      accel.max
+// CHECK-NEXT:      accel.min
+// CHECK-NEXT:      accel.add
+// CHECK-NEXT:      %[[Y:.*]] = accel.narrow
+// CHECK-NEXT:      vta.yield %[[Y]]
 !qa = !quant.uniform<i8:f32, 0.03:3>
 !qo = !quant.uniform<i8:f32, 0.135:-4>
 func.func @bmm(%a: tensor<1x5x7x!qa>, %b: tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo> {
