@@ -150,6 +150,7 @@ class LayerGeometry:
     int32_output: bool  # STORE ACC (dense, or tokens' 1x1 conv, with double requantization)
     input_zero_point: int
     batch: int = 1  # conv/depthwise: images, each one pass of the loop nest (outer loop)
+    runtime_init: bool = False  # accumulators LOADed from run-time values (no reset)
 
     @cached_property
     def image(self) -> LayerGeometry:
@@ -317,7 +318,7 @@ def _geometry(layer: ConvLayer) -> LayerGeometry:
         pad_t=pt, pad_b=pb, pad_l=pl, pad_r=pr, OH=OH, OW=OW, block=layer.block,
         depth_multiplier=layer.depth_multiplier, tail=tuple(tail), per_channel=per_channel,
         has_bias=True, small_bias=False, int32_output=int32_output,
-        input_zero_point=layer.input_zero_point, batch=batch,
+        input_zero_point=layer.input_zero_point, batch=batch, runtime_init=layer.runtime_init,
     )  # fmt: skip
     fused = fused_bias(layer, geometry)
     small = bias_tiles(fused, geometry.COB, geometry.block) is not None
