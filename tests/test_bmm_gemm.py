@@ -131,6 +131,15 @@ def test_small_models_bit_exact(tokens, channels, depth, heads, adj_x, config, r
     assert "accel.batch_matmul" not in out and "accel.dense_zp" not in out  # none on the host
     kinds = [k for p in (art / "programs").glob("*.qprog") for k in _program_kinds(p.read_bytes())]
     assert 18 in kinds and 17 not in kinds  # BMM_CORRECTION, no host BATCH_MATMUL
+    from qaccel.backends.vta.run_plan import load_run_plan
+
+    # the run plan's own steps (numpy gathers and correction, layers on the C machine) agree
+    # with its programs
+    plans = [load_run_plan(art), load_run_plan(art, programs=False)]
+    rng = np.random.default_rng(1)
+    xs = [rng.integers(-128, 128, i["shape"]).astype(i["dtype"]) for i in plans[0].meta["inputs"]]
+    for a, b in zip(plans[0].run(xs), plans[1].run(xs), strict=True):
+        assert np.array_equal(a, b)
     flags = {"c": ["--driver", "c"], "plan": [], "litert": ["--runtime", "litert"]}
     for name in runs:
         code = run([str(art), "--outputs-dir", str(tmp_path / "o"), "--compare-litert",
