@@ -918,6 +918,11 @@ static int softmax_step(const Program *p, const uint8_t *s, const Value *in, Val
       (uint64_t)(n * cb) * (uint64_t)m * (uint64_t)b != in->count || c < 1 || c > cb * b ||
       c <= (cb - 1) * b || diff_min < -256 || diff_min > 0)
     return fail(e, "QACCEL_VTA: a host softmax step is malformed (corrupt program)");
+  for (int k = 0; k < 256; k++) { /* Q0.31 exponentials: the fixed-point arithmetic assumes them */
+    int64_t t = i64(p->base + at + 8 * (uint64_t)k);
+    if (t < 0 || t > INT32_MAX)
+      return fail(e, "QACCEL_VTA: a host softmax step's exponential %d is out of range (corrupt program)", k);
+  }
   if (!out->data) return 0; /* checked only */
   const uint8_t *table = p->base + at;
   const int8_t *x = (const int8_t *)in->data;
@@ -1001,10 +1006,11 @@ static int bmm_correction_step(const Program *p, const uint8_t *s, Value *values
   uint32_t rhs_id = u32(s + 12);
   int64_t rows = i64(s + 16), depth = i64(s + 24), cols = i64(s + 32), blk = i64(s + 40);
   int64_t lzp = i64(s + 48), rzp = i64(s + 56);
-  if (rhs_id >= p->n_values || blk < 1 || blk > 1024)
+  if (rhs_id >= p->n_values || blk < 1 || blk > 1024 || rows < 1 || depth < 1 || cols < 1 ||
+      (uint64_t)rows > MAX_ELEMENTS || (uint64_t)depth > MAX_ELEMENTS || (uint64_t)cols > MAX_ELEMENTS)
     return fail(e, "QACCEL_VTA: a zero-point correction step is malformed (corrupt program)");
   const Value *rhs = &values[rhs_id];
-  int64_t nb = cols > 0 ? (cols + blk - 1) / blk : 0;
+  int64_t nb = (cols + blk - 1) / blk;
   if (lhs->elem != 1 || rhs->elem != 1 || out->elem != 4 || !geometry_ok(1, rows, depth, lhs->count) ||
       !geometry_ok(1, depth, cols, rhs->count) || !geometry_ok(nb, rows, blk, out->count) ||
       (uint64_t)(rows * depth) != lhs->count || (uint64_t)(depth * cols) != rhs->count ||
