@@ -113,6 +113,7 @@ class ConvLayer:
         return (
             f"{g.kind} {images}{g.H}x{g.W}x{g.C} -> {g.OH}x{g.OW}x{g.O} k{g.KH}x{g.KW} "
             f"s{g.sh} p{list(self.padding)}" + (f" d{g.dh}" if g.dh > 1 or g.dw > 1 else "")
+            + (" weights from the arena" if self.runtime_weights else "")
         )
 
 @dataclass(frozen=True)
