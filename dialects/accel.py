@@ -1618,6 +1618,137 @@ class BatchMatmulOp(_ComputeOp):
                                   f"{list(packed[2])} does not fit plain {ls} x {rs}")
 
 
+class _BmmOp(_ComputeOp):
+    """Properties shared by the ops of one `q.batch_matmul` run as GEMM layers: the plain
+    operand shapes, adj_x / adj_y and the flattened batch index `index` this op is about."""
+
+    lhs_shape = prop_def(DenseArrayBase[I64])
+    rhs_shape = prop_def(DenseArrayBase[I64])
+    adj_x = prop_def(IntegerAttr[I64])
+    adj_y = prop_def(IntegerAttr[I64])
+    index = prop_def(IntegerAttr[I64])
+
+    def dims(self) -> tuple[int, int, int, int]:
+        """(batch, M, K, N) of the flattened product, or VerifyException."""
+        from qaccel.kernels import bmm_gemm
+
+        ls, rs = self.array_prop("lhs_shape").tolist(), self.array_prop("rhs_shape").tolist()
+        try:
+            if len(ls) < 2 or len(rs) < 2:
+                raise ValueError
+            batch, m, k, n = bmm_gemm.dims(ls, rs, bool(self.int_prop("adj_x")),
+                                           bool(self.int_prop("adj_y")))  # fmt: skip
+            depth = rs[-1] if self.int_prop("adj_y") else rs[-2]
+        except ValueError:
+            raise VerifyException(f"{self.name}: plain shapes {ls} x {rs} do not multiply") from None
+        if depth != k or min(m, k, n) < 1:
+            raise VerifyException(f"{self.name}: plain shapes {ls} x {rs} do not multiply")
+        if not 0 <= self.int_prop("index") < batch:
+            raise VerifyException(f"{self.name}: batch index {self.int_prop('index')} not in "
+                                  f"[0, {batch})")  # fmt: skip
+        return batch, m, k, n
+
+    def _check_operands(self, operands) -> int:
+        """The channel block; each packed operand is its plain shape packed."""
+        block = None
+        for what, v, attr in operands:
+            shape = _check_packed(self, what, v.type, 8)
+            block = shape[-1]
+            plain = self.array_prop(attr).tolist()
+            if tuple(shape) != Packing.activations(len(plain), block).packed_shape(plain):
+                raise VerifyException(f"{self.name}: {what} {list(shape)} is not plain {plain} "
+                                      "packed")  # fmt: skip
+        assert block is not None
+        return block
+
+
+@irdl_op_definition
+class BmmOperandOp(_BmmOp):
+    """One GEMM operand of batch `index` of a `q.batch_matmul`, gathered from a packed int8
+    activation: `operand` 0, the lhs rows as a token image `[1, K/B, M, 1, B]` (the input of
+    `accel.dense_zp` over M tokens); `operand` 1, the rhs as weight tiles `[N/B, K/B, B, B]`
+    (`accel.dense_zp`'s filter: its bytes are the layer's WGT tiles, placed in the activation
+    arena and loaded like constant weights). Padding is 0. A GATHER step of the program
+    (`kernels/bmm_gemm.py`)."""
+
+    name = "accel.bmm_operand"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    operand = prop_def(IntegerAttr[I64])
+
+    def __init__(self, value: SSAValue, result_type: TensorType, lhs_shape: Sequence[int],
+                 rhs_shape: Sequence[int], **ints: int):  # fmt: skip
+        super().__init__(operands=[value], result_types=[result_type],
+                         properties={"lhs_shape": i64_array(lhs_shape),
+                                     "rhs_shape": i64_array(rhs_shape), **_i64_props(**ints)})
+
+    def index_array(self) -> np.ndarray:
+        """Flat indices into the packed input, -1 for padding, in the result's shape."""
+        from qaccel.kernels import bmm_gemm
+
+        block = self.input.type.get_shape()[-1]
+        sources = bmm_gemm.operand_sources(
+            self.array_prop("lhs_shape").tolist(), self.array_prop("rhs_shape").tolist(),
+            bool(self.int_prop("adj_x")), bool(self.int_prop("adj_y")), block)
+        i = self.int_prop("index")
+        if self.int_prop("operand") == 0:
+            return bmm_gemm.lhs_tokens_index(sources[0][i], block)
+        return bmm_gemm.weight_tiles_index(sources[1][i], block)
+
+    def verify_(self) -> None:
+        from qaccel.kernels import bmm_gemm
+
+        _, m, k, n = self.dims()
+        which = self.int_prop("operand")
+        if which not in (0, 1):
+            raise VerifyException(f"{self.name}: operand must be 0 (lhs) or 1 (rhs), got {which}")
+        block = self._check_operands(
+            [("the input", self.input, "lhs_shape" if which == 0 else "rhs_shape")])
+        want = bmm_gemm.tokens_shape(m, k, block) if which == 0 else bmm_gemm.tiles_shape(
+            k, n, block)
+        out = self.output.type
+        if (not isinstance(out, TensorType) or tuple(out.get_shape()) != want
+                or storage_width(out) != 8):  # fmt: skip
+            raise VerifyException(f"{self.name}: the result must be int8 {list(want)}, got {out}")
+
+
+@irdl_op_definition
+class BmmZpCorrectionOp(_BmmOp):
+    """The int32 zero-point correction of batch `index` of a `q.batch_matmul`:
+    `-rhs_zp * Σ_k lhs[m, k] - lhs_zp * Σ_k rhs[k, n] + K * lhs_zp * rhs_zp` (wrapped to
+    int32), packed like `accel.dense_zp`'s result over M tokens, `[1, N/B, M, 1, B]`, padding
+    lanes 0; added to the GEMM's Σ lhs*rhs it gives LiteRT's accumulator. A step of the
+    program (kind 18, BMM_CORRECTION)."""
+
+    name = "accel.bmm_zp_correction"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    lhs_zero_point = prop_def(IntegerAttr[I64])
+    rhs_zero_point = prop_def(IntegerAttr[I64])
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: TensorType,
+                 lhs_shape: Sequence[int], rhs_shape: Sequence[int], **ints: int):  # fmt: skip
+        super().__init__(operands=[lhs, rhs], result_types=[result_type],
+                         properties={"lhs_shape": i64_array(lhs_shape),
+                                     "rhs_shape": i64_array(rhs_shape), **_i64_props(**ints)})
+
+    def verify_(self) -> None:
+        from qaccel.kernels import bmm_gemm
+
+        _, m, _, n = self.dims()
+        block = self._check_operands([("the lhs", self.lhs, "lhs_shape"),
+                                      ("the rhs", self.rhs, "rhs_shape")])  # fmt: skip
+        want = bmm_gemm.result_shape(m, n, block)
+        out = self.output.type
+        if (not isinstance(out, TensorType) or tuple(out.get_shape()) != want
+                or storage_width(out) != 32):  # fmt: skip
+            raise VerifyException(f"{self.name}: the result must be int32 {list(want)}, got {out}")
+        for name in ("lhs_zero_point", "rhs_zero_point"):
+            if not -128 <= self.int_prop(name) <= 127:
+                raise VerifyException(f"{self.name}: {name} {self.int_prop(name)} is not int8")
+
+
 COMPUTE_OPS: tuple[type[AccelOp], ...] = (
     Conv2DZpOp, DenseZpOp, BiasAddZpOp, ShiftLeftOp, RoundMultiplyOp, RoundRShiftOp, AddOp,
     MulOp, MinOp, MaxOp, WidenOp, NarrowOp, HostRequantizeOp, LutOp, MaxPool2DOp, SumPool2DOp,
@@ -1627,6 +1758,7 @@ COMPUTE_OPS: tuple[type[AccelOp], ...] = (
 COMPUTE_OPS += (RelayoutOp, SoftmaxOp, BatchMatmulOp)
 """The ops `lower-q-to-accel` produces: what the accelerator computes on packed tensors."""
 COMPUTE_OPS += (LaneSumOp, LaneBroadcastOp)
+COMPUTE_OPS += (BmmOperandOp, BmmZpCorrectionOp)
 
 
 ACCEL_OPS: tuple[type[AccelOp], ...] = (PackOp, UnpackOp, *COMPUTE_OPS)

@@ -283,6 +283,26 @@ class AccelComputeFunctions(InterpreterFunctions):
     def run_batch_matmul(self, interpreter: Interpreter, op: accel.BatchMatmulOp, args):
         return (batch_matmul_packed(op, *args),)
 
+    @impl(accel.BmmOperandOp)
+    def run_bmm_operand(self, interpreter: Interpreter, op: accel.BmmOperandOp, args):
+        from qaccel.kernels.bmm_gemm import gather
+
+        return (gather(args[0], op.index_array(), 0),)
+
+    @impl(accel.BmmZpCorrectionOp)
+    def run_bmm_zp_correction(self, interpreter: Interpreter, op: accel.BmmZpCorrectionOp,
+                              args):  # fmt: skip
+        from qaccel.kernels import bmm_gemm as bg
+
+        block = int(args[0].shape[-1])
+        ls, rs = op.array_prop("lhs_shape").tolist(), op.array_prop("rhs_shape").tolist()
+        lhs, rhs = bg.operand_sources(ls, rs, bool(op.int_prop("adj_x")),
+                                      bool(op.int_prop("adj_y")), block)  # fmt: skip
+        i = op.int_prop("index")
+        return (bg.zp_correction(bg.gather(args[0], lhs[i]), bg.gather(args[1], rhs[i]),
+                                 op.int_prop("lhs_zero_point"), op.int_prop("rhs_zero_point"),
+                                 block),)  # fmt: skip
+
     @impl(accel.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: accel.ReshapeOp, args):
         return (np.reshape(args[0], tuple(op.output.type.get_shape())),)

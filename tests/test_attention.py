@@ -1,6 +1,6 @@
 """The attention core inside accelerator functions: the transformer corpus model's lane-moving
-reshapes, transposes, int8 softmax and activation x activation BATCH_MATMUL are host steps of
-its programs (GATHER, SOFTMAX, BATCH_MATMUL), bit-exact with BUILTIN_REF through the artifact
+reshapes, transposes and int8 softmax are host steps of its programs (GATHER, SOFTMAX), its
+activation x activation BATCH_MATMULs GEMM layers (tests/test_bmm_gemm.py), bit-exact with BUILTIN_REF through the artifact
 (run plan and C driver) and through LiteRT (partitions spliced), on both bundled
 configurations; and the kernels agree with the reference kernels on random rows."""
 
@@ -59,11 +59,11 @@ def test_transformer_attention_runs_inside_bit_exact(config, tmp_path, capsys):
     captured = capsys.readouterr()
     out = captured.out + captured.err
     assert "into 1 partition" in out  # with the layer norms inside too
-    assert "MACs on the accelerator: 88.89%" in out  # the two products run on the host
-    for needle in ("accel.relayout", "accel.softmax", "accel.batch_matmul"):
+    assert "MACs on the accelerator: 100.00%" in out  # the two products on the GEMM core
+    for needle in ("accel.relayout", "accel.softmax", "accel.bmm_zp_correction"):
         assert f"host fallback inside vta_fn_0: {needle}" in out
     kinds = _program_kinds((art / "programs" / "vta_fn_0.qprog").read_bytes())
-    assert {13, 16, 17} <= set(kinds)  # GATHER, SOFTMAX, BATCH_MATMUL
+    assert {13, 16, 18} <= set(kinds)  # GATHER, SOFTMAX, BMM_CORRECTION
     runs = [["--driver", "c"], [], ["--runtime", "litert"]] if config == "vta-default" else [[]]
     for extra in runs:
         code = run([str(art), "--outputs-dir", str(tmp_path / "o"), "--compare-litert",

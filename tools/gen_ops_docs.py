@@ -112,12 +112,17 @@ ACCELERATOR_NOTES: dict[str, str] = {
                       "then `q.col2im` sums the taps landing on each pixel (an exact "
                       "gather-sum host step) and the bias and requantization run as host lane "
                       "steps of the program (the ALU's element-wise layers load int8 only)",
-    "BATCH_MATMUL": "int8 x int8 -> int8 only; not on the GEMM core: every GEMM layer's weight "
-                    "tiles are constants of the DRAM image, and a layer whose weight tiles "
-                    "are packed from the arena at run time (with both zero points as extra "
-                    "accumulating GEMMs) is not built yet, so the product is an exact host "
-                    "step and its MACs count as host MACs (the transformer's 11.1%: its MAC "
-                    "share stays 88.9%, below 99%)",
+    "BATCH_MATMUL": "int8 x int8 -> int8 only; `sum((a - za)(b - zb))` is split as the GEMM "
+                    "core's `sum(ab)` (raw int8 operands: the lhs rows as a token image, the "
+                    "rhs as weight tiles written into the arena by a gather and a WRITE step, "
+                    "so the layer's WGT LOADs read the arena instead of the constants) plus "
+                    "the int32 correction `-zb rowsum(a) - za colsum(b) + K za zb` "
+                    "(`accel.bmm_zp_correction`, an exact host step: kind 18), which the "
+                    "layer LOADs into its accumulators before the GEMMs (as a bias in DMA mode, "
+                    "one value per output element); the requantization is the layer's ALU "
+                    "tail or store stage. The product's MACs are accelerator MACs (the "
+                    "transformer's share is 100%); the operand gathers and the correction are "
+                    "host work of O(M K + K N) per batch index",
     "SOFTMAX": "int8 -> int8 only (float softmax stays on the CPU)",
 }
 """What the accelerator column adds for builtins a pattern takes only in some forms."""

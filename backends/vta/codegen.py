@@ -80,8 +80,12 @@ _HOST_STEP_REASONS: tuple[tuple[type | tuple[type, ...], str], ...] = (
     (accel.RelayoutOp, f"{_STEP} (a reshape or transpose: a gather)"),
     (accel.SoftmaxOp, f"{_STEP} (LiteRT's int8 fixed-point softmax: the ALU has no reciprocal "
                       "or max across lanes)"),
-    (accel.BatchMatmulOp, f"{_STEP} (activation x activation product: no GEMM layer loads "
-                          "weight tiles from the arena yet)"),
+    (accel.BatchMatmulOp, f"{_STEP} (activation x activation product beyond the GEMM "
+                          "layers' 1024 rows, depth or columns)"),
+    (accel.BmmOperandOp, f"{_STEP} (a matrix product's operand gathered into a token image or "
+                         "weight tiles in the arena)"),
+    (accel.BmmZpCorrectionOp, f"{_STEP} (a matrix product's zero-point terms: row and column "
+                              "sums of the int8 operands)"),
     (accel.ResizeNearestNeighborOp, f"{_STEP} (nearest-neighbour resize: a gather)"),
     (accel.ResizeBilinearOp, f"{_STEP} (bilinear resize: LiteRT's integer interpolation, exact)"),
     (accel.Col2ImOp, f"{_STEP} (a transposed convolution's overlapping taps summed: a "
@@ -162,7 +166,8 @@ class _Layer:
         m, outputs = self.match, self.op.outputs
         widened = outputs[1] if len(outputs) > 1 else None
         if isinstance(m, LayerMatch):
-            return _Planned(when, [m.input], outputs[0], [self.op], m.offset is not None, widened)
+            inputs = [m.input] + [v for v in (m.weights, m.init) if v is not None]
+            return _Planned(when, inputs, outputs[0], [self.op], m.offset is not None, widened)
         return _Planned(when, list(m.inputs), outputs[0], [self.op], False, widened)
 
 
@@ -406,7 +411,10 @@ def _prepare_layer(lay: _Layer, slots, slot_of, at: int, c: HardwareConfig):
     constants bytes), its constants at byte `at`."""
     m, output = lay.match, lay.op.outputs[0]
     if isinstance(m, LayerMatch):
-        placement = Placement(at, slots[slot_of[m.input]].offset, slots[slot_of[output]].offset)
+        weights, init = (None if v is None else slots[slot_of[v]].offset
+                         for v in (m.weights, m.init))  # fmt: skip
+        placement = Placement(at, slots[slot_of[m.input]].offset, slots[slot_of[output]].offset,
+                              weights, init)  # fmt: skip
         emitter = prepare_emit(m.layer, lay.schedule, c, placement)
         return emitter, emitter.constants
     plan = lay.schedule
@@ -468,6 +476,9 @@ def _compiled_layer(name: str, index: int, lay: _Layer, prog, slot_of, index_of,
     widened = position if len(op.outputs) > 1 else None
     if isinstance(m, LayerMatch):
         inputs, offset = [slot_of[m.input]], m.offset
+        for v in (m.weights, m.init):  # run-time weight tiles and accumulators, written first
+            if v is not None:
+                inputs.append(slot_of[v])
         report = gemm_report(name, index, m.layer, lay.schedule, prog, c)
     else:
         inputs, offset = [slot_of[v] for v in m.inputs], None

@@ -291,6 +291,9 @@ class _Builder:
                                       "block_size": op.int_prop("block_size"),
                                       "channels": op.int_prop("channels"),
                                       "fill": op.int_prop("pad_value")}  # fmt: skip
+        bmm = _bmm_gemm_params(op)
+        if bmm is not None:
+            return bmm
         attention = _attention_params(op)
         if attention is not None:
             return attention
@@ -341,6 +344,20 @@ class _Builder:
                 return "dense_zp", {**params, "out_shape": list(op.output.type.get_shape())}
             return "conv2d_zp", {**params, **sem.conv2d_zp_params(op)}
         raise NoPlan(f"no run-plan step for {op.name}")
+
+
+def _bmm_gemm_params(op: Operation) -> tuple[str, dict] | None:
+    """The run-plan step of a BATCH_MATMUL's GEMM-layer operand gather or zero-point
+    correction (`kernels/bmm_gemm.py`), else None."""
+    if not isinstance(op, accel.BmmOperandOp | accel.BmmZpCorrectionOp):
+        return None
+    params = {"lhs_shape": op.array_prop("lhs_shape").tolist(),
+              "rhs_shape": op.array_prop("rhs_shape").tolist(),
+              **{n: op.int_prop(n) for n in ("adj_x", "adj_y", "index")}}  # fmt: skip
+    if isinstance(op, accel.BmmOperandOp):
+        return "bmm_operand", params | {"operand": op.int_prop("operand")}
+    return "bmm_zp_correction", params | {n: op.int_prop(n) for n in ("lhs_zero_point",
+                                                                       "rhs_zero_point")}
 
 
 def _attention_params(op: Operation) -> tuple[str, dict] | None:

@@ -29,6 +29,8 @@ A function is a register machine: `args` and `consts` fill registers, each step 
     ["dense_zp" | "conv2d_zp", [x, w], [y], {"bias", ...}] a GEMM on the host (packed)
     ["relayout" | "softmax" | "batch_matmul" | "transpose", in, [y], {...}]   the attention
                                                             core (kernels/attention.py)
+    ["bmm_operand" | "bmm_zp_correction", in, [y], {...}]   a BATCH_MATMUL's GEMM-layer
+                                                            operands (kernels/bmm_gemm.py)
 
 An accelerator function whose entry names a program (`"accel": {"program":
 "driver/<fn>.qprog", ...}`, the C driver's program of it) runs through the program runner
@@ -450,6 +452,8 @@ def _run_host_op(kind: str, p: dict, xs: list):
         return fn(*xs, **p)
     if kind in ("relayout", "softmax", "batch_matmul", "transpose"):
         return _attention_step(kind, xs, p)
+    if kind in ("bmm_operand", "bmm_zp_correction"):
+        return _bmm_gemm_step(kind, xs, p)
     if kind in ("dense_zp", "conv2d_zp"):
         from qaccel.kernels import packed
 
@@ -729,6 +733,23 @@ def load_run_plan(outdir: str | Path, simulator: str = "c",
 
 __all__ = ["PLAN_ARRAYS", "PLAN_JSON", "RUN_PLAN_FORMAT", "RunPlan", "RunPlanError",
            "load_run_plan"]  # fmt: skip
+
+
+def _bmm_gemm_step(kind: str, xs, p: dict) -> np.ndarray:
+    """A BATCH_MATMUL's GEMM-layer operand gather or zero-point correction
+    (`kernels/bmm_gemm.py`)."""
+    from qaccel.kernels import bmm_gemm as bg
+
+    block = int(xs[0].shape[-1])
+    lhs, rhs = bg.operand_sources(p["lhs_shape"], p["rhs_shape"], bool(p["adj_x"]),
+                                  bool(p["adj_y"]), block)  # fmt: skip
+    i = p["index"]
+    if kind == "bmm_operand":
+        if p["operand"] == 0:
+            return bg.gather(xs[0], bg.lhs_tokens_index(lhs[i], block))
+        return bg.gather(xs[0], bg.weight_tiles_index(rhs[i], block))
+    return bg.zp_correction(bg.gather(xs[0], lhs[i]), bg.gather(xs[1], rhs[i]),
+                            p["lhs_zero_point"], p["rhs_zero_point"], block)
 
 
 def _attention_step(kind: str, xs, p: dict) -> np.ndarray:

@@ -1,6 +1,14 @@
 """The attention core: a lane-moving `q.reshape` and `q.transpose` -> `accel.relayout` (a
 gather step of the program), `q.softmax` -> `accel.softmax` and `q.batch_matmul` ->
 `accel.batch_matmul` (exact host steps of the program, `kernels/attention.py`).
+
+An int8 `q.batch_matmul` whose product fits one GEMM layer per batch index runs on the GEMM
+core instead (`lower_batch_matmul_gemm`, `kernels/bmm_gemm.py`): per flattened batch index,
+`accel.bmm_operand` gathers the lhs rows as a token image and the rhs as weight tiles (placed
+in the activation arena, loaded like constant weights), `accel.dense_zp` multiplies the raw
+int8 values on the GEMM core, `accel.bmm_zp_correction` adds the zero points' terms, and the
+requantization follows; the per-index results are concatenated (and relaid out for a
+rank-4 product).
 """
 
 from __future__ import annotations
@@ -42,6 +50,9 @@ def lower_softmax(fl: FunctionLowering, op: q.SoftmaxOp) -> SSAValue:
 
 def lower_batch_matmul(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAValue:
     _packed_rank(op)
+    gemm = lower_batch_matmul_gemm(fl, op)
+    if gemm is not None:
+        return gemm
     names = ("adj_x", "adj_y", "lhs_zero_point", "rhs_zero_point", "multiplier", "shift",
              "output_zero_point")  # fmt: skip
     ints = {n: op.int_prop(n) for n in names}
@@ -49,3 +60,60 @@ def lower_batch_matmul(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAValue:
         fl.packed_of(op.lhs), fl.packed_of(op.rhs), fl.packed_type(op.output.type),
         op.lhs.type.get_shape(), op.rhs.type.get_shape(),
         pad_value=accel.default_padding_value(op.output.type), **ints))  # fmt: skip
+
+
+def lower_batch_matmul_gemm(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAValue | None:
+    """`q.batch_matmul` as one GEMM layer per flattened batch index (module docstring), or
+    None: the product stays the exact host step (`accel.batch_matmul`)."""
+    import numpy as np
+    from xdsl.dialects.builtin import TensorType, i32
+
+    from qaccel.kernels import bmm_gemm
+
+    ls, rs = list(op.lhs.type.get_shape()), list(op.rhs.type.get_shape())
+    out_type = op.output.type
+    if any(accel.storage_width(v.type) != 8 for v in (op.lhs, op.rhs, op.output)):
+        return None
+    adj_x, adj_y = op.int_prop("adj_x"), op.int_prop("adj_y")
+    batch, m, k, n = bmm_gemm.dims(ls, rs, bool(adj_x), bool(adj_y))
+    if max(batch, m, k, n) > bmm_gemm.GEMM_MAX_DIM:
+        return None
+    lhs, rhs = fl.packed_of(op.lhs), fl.packed_of(op.rhs)
+    block = fl.block
+    shapes = dict(lhs_shape=ls, rhs_shape=rs)
+    zl, zr = op.int_prop("lhs_zero_point"), op.int_prop("rhs_zero_point")
+    zp_out = op.int_prop("output_zero_point")
+    lo, hi = -128, 127
+    out_element = out_type.element_type
+    result = bmm_gemm.result_shape(m, n, block)
+    pieces = []
+    for i in range(batch):
+        common = dict(adj_x=adj_x, adj_y=adj_y, index=i)
+        a = fl.emit(accel.BmmOperandOp(
+            lhs, TensorType(lhs.type.element_type, bmm_gemm.tokens_shape(m, k, block)),
+            **shapes, operand=0, **common))  # fmt: skip
+        w = fl.emit(accel.BmmOperandOp(
+            rhs, TensorType(rhs.type.element_type, bmm_gemm.tiles_shape(k, n, block)),
+            **shapes, operand=1, **common))  # fmt: skip
+        acc = fl.emit(accel.DenseZpOp(a, w, TensorType(i32, result)))
+        corr = fl.emit(accel.BmmZpCorrectionOp(lhs, rhs, TensorType(i32, result), **shapes,
+                                               lhs_zero_point=zl, rhs_zero_point=zr,
+                                               **common))  # fmt: skip
+        v = fl.emit(accel.AddOp(acc, corr))
+        v = fl.requantize(v, np.asarray([op.int_prop("multiplier")]),
+                          np.asarray([op.int_prop("shift")]), "batch_matmul")  # fmt: skip
+        v = fl.emit(accel.MaxOp(v, value=[lo - zp_out]))
+        v = fl.emit(accel.MinOp(v, value=[hi - zp_out]))
+        if zp_out:
+            v = fl.emit(accel.AddOp(v, value=[zp_out]))
+        pieces.append(fl.emit(accel.NarrowOp(v, TensorType(out_element, result))))
+    stacked_shape = (batch, *result[1:])
+    y = pieces[0] if batch == 1 else fl.emit(
+        accel.ConcatOp(pieces, TensorType(out_element, stacked_shape), 0))
+    final = fl.packed_type(out_type)
+    if tuple(final.get_shape()) == stacked_shape:
+        return y
+    plain_out = list(out_type.get_shape())
+    return fl.emit(accel.RelayoutOp(y, final, [batch, m, n], plain_out,
+                                    list(range(len(plain_out))),
+                                    accel.default_padding_value(out_type)))  # fmt: skip

@@ -70,7 +70,7 @@ def tail_cycles_per_row(g: LayerGeometry, bias_mode: str, config: HardwareConfig
     if bias_mode == "store":
         return 0
     c = 0
-    if bias_mode != "dma" or not g.has_bias:
+    if (bias_mode != "dma" or not g.has_bias) and not g.runtime_init:
         c += gemm  # reset
         if g.has_bias:
             c += gemm if bias_mode == "gemm" else alu
@@ -82,7 +82,7 @@ def tail_cycles_per_row(g: LayerGeometry, bias_mode: str, config: HardwareConfig
 def _tail_insns(g: LayerGeometry, bias_mode: str) -> int:
     if bias_mode == "store":
         return 0
-    n = 1 + (1 if g.has_bias and bias_mode != "dma" else 0)
+    n = (0 if g.runtime_init else 1) + (1 if g.has_bias and bias_mode != "dma" else 0)
     return n + sum(2 if op == "clamp" else 1 for op in g.tail)
 
 def _axis_sums(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
@@ -123,7 +123,7 @@ def _quick_terms(g: LayerGeometry, bias_mode: str, c: HardwareConfig) -> tuple:
     rows = g.OH * g.OW * g.COB
     gemm = (g.macs // (blk * blk)) * c.gemm_cycles_per_uop
     tail = rows * tail_cycles_per_row(g, bias_mode, c)
-    dma_bias = g.has_bias and bias_mode == "dma"
+    dma_bias = (g.has_bias and bias_mode == "dma") or g.runtime_init
     param_bytes = n_param_rows(g, bias_mode) * 4 * blk
     ci_per_pass = (g.COB + g.depth_multiplier - 1) // g.depth_multiplier if g.diagonal else g.CIB
     return (c, I, setup, bw, blk, g.taps, out_eb, g.OH * g.OW * g.COB * out_eb, rows,
@@ -230,7 +230,7 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     blk = g.block
     K = g.taps
     alu, gemm_c = c.alu_cycles_per_uop, c.gemm_cycles_per_uop
-    dma_bias = g.has_bias and sched.bias_mode == "dma"
+    dma_bias = (g.has_bias and sched.bias_mode == "dma") or g.runtime_init
     store_tail = sched.bias_mode == "store"
     out_eb = 4 * blk if g.int32_output else blk
     per_row = tail_cycles_per_row(g, sched.bias_mode, c)
@@ -291,11 +291,15 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
             split = pb is None
             if tile >= acc_slots:
                 start = max(start, store_end[tile - acc_slots])
-            if store_tail:  # rows are reset once per slot, then cleared by the stores
+            if store_tail and not g.runtime_init:  # reset once per slot, cleared by stores
                 if tile < acc_slots or split:
                     dur += I + rows * gemm_c
             elif dma_bias:
                 nl = 1 if (dense or th * tw == 1) else nco
+                if g.runtime_init:  # `load_init`: one LOAD per tile row of blocks
+                    nl = 1 if th == 1 else nco
+                    if split:
+                        dur += I + 2 * gemm_c
                 dur += nl * IS + _cdiv(rows * 4 * blk, bw)
                 bus_bytes += rows * 4 * blk
             else:

@@ -109,6 +109,8 @@ class Placement:
     constants: int
     input: int
     output: int
+    weights: int | None = None  # run-time weight tiles (`ConvLayer.runtime_weights`): in the arena
+    init: int | None = None  # run-time accumulator start (`ConvLayer.runtime_init`): in the arena
 
 
 @dataclass
@@ -486,7 +488,7 @@ class _Emitter(_Stream):
     def layout_dram(self):
         g, blk, layer = self.g, self.blk, self.layer
         weights = pack_weights(layer).reshape(-1).view(np.uint8)
-        parts: list[tuple[str, np.ndarray]] = [("weights", weights)]
+        parts: list[tuple[str, np.ndarray]] = [] if layer.runtime_weights else [("weights", weights)]
         params = param_rows(layer, self.s.bias_mode)
         if len(params):
             parts.append(("params", params.reshape(-1).view(np.uint8)))
@@ -522,6 +524,12 @@ class _Emitter(_Stream):
         at = _align(at + in_bytes, self.c.dram_align)
         regions["output"] = (at, out_bytes)
         at = _align(at + out_bytes, self.c.dram_align)
+        if layer.runtime_weights:  # written at run time; on its own, after the output
+            regions["weights"] = (at, len(weights))
+            at = _align(at + len(weights), self.c.dram_align)
+        if layer.runtime_init:  # int32 [co block][OH][OW][16], like an int32 output
+            regions["init"] = (at, g.batch * g.OH * g.OW * g.COB * 4 * blk)
+            at = _align(at + regions["init"][1], self.c.dram_align)
         self.regions, self.constants, self.dram_size = regions, const, at
         self.out_eb = out_eb
 
@@ -532,8 +540,19 @@ class _Emitter(_Stream):
         if p.constants % align or p.input % act or p.output % act:
             raise LayerError(f"placement {p} is not aligned ({align}-byte constants, {act}-byte "
                              f"activations)")  # fmt: skip
+        if self.layer.runtime_weights:
+            tile = self.blk * self.blk
+            if p.weights is None or p.weights % tile:
+                raise LayerError(f"run-time weight tiles at {p.weights} (need a multiple of the "
+                                 f"{tile}-byte tile)")  # fmt: skip
+        if self.layer.runtime_init and (p.init is None or p.init % act):
+            raise LayerError(f"run-time accumulators at {p.init} (need {act}-byte rows)")
         for name, (off, n) in self.regions.items():
-            if name == "input":
+            if name == "weights" and self.layer.runtime_weights:
+                self.regions[name] = (p.weights, n)
+            elif name == "init" and self.layer.runtime_init:
+                self.regions[name] = (p.init, n)
+            elif name == "input":
                 self.regions[name] = (p.input, n)
             elif name == "output":
                 self.regions[name] = (p.output, n)
@@ -723,6 +742,11 @@ class _Emitter(_Stream):
         key, idx = self.tail_kernel(aslot, st.co0)
         rows = st.th * st.tw * st.nco
         res = [("acc", aslot)]
+        if self.layer.runtime_init:
+            self.load_init(st, acc_base, key, idx, split, res)
+            if self.store_tail:
+                self.zeroed[aslot] = 0  # loaded rows are not zero
+            return
         if self.store_tail:  # the stores clear what they read: reset only what is not zero
             if split or self.zeroed.get(aslot, 0) < rows:
                 self.gemm(key, rows + (1 if split else 0), 1, dst=(1, 0), reset=True,
@@ -748,6 +772,24 @@ class _Emitter(_Stream):
             n_out, n_in, dst, per_block = self.tile_loops(st)
             self.gemm(key, n_out, n_in, dst=dst, wgt=per_block, reads=res + [("biasc",)],
                       writes=res, sub=idx["bias_gemm"])  # fmt: skip
+
+    def load_init(self, st: Step, acc_base: int, key, idx, split: bool, res):
+        """The tile's accumulators loaded from the run-time int32 start values (`[co block]
+        [OH][OW][16]` in DRAM; ACC row `k * pixels + y * tw + x`); a split tile's scratch
+        row reset to zero."""
+        g = self.g
+        if split:
+            self.gemm(key, 2, 1, dst=(1, 0), reset=True, writes=res, sub=idx["row"])
+        init = self.elem("init", 4 * self.blk) + self.image * g.OH * g.OW * g.COB
+        plane, npix = g.OH * g.OW, st.th * st.tw
+        first = init + st.co0 * plane + st.oy0 * g.OW + st.ox0
+        if st.th == 1:  # one LOAD: a row of pixels per output block
+            self.load(MemType.ACC, acc_base, first, st.nco, st.tw, plane, module=COMPUTE,
+                      writes=res)  # fmt: skip
+            return
+        for k in range(st.nco):
+            self.load(MemType.ACC, acc_base + k * npix, first + k * plane, st.th, st.tw, g.OW,
+                      module=COMPUTE, writes=res)  # fmt: skip
 
     def tail(self, st: Step, aslot: int, split: bool):
         g = self.g

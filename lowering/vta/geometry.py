@@ -88,6 +88,13 @@ class ConvLayer:
     depth_multiplier: int = 1
     name: str = ""
     block: int = 16
+    runtime_weights: bool = False
+    """The weight tiles are an arena value the program writes before the layer runs (a
+    BATCH_MATMUL's rhs, `accel.bmm_operand`), not constants; `weights` is zeros of their shape."""
+    runtime_init: bool = False
+    """The accumulators start from an int32 arena value, one per output element, that the
+    program writes before the layer runs (a BATCH_MATMUL's zero-point correction,
+    `accel.bmm_zp_correction`): LOAD ACC instead of a reset."""
     geometry: LayerGeometry = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -106,6 +113,7 @@ class ConvLayer:
         return (
             f"{g.kind} {images}{g.H}x{g.W}x{g.C} -> {g.OH}x{g.OW}x{g.O} k{g.KH}x{g.KW} "
             f"s{g.sh} p{list(self.padding)}" + (f" d{g.dh}" if g.dh > 1 or g.dw > 1 else "")
+            + (" weights from the arena" if self.runtime_weights else "")
         )
 
 @dataclass(frozen=True)
@@ -143,6 +151,7 @@ class LayerGeometry:
     int32_output: bool  # STORE ACC (dense, or tokens' 1x1 conv, with double requantization)
     input_zero_point: int
     batch: int = 1  # conv/depthwise: images, each one pass of the loop nest (outer loop)
+    runtime_init: bool = False  # accumulators LOADed from run-time values (no reset)
 
     @cached_property
     def image(self) -> LayerGeometry:
@@ -310,7 +319,7 @@ def _geometry(layer: ConvLayer) -> LayerGeometry:
         pad_t=pt, pad_b=pb, pad_l=pl, pad_r=pr, OH=OH, OW=OW, block=layer.block,
         depth_multiplier=layer.depth_multiplier, tail=tuple(tail), per_channel=per_channel,
         has_bias=True, small_bias=False, int32_output=int32_output,
-        input_zero_point=layer.input_zero_point, batch=batch,
+        input_zero_point=layer.input_zero_point, batch=batch, runtime_init=layer.runtime_init,
     )  # fmt: skip
     fused = fused_bias(layer, geometry)
     small = bias_tiles(fused, geometry.COB, geometry.block) is not None

@@ -75,10 +75,19 @@ class LayerMatch:
     widened: SSAValue | None  # int32 value equal to widen(output), used outside the group
     weight_consts: list[Operation]
     offset: int | None = None  # output is int32: the layer's int8 values minus `offset`
+    weights: SSAValue | None = None  # runtime weight tiles (an arena value), else constants
+    init: SSAValue | None = None  # int32 accumulators' start (an arena value), else reset/bias
+
+
+def _runtime_filter(op: Operation) -> bool:
+    """Whether the filter is weight tiles gathered at run time (a BATCH_MATMUL's rhs)."""
+    return isinstance(op, accel.DenseZpOp) and isinstance(op.filter.owner, accel.BmmOperandOp)
 
 
 def _filter_array(op: Operation) -> tuple[np.ndarray, Operation]:
     owner = op.filter.owner  # type: ignore[attr-defined]
+    if _runtime_filter(op):  # placeholder zeros: the tiles are written at run time
+        return np.zeros(tuple(op.filter.type.get_shape()), np.int8), owner
     if not isinstance(owner, tfl.ConstOp):
         raise NotALayer("the filter is not a constant")
     return np.asarray(owner.as_array()), owner
@@ -167,6 +176,21 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
         kw["scale"] = np.ones(1)
         layer = ConvLayer(kind, name=name, block=blk, **kw)
         return LayerMatch(layer, ops, op.input, cur, None, [_filter_array(op)[1]], None)
+    runtime: dict = {}
+    if _runtime_filter(op):
+        # A BATCH_MATMUL's product on the GEMM core: raw int8 products accumulated onto the
+        # zero-point correction (`accel.bmm_zp_correction`, per element, loaded into the
+        # accumulators), then the requantization tail as any GEMM layer's.
+        if op.bias is not None or len(ops) != 1:
+            raise NotALayer("a product with run-time weights takes no bias")
+        if not (isinstance(nxt, accel.AddOp) and nxt.rhs is not None
+                and isinstance(nxt.rhs.owner, accel.BmmZpCorrectionOp)):  # fmt: skip
+            raise NotALayer("a product with run-time weights is not followed by its zero-point "
+                            "correction")  # fmt: skip
+        runtime = {"weights": op.filter, "init": nxt.rhs}
+        kw.update(runtime_weights=True, runtime_init=True)
+        ops.append(nxt)
+        cur, nxt = nxt.output, _sole_user(nxt.output)
     if isinstance(op, accel.DenseZpOp) and isinstance(nxt, accel.HostRequantizeOp):
         # LiteRT's FULLY_CONNECTED requantizes in double: the accelerator stores the int32
         # accumulators, `accel.host_requantize` stays a host op (the scale only marks this).
@@ -239,7 +263,8 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
               shift=shift.astype(np.int32),
               output_zero_point=zp, act_min=act_min, act_max=act_max)  # fmt: skip
     layer = ConvLayer(kind, name=name, block=blk, **kw)
-    return LayerMatch(layer, ops, op.input, output, widened, [_filter_array(op)[1]], offset)
+    return LayerMatch(layer, ops, op.input, output, widened, [_filter_array(op)[1]], offset,
+                      **runtime)
 
 
 # --------------------------------------------------------------------------------------------

@@ -85,6 +85,27 @@ def _lane_broadcast(shape, out) -> bool:
         shape[:-1] == out[:-1]  # fmt: skip
 
 
+def _batch_matmul_gemm_units(op: Operation) -> int | None:
+    """Host work per output element of a `q.batch_matmul` that runs as GEMM layers
+    (`lower_batch_matmul_gemm`: both operands gathered twice, as GEMM operands and plain for
+    their row and column sums, and the correction written per element; the products and the
+    requantization are the GEMM layer's), or None when it stays the host step."""
+    from qaccel.kernels.bmm_gemm import GEMM_MAX_DIM, dims
+
+    a, b = shape_of(op.operands[0]), shape_of(op.operands[1])
+    if not a or not b or len(a) < 2 or len(b) < 2:
+        return None
+    props = op.properties
+    try:
+        batch, m, k, n = dims(a, b, bool(props["adj_x"].value.data),  # type: ignore[attr-defined]
+                              bool(props["adj_y"].value.data))  # type: ignore[attr-defined]
+    except (KeyError, ValueError):
+        return None
+    if max(batch, m, k, n) > GEMM_MAX_DIM:
+        return None
+    return 1 + -(-4 * (m * k + k * n) // (m * n))
+
+
 def host_step_kind(ops: Iterable[Operation], block: int = 16) -> tuple[str, str, int] | None:
     """(what the host step is, its rate's key in `HOST_NS`, units of work per output element)
     when the group is a host step of the program; None when the accelerator runs it."""
@@ -108,6 +129,10 @@ def host_step_kind(ops: Iterable[Operation], block: int = 16) -> tuple[str, str,
         if name == "q.softmax":
             return "a softmax", "softmax", 1
         if name == "q.batch_matmul":
+            gemm = _batch_matmul_gemm_units(op)
+            if gemm is not None:
+                return "a matrix product on the GEMM core (operands gathered, zero-point " \
+                    "terms)", "gather", gemm  # fmt: skip
             x = shape_of(op.operands[0])
             adj_x = op.properties["adj_x"].value.data  # type: ignore[attr-defined]
             return "a matrix product", "mac", int(x[-2] if adj_x else x[-1])
@@ -147,9 +172,25 @@ def vta_host_step_cost(summary: HopSummary, config) -> HostStepCost | None:
                if any(u.operation not in inside_ops for u in r.uses)]  # fmt: skip
     work_packed = sum(_elements(r, block) for r in results) * per_element
     work_plain = sum(_elements(r) for r in results) * per_element
+    cpu_rate = rate
+    bmm = [op for op in summary.ops if op.name == "q.batch_matmul"]
+    if bmm and _batch_matmul_gemm_units(bmm[0]) is not None:
+        # On the CPU the whole product is the host's: K multiply-accumulates per element.
+        x = shape_of(bmm[0].operands[0])
+        adj_x = bmm[0].properties["adj_x"].value.data  # type: ignore[attr-defined]
+        work_plain = sum(_elements(r) for r in results) * int(x[-2] if adj_x else x[-1])
+        cpu_rate = "mac"
     inside = [("host step", _cycles(work_packed * HOST_NS[rate], config))]
     if summary.interior:
         inside.append(("sync", _cycles(HOST_NS["sync"], config)))
+    if cpu_rate != rate:  # the products on the GEMM core: one block x block tile per cycle
+        from qaccel.kernels.bmm_gemm import dims
+
+        a, b = shape_of(bmm[0].operands[0]), shape_of(bmm[0].operands[1])
+        props = bmm[0].properties
+        batch, m, k, n = dims(a, b, bool(props["adj_x"].value.data),  # type: ignore[attr-defined]
+                              bool(props["adj_y"].value.data))  # type: ignore[attr-defined]
+        inside.append(("GEMM", batch * m * -(-k // block) * -(-n // block)))
     packed = _bytes(summary.inputs_without, block) - _bytes(summary.inputs, block)
     unpacked = _bytes(summary.outputs_without, block) - _bytes(summary.outputs, block)
     # The host writes what it packs into the accelerator's DRAM and reads what it unpacks
@@ -157,7 +198,7 @@ def vta_host_step_cost(summary: HopSummary, config) -> HostStepCost | None:
     # are the same either way (every value between layers is in DRAM).
     dram = -(-(packed + unpacked) // config.bus_width_bytes)
     outside = [
-        ("CPU op", _cycles(work_plain * HOST_NS[rate] + HOST_NS["dispatch"], config)),
+        ("CPU op", _cycles(work_plain * HOST_NS[cpu_rate] + HOST_NS["dispatch"], config)),
         ("pack", _cycles(packed * HOST_NS["pack"], config)),
         ("unpack", _cycles(unpacked * HOST_NS["pack"], config)),
         ("DRAM", int(dram)),

@@ -506,10 +506,14 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
                 "table lookup; a decision point of the cost model; over rows of rank 3 or more "
                 "(attention scores): a classifier's rank-2 softmax stays on the CPU"),
     Pattern("batch_matmul", "q.batch_matmul", (_int8_operands, _packed_rank),
-            doc="host step: activation x activation products (attention's Q K^T and P V) "
-                "computed exactly by the host inside the program, so the partition is not "
-                "split; a GEMM layer would need weight tiles packed from the arena at run "
-                "time, which the scheduler does not do yet (their MACs count as host MACs)"),
+            doc="GEMM core: activation x activation products (attention's Q K^T and P V), "
+                "one GEMM layer per batch index (M tokens x K) whose weight tiles are the rhs "
+                "gathered into the activation arena at run time and loaded like constant "
+                "weights; its accumulators start from the zero-point terms (row and column "
+                "sums of the operands, an exact host step: BMM_CORRECTION) loaded into ACC, "
+                "and it requantizes on the ALU (or the store stage) as any GEMM layer; beyond "
+                "1024 in M, K, N or batch, an exact host step of the program (its MACs host "
+                "MACs)"),
 )  # fmt: skip
 
 

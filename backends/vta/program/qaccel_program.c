@@ -31,7 +31,7 @@ enum { PROGRAM_VERSION = QACCEL_PROGRAM_FORMAT, HEADER_BYTES = 192, VALUE_BYTES 
        KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6,
        KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9, KIND_CONCAT_LANES = 10, KIND_POOL = 11,
        KIND_LUT = 12, KIND_GATHER = 13, KIND_BILINEAR = 14, KIND_GATHER_SUM = 15, KIND_SOFTMAX = 16,
-       KIND_BATCH_MATMUL = 17 };
+       KIND_BATCH_MATMUL = 17, KIND_BMM_CORRECTION = 18 };
 /* KIND_LANE / KIND_BINARY operations */
 enum { OP_CONVERT = 0, OP_BIAS_ADD = 1, OP_SHIFT_LEFT = 2, OP_ROUND_MULTIPLY = 3, OP_ROUND_RSHIFT = 4,
        OP_ADD = 5, OP_MUL = 6, OP_MIN = 7, OP_MAX = 8 };
@@ -918,6 +918,11 @@ static int softmax_step(const Program *p, const uint8_t *s, const Value *in, Val
       (uint64_t)(n * cb) * (uint64_t)m * (uint64_t)b != in->count || c < 1 || c > cb * b ||
       c <= (cb - 1) * b || diff_min < -256 || diff_min > 0)
     return fail(e, "QACCEL_VTA: a host softmax step is malformed (corrupt program)");
+  for (int k = 0; k < 256; k++) { /* Q0.31 exponentials: the fixed-point arithmetic assumes them */
+    int64_t t = i64(p->base + at + 8 * (uint64_t)k);
+    if (t < 0 || t > INT32_MAX)
+      return fail(e, "QACCEL_VTA: a host softmax step's exponential %d is out of range (corrupt program)", k);
+  }
   if (!out->data) return 0; /* checked only */
   const uint8_t *table = p->base + at;
   const int8_t *x = (const int8_t *)in->data;
@@ -993,6 +998,44 @@ static int batch_matmul_step(const Program *p, const uint8_t *s, Value *values, 
   return 0;
 }
 
+/* BMM_CORRECTION (accel.bmm_zp_correction, after gathers into plain operands): int8 value a
+   [M, K] and int8 value c [K, N] into int32 value b packed [N/B, M, B]: -zr * Σ_k a[m, k] -
+   zl * Σ_k c[k, n] + K * zl * zr wrapped to int32, padding lanes 0; p: M, K, N, B, zl, zr. */
+static int bmm_correction_step(const Program *p, const uint8_t *s, Value *values, const Value *lhs,
+                               Value *out, char *e) {
+  uint32_t rhs_id = u32(s + 12);
+  int64_t rows = i64(s + 16), depth = i64(s + 24), cols = i64(s + 32), blk = i64(s + 40);
+  int64_t lzp = i64(s + 48), rzp = i64(s + 56);
+  if (rhs_id >= p->n_values || blk < 1 || blk > 1024 || rows < 1 || depth < 1 || cols < 1 ||
+      (uint64_t)rows > MAX_ELEMENTS || (uint64_t)depth > MAX_ELEMENTS || (uint64_t)cols > MAX_ELEMENTS)
+    return fail(e, "QACCEL_VTA: a zero-point correction step is malformed (corrupt program)");
+  const Value *rhs = &values[rhs_id];
+  int64_t nb = (cols + blk - 1) / blk;
+  if (lhs->elem != 1 || rhs->elem != 1 || out->elem != 4 || !geometry_ok(1, rows, depth, lhs->count) ||
+      !geometry_ok(1, depth, cols, rhs->count) || !geometry_ok(nb, rows, blk, out->count) ||
+      (uint64_t)(rows * depth) != lhs->count || (uint64_t)(depth * cols) != rhs->count ||
+      (uint64_t)(nb * rows * blk) != out->count || lzp < -128 || lzp > 127 || rzp < -128 || rzp > 127)
+    return fail(e, "QACCEL_VTA: a zero-point correction step is malformed (corrupt program)");
+  if (!out->data) return 0; /* checked only */
+  const int8_t *l = (const int8_t *)lhs->data, *r = (const int8_t *)rhs->data;
+  int32_t *y = (int32_t *)out->data;
+  int64_t *col = (int64_t *)calloc((size_t)cols, sizeof *col);
+  if (!col) return fail(e, "QACCEL_VTA: out of memory");
+  memset(y, 0, out->count * 4);
+  for (int64_t t = 0; t < depth; t++)
+    for (int64_t j = 0; j < cols; j++) col[j] += r[t * cols + j];
+  for (int64_t i = 0; i < rows; i++) {
+    int64_t row = 0;
+    for (int64_t t = 0; t < depth; t++) row += l[i * depth + t];
+    /* |each term| < 2^8 * 2^8 * 2^34: no int64 overflow for any count the runner accepts */
+    int64_t base = -rzp * row + depth * lzp * rzp;
+    for (int64_t j = 0; j < cols; j++)
+      y[((j / blk) * rows + i) * blk + j % blk] = (int32_t)wrap32(base - lzp * col[j]);
+  }
+  free(col);
+  return 0;
+}
+
 static int execute_layer(qaccel_state *q, uint32_t k, char *e);
 
 /* The steps walked in order: run in `q`, or, with `q` NULL, only checked (every value without
@@ -1024,7 +1067,8 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
     if (a >= p->n_values || ((kind == KIND_REQUANT || kind == KIND_PAD || kind == KIND_LANE || kind == KIND_BINARY ||
                              kind == KIND_REDUCE || kind == KIND_LUT || kind == KIND_POOL ||
                              kind == KIND_GATHER || kind == KIND_BILINEAR || kind == KIND_GATHER_SUM ||
-                             kind == KIND_SOFTMAX || kind == KIND_BATCH_MATMUL) && b >= p->n_values))
+                             kind == KIND_SOFTMAX || kind == KIND_BATCH_MATMUL ||
+                             kind == KIND_BMM_CORRECTION) && b >= p->n_values))
       return fail(e, "QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p->n_values);
     Value *v = &values[a];
     if (kind == KIND_WRITE || kind == KIND_READ) {
@@ -1064,6 +1108,8 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
       if (softmax_step(p, s, v, &values[b], e)) return 1;
     } else if (kind == KIND_BATCH_MATMUL) {
       if (batch_matmul_step(p, s, values, v, &values[b], e)) return 1;
+    } else if (kind == KIND_BMM_CORRECTION) {
+      if (bmm_correction_step(p, s, values, v, &values[b], e)) return 1;
     } else if (kind == KIND_BILINEAR) {
       if (bilinear_step(p, s, v, &values[b], e)) return 1;
     } else if (kind == KIND_GATHER_SUM) {

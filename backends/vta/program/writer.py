@@ -34,7 +34,8 @@ leave behind (`accel.pad`, `accel.crop`, `accel.reshape`, `accel.concat`,
 host, the lane and binary ops, widen/narrow, `accel.reduce_sum`, the table lookup `accel.lut`,
 the resizes' gather and interpolation, a transposed convolution's tap sum `accel.col2im`,
 `accel.lane_sum` as a REDUCE then a PAD, `accel.lane_broadcast` as a GATHER, the attention
-core's `accel.relayout`, `accel.softmax` and `accel.batch_matmul`)
+core's `accel.relayout`, `accel.softmax` and `accel.batch_matmul`, and a product run as GEMM
+layers' `accel.bmm_operand` (a GATHER) and `accel.bmm_zp_correction` (BMM_CORRECTION))
 are integer loops the runner implements as the interpreter does
 (`interpreter/accel_semantics.py`). A function with any other host op (e.g. a GEMM op left on
 the host), or whose host ops read constants, has no program (`ProgramWriteError`, one line
@@ -100,6 +101,11 @@ aligned (the one description of it; `qaccel_program.c` reads it):
 |                 | C]; p: batch, A, K, C, zero points lhs, rhs, output; at offset i64            |
 |                 | multiplier, shift (operands gathered plain and the result gathered packed by  |
 |                 | GATHER steps around it)                                                       |
+| 18 BMM_CORR    | int8 value a [M, K] and int8 value c [K, N] into int32 b [N/B, M, B]:         |
+|                 | -zr * rowsum(a)[m] - zl * colsum(c)[n] + K * zl * zr, wrapped to int32,       |
+|                 | padding lanes 0; p: M, K, N, B, zl, zr (a BATCH_MATMUL's zero-point           |
+|                 | correction: its product runs as a GEMM layer whose weight tiles a GATHER      |
+|                 | and a WRITE put in the arena, and whose accumulators a WRITE of b starts)     |
 """
 
 from __future__ import annotations
@@ -136,6 +142,7 @@ KIND_GATHER = 13
 KIND_SOFTMAX, KIND_BATCH_MATMUL = 16, 17
 KIND_BILINEAR = 14
 KIND_GATHER_SUM = 15
+KIND_BMM_CORRECTION = 18
 # KIND_LANE / KIND_BINARY operations (the step's c)
 OP_CONVERT, OP_BIAS_ADD, OP_SHIFT_LEFT, OP_ROUND_MULTIPLY, OP_ROUND_RSHIFT = 0, 1, 2, 3, 4
 OP_ADD, OP_MUL, OP_MIN, OP_MAX = 5, 6, 7, 8
@@ -369,6 +376,36 @@ def _attention_steps(op, values, new_value, new_temp) -> list[tuple] | None:
     return steps
 
 
+def _bmm_gemm_steps(op, values, new_value, new_temp) -> list[tuple] | None:
+    """The steps of `accel.bmm_operand` (a GATHER) and `accel.bmm_zp_correction` (GATHERs of
+    the plain operands, then BMM_CORRECTION); None for any other op."""
+    if isinstance(op, accel.BmmOperandOp):
+        index = op.index_array().reshape(-1)
+        return [(KIND_GATHER, dict(a=values[op.input], b=new_value(op.output), p=[0],
+                                   data=index.astype("<i8").tobytes()))]  # fmt: skip
+    if not isinstance(op, accel.BmmZpCorrectionOp):
+        return None
+    from qaccel.kernels import bmm_gemm as bg
+
+    block = op.lhs.type.get_shape()[-1]
+    lhs, rhs = bg.operand_sources(op.array_prop("lhs_shape").tolist(),
+                                  op.array_prop("rhs_shape").tolist(),
+                                  bool(op.int_prop("adj_x")), bool(op.int_prop("adj_y")),
+                                  block)  # fmt: skip
+    i = op.int_prop("index")
+    (m, k), n = lhs[i].shape, rhs[i].shape[1]
+    lhs_t, rhs_t = new_temp(m * k), new_temp(k * n)
+    return [
+        (KIND_GATHER, dict(a=values[op.lhs], b=lhs_t, p=[0],
+                           data=lhs[i].astype("<i8").reshape(-1).tobytes())),
+        (KIND_GATHER, dict(a=values[op.rhs], b=rhs_t, p=[0],
+                           data=rhs[i].astype("<i8").reshape(-1).tobytes())),
+        (KIND_BMM_CORRECTION, dict(a=lhs_t, b=new_value(op.output), c=rhs_t,
+                                   p=[m, k, n, block, op.int_prop("lhs_zero_point"),
+                                      op.int_prop("rhs_zero_point")])),
+    ]  # fmt: skip
+
+
 def program_blob(
     compiled: CompiledModel,
     name: str,
@@ -538,6 +575,10 @@ def program_blob(
                     continue
                 if isinstance(op, accel.ResizeNearestNeighborOp | accel.ResizeBilinearOp):
                     steps.append(_resize_step(op, values[op.input], new_value(op.output)))
+                    continue
+                bmm = _bmm_gemm_steps(op, values, new_value, new_temp)
+                if bmm is not None:
+                    steps += bmm
                     continue
                 attention = _attention_steps(op, values, new_value, new_temp)
                 if attention is not None:

@@ -63,3 +63,17 @@ func.func private @vta_fn_0(%x: tensor<1x1x8x8x1x16x!qa>) -> tensor<1x1x8x8x1x16
   func.return %y : tensor<1x1x8x8x1x16x!qa>
 }
 // CHECK: vta.eltwise_schedule: rows must be positive, got 0
+
+// -----
+
+// A product with run-time weight tiles that no zero-point correction follows forms no layer:
+// the GEMM op says why (accel.host_reason).
+!qa = !quant.uniform<i8:f32, 0.5:0>
+func.func private @vta_fn_0(%a: tensor<1x1x5x1x16x!qa>, %b: tensor<1x1x7x1x16x!qa>) -> tensor<1x1x5x1x16xi32> attributes {qaccel.target = "vta", accel.packed} {
+  %x = accel.bmm_operand %a {lhs_shape = array<i64: 1, 5, 7>, rhs_shape = array<i64: 1, 7, 3>, operand = 0 : i64, adj_x = 0 : i64, adj_y = 0 : i64, index = 0 : i64} : (tensor<1x1x5x1x16x!qa>) -> tensor<1x1x5x1x16x!qa>
+  %w = accel.bmm_operand %b {lhs_shape = array<i64: 1, 5, 7>, rhs_shape = array<i64: 1, 7, 3>, operand = 1 : i64, adj_x = 0 : i64, adj_y = 0 : i64, index = 0 : i64} : (tensor<1x1x7x1x16x!qa>) -> tensor<1x1x16x16x!qa>
+  %p = accel.dense_zp %x, %w : tensor<1x1x5x1x16x!qa>, tensor<1x1x16x16x!qa> -> tensor<1x1x5x1x16xi32>
+  %s = accel.add %p, %p : tensor<1x1x5x1x16xi32>, tensor<1x1x5x1x16xi32>
+  func.return %s : tensor<1x1x5x1x16xi32>
+}
+// CHECK: accel.dense_zp {{.*}}accel.host_reason = "a product with run-time weights is not followed by its zero-point correction"

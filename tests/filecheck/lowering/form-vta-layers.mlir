@@ -326,3 +326,34 @@ func.func private @vta_fn_0(%x: tensor<1x3x3x3x!q>) -> tensor<1x4x4x2x!q> attrib
   %y = q.requantize %a {input_zero_point = 0 : i32, output_zero_point = 3 : i32, multiplier = array<i32: 1073741824>, shift = array<i32: -3>} : (tensor<1x4x4x2xi32>) -> tensor<1x4x4x2x!q>
   func.return %y : tensor<1x4x4x2x!q>
 }
+
+// -----
+
+// A BATCH_MATMUL's product (weight tiles gathered at run time by accel.bmm_operand): a
+// "conv" layer over the M tokens whose accumulators start from the zero-point correction
+// (read from above, like the gathered operands) and whose tail is the requantization.
+// CHECK-LABEL: func.func @bmm
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %[[A:.*]] = accel.bmm_operand %a {{{.*}}operand = 0 : i64
+// CHECK-NEXT:    %[[W:.*]] = accel.bmm_operand %b {{{.*}}operand = 1 : i64
+// CHECK-NEXT:    %[[C:.*]] = accel.bmm_zp_correction %a, %b
+// CHECK-NEXT:    %y = vta.layer "conv" {
+// CHECK-NEXT:      %[[P:.*]] = accel.dense_zp %[[A]], %[[W]] : {{.*}} -> tensor<1x1x5x1x16xi32>
+// CHECK-NEXT:      %[[S:.*]] = accel.add %[[P]], %[[C]]
+// CHECK-NEXT:      accel.round_multiply %[[S]] by [1771435189]
+// CHECK-NEXT:      accel.round_rshift
+// CHECK-NEXT:      accel.max
+// CHECK-NEXT:      accel.min
+// CHECK-NEXT:      accel.add
+// CHECK-NEXT:      %[[Y:.*]] = accel.narrow
+// CHECK-NEXT:      vta.yield %[[Y]]
+!qa = !quant.uniform<i8:f32, 0.03:3>
+!qo = !quant.uniform<i8:f32, 0.135:-4>
+func.func @bmm(%a: tensor<1x5x7x!qa>, %b: tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo> {
+  %y = func.call @vta_fn_0(%a, %b) : (tensor<1x5x7x!qa>, tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo>
+  func.return %y : tensor<1x5x3x!qo>
+}
+func.func private @vta_fn_0(%a: tensor<1x5x7x!qa>, %b: tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo> attributes {qaccel.target = "vta"} {
+  %y = q.batch_matmul %a, %b {adj_x = 0 : i32, adj_y = 0 : i32, lhs_zero_point = 3 : i32, rhs_zero_point = 3 : i32, multiplier = 1771435189 : i32, shift = -7 : i32, output_zero_point = -4 : i32} : (tensor<1x5x7x!qa>, tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo>
+  func.return %y : tensor<1x5x3x!qo>
+}

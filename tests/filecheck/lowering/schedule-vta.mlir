@@ -169,3 +169,30 @@ func.func private @vta_fn_0(%x: tensor<2x8x8x6x!qi>) -> tensor<2x8x8x6x!qo> attr
   %y = q.relu %r {min = 3 : i32, max = 127 : i32} : (tensor<2x8x8x6x!qo>) -> tensor<2x8x8x6x!qo>
   func.return %y : tensor<2x8x8x6x!qo>
 }
+
+// -----
+
+// A BATCH_MATMUL's product (weight tiles and accumulator start gathered at run time): a "conv"
+// layer over its 5 tokens, scheduled as any GEMM layer; its accumulators start from the
+// zero-point correction, so it has no bias to place: ALU mode (DMA asked for, not available),
+// the store stage with vta-store-requant.
+// CHECK-LABEL: func.func @bmm
+// CHECK:         %y = vta.layer "conv" schedule #vta.gemm_schedule<config = "vta-default", tile_h = 1, tile_w = 5, tile_co = 1, tile_ci = 1, loop_order = spatial, bias_mode = alu,
+// CHECK-NEXT:      accel.dense_zp
+// CHECK-NEXT:      accel.add
+// DMA-LABEL:   func.func @bmm
+// DMA:           vta.layer "conv" schedule #vta.gemm_schedule<config = "vta-default", {{.*}}bias_mode = alu,
+// RQ-LABEL:    func.func @bmm
+// RQ:            vta.layer "conv" schedule #vta.gemm_schedule<config = "vta-store-requant", {{.*}}bias_mode = store
+// RECOMPUTE-LABEL: func.func @bmm
+// RECOMPUTE:       vta.layer "conv" schedule #vta.gemm_schedule<config = "vta-default", {{.*}}bias_mode = alu,
+!qa = !quant.uniform<i8:f32, 0.03:3>
+!qo = !quant.uniform<i8:f32, 0.135:-4>
+func.func @bmm(%a: tensor<1x5x7x!qa>, %b: tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo> {
+  %y = func.call @vta_fn_0(%a, %b) : (tensor<1x5x7x!qa>, tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo>
+  func.return %y : tensor<1x5x3x!qo>
+}
+func.func private @vta_fn_0(%a: tensor<1x5x7x!qa>, %b: tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo> attributes {qaccel.target = "vta"} {
+  %y = q.batch_matmul %a, %b {adj_x = 0 : i32, adj_y = 0 : i32, lhs_zero_point = 3 : i32, rhs_zero_point = 3 : i32, multiplier = 1771435189 : i32, shift = -7 : i32, output_zero_point = -4 : i32} : (tensor<1x5x7x!qa>, tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo>
+  func.return %y : tensor<1x5x3x!qo>
+}

@@ -29,3 +29,53 @@ func.func @batch_matmul_depth(%a: tensor<1x1x2x6x1x4x!qa>, %b: tensor<1x1x2x6x1x
   %y = accel.batch_matmul %a, %b {lhs_shape = array<i64: 1, 2, 6, 3>, rhs_shape = array<i64: 1, 2, 6, 3>, pad_value = -4 : i64, adj_x = 0 : i64, adj_y = 0 : i64, lhs_zero_point = 3 : i64, rhs_zero_point = 3 : i64, multiplier = 1771435189 : i64, shift = -7 : i64, output_zero_point = -4 : i64} : (tensor<1x1x2x6x1x4x!qa>, tensor<1x1x2x6x1x4x!qa>) -> tensor<1x2x2x6x1x4x!qa>
   func.return %y : tensor<1x2x2x6x1x4x!qa>
 }
+
+// -----
+
+!qa = !quant.uniform<i8:f32, 0.03:3>
+
+func.func @bmm_operand_index(%a: tensor<1x1x2x6x1x4x!qa>) -> tensor<1x1x6x1x4x!qa> {
+  // CHECK: accel.bmm_operand: batch index 2 not in [0, 2)
+  %y = accel.bmm_operand %a {lhs_shape = array<i64: 1, 2, 6, 3>, rhs_shape = array<i64: 1, 2, 6, 3>, operand = 0 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 2 : i64} : (tensor<1x1x2x6x1x4x!qa>) -> tensor<1x1x6x1x4x!qa>
+  func.return %y : tensor<1x1x6x1x4x!qa>
+}
+
+// -----
+
+!qa = !quant.uniform<i8:f32, 0.03:3>
+
+func.func @bmm_operand_tiles(%b: tensor<1x1x2x6x1x4x!qa>) -> tensor<1x1x4x4x!qa> {
+  // CHECK: accel.bmm_operand: the result must be int8 [2, 1, 4, 4]
+  %y = accel.bmm_operand %b {lhs_shape = array<i64: 1, 2, 6, 3>, rhs_shape = array<i64: 1, 2, 6, 3>, operand = 1 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 0 : i64} : (tensor<1x1x2x6x1x4x!qa>) -> tensor<1x1x4x4x!qa>
+  func.return %y : tensor<1x1x4x4x!qa>
+}
+
+// -----
+
+!qa = !quant.uniform<i8:f32, 0.03:3>
+
+func.func @bmm_operand_depth(%a: tensor<1x1x2x6x1x4x!qa>) -> tensor<1x1x6x1x4x!qa> {
+  // CHECK: accel.bmm_operand: plain shapes [1, 2, 6, 3] x [1, 2, 6, 3] do not multiply
+  %y = accel.bmm_operand %a {lhs_shape = array<i64: 1, 2, 6, 3>, rhs_shape = array<i64: 1, 2, 6, 3>, operand = 0 : i64, adj_x = 0 : i64, adj_y = 0 : i64, index = 0 : i64} : (tensor<1x1x2x6x1x4x!qa>) -> tensor<1x1x6x1x4x!qa>
+  func.return %y : tensor<1x1x6x1x4x!qa>
+}
+
+// -----
+
+!qa = !quant.uniform<i8:f32, 0.03:3>
+
+func.func @bmm_correction_int8(%a: tensor<1x1x2x6x1x4x!qa>) -> tensor<1x2x6x1x4x!qa> {
+  // CHECK: accel.bmm_zp_correction: the result must be int32 [1, 2, 6, 1, 4]
+  %y = accel.bmm_zp_correction %a, %a {lhs_shape = array<i64: 1, 2, 6, 3>, rhs_shape = array<i64: 1, 2, 6, 3>, lhs_zero_point = 3 : i64, rhs_zero_point = 3 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 0 : i64} : (tensor<1x1x2x6x1x4x!qa>, tensor<1x1x2x6x1x4x!qa>) -> tensor<1x2x6x1x4x!qa>
+  func.return %y : tensor<1x2x6x1x4x!qa>
+}
+
+// -----
+
+!qa = !quant.uniform<i8:f32, 0.03:3>
+
+func.func @bmm_correction_zero_point(%a: tensor<1x1x2x6x1x4x!qa>) -> tensor<1x2x6x1x4xi32> {
+  // CHECK: accel.bmm_zp_correction: lhs_zero_point 300 is not int8
+  %y = accel.bmm_zp_correction %a, %a {lhs_shape = array<i64: 1, 2, 6, 3>, rhs_shape = array<i64: 1, 2, 6, 3>, lhs_zero_point = 300 : i64, rhs_zero_point = 3 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 0 : i64} : (tensor<1x1x2x6x1x4x!qa>, tensor<1x1x2x6x1x4x!qa>) -> tensor<1x2x6x1x4xi32>
+  func.return %y : tensor<1x2x6x1x4xi32>
+}

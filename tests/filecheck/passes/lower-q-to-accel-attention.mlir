@@ -2,8 +2,10 @@
 // RUN: qaccel-opt %s --split-input-file --verify-semantics -p 'attach-target,insert-pack-unpack,lower-q-to-accel' | filecheck %s --check-prefix=VTA
 
 // The attention core in an accelerator function (B = 4: several blocks, padding lanes): a
-// lane-moving reshape and a transpose become accel.relayout (a gather), q.softmax and
-// q.batch_matmul their accel forms on packed values. --verify-semantics checks every case
+// lane-moving reshape and a transpose become accel.relayout (a gather), q.softmax its accel
+// form on packed values, q.batch_matmul one GEMM (accel.dense_zp of gathered operands, the
+// rhs as weight tiles) per batch index with its zero-point correction and requantization, or,
+// beyond 1024 in some dimension, the host step accel.batch_matmul. --verify-semantics checks every case
 // computes the same bits before and after.
 
 !qa = !quant.uniform<i8:f32, 0.03:3>
@@ -14,12 +16,26 @@
 // CHECK:         func.func private @vta_fn_0(%q: tensor<1x2x6x1x4x{{.*}}>, %k: tensor<1x2x6x1x4x{{.*}}>) -> tensor<1x2x2x6x1x4x{{.*}}> attributes {qaccel.target = "vta", accel.packed} {
 // CHECK-NEXT:      %qh = accel.relayout %q {in_shape = array<i64: 1, 6, 6>, shape = array<i64: 1, 6, 2, 3>, perm = array<i64: 0, 1, 2, 3>, pad_value = 3 : i64} : {{.*}} -> tensor<1x1x6x2x1x4x
 // CHECK-NEXT:      %qt = accel.relayout %qh {in_shape = array<i64: 1, 6, 2, 3>, shape = array<i64: 1, 6, 2, 3>, perm = array<i64: 0, 2, 1, 3>, pad_value = 3 : i64} : {{.*}} -> tensor<1x1x2x6x1x4x
-// CHECK:           %s = accel.batch_matmul %qt, %kt {lhs_shape = array<i64: 1, 2, 6, 3>, rhs_shape = array<i64: 1, 2, 6, 3>, pad_value = -4 : i64, adj_x = 0 : i64, adj_y = 1 : i64, lhs_zero_point = 3 : i64, rhs_zero_point = 3 : i64, multiplier = 1771435189 : i64, shift = -7 : i64, output_zero_point = -4 : i64} : {{.*}} -> tensor<1x2x2x6x1x4x
+// CHECK:           %[[A0:.*]] = accel.bmm_operand %qt {lhs_shape = array<i64: 1, 2, 6, 3>, rhs_shape = array<i64: 1, 2, 6, 3>, operand = 0 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 0 : i64} : {{.*}} -> tensor<1x1x6x1x4x
+// CHECK-NEXT:      %[[W0:.*]] = accel.bmm_operand %kt {{.*}}operand = 1 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 0 : i64} : {{.*}} -> tensor<2x1x4x4x
+// CHECK-NEXT:      %[[P0:.*]] = accel.dense_zp %[[A0]], %[[W0]] : {{.*}} -> tensor<1x2x6x1x4xi32>
+// CHECK-NEXT:      %[[C0:.*]] = accel.bmm_zp_correction %qt, %kt {{{.*}}lhs_zero_point = 3 : i64, rhs_zero_point = 3 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 0 : i64} : {{.*}} -> tensor<1x2x6x1x4xi32>
+// CHECK-NEXT:      %[[S0:.*]] = accel.add %[[P0]], %[[C0]]
+// CHECK-NEXT:      accel.round_multiply %[[S0]] by [1771435189]
+// CHECK-NEXT:      accel.round_rshift {{.*}} by [7]
+// CHECK-NEXT:      accel.max {{.*}} by [-124]
+// CHECK-NEXT:      accel.min {{.*}} by [131]
+// CHECK-NEXT:      accel.add {{.*}} by [-4]
+// CHECK-NEXT:      %[[Y0:.*]] = accel.narrow
+// CHECK:           accel.bmm_operand %qt {{.*}}index = 1 : i64}
+// CHECK:           %[[Y1:.*]] = accel.narrow
+// CHECK-NEXT:      %[[Y:.*]] = accel.concat %[[Y0]], %[[Y1]] axis = 0 : {{.*}} -> tensor<2x2x6x1x4x
+// CHECK-NEXT:      %s = accel.relayout %[[Y]] {in_shape = array<i64: 2, 6, 6>, shape = array<i64: 1, 2, 6, 6>, perm = array<i64: 0, 1, 2, 3>, pad_value = -4 : i64} : {{.*}} -> tensor<1x2x2x6x1x4x
 // CHECK-NEXT:      %p = accel.softmax %s {channels = 6 : i64, multiplier = {{.*}}, left_shift = {{.*}}, diff_min = {{.*}}} : {{.*}} -> tensor<1x2x2x6x1x4x
 // CHECK-NEXT:      func.return %p
 // VTA-LABEL: func.func @attention
 // VTA:           accel.relayout
-// VTA:           accel.batch_matmul
+// VTA:           accel.dense_zp
 // VTA:           accel.softmax
 func.func @attention(%q: tensor<1x6x6x!qa>, %k: tensor<1x6x6x!qa>) -> tensor<1x2x6x6x!qs> {
   %y = func.call @vta_fn_0(%q, %k) : (tensor<1x6x6x!qa>, tensor<1x6x6x!qa>) -> tensor<1x2x6x6x!qs>
@@ -33,4 +49,44 @@ func.func private @vta_fn_0(%q: tensor<1x6x6x!qa>, %k: tensor<1x6x6x!qa>) -> ten
   %s = q.batch_matmul %qt, %kt {adj_x = 0 : i32, adj_y = 1 : i32, lhs_zero_point = 3 : i32, rhs_zero_point = 3 : i32, multiplier = 1771435189 : i32, shift = -7 : i32, output_zero_point = -4 : i32} : (tensor<1x2x6x3x!qa>, tensor<1x2x6x3x!qa>) -> tensor<1x2x6x6x!qo>
   %p = q.softmax %s {multiplier = 2061584256 : i32, left_shift = 21 : i32, diff_min = -992 : i32} : (tensor<1x2x6x6x!qo>) -> tensor<1x2x6x6x!qs>
   func.return %p : tensor<1x2x6x6x!qs>
+}
+
+// -----
+
+!qa = !quant.uniform<i8:f32, 0.03:3>
+!qo = !quant.uniform<i8:f32, 0.135:-4>
+
+// A rank-3 product with adj_x: one GEMM, no concatenation or relayout.
+// CHECK-LABEL: func.func @adj_x
+// CHECK:         func.func private @vta_fn_0
+// CHECK-NEXT:      %[[A:.*]] = accel.bmm_operand %a {{{.*}}operand = 0 : i64, adj_x = 1 : i64, adj_y = 0 : i64, index = 0 : i64} : {{.*}} -> tensor<1x2x5x1x4x
+// CHECK-NEXT:      %[[W:.*]] = accel.bmm_operand %b {{{.*}}operand = 1 : i64, {{.*}}} : {{.*}} -> tensor<1x2x4x4x
+// CHECK-NEXT:      accel.dense_zp %[[A]], %[[W]] : {{.*}} -> tensor<1x1x5x1x4xi32>
+// CHECK:           %[[Y:.*]] = accel.narrow {{.*}} -> tensor<1x1x5x1x4x
+// CHECK-NEXT:      func.return %[[Y]]
+func.func @adj_x(%a: tensor<1x7x5x!qa>, %b: tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo> {
+  %y = func.call @vta_fn_0(%a, %b) : (tensor<1x7x5x!qa>, tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo>
+  func.return %y : tensor<1x5x3x!qo>
+}
+func.func private @vta_fn_0(%a: tensor<1x7x5x!qa>, %b: tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo> attributes {qaccel.target = "vta"} {
+  %y = q.batch_matmul %a, %b {adj_x = 1 : i32, adj_y = 0 : i32, lhs_zero_point = 3 : i32, rhs_zero_point = 3 : i32, multiplier = 1771435189 : i32, shift = -7 : i32, output_zero_point = -4 : i32} : (tensor<1x7x5x!qa>, tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo>
+  func.return %y : tensor<1x5x3x!qo>
+}
+
+// -----
+
+!qa = !quant.uniform<i8:f32, 0.03:3>
+!qo = !quant.uniform<i8:f32, 0.135:-4>
+
+// Beyond 1024 rows the product stays the exact host step.
+// CHECK-LABEL: func.func @many_rows
+// CHECK:         accel.batch_matmul %a, %b {lhs_shape = array<i64: 1, 1025, 2>
+// CHECK-NOT:     accel.dense_zp
+func.func @many_rows(%a: tensor<1x1025x2x!qa>, %b: tensor<1x2x3x!qa>) -> tensor<1x1025x3x!qo> {
+  %y = func.call @vta_fn_0(%a, %b) : (tensor<1x1025x2x!qa>, tensor<1x2x3x!qa>) -> tensor<1x1025x3x!qo>
+  func.return %y : tensor<1x1025x3x!qo>
+}
+func.func private @vta_fn_0(%a: tensor<1x1025x2x!qa>, %b: tensor<1x2x3x!qa>) -> tensor<1x1025x3x!qo> attributes {qaccel.target = "vta"} {
+  %y = q.batch_matmul %a, %b {adj_x = 0 : i32, adj_y = 0 : i32, lhs_zero_point = 3 : i32, rhs_zero_point = 3 : i32, multiplier = 1771435189 : i32, shift = -7 : i32, output_zero_point = -4 : i32} : (tensor<1x1025x2x!qa>, tensor<1x2x3x!qa>) -> tensor<1x1025x3x!qo>
+  func.return %y : tensor<1x1025x3x!qo>
 }

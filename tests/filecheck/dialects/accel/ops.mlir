@@ -193,3 +193,18 @@ func.func @lanes(%x: tensor<1x2x16x1x16xi8>, %m: tensor<1x1x16x1x16xi8>) -> (ten
   %b = accel.lane_broadcast %m : tensor<1x1x16x1x16xi8> -> tensor<1x2x16x1x16xi8>
   func.return %s, %b : tensor<1x1x16x1x16xi32>, tensor<1x2x16x1x16xi8>
 }
+
+// -----
+
+// A BATCH_MATMUL's GEMM-layer operands (batch index 1 of two): the lhs rows as a token image,
+// the rhs as weight tiles, and the int32 zero-point correction.
+// CHECK-LABEL: func.func @bmm_gemm_operands
+// CHECK-NEXT:    %a = accel.bmm_operand %l {lhs_shape = array<i64: 2, 6, 3>, rhs_shape = array<i64: 2, 6, 3>, operand = 0 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 1 : i64} : (tensor<2x1x6x1x4xi8>) -> tensor<1x1x6x1x4xi8>
+// CHECK-NEXT:    %w = accel.bmm_operand %r {lhs_shape = array<i64: 2, 6, 3>, rhs_shape = array<i64: 2, 6, 3>, operand = 1 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 1 : i64} : (tensor<2x1x6x1x4xi8>) -> tensor<2x1x4x4xi8>
+// CHECK-NEXT:    %c = accel.bmm_zp_correction %l, %r {lhs_shape = array<i64: 2, 6, 3>, rhs_shape = array<i64: 2, 6, 3>, lhs_zero_point = -3 : i64, rhs_zero_point = 5 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 1 : i64} : (tensor<2x1x6x1x4xi8>, tensor<2x1x6x1x4xi8>) -> tensor<1x2x6x1x4xi32>
+func.func @bmm_gemm_operands(%l: tensor<2x1x6x1x4xi8>, %r: tensor<2x1x6x1x4xi8>) -> (tensor<1x1x6x1x4xi8>, tensor<2x1x4x4xi8>, tensor<1x2x6x1x4xi32>) {
+  %a = accel.bmm_operand %l {lhs_shape = array<i64: 2, 6, 3>, rhs_shape = array<i64: 2, 6, 3>, operand = 0 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 1 : i64} : (tensor<2x1x6x1x4xi8>) -> tensor<1x1x6x1x4xi8>
+  %w = accel.bmm_operand %r {lhs_shape = array<i64: 2, 6, 3>, rhs_shape = array<i64: 2, 6, 3>, operand = 1 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 1 : i64} : (tensor<2x1x6x1x4xi8>) -> tensor<2x1x4x4xi8>
+  %c = accel.bmm_zp_correction %l, %r {lhs_shape = array<i64: 2, 6, 3>, rhs_shape = array<i64: 2, 6, 3>, lhs_zero_point = -3 : i64, rhs_zero_point = 5 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 1 : i64} : (tensor<2x1x6x1x4xi8>, tensor<2x1x6x1x4xi8>) -> tensor<1x2x6x1x4xi32>
+  func.return %a, %w, %c : tensor<1x1x6x1x4xi8>, tensor<2x1x4x4xi8>, tensor<1x2x6x1x4xi32>
+}

@@ -1,0 +1,121 @@
+"""BATCH_MATMUL (activation x activation) as GEMM layers: the data movement and the zero-point
+correction around one product `lhs[i] @ rhs[i]` per flattened batch index i.
+
+LiteRT's int8 BATCH_MATMUL (`reference_ops::BatchMatMul`) computes, per output element,
+`acc = Σ_k (l[m, k] - zl) * (r[k, n] - zr)` in int32, then `MultiplyByQuantizedMultiplier`,
+the output zero point and the int8 clamp. The GEMM core multiplies raw int8 values, so the
+product is split as
+
+    acc = Σ_k l*r  +  ( -zr * Σ_k l[m, k]  -  zl * Σ_k r[k, n]  +  K * zl * zr )
+          GEMM core     the correction: one int32 per output element
+
+modulo 2^32 (both sides wrap alike). Per batch index:
+
+- `lhs_tokens_index`: the lhs rows as a token image `[1, K/B, M, 1, B]` (`accel.dense_zp`'s
+  input over M tokens), gathered from the packed lhs;
+- `weight_tiles_index`: the rhs as weight tiles `[N/B, K/B, B out, B in]` (`accel.dense_zp`'s
+  filter: the WGT layout OIHW16o16i of a 1x1 convolution, byte for byte), gathered from the
+  packed rhs; padding is 0, so padded K lanes add nothing;
+- `zp_correction`: the correction above, packed like the GEMM's int32 result
+  `[1, N/B, M, 1, B]`, padding lanes 0.
+
+Index arrays hold flat indices into the packed operand, -1 for padding (a GATHER step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from qaccel.kernels import arithmetic as ar
+from qaccel.kernels.layout import Packing, unpack
+
+GEMM_MAX_DIM = 1024
+"""Largest M, K or N (and flattened batch) `lower-q-to-accel` runs as GEMM layers; beyond it,
+the exact host step (`accel.batch_matmul`)."""
+
+
+def operand_sources(lhs_shape: Sequence[int], rhs_shape: Sequence[int], adj_x: bool,
+                    adj_y: bool, block: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Flat indices into the packed lhs and rhs (`Packing.activations`, channel block `block`)
+    of the plain operands after adj_x / adj_y, batch broadcast and flattened:
+    `[batch, M, K]` and `[batch, K, N]`."""
+    from qaccel.kernels.attention import batch_matmul_operands
+
+    sources = []
+    for plain in (list(lhs_shape), list(rhs_shape)):
+        packing = Packing.activations(len(plain), block)
+        packed = packing.packed_shape(plain)
+        index = np.arange(int(np.prod(packed)), dtype=np.int64).reshape(packed)
+        sources.append(unpack(index, packing, tuple(plain)))
+    return batch_matmul_operands(sources[0], sources[1], adj_x, adj_y)
+
+
+def dims(lhs_shape, rhs_shape, adj_x: bool, adj_y: bool) -> tuple[int, int, int, int]:
+    """(batch, M, K, N) of the flattened product."""
+    ls, rs = list(lhs_shape), list(rhs_shape)
+    m, k = (ls[-1], ls[-2]) if adj_x else (ls[-2], ls[-1])
+    n = rs[-2] if adj_y else rs[-1]
+    batch = int(np.prod(np.broadcast_shapes(tuple(ls[:-2]), tuple(rs[:-2])), dtype=np.int64))
+    return batch, m, k, n
+
+
+def tokens_shape(m: int, k: int, block: int) -> tuple[int, ...]:
+    return (1, -(-k // block), m, 1, block)
+
+
+def tiles_shape(k: int, n: int, block: int) -> tuple[int, ...]:
+    return (-(-n // block), -(-k // block), block, block)
+
+
+def result_shape(m: int, n: int, block: int) -> tuple[int, ...]:
+    return (1, -(-n // block), m, 1, block)
+
+
+def lhs_tokens_index(lhs_plain: np.ndarray, block: int) -> np.ndarray:
+    """`[M, K]` values (or indices) -> the token image `[1, K/B, M, 1, B]`, padding -1."""
+    m, k = lhs_plain.shape
+    kb = -(-k // block)
+    padded = np.full((m, kb * block), -1, np.int64)
+    padded[:, :k] = lhs_plain
+    return np.ascontiguousarray(padded.reshape(m, kb, block).transpose(1, 0, 2)).reshape(
+        tokens_shape(m, k, block))
+
+
+def weight_tiles_index(rhs_plain: np.ndarray, block: int) -> np.ndarray:
+    """`[K, N]` values (or indices) -> weight tiles `[N/B, K/B, B out, B in]` (tile
+    `[nb, kb]` holds `rhs[kb*B + in, nb*B + out]`), padding -1."""
+    k, n = rhs_plain.shape
+    kb, nb = -(-k // block), -(-n // block)
+    padded = np.full((kb * block, nb * block), -1, np.int64)
+    padded[:k, :n] = rhs_plain
+    return np.ascontiguousarray(padded.reshape(kb, block, nb, block).transpose(2, 0, 3, 1))
+
+
+def gather(x: np.ndarray, index: np.ndarray, fill: int = 0) -> np.ndarray:
+    """`x.reshape(-1)[index]`, `fill` where the index is -1 (a GATHER step)."""
+    flat = x.reshape(-1)
+    return np.where(index >= 0, flat[np.maximum(index, 0)], np.asarray(fill, x.dtype)).astype(
+        x.dtype)
+
+
+def zp_correction(a: np.ndarray, b: np.ndarray, lhs_zero_point: int, rhs_zero_point: int,
+                  block: int) -> np.ndarray:  # fmt: skip
+    """The int32 correction of `a [M, K] @ b [K, N]` (raw int8 values) for the zero points,
+    packed `[1, N/B, M, 1, B]`, padding lanes 0 (see the module docstring)."""
+    m, k = a.shape
+    n = b.shape[1]
+    rows = a.astype(np.int64).sum(axis=1)
+    cols = b.astype(np.int64).sum(axis=0)
+    corr = (-rhs_zero_point * rows[:, None] - lhs_zero_point * cols[None, :]
+            + k * lhs_zero_point * rhs_zero_point)  # fmt: skip
+    nb = -(-n // block)
+    padded = np.zeros((m, nb * block), np.int64)
+    padded[:, :n] = ar.wrap_int32(corr)
+    return np.ascontiguousarray(padded.reshape(m, nb, block).transpose(1, 0, 2)).reshape(
+        result_shape(m, n, block)).astype(np.int32)
+
+
+__all__ = ["GEMM_MAX_DIM", "dims", "gather", "lhs_tokens_index", "operand_sources", "result_shape",
+           "tiles_shape", "tokens_shape", "weight_tiles_index", "zp_correction"]  # fmt: skip
