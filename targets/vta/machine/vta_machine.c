@@ -2591,12 +2591,14 @@ struct span {
     int64_t n_out, n_in, dfo, dfi, sfo, sfi, d, s;
 };
 
+/* The span's fields are copied into locals (the kernels' stores could alias them, which would
+ * make the compiler read them again at every row) and the rows advance by addition. */
 #define FOR_SPAN(sp, drow, srow)                                                             \
-    for (int64_t o_ = 0; o_ < (sp)->n_out; o_++)                                              \
-        for (int64_t i_ = 0, drow, srow;                                                      \
-             i_ < (sp)->n_in && (drow = (sp)->d + o_ * (sp)->dfo + i_ * (sp)->dfi,            \
-                                srow = (sp)->s + o_ * (sp)->sfo + i_ * (sp)->sfi, 1);         \
-             i_++)
+    for (int64_t o_ = 0, no_ = (sp)->n_out, ni_ = (sp)->n_in, dfo_ = (sp)->dfo,               \
+                 dfi_ = (sp)->dfi, sfo_ = (sp)->sfo, sfi_ = (sp)->sfi, do_ = (sp)->d,          \
+                 so_ = (sp)->s;                                                               \
+         o_ < no_; o_++, do_ += dfo_, so_ += sfo_)                                            \
+        for (int64_t i_ = 0, drow = do_, srow = so_; i_ < ni_; i_++, drow += dfi_, srow += sfi_)
 
 static void dense_rows_c(int32_t *acc, const int16_t *inp, const int8_t *w, int64_t blk,
                          const struct span *sp) {
@@ -2741,9 +2743,46 @@ DENSE16_GROUP(dense16_group_avx512_vnni, __attribute__((target("avx2,avx512vnni,
               DP_AVX512_VNNI)
 #endif
 
-/* BLOCK 16, only the listed lane pairs (e.g. input channels padded to the block). */
+/* pairs16_avx2 with NP (a constant: the loops unroll) lane pairs at offsets off[] of each
+ * input row, their pair-row vectors w[2q], w[2q + 1] in registers for every row of the span. */
+static inline __attribute__((always_inline)) AVX2 void pairs16_fixed(
+    int32_t *acc, const int16_t *inp, const __m256i *w, const int *off, int NP,
+    const struct span *sp) {
+    FOR_SPAN(sp, d, r) {
+        __m256i *a = (__m256i *)(acc + d * 16);
+        const int16_t *x = inp + r * 16;
+        __m256i s0 = _mm256_loadu_si256(a), s1 = _mm256_loadu_si256(a + 1);
+        for (int q = 0; q < NP; q++) {
+            __m256i b = bcast_pair(x + off[q]);
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(b, w[2 * q]));
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(b, w[2 * q + 1]));
+        }
+        _mm256_storeu_si256(a, s0);
+        _mm256_storeu_si256(a + 1, s1);
+    }
+}
+
+/* BLOCK 16, only the listed lane pairs (e.g. input channels padded to the block): up to four
+ * (a first layer's few input channels) with their weights held in registers, more from
+ * memory. */
 static AVX2 void pairs16_avx2(int32_t *acc, const int16_t *inp, const int16_t *wp,
                               const uint8_t *list, int np, const struct span *sp) {
+    if (np <= 4) {
+        __m256i w[8];
+        int off[4];
+        for (int q = 0; q < np; q++) {
+            w[2 * q] = _mm256_loadu_si256((const __m256i *)(wp + 32 * list[q]));
+            w[2 * q + 1] = _mm256_loadu_si256((const __m256i *)(wp + 32 * list[q] + 16));
+            off[q] = 2 * list[q];
+        }
+        switch (np) {
+        case 1: pairs16_fixed(acc, inp, w, off, 1, sp); return;
+        case 2: pairs16_fixed(acc, inp, w, off, 2, sp); return;
+        case 3: pairs16_fixed(acc, inp, w, off, 3, sp); return;
+        case 4: pairs16_fixed(acc, inp, w, off, 4, sp); return;
+        default: return; /* no pair: a zero tile, never given */
+        }
+    }
     FOR_SPAN(sp, d, r) {
         __m256i *a = (__m256i *)(acc + d * 16);
         const int16_t *x = inp + r * 16;
