@@ -13,7 +13,10 @@ and its edges, for the portable C kernels and the vector ones (`QACCEL_CMACHINE_
   destinations, GEMMs with more micro-ops than are grouped);
 - fused ALU runs whose register operands do not move with the inner loop (a per-channel
   requantization: operands prepared once per row block), with INT32_MIN operands
-  (RDMUL's saturating case) and RSHR exponents out of range (the error of the checked run).
+  (RDMUL's saturating case) and RSHR exponents out of range (the error of the checked run);
+- resets left pending: a reset of consecutive rows, then what may come before the GEMM that
+  adds one product row (a bias) to each of them (a STORE of other rows or of the same ones,
+  an ALU, another reset), then that GEMM or one that does not cover the range exactly.
 """
 
 from __future__ import annotations
@@ -215,3 +218,76 @@ def test_the_environment_chooses_the_kernel_of_c_hosts(name, monkeypatch):
     if order.index(expected) > order.index(fastest):
         expected = fastest
     assert got == expected
+
+
+def reset_program(rng, config):
+    """A reset of rows [a, a + n), something between it and the next GEMM (nothing, a STORE of
+    other rows or of some of the same, an ALU on some of them, another reset), a bias-like GEMM
+    (one source row, a tile fixed or moving with the outer loop) over exactly those rows or not
+    quite, sometimes the products of a layer, then every ACC row stored."""
+    r = lambda lo, hi: int(rng.integers(lo, hi))  # noqa: E731
+    blk, ri, rw, ra = config.block, 16, len(TILES), 256
+    a, n_out, n_in = r(0, 40), r(1, 4), r(1, 9)
+    n = n_out * n_in
+    exact = rng.random() < 0.7
+    first = a if exact or rng.random() < 0.5 else a + 1
+    if not exact and first == a:
+        n_out, n_in = (n_out, n_in - 1) if n_in > 1 else (n_out + 1, n_in)
+    if rng.random() < 0.5:  # one tile for every row, or one per outer iteration
+        dfo, wfo = n_in, r(0, 2)
+    else:
+        n_out, n_in = n_out * n_in, 1
+        dfo, wfo = 1, r(0, 2)
+    sfi = 0 if exact or rng.random() < 0.5 else 1
+    between = rng.choice(["none", "store other", "store same", "alu", "reset", "reset other"])
+    dst = [a, first, r(0, 100), 120]
+    src = [0, r(0, ri), r(0, ri), 0]
+    wgt = [0, r(0, rw - 4), r(0, rw), 0]
+    uops = encode_uops(np.array(dst), np.array(src), np.array(wgt), config=config)
+    acc = rng.integers(-(1 << 31), 1 << 31, (ra, blk), dtype=np.int64).astype(np.int32)
+    inp = rng.integers(-128, 128, (ri, blk)).astype(np.int8)
+    wgt_at = ra * 4 * blk
+    inp_at = wgt_at + rw * blk * blk
+    dram = np.concatenate([acc.reshape(-1).view(np.uint8), TILES[:rw].reshape(-1).view(np.uint8),
+                           inp.reshape(-1).view(np.uint8),
+                           np.zeros(ra * blk, np.uint8)])  # fmt: skip
+    out_at = (inp_at + ri * blk) // blk
+    p = Program(config)
+    p.uops = uops
+    p.load(MemType.UOP, 0, 0, 1, len(dst))
+    p.load(MemType.ACC, 0, 0, 1, ra)
+    _phase(p, [("load", (MemType.INP, 0, inp_at // blk, 1, ri), {}),
+               ("load", (MemType.WGT, 0, wgt_at // (blk * blk), 1, rw), {})], push_next=True)  # fmt: skip
+    reset = ("gemm", (0, 1), dict(iter_out=n, dst_factor=(1, 0), reset=True))
+    bias = ("gemm", (1, 2), dict(iter_out=n_out, iter_in=n_in, dst_factor=(dfo, 1),
+                                 src_factor=(0, sfi), wgt_factor=(wfo, 0)))  # fmt: skip
+    then = [bias]
+    if rng.random() < 0.5:  # a layer's products after its bias
+        then.append(("gemm", (2, 3), dict(iter_out=n, dst_factor=(1, 0), src_factor=(0, 0))))
+    if between in ("store other", "store same"):
+        _phase(p, [reset], pop_prev=True, push_next=True)
+        lo = a + n + r(0, 20) if between == "store other" else a + r(0, n)
+        p.store(MemType.OUT, lo, out_at, 1, r(1, 30), pop_prev=True, push_prev=True)
+        _phase(p, then, pop_next=True, push_next=True)
+    else:
+        mid = []
+        if between == "alu":
+            mid = [("alu", (AluOp.ADD, 1, 2), dict(iter_out=r(1, n + 1), dst_factor=(1, 0), imm=r(-9, 9)))]
+        elif between.startswith("reset"):
+            mid = [("gemm", (3 if between == "reset other" else 0, 4 if between == "reset other" else 1),
+                    dict(iter_out=r(1, 30), dst_factor=(1, 0), reset=True))]  # fmt: skip
+        _phase(p, [reset, *mid, *then], pop_prev=True, push_next=True)
+    p.store(MemType.ACC, 0, 0, 1, ra, pop_prev=True, push_prev=True)
+    p.finish(pop_next=True)
+    return p, dram
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_resets_left_pending(kernel, monkeypatch):
+    monkeypatch.setattr(cmachine, "kernel", kernel)
+    rng = np.random.default_rng(31)
+    outcomes = {"ran": 0, "error": 0}
+    for n in range(60):
+        program, dram = reset_program(rng, DEFAULT_CONFIG)
+        outcomes[_compare(program, None, dram, DEFAULT_CONFIG, f"{kernel} reset {n}")] += 1
+    assert outcomes["ran"] >= 50, outcomes

@@ -3040,6 +3040,96 @@ static void fast_gemm(vta_scratch *s, const int64_t *f, const int32_t *snap) {
             }
 }
 
+/* --- resets left pending -----------------------------------------------------------------------
+ * A GEMM layer resets a range of accumulator rows, then adds to each of them one product row
+ * (its bias: a bias tile times a row of ones), then the products of its micro-ops. vta_execute
+ * keeps the last reset of one range of consecutive rows pending instead of zeroing it: the
+ * next GEMM that adds one product row to exactly each row of that range writes the product
+ * (0 + P is P, modulo 2^32 too) instead of adding it; anything else that may read or write
+ * those rows first zeroes them (settle_reset), so every instruction sees the accumulator the
+ * replay order gives. */
+
+/* The rows [first, first + n) a reset GEMM zeroes when they are consecutive, else n = 0. */
+static int64_t reset_range(const int64_t *f, const int32_t *snap, int64_t *first) {
+    int64_t nk = f[F_UOP_END] - f[F_UOP_BGN], n_out = f[F_ITER_OUT], n_in = f[F_ITER_IN];
+    int64_t dfo = f[F_DST_FACTOR_OUT], dfi = f[F_DST_FACTOR_IN];
+    if (!f[F_RESET] || nk != 1 || n_out <= 0 || n_in <= 0) return 0;
+    if (!((n_in == 1 && dfo == 1) || (dfi == 1 && (n_out == 1 || dfo == n_in)))) return 0;
+    *first = snap[0];
+    return n_out * n_in;
+}
+
+/* BLOCK 16: rows [first, first + n) = row. */
+#if HAVE_AVX2_KERNEL
+static AVX2 void set_rows16_avx2(int32_t *acc, const int32_t *row, int64_t n) {
+    __m256i lo = _mm256_loadu_si256((const __m256i *)row);
+    __m256i hi = _mm256_loadu_si256((const __m256i *)(row + 8));
+    __m256i *a = (__m256i *)acc;
+    for (int64_t k = 0; k < 2 * n; k += 2) {
+        _mm256_storeu_si256(a + k, lo);
+        _mm256_storeu_si256(a + k + 1, hi);
+    }
+}
+#endif
+
+static void set_rows(const vta_scratch *s, int64_t first, int64_t n, const int32_t *row) {
+    int64_t blk = s->g.blk;
+#if HAVE_AVX2_KERNEL
+    if (s->kernel >= VTA_KERNEL_AVX2) { /* BLOCK 16 */
+        set_rows16_avx2(s->acc + first * 16, row, n);
+        return;
+    }
+#endif
+    for (int64_t r = 0; r < n; r++) memcpy(s->acc + (first + r) * blk, row, (size_t)blk * 4);
+}
+
+/* A GEMM (no reset) whose one micro-op adds one product row to each row of the pending range
+ * [first, first + n), once each (its source row fixed, its tile moving with the outer loop
+ * at most): the products written instead. 1 when taken, 0 (nothing done) otherwise. */
+static int gemm_writes_pending(const vta_scratch *s, const int64_t *f, const int32_t *snap,
+                               int64_t first, int64_t n) {
+    int64_t nk = f[F_UOP_END] - f[F_UOP_BGN], n_out = f[F_ITER_OUT], n_in = f[F_ITER_IN];
+    int64_t dfo = f[F_DST_FACTOR_OUT], dfi = f[F_DST_FACTOR_IN];
+    int64_t sfo = f[F_SRC_FACTOR_OUT], sfi = f[F_SRC_FACTOR_IN];
+    int64_t wfo = f[F_WGT_FACTOR_OUT], wfi = f[F_WGT_FACTOR_IN], blk = s->g.blk;
+    if (f[F_RESET] || nk != 1 || n_out <= 0 || n_in <= 0 || snap[0] != first || n_out * n_in != n)
+        return 0;
+    /* row (o, i) = first + o * n_in + i: every row of the range once */
+    if (!((n_in == 1 && dfo == 1) || (dfi == 1 && (n_out == 1 || dfo == n_in)))) return 0;
+    if ((sfo != 0 && n_out > 1) || (sfi != 0 && n_in > 1) || (wfi != 0 && n_in > 1)) return 0;
+    struct span one = {1, 1, 0, 0, 0, 0, 0, snap[1]};
+    for (int64_t o = 0; o < n_out; o++) {
+        int64_t row = snap[2] + o * wfo; /* within the WGT buffer: checked */
+        const struct tiles *t = s->from[row];
+        int64_t tile = s->at[row];
+        memset(s->row, 0, (size_t)blk * sizeof(int32_t));
+        if (t->wclass[tile] != TILE_ZERO) tile_kernel(s, s->row, t, tile, &one);
+        set_rows(s, first + o * n_in, n_in, s->row);
+    }
+    return 1;
+}
+
+/* Whether instruction f may read or write accumulator rows [first, first + n) (a pending
+ * reset's): everything but LOADs into INP, WGT or UOP, SETPAD, FINISH and STOREs of other
+ * rows without parameters. */
+static int touches_rows(const int64_t *f, int64_t first, int64_t n) {
+    int64_t mt = f[F_MEMORY_TYPE];
+    switch (f[F_OPCODE]) {
+    case OP_LOAD:
+        return !(mt == MEM_INP || mt == MEM_WGT || mt == MEM_UOP);
+    case OP_STORE: {
+        if (mt != MEM_OUT) return 1;
+        int64_t base = f[F_SRAM_BASE], end = base + f[F_Y_SIZE] * f[F_X_SIZE];
+        return f[F_X_SIZE] && f[F_Y_SIZE] && base < first + n && first < end;
+    }
+    case OP_SETPAD:
+    case OP_FINISH:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
 /* --- constant weights, converted once per program ------------------------------------------- */
 
 int vta_program_constants(vta_program *p, const uint8_t *dram, int64_t dram_len,
@@ -3370,13 +3460,34 @@ int vta_execute(const vta_program *p, vta_scratch *s, vta_run *run) {
     vta_program_timing(p, run);
     run->kernel = s->kernel;
     int rc = VTA_OK;
+    int64_t zero_first = 0, zero_n = 0; /* a reset left pending (see reset_range) */
     for (int64_t k = 0; k < p->n_order && rc == VTA_OK; k++) {
+        int64_t i = p->order[k];
+        const int64_t *f = p->f + i * F_COUNT;
+        if (f[F_OPCODE] == OP_GEMM && p->uop_at[i] >= 0) {
+            const int32_t *snap = p->uops + p->uop_at[i];
+            int64_t first = 0, n = reset_range(f, snap, &first);
+            if (n) {
+                if (zero_n) zero_rows(s, zero_first, zero_n);
+                zero_first = first, zero_n = n;
+                continue;
+            }
+            if (zero_n && gemm_writes_pending(s, f, snap, zero_first, zero_n)) {
+                zero_n = 0;
+                continue;
+            }
+        }
+        if (zero_n && touches_rows(f, zero_first, zero_n)) {
+            zero_rows(s, zero_first, zero_n);
+            zero_n = 0;
+        }
         if (p->alu_fused[k] >= 2 && alu_fused(s, p, k)) {
             k += p->alu_fused[k] - 1;
             continue;
         }
-        rc = fast_step(m, s, p, p->order[k]);
+        rc = fast_step(m, s, p, i);
     }
+    if (zero_n) zero_rows(s, zero_first, zero_n); /* the accumulator as the replay leaves it */
     /* No row refers to the program's constants once it is done (it may be freed): a prepared
      * program reads no WGT row it has not loaded itself (vta_prepare checks it), so the rows
      * only need to be valid. */
