@@ -143,10 +143,11 @@ def test_grouped_gemm_micro_ops(kernel, shape, monkeypatch):
     assert ran >= (15 if shape == "random" else 25)  # random rows break pipeline rules
 
 
-def requant_program(rng, config):
+def requant_program(rng, config, usual=False):
     """A requantization-like ALU run: register operands from rows that move with the outer
     iteration only (or not at all), immediates, INT32_MIN in operands and sums, RSHR
-    exponents in range or (sometimes) not."""
+    exponents in range or (sometimes) not. `usual`: a requantization's usual run (RDMUL
+    and RSHR by register rows, MAX and MIN by immediates; sometimes without the RDMUL)."""
     r = lambda lo, hi: int(rng.integers(lo, hi))  # noqa: E731
     blk, ra = config.block, 256
     half, nu = ra // 2, 8  # destinations stay below `half`, operands above: fusable
@@ -156,9 +157,13 @@ def requant_program(rng, config):
     dfi, dfo = e - b, (e - b) * ii
     sfo = r(0, 3)
     uops = encode_uops(np.arange(nu), half + np.arange(nu) * 3, np.zeros(nu, np.int64), config=config)
+    if usual:  # micro-ops nu.. read the multipliers, from rows of their own
+        uops = encode_uops(np.tile(np.arange(nu), 2),
+                           half + np.concatenate([np.arange(nu) * 3, 64 + np.arange(nu) * 3]),
+                           np.zeros(2 * nu, np.int64), config=config)  # fmt: skip
     acc = rng.integers(-(1 << 31), 1 << 31, (ra, blk), dtype=np.int64).astype(np.int32)
     acc[rng.random((ra, blk)) < 0.2] = np.iinfo(np.int32).min
-    kind = rng.choice(["exponents", "multipliers"])
+    kind = "exponents" if usual else rng.choice(["exponents", "multipliers"])
     if kind == "exponents":  # register RSHR exponents: in range, now and then one is not
         acc[half:] = rng.integers(0, 32, (ra - half, blk))
         if rng.random() < 0.3:  # in an operand row the run reads
@@ -168,7 +173,7 @@ def requant_program(rng, config):
     dram = acc.reshape(-1).view(np.uint8).copy()
     p = Program(config)
     p.uops = uops
-    p.load(MemType.UOP, 0, 0, 1, nu)
+    p.load(MemType.UOP, 0, 0, 1, 2 * nu if usual else nu)
     p.load(MemType.ACC, 0, 0, 1, ra)
     chain = []
     ops = [AluOp.ADD, AluOp.RDMUL, AluOp.RSHR, AluOp.MAX, AluOp.MIN, AluOp.MUL, AluOp.SHR]
@@ -184,6 +189,17 @@ def requant_program(rng, config):
             lo, hi = {AluOp.SHR: (-31, 32), AluOp.RSHR: (0, 32)}.get(op, (-32768, 32768))
             kw["imm"] = r(lo, hi)
         chain.append(("alu", (op, b, e), kw))
+    if usual:
+        kw = dict(iter_out=io, iter_in=ii, dst_factor=(dfo, dfi))
+        ops = [(AluOp.RDMUL, None), (AluOp.RSHR, None), (AluOp.MAX, r(-200, 0)),
+               (AluOp.MIN, r(0, 200))]  # fmt: skip
+        acc[half + 64 :] = rng.integers(1 << 29, 1 << 31, (ra - half - 64, blk))
+        if rng.random() < 0.3:  # INT32_MIN multipliers: RDMUL's saturating case
+            acc[half + 64 :][rng.random((ra - half - 64, blk)) < 0.1] = np.iinfo(np.int32).min
+        dram = acc.reshape(-1).view(np.uint8).copy()
+        chain = [("alu", (op, b + (nu if op == AluOp.RDMUL else 0), e + (nu if op == AluOp.RDMUL else 0)),
+                  {**kw, **({"src_factor": (sfo, 0)} if imm is None else {"imm": imm})})
+                 for op, imm in ops[r(0, 2):]]  # fmt: skip
     _phase(p, chain, push_next=True)
     p.store(MemType.ACC, 0, 0, 1, half, pop_prev=True, push_prev=True)
     p.finish(pop_next=True)
@@ -200,6 +216,17 @@ def test_fused_alu_runs_with_fixed_operands(kernel, monkeypatch):
         program, dram = requant_program(rng, config)
         outcomes[_compare(program, None, dram, config, f"{kernel} {config.name} run {n}")] += 1
     assert outcomes["ran"] >= 50 and outcomes["error"] >= 1, outcomes
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_fused_requantization_runs(kernel, monkeypatch):
+    monkeypatch.setattr(cmachine, "kernel", kernel)
+    rng = np.random.default_rng(29)
+    outcomes = {"ran": 0, "error": 0}
+    for n in range(60):
+        program, dram = requant_program(rng, DEFAULT_CONFIG, usual=True)
+        outcomes[_compare(program, None, dram, DEFAULT_CONFIG, f"{kernel} requant {n}")] += 1
+    assert outcomes["ran"] >= 30 and outcomes["error"] >= 1, outcomes
 
 
 @pytest.mark.parametrize("name", ["c", "sse2", "avx2", "auto", "no-such-kernel"])

@@ -3282,12 +3282,45 @@ static inline AVX2 void hoisted_rows(const struct hoisted_op *h, int len, __m256
     _mm256_storeu_si256(x0 + 1, a1);
 }
 
+/* A requantization's usual run, [RDMUL by a register row, unless no_rdmul] RSHR by a
+ * register row, MAX, MIN (immediates), with no INT32_MIN multiplier: the `n` rows from x on
+ * (`step` ACC rows apart) through it, the operations inlined (no dispatch per row). */
+static inline __attribute__((always_inline)) AVX2 void requant_rows(const struct hoisted_op *h,
+                                                                    int no_rdmul, int32_t *x,
+                                                                    int64_t step, int64_t n) {
+    const struct hoisted_op *m = &h[0], *e = &h[no_rdmul ? 0 : 1], *lo = e + 1, *hi = e + 2;
+    for (int64_t r = 0; r < n; r++, x += step * 16) {
+        __m256i *v = (__m256i *)x;
+        __m256i a0 = _mm256_loadu_si256(v), a1 = _mm256_loadu_si256(v + 1);
+        if (!no_rdmul) {
+            a0 = rdmul8_nosat(a0, m->b[0], m->c[0]);
+            a1 = rdmul8_nosat(a1, m->b[1], m->c[1]);
+        }
+        a0 = rshr8_masked(a0, e->b[0], e->c[0], e->d[0]);
+        a1 = rshr8_masked(a1, e->b[1], e->c[1], e->d[1]);
+        a0 = _mm256_min_epi32(_mm256_max_epi32(a0, lo->b[0]), hi->b[0]);
+        a1 = _mm256_min_epi32(_mm256_max_epi32(a1, lo->b[1]), hi->b[1]);
+        _mm256_storeu_si256(v, a0);
+        _mm256_storeu_si256(v + 1, a1);
+    }
+}
+
+/* Whether the run is requant_rows' (1: with RDMUL, 2: without), else 0. */
+static int requant_shape(const struct fused_op *ops, int len) {
+    int k = len == 4 && ops[0].op == ALU_RDMUL && !ops[0].use_imm ? 1 : len == 3 ? 0 : -1;
+    if (k < 0 || ops[k].op != ALU_RSHR || ops[k].use_imm || ops[k + 1].op != ALU_MAX ||
+        !ops[k + 1].use_imm || ops[k + 2].op != ALU_MIN || !ops[k + 2].use_imm)
+        return 0;
+    return k ? 1 : 2;
+}
+
 /* The fused run when no register operand row moves with the inner iteration: every
  * operand prepared once per outer iteration and micro-op, two rows per operation. */
 static AVX2 int alu_hoisted16_avx2(int32_t *acc, const struct fused_op *ops, int len,
                                    const int32_t *dk, int64_t nk, int64_t n_out, int64_t n_in,
                                    int64_t dfo, int64_t dfi) {
     struct hoisted_op h[MAX_FUSED];
+    int shape = requant_shape(ops, len);
     for (int64_t o = 0; o < n_out; o++) /* exponents checked before any row changes */
         for (int64_t kk = 0; kk < nk; kk++)
             if (!hoist_operands(h, ops, len, acc, o, kk)) return 0;
@@ -3295,6 +3328,14 @@ static AVX2 int alu_hoisted16_avx2(int32_t *acc, const struct fused_op *ops, int
         for (int64_t kk = 0; kk < nk; kk++) {
             hoist_operands(h, ops, len, acc, o, kk);
             int32_t *base = acc + (dk[kk] + o * dfo) * 16;
+            if (shape == 1 && !h[0].saturate) {
+                requant_rows(h, 0, base, dfi, n_in);
+                continue;
+            }
+            if (shape == 2) {
+                requant_rows(h, 1, base, dfi, n_in);
+                continue;
+            }
             int64_t ii = 0;
             for (; ii + 1 < n_in; ii += 2)
                 hoisted_rows(h, len, (__m256i *)(base + ii * dfi * 16),
