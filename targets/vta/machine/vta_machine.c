@@ -873,7 +873,7 @@ static void store_acc_row(uint8_t *dst, const int32_t *v, int64_t blk) {
     }
 }
 
-static void store_narrow_rows(uint8_t *dst, const int32_t *v, int64_t count); /* below */
+static void store_narrow_rows(uint8_t *dst, const int32_t *v, int64_t count, int vector); /* below */
 
 /* The data a STORE writes to DRAM (ranges and shifts checked before). */
 static void store_rows(machine *m, const int64_t *f) {
@@ -884,7 +884,7 @@ static void store_rows(machine *m, const int64_t *f) {
         uint8_t *dst = dram + (f[F_DRAM_BASE] + y * stride) * eb;
         const int32_t *v = m->acc + (base + y * xs) * blk;
         if (mt == MEM_OUT) { /* the low 8 bits; a line of rows is contiguous on both sides */
-            store_narrow_rows(dst, v, xs * blk);
+            store_narrow_rows(dst, v, xs * blk, m->kernel >= VTA_KERNEL_AVX2);
             continue;
         }
         for (int64_t x = 0; x < xs; x++, dst += eb, v += blk) {
@@ -1387,9 +1387,35 @@ static int64_t alu_loops16(const machine *m, const int64_t *f, const struct loop
 #endif
 }
 
-/* dst[k] = the low 8 bits of v[k] (STORE OUT). */
-static void store_narrow_rows(uint8_t *dst, const int32_t *v, int64_t count) {
+#if HAVE_AVX2_KERNEL
+/* store_narrow_rows, 32 lanes at a time: 0..255 passes both saturating packs unchanged, which
+ * interleave the 128-bit halves (a permutation puts them back in order). */
+static AVX2 int64_t store_narrow32_avx2(uint8_t *dst, const int32_t *v, int64_t count) {
+    const __m256i low = _mm256_set1_epi32(0xFF);
     int64_t k = 0;
+    for (; k + 32 <= count; k += 32) {
+        const __m256i *s = (const __m256i *)(v + k);
+        __m256i a = _mm256_and_si256(_mm256_loadu_si256(s), low);
+        __m256i b = _mm256_and_si256(_mm256_loadu_si256(s + 1), low);
+        __m256i c = _mm256_and_si256(_mm256_loadu_si256(s + 2), low);
+        __m256i d = _mm256_and_si256(_mm256_loadu_si256(s + 3), low);
+        __m256i bytes = _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+        /* 32-bit units now: a[0:4] b[0:4] c[0:4] d[0:4] | a[4:8] b[4:8] c[4:8] d[4:8] */
+        bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(dst + k), bytes);
+    }
+    return k;
+}
+#endif
+
+/* dst[k] = the low 8 bits of v[k] (STORE OUT). */
+static void store_narrow_rows(uint8_t *dst, const int32_t *v, int64_t count, int vector) {
+    int64_t k = 0;
+#if HAVE_AVX2_KERNEL
+    if (vector) k = store_narrow32_avx2(dst, v, count);
+#else
+    (void)vector;
+#endif
 #if HAVE_PAIR_KERNEL
     const __m128i low = _mm_set1_epi32(0xFF);
     for (; k + 16 <= count; k += 16) {
