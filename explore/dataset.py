@@ -12,7 +12,8 @@ one `.npz` file whose arrays are input sets of a single-input model, an array wi
 A folder's files are read when their set runs, not all first. Where every set runs: an
 artifact whose run plan runs every accelerator function through its program (`RunPlan.
 concurrent`) runs on local threads of this process (`workers="threads"`, the default for a
-local executor): the plan is loaded once, each thread has its own program states and the
+local executor): the plan is loaded once, each thread has its own program states (sharing one
+prepared copy of each program's layers and converted weights, read-only) and the
 program runner releases the GIL, so the threads compute on every core, read their sets and
 write their outputs themselves, and nothing is copied between processes. Otherwise (or with
 `workers="processes"`, or Ray) the artifact's files travel to the workers as bytes (once per

@@ -13,7 +13,10 @@ and its edges, for the portable C kernels and the vector ones (`QACCEL_CMACHINE_
   destinations, GEMMs with more micro-ops than are grouped);
 - fused ALU runs whose register operands do not move with the inner loop (a per-channel
   requantization: operands prepared once per row block), with INT32_MIN operands
-  (RDMUL's saturating case) and RSHR exponents out of range (the error of the checked run).
+  (RDMUL's saturating case) and RSHR exponents out of range (the error of the checked run);
+- resets left pending: a reset of consecutive rows, then what may come before the GEMM that
+  adds one product row (a bias) to each of them (a STORE of other rows or of the same ones,
+  an ALU, another reset), then that GEMM or one that does not cover the range exactly.
 """
 
 from __future__ import annotations
@@ -140,10 +143,11 @@ def test_grouped_gemm_micro_ops(kernel, shape, monkeypatch):
     assert ran >= (15 if shape == "random" else 25)  # random rows break pipeline rules
 
 
-def requant_program(rng, config):
+def requant_program(rng, config, usual=False):
     """A requantization-like ALU run: register operands from rows that move with the outer
     iteration only (or not at all), immediates, INT32_MIN in operands and sums, RSHR
-    exponents in range or (sometimes) not."""
+    exponents in range or (sometimes) not. `usual`: a requantization's usual run (RDMUL
+    and RSHR by register rows, MAX and MIN by immediates; sometimes without the RDMUL)."""
     r = lambda lo, hi: int(rng.integers(lo, hi))  # noqa: E731
     blk, ra = config.block, 256
     half, nu = ra // 2, 8  # destinations stay below `half`, operands above: fusable
@@ -153,9 +157,13 @@ def requant_program(rng, config):
     dfi, dfo = e - b, (e - b) * ii
     sfo = r(0, 3)
     uops = encode_uops(np.arange(nu), half + np.arange(nu) * 3, np.zeros(nu, np.int64), config=config)
+    if usual:  # micro-ops nu.. read the multipliers, from rows of their own
+        uops = encode_uops(np.tile(np.arange(nu), 2),
+                           half + np.concatenate([np.arange(nu) * 3, 64 + np.arange(nu) * 3]),
+                           np.zeros(2 * nu, np.int64), config=config)  # fmt: skip
     acc = rng.integers(-(1 << 31), 1 << 31, (ra, blk), dtype=np.int64).astype(np.int32)
     acc[rng.random((ra, blk)) < 0.2] = np.iinfo(np.int32).min
-    kind = rng.choice(["exponents", "multipliers"])
+    kind = "exponents" if usual else rng.choice(["exponents", "multipliers"])
     if kind == "exponents":  # register RSHR exponents: in range, now and then one is not
         acc[half:] = rng.integers(0, 32, (ra - half, blk))
         if rng.random() < 0.3:  # in an operand row the run reads
@@ -165,7 +173,7 @@ def requant_program(rng, config):
     dram = acc.reshape(-1).view(np.uint8).copy()
     p = Program(config)
     p.uops = uops
-    p.load(MemType.UOP, 0, 0, 1, nu)
+    p.load(MemType.UOP, 0, 0, 1, 2 * nu if usual else nu)
     p.load(MemType.ACC, 0, 0, 1, ra)
     chain = []
     ops = [AluOp.ADD, AluOp.RDMUL, AluOp.RSHR, AluOp.MAX, AluOp.MIN, AluOp.MUL, AluOp.SHR]
@@ -181,6 +189,17 @@ def requant_program(rng, config):
             lo, hi = {AluOp.SHR: (-31, 32), AluOp.RSHR: (0, 32)}.get(op, (-32768, 32768))
             kw["imm"] = r(lo, hi)
         chain.append(("alu", (op, b, e), kw))
+    if usual:
+        kw = dict(iter_out=io, iter_in=ii, dst_factor=(dfo, dfi))
+        ops = [(AluOp.RDMUL, None), (AluOp.RSHR, None), (AluOp.MAX, r(-200, 0)),
+               (AluOp.MIN, r(0, 200))]  # fmt: skip
+        acc[half + 64 :] = rng.integers(1 << 29, 1 << 31, (ra - half - 64, blk))
+        if rng.random() < 0.3:  # INT32_MIN multipliers: RDMUL's saturating case
+            acc[half + 64 :][rng.random((ra - half - 64, blk)) < 0.1] = np.iinfo(np.int32).min
+        dram = acc.reshape(-1).view(np.uint8).copy()
+        chain = [("alu", (op, b + (nu if op == AluOp.RDMUL else 0), e + (nu if op == AluOp.RDMUL else 0)),
+                  {**kw, **({"src_factor": (sfo, 0)} if imm is None else {"imm": imm})})
+                 for op, imm in ops[r(0, 2):]]  # fmt: skip
     _phase(p, chain, push_next=True)
     p.store(MemType.ACC, 0, 0, 1, half, pop_prev=True, push_prev=True)
     p.finish(pop_next=True)
@@ -199,6 +218,17 @@ def test_fused_alu_runs_with_fixed_operands(kernel, monkeypatch):
     assert outcomes["ran"] >= 50 and outcomes["error"] >= 1, outcomes
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_fused_requantization_runs(kernel, monkeypatch):
+    monkeypatch.setattr(cmachine, "kernel", kernel)
+    rng = np.random.default_rng(29)
+    outcomes = {"ran": 0, "error": 0}
+    for n in range(60):
+        program, dram = requant_program(rng, DEFAULT_CONFIG, usual=True)
+        outcomes[_compare(program, None, dram, DEFAULT_CONFIG, f"{kernel} requant {n}")] += 1
+    assert outcomes["ran"] >= 30 and outcomes["error"] >= 1, outcomes
+
+
 @pytest.mark.parametrize("name", ["c", "sse2", "avx2", "auto", "no-such-kernel"])
 def test_the_environment_chooses_the_kernel_of_c_hosts(name, monkeypatch):
     """A caller leaving the choice to the C machine (the program runner, the LiteRT
@@ -215,3 +245,76 @@ def test_the_environment_chooses_the_kernel_of_c_hosts(name, monkeypatch):
     if order.index(expected) > order.index(fastest):
         expected = fastest
     assert got == expected
+
+
+def reset_program(rng, config):
+    """A reset of rows [a, a + n), something between it and the next GEMM (nothing, a STORE of
+    other rows or of some of the same, an ALU on some of them, another reset), a bias-like GEMM
+    (one source row, a tile fixed or moving with the outer loop) over exactly those rows or not
+    quite, sometimes the products of a layer, then every ACC row stored."""
+    r = lambda lo, hi: int(rng.integers(lo, hi))  # noqa: E731
+    blk, ri, rw, ra = config.block, 16, len(TILES), 256
+    a, n_out, n_in = r(0, 40), r(1, 4), r(1, 9)
+    n = n_out * n_in
+    exact = rng.random() < 0.7
+    first = a if exact or rng.random() < 0.5 else a + 1
+    if not exact and first == a:
+        n_out, n_in = (n_out, n_in - 1) if n_in > 1 else (n_out + 1, n_in)
+    if rng.random() < 0.5:  # one tile for every row, or one per outer iteration
+        dfo, wfo = n_in, r(0, 2)
+    else:
+        n_out, n_in = n_out * n_in, 1
+        dfo, wfo = 1, r(0, 2)
+    sfi = 0 if exact or rng.random() < 0.5 else 1
+    between = rng.choice(["none", "store other", "store same", "alu", "reset", "reset other"])
+    dst = [a, first, r(0, 100), 120]
+    src = [0, r(0, ri), r(0, ri), 0]
+    wgt = [0, r(0, rw - 4), r(0, rw), 0]
+    uops = encode_uops(np.array(dst), np.array(src), np.array(wgt), config=config)
+    acc = rng.integers(-(1 << 31), 1 << 31, (ra, blk), dtype=np.int64).astype(np.int32)
+    inp = rng.integers(-128, 128, (ri, blk)).astype(np.int8)
+    wgt_at = ra * 4 * blk
+    inp_at = wgt_at + rw * blk * blk
+    dram = np.concatenate([acc.reshape(-1).view(np.uint8), TILES[:rw].reshape(-1).view(np.uint8),
+                           inp.reshape(-1).view(np.uint8),
+                           np.zeros(ra * blk, np.uint8)])  # fmt: skip
+    out_at = (inp_at + ri * blk) // blk
+    p = Program(config)
+    p.uops = uops
+    p.load(MemType.UOP, 0, 0, 1, len(dst))
+    p.load(MemType.ACC, 0, 0, 1, ra)
+    _phase(p, [("load", (MemType.INP, 0, inp_at // blk, 1, ri), {}),
+               ("load", (MemType.WGT, 0, wgt_at // (blk * blk), 1, rw), {})], push_next=True)  # fmt: skip
+    reset = ("gemm", (0, 1), dict(iter_out=n, dst_factor=(1, 0), reset=True))
+    bias = ("gemm", (1, 2), dict(iter_out=n_out, iter_in=n_in, dst_factor=(dfo, 1),
+                                 src_factor=(0, sfi), wgt_factor=(wfo, 0)))  # fmt: skip
+    then = [bias]
+    if rng.random() < 0.5:  # a layer's products after its bias
+        then.append(("gemm", (2, 3), dict(iter_out=n, dst_factor=(1, 0), src_factor=(0, 0))))
+    if between in ("store other", "store same"):
+        _phase(p, [reset], pop_prev=True, push_next=True)
+        lo = a + n + r(0, 20) if between == "store other" else a + r(0, n)
+        p.store(MemType.OUT, lo, out_at, 1, r(1, 30), pop_prev=True, push_prev=True)
+        _phase(p, then, pop_next=True, push_next=True)
+    else:
+        mid = []
+        if between == "alu":
+            mid = [("alu", (AluOp.ADD, 1, 2), dict(iter_out=r(1, n + 1), dst_factor=(1, 0), imm=r(-9, 9)))]
+        elif between.startswith("reset"):
+            mid = [("gemm", (3 if between == "reset other" else 0, 4 if between == "reset other" else 1),
+                    dict(iter_out=r(1, 30), dst_factor=(1, 0), reset=True))]  # fmt: skip
+        _phase(p, [reset, *mid, *then], pop_prev=True, push_next=True)
+    p.store(MemType.ACC, 0, 0, 1, ra, pop_prev=True, push_prev=True)
+    p.finish(pop_next=True)
+    return p, dram
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_resets_left_pending(kernel, monkeypatch):
+    monkeypatch.setattr(cmachine, "kernel", kernel)
+    rng = np.random.default_rng(31)
+    outcomes = {"ran": 0, "error": 0}
+    for n in range(60):
+        program, dram = reset_program(rng, DEFAULT_CONFIG)
+        outcomes[_compare(program, None, dram, DEFAULT_CONFIG, f"{kernel} reset {n}")] += 1
+    assert outcomes["ran"] >= 50, outcomes

@@ -6,6 +6,7 @@ and the C driver run.
     state = program.state()                # one run's memory; one per thread
     outputs = state.run([x])               # inputs checked by dtype and shape
     state = kept_state(program, digest)    # prepared from the cache when it was kept before
+    other = program.state(); other.share(state)  # another thread's, with the same prepared layers
 
 `libqaccel_program` is built by `pip install` (setup.py) next to `program/`, or else on first
 use with the system C compiler into the per-user cache directory (`QACCEL_CACHE_DIR`, else
@@ -114,6 +115,7 @@ def library() -> C.CDLL:
         ("qaccel_state_prepare", C.c_int, [P]),
         ("qaccel_state_export", C.c_size_t, [P, P, C.c_size_t]),
         ("qaccel_state_import", C.c_int, [P, P, C.c_size_t]),
+        ("qaccel_state_share", C.c_int, [P, P]),
         ("qaccel_program_source_hash", C.c_char_p, []),
     ):  # fmt: skip
         f = getattr(lib, name)
@@ -210,6 +212,15 @@ class State:
         run); False, the state unchanged, when they are not an intact export of it."""
         buf = np.frombuffer(blob, np.uint8)
         return library().qaccel_state_import(self._handle, buf.ctypes.data, buf.size) == 0
+
+    def share(self, owner: State) -> None:
+        """Run with the prepared layers of `owner` (a prepared state of the same program)
+        instead of preparing them again (before the first run): one copy of the layers'
+        execution order, micro-ops and converted weights for every thread's state. `owner`
+        is kept alive as long as this state."""
+        if library().qaccel_state_share(self._handle, owner._handle):
+            raise ProgramError(self.error)
+        self._owner = owner
 
     @property
     def error(self) -> str:

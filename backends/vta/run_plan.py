@@ -188,6 +188,8 @@ class _Function:
         self.program = None  # the function's program, opened (program_runner.Program)
         self._states = threading.local()  # its run state (program_runner.State), per thread
         self._state = None  # a state prepared by the plan (_open_program), for the first run
+        # that state again: every other thread's state shares its prepared layers (read-only)
+        self._owner = None
         self._unprepared: Exception | None = None  # why it could not be (raised at a run)
         self.layer_count = len(accel["layers"]) if accel is not None else 0
         # a program is opened by the plan (_open_program, in a thread beside its other work)
@@ -285,11 +287,22 @@ class _Function:
 
     def _take_state(self, plan: RunPlan):
         """A state for this thread: the one the plan prepared, for the first thread that asks;
-        a kept preparation of the program (or a fresh one) for each other thread."""
-        from qaccel.backends.vta.program_runner import kept_state
+        for each other thread a state sharing that one's prepared layers (one copy of the
+        converted weights and micro-ops for every thread: half the cache footprint on two
+        cores, and no preparation per thread), or else a kept preparation of the program (or
+        a fresh one)."""
+        from qaccel.backends.vta.program_runner import ProgramError, kept_state
 
         with plan._counting:
             state, self._state = self._state, None
+            owner = self._owner
+        if state is None and owner is not None:
+            state = self.program.state()
+            try:
+                state.share(owner)
+            except ProgramError:  # not prepared after all: this thread prepares its own
+                state.close()
+                state = None
         if state is None:
             state = kept_state(self.program, plan.digests.get(self.program_file))
         return state
@@ -508,6 +521,7 @@ class RunPlan:
                 if opened is None or opened[0] != f.program_file:
                     opened = _open_program(self, name, f.program_file)
                 _, f.program, f._state, f._unprepared = opened
+                f._owner = f._state if self._fast else None  # prepared (_open_program)
         self.functions = functions
         # Runs of a plan whose accelerator functions all run through programs share nothing but
         # the counters (each thread has its own program states): they go in parallel threads.
@@ -658,7 +672,10 @@ def _open_program(plan: RunPlan, name: str, rel: str) -> tuple:
     except ProgramError as e:
         raise RunPlanError(f"{name}: {e}") from None
     try:
-        return rel, program, kept_state(program, plan.digests[rel]), None  # plan.read checked it
+        state = kept_state(program, plan.digests[rel])  # plan.read checked the digest
+        if state.cycles < 0:  # nothing could be kept: prepared now, for other threads to share
+            state.prepare()
+        return rel, program, state, None
     except ProgramError as e:
         return rel, program, None, e
 

@@ -646,7 +646,10 @@ struct qaccel_state {
   uint8_t *dram;
   int checked;           /* QACCEL_SIMULATION=checked: every run simulates every check */
   int ready;             /* the layers are prepared (on the first run) */
-  vta_program **layers;  /* per layer, checked and timed once */
+  vta_program **layers;  /* per layer, checked and timed once (the pointers: this state's) */
+  /* qaccel_state_share: the state that owns `layers` (prepared, read-only from then on; it
+   * outlives this one), else NULL: this state owns them */
+  const qaccel_state *owner;
   vta_scratch *scratch;
   uint64_t dirty_end;    /* DRAM bytes at or past it keep the image's values in every run */
   int64_t cycles;        /* one run's accelerator cycles (the layers' timing, once) */
@@ -1211,7 +1214,7 @@ EXPORT void qaccel_state_free(qaccel_state *q) {
     for (uint32_t v = 0; v < q->n_values; v++) free(q->values[v].data);
   free(q->values);
   if (!q->device.run) free(q->dram); /* a device's image is the device's */
-  if (q->layers)
+  if (q->layers && !q->owner)
     for (uint32_t k = 0; k < q->n_layers; k++) vta_program_free(q->layers[k]);
   free(q->layers);
   vta_scratch_free(q->scratch);
@@ -1419,6 +1422,24 @@ EXPORT int qaccel_state_set_device(qaccel_state *q, const qaccel_device *device)
   q->checked = 0;
   q->ready = 1;                  /* nothing to prepare: the device runs the streams */
   q->dirty_end = p->dram_bytes;  /* the device's memory is restored whole at every run */
+  return 0;
+}
+
+EXPORT int qaccel_state_share(qaccel_state *q, const qaccel_state *from) {
+  const Program *p = &q->program->p;
+  char *e = q->error;
+  e[0] = 0;
+  if (q->runs || q->ready || q->checked || q->device.run)
+    return fail(e, "QACCEL_VTA: a state shares prepared layers before its first run, on the fast path");
+  if (!from || from == q || from->program != q->program || !from->ready || from->checked || from->device.run)
+    return fail(e, "QACCEL_VTA: layers are shared from a prepared state of the same program");
+  if (prepare_begin(q, e)) return 1; /* this state's own scratchpads */
+  const qaccel_state *owner = from->owner ? from->owner : from;
+  for (uint32_t k = 0; k < p->n_layers; k++) q->layers[k] = owner->layers[k];
+  q->owner = owner;
+  q->cycles = from->cycles;
+  q->dirty_end = from->dirty_end;
+  q->ready = 1;
   return 0;
 }
 

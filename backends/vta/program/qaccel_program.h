@@ -136,6 +136,14 @@ int qaccel_state_prepare(qaccel_state *state);
  * backends/vta/program_runner.py does), never inside an artifact. */
 size_t qaccel_state_export(const qaccel_state *state, void *buf, size_t cap);
 int qaccel_state_import(qaccel_state *state, const void *bytes, size_t size);
+/* A state that runs with the prepared layers of `from`, a prepared state (its first run or
+ * qaccel_state_prepare done, on the fast path) of the same program, instead of preparing its
+ * own: before its first run, once. The layers (execution order, micro-ops, converted constant
+ * weights) are read-only once prepared, so states sharing them run in parallel threads, each
+ * with its own scratchpads, values and DRAM image; `from` keeps owning them and must outlive
+ * every state sharing them. 1 (the state unchanged, its error set) when `from` is not such a
+ * state. */
+int qaccel_state_share(qaccel_state *state, const qaccel_state *from);
 /* The accelerator cycles of one run (the timing model, run once); -1 before the first run. */
 int64_t qaccel_state_cycles(const qaccel_state *state);
 /* Runs of this state so far, successful or not. */

@@ -873,7 +873,7 @@ static void store_acc_row(uint8_t *dst, const int32_t *v, int64_t blk) {
     }
 }
 
-static void store_narrow_rows(uint8_t *dst, const int32_t *v, int64_t count); /* below */
+static void store_narrow_rows(uint8_t *dst, const int32_t *v, int64_t count, int vector); /* below */
 
 /* The data a STORE writes to DRAM (ranges and shifts checked before). */
 static void store_rows(machine *m, const int64_t *f) {
@@ -884,7 +884,7 @@ static void store_rows(machine *m, const int64_t *f) {
         uint8_t *dst = dram + (f[F_DRAM_BASE] + y * stride) * eb;
         const int32_t *v = m->acc + (base + y * xs) * blk;
         if (mt == MEM_OUT) { /* the low 8 bits; a line of rows is contiguous on both sides */
-            store_narrow_rows(dst, v, xs * blk);
+            store_narrow_rows(dst, v, xs * blk, m->kernel >= VTA_KERNEL_AVX2);
             continue;
         }
         for (int64_t x = 0; x < xs; x++, dst += eb, v += blk) {
@@ -1387,9 +1387,35 @@ static int64_t alu_loops16(const machine *m, const int64_t *f, const struct loop
 #endif
 }
 
-/* dst[k] = the low 8 bits of v[k] (STORE OUT). */
-static void store_narrow_rows(uint8_t *dst, const int32_t *v, int64_t count) {
+#if HAVE_AVX2_KERNEL
+/* store_narrow_rows, 32 lanes at a time: 0..255 passes both saturating packs unchanged, which
+ * interleave the 128-bit halves (a permutation puts them back in order). */
+static AVX2 int64_t store_narrow32_avx2(uint8_t *dst, const int32_t *v, int64_t count) {
+    const __m256i low = _mm256_set1_epi32(0xFF);
     int64_t k = 0;
+    for (; k + 32 <= count; k += 32) {
+        const __m256i *s = (const __m256i *)(v + k);
+        __m256i a = _mm256_and_si256(_mm256_loadu_si256(s), low);
+        __m256i b = _mm256_and_si256(_mm256_loadu_si256(s + 1), low);
+        __m256i c = _mm256_and_si256(_mm256_loadu_si256(s + 2), low);
+        __m256i d = _mm256_and_si256(_mm256_loadu_si256(s + 3), low);
+        __m256i bytes = _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+        /* 32-bit units now: a[0:4] b[0:4] c[0:4] d[0:4] | a[4:8] b[4:8] c[4:8] d[4:8] */
+        bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(dst + k), bytes);
+    }
+    return k;
+}
+#endif
+
+/* dst[k] = the low 8 bits of v[k] (STORE OUT). */
+static void store_narrow_rows(uint8_t *dst, const int32_t *v, int64_t count, int vector) {
+    int64_t k = 0;
+#if HAVE_AVX2_KERNEL
+    if (vector) k = store_narrow32_avx2(dst, v, count);
+#else
+    (void)vector;
+#endif
 #if HAVE_PAIR_KERNEL
     const __m128i low = _mm_set1_epi32(0xFF);
     for (; k + 16 <= count; k += 16) {
@@ -2591,12 +2617,14 @@ struct span {
     int64_t n_out, n_in, dfo, dfi, sfo, sfi, d, s;
 };
 
+/* The span's fields are copied into locals (the kernels' stores could alias them, which would
+ * make the compiler read them again at every row) and the rows advance by addition. */
 #define FOR_SPAN(sp, drow, srow)                                                             \
-    for (int64_t o_ = 0; o_ < (sp)->n_out; o_++)                                              \
-        for (int64_t i_ = 0, drow, srow;                                                      \
-             i_ < (sp)->n_in && (drow = (sp)->d + o_ * (sp)->dfo + i_ * (sp)->dfi,            \
-                                srow = (sp)->s + o_ * (sp)->sfo + i_ * (sp)->sfi, 1);         \
-             i_++)
+    for (int64_t o_ = 0, no_ = (sp)->n_out, ni_ = (sp)->n_in, dfo_ = (sp)->dfo,               \
+                 dfi_ = (sp)->dfi, sfo_ = (sp)->sfo, sfi_ = (sp)->sfi, do_ = (sp)->d,          \
+                 so_ = (sp)->s;                                                               \
+         o_ < no_; o_++, do_ += dfo_, so_ += sfo_)                                            \
+        for (int64_t i_ = 0, drow = do_, srow = so_; i_ < ni_; i_++, drow += dfi_, srow += sfi_)
 
 static void dense_rows_c(int32_t *acc, const int16_t *inp, const int8_t *w, int64_t blk,
                          const struct span *sp) {
@@ -2741,9 +2769,46 @@ DENSE16_GROUP(dense16_group_avx512_vnni, __attribute__((target("avx2,avx512vnni,
               DP_AVX512_VNNI)
 #endif
 
-/* BLOCK 16, only the listed lane pairs (e.g. input channels padded to the block). */
+/* pairs16_avx2 with NP (a constant: the loops unroll) lane pairs at offsets off[] of each
+ * input row, their pair-row vectors w[2q], w[2q + 1] in registers for every row of the span. */
+static inline __attribute__((always_inline)) AVX2 void pairs16_fixed(
+    int32_t *acc, const int16_t *inp, const __m256i *w, const int *off, int NP,
+    const struct span *sp) {
+    FOR_SPAN(sp, d, r) {
+        __m256i *a = (__m256i *)(acc + d * 16);
+        const int16_t *x = inp + r * 16;
+        __m256i s0 = _mm256_loadu_si256(a), s1 = _mm256_loadu_si256(a + 1);
+        for (int q = 0; q < NP; q++) {
+            __m256i b = bcast_pair(x + off[q]);
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(b, w[2 * q]));
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(b, w[2 * q + 1]));
+        }
+        _mm256_storeu_si256(a, s0);
+        _mm256_storeu_si256(a + 1, s1);
+    }
+}
+
+/* BLOCK 16, only the listed lane pairs (e.g. input channels padded to the block): up to four
+ * (a first layer's few input channels) with their weights held in registers, more from
+ * memory. */
 static AVX2 void pairs16_avx2(int32_t *acc, const int16_t *inp, const int16_t *wp,
                               const uint8_t *list, int np, const struct span *sp) {
+    if (np <= 4) {
+        __m256i w[8];
+        int off[4];
+        for (int q = 0; q < np; q++) {
+            w[2 * q] = _mm256_loadu_si256((const __m256i *)(wp + 32 * list[q]));
+            w[2 * q + 1] = _mm256_loadu_si256((const __m256i *)(wp + 32 * list[q] + 16));
+            off[q] = 2 * list[q];
+        }
+        switch (np) {
+        case 1: pairs16_fixed(acc, inp, w, off, 1, sp); return;
+        case 2: pairs16_fixed(acc, inp, w, off, 2, sp); return;
+        case 3: pairs16_fixed(acc, inp, w, off, 3, sp); return;
+        case 4: pairs16_fixed(acc, inp, w, off, 4, sp); return;
+        default: return; /* no pair: a zero tile, never given */
+        }
+    }
     FOR_SPAN(sp, d, r) {
         __m256i *a = (__m256i *)(acc + d * 16);
         const int16_t *x = inp + r * 16;
@@ -3001,6 +3066,96 @@ static void fast_gemm(vta_scratch *s, const int64_t *f, const int32_t *snap) {
             }
 }
 
+/* --- resets left pending -----------------------------------------------------------------------
+ * A GEMM layer resets a range of accumulator rows, then adds to each of them one product row
+ * (its bias: a bias tile times a row of ones), then the products of its micro-ops. vta_execute
+ * keeps the last reset of one range of consecutive rows pending instead of zeroing it: the
+ * next GEMM that adds one product row to exactly each row of that range writes the product
+ * (0 + P is P, modulo 2^32 too) instead of adding it; anything else that may read or write
+ * those rows first zeroes them (settle_reset), so every instruction sees the accumulator the
+ * replay order gives. */
+
+/* The rows [first, first + n) a reset GEMM zeroes when they are consecutive, else n = 0. */
+static int64_t reset_range(const int64_t *f, const int32_t *snap, int64_t *first) {
+    int64_t nk = f[F_UOP_END] - f[F_UOP_BGN], n_out = f[F_ITER_OUT], n_in = f[F_ITER_IN];
+    int64_t dfo = f[F_DST_FACTOR_OUT], dfi = f[F_DST_FACTOR_IN];
+    if (!f[F_RESET] || nk != 1 || n_out <= 0 || n_in <= 0) return 0;
+    if (!((n_in == 1 && dfo == 1) || (dfi == 1 && (n_out == 1 || dfo == n_in)))) return 0;
+    *first = snap[0];
+    return n_out * n_in;
+}
+
+/* BLOCK 16: rows [first, first + n) = row. */
+#if HAVE_AVX2_KERNEL
+static AVX2 void set_rows16_avx2(int32_t *acc, const int32_t *row, int64_t n) {
+    __m256i lo = _mm256_loadu_si256((const __m256i *)row);
+    __m256i hi = _mm256_loadu_si256((const __m256i *)(row + 8));
+    __m256i *a = (__m256i *)acc;
+    for (int64_t k = 0; k < 2 * n; k += 2) {
+        _mm256_storeu_si256(a + k, lo);
+        _mm256_storeu_si256(a + k + 1, hi);
+    }
+}
+#endif
+
+static void set_rows(const vta_scratch *s, int64_t first, int64_t n, const int32_t *row) {
+    int64_t blk = s->g.blk;
+#if HAVE_AVX2_KERNEL
+    if (s->kernel >= VTA_KERNEL_AVX2) { /* BLOCK 16 */
+        set_rows16_avx2(s->acc + first * 16, row, n);
+        return;
+    }
+#endif
+    for (int64_t r = 0; r < n; r++) memcpy(s->acc + (first + r) * blk, row, (size_t)blk * 4);
+}
+
+/* A GEMM (no reset) whose one micro-op adds one product row to each row of the pending range
+ * [first, first + n), once each (its source row fixed, its tile moving with the outer loop
+ * at most): the products written instead. 1 when taken, 0 (nothing done) otherwise. */
+static int gemm_writes_pending(const vta_scratch *s, const int64_t *f, const int32_t *snap,
+                               int64_t first, int64_t n) {
+    int64_t nk = f[F_UOP_END] - f[F_UOP_BGN], n_out = f[F_ITER_OUT], n_in = f[F_ITER_IN];
+    int64_t dfo = f[F_DST_FACTOR_OUT], dfi = f[F_DST_FACTOR_IN];
+    int64_t sfo = f[F_SRC_FACTOR_OUT], sfi = f[F_SRC_FACTOR_IN];
+    int64_t wfo = f[F_WGT_FACTOR_OUT], wfi = f[F_WGT_FACTOR_IN], blk = s->g.blk;
+    if (f[F_RESET] || nk != 1 || n_out <= 0 || n_in <= 0 || snap[0] != first || n_out * n_in != n)
+        return 0;
+    /* row (o, i) = first + o * n_in + i: every row of the range once */
+    if (!((n_in == 1 && dfo == 1) || (dfi == 1 && (n_out == 1 || dfo == n_in)))) return 0;
+    if ((sfo != 0 && n_out > 1) || (sfi != 0 && n_in > 1) || (wfi != 0 && n_in > 1)) return 0;
+    struct span one = {1, 1, 0, 0, 0, 0, 0, snap[1]};
+    for (int64_t o = 0; o < n_out; o++) {
+        int64_t row = snap[2] + o * wfo; /* within the WGT buffer: checked */
+        const struct tiles *t = s->from[row];
+        int64_t tile = s->at[row];
+        memset(s->row, 0, (size_t)blk * sizeof(int32_t));
+        if (t->wclass[tile] != TILE_ZERO) tile_kernel(s, s->row, t, tile, &one);
+        set_rows(s, first + o * n_in, n_in, s->row);
+    }
+    return 1;
+}
+
+/* Whether instruction f may read or write accumulator rows [first, first + n) (a pending
+ * reset's): everything but LOADs into INP, WGT or UOP, SETPAD, FINISH and STOREs of other
+ * rows without parameters. */
+static int touches_rows(const int64_t *f, int64_t first, int64_t n) {
+    int64_t mt = f[F_MEMORY_TYPE];
+    switch (f[F_OPCODE]) {
+    case OP_LOAD:
+        return !(mt == MEM_INP || mt == MEM_WGT || mt == MEM_UOP);
+    case OP_STORE: {
+        if (mt != MEM_OUT) return 1;
+        int64_t base = f[F_SRAM_BASE], end = base + f[F_Y_SIZE] * f[F_X_SIZE];
+        return f[F_X_SIZE] && f[F_Y_SIZE] && base < first + n && first < end;
+    }
+    case OP_SETPAD:
+    case OP_FINISH:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
 /* --- constant weights, converted once per program ------------------------------------------- */
 
 int vta_program_constants(vta_program *p, const uint8_t *dram, int64_t dram_len,
@@ -3153,12 +3308,45 @@ static inline AVX2 void hoisted_rows(const struct hoisted_op *h, int len, __m256
     _mm256_storeu_si256(x0 + 1, a1);
 }
 
+/* A requantization's usual run, [RDMUL by a register row, unless no_rdmul] RSHR by a
+ * register row, MAX, MIN (immediates), with no INT32_MIN multiplier: the `n` rows from x on
+ * (`step` ACC rows apart) through it, the operations inlined (no dispatch per row). */
+static inline __attribute__((always_inline)) AVX2 void requant_rows(const struct hoisted_op *h,
+                                                                    int no_rdmul, int32_t *x,
+                                                                    int64_t step, int64_t n) {
+    const struct hoisted_op *m = &h[0], *e = &h[no_rdmul ? 0 : 1], *lo = e + 1, *hi = e + 2;
+    for (int64_t r = 0; r < n; r++, x += step * 16) {
+        __m256i *v = (__m256i *)x;
+        __m256i a0 = _mm256_loadu_si256(v), a1 = _mm256_loadu_si256(v + 1);
+        if (!no_rdmul) {
+            a0 = rdmul8_nosat(a0, m->b[0], m->c[0]);
+            a1 = rdmul8_nosat(a1, m->b[1], m->c[1]);
+        }
+        a0 = rshr8_masked(a0, e->b[0], e->c[0], e->d[0]);
+        a1 = rshr8_masked(a1, e->b[1], e->c[1], e->d[1]);
+        a0 = _mm256_min_epi32(_mm256_max_epi32(a0, lo->b[0]), hi->b[0]);
+        a1 = _mm256_min_epi32(_mm256_max_epi32(a1, lo->b[1]), hi->b[1]);
+        _mm256_storeu_si256(v, a0);
+        _mm256_storeu_si256(v + 1, a1);
+    }
+}
+
+/* Whether the run is requant_rows' (1: with RDMUL, 2: without), else 0. */
+static int requant_shape(const struct fused_op *ops, int len) {
+    int k = len == 4 && ops[0].op == ALU_RDMUL && !ops[0].use_imm ? 1 : len == 3 ? 0 : -1;
+    if (k < 0 || ops[k].op != ALU_RSHR || ops[k].use_imm || ops[k + 1].op != ALU_MAX ||
+        !ops[k + 1].use_imm || ops[k + 2].op != ALU_MIN || !ops[k + 2].use_imm)
+        return 0;
+    return k ? 1 : 2;
+}
+
 /* The fused run when no register operand row moves with the inner iteration: every
  * operand prepared once per outer iteration and micro-op, two rows per operation. */
 static AVX2 int alu_hoisted16_avx2(int32_t *acc, const struct fused_op *ops, int len,
                                    const int32_t *dk, int64_t nk, int64_t n_out, int64_t n_in,
                                    int64_t dfo, int64_t dfi) {
     struct hoisted_op h[MAX_FUSED];
+    int shape = requant_shape(ops, len);
     for (int64_t o = 0; o < n_out; o++) /* exponents checked before any row changes */
         for (int64_t kk = 0; kk < nk; kk++)
             if (!hoist_operands(h, ops, len, acc, o, kk)) return 0;
@@ -3166,6 +3354,14 @@ static AVX2 int alu_hoisted16_avx2(int32_t *acc, const struct fused_op *ops, int
         for (int64_t kk = 0; kk < nk; kk++) {
             hoist_operands(h, ops, len, acc, o, kk);
             int32_t *base = acc + (dk[kk] + o * dfo) * 16;
+            if (shape == 1 && !h[0].saturate) {
+                requant_rows(h, 0, base, dfi, n_in);
+                continue;
+            }
+            if (shape == 2) {
+                requant_rows(h, 1, base, dfi, n_in);
+                continue;
+            }
             int64_t ii = 0;
             for (; ii + 1 < n_in; ii += 2)
                 hoisted_rows(h, len, (__m256i *)(base + ii * dfi * 16),
@@ -3331,13 +3527,34 @@ int vta_execute(const vta_program *p, vta_scratch *s, vta_run *run) {
     vta_program_timing(p, run);
     run->kernel = s->kernel;
     int rc = VTA_OK;
+    int64_t zero_first = 0, zero_n = 0; /* a reset left pending (see reset_range) */
     for (int64_t k = 0; k < p->n_order && rc == VTA_OK; k++) {
+        int64_t i = p->order[k];
+        const int64_t *f = p->f + i * F_COUNT;
+        if (f[F_OPCODE] == OP_GEMM && p->uop_at[i] >= 0) {
+            const int32_t *snap = p->uops + p->uop_at[i];
+            int64_t first = 0, n = reset_range(f, snap, &first);
+            if (n) {
+                if (zero_n) zero_rows(s, zero_first, zero_n);
+                zero_first = first, zero_n = n;
+                continue;
+            }
+            if (zero_n && gemm_writes_pending(s, f, snap, zero_first, zero_n)) {
+                zero_n = 0;
+                continue;
+            }
+        }
+        if (zero_n && touches_rows(f, zero_first, zero_n)) {
+            zero_rows(s, zero_first, zero_n);
+            zero_n = 0;
+        }
         if (p->alu_fused[k] >= 2 && alu_fused(s, p, k)) {
             k += p->alu_fused[k] - 1;
             continue;
         }
-        rc = fast_step(m, s, p, p->order[k]);
+        rc = fast_step(m, s, p, i);
     }
+    if (zero_n) zero_rows(s, zero_first, zero_n); /* the accumulator as the replay leaves it */
     /* No row refers to the program's constants once it is done (it may be freed): a prepared
      * program reads no WGT row it has not loaded itself (vta_prepare checks it), so the rows
      * only need to be valid. */
