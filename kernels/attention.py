@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from qaccel.kernels import arithmetic as ar
-from qaccel.kernels.layout import Packing, pack, unpack
+from qaccel.kernels.layout import Packing, gather, pack, unpack
 
 SCALED_DIFF_INTEGER_BITS = 5
 ACCUMULATION_INTEGER_BITS = 12
@@ -113,9 +113,7 @@ def relayout_packed(x: np.ndarray, in_shape: Sequence[int], shape: Sequence[int]
     index = relayout_index(in_shape, shape, perm, block)
     out_plain = [int(shape[p]) for p in perm]
     out_shape = Packing.activations(len(out_plain), block).packed_shape(out_plain)
-    flat = x.reshape(-1)
-    y = np.where(index >= 0, flat[np.maximum(index, 0)], np.asarray(fill, x.dtype))
-    return y.astype(x.dtype).reshape(out_shape)
+    return gather(x, index, fill).reshape(out_shape)
 
 
 def plain_of(x: np.ndarray, channels: int) -> np.ndarray:

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from qaccel.kernels import arithmetic as ar
-from qaccel.kernels.layout import Packing, unpack
+from qaccel.kernels.layout import Packing, gather, unpack
 
 GEMM_MAX_DIM = 1024
 """Largest M, K or N (and flattened batch) `lower-q-to-accel` runs as GEMM layers; beyond it,
@@ -91,13 +91,6 @@ def weight_tiles_index(rhs_plain: np.ndarray, block: int) -> np.ndarray:
     padded = np.full((kb * block, nb * block), -1, np.int64)
     padded[:k, :n] = rhs_plain
     return np.ascontiguousarray(padded.reshape(kb, block, nb, block).transpose(2, 0, 3, 1))
-
-
-def gather(x: np.ndarray, index: np.ndarray, fill: int = 0) -> np.ndarray:
-    """`x.reshape(-1)[index]`, `fill` where the index is -1 (a GATHER step)."""
-    flat = x.reshape(-1)
-    return np.where(index >= 0, flat[np.maximum(index, 0)], np.asarray(fill, x.dtype)).astype(
-        x.dtype)
 
 
 def zp_correction(a: np.ndarray, b: np.ndarray, lhs_zero_point: int, rhs_zero_point: int,

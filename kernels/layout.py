@@ -142,3 +142,11 @@ def reshape_is_view(src: Sequence[int], dst: Sequence[int], block: int) -> bool:
     if len(src) < 2 or len(dst) < 2 or src[0] != dst[0]:
         return False
     return src[-1] == dst[-1] or (plain(src) and plain(dst))
+
+
+def gather(x: np.ndarray, index: np.ndarray, fill: int = 0) -> np.ndarray:
+    """`x.reshape(-1)[index]` (shaped like `index`), `fill` where the index is -1: what a
+    program's GATHER step does with an index array built at compile time."""
+    flat = x.reshape(-1)
+    return np.where(index >= 0, flat[np.maximum(index, 0)], np.asarray(fill, x.dtype)).astype(
+        x.dtype)

@@ -11,6 +11,7 @@ import numpy as np
 from qaccel.kernels import arithmetic as ar
 from qaccel.kernels.base import pad_spatial
 from qaccel.kernels.conv import grouped_matmul
+from qaccel.kernels.layout import gather
 
 
 def host_requantize(x: np.ndarray, scale: np.ndarray, input_zero_point: int,
@@ -95,9 +96,7 @@ def depth_to_space(x: np.ndarray, out_shape, block_size: int, channels: int,
                    fill: int) -> np.ndarray:  # fmt: skip
     """`accel.depth_to_space` of the packed `x`: a gather; padding lanes hold `fill`."""
     index = depth_to_space_index(x.shape, out_shape, block_size, channels)
-    flat = x.reshape(-1)
-    y = np.where(index >= 0, flat[np.maximum(index, 0)], np.asarray(fill, x.dtype))
-    return y.astype(x.dtype).reshape(tuple(out_shape))
+    return gather(x, index, fill).reshape(tuple(out_shape))
 
 
 def resize_nearest_index(in_shape, out_shape, align_corners: bool,
