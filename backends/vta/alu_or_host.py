@@ -37,12 +37,13 @@ def _reads_host_step(op: vta.LayerOp) -> bool:
 def _neighbours_on_host(op: vta.LayerOp) -> tuple[bool, bool]:
     """Whether the op before `op` and the op after it in the program (constants skipped, the
     function's return a host op) run on the host: every op but a formed layer does."""
-    block = op.parent_block()
-    ops = [o for o in block.ops if not isinstance(o, tfl.ConstOp)]
-    i = ops.index(op)
-    before = i > 0 and not isinstance(ops[i - 1], vta.LayerOp)
-    after = i + 1 < len(ops) and not isinstance(ops[i + 1], vta.LayerOp)
-    return before, after
+    before, after = op.prev_op, op.next_op
+    while isinstance(before, tfl.ConstOp):
+        before = before.prev_op
+    while isinstance(after, tfl.ConstOp):
+        after = after.next_op
+    return (before is not None and not isinstance(before, vta.LayerOp),
+            after is not None and not isinstance(after, vta.LayerOp))
 
 
 def cheaper_on_host(op: vta.LayerOp, alu_cycles: int, config) -> str | None:
