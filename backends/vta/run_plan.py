@@ -46,6 +46,7 @@ caller runs the artifact the full way.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -752,14 +753,23 @@ __all__ = ["PLAN_ARRAYS", "PLAN_JSON", "RUN_PLAN_FORMAT", "RunPlan", "RunPlanErr
            "load_run_plan"]  # fmt: skip
 
 
+@functools.lru_cache(maxsize=64)
+def _bmm_sources(lhs_shape: tuple, rhs_shape: tuple, adj_x: bool, adj_y: bool, block: int):
+    """A product's operand index arrays, built once per shape rather than at every run (each
+    of its batch indices' steps asks for them again)."""
+    from qaccel.kernels import bmm_gemm as bg
+
+    return bg.operand_sources(lhs_shape, rhs_shape, adj_x, adj_y, block)
+
+
 def _bmm_gemm_step(kind: str, xs, p: dict) -> np.ndarray:
     """A BATCH_MATMUL's GEMM-layer operand gather or zero-point correction
     (`kernels/bmm_gemm.py`)."""
     from qaccel.kernels import bmm_gemm as bg
 
     block = int(xs[0].shape[-1])
-    lhs, rhs = bg.operand_sources(p["lhs_shape"], p["rhs_shape"], bool(p["adj_x"]),
-                                  bool(p["adj_y"]), block)  # fmt: skip
+    lhs, rhs = _bmm_sources(tuple(p["lhs_shape"]), tuple(p["rhs_shape"]), bool(p["adj_x"]),
+                            bool(p["adj_y"]), block)  # fmt: skip
     i = p["index"]
     if kind == "bmm_operand":
         if p["operand"] == 0:
