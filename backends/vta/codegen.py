@@ -206,14 +206,17 @@ def compile_module(
     functions: dict[str, CompiledFunction] = {}
     fallbacks: list[Fallback] = []
     accel_functions = accelerator_functions(module)
+    settled = {}
+    for f in accel_functions:
+        _check_formed(f.sym_name.data, list(f.body.block.ops))
+        settled[f] = _settle_host_trees(f.sym_name.data, f, c)
     total = sum(isinstance(op, vta.LayerOp) for f in accel_functions for op in f.body.block.ops)
     count = [0, total]
     for f in accel_functions:
         name = f.sym_name.data
         ops = list(f.body.block.ops)
-        _check_formed(name, ops)
-        reasons: dict[Operation, str] = {}
-        fn = _compile_function(name, ops, reasons, c, progress, count)
+        reasons: dict[Operation, str] = dict(settled[f][0])
+        fn = _compile_function(name, ops, reasons, c, progress, count, settled[f][1])
         functions[name] = fn
         covered = {ops[i] for lay in fn.layers for i in lay.ops}
         for i, op in enumerate(ops):
@@ -305,17 +308,31 @@ def _between_host_steps(op: vta.LayerOp) -> bool:
 
 
 def _read_layers(name: str, ops: list[Operation], refused: dict[Operation, str],
-                 c: HardwareConfig, progress=None, count=None) -> list[_Layer]:  # fmt: skip
+                 c: HardwareConfig, progress=None, count=None,
+                 kept: dict[Operation, str] | None = None, decide: bool = False) -> list[_Layer]:  # fmt: skip
     """The function's formed layers that read as layers and have a schedule that fits, in
     body order; the others go to `refused` with the reason (they run on the host, and later
-    layers cannot read their results from DRAM)."""
+    layers cannot read their results from DRAM). The element-wise and pool layers of `kept`
+    stay on the host (decided before, with why); with `decide`, which of those reading host
+    steps stay on the host is decided here and added to `kept` (`_settle_host_trees`)."""
+    from qaccel.backends.vta.alu_or_host import place_trees, reads_host_step
+    from qaccel.targets.vta.host_cost import host_tree_cycles
+
+    kept = {} if kept is None else kept
     reader = LayerReader(name)
     out = []
+    fixed: set[Operation] = set()
+    costs: dict[Operation, tuple[int, int]] = {}
     for op in ops:
         if not isinstance(op, vta.LayerOp) or op in refused:
             continue
-        if _between_host_steps(op):
-            refused[op] = _BETWEEN_HOST_STEPS
+        if op in kept and not decide:
+            refused[op] = kept[op]
+            if len(op.outputs) > 1:  # later trees read the int8 result the host stores
+                reader.leaves[op.outputs[1]] = (op.outputs[0], 0)
+            continue
+        if decide and _between_host_steps(op):
+            refused[op] = kept[op] = _BETWEEN_HOST_STEPS
             continue
         try:
             m = reader.read(op)
@@ -327,37 +344,67 @@ def _read_layers(name: str, ops: list[Operation], refused: dict[Operation, str],
         except (NotALayer, LayerError) as e:
             refused[op] = str(e)
             continue
-        if isinstance(m, AluMatch | PoolMatch) and (why := _alu_or_host(op, m, sched, c)):
-            refused[op] = why
-            if len(op.outputs) > 1:  # later trees read the int8 result the host stores
-                reader.leaves[op.outputs[1]] = (op.outputs[0], 0)
-            continue
+        if decide and isinstance(m, AluMatch | PoolMatch) and reads_host_step(op, fixed):
+            costs[op] = (_alu_cycles(op, m, sched, c), host_tree_cycles(op.body_ops(), c))
+        else:
+            fixed.add(op)
         reader.accept(op, m)
         out.append(_Layer(op, m, sched))
+    if costs:
+        host = place_trees(ops, fixed, costs, c)
+        refused.update(host)
+        kept.update(host)
+        out = [lay for lay in out if lay.op not in host]
     return out
 
 
-def _alu_or_host(op: vta.LayerOp, m: AluMatch | PoolMatch, plan: AluPlan,
-                 c: HardwareConfig) -> str | None:  # fmt: skip
-    """Why an element-wise or pool layer reading a host step's result stays on the host
-    (`alu_or_host.py`)."""
-    from qaccel.backends.vta.alu_or_host import cheaper_on_host
+def _alu_cycles(op: vta.LayerOp, m: AluMatch | PoolMatch, plan: AluPlan, c: HardwareConfig) -> int:
+    """The element-wise or pool layer's ALU program's cycles, as `schedule-vta` estimated."""
     from qaccel.lowering.schedule_vta import alu_cycles
 
     attr = op.schedule
     cycles = attr.get("estimated_cycles") if attr is not None else None
-    return cheaper_on_host(op, int(cycles) if cycles is not None else alu_cycles(m.layer, plan, c), c)
+    return int(cycles) if cycles is not None else alu_cycles(m.layer, plan, c)
+
+
+def _settle_host_trees(name: str, f: func.FuncOp,
+                       c: HardwareConfig) -> tuple[dict[Operation, str], dict[Operation, str]]:  # fmt: skip
+    """Decide which element-wise and pool layers of `f` reading host steps stay on the host
+    (`alu_or_host.place_trees`: per run of host steps, for the whole program) and put their
+    ops back in the body as host steps (`alu_or_host.dissolve`), without the narrowing and the
+    widening copies `form-vta-layers` added for the ALU when nothing needs them there now.
+    (why each op moved back runs on the host, the layers that stay on the host as layers with
+    why: a later layer reads their int32 result from DRAM)."""
+    from qaccel.backends.vta.alu_or_host import dissolve, merge_widenings
+
+    block = f.body.block
+    kept: dict[Operation, str] = {}
+    _read_layers(name, list(block.ops), {}, c, kept=kept, decide=True)
+    reasons: dict[Operation, str] = {}
+    on_host = set(kept)
+    for layer in [o for o in block.ops if o in kept]:
+        moved = dissolve(layer, on_host)  # type: ignore[arg-type]
+        if moved is None:
+            continue
+        why = kept.pop(layer)
+        for o in moved:
+            reasons[o] = why
+    merge_widenings(block, list(reasons))
+    reasons = {o: why for o, why in reasons.items() if o.parent_block() is block}
+    for o, why in reasons.items():
+        o.attributes[HOST_REASON_ATTR] = StringAttr(why)
+    return reasons, kept
 
 
 def _compile_function(
     name: str, ops: list[Operation], reasons: dict[Operation, str], c: HardwareConfig,
-    progress=None, count=None,
+    progress=None, count=None, kept: dict[Operation, str] | None = None,
 ) -> CompiledFunction:
     """Arena, placement and emission of one accelerator function's layers, in body order.
     A layer the emitter refuses goes back to the host (its reason reported) and the arena
     is planned again without it."""
     index_of = {op: i for i, op in enumerate(ops)}
-    layers_read = _read_layers(name, ops, reasons, c, progress, count)
+    layers_read = _read_layers(name, ops, reasons, c, progress, count, kept)
     while True:
         planned = [lay.planned(index_of[lay.op]) for lay in layers_read]
         slots, slot_of, arena = _plan_arena(planned, ops)
@@ -366,7 +413,7 @@ def _compile_function(
         if failed is None:
             break
         reasons[failed[0].op] = failed[1]
-        layers_read = _read_layers(name, ops, reasons, c)
+        layers_read = _read_layers(name, ops, reasons, c, kept=kept)
     image = np.zeros(at, np.uint8)
     for offset, data in constants:
         image[offset : offset + len(data)] = data
