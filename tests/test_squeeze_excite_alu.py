@@ -160,3 +160,84 @@ def test_the_report_counts_one_row_per_block_of_a_broadcast_input():
     # DRAM rows: 20 of the map, 2 of the scale, 20 stored; ALU rows: 20 for the MUL, 2 for
     # the step on the scale's row.
     assert _row_counts(layer) == (42, 22)
+
+
+def _top_level(compiled):
+    from xdsl.dialects import func
+
+    (f,) = [f for f in compiled.module.ops
+            if isinstance(f, func.FuncOp) and f.sym_name.data in compiled.functions]  # fmt: skip
+    return list(f.body.block.ops)
+
+
+def test_a_tree_kept_on_the_host_gets_no_narrowing_back():
+    """On the 2x2 map the swish, the MEAN and the scale stay on the host: their ops are host
+    steps of the program again, not layers the host runs (which copy their results), the
+    narrowing `form-vta-layers` put back on the swish's shared int32 value is gone (only the
+    MEAN's and the scale's remain), and one widening per int8 value remains."""
+    from qaccel import api
+    from qaccel.dialects import accel, vta
+
+    for config in ("vta-default", "vta-store-requant"):
+        compiled = api.compile(squeeze_excite_model(size=(2, 2), channels=16, seed=2), config)
+        ops = _top_level(compiled)
+        assert [o.kind.data for o in ops if isinstance(o, vta.LayerOp)] == ["conv"] * 4
+        narrows = [o for o in ops if isinstance(o, accel.NarrowOp)]
+        assert len(narrows) == 2 and all(n.output.uses for n in narrows)
+        swish = next(o for o in ops if isinstance(o, accel.ReduceSumOp)).operands[0]
+        assert not any(isinstance(u.operation, accel.NarrowOp) for u in swish.uses)
+        widened = [o.input for o in ops if isinstance(o, accel.WidenOp)]
+        assert len(widened) == len(set(widened)) == 2
+        reasons = {fb.op: fb.reason for fb in compiled.fallbacks}
+        assert reasons["accel.reduce_sum"].startswith("kept on the host"), reasons
+
+
+def test_a_run_of_host_steps_is_decided_as_a_whole():
+    """`_best` places the trees reading host steps for the whole program: a MEAN after the
+    swish's tree that stays on the host saves no stop on the ALU and stays too (layer by
+    layer, it saw the swish's layer as an accelerator layer); two trees between a host step
+    and a layer go to the ALU together when their programs cost less; a tree between two
+    host steps stays unless its program and the stop it adds cost less than its host work."""
+    from qaccel.backends.vta.alu_or_host import _HOST, _LAYER, _best, _cost
+
+    L, H = (_LAYER, 0, 0), (_HOST, 0, 0)
+    stop = 600
+    seq = [L, H, (-1, 1862, 1279), (-1, 458, 313), L]  # lut, swish, mean, then a conv
+    total, places = _best(seq, stop)
+    assert places == [_LAYER, _HOST, _HOST, _HOST, _LAYER] and total == 1279 + 313 + stop
+    seq = [L, H, (-1, 100, 300), (-1, 100, 300), L]
+    assert _best(seq, stop) == (200 + stop, [_LAYER, _HOST, _LAYER, _LAYER, _LAYER])
+    seq = [L, H, (-1, 100, 650), H, L]
+    assert _best(seq, stop)[1][2] == _HOST
+    seq = [L, H, (-1, 100, 750), H, L]
+    assert _best(seq, stop)[1][2] == _LAYER
+    # A reader on the ALU makes a tree kept on the host store its int32 result (the pair's
+    # cycles): then the reader goes to the host too.
+    seq = [L, H, (-1, 1338, 1151), (-1, 349, 352), L]
+    places = _best(seq, stop)[1]
+    assert places[2:4] == [_HOST, _LAYER]
+    pairs = [(2, 3, 382)]
+    assert _cost(seq, [_LAYER, _HOST, _HOST, _HOST, _LAYER], stop, pairs) < \
+        _cost(seq, places, stop, pairs)  # fmt: skip
+
+
+@pytest.mark.parametrize("config", ["vta-default", "vta-store-requant"])
+def test_efficientnet_v2_squeeze_excite_stays_on_the_host_as_host_steps(config):
+    """EfficientNetV2-B0's last squeeze-excite block on a 2x2 map: its table lookups stop the
+    program anyway, so its swish, MEAN and scale stay with them on the host, as host steps
+    (no layer the host runs, no narrowing nobody reads). Bit-exact through every stage and
+    the run plan on both configurations: test_corpus.py."""
+    from pathlib import Path
+
+    from qaccel import api
+    from qaccel.dialects import accel, vta
+
+    path = Path(__file__).parent / "fixtures" / "corpus" / "efficientnet_v2_b0.tflite"
+    compiled = api.compile(path, config)
+    ops = _top_level(compiled)
+    on_accel = {ops[i] for lay in compiled.functions[next(iter(compiled.functions))].layers
+                for i in lay.ops}  # fmt: skip
+    assert all(o in on_accel for o in ops if isinstance(o, vta.LayerOp))
+    assert all(n.output.uses for n in ops if isinstance(n, accel.NarrowOp))
+    means = [o for o in ops if isinstance(o, accel.ReduceSumOp)]
+    assert len(means) == 1
