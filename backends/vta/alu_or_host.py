@@ -3,12 +3,19 @@ stays a host step.
 
 On the ALU an element-wise or pool layer costs its program's cycles (loads of every input row, the
 steps, the store); on the host, the host's work on its elements (`targets/vta/host_cost.py`'s
-`host_tree_cycles`). The program stops for host steps: a layer between two host steps
-(in program order) splits their run and adds a stop when it runs on the ALU, and a layer
-between two layers adds one when it runs on the host. The layer stays on the host when the
-cost model prices the host lower, and the report says so with both figures. Only layers that
-read a host step's result are priced (a table lookup's, a host pool's): a layer between
-layers only keeps its place on the ALU.
+`host_tree_cycles`). The program stops once for each run of host steps between two layers.
+Only layers that read a host step's result (a table lookup's, a host pool's, or a tree's
+still to be decided) are priced: a layer between layers keeps its place on the ALU.
+
+They are decided for the whole program at once (`place_trees`): the cheapest placement by the
+cost model, each layer's ALU cycles or host work plus one stop per run of host steps, found in
+one pass over the program (`_best`). A tree whose ALU program saves no stop stays with the host
+steps around it, and the trees between two layers (a squeeze-excite block around its table
+lookups) are decided together, not one by one in program order. A tree kept on the host goes
+back into the program as host steps (`dissolve`), without the narrowing and the widening
+copies `form-vta-layers` added so that it could be a layer; when a layer on the ALU reads its
+int32 result it stays a layer the host runs, which stores the int8 value, and that cost is
+weighed too. The report gives each kept tree's figures.
 """
 
 from __future__ import annotations
@@ -20,52 +27,6 @@ from qaccel.dialects import tfl, vta
 from qaccel.targets.vta.host_cost import HOST_NS, host_sync_cycles, host_tree_cycles
 from xdsl.dialects import func
 from xdsl.ir import Operation
-
-
-def _reads_host_step(op: vta.LayerOp) -> bool:
-    """An input of the layer is computed by a host step of the program (not a layer's
-    result, a constant or the function's argument)."""
-    block = op.parent_block()
-    inside = set(op.body_ops())
-    for inner in inside:
-        for v in inner.operands:
-            owner = v.owner
-            if owner in inside or not isinstance(owner, Operation) or isinstance(owner, tfl.ConstOp):
-                continue
-            if not isinstance(top_level(owner, block), vta.LayerOp):
-                return True
-    return False
-
-
-def _neighbours_on_host(op: vta.LayerOp) -> tuple[bool, bool]:
-    """Whether the op before `op` and the op after it in the program (constants skipped, the
-    function's return a host op) run on the host: every op but a formed layer does."""
-    before, after = op.prev_op, op.next_op
-    while isinstance(before, tfl.ConstOp):
-        before = before.prev_op
-    while isinstance(after, tfl.ConstOp):
-        after = after.next_op
-    return (before is not None and not isinstance(before, vta.LayerOp),
-            after is not None and not isinstance(after, vta.LayerOp))
-
-
-def cheaper_on_host(op: vta.LayerOp, alu_cycles: int, config) -> str | None:
-    """Why the element-wise or pool layer `op` stays on the host (its ALU program would take
-    `alu_cycles`), or None when it runs on the ALU."""
-    if op.kind.data not in ("eltwise", "pool") or not _reads_host_step(op):
-        return None
-    before, after = _neighbours_on_host(op)
-    stop = host_sync_cycles(config)
-    host = host_tree_cycles(op.body_ops(), config)
-    if not (before or after):
-        host += stop  # on the host it would stop the program between two layers
-    alu = alu_cycles + (stop if before and after else 0)  # it would split a run of host steps
-    if alu <= host:
-        return None
-    return (f"kept on the host: the cost model prices it at {host} cycles of host work "
-            f"against {alu} on the ALU (its program"
-            + (", and the program's stop between the host steps around it)" if before and after
-               else ")"))
 
 
 def tree_end(op: Operation) -> Operation | None:
@@ -297,5 +258,5 @@ def merge_widenings(block, ops: list[Operation]) -> int:
     return removed
 
 
-__all__ = ["cheaper_on_host", "dissolve", "merge_widenings", "place_trees", "reads_host_step",
+__all__ = ["dissolve", "merge_widenings", "place_trees", "reads_host_step",
            "tree_end"]

@@ -375,10 +375,13 @@ def _settle_host_trees(name: str, f: func.FuncOp,
     widening copies `form-vta-layers` added for the ALU when nothing needs them there now.
     (why each op moved back runs on the host, the layers that stay on the host as layers with
     why: a later layer reads their int32 result from DRAM)."""
-    from qaccel.backends.vta.alu_or_host import dissolve, merge_widenings
+    from qaccel.backends.vta.alu_or_host import dissolve, merge_widenings, reads_host_step
 
     block = f.body.block
     kept: dict[Operation, str] = {}
+    layers = {o for o in block.ops if isinstance(o, vta.LayerOp)}
+    if not any(o.kind.data in ("eltwise", "pool") and reads_host_step(o, layers) for o in layers):
+        return {}, kept  # nothing to decide: every tree reads layers only
     _read_layers(name, list(block.ops), {}, c, kept=kept, decide=True)
     reasons: dict[Operation, str] = {}
     on_host = set(kept)
