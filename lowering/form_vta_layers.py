@@ -33,7 +33,8 @@ layer computes exactly what its ops computed (the interpreter runs the body):
 Before the trees are matched, an int8-valued result several trees read (canonicalization
 folded its narrowing away) gets its `accel.narrow` back, so its tree is a layer the others
 read from DRAM, and a widening several trees read is cloned per tree
-(`lowering/vta/shared_values.py`).
+(`lowering/vta/shared_values.py`). A tree that `qaccel-compile`'s cost model keeps on the host
+goes back into the program as host steps without them (`backends/vta/alu_or_host.py`).
 
 Ops that form no layer (pads, concatenations, a GEMM op whose tail is not a requantization,
 trees that do not end in an int8 narrowing, `accel.host_requantize`) stay where they are and

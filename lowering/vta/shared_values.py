@@ -18,6 +18,9 @@ other trees read back from DRAM as a leaf); `value_range` proves the narrowing e
 with several users is cloned once per user, each tree loading the int8 tensor itself. Only
 feature maps (`[N, C/B, H, W, 1, B]`) are split: the token rows of a transformer sit between
 host steps (lane sums and broadcasts), where the cost model keeps their trees on the host.
+Where the cost model keeps a tree on the host after all, `qaccel-compile` puts its ops back in
+the program without the narrowing nobody reads and with one widening per int8 value
+(`backends/vta/alu_or_host.py`'s `dissolve` and `merge_widenings`).
 """
 
 from __future__ import annotations
