@@ -167,3 +167,19 @@ def test_several_functions_get_a_line_each():
                           "  vta_fn_1: 20 simulated + 4 estimated (1 program stop) = 24"]
     assert lines[3].endswith("+ 10 for 2 launches")
     assert host_estimate_lines({"totals": {"cycles": 1}}) == []  # a report.json from before
+
+
+def test_report_diff_compares_the_estimates(compiled):
+    from qaccel.backends.vta.report import diff_reports, format_diff
+
+    before = json.loads(json.dumps(compiled.report))
+    for key in ("cycles_with_host_steps", "whole_inference_cycles"):
+        before["totals"][key] += 100
+    t = compiled.report["totals"]
+    last = format_diff(diff_reports(before, compiled.report)).splitlines()[-1]
+    a, b = t["cycles_with_host_steps"], t["whole_inference_cycles"]
+    assert last == (f"estimated by the cost model: cycles with host steps: {a + 100} -> {a} "
+                    f"({a / (a + 100):.2f}x); whole inference: {b + 100} -> {b} "
+                    f"({b / (b + 100):.2f}x)")
+    old = {"layers": [], "totals": {"cycles": 1}}  # a report.json from before the estimate
+    assert "estimated by the cost model" not in format_diff(diff_reports(old, old))

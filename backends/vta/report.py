@@ -449,7 +449,8 @@ def diff_reports(a: dict, b: dict) -> dict:
     ta, tb = a["totals"], b["totals"]
     totals = {}
     for key in ("cycles", "ms", "gemm_utilization", "dram_bytes", "layers", "host_fallback_ops",
-                "accelerator_mac_share"):  # fmt: skip
+                "accelerator_mac_share", "cycles_with_host_steps",
+                "whole_inference_cycles"):  # fmt: skip
         totals[key] = (ta.get(key), tb.get(key))
     configs = tuple((r.get("config"), r.get("config_hash")) for r in (a, b))
     return {"configs": configs, "layers": rows, "totals": totals}
@@ -502,6 +503,14 @@ def format_diff(diff: dict, names: tuple[str, str] = ("A", "B")) -> str:
                  f"fallbacks: {num(t['host_fallback_ops'][0])} -> "
                  f"{num(t['host_fallback_ops'][1])}; MAC share: "
                  f"{pct(t['accelerator_mac_share'][0])} -> {pct(t['accelerator_mac_share'][1])}")  # fmt: skip
+    estimated = [t.get(key, (None, None)) for key in ("cycles_with_host_steps",
+                                                      "whole_inference_cycles")]  # fmt: skip
+    if any(v is not None for pair in estimated for v in pair):
+        parts = []
+        for name, (va, vb) in zip(("cycles with host steps", "whole inference"), estimated):
+            ratio = f" ({vb / max(1, va):.2f}x)" if va is not None and vb is not None else ""
+            parts.append(f"{name}: {num(va)} -> {num(vb)}{ratio}")
+        lines.append(f"estimated by the cost model: {'; '.join(parts)}")
     return "\n".join(lines)
 
 
