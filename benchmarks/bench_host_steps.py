@@ -7,14 +7,17 @@ layers), so that work moved between the host and the ALU is compared on one scal
 
     python benchmarks/bench_host_steps.py [--models a,b] [--configs ...] [--kinds]
 
-`--kinds` also lists every host-step op kind with its count and reason (the census the ALU
-work starts from). The host figures are the cost model's estimate, not a measurement.
+The host-step figures are the compile report's (`host_step_cycles`, `program_stops`,
+`cycles_with_host_steps`: `targets/vta/host_cost.py`'s `program_host_steps` and `host_op_ns`,
+summed per accelerator function by `backends/vta/report.py`); "sum" is the report's cycles
+with host steps. `--kinds` also lists every host-step op kind with its count and reason (the
+census the ALU work starts from). The host figures are the cost model's estimate, not a
+measurement.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 from collections import Counter
 from pathlib import Path
 
@@ -23,69 +26,12 @@ CORPUS = ROOT / "tests" / "fixtures" / "corpus"
 CONFIGS = ("vta-default", "vta-store-requant")
 
 
-def _elements(v) -> int:
-    return math.prod(v.type.get_shape())
-
-
-def host_ns(op) -> float:
-    """The cost model's nanoseconds for one host op of a program."""
-    from qaccel.dialects import accel
-    from qaccel.targets.vta.host_cost import HOST_NS
-
-    alu = (accel.AddOp, accel.MulOp, accel.MinOp, accel.MaxOp, accel.ShiftLeftOp,
-           accel.RoundMultiplyOp, accel.RoundRShiftOp, accel.BiasAddZpOp, accel.WidenOp,
-           accel.NarrowOp)  # fmt: skip
-    if not op.results or not hasattr(op.results[0].type, "get_shape"):
-        return 0.0
-    n = _elements(op.results[0])
-    if isinstance(op, alu):
-        return n * HOST_NS["tap"]
-    if isinstance(op, accel.MaxPool2DOp | accel.SumPool2DOp):
-        return n * math.prod(int(v) for v in op.array_prop("window")) * HOST_NS["tap"]
-    if isinstance(op, accel.HostPool2DOp):
-        return n * math.prod(int(v) for v in op.array_prop("window")) * HOST_NS["tap"]
-    if isinstance(op, accel.ReduceSumOp | accel.LaneSumOp):
-        return _elements(op.operands[0]) * HOST_NS["tap"]
-    if isinstance(op, accel.LutOp):
-        return n * HOST_NS["lookup"]
-    if isinstance(op, accel.SoftmaxOp):
-        return n * HOST_NS["softmax"]
-    if isinstance(op, accel.BatchMatmulOp):
-        return n * op.operands[0].type.get_shape()[-1] * HOST_NS["mac"]
-    if isinstance(op, accel.ConcatOp | accel.ConcatLanesOp | accel.CropOp | accel.ReshapeOp
-                  | accel.PadOp):  # fmt: skip
-        return n * HOST_NS["copy"]
-    return n * HOST_NS["gather"]
-
-
 def host_steps(compiled) -> tuple[int, int]:
-    """(the host steps' cycles, the program stops): every op of an accelerator function that
-    no emitted layer holds is a host step; a run of them between two layers stops the
-    program once."""
-    from qaccel.dialects import tfl, vta
-    from qaccel.targets.vta.host_cost import HOST_NS
-    from xdsl.dialects import func
-
-    ns, stops = 0.0, 0
-    for f in compiled.module.ops:
-        if not isinstance(f, func.FuncOp) or f.sym_name.data not in compiled.functions:
-            continue
-        ops = list(f.body.block.ops)
-        fn = compiled.functions[f.sym_name.data]
-        on_accel = {ops[i] for lay in fn.layers for i in lay.ops}
-        seen_layer = pending = False
-        for op in ops:
-            if isinstance(op, func.ReturnOp | tfl.ConstOp):
-                continue
-            if op in on_accel:
-                stops += pending and seen_layer
-                pending, seen_layer = False, True
-                continue
-            inner = list(op.walk()) if op.regions else [op]
-            ns += sum(host_ns(o) for o in inner if not isinstance(o, vta.YieldOp | tfl.ConstOp))
-            pending = True
-    mhz = compiled.config.clock_mhz
-    return int(math.ceil((ns + stops * HOST_NS["sync"]) * mhz / 1000)), stops
+    """(the host steps' estimated cycles, the program stops) of a compiled model: its report's
+    (every op of an accelerator function that no emitted layer holds is a host step; a run of
+    them between two layers stops the program once)."""
+    t = compiled.report["totals"]
+    return t["host_step_cycles"], t["program_stops"]
 
 
 def main() -> None:
@@ -110,7 +56,8 @@ def main() -> None:
             t = compiled.report["totals"]
             host, stops = host_steps(compiled)
             print(f"| {path.stem} | {config} | {len(compiled.fallbacks)} | {t['cycles']} | "
-                  f"{t['dram_bytes']} | {host} | {stops} | {t['cycles'] + host} |", flush=True)
+                  f"{t['dram_bytes']} | {host} | {stops} | {t['cycles_with_host_steps']} |",
+                  flush=True)  # fmt: skip
             if config == CONFIGS[0]:
                 kinds.update((fb.op, fb.reason) for fb in compiled.fallbacks)
     if args.kinds:

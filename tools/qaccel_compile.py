@@ -25,7 +25,8 @@ op carrying its program, for our custom-op kernel), with OUTDIR/partitions.json 
 left on the CPU: one line why); `qaccel-run OUTDIR --runtime litert` runs them; prints the
 report table
 (per layer: cycles, GEMM utilization, roofline and ratio, DRAM bytes, tiling; totals, ms at the
-configured clock, MAC share, host fallbacks). Compiling twice gives identical files. Progress
+configured clock, the cost model's estimate of the host steps and of the whole inference next
+to the simulated cycles, MAC share, host fallbacks). Compiling twice gives identical files. Progress
 goes to stderr when it is a terminal; `--quiet` silences progress and the table.
 """
 

@@ -8,8 +8,9 @@ An artifact is an OUTDIR of `qaccel-compile` (its `report.json` is read) or a `r
 itself. `diff` matches layers by accelerator function and index (a layer only one side has is
 shown with `-` on the other), prints per layer the cycles of A and B and their ratio B/A, the
 GEMM utilization and DRAM bytes of both and the layer's description (both when they differ),
-then the totals (cycles, ms, utilization, DRAM bytes, layers, host fallbacks, MAC share) and
-each side's configuration name and content hash; `--plot F.png` draws the cycles side by side
+then the totals (cycles, ms, utilization, DRAM bytes, layers, host fallbacks, MAC share; the
+cost model's estimated cycles with host steps and of the whole inference) and each side's
+configuration name and content hash; `--plot F.png` draws the cycles side by side
 and the utilizations (needs matplotlib). `--names A,B` names the sides (default: the paths).
 """
 

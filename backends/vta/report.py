@@ -9,6 +9,7 @@ ALU-bound cycles, DRAM traffic, instruction and micro-op counts and the tiling i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from qaccel.backends.vta.compiled import TARGET_ATTR, CompiledFunction, CompiledModel
@@ -141,6 +142,84 @@ def _fallback_macs(compiled: CompiledModel) -> list[int]:
     return counts
 
 
+def function_host_steps(compiled: CompiledModel) -> dict[str, tuple[float, int]]:
+    """Per accelerator function, (the host's nanoseconds, the program's stops) for its host
+    steps (`targets/vta/host_cost.py`'s `program_host_steps`): every op of its body no
+    emitted layer holds."""
+    from qaccel.targets.vta.host_cost import program_host_steps
+
+    steps = {}
+    for f in compiled.module.ops:
+        if not isinstance(f, func.FuncOp) or f.sym_name.data not in compiled.functions:
+            continue
+        ops = list(f.body.block.ops)
+        fn = compiled.functions[f.sym_name.data]
+        steps[fn.name] = program_host_steps(ops, {ops[i] for lay in fn.layers for i in lay.ops})
+    return steps
+
+
+def _outside_estimate(compiled: CompiledModel) -> dict:
+    """The host's work around the accelerator functions, by the cost model's rates: the
+    operators of the other functions on the CPU (`cpu_op_ns`), the packing and unpacking of
+    the values that cross into and out of accelerator functions (`hop_cycles`) and one
+    launch per call of an accelerator function."""
+    from qaccel.dialects import accel, tfl
+    from qaccel.targets.base import shape_of, storage_dtype
+    from qaccel.targets.vta.host_cost import cpu_cycles, cpu_op_ns, hop_cycles, launch_cycles
+
+    c = compiled.config
+    cpu_ns = 0.0
+    ops = hop_bytes = launches = 0
+    for f in compiled.module.ops:
+        if not isinstance(f, func.FuncOp) or TARGET_ATTR in f.attributes or not f.body.blocks:
+            continue
+        for op in f.body.block.ops:
+            if isinstance(op, func.ReturnOp | tfl.ConstOp):
+                continue
+            if isinstance(op, func.CallOp):
+                launches += op.callee.root_reference.data in compiled.functions
+                continue
+            if isinstance(op, accel.PackOp | accel.UnpackOp):
+                packed = op.results[0] if isinstance(op, accel.PackOp) else op.operands[0]
+                dtype = storage_dtype(packed)
+                hop_bytes += math.prod(shape_of(packed)) * (dtype.itemsize if dtype else 1)
+                continue
+            ops += 1
+            cpu_ns += cpu_op_ns(op, c.block)
+    return {
+        "cpu_ops": ops, "cpu_op_cycles": cpu_cycles(cpu_ns, c),
+        "hop_bytes": hop_bytes, "hop_cycles": hop_cycles(hop_bytes, c),
+        "launches": launches, "launch_cycles": launches * launch_cycles(c),
+    }  # fmt: skip
+
+
+def _host_estimate(compiled: CompiledModel, functions: list[dict], totals: dict) -> None:
+    """The cost model's estimate of the host's work next to the simulated cycles, per function
+    and in total (see `format_report`'s lines): host steps, program stops, cycles with host
+    steps; and the whole inference with the CPU's work outside the accelerator functions."""
+    from qaccel.targets.vta.host_cost import host_steps_cycles
+
+    c = compiled.config
+    steps = function_host_steps(compiled)
+    cycles = {fn: 0 for fn in compiled.functions}
+    for fn, layers in compiled.layers.items():
+        cycles[fn] = sum(int(lay.report.get("cycles", 0)) for lay in layers)
+    for row in functions:
+        ns, stops = steps.get(row["function"], (0.0, 0))
+        host = host_steps_cycles(ns, stops, c)
+        row.update({"cycles": cycles[row["function"]], "host_step_cycles": host,
+                    "program_stops": stops,
+                    "cycles_with_host_steps": cycles[row["function"]] + host})  # fmt: skip
+    host = sum(row["host_step_cycles"] for row in functions)
+    totals["host_step_cycles"] = host
+    totals["program_stops"] = sum(row["program_stops"] for row in functions)
+    totals["cycles_with_host_steps"] = totals["cycles"] + host
+    outside = _outside_estimate(compiled)
+    totals.update(outside)
+    totals["whole_inference_cycles"] = totals["cycles_with_host_steps"] + sum(
+        outside[key] for key in ("cpu_op_cycles", "hop_cycles", "launch_cycles"))
+
+
 def build_report(compiled: CompiledModel, total_macs: int | None) -> dict:
     c = compiled.config
     rows = [lay.report for ls in compiled.layers.values() for lay in ls]
@@ -175,6 +254,7 @@ def build_report(compiled: CompiledModel, total_macs: int | None) -> dict:
     for key in ("arena_bytes", "activation_bytes", "constant_bytes", "host_write_bytes",
                 "host_read_bytes"):  # fmt: skip
         totals[key] = sum(f[key] for f in functions)
+    _host_estimate(compiled, functions, totals)
     return {
         "config": c.name, "config_hash": c.content_hash,
         "layers": rows, "totals": totals, "functions": functions,
@@ -238,6 +318,37 @@ def energy_lines(report: dict) -> list[str]:
             f"per-operation energies of the hardware configuration)"]
 
 
+def host_estimate_lines(report: dict) -> list[str]:
+    """The report text's lines for the host's work, the cost model's estimate next to the
+    simulated cycles (none for a report.json written before the estimate): the host steps
+    inside accelerator programs with their program stops, and what they add to the
+    accelerator's cycles (per function too when there are several); then the whole inference
+    with the CPU's operators outside accelerator functions, the packing and unpacking of
+    what crosses and the launches."""
+    t = report["totals"]
+    if "cycles_with_host_steps" not in t:
+        return []
+    stops = t["program_stops"]
+    lines = [f"host steps (estimated by the cost model, not simulated): {t['host_step_cycles']} "
+             f"cycles, {stops} program stop{'' if stops == 1 else 's'}; cycles with host steps "
+             f"(estimated): {t['cycles_with_host_steps']} = {t['cycles']} simulated + "
+             f"{t['host_step_cycles']} estimated"]  # fmt: skip
+    functions = [f for f in report.get("functions", []) if "cycles_with_host_steps" in f]
+    if len(functions) > 1:
+        lines += [f"  {f['function']}: {f['cycles']} simulated + {f['host_step_cycles']} "
+                  f"estimated ({f['program_stops']} program "
+                  f"stop{'' if f['program_stops'] == 1 else 's'}) = "
+                  f"{f['cycles_with_host_steps']}" for f in functions]  # fmt: skip
+    ops, launches = t["cpu_ops"], t["launches"]
+    lines.append(
+        f"whole inference (estimated): {t['whole_inference_cycles']} cycles = "
+        f"{t['cycles_with_host_steps']} with host steps + {t['cpu_op_cycles']} for {ops} CPU "
+        f"op{'' if ops == 1 else 's'} outside accelerator functions + {t['hop_cycles']} packing "
+        f"and unpacking {t['hop_bytes']} bytes + {t['launch_cycles']} for {launches} "
+        f"launch{'' if launches == 1 else 'es'}")  # fmt: skip
+    return lines
+
+
 def _tiling_text(t: dict) -> str:
     if "chunk_rows" in t:  # an element-wise layer
         return f"chunks of {t['chunk_rows']} rows"
@@ -292,6 +403,7 @@ def format_report(report: dict) -> str:
         f"{t['clock_mhz']:g} MHz, GEMM utilization {t['gemm_utilization']:.1%} of useful "
         f"MACs{executed}, {t['roofline_ratio']:.2f}x the roofline, {t['dram_bytes']} DRAM bytes"
     )
+    lines.extend(host_estimate_lines(report))
     if "accelerator_mac_share" in t:
         inside = t.get("host_macs_in_accelerator_functions", 0)
         note = (f" ({inside} MACs of accelerator functions run on the host: GEMM fallbacks "
@@ -337,7 +449,8 @@ def diff_reports(a: dict, b: dict) -> dict:
     ta, tb = a["totals"], b["totals"]
     totals = {}
     for key in ("cycles", "ms", "gemm_utilization", "dram_bytes", "layers", "host_fallback_ops",
-                "accelerator_mac_share"):  # fmt: skip
+                "accelerator_mac_share", "cycles_with_host_steps",
+                "whole_inference_cycles"):  # fmt: skip
         totals[key] = (ta.get(key), tb.get(key))
     configs = tuple((r.get("config"), r.get("config_hash")) for r in (a, b))
     return {"configs": configs, "layers": rows, "totals": totals}
@@ -390,10 +503,18 @@ def format_diff(diff: dict, names: tuple[str, str] = ("A", "B")) -> str:
                  f"fallbacks: {num(t['host_fallback_ops'][0])} -> "
                  f"{num(t['host_fallback_ops'][1])}; MAC share: "
                  f"{pct(t['accelerator_mac_share'][0])} -> {pct(t['accelerator_mac_share'][1])}")  # fmt: skip
+    estimated = [t.get(key, (None, None)) for key in ("cycles_with_host_steps",
+                                                      "whole_inference_cycles")]  # fmt: skip
+    if any(v is not None for pair in estimated for v in pair):
+        parts = []
+        for name, (va, vb) in zip(("cycles with host steps", "whole inference"), estimated):
+            ratio = f" ({vb / max(1, va):.2f}x)" if va is not None and vb is not None else ""
+            parts.append(f"{name}: {num(va)} -> {num(vb)}{ratio}")
+        lines.append(f"estimated by the cost model: {'; '.join(parts)}")
     return "\n".join(lines)
 
 
 __all__ = [
     "alu_report", "build_report", "diff_reports", "energy_lines", "energy_totals", "format_diff",
-    "format_report", "gemm_report", "layer_energy",
+    "format_report", "function_host_steps", "gemm_report", "host_estimate_lines", "layer_energy",
 ]

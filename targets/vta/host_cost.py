@@ -26,12 +26,18 @@ Cortex-A53-class core next to the accelerator (VTA's Ultra96/ZCU104 boards), as 
 launch is at stake: there the packed layout's padded lanes decide, when they cost more than
 the CPU operator's dispatch (a table lookup over 1 channel does 16 times the plain work
 inside).
+
+The same rates estimate a compiled model's host work for its report (`backends/vta/report.py`)
+and `benchmarks/bench_host_steps.py`: `host_op_ns` prices each host step of an accelerator
+program, `program_host_steps` adds them up with the program's stops, and `cpu_op_ns`,
+`hop_cycles` and `launch_cycles` price the CPU's operators, packing and launches around the
+accelerator functions. They are the cost model's estimate, never a measurement.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 from xdsl.ir import Operation, SSAValue
 
@@ -232,5 +238,121 @@ def host_sync_cycles(config) -> int:
     return _cycles(HOST_NS["sync"], config)
 
 
-__all__ = ["HOST_NS", "host_step_kind", "host_sync_cycles", "host_tree_cycles",
-           "vta_host_step_cost"]
+# --------------------------------------------------------------------------------------------
+# The estimate of a compiled model's host work: the report's and bench_host_steps.py's one
+# pricing.
+
+_ELEMENTWISE_HOST = ("accel.add", "accel.mul", "accel.min", "accel.max", "accel.shift_left",
+                     "accel.round_multiply", "accel.round_rshift", "accel.bias_add_zp",
+                     "accel.widen", "accel.narrow")  # fmt: skip
+_COPIES = ("accel.concat", "accel.concat_lanes", "accel.crop", "accel.reshape", "accel.pad")
+_NOT_HOST_WORK = ("tfl.const", "vta.yield", "func.return")
+
+
+def host_op_ns(op: Operation) -> float:
+    """What one op of an accelerator function costs the host as a step of the program, in
+    nanoseconds at `HOST_NS`'s rates, on the packed layout: per element of its result an
+    element-wise op (`accel` ALU ops, widenings and narrowings) at a pool tap's rate, a
+    windowed pool per window tap, a sum (global or over the lanes) per element of its operand,
+    a table lookup, a softmax, a host matrix product per multiply-accumulate, a copy
+    (concatenation, crop, reshape, padding) per element at the copy rate (a byte of int8), and
+    anything else (gathers, relayouts,
+    requantizations, the matrix products' operand gathers and corrections) per element at
+    the gather rate. Constants, yields and returns cost nothing. (`host_tree_cycles`, which
+    prices a formed layer's body for `alu_or_host`'s choice, agrees on every op a layer holds
+    except a pool layer's padding, which it counts at the tap rate.)"""
+    if op.name in _NOT_HOST_WORK or not op.results:
+        return 0.0
+    out = op.results[0].type
+    if not hasattr(out, "get_shape"):
+        return 0.0
+    n = math.prod(out.get_shape())  # type: ignore[attr-defined]
+    name = op.name
+    if name in _ELEMENTWISE_HOST:
+        return n * HOST_NS["tap"]
+    if name in _WINDOWED or name == "accel.host_pool2d":
+        return n * math.prod(_ints(op, "window")) * HOST_NS["tap"]
+    if name in ("accel.reduce_sum", "accel.lane_sum"):
+        summed = op.operands[0].type.get_shape()  # type: ignore[attr-defined]
+        return math.prod(summed) * HOST_NS["tap"]
+    if name == "accel.lut":
+        return n * HOST_NS["lookup"]
+    if name == "accel.softmax":
+        return n * HOST_NS["softmax"]
+    if name == "accel.batch_matmul":
+        k = op.operands[0].type.get_shape()[-1]  # type: ignore[attr-defined]
+        return n * k * HOST_NS["mac"]
+    if name in _COPIES:
+        return n * HOST_NS["copy"]
+    return n * HOST_NS["gather"]
+
+
+def program_host_steps(ops: Iterable[Operation], on_accelerator: Container[Operation]
+                       ) -> tuple[float, int]:  # fmt: skip
+    """(the host's nanoseconds, the program's stops) for the host steps of one accelerator
+    function whose body's top-level ops are `ops`: every op the accelerator does not run
+    (`on_accelerator`: the emitted layers) is a host step, priced by `host_op_ns` (an op with
+    a body, such as a formed layer the emitter refused, by each op in it and by itself); a
+    run of host steps between two layers stops the program once (steps before the first
+    layer or after the last one run before the program starts or after it ends)."""
+    ns, stops = 0.0, 0
+    seen_layer = pending = False
+    for op in ops:
+        if op.name in _NOT_HOST_WORK:
+            continue
+        if op in on_accelerator:
+            stops += pending and seen_layer
+            pending, seen_layer = False, True
+            continue
+        ns += sum(host_op_ns(o) for o in op.walk()) if op.regions else host_op_ns(op)
+        pending = True
+    return ns, stops
+
+
+def host_steps_cycles(ns: float, stops: int, config) -> int:
+    """Host steps' `ns` and their program's `stops` (`HOST_NS["sync"]` each) in accelerator
+    cycles."""
+    return _cycles(ns + stops * HOST_NS["sync"], config)
+
+
+def cpu_op_ns(op: Operation, block: int = 16) -> float:
+    """What one operator outside the accelerator functions costs the CPU, in nanoseconds at
+    `HOST_NS`'s rates, on the plain layout: the runtime's dispatch, and its work: a GEMM-shaped
+    op per multiply-accumulate, an op `host_step_kind` knows at its rate and units per element
+    of its results (`block`: the configuration's, as `vta_host_step_cost` prices the CPU
+    operator), anything else per element of its results at the gather rate."""
+    from qaccel.dialects.macs import op_macs
+
+    macs = op_macs(op)
+    if macs:
+        return HOST_NS["dispatch"] + macs * HOST_NS["mac"]
+    elements = sum(_elements(r) for r in op.results)
+    kind = host_step_kind([op], block)
+    if kind is None:
+        return HOST_NS["dispatch"] + elements * HOST_NS["gather"]
+    _, rate, units = kind
+    return HOST_NS["dispatch"] + elements * units * HOST_NS[rate]
+
+
+def hop_cycles(nbytes: int, config) -> int:
+    """Packing or unpacking `nbytes` of packed values between the CPU's tensors and the
+    accelerator's DRAM, in accelerator cycles: the host's gather or scatter
+    (`HOST_NS["pack"]` per packed byte) and the transfer over the one DRAM port
+    (`bus_width_bytes` per cycle)."""
+    return _cycles(nbytes * HOST_NS["pack"], config) + -(-nbytes // config.bus_width_bytes)
+
+
+def launch_cycles(config) -> int:
+    """One invocation of an accelerator function (`HOST_NS["launch"]`), in accelerator
+    cycles."""
+    return _cycles(HOST_NS["launch"], config)
+
+
+def cpu_cycles(ns: float, config) -> int:
+    """The CPU's `ns` (e.g. `cpu_op_ns`'s, summed) in accelerator cycles."""
+    return _cycles(ns, config)
+
+
+__all__ = ["HOST_NS", "cpu_cycles", "cpu_op_ns", "hop_cycles", "host_op_ns", "host_step_kind",
+           "host_steps_cycles", "host_sync_cycles", "host_tree_cycles", "launch_cycles",
+           "program_host_steps", "vta_host_step_cost"]
