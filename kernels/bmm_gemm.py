@@ -20,6 +20,12 @@ modulo 2^32 (both sides wrap alike). Per batch index:
   `[1, N/B, M, 1, B]`, padding lanes 0.
 
 Index arrays hold flat indices into the packed operand, -1 for padding (a GATHER step).
+
+Batch index `ALL` (-1) stands for every batch index at once, stacked on a leading dimension:
+tokens `[batch, K/B, M, 1, B]`, tiles `[batch, N/B, K/B, B, B]`, correction
+`[batch, N/B, M, 1, B]` (`operand_index`, `stacked_correction`). Those are the bytes of one
+GEMM layer over `batch` images whose weight tiles and accumulator starts change per image
+(`STACKED_MAX_BYTES` bounds what is gathered at once).
 """
 
 from __future__ import annotations
@@ -34,6 +40,14 @@ from qaccel.kernels.layout import Packing, gather, unpack
 GEMM_MAX_DIM = 1024
 """Largest M, K or N (and flattened batch) `lower-q-to-accel` runs as GEMM layers; beyond it,
 the exact host step (`accel.batch_matmul`)."""
+
+
+ALL = -1
+"""The batch index of an op about every batch index at once (stacked, module docstring)."""
+
+STACKED_MAX_BYTES = 1 << 20
+"""Largest gathered operands plus correction (bytes) of one stacked product; a larger product
+runs as one GEMM layer per batch index."""
 
 
 def operand_sources(lhs_shape: Sequence[int], rhs_shape: Sequence[int], adj_x: bool,
@@ -61,16 +75,37 @@ def dims(lhs_shape, rhs_shape, adj_x: bool, adj_y: bool) -> tuple[int, int, int,
     return batch, m, k, n
 
 
-def tokens_shape(m: int, k: int, block: int) -> tuple[int, ...]:
-    return (1, -(-k // block), m, 1, block)
+def tokens_shape(m: int, k: int, block: int, batch: int = 1) -> tuple[int, ...]:
+    return (batch, -(-k // block), m, 1, block)
 
 
-def tiles_shape(k: int, n: int, block: int) -> tuple[int, ...]:
-    return (-(-n // block), -(-k // block), block, block)
+def tiles_shape(k: int, n: int, block: int, batch: int | None = None) -> tuple[int, ...]:
+    """One batch index's tiles `[N/B, K/B, B, B]`, or `batch` of them stacked."""
+    tiles = (-(-n // block), -(-k // block), block, block)
+    return tiles if batch is None else (batch, *tiles)
 
 
-def result_shape(m: int, n: int, block: int) -> tuple[int, ...]:
-    return (1, -(-n // block), m, 1, block)
+def result_shape(m: int, n: int, block: int, batch: int = 1) -> tuple[int, ...]:
+    return (batch, -(-n // block), m, 1, block)
+
+
+def stacked_bytes(batch: int, m: int, k: int, n: int, block: int) -> int:
+    """Bytes of the stacked tokens, tiles and int32 correction of a product."""
+    kb, nb = -(-k // block), -(-n // block)
+    return batch * block * (kb * m + nb * kb * block + 4 * nb * m)
+
+
+def operand_index(sources: tuple[np.ndarray, np.ndarray], operand: int, index: int,
+                  block: int) -> np.ndarray:  # fmt: skip
+    """The gather index array of GEMM operand `operand` (0: tokens, 1: tiles) of batch index
+    `index`, or of every batch index stacked (`ALL`)."""
+    plain = sources[operand]
+    one = lhs_tokens_index if operand == 0 else weight_tiles_index
+    if index != ALL:
+        return one(plain[index], block)
+    if operand == 0:
+        return np.concatenate([one(p, block) for p in plain], axis=0)
+    return np.stack([one(p, block) for p in plain])
 
 
 def lhs_tokens_index(lhs_plain: np.ndarray, block: int) -> np.ndarray:
@@ -110,5 +145,18 @@ def zp_correction(a: np.ndarray, b: np.ndarray, lhs_zero_point: int, rhs_zero_po
         result_shape(m, n, block)).astype(np.int32)
 
 
-__all__ = ["GEMM_MAX_DIM", "dims", "gather", "lhs_tokens_index", "operand_sources", "result_shape",
-           "tiles_shape", "tokens_shape", "weight_tiles_index", "zp_correction"]  # fmt: skip
+def correction(lhs: np.ndarray, rhs: np.ndarray, sources: tuple[np.ndarray, np.ndarray],
+               index: int, lhs_zero_point: int, rhs_zero_point: int,
+               block: int) -> np.ndarray:  # fmt: skip
+    """`zp_correction` of batch index `index` of packed `lhs` and `rhs`, or of every batch
+    index stacked on the leading dimension (`ALL`)."""
+    which = range(len(sources[0])) if index == ALL else [index]
+    parts = [zp_correction(gather(lhs, sources[0][i]), gather(rhs, sources[1][i]),
+                           lhs_zero_point, rhs_zero_point, block) for i in which]  # fmt: skip
+    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+
+
+__all__ = ["ALL", "GEMM_MAX_DIM", "STACKED_MAX_BYTES", "correction", "dims", "gather",
+           "lhs_tokens_index", "operand_index", "operand_sources", "result_shape",
+           "stacked_bytes", "tiles_shape", "tokens_shape", "weight_tiles_index",
+           "zp_correction"]  # fmt: skip

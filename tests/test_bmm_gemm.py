@@ -1,6 +1,8 @@
-"""BATCH_MATMUL (activation x activation) on the GEMM core: one GEMM layer per batch index
-whose weight tiles the program gathers into the arena at run time and whose accumulators
-start from the zero points' int32 correction (step kind 18), requantized as any GEMM layer,
+"""BATCH_MATMUL (activation x activation) on the GEMM core: one GEMM layer over every batch
+index (its images, each with its own weight tiles; one layer per batch index when the stacked
+operands are too large) whose weight tiles the program gathers into the arena at run time and
+whose accumulators start from the zero points' int32 correction (step kinds 18 and 22),
+requantized as any GEMM layer,
 bit-exact with BUILTIN_REF through the run plan, the C driver
 and the spliced LiteRT model on both bundled configurations; the C machine and the Python
 simulator agree on the layers bit for bit and cycle for cycle."""
@@ -14,6 +16,7 @@ import numpy as np
 import pytest
 
 from qaccel.kernels import bmm_gemm as bg
+from qaccel.kernels import packed
 from qaccel.kernels.attention import batch_matmul_operands
 from qaccel.kernels.layout import Packing, pack
 
@@ -49,6 +52,17 @@ def test_gathered_gemm_and_correction_are_the_reference_sums(ls, rs, adj_x, adj_
             total = acc + corr.reshape(-1, m, block).transpose(1, 0, 2).reshape(m, -1)
             assert np.array_equal(total[:, :n], want[i])
             assert not np.any(total[:, n:])  # padding lanes: zero weights, zero correction
+        # Every batch index at once (index ALL): the stacked tokens by their own stacked tiles
+        # (accel.dense_zp's per-image filter) plus the stacked correction.
+        tokens = bg.gather(lp, bg.operand_index((li, ri), 0, bg.ALL, block))
+        tiles = bg.gather(rp, bg.operand_index((li, ri), 1, bg.ALL, block))
+        assert tokens.shape == bg.tokens_shape(m, k, block, batch)
+        assert tiles.shape == bg.tiles_shape(k, n, block, batch)
+        acc = packed.dense_zp(tokens, tiles, None, list(bg.result_shape(m, n, block, batch)))
+        total = acc.astype(np.int64) + bg.correction(lp, rp, (li, ri), bg.ALL, zl, zr, block)
+        plain = total[..., 0, :].transpose(0, 2, 1, 3).reshape(batch, m, -1)
+        assert np.array_equal(plain[..., :n], want)
+        assert not np.any(plain[..., n:])
 
 
 def _program_kinds(blob: bytes) -> list[int]:
@@ -130,7 +144,9 @@ def test_small_models_bit_exact(tokens, channels, depth, heads, adj_x, config, r
     assert "MACs on the accelerator: 100.00%" in out, out
     assert "accel.batch_matmul" not in out and "accel.dense_zp" not in out  # none on the host
     kinds = [k for p in (art / "programs").glob("*.qprog") for k in _program_kinds(p.read_bytes())]
-    assert 18 in kinds and 17 not in kinds  # BMM_CORRECTION, no host BATCH_MATMUL
+    # BMM_CORRECTION (one batch index) or BMM_CORRECTIONS (every head at once), no host
+    # BATCH_MATMUL
+    assert (18 if heads == 1 else 22) in kinds and 17 not in kinds
     from qaccel.backends.vta.run_plan import load_run_plan
 
     # the run plan's own steps (numpy gathers and correction, layers on the C machine) agree
@@ -150,7 +166,7 @@ def test_small_models_bit_exact(tokens, channels, depth, heads, adj_x, config, r
 
 @pytest.mark.parametrize("hw", ["vta-default", "vta-store-requant"])
 def test_transformer_layers_agree_on_both_simulators(hw):
-    """The transformer's layers, its four run-time-weight GEMMs among them, on the C machine
+    """The transformer's layers, its two run-time-weight GEMMs (two heads each) among them, on the C machine
     and the Python simulator (the existing cross-check): same DRAM, same cycles."""
     from qaccel.frontend.tflite_import import import_tflite
     from qaccel.pipeline.manager import build_pipeline, qaccel_context
@@ -174,8 +190,9 @@ def test_weight_tiles_and_correction_sit_in_the_arena():
     compiled = compile_module(module)
     fn = compiled.functions["vta_fn_0"]
     runtime = [lay for lay in fn.layers if lay.program.layer.runtime_weights]
-    assert len(runtime) == 4
+    assert len(runtime) == 2  # one layer per product, its two heads the layer's images
     for lay in runtime:
+        assert lay.program.layer.geometry.batch == 2
         assert lay.program.layer.runtime_init and len(lay.inputs) == 3
         for region, k in (("weights", 1), ("init", 2)):
             at, nbytes = lay.program.regions[region]

@@ -768,15 +768,13 @@ def _bmm_gemm_step(kind: str, xs, p: dict) -> np.ndarray:
     from qaccel.kernels import bmm_gemm as bg
 
     block = int(xs[0].shape[-1])
-    lhs, rhs = _bmm_sources(tuple(p["lhs_shape"]), tuple(p["rhs_shape"]), bool(p["adj_x"]),
-                            bool(p["adj_y"]), block)  # fmt: skip
+    sources = _bmm_sources(tuple(p["lhs_shape"]), tuple(p["rhs_shape"]), bool(p["adj_x"]),
+                           bool(p["adj_y"]), block)  # fmt: skip
     i = p["index"]
     if kind == "bmm_operand":
-        if p["operand"] == 0:
-            return bg.gather(xs[0], bg.lhs_tokens_index(lhs[i], block))
-        return bg.gather(xs[0], bg.weight_tiles_index(rhs[i], block))
-    return bg.zp_correction(bg.gather(xs[0], lhs[i]), bg.gather(xs[1], rhs[i]),
-                            p["lhs_zero_point"], p["rhs_zero_point"], block)
+        return bg.gather(xs[0], bg.operand_index(sources, p["operand"], i, block))
+    return bg.correction(xs[0], xs[1], sources, i, p["lhs_zero_point"], p["rhs_zero_point"],
+                         block)  # fmt: skip
 
 
 def _attention_step(kind: str, xs, p: dict) -> np.ndarray:

@@ -2,13 +2,16 @@
 gather step of the program), `q.softmax` -> `accel.softmax` and `q.batch_matmul` ->
 `accel.batch_matmul` (exact host steps of the program, `kernels/attention.py`).
 
-An int8 `q.batch_matmul` whose product fits one GEMM layer per batch index runs on the GEMM
-core instead (`lower_batch_matmul_gemm`, `kernels/bmm_gemm.py`): per flattened batch index,
-`accel.bmm_operand` gathers the lhs rows as a token image and the rhs as weight tiles (placed
-in the activation arena, loaded like constant weights), `accel.dense_zp` multiplies the raw
-int8 values on the GEMM core, `accel.bmm_zp_correction` adds the zero points' terms, and the
-requantization follows; the per-index results are concatenated (and relaid out for a
-rank-4 product).
+An int8 `q.batch_matmul` whose product fits GEMM layers runs on the GEMM core instead
+(`lower_batch_matmul_gemm`, `kernels/bmm_gemm.py`): `accel.bmm_operand` gathers the lhs rows
+as a token image and the rhs as weight tiles (placed in the activation arena, loaded like
+constant weights), `accel.dense_zp` multiplies the raw int8 values on the GEMM core,
+`accel.bmm_zp_correction` adds the zero points' terms, and the requantization follows (relaid
+out for a rank-4 product). Every flattened batch index at once (index -1: the operands and
+the correction stacked, one GEMM layer whose images are the batch indices, each with its own
+weight tiles), so the program stops once for the gathers, not once per batch index; a product
+whose stacked operands exceed `bmm_gemm.STACKED_MAX_BYTES` has one layer per batch index, the
+results concatenated.
 """
 
 from __future__ import annotations
@@ -85,15 +88,19 @@ def lower_batch_matmul_gemm(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAVal
     zp_out = op.int_prop("output_zero_point")
     lo, hi = -128, 127
     out_element = out_type.element_type
-    result = bmm_gemm.result_shape(m, n, block)
+    stacked = batch > 1 and bmm_gemm.stacked_bytes(batch, m, k, n, block) <= \
+        bmm_gemm.STACKED_MAX_BYTES  # fmt: skip
+    group = batch if stacked else 1
+    result = bmm_gemm.result_shape(m, n, block, group)
     pieces = []
-    for i in range(batch):
+    for i in [bmm_gemm.ALL] if stacked else range(batch):
         common = dict(adj_x=adj_x, adj_y=adj_y, index=i)
         a = fl.emit(accel.BmmOperandOp(
-            lhs, TensorType(lhs.type.element_type, bmm_gemm.tokens_shape(m, k, block)),
+            lhs, TensorType(lhs.type.element_type, bmm_gemm.tokens_shape(m, k, block, group)),
             **shapes, operand=0, **common))  # fmt: skip
         w = fl.emit(accel.BmmOperandOp(
-            rhs, TensorType(rhs.type.element_type, bmm_gemm.tiles_shape(k, n, block)),
+            rhs, TensorType(rhs.type.element_type,
+                            bmm_gemm.tiles_shape(k, n, block, group if stacked else None)),
             **shapes, operand=1, **common))  # fmt: skip
         acc = fl.emit(accel.DenseZpOp(a, w, TensorType(i32, result)))
         corr = fl.emit(accel.BmmZpCorrectionOp(lhs, rhs, TensorType(i32, result), **shapes,
@@ -108,7 +115,7 @@ def lower_batch_matmul_gemm(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAVal
             v = fl.emit(accel.AddOp(v, value=[zp_out]))
         pieces.append(fl.emit(accel.NarrowOp(v, TensorType(out_element, result))))
     stacked_shape = (batch, *result[1:])
-    y = pieces[0] if batch == 1 else fl.emit(
+    y = pieces[0] if len(pieces) == 1 else fl.emit(
         accel.ConcatOp(pieces, TensorType(out_element, stacked_shape), 0))
     final = fl.packed_type(out_type)
     if tuple(final.get_shape()) == stacked_shape:
