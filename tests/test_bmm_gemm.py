@@ -200,3 +200,35 @@ def test_weight_tiles_and_correction_sit_in_the_arena():
             assert slot.host_writes and (slot.offset, slot.nbytes) == (at, nbytes)
             assert at + nbytes <= fn.arena_nbytes
         assert lay.program.regions["weights"][0] < lay.program.constants_offset
+
+
+@pytest.mark.parametrize("tokens, channels, depth, heads", [(9, 32, 16, 1), (9, 24, 20, 2)])
+def test_runtime_weight_slot_is_tile_aligned_with_block_32(tokens, channels, depth, heads,
+                                                           tmp_path, capsys):  # fmt: skip
+    """With 32-lane blocks a weight tile is 1024 bytes, more than the arena's 256-byte slot
+    alignment: the run-time weight slot still starts a whole tile (these shapes put it at
+    1280 or 2304 before, and the layer was refused), and the product is bit-exact."""
+    import json
+
+    from qaccel import api
+    from qaccel.targets.vta.config import DEFAULT_CONFIG
+    from qaccel.tools.qaccel_run import run
+    from test_vta_hw_configs import BLOCKS
+
+    config = tmp_path / "block32.json"
+    config.write_text(json.dumps({**DEFAULT_CONFIG.to_dict(), **BLOCKS[5], "log_block": 5,
+                                  "name": "block32"}))  # fmt: skip
+    model = tmp_path / "bmm.tflite"
+    model.write_bytes(_attention_model(tokens, channels, depth, heads, False))
+    compiled = api.compile(model, str(config))
+    assert not [fb for fb in compiled.fallbacks if "run-time weight" in fb.reason]
+    runtime = [lay for fn in compiled.functions.values() for lay in fn.layers
+               if lay.program.layer.runtime_weights]  # fmt: skip
+    assert runtime
+    for lay in runtime:
+        assert lay.program.regions["weights"][0] % 1024 == 0
+    art = api.write_artifact(compiled, tmp_path / "art", model)
+    code = run([str(art), "--outputs-dir", str(tmp_path / "o"), "--compare-litert",
+                "--random-inputs", "2"])  # fmt: skip
+    text = capsys.readouterr().out
+    assert code == 0 and text.count("(bit-exact)") == 2, text
