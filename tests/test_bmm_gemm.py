@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from qaccel.dialects import accel
 from qaccel.kernels import bmm_gemm as bg
 from qaccel.kernels import packed
 from qaccel.kernels.attention import batch_matmul_operands
@@ -127,6 +128,7 @@ def _attention_model(tokens: int, channels: int, depth: int, heads: int, adj_x: 
     (16, 32, 16, 1, False, "vta-default", ("c", "plan", "litert")),
     (5, 24, 20, 2, False, "vta-store-requant", ("plan", "litert")),
     (7, 16, 12, 1, True, "vta-default", ("plan",)),
+    (20, 64, 64, 2, False, "vta-default", ("plan",)),  # two heads of 2 x 2 blocks: chunks per image
 ])  # fmt: skip
 def test_small_models_bit_exact(tokens, channels, depth, heads, adj_x, config, runs, tmp_path,
                                 capsys):  # fmt: skip
@@ -175,6 +177,21 @@ def test_transformer_layers_agree_on_both_simulators(hw):
     module = import_tflite(TRANSFORMER.read_bytes(), str(TRANSFORMER))
     build_pipeline(f"vta-pipeline{{config={hw}}}").apply(qaccel_context(), module)
     assert "conv" in _check_model_layers("transformer", module, hw)
+
+
+@pytest.mark.parametrize("hw", ["vta-default", "vta-store-requant"])
+def test_stacked_multi_block_layers_agree_on_both_simulators(hw):
+    """Three heads whose products span several blocks of K and N (each image loads its own
+    weight chunks and accumulator starts): the C machine and the Python simulator agree."""
+    from qaccel import api
+    from test_vta_cmachine import _check_model_layers
+
+    module = api.run_pipeline(api.import_model(_attention_model(9, 96, 96, 3, False)),
+                              "vta-pipeline", hw)  # fmt: skip
+    runtime = [op for op in module.walk() if isinstance(op, accel.DenseZpOp)
+               and len(op.filter.type.get_shape()) == 5]  # fmt: skip
+    assert len(runtime) == 2  # both products, every head in one layer
+    assert "conv" in _check_model_layers("attention", module, hw)
 
 
 def test_weight_tiles_and_correction_sit_in_the_arena():
