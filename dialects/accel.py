@@ -1626,6 +1626,15 @@ class BatchMatmulOp(_ComputeOp):
                                   f"{list(packed[2])} does not fit plain {ls} x {rs}")
 
 
+def _view_props(views) -> dict[str, Attribute]:
+    """`lhs_view` / `rhs_view` properties of the views given (`bmm_gemm.encode_view`)."""
+    from qaccel.kernels import bmm_gemm
+
+    return {name: i64_array(bmm_gemm.encode_view(*view))
+            for name, view in zip(("lhs_view", "rhs_view"), views, strict=True)
+            if view is not None}  # fmt: skip
+
+
 class _BmmOp(_ComputeOp):
     """Properties shared by the ops of one `q.batch_matmul` run as GEMM layers: the plain
     operand shapes, adj_x / adj_y and the flattened batch index `index` this op is about, or
@@ -1637,6 +1646,23 @@ class _BmmOp(_ComputeOp):
     adj_x = prop_def(IntegerAttr[I64])
     adj_y = prop_def(IntegerAttr[I64])
     index = prop_def(IntegerAttr[I64])
+    lhs_view = opt_prop_def(DenseArrayBase[I64])
+    rhs_view = opt_prop_def(DenseArrayBase[I64])
+
+    def views(self):
+        """Each operand's `bmm_gemm.View` (read through the relayouts that made it: the op's
+        operand is then the value the first relayout reads), or None; VerifyException when
+        malformed."""
+        from qaccel.kernels import bmm_gemm
+
+        out = []
+        for name in ("lhs_view", "rhs_view"):
+            attr = self.properties.get(name)
+            try:
+                out.append(None if attr is None else bmm_gemm.decode_view(attr.get_values()))
+            except ValueError as e:
+                raise VerifyException(f"{self.name}: {name}: {e}") from None
+        return tuple(out)
 
     def dims(self) -> tuple[int, int, int, int]:
         """(batch, M, K, N) of the flattened product, or VerifyException."""
@@ -1666,12 +1692,22 @@ class _BmmOp(_ComputeOp):
         return self.dims()[0] if self.int_prop("index") == bmm_gemm.ALL else None
 
     def _check_operands(self, operands) -> int:
-        """The channel block; each packed operand is its plain shape packed."""
+        """The channel block; each packed operand is its plain shape packed (or, read through
+        relayouts, its view's root shape packed, the view reading its plain shape)."""
+        from qaccel.kernels import bmm_gemm
+
         block = None
+        views = dict(zip(("lhs_shape", "rhs_shape"), self.views(), strict=True))
         for what, v, attr in operands:
             shape = _check_packed(self, what, v.type, 8)
             block = shape[-1]
             plain = self.array_prop(attr).tolist()
+            view = views[attr]
+            if view is not None:
+                if bmm_gemm.view_shape(view) != plain:
+                    raise VerifyException(f"{self.name}: the {attr[:3]} view reads "
+                                          f"{bmm_gemm.view_shape(view)}, not {plain}")  # fmt: skip
+                plain = list(view[0])
             if tuple(shape) != Packing.activations(len(plain), block).packed_shape(plain):
                 raise VerifyException(f"{self.name}: {what} {list(shape)} is not plain {plain} "
                                       "packed")  # fmt: skip
@@ -1695,10 +1731,11 @@ class BmmOperandOp(_BmmOp):
     operand = prop_def(IntegerAttr[I64])
 
     def __init__(self, value: SSAValue, result_type: TensorType, lhs_shape: Sequence[int],
-                 rhs_shape: Sequence[int], **ints: int):  # fmt: skip
+                 rhs_shape: Sequence[int], views=(None, None), **ints: int):  # fmt: skip
         super().__init__(operands=[value], result_types=[result_type],
                          properties={"lhs_shape": i64_array(lhs_shape),
-                                     "rhs_shape": i64_array(rhs_shape), **_i64_props(**ints)})
+                                     "rhs_shape": i64_array(rhs_shape), **_i64_props(**ints),
+                                     **_view_props(views)})  # fmt: skip
 
     def index_array(self) -> np.ndarray:
         """Flat indices into the packed input, -1 for padding, in the result's shape."""
@@ -1707,7 +1744,7 @@ class BmmOperandOp(_BmmOp):
         block = self.input.type.get_shape()[-1]
         sources = bmm_gemm.operand_sources(
             self.array_prop("lhs_shape").tolist(), self.array_prop("rhs_shape").tolist(),
-            bool(self.int_prop("adj_x")), bool(self.int_prop("adj_y")), block)
+            bool(self.int_prop("adj_x")), bool(self.int_prop("adj_y")), block, self.views())
         return bmm_gemm.operand_index(sources, self.int_prop("operand"), self.int_prop("index"),
                                       block)  # fmt: skip
 
@@ -1746,10 +1783,12 @@ class BmmZpCorrectionOp(_BmmOp):
     rhs_zero_point = prop_def(IntegerAttr[I64])
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: TensorType,
-                 lhs_shape: Sequence[int], rhs_shape: Sequence[int], **ints: int):  # fmt: skip
+                 lhs_shape: Sequence[int], rhs_shape: Sequence[int], views=(None, None),
+                 **ints: int):  # fmt: skip
         super().__init__(operands=[lhs, rhs], result_types=[result_type],
                          properties={"lhs_shape": i64_array(lhs_shape),
-                                     "rhs_shape": i64_array(rhs_shape), **_i64_props(**ints)})
+                                     "rhs_shape": i64_array(rhs_shape), **_i64_props(**ints),
+                                     **_view_props(views)})  # fmt: skip
 
     def verify_(self) -> None:
         from qaccel.kernels import bmm_gemm

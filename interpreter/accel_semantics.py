@@ -297,7 +297,7 @@ class AccelComputeFunctions(InterpreterFunctions):
         block = int(args[0].shape[-1])
         ls, rs = op.array_prop("lhs_shape").tolist(), op.array_prop("rhs_shape").tolist()
         sources = bg.operand_sources(ls, rs, bool(op.int_prop("adj_x")),
-                                     bool(op.int_prop("adj_y")), block)  # fmt: skip
+                                     bool(op.int_prop("adj_y")), block, op.views())  # fmt: skip
         return (bg.correction(args[0], args[1], sources, op.int_prop("index"),
                               op.int_prop("lhs_zero_point"), op.int_prop("rhs_zero_point"),
                               block),)  # fmt: skip

@@ -50,19 +50,71 @@ STACKED_MAX_BYTES = 1 << 20
 runs as one GEMM layer per batch index."""
 
 
+View = tuple[tuple[int, ...], tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]]
+"""An operand read through relayouts (`accel.relayout`): the plain shape of the packed value
+read, and each relayout's (shape, perm): reshaped to `shape`, then transposed by `perm`."""
+
+
+def encode_view(root: Sequence[int], steps) -> list[int]:
+    """A `View` as one int64 array: rank, root shape, then per relayout rank, shape, perm."""
+    flat = [len(root), *root]
+    for shape, perm in steps:
+        flat += [len(shape), *shape, *perm]
+    return [int(v) for v in flat]
+
+
+def decode_view(flat: Sequence[int]) -> View:
+    """`encode_view`'s array back as a `View`; ValueError when it is not one."""
+    flat = [int(v) for v in flat]
+    if not flat or flat[0] < 1 or len(flat) < 1 + flat[0]:
+        raise ValueError("a view starts with a rank and that many dimensions")
+    root, i, steps = tuple(flat[1 : 1 + flat[0]]), 1 + flat[0], []
+    current = list(root)
+    while i < len(flat):
+        r = flat[i]
+        if r < 1 or len(flat) < i + 1 + 2 * r:
+            raise ValueError("a relayout of a view is a rank, a shape and a permutation")
+        shape, perm = tuple(flat[i + 1 : i + 1 + r]), tuple(flat[i + 1 + r : i + 1 + 2 * r])
+        if (sorted(perm) != list(range(r)) or min(shape) < 1
+                or int(np.prod(shape)) != int(np.prod(current))):  # fmt: skip
+            raise ValueError(f"relayout {list(shape)} {list(perm)} does not fit {current}")
+        steps.append((shape, perm))
+        current = [shape[p] for p in perm]
+        i += 1 + 2 * r
+    if min(root) < 1:
+        raise ValueError(f"view root {list(root)} is not a shape")
+    return root, tuple(steps)
+
+
+def view_shape(view: View) -> list[int]:
+    """The plain shape a `View` reads."""
+    root, steps = view
+    shape = list(root)
+    for mid, perm in steps:
+        shape = [mid[p] for p in perm]
+    return shape
+
+
 def operand_sources(lhs_shape: Sequence[int], rhs_shape: Sequence[int], adj_x: bool,
-                    adj_y: bool, block: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+                    adj_y: bool, block: int,
+                    views: tuple[View | None, View | None] = (None, None),
+                    ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Flat indices into the packed lhs and rhs (`Packing.activations`, channel block `block`)
     of the plain operands after adj_x / adj_y, batch broadcast and flattened:
-    `[batch, M, K]` and `[batch, K, N]`."""
-    from qaccel.kernels.attention import batch_matmul_operands
+    `[batch, M, K]` and `[batch, K, N]`. An operand with a `View` is read through its
+    relayouts: the indices are into the packed value the first relayout reads."""
+    from qaccel.kernels.attention import batch_matmul_operands, relayout_plain
 
     sources = []
-    for plain in (list(lhs_shape), list(rhs_shape)):
-        packing = Packing.activations(len(plain), block)
-        packed = packing.packed_shape(plain)
-        index = np.arange(int(np.prod(packed)), dtype=np.int64).reshape(packed)
-        sources.append(unpack(index, packing, tuple(plain)))
+    for plain, view in zip((list(lhs_shape), list(rhs_shape)), views, strict=True):
+        root, steps = (tuple(plain), ()) if view is None else view
+        packing = Packing.activations(len(root), block)
+        packed = packing.packed_shape(root)
+        index = unpack(np.arange(int(np.prod(packed)), dtype=np.int64).reshape(packed), packing,
+                       tuple(root))  # fmt: skip
+        for shape, perm in steps:
+            index = relayout_plain(index, shape, perm)
+        sources.append(index.reshape(plain))
     return batch_matmul_operands(sources[0], sources[1], adj_x, adj_y)
 
 
@@ -156,7 +208,8 @@ def correction(lhs: np.ndarray, rhs: np.ndarray, sources: tuple[np.ndarray, np.n
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
 
 
-__all__ = ["ALL", "GEMM_MAX_DIM", "STACKED_MAX_BYTES", "correction", "dims", "gather",
+__all__ = ["ALL", "GEMM_MAX_DIM", "STACKED_MAX_BYTES", "View", "correction", "decode_view", "dims",
+           "encode_view", "gather", "view_shape",
            "lhs_tokens_index", "operand_index", "operand_sources", "result_shape",
            "stacked_bytes", "tiles_shape", "tokens_shape", "weight_tiles_index",
            "zp_correction"]  # fmt: skip

@@ -249,3 +249,36 @@ def test_runtime_weight_slot_is_tile_aligned_with_block_32(tokens, channels, dep
                 "--random-inputs", "2"])  # fmt: skip
     text = capsys.readouterr().out
     assert code == 0 and text.count("(bit-exact)") == 2, text
+
+
+def test_operands_read_through_relayouts():
+    """A gather through a head split's reshape and transpose (`lhs_view` / `rhs_view`) reads the
+    same values as the gather of the relayouts' result, and the relayouts then go away: the
+    transformer's products read their projections directly."""
+    from qaccel import api
+    from qaccel.kernels.attention import relayout_packed
+
+    block, rng = 4, np.random.default_rng(7)
+    x = rng.integers(-128, 128, (1, 6, 6)).astype(np.int8)
+    packed_x = pack(x, Packing.activations(3, block), 3)
+    mid = relayout_packed(packed_x, [1, 6, 6], [1, 6, 2, 3], [0, 1, 2, 3], 3)
+    heads = relayout_packed(mid, [1, 6, 2, 3], [1, 6, 2, 3], [0, 2, 1, 3], 3)
+    view = ((1, 6, 6), (((1, 6, 2, 3), (0, 1, 2, 3)), ((1, 6, 2, 3), (0, 2, 1, 3))))
+    assert bg.decode_view(bg.encode_view(*view)) == view and bg.view_shape(view) == [1, 2, 6, 3]
+    plain = bg.operand_sources([1, 2, 6, 3], [1, 2, 6, 3], False, True, block)
+    viewed = bg.operand_sources([1, 2, 6, 3], [1, 2, 6, 3], False, True, block, (view, view))
+    for operand in (0, 1):
+        want = bg.gather(heads, bg.operand_index(plain, operand, bg.ALL, block))
+        got = bg.gather(packed_x, bg.operand_index(viewed, operand, bg.ALL, block))
+        assert np.array_equal(got, want)
+    want = bg.correction(heads, heads, plain, bg.ALL, -128, 5, block)
+    assert np.array_equal(bg.correction(packed_x, packed_x, viewed, bg.ALL, -128, 5, block), want)
+    module = api.run_pipeline(api.import_model(TRANSFORMER.read_bytes()), "vta-pipeline")
+    ops = [op for op in module.walk() if isinstance(op, accel.BmmOperandOp)]
+    # Q K^T: both operands head splits; P V: the softmax's result, and V's head split
+    assert [op.properties.get("lhs_view") is not None for op in ops] == [True, True, False, False]
+    assert all(op.properties.get("rhs_view") is not None for op in ops)
+    # the head splits of the query, key and value are no host steps of their own
+    relayouts = [op for op in module.walk() if isinstance(op, accel.RelayoutOp)]
+    assert not any(isinstance(u.operation, accel.BmmOperandOp)
+                   for r in relayouts for u in r.output.uses)  # fmt: skip

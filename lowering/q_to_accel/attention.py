@@ -11,7 +11,9 @@ out for a rank-4 product). Every flattened batch index at once (index -1: the op
 the correction stacked, one GEMM layer whose images are the batch indices, each with its own
 weight tiles), so the program stops once for the gathers, not once per batch index; a product
 whose stacked operands exceed `bmm_gemm.STACKED_MAX_BYTES` has one layer per batch index, the
-results concatenated.
+results concatenated. The gathers and the correction read an operand made by relayouts (a head
+split's reshape and transpose) through them (`lhs_view` / `rhs_view`), so those relayouts are
+no host steps of their own when nothing else reads them.
 """
 
 from __future__ import annotations
@@ -65,6 +67,21 @@ def lower_batch_matmul(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAValue:
         pad_value=accel.default_padding_value(op.output.type), **ints))  # fmt: skip
 
 
+def _through_relayouts(v: SSAValue):
+    """(the packed value the `accel.relayout`s making `v` read, their `bmm_gemm.View`), or
+    (`v`, None): a gather reads through them, so a head split's reshape and transpose need
+    not be host steps of their own (they are erased when nothing else reads them)."""
+    steps: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    root: tuple[int, ...] = ()
+    while isinstance(v.owner, accel.RelayoutOp):
+        r = v.owner
+        steps.insert(0, (tuple(r.array_prop("shape").tolist()),
+                         tuple(r.array_prop("perm").tolist())))  # fmt: skip
+        root = tuple(r.array_prop("in_shape").tolist())
+        v = r.input
+    return v, ((root, tuple(steps)) if steps else None)
+
+
 def lower_batch_matmul_gemm(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAValue | None:
     """`q.batch_matmul` as one GEMM layer per flattened batch index (module docstring), or
     None: the product stays the exact host step (`accel.batch_matmul`)."""
@@ -81,9 +98,10 @@ def lower_batch_matmul_gemm(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAVal
     batch, m, k, n = bmm_gemm.dims(ls, rs, bool(adj_x), bool(adj_y))
     if max(batch, m, k, n) > bmm_gemm.GEMM_MAX_DIM:
         return None
-    lhs, rhs = fl.packed_of(op.lhs), fl.packed_of(op.rhs)
+    lhs, lhs_view = _through_relayouts(fl.packed_of(op.lhs))
+    rhs, rhs_view = _through_relayouts(fl.packed_of(op.rhs))
     block = fl.block
-    shapes = dict(lhs_shape=ls, rhs_shape=rs)
+    shapes = dict(lhs_shape=ls, rhs_shape=rs, views=(lhs_view, rhs_view))
     zl, zr = op.int_prop("lhs_zero_point"), op.int_prop("rhs_zero_point")
     zp_out = op.int_prop("output_zero_point")
     lo, hi = -128, 127

@@ -394,7 +394,7 @@ def _bmm_gemm_steps(op, values, new_value, new_temp) -> list[tuple] | None:
     lhs, rhs = bg.operand_sources(op.array_prop("lhs_shape").tolist(),
                                   op.array_prop("rhs_shape").tolist(),
                                   bool(op.int_prop("adj_x")), bool(op.int_prop("adj_y")),
-                                  block)  # fmt: skip
+                                  block, op.views())  # fmt: skip
     i = op.int_prop("index")
     batch = op.stacked()
     if batch is None:

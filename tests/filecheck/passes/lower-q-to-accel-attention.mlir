@@ -4,7 +4,8 @@
 // The attention core in an accelerator function (B = 4: several blocks, padding lanes): a
 // lane-moving reshape and a transpose become accel.relayout (a gather), q.softmax its accel
 // form on packed values, q.batch_matmul one GEMM (accel.dense_zp of gathered operands, the
-// rhs as weight tiles) over every batch index at once (index = -1: operands, correction and
+// rhs as weight tiles; the gathers and the correction read through the head split's
+// relayouts, lhs_view / rhs_view, which are then erased) over every batch index at once (index = -1: operands, correction and
 // result stacked) with its zero-point correction and requantization, one GEMM per batch index
 // when the stacked operands would pass 1 MiB, or, beyond 1024 in some dimension, the host
 // step accel.batch_matmul. --verify-semantics checks every case
@@ -16,12 +17,11 @@
 
 // CHECK-LABEL: func.func @attention
 // CHECK:         func.func private @vta_fn_0(%q: tensor<1x2x6x1x4x{{.*}}>, %k: tensor<1x2x6x1x4x{{.*}}>) -> tensor<1x2x2x6x1x4x{{.*}}> attributes {qaccel.target = "vta", accel.packed} {
-// CHECK-NEXT:      %qh = accel.relayout %q {in_shape = array<i64: 1, 6, 6>, shape = array<i64: 1, 6, 2, 3>, perm = array<i64: 0, 1, 2, 3>, pad_value = 3 : i64} : {{.*}} -> tensor<1x1x6x2x1x4x
-// CHECK-NEXT:      %qt = accel.relayout %qh {in_shape = array<i64: 1, 6, 2, 3>, shape = array<i64: 1, 6, 2, 3>, perm = array<i64: 0, 2, 1, 3>, pad_value = 3 : i64} : {{.*}} -> tensor<1x1x2x6x1x4x
-// CHECK:           %[[A0:.*]] = accel.bmm_operand %qt {lhs_shape = array<i64: 1, 2, 6, 3>, rhs_shape = array<i64: 1, 2, 6, 3>, operand = 0 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = -1 : i64} : {{.*}} -> tensor<2x1x6x1x4x
-// CHECK-NEXT:      %[[W0:.*]] = accel.bmm_operand %kt {{.*}}operand = 1 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = -1 : i64} : {{.*}} -> tensor<2x2x1x4x4x
+// CHECK-NOT:       accel.relayout
+// CHECK:           %[[A0:.*]] = accel.bmm_operand %q {lhs_shape = array<i64: 1, 2, 6, 3>, rhs_shape = array<i64: 1, 2, 6, 3>, operand = 0 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = -1 : i64, lhs_view = array<i64: 3, 1, 6, 6, 4, 1, 6, 2, 3, 0, 1, 2, 3, 4, 1, 6, 2, 3, 0, 2, 1, 3>, rhs_view = array<i64: 3, 1, 6, 6, 4, 1, 6, 2, 3, 0, 1, 2, 3, 4, 1, 6, 2, 3, 0, 2, 1, 3>} : {{.*}} -> tensor<2x1x6x1x4x
+// CHECK-NEXT:      %[[W0:.*]] = accel.bmm_operand %k {{.*}}operand = 1 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = -1 : i64, {{.*}} -> tensor<2x2x1x4x4x
 // CHECK-NEXT:      %[[P0:.*]] = accel.dense_zp %[[A0]], %[[W0]] : {{.*}} -> tensor<2x2x6x1x4xi32>
-// CHECK-NEXT:      %[[C0:.*]] = accel.bmm_zp_correction %qt, %kt {{{.*}}lhs_zero_point = 3 : i64, rhs_zero_point = 3 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = -1 : i64} : {{.*}} -> tensor<2x2x6x1x4xi32>
+// CHECK-NEXT:      %[[C0:.*]] = accel.bmm_zp_correction %q, %k {{{.*}}lhs_zero_point = 3 : i64, rhs_zero_point = 3 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = -1 : i64, lhs_view = {{.*}}, rhs_view = {{.*}}} : {{.*}} -> tensor<2x2x6x1x4xi32>
 // CHECK-NEXT:      %[[S0:.*]] = accel.add %[[P0]], %[[C0]]
 // CHECK-NEXT:      accel.round_multiply %[[S0]] by [1771435189]
 // CHECK-NEXT:      accel.round_rshift {{.*}} by [7]
@@ -34,8 +34,8 @@
 // CHECK-NEXT:      %p = accel.softmax %s {channels = 6 : i64, multiplier = {{.*}}, left_shift = {{.*}}, diff_min = {{.*}}} : {{.*}} -> tensor<1x2x2x6x1x4x
 // CHECK-NEXT:      func.return %p
 // VTA-LABEL: func.func @attention
-// VTA:           accel.relayout
 // VTA:           accel.dense_zp
+// VTA:           accel.relayout
 // VTA:           accel.softmax
 func.func @attention(%q: tensor<1x6x6x!qa>, %k: tensor<1x6x6x!qa>) -> tensor<1x2x6x6x!qs> {
   %y = func.call @vta_fn_0(%q, %k) : (tensor<1x6x6x!qa>, tensor<1x6x6x!qa>) -> tensor<1x2x6x6x!qs>
