@@ -733,7 +733,9 @@ class DenseZpOp(_ComputeOp):
     Input `[N, I/B, d1, ..., 1, B]` (every position but the channel blocks is a row), filter
     `[O/B, I/B, B, B]`, result `[N, O/B, d1, ..., 1, B]`, or, as TFLite's FULLY_CONNECTED
     without `keep_num_dims` gives it, the rows flattened in `(n, d1, ...)` order,
-    `[N * d1 * ..., O/B, 1, B]`; `bias` as for `accel.conv2d_zp`.
+    `[N * d1 * ..., O/B, 1, B]`; `bias` as for `accel.conv2d_zp`. A filter `[N, O/B, I/B, B, B]`
+    holds one set of tiles per row group n (a BATCH_MATMUL's stacked product, the tiles
+    `accel.bmm_operand` gathers): row group n is multiplied by its own tiles.
     """
 
     name = "accel.dense_zp"
@@ -765,6 +767,12 @@ class DenseZpOp(_ComputeOp):
         block = shape[-1]
         ft = self.filter.type
         fshape = tuple(ft.get_shape()) if isinstance(ft, TensorType) else ()
+        if len(fshape) == 5 and fshape[0] == shape[0] and storage_width(ft) == 8:
+            fshape = fshape[1:]  # one filter per row group: no flattened result
+            if fshape[1:] == (shape[1], block, block) and out != (shape[0], fshape[0], *shape[2:]):
+                raise VerifyException(
+                    f"{self.name}: the result must be {[shape[0], fshape[0], *shape[2:]]}, got "
+                    f"{list(out)}")  # fmt: skip
         if len(fshape) != 4 or fshape[1:] != (shape[1], block, block) or storage_width(ft) != 8:
             raise VerifyException(
                 f"{self.name}: the filter must be int8 [O/B, {shape[1]}, {block}, {block}] "
@@ -1618,15 +1626,43 @@ class BatchMatmulOp(_ComputeOp):
                                   f"{list(packed[2])} does not fit plain {ls} x {rs}")
 
 
+def _view_props(views) -> dict[str, Attribute]:
+    """`lhs_view` / `rhs_view` properties of the views given (`bmm_gemm.encode_view`)."""
+    from qaccel.kernels import bmm_gemm
+
+    return {name: i64_array(bmm_gemm.encode_view(*view))
+            for name, view in zip(("lhs_view", "rhs_view"), views, strict=True)
+            if view is not None}  # fmt: skip
+
+
 class _BmmOp(_ComputeOp):
     """Properties shared by the ops of one `q.batch_matmul` run as GEMM layers: the plain
-    operand shapes, adj_x / adj_y and the flattened batch index `index` this op is about."""
+    operand shapes, adj_x / adj_y and the flattened batch index `index` this op is about, or
+    -1: every batch index at once, stacked on a leading dimension of the result (one GEMM
+    layer over the batch, `kernels/bmm_gemm.py`)."""
 
     lhs_shape = prop_def(DenseArrayBase[I64])
     rhs_shape = prop_def(DenseArrayBase[I64])
     adj_x = prop_def(IntegerAttr[I64])
     adj_y = prop_def(IntegerAttr[I64])
     index = prop_def(IntegerAttr[I64])
+    lhs_view = opt_prop_def(DenseArrayBase[I64])
+    rhs_view = opt_prop_def(DenseArrayBase[I64])
+
+    def views(self):
+        """Each operand's `bmm_gemm.View` (read through the relayouts that made it: the op's
+        operand is then the value the first relayout reads), or None; VerifyException when
+        malformed."""
+        from qaccel.kernels import bmm_gemm
+
+        out = []
+        for name in ("lhs_view", "rhs_view"):
+            attr = self.properties.get(name)
+            try:
+                out.append(None if attr is None else bmm_gemm.decode_view(attr.get_values()))
+            except ValueError as e:
+                raise VerifyException(f"{self.name}: {name}: {e}") from None
+        return tuple(out)
 
     def dims(self) -> tuple[int, int, int, int]:
         """(batch, M, K, N) of the flattened product, or VerifyException."""
@@ -1643,18 +1679,35 @@ class _BmmOp(_ComputeOp):
             raise VerifyException(f"{self.name}: plain shapes {ls} x {rs} do not multiply") from None
         if depth != k or min(m, k, n) < 1:
             raise VerifyException(f"{self.name}: plain shapes {ls} x {rs} do not multiply")
-        if not 0 <= self.int_prop("index") < batch:
-            raise VerifyException(f"{self.name}: batch index {self.int_prop('index')} not in "
-                                  f"[0, {batch})")  # fmt: skip
+        index = self.int_prop("index")
+        if not (0 <= index < batch or index == bmm_gemm.ALL):
+            raise VerifyException(f"{self.name}: batch index {index} not in [0, {batch}) nor "
+                                  f"{bmm_gemm.ALL} (every index, stacked)")  # fmt: skip
         return batch, m, k, n
 
+    def stacked(self) -> int | None:
+        """The batch when the op is about every batch index at once (index -1), else None."""
+        from qaccel.kernels import bmm_gemm
+
+        return self.dims()[0] if self.int_prop("index") == bmm_gemm.ALL else None
+
     def _check_operands(self, operands) -> int:
-        """The channel block; each packed operand is its plain shape packed."""
+        """The channel block; each packed operand is its plain shape packed (or, read through
+        relayouts, its view's root shape packed, the view reading its plain shape)."""
+        from qaccel.kernels import bmm_gemm
+
         block = None
+        views = dict(zip(("lhs_shape", "rhs_shape"), self.views(), strict=True))
         for what, v, attr in operands:
             shape = _check_packed(self, what, v.type, 8)
             block = shape[-1]
             plain = self.array_prop(attr).tolist()
+            view = views[attr]
+            if view is not None:
+                if bmm_gemm.view_shape(view) != plain:
+                    raise VerifyException(f"{self.name}: the {attr[:3]} view reads "
+                                          f"{bmm_gemm.view_shape(view)}, not {plain}")  # fmt: skip
+                plain = list(view[0])
             if tuple(shape) != Packing.activations(len(plain), block).packed_shape(plain):
                 raise VerifyException(f"{self.name}: {what} {list(shape)} is not plain {plain} "
                                       "packed")  # fmt: skip
@@ -1668,7 +1721,8 @@ class BmmOperandOp(_BmmOp):
     activation: `operand` 0, the lhs rows as a token image `[1, K/B, M, 1, B]` (the input of
     `accel.dense_zp` over M tokens); `operand` 1, the rhs as weight tiles `[N/B, K/B, B, B]`
     (`accel.dense_zp`'s filter: its bytes are the layer's WGT tiles, placed in the activation
-    arena and loaded like constant weights). Padding is 0. A GATHER step of the program
+    arena and loaded like constant weights). Padding is 0. With `index` -1, every batch index
+    stacked: `[batch, K/B, M, 1, B]` or `[batch, N/B, K/B, B, B]`. A GATHER step of the program
     (`kernels/bmm_gemm.py`)."""
 
     name = "accel.bmm_operand"
@@ -1677,10 +1731,11 @@ class BmmOperandOp(_BmmOp):
     operand = prop_def(IntegerAttr[I64])
 
     def __init__(self, value: SSAValue, result_type: TensorType, lhs_shape: Sequence[int],
-                 rhs_shape: Sequence[int], **ints: int):  # fmt: skip
+                 rhs_shape: Sequence[int], views=(None, None), **ints: int):  # fmt: skip
         super().__init__(operands=[value], result_types=[result_type],
                          properties={"lhs_shape": i64_array(lhs_shape),
-                                     "rhs_shape": i64_array(rhs_shape), **_i64_props(**ints)})
+                                     "rhs_shape": i64_array(rhs_shape), **_i64_props(**ints),
+                                     **_view_props(views)})  # fmt: skip
 
     def index_array(self) -> np.ndarray:
         """Flat indices into the packed input, -1 for padding, in the result's shape."""
@@ -1689,11 +1744,9 @@ class BmmOperandOp(_BmmOp):
         block = self.input.type.get_shape()[-1]
         sources = bmm_gemm.operand_sources(
             self.array_prop("lhs_shape").tolist(), self.array_prop("rhs_shape").tolist(),
-            bool(self.int_prop("adj_x")), bool(self.int_prop("adj_y")), block)
-        i = self.int_prop("index")
-        if self.int_prop("operand") == 0:
-            return bmm_gemm.lhs_tokens_index(sources[0][i], block)
-        return bmm_gemm.weight_tiles_index(sources[1][i], block)
+            bool(self.int_prop("adj_x")), bool(self.int_prop("adj_y")), block, self.views())
+        return bmm_gemm.operand_index(sources, self.int_prop("operand"), self.int_prop("index"),
+                                      block)  # fmt: skip
 
     def verify_(self) -> None:
         from qaccel.kernels import bmm_gemm
@@ -1704,8 +1757,9 @@ class BmmOperandOp(_BmmOp):
             raise VerifyException(f"{self.name}: operand must be 0 (lhs) or 1 (rhs), got {which}")
         block = self._check_operands(
             [("the input", self.input, "lhs_shape" if which == 0 else "rhs_shape")])
-        want = bmm_gemm.tokens_shape(m, k, block) if which == 0 else bmm_gemm.tiles_shape(
-            k, n, block)
+        batch = self.stacked()
+        want = bmm_gemm.tokens_shape(m, k, block, batch or 1) if which == 0 else \
+            bmm_gemm.tiles_shape(k, n, block, batch)  # fmt: skip
         out = self.output.type
         if (not isinstance(out, TensorType) or tuple(out.get_shape()) != want
                 or storage_width(out) != 8):  # fmt: skip
@@ -1717,8 +1771,9 @@ class BmmZpCorrectionOp(_BmmOp):
     """The int32 zero-point correction of batch `index` of a `q.batch_matmul`:
     `-rhs_zp * Σ_k lhs[m, k] - lhs_zp * Σ_k rhs[k, n] + K * lhs_zp * rhs_zp` (wrapped to
     int32), packed like `accel.dense_zp`'s result over M tokens, `[1, N/B, M, 1, B]`, padding
-    lanes 0; added to the GEMM's Σ lhs*rhs it gives LiteRT's accumulator. A step of the
-    program (kind 18, BMM_CORRECTION)."""
+    lanes 0; added to the GEMM's Σ lhs*rhs it gives LiteRT's accumulator; with `index` -1,
+    every batch index stacked, `[batch, N/B, M, 1, B]`. A step of the program (kind 18,
+    BMM_CORRECTION; kind 22, BMM_CORRECTIONS, for every batch index)."""
 
     name = "accel.bmm_zp_correction"
     lhs = operand_def(TensorType)
@@ -1728,10 +1783,12 @@ class BmmZpCorrectionOp(_BmmOp):
     rhs_zero_point = prop_def(IntegerAttr[I64])
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: TensorType,
-                 lhs_shape: Sequence[int], rhs_shape: Sequence[int], **ints: int):  # fmt: skip
+                 lhs_shape: Sequence[int], rhs_shape: Sequence[int], views=(None, None),
+                 **ints: int):  # fmt: skip
         super().__init__(operands=[lhs, rhs], result_types=[result_type],
                          properties={"lhs_shape": i64_array(lhs_shape),
-                                     "rhs_shape": i64_array(rhs_shape), **_i64_props(**ints)})
+                                     "rhs_shape": i64_array(rhs_shape), **_i64_props(**ints),
+                                     **_view_props(views)})  # fmt: skip
 
     def verify_(self) -> None:
         from qaccel.kernels import bmm_gemm
@@ -1739,7 +1796,7 @@ class BmmZpCorrectionOp(_BmmOp):
         _, m, _, n = self.dims()
         block = self._check_operands([("the lhs", self.lhs, "lhs_shape"),
                                       ("the rhs", self.rhs, "rhs_shape")])  # fmt: skip
-        want = bmm_gemm.result_shape(m, n, block)
+        want = bmm_gemm.result_shape(m, n, block, self.stacked() or 1)
         out = self.output.type
         if (not isinstance(out, TensorType) or tuple(out.get_shape()) != want
                 or storage_width(out) != 32):  # fmt: skip

@@ -296,12 +296,11 @@ class AccelComputeFunctions(InterpreterFunctions):
 
         block = int(args[0].shape[-1])
         ls, rs = op.array_prop("lhs_shape").tolist(), op.array_prop("rhs_shape").tolist()
-        lhs, rhs = bg.operand_sources(ls, rs, bool(op.int_prop("adj_x")),
-                                      bool(op.int_prop("adj_y")), block)  # fmt: skip
-        i = op.int_prop("index")
-        return (bg.zp_correction(bg.gather(args[0], lhs[i]), bg.gather(args[1], rhs[i]),
-                                 op.int_prop("lhs_zero_point"), op.int_prop("rhs_zero_point"),
-                                 block),)  # fmt: skip
+        sources = bg.operand_sources(ls, rs, bool(op.int_prop("adj_x")),
+                                     bool(op.int_prop("adj_y")), block, op.views())  # fmt: skip
+        return (bg.correction(args[0], args[1], sources, op.int_prop("index"),
+                              op.int_prop("lhs_zero_point"), op.int_prop("rhs_zero_point"),
+                              block),)  # fmt: skip
 
     @impl(accel.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: accel.ReshapeOp, args):

@@ -266,7 +266,10 @@ def conv2d_zp(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out_shape, 
 
 def dense_zp(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out_shape) -> np.ndarray:
     """`accel.dense_zp` (rows of raw int8 by the filter tiles, float64 exact sums); `bias` as
-    for `conv2d_zp`."""
+    for `conv2d_zp`. A filter `[N, O/B, I/B, B, B]`: row group n by its own tiles."""
+    if w.ndim == 5:
+        return np.concatenate([dense_zp(x[i : i + 1], w[i], bias, [1, *out_shape[1:]])
+                               for i in range(w.shape[0])], axis=0)  # fmt: skip
     ob, ib, block, _ = w.shape
     moved = np.moveaxis(x[..., 0, :], 1, -2)  # [N, d1.., I/B, B]
     rows = moved.reshape(-1, ib * block).astype(np.float64)

@@ -59,6 +59,7 @@ from qaccel.lowering.vta.layers import (
     match_pool_layer,
 )
 from qaccel.lowering.vta.shared_values import split_shared_values
+from qaccel.lowering.vta.program_order import hoist_gemm_layers
 from qaccel.passes.annotate_target import TARGET_ATTR
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -170,6 +171,10 @@ class FormVtaLayersPass(ModulePass):
     """Make each layer of a `vta` accelerator function (a GEMM op with its requantization
     tail, an element-wise tree, a pool) one `vta.layer` op holding its ops.
 
+    A GEMM layer that reads nothing computed since the GEMM layer before it then runs right
+    after that layer, so the host steps between them join the next run of host steps: one
+    program stop fewer (`lowering/vta/program_order.py`).
+
     Runs after `lower-q-to-accel`, before `schedule-vta`."""
 
     name = "form-vta-layers"
@@ -188,3 +193,4 @@ class FormVtaLayersPass(ModulePass):
                     reasons[root] = str(e)  # type: ignore[index]
             for o, why in reasons.items():
                 o.attributes[HOST_REASON_ATTR] = StringAttr(why)
+            hoist_gemm_layers(f.body.block)  # fewer program stops (lowering/vta/program_order.py)

@@ -1,6 +1,8 @@
-"""BATCH_MATMUL (activation x activation) on the GEMM core: one GEMM layer per batch index
-whose weight tiles the program gathers into the arena at run time and whose accumulators
-start from the zero points' int32 correction (step kind 18), requantized as any GEMM layer,
+"""BATCH_MATMUL (activation x activation) on the GEMM core: one GEMM layer over every batch
+index (its images, each with its own weight tiles; one layer per batch index when the stacked
+operands are too large) whose weight tiles the program gathers into the arena at run time and
+whose accumulators start from the zero points' int32 correction (step kinds 18 and 22),
+requantized as any GEMM layer,
 bit-exact with BUILTIN_REF through the run plan, the C driver
 and the spliced LiteRT model on both bundled configurations; the C machine and the Python
 simulator agree on the layers bit for bit and cycle for cycle."""
@@ -13,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from qaccel.dialects import accel
 from qaccel.kernels import bmm_gemm as bg
+from qaccel.kernels import packed
 from qaccel.kernels.attention import batch_matmul_operands
 from qaccel.kernels.layout import Packing, pack
 
@@ -49,6 +53,17 @@ def test_gathered_gemm_and_correction_are_the_reference_sums(ls, rs, adj_x, adj_
             total = acc + corr.reshape(-1, m, block).transpose(1, 0, 2).reshape(m, -1)
             assert np.array_equal(total[:, :n], want[i])
             assert not np.any(total[:, n:])  # padding lanes: zero weights, zero correction
+        # Every batch index at once (index ALL): the stacked tokens by their own stacked tiles
+        # (accel.dense_zp's per-image filter) plus the stacked correction.
+        tokens = bg.gather(lp, bg.operand_index((li, ri), 0, bg.ALL, block))
+        tiles = bg.gather(rp, bg.operand_index((li, ri), 1, bg.ALL, block))
+        assert tokens.shape == bg.tokens_shape(m, k, block, batch)
+        assert tiles.shape == bg.tiles_shape(k, n, block, batch)
+        acc = packed.dense_zp(tokens, tiles, None, list(bg.result_shape(m, n, block, batch)))
+        total = acc.astype(np.int64) + bg.correction(lp, rp, (li, ri), bg.ALL, zl, zr, block)
+        plain = total[..., 0, :].transpose(0, 2, 1, 3).reshape(batch, m, -1)
+        assert np.array_equal(plain[..., :n], want)
+        assert not np.any(plain[..., n:])
 
 
 def _program_kinds(blob: bytes) -> list[int]:
@@ -113,6 +128,7 @@ def _attention_model(tokens: int, channels: int, depth: int, heads: int, adj_x: 
     (16, 32, 16, 1, False, "vta-default", ("c", "plan", "litert")),
     (5, 24, 20, 2, False, "vta-store-requant", ("plan", "litert")),
     (7, 16, 12, 1, True, "vta-default", ("plan",)),
+    (20, 64, 64, 2, False, "vta-default", ("plan",)),  # two heads of 2 x 2 blocks: chunks per image
 ])  # fmt: skip
 def test_small_models_bit_exact(tokens, channels, depth, heads, adj_x, config, runs, tmp_path,
                                 capsys):  # fmt: skip
@@ -130,7 +146,9 @@ def test_small_models_bit_exact(tokens, channels, depth, heads, adj_x, config, r
     assert "MACs on the accelerator: 100.00%" in out, out
     assert "accel.batch_matmul" not in out and "accel.dense_zp" not in out  # none on the host
     kinds = [k for p in (art / "programs").glob("*.qprog") for k in _program_kinds(p.read_bytes())]
-    assert 18 in kinds and 17 not in kinds  # BMM_CORRECTION, no host BATCH_MATMUL
+    # BMM_CORRECTION (one batch index) or BMM_CORRECTIONS (every head at once), no host
+    # BATCH_MATMUL
+    assert (18 if heads == 1 else 22) in kinds and 17 not in kinds
     from qaccel.backends.vta.run_plan import load_run_plan
 
     # the run plan's own steps (numpy gathers and correction, layers on the C machine) agree
@@ -150,7 +168,7 @@ def test_small_models_bit_exact(tokens, channels, depth, heads, adj_x, config, r
 
 @pytest.mark.parametrize("hw", ["vta-default", "vta-store-requant"])
 def test_transformer_layers_agree_on_both_simulators(hw):
-    """The transformer's layers, its four run-time-weight GEMMs among them, on the C machine
+    """The transformer's layers, its two run-time-weight GEMMs (two heads each) among them, on the C machine
     and the Python simulator (the existing cross-check): same DRAM, same cycles."""
     from qaccel.frontend.tflite_import import import_tflite
     from qaccel.pipeline.manager import build_pipeline, qaccel_context
@@ -159,6 +177,21 @@ def test_transformer_layers_agree_on_both_simulators(hw):
     module = import_tflite(TRANSFORMER.read_bytes(), str(TRANSFORMER))
     build_pipeline(f"vta-pipeline{{config={hw}}}").apply(qaccel_context(), module)
     assert "conv" in _check_model_layers("transformer", module, hw)
+
+
+@pytest.mark.parametrize("hw", ["vta-default", "vta-store-requant"])
+def test_stacked_multi_block_layers_agree_on_both_simulators(hw):
+    """Three heads whose products span several blocks of K and N (each image loads its own
+    weight chunks and accumulator starts): the C machine and the Python simulator agree."""
+    from qaccel import api
+    from test_vta_cmachine import _check_model_layers
+
+    module = api.run_pipeline(api.import_model(_attention_model(9, 96, 96, 3, False)),
+                              "vta-pipeline", hw)  # fmt: skip
+    runtime = [op for op in module.walk() if isinstance(op, accel.DenseZpOp)
+               and len(op.filter.type.get_shape()) == 5]  # fmt: skip
+    assert len(runtime) == 2  # both products, every head in one layer
+    assert "conv" in _check_model_layers("attention", module, hw)
 
 
 def test_weight_tiles_and_correction_sit_in_the_arena():
@@ -174,8 +207,9 @@ def test_weight_tiles_and_correction_sit_in_the_arena():
     compiled = compile_module(module)
     fn = compiled.functions["vta_fn_0"]
     runtime = [lay for lay in fn.layers if lay.program.layer.runtime_weights]
-    assert len(runtime) == 4
+    assert len(runtime) == 2  # one layer per product, its two heads the layer's images
     for lay in runtime:
+        assert lay.program.layer.geometry.batch == 2
         assert lay.program.layer.runtime_init and len(lay.inputs) == 3
         for region, k in (("weights", 1), ("init", 2)):
             at, nbytes = lay.program.regions[region]
@@ -183,3 +217,68 @@ def test_weight_tiles_and_correction_sit_in_the_arena():
             assert slot.host_writes and (slot.offset, slot.nbytes) == (at, nbytes)
             assert at + nbytes <= fn.arena_nbytes
         assert lay.program.regions["weights"][0] < lay.program.constants_offset
+
+
+@pytest.mark.parametrize("tokens, channels, depth, heads", [(9, 32, 16, 1), (9, 24, 20, 2)])
+def test_runtime_weight_slot_is_tile_aligned_with_block_32(tokens, channels, depth, heads,
+                                                           tmp_path, capsys):  # fmt: skip
+    """With 32-lane blocks a weight tile is 1024 bytes, more than the arena's 256-byte slot
+    alignment: the run-time weight slot still starts a whole tile (these shapes put it at
+    1280 or 2304 before, and the layer was refused), and the product is bit-exact."""
+    import json
+
+    from qaccel import api
+    from qaccel.targets.vta.config import DEFAULT_CONFIG
+    from qaccel.tools.qaccel_run import run
+    from test_vta_hw_configs import BLOCKS
+
+    config = tmp_path / "block32.json"
+    config.write_text(json.dumps({**DEFAULT_CONFIG.to_dict(), **BLOCKS[5], "log_block": 5,
+                                  "name": "block32"}))  # fmt: skip
+    model = tmp_path / "bmm.tflite"
+    model.write_bytes(_attention_model(tokens, channels, depth, heads, False))
+    compiled = api.compile(model, str(config))
+    assert not [fb for fb in compiled.fallbacks if "run-time weight" in fb.reason]
+    runtime = [lay for fn in compiled.functions.values() for lay in fn.layers
+               if lay.program.layer.runtime_weights]  # fmt: skip
+    assert runtime
+    for lay in runtime:
+        assert lay.program.regions["weights"][0] % 1024 == 0
+    art = api.write_artifact(compiled, tmp_path / "art", model)
+    code = run([str(art), "--outputs-dir", str(tmp_path / "o"), "--compare-litert",
+                "--random-inputs", "2"])  # fmt: skip
+    text = capsys.readouterr().out
+    assert code == 0 and text.count("(bit-exact)") == 2, text
+
+
+def test_operands_read_through_relayouts():
+    """A gather through a head split's reshape and transpose (`lhs_view` / `rhs_view`) reads the
+    same values as the gather of the relayouts' result, and the relayouts then go away: the
+    transformer's products read their projections directly."""
+    from qaccel import api
+    from qaccel.kernels.attention import relayout_packed
+
+    block, rng = 4, np.random.default_rng(7)
+    x = rng.integers(-128, 128, (1, 6, 6)).astype(np.int8)
+    packed_x = pack(x, Packing.activations(3, block), 3)
+    mid = relayout_packed(packed_x, [1, 6, 6], [1, 6, 2, 3], [0, 1, 2, 3], 3)
+    heads = relayout_packed(mid, [1, 6, 2, 3], [1, 6, 2, 3], [0, 2, 1, 3], 3)
+    view = ((1, 6, 6), (((1, 6, 2, 3), (0, 1, 2, 3)), ((1, 6, 2, 3), (0, 2, 1, 3))))
+    assert bg.decode_view(bg.encode_view(*view)) == view and bg.view_shape(view) == [1, 2, 6, 3]
+    plain = bg.operand_sources([1, 2, 6, 3], [1, 2, 6, 3], False, True, block)
+    viewed = bg.operand_sources([1, 2, 6, 3], [1, 2, 6, 3], False, True, block, (view, view))
+    for operand in (0, 1):
+        want = bg.gather(heads, bg.operand_index(plain, operand, bg.ALL, block))
+        got = bg.gather(packed_x, bg.operand_index(viewed, operand, bg.ALL, block))
+        assert np.array_equal(got, want)
+    want = bg.correction(heads, heads, plain, bg.ALL, -128, 5, block)
+    assert np.array_equal(bg.correction(packed_x, packed_x, viewed, bg.ALL, -128, 5, block), want)
+    module = api.run_pipeline(api.import_model(TRANSFORMER.read_bytes()), "vta-pipeline")
+    ops = [op for op in module.walk() if isinstance(op, accel.BmmOperandOp)]
+    # Q K^T: both operands head splits; P V: the softmax's result, and V's head split
+    assert [op.properties.get("lhs_view") is not None for op in ops] == [True, True, False, False]
+    assert all(op.properties.get("rhs_view") is not None for op in ops)
+    # the head splits of the query, key and value are no host steps of their own
+    relayouts = [op for op in module.walk() if isinstance(op, accel.RelayoutOp)]
+    assert not any(isinstance(u.operation, accel.BmmOperandOp)
+                   for r in relayouts for u in r.output.uses)  # fmt: skip

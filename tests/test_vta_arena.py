@@ -31,6 +31,15 @@ def test_largest_first_fills_holes():
     assert slots[3].offset == 0  # alive after everything else: reuses the start
 
 
+def test_a_slot_with_its_own_alignment_starts_there():
+    # A run-time weight value of 1024-byte tiles alive with a 2500-byte tensor: it starts at
+    # the next whole tile (3072), not the next 256 bytes (2560).
+    slots = [Slot(2500, 0, 2), Slot(1024, 1, 2, align=1024)]
+    size = allocate(slots)
+    check(slots)
+    assert (slots[0].offset, slots[1].offset, size) == (0, 3072, 4096)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 5000), st.integers(0, 20), st.integers(0, 6)),
                 min_size=1, max_size=30))  # fmt: skip

@@ -117,12 +117,15 @@ ACCELERATOR_NOTES: dict[str, str] = {
                     "rhs as weight tiles written into the arena by a gather and a WRITE step, "
                     "so the layer's WGT LOADs read the arena instead of the constants) plus "
                     "the int32 correction `-zb rowsum(a) - za colsum(b) + K za zb` "
-                    "(`accel.bmm_zp_correction`, an exact host step: kind 18), which the "
+                    "(`accel.bmm_zp_correction`, an exact host step: kind 22 for every batch "
+                    "index at once, 18 for one), which the "
                     "layer LOADs into its accumulators before the GEMMs (as a bias in DMA mode, "
                     "one value per output element); the requantization is the layer's ALU "
                     "tail or store stage. The product's MACs are accelerator MACs (the "
                     "transformer's share is 100%); the operand gathers and the correction are "
-                    "host work of O(M K + K N) per batch index",
+                    "host work of O(M K + K N) per batch index. Every batch index runs in "
+                    "one GEMM layer (the batch indices are its images, each with its own "
+                    "weight tiles), so the program stops once per product for its gathers",
     "SOFTMAX": "int8 -> int8 only (float softmax stays on the CPU)",
 }
 """What the accelerator column adds for builtins a pattern takes only in some forms."""

@@ -10,7 +10,8 @@ back only when a host op or the function's return uses it.
 
 Slots of tensors alive at the same time never overlap; a layer's input and output are both
 alive when it runs, so they never alias. Allocation is greedy, largest tensor first, at the
-lowest 256-byte-aligned offset that is free during its lifetime (the classic heuristic for
+lowest 256-byte-aligned offset (or the slot's own `align`, e.g. a whole weight tile for a
+layer's run-time weights) that is free during its lifetime (the classic heuristic for
 interval-graph packing used by TFLite's and TVM's static memory planners).
 
     slots = [Slot(nbytes=..., start=2, end=5), ...]
@@ -37,6 +38,7 @@ class Slot:
     start: int
     end: int
     offset: int = -1
+    align: int = ALIGN  # a power of two: a run-time weight value needs whole weight tiles
 
     def overlaps_in_time(self, other: Slot) -> bool:
         return self.start <= other.end and other.start <= self.end
@@ -55,7 +57,7 @@ def allocate(slots: Sequence[Slot]) -> int:
         for lo, hi in busy:
             if at + s.nbytes <= lo:
                 break
-            at = max(at, hi)
+            at = max(at, -(-hi // s.align) * s.align)
         s.offset = at
         placed.append(s)
         size = max(size, at + _align(s.nbytes))

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from qaccel.kernels import background
+from qaccel.backends.vta.arena import ALIGN as ARENA_ALIGN
 from qaccel.backends.vta.arena import Slot, allocate
 from qaccel.backends.vta.compiled import (
     ArenaSlot,
@@ -115,6 +116,7 @@ class _Planned:
     ops: list[Operation]
     int8_bytes: bool  # the output is int32 in the IR but stored as int8 (`offset`)
     widened: SSAValue | None
+    weights: SSAValue | None = None  # run-time weight tiles: their slot starts a whole tile
 
 
 def _plan_arena(layers: list[_Planned], ops: list[Operation]):
@@ -147,7 +149,11 @@ def _plan_arena(layers: list[_Planned], ops: list[Operation]):
         slot_of[v] = len(slots)
         slots.append(ArenaSlot(value_ref(v, index_of), -1, nbytes, start, end, p is None,
                                host_reads))  # fmt: skip
-    plan = [Slot(s.nbytes, s.start, s.end) for s in slots]
+    # A run-time weight value is loaded as whole tiles (`[.., B, B]`): its slot starts one.
+    tile = {p.weights: int(np.prod(p.weights.type.get_shape()[-2:])) for p in layers
+            if p.weights is not None}  # fmt: skip
+    plan = [Slot(s.nbytes, s.start, s.end, align=max(ARENA_ALIGN, tile.get(v, 0)))
+            for s, v in zip(slots, values, strict=True)]  # fmt: skip
     size = allocate(plan)
     for s, q in zip(slots, plan, strict=True):
         s.offset = q.offset
@@ -167,7 +173,8 @@ class _Layer:
         widened = outputs[1] if len(outputs) > 1 else None
         if isinstance(m, LayerMatch):
             inputs = [m.input] + [v for v in (m.weights, m.init) if v is not None]
-            return _Planned(when, inputs, outputs[0], [self.op], m.offset is not None, widened)
+            return _Planned(when, inputs, outputs[0], [self.op], m.offset is not None, widened,
+                            m.weights)  # fmt: skip
         return _Planned(when, list(m.inputs), outputs[0], [self.op], False, widened)
 
 

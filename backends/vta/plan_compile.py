@@ -354,6 +354,9 @@ def _bmm_gemm_params(op: Operation) -> tuple[str, dict] | None:
     params = {"lhs_shape": op.array_prop("lhs_shape").tolist(),
               "rhs_shape": op.array_prop("rhs_shape").tolist(),
               **{n: op.int_prop(n) for n in ("adj_x", "adj_y", "index")}}  # fmt: skip
+    for name in ("lhs_view", "rhs_view"):  # operands read through relayouts
+        if op.properties.get(name) is not None:
+            params[name] = op.array_prop(name).tolist()
     if isinstance(op, accel.BmmOperandOp):
         return "bmm_operand", params | {"operand": op.int_prop("operand")}
     return "bmm_zp_correction", params | {n: op.int_prop(n) for n in ("lhs_zero_point",

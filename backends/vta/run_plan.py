@@ -59,13 +59,15 @@ import numpy as np
 
 from qaccel.backends.vta.artifact_files import read_artifact_file
 
-RUN_PLAN_FORMAT = 3
+RUN_PLAN_FORMAT = 4
 """1: the first run plan (runtime.json + runtime.npz, artifact format 4); 2: the steps of
 the `q` element-wise ops and of host GEMMs (a reader of format 1 would refuse them, so it
 ignores these plans); 3: table lookups (`lut`, of `accel.lut` / `q.lut`), lane
-concatenations, host pools, reshapes and crops. This reader runs
-all three."""
-_READS = (1, 2, 3)
+concatenations, host pools, reshapes and crops; 4: a BATCH_MATMUL's gathers and correction
+for every batch index at once (index -1) and read through relayouts (`lhs_view`,
+`rhs_view`), which a reader of format 3 would take for something else. This reader runs all
+four."""
+_READS = (1, 2, 3, 4)
 PLAN_JSON = "runtime.json"
 PLAN_ARRAYS = "runtime.npz"
 
@@ -754,12 +756,14 @@ __all__ = ["PLAN_ARRAYS", "PLAN_JSON", "RUN_PLAN_FORMAT", "RunPlan", "RunPlanErr
 
 
 @functools.lru_cache(maxsize=64)
-def _bmm_sources(lhs_shape: tuple, rhs_shape: tuple, adj_x: bool, adj_y: bool, block: int):
+def _bmm_sources(lhs_shape: tuple, rhs_shape: tuple, adj_x: bool, adj_y: bool, block: int,
+                 views: tuple = (None, None)):  # fmt: skip
     """A product's operand index arrays, built once per shape rather than at every run (each
     of its batch indices' steps asks for them again)."""
     from qaccel.kernels import bmm_gemm as bg
 
-    return bg.operand_sources(lhs_shape, rhs_shape, adj_x, adj_y, block)
+    decoded = tuple(None if v is None else bg.decode_view(v) for v in views)
+    return bg.operand_sources(lhs_shape, rhs_shape, adj_x, adj_y, block, decoded)
 
 
 def _bmm_gemm_step(kind: str, xs, p: dict) -> np.ndarray:
@@ -768,15 +772,14 @@ def _bmm_gemm_step(kind: str, xs, p: dict) -> np.ndarray:
     from qaccel.kernels import bmm_gemm as bg
 
     block = int(xs[0].shape[-1])
-    lhs, rhs = _bmm_sources(tuple(p["lhs_shape"]), tuple(p["rhs_shape"]), bool(p["adj_x"]),
-                            bool(p["adj_y"]), block)  # fmt: skip
+    views = tuple(None if p.get(k) is None else tuple(p[k]) for k in ("lhs_view", "rhs_view"))
+    sources = _bmm_sources(tuple(p["lhs_shape"]), tuple(p["rhs_shape"]), bool(p["adj_x"]),
+                           bool(p["adj_y"]), block, views)  # fmt: skip
     i = p["index"]
     if kind == "bmm_operand":
-        if p["operand"] == 0:
-            return bg.gather(xs[0], bg.lhs_tokens_index(lhs[i], block))
-        return bg.gather(xs[0], bg.weight_tiles_index(rhs[i], block))
-    return bg.zp_correction(bg.gather(xs[0], lhs[i]), bg.gather(xs[1], rhs[i]),
-                            p["lhs_zero_point"], p["rhs_zero_point"], block)
+        return bg.gather(xs[0], bg.operand_index(sources, p["operand"], i, block))
+    return bg.correction(xs[0], xs[1], sources, i, p["lhs_zero_point"], p["rhs_zero_point"],
+                         block)  # fmt: skip
 
 
 def _attention_step(kind: str, xs, p: dict) -> np.ndarray:

@@ -2,13 +2,18 @@
 gather step of the program), `q.softmax` -> `accel.softmax` and `q.batch_matmul` ->
 `accel.batch_matmul` (exact host steps of the program, `kernels/attention.py`).
 
-An int8 `q.batch_matmul` whose product fits one GEMM layer per batch index runs on the GEMM
-core instead (`lower_batch_matmul_gemm`, `kernels/bmm_gemm.py`): per flattened batch index,
-`accel.bmm_operand` gathers the lhs rows as a token image and the rhs as weight tiles (placed
-in the activation arena, loaded like constant weights), `accel.dense_zp` multiplies the raw
-int8 values on the GEMM core, `accel.bmm_zp_correction` adds the zero points' terms, and the
-requantization follows; the per-index results are concatenated (and relaid out for a
-rank-4 product).
+An int8 `q.batch_matmul` whose product fits GEMM layers runs on the GEMM core instead
+(`lower_batch_matmul_gemm`, `kernels/bmm_gemm.py`): `accel.bmm_operand` gathers the lhs rows
+as a token image and the rhs as weight tiles (placed in the activation arena, loaded like
+constant weights), `accel.dense_zp` multiplies the raw int8 values on the GEMM core,
+`accel.bmm_zp_correction` adds the zero points' terms, and the requantization follows (relaid
+out for a rank-4 product). Every flattened batch index at once (index -1: the operands and
+the correction stacked, one GEMM layer whose images are the batch indices, each with its own
+weight tiles), so the program stops once for the gathers, not once per batch index; a product
+whose stacked operands exceed `bmm_gemm.STACKED_MAX_BYTES` has one layer per batch index, the
+results concatenated. The gathers and the correction read an operand made by relayouts (a head
+split's reshape and transpose) through them (`lhs_view` / `rhs_view`), so those relayouts are
+no host steps of their own when nothing else reads them.
 """
 
 from __future__ import annotations
@@ -62,6 +67,21 @@ def lower_batch_matmul(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAValue:
         pad_value=accel.default_padding_value(op.output.type), **ints))  # fmt: skip
 
 
+def _through_relayouts(v: SSAValue):
+    """(the packed value the `accel.relayout`s making `v` read, their `bmm_gemm.View`), or
+    (`v`, None): a gather reads through them, so a head split's reshape and transpose need
+    not be host steps of their own (they are erased when nothing else reads them)."""
+    steps: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    root: tuple[int, ...] = ()
+    while isinstance(v.owner, accel.RelayoutOp):
+        r = v.owner
+        steps.insert(0, (tuple(r.array_prop("shape").tolist()),
+                         tuple(r.array_prop("perm").tolist())))  # fmt: skip
+        root = tuple(r.array_prop("in_shape").tolist())
+        v = r.input
+    return v, ((root, tuple(steps)) if steps else None)
+
+
 def lower_batch_matmul_gemm(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAValue | None:
     """`q.batch_matmul` as one GEMM layer per flattened batch index (module docstring), or
     None: the product stays the exact host step (`accel.batch_matmul`)."""
@@ -78,22 +98,27 @@ def lower_batch_matmul_gemm(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAVal
     batch, m, k, n = bmm_gemm.dims(ls, rs, bool(adj_x), bool(adj_y))
     if max(batch, m, k, n) > bmm_gemm.GEMM_MAX_DIM:
         return None
-    lhs, rhs = fl.packed_of(op.lhs), fl.packed_of(op.rhs)
+    lhs, lhs_view = _through_relayouts(fl.packed_of(op.lhs))
+    rhs, rhs_view = _through_relayouts(fl.packed_of(op.rhs))
     block = fl.block
-    shapes = dict(lhs_shape=ls, rhs_shape=rs)
+    shapes = dict(lhs_shape=ls, rhs_shape=rs, views=(lhs_view, rhs_view))
     zl, zr = op.int_prop("lhs_zero_point"), op.int_prop("rhs_zero_point")
     zp_out = op.int_prop("output_zero_point")
     lo, hi = -128, 127
     out_element = out_type.element_type
-    result = bmm_gemm.result_shape(m, n, block)
+    stacked = batch > 1 and bmm_gemm.stacked_bytes(batch, m, k, n, block) <= \
+        bmm_gemm.STACKED_MAX_BYTES  # fmt: skip
+    group = batch if stacked else 1
+    result = bmm_gemm.result_shape(m, n, block, group)
     pieces = []
-    for i in range(batch):
+    for i in [bmm_gemm.ALL] if stacked else range(batch):
         common = dict(adj_x=adj_x, adj_y=adj_y, index=i)
         a = fl.emit(accel.BmmOperandOp(
-            lhs, TensorType(lhs.type.element_type, bmm_gemm.tokens_shape(m, k, block)),
+            lhs, TensorType(lhs.type.element_type, bmm_gemm.tokens_shape(m, k, block, group)),
             **shapes, operand=0, **common))  # fmt: skip
         w = fl.emit(accel.BmmOperandOp(
-            rhs, TensorType(rhs.type.element_type, bmm_gemm.tiles_shape(k, n, block)),
+            rhs, TensorType(rhs.type.element_type,
+                            bmm_gemm.tiles_shape(k, n, block, group if stacked else None)),
             **shapes, operand=1, **common))  # fmt: skip
         acc = fl.emit(accel.DenseZpOp(a, w, TensorType(i32, result)))
         corr = fl.emit(accel.BmmZpCorrectionOp(lhs, rhs, TensorType(i32, result), **shapes,
@@ -108,7 +133,7 @@ def lower_batch_matmul_gemm(fl: FunctionLowering, op: q.BatchMatmulOp) -> SSAVal
             v = fl.emit(accel.AddOp(v, value=[zp_out]))
         pieces.append(fl.emit(accel.NarrowOp(v, TensorType(out_element, result))))
     stacked_shape = (batch, *result[1:])
-    y = pieces[0] if batch == 1 else fl.emit(
+    y = pieces[0] if len(pieces) == 1 else fl.emit(
         accel.ConcatOp(pieces, TensorType(out_element, stacked_shape), 0))
     final = fl.packed_type(out_type)
     if tuple(final.get_shape()) == stacked_shape:

@@ -30,8 +30,9 @@
 * a **batch** of N images (`LayerGeometry.batch`): the loop nest once per image, on image n's
   slabs of the input and output regions (`[image][block][H][W][16]`); the parameters and
   constants are loaded once, and a weight chunk its slot still holds is not loaded again, so
-  the images after the first reuse the weights the last pass left. The loads of image n+1
-  overlap the stores of image n as within one image.
+  the images after the first reuse the weights the last pass left (run-time weights,
+  `ConvLayer.runtime_weights`, are each image's own: image n's tiles are loaded in its pass).
+  The loads of image n+1 overlap the stores of image n as within one image.
 """
 
 from __future__ import annotations
@@ -525,8 +526,8 @@ class _Emitter(_Stream):
         regions["output"] = (at, out_bytes)
         at = _align(at + out_bytes, self.c.dram_align)
         if layer.runtime_weights:  # written at run time; on its own, after the output
-            regions["weights"] = (at, len(weights))
-            at = _align(at + len(weights), self.c.dram_align)
+            regions["weights"] = (at, g.batch * len(weights))  # each image's own tiles
+            at = _align(at + g.batch * len(weights), self.c.dram_align)
         if layer.runtime_init:  # int32 [co block][OH][OW][16], like an int32 output
             regions["init"] = (at, g.batch * g.OH * g.OW * g.COB * 4 * blk)
             at = _align(at + regions["init"][1], self.c.dram_align)
@@ -621,6 +622,8 @@ class _Emitter(_Stream):
         nothing when the slot still holds it (the next image of a batch finds the chunks the
         last one left: only weight loads write weight slots)."""
         chunk = (st.co0, st.ci0, st.nco, st.nci)
+        if self.layer.runtime_weights:  # each image its own tiles
+            chunk += (self.image,)
         held, parts = self.wgt_held.get(slot, (None, set()))
         if held == chunk and (None in parts or part in parts):
             return
@@ -628,6 +631,8 @@ class _Emitter(_Stream):
         g, plan = self.g, self.plan
         base = plan.wgt_base + slot * plan.wgt_slot_tiles
         wgt = self.elem("weights", self.blk * self.blk)
+        if self.layer.runtime_weights:
+            wgt += self.image * g.COB * g.CIB * g.taps
         K = g.taps
         per_co = K * (1 if g.diagonal else st.nci)
         first, count = (0, st.nco) if part is None else (part, 1)

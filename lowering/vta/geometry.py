@@ -90,7 +90,8 @@ class ConvLayer:
     block: int = 16
     runtime_weights: bool = False
     """The weight tiles are an arena value the program writes before the layer runs (a
-    BATCH_MATMUL's rhs, `accel.bmm_operand`), not constants; `weights` is zeros of their shape."""
+    BATCH_MATMUL's rhs, `accel.bmm_operand`), not constants; `weights` is zeros of their shape.
+    With a batch, each image has its own tiles, stacked in the image order."""
     runtime_init: bool = False
     """The accumulators start from an int32 arena value, one per output element, that the
     program writes before the layer runs (a BATCH_MATMUL's zero-point correction,

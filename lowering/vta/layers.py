@@ -123,6 +123,8 @@ def _conv_params(op: accel.Conv2DZpOp) -> tuple[str, dict]:
 def _dense_params(op: accel.DenseZpOp) -> tuple[str, dict]:
     w, _ = _filter_array(op)
     shape = op.input.type.get_shape()
+    if w.ndim == 5:
+        return _stacked_tokens_params(op, w, shape)
     ob = w.shape[0]
     blk = shape[-1]
     out = op.output.type.get_shape()
@@ -145,6 +147,22 @@ def _dense_params(op: accel.DenseZpOp) -> tuple[str, dict]:
     n, ib = shape[0], shape[1]  # [N, I/B, 1, ..., 1, B]: the bytes of [N, I/B, 1, B]
     weights = w.transpose(0, 2, 1, 3).reshape(ob * blk, ib * blk).astype(np.int8)
     return "dense", {"input_shape": (n, ib * blk), "weights": weights, "input_zero_point": 0}
+
+
+def _stacked_tokens_params(op: accel.DenseZpOp, w: np.ndarray, shape) -> tuple[str, dict]:
+    """A product of stacked token images by their own run-time weight tiles (a BATCH_MATMUL's
+    batch indices, `accel.bmm_operand` with index -1): a 1x1 convolution over `batch` images
+    of one row of T pixels each, every image with its tiles (`ConvLayer.runtime_weights`)."""
+    batch, ob, ib, blk = w.shape[0], w.shape[1], w.shape[2], w.shape[3]
+    out = tuple(op.output.type.get_shape())
+    if not (_runtime_filter(op) and len(shape) == 5 and shape[3] == 1
+            and out == (batch, ob, shape[2], 1, blk)):  # fmt: skip
+        raise NotALayer(f"per-image filters {list(w.shape)} on {list(shape)} (only a product's "
+                        "stacked run-time weight tiles on token images)")  # fmt: skip
+    weights = np.zeros((ob * blk, 1, 1, ib * blk), np.int8)  # one image's; written at run time
+    return "conv", {"input_shape": (batch, 1, shape[2], ib * blk), "weights": weights,
+                    "strides": (1, 1), "dilations": (1, 1), "padding": (0, 0, 0, 0),
+                    "input_zero_point": 0}  # fmt: skip
 
 
 def match_layer(op: Operation, name: str) -> LayerMatch:

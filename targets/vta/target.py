@@ -508,10 +508,12 @@ VTA_PATTERNS: tuple[Pattern, ...] = (
                 "(attention scores): a classifier's rank-2 softmax stays on the CPU"),
     Pattern("batch_matmul", "q.batch_matmul", (_int8_operands, _packed_rank),
             doc="GEMM core: activation x activation products (attention's Q K^T and P V), "
-                "one GEMM layer per batch index (M tokens x K) whose weight tiles are the rhs "
-                "gathered into the activation arena at run time and loaded like constant "
-                "weights; its accumulators start from the zero-point terms (row and column "
-                "sums of the operands, an exact host step: BMM_CORRECTION) loaded into ACC, "
+                "one GEMM layer over every batch index (each an image of M tokens x K, "
+                "with its own weight tiles: the rhs gathered into the activation arena at run "
+                "time and loaded like constant weights; one layer per batch index when the "
+                "stacked operands pass 1 MiB); its accumulators start from the zero-point terms "
+                "(row and column sums of the operands, an exact host step: BMM_CORRECTION) "
+                "loaded into ACC, "
                 "and it requantizes on the ALU (or the store stage) as any GEMM layer; beyond "
                 "1024 in M, K, N or batch, an exact host step of the program (its MACs host "
                 "MACs)"),

@@ -31,7 +31,7 @@ enum { PROGRAM_VERSION = QACCEL_PROGRAM_FORMAT, HEADER_BYTES = 192, VALUE_BYTES 
        KIND_WRITE = 1, KIND_LAYER = 2, KIND_READ = 3, KIND_REQUANT = 4, KIND_PAD = 5, KIND_CONCAT = 6,
        KIND_LANE = 7, KIND_BINARY = 8, KIND_REDUCE = 9, KIND_CONCAT_LANES = 10, KIND_POOL = 11,
        KIND_LUT = 12, KIND_GATHER = 13, KIND_BILINEAR = 14, KIND_GATHER_SUM = 15, KIND_SOFTMAX = 16,
-       KIND_BATCH_MATMUL = 17, KIND_BMM_CORRECTION = 18 };
+       KIND_BATCH_MATMUL = 17, KIND_BMM_CORRECTION = 18, KIND_BMM_CORRECTIONS = 22 };
 /* KIND_LANE / KIND_BINARY operations */
 enum { OP_CONVERT = 0, OP_BIAS_ADD = 1, OP_SHIFT_LEFT = 2, OP_ROUND_MULTIPLY = 3, OP_ROUND_RSHIFT = 4,
        OP_ADD = 5, OP_MUL = 6, OP_MIN = 7, OP_MAX = 8 };
@@ -1003,37 +1003,44 @@ static int batch_matmul_step(const Program *p, const uint8_t *s, Value *values, 
 
 /* BMM_CORRECTION (accel.bmm_zp_correction, after gathers into plain operands): int8 value a
    [M, K] and int8 value c [K, N] into int32 value b packed [N/B, M, B]: -zr * Σ_k a[m, k] -
-   zl * Σ_k c[k, n] + K * zl * zr wrapped to int32, padding lanes 0; p: M, K, N, B, zl, zr. */
+   zl * Σ_k c[k, n] + K * zl * zr wrapped to int32, padding lanes 0; p: M, K, N, B, zl, zr.
+   BMM_CORRECTIONS: the same for `batch` (p[6]) products at once, a [batch, M, K] and c
+   [batch, K, N] into b [batch, N/B, M, B]. */
 static int bmm_correction_step(const Program *p, const uint8_t *s, Value *values, const Value *lhs,
-                               Value *out, char *e) {
+                               Value *out, int batched, char *e) {
   uint32_t rhs_id = u32(s + 12);
   int64_t rows = i64(s + 16), depth = i64(s + 24), cols = i64(s + 32), blk = i64(s + 40);
-  int64_t lzp = i64(s + 48), rzp = i64(s + 56);
-  if (rhs_id >= p->n_values || blk < 1 || blk > 1024 || rows < 1 || depth < 1 || cols < 1 ||
-      (uint64_t)rows > MAX_ELEMENTS || (uint64_t)depth > MAX_ELEMENTS || (uint64_t)cols > MAX_ELEMENTS)
+  int64_t lzp = i64(s + 48), rzp = i64(s + 56), batch = batched ? i64(s + 64) : 1;
+  if (rhs_id >= p->n_values || blk < 1 || blk > 1024 || rows < 1 || depth < 1 || cols < 1 || batch < 1 ||
+      (uint64_t)rows > MAX_ELEMENTS || (uint64_t)depth > MAX_ELEMENTS || (uint64_t)cols > MAX_ELEMENTS ||
+      (uint64_t)batch > MAX_ELEMENTS)
     return fail(e, "QACCEL_VTA: a zero-point correction step is malformed (corrupt program)");
   const Value *rhs = &values[rhs_id];
   int64_t nb = (cols + blk - 1) / blk;
-  if (lhs->elem != 1 || rhs->elem != 1 || out->elem != 4 || !geometry_ok(1, rows, depth, lhs->count) ||
-      !geometry_ok(1, depth, cols, rhs->count) || !geometry_ok(nb, rows, blk, out->count) ||
-      (uint64_t)(rows * depth) != lhs->count || (uint64_t)(depth * cols) != rhs->count ||
-      (uint64_t)(nb * rows * blk) != out->count || lzp < -128 || lzp > 127 || rzp < -128 || rzp > 127)
+  if (lhs->elem != 1 || rhs->elem != 1 || out->elem != 4 || !geometry_ok(batch, rows, depth, lhs->count) ||
+      !geometry_ok(batch, depth, cols, rhs->count) || !geometry_ok(batch * nb, rows, blk, out->count) ||
+      (uint64_t)(batch * rows * depth) != lhs->count || (uint64_t)(batch * depth * cols) != rhs->count ||
+      (uint64_t)(batch * nb * rows * blk) != out->count || lzp < -128 || lzp > 127 || rzp < -128 || rzp > 127)
     return fail(e, "QACCEL_VTA: a zero-point correction step is malformed (corrupt program)");
   if (!out->data) return 0; /* checked only */
-  const int8_t *l = (const int8_t *)lhs->data, *r = (const int8_t *)rhs->data;
-  int32_t *y = (int32_t *)out->data;
   int64_t *col = (int64_t *)calloc((size_t)cols, sizeof *col);
   if (!col) return fail(e, "QACCEL_VTA: out of memory");
-  memset(y, 0, out->count * 4);
-  for (int64_t t = 0; t < depth; t++)
-    for (int64_t j = 0; j < cols; j++) col[j] += r[t * cols + j];
-  for (int64_t i = 0; i < rows; i++) {
-    int64_t row = 0;
-    for (int64_t t = 0; t < depth; t++) row += l[i * depth + t];
-    /* |each term| < 2^8 * 2^8 * 2^34: no int64 overflow for any count the runner accepts */
-    int64_t base = -rzp * row + depth * lzp * rzp;
-    for (int64_t j = 0; j < cols; j++)
-      y[((j / blk) * rows + i) * blk + j % blk] = (int32_t)wrap32(base - lzp * col[j]);
+  memset(out->data, 0, out->count * 4);
+  for (int64_t n = 0; n < batch; n++) {
+    const int8_t *l = (const int8_t *)lhs->data + n * rows * depth;
+    const int8_t *r = (const int8_t *)rhs->data + n * depth * cols;
+    int32_t *y = (int32_t *)out->data + n * nb * rows * blk;
+    memset(col, 0, (size_t)cols * sizeof *col);
+    for (int64_t t = 0; t < depth; t++)
+      for (int64_t j = 0; j < cols; j++) col[j] += r[t * cols + j];
+    for (int64_t i = 0; i < rows; i++) {
+      int64_t row = 0;
+      for (int64_t t = 0; t < depth; t++) row += l[i * depth + t];
+      /* |each term| < 2^8 * 2^8 * 2^34: no int64 overflow for any count the runner accepts */
+      int64_t base = -rzp * row + depth * lzp * rzp;
+      for (int64_t j = 0; j < cols; j++)
+        y[((j / blk) * rows + i) * blk + j % blk] = (int32_t)wrap32(base - lzp * col[j]);
+    }
   }
   free(col);
   return 0;
@@ -1071,7 +1078,7 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
                              kind == KIND_REDUCE || kind == KIND_LUT || kind == KIND_POOL ||
                              kind == KIND_GATHER || kind == KIND_BILINEAR || kind == KIND_GATHER_SUM ||
                              kind == KIND_SOFTMAX || kind == KIND_BATCH_MATMUL ||
-                             kind == KIND_BMM_CORRECTION) && b >= p->n_values))
+                             kind == KIND_BMM_CORRECTION || kind == KIND_BMM_CORRECTIONS) && b >= p->n_values))
       return fail(e, "QACCEL_VTA: step %u names value %u of %u (corrupt program)", k, a, p->n_values);
     Value *v = &values[a];
     if (kind == KIND_WRITE || kind == KIND_READ) {
@@ -1111,8 +1118,8 @@ static int walk_steps(const Program *p, Value *values, qaccel_state *q, char *e)
       if (softmax_step(p, s, v, &values[b], e)) return 1;
     } else if (kind == KIND_BATCH_MATMUL) {
       if (batch_matmul_step(p, s, values, v, &values[b], e)) return 1;
-    } else if (kind == KIND_BMM_CORRECTION) {
-      if (bmm_correction_step(p, s, values, v, &values[b], e)) return 1;
+    } else if (kind == KIND_BMM_CORRECTION || kind == KIND_BMM_CORRECTIONS) {
+      if (bmm_correction_step(p, s, values, v, &values[b], kind == KIND_BMM_CORRECTIONS, e)) return 1;
     } else if (kind == KIND_BILINEAR) {
       if (bilinear_step(p, s, v, &values[b], e)) return 1;
     } else if (kind == KIND_GATHER_SUM) {

@@ -106,6 +106,8 @@ aligned (the one description of it; `qaccel_program.c` reads it):
 |                 | padding lanes 0; p: M, K, N, B, zl, zr (a BATCH_MATMUL's zero-point           |
 |                 | correction: its product runs as a GEMM layer whose weight tiles a GATHER      |
 |                 | and a WRITE put in the arena, and whose accumulators a WRITE of b starts)     |
+| 22 BMM_CORRS    | BMM_CORR for p[6] batch indices at once: a [batch, M, K], c [batch, K, N]     |
+|                 | into b [batch, N/B, M, B] (one GEMM layer over the whole batch)               |
 """
 
 from __future__ import annotations
@@ -143,6 +145,7 @@ KIND_SOFTMAX, KIND_BATCH_MATMUL = 16, 17
 KIND_BILINEAR = 14
 KIND_GATHER_SUM = 15
 KIND_BMM_CORRECTION = 18
+KIND_BMM_CORRECTIONS = 22
 # KIND_LANE / KIND_BINARY operations (the step's c)
 OP_CONVERT, OP_BIAS_ADD, OP_SHIFT_LEFT, OP_ROUND_MULTIPLY, OP_ROUND_RSHIFT = 0, 1, 2, 3, 4
 OP_ADD, OP_MUL, OP_MIN, OP_MAX = 5, 6, 7, 8
@@ -391,18 +394,23 @@ def _bmm_gemm_steps(op, values, new_value, new_temp) -> list[tuple] | None:
     lhs, rhs = bg.operand_sources(op.array_prop("lhs_shape").tolist(),
                                   op.array_prop("rhs_shape").tolist(),
                                   bool(op.int_prop("adj_x")), bool(op.int_prop("adj_y")),
-                                  block)  # fmt: skip
+                                  block, op.views())  # fmt: skip
     i = op.int_prop("index")
-    (m, k), n = lhs[i].shape, rhs[i].shape[1]
-    lhs_t, rhs_t = new_temp(m * k), new_temp(k * n)
+    batch = op.stacked()
+    if batch is None:
+        lhs, rhs = lhs[i : i + 1], rhs[i : i + 1]
+    _, m, k = lhs.shape
+    n = rhs.shape[2]
+    lhs_t, rhs_t = new_temp(len(lhs) * m * k), new_temp(len(rhs) * k * n)
+    p = [m, k, n, block, op.int_prop("lhs_zero_point"), op.int_prop("rhs_zero_point")]
     return [
         (KIND_GATHER, dict(a=values[op.lhs], b=lhs_t, p=[0],
-                           data=lhs[i].astype("<i8").reshape(-1).tobytes())),
+                           data=lhs.astype("<i8").reshape(-1).tobytes())),
         (KIND_GATHER, dict(a=values[op.rhs], b=rhs_t, p=[0],
-                           data=rhs[i].astype("<i8").reshape(-1).tobytes())),
-        (KIND_BMM_CORRECTION, dict(a=lhs_t, b=new_value(op.output), c=rhs_t,
-                                   p=[m, k, n, block, op.int_prop("lhs_zero_point"),
-                                      op.int_prop("rhs_zero_point")])),
+                           data=rhs.astype("<i8").reshape(-1).tobytes())),
+        (KIND_BMM_CORRECTION, dict(a=lhs_t, b=new_value(op.output), c=rhs_t, p=p))
+        if batch is None else
+        (KIND_BMM_CORRECTIONS, dict(a=lhs_t, b=new_value(op.output), c=rhs_t, p=[*p, batch])),
     ]  # fmt: skip
 
 

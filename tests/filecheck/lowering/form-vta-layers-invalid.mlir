@@ -77,3 +77,15 @@ func.func private @vta_fn_0(%a: tensor<1x1x5x1x16x!qa>, %b: tensor<1x1x7x1x16x!q
   func.return %s : tensor<1x1x5x1x16xi32>
 }
 // CHECK: accel.dense_zp {{.*}}accel.host_reason = "a product with run-time weights is not followed by its zero-point correction"
+
+// -----
+
+// Per-image filters that are not a BATCH_MATMUL's stacked run-time tiles (here constants, not
+// accel.bmm_operand's) form no layer: the GEMM op says why.
+!qa = !quant.uniform<i8:f32, 0.5:0>
+func.func private @vta_fn_0(%x: tensor<2x1x5x1x16x!qa>) -> tensor<2x1x5x1x16xi32> attributes {qaccel.target = "vta", accel.packed} {
+  %w = tfl.const dense<1> : tensor<2x1x1x16x16xi8> -> tensor<2x1x1x16x16x!qa>
+  %p = accel.dense_zp %x, %w : tensor<2x1x5x1x16x!qa>, tensor<2x1x1x16x16x!qa> -> tensor<2x1x5x1x16xi32>
+  func.return %p : tensor<2x1x5x1x16xi32>
+}
+// CHECK: accel.dense_zp {{.*}}accel.host_reason = "per-image filters [2, 1, 1, 16, 16] on [2, 1, 5, 1, 16] (only a product's stacked run-time weight tiles on token images)"

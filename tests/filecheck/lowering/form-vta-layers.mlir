@@ -357,3 +357,31 @@ func.func private @vta_fn_0(%a: tensor<1x5x7x!qa>, %b: tensor<1x7x3x!qa>) -> ten
   %y = q.batch_matmul %a, %b {adj_x = 0 : i32, adj_y = 0 : i32, lhs_zero_point = 3 : i32, rhs_zero_point = 3 : i32, multiplier = 1771435189 : i32, shift = -7 : i32, output_zero_point = -4 : i32} : (tensor<1x5x7x!qa>, tensor<1x7x3x!qa>) -> tensor<1x5x3x!qo>
   func.return %y : tensor<1x5x3x!qo>
 }
+
+// -----
+
+// A BATCH_MATMUL over two batch indices: one "conv" layer whose images are the batch indices,
+// each with its own weight tiles (accel.bmm_operand and the correction with index -1: every
+// index stacked), so the program stops once for the gathers, not once per index.
+// CHECK-LABEL: func.func @bmm_stacked
+// CHECK:       func.func private @vta_fn_0
+// CHECK-NEXT:    %[[A:.*]] = accel.bmm_operand %a {{{.*}}operand = 0 : i64, {{.*}}index = -1 : i64} : {{.*}} -> tensor<2x1x5x1x16x
+// CHECK-NEXT:    %[[W:.*]] = accel.bmm_operand %b {{{.*}}operand = 1 : i64, {{.*}}index = -1 : i64} : {{.*}} -> tensor<2x1x1x16x16x
+// CHECK-NEXT:    %[[C:.*]] = accel.bmm_zp_correction %a, %b {{.*}} -> tensor<2x1x5x1x16xi32>
+// CHECK-NEXT:    %y = vta.layer "conv" {
+// CHECK-NEXT:      %[[P:.*]] = accel.dense_zp %[[A]], %[[W]] : {{.*}} -> tensor<2x1x5x1x16xi32>
+// CHECK-NEXT:      %[[S:.*]] = accel.add %[[P]], %[[C]]
+// CHECK:           %[[Y:.*]] = accel.narrow
+// CHECK-NEXT:      vta.yield %[[Y]]
+// CHECK-NEXT:    } : tensor<2x1x5x1x16x
+// CHECK-NEXT:    func.return %y
+!qa = !quant.uniform<i8:f32, 0.03:3>
+!qo = !quant.uniform<i8:f32, 0.135:-4>
+func.func @bmm_stacked(%a: tensor<2x5x7x!qa>, %b: tensor<2x7x3x!qa>) -> tensor<2x5x3x!qo> {
+  %y = func.call @vta_fn_0(%a, %b) : (tensor<2x5x7x!qa>, tensor<2x7x3x!qa>) -> tensor<2x5x3x!qo>
+  func.return %y : tensor<2x5x3x!qo>
+}
+func.func private @vta_fn_0(%a: tensor<2x5x7x!qa>, %b: tensor<2x7x3x!qa>) -> tensor<2x5x3x!qo> attributes {qaccel.target = "vta"} {
+  %y = q.batch_matmul %a, %b {adj_x = 0 : i32, adj_y = 0 : i32, lhs_zero_point = -128 : i32, rhs_zero_point = 3 : i32, multiplier = 1771435189 : i32, shift = -7 : i32, output_zero_point = -4 : i32} : (tensor<2x5x7x!qa>, tensor<2x7x3x!qa>) -> tensor<2x5x3x!qo>
+  func.return %y : tensor<2x5x3x!qo>
+}

@@ -208,3 +208,27 @@ func.func @bmm_gemm_operands(%l: tensor<2x1x6x1x4xi8>, %r: tensor<2x1x6x1x4xi8>)
   %c = accel.bmm_zp_correction %l, %r {lhs_shape = array<i64: 2, 6, 3>, rhs_shape = array<i64: 2, 6, 3>, lhs_zero_point = -3 : i64, rhs_zero_point = 5 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 1 : i64} : (tensor<2x1x6x1x4xi8>, tensor<2x1x6x1x4xi8>) -> tensor<1x2x6x1x4xi32>
   func.return %a, %w, %c : tensor<1x1x6x1x4xi8>, tensor<2x1x4x4xi8>, tensor<1x2x6x1x4xi32>
 }
+
+// An operand read through relayouts (lhs_view: the plain [2, 6, 3] reshaped to [2, 3, 6], then
+// transposed by [0, 2, 1]): the gather reads the value the relayouts read.
+// CHECK-LABEL: func.func @bmm_gemm_view
+// CHECK-NEXT:    %a = accel.bmm_operand %l {{{.*}}index = 0 : i64, lhs_view = array<i64: 3, 2, 6, 3, 3, 2, 3, 6, 0, 2, 1>} : (tensor<2x1x6x1x4xi8>) -> tensor<1x1x6x1x4xi8>
+func.func @bmm_gemm_view(%l: tensor<2x1x6x1x4xi8>) -> tensor<1x1x6x1x4xi8> {
+  %a = accel.bmm_operand %l {lhs_shape = array<i64: 2, 6, 3>, rhs_shape = array<i64: 2, 6, 3>, operand = 0 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = 0 : i64, lhs_view = array<i64: 3, 2, 6, 3, 3, 2, 3, 6, 0, 2, 1>} : (tensor<2x1x6x1x4xi8>) -> tensor<1x1x6x1x4xi8>
+  func.return %a : tensor<1x1x6x1x4xi8>
+}
+
+// The same for every batch index at once (index -1): stacked on a leading dimension, and the
+// product of the stacked token images by their own tiles.
+// CHECK-LABEL: func.func @bmm_gemm_stacked
+// CHECK-NEXT:    %a = accel.bmm_operand %l {{{.*}}index = -1 : i64} : (tensor<2x1x6x1x4xi8>) -> tensor<2x1x6x1x4xi8>
+// CHECK-NEXT:    %w = accel.bmm_operand %r {{{.*}}index = -1 : i64} : (tensor<2x1x6x1x4xi8>) -> tensor<2x2x1x4x4xi8>
+// CHECK-NEXT:    %p = accel.dense_zp %a, %w : tensor<2x1x6x1x4xi8>, tensor<2x2x1x4x4xi8> -> tensor<2x2x6x1x4xi32>
+// CHECK-NEXT:    %c = accel.bmm_zp_correction %l, %r {{{.*}}index = -1 : i64} : (tensor<2x1x6x1x4xi8>, tensor<2x1x6x1x4xi8>) -> tensor<2x2x6x1x4xi32>
+func.func @bmm_gemm_stacked(%l: tensor<2x1x6x1x4xi8>, %r: tensor<2x1x6x1x4xi8>) -> (tensor<2x2x6x1x4xi32>, tensor<2x2x6x1x4xi32>) {
+  %a = accel.bmm_operand %l {lhs_shape = array<i64: 2, 6, 3>, rhs_shape = array<i64: 2, 6, 3>, operand = 0 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = -1 : i64} : (tensor<2x1x6x1x4xi8>) -> tensor<2x1x6x1x4xi8>
+  %w = accel.bmm_operand %r {lhs_shape = array<i64: 2, 6, 3>, rhs_shape = array<i64: 2, 6, 3>, operand = 1 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = -1 : i64} : (tensor<2x1x6x1x4xi8>) -> tensor<2x2x1x4x4xi8>
+  %p = accel.dense_zp %a, %w : tensor<2x1x6x1x4xi8>, tensor<2x2x1x4x4xi8> -> tensor<2x2x6x1x4xi32>
+  %c = accel.bmm_zp_correction %l, %r {lhs_shape = array<i64: 2, 6, 3>, rhs_shape = array<i64: 2, 6, 3>, lhs_zero_point = -3 : i64, rhs_zero_point = 5 : i64, adj_x = 0 : i64, adj_y = 1 : i64, index = -1 : i64} : (tensor<2x1x6x1x4xi8>, tensor<2x1x6x1x4xi8>) -> tensor<2x2x6x1x4xi32>
+  func.return %p, %c : tensor<2x2x6x1x4xi32>, tensor<2x2x6x1x4xi32>
+}
