@@ -31,6 +31,15 @@ goes to stderr when it is a terminal; `--quiet` silences progress and the table.
 
 from __future__ import annotations
 
+import gc
+
+# Importing the compiler makes some 60,000 objects the collector tracks, which live as long as
+# the process (xDSL's and qaccel's op and attribute definitions, numpy): collections during
+# the imports walk them again and again and free nothing.
+# ruff: noqa: E402
+_COLLECTING = gc.isenabled()
+gc.disable()
+
 import argparse
 import contextlib
 import io
@@ -62,11 +71,15 @@ from qaccel.tools.cli import (
     OutputPathError,
     check_output_dir,
     check_output_file,
+    fewer_collections,
     parse_mlir,
     resource_errors,
 )
 from qaccel.tools.qaccel_opt import add_pass_manager_arguments, normalize_argv, pass_manager_for
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+
+if _COLLECTING:
+    gc.enable()
 
 PROG = "qaccel-compile"
 
@@ -256,10 +269,16 @@ def _aot_models(compiled, source: bytes | None) -> tuple[dict[str, bytes], str]:
 
 
 def _spliced_models(compiled, source: bytes) -> tuple[dict[str, bytes], str]:
-    from qaccel.api import partition_compiler
     from qaccel.backends.litert.partitions import litert_files
 
-    models, lines = litert_files(source, compiled, partition_compiler(compiled.config))
+    def compile_bytes(model: bytes):
+        # `qaccel.api` (with the sweep machinery it imports) only for a model with another
+        # subgraph to compile; a single-subgraph model never asks.
+        from qaccel.api import partition_compiler
+
+        return partition_compiler(compiled.config)(model)
+
+    models, lines = litert_files(source, compiled, compile_bytes)
     return models, "\n".join(lines)
 
 
@@ -268,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # schedule searches run on the second core); a caller's process only while in here.
     background.allow()
     try:
-        with resource_errors(PROG):
+        with resource_errors(PROG), fewer_collections():
             code = run(argv)
     except (CompileError, PipelineError, TFLiteImportError, DiagnosticException,
             ConfigError, PlotError, OutputPathError, MemoryBudgetError) as e:  # fmt: skip
