@@ -71,6 +71,7 @@ from qaccel.tools.cli import (
     OutputPathError,
     check_output_dir,
     check_output_file,
+    end_process,
     fewer_collections,
     parse_mlir,
     resource_errors,
@@ -300,4 +301,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except SystemExit as e:
+        end_process(e.code)  # without the interpreter's teardown
