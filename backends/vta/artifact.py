@@ -169,25 +169,36 @@ def write_artifact(
         files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
     files["report.json"] = _dumps(compiled.report).encode()
     files.update(_run_plan_files(compiled, programs))
-    if host_text is None:
-        host_text = module_text(compiled.module)
-    files["host.mlir"] = (host_text() if callable(host_text) else host_text).encode()
-    files.update((extra() if callable(extra) else extra) or {})
-    # Each file hashed once: the source is model.tflite (unless `extra` replaced it).
-    digests = {k: hashlib.sha256(v).hexdigest() for k, v in sorted(files.items())}
-    source_digest = None
-    if source is not None:
-        source_digest = (digests["model.tflite"] if files.get("model.tflite") is source
-                         else hashlib.sha256(source).hexdigest())  # fmt: skip
-    manifest = {
-        "format": ARTIFACT_FORMAT, "versions": _versions(),
-        "config": compiled.config.to_dict(), "functions": functions,
-        "fallbacks": [fb.__dict__ for fb in compiled.fallbacks],
-        "source_sha256": source_digest,
-        "files": digests,
-    }  # fmt: skip
-    files["manifest.json"] = _dumps(manifest).encode()
-    _write_whole(root, files)
+    # These files are hashed and written into the new folder before the host IR's text and
+    # `extra` are asked for: `qaccel-compile` makes those on the second core meanwhile.
+    root.parent.mkdir(parents=True, exist_ok=True)
+    partial = _fresh_sibling(root, "partial")
+    try:
+        digests: dict[str, str] = {}
+        _write_files(partial, files, digests)
+        if host_text is None:
+            host_text = module_text(compiled.module)
+        later = {"host.mlir": (host_text() if callable(host_text) else host_text).encode()}
+        later.update((extra() if callable(extra) else extra) or {})
+        _write_files(partial, later, digests)  # a file of `extra` replaces one written above
+        files.update(later)
+        # Each file hashed once: the source is model.tflite (unless `extra` replaced it).
+        source_digest = None
+        if source is not None:
+            source_digest = (digests["model.tflite"] if files.get("model.tflite") is source
+                             else hashlib.sha256(source).hexdigest())  # fmt: skip
+        manifest = {
+            "format": ARTIFACT_FORMAT, "versions": _versions(),
+            "config": compiled.config.to_dict(), "functions": functions,
+            "fallbacks": [fb.__dict__ for fb in compiled.fallbacks],
+            "source_sha256": source_digest,
+            "files": dict(sorted(digests.items())),
+        }  # fmt: skip
+        _write_files(partial, {"manifest.json": _dumps(manifest).encode()}, {})
+        _put_in_place(partial, root)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
 
 
 def _fresh_sibling(root: Path, kind: str) -> Path:
@@ -201,28 +212,29 @@ def _fresh_sibling(root: Path, kind: str) -> Path:
             continue
 
 
-def _write_whole(root: Path, files: dict[str, bytes]) -> None:
-    """`files` as the folder `root`: written beside it, then renamed into place."""
-    root.parent.mkdir(parents=True, exist_ok=True)
-    partial = _fresh_sibling(root, "partial")
+def _write_files(folder: Path, files: dict[str, bytes], digests: dict[str, str]) -> None:
+    """Write `files` (relative paths -> bytes) under `folder`, each one's SHA-256 into
+    `digests`."""
+    for rel, data in files.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        digests[rel] = hashlib.sha256(data).hexdigest()
+
+
+def _put_in_place(partial: Path, root: Path) -> None:
+    """The written folder `partial` renamed to `root`, replacing an earlier artifact there
+    as a whole (the caller removes `partial` when this raises)."""
     try:
-        for rel, data in files.items():
-            path = partial / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        try:
-            os.rename(partial, root)  # absent or empty: one step
-            return
-        except OSError:
-            pass
-        check_artifact_destination(root)
-        old = _fresh_sibling(root, "old")
-        os.rename(root, old / "artifact")
-        os.rename(partial, root)
-        shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
+        os.rename(partial, root)  # absent or empty: one step
+        return
+    except OSError:
+        pass
+    check_artifact_destination(root)
+    old = _fresh_sibling(root, "old")
+    os.rename(root, old / "artifact")
+    os.rename(partial, root)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _run_plan_files(compiled: CompiledModel, programs=None) -> dict[str, bytes]:
