@@ -208,19 +208,27 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     start = time.perf_counter()
     host_text = litert = None
+
+    def print_host_ir(module) -> None:
+        # The module is final once the pipeline ran (codegen reads it and changes nothing):
+        # its text is printed on the second core from then on, alongside the emission.
+        nonlocal host_text
+        host_text = background.start(module_text, module)
+
     try:
         # --quiet: the passes' summaries (e.g. partition-graph's) too; errors still raise.
         with (contextlib.redirect_stderr(io.StringIO()) if args.quiet
               else contextlib.nullcontext()):  # fmt: skip
             passes = args.passes if getattr(args, "passes_given", False) else None
             compiled, data = compile_model(Path(args.model), passes, progress if tty else None,
-                                           args, args.config)  # fmt: skip
+                                           args, args.config, print_host_ir)  # fmt: skip
         if tty:
             print("\r\033[K", end="", file=stderr, flush=True)
-        # The host IR's text and the LiteRT models are made on the second core while the
-        # artifact's own files are (during the emission, the second core emits half of the
-        # GEMM layers' streams); write_artifact asks for them last.
-        host_text = background.start(module_text, compiled.module)
+        # The LiteRT models are made on the second core while the artifact's own files are
+        # (during the emission, the second core emits half of the GEMM layers' streams and
+        # prints the host IR); write_artifact asks for them last.
+        if host_text is None:
+            host_text = background.start(module_text, compiled.module)
         litert = background.start(_aot_models, compiled, data)
         aot_lines: list[str] = []
 
