@@ -37,6 +37,7 @@ import json
 import os
 import secrets
 import shutil
+import threading
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -77,6 +78,30 @@ def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
             info.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(info, member.getvalue())
     return buf.getvalue()
+
+
+def _on_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """`fn()` started on a thread; the function returned waits for it and gives its value
+    (or raises what it raised)."""
+    out: list = []
+
+    def run() -> None:
+        try:
+            out.append((True, fn()))
+        except BaseException as e:  # noqa: BLE001  raised again in the caller
+            out.append((False, e))
+
+    thread = threading.Thread(target=run, name="qaccel-artifact", daemon=True)
+    thread.start()
+
+    def result() -> Any:
+        thread.join()
+        ok, value = out[0]
+        if not ok:
+            raise value
+        return value
+
+    return result
 
 
 def module_text(module: ModuleOp) -> str:
@@ -142,6 +167,10 @@ def write_artifact(
     check_runnable(compiled.module)
     root = Path(outdir)
     check_artifact_destination(root)
+    # The DRAM images are compressed on a thread (zlib lets go of the GIL while it works)
+    # while the other files are made here.
+    images = _on_thread(lambda: {f"{name}/dram.npz": _npz_bytes({"dram": fn.image})
+                                 for name, fn in compiled.functions.items()})  # fmt: skip
     files: dict[str, bytes] = {}
     functions = {}
     for name, fn in compiled.functions.items():
@@ -156,7 +185,6 @@ def write_artifact(
                 "description": lay.description, "program": f"{base}.bin",
                 "uops": f"{base}.uops.bin",
             })  # fmt: skip
-        files[f"{name}/dram.npz"] = _npz_bytes({"dram": fn.image})
         functions[name] = {
             "image": f"{name}/dram.npz", "arena_bytes": fn.arena_nbytes,
             "slots": [s.__dict__ for s in fn.slots], "layers": entries,
@@ -169,6 +197,7 @@ def write_artifact(
         files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
     files["report.json"] = _dumps(compiled.report).encode()
     files.update(_run_plan_files(compiled, programs))
+    files.update(images())
     # These files are hashed and written into the new folder before the host IR's text and
     # `extra` are asked for: `qaccel-compile` makes those on the second core meanwhile.
     root.parent.mkdir(parents=True, exist_ok=True)
