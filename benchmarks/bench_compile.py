@@ -15,9 +15,9 @@ Target (2-core machine): MobileNetV2 under 3 s.
 
 splits one compile into its phases instead, each run in a fresh process doing what
 `qaccel-compile` does step by step (with its work on the second core: half the schedule
-searches and GEMM streams, then the host IR's text and the LiteRT models while the artifact
-is written, in forked children, whose CPU time the process's own CPU seconds do not count;
-`QACCEL_COMPILE_JOBS=1` runs it all here): the imports, the importer, every pass of
+searches and GEMM streams, the host IR's text from the end of the passes on, then the
+LiteRT models while the artifact is written, in forked children, whose CPU time the
+process's own CPU seconds do not count; `QACCEL_COMPILE_JOBS=1` runs it all here): the imports, the importer, every pass of
 `vta-pipeline` (with the verifier of the input and of the result), `compile_module`
 (emission), and `write_artifact` (with the manifest's hashes); then, apart, what the
 children did (the models for LiteRT, `_aot_models`, and the host IR's text), each run once
@@ -104,6 +104,8 @@ with phase("import qaccel-compile"):
     from qaccel.kernels import background
     from qaccel.backends.vta.artifact import module_text
 background.allow()  # as qaccel-compile's process (QACCEL_COMPILE_JOBS=1: one core)
+from qaccel.tools.cli import fewer_collections
+fewer_collections().__enter__()  # as qaccel-compile's main(): the collector mostly idle
 model, outdir = Path(sys.argv[1]), sys.argv[2]
 with phase("import the .tflite"):
     data = model.read_bytes()
@@ -119,10 +121,11 @@ for key, (label, depth, seconds) in timing.rows.items():
         out.append(("  " + label, None, seconds))
 with phase("compile_module (emission)"):
     check_runnable(module)
+    # as qaccel-compile: the host IR's text on the second core from here on
+    host_text = background.start(module_text, module)
     compiled = compile_module(module, total_macs=macs)
 with phase("write_artifact (+ host IR, LiteRT models)"):
-    # as qaccel-compile: the host IR's text and the LiteRT models on the second core
-    host_text = background.start(module_text, module)
+    # as qaccel-compile: the LiteRT models on the second core
     litert = background.start(qc._aot_models, compiled, data)
     write_artifact(compiled, outdir, data, extra=lambda: litert.result()[0],
                    host_text=host_text.result)

@@ -15,7 +15,8 @@ and a dense array of more than N as `array<i32: __elided__>`; that text does not
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from dataclasses import dataclass
@@ -96,9 +97,38 @@ def op_text(op: Operation, elide_larger_than: int | None = None, **options: Any)
     """`op` printed as `Printer(**options).print_op(op)` prints it, followed by a newline;
     with `elide_larger_than`, larger constants elided (see the module docstring)."""
     stream = io.StringIO()
-    FastPrinter(stream=stream, elide_larger_than=elide_larger_than, **options).print_op(op)
+    with _array_checks_remembered():
+        FastPrinter(stream=stream, elide_larger_than=elide_larger_than, **options).print_op(op)
     stream.write("\n")
     return stream.getvalue()
+
+
+@contextmanager
+def _array_checks_remembered() -> Iterator[None]:
+    """xDSL 0.74's declarative formats print each dense array property after asking
+    `isa(attr, DenseArrayBase[IntegerType])` (then `[AnyFloat]`), which builds the generic
+    type's constraint again at every call: a quarter of the time `host.mlir` took. The answer
+    depends only on the hint and the classes of the array and of its element type, so it is
+    asked once per such triple while `op_text` prints (any other question goes to `isa`)."""
+    from xdsl.irdl import declarative_assembly_format as formats
+
+    isa = formats.isa
+    answers: dict[tuple, bool] = {}
+
+    def remembered(arg: Any, hint: Any) -> bool:
+        if type(arg) is not DenseArrayBase:
+            return isa(arg, hint)
+        key = (hint, type(arg.elt_type))
+        found = answers.get(key)
+        if found is None:
+            found = answers[key] = isa(arg, hint)
+        return found
+
+    formats.isa = remembered
+    try:
+        yield
+    finally:
+        formats.isa = isa
 
 
 __all__ = ["ELIDED", "FastPrinter", "op_text"]

@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import context
 from qaccel.dialects import tfl
 from qaccel.dialects.printing import op_text
@@ -82,3 +83,23 @@ def test_pipeline_module_prints_as_xdsl_prints_it():
     assert text == _xdsl_text(module)
     assert "accel." in text
     assert op_text(Parser(context(), text).parse_module()) == text
+
+
+def test_array_checks_are_remembered_only_while_printing():
+    """op_text answers xDSL's dense-array `isa` questions once per kind of array, and puts
+    xDSL's `isa` back afterwards, also when printing fails."""
+    from xdsl.irdl import declarative_assembly_format as formats
+
+    isa = formats.isa
+    path = Path(__file__).parent / "fixtures" / "models" / "small_cnn.tflite"
+    module = import_tflite(path.read_bytes(), str(path))
+    op_text(module)
+    assert formats.isa is isa
+
+    class Broken(tfl.ConstOp):
+        def print(self, printer):
+            raise RuntimeError("cannot print")
+
+    with pytest.raises(RuntimeError, match="cannot print"):
+        op_text(ModuleOp([Broken(_const(i8, np.int8, [1]).value)]))
+    assert formats.isa is isa

@@ -52,7 +52,14 @@ def opt_main():
 
 
 def compile_main():
-    return _launch("qaccel-compile")
+    # A compile's process ends without the interpreter's teardown (`cli.end_process`).
+    from qaccel.tools.cli import end_process
+
+    try:
+        code = _launch("qaccel-compile")
+    except SystemExit as e:
+        code = e.code
+    end_process(code)
 
 
 def run_main():

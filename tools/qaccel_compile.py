@@ -32,6 +32,15 @@ goes to stderr when it is a terminal; `--quiet` silences progress and the table.
 
 from __future__ import annotations
 
+import gc
+
+# Importing the compiler makes some 60,000 objects the collector tracks, which live as long as
+# the process (xDSL's and qaccel's op and attribute definitions, numpy): collections during
+# the imports walk them again and again and free nothing.
+# ruff: noqa: E402
+_COLLECTING = gc.isenabled()
+gc.disable()
+
 import argparse
 import contextlib
 import io
@@ -63,11 +72,16 @@ from qaccel.tools.cli import (
     OutputPathError,
     check_output_dir,
     check_output_file,
+    end_process,
+    fewer_collections,
     parse_mlir,
     resource_errors,
 )
 from qaccel.tools.qaccel_opt import add_pass_manager_arguments, normalize_argv, pass_manager_for
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+
+if _COLLECTING:
+    gc.enable()
 
 PROG = "qaccel-compile"
 
@@ -195,19 +209,27 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     start = time.perf_counter()
     host_text = litert = None
+
+    def print_host_ir(module) -> None:
+        # The module is final once the pipeline ran (codegen reads it and changes nothing):
+        # its text is printed on the second core from then on, alongside the emission.
+        nonlocal host_text
+        host_text = background.start(module_text, module)
+
     try:
         # --quiet: the passes' summaries (e.g. partition-graph's) too; errors still raise.
         with (contextlib.redirect_stderr(io.StringIO()) if args.quiet
               else contextlib.nullcontext()):  # fmt: skip
             passes = args.passes if getattr(args, "passes_given", False) else None
             compiled, data = compile_model(Path(args.model), passes, progress if tty else None,
-                                           args, args.config)  # fmt: skip
+                                           args, args.config, print_host_ir)  # fmt: skip
         if tty:
             print("\r\033[K", end="", file=stderr, flush=True)
-        # The host IR's text and the LiteRT models are made on the second core while the
-        # artifact's own files are (during the emission, the second core emits half of the
-        # GEMM layers' streams); write_artifact asks for them last.
-        host_text = background.start(module_text, compiled.module)
+        # The LiteRT models are made on the second core while the artifact's own files are
+        # (during the emission, the second core emits half of the GEMM layers' streams and
+        # prints the host IR); write_artifact asks for them last.
+        if host_text is None:
+            host_text = background.start(module_text, compiled.module)
         litert = background.start(_aot_models, compiled, data)
         aot_lines: list[str] = []
 
@@ -257,10 +279,16 @@ def _aot_models(compiled, source: bytes | None) -> tuple[dict[str, bytes], str]:
 
 
 def _spliced_models(compiled, source: bytes) -> tuple[dict[str, bytes], str]:
-    from qaccel.api import partition_compiler
     from qaccel.backends.litert.partitions import litert_files
 
-    models, lines = litert_files(source, compiled, partition_compiler(compiled.config))
+    def compile_bytes(model: bytes):
+        # `qaccel.api` (with the sweep machinery it imports) only for a model with another
+        # subgraph to compile; a single-subgraph model never asks.
+        from qaccel.api import partition_compiler
+
+        return partition_compiler(compiled.config)(model)
+
+    models, lines = litert_files(source, compiled, compile_bytes)
     return models, "\n".join(lines)
 
 
@@ -269,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # schedule searches run on the second core); a caller's process only while in here.
     background.allow()
     try:
-        with resource_errors(PROG):
+        with resource_errors(PROG), fewer_collections():
             code = run(argv)
     except (CompileError, PipelineError, TFLiteImportError, DiagnosticException,
             ConfigError, PlotError, OutputPathError, MemoryBudgetError) as e:  # fmt: skip
@@ -282,4 +310,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except SystemExit as e:
+        end_process(e.code)  # without the interpreter's teardown

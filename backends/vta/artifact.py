@@ -37,6 +37,7 @@ import json
 import os
 import secrets
 import shutil
+import threading
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -77,6 +78,30 @@ def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
             info.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(info, member.getvalue())
     return buf.getvalue()
+
+
+def _on_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """`fn()` started on a thread; the function returned waits for it and gives its value
+    (or raises what it raised)."""
+    out: list = []
+
+    def run() -> None:
+        try:
+            out.append((True, fn()))
+        except BaseException as e:  # noqa: BLE001  raised again in the caller
+            out.append((False, e))
+
+    thread = threading.Thread(target=run, name="qaccel-artifact", daemon=True)
+    thread.start()
+
+    def result() -> Any:
+        thread.join()
+        ok, value = out[0]
+        if not ok:
+            raise value
+        return value
+
+    return result
 
 
 def module_text(module: ModuleOp) -> str:
@@ -142,6 +167,10 @@ def write_artifact(
     check_runnable(compiled.module)
     root = Path(outdir)
     check_artifact_destination(root)
+    # The DRAM images are compressed on a thread (zlib lets go of the GIL while it works)
+    # while the other files are made here.
+    images = _on_thread(lambda: {f"{name}/dram.npz": _npz_bytes({"dram": fn.image})
+                                 for name, fn in compiled.functions.items()})  # fmt: skip
     files: dict[str, bytes] = {}
     functions = {}
     for name, fn in compiled.functions.items():
@@ -156,7 +185,6 @@ def write_artifact(
                 "description": lay.description, "program": f"{base}.bin",
                 "uops": f"{base}.uops.bin",
             })  # fmt: skip
-        files[f"{name}/dram.npz"] = _npz_bytes({"dram": fn.image})
         functions[name] = {
             "image": f"{name}/dram.npz", "arena_bytes": fn.arena_nbytes,
             "slots": [s.__dict__ for s in fn.slots], "layers": entries,
@@ -169,25 +197,37 @@ def write_artifact(
         files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
     files["report.json"] = _dumps(compiled.report).encode()
     files.update(_run_plan_files(compiled, programs))
-    if host_text is None:
-        host_text = module_text(compiled.module)
-    files["host.mlir"] = (host_text() if callable(host_text) else host_text).encode()
-    files.update((extra() if callable(extra) else extra) or {})
-    # Each file hashed once: the source is model.tflite (unless `extra` replaced it).
-    digests = {k: hashlib.sha256(v).hexdigest() for k, v in sorted(files.items())}
-    source_digest = None
-    if source is not None:
-        source_digest = (digests["model.tflite"] if files.get("model.tflite") is source
-                         else hashlib.sha256(source).hexdigest())  # fmt: skip
-    manifest = {
-        "format": ARTIFACT_FORMAT, "versions": _versions(),
-        "config": compiled.config.to_dict(), "functions": functions,
-        "fallbacks": [fb.__dict__ for fb in compiled.fallbacks],
-        "source_sha256": source_digest,
-        "files": digests,
-    }  # fmt: skip
-    files["manifest.json"] = _dumps(manifest).encode()
-    _write_whole(root, files)
+    files.update(images())
+    # These files are hashed and written into the new folder before the host IR's text and
+    # `extra` are asked for: `qaccel-compile` makes those on the second core meanwhile.
+    root.parent.mkdir(parents=True, exist_ok=True)
+    partial = _fresh_sibling(root, "partial")
+    try:
+        digests: dict[str, str] = {}
+        _write_files(partial, files, digests)
+        if host_text is None:
+            host_text = module_text(compiled.module)
+        later = {"host.mlir": (host_text() if callable(host_text) else host_text).encode()}
+        later.update((extra() if callable(extra) else extra) or {})
+        _write_files(partial, later, digests)  # a file of `extra` replaces one written above
+        files.update(later)
+        # Each file hashed once: the source is model.tflite (unless `extra` replaced it).
+        source_digest = None
+        if source is not None:
+            source_digest = (digests["model.tflite"] if files.get("model.tflite") is source
+                             else hashlib.sha256(source).hexdigest())  # fmt: skip
+        manifest = {
+            "format": ARTIFACT_FORMAT, "versions": _versions(),
+            "config": compiled.config.to_dict(), "functions": functions,
+            "fallbacks": [fb.__dict__ for fb in compiled.fallbacks],
+            "source_sha256": source_digest,
+            "files": dict(sorted(digests.items())),
+        }  # fmt: skip
+        _write_files(partial, {"manifest.json": _dumps(manifest).encode()}, {})
+        _put_in_place(partial, root)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
 
 
 def _fresh_sibling(root: Path, kind: str) -> Path:
@@ -201,28 +241,29 @@ def _fresh_sibling(root: Path, kind: str) -> Path:
             continue
 
 
-def _write_whole(root: Path, files: dict[str, bytes]) -> None:
-    """`files` as the folder `root`: written beside it, then renamed into place."""
-    root.parent.mkdir(parents=True, exist_ok=True)
-    partial = _fresh_sibling(root, "partial")
+def _write_files(folder: Path, files: dict[str, bytes], digests: dict[str, str]) -> None:
+    """Write `files` (relative paths -> bytes) under `folder`, each one's SHA-256 into
+    `digests`."""
+    for rel, data in files.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        digests[rel] = hashlib.sha256(data).hexdigest()
+
+
+def _put_in_place(partial: Path, root: Path) -> None:
+    """The written folder `partial` renamed to `root`, replacing an earlier artifact there
+    as a whole (the caller removes `partial` when this raises)."""
     try:
-        for rel, data in files.items():
-            path = partial / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        try:
-            os.rename(partial, root)  # absent or empty: one step
-            return
-        except OSError:
-            pass
-        check_artifact_destination(root)
-        old = _fresh_sibling(root, "old")
-        os.rename(root, old / "artifact")
-        os.rename(partial, root)
-        shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
+        os.rename(partial, root)  # absent or empty: one step
+        return
+    except OSError:
+        pass
+    check_artifact_destination(root)
+    old = _fresh_sibling(root, "old")
+    os.rename(root, old / "artifact")
+    os.rename(partial, root)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _run_plan_files(compiled: CompiledModel, programs=None) -> dict[str, bytes]:
