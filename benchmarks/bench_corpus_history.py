@@ -111,6 +111,23 @@ def _checked(op: FactOp, fn, known: set[str], notes: list[str]) -> FactOp:
     return stand_in
 
 
+# int8 `tfl` operators an older revision left on the CPU that the current IR holds as `q` ops
+# with a rule of their own (`host_step_kind`); the rest are priced alike in both forms.
+_Q_FORMS = {"tfl.softmax": "q.softmax", "tfl.concatenation": "q.concat",
+            "tfl.reshape": "q.reshape", "tfl.resize_bilinear": "q.resize_bilinear"}
+
+
+def _q_form(op: FactOp, facts: dict, notes: list[str]) -> FactOp:
+    """An int8 `tfl` operator of `_Q_FORMS` as its `q` form (with a note), else `op`."""
+    q = _Q_FORMS.get(op.name)
+    if q is None or not (facts.get("element") or "").startswith("!quant.uniform<i8"):
+        return op
+    notes.append(f"{op.name} on the CPU: priced as {q}, the current IR's form of the same "
+                 "int8 operator")  # fmt: skip
+    op.name = q
+    return op
+
+
 _DEFAULT = "unpriced.op"  # no rule of the pricing names it: its default rate
 
 
@@ -165,7 +182,8 @@ def price(facts: dict, config, known: set[str] | None = None) -> dict:
         return HOST_NS["dispatch"] + elements(op) * units * HOST_NS[rate]
 
     out = facts["outside"]
-    cpu = sum(cpu_ns(_checked(FactOp(f), cpu_ns, known, notes)) for f in out["ops"])
+    cpu = sum(cpu_ns(_checked(_q_form(FactOp(f), f, notes), cpu_ns, known, notes))
+              for f in out["ops"])  # fmt: skip
     figures = {
         "partitions": facts["partitions"], "accelerator_cycles": accel,
         "host_step_cycles": host, "program_stops": stops,
@@ -204,7 +222,12 @@ def facts_of(model: Path, configs: list[str], import_root: Path | None) -> dict:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return {c: {"refused": f"the extractor failed: {last[:160]}"} for c in configs}
-    return json.loads(done.stdout)
+    out = json.loads(done.stdout)
+    expected = (import_root / "qaccel") if import_root is not None else ROOT
+    if Path(out["qaccel"]) != expected.resolve():
+        raise SystemExit(f"bench_corpus_history: error: the extractor imported qaccel from "
+                         f"{out['qaccel']}, not {expected}")  # fmt: skip
+    return out["configs"]
 
 
 def checkout(base: str, scratch: Path) -> Path:
@@ -254,7 +277,7 @@ def table(model: str, config: str, before: dict, after: dict, base: str) -> list
                      f"| {_ratio(before[key], after[key])} |")  # fmt: skip
     for side, f in (("before", before), ("after", after)):
         for note in f["notes"]:
-            lines.append(f"\nnot priced exactly ({side}): {note}")
+            lines.append(f"\nnote ({side}): {note}")
     return lines + [""]
 
 
@@ -280,7 +303,7 @@ def main() -> int:
         root = checkout(args.base, scratch)
     except subprocess.CalledProcessError as e:
         print(f"bench_corpus_history: error: cannot check out {args.base}: "
-              f"{(e.stderr or '').strip().splitlines()[-1:]}", file=sys.stderr)  # fmt: skip
+              f"{((e.stderr or '').strip().splitlines() or [''])[-1]}", file=sys.stderr)  # fmt: skip
         return 1
     known = current_op_names()
     summary = []
@@ -300,6 +323,11 @@ def main() -> int:
                     same = "equals" if report == after["whole_inference_cycles"] else \
                         "DIFFERS FROM"  # fmt: skip
                     print(f"after {same} the current report's whole inference ({report})\n")
+                if "refused" not in before and \
+                        before["accelerator_cycles"] != old[config]["report_cycles"]:
+                    print(f"before: the accelerator functions' layers sum to "
+                          f"{before['accelerator_cycles']} cycles, the revision's report "
+                          f"says {old[config]['report_cycles']}\n")  # fmt: skip
                 if "refused" not in before and "refused" not in after:
                     summary.append((path.stem, config, before, after))
                 sys.stdout.flush()

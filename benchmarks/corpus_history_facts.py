@@ -3,6 +3,8 @@ revision of qaccel can say about its own compilation, with no pricing of its own
 
     python benchmarks/corpus_history_facts.py MODEL.tflite CONFIG [CONFIG ...]   # JSON on stdout
 
+(`{"qaccel": the package's directory, "configs": {config: facts or {"refused": why}}}`)
+
 It runs with whichever `qaccel` is first on the import path (`bench_corpus_history.py` puts an
 older checkout there), so it uses only what every revision has had since the VTA report: the
 compiled model's accelerator functions with their layers (body positions) and the layers'
@@ -16,7 +18,7 @@ simulated cycles, the module's functions and their ops. Per configuration it emi
   aside) with its facts.
 
 An op's facts: its name, its operands' and results' shapes (None for a value that is not a
-ranked tensor), its multiply-accumulates (`dialects/macs.py`'s `op_macs`, where the revision has
+ranked tensor), its first result's element type (as text), its multiply-accumulates (`dialects/macs.py`'s `op_macs`, where the revision has
 it) and the integer properties the pricing reads (windows, filters, padding, axes, adjoint
 flags) where the op has them.
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from pathlib import Path
 
 _INT_PROPS = ("window", "filter", "padding", "axes")
 _FLAG_PROPS = ("adj_x", "adj_y")
@@ -36,6 +39,14 @@ def _shape(value):
 
     t = value.type
     return [int(d) for d in t.get_shape()] if isinstance(t, TensorType) else None
+
+
+def _element(op) -> str | None:
+    """The element type of the op's first result, as text (a tensor's), else None."""
+    from xdsl.dialects.builtin import TensorType
+
+    t = op.results[0].type if op.results else None
+    return str(t.element_type) if isinstance(t, TensorType) else None
 
 
 def _itemsize(value) -> int:
@@ -58,7 +69,8 @@ def _macs(op) -> int | None:
 def op_facts(op) -> dict:
     """The facts of one op (see the module docstring)."""
     facts = {"name": op.name, "operands": [_shape(v) for v in op.operands],
-             "results": [_shape(r) for r in op.results], "macs": _macs(op)}  # fmt: skip
+             "results": [_shape(r) for r in op.results], "macs": _macs(op),
+             "element": _element(op)}  # fmt: skip
     props = {}
     for key in _INT_PROPS:
         prop = op.properties.get(key)
@@ -141,7 +153,10 @@ def main(argv: list[str]) -> int:
         except Exception as e:  # noqa: BLE001  a refusal is a fact
             lines = str(e).splitlines() or [type(e).__name__]
             out[config] = {"refused": lines[0][:200]}
-    json.dump(out, sys.stdout)
+    import qaccel
+
+    json.dump({"qaccel": str(Path(qaccel.__file__).resolve().parent), "configs": out},
+              sys.stdout)  # fmt: skip
     return 0
 
 

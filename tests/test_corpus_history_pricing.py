@@ -94,3 +94,14 @@ def test_a_cpu_op_without_macs_facts_and_a_host_gemm_are_listed():
     assert any(n.startswith("tfl.fully_connected: its facts lack") for n in fig["notes"])
     assert any(n.startswith("accel.dense_zp: a GEMM left as a host step") for n in fig["notes"])
     assert any("4096 MACs" in n for n in fig["notes"])
+
+
+def test_an_int8_tfl_operator_on_the_cpu_is_priced_as_its_q_form():
+    int8 = "!quant.uniform<i8:f32, 0.00390625:-128>"
+    softmax = dict(_op("tfl.softmax", [[1, 10]], [[1, 10]]), element=int8)
+    shape = dict(_op("tfl.reshape", [[2]], [[4], [1]]), element="i32")
+    fig = bench.price(_facts([{"layer": True}], [softmax, shape]), DEFAULT_CONFIG)
+    ns = 2 * HOST_NS["dispatch"] + 10 * HOST_NS["softmax"] + 2 * HOST_NS["gather"]
+    assert fig["cpu_op_cycles"] == cpu_cycles(ns, DEFAULT_CONFIG)
+    assert fig["notes"] == ["tfl.softmax on the CPU: priced as q.softmax, the current IR's "
+                            "form of the same int8 operator"]  # fmt: skip
