@@ -19,10 +19,17 @@ figure against the report's `whole_inference_cycles` and says when they differ.
 The older revision is checked out with `git worktree add --detach` into `--scratch` (its
 directory named `qaccel`, as the repository root is the package) and run in a subprocess with
 that directory first on the import path; the worktree is removed at the end unless `--keep`.
-An op kind the current dialects do not define, or an op whose facts lack what its pricing
-needs, is priced at the default rate the pricing gives unknown ops and listed under the
-model's table ("not priced exactly"), never silently. All figures are the cost model's
-estimate (accelerator cycles are simulated; everything else is `HOST_NS`'s rates).
+Whatever is not priced as the current code's own IR would be is listed under the model's
+table (`note (before)` / `note (after)`), never silently:
+- an op kind the current dialects do not define, or an op whose facts lack what its rule
+  reads: priced at the rate the pricing gives ops it has no rule for (gather, per element);
+- a GEMM an older revision left as a host step of a program: `host_op_ns` has no per-MAC rule
+  for it and prices it per element; the note gives its MACs at the host's MAC rate;
+- an int8 `tfl` operator an older revision left on the CPU that the current IR holds as a `q`
+  op with its own rule (softmax, concatenation, reshape, bilinear resize): priced as that op.
+The script also says when an older revision's layers do not add up to its own report's
+cycles. All figures are the cost model's estimate (accelerator cycles are simulated;
+everything else is at `HOST_NS`'s rates; a launch is 20 us, so partition counts weigh heavily).
 """
 
 from __future__ import annotations
