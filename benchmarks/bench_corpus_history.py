@@ -309,8 +309,9 @@ def main() -> int:
     try:
         root = checkout(args.base, scratch)
     except subprocess.CalledProcessError as e:
-        print(f"bench_corpus_history: error: cannot check out {args.base}: "
-              f"{((e.stderr or '').strip().splitlines() or [''])[-1]}", file=sys.stderr)  # fmt: skip
+        why = ((e.stderr or "").strip().splitlines() or [""])[-1]
+        print(f"bench_corpus_history: error: cannot check out {args.base}: {why}",
+              file=sys.stderr)  # fmt: skip
         return 1
     known = current_op_names()
     summary = []
