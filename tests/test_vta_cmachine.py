@@ -608,9 +608,15 @@ def _libasan():
 def test_sanitizers(tmp_path):
     """The library built with -fsanitize=address,undefined runs a cross-check subset cleanly:
     any ASan/UBSan report aborts the subprocess."""
-    cmachine.build_library(tmp_path, cc="gcc", extra_flags=(
-        "-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
-        "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror"))  # fmt: skip
+    from qaccel.targets import cbuild
+    from sanitized_build import cached
+
+    flags = ("-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+             "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror")  # fmt: skip
+    cached(tmp_path / cmachine.LIB_NAME,
+           lambda out: cmachine.build_library(out.parent, cc="gcc", extra_flags=flags),
+           label="cmachine", flags=flags,
+           inputs=[cmachine.MACHINE_DIR, Path(cmachine.__file__), Path(cbuild.__file__)])
     code = textwrap.dedent(
         """
         import numpy as np, sys
