@@ -1,19 +1,19 @@
 """Sanitizer builds for the tests, made once per content and kept in qaccel's C cache.
 
     lib = sanitized_build.cached(tmp_path / "libx.so", lambda out: compile_into(out),
-                                 inputs=[SOURCE_DIR, other_file], flags=[*FLAGS, "gcc"])
+                                 label="x", inputs=[SOURCE_DIR, other_file], flags=COMMAND)
 
 Building the C machine with -fsanitize=address,undefined takes about 9 CPU seconds, and several
 test files build it (alone, inside the program runner, the LiteRT delegate and dispatch
 library, the fuzz driver), each with its own flags. A build is a function of its inputs: the
 key is SHA-256 over the compiler's identity, the flags (every word that shapes the command) and
 the names and contents of the input files (a folder stands for every `.c`, `.cc` and `.h` in
-it), paths inside the checkout taken relative to it. A build with that key is made once, under a file lock (pytest-xdist's workers may ask at
-the same time), in `cbuild.cache_root()` (`QACCEL_CACHE_DIR`, where the C machine and the C
-driver's sanitizer objects are kept too), and copied to where the test wants it. A changed
-source, header, flag or compiler is another key: the build is made again, and with it every
-warning `-Werror` turns into a failure. A failed build is not kept: the caller's exception goes
-through, as without the cache.
+it), paths inside the checkout taken relative to it. A build with that key is made once, under
+a file lock (pytest-xdist's workers may ask at the same time), in `cbuild.cache_root()`
+(`QACCEL_CACHE_DIR`, where the C machine and the C driver's sanitizer objects are kept too),
+and copied to where the test wants it. A changed source, header, flag or compiler is another
+key: the build is made again, and with it every warning `-Werror` turns into a failure. A
+failed build is not kept: the caller's exception goes through, as without the cache.
 """
 
 from __future__ import annotations
