@@ -246,6 +246,23 @@ class GemmPlan:
             _scatter_add(acc, self.d[sl], np.matmul(x, t)[:, 0, :])
 
 
+_PLANS: dict = {}
+_PLANS_KEPT = 4096
+
+
+def gemm_plan(dk, sk, wk, n_out, n_in, factors) -> GemmPlan:
+    """The `GemmPlan` of these micro-op fields, loop counts and factors, shared by every run
+    in the process (a plan is only read; the layers of a network repeat their shapes)."""
+    key = (dk.tobytes(), sk.tobytes(), wk.tobytes(), n_out, n_in, factors)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= _PLANS_KEPT:
+            _PLANS.clear()
+        # copies: the fields are views of a machine's micro-op buffer, which LOAD UOP rewrites
+        plan = _PLANS[key] = GemmPlan(dk.copy(), sk.copy(), wk.copy(), n_out, n_in, factors)
+    return plan
+
+
 # --------------------------------------------------------------------------------------------
 # The machine
 # --------------------------------------------------------------------------------------------
@@ -738,7 +755,7 @@ class _Machine:
             r[k] for k in ("dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
                            "wgt_factor_out", "wgt_factor_in")
         )  # fmt: skip
-        return acc_rows, inp_rows, wgt_rows, GemmPlan(dk, sk, wk, n_out, n_in, factors)
+        return acc_rows, inp_rows, wgt_rows, gemm_plan(dk, sk, wk, n_out, n_in, factors)
 
     def _gemm(self, i, r):
         shape = self._shape(i, r, self._gemm_shape)
