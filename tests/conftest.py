@@ -36,6 +36,32 @@ def pytest_configure(config):
 
     root = Path(qaccel.__file__).parent
     compileall.compile_dir(str(root), quiet=2, rx=re.compile(r"[/\\]tests[/\\]"))
+    _write_rewritten_test_modules(config)
+
+
+def _write_rewritten_test_modules(config) -> None:
+    """pytest's rewritten test modules (asserts made explanatory), written once by the
+    controller. pytest reads a current one whatever the environment, but writes one only where
+    bytecode may be written: under PYTHONDONTWRITEBYTECODE each worker rewrote every test
+    module at every run (about 4 CPU s per process). Skipped when asserts are not rewritten or
+    pytest's internals differ; the workers then rewrite as before."""
+    try:
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+        if state.mode != "rewrite":
+            return
+        here = Path(__file__).parent
+        for source in sorted([here / "conftest.py", *here.glob("test_*.py")]):
+            pyc = rewrite.get_cache_dir(source) / (source.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(source, pyc) is not None:
+                continue
+            if not rewrite.try_makedirs(pyc.parent):
+                return
+            source_hash, code = rewrite._rewrite_test(source, config)
+            rewrite._write_pyc(state, code, source_hash, pyc)
+    except (ImportError, AttributeError, KeyError, TypeError, OSError, SyntaxError):
+        return
 
 
 def fixture_models() -> list[Path]:
