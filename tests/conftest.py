@@ -36,6 +36,32 @@ def pytest_configure(config):
 
     root = Path(qaccel.__file__).parent
     compileall.compile_dir(str(root), quiet=2, rx=re.compile(r"[/\\]tests[/\\]"))
+    _write_rewritten_test_modules(config)
+
+
+def _write_rewritten_test_modules(config) -> None:
+    """pytest's rewritten test modules (asserts made explanatory), written once by the
+    controller. pytest reads a current one whatever the environment, but writes one only where
+    bytecode may be written: under PYTHONDONTWRITEBYTECODE each worker rewrote every test
+    module at every run (about 4 CPU s per process). Skipped when asserts are not rewritten or
+    pytest's internals differ; the workers then rewrite as before."""
+    try:
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+        if state.mode != "rewrite":
+            return
+        here = Path(__file__).parent
+        for source in sorted([here / "conftest.py", *here.glob("test_*.py")]):
+            pyc = rewrite.get_cache_dir(source) / (source.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(source, pyc) is not None:
+                continue
+            if not rewrite.try_makedirs(pyc.parent):
+                return
+            source_hash, code = rewrite._rewrite_test(source, config)
+            rewrite._write_pyc(state, code, source_hash, pyc)
+    except (ImportError, AttributeError, KeyError, TypeError, OSError, SyntaxError):
+        return
 
 
 def fixture_models() -> list[Path]:
@@ -59,15 +85,20 @@ def vta_lowered(name: str, config: str = "", fresh: bool = False) -> tuple[Modul
     """A fixture model imported and run through `vta-pipeline` (for the hardware config file
     or bundled config name `config`), and the model's bytes.
 
-    Each (name, config) is lowered once per test process; every call gets its own clone, so a
-    test may change it. `fresh=True` lowers again (to check that lowering is deterministic)."""
+    Each (name, config) is lowered once per test process (`""` and `"vta-default"` are one
+    entry: `vta-pipeline` without a config attaches VTA's default configuration); every call
+    gets its own clone, so a test may change it. `fresh=True` lowers again (to check that
+    lowering is deterministic)."""
     if fresh:
         return _lower(name, config)
-    module, data = _cached_lowering(name, config)
+    module, data = _cached_lowering(name, "" if config == "vta-default" else config)
     return module.clone(), data
 
 
-@functools.lru_cache(maxsize=8)
+# Room for every fixture model at three configurations: a worker runs many test files, and
+# test_vta_cmachine and test_vta_cdriver alone ask for every fixture at both bundled
+# configurations (with 8 entries those evicted MobileNetV2 before the next file asked for it).
+@functools.lru_cache(maxsize=32)
 def _cached_lowering(name: str, config: str) -> tuple[ModuleOp, bytes]:
     return _lower(name, config)
 

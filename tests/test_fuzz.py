@@ -57,8 +57,13 @@ def test_short_program_fuzz_run_finds_nothing(tmp_path):
         pytest.skip("needs gcc with AddressSanitizer")
     import program_fuzz
 
+    from sanitized_build import cached
+
     try:
-        exe = program_fuzz.build(tmp_path / "program_fuzz")
+        exe = cached(tmp_path / "program_fuzz", program_fuzz.build, label="program-fuzz",
+                     flags=program_fuzz.SANITIZE,
+                     inputs=[FUZZ, program_fuzz.ROOT / "backends" / "vta" / "program",
+                             program_fuzz.ROOT / "targets" / "vta" / "machine"])  # fmt: skip
     except subprocess.CalledProcessError as e:
         pytest.skip(f"no sanitizer build: {e.stderr[-200:]}")
     seeds = program_fuzz.seed_programs(tmp_path, ["small_cnn"], 1 << 15)

@@ -631,15 +631,22 @@ def test_dispatch_library_under_sanitizers(small_cnn, tmp_path):
                 "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-std=c99"]  # fmt: skip
     lib_dir, lrt = tmp_path / "lib", litert_library().parent
     lib_dir.mkdir()
+    from sanitized_build import cached
+
+    library = ["gcc", *sanitize, "-fPIC", "-shared", "-fvisibility=hidden", f"-I{KERNEL_DIR}",
+               f"-I{PROGRAM_DIR}", f"-I{MACHINE_DIR}",
+               *(str(p) for p in DISPATCH_SOURCES if p.suffix == ".c"), "-lm", "-lpthread"]
+    host = ["gcc", *sanitize, f"-I{KERNEL_DIR}", str(DISPATCH_HOST), f"-L{lrt}", "-lLiteRt",
+            f"-Wl,-rpath,{lrt}"]  # fmt: skip
     try:
-        subprocess.run(["gcc", *sanitize, "-fPIC", "-shared", "-fvisibility=hidden",
-                        f"-I{KERNEL_DIR}", f"-I{PROGRAM_DIR}", f"-I{MACHINE_DIR}",
-                        *(str(p) for p in DISPATCH_SOURCES if p.suffix == ".c"),
-                        "-o", str(lib_dir / LIB_NAME), "-lm", "-lpthread"], check=True,
-                       capture_output=True)  # fmt: skip
-        subprocess.run(["gcc", *sanitize, f"-I{KERNEL_DIR}", str(DISPATCH_HOST), f"-L{lrt}",
-                        "-lLiteRt", f"-Wl,-rpath,{lrt}", "-o", str(tmp_path / "host")],
-                       check=True, capture_output=True)  # fmt: skip
+        for command, out, label, inputs in (
+            (library, lib_dir / LIB_NAME, "dispatch", [KERNEL_DIR, PROGRAM_DIR, MACHINE_DIR]),
+            (host, tmp_path / "host", "dispatch-host",
+             [KERNEL_DIR, DISPATCH_HOST, litert_library()]),
+        ):  # fmt: skip
+            cached(out, lambda path, command=command: subprocess.run(
+                [*command, "-o", str(path)], check=True, capture_output=True),
+                label=label, flags=command, inputs=inputs)  # fmt: skip
     except subprocess.CalledProcessError as e:
         pytest.skip(f"no sanitizer build: {e.stderr.decode()[-200:]}")
     env = {**os.environ, "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",

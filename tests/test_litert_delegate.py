@@ -526,12 +526,17 @@ def test_delegate_under_sanitizers(small_cnn, spot_cache, tmp_path):
     Prepare that fails, an invoke that fails and a compile that fails, without a report."""
     sanitize = ["-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
                 "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror", "-std=c99"]  # fmt: skip
-    lib = tmp_path / "libqaccel_delegate.so"
+    from sanitized_build import cached
+
     includes = sorted({f"-I{p.parent}" for p in DELEGATE_SOURCES})
+    command = ["gcc", *sanitize, "-fPIC", "-shared", "-fvisibility=hidden", *includes,
+               *(str(p) for p in DELEGATE_SOURCES if p.suffix == ".c"), "-lm"]  # fmt: skip
     try:
-        subprocess.run(["gcc", *sanitize, "-fPIC", "-shared", "-fvisibility=hidden", *includes,
-                        *(str(p) for p in DELEGATE_SOURCES if p.suffix == ".c"), "-o", str(lib),
-                        "-lm"], check=True, capture_output=True)  # fmt: skip
+        lib = cached(tmp_path / "libqaccel_delegate.so",
+                     lambda out: subprocess.run([*command, "-o", str(out)], check=True,
+                                                capture_output=True),
+                     label="delegate", flags=command,
+                     inputs=sorted({p.parent for p in DELEGATE_SOURCES}))  # fmt: skip
         asan, libstdcxx = (subprocess.run(["gcc", f"-print-file-name={name}"], check=True,
                                           capture_output=True, text=True).stdout.strip()
                            for name in ("libasan.so", "libstdc++.so.6"))  # fmt: skip

@@ -562,9 +562,9 @@ def test_simulator_option_of_the_tools(tmp_path, capsys):
                                   np.load(tmp_path / "python" / "output_0.npy"))  # fmt: skip
 
 
-def test_stale_or_foreign_library_is_not_used(tmp_path, monkeypatch):
+def test_stale_or_foreign_library_is_not_used(monkeypatch):
     """The loader compiles the current sources when the in-place build has another hash."""
-    lib = cmachine.build_library(tmp_path)
+    lib = Path(cmachine.library()._name)  # built from the current sources: its stamp matched
     monkeypatch.setattr(cmachine, "source_hash", lambda: "0" * 16)
     with pytest.raises(OSError, match="other sources"):
         cmachine._open(lib, check_hash=True)
@@ -608,9 +608,15 @@ def _libasan():
 def test_sanitizers(tmp_path):
     """The library built with -fsanitize=address,undefined runs a cross-check subset cleanly:
     any ASan/UBSan report aborts the subprocess."""
-    cmachine.build_library(tmp_path, cc="gcc", extra_flags=(
-        "-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
-        "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror"))  # fmt: skip
+    from qaccel.targets import cbuild
+    from sanitized_build import cached
+
+    flags = ("-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+             "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror")  # fmt: skip
+    cached(tmp_path / cmachine.LIB_NAME,
+           lambda out: cmachine.build_library(out.parent, cc="gcc", extra_flags=flags),
+           label="cmachine", flags=flags,
+           inputs=[cmachine.MACHINE_DIR, Path(cmachine.__file__), Path(cbuild.__file__)])
     code = textwrap.dedent(
         """
         import numpy as np, sys

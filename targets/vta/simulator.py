@@ -163,6 +163,38 @@ def _gemm_group(acc, inp, wgt, dk, sk, w_base, groups, soff, woff):
     _scatter_add(acc, uniq[:, None] + dk[None, :], sums)
 
 
+def _stack_parts(parts, dk, sk, groups):
+    """The micro-ops of `parts` (one per weight field) as (P, k) arrays when every part has k
+    of them and the destination groups are a (groups, m) array; else None."""
+    sizes = {len(sel) for sel, _ in parts}
+    if len(sizes) != 1 or groups[1].ndim != 2:
+        return None
+    sel = np.stack([sel for sel, _ in parts])
+    return dk[sel], sk[sel], np.array([w for _, w in parts], np.int64)
+
+
+def _gemm_stacked(acc, inp, wgt, dk, sk, w_base, groups, soff, woff):
+    """`_gemm_group` for P weight fields at once: `dk`, `sk` (P, k), `w_base` (P,). One gather,
+    one batched matmul and one scatter per batch of destination groups, where a loop over the
+    parts made as many small ones (programs name a few dozen weight tiles per instruction)."""
+    n_parts, k = sk.shape
+    blk = inp.shape[1]
+    uniq, blocks = groups
+    g, m = blocks.shape
+    dtype = np.float32 if m * blk * 128 * 128 < 1 << 24 else np.float64  # exact sums
+    step = max(1, _CHUNK // max(1, n_parts * m * (k + blk) * blk))
+    for lo in range(0, g, step):
+        gb = blocks[lo : lo + step]
+        c = len(gb)
+        idx = soff[gb][:, None, None, :] + sk[None, :, :, None]  # (c, P, k, m)
+        x = np.take(inp, idx.reshape(-1), axis=0).reshape(c, n_parts, k, m * blk).astype(dtype)
+        widx = w_base[None, :, None] + woff[gb][:, None, :]  # (c, P, m)
+        w = np.take(wgt, widx.reshape(-1), axis=0).reshape(c, n_parts, m, blk, blk)
+        w = w.transpose(0, 1, 2, 4, 3).reshape(c, n_parts, m * blk, blk)
+        s = np.matmul(x, w.astype(dtype))  # (c, P, k, out)
+        _scatter_add(acc, uniq[lo : lo + step, None, None] + dk[None, :, :], s)
+
+
 class GemmPlan:
     """Index arithmetic of one GEMM shape (micro-ops, loop counts, factors), computed once.
 
@@ -179,12 +211,14 @@ class GemmPlan:
         self.woff = loop_offsets(n_out, n_in, wfo, wfi)
         self.groups = _dst_groups(n_out, n_in, dfo, dfi)
         self.parts = None  # None: one tile per iteration (gather path)
+        self.stacked = None  # the parts as one batch: (dk, sk) per part, weight field per part
         if wk.min() == wk.max():
             self.parts = [(None, int(wk[0]))]
         else:
             values, inverse = np.unique(wk, return_inverse=True)
             if len(values) <= 64:
                 self.parts = [(np.flatnonzero(inverse == j), int(v)) for j, v in enumerate(values)]
+                self.stacked = _stack_parts(self.parts, dk, sk, self.groups)
         if self.parts is None:
             doff = loop_offsets(n_out, n_in, dfo, dfi)
             self.d = (doff[:, None] + dk[None, :]).reshape(-1)
@@ -192,6 +226,11 @@ class GemmPlan:
             self.w = (self.woff[:, None] + wk[None, :]).reshape(-1)
 
     def run(self, acc, inp, wgt):
+        stacked = self.stacked
+        m = self.groups[1].shape[1] if self.groups[1].ndim == 2 else 0
+        if stacked is not None and m * stacked[1].size * inp.shape[1] <= _CHUNK:
+            _gemm_stacked(acc, inp, wgt, *stacked, self.groups, self.soff, self.woff)
+            return
         if self.parts is not None:
             for sel, w_base in self.parts:
                 dk = self.dk if sel is None else self.dk[sel]
@@ -205,6 +244,23 @@ class GemmPlan:
             x = np.take(inp, self.s[sl], axis=0).astype(np.float32)[:, None, :]
             t = np.take(wgt, self.w[sl], axis=0).transpose(0, 2, 1).astype(np.float32)
             _scatter_add(acc, self.d[sl], np.matmul(x, t)[:, 0, :])
+
+
+_PLANS: dict = {}
+_PLANS_KEPT = 4096
+
+
+def gemm_plan(dk, sk, wk, n_out, n_in, factors) -> GemmPlan:
+    """The `GemmPlan` of these micro-op fields, loop counts and factors, shared by every run
+    in the process (a plan is only read; the layers of a network repeat their shapes)."""
+    key = (dk.tobytes(), sk.tobytes(), wk.tobytes(), n_out, n_in, factors)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= _PLANS_KEPT:
+            _PLANS.clear()
+        # copies: the fields are views of a machine's micro-op buffer, which LOAD UOP rewrites
+        plan = _PLANS[key] = GemmPlan(dk.copy(), sk.copy(), wk.copy(), n_out, n_in, factors)
+    return plan
 
 
 # --------------------------------------------------------------------------------------------
@@ -699,7 +755,7 @@ class _Machine:
             r[k] for k in ("dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
                            "wgt_factor_out", "wgt_factor_in")
         )  # fmt: skip
-        return acc_rows, inp_rows, wgt_rows, GemmPlan(dk, sk, wk, n_out, n_in, factors)
+        return acc_rows, inp_rows, wgt_rows, gemm_plan(dk, sk, wk, n_out, n_in, factors)
 
     def _gemm(self, i, r):
         shape = self._shape(i, r, self._gemm_shape)
