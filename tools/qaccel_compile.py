@@ -56,7 +56,7 @@ from qaccel.backends.vta.artifact import (
     module_text,
     write_artifact,
 )
-from qaccel.backends.vta.codegen import compile_module
+from qaccel.backends.vta.codegen import compile_module, settle_host_trees
 from qaccel.backends.vta.compiled import CompileError
 from qaccel.backends.vta.report import format_report
 from qaccel.targets.vta.config import ConfigError
@@ -127,8 +127,8 @@ def compile_model(
     scheduled=None,
 ):
     """Import, run the pipeline, compile: the `CompiledModel` and the model's bytes.
-    `scheduled(module)` is called once the pipeline ran and the module is final (codegen
-    reads it and changes nothing), before codegen."""
+    `scheduled(module)` is called once the pipeline ran and codegen's one change to the
+    module (`settle_host_trees`) is made: the module is final, the emission only reads it."""
     from xdsl.dialects import func
 
     from qaccel.dialects.macs import model_macs
@@ -180,9 +180,11 @@ def compile_model(
     with contextlib.nullcontext() if asked else contextlib.redirect_stderr(summaries):
         manager.run(qaccel_context(), module)
         check_runnable(module)  # before the compile's work (write_artifact checks it too)
+        settled = settle_host_trees(module)
         if scheduled is not None:
             scheduled(module)
-        compiled = compile_module(module, total_macs=total_macs, progress=progress)
+        compiled = compile_module(module, total_macs=total_macs, progress=progress,
+                                  settled=settled)  # fmt: skip
     sys.stderr.write(summaries.getvalue())
     return compiled, source
 
@@ -211,8 +213,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     host_text = litert = None
 
     def print_host_ir(module) -> None:
-        # The module is final once the pipeline ran (codegen reads it and changes nothing):
-        # its text is printed on the second core from then on, alongside the emission.
+        # The module is final once the pipeline ran and the host trees are settled (the
+        # emission only reads it): its text is printed on the second core from then on,
+        # alongside the emission.
         nonlocal host_text
         host_text = background.start(module_text, module)
 

@@ -201,11 +201,14 @@ def compile_module(
     *,
     total_macs: int | None = None,
     progress: Callable[[str], None] | None = None,
+    settled: dict | None = None,
 ) -> CompiledModel:
     """Emit every formed, scheduled accelerator layer (`vta.layer`) of `module` (the
     output of `vta-pipeline`) into one DRAM image per accelerator function. `total_macs`
     (the model's MACs, e.g. of the imported IR) gives the report's MAC share. `config`
-    defaults to the module's (`#accel.target`, from `attach-target`)."""
+    defaults to the module's (`#accel.target`, from `attach-target`). `settled`: what
+    `settle_host_trees(module)` returned when the caller ran it already (it changes the
+    module; everything after it only reads the module)."""
     try:
         c = config or hardware_config(module, "vta")
     except (TargetError, ValueError) as e:
@@ -213,10 +216,8 @@ def compile_module(
     functions: dict[str, CompiledFunction] = {}
     fallbacks: list[Fallback] = []
     accel_functions = accelerator_functions(module)
-    settled = {}
-    for f in accel_functions:
-        _check_formed(f.sym_name.data, list(f.body.block.ops))
-        settled[f] = _settle_host_trees(f.sym_name.data, f, c)
+    if settled is None:
+        settled = settle_host_trees(module, c)
     total = sum(isinstance(op, vta.LayerOp) for f in accel_functions for op in f.body.block.ops)
     count = [0, total]
     for f in accel_functions:
@@ -372,6 +373,22 @@ def _alu_cycles(op: vta.LayerOp, m: AluMatch | PoolMatch, plan: AluPlan, c: Hard
     attr = op.schedule
     cycles = attr.get("estimated_cycles") if attr is not None else None
     return int(cycles) if cycles is not None else alu_cycles(m.layer, plan, c)
+
+
+def settle_host_trees(module: ModuleOp, config: HardwareConfig | None = None) -> dict:
+    """The only change codegen makes to `module`: in each accelerator function, the element-wise
+    and pool layers the cost model keeps on the host go back into the body as host steps
+    (`_settle_host_trees`). Run it before anything that must see the final module (the
+    artifact's `host.mlir`), and pass its result to `compile_module`."""
+    try:
+        c = config or hardware_config(module, "vta")
+    except (TargetError, ValueError) as e:
+        raise CompileError(str(e)) from None
+    settled = {}
+    for f in accelerator_functions(module):
+        _check_formed(f.sym_name.data, list(f.body.block.ops))
+        settled[f] = _settle_host_trees(f.sym_name.data, f, c)
+    return settled
 
 
 def _settle_host_trees(name: str, f: func.FuncOp,
@@ -549,4 +566,4 @@ def _compiled_layer(name: str, index: int, lay: _Layer, prog, slot_of, index_of,
     )  # fmt: skip
 
 
-__all__ = ["compile_module"]
+__all__ = ["compile_module", "settle_host_trees"]
