@@ -20,11 +20,10 @@ weighed too. The report gives each kept tree's figures.
 
 from __future__ import annotations
 
-import math
-
 from qaccel.backends.vta.compiled import top_level
 from qaccel.dialects import tfl, vta
-from qaccel.targets.vta.host_cost import HOST_NS, host_sync_cycles, host_tree_cycles
+from qaccel.targets.vta.host_cost import (host_op_ns, host_steps_cycles, host_sync_cycles,
+                                          host_tree_cycles)
 from xdsl.dialects import func
 from xdsl.ir import Operation
 
@@ -119,14 +118,6 @@ def _cost(seq: list[tuple[int, int, int]], places: list[int], stop: int,
                        if places[i] == _HOST and places[j] == _LAYER)  # fmt: skip
 
 
-def _elements(v) -> int:
-    return math.prod(v.type.get_shape())
-
-
-def _cycles(ns: float, config) -> int:
-    return int(math.ceil(ns * config.clock_mhz / 1000.0))
-
-
 def place_trees(ops: list[Operation], on_accel: set[Operation],
                 costs: dict[Operation, tuple[int, int]], config) -> dict[Operation, str]:  # fmt: skip
     """Which of the layers of `costs` (element-wise and pool layers reading host steps, each
@@ -150,7 +141,8 @@ def place_trees(ops: list[Operation], on_accel: set[Operation],
     pairs: list[tuple[int, int, int]] = []
     for o, (alu, host) in costs.items():
         assert isinstance(o, vta.LayerOp)
-        wrapped = _cycles(_elements(o.results[0]) * HOST_NS["gather"], config)
+        # a layer the host runs also copies its results out: priced as the report prices it
+        wrapped = host_steps_cycles(host_op_ns(o), 0, config)
         end = o.body_ops()[-1]
         if isinstance(end, accel.NarrowOp) and not o.results[0].uses:
             dissolved = host - host_tree_cycles([end], config)
