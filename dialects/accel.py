@@ -87,7 +87,6 @@ from xdsl.irdl import (
     VarConstraint,
     base,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -96,6 +95,7 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
+from qaccel.dialects.op_definition import irdl_op_definition  # formats built on first use
 from xdsl.pattern_rewriter import RewritePattern
 from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException

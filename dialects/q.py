@@ -45,7 +45,6 @@ from xdsl.ir import Attribute, Dialect
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -53,6 +52,7 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
+from qaccel.dialects.op_definition import irdl_op_definition  # formats built on first use
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 

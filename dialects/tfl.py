@@ -45,7 +45,6 @@ from xdsl.ir import Attribute, Dialect
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -55,6 +54,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from qaccel.dialects.op_definition import irdl_op_definition  # formats built on first use
 from xdsl.traits import ConstantLike, Pure, SymbolUserOpInterface
 from xdsl.utils.exceptions import VerifyException
 

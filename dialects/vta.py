@@ -38,7 +38,6 @@ from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_attr_definition,
-    irdl_op_definition,
     opt_prop_def,
     prop_def,
     region_def,
@@ -46,6 +45,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from qaccel.dialects.op_definition import irdl_op_definition  # formats built on first use
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, Pure
