@@ -90,7 +90,9 @@ class PassManager:
     `verify_each=False` verifies the input and the IR after the last pass only (what
     `qaccel-compile` does: about a tenth of its time went to verifying every intermediate
     module); a failure then names the pipeline, and `qaccel-opt` with the same passes names
-    the pass."""
+    the pass. `verify_input=False` leaves the input to its own boundary: for a module just
+    made by `parse_mlir` (which verifies it) or `import_tflite` (whose IR verifies by
+    construction, as the fuzz harness checks), verifying it again only repeats that work."""
 
     def __init__(
         self,
@@ -99,12 +101,14 @@ class PassManager:
         verify: bool = True,
         timing: PassTiming | None = None,
         verify_each: bool = True,
+        verify_input: bool = True,
     ):
         self.passes = list(passes)
         self.instrumentations = list(instrumentations)
         self.verify = verify
         self.timing = timing
         self.verify_each = verify_each
+        self.verify_input = verify_input
 
     def _timed(self, key: Any, label: str, run: Callable[[], None]) -> None:
         start = time.perf_counter()
@@ -121,7 +125,7 @@ class PassManager:
                             lambda: hook(inst))  # fmt: skip
 
     def run(self, ctx: Context, module: ModuleOp) -> None:
-        if self.verify:
+        if self.verify and self.verify_input:
             self._timed("verifier", "Verifier", lambda: verify_ir(module))  # the input's errors are its own
         self._instrument(lambda inst: inst.run_before_pipeline(module, self.passes))
         if not self.passes:

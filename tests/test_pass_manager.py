@@ -430,3 +430,21 @@ def test_docs_check_command_fails_on_stale_docs(tmp_path):
     )
     assert result.returncode == 1
     assert "regenerate it with `python -m qaccel.tools.gen_pass_docs`" in result.stderr
+
+
+def test_verify_input_false_leaves_the_input_to_its_boundary():
+    """`verify_input=False` (qaccel-compile: its input was verified where it was parsed or
+    imported) skips only the input's verification; the result is still verified."""
+    from qaccel.pipeline.runner import PassVerificationError
+
+    module = parse_module(ADD_IR)
+    available = {**available_passes(), **TEST_PASSES}
+    timing = PassTiming()
+    PassManager(expand(parse_passes("cse", available)).passes, timing=timing,
+                verify_each=False, verify_input=False).run(context(), module)  # fmt: skip
+    assert timing.rows["verifier"][2] > 0  # the result's verification, after the last pass
+    broken = expand(parse_passes("test-break-ir", available)).passes
+    module = parse_module(ADD_IR)
+    with pytest.raises(PassVerificationError, match="IR after pass 'test-break-ir' does not"):
+        PassManager(broken, verify_each=False, verify_input=False).run(context(), module)
+    PassManager([], verify_input=False).run(context(), ModuleOp([]))  # nothing to verify

@@ -180,6 +180,8 @@ def compile_model(
     # Verifying every intermediate module cost about a tenth of the compile: the input and
     # the pipeline's result are verified, each pass only when a developer's flag is given.
     manager.verify_each = bool(asked or getattr(ns, "verify_semantics", None) is not None)
+    # The input was verified where it was made (parse_mlir; the importer's IR verifies).
+    manager.verify_input = manager.verify_each
     summaries = io.StringIO()
     with contextlib.nullcontext() if asked else contextlib.redirect_stderr(summaries):
         manager.run(qaccel_context(), module)

@@ -1,0 +1,42 @@
+"""What importing `qaccel-compile` loads: the modules a compile never uses stay out, so their
+import time cannot come back unnoticed (one subprocess, about a second)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+# Modules a compile of a .tflite or .mlir model never needs at import time.
+KEPT_OUT = [
+    "xdsl.xdsl_opt_main",  # xdsl-opt's driver (qaccel-opt's base class)
+    "xdsl.tools.command_line_tool",
+    "qaccel.tools.qaccel_opt",
+    "qaccel.api",
+    "qaccel.explore",
+    "matplotlib",  # --plot only
+    "ray",
+    "tensorflow",
+    "ai_edge_litert",
+    "qaccel.backends.litert.runtime",
+]
+
+_PROBE = """
+import json, sys
+import qaccel.tools.qaccel_compile
+from qaccel.dialects import get_all_dialects
+built = sorted(op.name for load in get_all_dialects().values() for op in load().operations
+               if op.__dict__.get("_qaccel_format_program"))
+print(json.dumps({"modules": sorted(sys.modules), "formats_built": built}))
+"""
+
+
+def test_the_compiler_imports_nothing_it_does_not_use():
+    done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    loaded = set(found["modules"])
+    assert "qaccel.tools.qaccel_compile" in loaded
+    assert [m for m in KEPT_OUT if m in loaded] == []
+    # Assembly formats are compiled when an op is first parsed or printed, not on import.
+    assert found["formats_built"] == []
