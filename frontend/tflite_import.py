@@ -181,10 +181,10 @@ class _Importer:
             # LiteRT: "Did not get operators or tensors in subgraph N."
             raise TFLiteImportError(f"{self.where}: no tensors or no operators vector")
         n_tensors = graph.TensorsLength()
+        # Each tensor's table and name are read once (by _tensor_type, in tensor order).
+        self.tensors: list[tflite.Tensor] = []
+        self.names: list[str] = []
         self.types = [self._tensor_type(graph, t) for t in range(n_tensors)]
-        self.names = [
-            (graph.Tensors(t).Name() or b"").decode("utf-8", "replace") for t in range(n_tensors)
-        ]
         try:
             check_budget(sum(_type_bytes(t) for t in self.types), self.where)
         except MemoryBudgetError as e:
@@ -252,6 +252,8 @@ class _Importer:
     def _tensor_type(self, graph: tflite.SubGraph, t: int) -> TensorType:
         tensor = graph.Tensors(t)
         name = (tensor.Name() or b"").decode("utf-8", "replace")
+        self.tensors.append(tensor)
+        self.names.append(name)
         what = f"{self.where}: tensor {t} '{name}'"
         shape = tensor.ShapeAsNumpy() if tensor.ShapeLength() else np.zeros(0, np.int32)
         shape = [int(d) for d in shape]
@@ -299,7 +301,7 @@ class _Importer:
         return TensorType(element, shape)
 
     def _buffer_bytes(self, t: int) -> bytes | None:
-        tensor = self.graph.Tensors(t)
+        tensor = self.tensors[t]
         b = tensor.Buffer()
         what = f"{self.where}: tensor {t} '{self.names[t]}'"
         if b == 0:
@@ -413,7 +415,7 @@ class _Importer:
     _MAX_SHAPE_VALUE_ELEMENTS = 64
 
     def _dynamic(self, t: int) -> bool:
-        tensor = self.graph.Tensors(t)
+        tensor = self.tensors[t]
         if tensor.ShapeSignatureIsNone() or tensor.ShapeSignatureLength() == 0:
             return False
         return bool((tensor.ShapeSignatureAsNumpy() < 0).any())
@@ -493,7 +495,7 @@ class _Importer:
         if tuple(inferred) == declared:
             self.known_shapes.add(t)
             return
-        signature = [int(d) for d in self.graph.Tensors(t).ShapeSignatureAsNumpy()]
+        signature = [int(d) for d in self.tensors[t].ShapeSignatureAsNumpy()]
         if len(signature) != len(inferred) or any(
                 s >= 0 and s != d for s, d in zip(signature, inferred)):
             return  # not what the signature allows: the op's own check reports it
