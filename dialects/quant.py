@@ -80,6 +80,18 @@ def _parameters_text(storage: str, axis: int, scale_bytes: bytes, zp_bytes: byte
     return f"{head}:{axis}, {{{pairs}}}>"
 
 
+@functools.lru_cache(maxsize=64)
+def _axis_attr(axis: int) -> IntAttr:
+    return IntAttr(axis)
+
+
+@functools.lru_cache(maxsize=4096)
+def _zero_points_attr(zp_bytes: bytes) -> DenseArrayBase:
+    """The zero points' array attribute, made once per distinct row (attributes are
+    immutable values; a model repeats a few rows, e.g. -128 or a row of zeros, many times)."""
+    return DenseArrayBase(i64, BytesAttr(zp_bytes))
+
+
 @irdl_attr_definition
 class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
     """Affine quantization `real = scale * (stored - zero_point)`, per tensor or per axis.
@@ -108,9 +120,9 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
         super().__init__(
             storage_type,
             f32,
-            IntAttr(axis),
+            _axis_attr(int(axis)),
             DenseArrayBase(f32, BytesAttr(scale_bytes)),
-            DenseArrayBase(i64, BytesAttr(zp_bytes)),
+            _zero_points_attr(zp_bytes),
         )
 
     @staticmethod

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FusedLoc,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     LocationAttr,
@@ -56,6 +57,7 @@ from qaccel.dialects.types import element_type_for, numpy_dtype
 from qaccel.kernels.memory import MemoryBudgetError, check_budget
 from qaccel.frontend.errors import TFLiteImportError
 from qaccel.frontend import tflite_schema
+from qaccel.frontend.tflite_tensors import tensor_fields
 from qaccel.frontend.tflite_verify import verify_model
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -107,8 +109,17 @@ def _raised_by_reader(e: Exception) -> bool:
     return any(part in last for part in ("/flatbuffers/", "/tflite/", "/numpy/", "struct"))
 
 
+_UNKNOWN_LOC = UnknownLoc()
+
+
+@functools.lru_cache(maxsize=1024)
+def _dim(size: int) -> IntAttr:
+    """A dimension's attribute, made once per size (attributes are immutable values)."""
+    return IntAttr(size)
+
+
 def _name_loc(name: str) -> NameLoc:
-    return NameLoc(StringAttr(name), UnknownLoc())
+    return NameLoc(StringAttr(name), _UNKNOWN_LOC)
 
 
 @dataclass
@@ -181,10 +192,11 @@ class _Importer:
             # LiteRT: "Did not get operators or tensors in subgraph N."
             raise TFLiteImportError(f"{self.where}: no tensors or no operators vector")
         n_tensors = graph.TensorsLength()
-        # Each tensor's table and name are read once (by _tensor_type, in tensor order).
-        self.tensors: list[tflite.Tensor] = []
+        # Each tensor's fields read once, straight from the (verified) bytes; its name
+        # decoded by _tensor_type, in tensor order.
+        self.tensors = tensor_fields(self.data, graph._tab.Pos)
         self.names: list[str] = []
-        self.types = [self._tensor_type(graph, t) for t in range(n_tensors)]
+        self.types = [self._tensor_type(t) for t in range(n_tensors)]
         try:
             check_budget(sum(_type_bytes(t) for t in self.types), self.where)
         except MemoryBudgetError as e:
@@ -249,37 +261,34 @@ class _Importer:
 
     # -- tensors -------------------------------------------------------------------------
 
-    def _tensor_type(self, graph: tflite.SubGraph, t: int) -> TensorType:
-        tensor = graph.Tensors(t)
-        name = (tensor.Name() or b"").decode("utf-8", "replace")
-        self.tensors.append(tensor)
+    def _tensor_type(self, t: int) -> TensorType:
+        tensor = self.tensors[t]
+        name = (tensor.name or b"").decode("utf-8", "replace")
         self.names.append(name)
         what = f"{self.where}: tensor {t} '{name}'"
-        shape = tensor.ShapeAsNumpy() if tensor.ShapeLength() else np.zeros(0, np.int32)
-        shape = [int(d) for d in shape]
+        shape = [int(d) for d in tensor.shape]
         if any(d < 0 for d in shape):
             raise TFLiteImportError(f"{what}: negative dimension in shape {shape}")
         if math.prod(shape) > _MAX_ELEMENTS:
             raise TFLiteImportError(f"{what}: element count of shape {shape} overflows")
-        if not 0 <= tensor.Buffer() < max(self.buffers_len, 1):
+        if not 0 <= tensor.buffer < max(self.buffers_len, 1):
             raise TFLiteImportError(
-                f"{what}: buffer index {tensor.Buffer()} out of range "
+                f"{what}: buffer index {tensor.buffer} out of range "
                 f"(the model has {self.buffers_len} buffers)"
             )
-        dtype = tflite_schema.TENSOR_TYPES.get(tensor.Type())
+        dtype = tflite_schema.TENSOR_TYPES.get(tensor.type)
         if not isinstance(dtype, np.dtype):
-            type_name = dtype if isinstance(dtype, str) else f"#{tensor.Type()}"
+            type_name = dtype if isinstance(dtype, str) else f"#{tensor.type}"
             raise TFLiteImportError(f"{what}: tensor type {type_name} is not supported")
         try:
             element = element_type_for(dtype)
         except KeyError:
             raise TFLiteImportError(f"{what}: tensor type {dtype} is not supported") from None
-        quant = tensor.Quantization()
-        if quant is not None and quant.ScaleLength() > 0 and dtype.kind in "iu":
-            scales = quant.ScaleAsNumpy().astype(np.float32)
+        if tensor.scales is not None and dtype.kind in "iu":
+            scales = tensor.scales.astype(np.float32)
             zps = (
-                quant.ZeroPointAsNumpy().astype(np.int64)
-                if quant.ZeroPointLength()
+                tensor.zero_points.astype(np.int64)
+                if tensor.zero_points is not None and len(tensor.zero_points)
                 else np.zeros(len(scales), np.int64)
             )
             if len(zps) != len(scales):
@@ -288,7 +297,7 @@ class _Importer:
                 )
             axis = -1
             if len(scales) > 1:
-                axis = quant.QuantizedDimension()
+                axis = tensor.quantized_dimension
                 if not 0 <= axis < len(shape) or shape[axis] != len(scales):
                     raise TFLiteImportError(
                         f"{what}: {len(scales)} per-axis scales do not fit dimension {axis} "
@@ -298,11 +307,10 @@ class _Importer:
                 element = UniformQuantizedType(element, scales, zps, axis)
             except Exception as e:
                 raise TFLiteImportError(f"{what}: {e}") from None
-        return TensorType(element, shape)
+        return TensorType(element, [_dim(d) for d in shape])
 
     def _buffer_bytes(self, t: int) -> bytes | None:
-        tensor = self.tensors[t]
-        b = tensor.Buffer()
+        b = self.tensors[t].buffer
         what = f"{self.where}: tensor {t} '{self.names[t]}'"
         if b == 0:
             return None
@@ -329,7 +337,7 @@ class _Importer:
                 "produced, is no input and has no data"
             )
         result_type = self.types[t]
-        storage = TensorType(storage_type_of(result_type.element_type), result_type.get_shape())
+        storage = TensorType(storage_type_of(result_type.element_type), result_type.shape.data)
         itemsize = numpy_dtype(storage.element_type).itemsize
         expected = math.prod(result_type.get_shape()) * itemsize
         if len(data) != expected:
@@ -415,7 +423,7 @@ class _Importer:
     _MAX_SHAPE_VALUE_ELEMENTS = 64
 
     def _dynamic(self, t: int) -> bool:
-        tensor = self.tensors[t]
+        tensor = self.graph.Tensors(t)
         if tensor.ShapeSignatureIsNone() or tensor.ShapeSignatureLength() == 0:
             return False
         return bool((tensor.ShapeSignatureAsNumpy() < 0).any())
@@ -495,7 +503,7 @@ class _Importer:
         if tuple(inferred) == declared:
             self.known_shapes.add(t)
             return
-        signature = [int(d) for d in self.tensors[t].ShapeSignatureAsNumpy()]
+        signature = [int(d) for d in self.graph.Tensors(t).ShapeSignatureAsNumpy()]
         if len(signature) != len(inferred) or any(
                 s >= 0 and s != d for s, d in zip(signature, inferred)):
             return  # not what the signature allows: the op's own check reports it

@@ -1,0 +1,126 @@
+"""The fields of a subgraph's tensors that the importer reads for every tensor, read straight
+from the flatbuffer's bytes.
+
+The generated `tflite` readers go through flatbuffers' generic `Table` for every field (a
+vtable lookup, a checked scalar read and an object per nested table): for MobileNetV2's 173
+tensors, reading their names, shapes, types, buffers and quantization took about as long as
+building their xDSL types. These are the same reads (flatbuffers' vtable rule: a field the
+vtable does not reach, or whose slot is 0, is absent and takes its default) done with
+`struct` and `numpy.frombuffer`. Only for bytes `tflite_verify.verify_model` accepted: every
+table, field and vector read here is then known to lie inside the buffer.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+_U16 = struct.Struct("<H").unpack_from
+_I32 = struct.Struct("<i").unpack_from
+_U32 = struct.Struct("<I").unpack_from
+_I8 = struct.Struct("<b").unpack_from
+
+_INT32 = np.dtype("<i4")
+_FLOAT32 = np.dtype("<f4")
+_INT64 = np.dtype("<i8")
+
+# Tensor's and QuantizationParameters' fields by vtable slot (tflite's schema.fbs).
+_SHAPE, _TYPE, _BUFFER, _NAME, _QUANTIZATION = 4, 6, 8, 10, 12
+_SCALE, _ZERO_POINT, _QUANTIZED_DIMENSION = 8, 10, 16
+
+
+@dataclass(frozen=True, slots=True)
+class TensorFields:
+    """What `tflite.Tensor` would answer: `Name()`, `ShapeAsNumpy()` (empty when absent),
+    `Type()`, `Buffer()`; and, when the tensor has quantization parameters with scales,
+    `ScaleAsNumpy()`, `ZeroPointAsNumpy()` (None when it has none) and
+    `QuantizedDimension()`."""
+
+    name: bytes | None
+    shape: np.ndarray
+    type: int
+    buffer: int
+    scales: np.ndarray | None
+    zero_points: np.ndarray | None
+    quantized_dimension: int
+
+
+class _Table:
+    __slots__ = ("data", "pos", "vtable", "vsize")
+
+    def __init__(self, data, pos: int):
+        self.data, self.pos = data, pos
+        self.vtable = pos - _I32(data, pos)[0]
+        self.vsize = _U16(data, self.vtable)[0]
+
+    def at(self, slot: int) -> int:
+        """The field's position in the buffer, 0 when absent."""
+        if slot >= self.vsize:
+            return 0
+        off = _U16(self.data, self.vtable + slot)[0]
+        return self.pos + off if off else 0
+
+    def vector(self, slot: int, dtype: np.dtype) -> np.ndarray | None:
+        at = self.at(slot)
+        if not at:
+            return None
+        start = at + _U32(self.data, at)[0]
+        n = _U32(self.data, start)[0]
+        return np.frombuffer(self.data, dtype=dtype, count=n, offset=start + 4)
+
+    def table(self, slot: int) -> _Table | None:
+        at = self.at(slot)
+        return _Table(self.data, at + _U32(self.data, at)[0]) if at else None
+
+
+_NO_SHAPE = np.zeros(0, np.int32)
+
+
+def tensor_fields(data, graph_pos: int) -> list[TensorFields]:
+    """Every tensor of the subgraph table at `graph_pos` (`SubGraph._tab.Pos`), in order."""
+    graph = _Table(data, graph_pos)
+    at = graph.at(4)  # SubGraph.tensors
+    if not at:
+        return []
+    start = at + _U32(data, at)[0]
+    out = []
+    for i in range(_U32(data, start)[0]):
+        elem = start + 4 + 4 * i
+        out.append(_tensor(data, elem + _U32(data, elem)[0]))
+    return out
+
+
+def _tensor(data, pos: int) -> TensorFields:
+    t = _Table(data, pos)
+    name_at = t.at(_NAME)
+    name = None
+    if name_at:
+        start = name_at + _U32(data, name_at)[0]
+        name = bytes(data[start + 4 : start + 4 + _U32(data, start)[0]])
+    shape = t.vector(_SHAPE, _INT32)
+    type_at, buffer_at = t.at(_TYPE), t.at(_BUFFER)
+    scales = zero_points = None
+    dimension = 0
+    quant = t.table(_QUANTIZATION)
+    if quant is not None:
+        scales = quant.vector(_SCALE, _FLOAT32)
+        if scales is not None and len(scales):
+            zero_points = quant.vector(_ZERO_POINT, _INT64)
+            dim_at = quant.at(_QUANTIZED_DIMENSION)
+            dimension = _I32(data, dim_at)[0] if dim_at else 0
+        else:
+            scales = None
+    return TensorFields(
+        name=name,
+        shape=_NO_SHAPE if shape is None or len(shape) == 0 else shape,
+        type=_I8(data, type_at)[0] if type_at else 0,
+        buffer=_U32(data, buffer_at)[0] if buffer_at else 0,
+        scales=scales,
+        zero_points=zero_points,
+        quantized_dimension=dimension,
+    )
+
+
+__all__ = ["TensorFields", "tensor_fields"]

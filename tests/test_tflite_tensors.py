@@ -1,0 +1,43 @@
+"""`frontend/tflite_tensors.py` reads each tensor's fields as the generated `tflite` readers
+do: compared field by field on every tensor of the fixture models and corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qaccel.frontend import tflite_schema
+from qaccel.frontend.tflite_tensors import tensor_fields
+from qaccel.frontend.tflite_verify import verify_model
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MODELS = sorted(FIXTURES.glob("models/*.tflite")) + sorted(FIXTURES.glob("corpus/*.tflite"))
+
+
+@pytest.mark.parametrize("path", MODELS[:: max(1, len(MODELS) // 8)], ids=lambda p: p.stem)
+def test_fields_as_the_generated_readers_give_them(path):
+    data = path.read_bytes()
+    verify_model(data, str(path))
+    model = tflite_schema.generated_module("Model").Model.GetRootAs(data, 0)
+    for s in range(model.SubgraphsLength()):
+        graph = model.Subgraphs(s)
+        fields = tensor_fields(data, graph._tab.Pos)
+        assert len(fields) == graph.TensorsLength()
+        for t, got in enumerate(fields):
+            tensor = graph.Tensors(t)
+            assert got.name == tensor.Name()
+            shape = tensor.ShapeAsNumpy() if tensor.ShapeLength() else np.zeros(0, np.int32)
+            assert got.shape.tolist() == shape.tolist()
+            assert (got.type, got.buffer) == (tensor.Type(), tensor.Buffer())
+            quant = tensor.Quantization()
+            if quant is None or quant.ScaleLength() == 0:
+                assert got.scales is None
+                continue
+            assert got.scales.tobytes() == quant.ScaleAsNumpy().astype(np.float32).tobytes()
+            if quant.ZeroPointLength():
+                assert got.zero_points.tolist() == quant.ZeroPointAsNumpy().tolist()
+            else:
+                assert got.zero_points is None or len(got.zero_points) == 0
+            assert got.quantized_dimension == quant.QuantizedDimension()
