@@ -79,7 +79,25 @@ def _fits(lo: int, hi: int, bounds: tuple[int, int] = INT32) -> bool:
 def _corners(fn: Callable, lo: int, hi: int, values: np.ndarray) -> tuple[int, int]:
     """The range of `fn(x, v)` over x in [lo, hi] and v in values, for fn monotone in x."""
     v = np.ascontiguousarray(values)
+    if v.size > 2 and _monotone_in_v(fn, v):
+        v = np.array([v.min(), v.max()], dtype=v.dtype)  # the extremes are at the corners
     return _corners_of(fn, int(lo), int(hi), v.dtype.str, v.tobytes())
+
+
+def _monotone_in_v(fn: Callable, v: np.ndarray) -> bool:
+    """Whether `fn(x, v)` is also monotone in v for every x (and its extremes over a box of
+    x and v are at the box's corners), so that only v's extremes matter: `x * v`; `x << v`,
+    `rounding_divide_by_pot(x, v)` for shifts v >= 0; SRDHM, a monotone function of `x * v`
+    but at its saturation point (x = v = INT32_MIN, not taken here)."""
+    if fn is _times:
+        return True
+    if fn is _shifted_left:  # int32 x << 31 at most: no int64 overflow
+        return 0 <= int(v.min()) and int(v.max()) <= 31
+    if fn is ar.rounding_divide_by_pot:
+        return 0 <= int(v.min()) and int(v.max()) <= 62
+    if fn is ar.saturating_rounding_doubling_high_mul:
+        return int(v.min()) > accel.INT32_MIN
+    return False
 
 
 @functools.lru_cache(maxsize=4096)
