@@ -105,7 +105,7 @@ def _corners_of(fn: Callable, lo: int, hi: int, dtype: str, data: bytes) -> tupl
     """`_corners` once per distinct question: the clamps of a chain ask again for the ranges
     below them, and each asks about the same per-channel multipliers and shifts."""
     x = np.array([lo, hi], dtype=np.int64)[:, None]
-    out = fn(x, np.unique(np.frombuffer(data, dtype).astype(np.int64))[None, :])
+    out = fn(x, np.frombuffer(data, dtype).astype(np.int64)[None, :])
     return int(out.min()), int(out.max())
 
 
