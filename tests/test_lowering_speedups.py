@@ -147,3 +147,26 @@ def test_accel_ops_built_directly_equal_irdl_built():
         assert list(built.operands) == list(reference.operands)
         assert [r.type for r in built.results] == [r.type for r in reference.results]
         built.verify()
+
+
+def test_lowering_patterns_name_the_ops_they_rewrite():
+    """`lower-q-to-accel` tries on an op only the patterns whose `OPS` hold its class: every
+    lowered q op is some pattern's, and each pattern leaves the other ops alone."""
+    from xdsl.dialects.builtin import TensorType, i32
+    from xdsl.ir import Block
+    from xdsl.pattern_rewriter import PatternRewriter
+
+    from qaccel.dialects import q
+    from qaccel.lowering.lower_q_to_accel import LOWERED_OPS, PATTERNS
+
+    claimed = [kind for p in PATTERNS for kind in p.OPS]
+    assert sorted(claimed, key=str) == sorted(LOWERED_OPS, key=str)
+    block = Block(arg_types=[TensorType(i32, [1, 4])])
+    for kind in LOWERED_OPS:  # an op of each kind, in no accelerator function
+        op = kind.create(operands=[block.args[0]], result_types=[block.args[0].type])
+        block.add_op(op)
+        for p in PATTERNS:
+            rewriter = PatternRewriter(op)
+            p({}).match_and_rewrite(op, rewriter)  # no lowering: nothing happens
+            assert not rewriter.has_done_action
+    assert all(isinstance(op, q.QOp) for op in block.ops)
