@@ -57,6 +57,7 @@ The ops stay generic: grouping them into one accelerator's layers and scheduling
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
@@ -115,6 +116,13 @@ def _values(attr: DenseArrayBase) -> tuple[int, ...]:
 def packing_properties(packing: Packing) -> dict[str, Attribute]:
     """The `accel.pack` / `accel.unpack` properties of this layout (no `outer_dims_perm`
     when it is the identity)."""
+    return dict(_packing_properties(packing))
+
+
+@functools.lru_cache(maxsize=256)
+def _packing_properties(packing: Packing) -> dict[str, Attribute]:
+    """`packing_properties`, built once per layout (attributes are immutable: ops share
+    them)."""
     props = {
         "inner_dims_pos": i64_array(packing.inner_dims_pos),
         "inner_tiles": i64_array(packing.inner_tiles),

@@ -172,25 +172,26 @@ def _region_values(ops: Sequence[Operation]) -> tuple[list[SSAValue], list[SSAVa
 
 class _Edges:
     """Each op's operands that are not constants (with their owners) and each result's users,
-    read once for the many regions `_decide` asks about (the IR does not change meanwhile)."""
+    read once for the many regions `_decide` asks about (the IR does not change meanwhile).
+    Ops are told apart by `id` (alive throughout): an op's own hash is a Python call."""
 
     def __init__(self) -> None:
-        self.edges: dict[Operation, tuple[list[tuple[SSAValue, object]], list[tuple]]] = {}
+        self.edges: dict[int, tuple[list[tuple[SSAValue, int]], list[tuple]]] = {}
 
-    def _of(self, op: Operation) -> tuple[list[tuple[SSAValue, object]], list[tuple]]:
-        found = self.edges.get(op)
+    def _of(self, op: Operation) -> tuple[list[tuple[SSAValue, int]], list[tuple]]:
+        found = self.edges.get(id(op))
         if found is None:
             reads = [
-                (v, v.owner) for v in op.operands
+                (v, id(v.owner)) for v in op.operands
                 if not isinstance(v.owner, Operation) or is_compute_op(v.owner)
             ]  # fmt: skip
-            users = [(r, [use.operation for use in r.uses]) for r in op.results]
-            found = self.edges[op] = (reads, users)
+            users = [(r, [id(use.operation) for use in r.uses]) for r in op.results]
+            found = self.edges[id(op)] = (reads, users)
         return found
 
     def region_values(self, ops: Sequence[Operation]) -> tuple[list[SSAValue], list[SSAValue]]:
         """`_region_values(ops)`."""
-        inside = set(ops)
+        inside = set(map(id, ops))
         inputs: dict[SSAValue, None] = {}
         outputs: list[SSAValue] = []
         for op in ops:
@@ -271,16 +272,19 @@ def _decide(
         if len(units) < 2:
             continue  # nothing to move the group away from
         inputs, outputs = edges.region_values(part.ops)
+        at = {id(o): position[o] for o in part.ops}  # ops by id: see _Edges
         for unit in units.values():
-            members = set(unit)
-            rest = [o for o in part.ops if o not in members]
-            others = set(rest)
-            reads = any(v.owner in others for o in unit for v in o.operands)
-            feeds = any(u.operation in others for o in unit for r in o.results for u in r.uses)
+            members = set(map(id, unit))
+            rest = [o for o in part.ops if id(o) not in members]
+            others = set(map(id, rest))
+            reads = any(id(v.owner) in others for o in unit for v in o.operands)
+            feeds = any(
+                id(u.operation) in others for o in unit for r in o.results for u in r.uses
+            )
             if reads and feeds:
-                first = min(position[o] for o in unit)
-                pieces = [[o for o in rest if position[o] < first],
-                          [o for o in rest if position[o] > first]]  # fmt: skip
+                first = min(at[id(o)] for o in unit)
+                pieces = [[o for o in rest if at[id(o)] < first],
+                          [o for o in rest if at[id(o)] > first]]  # fmt: skip
             else:
                 pieces = [rest]
             ins: list[SSAValue] = []
