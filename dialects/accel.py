@@ -57,6 +57,7 @@ The ops stay generic: grouping them into one accelerator's layers and scheduling
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
@@ -115,6 +116,13 @@ def _values(attr: DenseArrayBase) -> tuple[int, ...]:
 def packing_properties(packing: Packing) -> dict[str, Attribute]:
     """The `accel.pack` / `accel.unpack` properties of this layout (no `outer_dims_perm`
     when it is the identity)."""
+    return dict(_packing_properties(packing))
+
+
+@functools.lru_cache(maxsize=256)
+def _packing_properties(packing: Packing) -> dict[str, Attribute]:
+    """`packing_properties`, built once per layout (attributes are immutable: ops share
+    them)."""
     props = {
         "inner_dims_pos": i64_array(packing.inner_dims_pos),
         "inner_tiles": i64_array(packing.inner_tiles),
@@ -143,6 +151,14 @@ def default_padding_value(t: Attribute) -> int:
 
 # --------------------------------------------------------------------------------------------
 # Ops
+
+
+def _build(op: IRDLOperation, operands: list[SSAValue], result_types: list[Attribute],
+           properties: dict[str, Attribute]) -> None:  # fmt: skip
+    """`IRDLOperation.__init__` for an `accel` op without variadic segments, regions or
+    successors, given its operands flat: the same op, without the generic argument building
+    (most of an op's construction time; the lowering builds thousands)."""
+    Operation.__init__(op, operands=operands, result_types=result_types, properties=properties)
 
 
 class AccelOp(IRDLOperation):
@@ -282,9 +298,7 @@ class UnpackOp(_LayoutOp):
     )
 
     def __init__(self, value, packing: Packing, result_type: TensorType):
-        super().__init__(
-            operands=[value], result_types=[result_type], properties=packing_properties(packing)
-        )
+        _build(self, [SSAValue.get(value)], [result_type], packing_properties(packing))
 
     @property
     def plain_type(self) -> TensorType:
@@ -429,9 +443,7 @@ class _LaneOp(_ComputeOp):
 
     def __init__(self, value: SSAValue | Operation, values: Sequence[int] | np.ndarray):
         v = SSAValue.get(value)
-        super().__init__(
-            operands=[v], result_types=[v.type], properties={self.VALUES: i32_array(values)}
-        )
+        _build(self, [v], [v.type], {self.VALUES: i32_array(values)})
 
     @property
     def values(self) -> np.ndarray:
@@ -515,11 +527,7 @@ class _BinaryOp(_ComputeOp):
     ):
         lhs = SSAValue.get(lhs)
         props = {} if value is None else {"value": i32_array(value)}
-        super().__init__(
-            operands=[lhs, [] if rhs is None else [SSAValue.get(rhs)]],
-            result_types=[lhs.type],
-            properties=props,
-        )
+        _build(self, [lhs] if rhs is None else [lhs, SSAValue.get(rhs)], [lhs.type], props)
 
     @property
     def values(self) -> np.ndarray | None:
@@ -582,7 +590,7 @@ class _ConvertOp(_ComputeOp):
     WIDTHS: ClassVar[tuple[int | str, int | str]] = ("narrow", 32)
 
     def __init__(self, value: SSAValue | Operation, result_type: TensorType):
-        super().__init__(operands=[SSAValue.get(value)], result_types=[result_type])
+        _build(self, [SSAValue.get(value)], [result_type], {})
 
     def verify_(self) -> None:
         _check_packed(self, "the input", self.input.type, self.WIDTHS[0])

@@ -42,8 +42,9 @@ The ops declare these patterns through `HasCanonicalizationPatternsTrait`, so xD
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -54,6 +55,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
     PatternRewriter,
+    PatternRewriterListener,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -77,7 +79,25 @@ def _fits(lo: int, hi: int, bounds: tuple[int, int] = INT32) -> bool:
 def _corners(fn: Callable, lo: int, hi: int, values: np.ndarray) -> tuple[int, int]:
     """The range of `fn(x, v)` over x in [lo, hi] and v in values, for fn monotone in x."""
     v = np.ascontiguousarray(values)
+    if v.size > 2 and _monotone_in_v(fn, v):
+        v = np.array([v.min(), v.max()], dtype=v.dtype)  # the extremes are at the corners
     return _corners_of(fn, int(lo), int(hi), v.dtype.str, v.tobytes())
+
+
+def _monotone_in_v(fn: Callable, v: np.ndarray) -> bool:
+    """Whether `fn(x, v)` is also monotone in v for every x (and its extremes over a box of
+    x and v are at the box's corners), so that only v's extremes matter: `x * v`; `x << v`,
+    `rounding_divide_by_pot(x, v)` for shifts v >= 0; SRDHM, a monotone function of `x * v`
+    but at its saturation point (x = v = INT32_MIN, not taken here)."""
+    if fn is _times:
+        return True
+    if fn is _shifted_left:  # int32 x << 31 at most: no int64 overflow
+        return 0 <= int(v.min()) and int(v.max()) <= 31
+    if fn is ar.rounding_divide_by_pot:
+        return 0 <= int(v.min()) and int(v.max()) <= 62
+    if fn is ar.saturating_rounding_doubling_high_mul:
+        return int(v.min()) > accel.INT32_MIN
+    return False
 
 
 @functools.lru_cache(maxsize=4096)
@@ -85,7 +105,7 @@ def _corners_of(fn: Callable, lo: int, hi: int, dtype: str, data: bytes) -> tupl
     """`_corners` once per distinct question: the clamps of a chain ask again for the ranges
     below them, and each asks about the same per-channel multipliers and shifts."""
     x = np.array([lo, hi], dtype=np.int64)[:, None]
-    out = fn(x, np.unique(np.frombuffer(data, dtype).astype(np.int64))[None, :])
+    out = fn(x, np.frombuffer(data, dtype).astype(np.int64)[None, :])
     return int(out.min()), int(out.max())
 
 
@@ -169,6 +189,10 @@ def value_range(v: SSAValue) -> tuple[int, int]:
     """Bounds `[lo, hi]` of every value `v` can hold at run time (per element, all lanes),
     following the `accel` ops that define it (at most 64 deep); the range of its storage type
     when unknown."""
+    if _active is not None:
+        found = _active.value_range(v)
+        if found is not None:
+            return found
     return _value_range(v, 0, {})
 
 
@@ -184,6 +208,94 @@ def _value_range(v: SSAValue, depth: int, memo: dict) -> tuple[int, int]:
         bounds = max(found[0], bounds[0]), min(found[1], bounds[1])
     memo[v] = bounds
     return bounds
+
+
+class _TooDeep(Exception):
+    pass
+
+
+class ValueRanges:
+    """`value_range` remembered across questions while the IR changes under a rewriter whose
+    listener is `listener()`: every value's range and height (the longest chain of defining
+    ops the analysis follows from it), dropped with everything computed from it when its
+    defining op is modified, replaced or erased.
+
+    A remembered range is the analysis without its depth limit; it is `value_range`'s answer
+    exactly when the value's height is at most the limit (no chain is cut), so a question
+    whose value is higher is answered by `value_range`'s own walk (`value_range` returns
+    None then)."""
+
+    def __init__(self) -> None:
+        self.known: dict[SSAValue, tuple[tuple[int, int], int]] = {}
+        self.users: dict[SSAValue, list[SSAValue]] = {}  # value -> remembered ranges using it
+
+    def value_range(self, v: SSAValue) -> tuple[int, int] | None:
+        try:
+            bounds, height = self._known(v, 0)
+        except _TooDeep:
+            return None
+        return bounds if height <= _MAX_DEPTH else None
+
+    def _known(self, v: SSAValue, depth: int) -> tuple[tuple[int, int], int]:
+        known = self.known.get(v)
+        if known is not None:
+            return known
+        bounds = _type_range(v)
+        owner = v.owner
+        height = 0
+        if isinstance(owner, Operation):
+            if depth >= _MAX_DEPTH:
+                raise _TooDeep
+            used: list[SSAValue] = []
+            heights = [0]
+
+            def rng(u: SSAValue) -> tuple[int, int]:
+                r, h = self._known(u, depth + 1)
+                used.append(u)
+                heights.append(h)
+                return r
+
+            found = _range_of(owner, rng)
+            if found is not None:
+                bounds = max(found[0], bounds[0]), min(found[1], bounds[1])
+            height = 1 + max(heights)
+            for u in used:
+                self.users.setdefault(u, []).append(v)
+        known = self.known[v] = (bounds, height)
+        return known
+
+    def forget(self, values: Sequence[SSAValue]) -> None:
+        stack = list(values)
+        while stack:
+            v = stack.pop()
+            self.known.pop(v, None)
+            stack.extend(self.users.pop(v, ()))
+
+    def listener(self) -> PatternRewriterListener:
+        def changed(op: Operation, *_) -> None:
+            self.forget(op.results)
+
+        return PatternRewriterListener(
+            operation_removal_handler=[changed],
+            operation_modification_handler=[changed],
+            operation_replacement_handler=[changed],
+        )
+
+
+_active: ValueRanges | None = None
+"""The ranges `value_range` remembers while `remembered_ranges` is active."""
+
+
+@contextlib.contextmanager
+def remembered_ranges() -> Iterator[ValueRanges]:
+    """Within the block, `value_range` remembers its answers; every change to the IR must go
+    through a rewriter listened to by the yielded cache's `listener()`."""
+    global _active
+    outer, _active = _active, ValueRanges()
+    try:
+        yield _active
+    finally:
+        _active = outer
 
 
 # --------------------------------------------------------------------------------------------

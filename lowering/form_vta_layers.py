@@ -134,13 +134,20 @@ def match_layers(
     return found
 
 
-def form_layer(kind: str, ops: list[Operation], yielded: list[SSAValue]) -> vta.LayerOp:
+def form_layer(
+    kind: str, ops: list[Operation], yielded: list[SSAValue],
+    position: dict[Operation, int] | None = None,
+) -> vta.LayerOp:  # fmt: skip
     """Move `ops` (of one block) into a new `vta.layer` of `kind` at the place of the last
     of them, yielding `yielded`; `NotALayer` (nothing changed) when another value of the
-    group is used outside it or a user of a yielded value comes before that place."""
+    group is used outside it or a user of a yielded value comes before that place.
+
+    `position` (optional, kept up to date here): the block's ops numbered in order, for
+    several layers formed in one block (the new layer takes the number of its last op)."""
     block = ops[0].parent_block()
     assert block is not None
-    position = {op: i for i, op in enumerate(block.ops)}
+    if position is None:
+        position = {op: i for i, op in enumerate(block.ops)}
     group = set(ops)
     ordered = sorted(ops, key=position.__getitem__)
     anchor = ordered[-1]
@@ -157,6 +164,7 @@ def form_layer(kind: str, ops: list[Operation], yielded: list[SSAValue]) -> vta.
                     raise NotALayer(f"{user.name} reads the layer's value before its last op")
     layer = vta.LayerOp(kind, [v.type for v in yielded], Region(Block()))
     block.insert_op_after(layer, anchor)
+    position[layer] = position[anchor]  # the order of the block's other ops is unchanged
     for value, result in zip(yielded, layer.outputs, strict=True):
         value.replace_uses_with_if(result, lambda use: use.operation not in group)
     for op in ordered:
@@ -184,10 +192,14 @@ class FormVtaLayersPass(ModulePass):
             if any(isinstance(o, vta.LayerOp) for o in f.body.block.ops):
                 continue
             reasons: dict[Operation, str] = {}
+            position: dict[Operation, int] | None = None
             for kind, m in match_layers(f, reasons):
                 yielded = [m.output] if m.widened is None else [m.output, m.widened]
+                if position is None:  # after match_layers' changes to the block
+                    position = {o: i for i, o in enumerate(f.body.block.ops)}
                 try:
-                    form_layer(kind, list(m.ops), yielded)
+                    shared = position if m.ops[0].parent_block() is f.body.block else None
+                    form_layer(kind, list(m.ops), yielded, shared)
                 except NotALayer as e:  # the GEMM op, or the narrowing, says why
                     root = m.ops[0] if isinstance(m, LayerMatch) else m.output.owner
                     reasons[root] = str(e)  # type: ignore[index]

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -71,7 +71,6 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
@@ -101,6 +100,8 @@ __all__ = [
 @dataclass
 class _LowerQOp(RewritePattern):
     functions: dict[func.FuncOp, FunctionLowering]
+    OPS: ClassVar[tuple[type[Operation], ...]] = ()
+    """The op classes the pattern rewrites (it leaves every other op alone)."""
 
     def lowering_of(self, op: Operation) -> FunctionLowering | None:
         return self.functions.get(op.parent_op())  # type: ignore[arg-type]
@@ -119,6 +120,8 @@ class LowerAccumulate(_LowerQOp):
     """`q.conv2d` / `q.depthwise_conv2d` / `q.dense` (+ the `q.bias_add` it folds) ->
     `accel.conv2d_zp` / `accel.dense_zp` (+ `accel.bias_add_zp`)."""
 
+    OPS = (q.Conv2DOp, q.DepthwiseConv2DOp, q.DenseOp)
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, q.Conv2DOp | q.DepthwiseConv2DOp | q.DenseOp):
             self.lower(op, rewriter, accumulate.lower_accumulate)
@@ -126,6 +129,8 @@ class LowerAccumulate(_LowerQOp):
 
 class LowerBiasAdd(_LowerQOp):
     """A `q.bias_add` no accumulating op folded -> `accel.bias_add_zp`."""
+
+    OPS = (q.BiasAddOp,)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.BiasAddOp, rewriter: PatternRewriter) -> None:
@@ -135,6 +140,8 @@ class LowerBiasAdd(_LowerQOp):
 class LowerRequantize(_LowerQOp):
     """`q.requantize` -> shift/multiply/round + clamp + zero point, or `accel.host_requantize`."""
 
+    OPS = (q.RequantizeOp,)
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.RequantizeOp, rewriter: PatternRewriter) -> None:
         self.lower(op, rewriter, requantize.lower_requantize)
@@ -142,6 +149,8 @@ class LowerRequantize(_LowerQOp):
 
 class LowerRelu(_LowerQOp):
     """`q.relu` -> `accel.max` + `accel.min`."""
+
+    OPS = (q.ReluOp,)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.ReluOp, rewriter: PatternRewriter) -> None:
@@ -151,6 +160,8 @@ class LowerRelu(_LowerQOp):
 class LowerLut(_LowerQOp):
     """`q.lut` -> `accel.lut` (a host step of the program)."""
 
+    OPS = (q.LutOp,)
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.LutOp, rewriter: PatternRewriter) -> None:
         self.lower(op, rewriter, requantize.lower_lut)
@@ -158,6 +169,8 @@ class LowerLut(_LowerQOp):
 
 class LowerAddSub(_LowerQOp):
     """`q.add` / `q.sub` -> rescaled sides, `accel.add`, output rescale and clamp."""
+
+    OPS = (q.AddOp, q.SubOp)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, q.AddOp | q.SubOp):
@@ -167,6 +180,8 @@ class LowerAddSub(_LowerQOp):
 class LowerMul(_LowerQOp):
     """`q.mul` -> `accel.mul` of the centred sides, rescale and clamp."""
 
+    OPS = (q.MulOp,)
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.MulOp, rewriter: PatternRewriter) -> None:
         self.lower(op, rewriter, elementwise.lower_mul)
@@ -174,6 +189,8 @@ class LowerMul(_LowerQOp):
 
 class LowerPool(_LowerQOp):
     """`q.max_pool2d` -> `accel.max_pool2d`; `q.avg_pool2d` -> `accel.sum_pool2d` + shift."""
+
+    OPS = (q.MaxPool2DOp, q.AvgPool2DOp)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, q.MaxPool2DOp):
@@ -185,6 +202,8 @@ class LowerPool(_LowerQOp):
 class LowerMean(_LowerQOp):
     """`q.mean` over H and W -> `accel.reduce_sum` + requantization."""
 
+    OPS = (q.MeanOp,)
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.MeanOp, rewriter: PatternRewriter) -> None:
         self.lower(op, rewriter, pool.lower_mean)
@@ -192,6 +211,8 @@ class LowerMean(_LowerQOp):
 
 class LowerPad(_LowerQOp):
     """`q.pad` of H and W -> `accel.pad`."""
+
+    OPS = (q.PadOp,)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.PadOp, rewriter: PatternRewriter) -> None:
@@ -201,6 +222,8 @@ class LowerPad(_LowerQOp):
 class LowerConcat(_LowerQOp):
     """`q.concat` -> `accel.concat`."""
 
+    OPS = (q.ConcatOp,)
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.ConcatOp, rewriter: PatternRewriter) -> None:
         self.lower(op, rewriter, data_movement.lower_concat)
@@ -209,6 +232,8 @@ class LowerConcat(_LowerQOp):
 class LowerReshape(_LowerQOp):
     """`q.reshape` keeping batch and channels -> `accel.reshape` (nothing moves); one that
     moves lanes -> `accel.relayout` (a gather step of the program)."""
+
+    OPS = (q.ReshapeOp,)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.ReshapeOp, rewriter: PatternRewriter) -> None:
@@ -225,6 +250,8 @@ class LowerReshape(_LowerQOp):
 class LowerSlice(_LowerQOp):
     """`q.slice` of the spatial dimensions -> `accel.crop`."""
 
+    OPS = (q.SliceOp,)
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.SliceOp, rewriter: PatternRewriter) -> None:
         self.lower(op, rewriter, data_movement.lower_slice)
@@ -232,6 +259,8 @@ class LowerSlice(_LowerQOp):
 
 class LowerDepthToSpace(_LowerQOp):
     """`q.depth_to_space` -> `accel.depth_to_space` (a gather step of the program)."""
+
+    OPS = (q.DepthToSpaceOp,)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.DepthToSpaceOp, rewriter: PatternRewriter) -> None:
@@ -241,6 +270,8 @@ class LowerDepthToSpace(_LowerQOp):
 class LowerAttention(_LowerQOp):
     """`q.transpose` -> `accel.relayout`; `q.softmax` -> `accel.softmax`; `q.batch_matmul` ->
     `accel.batch_matmul` (host steps of the program)."""
+
+    OPS = (q.TransposeOp, q.SoftmaxOp, q.BatchMatmulOp)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, q.TransposeOp):
@@ -254,6 +285,8 @@ class LowerAttention(_LowerQOp):
 class LowerResize(_LowerQOp):
     """`q.resize_nearest_neighbor` / `q.resize_bilinear` -> `accel.resize_nearest_neighbor`
     (a gather step of the program) / `accel.resize_bilinear` (an interpolation step)."""
+
+    OPS = (q.ResizeNearestNeighborOp, q.ResizeBilinearOp, q.Col2ImOp)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, q.ResizeNearestNeighborOp | q.ResizeBilinearOp):
@@ -279,6 +312,8 @@ LOWERED_OPS: tuple[type[q.QOp], ...] = (
 class LowerSquaredDifference(_LowerQOp):
     """`q.squared_difference` -> the rescaled sides' difference squared on the ALU."""
 
+    OPS = (q.SquaredDifferenceOp,)
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: q.SquaredDifferenceOp, rewriter: PatternRewriter) -> None:
         self.lower(op, rewriter, elementwise.lower_squared_difference)
@@ -290,10 +325,29 @@ PATTERNS += (LowerAttention,)
 LOWERED_OPS += (q.TransposeOp, q.SoftmaxOp, q.BatchMatmulOp)
 
 
+class _PatternsOfKind(RewritePattern):
+    """`GreedyRewritePatternApplier(patterns, dce_enabled=False)`, trying on each op only the
+    patterns whose `OPS` it is one of (the others leave it alone), in the same order."""
+
+    def __init__(self, patterns: list[_LowerQOp]):
+        self.patterns = patterns
+        self.of_kind: dict[type[Operation], list[_LowerQOp]] = {}
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        kind = type(op)
+        patterns = self.of_kind.get(kind)
+        if patterns is None:
+            patterns = self.of_kind[kind] = [p for p in self.patterns if issubclass(kind, p.OPS)]
+        for pattern in patterns:
+            pattern.match_and_rewrite(op, rewriter)
+            if rewriter.has_done_action:
+                return
+
+
 def lower_functions(functions: dict[func.FuncOp, FunctionLowering]) -> None:
     """Apply the patterns in program order over each accelerator function, once per op (new
     ops are not revisited; unused pure ops are not erased on the way: `dce_enabled=False`)."""
-    applier = GreedyRewritePatternApplier([p(functions) for p in PATTERNS], dce_enabled=False)
+    applier = _PatternsOfKind([p(functions) for p in PATTERNS])
     for f, lowering in functions.items():
         lowering.check(LOWERED_OPS)
         PatternRewriteWalker(applier, apply_recursively=False).rewrite_region(f.body)

@@ -54,7 +54,17 @@ def host_functions(module: ModuleOp) -> Iterator[func.FuncOp]:
 
 def is_compute_op(op: Operation) -> bool:
     """Ops a partition report counts: not constants, not the function's terminator."""
-    return not op.has_trait(ConstantLike) and not isinstance(op, func.ReturnOp)
+    kind = type(op)
+    compute = _COMPUTE.get(kind)
+    if compute is None:
+        compute = _COMPUTE[kind] = (
+            not op.has_trait(ConstantLike) and not isinstance(op, func.ReturnOp)
+        )
+    return compute
+
+
+_COMPUTE: dict[type[Operation], bool] = {}
+"""`is_compute_op` per op class (traits belong to the class)."""
 
 
 def explain_lines(

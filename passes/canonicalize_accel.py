@@ -9,20 +9,38 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qaccel.dialects.accel_canonicalization import all_patterns
+from qaccel.dialects.accel_canonicalization import patterns_of, remembered_ranges
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.transforms.dead_code_elimination import is_trivially_dead
+
+
+class _AccelPatterns(RewritePattern):
+    """`GreedyRewritePatternApplier(list(all_patterns()))`, trying on each op only the patterns
+    of its own kind (`patterns_of`; every other pattern returns at once on it), in the same
+    order."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if is_trivially_dead(op):
+            rewriter.erase(op)
+            return
+        for pattern in patterns_of(op.name):
+            pattern.match_and_rewrite(op, rewriter)
+            if rewriter.has_done_action:
+                return
 
 
 def canonicalize_accel(root: Operation) -> None:
     """Apply the `accel` patterns to everything nested in `root` until nothing changes, erasing
-    ops that become unused."""
-    walker = PatternRewriteWalker(GreedyRewritePatternApplier(list(all_patterns())))
-    for region in root.regions:
-        walker.rewrite_region(region)
+    ops that become unused. Value ranges are remembered between rewrites (dropped where the
+    IR changes)."""
+    with remembered_ranges() as ranges:
+        walker = PatternRewriteWalker(_AccelPatterns(), listener=ranges.listener())
+        for region in root.regions:
+            walker.rewrite_region(region)
 
 
 @dataclass(frozen=True)

@@ -167,21 +167,44 @@ class RegionGraph:
 
 def _region_values(ops: Sequence[Operation]) -> tuple[list[SSAValue], list[SSAValue]]:
     """(inputs in order of first use, outputs in program order); constants are neither."""
-    inside = set(ops)
-    inputs: dict[SSAValue, None] = {}
-    outputs: list[SSAValue] = []
-    for op in ops:
-        for v in op.operands:
-            owner = v.owner
-            if owner in inside:
-                continue
-            if isinstance(owner, Operation) and not is_compute_op(owner):
-                continue  # a constant: cloned into the function
-            inputs.setdefault(v, None)
-        for r in op.results:
-            if any(use.operation not in inside for use in r.uses):
-                outputs.append(r)
-    return list(inputs), outputs
+    return _Edges().region_values(ops)
+
+
+class _Edges:
+    """Each op's operands that are not constants (with their owners) and each result's users,
+    read once for the many regions `_decide` asks about (the IR does not change meanwhile).
+    Ops are told apart by `id` (alive throughout): an op's own hash is a Python call."""
+
+    def __init__(self) -> None:
+        self.edges: dict[int, tuple[list[tuple[SSAValue, int]], list[tuple]]] = {}
+
+    def _of(self, op: Operation) -> tuple[list[tuple[SSAValue, int]], list[tuple]]:
+        found = self.edges.get(id(op))
+        if found is None:
+            reads = [
+                (v, id(v.owner)) for v in op.operands
+                if not isinstance(v.owner, Operation) or is_compute_op(v.owner)
+            ]  # fmt: skip
+            users = [(r, [id(use.operation) for use in r.uses]) for r in op.results]
+            found = self.edges[id(op)] = (reads, users)
+        return found
+
+    def region_values(self, ops: Sequence[Operation]) -> tuple[list[SSAValue], list[SSAValue]]:
+        """`_region_values(ops)`."""
+        inside = set(map(id, ops))
+        inputs: dict[SSAValue, None] = {}
+        outputs: list[SSAValue] = []
+        for op in ops:
+            reads, users = self._of(op)
+            for v, owner in reads:
+                if owner not in inside:
+                    inputs.setdefault(v, None)
+            for r, operations in users:
+                for user in operations:
+                    if user not in inside:
+                        outputs.append(r)
+                        break
+        return list(inputs), outputs
 
 
 @dataclass(eq=False)
@@ -239,6 +262,7 @@ def _decide(
     partition)."""
     assert target.host_step_cost is not None
     decisions: list[_Decision] = []
+    edges = _Edges()
     for part in candidates:
         units: dict[object, list[Operation]] = {}
         for o in part.ops:
@@ -247,23 +271,26 @@ def _decide(
             units.setdefault(key, []).append(o)
         if len(units) < 2:
             continue  # nothing to move the group away from
-        inputs, outputs = _region_values(part.ops)
+        inputs, outputs = edges.region_values(part.ops)
+        at = {id(o): position[o] for o in part.ops}  # ops by id: see _Edges
         for unit in units.values():
-            members = set(unit)
-            rest = [o for o in part.ops if o not in members]
-            others = set(rest)
-            reads = any(v.owner in others for o in unit for v in o.operands)
-            feeds = any(u.operation in others for o in unit for r in o.results for u in r.uses)
+            members = set(map(id, unit))
+            rest = [o for o in part.ops if id(o) not in members]
+            others = set(map(id, rest))
+            reads = any(id(v.owner) in others for o in unit for v in o.operands)
+            feeds = any(
+                id(u.operation) in others for o in unit for r in o.results for u in r.uses
+            )
             if reads and feeds:
-                first = min(position[o] for o in unit)
-                pieces = [[o for o in rest if position[o] < first],
-                          [o for o in rest if position[o] > first]]  # fmt: skip
+                first = min(at[id(o)] for o in unit)
+                pieces = [[o for o in rest if at[id(o)] < first],
+                          [o for o in rest if at[id(o)] > first]]  # fmt: skip
             else:
                 pieces = [rest]
             ins: list[SSAValue] = []
             outs: list[SSAValue] = []
             for piece in pieces:
-                i, o = _region_values(piece)
+                i, o = edges.region_values(piece)
                 ins += i
                 outs += o
             summary = HopSummary(tuple(unit), tuple(inputs), tuple(outputs), tuple(ins),

@@ -62,30 +62,40 @@ def block_grouped_filter(
     return packed, groups
 
 
+def _centred(w: np.ndarray, zp_w: int) -> np.ndarray:
+    """`w - zp_w` as int8 (it fits: checked)."""
+    if zp_w == 0 and w.dtype == np.int8:
+        return w
+    return (w.astype(np.int64) - zp_w).astype(np.int8)
+
+
 def filter_tiles(
     fl: FunctionLowering, op: q.QOp, x: SSAValue
 ) -> tuple[SSAValue, int, np.ndarray]:
     """(packed filter, block groups, Σ w' per output channel) with `w' = w - zp_w`."""
-    w = fl.constant_array(op.filter, "the filter").astype(np.int64)
+    w = fl.constant_array(op.filter, "the filter")
     zp_w = op.int_prop("filter_zero_point")
-    centred = w - zp_w
-    if centred.size and (centred.min() < -128 or centred.max() > 127):
+    # w - zp_w's range and sums from w's own (exact in int64; no int64 copy of the filter)
+    lo, hi = (int(w.min()) - zp_w, int(w.max()) - zp_w) if w.size else (0, 0)
+    if lo < -128 or hi > 127:
         raise LoweringError(
             f"filter zero point {zp_w}: weights minus zero point span "
-            f"[{int(centred.min())}, {int(centred.max())}], outside int8 (the GEMM core "
+            f"[{lo}, {hi}], outside int8 (the GEMM core "
             "multiplies int8 weights; a data-dependent zp_w * Σx term is not supported)"
         )
     block = fl.block
     in_channels = accel.packed_lanes(x.type.get_shape())
     if isinstance(op, q.DenseOp):
         out_channels = w.shape[0]
-        wsum = centred.sum(axis=1)
+        wsum = w.sum(axis=1, dtype=np.int64)
     elif isinstance(op, q.DepthwiseConv2DOp):
         out_channels = w.shape[3]
-        wsum = centred.reshape(-1, out_channels).sum(axis=0)
+        wsum = w.reshape(-1, out_channels).sum(axis=0, dtype=np.int64)
     else:
         out_channels = w.shape[0]
-        wsum = centred.reshape(out_channels, -1).sum(axis=1)
+        wsum = w.reshape(out_channels, -1).sum(axis=1, dtype=np.int64)
+    if zp_w:
+        wsum = wsum - zp_w * (w.size // max(out_channels, 1))
     groups = 1
     regular = isinstance(op, q.DenseOp) or (
         isinstance(op, q.Conv2DOp) and w.shape[3] == op.input.type.get_shape()[3]
@@ -97,8 +107,9 @@ def filter_tiles(
             return owner.input, 1, wsum  # insert-pack-unpack's packed constant
         from qaccel.kernels.layout import pack
 
-        tiles = pack(centred.astype(np.int8), packing, 0)
+        tiles = pack(_centred(w, zp_w), packing, 0)
     else:
+        centred = w.astype(np.int64) - zp_w
         if isinstance(op, q.DepthwiseConv2DOp):
             mult = op.int_prop("depth_multiplier")
             o_index = np.arange(out_channels)

@@ -184,8 +184,11 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
         ops.append(nxt)
         cur, nxt = nxt.output, _sole_user(nxt.output)
     # qbias such that the library's fused bias `qbias - zp_in Σw` is `fused` modulo 2^32.
-    w = kw["weights"].astype(np.int64)
-    wsum = w.reshape(-1, lanes).sum(axis=0) if kind == "depthwise" else w.reshape(lanes, -1).sum(1)
+    w = kw["weights"]  # summed in int64, without an int64 copy
+    if kind == "depthwise":
+        wsum = w.reshape(-1, lanes).sum(axis=0, dtype=np.int64)
+    else:
+        wsum = w.reshape(lanes, -1).sum(axis=1, dtype=np.int64)
     qbias = (fused + kw["input_zero_point"] * wsum) & 0xFFFFFFFF
     kw["bias"] = qbias.astype(np.uint32).view(np.int32)
     if isinstance(op, accel.Conv2DZpOp) and isinstance(nxt, accel.Col2ImOp):
