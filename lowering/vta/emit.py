@@ -95,6 +95,18 @@ def _row(opcode: int, **values) -> list[int]:
     return row
 
 
+# Field positions of the rows the stream builders fill (`FIELD_NAMES` order).
+(_MEM, _SRAM, _DRAM, _YSIZE, _XSIZE, _XSTRIDE, _YPAD0, _YPAD1, _XPAD0, _XPAD1, _RESET,
+ _ITER_OUT, _ITER_IN, _DST_OUT, _DST_IN, _SRC_OUT, _SRC_IN, _WGT_OUT, _WGT_IN, _ALU_OP, _USE_IMM,
+ _IMM) = (_IDX[n] for n in (
+    "memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_0",
+    "y_pad_1", "x_pad_0", "x_pad_1", "reset", "iter_out", "iter_in", "dst_factor_out",
+    "dst_factor_in", "src_factor_out", "src_factor_in", "wgt_factor_out", "wgt_factor_in",
+    "alu_opcode", "use_imm", "imm"))  # fmt: skip
+_EMPTY = {int(op): [int(op)] + [0] * (_NF - 1) for op in Opcode}  # a zero row per opcode
+_GEMM, _ALU = int(Opcode.GEMM), int(Opcode.ALU)
+
+
 # --------------------------------------------------------------------------------------------
 # The result
 
@@ -302,35 +314,71 @@ class _Stream:
         self.writer: dict = {}
         self.readers: dict = {}
         self.kernels: dict = {}  # key -> uint32 micro-ops
+        self.replays: dict = {}  # `replay`'s recorded instructions by key
+        self.recording: list | None = None
 
     def add(self, module: int, row: list[int], reads=(), writes=(), kernel=None) -> int:
-        i = len(self.recs)
+        recs = self.recs
+        i = len(recs)
         deps = []
+        writer, readers = self.writer, self.readers
         for r in reads:
-            w = self.writer.get(r)
-            if w is not None and self.recs[w][0] != module:
+            w = writer.get(r)
+            if w is not None and recs[w][0] != module:
                 deps.append(w)
         for r in writes:
-            w = self.writer.get(r)
-            if w is not None and self.recs[w][0] != module:
+            w = writer.get(r)
+            if w is not None and recs[w][0] != module:
                 deps.append(w)
-            for m, rd in self.readers.get(r, {}).items():
-                if m != module:
-                    deps.append(rd)
-            self.writer[r] = i
-            self.readers[r] = {}
+            rd = readers.get(r)
+            if rd:
+                for m, x in rd.items():
+                    if m != module:
+                        deps.append(x)
+            writer[r] = i
+            readers[r] = {}
         for r in reads:
-            self.readers.setdefault(r, {})[module] = i
-        self.recs.append([module, row, deps, kernel])
+            rd = readers.get(r)
+            if rd is None:
+                readers[r] = {module: i}
+            else:
+                rd[module] = i
+        recs.append([module, row, deps, kernel])
+        if self.recording is not None:
+            self.recording.append((module, row.copy(), reads, writes, kernel))
         return i
+
+    def replay(self, key, emit_fn) -> None:
+        """`emit_fn()`, whose instructions depend on nothing but `key` (no DRAM address, no
+        state of the stream but its slots): the first time run and recorded, then the
+        recorded instructions added again (their dependency tokens derived anew)."""
+        known = self.replays.get(key)
+        if known is None:
+            if self.recording is not None:  # nested: the outer recording holds these too
+                emit_fn()
+                return
+            self.recording = []
+            try:
+                emit_fn()
+                self.replays[key] = self.recording
+            finally:
+                self.recording = None
+            return
+        add = self.add
+        for module, row, reads, writes, kernel in known:
+            add(module, row.copy(), reads, writes, kernel)
 
     def load(self, mem, sram, dram, y, x, stride=None, ypad=(0, 0), xpad=(0, 0), *, module,
              reads=(), writes=()) -> int:  # fmt: skip
-        row = _row(
-            Opcode.LOAD, memory_type=int(mem), sram_base=sram, dram_base=dram, y_size=y,
-            x_size=x, x_stride=x if stride is None else stride, y_pad_0=ypad[0], y_pad_1=ypad[1],
-            x_pad_0=xpad[0], x_pad_1=xpad[1],
-        )  # fmt: skip
+        row = _EMPTY[0].copy()
+        row[_MEM] = int(mem)
+        row[_SRAM] = sram
+        row[_DRAM] = dram
+        row[_YSIZE] = y
+        row[_XSIZE] = x
+        row[_XSTRIDE] = x if stride is None else stride
+        row[_YPAD0], row[_YPAD1] = ypad
+        row[_XPAD0], row[_XPAD1] = xpad
         return self.add(module, row, reads, writes)
 
     def store(self, mem, sram, dram, y, x, stride, *, reads=(), writes=(), param_row=None,
@@ -338,10 +386,15 @@ class _Stream:
         """A STORE; with `param_row` a STORE OUTQ through the parameter blocks from that row
         (`param_step`: whether they advance with y, x) that clears the rows it reads
         (`writes` then names them)."""
-        row = _row(Opcode.STORE, memory_type=int(mem), sram_base=sram, dram_base=dram, y_size=y,
-                   x_size=x, x_stride=stride)  # fmt: skip
+        row = _EMPTY[1].copy()
+        row[_MEM] = int(mem)
+        row[_SRAM] = sram
+        row[_DRAM] = dram
+        row[_YSIZE] = y
+        row[_XSIZE] = x
+        row[_XSTRIDE] = stride
         if param_row is not None:
-            row[_IDX["memory_type"]] = int(MemType.OUTQ)
+            row[_MEM] = int(MemType.OUTQ)
             row[_IDX["param_row"]] = param_row
             row[_IDX["param_y"]], row[_IDX["param_x"]] = param_step
             row[_IDX["clear"]] = int(bool(writes))
@@ -349,23 +402,30 @@ class _Stream:
 
     def gemm(self, kernel, n_out, n_in, dst=(0, 0), src=(0, 0), wgt=(0, 0), reset=False,
              reads=(), writes=(), sub=None) -> int:  # fmt: skip
-        dst, src, wgt = (_factors(f, n_out, n_in) for f in (dst, src, wgt))
-        row = _row(
-            Opcode.GEMM, reset=int(reset), iter_out=n_out, iter_in=n_in,
-            dst_factor_out=dst[0], dst_factor_in=dst[1], src_factor_out=src[0],
-            src_factor_in=src[1], wgt_factor_out=wgt[0], wgt_factor_in=wgt[1],
-        )  # fmt: skip
+        row = _EMPTY[_GEMM].copy()
+        row[_RESET] = 1 if reset else 0
+        row[_ITER_OUT] = n_out
+        row[_ITER_IN] = n_in
+        # Loop factors of single-iteration loops are zero (`_factors`).
+        if n_out > 1:
+            row[_DST_OUT], row[_SRC_OUT], row[_WGT_OUT] = dst[0], src[0], wgt[0]
+        if n_in > 1:
+            row[_DST_IN], row[_SRC_IN], row[_WGT_IN] = dst[1], src[1], wgt[1]
         return self.add(COMPUTE, row, reads, writes, (kernel, sub))
 
     def alu(self, op, kernel, sub, n_out, n_in, dst=(0, 0), src=(0, 0), imm=None, reads=(),
             writes=()) -> int:  # fmt: skip
-        dst, src = _factors(dst, n_out, n_in), _factors(src, n_out, n_in)
-        row = _row(
-            Opcode.ALU, alu_opcode=int(op), use_imm=int(imm is not None),
-            imm=0 if imm is None else imm, iter_out=n_out, iter_in=n_in,
-            dst_factor_out=dst[0], dst_factor_in=dst[1], src_factor_out=src[0],
-            src_factor_in=src[1],
-        )  # fmt: skip
+        row = _EMPTY[_ALU].copy()
+        row[_ALU_OP] = int(op)
+        if imm is not None:
+            row[_USE_IMM] = 1
+            row[_IMM] = imm
+        row[_ITER_OUT] = n_out
+        row[_ITER_IN] = n_in
+        if n_out > 1:
+            row[_DST_OUT], row[_SRC_OUT] = dst[0], src[0]
+        if n_in > 1:
+            row[_DST_IN], row[_SRC_IN] = dst[1], src[1]
         return self.add(COMPUTE, row, reads, writes, (kernel, sub))
 
     def kernel(self, key, build) -> tuple:
@@ -655,6 +715,14 @@ class _Emitter(_Stream):
         return npix, 1, fr * fc, fc, 1
 
     def gemm_step(self, st: Step, islot: int, wslot: int, aslot: int):
+        """The step's GEMM: it depends on the tile's shape, the slots and (depthwise) where
+        the output group starts in a multiplier's group of channels, never on DRAM."""
+        g = self.g
+        diag_off = st.co0 % g.depth_multiplier if g.diagonal else 0
+        self.replay(("gemm", st.th, st.tw, st.nco, st.nci, diag_off, islot, wslot, aslot),
+                    lambda: self._gemm_step(st, islot, wslot, aslot))
+
+    def _gemm_step(self, st: Step, islot: int, wslot: int, aslot: int):
         g, plan, c = self.g, self.plan, self.c
         K = g.taps
         inp_base = plan.inp_base + islot * plan.inp_slot_rows
@@ -742,6 +810,17 @@ class _Emitter(_Stream):
         return st.nco, npix, (npix, 1), (1, 0)
 
     def init_tile(self, st: Step, aslot: int, split: bool):
+        """The tile's accumulators set to their start: the instructions depend on the tile's
+        shape, slot and output group (the bias rows' DRAM address is the layer's), except
+        for run-time start values (each tile's own DRAM rows) and the output stage's (what
+        the last store left)."""
+        if self.layer.runtime_init or self.store_tail:
+            self._init_tile(st, aslot, split)
+            return
+        self.replay(("init", aslot, st.co0, st.th, st.tw, st.nco, split),
+                    lambda: self._init_tile(st, aslot, split))
+
+    def _init_tile(self, st: Step, aslot: int, split: bool):
         g, plan = self.g, self.plan
         acc_base = plan.acc_base + aslot * plan.acc_slot_rows
         key, idx = self.tail_kernel(aslot, st.co0)
@@ -797,6 +876,15 @@ class _Emitter(_Stream):
                       module=COMPUTE, writes=res)  # fmt: skip
 
     def tail(self, st: Step, aslot: int, split: bool):
+        """The tile's requantizing tail: ALU instructions that depend on the tile's shape,
+        slot and output group only."""
+        if self.store_tail:
+            self._tail(st, aslot, split)
+            return
+        self.replay(("tail", aslot, st.co0, st.th, st.tw, st.nco, split),
+                    lambda: self._tail(st, aslot, split))
+
+    def _tail(self, st: Step, aslot: int, split: bool):
         g = self.g
         key, idx = self.tail_kernel(aslot, st.co0)
         n_out, n_in, dst, psrc = self.tile_loops(st)
