@@ -477,9 +477,9 @@ def _emit_layers(name: str, layers_read: list[_Layer], slots, slot_of, arena: in
     """Emit the layers in body order, each layer's constants after the last one's: (compiled
     layers, (offset, constants) of each, the image's size, None), or (..., (the first layer
     the emitter refuses, why)). A GEMM layer's constants are laid out first and its stream
-    emitted after (`prepare_emit`), so the streams, most of the work, are emitted on two
-    cores (`_run_emitters`); the first refusal in body order is the one reported, as when
-    they were emitted one by one."""
+    emitted after (`prepare_emit`), so the streams and the report rows (timing and energy),
+    most of the work, are made on two cores (`_run_emitters`); the first refusal in body
+    order is the one reported, as when they were emitted one by one."""
     at = -(-arena // c.dram_align) * c.dram_align  # constants: weights need whole tiles
     entries: list[tuple[_Layer, object, int]] = []  # (layer, emitter or program, offset)
     failed = None
@@ -491,13 +491,15 @@ def _emit_layers(name: str, layers_read: list[_Layer], slots, slot_of, arena: in
             break
         entries.append((lay, prepared, at))
         at = -(-(at + len(consts)) // c.dram_align) * c.dram_align
-    programs = _run_emitters([e[1] for e in entries])
+    # A layer's index is its entry's: the layers after a refusal are not compiled.
+    jobs = [_LayerJob(name, i, lay, prepared, c) for i, (lay, prepared, _) in enumerate(entries)]
+    done = _run_emitters(jobs)
     layers, constants = [], []
-    for (lay, _, offset), prog in zip(entries, programs):
+    for (lay, _, offset), (prog, report) in zip(entries, done):
         if isinstance(prog, LayerError):
             failed = (lay, str(prog))
             break
-        layers.append(_compiled_layer(name, len(layers), lay, prog, slot_of, index_of, c))
+        layers.append(_compiled_layer(name, len(layers), lay, prog, report, slot_of, index_of))
         constants.append((offset, prog.constants))
     return layers, constants, at, failed
 
@@ -521,28 +523,56 @@ def _prepare_layer(lay: _Layer, slots, slot_of, at: int, c: HardwareConfig):
     return prog, prog.constants
 
 
-def _run_emitters(prepared: list) -> list:
-    """Each GEMM emitter's program (or the LayerError it raised), every other one (by
-    weight) in a forked child (`kernels/background.py`); other entries as they are."""
-    todo = [i for i, e in enumerate(prepared) if hasattr(e, "run")]
-    out = list(prepared)
-    if not todo:
+@dataclass
+class _LayerJob:
+    """What is left to do for one layer once its constants are laid out: its stream (a GEMM
+    layer's emitter runs; other layers' programs are made) and its report row (the stream's
+    timing and energy), as `run()` gives them: (program, report) or (LayerError, None)."""
+
+    function: str
+    index: int  # the layer's index in its function
+    layer: _Layer
+    prepared: object  # a GEMM layer's emitter, or an element-wise/pool layer's program
+    config: HardwareConfig
+
+    def weight(self) -> int:
+        """The work, roughly: a GEMM stream's length follows its loop steps; a program made
+        already leaves its report (a timing run)."""
+        if hasattr(self.prepared, "run"):
+            return _step_weight(self.prepared.s)
+        return 1
+
+    def run(self) -> tuple:
+        prog = self.prepared
+        if hasattr(prog, "run"):
+            try:
+                prog = prog.run()
+            except LayerError as err:
+                return err, None
+        return prog, _layer_report(self.function, self.index, self.layer, prog, self.config)
+
+
+def _run_emitters(jobs: list[_LayerJob]) -> list:
+    """Each job's result, every other one (by weight) in a forked child
+    (`kernels/background.py`) when there is more than one."""
+    out: list = [None] * len(jobs)
+    if not jobs:
         return out
-    # Balance the halves by loop steps (a stream's length follows them).
-    weight = {i: _step_weight(prepared[i].s) for i in todo}
+    # Balance the halves by the work's estimate.
+    weight = [job.weight() for job in jobs]
     halves: tuple[list[int], list[int]] = ([], [])
     loads = [0, 0]
-    for i in sorted(todo, key=lambda i: -weight[i]):
-        k = 0 if loads[0] <= loads[1] or len(todo) == 1 else 1
+    for i in sorted(range(len(jobs)), key=lambda i: -weight[i]):
+        k = 0 if loads[0] <= loads[1] or len(jobs) == 1 else 1
         halves[k].append(i)
         loads[k] += weight[i]
     mine, theirs = sorted(halves[0]), sorted(halves[1])  # one layer: all mine, no child
-    pending = background.start(_emit_streams, [prepared[i] for i in theirs]) if theirs else None
+    pending = background.start(_run_jobs, [jobs[i] for i in theirs]) if theirs else None
     try:
-        for i, prog in zip(mine, _emit_streams([prepared[i] for i in mine])):
-            out[i] = prog
-        for i, prog in zip(theirs, pending.result() if pending else []):
-            out[i] = prog
+        for i, done in zip(mine, _run_jobs([jobs[i] for i in mine])):
+            out[i] = done
+        for i, done in zip(theirs, pending.result() if pending else []):
+            out[i] = done
     finally:
         if pending is not None:
             pending.cancel()  # when this half raised
@@ -553,19 +583,24 @@ def _step_weight(s: Schedule) -> int:
     return s.geometry.batch * s.tiles_y * s.tiles_x * s.co_groups * s.ci_groups + 1
 
 
-def _emit_streams(emitters: list) -> list:
-    out = []
-    for e in emitters:
-        try:
-            out.append(e.run())
-        except LayerError as err:
-            out.append(err)
-    return out
+def _run_jobs(jobs: list[_LayerJob]) -> list:
+    return [job.run() for job in jobs]
 
 
-def _compiled_layer(name: str, index: int, lay: _Layer, prog, slot_of, index_of,
-                    c: HardwareConfig) -> CompiledLayer:  # fmt: skip
-    """The `CompiledLayer` of a formed layer emitted as `prog`, with its report."""
+def _layer_report(name: str, index: int, lay: _Layer, prog, c: HardwareConfig) -> dict:
+    """The report row of a formed layer emitted as `prog`."""
+    m = lay.match
+    if isinstance(m, LayerMatch):
+        report = gemm_report(name, index, m.layer, lay.schedule, prog, c)
+    else:
+        report = alu_report(name, index, m.layer, prog, c)
+    report.update(layer_energy(prog.program, c, report["cycles"]))
+    return report
+
+
+def _compiled_layer(name: str, index: int, lay: _Layer, prog, report: dict, slot_of,
+                    index_of) -> CompiledLayer:  # fmt: skip
+    """The `CompiledLayer` of a formed layer emitted as `prog`, with its report row."""
     m, op = lay.match, lay.op
     output = op.outputs[0]
     position = index_of[op]
@@ -575,11 +610,8 @@ def _compiled_layer(name: str, index: int, lay: _Layer, prog, slot_of, index_of,
         for v in (m.weights, m.init):  # run-time weight tiles and accumulators, written first
             if v is not None:
                 inputs.append(slot_of[v])
-        report = gemm_report(name, index, m.layer, lay.schedule, prog, c)
     else:
         inputs, offset = [slot_of[v] for v in m.inputs], None
-        report = alu_report(name, index, m.layer, prog, c)
-    report.update(layer_energy(prog.program, c, report["cycles"]))
     return CompiledLayer(
         function=name, index=index, ops=[position], anchor=position, inputs=inputs,
         output=slot_of[output], widened=widened, offset=offset, program=prog,

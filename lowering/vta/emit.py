@@ -55,6 +55,7 @@ from qaccel.targets.vta.isa import (
     Program,
     encode,
     encode_uops,
+    layout_of,
 )
 from qaccel.lowering.vta.bias import bias_row, dense_requantize_host, param_layout
 from qaccel.lowering.vta.geometry import (
@@ -75,6 +76,7 @@ _NF = len(FIELD_NAMES)
 LOAD, COMPUTE, STORE = int(Module.LOAD), int(Module.COMPUTE), int(Module.STORE)
 # (producer, consumer) -> (producer's push flag, consumer's pop flag)
 _TOKEN_FLAGS = {(int(p), int(c)): (push, pop) for p, c, push, pop in TOKEN_FIFOS.values()}
+_TOKEN_COLUMNS = {pair: (_IDX[push], _IDX[pop]) for pair, (push, pop) in _TOKEN_FLAGS.items()}
 
 
 def _align(n: int, alignment: int) -> int:
@@ -301,6 +303,37 @@ def _shared_kernel(key: tuple, build) -> np.ndarray:
     return found
 
 
+_RELATIVE: dict[tuple, tuple] = {}
+
+
+def _placed_kernel(shape: tuple, bases: tuple[int, int, int], indices, c: HardwareConfig):
+    """`encode_uops(*indices(*bases))`: a GEMM kernel's micro-ops for the buffer bases
+    (dst, src, wgt). The indices from bases 0 are built and encoded once per `shape` (the
+    kernels of every slot of a layer, and of layers of one shape, differ by their bases only);
+    the bases are then added to the encodings, which carries into no other field when every
+    index fits its field (else the kernel is built from its bases, and raises as it did)."""
+    rel = _RELATIVE.get(shape)
+    if rel is None:
+        if len(_RELATIVE) > 4096:
+            _RELATIVE.clear()
+        arrays = np.broadcast_arrays(*(np.asarray(v, np.int64) for v in indices(0, 0, 0)))
+        fields = layout_of(c).uop
+        if arrays[0].size and all(0 <= v.min() and v.max() < 1 << f.width
+                                  for f, v in zip(fields, arrays)):  # fmt: skip
+            words = np.zeros(arrays[0].shape, np.uint64)
+            for f, v in zip(fields, arrays):
+                words |= v.astype(np.uint64) << np.uint64(f.bit)
+            rel = (words.reshape(-1), [(int(v.max()), f) for f, v in zip(fields, arrays)])
+        else:
+            rel = (None, [])
+        _RELATIVE[shape] = rel
+    words, limits = rel
+    if words is None or any(b < 0 or top + b >= 1 << f.width
+                            for (top, f), b in zip(limits, bases)):  # fmt: skip
+        return encode_uops(*indices(*bases), c)
+    offset = sum(b << f.bit for (_, f), b in zip(limits, bases))
+    return (words + np.uint64(offset)).astype(np.uint32)
+
 
 class _Stream:
     """An instruction stream under construction: records with the buffer slots each reads and
@@ -316,10 +349,16 @@ class _Stream:
         self.kernels: dict = {}  # key -> uint32 micro-ops
         self.replays: dict = {}  # `replay`'s recorded instructions by key
         self.recording: list | None = None
+        self.synced: dict[tuple[int, int], int] = {}  # token queue -> latest producer popped
 
     def add(self, module: int, row: list[int], reads=(), writes=(), kernel=None) -> int:
+        """Append an instruction of `module` that reads and writes these slots; it waits (a
+        dependency token) for the latest instruction of another module that last wrote a
+        slot it accesses, or read a slot it writes."""
         recs = self.recs
         i = len(recs)
+        if self.recording is not None:  # before the tokens change the row
+            self.recording.append((module, row.copy(), reads, writes, kernel))
         deps = []
         writer, readers = self.writer, self.readers
         for r in reads:
@@ -344,9 +383,30 @@ class _Stream:
             else:
                 rd[module] = i
         recs.append([module, row, deps, kernel])
-        if self.recording is not None:
-            self.recording.append((module, row.copy(), reads, writes, kernel))
+        if deps:
+            self.tokens(module, row, deps)
         return i
+
+    def tokens(self, module: int, row: list[int], deps: list[int]) -> None:
+        """The dependency tokens of a new instruction (`row`) that needs records `deps` of
+        other modules first: a push on the latest of each module and a pop here. Pops only
+        ever advance to the latest producer needed, so each instruction pops at most one
+        token per queue, and a producer an earlier pop covered needs none."""
+        recs, synced = self.recs, self.synced
+        latest: dict[int, int] = {}
+        for d in deps:
+            p = recs[d][0]
+            if d > latest.get(p, -1):
+                latest[p] = d
+        for p, d in latest.items():
+            pair = (p, module)
+            flags = _TOKEN_COLUMNS.get(pair)
+            if flags is None:
+                raise AssertionError(f"no token queue from module {p} to module {module}")
+            if d > synced.get(pair, -1):
+                synced[pair] = d
+                recs[d][1][flags[0]] = 1
+                row[flags[1]] = 1
 
     def replay(self, key, emit_fn) -> None:
         """`emit_fn()`, whose instructions depend on nothing but `key` (no DRAM address, no
@@ -437,28 +497,12 @@ class _Stream:
         """FINISH after the last instruction of every module."""
         last = {m: i for i, rec in enumerate(self.recs) for m in (rec[0],) if m != COMPUTE}
         fin = self.add(COMPUTE, _row(Opcode.FINISH))
-        self.recs[fin][2] = sorted(last.values())
+        self.recs[fin][2] = deps = sorted(last.values())
+        self.tokens(COMPUTE, self.recs[fin][1], deps)
 
     def encode_stream(self) -> tuple[Program, int]:
-        """Dependency tokens from the records' slot accesses, micro-ops placed, encoded: the
-        program and its number of LOAD UOPs."""
-        recs = self.recs
-        synced = {pair: -1 for pair in _TOKEN_FLAGS}
-        for i, (module, row, deps, _) in enumerate(recs):
-            latest: dict[int, int] = {}
-            for d in deps:
-                p = recs[d][0]
-                if d > latest.get(p, -1):
-                    latest[p] = d
-            for p, d in latest.items():
-                pair = (p, module)
-                if pair not in _TOKEN_FLAGS:
-                    raise AssertionError(f"no token queue from module {p} to module {module}")
-                if d > synced[pair]:
-                    synced[pair] = d
-                    push, pop = _TOKEN_FLAGS[pair]
-                    recs[d][1][_IDX[push]] = 1
-                    row[_IDX[pop]] = 1
+        """Micro-ops placed, the records encoded (their dependency tokens were set as they
+        were added): the program and its number of LOAD UOPs."""
         rows, uop_image, n_uop_loads = self.place_uops()
         # The rows are the fields in FIELD_NAMES order, all int64: one matrix, viewed as records.
         fields = np.array(rows, np.int64).reshape(len(rows), _NF).view(FIELDS_DTYPE).reshape(-1)
@@ -737,7 +781,8 @@ class _Emitter(_Stream):
         diag_off = st.co0 % m if g.diagonal else 0
         key = ("gemm", st.th, st.tw, st.nco, st.nci, diag_off, inp_base, wgt_base, acc_base)
 
-        def build():
+        def indices(acc_base: int, inp_base: int, wgt_base: int):
+            """(dst, src, wgt) of the kernel's micro-ops from these buffer bases."""
             if pb is None:  # one output row: alternate with a scratch row (added in the tail)
                 r = np.arange(red)
                 ci, tap = (np.zeros_like(r), r) if g.diagonal else (r // K, r % K)
@@ -745,7 +790,7 @@ class _Emitter(_Stream):
                 dst = acc_base + (r % 2)
                 src = inp_base + ci * s_ci + ky * dyf * s_fy + kx * g.dw * s_fx
                 wgt = wgt_base + ci * K + tap
-                return encode_uops(dst, src, wgt, c)
+                return dst, src, wgt
             uy, ux = pb
             if g.diagonal:
                 ky, kx, co, py, px = np.indices((g.KH, g.KW, st.nco, uy, ux)).reshape(5, -1)
@@ -759,10 +804,14 @@ class _Emitter(_Stream):
             dst = acc_base + co * s_co + (py * st.tw + px) * s_p
             src = (inp_base + ci * s_ci + (py * sy + ky * dyf) * s_fy
                    + (px * g.sw + kx * g.dw) * s_fx)  # fmt: skip
-            return encode_uops(dst, src, wgt, c)
+            return dst, src, wgt
 
-        shared = (c, pb, red, g.diagonal, g.KH, g.KW, g.dw, g.sw, sy, dyf, m, st.nci, s_co, s_p,
-                  s_ci, s_fy, s_fx, *key)  # fmt: skip
+        def build():
+            return _placed_kernel(shape, (acc_base, inp_base, wgt_base), indices, c)
+
+        shape = (c, pb, red, g.diagonal, g.KH, g.KW, g.dw, g.sw, sy, dyf, m, st.nci, s_co, s_p,
+                 s_ci, s_fy, s_fx, *key[:6])  # fmt: skip
+        shared = (*shape, *key[6:])
         kern = self.kernel(key, lambda: _shared_kernel(shared, build))
         reads = [("inp", islot), ("wgt", wslot), ("acc", aslot)]
         if pb is None:
@@ -792,12 +841,12 @@ class _Emitter(_Stream):
             entries.append(("bias_gemm", plan.inp_bias, plan.wgt_bias + co0))
         names = [e[0] for e in entries]
 
-        def build():
-            return encode_uops(
-                np.full(len(entries), acc_base), [e[1] for e in entries], [e[2] for e in entries], c
-            )
+        srcs, wgts = tuple(e[1] for e in entries), tuple(e[2] for e in entries)
 
-        self.kernel(key, build)
+        def build():
+            return encode_uops(np.full(len(entries), acc_base), srcs, wgts, c)
+
+        self.kernel(key, lambda: _shared_kernel(("tail", c, acc_base, srcs, wgts), build))
         known = self.tail_kernels[key] = {n: i for i, n in enumerate(names)}
         return key, known
 
