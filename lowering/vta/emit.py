@@ -344,8 +344,7 @@ class _Stream:
     def __init__(self, config: HardwareConfig):
         self.c = config
         self.recs: list[list] = []  # [module, row, deps, kernel key or None]
-        self.writer: dict = {}
-        self.readers: dict = {}
+        self.slots: dict = {}  # slot -> its last writer and readers (`add`)
         self.kernels: dict = {}  # key -> uint32 micro-ops
         self.replays: dict = {}  # `replay`'s recorded instructions by key
         self.recording: list | None = None
@@ -359,29 +358,32 @@ class _Stream:
         i = len(recs)
         if self.recording is not None:  # before the tokens change the row
             self.recording.append((module, row.copy(), reads, writes, kernel))
+        # Per slot: [last writer, its module, last reader in module 0, 1, 2] (-1: none).
+        slots = self.slots
         deps = []
-        writer, readers = self.writer, self.readers
         for r in reads:
-            w = writer.get(r)
-            if w is not None and recs[w][0] != module:
-                deps.append(w)
+            st = slots.get(r)
+            if st is not None and st[0] >= 0 and st[1] != module:
+                deps.append(st[0])
         for r in writes:
-            w = writer.get(r)
-            if w is not None and recs[w][0] != module:
-                deps.append(w)
-            rd = readers.get(r)
-            if rd:
-                for m, x in rd.items():
-                    if m != module:
-                        deps.append(x)
-            writer[r] = i
-            readers[r] = {}
+            st = slots.get(r)
+            if st is None:
+                slots[r] = [i, module, -1, -1, -1]
+                continue
+            if st[0] >= 0 and st[1] != module:
+                deps.append(st[0])
+            if module != 0 and st[2] >= 0:
+                deps.append(st[2])
+            if module != 1 and st[3] >= 0:
+                deps.append(st[3])
+            if module != 2 and st[4] >= 0:
+                deps.append(st[4])
+            st[:] = (i, module, -1, -1, -1)
         for r in reads:
-            rd = readers.get(r)
-            if rd is None:
-                readers[r] = {module: i}
-            else:
-                rd[module] = i
+            st = slots.get(r)
+            if st is None:
+                st = slots[r] = [-1, -1, -1, -1, -1]
+            st[2 + module] = i
         recs.append([module, row, deps, kernel])
         if deps:
             self.tokens(module, row, deps)
