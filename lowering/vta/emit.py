@@ -361,10 +361,14 @@ class _Stream:
         # Per slot: [last writer, its module, last reader in module 0, 1, 2] (-1: none).
         slots = self.slots
         deps = []
+        read = []
         for r in reads:
             st = slots.get(r)
-            if st is not None and st[0] >= 0 and st[1] != module:
+            if st is None:
+                st = slots[r] = [-1, -1, -1, -1, -1]
+            elif st[0] >= 0 and st[1] != module:
                 deps.append(st[0])
+            read.append(st)
         for r in writes:
             st = slots.get(r)
             if st is None:
@@ -379,11 +383,9 @@ class _Stream:
             if module != 2 and st[4] >= 0:
                 deps.append(st[4])
             st[:] = (i, module, -1, -1, -1)
-        for r in reads:
-            st = slots.get(r)
-            if st is None:
-                st = slots[r] = [-1, -1, -1, -1, -1]
-            st[2 + module] = i
+        reader = 2 + module
+        for st in read:
+            st[reader] = i
         recs.append([module, row, deps, kernel])
         if deps:
             self.tokens(module, row, deps)
