@@ -358,37 +358,50 @@ class _Stream:
         i = len(recs)
         if self.recording is not None:  # before the tokens change the row
             self.recording.append((module, row.copy(), reads, writes, kernel))
-        # Per slot: [last writer, its module, last reader in module 0, 1, 2] (-1: none).
+        # Per slot: [last writer, its module, last reader in module 0, 1, 2] (-1: none; a
+        # slot never written has module 3). `latest`: per module, the latest instruction
+        # this one waits for (its own module's are dropped: a module runs in order).
         slots = self.slots
-        deps = []
+        latest = [-1, -1, -1, -1]
         read = []
         for r in reads:
             st = slots.get(r)
             if st is None:
-                st = slots[r] = [-1, -1, -1, -1, -1]
-            elif st[0] >= 0 and st[1] != module:
-                deps.append(st[0])
+                st = slots[r] = [-1, 3, -1, -1, -1]
+            elif st[0] > latest[st[1]]:
+                latest[st[1]] = st[0]
             read.append(st)
         for r in writes:
             st = slots.get(r)
             if st is None:
                 slots[r] = [i, module, -1, -1, -1]
                 continue
-            if st[0] >= 0 and st[1] != module:
-                deps.append(st[0])
-            if module != 0 and st[2] >= 0:
-                deps.append(st[2])
-            if module != 1 and st[3] >= 0:
-                deps.append(st[3])
-            if module != 2 and st[4] >= 0:
-                deps.append(st[4])
+            if st[0] > latest[st[1]]:
+                latest[st[1]] = st[0]
+            if st[2] > latest[0]:
+                latest[0] = st[2]
+            if st[3] > latest[1]:
+                latest[1] = st[3]
+            if st[4] > latest[2]:
+                latest[2] = st[4]
             st[:] = (i, module, -1, -1, -1)
         reader = 2 + module
         for st in read:
             st[reader] = i
-        recs.append([module, row, deps, kernel])
-        if deps:
-            self.tokens(module, row, deps)
+        recs.append([module, row, (), kernel])
+        latest[module] = -1
+        for p in (0, 1, 2):
+            d = latest[p]
+            if d < 0:
+                continue
+            pair = (p, module)
+            flags = _TOKEN_COLUMNS.get(pair)
+            if flags is None:
+                raise AssertionError(f"no token queue from module {p} to module {module}")
+            if d > self.synced.get(pair, -1):  # else an earlier pop covered it
+                self.synced[pair] = d
+                recs[d][1][flags[0]] = 1
+                row[flags[1]] = 1
         return i
 
     def tokens(self, module: int, row: list[int], deps: list[int]) -> None:
