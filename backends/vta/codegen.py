@@ -67,6 +67,7 @@ from qaccel.lowering.vta.geometry import LayerError
 from qaccel.lowering.vta.planning import Schedule
 from qaccel.lowering.vta.search import schedule
 from qaccel.targets.vta.config import HardwareConfig
+from qaccel.targets.vta.isa import Program
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
@@ -567,12 +568,12 @@ def _run_emitters(jobs: list[_LayerJob]) -> list:
         halves[k].append(i)
         loads[k] += weight[i]
     mine, theirs = sorted(halves[0]), sorted(halves[1])  # one layer: all mine, no child
-    pending = background.start(_run_jobs, [jobs[i] for i in theirs]) if theirs else None
+    pending = background.start(_run_jobs_sent, [jobs[i] for i in theirs]) if theirs else None
     try:
-        for i, done in zip(mine, _run_jobs([jobs[i] for i in mine])):
-            out[i] = done
-        for i, done in zip(theirs, pending.result() if pending else []):
-            out[i] = done
+        for i in mine:
+            out[i] = jobs[i].run()
+        for i, sent in zip(theirs, pending.result() if pending else []):
+            out[i] = _received(jobs[i], sent)
     finally:
         if pending is not None:
             pending.cancel()  # when this half raised
@@ -583,8 +584,31 @@ def _step_weight(s: Schedule) -> int:
     return s.geometry.batch * s.tiles_y * s.tiles_x * s.co_groups * s.ci_groups + 1
 
 
-def _run_jobs(jobs: list[_LayerJob]) -> list:
-    return [job.run() for job in jobs]
+def _run_jobs_sent(jobs: list[_LayerJob]) -> list:
+    """The jobs' results as a child sends them back: only what the caller's copy of each
+    job does not have (a GEMM stream's words, micro-ops and LOAD UOPs; the report rows),
+    not the layers' constants and weights again."""
+    out: list = []
+    for job in jobs:
+        prog, report = job.run()
+        if isinstance(prog, LayerError):
+            out.append((prog, None))
+        elif prog is job.prepared:
+            out.append((None, report))
+        else:
+            out.append(((prog.program.words, prog.program.uops, prog.uop_loads), report))
+    return out
+
+
+def _received(job: _LayerJob, sent: tuple) -> tuple:
+    """A job's result (as `_LayerJob.run` gives it) from what `_run_jobs_sent` sent."""
+    prog, report = sent
+    if prog is None:
+        return job.prepared, report
+    if isinstance(prog, LayerError):
+        return prog, None
+    words, uops, uop_loads = prog
+    return job.prepared.program_of(Program(job.config, words, uops), uop_loads), report
 
 
 def _layer_report(name: str, index: int, lay: _Layer, prog, c: HardwareConfig) -> dict:

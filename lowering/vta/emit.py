@@ -1079,7 +1079,11 @@ class _Emitter(_Stream):
         return consts_loaded
 
     def finalize(self) -> LayerProgram:
-        program, n_uop_loads = self.encode_stream()
+        return self.program_of(*self.encode_stream())
+
+    def program_of(self, program: Program, n_uop_loads: int) -> LayerProgram:
+        """The `LayerProgram` of this layer's encoded stream (e.g. one `run()` made in
+        another process: the DRAM layout and constants are this emitter's)."""
         return LayerProgram(
             layer=self.layer, schedule=self.s, config=self.c, program=program,
             dram_size=self.dram_size, input_offset=self.regions["input"][0],
