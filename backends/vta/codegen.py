@@ -61,7 +61,7 @@ from qaccel.lowering.schedule_vta import (
     gemm_schedule,
 )
 from qaccel.lowering.vta.emit import LayerProgram, Placement, prepare_emit
-from qaccel.lowering.vta.emit_alu import AluPlan, emit_alu, emit_pool
+from qaccel.lowering.vta.emit_alu import AluPlan, prepare_alu
 from qaccel.lowering.vta.layers import AluMatch, LayerMatch, LayerReader, NotALayer, PoolMatch
 from qaccel.lowering.vta.geometry import LayerError
 from qaccel.lowering.vta.planning import Schedule
@@ -477,10 +477,10 @@ def _emit_layers(name: str, layers_read: list[_Layer], slots, slot_of, arena: in
                  c: HardwareConfig):  # fmt: skip
     """Emit the layers in body order, each layer's constants after the last one's: (compiled
     layers, (offset, constants) of each, the image's size, None), or (..., (the first layer
-    the emitter refuses, why)). A GEMM layer's constants are laid out first and its stream
-    emitted after (`prepare_emit`), so the streams and the report rows (timing and energy),
-    most of the work, are made on two cores (`_run_emitters`); the first refusal in body
-    order is the one reported, as when they were emitted one by one."""
+    the emitter refuses, why)). Every layer's constants are laid out first and its stream
+    emitted after (`prepare_emit`, `prepare_alu`), so the streams and the report rows (timing
+    and energy), most of the work, are made on two cores (`_run_emitters`); the first refusal
+    in body order is the one reported, as when they were emitted one by one."""
     at = -(-arena // c.dram_align) * c.dram_align  # constants: weights need whole tiles
     entries: list[tuple[_Layer, object, int]] = []  # (layer, emitter or program, offset)
     failed = None
@@ -506,8 +506,9 @@ def _emit_layers(name: str, layers_read: list[_Layer], slots, slot_of, arena: in
 
 
 def _prepare_layer(lay: _Layer, slots, slot_of, at: int, c: HardwareConfig):
-    """(a GEMM layer's emitter, placed, or an element-wise/pool layer's program; the layer's
-    constants bytes), its constants at byte `at`."""
+    """(the layer's emitter, placed: a GEMM layer's, or an element-wise/pool layer's; the
+    layer's constants bytes, which do not depend on its stream), its constants at byte
+    `at`."""
     m, output = lay.match, lay.op.outputs[0]
     if isinstance(m, LayerMatch):
         weights, init = (None if v is None else slots[slot_of[v]].offset
@@ -517,39 +518,41 @@ def _prepare_layer(lay: _Layer, slots, slot_of, at: int, c: HardwareConfig):
         emitter = prepare_emit(m.layer, lay.schedule, c, placement)
         return emitter, emitter.constants
     plan = lay.schedule
-    emit_fn = emit_pool if isinstance(m, PoolMatch) else emit_alu
-    prog = emit_fn(m.layer, c, inputs_at=[slots[slot_of[v]].offset for v in m.inputs],
-                   output_at=slots[slot_of[output]].offset, constants_at=at, rows=plan.rows,
-                   output_stage=plan.output_stage)  # fmt: skip
-    return prog, prog.constants
+    emitter = prepare_alu(m.layer, c, inputs_at=[slots[slot_of[v]].offset for v in m.inputs],
+                          output_at=slots[slot_of[output]].offset, constants_at=at,
+                          rows=plan.rows, output_stage=plan.output_stage,
+                          pool=isinstance(m, PoolMatch))  # fmt: skip
+    return emitter, emitter.constants
 
 
 @dataclass
 class _LayerJob:
-    """What is left to do for one layer once its constants are laid out: its stream (a GEMM
-    layer's emitter runs; other layers' programs are made) and its report row (the stream's
-    timing and energy), as `run()` gives them: (program, report) or (LayerError, None)."""
+    """What is left to do for one layer once its constants are laid out: its stream (its
+    emitter runs) and its report row (the stream's timing and energy), as `run()` gives
+    them: (program, report) or (LayerError, None)."""
 
     function: str
     index: int  # the layer's index in its function
     layer: _Layer
-    prepared: object  # a GEMM layer's emitter, or an element-wise/pool layer's program
+    prepared: object  # the layer's emitter: a GEMM layer's or an element-wise/pool layer's
     config: HardwareConfig
 
+    @property
+    def gemm(self) -> bool:
+        return isinstance(self.layer.match, LayerMatch)
+
     def weight(self) -> int:
-        """The work, roughly: a GEMM stream's length follows its loop steps; a program made
-        already leaves its report (a timing run)."""
-        if hasattr(self.prepared, "run"):
+        """The work, roughly: a GEMM stream's length follows its loop steps (about eight
+        instructions each); an element-wise or pool layer's, its chunks."""
+        if self.gemm:
             return _step_weight(self.prepared.s)
-        return 1
+        return self.prepared.instructions() // 8 + 1
 
     def run(self) -> tuple:
-        prog = self.prepared
-        if hasattr(prog, "run"):
-            try:
-                prog = prog.run()
-            except LayerError as err:
-                return err, None
+        try:
+            prog = self.prepared.run()
+        except LayerError as err:
+            return err, None
         return prog, _layer_report(self.function, self.index, self.layer, prog, self.config)
 
 
@@ -591,10 +594,8 @@ def _run_jobs_sent(jobs: list[_LayerJob]) -> list:
     out: list = []
     for job in jobs:
         prog, report = job.run()
-        if isinstance(prog, LayerError):
-            out.append((prog, None))
-        elif prog is job.prepared:
-            out.append((None, report))
+        if isinstance(prog, LayerError) or not job.gemm:  # an ALU program: small
+            out.append((prog, report))
         else:
             out.append(((prog.program.words, prog.program.uops, prog.uop_loads), report))
     return out
@@ -603,10 +604,8 @@ def _run_jobs_sent(jobs: list[_LayerJob]) -> list:
 def _received(job: _LayerJob, sent: tuple) -> tuple:
     """A job's result (as `_LayerJob.run` gives it) from what `_run_jobs_sent` sent."""
     prog, report = sent
-    if prog is None:
-        return job.prepared, report
-    if isinstance(prog, LayerError):
-        return prog, None
+    if not isinstance(prog, tuple):
+        return prog, report
     words, uops, uop_loads = prog
     return job.prepared.program_of(Program(job.config, words, uops), uop_loads), report
 
