@@ -343,7 +343,7 @@ class _Stream:
 
     def __init__(self, config: HardwareConfig):
         self.c = config
-        self.recs: list[list] = []  # [module, row, deps, kernel key or None]
+        self.recs: list[list] = []  # [module, row, deps (FINISH only), (kernel key, sub) or None]
         self.slots: dict = {}  # slot -> its last writer and readers (`add`)
         self.kernels: dict = {}  # key -> uint32 micro-ops
         self.replays: dict = {}  # `replay`'s recorded instructions by key
