@@ -29,7 +29,9 @@ dropped silently.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import gc
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,12 +61,13 @@ from qaccel.lowering.schedule_vta import (
     gemm_schedule,
 )
 from qaccel.lowering.vta.emit import LayerProgram, Placement, prepare_emit
-from qaccel.lowering.vta.emit_alu import AluPlan, emit_alu, emit_pool
+from qaccel.lowering.vta.emit_alu import AluPlan, prepare_alu
 from qaccel.lowering.vta.layers import AluMatch, LayerMatch, LayerReader, NotALayer, PoolMatch
 from qaccel.lowering.vta.geometry import LayerError
 from qaccel.lowering.vta.planning import Schedule
 from qaccel.lowering.vta.search import schedule
 from qaccel.targets.vta.config import HardwareConfig
+from qaccel.targets.vta.isa import Program
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
@@ -209,6 +212,26 @@ def compile_module(
     defaults to the module's (`#accel.target`, from `attach-target`). `settled`: what
     `settle_host_trees(module)` returned when the caller ran it already (it changes the
     module; everything after it only reads the module)."""
+    with _no_collections():
+        return _compile_module(module, config, total_macs, progress, settled)
+
+
+@contextlib.contextmanager
+def _no_collections() -> Iterator[None]:
+    """The cyclic garbage collector off while the emission runs: the emission's objects
+    (instruction rows, micro-op arrays) form no cycles, but their allocations made the
+    collector walk the whole module's IR again and again (a third of the emission's time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _compile_module(module: ModuleOp, config: HardwareConfig | None, total_macs: int | None,
+                    progress: Callable[[str], None] | None, settled: dict | None) -> CompiledModel:
     try:
         c = config or hardware_config(module, "vta")
     except (TargetError, ValueError) as e:
@@ -454,10 +477,10 @@ def _emit_layers(name: str, layers_read: list[_Layer], slots, slot_of, arena: in
                  c: HardwareConfig):  # fmt: skip
     """Emit the layers in body order, each layer's constants after the last one's: (compiled
     layers, (offset, constants) of each, the image's size, None), or (..., (the first layer
-    the emitter refuses, why)). A GEMM layer's constants are laid out first and its stream
-    emitted after (`prepare_emit`), so the streams, most of the work, are emitted on two
-    cores (`_run_emitters`); the first refusal in body order is the one reported, as when
-    they were emitted one by one."""
+    the emitter refuses, why)). Every layer's constants are laid out first and its stream
+    emitted after (`prepare_emit`, `prepare_alu`), so the streams and the report rows (timing
+    and energy), most of the work, are made on two cores (`_run_emitters`); the first refusal
+    in body order is the one reported, as when they were emitted one by one."""
     at = -(-arena // c.dram_align) * c.dram_align  # constants: weights need whole tiles
     entries: list[tuple[_Layer, object, int]] = []  # (layer, emitter or program, offset)
     failed = None
@@ -469,20 +492,23 @@ def _emit_layers(name: str, layers_read: list[_Layer], slots, slot_of, arena: in
             break
         entries.append((lay, prepared, at))
         at = -(-(at + len(consts)) // c.dram_align) * c.dram_align
-    programs = _run_emitters([e[1] for e in entries])
+    # A layer's index is its entry's: the layers after a refusal are not compiled.
+    jobs = [_LayerJob(name, i, lay, prepared, c) for i, (lay, prepared, _) in enumerate(entries)]
+    done = _run_emitters(jobs)
     layers, constants = [], []
-    for (lay, _, offset), prog in zip(entries, programs):
+    for (lay, _, offset), (prog, report) in zip(entries, done):
         if isinstance(prog, LayerError):
             failed = (lay, str(prog))
             break
-        layers.append(_compiled_layer(name, len(layers), lay, prog, slot_of, index_of, c))
+        layers.append(_compiled_layer(name, len(layers), lay, prog, report, slot_of, index_of))
         constants.append((offset, prog.constants))
     return layers, constants, at, failed
 
 
 def _prepare_layer(lay: _Layer, slots, slot_of, at: int, c: HardwareConfig):
-    """(a GEMM layer's emitter, placed, or an element-wise/pool layer's program; the layer's
-    constants bytes), its constants at byte `at`."""
+    """(the layer's emitter, placed: a GEMM layer's, or an element-wise/pool layer's; the
+    layer's constants bytes, which do not depend on its stream), its constants at byte
+    `at`."""
     m, output = lay.match, lay.op.outputs[0]
     if isinstance(m, LayerMatch):
         weights, init = (None if v is None else slots[slot_of[v]].offset
@@ -492,35 +518,65 @@ def _prepare_layer(lay: _Layer, slots, slot_of, at: int, c: HardwareConfig):
         emitter = prepare_emit(m.layer, lay.schedule, c, placement)
         return emitter, emitter.constants
     plan = lay.schedule
-    emit_fn = emit_pool if isinstance(m, PoolMatch) else emit_alu
-    prog = emit_fn(m.layer, c, inputs_at=[slots[slot_of[v]].offset for v in m.inputs],
-                   output_at=slots[slot_of[output]].offset, constants_at=at, rows=plan.rows,
-                   output_stage=plan.output_stage)  # fmt: skip
-    return prog, prog.constants
+    emitter = prepare_alu(m.layer, c, inputs_at=[slots[slot_of[v]].offset for v in m.inputs],
+                          output_at=slots[slot_of[output]].offset, constants_at=at,
+                          rows=plan.rows, output_stage=plan.output_stage,
+                          pool=isinstance(m, PoolMatch))  # fmt: skip
+    return emitter, emitter.constants
 
 
-def _run_emitters(prepared: list) -> list:
-    """Each GEMM emitter's program (or the LayerError it raised), every other one (by
-    weight) in a forked child (`kernels/background.py`); other entries as they are."""
-    todo = [i for i, e in enumerate(prepared) if hasattr(e, "run")]
-    out = list(prepared)
-    if not todo:
+@dataclass
+class _LayerJob:
+    """What is left to do for one layer once its constants are laid out: its stream (its
+    emitter runs) and its report row (the stream's timing and energy), as `run()` gives
+    them: (program, report) or (LayerError, None)."""
+
+    function: str
+    index: int  # the layer's index in its function
+    layer: _Layer
+    prepared: object  # the layer's emitter: a GEMM layer's or an element-wise/pool layer's
+    config: HardwareConfig
+
+    @property
+    def gemm(self) -> bool:
+        return isinstance(self.layer.match, LayerMatch)
+
+    def weight(self) -> int:
+        """The work, roughly: a GEMM stream's length follows its loop steps (about eight
+        instructions each); an element-wise or pool layer's, its chunks."""
+        if self.gemm:
+            return _step_weight(self.prepared.s)
+        return self.prepared.instructions() // 8 + 1
+
+    def run(self) -> tuple:
+        try:
+            prog = self.prepared.run()
+        except LayerError as err:
+            return err, None
+        return prog, _layer_report(self.function, self.index, self.layer, prog, self.config)
+
+
+def _run_emitters(jobs: list[_LayerJob]) -> list:
+    """Each job's result, every other one (by weight) in a forked child
+    (`kernels/background.py`) when there is more than one."""
+    out: list = [None] * len(jobs)
+    if not jobs:
         return out
-    # Balance the halves by loop steps (a stream's length follows them).
-    weight = {i: _step_weight(prepared[i].s) for i in todo}
+    # Balance the halves by the work's estimate.
+    weight = [job.weight() for job in jobs]
     halves: tuple[list[int], list[int]] = ([], [])
     loads = [0, 0]
-    for i in sorted(todo, key=lambda i: -weight[i]):
-        k = 0 if loads[0] <= loads[1] or len(todo) == 1 else 1
+    for i in sorted(range(len(jobs)), key=lambda i: -weight[i]):
+        k = 0 if loads[0] <= loads[1] or len(jobs) == 1 else 1
         halves[k].append(i)
         loads[k] += weight[i]
     mine, theirs = sorted(halves[0]), sorted(halves[1])  # one layer: all mine, no child
-    pending = background.start(_emit_streams, [prepared[i] for i in theirs]) if theirs else None
+    pending = background.start(_run_jobs_sent, [jobs[i] for i in theirs]) if theirs else None
     try:
-        for i, prog in zip(mine, _emit_streams([prepared[i] for i in mine])):
-            out[i] = prog
-        for i, prog in zip(theirs, pending.result() if pending else []):
-            out[i] = prog
+        for i in mine:
+            out[i] = jobs[i].run()
+        for i, sent in zip(theirs, pending.result() if pending else []):
+            out[i] = _received(jobs[i], sent)
     finally:
         if pending is not None:
             pending.cancel()  # when this half raised
@@ -531,19 +587,43 @@ def _step_weight(s: Schedule) -> int:
     return s.geometry.batch * s.tiles_y * s.tiles_x * s.co_groups * s.ci_groups + 1
 
 
-def _emit_streams(emitters: list) -> list:
-    out = []
-    for e in emitters:
-        try:
-            out.append(e.run())
-        except LayerError as err:
-            out.append(err)
+def _run_jobs_sent(jobs: list[_LayerJob]) -> list:
+    """The jobs' results as a child sends them back: only what the caller's copy of each
+    job does not have (a GEMM stream's words, micro-ops and LOAD UOPs; the report rows),
+    not the layers' constants and weights again."""
+    out: list = []
+    for job in jobs:
+        prog, report = job.run()
+        if isinstance(prog, LayerError) or not job.gemm:  # an ALU program: small
+            out.append((prog, report))
+        else:
+            out.append(((prog.program.words, prog.program.uops, prog.uop_loads), report))
     return out
 
 
-def _compiled_layer(name: str, index: int, lay: _Layer, prog, slot_of, index_of,
-                    c: HardwareConfig) -> CompiledLayer:  # fmt: skip
-    """The `CompiledLayer` of a formed layer emitted as `prog`, with its report."""
+def _received(job: _LayerJob, sent: tuple) -> tuple:
+    """A job's result (as `_LayerJob.run` gives it) from what `_run_jobs_sent` sent."""
+    prog, report = sent
+    if not isinstance(prog, tuple):
+        return prog, report
+    words, uops, uop_loads = prog
+    return job.prepared.program_of(Program(job.config, words, uops), uop_loads), report
+
+
+def _layer_report(name: str, index: int, lay: _Layer, prog, c: HardwareConfig) -> dict:
+    """The report row of a formed layer emitted as `prog`."""
+    m = lay.match
+    if isinstance(m, LayerMatch):
+        report = gemm_report(name, index, m.layer, lay.schedule, prog, c)
+    else:
+        report = alu_report(name, index, m.layer, prog, c)
+    report.update(layer_energy(prog.program, c, report["cycles"]))
+    return report
+
+
+def _compiled_layer(name: str, index: int, lay: _Layer, prog, report: dict, slot_of,
+                    index_of) -> CompiledLayer:  # fmt: skip
+    """The `CompiledLayer` of a formed layer emitted as `prog`, with its report row."""
     m, op = lay.match, lay.op
     output = op.outputs[0]
     position = index_of[op]
@@ -553,11 +633,8 @@ def _compiled_layer(name: str, index: int, lay: _Layer, prog, slot_of, index_of,
         for v in (m.weights, m.init):  # run-time weight tiles and accumulators, written first
             if v is not None:
                 inputs.append(slot_of[v])
-        report = gemm_report(name, index, m.layer, lay.schedule, prog, c)
     else:
         inputs, offset = [slot_of[v] for v in m.inputs], None
-        report = alu_report(name, index, m.layer, prog, c)
-    report.update(layer_energy(prog.program, c, report["cycles"]))
     return CompiledLayer(
         function=name, index=index, ops=[position], anchor=position, inputs=inputs,
         output=slot_of[output], widened=widened, offset=offset, program=prog,

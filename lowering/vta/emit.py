@@ -55,6 +55,7 @@ from qaccel.targets.vta.isa import (
     Program,
     encode,
     encode_uops,
+    layout_of,
 )
 from qaccel.lowering.vta.bias import bias_row, dense_requantize_host, param_layout
 from qaccel.lowering.vta.geometry import (
@@ -75,6 +76,7 @@ _NF = len(FIELD_NAMES)
 LOAD, COMPUTE, STORE = int(Module.LOAD), int(Module.COMPUTE), int(Module.STORE)
 # (producer, consumer) -> (producer's push flag, consumer's pop flag)
 _TOKEN_FLAGS = {(int(p), int(c)): (push, pop) for p, c, push, pop in TOKEN_FIFOS.values()}
+_TOKEN_COLUMNS = {pair: (_IDX[push], _IDX[pop]) for pair, (push, pop) in _TOKEN_FLAGS.items()}
 
 
 def _align(n: int, alignment: int) -> int:
@@ -93,6 +95,18 @@ def _row(opcode: int, **values) -> list[int]:
     for k, v in values.items():
         row[_IDX[k]] = int(v)
     return row
+
+
+# Field positions of the rows the stream builders fill (`FIELD_NAMES` order).
+(_MEM, _SRAM, _DRAM, _YSIZE, _XSIZE, _XSTRIDE, _YPAD0, _YPAD1, _XPAD0, _XPAD1, _RESET,
+ _ITER_OUT, _ITER_IN, _DST_OUT, _DST_IN, _SRC_OUT, _SRC_IN, _WGT_OUT, _WGT_IN, _ALU_OP, _USE_IMM,
+ _IMM) = (_IDX[n] for n in (
+    "memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_0",
+    "y_pad_1", "x_pad_0", "x_pad_1", "reset", "iter_out", "iter_in", "dst_factor_out",
+    "dst_factor_in", "src_factor_out", "src_factor_in", "wgt_factor_out", "wgt_factor_in",
+    "alu_opcode", "use_imm", "imm"))  # fmt: skip
+_EMPTY = {int(op): [int(op)] + [0] * (_NF - 1) for op in Opcode}  # a zero row per opcode
+_GEMM, _ALU = int(Opcode.GEMM), int(Opcode.ALU)
 
 
 # --------------------------------------------------------------------------------------------
@@ -289,6 +303,37 @@ def _shared_kernel(key: tuple, build) -> np.ndarray:
     return found
 
 
+_RELATIVE: dict[tuple, tuple] = {}
+
+
+def _placed_kernel(shape: tuple, bases: tuple[int, int, int], indices, c: HardwareConfig):
+    """`encode_uops(*indices(*bases))`: a GEMM kernel's micro-ops for the buffer bases
+    (dst, src, wgt). The indices from bases 0 are built and encoded once per `shape` (the
+    kernels of every slot of a layer, and of layers of one shape, differ by their bases only);
+    the bases are then added to the encodings, which carries into no other field when every
+    index fits its field (else the kernel is built from its bases, and raises as it did)."""
+    rel = _RELATIVE.get(shape)
+    if rel is None:
+        if len(_RELATIVE) > 4096:
+            _RELATIVE.clear()
+        arrays = np.broadcast_arrays(*(np.asarray(v, np.int64) for v in indices(0, 0, 0)))
+        fields = layout_of(c).uop
+        if arrays[0].size and all(0 <= v.min() and v.max() < 1 << f.width
+                                  for f, v in zip(fields, arrays)):  # fmt: skip
+            words = np.zeros(arrays[0].shape, np.uint64)
+            for f, v in zip(fields, arrays):
+                words |= v.astype(np.uint64) << np.uint64(f.bit)
+            rel = (words.reshape(-1), [(int(v.max()), f) for f, v in zip(fields, arrays)])
+        else:
+            rel = (None, [])
+        _RELATIVE[shape] = rel
+    words, limits = rel
+    if words is None or any(b < 0 or top + b >= 1 << f.width
+                            for (top, f), b in zip(limits, bases)):  # fmt: skip
+        return encode_uops(*indices(*bases), c)
+    offset = sum(b << f.bit for (_, f), b in zip(limits, bases))
+    return (words + np.uint64(offset)).astype(np.uint32)
+
 
 class _Stream:
     """An instruction stream under construction: records with the buffer slots each reads and
@@ -298,39 +343,119 @@ class _Stream:
 
     def __init__(self, config: HardwareConfig):
         self.c = config
-        self.recs: list[list] = []  # [module, row, deps, kernel key or None]
-        self.writer: dict = {}
-        self.readers: dict = {}
+        self.recs: list[list] = []  # [module, row, deps (FINISH only), (kernel key, sub) or None]
+        self.slots: dict = {}  # slot -> its last writer and readers (`add`)
         self.kernels: dict = {}  # key -> uint32 micro-ops
+        self.replays: dict = {}  # `replay`'s recorded instructions by key
+        self.recording: list | None = None
+        self.synced: dict[tuple[int, int], int] = {}  # token queue -> latest producer popped
 
     def add(self, module: int, row: list[int], reads=(), writes=(), kernel=None) -> int:
-        i = len(self.recs)
-        deps = []
+        """Append an instruction of `module` that reads and writes these slots; it waits (a
+        dependency token) for the latest instruction of another module that last wrote a
+        slot it accesses, or read a slot it writes."""
+        recs = self.recs
+        i = len(recs)
+        if self.recording is not None:  # before the tokens change the row
+            self.recording.append((module, row.copy(), reads, writes, kernel))
+        # Per slot: [last writer, its module, last reader in module 0, 1, 2] (-1: none; a
+        # slot never written has module 3). `latest`: per module, the latest instruction
+        # this one waits for (its own module's are dropped: a module runs in order).
+        slots = self.slots
+        latest = [-1, -1, -1, -1]
+        read = []
         for r in reads:
-            w = self.writer.get(r)
-            if w is not None and self.recs[w][0] != module:
-                deps.append(w)
+            st = slots.get(r)
+            if st is None:
+                st = slots[r] = [-1, 3, -1, -1, -1]
+            elif st[0] > latest[st[1]]:
+                latest[st[1]] = st[0]
+            read.append(st)
         for r in writes:
-            w = self.writer.get(r)
-            if w is not None and self.recs[w][0] != module:
-                deps.append(w)
-            for m, rd in self.readers.get(r, {}).items():
-                if m != module:
-                    deps.append(rd)
-            self.writer[r] = i
-            self.readers[r] = {}
-        for r in reads:
-            self.readers.setdefault(r, {})[module] = i
-        self.recs.append([module, row, deps, kernel])
+            st = slots.get(r)
+            if st is None:
+                slots[r] = [i, module, -1, -1, -1]
+                continue
+            if st[0] > latest[st[1]]:
+                latest[st[1]] = st[0]
+            if st[2] > latest[0]:
+                latest[0] = st[2]
+            if st[3] > latest[1]:
+                latest[1] = st[3]
+            if st[4] > latest[2]:
+                latest[2] = st[4]
+            st[:] = (i, module, -1, -1, -1)
+        reader = 2 + module
+        for st in read:
+            st[reader] = i
+        recs.append([module, row, (), kernel])
+        latest[module] = -1
+        for p in (0, 1, 2):
+            d = latest[p]
+            if d < 0:
+                continue
+            pair = (p, module)
+            flags = _TOKEN_COLUMNS.get(pair)
+            if flags is None:
+                raise AssertionError(f"no token queue from module {p} to module {module}")
+            if d > self.synced.get(pair, -1):  # else an earlier pop covered it
+                self.synced[pair] = d
+                recs[d][1][flags[0]] = 1
+                row[flags[1]] = 1
         return i
+
+    def tokens(self, module: int, row: list[int], deps: list[int]) -> None:
+        """The dependency tokens of a new instruction (`row`) that needs records `deps` of
+        other modules first: a push on the latest of each module and a pop here. Pops only
+        ever advance to the latest producer needed, so each instruction pops at most one
+        token per queue, and a producer an earlier pop covered needs none."""
+        recs, synced = self.recs, self.synced
+        latest: dict[int, int] = {}
+        for d in deps:
+            p = recs[d][0]
+            if d > latest.get(p, -1):
+                latest[p] = d
+        for p, d in latest.items():
+            pair = (p, module)
+            flags = _TOKEN_COLUMNS.get(pair)
+            if flags is None:
+                raise AssertionError(f"no token queue from module {p} to module {module}")
+            if d > synced.get(pair, -1):
+                synced[pair] = d
+                recs[d][1][flags[0]] = 1
+                row[flags[1]] = 1
+
+    def replay(self, key, emit_fn) -> None:
+        """`emit_fn()`, whose instructions depend on nothing but `key` (no DRAM address, no
+        state of the stream but its slots): the first time run and recorded, then the
+        recorded instructions added again (their dependency tokens derived anew)."""
+        known = self.replays.get(key)
+        if known is None:
+            if self.recording is not None:  # nested: the outer recording holds these too
+                emit_fn()
+                return
+            self.recording = []
+            try:
+                emit_fn()
+                self.replays[key] = self.recording
+            finally:
+                self.recording = None
+            return
+        add = self.add
+        for module, row, reads, writes, kernel in known:
+            add(module, row.copy(), reads, writes, kernel)
 
     def load(self, mem, sram, dram, y, x, stride=None, ypad=(0, 0), xpad=(0, 0), *, module,
              reads=(), writes=()) -> int:  # fmt: skip
-        row = _row(
-            Opcode.LOAD, memory_type=int(mem), sram_base=sram, dram_base=dram, y_size=y,
-            x_size=x, x_stride=x if stride is None else stride, y_pad_0=ypad[0], y_pad_1=ypad[1],
-            x_pad_0=xpad[0], x_pad_1=xpad[1],
-        )  # fmt: skip
+        row = _EMPTY[0].copy()
+        row[_MEM] = int(mem)
+        row[_SRAM] = sram
+        row[_DRAM] = dram
+        row[_YSIZE] = y
+        row[_XSIZE] = x
+        row[_XSTRIDE] = x if stride is None else stride
+        row[_YPAD0], row[_YPAD1] = ypad
+        row[_XPAD0], row[_XPAD1] = xpad
         return self.add(module, row, reads, writes)
 
     def store(self, mem, sram, dram, y, x, stride, *, reads=(), writes=(), param_row=None,
@@ -338,10 +463,15 @@ class _Stream:
         """A STORE; with `param_row` a STORE OUTQ through the parameter blocks from that row
         (`param_step`: whether they advance with y, x) that clears the rows it reads
         (`writes` then names them)."""
-        row = _row(Opcode.STORE, memory_type=int(mem), sram_base=sram, dram_base=dram, y_size=y,
-                   x_size=x, x_stride=stride)  # fmt: skip
+        row = _EMPTY[1].copy()
+        row[_MEM] = int(mem)
+        row[_SRAM] = sram
+        row[_DRAM] = dram
+        row[_YSIZE] = y
+        row[_XSIZE] = x
+        row[_XSTRIDE] = stride
         if param_row is not None:
-            row[_IDX["memory_type"]] = int(MemType.OUTQ)
+            row[_MEM] = int(MemType.OUTQ)
             row[_IDX["param_row"]] = param_row
             row[_IDX["param_y"]], row[_IDX["param_x"]] = param_step
             row[_IDX["clear"]] = int(bool(writes))
@@ -349,23 +479,30 @@ class _Stream:
 
     def gemm(self, kernel, n_out, n_in, dst=(0, 0), src=(0, 0), wgt=(0, 0), reset=False,
              reads=(), writes=(), sub=None) -> int:  # fmt: skip
-        dst, src, wgt = (_factors(f, n_out, n_in) for f in (dst, src, wgt))
-        row = _row(
-            Opcode.GEMM, reset=int(reset), iter_out=n_out, iter_in=n_in,
-            dst_factor_out=dst[0], dst_factor_in=dst[1], src_factor_out=src[0],
-            src_factor_in=src[1], wgt_factor_out=wgt[0], wgt_factor_in=wgt[1],
-        )  # fmt: skip
+        row = _EMPTY[_GEMM].copy()
+        row[_RESET] = 1 if reset else 0
+        row[_ITER_OUT] = n_out
+        row[_ITER_IN] = n_in
+        # Loop factors of single-iteration loops are zero (`_factors`).
+        if n_out > 1:
+            row[_DST_OUT], row[_SRC_OUT], row[_WGT_OUT] = dst[0], src[0], wgt[0]
+        if n_in > 1:
+            row[_DST_IN], row[_SRC_IN], row[_WGT_IN] = dst[1], src[1], wgt[1]
         return self.add(COMPUTE, row, reads, writes, (kernel, sub))
 
     def alu(self, op, kernel, sub, n_out, n_in, dst=(0, 0), src=(0, 0), imm=None, reads=(),
             writes=()) -> int:  # fmt: skip
-        dst, src = _factors(dst, n_out, n_in), _factors(src, n_out, n_in)
-        row = _row(
-            Opcode.ALU, alu_opcode=int(op), use_imm=int(imm is not None),
-            imm=0 if imm is None else imm, iter_out=n_out, iter_in=n_in,
-            dst_factor_out=dst[0], dst_factor_in=dst[1], src_factor_out=src[0],
-            src_factor_in=src[1],
-        )  # fmt: skip
+        row = _EMPTY[_ALU].copy()
+        row[_ALU_OP] = int(op)
+        if imm is not None:
+            row[_USE_IMM] = 1
+            row[_IMM] = imm
+        row[_ITER_OUT] = n_out
+        row[_ITER_IN] = n_in
+        if n_out > 1:
+            row[_DST_OUT], row[_SRC_OUT] = dst[0], src[0]
+        if n_in > 1:
+            row[_DST_IN], row[_SRC_IN] = dst[1], src[1]
         return self.add(COMPUTE, row, reads, writes, (kernel, sub))
 
     def kernel(self, key, build) -> tuple:
@@ -377,28 +514,12 @@ class _Stream:
         """FINISH after the last instruction of every module."""
         last = {m: i for i, rec in enumerate(self.recs) for m in (rec[0],) if m != COMPUTE}
         fin = self.add(COMPUTE, _row(Opcode.FINISH))
-        self.recs[fin][2] = sorted(last.values())
+        self.recs[fin][2] = deps = sorted(last.values())
+        self.tokens(COMPUTE, self.recs[fin][1], deps)
 
     def encode_stream(self) -> tuple[Program, int]:
-        """Dependency tokens from the records' slot accesses, micro-ops placed, encoded: the
-        program and its number of LOAD UOPs."""
-        recs = self.recs
-        synced = {pair: -1 for pair in _TOKEN_FLAGS}
-        for i, (module, row, deps, _) in enumerate(recs):
-            latest: dict[int, int] = {}
-            for d in deps:
-                p = recs[d][0]
-                if d > latest.get(p, -1):
-                    latest[p] = d
-            for p, d in latest.items():
-                pair = (p, module)
-                if pair not in _TOKEN_FLAGS:
-                    raise AssertionError(f"no token queue from module {p} to module {module}")
-                if d > synced[pair]:
-                    synced[pair] = d
-                    push, pop = _TOKEN_FLAGS[pair]
-                    recs[d][1][_IDX[push]] = 1
-                    row[_IDX[pop]] = 1
+        """Micro-ops placed, the records encoded (their dependency tokens were set as they
+        were added): the program and its number of LOAD UOPs."""
         rows, uop_image, n_uop_loads = self.place_uops()
         # The rows are the fields in FIELD_NAMES order, all int64: one matrix, viewed as records.
         fields = np.array(rows, np.int64).reshape(len(rows), _NF).view(FIELDS_DTYPE).reshape(-1)
@@ -655,6 +776,20 @@ class _Emitter(_Stream):
         return npix, 1, fr * fc, fc, 1
 
     def gemm_step(self, st: Step, islot: int, wslot: int, aslot: int):
+        """The step's GEMM: it depends on the tile's shape, the slots and (depthwise) where
+        the output group starts in a multiplier's group of channels, never on DRAM."""
+        g = self.g
+        diag_off = st.co0 % g.depth_multiplier if g.diagonal else 0
+        key = ("gemm", st.th, st.tw, st.nco, st.nci, diag_off, islot, wslot, aslot)
+        known = self.replays.get(key)
+        if known is not None and self.recording is None:  # `replay`, most steps
+            add = self.add
+            for module, row, reads, writes, kernel in known:
+                add(module, row.copy(), reads, writes, kernel)
+            return
+        self.replay(key, lambda: self._gemm_step(st, islot, wslot, aslot))
+
+    def _gemm_step(self, st: Step, islot: int, wslot: int, aslot: int):
         g, plan, c = self.g, self.plan, self.c
         K = g.taps
         inp_base = plan.inp_base + islot * plan.inp_slot_rows
@@ -669,7 +804,8 @@ class _Emitter(_Stream):
         diag_off = st.co0 % m if g.diagonal else 0
         key = ("gemm", st.th, st.tw, st.nco, st.nci, diag_off, inp_base, wgt_base, acc_base)
 
-        def build():
+        def indices(acc_base: int, inp_base: int, wgt_base: int):
+            """(dst, src, wgt) of the kernel's micro-ops from these buffer bases."""
             if pb is None:  # one output row: alternate with a scratch row (added in the tail)
                 r = np.arange(red)
                 ci, tap = (np.zeros_like(r), r) if g.diagonal else (r // K, r % K)
@@ -677,7 +813,7 @@ class _Emitter(_Stream):
                 dst = acc_base + (r % 2)
                 src = inp_base + ci * s_ci + ky * dyf * s_fy + kx * g.dw * s_fx
                 wgt = wgt_base + ci * K + tap
-                return encode_uops(dst, src, wgt, c)
+                return dst, src, wgt
             uy, ux = pb
             if g.diagonal:
                 ky, kx, co, py, px = np.indices((g.KH, g.KW, st.nco, uy, ux)).reshape(5, -1)
@@ -691,10 +827,14 @@ class _Emitter(_Stream):
             dst = acc_base + co * s_co + (py * st.tw + px) * s_p
             src = (inp_base + ci * s_ci + (py * sy + ky * dyf) * s_fy
                    + (px * g.sw + kx * g.dw) * s_fx)  # fmt: skip
-            return encode_uops(dst, src, wgt, c)
+            return dst, src, wgt
 
-        shared = (c, pb, red, g.diagonal, g.KH, g.KW, g.dw, g.sw, sy, dyf, m, st.nci, s_co, s_p,
-                  s_ci, s_fy, s_fx, *key)  # fmt: skip
+        def build():
+            return _placed_kernel(shape, (acc_base, inp_base, wgt_base), indices, c)
+
+        shape = (c, pb, red, g.diagonal, g.KH, g.KW, g.dw, g.sw, sy, dyf, m, st.nci, s_co, s_p,
+                 s_ci, s_fy, s_fx, *key[:6])  # fmt: skip
+        shared = (*shape, *key[6:])
         kern = self.kernel(key, lambda: _shared_kernel(shared, build))
         reads = [("inp", islot), ("wgt", wslot), ("acc", aslot)]
         if pb is None:
@@ -724,12 +864,12 @@ class _Emitter(_Stream):
             entries.append(("bias_gemm", plan.inp_bias, plan.wgt_bias + co0))
         names = [e[0] for e in entries]
 
-        def build():
-            return encode_uops(
-                np.full(len(entries), acc_base), [e[1] for e in entries], [e[2] for e in entries], c
-            )
+        srcs, wgts = tuple(e[1] for e in entries), tuple(e[2] for e in entries)
 
-        self.kernel(key, build)
+        def build():
+            return encode_uops(np.full(len(entries), acc_base), srcs, wgts, c)
+
+        self.kernel(key, lambda: _shared_kernel(("tail", c, acc_base, srcs, wgts), build))
         known = self.tail_kernels[key] = {n: i for i, n in enumerate(names)}
         return key, known
 
@@ -742,6 +882,17 @@ class _Emitter(_Stream):
         return st.nco, npix, (npix, 1), (1, 0)
 
     def init_tile(self, st: Step, aslot: int, split: bool):
+        """The tile's accumulators set to their start: the instructions depend on the tile's
+        shape, slot and output group (the bias rows' DRAM address is the layer's), except
+        for run-time start values (each tile's own DRAM rows) and the output stage's (what
+        the last store left)."""
+        if self.layer.runtime_init or self.store_tail:
+            self._init_tile(st, aslot, split)
+            return
+        self.replay(("init", aslot, st.co0, st.th, st.tw, st.nco, split),
+                    lambda: self._init_tile(st, aslot, split))
+
+    def _init_tile(self, st: Step, aslot: int, split: bool):
         g, plan = self.g, self.plan
         acc_base = plan.acc_base + aslot * plan.acc_slot_rows
         key, idx = self.tail_kernel(aslot, st.co0)
@@ -797,6 +948,15 @@ class _Emitter(_Stream):
                       module=COMPUTE, writes=res)  # fmt: skip
 
     def tail(self, st: Step, aslot: int, split: bool):
+        """The tile's requantizing tail: ALU instructions that depend on the tile's shape,
+        slot and output group only."""
+        if self.store_tail:
+            self._tail(st, aslot, split)
+            return
+        self.replay(("tail", aslot, st.co0, st.th, st.tw, st.nco, split),
+                    lambda: self._tail(st, aslot, split))
+
+    def _tail(self, st: Step, aslot: int, split: bool):
         g = self.g
         key, idx = self.tail_kernel(aslot, st.co0)
         n_out, n_in, dst, psrc = self.tile_loops(st)
@@ -925,7 +1085,11 @@ class _Emitter(_Stream):
         return consts_loaded
 
     def finalize(self) -> LayerProgram:
-        program, n_uop_loads = self.encode_stream()
+        return self.program_of(*self.encode_stream())
+
+    def program_of(self, program: Program, n_uop_loads: int) -> LayerProgram:
+        """The `LayerProgram` of this layer's encoded stream (e.g. one `run()` made in
+        another process: the DRAM layout and constants are this emitter's)."""
         return LayerProgram(
             layer=self.layer, schedule=self.s, config=self.c, program=program,
             dram_size=self.dram_size, input_offset=self.regions["input"][0],

@@ -145,9 +145,19 @@ class _AluEmitter(_Stream):
         self.finish()
         program, loads = self.encode_stream()
         lay = self.layer
-        consts = np.ascontiguousarray(self.params, dtype="<i4").reshape(-1).view(np.uint8)
-        return AluProgram(lay, self.c, program, rows_per_chunk, consts, self.constants_at, loads,
-                          len(lay.steps) - len(self.steps))  # fmt: skip
+        return AluProgram(lay, self.c, program, rows_per_chunk, self.constants, self.constants_at,
+                          loads, len(lay.steps) - len(self.steps))  # fmt: skip
+
+    @property
+    def constants(self) -> np.ndarray:
+        """The parameter rows' bytes (known before the program is emitted)."""
+        return np.ascontiguousarray(self.params, dtype="<i4").reshape(-1).view(np.uint8)
+
+    def instructions(self) -> int:
+        """About how many instructions `run()` emits (a chunk's loads, steps and store)."""
+        lay = self.layer
+        chunks = lay.images * lay.blocks * -(-lay.rows // self.R)
+        return chunks * (lay.n_inputs + len(self.steps) + 1)
 
     def image_bytes(self) -> tuple[int, int]:
         """(bytes of one image of each input, of the output): a batch's outer loop steps by
@@ -256,6 +266,16 @@ class _AluEmitter(_Stream):
         self.store_rows(sums, b0, n, res)
 
 
+def prepare_alu(layer: AluLayer | PoolLayer, config: HardwareConfig | None = None, *,
+                inputs_at: list[int], output_at: int, constants_at: int, rows: int | None = None,
+                output_stage: bool | None = None, pool: bool = False) -> _AluEmitter:  # fmt: skip
+    """`emit_alu` (or, with `pool`, `emit_pool`) in two steps: the parameter rows' bytes now
+    (`.constants`), the program when `.run()` is called (once)."""
+    cls = _PoolEmitter if pool else _AluEmitter
+    return cls(layer, config or DEFAULT_CONFIG, inputs_at, output_at, constants_at, rows,
+               output_stage)  # fmt: skip
+
+
 def emit_alu(layer: AluLayer, config: HardwareConfig | None = None, *, inputs_at: list[int],
              output_at: int, constants_at: int, rows: int | None = None,
              output_stage: bool | None = None) -> AluProgram:  # fmt: skip
@@ -339,6 +359,11 @@ class _PoolEmitter(_AluEmitter):
 
     def rows_per_chunk(self) -> int:
         return self.th
+
+    def instructions(self) -> int:
+        lay = self.layer
+        tiles = lay.images * lay.blocks * -(-lay.OH // self.th)
+        return tiles * (lay.n_inputs + len(lay.pre_steps) + lay.KH * lay.KW + len(self.steps) + 3)
 
     def pool_tile(self, slot: int, b: int, oy0: int, th: int):
         lay = self.layer

@@ -174,6 +174,25 @@ class Layout:
             )  # fmt: skip
         return plan
 
+    @cached_property
+    def decode_plan(self) -> dict:
+        """Per opcode, its fields but the opcode as arrays `decode` computes with at once:
+        (columns in `FIELDS_DTYPE`, word, shift within it, bit mask, the signed fields'
+        positions among them, and their sign bits)."""
+        plan = {}
+        for op, fmt in self.by_opcode.items():
+            fs = fmt[1:]
+            signed = [k for k, f in enumerate(fs) if f.signed]
+            plan[int(op)] = (
+                np.array([FIELD_NAMES.index(f.name) for f in fs], np.intp),
+                np.array([f.bit // 64 for f in fs], np.intp),
+                np.array([f.bit % 64 for f in fs], np.uint64),
+                np.array([(1 << f.width) - 1 for f in fs], np.uint64),
+                np.array(signed, np.intp),
+                np.array([1 << (fs[k].width - 1) for k in signed], np.int64),
+            )  # fmt: skip
+        return plan
+
     def field(self, opcode: int, name: str) -> Field:
         for f in self.by_opcode[Opcode(opcode)]:
             if f.name == name:
@@ -222,14 +241,18 @@ def decode(program, config: HardwareConfig | None = None) -> np.ndarray:
     words = as_words(program)
     out = np.zeros(len(words), FIELDS_DTYPE)
     opcode = (words[:, 0] & np.uint64(7)).astype(np.int64)
-    out["opcode"] = opcode
-    for op, fmt in layout.by_opcode.items():
+    # All fields of one opcode at once, into the records viewed as an int64 matrix.
+    matrix = out.view(np.int64).reshape(len(words), len(FIELD_NAMES))
+    matrix[:, 0] = opcode
+    for op, (cols, word, shift, mask, signed, sign) in layout.decode_plan.items():
         rows = np.flatnonzero(opcode == op)
-        if len(rows) == 0:
+        if len(rows) == 0 or len(cols) == 0:
             continue
-        sub = words[rows]
-        for f in fmt[1:]:
-            out[f.name][rows] = _extract(sub, f)
+        v = ((words[rows][:, word] >> shift) & mask).astype(np.int64)
+        if len(signed):
+            s = v[:, signed]
+            v[:, signed] = np.where(s >= sign, s - 2 * sign, s)
+        matrix[np.ix_(rows, cols)] = v
     return out
 
 
