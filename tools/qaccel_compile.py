@@ -277,8 +277,16 @@ def _write_host_ir(module, staging):
 
 def _write_aot_models(compiled, source: bytes | None, staging):
     """`_aot_models`' files written into the artifact's folder (by a helper process)."""
+    import json
+
+    from qaccel.backends.litert.partitions import PARTITIONS_FILE
+
     models, lines = _aot_models(compiled, source)
-    return {rel: staging.write(rel, blob) for rel, blob in models.items()}, lines
+    known = {}  # each program's digest, as partitions.json records it
+    if PARTITIONS_FILE in models:
+        known = {p["program"]: p["program_sha256"]
+                 for p in json.loads(models[PARTITIONS_FILE])["partitions"]}  # fmt: skip
+    return {rel: staging.write(rel, blob, known.get(rel)) for rel, blob in models.items()}, lines
 
 
 def _aot_models(compiled, source: bytes | None) -> tuple[dict[str, bytes], str]:

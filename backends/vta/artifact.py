@@ -271,8 +271,9 @@ class Staging:
         self._dirs = {self.folder}
         self._large: dict[int, list[tuple[bytes, str]]] = {}  # size -> (bytes, rel)
 
-    def write(self, rel: str, data: bytes) -> Written:
-        """Write (or link) the file `rel` with `data`; its digest, also in `digests`."""
+    def write(self, rel: str, data: bytes, sha256: str | None = None) -> Written:
+        """Write (or link) the file `rel` with `data`; its digest, also in `digests`.
+        `sha256`: the digest of `data` when the caller has it already."""
         path = self.folder / rel
         if rel in self.digests:  # replaced: never through a link another file shares
             path.unlink(missing_ok=True)
@@ -283,13 +284,13 @@ class Staging:
             self._dirs.add(path.parent)
         if len(data) < _LINK_ABOVE:
             path.write_bytes(data)
-            digest = hashlib.sha256(data).hexdigest()
+            digest = sha256 or hashlib.sha256(data).hexdigest()
         else:
             same = self._large.setdefault(len(data), [])
             earlier = next((r for b, r in same if b is data or b == data), None)
             if earlier is None:
                 path.write_bytes(data)
-                digest = hashlib.sha256(data).hexdigest()
+                digest = sha256 or hashlib.sha256(data).hexdigest()
                 same.append((data, rel))
             else:
                 _link(self.folder / earlier, path)
