@@ -20,8 +20,9 @@ LiteRT models while the artifact is written, in forked children, whose CPU time 
 process's own CPU seconds do not count; `QACCEL_COMPILE_JOBS=1` runs it all here): the imports, the importer, every pass of
 `vta-pipeline` (with the verifier of the input and of the result), `compile_module`
 (emission), and `write_artifact` (with the manifest's hashes); then, apart, what the
-children did (the models for LiteRT, `_aot_models`, and the host IR's text), each run once
-more in the process to show its cost. Per phase the median CPU and wall seconds of N runs.
+children did (the models for LiteRT, `_aot_models`, and the host IR's text, each written
+into the artifact's folder and hashed by the child), each run once more in the process to
+show its cost. Per phase the median CPU and wall seconds of N runs.
 CPU time is the figure to compare on a loaded machine.
 """
 
@@ -95,7 +96,7 @@ class phase:
 
 with phase("import qaccel-compile"):
     from qaccel.tools import qaccel_compile as qc
-    from qaccel.backends.vta.artifact import check_runnable, write_artifact
+    from qaccel.backends.vta.artifact import Staging, check_runnable, write_artifact
     from qaccel.backends.vta.codegen import compile_module
     from qaccel.dialects.macs import model_macs
     from qaccel.frontend.tflite_import import import_tflite
@@ -122,18 +123,22 @@ for key, (label, depth, seconds) in timing.rows.items():
         out.append(("  " + label, None, seconds))
 with phase("compile_module (emission)"):
     check_runnable(module)
-    # as qaccel-compile: the host IR's text on the second core from here on
-    host_text = background.start(module_text, module)
+    # as qaccel-compile: the host IR's text on the second core from here on, written by the
+    # child into the artifact's folder
+    staging = Staging(outdir)
+    host_text = background.start(qc._write_host_ir, module, staging)
     compiled = compile_module(module, total_macs=macs)
 with phase("write_artifact (+ host IR, LiteRT models)"):
-    # as qaccel-compile: the LiteRT models on the second core
-    litert = background.start(qc._aot_models, compiled, data)
+    # as qaccel-compile: the LiteRT models on the second core, written by the child
+    litert = background.start(qc._write_aot_models, compiled, data, staging)
     write_artifact(compiled, outdir, data, extra=lambda: litert.result()[0],
-                   host_text=host_text.result)
+                   host_text=host_text.result, staging=staging)
+again = Staging(outdir + ".again")
 with phase("  LiteRT models (again, here)"):
-    qc._aot_models(compiled, data)
+    qc._write_aot_models(compiled, data, again)
 with phase("  host IR text (again, here)"):
-    module_text(module)
+    qc._write_host_ir(module, again)
+again.discard()
 print(json.dumps(out))
 """
 

@@ -37,6 +37,15 @@ class FastPrinter(Printer):
     elide_larger_than: int | None = None
     """Print dense elements and arrays of more elements than this elided (not parseable)."""
 
+    def print_string(self, text: str, *, indent: int | None = None) -> None:
+        # Most strings hold no newline: written straight to the stream (what `print(text,
+        # end="", file=stream)` in xDSL's does, without `print`'s own work per call).
+        if "\n" in text or self.stream is None:
+            super().print_string(text, indent=indent)
+            return
+        self._current_column += len(text)
+        self.stream.write(text)
+
     def print_list(
         self, elems: Iterable[Any], print_fn: Callable[[Any], Any], delimiter: str = ", "
     ) -> None:

@@ -22,6 +22,7 @@ per-element Python work): a 25 MB model takes a few tens of milliseconds.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,17 +214,30 @@ def write_model(spec: ModelSpec) -> bytes:
         return _write_flatbuffer(spec, [])
     # Offsets are uint64 scalars: the flatbuffer's size does not depend on their values, so a
     # first pass with placeholders tells where the data goes.
-    head = _write_flatbuffer(spec, [(1, len(d)) for d in external])
+    placeholders = [_OFFSET_PLACEHOLDER + i for i in range(len(external))]
+    head = _write_flatbuffer(spec, [(p, len(d)) for p, d in zip(placeholders, external)])
     blob, places = bytearray(head), []
     for data in external:
         blob += bytes(-len(blob) % EXTERNAL_ALIGNMENT)
         places.append((len(blob), len(data)))
         blob += data
+    # Each offset set in place where its placeholder's bytes occur once in the flatbuffer
+    # (the field holds them), else the flatbuffer written again with the offsets.
+    needles = [struct.pack("<Q", p) for p in placeholders]
+    where = [head.find(n) for n in needles]
+    if all(at >= 0 and head.find(n, at + 1) < 0 for n, at in zip(needles, where)):
+        for at, (offset, _) in zip(where, places):
+            struct.pack_into("<Q", blob, at, offset)
+        return bytes(blob)
     final = _write_flatbuffer(spec, places)
     if len(final) != len(head):
         raise AssertionError("tflite writer: the flatbuffer changed size between passes")
     blob[: len(final)] = final
     return bytes(blob)
+
+
+_OFFSET_PLACEHOLDER = 0x7151_6163_6365_6C00
+"""Placeholder offsets of the first pass (distinctive bytes, found once in the flatbuffer)."""
 
 
 def _write_flatbuffer(spec: ModelSpec, places: list[tuple[int, int]]) -> bytes:

@@ -193,6 +193,36 @@ def test_external_buffers_round_trip():
     assert at % 64 == 0 and at + len(blob) == len(data)
 
 
+def test_external_offsets_set_in_place_are_the_second_passes_bytes(monkeypatch):
+    """The first pass's placeholder offsets are set in place (one flatbuffer pass saved) when
+    found once; otherwise the flatbuffer is written again: the same bytes either way."""
+    from qaccel.frontend import tflite_writer as tw
+
+    spec = tw.ModelSpec([tw.SubgraphSpec("main", [
+        tw.TensorSpec("x", (1, 4), np.int8),
+        tw.TensorSpec("p", (300,), np.uint8, data=bytes(range(100)) * 3, external=True),
+        tw.TensorSpec("q", (70,), np.uint8, data=bytes(70), external=True),
+        tw.TensorSpec("c", (8,), np.uint8, data=np.arange(8, dtype=np.uint8)),
+        tw.TensorSpec("y", (1, 4), np.int8)], [0], [4],
+        [tw.OperatorSpec("CUSTOM", [0, 1, 2, 3], [4], custom_code="X", custom_options=b"o")])])
+    passes = []
+    real = tw._write_flatbuffer
+    monkeypatch.setattr(tw, "_write_flatbuffer", lambda *a: passes.append(1) or real(*a))
+    patched = tw.write_model(spec)
+    assert len(passes) == 1
+    # a placeholder whose bytes the constant `c` holds too: found twice, a second pass
+    monkeypatch.setattr(tw, "_OFFSET_PLACEHOLDER", int.from_bytes(bytes(range(8)), "little"))
+    assert tw.write_model(spec) == patched and len(passes) == 3
+    assert read_model(patched) == spec
+
+
+def test_a_program_sealed_from_its_parts_is_the_sealed_whole():
+    head = bytes(range(256)) * 2  # holds the checksum field
+    parts = [os.urandom(1000), b"", bytes(77)]
+    whole = head + b"".join(parts)
+    assert writer._sealed(head, parts) == writer.seal(whole) != whole
+
+
 # --------------------------------------------------------------------------------------------
 # Run by LiteRT
 

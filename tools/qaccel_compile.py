@@ -217,13 +217,23 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     start = time.perf_counter()
     host_text = litert = None
+    # The artifact's folder, made once the module is final: the helpers write their files
+    # (host.mlir, the LiteRT models) into it themselves and hand back only their digests.
+    from qaccel.backends.vta.artifact import Staging
+
+    staging: list[Staging] = []
+
+    def staged() -> Staging:
+        if not staging:
+            staging.append(Staging(args.output))
+        return staging[0]
 
     def print_host_ir(module) -> None:
         # The module is final once the pipeline ran and the host trees are settled (the
         # emission only reads it): its text is printed on the second core from then on,
         # alongside the emission.
         nonlocal host_text
-        host_text = background.start(module_text, module)
+        host_text = background.start(_write_host_ir, module, staged())
 
     try:
         # --quiet: the passes' summaries (e.g. partition-graph's) too; errors still raise.
@@ -238,22 +248,24 @@ def run(argv: Sequence[str] | None = None) -> int:
         # (during the emission, the second core emits half of the GEMM layers' streams and
         # prints the host IR); write_artifact asks for them last.
         if host_text is None:
-            host_text = background.start(module_text, compiled.module)
-        litert = background.start(_aot_models, compiled, data)
+            host_text = background.start(_write_host_ir, compiled.module, staged())
+        litert = background.start(_write_aot_models, compiled, data, staged())
         aot_lines: list[str] = []
 
-        def litert_models() -> dict[str, bytes]:
+        def litert_models():
             models, lines = litert.result()
             aot_lines.append(lines)
             return models
 
         write_artifact(compiled, args.output, data, extra=litert_models,
-                       host_text=host_text.result)  # fmt: skip
+                       host_text=host_text.result, staging=staged())  # fmt: skip
         aot = aot_lines[0]
     finally:
         for pending in (host_text, litert):
             if pending is not None:
                 pending.cancel()
+        if staging:  # nothing once the artifact is in place
+            staging[0].discard()
     if args.plot:
         plot_report(compiled.report, args.plot, Path(args.model).name)
     if not args.quiet:
@@ -262,6 +274,25 @@ def run(argv: Sequence[str] | None = None) -> int:
         plot = f" and {args.plot}" if args.plot else ""
         print(f"wrote {args.output}{plot} in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def _write_host_ir(module, staging):
+    """OUTDIR/host.mlir written into the artifact's folder (by a helper process)."""
+    return staging.write("host.mlir", module_text(module).encode())
+
+
+def _write_aot_models(compiled, source: bytes | None, staging):
+    """`_aot_models`' files written into the artifact's folder (by a helper process)."""
+    import json
+
+    from qaccel.backends.litert.partitions import PARTITIONS_FILE
+
+    models, lines = _aot_models(compiled, source)
+    known = {}  # each program's digest, as partitions.json records it
+    if PARTITIONS_FILE in models:
+        known = {p["program"]: p["program_sha256"]
+                 for p in json.loads(models[PARTITIONS_FILE])["partitions"]}  # fmt: skip
+    return {rel: staging.write(rel, blob, known.get(rel)) for rel, blob in models.items()}, lines
 
 
 def _aot_models(compiled, source: bytes | None) -> tuple[dict[str, bytes], str]:

@@ -40,6 +40,7 @@ import shutil
 import threading
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -155,15 +156,19 @@ def check_artifact_destination(outdir: str | Path) -> None:
 
 def write_artifact(
     compiled: CompiledModel, outdir: str | Path, source: bytes | None = None,
-    extra: dict[str, bytes] | Callable[[], dict[str, bytes]] | None = None,
-    host_text: str | Callable[[], str] | None = None,
+    extra: dict[str, bytes | Written] | Callable[[], dict[str, bytes | Written]] | None = None,
+    host_text: str | Written | Callable[[], str | Written] | None = None,
+    staging: Staging | None = None,
 ) -> None:
     """Write the artifact (see the module docstring) as the folder `outdir`, whole; a model
     that could not run is refused first (`check_runnable`), so no such artifact is ever
     written. `host_text`: `module_text(compiled.module)` when the caller has it already, or
     a function giving it. `extra` may be a function giving the files. Both functions are
     called once the artifact's own files are made (`qaccel-compile` prints the host IR and
-    makes its LiteRT models meanwhile on the second core)."""
+    makes its LiteRT models meanwhile on the second core). `staging`: the `Staging` folder
+    for `outdir` the caller made (and removes should this raise), into which helper processes
+    wrote files already: a file given as `Written` (host.mlir, a file of `extra`) is one of
+    those, with its SHA-256, and must be a file the artifact does not make itself."""
     check_runnable(compiled.module)
     root = Path(outdir)
     check_artifact_destination(root)
@@ -197,37 +202,118 @@ def write_artifact(
         files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
     files["report.json"] = _dumps(compiled.report).encode()
     files.update(_run_plan_files(compiled, programs))
-    files.update(images())
     # These files are hashed and written into the new folder before the host IR's text and
     # `extra` are asked for: `qaccel-compile` makes those on the second core meanwhile.
-    root.parent.mkdir(parents=True, exist_ok=True)
-    partial = _fresh_sibling(root, "partial")
+    own = staging is None
+    if staging is None:
+        staging = Staging(root)
     try:
-        digests: dict[str, str] = {}
-        _write_files(partial, files, digests)
+        for rel, data in files.items():
+            staging.write(rel, data)
+        for rel, data in images().items():
+            staging.write(rel, data)
         if host_text is None:
             host_text = module_text(compiled.module)
-        later = {"host.mlir": (host_text() if callable(host_text) else host_text).encode()}
+        host = host_text() if callable(host_text) else host_text
+        later: dict[str, bytes | str | Written] = {"host.mlir": host}
         later.update((extra() if callable(extra) else extra) or {})
-        _write_files(partial, later, digests)  # a file of `extra` replaces one written above
-        files.update(later)
+        for rel, data in later.items():  # a file of `extra` replaces one written above
+            if isinstance(data, Written):
+                staging.digests[rel] = data.sha256
+            else:
+                staging.write(rel, data.encode() if isinstance(data, str) else data)
         # Each file hashed once: the source is model.tflite (unless `extra` replaced it).
         source_digest = None
         if source is not None:
-            source_digest = (digests["model.tflite"] if files.get("model.tflite") is source
+            source_digest = (staging.digests["model.tflite"] if "model.tflite" not in later
                              else hashlib.sha256(source).hexdigest())  # fmt: skip
         manifest = {
             "format": ARTIFACT_FORMAT, "versions": _versions(),
             "config": compiled.config.to_dict(), "functions": functions,
             "fallbacks": [fb.__dict__ for fb in compiled.fallbacks],
             "source_sha256": source_digest,
-            "files": dict(sorted(digests.items())),
+            "files": dict(sorted(staging.digests.items())),
         }  # fmt: skip
-        _write_files(partial, {"manifest.json": _dumps(manifest).encode()}, {})
-        _put_in_place(partial, root)
+        (staging.folder / "manifest.json").write_bytes(_dumps(manifest).encode())
+        _put_in_place(staging.folder, root)
+        staging.placed = True
     except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
+        if own:
+            staging.discard()
         raise
+
+
+@dataclass(frozen=True)
+class Written:
+    """A file of the artifact a helper process wrote into its `Staging` folder already."""
+
+    sha256: str
+
+
+class Staging:
+    """The fresh folder beside `outdir` that an artifact is written into (`write_artifact`
+    renames it into place once every file is written). `qaccel-compile`'s helper processes
+    write their files (host.mlir, the LiteRT models) into it themselves and hand back only
+    the files' `Written` digests; whoever made it calls `discard()` when the artifact is not
+    written (nothing once it is in place).
+
+    `write(rel, data)` writes each file once and hashes it once: a file whose bytes equal
+    those of a large file this process wrote into the folder before is a hard link to it,
+    and takes its digest (a copy where the file system has no links). A forked helper sees
+    the files written before it was forked."""
+
+    def __init__(self, outdir: str | Path) -> None:
+        root = Path(outdir)
+        root.parent.mkdir(parents=True, exist_ok=True)
+        self.folder = _fresh_sibling(root, "partial")
+        self.digests: dict[str, str] = {}
+        self.placed = False
+        self._dirs = {self.folder}
+        self._large: dict[int, list[tuple[bytes, str]]] = {}  # size -> (bytes, rel)
+
+    def write(self, rel: str, data: bytes, sha256: str | None = None) -> Written:
+        """Write (or link) the file `rel` with `data`; its digest, also in `digests`.
+        `sha256`: the digest of `data` when the caller has it already."""
+        path = self.folder / rel
+        if rel in self.digests:  # replaced: never through a link another file shares
+            path.unlink(missing_ok=True)
+            for same in self._large.values():
+                same[:] = [(b, r) for b, r in same if r != rel]
+        elif path.parent not in self._dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._dirs.add(path.parent)
+        if len(data) < _LINK_ABOVE:
+            path.write_bytes(data)
+            digest = sha256 or hashlib.sha256(data).hexdigest()
+        else:
+            same = self._large.setdefault(len(data), [])
+            earlier = next((r for b, r in same if b is data or b == data), None)
+            if earlier is None:
+                path.write_bytes(data)
+                digest = sha256 or hashlib.sha256(data).hexdigest()
+                same.append((data, rel))
+            else:
+                _link(self.folder / earlier, path)
+                digest = self.digests[earlier]
+        self.digests[rel] = digest
+        return Written(digest)
+
+    def discard(self) -> None:
+        """Remove the folder (unless the artifact is in place)."""
+        if not self.placed:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_LINK_ABOVE = 1 << 16
+"""Files of at least this many bytes are compared with the earlier ones, and linked."""
+
+
+def _link(existing: Path, path: Path) -> None:
+    """`path` a hard link to `existing`, or a copy of it where links are not possible."""
+    try:
+        os.link(existing, path)
+    except OSError:
+        shutil.copyfile(existing, path)
 
 
 def _fresh_sibling(root: Path, kind: str) -> Path:
@@ -239,16 +325,6 @@ def _fresh_sibling(root: Path, kind: str) -> Path:
             return path
         except FileExistsError:
             continue
-
-
-def _write_files(folder: Path, files: dict[str, bytes], digests: dict[str, str]) -> None:
-    """Write `files` (relative paths -> bytes) under `folder`, each one's SHA-256 into
-    `digests`."""
-    for rel, data in files.items():
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        digests[rel] = hashlib.sha256(data).hexdigest()
 
 
 def _put_in_place(partial: Path, root: Path) -> None:
@@ -323,4 +399,5 @@ def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
     return CompiledModel(module, config, functions, fallbacks, report)
 
 
-__all__ = ["ARTIFACT_FORMAT", "check_runnable", "is_artifact", "load_artifact", "module_text", "write_artifact"]
+__all__ = ["ARTIFACT_FORMAT", "Staging", "Written", "check_runnable", "is_artifact", "load_artifact",
+           "module_text", "write_artifact"]

@@ -206,6 +206,19 @@ def seal(program: bytes) -> bytes:
     return bytes(blob)
 
 
+def _sealed(head: bytes, parts: list[bytes]) -> bytes:
+    """`seal(head + b"".join(parts))` (the checksum field within `head`), with the data
+    parts copied once."""
+    assert len(head) >= CHECKSUM_AT + 8
+    first = bytearray(head)
+    first[CHECKSUM_AT : CHECKSUM_AT + 8] = bytes(8)
+    crc = zlib.crc32(first)
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+    struct.pack_into("<Q", first, CHECKSUM_AT, crc)
+    return b"".join([first, *parts])
+
+
 def _step(kind: int, a=0, b=0, c=0, p=(), offset=0, nbytes=0) -> bytes:
     p = list(p) + [0] * (8 - len(p))
     return struct.pack("<IIII8qQQ", kind, a, b, c, *p, offset, nbytes)
@@ -669,7 +682,7 @@ def program_blob(
     tables = header + b"".join(value_records) + b"".join(io) + b"".join(step_records)
     tables += b"".join(layer_records)
     tables += bytes(_align8(len(tables)) - len(tables))
-    return seal(tables + b"".join(data.parts))
+    return _sealed(tables, data.parts)
 
 
 

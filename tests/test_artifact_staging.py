@@ -1,0 +1,111 @@
+"""The artifact's staging folder (`backends/vta/artifact.py`'s `Staging`): each file written
+once and hashed once (equal large files are one file, linked), files helper processes wrote
+into it taken with their digests, and nothing left beside the artifact when it is written
+or when the write fails."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+from qaccel.backends.vta.artifact import Staging, Written, write_artifact
+from qaccel.kernels import background
+from qaccel.tools import qaccel_compile
+
+MODELS = Path(__file__).parent / "fixtures" / "models"
+
+
+def _siblings(root: Path) -> list[str]:
+    return sorted(p.name for p in root.parent.iterdir() if p.name.startswith(f".{root.name}."))
+
+
+def _check_manifest(root: Path) -> dict:
+    """Every file of the manifest is there with the hash it says, and nothing else is."""
+    manifest = json.loads((root / "manifest.json").read_text())
+    on_disk = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    assert on_disk == set(manifest["files"]) | {"manifest.json"}
+    for rel, digest in manifest["files"].items():
+        assert hashlib.sha256((root / rel).read_bytes()).hexdigest() == digest, rel
+    return manifest
+
+
+def test_equal_large_files_are_written_once_and_hashed_once(tmp_path):
+    staging = Staging(tmp_path / "out")
+    big = os.urandom(1 << 17)
+    first = staging.write("a/program.bin", big)
+    again = staging.write("b/program.bin", bytes(bytearray(big)))  # equal, another object
+    other = staging.write("c/other.bin", big[:-1] + bytes([big[-1] ^ 1]))
+    small = staging.write("d/small.bin", b"x" * 10)
+    small_again = staging.write("e/small.bin", b"x" * 10)
+    folder = staging.folder
+    assert first == again == Written(hashlib.sha256(big).hexdigest())
+    assert os.path.samefile(folder / "a/program.bin", folder / "b/program.bin")
+    assert not os.path.samefile(folder / "a/program.bin", folder / "c/other.bin")
+    assert other.sha256 == hashlib.sha256((folder / "c/other.bin").read_bytes()).hexdigest()
+    assert small == small_again
+    assert not os.path.samefile(folder / "d/small.bin", folder / "e/small.bin")
+    # A file written again replaces its own bytes only, never those of a file it was linked to.
+    replaced = staging.write("b/program.bin", b"new")
+    assert (folder / "a/program.bin").read_bytes() == big
+    assert (folder / "b/program.bin").read_bytes() == b"new"
+    assert staging.digests["b/program.bin"] == replaced.sha256 == hashlib.sha256(b"new").hexdigest()
+    staging.write("f/program.bin", big)  # links to the file that still holds these bytes
+    assert os.path.samefile(folder / "a/program.bin", folder / "f/program.bin")
+    staging.discard()
+    assert not folder.exists()
+
+
+@pytest.fixture(scope="module")
+def small_cnn():
+    return qaccel_compile.compile_model(MODELS / "small_cnn.tflite")
+
+
+def test_files_written_by_helpers_are_taken_with_their_digests(small_cnn, tmp_path):
+    compiled, data = small_cnn
+    root = tmp_path / "out"
+    write_artifact(compiled, tmp_path / "plain", data)
+    staging = Staging(root)
+    helper = staging.write("host.mlir", (tmp_path / "plain" / "host.mlir").read_bytes())
+    write_artifact(compiled, root, data, host_text=lambda: helper, staging=staging)
+    assert _siblings(root) == []
+    plain, staged = _check_manifest(tmp_path / "plain"), _check_manifest(root)
+    assert plain == staged
+    for rel in plain["files"]:
+        assert (root / rel).read_bytes() == (tmp_path / "plain" / rel).read_bytes()
+
+
+def test_a_failed_write_leaves_nothing_beside_the_artifact(small_cnn, tmp_path):
+    compiled, data = small_cnn
+    root = tmp_path / "out"
+
+    def broken():
+        raise OSError("no space left")
+
+    with pytest.raises(OSError, match="no space"):
+        write_artifact(compiled, root, data, extra=broken)
+    assert not root.exists() and _siblings(root) == []
+    staging = Staging(root)  # the caller's folder: the caller discards it
+    with pytest.raises(OSError, match="no space"):
+        write_artifact(compiled, root, data, extra=broken, staging=staging)
+    assert staging.folder.exists()
+    staging.discard()
+    assert not root.exists() and _siblings(root) == []
+
+
+def test_forked_helpers_write_the_same_artifact(small_cnn, tmp_path, monkeypatch):
+    """qaccel-compile's children write host.mlir and the LiteRT models into the folder; the
+    artifact is byte for byte the one the process writes alone."""
+    args = [str(MODELS / "small_cnn.tflite"), "--quiet", "-o"]
+    assert qaccel_compile.run([*args, str(tmp_path / "one")]) == 0
+    if not hasattr(os, "fork"):
+        pytest.skip("no os.fork")
+    monkeypatch.setattr(background, "enabled", lambda: True)
+    assert qaccel_compile.run([*args, str(tmp_path / "two")]) == 0
+    one, two = _check_manifest(tmp_path / "one"), _check_manifest(tmp_path / "two")
+    assert one == two
+    for rel in one["files"]:
+        assert (tmp_path / "one" / rel).read_bytes() == (tmp_path / "two" / rel).read_bytes()
+    assert _siblings(tmp_path / "one") == _siblings(tmp_path / "two") == []
