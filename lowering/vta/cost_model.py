@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from dataclasses import astuple, dataclass, replace
 
+import numpy as np
+
 from qaccel.lowering.vta.bias import n_param_rows
 from qaccel.lowering.vta.geometry import (
     MAX_STRIDE,
@@ -40,6 +42,7 @@ from qaccel.lowering.vta.geometry import (
     frame_rows,
     frame_shape,
     pixel_block,
+    pixel_block_size,
 )
 from qaccel.lowering.vta.planning import (
     Schedule,
@@ -211,6 +214,106 @@ def quick_estimate(sched: Schedule, config: HardwareConfig | None = None) -> int
     epilogue = IS * (1 if tw >= OW else tco) + -(-(last_rows * out_eb) // bw)
     steady = max(compute - preamble, load - first_loads * IS, store, bus)
     return int(prologue + steady + epilogue)
+
+def _terms(g: LayerGeometry, bias_mode: str, c: HardwareConfig) -> tuple:
+    key = ("quick", bias_mode)
+    terms = g._memo.get(key)
+    if terms is None or terms[0] is not c:  # the search asks thousands of times per layer
+        terms = g._memo[key] = _quick_terms(g, bias_mode, c)
+    return terms
+
+
+def _per_value(values, most: int, fn) -> list:
+    """The tuples `fn(v)` for an array of tile sizes in 1..`most` (one call per distinct
+    size), as arrays by position in the tuple."""
+    distinct = np.unique(values).tolist()
+    found = [fn(v) for v in distinct]
+    table = np.zeros((max(most, max(distinct)) + 1, len(found[0])), np.int64)
+    table[distinct] = found
+    return [table[values, k] for k in range(len(found[0]))]
+
+
+def quick_estimates(g: LayerGeometry, bias_mode: str, th, tw, tco, tci, spatial, inp_slots,
+                    wgt_slots, acc_slots, config: HardwareConfig, factors: np.ndarray):  # fmt: skip
+    """`quick_estimate` of many schedules of one layer and bias mode at once: the tiling
+    fields as int64 arrays (`spatial`: bool, the loop order), `factors` from
+    `geometry.smallest_factors` covering the layer's output rows and columns. The same
+    integers, one array."""
+    c = config
+    if g.batch > 1:
+        return g.batch * quick_estimates(g.image, bias_mode, th, tw, tco, tci, spatial,
+                                         inp_slots, wgt_slots, acc_slots, c, factors)  # fmt: skip
+    (_, I, setup, bw, blk, K, out_eb, out_bytes, rows, gemm_tail, tail_insns, dma_bias,
+     param_bytes, ci_per_pass, uop_depth) = _terms(g, bias_mode, c)  # fmt: skip
+    diagonal = g.diagonal
+    OH, OW, COB = g.OH, g.OW, g.COB
+    G = -(-COB // tco)
+    tco = np.minimum(tco, COB)
+    Ty, Tx = -(-OH // th), -(-OW // tw)
+    R = 1 if diagonal else -(-g.CIB // tci)
+    T = Ty * Tx
+    sy, fy = _per_value(th, OH, lambda v: _axis_sums(g, v, True))
+    sx, fx = _per_value(tw, OW, lambda v: _axis_sums(g, v, False))
+    real_pass, frame_pass = sy * sx, fy * fx
+    if diagonal:
+        chunk_ci = (tco - 1) // g.depth_multiplier + 1
+        inp_passes, inp_chunks = 1, T * G
+        w_passes = np.where(~spatial | (wgt_slots >= G), 1, T)
+    else:
+        chunk_ci = np.minimum(tci, g.CIB)
+        inp_passes = np.where(spatial, np.where((R == 1) | (inp_slots >= R + 1), 1, G),
+                              np.where((T * R == 1) | (inp_slots >= T * R), 1, G))  # fmt: skip
+        w_passes = np.where(spatial, np.where((G * R == 1) | (wgt_slots >= G * R), 1, T),
+                            np.where((R == 1) | (wgt_slots >= R + 1), 1, T))  # fmt: skip
+        inp_chunks = T * R * inp_passes
+    inp_bytes = inp_passes * real_pass * ci_per_pass * blk
+    pad_rows = inp_passes * (frame_pass - real_pass) * ci_per_pass
+    merged = _per_value(tw, OW, lambda v: (_merged_frames(g, v),))[0].astype(bool)
+    inp_loads = inp_chunks * np.where(merged, 1, np.maximum(1, chunk_ci))
+    wgt_bytes = w_passes * COB * (1 if diagonal else g.CIB) * K * blk * blk
+    wgt_loads = w_passes * G * R
+    IS = I + setup
+    inp_time = inp_loads * IS + -(-(inp_bytes + pad_rows * blk) // bw)
+    wgt_time = wgt_loads * IS + -(-wgt_bytes // bw)
+    load = inp_time + wgt_time
+    serial = (np.where((inp_slots == 1) & (inp_chunks > 1), inp_time, 0)
+              + np.where((wgt_slots == 1) & (wgt_loads > 1), wgt_time, 0))  # fmt: skip
+    tiles = T * G
+    n_store = tiles if g.kind == "dense" else np.where(tw >= OW, tiles, T * COB)
+    store = n_store * IS + -(-out_bytes // bw)
+    insns = T * G * R + tiles * tail_insns
+    compute_dma = 0
+    if dma_bias:
+        compute_dma = tiles * (1 if g.kind == "dense" else tco) * IS
+        compute_dma = compute_dma + -(-(rows * 4 * blk) // bw)
+    red = K * (1 if diagonal else np.minimum(tci, g.CIB))
+    th_, tw_ = np.minimum(th, OH), np.minimum(tw, OW)
+    kernel = red * tco * pixel_block_size(tco, red, th_, tw_, factors)
+    combos = np.minimum(np.minimum(T * G * R, inp_slots * acc_slots * wgt_slots), 8)
+    uops = kernel * combos
+    reload = uops > uop_depth  # kernels reloaded every step
+    compute_dma = compute_dma + np.where(reload, T * G * R * (IS + -(-(kernel * 4) // bw)), 0)
+    uops = np.where(reload, uop_depth, uops)
+    preamble = 2 * IS + -(-(param_bytes + 4 * uops) // bw)
+    compute = gemm_tail + insns * I + compute_dma + preamble + serial
+    bus = -(-(inp_bytes + wgt_bytes + out_bytes + param_bytes + 4 * uops) // bw)
+    if dma_bias:
+        bus = bus + -(-(rows * 4 * blk) // bw)
+    if g.kind == "dense":
+        fr, fc = 1, tw_
+    else:
+        fr = th_ if g.row_subsample else (th_ - 1) * g.sh + (g.KH - 1) * g.dh + 1
+        fc = (tw_ - 1) * g.sw + (g.KW - 1) * g.dw + 1
+    first_w = tco * (1 if diagonal else np.minimum(tci, g.CIB)) * K * blk * blk
+    first_loads = np.where(merged, 1, chunk_ci) + 1
+    prologue = first_loads * IS + -(
+        -(chunk_ci * fr * fc * blk + first_w + param_bytes + 4 * uops) // bw
+    )
+    last_rows = th_ * tw_ * tco
+    epilogue = IS * np.where(tw >= OW, 1, tco) + -(-(last_rows * out_eb) // bw)
+    steady = np.maximum(np.maximum(compute - preamble, load - first_loads * IS),
+                        np.maximum(store, bus))  # fmt: skip
+    return prologue + steady + epilogue
 
 def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     """Cycle estimate of a schedule from a step-level model of the three modules.

@@ -435,3 +435,36 @@ def max_kernel(g: LayerGeometry, th: int, tw: int, tco: int, tci: int) -> int:
                     pb = pixel_block(co, red, h, w)
                     best = max(best, red if pb is None else red * co * pb[0] * pb[1])
     return best
+
+
+def smallest_factors(n: int) -> np.ndarray:
+    """`_smallest_factor` of 0..n as an array (index 0 and 1: 0)."""
+    out = np.zeros(n + 1, np.int64)
+    for k in range(2, n + 1):
+        out[k] = _smallest_factor(k)
+    return out
+
+
+def pixel_block_size(nco, reduction, th, tw, factors: np.ndarray):
+    """uy * ux of `pixel_block` over arrays (1 where it is None), `factors` from
+    `smallest_factors` (covering th and tw)."""
+    dx, dy = factors[tw], factors[th]
+    pick = np.where((dx > 0) & ((dy == 0) | (dx <= dy)), dx, np.where(dy > 0, dy, 1))
+    return np.where((nco >= 2) | (reduction == 1), 1, pick)
+
+
+def max_kernels(g: LayerGeometry, th, tw, tco, tci, factors: np.ndarray):
+    """`max_kernel` over arrays of tilings (th, tw, tco clipped to the layer, tci the ci
+    blocks per group)."""
+    hs = (th, g.OH - (-(-g.OH // th) - 1) * th)
+    ws = (tw, g.OW - (-(-g.OW // tw) - 1) * tw)
+    cos = (tco, g.COB - (-(-g.COB // tco) - 1) * tco)
+    cis = (1,) if g.diagonal else (tci, g.CIB - (-(-g.CIB // tci) - 1) * tci)
+    best = 0
+    for ci in cis:
+        red = g.taps * ci
+        for co in cos:
+            for h in hs:
+                for w in ws:
+                    best = np.maximum(best, red * co * pixel_block_size(co, red, h, w, factors))
+    return best

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
+import numpy as np
+
 from qaccel.lowering.vta.bias import n_param_rows
 from qaccel.lowering.vta.geometry import (
     MAX_PAD,
@@ -37,6 +39,7 @@ from qaccel.lowering.vta.geometry import (
     frame_rows,
     frame_shape,
     max_kernel,
+    max_kernels,
 )
 from qaccel.targets.vta.config import HardwareConfig
 from qaccel.dialects.vta import BIAS_MODES, LOOP_ORDERS  # noqa: F401  (re-exported)
@@ -419,3 +422,62 @@ def plan_buffers(
         acc_slot_rows=acc_rows,
     )
     return inp_slots, wgt_slots, acc_slots, plan
+
+
+def diagonal_ci_blocks(g: LayerGeometry, tco: int) -> int:
+    """Input blocks a depthwise step of `tco` output blocks reads (the largest over the
+    groups with a depth multiplier): `plan_buffers`' slot rows."""
+    nci = g.ci_range(0, tco, 0, 0)[1]
+    if g.depth_multiplier > 1:
+        nci = max(g.ci_range(i, tco, 0, 0)[1] for i in range(0, g.COB, tco))
+    return nci
+
+
+def plan_slots(g: LayerGeometry, th, tw, tco, tci, spatial, bias_mode: str,
+               config: HardwareConfig, factors: np.ndarray):  # fmt: skip
+    """`plan_buffers` over int64 arrays of tilings of one bias mode (`spatial`: a bool array,
+    the loop order): (fits, inp_slots, wgt_slots, acc_slots), the slots valid where it fits.
+    The search ranks every candidate with these; `plan_buffers` places the chosen ones."""
+    K = g.taps
+    depth_uop, depth_inp, depth_wgt, depth_acc = _depths(config)
+    th, tw, tco = np.minimum(th, g.OH), np.minimum(tw, g.OW), np.minimum(tco, g.COB)
+    if g.diagonal:
+        per_tco = {int(v): diagonal_ci_blocks(g, int(v)) for v in np.unique(tco)}
+        nci = np.array([per_tco[v] for v in tco.tolist()], np.int64).reshape(tco.shape)
+    else:
+        nci = np.minimum(tci, g.CIB)
+    if g.kind == "dense":
+        fr, fc = np.ones_like(th), tw
+    else:
+        fr = th if g.row_subsample else (th - 1) * g.sh + (g.KH - 1) * g.dh + 1
+        fc = (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1
+    inp_rows = nci * fr * fc
+    per_co = 1 if g.diagonal else nci
+    wgt_tiles = tco * per_co * K
+    red = K * per_co
+    split = (tco == 1) & (th * tw == 1) & (red > 1)
+    acc_rows = tco * th * tw + split
+    zp = 1 if uses_zp_gemm(g, bias_mode) else 0
+    gemm_bias = g.has_bias and bias_mode == "gemm"
+    none = np.zeros(th.shape, bool)
+    if gemm_bias and not g.small_bias:
+        return none, none, none, none
+    inp_free = depth_inp - (zp + (1 if gemm_bias else 0))
+    wgt_free = depth_wgt - (zp + (g.COB if gemm_bias else 0))
+    acc_free = depth_acc - n_param_rows(g, bias_mode)
+    fits = (inp_rows <= inp_free) & (wgt_tiles <= wgt_free) & (acc_rows <= acc_free)
+    fits &= max_kernels(g, th, tw, tco, nci, factors) <= depth_uop // 2
+    fits &= (inp_rows <= depth_inp) & (wgt_tiles <= depth_wgt)
+    Ty, Tx = -(-g.OH // th), -(-g.OW // tw)
+    G = -(-g.COB // tco)
+    R = 1 if g.diagonal else -(-g.CIB // tci)
+    n_inp_chunks = Ty * Tx * (G if g.diagonal else R)
+    n_wgt_chunks = G * R
+    inp_cap, wgt_cap, acc_cap = inp_free // inp_rows, wgt_free // wgt_tiles, acc_free // acc_rows
+    inp_slots = np.where(n_inp_chunks <= inp_cap, n_inp_chunks, np.minimum(inp_cap, 2))
+    wgt_slots = np.where(n_wgt_chunks <= wgt_cap, n_wgt_chunks, np.minimum(wgt_cap, 2))
+    acc_slots = np.minimum(np.minimum(acc_cap, 2), Ty * Tx * G)
+    if not g.diagonal:
+        more = spatial & (R > 1) & (inp_slots < n_inp_chunks) & (inp_cap >= R + 1)
+        inp_slots = np.where(more, R + 1, inp_slots)
+    return fits, inp_slots, wgt_slots, acc_slots
