@@ -340,17 +340,23 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     # The tail after the GEMMs (the reset that starts a tile is counted with its first step).
     after_gemm = per_row if (dma_bias or store_tail) else per_row - gemm_c
     n_tail = _tail_insns(g, sched.bias_mode)
-    slot_ready: dict = {}
-    last_use: dict = {}  # slot -> step index whose GEMM read it last
+    # Per buffer and slot: when its chunk is in (load end), the last step whose GEMM read it.
+    ready = {"inp": [0] * sched.inp_slots, "wgt": [0] * sched.wgt_slots}
+    last_use = {"inp": [-1] * sched.inp_slots, "wgt": [-1] * sched.wgt_slots}
+    inp_ready, wgt_ready = ready["inp"], ready["wgt"]
+    inp_use, wgt_use = last_use["inp"], last_use["wgt"]
     cend: list[int] = []
     store_end: list[int] = []
-    kernels: dict = {}
+    kernels: set = set()  # (shape, slots) of every GEMM kernel: shape -> micro-ops in `sizes`
+    sizes: dict = {}  # (th, tw, nco, nci) -> (reduction, pixel block, micro-ops)
+    tails: set = set()  # (acc slot, co0): the tail's single micro-ops, 6 each
     l_end = s_free = bus_bytes = 0
     load_busy = store_busy = compute_busy = 0
     param_bytes = n_param_rows(g, sched.bias_mode) * 4 * blk
     c_end = 2 * (I + setup) + _cdiv(param_bytes, bw)  # the parameter load (uops added below)
     prologue = None
-    inp_loads: dict = {}  # frame -> (bytes, load cycles): frames repeat across output groups
+    inp_loads: dict = {}  # (spatial tile, nci) -> (bytes, load cycles): frames repeat
+    wgt_loads: dict = {}  # (nco, nci, part is None) -> (bytes, load cycles)
     plans = plan_steps(sched)
     n_steps = len(plans)
     IS = I + setup
@@ -362,34 +368,41 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     for n, (st, islot, wslot, _, loads) in enumerate(plans):
         for kind, ch, slot, part in loads:
             if kind == "inp":
-                frame = (ch.oy0, ch.th, ch.ox0, ch.tw, ch.nci)
-                found = inp_loads.get(frame)
+                found = inp_loads.get((ch.spatial, ch.nci))
                 if found is None:
+                    frame = (ch.oy0, ch.th, ch.ox0, ch.tw, ch.nci)
                     real, padded, n_loads = _frame(g, ch, frame)
                     nbytes = real * blk
                     ldur = n_loads * IS + _cdiv(nbytes, bw) + _cdiv(padded * blk, bw)
-                    found = inp_loads[frame] = (nbytes, ldur)
-                nbytes, ldur = found
+                    found = inp_loads[(ch.spatial, ch.nci)] = (nbytes, ldur)
             else:
-                blocks = ch.nco if part is None else 1
-                nbytes = blocks * (1 if diagonal else ch.nci) * K * blk * blk
-                ldur = IS + -(-nbytes // bw)
+                found = wgt_loads.get((ch.nco, ch.nci, part is None))
+                if found is None:
+                    blocks = ch.nco if part is None else 1
+                    nbytes = blocks * (1 if diagonal else ch.nci) * K * blk * blk
+                    found = wgt_loads[(ch.nco, ch.nci, part is None)] = (nbytes, IS + -(-nbytes // bw))
+            nbytes, ldur = found
             bus_bytes += nbytes
-            wait = last_use.get((kind, slot), -1)
-            l_end = max(l_end, cend[wait] if wait >= 0 else 0) + ldur
+            wait = last_use[kind][slot]
+            if wait >= 0 and cend[wait] > l_end:
+                l_end = cend[wait]
+            l_end += ldur
             load_busy += ldur
-            slot_ready[(kind, slot)] = l_end
-        tile, th, tw, nco = st.tile, st.th, st.tw, st.nco
+            ready[kind][slot] = l_end
+        tile, th, tw, nco, nci = st.tile, st.th, st.tw, st.nco, st.nci
         aslot = tile % acc_slots
-        red = K if diagonal else K * st.nci
-        pb = pixel_block(nco, red, th, tw)
-        kernels[(th, tw, nco, st.nci, islot, wslot, aslot)] = (
-            red if pb is None else red * nco * pb[0] * pb[1]
-        )
-        kernels[(aslot, st.co0)] = 6  # the tail's single micro-ops
+        shape = (th, tw, nco, nci)
+        size = sizes.get(shape)
+        if size is None:
+            red = K if diagonal else K * nci
+            pb = pixel_block(nco, red, th, tw)
+            size = sizes[shape] = (red, pb, red if pb is None else red * nco * pb[0] * pb[1])
+        red, pb, _ = size
+        kernels.add((shape, islot, wslot, aslot))
+        tails.add((aslot, st.co0))
         rows = th * tw * nco
         dur = I + red * rows * gemm_c
-        start = max(c_end, slot_ready[("inp", islot)], slot_ready[("wgt", wslot)])
+        start = max(c_end, inp_ready[islot], wgt_ready[wslot])
         if st.first:
             split = pb is None
             if tile >= acc_slots:
@@ -417,7 +430,7 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
         c_end = start + dur
         compute_busy += dur
         cend_append(c_end)
-        last_use[("inp", islot)] = last_use[("wgt", wslot)] = n
+        inp_use[islot] = wgt_use[wslot] = n
         if last:
             n_st = 1 if (dense or (tw == OW and whole_width)) else nco
             nbytes = rows * out_eb
@@ -426,12 +439,13 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
             store_busy += sdur
             store_append(s_free)
             bus_bytes += nbytes
-    uops = sum(kernels.values())
+    kernel_uops = [sizes[k[0]][2] for k in kernels]
+    uops = sum(kernel_uops) + 6 * len(tails)
     depth = _depths(c)[0]
     if uops <= depth:
         extra = _cdiv(4 * uops, bw)  # one LOAD UOP in the prologue
     else:
-        biggest = max(v for k, v in kernels.items() if len(k) == 7)
+        biggest = max(kernel_uops)
         extra = n_steps * (I + setup + _cdiv(4 * biggest, bw))
     bus_bytes += 4 * min(uops, depth) + param_bytes
     total = max(c_end + extra, s_free + (extra if uops > depth else 0)) + I
