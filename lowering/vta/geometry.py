@@ -380,6 +380,14 @@ def real_span(start: int, count: int, step: int, size: int) -> tuple[int, int]:
 
 def frame_rows(g: LayerGeometry, oy0: int, th: int) -> tuple[int, int, int, int]:
     """(frame rows, input row of frame row 0, DRAM row step, (pad before, real rows))."""
+    key = ("frame_rows", oy0, th)  # memoized: the search and the emitter ask for each often
+    found = g._memo.get(key)
+    if found is None:
+        found = g._memo[key] = _frame_rows(g, oy0, th)
+    return found
+
+
+def _frame_rows(g: LayerGeometry, oy0: int, th: int) -> tuple[int, int, int, int]:
     if g.kind == "dense":
         return 1, 0, 1, (0, 1)
     fr, _ = frame_shape(g, th, 1)
@@ -389,6 +397,15 @@ def frame_rows(g: LayerGeometry, oy0: int, th: int) -> tuple[int, int, int, int]
 
 
 def frame_cols(g: LayerGeometry, ox0: int, tw: int) -> tuple[int, int, tuple[int, int]]:
+    """(frame columns, input column of frame column 0, (pad before, real columns))."""
+    key = ("frame_cols", ox0, tw)
+    found = g._memo.get(key)
+    if found is None:
+        found = g._memo[key] = _frame_cols(g, ox0, tw)
+    return found
+
+
+def _frame_cols(g: LayerGeometry, ox0: int, tw: int) -> tuple[int, int, tuple[int, int]]:
     if g.kind == "dense":
         return tw, ox0, (0, tw)
     _, fc = frame_shape(g, 1, tw)

@@ -289,28 +289,24 @@ def plan_steps(sched: Schedule) -> list[StepPlan]:
     inp_keys = [(st.spatial, st.ci0, st.nci) for st in steps]
     wgt_keys = [(st.co0, st.nco, st.ci0, st.nci) for st in steps]
 
-    def next_different(keys):
-        out = [-1] * n
-        nxt = -1
-        for i in range(n - 2, -1, -1):
-            if keys[i + 1] != keys[i]:
-                nxt = i + 1
-            out[i] = nxt
-        return out
+    def prefetches(keys) -> dict[int, int]:
+        """First step of each run of steps sharing a chunk -> first step of the next run."""
+        starts = [0]
+        starts += [i for i in range(1, n) if keys[i] != keys[i - 1]]
+        return dict(zip(starts, starts[1:]))
 
     # The two buffers' least-recently-used slots (as `_SlotLRU`, inlined: this runs for
     # every schedule the search models). A chunk's slot: the next one while any is free,
-    # else the oldest chunk's.
+    # else the oldest chunk's. A buffer prefetches with two slots at least.
     inp_chunks: OrderedDict = OrderedDict()
     wgt_chunks: OrderedDict = OrderedDict()
     n_inp, n_wgt = sched.inp_slots, sched.wgt_slots
-    kinds = []  # the buffers that prefetch: two slots at least
-    if n_inp >= 2:
-        kinds.append(("inp", inp_chunks, n_inp, inp_keys, next_different(inp_keys)))
-    if n_wgt >= 2:
-        kinds.append(("wgt", wgt_chunks, n_wgt, wgt_keys, next_different(wgt_keys)))
+    inp_ahead = prefetches(inp_keys) if n_inp >= 2 else {}
+    wgt_ahead = prefetches(wgt_keys) if n_wgt >= 2 else {}
     acc_slots = sched.acc_slots
     plans = []
+    append = plans.append
+    new_plan = tuple.__new__
     later: dict[int, list] = {}  # step index -> weight parts to load there
     for i, st in enumerate(steps):
         loads = []
@@ -332,29 +328,35 @@ def plan_steps(sched: Schedule) -> list[StepPlan]:
             loads.append(("wgt", st, wslot, None))
         else:
             wgt_chunks.move_to_end(key)
-        for kind, chunks, n_slots, keys, nxt in kinds:
-            j = nxt[i]
-            key = keys[i]
-            if j < 0 or (i > 0 and keys[i - 1] == key):
-                continue  # nothing ahead, or not the first step of a run
-            ahead_key = keys[j]
-            if ahead_key in chunks:
-                continue
-            ahead = steps[j]
-            slot = len(chunks) if len(chunks) < n_slots else chunks.popitem(last=False)[1]
-            chunks[ahead_key] = slot
-            run = j - i
-            if kind == "wgt" and run > 1 and ahead.nco > 1:
-                for part in range(ahead.nco):
-                    later.setdefault(i + part * run // ahead.nco, []).append(
-                        (kind, ahead, slot, part)
-                    )
-            else:
-                loads.append((kind, ahead, slot, None))
-            chunks.move_to_end(key)  # keep the chunk this step uses the most recent
+        j = inp_ahead.get(i)
+        if j is not None:
+            ahead_key = inp_keys[j]
+            if ahead_key not in inp_chunks:
+                slot = (len(inp_chunks) if len(inp_chunks) < n_inp
+                        else inp_chunks.popitem(last=False)[1])  # fmt: skip
+                inp_chunks[ahead_key] = slot
+                loads.append(("inp", steps[j], slot, None))
+                inp_chunks.move_to_end(inp_keys[i])  # the chunk this step uses: the most recent
+        j = wgt_ahead.get(i)
+        if j is not None:
+            ahead_key = wgt_keys[j]
+            if ahead_key not in wgt_chunks:
+                ahead = steps[j]
+                slot = (len(wgt_chunks) if len(wgt_chunks) < n_wgt
+                        else wgt_chunks.popitem(last=False)[1])  # fmt: skip
+                wgt_chunks[ahead_key] = slot
+                run = j - i
+                if run > 1 and ahead.nco > 1:
+                    for part in range(ahead.nco):
+                        later.setdefault(i + part * run // ahead.nco, []).append(
+                            ("wgt", ahead, slot, part)
+                        )
+                else:
+                    loads.append(("wgt", ahead, slot, None))
+                wgt_chunks.move_to_end(key)
         if later:
             loads.extend(later.pop(i, ()))
-        plans.append(StepPlan(st, islot, wslot, st.tile % acc_slots, tuple(loads)))
+        append(new_plan(StepPlan, (st, islot, wslot, st.tile % acc_slots, tuple(loads))))
     return plans
 
 def plan_buffers(
