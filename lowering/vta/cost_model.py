@@ -226,7 +226,7 @@ def _terms(g: LayerGeometry, bias_mode: str, c: HardwareConfig) -> tuple:
 def _per_value(values, most: int, fn) -> list:
     """The tuples `fn(v)` for an array of tile sizes in 1..`most` (one call per distinct
     size), as arrays by position in the tuple."""
-    distinct = np.unique(values).tolist()
+    distinct = sorted(set(values.tolist()))
     found = [fn(v) for v in distinct]
     table = np.zeros((max(most, max(distinct)) + 1, len(found[0])), np.int64)
     table[distinct] = found

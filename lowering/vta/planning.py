@@ -444,7 +444,7 @@ def plan_slots(g: LayerGeometry, th, tw, tco, tci, spatial, bias_mode: str,
     depth_uop, depth_inp, depth_wgt, depth_acc = _depths(config)
     th, tw, tco = np.minimum(th, g.OH), np.minimum(tw, g.OW), np.minimum(tco, g.COB)
     if g.diagonal:
-        per_tco = {int(v): diagonal_ci_blocks(g, int(v)) for v in np.unique(tco)}
+        per_tco = {v: diagonal_ci_blocks(g, v) for v in set(tco.tolist())}
         nci = np.array([per_tco[v] for v in tco.tolist()], np.int64).reshape(tco.shape)
     else:
         nci = np.minimum(tci, g.CIB)

@@ -146,7 +146,9 @@ class _Ranked:
             slots[:, at] = np.where(fits, sl, 0)
         # Like `candidates`: the first two ci group sizes with a tiling that fits.
         used = np.flatnonzero(np.bincount(grid[0][keep], minlength=len(tcis)))[:2]
-        keep &= np.isin(grid[0], used)
+        first_two = np.zeros(len(tcis), bool)
+        first_two[used] = True
+        keep &= first_two[grid[0]]
         at = np.flatnonzero(keep)
         self.th, self.tw, self.tco, self.tci = th[at], tw[at], tco[at], tci[at]
         self.mode, self.order, self.spatial = mode[at], order[at], spatial[at]
