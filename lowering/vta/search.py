@@ -18,7 +18,7 @@ allow and tries the others on its best tilings (they reserve different buffer sp
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import lru_cache
 
@@ -292,11 +292,14 @@ def _best(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...], orders: t
 
 
 def search_ahead(layers: Iterable[ConvLayer | LayerGeometry], config: HardwareConfig, *,
-                 bias_mode: str | None = None, model_steps: int = 600) -> None:
+                 bias_mode: str | None = None, model_steps: int = 600,
+                 meanwhile: Callable[[], None] | None = None, weight: float = 0.0) -> None:  # fmt: skip
     """Run the searches `schedule(layer, config, bias_mode=bias_mode)` will need for these
-    layers now, half of them in a forked child (`kernels/background.py`): the same searches,
-    the same results, on two cores. A no-op where the process does not fork; a layer whose
-    search fails is left for `schedule` to fail on."""
+    layers now, about half of them in a forked child (`kernels/background.py`): the same
+    searches, the same results, on two cores. `meanwhile`: more work for this process while
+    the child searches, worth `weight` searches (the child then takes more of them). A no-op
+    (`meanwhile` not called) where the process does not fork; a layer whose search fails is
+    left for `schedule` to fail on."""
     if not background.enabled():
         return
     if len(_known) > 4096:
@@ -315,15 +318,22 @@ def search_ahead(layers: Iterable[ConvLayer | LayerGeometry], config: HardwareCo
         keys.append(key)
     if len(keys) < 2:
         return
-    # The child takes every other search from the largest down, so the halves weigh alike.
+    # From the largest down, each search goes to the side with less work so far (the
+    # searches cost about the same: each models about `model_steps` loop steps).
     keys.sort(key=lambda k: -(k[0].OH * k[0].OW * k[0].COB * (1 if k[0].diagonal else k[0].CIB)))
-    theirs = background.start(_searches, keys[1::2])
+    here: list[tuple] = []
+    there: list[tuple] = []
+    for key in keys:
+        (there if len(there) <= len(here) + weight else here).append(key)
+    theirs = background.start(_searches, there)
     try:
-        mine = _searches(keys[0::2])
+        mine = _searches(here)
+        if meanwhile is not None:
+            meanwhile()
         done = theirs.result()
     finally:
         theirs.cancel()  # when this half raised
-    for key, found in (*zip(keys[0::2], mine), *zip(keys[1::2], done)):
+    for key, found in (*zip(here, mine), *zip(there, done)):
         if found is not None:
             _ahead[key] = found
 
