@@ -365,6 +365,7 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     whole_width = g.OH * g.OW <= MAX_STRIDE
     OW = g.OW
     cend_append, store_append = cend.append, store_end.append
+    reset_once = store_tail and not g.runtime_init  # reset once per slot, cleared by stores
     for n, (st, islot, wslot, _, loads) in enumerate(plans):
         for kind, ch, slot, part in loads:
             if kind == "inp":
@@ -396,33 +397,51 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
         if size is None:
             red = K if diagonal else K * nci
             pb = pixel_block(nco, red, th, tw)
-            size = sizes[shape] = (red, pb, red if pb is None else red * nco * pb[0] * pb[1])
-        red, pb, _ = size
-        kernels.add((shape, islot, wslot, aslot))
-        tails.add((aslot, st.co0))
-        rows = th * tw * nco
-        dur = I + red * rows * gemm_c
-        start = max(c_end, inp_ready[islot], wgt_ready[wslot])
-        if st.first:
-            split = pb is None
-            if tile >= acc_slots:
-                start = max(start, store_end[tile - acc_slots])
-            if store_tail and not g.runtime_init:  # reset once per slot, cleared by stores
-                if tile < acc_slots or split:
-                    dur += I + rows * gemm_c
+            rows = th * tw * nco
+            # GEMM; a tile's first step: the reset or bias load (without the store module's
+            # once-per-slot reset), its DMA bytes; its last: the tail (a split row's ALU op
+            # is added by the tile's first step's pixel block), the store and its bytes.
+            init = init_bytes = 0
+            if reset_once:
+                pass
             elif dma_bias:
                 nl = 1 if (dense or th * tw == 1) else nco
                 if g.runtime_init:  # `load_init`: one LOAD per tile row of blocks
                     nl = 1 if th == 1 else nco
-                    if split:
-                        dur += I + 2 * gemm_c
-                dur += nl * IS + _cdiv(rows * 4 * blk, bw)
-                bus_bytes += rows * 4 * blk
+                    if pb is None:
+                        init += I + 2 * gemm_c
+                init += nl * IS + _cdiv(rows * 4 * blk, bw)
+                init_bytes = rows * 4 * blk
             else:
-                dur += I + rows * gemm_c
+                init = I + rows * gemm_c
+            n_st = 1 if (dense or (tw == OW and whole_width)) else nco
+            size = sizes[shape] = (
+                red * nco * pb[0] * pb[1] if pb is not None else red, pb is None,
+                I + red * rows * gemm_c, init, init_bytes, I + rows * gemm_c,
+                n_tail * I + rows * after_gemm, n_st * IS + -(-(rows * out_eb) // bw),
+                rows * out_eb,
+            )  # fmt: skip
+        _, pb_none, dur, init, init_bytes, reset, tail, sdur, out_bytes = size
+        kernels.add((shape, islot, wslot, aslot))
+        tails.add((aslot, st.co0))
+        start = c_end
+        if inp_ready[islot] > start:
+            start = inp_ready[islot]
+        if wgt_ready[wslot] > start:
+            start = wgt_ready[wslot]
+        if st.first:
+            split = pb_none
+            if tile >= acc_slots and store_end[tile - acc_slots] > start:
+                start = store_end[tile - acc_slots]
+            if reset_once:
+                if tile < acc_slots or split:
+                    dur += reset
+            else:
+                dur += init
+                bus_bytes += init_bytes
         last = st.last
         if last:
-            dur += n_tail * I + rows * after_gemm
+            dur += tail
             if split:
                 dur += I + alu
         if prologue is None:
@@ -432,14 +451,11 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
         cend_append(c_end)
         inp_use[islot] = wgt_use[wslot] = n
         if last:
-            n_st = 1 if (dense or (tw == OW and whole_width)) else nco
-            nbytes = rows * out_eb
-            sdur = n_st * IS + -(-nbytes // bw)
-            s_free = max(s_free, c_end) + sdur
+            s_free = (s_free if s_free > c_end else c_end) + sdur
             store_busy += sdur
             store_append(s_free)
-            bus_bytes += nbytes
-    kernel_uops = [sizes[k[0]][2] for k in kernels]
+            bus_bytes += out_bytes
+    kernel_uops = [sizes[k[0]][0] for k in kernels]
     uops = sum(kernel_uops) + 6 * len(tails)
     depth = _depths(c)[0]
     if uops <= depth:
