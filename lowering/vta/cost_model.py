@@ -99,6 +99,8 @@ def _axis_sums(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
 
 def _axis_sums_of(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
     n_out = g.OH if rows else g.OW
+    if _cdiv(n_out, tile) > 8 and g.kind != "dense":
+        return _axis_sums_array(g, tile, rows)
     real = frame = 0
     for i in range(_cdiv(n_out, tile)):
         size = min(tile, n_out - i * tile)
@@ -109,6 +111,23 @@ def _axis_sums_of(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
         real += r
         frame += fr
     return real, frame
+
+def _axis_sums_array(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
+    """`_axis_sums_of` of a conv/depthwise layer over all its tiles at once (many tiles):
+    `frame_rows` / `frame_cols` and `real_span` over arrays."""
+    n_out = g.OH if rows else g.OW
+    i = np.arange(_cdiv(n_out, tile))
+    size = np.minimum(tile, n_out - i * tile)
+    if rows:
+        fr = size if g.row_subsample else (size - 1) * g.sh + (g.KH - 1) * g.dh + 1
+        start, step, extent = i * tile * g.sh - g.pad_t, g.sh if g.row_subsample else 1, g.H
+    else:
+        fr = (size - 1) * g.sw + (g.KW - 1) * g.dw + 1
+        start, step, extent = i * tile * g.sw - g.pad_l, 1, g.W
+    first = np.where(start >= 0, 0, np.minimum(fr, -(start // step)))
+    last = np.minimum(np.where(extent - 1 >= start, (extent - 1 - start) // step, -1), fr - 1)
+    return int(np.maximum(0, last - first + 1).sum()), int(fr.sum())
+
 
 def _merged_frames(g: LayerGeometry, tw: int) -> bool:
     """Whether a typical frame of `tw`-wide tiles loads in one LOAD (for the quick model)."""
