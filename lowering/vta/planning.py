@@ -120,14 +120,15 @@ class Schedule:
             order = [(s, c) for c in range(len(cos)) for s in range(len(spatial))]
         out = []
         append = out.append
+        new = tuple.__new__  # Step(...) without the generated __new__'s call: the same tuple
         if g.diagonal:
             m = g.depth_multiplier
             for tile, (s, c) in enumerate(order):
                 oy0, h, ox0, w = spatial[s]
                 co0, nco = cos[c]
                 first = co0 // m
-                append(Step(tile, s, oy0, h, ox0, w, c, co0, nco, first,
-                            (co0 + nco - 1) // m - first + 1, True, True))  # fmt: skip
+                append(new(Step, (tile, s, oy0, h, ox0, w, c, co0, nco, first,
+                                  (co0 + nco - 1) // m - first + 1, True, True)))  # fmt: skip
             return out
         CIB = g.CIB
         cis = [(ci0, min(tci, CIB - ci0)) for ci0 in range(0, CIB, tci)]
@@ -136,7 +137,8 @@ class Schedule:
             oy0, h, ox0, w = spatial[s]
             co0, nco = cos[c]
             for r, (ci0, nci) in enumerate(cis):
-                append(Step(tile, s, oy0, h, ox0, w, c, co0, nco, ci0, nci, r == 0, r == last))
+                append(new(Step, (tile, s, oy0, h, ox0, w, c, co0, nco, ci0, nci, r == 0,
+                                  r == last)))  # fmt: skip
         return out
 
     def tiling(self) -> dict:
