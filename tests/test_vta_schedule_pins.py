@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 from qaccel.lowering.vta.geometry import LayerError, LayerGeometry
-from qaccel.lowering.vta.search import _search, candidates
+from qaccel.lowering.vta.cost_model import quick_estimate
+from qaccel.lowering.vta.planning import BIAS_MODES, LOOP_ORDERS
+from qaccel.lowering.vta.search import _Ranked, _search, _step_count, candidates
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 
 FIXTURE = Path(__file__).parent / "fixtures/schedules/mobilenet_v2_searches.json"
@@ -70,6 +72,20 @@ def test_candidates_are_unchanged(at):
     got = [[*(s.tiling()[k] for k in _TILING)] for s in candidates(g, c, ("gemm",))]
     assert len(got) == case["n_candidates"]
     assert got[:: max(1, len(got) // 8)] == case["candidates_sample"]
+
+
+@pytest.mark.parametrize("at", [0, 1, 4, 13, 30, 35, 65, 70, 72])
+def test_the_ranking_gives_the_candidates_and_quick_estimates_one_by_one(at):
+    """The search ranks the candidates as arrays: the same candidates in the same order (it
+    breaks ties), the same quick estimates and loop steps as `candidates` and
+    `quick_estimate` give one by one (every bias mode: each has its own terms)."""
+    g, c = _key(_cases()[at])[:2]
+    ranked = _Ranked(g, c, BIAS_MODES, LOOP_ORDERS)
+    one_by_one = candidates(g, c, BIAS_MODES, LOOP_ORDERS)
+    assert not ranked.too_large and len(ranked) == len(one_by_one) > 0
+    for i, s in enumerate(one_by_one):
+        assert ranked.schedule(i) == s
+        assert (ranked.quick[i], ranked.steps[i]) == (quick_estimate(s, c), _step_count(s))
 
 
 def _regenerate(cases: list[dict]) -> None:

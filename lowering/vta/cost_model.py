@@ -400,7 +400,8 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
                 if found is None:
                     blocks = ch.nco if part is None else 1
                     nbytes = blocks * (1 if diagonal else ch.nci) * K * blk * blk
-                    found = wgt_loads[(ch.nco, ch.nci, part is None)] = (nbytes, IS + -(-nbytes // bw))
+                    ldur = IS + -(-nbytes // bw)
+                    found = wgt_loads[(ch.nco, ch.nci, part is None)] = (nbytes, ldur)
             nbytes, ldur = found
             bus_bytes += nbytes
             wait = last_use[kind][slot]

@@ -8,7 +8,10 @@ The search enumerates legal tilings (buffer capacities, micro-op field widths, `
 ranks them with `quick_estimate` (closed form: busiest module or the DRAM bus, plus prologue
 and epilogue), re-ranks the best with `estimate` (a step-level model of the three modules that
 follows the emitter's slots and tokens; `lowering/vta/cost_model.py`) and can time the best few
-with the simulator's timing model (`refine`: emits them with `lowering/vta/emit.py`).
+with the simulator's timing model (`refine`: emits them with `lowering/vta/emit.py`). The
+candidates are enumerated and ranked as numpy arrays (`_Ranked`: `plan_slots`,
+`quick_estimates`), in the order and with the values `candidates` and `quick_estimate` give
+one by one; a `Schedule` is built only for the few the search models.
 
 Bias modes (`lowering/vta/bias.py`): per accumulator row the bias GEMM costs 2 cycles (reset +
 add), the ALU 3, the DMA 4 bus cycles on the compute module, the store module's output stage
@@ -293,7 +296,8 @@ def _best(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...], orders: t
 
 def search_ahead(layers: Iterable[ConvLayer | LayerGeometry], config: HardwareConfig, *,
                  bias_mode: str | None = None, model_steps: int = 600,
-                 meanwhile: Callable[[], None] | None = None, weight: float = 0.0) -> None:  # fmt: skip
+                 meanwhile: Callable[[], None] | None = None,
+                 weight: float = 0.0) -> None:  # fmt: skip
     """Run the searches `schedule(layer, config, bias_mode=bias_mode)` will need for these
     layers now, about half of them in a forked child (`kernels/background.py`): the same
     searches, the same results, on two cores. `meanwhile`: more work for this process while
