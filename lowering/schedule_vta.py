@@ -159,7 +159,13 @@ class ScheduleVtaPass(ModulePass):
         reads = _read_all(f)
         todo = [m.layer for o, m in reads if isinstance(m, LayerMatch)
                 and (o.schedule is None or self.recompute)]  # fmt: skip
-        search_ahead(todo, config, bias_mode=self.bias_mode or None)
+        # While the child searches, this process plans the element-wise and pool layers.
+        alu = [(o, m) for o, m in reads if not isinstance(m, (LayerMatch, Exception))
+               and (o.schedule is None or self.recompute)]  # fmt: skip
+        planned: dict[int, tuple[AluPlan, int]] = {}  # by id of the op
+        search_ahead(todo, config, bias_mode=self.bias_mode or None,
+                     meanwhile=lambda: _plan_alu_layers(alu, config, planned),
+                     weight=0.5 * len(alu))  # fmt: skip
         reader = LayerReader(f.sym_name.data)
         ahead = True
         for o, read in reads:
@@ -188,14 +194,27 @@ class ScheduleVtaPass(ModulePass):
                     best = schedule(m.layer, config, bias_mode=self.bias_mode or None)
                     o.schedule = gemm_schedule_attr(best, config.name)
                 else:
-                    plan = plan_alu(m.layer, config)
-                    cycles = alu_cycles(m.layer, plan, config)
-                    o.schedule = alu_schedule_attr(o.kind.data, plan, config.name, cycles)
+                    found = planned.get(id(o)) if ahead else None  # planned from this read
+                    if found is None:
+                        plan = plan_alu(m.layer, config)
+                        found = plan, alu_cycles(m.layer, plan, config)
+                    o.schedule = alu_schedule_attr(o.kind.data, found[0], config.name, found[1])
             except LayerError:
                 o.schedule = None  # nothing fits: the layer runs on the host (qaccel-compile)
                 ahead = False
                 continue
             reader.accept(o, m)
+
+
+def _plan_alu_layers(reads, config, out: dict) -> None:
+    """`plan_alu` and `alu_cycles` of these element-wise / pool layer reads, into `out` by
+    op id; a layer that raises is left for the scheduling loop, which raises the same."""
+    for o, m in reads:
+        try:
+            plan = plan_alu(m.layer, config)
+            out[id(o)] = plan, alu_cycles(m.layer, plan, config)
+        except Exception:  # noqa: BLE001  computed again, and raised, where it is scheduled
+            continue
 
 
 def _read_all(f: func.FuncOp) -> list[tuple[vta.LayerOp, object]]:

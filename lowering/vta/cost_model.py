@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from dataclasses import astuple, dataclass, replace
 
+import numpy as np
+
 from qaccel.lowering.vta.bias import n_param_rows
 from qaccel.lowering.vta.geometry import (
     MAX_STRIDE,
@@ -40,6 +42,7 @@ from qaccel.lowering.vta.geometry import (
     frame_rows,
     frame_shape,
     pixel_block,
+    pixel_block_size,
 )
 from qaccel.lowering.vta.planning import (
     Schedule,
@@ -96,6 +99,8 @@ def _axis_sums(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
 
 def _axis_sums_of(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
     n_out = g.OH if rows else g.OW
+    if _cdiv(n_out, tile) > 8 and g.kind != "dense":
+        return _axis_sums_array(g, tile, rows)
     real = frame = 0
     for i in range(_cdiv(n_out, tile)):
         size = min(tile, n_out - i * tile)
@@ -106,6 +111,23 @@ def _axis_sums_of(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
         real += r
         frame += fr
     return real, frame
+
+def _axis_sums_array(g: LayerGeometry, tile: int, rows: bool) -> tuple[int, int]:
+    """`_axis_sums_of` of a conv/depthwise layer over all its tiles at once (many tiles):
+    `frame_rows` / `frame_cols` and `real_span` over arrays."""
+    n_out = g.OH if rows else g.OW
+    i = np.arange(_cdiv(n_out, tile))
+    size = np.minimum(tile, n_out - i * tile)
+    if rows:
+        fr = size if g.row_subsample else (size - 1) * g.sh + (g.KH - 1) * g.dh + 1
+        start, step, extent = i * tile * g.sh - g.pad_t, g.sh if g.row_subsample else 1, g.H
+    else:
+        fr = (size - 1) * g.sw + (g.KW - 1) * g.dw + 1
+        start, step, extent = i * tile * g.sw - g.pad_l, 1, g.W
+    first = np.where(start >= 0, 0, np.minimum(fr, -(start // step)))
+    last = np.minimum(np.where(extent - 1 >= start, (extent - 1 - start) // step, -1), fr - 1)
+    return int(np.maximum(0, last - first + 1).sum()), int(fr.sum())
+
 
 def _merged_frames(g: LayerGeometry, tw: int) -> bool:
     """Whether a typical frame of `tw`-wide tiles loads in one LOAD (for the quick model)."""
@@ -212,6 +234,106 @@ def quick_estimate(sched: Schedule, config: HardwareConfig | None = None) -> int
     steady = max(compute - preamble, load - first_loads * IS, store, bus)
     return int(prologue + steady + epilogue)
 
+def _terms(g: LayerGeometry, bias_mode: str, c: HardwareConfig) -> tuple:
+    key = ("quick", bias_mode)
+    terms = g._memo.get(key)
+    if terms is None or terms[0] is not c:  # the search asks thousands of times per layer
+        terms = g._memo[key] = _quick_terms(g, bias_mode, c)
+    return terms
+
+
+def _per_value(values, most: int, fn) -> list:
+    """The tuples `fn(v)` for an array of tile sizes in 1..`most` (one call per distinct
+    size), as arrays by position in the tuple."""
+    distinct = sorted(set(values.tolist()))
+    found = [fn(v) for v in distinct]
+    table = np.zeros((max(most, max(distinct)) + 1, len(found[0])), np.int64)
+    table[distinct] = found
+    return [table[values, k] for k in range(len(found[0]))]
+
+
+def quick_estimates(g: LayerGeometry, bias_mode: str, th, tw, tco, tci, spatial, inp_slots,
+                    wgt_slots, acc_slots, config: HardwareConfig, factors: np.ndarray):  # fmt: skip
+    """`quick_estimate` of many schedules of one layer and bias mode at once: the tiling
+    fields as int64 arrays (`spatial`: bool, the loop order), `factors` from
+    `geometry.smallest_factors` covering the layer's output rows and columns. The same
+    integers, one array."""
+    c = config
+    if g.batch > 1:
+        return g.batch * quick_estimates(g.image, bias_mode, th, tw, tco, tci, spatial,
+                                         inp_slots, wgt_slots, acc_slots, c, factors)  # fmt: skip
+    (_, I, setup, bw, blk, K, out_eb, out_bytes, rows, gemm_tail, tail_insns, dma_bias,
+     param_bytes, ci_per_pass, uop_depth) = _terms(g, bias_mode, c)  # fmt: skip
+    diagonal = g.diagonal
+    OH, OW, COB = g.OH, g.OW, g.COB
+    G = -(-COB // tco)
+    tco = np.minimum(tco, COB)
+    Ty, Tx = -(-OH // th), -(-OW // tw)
+    R = 1 if diagonal else -(-g.CIB // tci)
+    T = Ty * Tx
+    sy, fy = _per_value(th, OH, lambda v: _axis_sums(g, v, True))
+    sx, fx = _per_value(tw, OW, lambda v: _axis_sums(g, v, False))
+    real_pass, frame_pass = sy * sx, fy * fx
+    if diagonal:
+        chunk_ci = (tco - 1) // g.depth_multiplier + 1
+        inp_passes, inp_chunks = 1, T * G
+        w_passes = np.where(~spatial | (wgt_slots >= G), 1, T)
+    else:
+        chunk_ci = np.minimum(tci, g.CIB)
+        inp_passes = np.where(spatial, np.where((R == 1) | (inp_slots >= R + 1), 1, G),
+                              np.where((T * R == 1) | (inp_slots >= T * R), 1, G))  # fmt: skip
+        w_passes = np.where(spatial, np.where((G * R == 1) | (wgt_slots >= G * R), 1, T),
+                            np.where((R == 1) | (wgt_slots >= R + 1), 1, T))  # fmt: skip
+        inp_chunks = T * R * inp_passes
+    inp_bytes = inp_passes * real_pass * ci_per_pass * blk
+    pad_rows = inp_passes * (frame_pass - real_pass) * ci_per_pass
+    merged = _per_value(tw, OW, lambda v: (_merged_frames(g, v),))[0].astype(bool)
+    inp_loads = inp_chunks * np.where(merged, 1, np.maximum(1, chunk_ci))
+    wgt_bytes = w_passes * COB * (1 if diagonal else g.CIB) * K * blk * blk
+    wgt_loads = w_passes * G * R
+    IS = I + setup
+    inp_time = inp_loads * IS + -(-(inp_bytes + pad_rows * blk) // bw)
+    wgt_time = wgt_loads * IS + -(-wgt_bytes // bw)
+    load = inp_time + wgt_time
+    serial = (np.where((inp_slots == 1) & (inp_chunks > 1), inp_time, 0)
+              + np.where((wgt_slots == 1) & (wgt_loads > 1), wgt_time, 0))  # fmt: skip
+    tiles = T * G
+    n_store = tiles if g.kind == "dense" else np.where(tw >= OW, tiles, T * COB)
+    store = n_store * IS + -(-out_bytes // bw)
+    insns = T * G * R + tiles * tail_insns
+    compute_dma = 0
+    if dma_bias:
+        compute_dma = tiles * (1 if g.kind == "dense" else tco) * IS
+        compute_dma = compute_dma + -(-(rows * 4 * blk) // bw)
+    red = K * (1 if diagonal else np.minimum(tci, g.CIB))
+    th_, tw_ = np.minimum(th, OH), np.minimum(tw, OW)
+    kernel = red * tco * pixel_block_size(tco, red, th_, tw_, factors)
+    combos = np.minimum(np.minimum(T * G * R, inp_slots * acc_slots * wgt_slots), 8)
+    uops = kernel * combos
+    reload = uops > uop_depth  # kernels reloaded every step
+    compute_dma = compute_dma + np.where(reload, T * G * R * (IS + -(-(kernel * 4) // bw)), 0)
+    uops = np.where(reload, uop_depth, uops)
+    preamble = 2 * IS + -(-(param_bytes + 4 * uops) // bw)
+    compute = gemm_tail + insns * I + compute_dma + preamble + serial
+    bus = -(-(inp_bytes + wgt_bytes + out_bytes + param_bytes + 4 * uops) // bw)
+    if dma_bias:
+        bus = bus + -(-(rows * 4 * blk) // bw)
+    if g.kind == "dense":
+        fr, fc = 1, tw_
+    else:
+        fr = th_ if g.row_subsample else (th_ - 1) * g.sh + (g.KH - 1) * g.dh + 1
+        fc = (tw_ - 1) * g.sw + (g.KW - 1) * g.dw + 1
+    first_w = tco * (1 if diagonal else np.minimum(tci, g.CIB)) * K * blk * blk
+    first_loads = np.where(merged, 1, chunk_ci) + 1
+    prologue = first_loads * IS + -(
+        -(chunk_ci * fr * fc * blk + first_w + param_bytes + 4 * uops) // bw
+    )
+    last_rows = th_ * tw_ * tco
+    epilogue = IS * np.where(tw >= OW, 1, tco) + -(-(last_rows * out_eb) // bw)
+    steady = np.maximum(np.maximum(compute - preamble, load - first_loads * IS),
+                        np.maximum(store, bus))  # fmt: skip
+    return prologue + steady + epilogue
+
 def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     """Cycle estimate of a schedule from a step-level model of the three modules.
 
@@ -237,17 +359,23 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     # The tail after the GEMMs (the reset that starts a tile is counted with its first step).
     after_gemm = per_row if (dma_bias or store_tail) else per_row - gemm_c
     n_tail = _tail_insns(g, sched.bias_mode)
-    slot_ready: dict = {}
-    last_use: dict = {}  # slot -> step index whose GEMM read it last
+    # Per buffer and slot: when its chunk is in (load end), the last step whose GEMM read it.
+    ready = {"inp": [0] * sched.inp_slots, "wgt": [0] * sched.wgt_slots}
+    last_use = {"inp": [-1] * sched.inp_slots, "wgt": [-1] * sched.wgt_slots}
+    inp_ready, wgt_ready = ready["inp"], ready["wgt"]
+    inp_use, wgt_use = last_use["inp"], last_use["wgt"]
     cend: list[int] = []
     store_end: list[int] = []
-    kernels: dict = {}
+    kernels: set = set()  # (shape, slots) of every GEMM kernel: shape -> micro-ops in `sizes`
+    sizes: dict = {}  # (th, tw, nco, nci) -> (reduction, pixel block, micro-ops)
+    tails: set = set()  # (acc slot, co0): the tail's single micro-ops, 6 each
     l_end = s_free = bus_bytes = 0
     load_busy = store_busy = compute_busy = 0
     param_bytes = n_param_rows(g, sched.bias_mode) * 4 * blk
     c_end = 2 * (I + setup) + _cdiv(param_bytes, bw)  # the parameter load (uops added below)
     prologue = None
-    inp_loads: dict = {}  # frame -> (bytes, load cycles): frames repeat across output groups
+    inp_loads: dict = {}  # (spatial tile, nci) -> (bytes, load cycles): frames repeat
+    wgt_loads: dict = {}  # (nco, nci, part is None) -> (bytes, load cycles)
     plans = plan_steps(sched)
     n_steps = len(plans)
     IS = I + setup
@@ -256,57 +384,84 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
     whole_width = g.OH * g.OW <= MAX_STRIDE
     OW = g.OW
     cend_append, store_append = cend.append, store_end.append
+    reset_once = store_tail and not g.runtime_init  # reset once per slot, cleared by stores
     for n, (st, islot, wslot, _, loads) in enumerate(plans):
         for kind, ch, slot, part in loads:
             if kind == "inp":
-                frame = (ch.oy0, ch.th, ch.ox0, ch.tw, ch.nci)
-                found = inp_loads.get(frame)
+                found = inp_loads.get((ch.spatial, ch.nci))
                 if found is None:
+                    frame = (ch.oy0, ch.th, ch.ox0, ch.tw, ch.nci)
                     real, padded, n_loads = _frame(g, ch, frame)
                     nbytes = real * blk
                     ldur = n_loads * IS + _cdiv(nbytes, bw) + _cdiv(padded * blk, bw)
-                    found = inp_loads[frame] = (nbytes, ldur)
-                nbytes, ldur = found
+                    found = inp_loads[(ch.spatial, ch.nci)] = (nbytes, ldur)
             else:
-                blocks = ch.nco if part is None else 1
-                nbytes = blocks * (1 if diagonal else ch.nci) * K * blk * blk
-                ldur = IS + -(-nbytes // bw)
+                found = wgt_loads.get((ch.nco, ch.nci, part is None))
+                if found is None:
+                    blocks = ch.nco if part is None else 1
+                    nbytes = blocks * (1 if diagonal else ch.nci) * K * blk * blk
+                    ldur = IS + -(-nbytes // bw)
+                    found = wgt_loads[(ch.nco, ch.nci, part is None)] = (nbytes, ldur)
+            nbytes, ldur = found
             bus_bytes += nbytes
-            wait = last_use.get((kind, slot), -1)
-            l_end = max(l_end, cend[wait] if wait >= 0 else 0) + ldur
+            wait = last_use[kind][slot]
+            if wait >= 0 and cend[wait] > l_end:
+                l_end = cend[wait]
+            l_end += ldur
             load_busy += ldur
-            slot_ready[(kind, slot)] = l_end
-        tile, th, tw, nco = st.tile, st.th, st.tw, st.nco
+            ready[kind][slot] = l_end
+        tile, th, tw, nco, nci = st.tile, st.th, st.tw, st.nco, st.nci
         aslot = tile % acc_slots
-        red = K if diagonal else K * st.nci
-        pb = pixel_block(nco, red, th, tw)
-        kernels[(th, tw, nco, st.nci, islot, wslot, aslot)] = (
-            red if pb is None else red * nco * pb[0] * pb[1]
-        )
-        kernels[(aslot, st.co0)] = 6  # the tail's single micro-ops
-        rows = th * tw * nco
-        dur = I + red * rows * gemm_c
-        start = max(c_end, slot_ready[("inp", islot)], slot_ready[("wgt", wslot)])
-        if st.first:
-            split = pb is None
-            if tile >= acc_slots:
-                start = max(start, store_end[tile - acc_slots])
-            if store_tail and not g.runtime_init:  # reset once per slot, cleared by stores
-                if tile < acc_slots or split:
-                    dur += I + rows * gemm_c
+        shape = (th, tw, nco, nci)
+        size = sizes.get(shape)
+        if size is None:
+            red = K if diagonal else K * nci
+            pb = pixel_block(nco, red, th, tw)
+            rows = th * tw * nco
+            # GEMM; a tile's first step: the reset or bias load (without the store module's
+            # once-per-slot reset), its DMA bytes; its last: the tail (a split row's ALU op
+            # is added by the tile's first step's pixel block), the store and its bytes.
+            init = init_bytes = 0
+            if reset_once:
+                pass
             elif dma_bias:
                 nl = 1 if (dense or th * tw == 1) else nco
                 if g.runtime_init:  # `load_init`: one LOAD per tile row of blocks
                     nl = 1 if th == 1 else nco
-                    if split:
-                        dur += I + 2 * gemm_c
-                dur += nl * IS + _cdiv(rows * 4 * blk, bw)
-                bus_bytes += rows * 4 * blk
+                    if pb is None:
+                        init += I + 2 * gemm_c
+                init += nl * IS + _cdiv(rows * 4 * blk, bw)
+                init_bytes = rows * 4 * blk
             else:
-                dur += I + rows * gemm_c
+                init = I + rows * gemm_c
+            n_st = 1 if (dense or (tw == OW and whole_width)) else nco
+            size = sizes[shape] = (
+                red * nco * pb[0] * pb[1] if pb is not None else red, pb is None,
+                I + red * rows * gemm_c, init, init_bytes, I + rows * gemm_c,
+                n_tail * I + rows * after_gemm, n_st * IS + -(-(rows * out_eb) // bw),
+                rows * out_eb,
+            )  # fmt: skip
+        _, pb_none, dur, init, init_bytes, reset, tail, sdur, out_bytes = size
+        kernels.add((shape, islot, wslot, aslot))
+        tails.add((aslot, st.co0))
+        start = c_end
+        if inp_ready[islot] > start:
+            start = inp_ready[islot]
+        if wgt_ready[wslot] > start:
+            start = wgt_ready[wslot]
+        if st.first:
+            split = pb_none
+            if tile >= acc_slots and store_end[tile - acc_slots] > start:
+                start = store_end[tile - acc_slots]
+            if reset_once:
+                if tile < acc_slots or split:
+                    dur += reset
+            else:
+                dur += init
+                bus_bytes += init_bytes
         last = st.last
         if last:
-            dur += n_tail * I + rows * after_gemm
+            dur += tail
             if split:
                 dur += I + alu
         if prologue is None:
@@ -314,21 +469,19 @@ def estimate(sched: Schedule, config: HardwareConfig | None = None) -> Estimate:
         c_end = start + dur
         compute_busy += dur
         cend_append(c_end)
-        last_use[("inp", islot)] = last_use[("wgt", wslot)] = n
+        inp_use[islot] = wgt_use[wslot] = n
         if last:
-            n_st = 1 if (dense or (tw == OW and whole_width)) else nco
-            nbytes = rows * out_eb
-            sdur = n_st * IS + -(-nbytes // bw)
-            s_free = max(s_free, c_end) + sdur
+            s_free = (s_free if s_free > c_end else c_end) + sdur
             store_busy += sdur
             store_append(s_free)
-            bus_bytes += nbytes
-    uops = sum(kernels.values())
+            bus_bytes += out_bytes
+    kernel_uops = [sizes[k[0]][0] for k in kernels]
+    uops = sum(kernel_uops) + 6 * len(tails)
     depth = _depths(c)[0]
     if uops <= depth:
         extra = _cdiv(4 * uops, bw)  # one LOAD UOP in the prologue
     else:
-        biggest = max(v for k, v in kernels.items() if len(k) == 7)
+        biggest = max(kernel_uops)
         extra = n_steps * (I + setup + _cdiv(4 * biggest, bw))
     bus_bytes += 4 * min(uops, depth) + param_bytes
     total = max(c_end + extra, s_free + (extra if uops > depth else 0)) + I

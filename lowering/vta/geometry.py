@@ -380,6 +380,14 @@ def real_span(start: int, count: int, step: int, size: int) -> tuple[int, int]:
 
 def frame_rows(g: LayerGeometry, oy0: int, th: int) -> tuple[int, int, int, int]:
     """(frame rows, input row of frame row 0, DRAM row step, (pad before, real rows))."""
+    key = ("frame_rows", oy0, th)  # memoized: the search and the emitter ask for each often
+    found = g._memo.get(key)
+    if found is None:
+        found = g._memo[key] = _frame_rows(g, oy0, th)
+    return found
+
+
+def _frame_rows(g: LayerGeometry, oy0: int, th: int) -> tuple[int, int, int, int]:
     if g.kind == "dense":
         return 1, 0, 1, (0, 1)
     fr, _ = frame_shape(g, th, 1)
@@ -389,6 +397,15 @@ def frame_rows(g: LayerGeometry, oy0: int, th: int) -> tuple[int, int, int, int]
 
 
 def frame_cols(g: LayerGeometry, ox0: int, tw: int) -> tuple[int, int, tuple[int, int]]:
+    """(frame columns, input column of frame column 0, (pad before, real columns))."""
+    key = ("frame_cols", ox0, tw)
+    found = g._memo.get(key)
+    if found is None:
+        found = g._memo[key] = _frame_cols(g, ox0, tw)
+    return found
+
+
+def _frame_cols(g: LayerGeometry, ox0: int, tw: int) -> tuple[int, int, tuple[int, int]]:
     if g.kind == "dense":
         return tw, ox0, (0, tw)
     _, fc = frame_shape(g, 1, tw)
@@ -434,4 +451,37 @@ def max_kernel(g: LayerGeometry, th: int, tw: int, tco: int, tci: int) -> int:
                     red = g.taps * ci
                     pb = pixel_block(co, red, h, w)
                     best = max(best, red if pb is None else red * co * pb[0] * pb[1])
+    return best
+
+
+def smallest_factors(n: int) -> np.ndarray:
+    """`_smallest_factor` of 0..n as an array (index 0 and 1: 0)."""
+    out = np.zeros(n + 1, np.int64)
+    for k in range(2, n + 1):
+        out[k] = _smallest_factor(k)
+    return out
+
+
+def pixel_block_size(nco, reduction, th, tw, factors: np.ndarray):
+    """uy * ux of `pixel_block` over arrays (1 where it is None), `factors` from
+    `smallest_factors` (covering th and tw)."""
+    dx, dy = factors[tw], factors[th]
+    pick = np.where((dx > 0) & ((dy == 0) | (dx <= dy)), dx, np.where(dy > 0, dy, 1))
+    return np.where((nco >= 2) | (reduction == 1), 1, pick)
+
+
+def max_kernels(g: LayerGeometry, th, tw, tco, tci, factors: np.ndarray):
+    """`max_kernel` over arrays of tilings (th, tw, tco clipped to the layer, tci the ci
+    blocks per group)."""
+    hs = (th, g.OH - (-(-g.OH // th) - 1) * th)
+    ws = (tw, g.OW - (-(-g.OW // tw) - 1) * tw)
+    cos = (tco, g.COB - (-(-g.COB // tco) - 1) * tco)
+    cis = (1,) if g.diagonal else (tci, g.CIB - (-(-g.CIB // tci) - 1) * tci)
+    best = 0
+    for ci in cis:
+        red = g.taps * ci
+        for co in cos:
+            for h in hs:
+                for w in ws:
+                    best = np.maximum(best, red * co * pixel_block_size(co, red, h, w, factors))
     return best

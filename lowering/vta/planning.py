@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
+import numpy as np
+
 from qaccel.lowering.vta.bias import n_param_rows
 from qaccel.lowering.vta.geometry import (
     MAX_PAD,
@@ -37,6 +39,7 @@ from qaccel.lowering.vta.geometry import (
     frame_rows,
     frame_shape,
     max_kernel,
+    max_kernels,
 )
 from qaccel.targets.vta.config import HardwareConfig
 from qaccel.dialects.vta import BIAS_MODES, LOOP_ORDERS  # noqa: F401  (re-exported)
@@ -117,14 +120,15 @@ class Schedule:
             order = [(s, c) for c in range(len(cos)) for s in range(len(spatial))]
         out = []
         append = out.append
+        new = tuple.__new__  # Step(...) without the generated __new__'s call: the same tuple
         if g.diagonal:
             m = g.depth_multiplier
             for tile, (s, c) in enumerate(order):
                 oy0, h, ox0, w = spatial[s]
                 co0, nco = cos[c]
                 first = co0 // m
-                append(Step(tile, s, oy0, h, ox0, w, c, co0, nco, first,
-                            (co0 + nco - 1) // m - first + 1, True, True))  # fmt: skip
+                append(new(Step, (tile, s, oy0, h, ox0, w, c, co0, nco, first,
+                                  (co0 + nco - 1) // m - first + 1, True, True)))  # fmt: skip
             return out
         CIB = g.CIB
         cis = [(ci0, min(tci, CIB - ci0)) for ci0 in range(0, CIB, tci)]
@@ -133,7 +137,8 @@ class Schedule:
             oy0, h, ox0, w = spatial[s]
             co0, nco = cos[c]
             for r, (ci0, nci) in enumerate(cis):
-                append(Step(tile, s, oy0, h, ox0, w, c, co0, nco, ci0, nci, r == 0, r == last))
+                append(new(Step, (tile, s, oy0, h, ox0, w, c, co0, nco, ci0, nci, r == 0,
+                                  r == last)))  # fmt: skip
         return out
 
     def tiling(self) -> dict:
@@ -286,28 +291,24 @@ def plan_steps(sched: Schedule) -> list[StepPlan]:
     inp_keys = [(st.spatial, st.ci0, st.nci) for st in steps]
     wgt_keys = [(st.co0, st.nco, st.ci0, st.nci) for st in steps]
 
-    def next_different(keys):
-        out = [-1] * n
-        nxt = -1
-        for i in range(n - 2, -1, -1):
-            if keys[i + 1] != keys[i]:
-                nxt = i + 1
-            out[i] = nxt
-        return out
+    def prefetches(keys) -> dict[int, int]:
+        """First step of each run of steps sharing a chunk -> first step of the next run."""
+        starts = [0]
+        starts += [i for i in range(1, n) if keys[i] != keys[i - 1]]
+        return dict(zip(starts, starts[1:]))
 
     # The two buffers' least-recently-used slots (as `_SlotLRU`, inlined: this runs for
     # every schedule the search models). A chunk's slot: the next one while any is free,
-    # else the oldest chunk's.
+    # else the oldest chunk's. A buffer prefetches with two slots at least.
     inp_chunks: OrderedDict = OrderedDict()
     wgt_chunks: OrderedDict = OrderedDict()
     n_inp, n_wgt = sched.inp_slots, sched.wgt_slots
-    kinds = []  # the buffers that prefetch: two slots at least
-    if n_inp >= 2:
-        kinds.append(("inp", inp_chunks, n_inp, inp_keys, next_different(inp_keys)))
-    if n_wgt >= 2:
-        kinds.append(("wgt", wgt_chunks, n_wgt, wgt_keys, next_different(wgt_keys)))
+    inp_ahead = prefetches(inp_keys) if n_inp >= 2 else {}
+    wgt_ahead = prefetches(wgt_keys) if n_wgt >= 2 else {}
     acc_slots = sched.acc_slots
     plans = []
+    append = plans.append
+    new_plan = tuple.__new__
     later: dict[int, list] = {}  # step index -> weight parts to load there
     for i, st in enumerate(steps):
         loads = []
@@ -329,29 +330,35 @@ def plan_steps(sched: Schedule) -> list[StepPlan]:
             loads.append(("wgt", st, wslot, None))
         else:
             wgt_chunks.move_to_end(key)
-        for kind, chunks, n_slots, keys, nxt in kinds:
-            j = nxt[i]
-            key = keys[i]
-            if j < 0 or (i > 0 and keys[i - 1] == key):
-                continue  # nothing ahead, or not the first step of a run
-            ahead_key = keys[j]
-            if ahead_key in chunks:
-                continue
-            ahead = steps[j]
-            slot = len(chunks) if len(chunks) < n_slots else chunks.popitem(last=False)[1]
-            chunks[ahead_key] = slot
-            run = j - i
-            if kind == "wgt" and run > 1 and ahead.nco > 1:
-                for part in range(ahead.nco):
-                    later.setdefault(i + part * run // ahead.nco, []).append(
-                        (kind, ahead, slot, part)
-                    )
-            else:
-                loads.append((kind, ahead, slot, None))
-            chunks.move_to_end(key)  # keep the chunk this step uses the most recent
+        j = inp_ahead.get(i)
+        if j is not None:
+            ahead_key = inp_keys[j]
+            if ahead_key not in inp_chunks:
+                slot = (len(inp_chunks) if len(inp_chunks) < n_inp
+                        else inp_chunks.popitem(last=False)[1])  # fmt: skip
+                inp_chunks[ahead_key] = slot
+                loads.append(("inp", steps[j], slot, None))
+                inp_chunks.move_to_end(inp_keys[i])  # the chunk this step uses: the most recent
+        j = wgt_ahead.get(i)
+        if j is not None:
+            ahead_key = wgt_keys[j]
+            if ahead_key not in wgt_chunks:
+                ahead = steps[j]
+                slot = (len(wgt_chunks) if len(wgt_chunks) < n_wgt
+                        else wgt_chunks.popitem(last=False)[1])  # fmt: skip
+                wgt_chunks[ahead_key] = slot
+                run = j - i
+                if run > 1 and ahead.nco > 1:
+                    for part in range(ahead.nco):
+                        later.setdefault(i + part * run // ahead.nco, []).append(
+                            ("wgt", ahead, slot, part)
+                        )
+                else:
+                    loads.append(("wgt", ahead, slot, None))
+                wgt_chunks.move_to_end(key)
         if later:
             loads.extend(later.pop(i, ()))
-        plans.append(StepPlan(st, islot, wslot, st.tile % acc_slots, tuple(loads)))
+        append(new_plan(StepPlan, (st, islot, wslot, st.tile % acc_slots, tuple(loads))))
     return plans
 
 def plan_buffers(
@@ -419,3 +426,62 @@ def plan_buffers(
         acc_slot_rows=acc_rows,
     )
     return inp_slots, wgt_slots, acc_slots, plan
+
+
+def diagonal_ci_blocks(g: LayerGeometry, tco: int) -> int:
+    """Input blocks a depthwise step of `tco` output blocks reads (the largest over the
+    groups with a depth multiplier): `plan_buffers`' slot rows."""
+    nci = g.ci_range(0, tco, 0, 0)[1]
+    if g.depth_multiplier > 1:
+        nci = max(g.ci_range(i, tco, 0, 0)[1] for i in range(0, g.COB, tco))
+    return nci
+
+
+def plan_slots(g: LayerGeometry, th, tw, tco, tci, spatial, bias_mode: str,
+               config: HardwareConfig, factors: np.ndarray):  # fmt: skip
+    """`plan_buffers` over int64 arrays of tilings of one bias mode (`spatial`: a bool array,
+    the loop order): (fits, inp_slots, wgt_slots, acc_slots), the slots valid where it fits.
+    The search ranks every candidate with these; `plan_buffers` places the chosen ones."""
+    K = g.taps
+    depth_uop, depth_inp, depth_wgt, depth_acc = _depths(config)
+    th, tw, tco = np.minimum(th, g.OH), np.minimum(tw, g.OW), np.minimum(tco, g.COB)
+    if g.diagonal:
+        per_tco = {v: diagonal_ci_blocks(g, v) for v in set(tco.tolist())}
+        nci = np.array([per_tco[v] for v in tco.tolist()], np.int64).reshape(tco.shape)
+    else:
+        nci = np.minimum(tci, g.CIB)
+    if g.kind == "dense":
+        fr, fc = np.ones_like(th), tw
+    else:
+        fr = th if g.row_subsample else (th - 1) * g.sh + (g.KH - 1) * g.dh + 1
+        fc = (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1
+    inp_rows = nci * fr * fc
+    per_co = 1 if g.diagonal else nci
+    wgt_tiles = tco * per_co * K
+    red = K * per_co
+    split = (tco == 1) & (th * tw == 1) & (red > 1)
+    acc_rows = tco * th * tw + split
+    zp = 1 if uses_zp_gemm(g, bias_mode) else 0
+    gemm_bias = g.has_bias and bias_mode == "gemm"
+    none = np.zeros(th.shape, bool)
+    if gemm_bias and not g.small_bias:
+        return none, none, none, none
+    inp_free = depth_inp - (zp + (1 if gemm_bias else 0))
+    wgt_free = depth_wgt - (zp + (g.COB if gemm_bias else 0))
+    acc_free = depth_acc - n_param_rows(g, bias_mode)
+    fits = (inp_rows <= inp_free) & (wgt_tiles <= wgt_free) & (acc_rows <= acc_free)
+    fits &= max_kernels(g, th, tw, tco, nci, factors) <= depth_uop // 2
+    fits &= (inp_rows <= depth_inp) & (wgt_tiles <= depth_wgt)
+    Ty, Tx = -(-g.OH // th), -(-g.OW // tw)
+    G = -(-g.COB // tco)
+    R = 1 if g.diagonal else -(-g.CIB // tci)
+    n_inp_chunks = Ty * Tx * (G if g.diagonal else R)
+    n_wgt_chunks = G * R
+    inp_cap, wgt_cap, acc_cap = inp_free // inp_rows, wgt_free // wgt_tiles, acc_free // acc_rows
+    inp_slots = np.where(n_inp_chunks <= inp_cap, n_inp_chunks, np.minimum(inp_cap, 2))
+    wgt_slots = np.where(n_wgt_chunks <= wgt_cap, n_wgt_chunks, np.minimum(wgt_cap, 2))
+    acc_slots = np.minimum(np.minimum(acc_cap, 2), Ty * Tx * G)
+    if not g.diagonal:
+        more = spatial & (R > 1) & (inp_slots < n_inp_chunks) & (inp_cap >= R + 1)
+        inp_slots = np.where(more, R + 1, inp_slots)
+    return fits, inp_slots, wgt_slots, acc_slots

@@ -8,7 +8,10 @@ The search enumerates legal tilings (buffer capacities, micro-op field widths, `
 ranks them with `quick_estimate` (closed form: busiest module or the DRAM bus, plus prologue
 and epilogue), re-ranks the best with `estimate` (a step-level model of the three modules that
 follows the emitter's slots and tokens; `lowering/vta/cost_model.py`) and can time the best few
-with the simulator's timing model (`refine`: emits them with `lowering/vta/emit.py`).
+with the simulator's timing model (`refine`: emits them with `lowering/vta/emit.py`). The
+candidates are enumerated and ranked as numpy arrays (`_Ranked`: `plan_slots`,
+`quick_estimates`), in the order and with the values `candidates` and `quick_estimate` give
+one by one; a `Schedule` is built only for the few the search models.
 
 Bias modes (`lowering/vta/bias.py`): per accumulator row the bias GEMM costs 2 cycles (reset +
 add), the ALU 3, the DMA 4 bus cycles on the compute module, the store module's output stage
@@ -18,12 +21,19 @@ allow and tries the others on its best tilings (they reserve different buffer sp
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import lru_cache
 
+import numpy as np
+
 from qaccel.kernels import background
-from qaccel.lowering.vta.cost_model import _merged_frames, estimate, quick_estimate
+from qaccel.lowering.vta.cost_model import (
+    _merged_frames,
+    estimate,
+    quick_estimate,
+    quick_estimates,
+)
 from qaccel.lowering.vta.emit import emit
 from qaccel.lowering.vta.geometry import (
     ConvLayer,
@@ -31,6 +41,7 @@ from qaccel.lowering.vta.geometry import (
     LayerGeometry,
     _cdiv,
     pixel_block,
+    smallest_factors,
 )
 from qaccel.lowering.vta.planning import (
     BIAS_MODES,
@@ -40,6 +51,7 @@ from qaccel.lowering.vta.planning import (
     available_bias_modes,
     check_block,
     plan_buffers,
+    plan_slots,
     store_requant,
 )
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
@@ -94,6 +106,79 @@ def candidates(g: LayerGeometry, config: HardwareConfig, bias_modes=BIAS_MODES,
             if ci_sizes_used == 2 and not exhaustive:
                 break
     return out
+
+class _Ranked:
+    """The candidates of `candidates(g, config, bias_modes, loop_orders)` (same order) as
+    arrays, each with its `quick_estimate` and loop steps, ranked at once with numpy; a
+    `Schedule` is built (by `plan_buffers`, as `candidates` does) only for the few the search
+    looks at. `len(self) == 0` when none fits."""
+
+    _MAX = 1 << 18  # grid points; a larger space is enumerated one by one (`candidates`)
+
+    def __init__(self, g: LayerGeometry, config: HardwareConfig, bias_modes, loop_orders):
+        self.g, self.config = g, config
+        ths = _distinct_splits(g.OH)
+        tws = _distinct_splits(g.OW, 4) if g.OW > 16 else [g.OW]
+        tcos = _distinct_splits(g.COB)
+        tcis = [g.CIB] if g.diagonal else _distinct_splits(g.CIB)
+        self.modes = modes = available_bias_modes(g, config, bias_modes) or ["alu"]
+        self.orders = orders = list(loop_orders)
+        shape = (len(tcis), len(tcos), len(tws), len(ths), len(modes), len(orders))
+        self.too_large = int(np.prod(shape)) > self._MAX
+        if self.too_large:
+            return
+        grid = np.indices(shape).reshape(len(shape), -1)
+        tci = np.array(tcis, np.int64)[grid[0]]
+        tco = np.array(tcos, np.int64)[grid[1]]
+        tw = np.array(tws, np.int64)[grid[2]]
+        th = np.array(ths, np.int64)[grid[3]]
+        mode, order = grid[4], grid[5]
+        spatial = np.array([o == "spatial" for o in orders])[order]
+        n_outer = -(-g.OH // th) * -(-g.OW // tw)
+        keep = th * tw * tco <= _depths(config)[3]
+        # (`candidates`' pixel_block test never refuses: only a 1x1 tile has no pixel block)
+        keep &= (order == 0) | ((n_outer > 1) & (tco < g.COB))
+        factors = smallest_factors(max(g.OH, g.OW))
+        slots = np.zeros((3, len(th)), np.int64)
+        for k, m in enumerate(modes):
+            at = keep & (mode == k)
+            fits, *sl = plan_slots(g, th[at], tw[at], tco[at], tci[at], spatial[at], m, config,
+                                   factors)  # fmt: skip
+            fits &= np.minimum(np.minimum(sl[0], sl[1]), sl[2]) >= 1
+            keep[at] = fits
+            slots[:, at] = np.where(fits, sl, 0)
+        # Like `candidates`: the first two ci group sizes with a tiling that fits.
+        used = np.flatnonzero(np.bincount(grid[0][keep], minlength=len(tcis)))[:2]
+        first_two = np.zeros(len(tcis), bool)
+        first_two[used] = True
+        keep &= first_two[grid[0]]
+        at = np.flatnonzero(keep)
+        self.th, self.tw, self.tco, self.tci = th[at], tw[at], tco[at], tci[at]
+        self.mode, self.order, self.spatial = mode[at], order[at], spatial[at]
+        self.slots = slots[:, at]
+        quick = np.zeros(len(at), np.int64)
+        for k, m in enumerate(modes):
+            sel = self.mode == k
+            if sel.any():
+                quick[sel] = quick_estimates(
+                    g, m, self.th[sel], self.tw[sel], self.tco[sel], self.tci[sel],
+                    self.spatial[sel], *self.slots[:, sel], config, factors)  # fmt: skip
+        self.quick = quick
+        R = 1 if g.diagonal else -(-g.CIB // self.tci)
+        self.steps = (-(-g.OH // self.th) * -(-g.OW // self.tw) * -(-g.COB // self.tco)
+                      * R)  # fmt: skip
+
+    def __len__(self) -> int:
+        return len(self.quick)
+
+    def schedule(self, i: int) -> Schedule:
+        g, c = self.g, self.config
+        th, tw, tco, tci = (int(a[i]) for a in (self.th, self.tw, self.tco, self.tci))
+        order, mode = self.orders[self.order[i]], self.modes[self.mode[i]]
+        inp_slots, wgt_slots, acc_slots, plan = plan_buffers(g, th, tw, tco, tci, order, mode, c)
+        assert [inp_slots, wgt_slots, acc_slots] == self.slots[:, i].tolist()
+        return Schedule(g, th, tw, tco, tci, order, mode, inp_slots, wgt_slots, acc_slots, plan)
+
 
 def make_schedule(layer: ConvLayer | LayerGeometry, config: HardwareConfig | None = None, *,
                   tile_h: int, tile_w: int, tile_co: int, tile_ci: int | None = None,
@@ -210,11 +295,15 @@ def _best(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...], orders: t
 
 
 def search_ahead(layers: Iterable[ConvLayer | LayerGeometry], config: HardwareConfig, *,
-                 bias_mode: str | None = None, model_steps: int = 600) -> None:
+                 bias_mode: str | None = None, model_steps: int = 600,
+                 meanwhile: Callable[[], None] | None = None,
+                 weight: float = 0.0) -> None:  # fmt: skip
     """Run the searches `schedule(layer, config, bias_mode=bias_mode)` will need for these
-    layers now, half of them in a forked child (`kernels/background.py`): the same searches,
-    the same results, on two cores. A no-op where the process does not fork; a layer whose
-    search fails is left for `schedule` to fail on."""
+    layers now, about half of them in a forked child (`kernels/background.py`): the same
+    searches, the same results, on two cores. `meanwhile`: more work for this process while
+    the child searches, worth `weight` searches (the child then takes more of them). A no-op
+    (`meanwhile` not called) where the process does not fork; a layer whose search fails is
+    left for `schedule` to fail on."""
     if not background.enabled():
         return
     if len(_known) > 4096:
@@ -233,15 +322,22 @@ def search_ahead(layers: Iterable[ConvLayer | LayerGeometry], config: HardwareCo
         keys.append(key)
     if len(keys) < 2:
         return
-    # The child takes every other search from the largest down, so the halves weigh alike.
+    # From the largest down, each search goes to the side with less work so far (the
+    # searches cost about the same: each models about `model_steps` loop steps).
     keys.sort(key=lambda k: -(k[0].OH * k[0].OW * k[0].COB * (1 if k[0].diagonal else k[0].CIB)))
-    theirs = background.start(_searches, keys[1::2])
+    here: list[tuple] = []
+    there: list[tuple] = []
+    for key in keys:
+        (there if len(there) <= len(here) + weight else here).append(key)
+    theirs = background.start(_searches, there)
     try:
-        mine = _searches(keys[0::2])
+        mine = _searches(here)
+        if meanwhile is not None:
+            meanwhile()
         done = theirs.result()
     finally:
         theirs.cancel()  # when this half raised
-    for key, found in (*zip(keys[0::2], mine), *zip(keys[1::2], done)):
+    for key, found in (*zip(here, mine), *zip(there, done)):
         if found is not None:
             _ahead[key] = found
 
@@ -265,30 +361,50 @@ def _search(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...],
     # on the best tilings only (they reserve different buffer space).
     primary = ("store" if store_requant(g, c) and "store" in modes
                else "gemm" if g.has_bias and g.small_bias else "alu")  # fmt: skip
-    cands = candidates(g, c, (primary,) if try_modes else modes, orders)
-    if not cands:
-        cands = candidates(g, c, modes, orders, exhaustive=True)
-    if not cands:
-        raise LayerError(f"no tiling of {g.kind} layer {g.H}x{g.W}x{g.C}->{g.O} fits on chip")
-    quick = sorted((quick_estimate(s, c), i) for i, s in enumerate(cands))
+    first = (primary,) if try_modes else modes
+    ranked = _Ranked(g, c, first, orders)
+    cands = (candidates(g, c, first, orders) if ranked.too_large
+             else None if len(ranked) else [])  # fmt: skip
+    if cands is not None:  # one by one: a large space, or the exhaustive one
+        if not cands:
+            cands = candidates(g, c, modes, orders, exhaustive=True)
+        if not cands:
+            raise LayerError(f"no tiling of {g.kind} layer {g.H}x{g.W}x{g.C}->{g.O} fits on chip")
+        quick = [quick_estimate(s, c) for s in cands]
+        steps = [_step_count(s) for s in cands]
+        built = dict(enumerate(cands))
+    else:
+        quick, steps, built = ranked.quick.tolist(), ranked.steps.tolist(), {}
+    n = len(quick)
+
+    def cand(i: int) -> Schedule:
+        s = built.get(i)
+        if s is None:
+            s = built[i] = ranked.schedule(i)
+        return s
+
+    # Ranked by (quick estimate, index): the index breaks ties, as sorting the pairs does.
+    rank = np.lexsort((np.arange(n), np.array(quick, np.int64))).tolist()
     if try_modes and g.has_bias:
-        for _, i in quick[:4]:
+        for i in rank[:4]:
             for mode in BIAS_MODES:
-                other = None if mode == primary else with_bias_mode(cands[i], mode, c)
+                other = None if mode == primary else with_bias_mode(cand(i), mode, c)
                 if other is not None:
-                    cands.append(other)
-                    quick.append((quick_estimate(other, c), len(cands) - 1))
-        quick.sort()
+                    built[len(quick)] = other
+                    quick.append(quick_estimate(other, c))
+                    steps.append(_step_count(other))
+        if len(quick) > n:
+            rank = np.lexsort((np.arange(len(quick)), np.array(quick, np.int64))).tolist()
     modeled = []
     walked = 0
-    for _, i in quick:
-        n = _step_count(cands[i])
+    for i in rank:
+        n = steps[i]
         if len(modeled) >= 3 and walked + n > model_steps:
             break
         walked += n
-        modeled.append((estimate(cands[i], c).cycles, i))
+        modeled.append((estimate(cand(i), c).cycles, i))
     modeled.sort()
-    return [replace(cands[i], estimated_cycles=e) for e, i in modeled]
+    return [replace(cand(i), estimated_cycles=e) for e, i in modeled]
 
 
 def _refined(layer: ConvLayer, best: list[Schedule], c: HardwareConfig, refine: int,
