@@ -11,7 +11,8 @@ child is still a process of its own: an abort() ends it alone, with the same sig
 
 `install(oracle)` puts `run` in place of the `subprocess.run` the oracle module calls: the
 worker command goes to the server; any other command, a call from a process forked from the
-test process (it does not own the socket) or a server that cannot start runs as before. A
+test process (it does not own the socket), a call while another thread's is being served (the
+server runs one at a time) or a server that cannot start runs as before. A
 child that runs past its timeout is killed and `subprocess.TimeoutExpired` raised, as
 `subprocess.run` does. `enabled = False` (tests of the oracle's own process handling) runs
 every command as before.
@@ -27,6 +28,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 
 WORKER = "qaccel.backends.litert.worker"
 _HEADER = struct.Struct("!I")
@@ -71,6 +73,7 @@ class _Server:
         theirs.close()
         self.sock = ours
         self.owner = os.getpid()
+        self.lock = threading.Lock()  # one request at a time on the socket
         _recv(self.sock)  # {"ready": true} once it has imported what the worker imports
 
     def run(self, argv: list[str], env: dict, timeout: float | None) -> tuple[int, str, str]:
@@ -99,19 +102,21 @@ class _Server:
 
 _server: _Server | None = None
 _broken = False
+_starting = threading.Lock()
 
 
 def _get_server() -> _Server | None:
     global _server, _broken
-    if _broken:
-        return None
-    if _server is None:
-        try:
-            _server = _Server()
-        except (OSError, EOFError, ValueError):
-            _broken = True
+    with _starting:
+        if _broken:
             return None
-    return _server
+        if _server is None:
+            try:
+                _server = _Server()
+            except (OSError, EOFError, ValueError):
+                _broken = True
+                return None
+        return _server
 
 
 def run(cmd, *args, **kwargs):
@@ -127,9 +132,16 @@ def run(cmd, *args, **kwargs):
         or (_server is not None and _server.owner != os.getpid())
     )
     server = None if plain else _get_server()
-    if server is None:
+    if server is None or not server.lock.acquire(blocking=False):
         return subprocess.run(cmd, *args, **kwargs)
-    code, out, err = server.run(list(cmd), kwargs["env"], kwargs["timeout"])
+    try:
+        code, out, err = server.run(list(cmd), kwargs["env"], kwargs["timeout"])
+    except (EOFError, ConnectionError, ValueError):  # the server is gone: no more of it
+        global _broken
+        _broken = True
+        return subprocess.run(cmd, *args, **kwargs)
+    finally:
+        server.lock.release()
     return subprocess.CompletedProcess(cmd, code, out, err)
 
 
