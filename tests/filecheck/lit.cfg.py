@@ -18,6 +18,11 @@ for var in ("HOME", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV"):
 fixtures = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "models")
 config.substitutions.append(("%fixtures", fixtures))
 
+# qaccel-opt with the pass manager tests' test-only passes: `python` runs the script, unless a
+# server below runs it.
+OPT_WITH_TEST_PASSES = os.path.join(os.path.dirname(__file__), "tools", "Inputs",
+                                    "opt_with_test_passes.py")
+
 
 def _start_tool_servers() -> None:
     """Each qaccel tool a RUN line starts is a forked copy of a process that already imported
@@ -50,7 +55,17 @@ def _start_tool_servers() -> None:
         python = python or servers[tool][2]
     if not servers:
         return
-    toolserver.write_clients(bin_dir, python, {t: s[:2] for t, s in servers.items()})
+    # The test-only qaccel-opt script, served as the console scripts are (it imports what
+    # qaccel-opt does); its client runs it with the environment's python when not served.
+    python_on_path = shutil.which("python", path=config.environment["PATH"])
+    if "qaccel-opt" in servers and python_on_path:
+        sock = os.path.join(run_dir, "opt-with-test-passes.sock")
+        servers["opt-with-test-passes"] = (sock, OPT_WITH_TEST_PASSES, python_on_path)
+    clients = {t: s[:2] for t, s in servers.items()}
+    if "opt-with-test-passes" in servers:
+        clients["opt-with-test-passes"] = servers["opt-with-test-passes"]
+        substitution[0] = "opt-with-test-passes"
+    toolserver.write_clients(bin_dir, python, clients)
     config.environment["PATH"] = bin_dir + os.pathsep + config.environment["PATH"]
     log = open(os.environ.get("QACCEL_TOOLSERVER_DEBUG") or os.devnull, "a")
     server = os.path.join(here, "toolserver.py")
@@ -69,4 +84,6 @@ def _start_tool_servers() -> None:
     atexit.register(stop)
 
 
+substitution = [f"python {OPT_WITH_TEST_PASSES}"]
 _start_tool_servers()
+config.substitutions.append(("%opt_with_test_passes", substitution[0]))
