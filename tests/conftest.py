@@ -167,7 +167,7 @@ _ORACLE_OWN_PROCESS = frozenset({"test_litert_oracle"})
 def _litert_forkserver():
     """The LiteRT oracle's children forked from one preloaded process per test process
     (litert_forkserver.py): the same worker on the same request files, without starting Python
-    and importing LiteRT each time."""
+    and importing LiteRT each time. QACCEL_TEST_ORACLE_SERVER=0 starts a process per run."""
     import litert_forkserver
     from qaccel.backends.litert import oracle as oracle_module
 
@@ -178,4 +178,5 @@ def _litert_forkserver():
 
 @pytest.fixture(autouse=True)
 def _oracle_children(request, _litert_forkserver):
-    _litert_forkserver.enabled = request.module.__name__ not in _ORACLE_OWN_PROCESS
+    _litert_forkserver.enabled = (request.module.__name__ not in _ORACLE_OWN_PROCESS
+                                  and os.environ.get("QACCEL_TEST_ORACLE_SERVER") != "0")
