@@ -156,3 +156,27 @@ def oracle():
     from qaccel.backends.litert.oracle import run_reference
 
     return run_reference
+
+
+# Test modules whose oracle runs start a new process each, as outside the tests: they check
+# the oracle's own handling of its child (abort, timeout).
+_ORACLE_OWN_PROCESS = frozenset({"test_litert_oracle"})
+
+
+@pytest.fixture(scope="session")
+def _litert_forkserver():
+    """The LiteRT oracle's children forked from one preloaded process per test process
+    (litert_forkserver.py): the same worker on the same request files, without starting Python
+    and importing LiteRT each time. QACCEL_TEST_ORACLE_SERVER=0 starts a process per run."""
+    import litert_forkserver
+    from qaccel.backends.litert import oracle as oracle_module
+
+    litert_forkserver.install(oracle_module)
+    yield litert_forkserver
+    litert_forkserver.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _oracle_children(request, _litert_forkserver):
+    _litert_forkserver.enabled = (request.module.__name__ not in _ORACLE_OWN_PROCESS
+                                  and os.environ.get("QACCEL_TEST_ORACLE_SERVER") != "0")

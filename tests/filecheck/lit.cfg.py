@@ -18,8 +18,13 @@ for var in ("HOME", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV"):
 fixtures = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "models")
 config.substitutions.append(("%fixtures", fixtures))
 
+# qaccel-opt with the pass manager tests' test-only passes: `python` runs the script, unless a
+# server below runs it.
+OPT_WITH_TEST_PASSES = os.path.join(os.path.dirname(__file__), "tools", "Inputs",
+                                    "opt_with_test_passes.py")
 
-def _start_tool_servers() -> None:
+
+def _start_tool_servers() -> bool:
     """Each qaccel tool a RUN line starts is a forked copy of a process that already imported
     it (toolserver.py says how and why); QACCEL_LIT_TOOLSERVER=0 starts new processes."""
     import atexit
@@ -29,7 +34,7 @@ def _start_tool_servers() -> None:
     import tempfile
 
     if os.environ.get("QACCEL_LIT_TOOLSERVER", "1") == "0" or not hasattr(os, "pidfd_open"):
-        return
+        return False
     here = os.path.dirname(__file__)
     spec = importlib.util.spec_from_file_location("toolserver", os.path.join(here, "toolserver.py"))
     toolserver = importlib.util.module_from_spec(spec)
@@ -49,8 +54,17 @@ def _start_tool_servers() -> None:
         servers[tool] = (os.path.join(run_dir, f"{tool}.sock"), real, line[2:].strip())
         python = python or servers[tool][2]
     if not servers:
-        return
-    toolserver.write_clients(bin_dir, python, {t: s[:2] for t, s in servers.items()})
+        return False
+    # The test-only qaccel-opt script, served as the console scripts are (it imports what
+    # qaccel-opt does); its client runs it with the environment's python when not served.
+    python_on_path = shutil.which("python", path=config.environment["PATH"])
+    if "qaccel-opt" in servers and python_on_path:
+        sock = os.path.join(run_dir, "opt-with-test-passes.sock")
+        servers["opt-with-test-passes"] = (sock, OPT_WITH_TEST_PASSES, python_on_path)
+    clients = {t: s[:2] for t, s in servers.items()}
+    if "opt-with-test-passes" in servers:
+        clients["opt-with-test-passes"] = servers["opt-with-test-passes"]
+    toolserver.write_clients(bin_dir, python, clients)
     config.environment["PATH"] = bin_dir + os.pathsep + config.environment["PATH"]
     log = open(os.environ.get("QACCEL_TOOLSERVER_DEBUG") or os.devnull, "a")
     server = os.path.join(here, "toolserver.py")
@@ -67,6 +81,9 @@ def _start_tool_servers() -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
 
     atexit.register(stop)
+    return "opt-with-test-passes" in servers
 
 
-_start_tool_servers()
+served = _start_tool_servers()
+config.substitutions.append(("%opt_with_test_passes", "opt-with-test-passes" if served
+                             else f"python {OPT_WITH_TEST_PASSES}"))

@@ -75,8 +75,9 @@ def _recv(sock: socket.socket, fds_wanted: int = 0) -> tuple[bytes, list[int]]:
 # ------------------------------------------------------------------------------------ client
 
 
-def client(sock_path: str, real_script: str, args: list[str]) -> int:
-    """Run `real_script args` through the server at `sock_path`, or exec it."""
+def client(sock_path: str, real_script: str, args: list[str], interpreter: str = "") -> int:
+    """Run `real_script args` through the server at `sock_path`, or exec it (with
+    `interpreter`, for a script that is not executable itself)."""
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(sock_path)
@@ -87,6 +88,8 @@ def client(sock_path: str, real_script: str, args: list[str]) -> int:
     except (OSError, EOFError, ValueError):
         status = {"exec": True}
     if status.get("exec"):
+        if interpreter:
+            os.execv(interpreter, [interpreter, real_script, *args])
         os.execv(real_script, [real_script, *args])
     if "signal" in status:  # end the way the tool's process ended
         signal.signal(status["signal"], signal.SIG_DFL)
@@ -95,12 +98,13 @@ def client(sock_path: str, real_script: str, args: list[str]) -> int:
     return status["code"]
 
 
-def write_clients(bin_dir: str, python: str, servers: dict[str, tuple[str, str]]) -> None:
+def write_clients(bin_dir: str, python: str, servers: dict[str, tuple[str, ...]]) -> None:
     """One executable per tool in `bin_dir`: `servers` maps a tool's name to its server's
-    socket and its real console script."""
+    socket, its real console script and, for a Python script that is not executable itself,
+    the interpreter that runs it."""
     os.makedirs(bin_dir, exist_ok=True)
     here = os.path.abspath(__file__)
-    for tool, (sock_path, real_script) in servers.items():
+    for tool, (sock_path, real_script, *interpreter) in servers.items():
         path = os.path.join(bin_dir, tool)
         with open(path, "w") as f:
             f.write(f"#!{python} -IS\n"
@@ -108,7 +112,7 @@ def write_clients(bin_dir: str, python: str, servers: dict[str, tuple[str, str]]
                     f"sys.path.insert(0, {os.path.dirname(here)!r})\n"
                     "import toolserver\n"
                     f"sys.exit(toolserver.client({sock_path!r}, {real_script!r},"
-                    " sys.argv[1:]))\n")  # fmt: skip
+                    f" sys.argv[1:], {''.join(interpreter)!r}))\n")  # fmt: skip
         os.chmod(path, 0o755)
 
 

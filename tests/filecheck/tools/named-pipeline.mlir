@@ -2,9 +2,9 @@
 // names a pass nobody registered is an error.
 // Every named pipeline takes start-after=PASS and stop-after=PASS; option errors name options
 // in kebab-case, as pipelines spell them.
-// RUN: python %S/Inputs/opt_with_test_passes.py %s -p 'test-pipeline{value=7}' 2>&1 | filecheck %s
-// RUN: not python %S/Inputs/opt_with_test_passes.py %s -p 'test-broken-pipeline' 2>&1 | filecheck %s --check-prefix=BROKEN
-// RUN: not python %S/Inputs/opt_with_test_passes.py %s -p 'test-pipeline{bogus=3}' 2>&1 | filecheck %s --check-prefix=BOGUS
+// RUN: %opt_with_test_passes %s -p 'test-pipeline{value=7}' 2>&1 | filecheck %s
+// RUN: not %opt_with_test_passes %s -p 'test-broken-pipeline' 2>&1 | filecheck %s --check-prefix=BROKEN
+// RUN: not %opt_with_test_passes %s -p 'test-pipeline{bogus=3}' 2>&1 | filecheck %s --check-prefix=BOGUS
 // RUN: not qaccel-opt %s -p 'vta-pipeline{no-such-option=1}' 2>&1 | filecheck %s --check-prefix=VTA
 // RUN: not qaccel-opt %s -p 'vta-pipeline{stop-after=no-such-pass}' 2>&1 | filecheck %s --check-prefix=STOP
 // RUN: not qaccel-opt %s -p 'vta-pipeline{max-partitions=x}' 2>&1 | filecheck %s --check-prefix=TYPE

@@ -1,7 +1,7 @@
 // --pass-timing prints MLIR's execution time table to stderr: input, each pass (inner passes
 // of named pipelines indented under it), verifiers, output, total.
 // RUN: qaccel-opt %s -p 'cse,canonicalize' --pass-timing --verify-semantics 2>&1 >/dev/null | filecheck %s
-// RUN: python %S/Inputs/opt_with_test_passes.py %s -p 'test-pipeline,cse' --pass-timing 2>&1 >/dev/null | filecheck %s --check-prefix=PIPELINE
+// RUN: %opt_with_test_passes %s -p 'test-pipeline,cse' --pass-timing 2>&1 >/dev/null | filecheck %s --check-prefix=PIPELINE
 
 !q = !quant.uniform<i8:f32, 0.5:-1>
 func.func @main(%x: tensor<4x!q>) -> tensor<4x!q> {

@@ -2,7 +2,7 @@
 // stdout stays the final IR.
 // RUN: qaccel-opt %s -p 'cse,canonicalize' --print-ir-after-all 2>&1 >/dev/null | filecheck %s
 // RUN: qaccel-opt %s -p 'cse,canonicalize' --print-ir-after-all 2>/dev/null | filecheck %s --check-prefix=STDOUT
-// RUN: python %S/Inputs/opt_with_test_passes.py %s -p 'test-pipeline{value=7},dce' --print-ir-after-all 2>&1 >/dev/null | filecheck %s --check-prefix=PIPELINE
+// RUN: %opt_with_test_passes %s -p 'test-pipeline{value=7},dce' --print-ir-after-all 2>&1 >/dev/null | filecheck %s --check-prefix=PIPELINE
 
 !q = !quant.uniform<i8:f32, 0.5:-1>
 func.func @main(%x: tensor<4x!q>) -> tensor<4x!q> {

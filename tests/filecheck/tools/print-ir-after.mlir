@@ -1,7 +1,7 @@
 // --print-ir-after=PASS (repeatable, comma-separated) dumps after the named passes only; a
 // named pipeline's name dumps after its last pass; a pass that does not run is an error.
 // RUN: qaccel-opt %s -p 'cse,canonicalize,dce' --print-ir-after=canonicalize 2>&1 >/dev/null | filecheck %s
-// RUN: python %S/Inputs/opt_with_test_passes.py %s -p 'test-pipeline{value=3},dce' --print-ir-after=test-pipeline,cse --print-ir-after=dce 2>&1 >/dev/null | filecheck %s --check-prefix=PIPELINE
+// RUN: %opt_with_test_passes %s -p 'test-pipeline{value=3},dce' --print-ir-after=test-pipeline,cse --print-ir-after=dce 2>&1 >/dev/null | filecheck %s --check-prefix=PIPELINE
 // RUN: not qaccel-opt %s -p 'cse' --print-ir-after=dce 2>&1 | filecheck %s --check-prefix=ABSENT
 
 !q = !quant.uniform<i8:f32, 0.5:-1>

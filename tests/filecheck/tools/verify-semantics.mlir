@@ -2,10 +2,10 @@
 // first pass and after every pass that changed the IR, and names the first pass after which
 // an output differs bit for bit, or after which the module cannot run.
 // RUN: qaccel-opt --verify-semantics %s -p 'cse,canonicalize' | filecheck %s
-// RUN: not python %S/Inputs/opt_with_test_passes.py %s -p 'cse,test-corrupt-const{delta=3}' --verify-semantics 2>&1 | filecheck %s --check-prefix=WRONG
-// RUN: not python %S/Inputs/opt_with_test_passes.py %s -p 'test-pipeline,test-corrupt-const' --verify-semantics=42 2>&1 | filecheck %s --check-prefix=SEED
-// RUN: not python %S/Inputs/opt_with_test_passes.py %s -p 'test-insert-unknown-op' --verify-semantics 2>&1 | filecheck %s --check-prefix=UNRUNNABLE
-// RUN: python %S/Inputs/opt_with_test_passes.py %s -p 'test-corrupt-const{delta=0}' --verify-semantics | filecheck %s --check-prefix=SAME
+// RUN: not %opt_with_test_passes %s -p 'cse,test-corrupt-const{delta=3}' --verify-semantics 2>&1 | filecheck %s --check-prefix=WRONG
+// RUN: not %opt_with_test_passes %s -p 'test-pipeline,test-corrupt-const' --verify-semantics=42 2>&1 | filecheck %s --check-prefix=SEED
+// RUN: not %opt_with_test_passes %s -p 'test-insert-unknown-op' --verify-semantics 2>&1 | filecheck %s --check-prefix=UNRUNNABLE
+// RUN: %opt_with_test_passes %s -p 'test-corrupt-const{delta=0}' --verify-semantics | filecheck %s --check-prefix=SAME
 
 !q = !quant.uniform<i8:f32, 0.5:-1>
 func.func @main(%x: tensor<4x!q>) -> tensor<4x!q> {
