@@ -203,7 +203,11 @@ def test_ctrl_c_is_one_line(tmp_path):
     import subprocess
 
     child = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.argv = ['qaccel-compile'] + sys.argv[1:]; "
+        # Python's own Ctrl-C handler, whatever SIGINT disposition the test process passes on
+        # (an ignored SIGINT stays ignored across exec, and Python then installs none).
+        [sys.executable, "-c", "import signal, sys; "
+         "signal.signal(signal.SIGINT, signal.default_int_handler); "
+         "sys.argv = ['qaccel-compile'] + sys.argv[1:]; "
          "from qaccel.tools.launch import compile_main; sys.exit(compile_main())",
          str(SMALL_CNN.parent / "mobilenet_v2.tflite"), "-o", str(tmp_path / "out")],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
