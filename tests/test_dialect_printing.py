@@ -71,7 +71,7 @@ def test_pipeline_module_prints_as_xdsl_prints_it():
     """Array properties of the accel ops (per-channel rows) and quantized types."""
     from qaccel.pipeline.manager import available_passes
     from qaccel.tools.qaccel_compile import parser
-    from qaccel.tools.qaccel_opt import pass_manager_for
+    from qaccel.tools.pass_flags import pass_manager_for
 
     path = Path(__file__).parent / "fixtures" / "models" / "small_cnn.tflite"
     module = import_tflite(path.read_bytes(), str(path))

@@ -40,3 +40,12 @@ def test_the_compiler_imports_nothing_it_does_not_use():
     assert [m for m in KEPT_OUT if m in loaded] == []
     # Assembly formats are compiled when an op is first parsed or printed, not on import.
     assert found["formats_built"] == []
+
+
+def test_qaccel_run_parses_its_flags_without_xdsl_opts_driver():
+    probe = ("import json, sys\nfrom qaccel.tools import qaccel_run\nqaccel_run.parser()\n"
+             "print(json.dumps(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert [m for m in ("xdsl.xdsl_opt_main", "qaccel.tools.qaccel_opt") if m in loaded] == []

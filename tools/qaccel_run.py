@@ -172,7 +172,7 @@ def _own_arguments(add_help: bool = True) -> argparse.ArgumentParser:
 
 
 def parser() -> argparse.ArgumentParser:
-    from qaccel.tools.qaccel_opt import add_pass_manager_arguments
+    from qaccel.tools.pass_flags import add_pass_manager_arguments
 
     ap = _own_arguments()
     add_pass_manager_arguments(ap)
