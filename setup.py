@@ -124,6 +124,17 @@ def litert_library(name: str, files, macros=()) -> Extension:
     )
 
 
+# libqaccel_search, the schedule search (lowering/vta/search_c/, lowering/vta/csearch.py).
+SEARCH = Path("lowering") / "vta" / "search_c"
+SEARCH_SOURCES, SEARCH_HEADERS = ("vta_search.c",), ("vta_search.h",)
+
+
+def search_hash() -> str:
+    """As csearch.source_hash()."""
+    here = Path(__file__).parent / SEARCH
+    return cbuild.source_hash(here / name for name in SEARCH_SOURCES + SEARCH_HEADERS)
+
+
 class BuildCLibrary(build_ext):
     def get_export_symbols(self, ext):
         return []  # no PyInit_ function: this is not a Python module
@@ -152,6 +163,14 @@ setup(
         litert_library("qaccel.backends.litert.libplugin.libLiteRtCompilerPlugin_Qaccel",
                        PLUGIN_FILES, python_paths()),
         litert_library(DELEGATE_EXT, DELEGATE_FILES, python_paths()),
+        Extension(
+            "qaccel.lowering.vta._vta_search",
+            sources=[str(SEARCH / s) for s in SEARCH_SOURCES],
+            depends=[str(SEARCH / h) for h in SEARCH_HEADERS],
+            define_macros=[("VTA_SEARCH_SOURCE_HASH", f'"{search_hash()}"')],
+            extra_compile_args=list(cbuild.CFLAGS),
+            optional=True,
+        ),
     ],
     cmdclass={"build_ext": BuildCLibrary},
 )

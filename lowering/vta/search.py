@@ -28,6 +28,7 @@ from functools import lru_cache
 import numpy as np
 
 from qaccel.kernels import background
+from qaccel.lowering.vta import csearch
 from qaccel.lowering.vta.cost_model import (
     _merged_frames,
     estimate,
@@ -355,7 +356,18 @@ def _searches(keys: list[tuple]) -> list[Schedule | None]:
 def _search(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...],
             orders: tuple[str, ...], try_modes: bool, model_steps: int) -> list[Schedule]:  # fmt: skip
     """The schedules `estimate` modeled, best first (see `schedule`); `try_modes`: the bias
-    mode is free (not forced)."""
+    mode is free (not forced). The C search (`csearch.py`) where it runs, else
+    `_search_python`: the same schedules."""
+    found = csearch.search(g, c, modes, orders, try_modes, model_steps)
+    if found is not None:
+        return found
+    return _search_python(g, c, modes, orders, try_modes, model_steps)
+
+
+def _search_python(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...],
+                   orders: tuple[str, ...], try_modes: bool,
+                   model_steps: int) -> list[Schedule]:  # fmt: skip
+    """`_search` in Python: the specification the C search follows, and its fallback."""
     # Per accumulator row, the bias GEMM costs 2 cycles (reset + add), the ALU 3, the DMA 4 bus
     # cycles on the compute module: search with the cheapest available, then try the others
     # on the best tilings only (they reserve different buffer space).

@@ -1,0 +1,203 @@
+"""libqaccel_search (lowering/vta/search_c/, C99): the schedule search of one layer in C.
+
+    found = search(g, config, modes, orders, try_modes, model_steps)
+    # the schedules `search._search` models, best first, with their estimated cycles;
+    # None where the C search does not run (no library, or a search it leaves to Python)
+
+The C search enumerates, ranks and models the candidates exactly as the Python search does
+(`search._Ranked`, `cost_model.quick_estimate`, `planning.plan_steps` and
+`cost_model.estimate`), which stays the specification and the fallback: the grids too large
+to rank at once and the exhaustive enumeration (no candidate fits) run in Python, and so does
+every search when the library is not there. tests/test_vta_csearch.py checks that both give
+the same schedules on the corpus.
+
+Finding the library, first hit wins (as `targets/vta/cmachine.py`):
+  1. `QACCEL_NO_CSEARCH=1`: none (the Python search runs);
+  2. `QACCEL_CSEARCH_LIB=path`: that shared object (e.g. a sanitizer build);
+  3. the extension `pip install` built next to this file (setup.py, optional);
+  4. compiled on first use with the system C compiler into the per-user cache directory.
+A library built from other sources is not used. When none loads the Python search runs
+(silently: it gives the same schedules).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.machinery
+import os
+from pathlib import Path
+
+import numpy as np
+
+from qaccel.lowering.vta.bias import n_param_rows
+from qaccel.lowering.vta.cost_model import _tail_insns, tail_cycles_per_row
+from qaccel.lowering.vta.geometry import KINDS, LayerGeometry
+from qaccel.lowering.vta.planning import (
+    BIAS_MODES,
+    LOOP_ORDERS,
+    Schedule,
+    _depths,
+    available_bias_modes,
+    plan_buffers,
+    store_requant,
+)
+from qaccel.targets import cbuild
+from qaccel.targets.vta.config import HardwareConfig
+
+SEARCH_DIR = Path(__file__).with_name("search_c")
+SOURCES = ("vta_search.c",)
+HEADERS = ("vta_search.h",)
+ABI = 1  # VTA_SEARCH_ABI in vta_search.h
+LIB_NAME = "libqaccel_search.so"
+GEO_N, CFG_N, OUT_N = 24, 9, 10
+INVALID, FALLBACK, NOMEM, CAPACITY = -1, -2, -3, -4
+OUT_CAP = 4096
+
+_I64 = ctypes.c_int64
+_P = ctypes.c_void_p
+
+
+def source_hash() -> str:
+    """Identifies the C sources; `setup.py` compiles the same digest into the library."""
+    return cbuild.source_hash(SEARCH_DIR / name for name in SOURCES + HEADERS)
+
+
+def build_library(out_dir, cc: str | None = None, extra_flags=()) -> Path:
+    """Compile the sources into `out_dir/libqaccel_search.so` (raises CalledProcessError or
+    OSError)."""
+    return cbuild.build_shared(Path(out_dir) / LIB_NAME, [SEARCH_DIR / s for s in SOURCES],
+                               defines={"VTA_SEARCH_SOURCE_HASH": source_hash()},
+                               extra_flags=extra_flags, cc=cc)  # fmt: skip
+
+
+def _open(path: Path, check_hash: bool):
+    lib = ctypes.CDLL(str(path))
+    lib.vta_search_abi.restype = ctypes.c_int
+    if lib.vta_search_abi() != ABI:
+        raise OSError(f"{path}: ABI {lib.vta_search_abi()}, expected {ABI}")
+    lib.vta_search_source_hash.restype = ctypes.c_char_p
+    if check_hash and lib.vta_search_source_hash().decode() != source_hash():
+        raise OSError(f"{path} was built from other sources")
+    lib.vta_search.restype = ctypes.c_int
+    lib.vta_search.argtypes = [_P, _I64, _P, _I64, _P, _I64, _P, _I64, _P, _I64, _I64, _I64,
+                               _I64, _P, _I64]  # fmt: skip
+    return lib
+
+
+def _load():
+    """(library, None) or (None, reason)."""
+    if os.environ.get("QACCEL_NO_CSEARCH", "") not in ("", "0"):
+        return None, "QACCEL_NO_CSEARCH is set"
+    explicit = os.environ.get("QACCEL_CSEARCH_LIB")
+    if explicit:
+        try:
+            return _open(Path(explicit), check_hash=False), None
+        except OSError as e:
+            return None, f"cannot load QACCEL_CSEARCH_LIB: {e}"
+    here = Path(__file__).parent
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:  # built by setup.py
+        ext = here / f"_vta_search{suffix}"
+        if ext.is_file():
+            try:
+                return _open(ext, check_hash=True), None
+            except OSError:
+                break  # stale or foreign build: compile the current sources instead
+    cached = cbuild.cache_root() / f"vta-search-{source_hash()}" / LIB_NAME
+    failed = cbuild.build_once(cached, lambda p: build_library(p.parent))
+    if failed is not None:
+        return None, f"compiling it failed ({failed})"
+    try:
+        return _open(cached, check_hash=True), None
+    except OSError as e:
+        return None, str(e)
+
+
+_LIB = None
+_REASON: str | None = None
+_LOADED = False
+
+
+def library():
+    """The loaded ctypes library, or None (`unavailable_reason()` says why)."""
+    global _LIB, _REASON, _LOADED
+    if not _LOADED:
+        _LIB, _REASON = _load()
+        _LOADED = True
+    return _LIB
+
+
+def available() -> bool:
+    return library() is not None
+
+
+def unavailable_reason() -> str | None:
+    library()
+    return _REASON
+
+
+def _reset_for_tests():
+    """Forget the loaded library so the next call searches again (environment changed)."""
+    global _LIB, _REASON, _LOADED
+    _LIB, _REASON, _LOADED = None, None, False
+
+
+def _primary(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...]) -> str:
+    """`search._search`'s first bias mode (the cheapest the layer and hardware allow)."""
+    return ("store" if store_requant(g, c) and "store" in modes
+            else "gemm" if g.has_bias and g.small_bias else "alu")  # fmt: skip
+
+
+def arguments(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...],
+              orders: tuple[str, ...], try_modes: bool) -> tuple:  # fmt: skip
+    """The C entry point's arrays for a search (geo, cfg, modes_info, rank_modes, orders,
+    primary)."""
+    geo = np.array([
+        KINDS.index(g.kind), g.H, g.W, g.KH, g.KW, g.sh, g.sw, g.dh, g.dw, g.pad_t, g.pad_b,
+        g.pad_l, g.pad_r, g.OH, g.OW, g.block, g.depth_multiplier, g.CIB, g.COB,
+        g.has_bias, g.small_bias, g.int32_output, g.runtime_init, "zp" in g.tail,
+    ], np.int64)  # fmt: skip
+    cfg = np.array([c.insn_issue_cycles, c.dma_setup_cycles, c.bus_width_bytes,
+                    c.gemm_cycles_per_uop, c.alu_cycles_per_uop, *_depths(c)], np.int64)  # fmt: skip
+    usable = available_bias_modes(g, c)
+    info = np.array([[n_param_rows(g, m), tail_cycles_per_row(g, m, c), _tail_insns(g, m),
+                      m in usable] for m in BIAS_MODES], np.int64).reshape(-1)  # fmt: skip
+    primary = _primary(g, c, modes)
+    first = (primary,) if try_modes else modes
+    ranked = available_bias_modes(g, c, first) or ["alu"]
+    rank_modes = np.array([BIAS_MODES.index(m) for m in ranked], np.int64)
+    order_ix = np.array([LOOP_ORDERS.index(o) for o in orders], np.int64)
+    return geo, cfg, info, rank_modes, order_ix, BIAS_MODES.index(primary)
+
+
+def run(lib, geo, cfg, info, rank_modes, orders, primary: int, try_modes: bool,
+        model_steps: int, out_cap: int = OUT_CAP) -> tuple[int, np.ndarray]:
+    """The C search on these arrays: (return code, out rows)."""
+    arrays = [np.ascontiguousarray(a, np.int64) for a in (geo, cfg, info, rank_modes, orders)]
+    out = np.zeros((max(out_cap, 1), OUT_N), np.int64)
+    rc = lib.vta_search(*(x for a in arrays for x in (a.ctypes.data, a.size)), int(primary),
+                        int(try_modes), int(model_steps), out.ctypes.data, int(out_cap))  # fmt: skip
+    return rc, out
+
+
+def search(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...], orders: tuple[str, ...],
+           try_modes: bool, model_steps: int) -> list[Schedule] | None:  # fmt: skip
+    """`search._search(g, c, modes, orders, try_modes, model_steps)` in C, or None where the
+    Python search must run (no library; a batch; a search the C code leaves to Python)."""
+    lib = library()
+    if lib is None or g.batch != 1:
+        return None
+    rc, out = run(lib, *arguments(g, c, modes, orders, try_modes), try_modes, model_steps)
+    if rc in (FALLBACK, NOMEM, CAPACITY):
+        return None
+    if rc < 0:
+        raise ValueError(f"the C schedule search refused its arguments (code {rc})")
+    found = []
+    for th, tw, tco, tci, order, mode, inp, wgt, acc, cycles in out[:rc].tolist():
+        o, m = LOOP_ORDERS[order], BIAS_MODES[mode]
+        planned = plan_buffers(g, th, tw, tco, tci, o, m, c)
+        if planned is None or list(planned[:3]) != [inp, wgt, acc]:
+            raise AssertionError(f"the C search's schedule {th}x{tw}x{tco}x{tci} {o} {m} "
+                                 f"slots {inp}/{wgt}/{acc} differs from plan_buffers")  # fmt: skip
+        found.append(Schedule(g, th, tw, tco, tci, o, m, inp, wgt, acc, planned[3],
+                              estimated_cycles=cycles))  # fmt: skip
+    return found
