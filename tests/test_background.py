@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from qaccel.kernels import background
-from qaccel.lowering.vta import search
+from qaccel.lowering.vta import csearch, search
 from qaccel.lowering.vta.planning import BIAS_MODES, LOOP_ORDERS
 from qaccel.targets.vta.config import DEFAULT_CONFIG
 from test_vta_codegen import conv_layer
@@ -68,9 +68,23 @@ def test_cancel_reaps_the_child(forking):
         os.waitpid(pid, os.WNOHANG)
 
 
-def test_searches_run_ahead_give_the_same_schedules(forking):
-    layers = [conv_layer(H=h, W=h, C=c, O=o, rng=np.random.default_rng(seed)) for h, c, o, seed
-              in ((9, 20, 24, 1), (7, 32, 16, 2), (12, 16, 40, 3), (9, 20, 24, 1))]  # fmt: skip
+@pytest.fixture
+def python_search(monkeypatch):
+    """Without the C search (`lowering/vta/csearch.py`): the searches run ahead only then."""
+    monkeypatch.setenv("QACCEL_NO_CSEARCH", "1")
+    csearch._reset_for_tests()
+    yield
+    monkeypatch.delenv("QACCEL_NO_CSEARCH")
+    csearch._reset_for_tests()
+
+
+def _layers():
+    return [conv_layer(H=h, W=h, C=c, O=o, rng=np.random.default_rng(seed)) for h, c, o, seed
+            in ((9, 20, 24, 1), (7, 32, 16, 2), (12, 16, 40, 3), (9, 20, 24, 1))]  # fmt: skip
+
+
+def test_searches_run_ahead_give_the_same_schedules(forking, python_search):
+    layers = _layers()
     search._best.cache_clear()
     search._known.clear()
     search.search_ahead(layers, DEFAULT_CONFIG)
@@ -82,6 +96,18 @@ def test_searches_run_ahead_give_the_same_schedules(forking):
         assert s == fresh[0]
     search.search_ahead(layers, DEFAULT_CONFIG)
     assert not search._ahead  # all known: nothing run again
+
+
+def test_with_the_c_search_nothing_runs_ahead(forking):
+    """The C searches of a whole model take less time than starting a child: none forks,
+    and `meanwhile` is left to the caller (as where the process does not fork)."""
+    if not csearch.available():
+        pytest.skip(f"no C search: {csearch.unavailable_reason()}")
+    search._best.cache_clear()
+    search._known.clear()
+    called = []
+    search.search_ahead(_layers(), DEFAULT_CONFIG, meanwhile=lambda: called.append(1))
+    assert not search._ahead and not called
 
 
 def _compile(model: Path, out: Path, jobs: str) -> None:

@@ -51,7 +51,7 @@ ABI = 1  # VTA_SEARCH_ABI in vta_search.h
 LIB_NAME = "libqaccel_search.so"
 GEO_N, CFG_N, OUT_N = 24, 9, 10
 INVALID, FALLBACK, NOMEM, CAPACITY = -1, -2, -3, -4
-OUT_CAP = 4096
+OUT_CAP = 1 << 16
 
 _I64 = ctypes.c_int64
 _P = ctypes.c_void_p
@@ -173,26 +173,33 @@ def run(lib, geo, cfg, info, rank_modes, orders, primary: int, try_modes: bool,
         model_steps: int, out_cap: int = OUT_CAP) -> tuple[int, np.ndarray]:
     """The C search on these arrays: (return code, out rows)."""
     arrays = [np.ascontiguousarray(a, np.int64) for a in (geo, cfg, info, rank_modes, orders)]
-    out = np.zeros((max(out_cap, 1), OUT_N), np.int64)
+    out = np.empty((max(out_cap, 1), OUT_N), np.int64)
     rc = lib.vta_search(*(x for a in arrays for x in (a.ctypes.data, a.size)), int(primary),
                         int(try_modes), int(model_steps), out.ctypes.data, int(out_cap))  # fmt: skip
     return rc, out
 
 
 def search(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...], orders: tuple[str, ...],
-           try_modes: bool, model_steps: int) -> list[Schedule] | None:  # fmt: skip
+           try_modes: bool, model_steps: int,
+           first: bool = False) -> list[Schedule] | None:  # fmt: skip
     """`search._search(g, c, modes, orders, try_modes, model_steps)` in C, or None where the
-    Python search must run (no library; a batch; a search the C code leaves to Python)."""
+    Python search must run (no library; a batch; a search the C code leaves to Python).
+    `first`: only the best schedule (the others are not placed on chip by `plan_buffers`)."""
     lib = library()
     if lib is None or g.batch != 1:
         return None
-    rc, out = run(lib, *arguments(g, c, modes, orders, try_modes), try_modes, model_steps)
+    # Every modeled schedule walks one loop step at least: model_steps + 3 of them at most.
+    rc, out = run(lib, *arguments(g, c, modes, orders, try_modes), try_modes, model_steps,
+                  min(OUT_CAP, max(0, model_steps) + 4))  # fmt: skip
     if rc in (FALLBACK, NOMEM, CAPACITY):
         return None
     if rc < 0:
         raise ValueError(f"the C schedule search refused its arguments (code {rc})")
     found = []
-    for th, tw, tco, tci, order, mode, inp, wgt, acc, cycles in out[:rc].tolist():
+    if rc == 0:  # (the C search models one schedule at least)
+        return None
+    rows = out[: 1 if first else rc].tolist()
+    for th, tw, tco, tci, order, mode, inp, wgt, acc, cycles in rows:
         o, m = LOOP_ORDERS[order], BIAS_MODES[mode]
         planned = plan_buffers(g, th, tw, tco, tci, o, m, c)
         if planned is None or list(planned[:3]) != [inp, wgt, acc]:

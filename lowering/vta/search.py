@@ -292,7 +292,7 @@ def _best(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...], orders: t
     found = _ahead.pop((g, c, modes, orders, try_modes, model_steps), None)
     if found is not None:
         return found
-    return _search(g, c, modes, orders, try_modes, model_steps)[0]
+    return _search_first(g, c, modes, orders, try_modes, model_steps)
 
 
 def search_ahead(layers: Iterable[ConvLayer | LayerGeometry], config: HardwareConfig, *,
@@ -304,8 +304,9 @@ def search_ahead(layers: Iterable[ConvLayer | LayerGeometry], config: HardwareCo
     searches, the same results, on two cores. `meanwhile`: more work for this process while
     the child searches, worth `weight` searches (the child then takes more of them). A no-op
     (`meanwhile` not called) where the process does not fork; a layer whose search fails is
-    left for `schedule` to fail on."""
-    if not background.enabled():
+    left for `schedule` to fail on. With the C search (`csearch.py`) a no-op too: all the
+    searches take less time than starting the child."""
+    if not background.enabled() or csearch.available():
         return
     if len(_known) > 4096:
         _known.clear()
@@ -347,7 +348,7 @@ def _searches(keys: list[tuple]) -> list[Schedule | None]:
     out: list[Schedule | None] = []
     for key in keys:
         try:
-            out.append(_search(*key)[0])
+            out.append(_search_first(*key))
         except LayerError:
             out.append(None)
     return out
@@ -362,6 +363,16 @@ def _search(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...],
     if found is not None:
         return found
     return _search_python(g, c, modes, orders, try_modes, model_steps)
+
+
+def _search_first(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...],
+                  orders: tuple[str, ...], try_modes: bool,
+                  model_steps: int) -> Schedule:  # fmt: skip
+    """The first of `_search` (the C search builds only that one `Schedule`)."""
+    found = csearch.search(g, c, modes, orders, try_modes, model_steps, first=True)
+    if found is not None:
+        return found[0]
+    return _search_python(g, c, modes, orders, try_modes, model_steps)[0]
 
 
 def _search_python(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...],
