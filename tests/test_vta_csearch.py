@@ -251,3 +251,22 @@ def test_fixture_fields_match_the_geometry():
     names = {f.name for f in fields(LayerGeometry)}
     for d in json.loads(CORPUS.read_text())["geometries"][:3]:
         assert set(d) == names
+
+
+def test_bias_fits_is_whether_bias_tiles_exist():
+    """`geometry.bias_fits` (what a layer's `small_bias` is made of) answers as
+    `bias_tiles(...) is not None`, around the limits and at random."""
+    from qaccel.lowering.vta.geometry import bias_fits, bias_tiles
+
+    rng = np.random.default_rng(5)
+    edges = [241872, 241872 + 63, 241872 + 64, 241872 + 127, 243904, 243904 + 127, 2**31 - 1]
+    cases = [np.array([s * e], np.int64) for e in edges for s in (1, -1)]
+    for _ in range(400):
+        block = int(rng.choice([2, 4, 8, 16, 32]))
+        scale = float(rng.choice([100, 3e4, 2.4e5, 2.5e5, 2e6, 2**31 - 1]))
+        cases.append(rng.uniform(-scale, scale, int(rng.integers(1, 3 * block))).astype(np.int64))
+    for fused in cases:
+        fused = fused.astype(np.int32)
+        for block in (2, 16) if len(fused) <= 16 else (32,):
+            cob = -(-len(fused) // block)
+            assert bias_fits(fused, cob, block) == (bias_tiles(fused, cob, block) is not None)

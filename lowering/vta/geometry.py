@@ -323,24 +323,34 @@ def _geometry(layer: ConvLayer) -> LayerGeometry:
         input_zero_point=layer.input_zero_point, batch=batch, runtime_init=layer.runtime_init,
     )  # fmt: skip
     fused = fused_bias(layer, geometry)
-    small = bias_tiles(fused, geometry.COB, geometry.block) is not None
-    return replace(geometry, has_bias=bool(np.any(fused != 0)), small_bias=small)
+    small = bias_fits(fused, geometry.COB, geometry.block)
+    return replace(geometry, has_bias=bool(fused.any()), small_bias=small)
 
 def fused_bias(layer: ConvLayer, g: LayerGeometry | None = None) -> np.ndarray:
     """int32 `bias - zp_in * sum(w) - requant_input_zero_point` per output channel, wrapping
     like TFLite's int32 arithmetic: padded taps hold zp_in, so the GEMM over raw inputs plus
     this bias is exactly `sum(w * (x - zp_in)) + bias`."""
     g = g or layer.geometry
-    w = layer.weights.astype(np.int64)
+    w = layer.weights  # summed in int64, without an int64 copy
     if g.kind == "conv":
-        wsum = w.reshape(g.O, -1).sum(axis=1)
+        wsum = w.reshape(g.O, -1).sum(axis=1, dtype=np.int64)
     elif g.kind == "depthwise":
-        wsum = w.reshape(-1, g.O).sum(axis=0)
+        wsum = w.reshape(-1, g.O).sum(axis=0, dtype=np.int64)
     else:
-        wsum = w.sum(axis=1)
+        wsum = w.sum(axis=1, dtype=np.int64)
     bias = np.zeros(g.O, np.int64) if layer.bias is None else np.asarray(layer.bias, np.int64)
     total = bias - layer.input_zero_point * wsum - layer.requant_input_zero_point
     return total.astype(np.int32)  # int64 -> int32 keeps the low 32 bits
+
+def bias_fits(fused: np.ndarray, cob: int, block: int = 16) -> bool:
+    """`bias_tiles(fused, cob, block) is not None`, without building the tiles: each lane's
+    digits are `base` and, when `rem` > 0, `base + 1`."""
+    b = np.zeros(cob * block, np.int64)
+    b[: len(fused)] = fused
+    high = np.round(b / BIAS_DIGIT).astype(np.int64)
+    base, rem = np.divmod(high, block - 1)
+    return bool(base.min() >= -128 and (base + (rem > 0)).max() <= 127)
+
 
 def bias_tiles(fused: np.ndarray, cob: int, block: int = 16):
     """Weight tiles `[cob][16 out][16 in]` (int8) that add `fused` to every accumulator row

@@ -216,9 +216,11 @@ static int64_t diag_nci(const geo_t *g, int64_t co0, int64_t nco) {
     return (co0 + nco - 1) / g->dm - first + 1;
 }
 
-/* planning.plan_buffers: 1 and the slots when the tiling fits, else 0. */
+/* planning.plan_buffers: 1 and the slots when the tiling fits, else 0. `biggest`: the
+   tiling's max_kernel, or -1 (computed here when needed; it depends on neither the bias
+   mode nor the loop order, and the enumeration keeps it across them). */
 static int plan_buffers(const ctx_t *x, int64_t th, int64_t tw, int64_t tco, int64_t tci,
-                        int64_t order, int64_t mode, int64_t slots[3]) {
+                        int64_t order, int64_t mode, int64_t slots[3], int64_t *biggest) {
     const geo_t *g = x->g;
     const cfg_t *c = x->c;
     int64_t K = g->taps;
@@ -250,7 +252,8 @@ static int plan_buffers(const ctx_t *x, int64_t th, int64_t tw, int64_t tco, int
     int64_t wgt_free = c->d_wgt - wgt_reserved;
     int64_t acc_free = c->d_acc - x->modes[mode].param_rows;
     if (inp_rows > inp_free || wgt_tiles > wgt_free || acc_rows > acc_free) return 0;
-    if (max_kernel(g, th, tw, tco, nci) > c->d_uop / 2) return 0;
+    if (*biggest < 0) *biggest = max_kernel(g, th, tw, tco, nci);
+    if (*biggest > c->d_uop / 2) return 0;
     if (fr * fc * nci > c->d_inp || tco * per_co * K > c->d_wgt) return 0;
     int64_t Ty = cdiv(g->OH, th), Tx = cdiv(g->OW, tw), G = cdiv(g->COB, tco);
     int64_t R = g->diagonal ? 1 : cdiv(g->CIB, tci);
@@ -456,27 +459,34 @@ static void do_load(const ctx_t *x, walk_t *w, const step_t *ch, int inp, int64_
         w->wgt_ready[slot] = w->l_end;
 }
 
-static int cmp_rows(const void *a, const void *b, size_t n) {
-    const int64_t *x = a, *y = b;
-    for (size_t i = 0; i < n; i++)
-        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
-    return 0;
-}
-static int cmp7(const void *a, const void *b) { return cmp_rows(a, b, 7); }
-static int cmp2(const void *a, const void *b) { return cmp_rows(a, b, 2); }
+/* A set of kernel keys (th, tw, nco, nci, inp slot, wgt slot, acc slot): open addressing
+   over `cap` (a power of two, more than twice the keys added) entries. */
+typedef struct {
+    int64_t *keys; /* [cap][7] */
+    unsigned char *used;
+    uint64_t mask;
+} kset_t;
 
-static int64_t distinct_rows(int64_t *rows, int64_t n, size_t width,
-                             int (*cmp)(const void *, const void *)) {
-    if (n == 0) return 0;
-    qsort(rows, (size_t)n, width * sizeof(int64_t), cmp);
-    int64_t k = 1;
-    for (int64_t i = 1; i < n; i++)
-        if (cmp(rows + (size_t)i * width, rows + (size_t)(k - 1) * width) != 0) {
-            if (k != i) memcpy(rows + (size_t)k * width, rows + (size_t)i * width,
-                               width * sizeof(int64_t));
-            k++;
-        }
-    return k;
+static uint64_t kset_hash(const int64_t *k) {
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < 7; i++) {
+        h ^= (uint64_t)k[i];
+        h *= 1099511628211ULL;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* 1 when `k` was not in the set (it is now). */
+static int kset_add(kset_t *s, const int64_t *k) {
+    uint64_t i = kset_hash(k) & s->mask;
+    while (s->used[i]) {
+        if (memcmp(s->keys + 7 * i, k, 7 * sizeof(int64_t)) == 0) return 0;
+        i = (i + 1) & s->mask;
+    }
+    s->used[i] = 1;
+    memcpy(s->keys + 7 * i, k, 7 * sizeof(int64_t));
+    return 1;
 }
 
 /* cost_model.estimate(...).cycles of a candidate; -1 when out of memory. */
@@ -498,12 +508,17 @@ static int64_t estimate(const ctx_t *x, const cand_t *s) {
     int64_t *iahead = calloc((size_t)n, sizeof(int64_t)), *wahead = calloc((size_t)n, sizeof(int64_t));
     int64_t *cend = calloc((size_t)n, sizeof(int64_t));
     int64_t *store_end = calloc((size_t)n_tiles, sizeof(int64_t));
-    int64_t *kern = calloc((size_t)n * 7, sizeof(int64_t)), *tails = calloc((size_t)n * 2, sizeof(int64_t));
+    uint64_t kcap = 2;
+    while (kcap < 2 * (uint64_t)n + 2) kcap *= 2;
+    int64_t *kern = calloc((size_t)n * 7, sizeof(int64_t)); /* the distinct kernels, in order */
+    int64_t *kset_keys = malloc((size_t)kcap * 7 * sizeof(int64_t));
+    unsigned char *kset_used = calloc((size_t)kcap, 1);
+    unsigned char *tails = calloc((size_t)(acc_slots * G), 1); /* (acc slot, co group) seen */
     int64_t *islots = calloc((size_t)(2 * n_inp + 2 * n_wgt), sizeof(int64_t));
     int64_t *lru_mem = calloc((size_t)(2 * (n_inp + 1) + 2 * (n_wgt + 1)), sizeof(int64_t));
     later_t *later = calloc((size_t)n + (size_t)COB + 1, sizeof *later);
     if (!steps || !ikey || !wkey || !iahead || !wahead || !cend || !store_end || !kern ||
-        !tails || !islots || !lru_mem || !later)
+        !kset_keys || !kset_used || !tails || !islots || !lru_mem || !later)
         goto done;
 
     /* Schedule.step_list */
@@ -576,6 +591,7 @@ static int64_t estimate(const ctx_t *x, const cand_t *s) {
     int whole_width = OH * OW <= MAX_STRIDE;
     int reset_once = store_tail && !g->runtime_init;
     int64_t s_free = 0, n_stored = 0, n_kern = 0, n_tails = 0;
+    kset_t kset = {kset_keys, kset_used, kcap - 1};
     int split = 0;
 
     for (int64_t i = 0; i < n; i++) {
@@ -656,17 +672,14 @@ static int64_t estimate(const ctx_t *x, const cand_t *s) {
         int64_t tail = n_tail * I + rows * after_gemm;
         int64_t sdur = n_st * IS + cdiv(rows * out_eb, bw);
         int64_t out_bytes = rows * out_eb;
-        int64_t *kr = kern + 7 * n_kern++;
-        kr[0] = sth;
-        kr[1] = stw;
-        kr[2] = nco;
-        kr[3] = nci;
-        kr[4] = islot;
-        kr[5] = wslot;
-        kr[6] = aslot;
-        tails[2 * n_tails] = aslot;
-        tails[2 * n_tails + 1] = st->co0;
-        n_tails++;
+        int64_t kr[7] = {sth, stw, nco, nci, islot, wslot, aslot};
+        if (kset_add(&kset, kr)) memcpy(kern + 7 * n_kern++, kr, sizeof kr);
+        int64_t tail_at = aslot * G + st->co0 / tco;
+        if (aslot < 0 || aslot >= acc_slots || tail_at < 0 || tail_at >= acc_slots * G) goto done;
+        if (!tails[tail_at]) {
+            tails[tail_at] = 1;
+            n_tails++;
+        }
         int64_t start = c_end;
         if (w.inp_ready[islot] > start) start = w.inp_ready[islot];
         if (w.wgt_ready[wslot] > start) start = w.wgt_ready[wslot];
@@ -698,8 +711,7 @@ static int64_t estimate(const ctx_t *x, const cand_t *s) {
         }
     }
     {
-        int64_t nk = distinct_rows(kern, n_kern, 7, cmp7);
-        int64_t nt = distinct_rows(tails, n_tails, 2, cmp2);
+        int64_t nk = n_kern, nt = n_tails;
         int64_t uops = 0, biggest = 0;
         for (int64_t k = 0; k < nk; k++) {
             const int64_t *kr = kern + 7 * k;
@@ -728,6 +740,8 @@ done:
     free(cend);
     free(store_end);
     free(kern);
+    free(kset_keys);
+    free(kset_used);
     free(tails);
     free(islots);
     free(lru_mem);
@@ -876,7 +890,8 @@ int vta_search(const int64_t *geo, int64_t n_geo, const int64_t *cfg, int64_t n_
         int64_t found = n;
         for (int64_t b = 0; b < ntco; b++)
             for (int64_t cw = 0; cw < ntw; cw++)
-                for (int64_t d = 0; d < nth; d++)
+                for (int64_t d = 0; d < nth; d++) {
+                    int64_t biggest = -1;
                     for (int64_t e = 0; e < n_rank_modes; e++)
                         for (int64_t f = 0; f < n_orders; f++) {
                             cand_t s = {ths[d], tws[cw], tcos[b], tcis[a], rank_modes[e],
@@ -885,7 +900,8 @@ int vta_search(const int64_t *geo, int64_t n_geo, const int64_t *cfg, int64_t n_
                             int64_t n_outer = cdiv(g.OH, s.th) * cdiv(g.OW, s.tw);
                             if (f != 0 && !(n_outer > 1 && s.tco < g.COB)) continue;
                             int64_t sl[3];
-                            if (!plan_buffers(&x, s.th, s.tw, s.tco, s.tci, s.order, s.mode, sl))
+                            if (!plan_buffers(&x, s.th, s.tw, s.tco, s.tci, s.order, s.mode, sl,
+                                              &biggest))
                                 continue;
                             if (min64(min64(sl[0], sl[1]), sl[2]) < 1) continue;
                             s.inp_slots = sl[0];
@@ -893,6 +909,7 @@ int vta_search(const int64_t *geo, int64_t n_geo, const int64_t *cfg, int64_t n_
                             s.acc_slots = sl[2];
                             cands[n++] = s;
                         }
+                }
         if (n > found) ci_used++;
     }
     if (n == 0) {
@@ -912,8 +929,9 @@ int vta_search(const int64_t *geo, int64_t n_geo, const int64_t *cfg, int64_t n_
             const cand_t base = cands[rank[r]];
             for (int64_t mode = 0; mode < N_MODES; mode++) {
                 if (mode == primary || !modes[mode].available) continue;
-                int64_t sl[3];
-                if (!plan_buffers(&x, base.th, base.tw, base.tco, base.tci, base.order, mode, sl))
+                int64_t sl[3], biggest = -1;
+                if (!plan_buffers(&x, base.th, base.tw, base.tco, base.tci, base.order, mode, sl,
+                                  &biggest))
                     continue;
                 if (min64(min64(sl[0], sl[1]), sl[2]) < 1) continue;
                 cand_t o = base;
