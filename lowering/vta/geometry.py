@@ -302,43 +302,47 @@ def _geometry(layer: ConvLayer) -> LayerGeometry:
         s = np.asarray(layer.shift, np.int64).reshape(-1)
         if len(m) not in (1, O) or len(s) != len(m):
             raise LayerError(f"{where}: {len(m)} multipliers / {len(s)} shifts for {O} channels")
-        if np.any(m < 0) or np.any(m >= 2**31):
+        m_lo, m_hi, s_lo, s_hi = int(m.min()), int(m.max()), int(s.min()), int(s.max())
+        if m_lo < 0 or m_hi >= 2**31:
             raise LayerError(f"{where}: multipliers must be in [0, 2**31)")
-        if np.any(s > 31) or np.any(s < -31):
+        if s_hi > 31 or s_lo < -31:
             raise LayerError(f"{where}: shifts must be in [-31, 31]")
-        per_channel = len(m) > 1 and not (np.all(m == m[0]) and np.all(s == s[0]))
-        if np.any(s > 0):
+        per_channel = len(m) > 1 and not (m_lo == m_hi and s_lo == s_hi)  # not all the same
+        if s_hi > 0:
             tail.append("lsh")
         tail.append("rdmul")
-        if np.any(s < 0):
+        if s_lo < 0:
             tail.append("rshr")
         tail.append("clamp")
         if layer.output_zero_point != 0:
             tail.append("zp")
-    geometry = LayerGeometry(
+    fused = _fused_bias(layer, kind, O)
+    return LayerGeometry(
         kind=kind, H=H, W=W, C=C, O=O, KH=KH, KW=KW, sh=sh, sw=sw, dh=dh, dw=dw,
         pad_t=pt, pad_b=pb, pad_l=pl, pad_r=pr, OH=OH, OW=OW, block=layer.block,
         depth_multiplier=layer.depth_multiplier, tail=tuple(tail), per_channel=per_channel,
-        has_bias=True, small_bias=False, int32_output=int32_output,
-        input_zero_point=layer.input_zero_point, batch=batch, runtime_init=layer.runtime_init,
+        has_bias=bool(fused.any()), small_bias=bias_fits(fused, _cdiv(O, layer.block), layer.block),
+        int32_output=int32_output, input_zero_point=layer.input_zero_point, batch=batch,
+        runtime_init=layer.runtime_init,
     )  # fmt: skip
-    fused = fused_bias(layer, geometry)
-    small = bias_fits(fused, geometry.COB, geometry.block)
-    return replace(geometry, has_bias=bool(fused.any()), small_bias=small)
 
 def fused_bias(layer: ConvLayer, g: LayerGeometry | None = None) -> np.ndarray:
     """int32 `bias - zp_in * sum(w) - requant_input_zero_point` per output channel, wrapping
     like TFLite's int32 arithmetic: padded taps hold zp_in, so the GEMM over raw inputs plus
     this bias is exactly `sum(w * (x - zp_in)) + bias`."""
     g = g or layer.geometry
+    return _fused_bias(layer, g.kind, g.O)
+
+
+def _fused_bias(layer: ConvLayer, kind: str, O: int) -> np.ndarray:
     w = layer.weights  # summed in int64, without an int64 copy
-    if g.kind == "conv":
-        wsum = w.reshape(g.O, -1).sum(axis=1, dtype=np.int64)
-    elif g.kind == "depthwise":
-        wsum = w.reshape(-1, g.O).sum(axis=0, dtype=np.int64)
+    if kind == "conv":
+        wsum = w.reshape(O, -1).sum(axis=1, dtype=np.int64)
+    elif kind == "depthwise":
+        wsum = w.reshape(-1, O).sum(axis=0, dtype=np.int64)
     else:
         wsum = w.sum(axis=1, dtype=np.int64)
-    bias = np.zeros(g.O, np.int64) if layer.bias is None else np.asarray(layer.bias, np.int64)
+    bias = np.zeros(O, np.int64) if layer.bias is None else np.asarray(layer.bias, np.int64)
     total = bias - layer.input_zero_point * wsum - layer.requant_input_zero_point
     return total.astype(np.int32)  # int64 -> int32 keeps the low 32 bits
 
