@@ -11,7 +11,10 @@ follows the emitter's slots and tokens; `lowering/vta/cost_model.py`) and can ti
 with the simulator's timing model (`refine`: emits them with `lowering/vta/emit.py`). The
 candidates are enumerated and ranked as numpy arrays (`_Ranked`: `plan_slots`,
 `quick_estimates`), in the order and with the values `candidates` and `quick_estimate` give
-one by one; a `Schedule` is built only for the few the search models.
+one by one; a `Schedule` is built only for the few the search models. Where the C library is
+built (`lowering/vta/search_c/`, loaded by `csearch.py`) the same search runs in C:
+`_search_python` is its specification and the fallback for what it leaves to Python (no
+library, grids too large to rank at once, the exhaustive enumeration).
 
 Bias modes (`lowering/vta/bias.py`): per accumulator row the bias GEMM costs 2 cycles (reset +
 add), the ALU 3, the DMA 4 bus cycles on the compute module, the store module's output stage
