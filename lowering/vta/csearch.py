@@ -157,7 +157,8 @@ def arguments(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...],
         g.has_bias, g.small_bias, g.int32_output, g.runtime_init, "zp" in g.tail,
     ], np.int64)  # fmt: skip
     cfg = np.array([c.insn_issue_cycles, c.dma_setup_cycles, c.bus_width_bytes,
-                    c.gemm_cycles_per_uop, c.alu_cycles_per_uop, *_depths(c)], np.int64)  # fmt: skip
+                    c.gemm_cycles_per_uop, c.alu_cycles_per_uop, *_depths(c)],
+                   np.int64)  # fmt: skip
     usable = available_bias_modes(g, c)
     info = np.array([[n_param_rows(g, m), tail_cycles_per_row(g, m, c), _tail_insns(g, m),
                       m in usable] for m in BIAS_MODES], np.int64).reshape(-1)  # fmt: skip
@@ -174,8 +175,9 @@ def run(lib, geo, cfg, info, rank_modes, orders, primary: int, try_modes: bool,
     """The C search on these arrays: (return code, out rows)."""
     arrays = [np.ascontiguousarray(a, np.int64) for a in (geo, cfg, info, rank_modes, orders)]
     out = np.empty((max(out_cap, 1), OUT_N), np.int64)
-    rc = lib.vta_search(*(x for a in arrays for x in (a.ctypes.data, a.size)), int(primary),
-                        int(try_modes), int(model_steps), out.ctypes.data, int(out_cap))  # fmt: skip
+    pointers = [x for a in arrays for x in (a.ctypes.data, a.size)]
+    rc = lib.vta_search(*pointers, int(primary), int(try_modes), int(model_steps),
+                        out.ctypes.data, int(out_cap))
     return rc, out
 
 

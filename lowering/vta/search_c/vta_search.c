@@ -502,10 +502,12 @@ static int64_t estimate(const ctx_t *x, const cand_t *s) {
     int64_t I = c->I, IS = c->I + c->setup, bw = c->bw, blk = g->block, K = g->taps;
     int64_t result = -1;
     int64_t n_inp = s->inp_slots, n_wgt = s->wgt_slots, acc_slots = s->acc_slots;
+    if (n > (1 << 24) || n_inp > n || n_wgt > n || acc_slots > n_tiles) return -1;
 
     step_t *steps = calloc((size_t)n, sizeof *steps);
     int64_t *ikey = calloc((size_t)n, sizeof(int64_t)), *wkey = calloc((size_t)n, sizeof(int64_t));
-    int64_t *iahead = calloc((size_t)n, sizeof(int64_t)), *wahead = calloc((size_t)n, sizeof(int64_t));
+    int64_t *iahead = calloc((size_t)n, sizeof(int64_t));
+    int64_t *wahead = calloc((size_t)n, sizeof(int64_t));
     int64_t *cend = calloc((size_t)n, sizeof(int64_t));
     int64_t *store_end = calloc((size_t)n_tiles, sizeof(int64_t));
     uint64_t kcap = 2;
