@@ -9,7 +9,9 @@ on fresh geometries (nothing memoized from the run before, as in a cold compile)
 the best and the median CPU seconds of N runs (default 7), the time of the search's parts in a
 first run (modeling the best candidates with `estimate`; the rest: candidates and their
 ranking) and whether every search found its pinned schedules. One core; `qaccel-compile`
-splits the searches over two (`search.search_ahead`).
+splits the searches over two (`search.search_ahead`) only without the C search. The C search
+(`lowering/vta/search_c/`) runs where built; `QACCEL_NO_CSEARCH=1` times the Python one (the
+parts are then the Python search's).
 """
 
 from __future__ import annotations
