@@ -170,3 +170,42 @@ def test_lowering_patterns_name_the_ops_they_rewrite():
             p({}).match_and_rewrite(op, rewriter)  # no lowering: nothing happens
             assert not rewriter.has_done_action
     assert all(isinstance(op, q.QOp) for op in block.ops)
+
+
+def test_shared_attributes_are_the_plain_ones():
+    """`i32_array` / `i64_array` / `f64_array` / `i32_attr` hand out one attribute per value,
+    equal to the one built afresh (and values that differ in type or bytes stay apart)."""
+    from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerAttr, f64, i32, i64
+
+    from qaccel.dialects import q
+
+    for values in ([0], [1, 2, 3], np.arange(-5, 40), [2**31 - 1, -(2**31)], []):
+        plain = DenseArrayBase(i32, BytesAttr(np.asarray(values, dtype="<i4").tobytes()))
+        assert q.i32_array(values) == plain and q.i32_array(values) is q.i32_array(list(values))
+        plain64 = DenseArrayBase(i64, BytesAttr(np.asarray(values, dtype="<i8").tobytes()))
+        assert q.i64_array(values) == plain64 != q.i32_array(values)
+    assert q.f64_array([0.0]) != q.f64_array([-0.0])
+    assert q.f64_array([0.5, 2.0]) == DenseArrayBase(f64, BytesAttr(np.array([0.5, 2.0]).tobytes()))
+    for v in (0, -128, 127, np.int64(5), 2**31 - 1):
+        assert q.i32_attr(v) == IntegerAttr(int(v), i32) and q.i32_attr(v) is q.i32_attr(int(v))
+    with pytest.raises(Exception):
+        q.i32_attr(2**40)
+
+
+def test_packed_types_are_the_plain_ones():
+    """`FunctionLowering.packed_type` remembers each type it packs; the answer is the packing's."""
+    from xdsl.dialects.builtin import TensorType, i8, i32
+
+    from qaccel.dialects import accel
+    from qaccel.lowering.q_to_accel.function import FunctionLowering, LoweringError
+
+    fl = FunctionLowering(None, "alu", 16)  # type: ignore[arg-type]
+    for shape in ([1, 7, 7, 24], [1, 40], [2, 3, 5, 6, 33]):
+        t = TensorType(i8, shape)
+        packing = accel.Packing.activations(len(shape), 16)
+        for element in (None, i32):
+            want = TensorType(element or i8, packing.packed_shape(shape))
+            assert fl.packed_type(t, element) == want
+            assert fl.packed_type(TensorType(i8, shape), element) is fl.packed_type(t, element)
+    with pytest.raises(LoweringError):
+        fl.packed_type(TensorType(i8, [5]))
