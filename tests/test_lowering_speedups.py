@@ -209,3 +209,48 @@ def test_packed_types_are_the_plain_ones():
             assert fl.packed_type(TensorType(i8, shape), element) is fl.packed_type(t, element)
     with pytest.raises(LoweringError):
         fl.packed_type(TensorType(i8, [5]))
+
+
+@pytest.mark.parametrize("name", ["small_cnn", "mlp", "residual", "mobilenetv2_035_96_collapsed"])
+def test_packed_filter_sums_are_the_unpacked_ones(name, monkeypatch):
+    """`filter_tiles` takes insert-pack-unpack's packed filter and sums it on the tiles: the
+    same tiles, groups and sums as unpacking the filter first (every convolution and matrix
+    product of the model), also when the padded lanes hold garbage; and the same IR."""
+    from qaccel.dialects import q, tfl
+    from qaccel.frontend.tflite_import import import_tflite
+    from qaccel.kernels.layout import unpack
+    from qaccel.lowering.q_to_accel import accumulate
+    from qaccel.pipeline.manager import build_pipeline
+
+    path = FIXTURE_MODELS / f"{name}.tflite"
+    module = import_tflite(path.read_bytes(), str(path))
+    build_pipeline("vta-pipeline{stop-after=insert-pack-unpack}").apply(context(), module)
+    taken = padded = 0
+    for op in module.walk():
+        if not isinstance(op, q.Conv2DOp | q.DenseOp):
+            continue
+        found = accumulate._packed_filter(op, 16)
+        if found is None:
+            continue
+        taken += 1
+        owner = op.filter.owner
+        w = unpack(owner.input.owner.as_array(), owner.packing, tuple(owner.output.type.get_shape()))
+        want = w.reshape(w.shape[0], -1).sum(axis=1, dtype=np.int64)
+        assert found[0] is owner.input and found[1] == 1
+        assert found[2].dtype == np.int64 and np.array_equal(found[2], want)
+        tiles = owner.input.owner.as_array().copy()  # garbage in the padding: same sums
+        o, i = w.shape[0], w.shape[-1]
+        tiles.reshape(-1)[:] = np.where(tiles.reshape(-1) == 0, 77, tiles.reshape(-1))
+        garbage = unpack(tiles, owner.packing, w.shape)
+        if o % 16 or i % 16:
+            padded += 1
+            monkeypatch.setattr(tfl.ConstOp, "as_array", lambda self, t=tiles: t)
+            again = accumulate._packed_filter(op, 16)
+            monkeypatch.undo()
+            assert np.array_equal(again[2], garbage.reshape(o, -1).sum(axis=1, dtype=np.int64))
+    assert taken and (padded or name != "small_cnn")
+    fast = module.clone()
+    build_pipeline("lower-q-to-accel").apply(context(), fast)
+    monkeypatch.setattr(accumulate, "_packed_filter", lambda op, block: None)
+    build_pipeline("lower-q-to-accel").apply(context(), module)
+    assert print_module(fast) == print_module(module)
