@@ -5,11 +5,9 @@ and calling the instrumentations (`--print-ir-after-all`, `--pass-timing`,
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -133,8 +131,7 @@ class PassManager:
         if not self.passes:
             return
         pipeline = PassPipeline(tuple(s.pass_ for s in self.passes), self._callback(module))
-        with paused_garbage_collection():
-            pipeline.apply(ctx, module)
+        pipeline.apply(ctx, module)
 
     def _callback(self, module: ModuleOp) -> PassPipelineCallbackType:
         """PassPipeline's callback: called before the first pass (nothing ran yet) and after
@@ -169,25 +166,6 @@ class PassManager:
                 where = (f"the passes (the last {scheduled.quoted}; qaccel-opt with the same "
                          "passes names the one that broke it)")  # fmt: skip
             raise PassVerificationError(f"IR after {where} does not verify: {first}") from e
-
-
-@contextlib.contextmanager
-def paused_garbage_collection() -> Iterator[None]:
-    """Python's cyclic garbage collector paused within (restored as it was, also on an error).
-
-    The passes build and erase tens of thousands of short-lived objects (ops, uses,
-    attributes, arrays): with the collector on, its young generations are scanned again and
-    again while the module's objects pile up in them, about a tenth of the passes' time
-    (MobileNetV2: ~0.1 s of ~1 s CPU). Paused, the cycles left behind (erased ops) are
-    collected once by the first collection after, at a few ms; the memory they hold until
-    then is a fraction of the module's (reference counting frees everything else at once)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def verify_ir(module: ModuleOp) -> None:

@@ -448,38 +448,3 @@ def test_verify_input_false_leaves_the_input_to_its_boundary():
     with pytest.raises(PassVerificationError, match="IR after pass 'test-break-ir' does not"):
         PassManager(broken, verify_each=False, verify_input=False).run(context(), module)
     PassManager([], verify_input=False).run(context(), ModuleOp([]))  # nothing to verify
-
-
-def test_garbage_collection_is_paused_while_the_passes_run_and_restored():
-    """The cyclic collector is off while the passes run and as it was afterwards, also when a
-    pass fails (and stays off when it was off)."""
-    import gc
-
-    from qaccel.pipeline.runner import PassVerificationError
-
-    available = {**available_passes(), **TEST_PASSES}
-    seen = []
-
-    @dataclass(frozen=True)
-    class Probe(ModulePass):
-        name = "test-gc-probe"
-
-        def apply(self, ctx, op):
-            seen.append(gc.isenabled())
-
-    from qaccel.pipeline.expansion import ScheduledPass
-
-    probe = [ScheduledPass(Probe())]
-    assert gc.isenabled()
-    PassManager(probe).run(context(), parse_module(ADD_IR))
-    assert seen == [False] and gc.isenabled()
-    broken = expand(parse_passes("test-break-ir", available)).passes
-    with pytest.raises(PassVerificationError):
-        PassManager(broken).run(context(), parse_module(ADD_IR))
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        PassManager(probe).run(context(), parse_module(ADD_IR))
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
