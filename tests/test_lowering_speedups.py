@@ -254,3 +254,25 @@ def test_packed_filter_sums_are_the_unpacked_ones(name, monkeypatch):
     monkeypatch.setattr(accumulate, "_packed_filter", lambda op, block: None)
     build_pipeline("lower-q-to-accel").apply(context(), module)
     assert print_module(fast) == print_module(module)
+
+
+def test_tiles_transposed_as_numpy_transposes():
+    """Weight tiles moved row by row (`lowering/vta/layers.py`): the same array as numpy's
+    transpose, reshape and int8 copy, a new writable array also from read-only bytes; other
+    dtypes and orders take numpy's own path."""
+    from qaccel.lowering.vta.layers import _tiles_transposed
+
+    rng = np.random.default_rng(0)
+    cases = [((80, 20, 1, 1, 16, 16), (0, 4, 2, 3, 1, 5), (1280, 1, 1, 320)),
+             ((3, 2, 3, 3, 16, 16), (0, 4, 2, 3, 1, 5), (48, 3, 3, 32)),
+             ((5, 7, 16, 16), (0, 2, 1, 3), (80, 112)),
+             ((1, 1, 1, 1, 16, 16), (0, 4, 2, 3, 1, 5), (16, 1, 1, 16)),
+             ((2, 3, 8, 8), (0, 2, 1, 3), (16, 1, 1, 24))]  # fmt: skip
+    for shape, perm, out in cases:
+        w = rng.integers(-128, 128, size=shape).astype(np.int8)
+        want = w.transpose(perm).reshape(out).astype(np.int8)
+        for given in (w, np.frombuffer(w.tobytes(), np.int8).reshape(shape), w.astype(np.int32)):
+            got = _tiles_transposed(given, perm, out)
+            assert got.dtype == np.int8 and got.shape == want.shape and np.array_equal(got, want)
+            assert got.flags.c_contiguous and got.flags.writeable
+            assert not np.shares_memory(got, given)
