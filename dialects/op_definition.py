@@ -12,6 +12,7 @@ builds it at once (a test compiles every op's format, so a broken one is still f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from xdsl.ir import Operation
@@ -21,6 +22,7 @@ from xdsl.utils.exceptions import ParseError, PyRDLOpDefinitionError
 
 if TYPE_CHECKING:  # pragma: no cover
     from xdsl.irdl.declarative_assembly_format import FormatProgram
+    from xdsl.irdl.operations import OpDef
     from xdsl.parser import Parser
     from xdsl.printer import Printer
 
@@ -31,7 +33,119 @@ _PROGRAM = "_qaccel_format_program"
 
 
 def irdl_op_definition(cls: type[OpT]) -> type[OpT]:
-    """xDSL's `irdl_op_definition`; the assembly format compiled on first use."""
+    """xDSL's `irdl_op_definition`; the assembly format compiled on first use, the op's
+    definition verified by `_fixed_arity_verifier` when it has a fixed number of operands and
+    results and no regions or successors."""
+    custom_verify = getattr(cls, "verify_", None)
+    defined = _define(cls)
+    fast = _fixed_arity_verifier(defined.get_irdl_definition())
+    if fast is not None:
+        if custom_verify is None or custom_verify is Operation.verify_:
+            defined.verify_ = fast  # type: ignore[method-assign]
+        else:
+
+            def verify_(self: IRDLOperation) -> None:
+                fast(self)
+                custom_verify(self)
+
+            defined.verify_ = verify_  # type: ignore[method-assign]
+    return defined
+
+
+def _fixed_arity_verifier(op_def: OpDef) -> Callable[[IRDLOperation], None] | None:
+    """`op_def.verify` for an op of fixed arity (every operand and result a single value, but
+    for at most one optional operand and one optional result; no region, no successor), or
+    None for any other op. It checks the counts directly instead of through xDSL's
+    variadic-size bookkeeping (most of what verifying such an op costs), then each operand's
+    and result's constraint, the properties, the attributes and the traits, in
+    `OpDef.verify`'s order and with one `VerificationContext` as there. On any failure it runs
+    `op_def.verify`, so the error is xDSL's own, word for word."""
+    from xdsl.irdl.constraints import VerificationContext
+    from xdsl.irdl.operations import (
+        AttrSizedSegments,
+        OptAttributeDef,
+        OptionalDef,
+        OptPropertyDef,
+        VariadicDef,
+    )
+    from xdsl.utils.exceptions import VerifyException
+
+    def arity(defs) -> tuple[int, int] | None:
+        """(number of defs, index of the one optional def or -1); None if not supported."""
+        optional = [i for i, (_, d) in enumerate(defs) if isinstance(d, VariadicDef)]
+        if not optional:
+            return len(defs), -1
+        if len(optional) == 1 and isinstance(defs[optional[0]][1], OptionalDef):
+            return len(defs), optional[0]
+        return None
+
+    operand_arity, result_arity = arity(op_def.operands), arity(op_def.results)
+    if (op_def.regions or op_def.successors or operand_arity is None or result_arity is None
+            or any(isinstance(o, AttrSizedSegments) for o in op_def.options)):  # fmt: skip
+        return None
+    operand_constraints = tuple(d.constr.verify for _, d in op_def.operands)
+    result_constraints = tuple(d.constr.verify for _, d in op_def.results)
+    properties = tuple((name, isinstance(d, OptPropertyDef), d.constr.verify)
+                       for name, d in op_def.properties.items())  # fmt: skip
+    known_properties = op_def.properties.keys()
+    attributes = tuple((name, isinstance(d, OptAttributeDef), d.constr.verify)
+                       for name, d in op_def.attributes.items())  # fmt: skip
+    trait_verifiers = tuple(t.verify for t in op_def.traits)
+    generic = op_def.verify
+
+    def types_of(values, shape: tuple[int, int]) -> list[tuple] | None:
+        """Each def's types (as `irdl_op_verify_arg_list` gives them), None for a wrong count."""
+        n, optional = shape
+        count = len(values)
+        if count == n:
+            return [(v.type,) for v in values]
+        if optional < 0 or count != n - 1:
+            return None
+        types: list[tuple] = [(v.type,) for v in values]
+        types.insert(optional, ())
+        return types
+
+    def verify_definition(op: IRDLOperation) -> None:
+        if op.regions or op.successors:
+            return generic(op)
+        operand_types = types_of(op.operands, operand_arity)
+        result_types = types_of(op.results, result_arity)
+        if operand_types is None or result_types is None:
+            return generic(op)
+        context = VerificationContext()
+        try:
+            for check, types in zip(operand_constraints, operand_types):
+                check(types, context)
+            for check, types in zip(result_constraints, result_types):
+                check(types, context)
+            props = op.properties
+            for name, optional, check in properties:
+                attr = props.get(name)
+                if attr is None:
+                    if optional:
+                        continue
+                    return generic(op)
+                check(attr, context)
+            if any(name not in known_properties for name in props):
+                return generic(op)
+            attrs = op.attributes
+            for name, optional, check in attributes:
+                attr = attrs.get(name)
+                if attr is None:
+                    if optional:
+                        continue
+                    return generic(op)
+                check(attr, context)
+        except VerifyException:
+            return generic(op)  # xDSL's message (with the operand's or result's position)
+        for verify_trait in trait_verifiers:
+            verify_trait(op)
+
+    return verify_definition
+
+
+def _define(cls: type[OpT]) -> type[OpT]:
+    """xDSL's `irdl_op_definition`, the assembly format compiled on first use."""
     text = getattr(cls, "assembly_format", None)
     if text is None:
         return _xdsl_definition(cls)

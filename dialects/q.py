@@ -26,6 +26,7 @@ the result's storage range; int32 results wrap as TFLite's int32 arithmetic does
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -63,15 +64,23 @@ from qaccel.dialects.types import tensor_dtype
 
 
 def i64_array(values: Sequence[int] | np.ndarray) -> DenseArrayBase:
-    return DenseArrayBase(i64, BytesAttr(np.asarray(values, dtype="<i8").tobytes()))
+    return _dense_array(i64, np.asarray(values, dtype="<i8").tobytes())
 
 
 def i32_array(values: Sequence[int] | np.ndarray) -> DenseArrayBase:
-    return DenseArrayBase(i32, BytesAttr(np.asarray(values, dtype="<i4").tobytes()))
+    return _dense_array(i32, np.asarray(values, dtype="<i4").tobytes())
 
 
 def f64_array(values: Sequence[float] | np.ndarray) -> DenseArrayBase:
-    return DenseArrayBase(f64, BytesAttr(np.asarray(values, dtype="<f8").tobytes()))
+    return _dense_array(f64, np.asarray(values, dtype="<f8").tobytes())
+
+
+@functools.lru_cache(maxsize=4096)
+def _dense_array(element: Attribute, data: bytes) -> DenseArrayBase:
+    """One attribute per element type and bytes (attributes are immutable: ops share them;
+    the passes ask for the same strides, paddings, clamps and zero points again and again,
+    MobileNetV2: 889 arrays, 342 distinct)."""
+    return DenseArrayBase(element, BytesAttr(data))
 
 
 _ARRAY_DTYPES = {i64: "<i8", i32: "<i4", f64: "<f8"}
@@ -83,7 +92,14 @@ def array_values(attr: DenseArrayBase) -> np.ndarray:
 
 
 def i32_attr(value: int) -> IntegerAttr:
-    return IntegerAttr(int(value), i32)
+    return _i32_attr(int(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _i32_attr(value: int) -> IntegerAttr:
+    """One attribute per value (MobileNetV2's passes ask for 337 zero points and bounds, 36
+    distinct)."""
+    return IntegerAttr(value, i32)
 
 
 def storage_bounds(t: Attribute) -> tuple[int, int]:

@@ -155,13 +155,16 @@ class AnnotateTargetPass(ModulePass):
             block = function.body.block
             claimed = [o for o in block.ops if TARGET_ATTR in o.attributes]
             result = target.match(block, claimed)
+            target_name = StringAttr(target.name)
             for match, index in result.groups:
+                # One attribute of each per group, shared by its ops (attributes are immutable).
+                marks = {TARGET_ATTR: target_name,
+                         PATTERN_ATTR: StringAttr(match.pattern.name),
+                         GROUP_ATTR: IntegerAttr(group, i64)}  # fmt: skip
+                if index is not None:
+                    marks[PARTITION_INDEX_ATTR] = IntegerAttr(index, i64)
                 for o in match.ops:
-                    o.attributes[TARGET_ATTR] = StringAttr(target.name)
-                    o.attributes[PATTERN_ATTR] = StringAttr(match.pattern.name)
-                    o.attributes[GROUP_ATTR] = IntegerAttr(group, i64)
-                    if index is not None:
-                        o.attributes[PARTITION_INDEX_ATTR] = IntegerAttr(index, i64)
+                    o.attributes.update(marks)
                 group += 1
             if self.explain:
                 print_explanations(target, explain_lines(target, block, result), sys.stderr)

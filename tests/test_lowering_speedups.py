@@ -170,3 +170,109 @@ def test_lowering_patterns_name_the_ops_they_rewrite():
             p({}).match_and_rewrite(op, rewriter)  # no lowering: nothing happens
             assert not rewriter.has_done_action
     assert all(isinstance(op, q.QOp) for op in block.ops)
+
+
+def test_shared_attributes_are_the_plain_ones():
+    """`i32_array` / `i64_array` / `f64_array` / `i32_attr` hand out one attribute per value,
+    equal to the one built afresh (and values that differ in type or bytes stay apart)."""
+    from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerAttr, f64, i32, i64
+
+    from qaccel.dialects import q
+
+    for values in ([0], [1, 2, 3], np.arange(-5, 40), [2**31 - 1, -(2**31)], []):
+        plain = DenseArrayBase(i32, BytesAttr(np.asarray(values, dtype="<i4").tobytes()))
+        assert q.i32_array(values) == plain and q.i32_array(values) is q.i32_array(list(values))
+        plain64 = DenseArrayBase(i64, BytesAttr(np.asarray(values, dtype="<i8").tobytes()))
+        assert q.i64_array(values) == plain64 != q.i32_array(values)
+    assert q.f64_array([0.0]) != q.f64_array([-0.0])
+    assert q.f64_array([0.5, 2.0]) == DenseArrayBase(f64, BytesAttr(np.array([0.5, 2.0]).tobytes()))
+    for v in (0, -128, 127, np.int64(5), 2**31 - 1):
+        assert q.i32_attr(v) == IntegerAttr(int(v), i32) and q.i32_attr(v) is q.i32_attr(int(v))
+    with pytest.raises(Exception):
+        q.i32_attr(2**40)
+
+
+def test_packed_types_are_the_plain_ones():
+    """`FunctionLowering.packed_type` remembers each type it packs; the answer is the packing's."""
+    from xdsl.dialects.builtin import TensorType, i8, i32
+
+    from qaccel.dialects import accel
+    from qaccel.lowering.q_to_accel.function import FunctionLowering, LoweringError
+
+    fl = FunctionLowering(None, "alu", 16)  # type: ignore[arg-type]
+    for shape in ([1, 7, 7, 24], [1, 40], [2, 3, 5, 6, 33]):
+        t = TensorType(i8, shape)
+        packing = accel.Packing.activations(len(shape), 16)
+        for element in (None, i32):
+            want = TensorType(element or i8, packing.packed_shape(shape))
+            assert fl.packed_type(t, element) == want
+            assert fl.packed_type(TensorType(i8, shape), element) is fl.packed_type(t, element)
+    with pytest.raises(LoweringError):
+        fl.packed_type(TensorType(i8, [5]))
+
+
+@pytest.mark.parametrize("name", ["small_cnn", "mlp", "residual", "mobilenetv2_035_96_collapsed"])
+def test_packed_filter_sums_are_the_unpacked_ones(name, monkeypatch):
+    """`filter_tiles` takes insert-pack-unpack's packed filter and sums it on the tiles: the
+    same tiles, groups and sums as unpacking the filter first (every convolution and matrix
+    product of the model), also when the padded lanes hold garbage; and the same IR."""
+    from qaccel.dialects import q, tfl
+    from qaccel.frontend.tflite_import import import_tflite
+    from qaccel.kernels.layout import unpack
+    from qaccel.lowering.q_to_accel import accumulate
+    from qaccel.pipeline.manager import build_pipeline
+
+    path = FIXTURE_MODELS / f"{name}.tflite"
+    module = import_tflite(path.read_bytes(), str(path))
+    build_pipeline("vta-pipeline{stop-after=insert-pack-unpack}").apply(context(), module)
+    taken = padded = 0
+    for op in module.walk():
+        if not isinstance(op, q.Conv2DOp | q.DenseOp):
+            continue
+        found = accumulate._packed_filter(op, 16)
+        if found is None:
+            continue
+        taken += 1
+        owner = op.filter.owner
+        w = unpack(owner.input.owner.as_array(), owner.packing, tuple(owner.output.type.get_shape()))
+        want = w.reshape(w.shape[0], -1).sum(axis=1, dtype=np.int64)
+        assert found[0] is owner.input and found[1] == 1
+        assert found[2].dtype == np.int64 and np.array_equal(found[2], want)
+        tiles = owner.input.owner.as_array().copy()  # garbage in the padding: same sums
+        o, i = w.shape[0], w.shape[-1]
+        tiles.reshape(-1)[:] = np.where(tiles.reshape(-1) == 0, 77, tiles.reshape(-1))
+        garbage = unpack(tiles, owner.packing, w.shape)
+        if o % 16 or i % 16:
+            padded += 1
+            monkeypatch.setattr(tfl.ConstOp, "as_array", lambda self, t=tiles: t)
+            again = accumulate._packed_filter(op, 16)
+            monkeypatch.undo()
+            assert np.array_equal(again[2], garbage.reshape(o, -1).sum(axis=1, dtype=np.int64))
+    assert taken and (padded or name != "small_cnn")
+    fast = module.clone()
+    build_pipeline("lower-q-to-accel").apply(context(), fast)
+    monkeypatch.setattr(accumulate, "_packed_filter", lambda op, block: None)
+    build_pipeline("lower-q-to-accel").apply(context(), module)
+    assert print_module(fast) == print_module(module)
+
+
+def test_tiles_transposed_as_numpy_transposes():
+    """Weight tiles moved row by row (`lowering/vta/layers.py`): the same array as numpy's
+    transpose, reshape and int8 copy, a new writable array also from read-only bytes; other
+    dtypes and orders take numpy's own path."""
+    from qaccel.lowering.vta.layers import _tiles_transposed
+
+    rng = np.random.default_rng(0)
+    cases = [((80, 20, 1, 1, 16, 16), (0, 4, 2, 3, 1, 5), (1280, 1, 1, 320)),
+             ((3, 2, 3, 3, 16, 16), (0, 4, 2, 3, 1, 5), (48, 3, 3, 32)),
+             ((5, 7, 16, 16), (0, 2, 1, 3), (80, 112)),
+             ((1, 1, 1, 1, 16, 16), (0, 4, 2, 3, 1, 5), (16, 1, 1, 16)),
+             ((2, 3, 8, 8), (0, 2, 1, 3), (16, 1, 1, 24))]  # fmt: skip
+    for shape, perm, out in cases:
+        w = rng.integers(-128, 128, size=shape).astype(np.int8)
+        want = w.transpose(perm).reshape(out).astype(np.int8)
+        for given in (w, np.frombuffer(w.tobytes(), np.int8).reshape(shape), w.astype(np.int32)):
+            got = _tiles_transposed(given, perm, out)
+            assert got.dtype == np.int8 and got.shape == want.shape and np.array_equal(got, want)
+            assert got.flags.c_contiguous and got.flags.writeable
+            assert not np.shares_memory(got, given)

@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import i8
 from xdsl.ir import Operation, SSAValue
 
 from qaccel.kernels import arithmetic as ar
-from qaccel.dialects import accel, q
+from qaccel.dialects import accel, q, tfl
 from qaccel.lowering.q_to_accel.function import FunctionLowering, LoweringError
 
 
@@ -73,8 +73,12 @@ def filter_tiles(
     fl: FunctionLowering, op: q.QOp, x: SSAValue
 ) -> tuple[SSAValue, int, np.ndarray]:
     """(packed filter, block groups, Σ w' per output channel) with `w' = w - zp_w`."""
-    w = fl.constant_array(op.filter, "the filter")
     zp_w = op.int_prop("filter_zero_point")
+    if zp_w == 0 and isinstance(op, q.DenseOp | q.Conv2DOp):
+        packed = _packed_filter(op, fl.block)
+        if packed is not None:  # insert-pack-unpack's tiles, taken as they are
+            return packed
+    w = fl.constant_array(op.filter, "the filter")
     # w - zp_w's range and sums from w's own (exact in int64; no int64 copy of the filter)
     lo, hi = (int(w.min()) - zp_w, int(w.max()) - zp_w) if w.size else (0, 0)
     if lo < -128 or hi > 127:
@@ -129,6 +133,42 @@ def filter_tiles(
     if value.name_hint is None and op.filter.name_hint:
         value.name_hint = f"{op.filter.name_hint.removesuffix('_unpacked')}_tiles"
     return value, groups, wsum
+
+
+def _packed_filter(op: q.QOp, block: int) -> tuple[SSAValue, int, np.ndarray] | None:
+    """`filter_tiles` of a convolution or matrix product whose int8 filter (zero point 0)
+    reaches it as insert-pack-unpack's packed constant: that constant, one group, and Σ w
+    per output channel summed on the tiles (no unpacked copy; lanes past the real channels
+    left out, whatever the padding holds). None for any other filter."""
+    owner = op.filter.owner
+    if not isinstance(owner, accel.UnpackOp) or not isinstance(owner.input.owner, tfl.ConstOp):
+        return None
+    shape = tuple(owner.output.type.get_shape())
+    if len(shape) != (2 if isinstance(op, q.DenseOp) else 4):
+        return None
+    if isinstance(op, q.Conv2DOp) and shape[3] != op.input.type.get_shape()[3]:
+        return None  # grouped: tiles of its own
+    if owner.packing != accel.Packing.weights(len(shape), block, block):
+        return None
+    tiles = owner.input.owner.as_array()  # [O/B, I/B, k..., B (out), B (in)]
+    if tiles.dtype != np.int8 or tiles.ndim != len(shape) + 2:
+        return None
+    out_channels, in_channels = shape[0], shape[-1]
+    wsum = _tile_sums(tiles)
+    if in_channels % block:  # the last input block's padded lanes
+        wsum -= _tile_sums(np.ascontiguousarray(tiles[:, -1:, ..., in_channels % block :]))
+    return owner.input, 1, wsum.reshape(-1)[:out_channels]
+
+
+def _tile_sums(tiles: np.ndarray) -> np.ndarray:
+    """Σ over every axis but the first and the one before last of int8 `[O/B, I/B, k..., B
+    (out), Bi]` tiles, as int64 `[O/B, B]`: the tiles' middle axes summed first (contiguous
+    rows of B x Bi), in int32 when no sum can leave it (|Σ| <= 128 per term), then the lanes."""
+    ob, bo, bi = tiles.shape[0], tiles.shape[-2], tiles.shape[-1]
+    rows = tiles.reshape(ob, -1, bo * bi)
+    exact32 = rows.shape[1] * 128 < 2**31
+    summed = rows.sum(axis=1, dtype=np.int32 if exact32 else np.int64)
+    return summed.reshape(ob, bo, bi).sum(axis=2, dtype=np.int64)
 
 
 def lower_accumulate(fl: FunctionLowering, op: q.QOp) -> SSAValue:

@@ -73,6 +73,7 @@ class FunctionLowering:
         self.rewriter: PatternRewriter | None = None
         self.block = block
         self.lowered_from: dict[Operation, str] = {}  # materialized unpack -> the q op it replaced
+        self.packed_types: dict[tuple[TensorType, Attribute | None], TensorType] = {}
 
     # --- helpers shared by every kind of op ---------------------------------------------
 
@@ -82,10 +83,15 @@ class FunctionLowering:
         return op.results[0]
 
     def packed_type(self, t: TensorType, element: Attribute | None = None) -> TensorType:
-        if len(t.get_shape()) < 2:
-            raise LoweringError(f"its {t} result has no packed layout (rank < 2)")
-        packing = accel.Packing.activations(len(t.get_shape()), self.block)
-        return TensorType(element or t.element_type, packing.packed_shape(t.get_shape()))
+        key = (t, element)
+        found = self.packed_types.get(key)
+        if found is None:  # types are immutable: one per plain type (and element)
+            if len(t.get_shape()) < 2:
+                raise LoweringError(f"its {t} result has no packed layout (rank < 2)")
+            packing = accel.Packing.activations(len(t.get_shape()), self.block)
+            found = TensorType(element or t.element_type, packing.packed_shape(t.get_shape()))
+            self.packed_types[key] = found
+        return found
 
     def constant_array(self, value: SSAValue, what: str) -> np.ndarray:
         """The plain value of a constant operand (through a weight `accel.unpack`)."""

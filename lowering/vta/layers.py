@@ -93,6 +93,19 @@ def _filter_array(op: Operation) -> tuple[np.ndarray, Operation]:
     return np.asarray(owner.as_array()), owner
 
 
+def _tiles_transposed(w: np.ndarray, perm: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
+    """`w.transpose(perm).reshape(shape).astype(np.int8)`, a new array: packed weight tiles
+    in the layer's `[O, ..., I]` order. When the tiles' rows stay whole (int8, the last axis
+    last), each row moves as one element: a copy of 1/16 as many elements (MobileNetV2's
+    1280x320 filter: 0.03 ms instead of 1 ms), the same bytes."""
+    if (w.dtype == np.int8 and w.flags.c_contiguous and perm[-1] == w.ndim - 1
+            and w.ndim > 1 and w.shape[-1] > 0):  # fmt: skip
+        rows = w.view(np.dtype((np.void, w.shape[-1]))).reshape(w.shape[:-1])
+        moved = np.array(rows.transpose(perm[:-1]), order="C")  # always a copy
+        return moved.view(np.int8).reshape(shape)
+    return w.transpose(perm).reshape(shape).astype(np.int8)
+
+
 def _conv_params(op: accel.Conv2DZpOp) -> tuple[str, dict]:
     w, _ = _filter_array(op)
     n, ib, h, wd, _, blk = op.input.type.get_shape()  # a batch: an outer loop over images
@@ -106,9 +119,7 @@ def _conv_params(op: accel.Conv2DZpOp) -> tuple[str, dict]:
         "input_zero_point": op.pad_value.value.data,
     }
     if groups == 1:
-        kw_args["weights"] = (
-            w.transpose(0, 4, 2, 3, 1, 5).reshape(ob * blk, kh, kw, ib * blk).astype(np.int8)
-        )
+        kw_args["weights"] = _tiles_transposed(w, (0, 4, 2, 3, 1, 5), (ob * blk, kh, kw, ib * blk))
         return "conv", kw_args
     if groups == ib == ob and ibg == 1:
         eye = np.eye(blk, dtype=bool)
@@ -135,7 +146,7 @@ def _dense_params(op: accel.DenseZpOp) -> tuple[str, dict]:
         # image, so the matrix product is a 1x1 convolution over a row of T pixels (weights
         # [O, 1, 1, I]); its output [1, O/B, T, 1, B] is that convolution's output.
         ib, tokens = shape[1], shape[2]
-        weights = w.transpose(0, 2, 1, 3).reshape(ob * blk, 1, 1, ib * blk).astype(np.int8)
+        weights = _tiles_transposed(w, (0, 2, 1, 3), (ob * blk, 1, 1, ib * blk))
         return "conv", {"input_shape": (1, 1, tokens, ib * blk), "weights": weights,
                         "strides": (1, 1), "dilations": (1, 1), "padding": (0, 0, 0, 0),
                         "input_zero_point": 0}  # fmt: skip
@@ -145,7 +156,7 @@ def _dense_params(op: accel.DenseZpOp) -> tuple[str, dict]:
     if len(shape) != 4 and any(d != 1 for d in shape[2:-2]):
         raise NotALayer(f"dense input of rank {len(shape)} (rows beyond the batch dimension)")
     n, ib = shape[0], shape[1]  # [N, I/B, 1, ..., 1, B]: the bytes of [N, I/B, 1, B]
-    weights = w.transpose(0, 2, 1, 3).reshape(ob * blk, ib * blk).astype(np.int8)
+    weights = _tiles_transposed(w, (0, 2, 1, 3), (ob * blk, ib * blk))
     return "dense", {"input_shape": (n, ib * blk), "weights": weights, "input_zero_point": 0}
 
 
