@@ -33,6 +33,13 @@ goes to stderr when it is a terminal; `--quiet` silences progress and the table.
 from __future__ import annotations
 
 import gc
+import os
+
+# The compiler computes in integers: OpenBLAS's worker threads, started when numpy is first
+# imported (below), only spin, some 40 ms of CPU per process on a 2-core machine, and each
+# fork of the process (the helpers on the second core) has to stop and restart them. As
+# qaccel-run does; its children inherit it, and a value the user set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Importing the compiler makes some 60,000 objects the collector tracks, which live as long as
 # the process (xDSL's and qaccel's op and attribute definitions, numpy): collections during
