@@ -17,6 +17,7 @@ a clear message, never dropped.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -81,15 +82,27 @@ class OptionKind:
         return self.members[int(value)]
 
 
+# Option values repeat (strides of 1 and 2, "SAME", "RELU6"): their attributes are made once
+# per value (attributes are immutable values), not once per op.
+@functools.lru_cache(maxsize=1024)
+def _i32_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i32)
+
+
+@functools.lru_cache(maxsize=1024)
+def _string_attr(value: str) -> StringAttr:
+    return StringAttr(value)
+
+
 def _int_kind() -> OptionKind:
-    return OptionKind(IntegerAttr[I32], lambda v: IntegerAttr(int(v), i32), lambda a: a.value.data)
+    return OptionKind(IntegerAttr[I32], lambda v: _i32_attr(int(v)), lambda a: a.value.data)
 
 
 def _enum_kind(*members: str) -> OptionKind:
     kind: OptionKind
 
     def to_attr(v: Any) -> Attribute:
-        return StringAttr(kind.enum_name(v))
+        return _string_attr(kind.enum_name(v))
 
     kind = OptionKind(StringAttr, to_attr, lambda a: a.data, members)
     return kind
@@ -97,7 +110,17 @@ def _enum_kind(*members: str) -> OptionKind:
 
 I32_OPT = _int_kind()
 F32_OPT = OptionKind(FloatAttr, lambda v: FloatAttr(float(v), f32), lambda a: a.value.data)
-BOOL_OPT = OptionKind(BoolAttr, lambda v: IntegerAttr.from_bool(bool(v)), lambda a: bool(a.value.data))
+_BOOLS: dict[bool, BoolAttr] = {}  # False, True -> their attributes, made on first use
+
+
+def _bool_attr(value: bool) -> BoolAttr:
+    made = _BOOLS.get(value)
+    if made is None:
+        made = _BOOLS[value] = IntegerAttr.from_bool(value)
+    return made
+
+
+BOOL_OPT = OptionKind(BoolAttr, lambda v: _bool_attr(bool(v)), lambda a: bool(a.value.data))
 STR_OPT = OptionKind(StringAttr, lambda v: StringAttr(str(v)), lambda a: a.data)
 I32_ARRAY_OPT = OptionKind(
     DenseArrayBase,

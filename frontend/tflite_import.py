@@ -40,7 +40,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     i32,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from qaccel.dialects.quant import UniformQuantizedType, storage_type_of
@@ -57,7 +57,7 @@ from qaccel.dialects.types import element_type_for, numpy_dtype
 from qaccel.kernels.memory import MemoryBudgetError, check_budget
 from qaccel.frontend.errors import TFLiteImportError
 from qaccel.frontend import tflite_schema
-from qaccel.frontend.tflite_tensors import tensor_fields
+from qaccel.frontend.tflite_tensors import buffer_fields, tensor_fields
 from qaccel.frontend.tflite_verify import verify_model
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,12 +110,20 @@ def _raised_by_reader(e: Exception) -> bool:
 
 
 _UNKNOWN_LOC = UnknownLoc()
+_I16 = IntegerType(16)
 
 
 @functools.lru_cache(maxsize=1024)
 def _dim(size: int) -> IntAttr:
     """A dimension's attribute, made once per size (attributes are immutable values)."""
     return IntAttr(size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor_type(element: Attribute, shape: tuple[int, ...]) -> TensorType:
+    """A tensor type, made once per element type and shape (a model's tensors share a few
+    shapes and element types: a constant's storage type, a per-tensor quantization)."""
+    return TensorType(element, [_dim(d) for d in shape])
 
 
 def _name_loc(name: str) -> NameLoc:
@@ -245,7 +253,7 @@ class _Importer:
                 continue  # the operator's own check names it
             element = self.types[t].element_type
             if (isinstance(element, UniformQuantizedType)
-                    and storage_type_of(element) == IntegerType(16)):  # fmt: skip
+                    and storage_type_of(element) == _I16):  # fmt: skip
                 raise TFLiteImportError(
                     f"{self.where}: 16-bit activations (int16x8 quantization) are not "
                     f"supported: tensor {t} '{self.names[t]}' is int16"
@@ -307,15 +315,14 @@ class _Importer:
                 element = UniformQuantizedType(element, scales, zps, axis)
             except Exception as e:
                 raise TFLiteImportError(f"{what}: {e}") from None
-        return TensorType(element, [_dim(d) for d in shape])
+        return _tensor_type(element, tuple(shape))
 
     def _buffer_bytes(self, t: int) -> bytes | None:
         b = self.tensors[t].buffer
         what = f"{self.where}: tensor {t} '{self.names[t]}'"
         if b == 0:
             return None
-        buffer = self.model.Buffers(b)
-        offset, size = buffer.Offset(), buffer.Size()
+        offset, size, start, length = buffer_fields(self.data, self.model._tab.Pos, b)
         if offset > 1:
             if offset + size > len(self.data):
                 raise TFLiteImportError(
@@ -323,9 +330,9 @@ class _Importer:
                     f"(offset {offset} + size {size} > {len(self.data)} bytes)"
                 )
             return bytes(self.data[offset : offset + size])
-        if buffer.DataLength() == 0:
+        if length == 0:
             return None
-        return buffer.DataAsNumpy().tobytes()
+        return bytes(self.data[start : start + length])
 
     def _value(self, t: int, user: str) -> SSAValue:
         if t in self.sg.values:
@@ -337,7 +344,8 @@ class _Importer:
                 "produced, is no input and has no data"
             )
         result_type = self.types[t]
-        storage = TensorType(storage_type_of(result_type.element_type), result_type.shape.data)
+        storage = _tensor_type(storage_type_of(result_type.element_type),
+                               tuple(result_type.get_shape()))
         itemsize = numpy_dtype(storage.element_type).itemsize
         expected = math.prod(result_type.get_shape()) * itemsize
         if len(data) != expected:
@@ -423,10 +431,7 @@ class _Importer:
     _MAX_SHAPE_VALUE_ELEMENTS = 64
 
     def _dynamic(self, t: int) -> bool:
-        tensor = self.graph.Tensors(t)
-        if tensor.ShapeSignatureIsNone() or tensor.ShapeSignatureLength() == 0:
-            return False
-        return bool((tensor.ShapeSignatureAsNumpy() < 0).any())
+        return self.tensors[t].dynamic
 
     def _shape_value(self, t: int) -> np.ndarray | None:
         """The value of small integer tensor `t` when known at import: constant data, or a

@@ -1,5 +1,6 @@
-"""`frontend/tflite_tensors.py` reads each tensor's fields as the generated `tflite` readers
-do: compared field by field on every tensor of the fixture models and corpus."""
+"""`frontend/tflite_tensors.py` reads each tensor's fields (and each buffer's) as the
+generated `tflite` readers do: compared field by field on every tensor and buffer of the
+fixture models and corpus."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from qaccel.frontend import tflite_schema
-from qaccel.frontend.tflite_tensors import tensor_fields
+from qaccel.frontend.tflite_tensors import buffer_fields, tensor_fields
 from qaccel.frontend.tflite_verify import verify_model
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -28,6 +29,9 @@ def test_fields_as_the_generated_readers_give_them(path):
         for t, got in enumerate(fields):
             tensor = graph.Tensors(t)
             assert got.name == tensor.Name()
+            signature = (tensor.ShapeSignatureAsNumpy() if tensor.ShapeSignatureLength()
+                         else np.zeros(0, np.int32))  # fmt: skip
+            assert got.dynamic == bool((signature < 0).any())
             shape = tensor.ShapeAsNumpy() if tensor.ShapeLength() else np.zeros(0, np.int32)
             assert got.shape.tolist() == shape.tolist()
             assert (got.type, got.buffer) == (tensor.Type(), tensor.Buffer())
@@ -41,3 +45,16 @@ def test_fields_as_the_generated_readers_give_them(path):
             else:
                 assert got.zero_points is None or len(got.zero_points) == 0
             assert got.quantized_dimension == quant.QuantizedDimension()
+
+
+@pytest.mark.parametrize("path", MODELS[:: max(1, len(MODELS) // 8)], ids=lambda p: p.stem)
+def test_buffers_as_the_generated_readers_give_them(path):
+    data = path.read_bytes()
+    verify_model(data, str(path))
+    model = tflite_schema.generated_module("Model").Model.GetRootAs(data, 0)
+    for b in range(model.BuffersLength()):
+        buffer = model.Buffers(b)
+        offset, size, start, length = buffer_fields(data, model._tab.Pos, b)
+        assert (offset, size, length) == (buffer.Offset(), buffer.Size(), buffer.DataLength())
+        if length:
+            assert data[start : start + length] == buffer.DataAsNumpy().tobytes()
