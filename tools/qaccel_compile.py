@@ -69,7 +69,8 @@ from qaccel.backends.vta.report import format_report
 from qaccel.targets.vta.config import ConfigError
 from qaccel.backends.vta.report_plot import PlotError, plot_report, require_matplotlib
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
-from qaccel.pipeline.manager import PipelineError, available_passes, qaccel_context
+from qaccel.dialects import qaccel_context
+from qaccel.pipeline.spec import PipelineError, available_passes
 from qaccel.kernels import background
 from qaccel.kernels.memory import MemoryBudgetError
 from qaccel.interpreter.interpreter import ExecutionError, check_memory
