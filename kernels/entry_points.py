@@ -143,7 +143,7 @@ def read_entry_points() -> list[EntryPoint]:
     `importlib.metadata.entry_points(group=...)`'s order."""
     try:
         found = []
-        for folder in _metadata_dirs(sys.path):
+        for folder in kept("metadata folders", lambda: _metadata_dirs(sys.path)):
             try:
                 with open(os.path.join(folder, "entry_points.txt"), encoding="utf-8") as f:
                     text = f.read()
@@ -158,6 +158,55 @@ def read_entry_points() -> list[EntryPoint]:
         if isinstance(every, dict):  # Python 3.11: the groups by name
             every = [ep for group in dict.values(every) for ep in group]
         return [EntryPoint(ep.name, ep.value, ep.group) for ep in every]
+
+
+_HEADER_NAME = re.compile(r"[\041-\071\073-\176]+")  # printable, no ':' (RFC 5322's)
+
+
+def _version_header(text: str) -> str:
+    """The first `Version` header of a METADATA / PKG-INFO text, as `email` parses it (the
+    text after the colon, leading blanks dropped); _NotPlain for anything it might read
+    otherwise (another line break, a continued or malformed header line)."""
+    head = text.split("\n\n", 1)[0]
+    if any(c in head for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+        raise _NotPlain
+    lines = head.split("\n")
+    for i, line in enumerate(lines):
+        name, colon, value = line.partition(":")
+        if not colon or not _HEADER_NAME.fullmatch(name):
+            raise _NotPlain
+        if name.lower() == "version":
+            if i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t"):
+                raise _NotPlain  # continued on the next line
+            return value.lstrip(" \t")
+    raise _NotPlain
+
+
+def distribution_version(name: str) -> str:
+    """`importlib.metadata.version(name)`: the version of the first distribution of that name
+    on `sys.path` (`importlib.metadata.PackageNotFoundError` when there is none); read here
+    where the environment is plain folders, by importlib.metadata otherwise."""
+    try:
+        wanted = _normalized(name) if name else None
+        for folder in kept("metadata folders", lambda: _metadata_dirs(sys.path)):
+            stem = os.path.basename(folder)
+            if _normalized(os.path.splitext(stem)[0].partition("-")[0]) != wanted:
+                continue
+            for file in ("METADATA", "PKG-INFO"):
+                try:
+                    with open(os.path.join(folder, file), encoding="utf-8") as f:
+                        text = f.read()
+                except (FileNotFoundError, IsADirectoryError, NotADirectoryError,
+                        PermissionError):  # fmt: skip
+                    continue
+                if text:
+                    return _version_header(text)
+            raise _NotPlain  # no metadata text: left to importlib.metadata
+        raise _NotPlain  # not found: importlib.metadata says so
+    except _NotPlain:
+        from importlib.metadata import version
+
+        return version(name)
 
 
 def entry_points(group: str) -> list[EntryPoint]:
@@ -180,4 +229,4 @@ def kept(key: str, make: Any) -> Any:
     return found
 
 
-__all__ = ["EntryPoint", "entry_points", "kept", "read_entry_points"]
+__all__ = ["EntryPoint", "distribution_version", "entry_points", "kept", "read_entry_points"]

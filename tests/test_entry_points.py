@@ -87,3 +87,28 @@ def test_an_entry_point_loads_its_object(tmp_path, monkeypatch):
     assert loaded["obj"].load() == 42
     assert loaded["mod"].load() is sys.modules["qaccel_test_ep_module"]
     assert (loaded["obj"].module, loaded["obj"].attr) == ("qaccel_test_ep_module", "Outer.inner")
+
+
+def test_distribution_versions_are_importlib_metadatas(tmp_path, monkeypatch):
+    import pytest
+
+    for name in ("qaccel", "xdsl", "numpy", "pytest"):
+        assert eps.distribution_version(name) == importlib.metadata.version(name)
+    where = tmp_path / "dists"
+    for folder, file, text in (
+        ("Plain_Dist-1.0.dist-info", "METADATA", "Metadata-Version: 2.1\nName: plain-dist\n"
+         "Version: 1.0rc1 \n\nbody: Version: 9\n"),
+        ("older.egg-info", "PKG-INFO", "Metadata-Version: 1.0\nName: older\nversion:\t2.0\n"),
+        ("folded-1.0.dist-info", "METADATA", "Name: folded\nVersion: 3.0\n  .post1\n"),
+        ("odd-1.0.dist-info", "METADATA", "Name: odd\nSummary: a\rb\nVersion: 4.0\n"),
+        ("noversion-1.0.dist-info", "METADATA", "Name: noversion\n"),
+    ):
+        (where / folder).mkdir(parents=True)
+        (where / folder / file).write_text(text, newline="")
+    monkeypatch.syspath_prepend(str(where))
+    importlib.invalidate_caches()
+    for name in ("plain.dist", "PLAIN-DIST", "older", "folded", "odd", "noversion"):
+        assert eps.distribution_version(name) == importlib.metadata.version(name), name
+    assert eps.distribution_version("plain_dist") == "1.0rc1 "
+    with pytest.raises(importlib.metadata.PackageNotFoundError):
+        eps.distribution_version("qaccel-no-such-distribution")

@@ -4,8 +4,10 @@ import time cannot come back unnoticed (one subprocess, about a second)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 # Modules a compile of a .tflite or .mlir model never needs at import time.
 KEPT_OUT = [
@@ -66,3 +68,30 @@ def test_qaccel_run_parses_its_flags_without_xdsl_opts_driver():
                           check=True)  # fmt: skip
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
     assert [m for m in ("xdsl.xdsl_opt_main", "qaccel.tools.qaccel_opt") if m in loaded] == []
+
+
+# Modules a whole compile never needs: importlib.metadata (entry points and the manifest's
+# versions are read from the distributions' files, kernels/entry_points.py) and numpy.ma
+# (imported by a first np.unique / np.isin call).
+KEPT_OUT_OF_COMPILE = ["importlib.metadata", "email", "numpy.ma"]
+
+_COMPILE_PROBE = """
+import json, os, sys, tempfile
+import qaccel.tools.qaccel_compile as qc
+out = tempfile.mkdtemp()
+try:
+    qc.main([sys.argv[1], "-o", os.path.join(out, "a"), "--quiet"])
+except SystemExit as e:
+    assert not e.code, e.code
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_a_compile_imports_nothing_it_does_not_use():
+    model = Path(__file__).parent / "fixtures" / "models" / "small_cnn.tflite"
+    env = {**os.environ, "QACCEL_COMPILE_JOBS": "1"}
+    done = subprocess.run([sys.executable, "-c", _COMPILE_PROBE, str(model)],
+                          capture_output=True, text=True, check=True, env=env)  # fmt: skip
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "qaccel.backends.vta.codegen" in loaded
+    assert [m for m in KEPT_OUT_OF_COMPILE if m in loaded] == []
