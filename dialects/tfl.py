@@ -258,13 +258,17 @@ class TflOp(IRDLOperation):
                         f"{self.name}: {name} = \"{value}\" is not one of "
                         f"{', '.join(kind.members)}"
                     )
+        options = None  # the options as a dict, made once (not once per use)
         for name in ("stride_w", "stride_h", "dilation_w_factor", "dilation_h_factor"):
-            if name in self.OPTION_TABLE and self.options[name] < 1:
-                raise VerifyException(f"{self.name}: {name} must be at least 1")
-        self.verify_output_shape()
+            if name in self.OPTION_TABLE:
+                options = self.options if options is None else options
+                if options[name] < 1:
+                    raise VerifyException(f"{self.name}: {name} must be at least 1")
+        self.verify_output_shape(options)
 
-    def verify_output_shape(self) -> None:
-        """The declared result shapes are the ones TFLite's Prepare computes from the inputs."""
+    def verify_output_shape(self, options: dict[str, Any] | None = None) -> None:
+        """The declared result shapes are the ones TFLite's Prepare computes from the inputs
+        (`options`: `self.options`, when the caller has it)."""
         from qaccel.kernels.shape_inference import (
             CONSTANT_INPUTS,
             NEEDS_CONSTANT_INPUT_1,
@@ -285,8 +289,9 @@ class TflOp(IRDLOperation):
                 owner = self.operands[i].owner
                 consts[i] = owner.as_array() if isinstance(owner, ConstOp) else None
         try:
-            inferred = infer_shapes(self.TFLITE_NAME, shapes, consts, self.options,
-                                    len(self.results))
+            inferred = infer_shapes(self.TFLITE_NAME, shapes, consts,
+                                    self.options if options is None else options,
+                                    len(self.results))  # fmt: skip
         except ShapeMismatch as e:
             raise VerifyException(f"{self.name}: {e}") from None
         except (ValueError, TypeError, ZeroDivisionError):

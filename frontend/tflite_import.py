@@ -57,7 +57,12 @@ from qaccel.dialects.types import element_type_for, numpy_dtype
 from qaccel.kernels.memory import MemoryBudgetError, check_budget
 from qaccel.frontend.errors import TFLiteImportError
 from qaccel.frontend import tflite_schema
-from qaccel.frontend.tflite_tensors import buffer_fields, tensor_fields
+from qaccel.frontend.tflite_tensors import (
+    OperatorFields,
+    buffer_fields,
+    operator_fields,
+    tensor_fields,
+)
 from qaccel.frontend.tflite_verify import verify_model
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -211,7 +216,9 @@ class _Importer:
             raise TFLiteImportError(str(e)) from None
         inputs = [self._check_tensor(graph.Inputs(i), n_tensors, "input") for i in range(graph.InputsLength())]
         outputs = [self._check_tensor(graph.Outputs(i), n_tensors, "output") for i in range(graph.OutputsLength())]
-        self._refuse_16bit_activations(graph, inputs, n_tensors)
+        # Each operator's fields read once, straight from the (verified) bytes.
+        self.operators = operator_fields(self.data, graph._tab.Pos)
+        self._refuse_16bit_activations(inputs, n_tensors)
 
         block = Block(arg_types=[self.types[t] for t in inputs])
         for arg, t in zip(block.args, inputs):
@@ -223,8 +230,8 @@ class _Importer:
         self.graph, self.sg = graph, sg
         self.shape_values: dict[int, np.ndarray] = {}
         self.known_shapes: set[int] = set(inputs)
-        for k in range(graph.OperatorsLength()):
-            body.append(self._import_operator(k, graph.Operators(k), n_tensors))
+        for k, operator in enumerate(self.operators):
+            body.append(self._import_operator(k, operator, n_tensors))
         results = [self._value(t, f"output of subgraph {sg.index}") for t in outputs]
         ret = func.ReturnOp(*results)
         block.add_ops([*self.consts, *body, ret])
@@ -237,17 +244,15 @@ class _Importer:
         sg.func = function
         return function
 
-    def _refuse_16bit_activations(self, graph: tflite.SubGraph, inputs: list[int],
-                                  n_tensors: int) -> None:
+    def _refuse_16bit_activations(self, inputs: list[int], n_tensors: int) -> None:
         """int16x8 models (the converter's 16-bit-activation mode: int16 activations, int8
         weights, int64 biases) are refused: the CPU kernels are int8 (LiteRT's int16 reference
         kernels compute differently, e.g. with 64-bit accumulators) and the accelerator's GEMM
         core multiplies int8 by int8. Named by the first quantized int16 tensor that an input
         or an operator's output is."""
         produced = list(inputs)
-        for k in range(graph.OperatorsLength()):
-            operator = graph.Operators(k)
-            produced += [int(t) for t in operator.OutputsAsNumpy()] if operator.OutputsLength() else []
+        for operator in self.operators:
+            produced += operator.outputs
         for t in produced:
             if not 0 <= t < n_tensors:
                 continue  # the operator's own check names it
@@ -368,8 +373,8 @@ class _Importer:
 
     # -- operators -----------------------------------------------------------------------
 
-    def _import_operator(self, k: int, operator: tflite.Operator, n_tensors: int) -> Operation:
-        index = operator.OpcodeIndex()
+    def _import_operator(self, k: int, operator: OperatorFields, n_tensors: int) -> Operation:
+        index = operator.opcode_index
         if not 0 <= index < len(self.opcodes):
             raise TFLiteImportError(
                 f"{self.where}: operator {k}: opcode index {index} out of range "
@@ -379,8 +384,7 @@ class _Importer:
         opcode = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
         op_name = tflite_schema.BUILTIN_OPERATORS.get(opcode, f"OPCODE_{opcode}")
         what = f"{self.where}: operator {k} ({op_name})"
-        in_idx = [int(t) for t in operator.InputsAsNumpy()] if operator.InputsLength() else []
-        out_idx = [int(t) for t in operator.OutputsAsNumpy()] if operator.OutputsLength() else []
+        in_idx, out_idx = operator.inputs, operator.outputs
         for t in (*in_idx, *out_idx):
             if t != -1 and not 0 <= t < n_tensors:
                 raise TFLiteImportError(
@@ -392,7 +396,7 @@ class _Importer:
         result_types = [self.types[t] for t in out_idx]
         version = code.Version()
         try:
-            options = tflite_schema.decode_options(operator)
+            options = tflite_schema.decode_stored_options(self.data, operator)
         except Exception as e:
             raise TFLiteImportError(f"{what}: cannot read its options ({e})") from None
 
@@ -562,8 +566,8 @@ class _Importer:
             props["version"] = IntegerAttr(version, i32)
         if code.CustomCode():
             props["custom_code"] = StringAttr(code.CustomCode().decode("utf-8", "replace"))
-        if operator.CustomOptionsLength():
-            props["custom_options"] = py_to_attr(operator.CustomOptionsAsNumpy().tobytes())
+        if operator.custom_options:
+            props["custom_options"] = py_to_attr(operator.custom_options)
         return OpaqueOp.create(operands=operands, result_types=result_types, properties=props)
 
     def _make_composite(self, operands, result_types, options, version):

@@ -152,4 +152,61 @@ def buffer_fields(data, model_pos: int, index: int) -> tuple[int, int, int, int]
             vector, length)  # fmt: skip
 
 
-__all__ = ["TensorFields", "buffer_fields", "tensor_fields"]
+# Operator's fields by vtable slot: opcode_index, inputs, outputs, builtin_options (type, table),
+# custom_options, builtin_options_2 (type, table).
+_OPCODE_INDEX, _INPUTS, _OUTPUTS, _OPTIONS_TYPE, _OPTIONS = 4, 6, 8, 10, 12
+_CUSTOM_OPTIONS, _OPTIONS_2_TYPE, _OPTIONS_2 = 14, 26, 28
+_U8 = struct.Struct("<B").unpack_from
+
+
+class OperatorFields:
+    """What `tflite.Operator` would answer: `OpcodeIndex()`, `InputsAsNumpy()` and
+    `OutputsAsNumpy()` as lists (empty when absent), `BuiltinOptionsType()` and
+    `BuiltinOptions2Type()` with the position of each options table (0 when absent: the
+    generated `BuiltinOptions()` gives None), `CustomOptionsAsNumpy()` as bytes (b"" when
+    absent or empty)."""
+
+    __slots__ = ("opcode_index", "inputs", "outputs", "options_type", "options_pos",
+                 "options_2_type", "options_2_pos", "custom_options")  # fmt: skip
+
+    def __init__(self, data, pos: int):
+        t = _Table(data, pos)
+        at = t.at(_OPCODE_INDEX)
+        self.opcode_index = _U32(data, at)[0] if at else 0
+        self.inputs = _int_list(t.vector(_INPUTS, _INT32))
+        self.outputs = _int_list(t.vector(_OUTPUTS, _INT32))
+        self.options_type, self.options_pos = _union(t, _OPTIONS_TYPE, _OPTIONS)
+        self.options_2_type, self.options_2_pos = _union(t, _OPTIONS_2_TYPE, _OPTIONS_2)
+        custom = t.vector(_CUSTOM_OPTIONS, np.dtype(np.uint8))
+        self.custom_options = b"" if custom is None else custom.tobytes()
+
+
+def _int_list(vector: np.ndarray | None) -> list[int]:
+    return [] if vector is None else vector.tolist()
+
+
+def _union(t: _Table, type_slot: int, value_slot: int) -> tuple[int, int]:
+    at = t.at(type_slot)
+    kind = _U8(t.data, at)[0] if at else 0
+    at = t.at(value_slot)
+    return kind, (at + _U32(t.data, at)[0] if at else 0)
+
+
+def operator_fields(data, graph_pos: int) -> list[OperatorFields]:
+    """Every operator of the subgraph table at `graph_pos` (`SubGraph._tab.Pos`), in order."""
+    graph = _Table(data, graph_pos)
+    at = graph.at(_OPERATORS)
+    if not at:
+        return []
+    start = at + _U32(data, at)[0]
+    out = []
+    for i in range(_U32(data, start)[0]):
+        elem = start + 4 + 4 * i
+        out.append(OperatorFields(data, elem + _U32(data, elem)[0]))
+    return out
+
+
+_OPERATORS = 10  # SubGraph.operators
+
+
+__all__ = ["OperatorFields", "TensorFields", "buffer_fields", "operator_fields", "tensor_fields"]

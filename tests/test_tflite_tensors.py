@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from qaccel.frontend import tflite_schema
-from qaccel.frontend.tflite_tensors import buffer_fields, tensor_fields
+from qaccel.frontend.tflite_tensors import buffer_fields, operator_fields, tensor_fields
 from qaccel.frontend.tflite_verify import verify_model
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -58,3 +58,32 @@ def test_buffers_as_the_generated_readers_give_them(path):
         assert (offset, size, length) == (buffer.Offset(), buffer.Size(), buffer.DataLength())
         if length:
             assert data[start : start + length] == buffer.DataAsNumpy().tobytes()
+
+
+@pytest.mark.parametrize("path", MODELS[:: max(1, len(MODELS) // 8)], ids=lambda p: p.stem)
+def test_operators_as_the_generated_readers_give_them(path):
+    data = path.read_bytes()
+    verify_model(data, str(path))
+    model = tflite_schema.generated_module("Model").Model.GetRootAs(data, 0)
+    for s in range(model.SubgraphsLength()):
+        graph = model.Subgraphs(s)
+        fields = operator_fields(data, graph._tab.Pos)
+        assert len(fields) == graph.OperatorsLength()
+        for k, got in enumerate(fields):
+            op = graph.Operators(k)
+            assert got.opcode_index == op.OpcodeIndex()
+            assert got.inputs == (op.InputsAsNumpy().tolist() if op.InputsLength() else [])
+            assert got.outputs == (op.OutputsAsNumpy().tolist() if op.OutputsLength() else [])
+            assert (got.options_type, got.options_2_type) == (op.BuiltinOptionsType(),
+                                                              op.BuiltinOptions2Type())  # fmt: skip
+            for pos, table in ((got.options_pos, op.BuiltinOptions()),
+                               (got.options_2_pos, op.BuiltinOptions2())):  # fmt: skip
+                assert pos == (table.Pos if table is not None else 0)
+            assert got.custom_options == (op.CustomOptionsAsNumpy().tobytes()
+                                          if op.CustomOptionsLength() else b"")  # fmt: skip
+            assert _plain(tflite_schema.decode_stored_options(data, got)) == _plain(
+                tflite_schema.decode_options(op))
+
+
+def _plain(options: dict) -> dict:
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in options.items()}
