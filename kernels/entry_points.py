@@ -105,8 +105,7 @@ def _metadata_dirs(paths: Iterable[str]) -> list[str]:
         for child in children:
             low = child.lower()
             if low.endswith((".dist-info", ".egg-info")):
-                stem, ext = os.path.splitext(child)
-                if ext not in (".dist-info", ".egg-info"):
+                if os.path.splitext(child)[1] not in (".dist-info", ".egg-info"):
                     raise _NotPlain  # named from its METADATA by importlib.metadata
                 groups.setdefault(_normalized(low.rpartition(".")[0].partition("-")[0]),
                                   []).append(child)  # fmt: skip

@@ -96,8 +96,8 @@ def test_distribution_versions_are_importlib_metadatas(tmp_path, monkeypatch):
         assert eps.distribution_version(name) == importlib.metadata.version(name)
     where = tmp_path / "dists"
     for folder, file, text in (
-        ("Plain_Dist-1.0.dist-info", "METADATA", "Metadata-Version: 2.1\nName: plain-dist\n"
-         "Version: 1.0rc1 \n\nbody: Version: 9\n"),
+        ("Plain_Dist-1.0.dist-info", "METADATA", ("Metadata-Version: 2.1\nName: plain-dist\n"
+                                                 "Version: 1.0rc1 \n\nbody: Version: 9\n")),
         ("older.egg-info", "PKG-INFO", "Metadata-Version: 1.0\nName: older\nversion:\t2.0\n"),
         ("folded-1.0.dist-info", "METADATA", "Name: folded\nVersion: 3.0\n  .post1\n"),
         ("odd-1.0.dist-info", "METADATA", "Name: odd\nSummary: a\rb\nVersion: 4.0\n"),
