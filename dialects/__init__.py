@@ -54,8 +54,31 @@ def qaccel_context() -> Context:
 def multiverse():
     """xDSL's multiverse (every `xdsl.universe` entry point's dialects and passes), read once
     per import path (`kernels/entry_points.py`)."""
-    from xdsl.universe import Universe
-
     from qaccel.kernels.entry_points import kept
 
-    return kept("xdsl.universe", Universe.get_multiverse)
+    return kept("xdsl.universe", _read_multiverse)
+
+
+def _read_multiverse():
+    """`xdsl.universe.Universe.get_multiverse()` over the entry points as
+    `kernels/entry_points.py` reads them (without importing `importlib.metadata`): the
+    universes in the order of their names, a name defined by two of them an error."""
+    from xdsl.universe import Universe
+
+    from qaccel.kernels.entry_points import entry_points
+
+    universes = sorted({ep.name: ep.load() for ep in entry_points("xdsl.universe")}.items(),
+                       key=lambda item: item[0])  # fmt: skip
+    merged = Universe()
+    for name, universe in universes:
+        if not isinstance(universe, Universe):
+            raise ValueError(f"Entry point {universe} for plugin {name} is not an instance of "
+                             "Universe.")  # fmt: skip
+        for kind in ("all_dialects", "all_passes", "all_targets"):
+            into = getattr(merged, kind)
+            for key, factory in getattr(universe, kind).items():
+                if key in into:
+                    owners = [n for n, u in universes if key in getattr(u, kind)]
+                    raise ValueError(f"Duplicate definition of {key} in {owners}.")
+                into[key] = factory
+    return merged

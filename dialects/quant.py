@@ -16,6 +16,7 @@ print-parse round trip is exact.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -154,10 +155,12 @@ class UniformQuantizedType(ParametrizedAttribute, TypeAttribute):
             )
         if not self.is_per_axis and len(q.scale) != 1:
             raise VerifyException("quant.uniform: per-tensor quantization has one scale")
+        lo, hi = storage_range(self.storage_type)
+        if len(q.scale) == 1 and 0 < float(q.scale[0]) < math.inf and lo <= q.zero_point[0] <= hi:
+            return  # one valid scale and zero point (most types), checked without reductions
         if not np.all(q.scale > 0) or not np.all(np.isfinite(q.scale)):
             bad = q.scale[~((q.scale > 0) & np.isfinite(q.scale))][0]
             raise VerifyException(f"quant.uniform: scale must be positive and finite, got {bad}")
-        lo, hi = storage_range(self.storage_type)
         if np.any(q.zero_point < lo) or np.any(q.zero_point > hi):
             bad = q.zero_point[(q.zero_point < lo) | (q.zero_point > hi)][0]
             raise VerifyException(

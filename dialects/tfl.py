@@ -17,6 +17,7 @@ a clear message, never dropped.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -81,15 +82,27 @@ class OptionKind:
         return self.members[int(value)]
 
 
+# Option values repeat (strides of 1 and 2, "SAME", "RELU6"): their attributes are made once
+# per value (attributes are immutable values), not once per op.
+@functools.lru_cache(maxsize=1024)
+def _i32_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i32)
+
+
+@functools.lru_cache(maxsize=1024)
+def _string_attr(value: str) -> StringAttr:
+    return StringAttr(value)
+
+
 def _int_kind() -> OptionKind:
-    return OptionKind(IntegerAttr[I32], lambda v: IntegerAttr(int(v), i32), lambda a: a.value.data)
+    return OptionKind(IntegerAttr[I32], lambda v: _i32_attr(int(v)), lambda a: a.value.data)
 
 
 def _enum_kind(*members: str) -> OptionKind:
     kind: OptionKind
 
     def to_attr(v: Any) -> Attribute:
-        return StringAttr(kind.enum_name(v))
+        return _string_attr(kind.enum_name(v))
 
     kind = OptionKind(StringAttr, to_attr, lambda a: a.data, members)
     return kind
@@ -97,7 +110,17 @@ def _enum_kind(*members: str) -> OptionKind:
 
 I32_OPT = _int_kind()
 F32_OPT = OptionKind(FloatAttr, lambda v: FloatAttr(float(v), f32), lambda a: a.value.data)
-BOOL_OPT = OptionKind(BoolAttr, lambda v: IntegerAttr.from_bool(bool(v)), lambda a: bool(a.value.data))
+_BOOLS: dict[bool, BoolAttr] = {}  # False, True -> their attributes, made on first use
+
+
+def _bool_attr(value: bool) -> BoolAttr:
+    made = _BOOLS.get(value)
+    if made is None:
+        made = _BOOLS[value] = IntegerAttr.from_bool(value)
+    return made
+
+
+BOOL_OPT = OptionKind(BoolAttr, lambda v: _bool_attr(bool(v)), lambda a: bool(a.value.data))
 STR_OPT = OptionKind(StringAttr, lambda v: StringAttr(str(v)), lambda a: a.data)
 I32_ARRAY_OPT = OptionKind(
     DenseArrayBase,
@@ -235,13 +258,17 @@ class TflOp(IRDLOperation):
                         f"{self.name}: {name} = \"{value}\" is not one of "
                         f"{', '.join(kind.members)}"
                     )
+        options = None  # the options as a dict, made once (not once per use)
         for name in ("stride_w", "stride_h", "dilation_w_factor", "dilation_h_factor"):
-            if name in self.OPTION_TABLE and self.options[name] < 1:
-                raise VerifyException(f"{self.name}: {name} must be at least 1")
-        self.verify_output_shape()
+            if name in self.OPTION_TABLE:
+                options = self.options if options is None else options
+                if options[name] < 1:
+                    raise VerifyException(f"{self.name}: {name} must be at least 1")
+        self.verify_output_shape(options)
 
-    def verify_output_shape(self) -> None:
-        """The declared result shapes are the ones TFLite's Prepare computes from the inputs."""
+    def verify_output_shape(self, options: dict[str, Any] | None = None) -> None:
+        """The declared result shapes are the ones TFLite's Prepare computes from the inputs
+        (`options`: `self.options`, when the caller has it)."""
         from qaccel.kernels.shape_inference import (
             CONSTANT_INPUTS,
             NEEDS_CONSTANT_INPUT_1,
@@ -262,8 +289,9 @@ class TflOp(IRDLOperation):
                 owner = self.operands[i].owner
                 consts[i] = owner.as_array() if isinstance(owner, ConstOp) else None
         try:
-            inferred = infer_shapes(self.TFLITE_NAME, shapes, consts, self.options,
-                                    len(self.results))
+            inferred = infer_shapes(self.TFLITE_NAME, shapes, consts,
+                                    self.options if options is None else options,
+                                    len(self.results))  # fmt: skip
         except ShapeMismatch as e:
             raise VerifyException(f"{self.name}: {e}") from None
         except (ValueError, TypeError, ZeroDivisionError):

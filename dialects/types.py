@@ -42,6 +42,17 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
 def element_type_for(dtype: np.dtype) -> Attribute:
     """The builtin element type of a numpy dtype (signed integers are signless, as in MLIR)."""
     dtype = np.dtype(dtype)
+    made = _ELEMENT_TYPES.get(dtype)
+    if made is None:
+        made = _ELEMENT_TYPES[dtype] = _element_type_for(dtype)
+    return made
+
+
+# dtype -> its element type, made once (the importer asks for every tensor)
+_ELEMENT_TYPES: dict[np.dtype, Attribute] = {}
+
+
+def _element_type_for(dtype: np.dtype) -> Attribute:
     if dtype == np.bool_:
         return i1
     if dtype.kind == "i":

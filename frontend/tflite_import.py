@@ -40,7 +40,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     i32,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from qaccel.dialects.quant import UniformQuantizedType, storage_type_of
@@ -57,7 +57,12 @@ from qaccel.dialects.types import element_type_for, numpy_dtype
 from qaccel.kernels.memory import MemoryBudgetError, check_budget
 from qaccel.frontend.errors import TFLiteImportError
 from qaccel.frontend import tflite_schema
-from qaccel.frontend.tflite_tensors import tensor_fields
+from qaccel.frontend.tflite_tensors import (
+    OperatorFields,
+    buffer_fields,
+    operator_fields,
+    tensor_fields,
+)
 from qaccel.frontend.tflite_verify import verify_model
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,12 +115,20 @@ def _raised_by_reader(e: Exception) -> bool:
 
 
 _UNKNOWN_LOC = UnknownLoc()
+_I16 = IntegerType(16)
 
 
 @functools.lru_cache(maxsize=1024)
 def _dim(size: int) -> IntAttr:
     """A dimension's attribute, made once per size (attributes are immutable values)."""
     return IntAttr(size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor_type(element: Attribute, shape: tuple[int, ...]) -> TensorType:
+    """A tensor type, made once per element type and shape (a model's tensors share a few
+    shapes and element types: a constant's storage type, a per-tensor quantization)."""
+    return TensorType(element, [_dim(d) for d in shape])
 
 
 def _name_loc(name: str) -> NameLoc:
@@ -203,7 +216,9 @@ class _Importer:
             raise TFLiteImportError(str(e)) from None
         inputs = [self._check_tensor(graph.Inputs(i), n_tensors, "input") for i in range(graph.InputsLength())]
         outputs = [self._check_tensor(graph.Outputs(i), n_tensors, "output") for i in range(graph.OutputsLength())]
-        self._refuse_16bit_activations(graph, inputs, n_tensors)
+        # Each operator's fields read once, straight from the (verified) bytes.
+        self.operators = operator_fields(self.data, graph._tab.Pos)
+        self._refuse_16bit_activations(inputs, n_tensors)
 
         block = Block(arg_types=[self.types[t] for t in inputs])
         for arg, t in zip(block.args, inputs):
@@ -215,8 +230,8 @@ class _Importer:
         self.graph, self.sg = graph, sg
         self.shape_values: dict[int, np.ndarray] = {}
         self.known_shapes: set[int] = set(inputs)
-        for k in range(graph.OperatorsLength()):
-            body.append(self._import_operator(k, graph.Operators(k), n_tensors))
+        for k, operator in enumerate(self.operators):
+            body.append(self._import_operator(k, operator, n_tensors))
         results = [self._value(t, f"output of subgraph {sg.index}") for t in outputs]
         ret = func.ReturnOp(*results)
         block.add_ops([*self.consts, *body, ret])
@@ -229,23 +244,21 @@ class _Importer:
         sg.func = function
         return function
 
-    def _refuse_16bit_activations(self, graph: tflite.SubGraph, inputs: list[int],
-                                  n_tensors: int) -> None:
+    def _refuse_16bit_activations(self, inputs: list[int], n_tensors: int) -> None:
         """int16x8 models (the converter's 16-bit-activation mode: int16 activations, int8
         weights, int64 biases) are refused: the CPU kernels are int8 (LiteRT's int16 reference
         kernels compute differently, e.g. with 64-bit accumulators) and the accelerator's GEMM
         core multiplies int8 by int8. Named by the first quantized int16 tensor that an input
         or an operator's output is."""
         produced = list(inputs)
-        for k in range(graph.OperatorsLength()):
-            operator = graph.Operators(k)
-            produced += [int(t) for t in operator.OutputsAsNumpy()] if operator.OutputsLength() else []
+        for operator in self.operators:
+            produced += operator.outputs
         for t in produced:
             if not 0 <= t < n_tensors:
                 continue  # the operator's own check names it
             element = self.types[t].element_type
             if (isinstance(element, UniformQuantizedType)
-                    and storage_type_of(element) == IntegerType(16)):  # fmt: skip
+                    and storage_type_of(element) == _I16):  # fmt: skip
                 raise TFLiteImportError(
                     f"{self.where}: 16-bit activations (int16x8 quantization) are not "
                     f"supported: tensor {t} '{self.names[t]}' is int16"
@@ -307,15 +320,14 @@ class _Importer:
                 element = UniformQuantizedType(element, scales, zps, axis)
             except Exception as e:
                 raise TFLiteImportError(f"{what}: {e}") from None
-        return TensorType(element, [_dim(d) for d in shape])
+        return _tensor_type(element, tuple(shape))
 
     def _buffer_bytes(self, t: int) -> bytes | None:
         b = self.tensors[t].buffer
         what = f"{self.where}: tensor {t} '{self.names[t]}'"
         if b == 0:
             return None
-        buffer = self.model.Buffers(b)
-        offset, size = buffer.Offset(), buffer.Size()
+        offset, size, start, length = buffer_fields(self.data, self.model._tab.Pos, b)
         if offset > 1:
             if offset + size > len(self.data):
                 raise TFLiteImportError(
@@ -323,9 +335,9 @@ class _Importer:
                     f"(offset {offset} + size {size} > {len(self.data)} bytes)"
                 )
             return bytes(self.data[offset : offset + size])
-        if buffer.DataLength() == 0:
+        if length == 0:
             return None
-        return buffer.DataAsNumpy().tobytes()
+        return bytes(self.data[start : start + length])
 
     def _value(self, t: int, user: str) -> SSAValue:
         if t in self.sg.values:
@@ -337,7 +349,8 @@ class _Importer:
                 "produced, is no input and has no data"
             )
         result_type = self.types[t]
-        storage = TensorType(storage_type_of(result_type.element_type), result_type.shape.data)
+        storage = _tensor_type(storage_type_of(result_type.element_type),
+                               tuple(result_type.get_shape()))
         itemsize = numpy_dtype(storage.element_type).itemsize
         expected = math.prod(result_type.get_shape()) * itemsize
         if len(data) != expected:
@@ -360,8 +373,8 @@ class _Importer:
 
     # -- operators -----------------------------------------------------------------------
 
-    def _import_operator(self, k: int, operator: tflite.Operator, n_tensors: int) -> Operation:
-        index = operator.OpcodeIndex()
+    def _import_operator(self, k: int, operator: OperatorFields, n_tensors: int) -> Operation:
+        index = operator.opcode_index
         if not 0 <= index < len(self.opcodes):
             raise TFLiteImportError(
                 f"{self.where}: operator {k}: opcode index {index} out of range "
@@ -371,8 +384,7 @@ class _Importer:
         opcode = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
         op_name = tflite_schema.BUILTIN_OPERATORS.get(opcode, f"OPCODE_{opcode}")
         what = f"{self.where}: operator {k} ({op_name})"
-        in_idx = [int(t) for t in operator.InputsAsNumpy()] if operator.InputsLength() else []
-        out_idx = [int(t) for t in operator.OutputsAsNumpy()] if operator.OutputsLength() else []
+        in_idx, out_idx = operator.inputs, operator.outputs
         for t in (*in_idx, *out_idx):
             if t != -1 and not 0 <= t < n_tensors:
                 raise TFLiteImportError(
@@ -384,7 +396,7 @@ class _Importer:
         result_types = [self.types[t] for t in out_idx]
         version = code.Version()
         try:
-            options = tflite_schema.decode_options(operator)
+            options = tflite_schema.decode_stored_options(self.data, operator)
         except Exception as e:
             raise TFLiteImportError(f"{what}: cannot read its options ({e})") from None
 
@@ -423,10 +435,7 @@ class _Importer:
     _MAX_SHAPE_VALUE_ELEMENTS = 64
 
     def _dynamic(self, t: int) -> bool:
-        tensor = self.graph.Tensors(t)
-        if tensor.ShapeSignatureIsNone() or tensor.ShapeSignatureLength() == 0:
-            return False
-        return bool((tensor.ShapeSignatureAsNumpy() < 0).any())
+        return self.tensors[t].dynamic
 
     def _shape_value(self, t: int) -> np.ndarray | None:
         """The value of small integer tensor `t` when known at import: constant data, or a
@@ -557,8 +566,8 @@ class _Importer:
             props["version"] = IntegerAttr(version, i32)
         if code.CustomCode():
             props["custom_code"] = StringAttr(code.CustomCode().decode("utf-8", "replace"))
-        if operator.CustomOptionsLength():
-            props["custom_options"] = py_to_attr(operator.CustomOptionsAsNumpy().tobytes())
+        if operator.custom_options:
+            props["custom_options"] = py_to_attr(operator.custom_options)
         return OpaqueOp.create(operands=operands, result_types=result_types, properties=props)
 
     def _make_composite(self, operands, result_types, options, version):

@@ -411,6 +411,20 @@ def decode_options(operator) -> dict[str, Any]:
     return decode_options_table(table_name, tab)
 
 
+def decode_stored_options(data, fields) -> dict[str, Any]:
+    """`decode_options` of the operator whose fields `tflite_tensors.OperatorFields` read
+    from `data`."""
+    if fields.options_type:
+        table_name, pos = _union_member_name(1, fields.options_type), fields.options_pos
+    elif fields.options_2_type:
+        table_name, pos = _union_member_name(2, fields.options_2_type), fields.options_2_pos
+    else:
+        return {}
+    from flatbuffers.table import Table
+
+    return decode_options_table(table_name, Table(data, pos) if pos else None)
+
+
 def decode_options_table(table_name: str, tab: flatbuffers.table.Table) -> dict[str, Any]:
     """Decode the options table `table_name` located by the flatbuffers Table `tab`."""
     layout = options_table(table_name)

@@ -97,6 +97,8 @@ def _literal_choices(hint: Any) -> tuple[Any, ...] | None:
 def _check_literal_options(cls: type[ModulePass], spec: ArgSpec) -> None:
     """A one-line error naming the option for a value outside a `Literal[...]` option's
     words (xDSL's own message names neither the option nor the words)."""
+    if not spec.parameters:
+        return  # nothing to check (and resolving the hints is most of a pass's setup)
     try:
         hints = get_type_hints(cls)
     except Exception:  # noqa: BLE001 - unresolvable hints: leave the check to xDSL

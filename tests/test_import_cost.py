@@ -4,8 +4,10 @@ import time cannot come back unnoticed (one subprocess, about a second)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 # Modules a compile of a .tflite or .mlir model never needs at import time.
 KEPT_OUT = [
@@ -19,7 +21,13 @@ KEPT_OUT = [
     "tensorflow",
     "ai_edge_litert",
     "qaccel.backends.litert.runtime",
+    "qaccel.pipeline.pass_docs",  # --list-passes and the docs
+    "qaccel.pipeline.semantics",  # --verify-semantics
+    "importlib.metadata",  # entry points are read from entry_points.txt (kernels/entry_points.py)
 ]
+
+# Modules the compile's setup (the pass registry, the context, the target) never needs either.
+KEPT_OUT_OF_SETUP = ["importlib.metadata", "email", "qaccel.pipeline.pass_docs"]
 
 _PROBE = """
 import json, sys
@@ -27,7 +35,17 @@ import qaccel.tools.qaccel_compile
 from qaccel.dialects import get_all_dialects
 built = sorted(op.name for load in get_all_dialects().values() for op in load().operations
                if op.__dict__.get("_qaccel_format_program"))
-print(json.dumps({"modules": sorted(sys.modules), "formats_built": built}))
+imported = sorted(sys.modules)
+from qaccel.dialects import qaccel_context
+from qaccel.pipeline.spec import available_passes
+from qaccel.targets.base import get_target
+from qaccel.tools.pass_flags import pass_manager_for
+passes = available_passes()
+qaccel_context()
+get_target("vta")
+args = qaccel.tools.qaccel_compile.parser().parse_args(["m.tflite", "-o", "out"])
+pass_manager_for(args, passes, "qaccel-compile")
+print(json.dumps({"modules": imported, "formats_built": built, "setup": sorted(sys.modules)}))
 """
 
 
@@ -40,6 +58,7 @@ def test_the_compiler_imports_nothing_it_does_not_use():
     assert [m for m in KEPT_OUT if m in loaded] == []
     # Assembly formats are compiled when an op is first parsed or printed, not on import.
     assert found["formats_built"] == []
+    assert [m for m in KEPT_OUT_OF_SETUP if m in set(found["setup"])] == []
 
 
 def test_qaccel_run_parses_its_flags_without_xdsl_opts_driver():
@@ -49,3 +68,30 @@ def test_qaccel_run_parses_its_flags_without_xdsl_opts_driver():
                           check=True)  # fmt: skip
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
     assert [m for m in ("xdsl.xdsl_opt_main", "qaccel.tools.qaccel_opt") if m in loaded] == []
+
+
+# Modules a whole compile never needs: importlib.metadata (entry points and the manifest's
+# versions are read from the distributions' files, kernels/entry_points.py) and numpy.ma
+# (imported by a first np.unique / np.isin call).
+KEPT_OUT_OF_COMPILE = ["importlib.metadata", "email", "numpy.ma"]
+
+_COMPILE_PROBE = """
+import json, os, sys, tempfile
+import qaccel.tools.qaccel_compile as qc
+out = tempfile.mkdtemp()
+try:
+    qc.main([sys.argv[1], "-o", os.path.join(out, "a"), "--quiet"])
+except SystemExit as e:
+    assert not e.code, e.code
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_a_compile_imports_nothing_it_does_not_use():
+    model = Path(__file__).parent / "fixtures" / "models" / "small_cnn.tflite"
+    env = {**os.environ, "QACCEL_COMPILE_JOBS": "1"}
+    done = subprocess.run([sys.executable, "-c", _COMPILE_PROBE, str(model)],
+                          capture_output=True, text=True, check=True, env=env)  # fmt: skip
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "qaccel.backends.vta.codegen" in loaded
+    assert [m for m in KEPT_OUT_OF_COMPILE if m in loaded] == []

@@ -13,15 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 from xdsl.passes import ModulePass
 
-from qaccel.pipeline.manager import (
-    IRPrinter,
-    PassInstrumentation,
-    PassManager,
-    PassTiming,
-    SemanticsVerifier,
-    expand,
-    parse_passes,
-)
+# From the modules themselves, not `pipeline/manager.py`'s namespace: that one also imports
+# the pass docs and the semantics verifier, which only some flags need.
+from qaccel.pipeline.expansion import expand
+from qaccel.pipeline.runner import IRPrinter, PassInstrumentation, PassManager, PassTiming
+from qaccel.pipeline.spec import parse_passes
 
 
 def add_pass_manager_arguments(ap: argparse.ArgumentParser, semantics: bool = True) -> None:
@@ -83,6 +79,8 @@ def pass_manager_for(
             options["elide_larger_than"] = args.elide_elementsattrs_if_larger
         instrumentations.append(IRPrinter(args.print_ir_after_all, after, printer_options=options))
     if getattr(args, "verify_semantics", None) is not None:
+        from qaccel.pipeline.semantics import SemanticsVerifier
+
         instrumentations.append(SemanticsVerifier(args.verify_semantics))
     timing = PassTiming() if args.pass_timing else None
     verify = not getattr(args, "disable_verify", False)

@@ -33,6 +33,13 @@ goes to stderr when it is a terminal; `--quiet` silences progress and the table.
 from __future__ import annotations
 
 import gc
+import os
+
+# The compiler computes in integers: OpenBLAS's worker threads, started when numpy is first
+# imported (below), only spin, some 40 ms of CPU per process on a 2-core machine, and each
+# fork of the process (the helpers on the second core) has to stop and restart them. As
+# qaccel-run does; its children inherit it, and a value the user set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Importing the compiler makes some 60,000 objects the collector tracks, which live as long as
 # the process (xDSL's and qaccel's op and attribute definitions, numpy): collections during
@@ -62,7 +69,8 @@ from qaccel.backends.vta.report import format_report
 from qaccel.targets.vta.config import ConfigError
 from qaccel.backends.vta.report_plot import PlotError, plot_report, require_matplotlib
 from qaccel.frontend.tflite_import import TFLiteImportError, import_tflite
-from qaccel.pipeline.manager import PipelineError, available_passes, qaccel_context
+from qaccel.dialects import qaccel_context
+from qaccel.pipeline.spec import PipelineError, available_passes
 from qaccel.kernels import background
 from qaccel.kernels.memory import MemoryBudgetError
 from qaccel.interpreter.interpreter import ExecutionError, check_memory

@@ -157,12 +157,14 @@ def access_counts(program, config: HardwareConfig | None = None, timing=None) ->
         return {MemType.UOP: uop_row, MemType.WGT: wgt_row, MemType.INP: inp_row}.get(m, acc_row)
 
     dram_read = dram_write = sram_fill = 0
-    for m in np.unique(mem[load]).tolist():
+    # The memory types in order: sorted(set(...)), as np.unique gives them (whose first call
+    # imports numpy.ma, ~10 ms of a compile for two small lists).
+    for m in sorted(set(mem[load].tolist())):
         sel = load & (mem == m)
         dram_read += int(rows[sel].sum()) * dram_row(m)
         sram_fill += int(padded[sel].sum()) * sram_row(m)
     stored_rows = 0
-    for m in np.unique(mem[store]).tolist():
+    for m in sorted(set(mem[store].tolist())):
         sel = store & (mem == m)
         dram_write += int(rows[sel].sum()) * dram_row(m)
         stored_rows += int(rows[sel].sum())
