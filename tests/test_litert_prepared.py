@@ -49,9 +49,30 @@ def test_prepared_models_are_the_plain_splice(name):
     source, compiled, compiler = _compiled(name)
     prepared = prepare_litert_files(source, compiled.module, set(compiled.functions))
     assert prepared.head is not None  # every partition proven: the flatbuffer made ahead
+    assert prepared.custom is not None and prepared.head.where is not None
     files, lines = finish_litert_files(prepared, compiled, compiler)
     assert files == _plain(source, compiled, compiler)
     assert (files, lines) == litert_files(source, compiled, compiler)
+    prepared = prepare_litert_files(source, compiled.module, set(compiled.functions))
+    pieces, _ = finish_litert_files(prepared, compiled, compiler, joined=False)
+    assert isinstance(pieces[DISPATCH_FILE], list) and isinstance(pieces[AOT_FILE], list)
+    assert _joined(pieces) == files
+
+
+def test_placeholders_not_found_once_splice_plainly(monkeypatch):
+    """A placeholder whose bytes do not occur exactly once in the prepared flatbuffer: the
+    dispatch model's options are written by writing its flatbuffer again, the custom-op
+    model is spliced again."""
+    source, compiled, compiler = _compiled("small_cnn")
+    monkeypatch.setattr(partitions, "_found_once", lambda data, marks: None)
+    prepared = prepare_litert_files(source, compiled.module, set(compiled.functions))
+    assert prepared.custom is None and prepared.head is not None and prepared.head.where is None
+    files, _ = finish_litert_files(prepared, compiled, compiler, joined=False)
+    assert _joined(files) == _plain(source, compiled, compiler)
+
+
+def _joined(files: dict) -> dict[str, bytes]:
+    return {rel: b"".join(m) if isinstance(m, list) else m for rel, m in files.items()}
 
 
 def test_a_program_that_cannot_be_taken_drops_the_prepared_flatbuffer(monkeypatch):

@@ -320,12 +320,14 @@ def _write_spliced_models(module, source: bytes, staging, receive):
     if set(functions) != names:  # (never seen) decided again for the compile's functions
         prepared = prepare_litert_files(source, module, set(functions))
     compiled = CompiledModel(module, config, functions, [], {})
-    models, lines = finish_litert_files(prepared, compiled, _partition_compiler(compiled))
+    models, lines = finish_litert_files(prepared, compiled, _partition_compiler(compiled),
+                                        joined=False)  # fmt: skip
     return _written(models, staging), "\n".join(lines)
 
 
-def _written(models: dict[str, bytes], staging):
-    """Each file of `models` written into the artifact's folder; their digests."""
+def _written(models: dict[str, bytes | list], staging):
+    """Each file of `models` (its bytes, or pieces of them) written into the artifact's
+    folder; their digests."""
     import json
 
     from qaccel.backends.litert.partitions import PARTITIONS_FILE

@@ -64,6 +64,7 @@ import hashlib
 import heapq
 import json
 import re
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -957,11 +958,13 @@ def splice(model_bytes: bytes, parts: Sequence[CompiledPartition], flavour: str)
 @dataclass
 class _DispatchHead:
     """The dispatch model's flatbuffer before its programs are known: its DISPATCH_OP options
-    hold placeholders for where each program goes (`_dispatch_model` sets them)."""
+    hold placeholders for where each program goes (`_dispatch_pieces` sets them)."""
 
     spec: object
     head: bytes
     ops: list  # (the DISPATCH_OP's OperatorSpec, the partition's name), in program order
+    where: list[int] | None
+    """Where each op's placeholder options are in `head` (None: not each found once)."""
 
 
 def _dispatch_head(model_bytes: bytes, parts: Sequence[CompiledPartition]) -> _DispatchHead:
@@ -974,12 +977,41 @@ def _dispatch_head(model_bytes: bytes, parts: Sequence[CompiledPartition]) -> _D
     spec.metadata[aot.BUILD_STAMP_KEY] = aot.build_stamp()
     from qaccel.frontend.tflite_writer import write_model
 
-    return _DispatchHead(spec, write_model(spec), [(op, name) for op, name, _ in dispatch_ops])
+    head = write_model(spec)
+    ops = [(op, name) for op, name, _ in dispatch_ops]
+    return _DispatchHead(spec, head, ops, _found_once(head, [op.custom_options for op, _ in ops]))
+
+
+def _found_once(data: bytes, marks: Sequence[bytes]) -> list[int] | None:
+    """Where each of `marks` is in `data`, when each occurs there exactly once."""
+    where = [data.find(mark) for mark in marks]
+    if any(at < 0 or data.find(mark, at + 1) >= 0 for mark, at in zip(marks, where)):
+        return None
+    return where
+
+
+def _patched(data: bytes, patches: Sequence[tuple[int, bytes]]) -> list | None:
+    """`data` with each (place, bytes) of `patches` set, as pieces (views of `data` between
+    them); None when they overlap."""
+    view, out, pos = memoryview(data), [], 0
+    for at, value in sorted(patches, key=lambda p: p[0]):
+        if at < pos:
+            return None
+        out += [view[pos:at], value]
+        pos = at + len(value)
+    out.append(view[pos:])
+    return out
 
 
 def _dispatch_model(head: _DispatchHead, programs: Sequence[bytes]) -> bytes:
     """The dispatch model: `head` with each program after the flatbuffer (LiteRT's
     `bytecode_offset`), its place and size set in its DISPATCH_OP's options."""
+    return b"".join(_dispatch_pieces(head, programs))
+
+
+def _dispatch_pieces(head: _DispatchHead, programs: Sequence[bytes]) -> list:
+    """`_dispatch_model`'s bytes as pieces (the flatbuffer's between the options, the
+    programs), never joined: written and hashed as they are."""
     from qaccel.backends.litert import aot
     from qaccel.frontend.tflite_writer import write_model
 
@@ -988,35 +1020,113 @@ def _dispatch_model(head: _DispatchHead, programs: Sequence[bytes]) -> bytes:
         end += -end % aot.BYTECODE_ALIGNMENT
         places.append(end)
         end += len(program)
-    data = bytearray(head.head)
-    patched = True
+    patches = []
     for (op, name), program, at in zip(head.ops, programs, places):
         placeholder = op.custom_options
         op.custom_options = aot.dispatch_options(name, at, len(program))
-        # The options are a byte vector of the flatbuffer, at the same size: set in place
-        # (as LiteRT updates them), unless the placeholder's bytes are not found exactly once.
-        where = data.find(placeholder)
-        if (not patched or where < 0 or data.find(placeholder, where + 1) >= 0
-                or len(op.custom_options) != len(placeholder)):  # fmt: skip
-            patched = False
-            continue
-        data[where:where + len(placeholder)] = op.custom_options
-    if not patched:
-        data = bytearray(write_model(head.spec))
-    if len(data) != len(head.head):
-        raise AssertionError("splice: the flatbuffer changed size between passes")
+        if len(op.custom_options) == len(placeholder) and head.where is not None:
+            patches.append((head.where[len(patches)], op.custom_options))
+    # The options are a byte vector of the flatbuffer, at the same size: set in place (as
+    # LiteRT updates them), unless the placeholders' bytes were not found exactly once.
+    pieces = _patched(head.head, patches) if len(patches) == len(head.ops) else None
+    if pieces is None:
+        flat = write_model(head.spec)
+        if len(flat) != len(head.head):
+            raise AssertionError("splice: the flatbuffer changed size between passes")
+        pieces = [flat]
+    end = len(head.head)
     for program, at in zip(programs, places):
-        data += bytes(at - len(data)) + program
-    return bytes(data)
+        pieces += [bytes(at - end), program]
+        end = at + len(program)
+    return pieces
 
 
-def _spliced(model_bytes: bytes, parts: Sequence[CompiledPartition], flavour: str):
+@dataclass
+class _CustomHead:
+    """The custom-op model's flatbuffer before its programs are known: each program's size
+    (its tensor's shape, its buffer's size, its op's options) and place are placeholders
+    (`_custom_marks`), found once each at `where`; `order`: the partitions (indices) in the
+    order of their programs."""
+
+    head: bytes
+    order: list[int]
+    where: list[int]
+
+
+def _custom_mark_values(k: int) -> tuple[int, int, int, int]:
+    """The k-th program's placeholders: its buffer's offset (the writer's own first-pass
+    placeholder) and size, its tensor's one dimension, its op's options' program size."""
+    from qaccel.frontend.tflite_writer import _OFFSET_PLACEHOLDER
+
+    return (_OFFSET_PLACEHOLDER + k, 0x5C3E_7A61_0000_0000 + k, 0x3E5A_9C00 + 2 * k,
+            0x3E5A_9C01 + 2 * k)  # fmt: skip
+
+
+def _custom_marks(k: int) -> list[bytes]:
+    """`_custom_mark_values(k)` as they are stored (u64, u64, i32, u32, little-endian)."""
+    offset, size, dim, option = _custom_mark_values(k)
+    return [struct.pack("<Q", offset), struct.pack("<Q", size), struct.pack("<i", dim),
+            struct.pack("<I", option)]  # fmt: skip
+
+
+def _custom_head(model_bytes: bytes, parts: Sequence[CompiledPartition]) -> _CustomHead | None:
+    """`splice(..., "custom-op")`'s flatbuffer with the programs' sizes and places left as
+    placeholders: every field they set is a fixed-width scalar, so the flatbuffer's layout
+    does not depend on them (None: the model has external data of its own, or a
+    placeholder's bytes do not occur exactly once)."""
+    from qaccel.frontend.tflite_writer import _write_flatbuffer
+
+    if any(t.external for sg in _parsed(model_bytes).subgraphs for t in sg.tensors):
+        return None
+    spec, order = _spliced(model_bytes, parts, "custom-op", marked=True)
+    head = _write_flatbuffer(spec, [_custom_mark_values(k)[:2] for k in range(len(order))])
+    where = _found_once(head, [b for k in range(len(order)) for b in _custom_marks(k)])
+    return None if where is None else _CustomHead(head, order, where)
+
+
+def _custom_model(head: _CustomHead, programs: Sequence[bytes]) -> bytes | None:
+    """The custom-op model: `head` with its placeholders set for `programs` (in the
+    partitions' order) and the programs after it, as `write_model` places external data
+    (None: a program too large for the tensor's int32 dimension)."""
+    pieces = _custom_pieces(head, programs)
+    return None if pieces is None else b"".join(pieces)
+
+
+def _custom_pieces(head: _CustomHead, programs: Sequence[bytes]) -> list | None:
+    """`_custom_model`'s bytes as pieces, never joined."""
+    from qaccel.frontend.tflite_writer import EXTERNAL_ALIGNMENT
+
+    blobs, used_sizes = [], set()
+    for i in head.order:
+        blob = programs[i]
+        while len(blob) in used_sizes:  # as `_spliced`
+            blob += bytes(8)
+        used_sizes.add(len(blob))
+        blobs.append(blob)
+    if any(len(blob) >= 2**31 for blob in blobs):  # no int32 dimension: as `_spliced` says
+        return None
+    values, tail, end = [], [], len(head.head)
+    for blob in blobs:
+        pad = -end % EXTERNAL_ALIGNMENT
+        tail += [bytes(pad), blob]
+        values += [struct.pack("<Q", end + pad), struct.pack("<Q", len(blob)),
+                   struct.pack("<i", len(blob)), struct.pack("<I", len(blob))]  # fmt: skip
+        end += pad + len(blob)
+    pieces = _patched(head.head, list(zip(head.where, values)))
+    return None if pieces is None else pieces + tail
+
+
+def _spliced(model_bytes: bytes, parts: Sequence[CompiledPartition], flavour: str,
+             marked: bool = False):  # fmt: skip
     """The custom-op model (`flavour` "custom-op"); for "dispatch", its spec and its
-    DISPATCH_OPs (with placeholder options), (op, partition name, program) each."""
+    DISPATCH_OPs (with placeholder options), (op, partition name, program) each. `marked`
+    (custom-op): its spec with `_custom_marks` for the programs' sizes, and the partitions
+    (indices into `parts`) in the order of their programs."""
     from qaccel.backends.litert import aot
     from qaccel.frontend.tflite_writer import OperatorSpec, TensorSpec, write_model
 
     spec = _copy(_parsed(model_bytes))
+    order: list[int] = []
     by_subgraph: dict[int, list[CompiledPartition]] = {}
     for p in parts:
         by_subgraph.setdefault(p.partition.subgraph, []).append(p)
@@ -1040,13 +1150,20 @@ def _spliced(model_bytes: bytes, parts: Sequence[CompiledPartition], flavour: st
                 while len(blob) in used_sizes:  # the kernel tells nodes apart by program size
                     blob += bytes(8)
                 used_sizes.add(len(blob))
-                sg.tensors.append(TensorSpec(aot.PROGRAM_PREFIX + p.partition.name, (len(blob),),
+                size = option = len(blob)
+                if marked:
+                    _, _, size, option = _custom_mark_values(len(order))
+                    blob = b""
+                order.append(next(j for j, q in enumerate(parts) if q is p))
+                sg.tensors.append(TensorSpec(aot.PROGRAM_PREFIX + p.partition.name, (size,),
                                              np.uint8, data=blob, external=True))  # fmt: skip
                 op = OperatorSpec("CUSTOM", [*p.inputs, len(sg.tensors) - 1], list(p.outputs),
                                   {}, aot.CUSTOM_VERSION, CUSTOM_CODE,
-                                  aot.custom_options(len(blob), shapes))  # fmt: skip
+                                  aot.custom_options(option, shapes))  # fmt: skip
             new_ops.append(op)
         sg.operators = new_ops
+    if marked:
+        return spec, order
     if flavour != "dispatch":
         return write_model(spec)
     return spec, dispatch_ops
@@ -1072,6 +1189,8 @@ class PreparedLiteRT:
     """Another subgraph to partition (compiled as a model of its own)."""
     head: _DispatchHead | None
     """The dispatch model's flatbuffer for the partitions as proven (None: not made)."""
+    custom: _CustomHead | None = None
+    """The custom-op model's flatbuffer for them (None: not made)."""
 
 
 def prepare_litert_files(model_bytes: bytes, module, functions: set[str]) -> PreparedLiteRT:
@@ -1085,14 +1204,15 @@ def prepare_litert_files(model_bytes: bytes, module, functions: set[str]) -> Pre
     skip = decomposition_subgraphs(spec)
     others = any(s not in skip and spec.subgraphs[s].operators
                  for s in range(1, len(spec.subgraphs)))  # fmt: skip
-    head = None
+    head = custom = None
     if not others and all(proof is not None for _, proof in proven.partitions):
         guessed = [_placeholder(proof) for _, proof in proven.partitions]  # type: ignore[arg-type]
         try:
             head = _dispatch_head(model_bytes, guessed)
+            custom = _custom_head(model_bytes, guessed)
         except PartitionError:  # `finish_litert_files` splices again, and says why
-            head = None
-    return PreparedLiteRT(model_bytes, proven, others, head)
+            head = custom = None
+    return PreparedLiteRT(model_bytes, proven, others, head, custom)
 
 
 def _placeholder(proof: _Proof) -> CompiledPartition:
@@ -1100,9 +1220,11 @@ def _placeholder(proof: _Proof) -> CompiledPartition:
     return CompiledPartition(proof.part, b"", proof.order_in, proof.order_out, reused=True)
 
 
-def finish_litert_files(prepared: PreparedLiteRT, compiled, compiler: Compiler
-                        ) -> tuple[dict[str, bytes], list[str]]:  # fmt: skip
-    """`litert_files` from its prepared part (see `prepare_litert_files`) and the compile."""
+def finish_litert_files(prepared: PreparedLiteRT, compiled, compiler: Compiler,
+                        joined: bool = True) -> tuple[dict[str, bytes | list], list[str]]:  # fmt: skip
+    """`litert_files` from its prepared part (see `prepare_litert_files`) and the compile.
+    `joined=False`: a model made from a prepared flatbuffer is given as a list of pieces
+    (bytes-like, their concatenation the file) instead of one copy of them all."""
     from qaccel.backends.litert.names import AOT_FILE, DISPATCH_FILE
 
     model_bytes = prepared.model_bytes
@@ -1110,15 +1232,21 @@ def finish_litert_files(prepared: PreparedLiteRT, compiled, compiler: Compiler
     others, other_lines = ([], []) if not prepared.others else other_subgraph_partitions(
         model_bytes, compiler)  # fmt: skip
     done, lines = done + others, lines + other_lines
-    head = prepared.head
+    head, custom = prepared.head, prepared.custom
     if head is not None and [_placeholder_key(p) for p in done] != [
             _placeholder_key(_placeholder(proof)) for _, proof in prepared.proven.partitions  # type: ignore[arg-type]
     ]:  # fmt: skip
-        head = None  # a proven partition's program could not be written: spliced again
+        head = custom = None  # a proven partition's program could not be written: spliced again
     try:
-        dispatch = (_dispatch_model(head, [p.program for p in done]) if head is not None
-                    else splice(model_bytes, done, "dispatch"))  # fmt: skip
-        models = {DISPATCH_FILE: dispatch, AOT_FILE: splice(model_bytes, done, "custom-op")}
+        programs = [p.program for p in done]
+        dispatch: bytes | list = (_dispatch_pieces(head, programs) if head is not None
+                                  else splice(model_bytes, done, "dispatch"))  # fmt: skip
+        aot_model = _custom_pieces(custom, programs) if custom is not None else None
+        if aot_model is None:
+            aot_model = splice(model_bytes, done, "custom-op")
+        models: dict[str, bytes | list] = {DISPATCH_FILE: dispatch, AOT_FILE: aot_model}
+        if joined:
+            models = {rel: b"".join(m) if isinstance(m, list) else m for rel, m in models.items()}
     except PartitionError as e:
         lines.append(f"every accelerator function stays on the CPU in the LiteRT models: {e}")
         done = []

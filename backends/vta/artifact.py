@@ -278,9 +278,11 @@ class Staging:
         self._dirs = {self.folder}
         self._large: dict[int, list[tuple[bytes, str]]] = {}  # size -> (bytes, rel)
 
-    def write(self, rel: str, data: bytes, sha256: str | None = None) -> Written:
+    def write(self, rel: str, data: bytes | list, sha256: str | None = None) -> Written:
         """Write (or link) the file `rel` with `data`; its digest, also in `digests`.
-        `sha256`: the digest of `data` when the caller has it already."""
+        `sha256`: the digest of `data` when the caller has it already. `data` may be a list
+        of bytes-like pieces, the file their concatenation: written and hashed piece by
+        piece, never joined (and never linked)."""
         path = self.folder / rel
         if rel in self.digests:  # replaced: never through a link another file shares
             path.unlink(missing_ok=True)
@@ -289,7 +291,15 @@ class Staging:
         elif path.parent not in self._dirs:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._dirs.add(path.parent)
-        if len(data) < _LINK_ABOVE:
+        if isinstance(data, list):
+            hashed = None if sha256 else hashlib.sha256()
+            with open(path, "wb") as out:
+                for piece in data:
+                    out.write(piece)
+                    if hashed is not None:
+                        hashed.update(piece)
+            digest = sha256 or hashed.hexdigest()  # type: ignore[union-attr]
+        elif len(data) < _LINK_ABOVE:
             path.write_bytes(data)
             digest = sha256 or hashlib.sha256(data).hexdigest()
         else:
