@@ -54,6 +54,13 @@ external constant tensor), in a topological order that keeps the original order 
 every other operator, tensor, buffer, signature and metadata entry is the original's (the
 program tensors of the custom-op flavour are appended after the original tensors).
 `partition_files` gives `partitions.json` and `programs/<name>.qprog`.
+
+`litert_files` is two steps, so that `qaccel-compile` can begin it once the module is final,
+while the layers are emitted: `prepare_litert_files` reads the module only (the model read,
+the partitions decided and proven, and both models' flatbuffers made for them: neither
+depends on the programs' bytes, only on fixed-width fields set once they are known), and
+`finish_litert_files` takes the programs from the compile and sets those fields. A partition
+set that changes on the way (a program that cannot be taken) is spliced again.
 """
 
 from __future__ import annotations
