@@ -68,16 +68,43 @@ _READS = (3, ARTIFACT_FORMAT)  # format 4 only adds files `load_artifact` does n
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """An .npz that `np.load` reads, with fixed member dates (np.savez stamps the time)."""
+    """An .npz that `np.load` reads, with fixed member dates (np.savez stamps the time).
+    Each member's .npy is written straight into its deflate stream, never held whole (the
+    bytes of `_npz_bytes_whole`: deflate's output does not depend on how its input comes in
+    pieces, and `writestr` is this same member stream given the .npy in one piece)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for key in sorted(arrays):
-            member = io.BytesIO()
-            np.lib.format.write_array(member, np.asarray(arrays[key]),
-                                      allow_pickle=False)  # fmt: skip
+            array = np.asarray(arrays[key])
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
             info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, member.getvalue())
+            if array.nbytes >= _STREAM_BELOW:  # near ZIP64's sizes: exactly as writestr
+                _write_whole(z, info, array)
+                continue
+            info.file_size = array.nbytes  # (read only for the ZIP64 decision, as writestr's)
+            with z.open(info, "w") as member:
+                np.lib.format.write_array(member, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+_STREAM_BELOW = 1 << 30
+"""Members of fewer bytes are streamed (ZIP64 is decided for members of about 2 GB)."""
+
+
+def _write_whole(z: zipfile.ZipFile, info: zipfile.ZipInfo, array: np.ndarray) -> None:
+    member = io.BytesIO()
+    np.lib.format.write_array(member, array, allow_pickle=False)
+    z.writestr(info, member.getvalue())
+
+
+def _npz_bytes_whole(arrays: dict[str, np.ndarray]) -> bytes:
+    """`_npz_bytes` with each member's .npy made whole first (the reference)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for key in sorted(arrays):
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            _write_whole(z, info, np.asarray(arrays[key]))
     return buf.getvalue()
 
 
@@ -176,13 +203,14 @@ def write_artifact(
     for `outdir` the caller made (and removes should this raise), into which helper processes
     wrote files already: a file given as `Written` (host.mlir, a file of `extra`) is one of
     those, with its SHA-256, and must be a file the artifact does not make itself."""
+    # The DRAM images are compressed on a thread (zlib lets go of the GIL while it works)
+    # while the other files are made here; first of all, as it takes longest (they are
+    # written only once the checks below passed).
+    images = _on_thread(lambda: {f"{name}/dram.npz": _npz_bytes({"dram": fn.image})
+                                 for name, fn in compiled.functions.items()})  # fmt: skip
     check_runnable(compiled.module)
     root = Path(outdir)
     check_artifact_destination(root)
-    # The DRAM images are compressed on a thread (zlib lets go of the GIL while it works)
-    # while the other files are made here.
-    images = _on_thread(lambda: {f"{name}/dram.npz": _npz_bytes({"dram": fn.image})
-                                 for name, fn in compiled.functions.items()})  # fmt: skip
     files: dict[str, bytes] = {}
     functions = {}
     for name, fn in compiled.functions.items():
