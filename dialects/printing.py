@@ -14,14 +14,21 @@ and a dense array of more than N as `array<i32: __elided__>`; that text does not
 
 from __future__ import annotations
 
+import base64
 import io
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import DenseArrayBase, DenseIntOrFPElementsAttr, IndexType, IntegerType
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    IndexType,
+    IntegerType,
+    TensorType,
+)
 from xdsl.ir import Attribute, Operation
 from xdsl.printer import Printer
 
@@ -31,11 +38,23 @@ _HEX_ABOVE = 100
 
 ELIDED = "dense_resource<__elided__>"
 
+_BLOB = "\x00"
+"""Where `op_bytes`' printer leaves out a large constant's hex digits (put in as bytes)."""
+
 
 @dataclass(eq=False, repr=False)
 class FastPrinter(Printer):
     elide_larger_than: int | None = None
     """Print dense elements and arrays of more elements than this elided (not parseable)."""
+    blobs: list[bytes] | None = None
+    """When a list, a large integer constant's bytes are appended to it and `_BLOB` printed
+    in place of their hex digits (`op_bytes` puts the digits in, as bytes)."""
+    _type_texts: dict[int, tuple[Attribute, str]] = field(default_factory=dict, init=False)
+    """Each tensor type's text by the type's identity (with the type, kept alive): a model
+    names the same type objects over and over, and xDSL prints a type piece by piece."""
+    _type_values: dict[TensorType, tuple[Attribute, str]] = field(default_factory=dict,
+                                                                  init=False)  # fmt: skip
+    """The same by the type's value (equal types print the same text)."""
 
     def print_string(self, text: str, *, indent: int | None = None) -> None:
         # Most strings hold no newline: written straight to the stream (what `print(text,
@@ -54,16 +73,53 @@ class FastPrinter(Printer):
             if self.elide_larger_than is not None and len(values) > self.elide_larger_than:
                 self.print_string("__elided__")  # e.g. the lanes of `accel.bias_add_zp ... by`
                 return
-            self.print_string(delimiter.join([f"{v:d}" for v in values]))
+            # int.__repr__ is f"{v:d}" for every int (a bool too: "1"), and raises as it
+            # does for anything else.
+            self.print_string(delimiter.join(map(int.__repr__, values)))
             return
         super().print_list(elems, print_fn, delimiter)
 
     def print_attribute(self, attribute: Attribute) -> None:
         if self.elide_larger_than is not None and self._print_elided(attribute):
             return
+        if type(attribute) is TensorType:
+            self._print_tensor_type(attribute)
+            return
         if isinstance(attribute, DenseIntOrFPElementsAttr) and self._print_dense_hex(attribute):
             return
         super().print_attribute(attribute)
+
+    def _print_tensor_type(self, attribute: TensorType) -> None:
+        """The type's text as xDSL prints it, made once per type (by identity, else by
+        value: equal types print the same text)."""
+        known = self._type_texts.get(id(attribute))
+        if known is None:
+            known = self._type_values.get(attribute)
+            if known is None:
+                text = self._captured(attribute)
+                if text is None:  # not text to repeat (never seen): printed as xDSL does
+                    super().print_attribute(attribute)
+                    return
+                known = self._type_values[attribute] = (attribute, text)
+            self._type_texts[id(attribute)] = (attribute, known[1])
+        self.print_string(known[1])
+
+    def _captured(self, attribute: Attribute) -> str | None:
+        """`attribute`'s text, printed aside (None, nothing printed, when it holds a
+        newline or a large constant left out)."""
+        stream, column = self.stream, self._current_column
+        blobs = None if self.blobs is None else len(self.blobs)
+        self.stream = io.StringIO()
+        try:
+            super().print_attribute(attribute)
+            text = self.stream.getvalue()
+        finally:
+            self.stream, self._current_column = stream, column
+        if "\n" in text or _BLOB in text:
+            if blobs is not None:
+                del self.blobs[blobs:]  # type: ignore[index]
+            return None
+        return text
 
     def _print_elided(self, attribute: Attribute) -> bool:
         assert self.elide_larger_than is not None
@@ -97,7 +153,14 @@ class FastPrinter(Printer):
         # Integers are equal exactly when their bytes are: a splat repeats its first element.
         if n <= _HEX_ABOVE or data == data[:size] * n:
             return False
-        self.print_string(f'dense<"0x{data.hex().upper()}"> : ')
+        if self.blobs is not None:
+            self.print_string('dense<"0x')
+            self.stream.write(_BLOB)  # type: ignore[union-attr]
+            self._current_column += 2 * len(data)
+            self.blobs.append(data)
+            self.print_string('"> : ')
+        else:
+            self.print_string(f'dense<"0x{data.hex().upper()}"> : ')
         self.print_attribute(attr.get_type())
         return True
 
@@ -110,6 +173,24 @@ def op_text(op: Operation, elide_larger_than: int | None = None, **options: Any)
         FastPrinter(stream=stream, elide_larger_than=elide_larger_than, **options).print_op(op)
     stream.write("\n")
     return stream.getvalue()
+
+
+def op_bytes(op: Operation) -> bytes:
+    """`op_text(op).encode()`, made faster: the large constants' hex digits (most of a
+    model's text) are made as bytes and joined once, never held as text."""
+    stream = io.StringIO()
+    blobs: list[bytes] = []
+    with _array_checks_remembered():
+        FastPrinter(stream=stream, blobs=blobs).print_op(op)
+    stream.write("\n")
+    parts = stream.getvalue().split(_BLOB)
+    if len(parts) != len(blobs) + 1:  # a NUL printed elsewhere (never seen): text
+        return op_text(op).encode()
+    out = [parts[0].encode()]
+    for data, part in zip(blobs, parts[1:]):
+        out.append(base64.b16encode(data))  # upper-case hex digits, as xDSL prints them
+        out.append(part.encode())
+    return b"".join(out)
 
 
 @contextmanager
@@ -140,4 +221,4 @@ def _array_checks_remembered() -> Iterator[None]:
         formats.isa = isa
 
 
-__all__ = ["ELIDED", "FastPrinter", "op_text"]
+__all__ = ["ELIDED", "FastPrinter", "op_bytes", "op_text"]

@@ -15,6 +15,14 @@ anything goes wrong on the way (the child raised, died, or its answer did not un
 `result()` computes the value in the caller, so errors are the caller's own, with their usual
 one-line messages. The child never runs the caller's exit handlers or flushes its buffers.
 
+A child may also need a value the caller has only later (`start_fed`): it does what it can
+before, then waits for the value, which the caller hands over with `feed(value)` (pickled,
+through a second pipe, from a thread: the caller does not wait for the child to read it):
+
+    pending = start_fed(work, module)         # work(module, receive): ...; later = receive()
+    ...
+    pending.feed(later)                       # before result()
+
 Only where it is safe and useful: `enabled()` needs `os.fork`, more than one usable core, no
 other thread in the process (a fork copies only the calling thread, and another thread may
 hold a lock the child then needs) and the process's opt-in (`allow()`, which `qaccel-compile`
@@ -56,13 +64,19 @@ def enabled() -> bool:
     return cores > 1 and threading.active_count() == 1
 
 
+_NOT_FED = object()
+
+
 class Pending(Generic[T]):
     """A value being computed by a forked child (or, without one, on demand here)."""
 
-    def __init__(self, fn: Callable[..., T], args: tuple) -> None:
-        self._fn, self._args = fn, args
+    def __init__(self, fn: Callable[..., T], args: tuple, fed: bool = False) -> None:
+        self._fn, self._args, self._fed = fn, args, fed
         self._pid: int | None = None
         self._fd: int | None = None
+        self._feed_fd: int | None = None
+        self._value: Any = _NOT_FED
+        self._sender: threading.Thread | None = None
         if not enabled():
             return
         for stream in (sys.stdout, sys.stderr):  # nothing buffered twice
@@ -70,26 +84,63 @@ class Pending(Generic[T]):
                 stream.flush()
             except (AttributeError, OSError, ValueError):
                 pass
-        read_fd, write_fd = os.pipe()
+        fds = os.pipe() + (os.pipe() if fed else ())
         try:
             pid = os.fork()
         except OSError:
-            os.close(read_fd)
-            os.close(write_fd)
+            for fd in fds:
+                os.close(fd)
             return
         if pid == 0:  # the child
-            os.close(read_fd)
-            _child(write_fd, fn, args)
-        os.close(write_fd)
-        self._pid, self._fd = pid, read_fd
+            os.close(fds[0])
+            if fed:
+                os.close(fds[3])
+                args = (*args, _Receiver(fds[2]))
+            _child(fds[1], fn, args)
+        os.close(fds[1])
+        if fed:
+            os.close(fds[2])
+            self._feed_fd = fds[3]
+        self._pid, self._fd = pid, fds[0]
+
+    def feed(self, value: Any) -> None:
+        """Hand `value` to the child's `receive()` (`start_fed`; once, before `result()`):
+        pickled and written on a thread, so this does not wait for the child."""
+        self._value = value
+        fd, self._feed_fd = self._feed_fd, None
+        if fd is None:
+            return
+
+        def send() -> None:
+            try:
+                data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(fd, "wb") as pipe:  # its length first: a child forked
+                    pipe.write(len(data).to_bytes(8, "little"))  # later holds this pipe
+                    pipe.write(data)  # too, so its end is no end of the data
+            except BaseException:  # noqa: BLE001  the child is gone: result() computes it here
+                pass
+
+        self._sender = threading.Thread(target=send, name="qaccel-feed", daemon=True)
+        self._sender.start()
+
+    def _compute(self) -> T:
+        if not self._fed:
+            return self._fn(*self._args)
+        if self._value is _NOT_FED:
+            raise RuntimeError("background: result() of a fed helper before feed()")
+        value = self._value
+        return self._fn(*self._args, lambda: value)
 
     def result(self) -> T:
         """The child's value, or `fn(*args)` computed here when there was no child or it
         did not answer."""
         if self._pid is None:
-            return self._fn(*self._args)
+            return self._compute()
         pid, fd = self._pid, self._fd
         self._pid = self._fd = None
+        if self._feed_fd is not None:  # never fed: the child cannot answer
+            os.close(self._feed_fd)
+            self._feed_fd = None
         chunks = []
         try:
             with os.fdopen(fd, "rb") as pipe:  # type: ignore[arg-type]
@@ -99,12 +150,13 @@ class Pending(Generic[T]):
             _end(pid)
             raise
         os.waitpid(pid, 0)
+        self._join_sender()
         try:
             kind, value = pickle.loads(b"".join(chunks))
         except Exception:  # noqa: BLE001  a child that died before answering
             kind, value = "failed", None
         if kind != "ok":
-            return self._fn(*self._args)
+            return self._compute()
         return value
 
     def cancel(self) -> None:
@@ -114,7 +166,34 @@ class Pending(Generic[T]):
         pid, fd = self._pid, self._fd
         self._pid = self._fd = None
         os.close(fd)  # type: ignore[arg-type]
+        if self._feed_fd is not None:
+            os.close(self._feed_fd)
+            self._feed_fd = None
         _end(pid)
+        self._join_sender()
+
+    def _join_sender(self) -> None:
+        if self._sender is not None:
+            self._sender.join()  # the child read it, or ended (the write then fails)
+            self._sender = None
+
+
+class _Receiver:
+    """The child's `receive()`: the value the caller feeds (read once)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def __call__(self) -> Any:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            raise RuntimeError("background: the fed value was read already")
+        with os.fdopen(fd, "rb") as pipe:
+            size = int.from_bytes(pipe.read(8), "little")
+            data = pipe.read(size)
+        if len(data) != size:
+            raise EOFError("background: the fed value was cut short")
+        return pickle.loads(data)
 
 
 def _end(pid: int) -> None:
@@ -147,4 +226,11 @@ def start(fn: Callable[..., T], *args: Any) -> Pending[T]:
     return Pending(fn, args)
 
 
-__all__ = ["ENV_VAR", "Pending", "allow", "enabled", "start"]
+def start_fed(fn: Callable[..., T], *args: Any) -> Pending[T]:
+    """`fn(*args, receive)` in a forked child when `enabled()`, where `receive()` gives the
+    value the caller hands over later with `.feed(value)`; `.result()` gives its value
+    (computed here, after `feed`, when there is no child or it did not answer)."""
+    return Pending(fn, args, fed=True)
+
+
+__all__ = ["ENV_VAR", "Pending", "allow", "enabled", "start", "start_fed"]

@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 from qaccel.backends.vta.artifact import Staging, Written, write_artifact
 from qaccel.kernels import background
@@ -109,3 +110,22 @@ def test_forked_helpers_write_the_same_artifact(small_cnn, tmp_path, monkeypatch
     for rel in one["files"]:
         assert (tmp_path / "one" / rel).read_bytes() == (tmp_path / "two" / rel).read_bytes()
     assert _siblings(tmp_path / "one") == _siblings(tmp_path / "two") == []
+
+
+def test_npz_streamed_is_the_npz_made_whole():
+    """The DRAM images' (and the run plan's) .npz, each member's .npy streamed into its
+    deflate stream, has the bytes of the same .npz with each .npy made whole first."""
+    from qaccel.backends.vta.artifact import _npz_bytes, _npz_bytes_whole
+
+    rng = np.random.default_rng(3)
+    image = np.zeros(3 << 20, np.uint8)
+    image[1 << 20 :] = rng.integers(-8, 8, 2 << 20).astype(np.int8).view(np.uint8)
+    cases = [
+        {"dram": image},
+        {"b": rng.integers(-5, 5, (300, 200)).astype(np.int8), "a": rng.standard_normal(999),
+         "c": np.array([True, False]), "s": np.float32(3.5), "e": np.zeros((0, 3))},
+        {"f": np.asfortranarray(rng.integers(0, 9, (5, 7))),
+         "t": rng.integers(0, 3, (40, 50, 3)).transpose(2, 0, 1)},
+    ]  # fmt: skip
+    for arrays in cases:
+        assert _npz_bytes(arrays) == _npz_bytes_whole(arrays)

@@ -83,6 +83,38 @@ def _layers():
             in ((9, 20, 24, 1), (7, 32, 16, 2), (12, 16, 40, 3), (9, 20, 24, 1))]  # fmt: skip
 
 
+def _with_fed(parent: int, value, receive):
+    if value == "fail in the child" and os.getpid() != parent:
+        raise RuntimeError("the child fails")
+    return os.getpid(), value, receive()
+
+
+def test_a_fed_child_gets_the_value_fed_later(forking):
+    """`start_fed`: the child works, then reads the value the caller feeds (larger than a
+    pipe holds: the caller does not wait for the child to read it); a failed child, or none,
+    leaves the work to the caller, who passes the fed value itself."""
+    fed = bytes(1 << 20)
+    pending = background.start_fed(_with_fed, os.getpid(), "before")
+    assert pending._pid is not None
+    pending.feed(fed)
+    pid, value, got = pending.result()
+    assert pid != os.getpid() and value == "before" and got == fed
+    pending = background.start_fed(_with_fed, os.getpid(), "fail in the child")
+    pending.feed([3])
+    assert pending.result() == (os.getpid(), "fail in the child", [3])
+
+
+def test_a_fed_child_without_fork_and_never_fed(forking, monkeypatch):
+    pending = background.start_fed(_with_fed, os.getpid(), "x")
+    pending.cancel()  # never fed: the child waiting for it is ended
+    monkeypatch.setattr(background, "enabled", lambda: False)
+    pending = background.start_fed(_with_fed, os.getpid(), "here")
+    pending.feed(5)
+    assert pending.result() == (os.getpid(), "here", 5)
+    with pytest.raises(RuntimeError, match="before feed"):
+        background.start_fed(_with_fed, os.getpid(), "here").result()
+
+
 def test_searches_run_ahead_give_the_same_schedules(forking, python_search):
     layers = _layers()
     search._best.cache_clear()

@@ -103,3 +103,25 @@ def test_array_checks_are_remembered_only_while_printing():
     with pytest.raises(RuntimeError, match="cannot print"):
         op_text(ModuleOp([Broken(_const(i8, np.int8, [1]).value)]))
     assert formats.isa is isa
+
+
+def test_host_ir_bytes_are_the_text_encoded(monkeypatch):
+    """`op_bytes` (host.mlir's bytes, its large constants' digits made as bytes) is
+    `op_text(...).encode()`: large constants, repeated and equal tensor types; and when the
+    mark left for the digits occurs in the text elsewhere, the text is printed plainly."""
+    from qaccel.dialects import printing
+    from qaccel.dialects.printing import op_bytes
+
+    consts = [
+        _const(i8, np.int8, RNG.integers(-128, 128, (10, 20))),
+        _const(i8, np.int8, RNG.integers(-128, 128, (10, 20))),  # an equal type, not the same
+        _const(i32, np.int32, RNG.integers(-(2**31), 2**31, (3, 67))),
+        _const(i8, np.int8, np.full(300, -3)),
+    ]
+    module = ModuleOp(consts)
+    assert op_bytes(module) == op_text(module).encode() == _xdsl_text(module).encode()
+    path = Path(__file__).parent / "fixtures" / "models" / "small_cnn.tflite"
+    small = import_tflite(path.read_bytes(), str(path))
+    assert op_bytes(small) == _xdsl_text(small).encode()
+    monkeypatch.setattr(printing, "_BLOB", "%")  # every SSA name holds one
+    assert op_bytes(module) == _xdsl_text(module).encode()

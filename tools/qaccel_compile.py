@@ -60,7 +60,7 @@ from typing import NoReturn
 from qaccel.backends.vta.artifact import (
     check_artifact_destination,
     check_runnable,
-    module_text,
+    module_bytes,
     write_artifact,
 )
 from qaccel.backends.vta.codegen import compile_module, settle_host_trees
@@ -139,8 +139,9 @@ def compile_model(
     scheduled=None,
 ):
     """Import, run the pipeline, compile: the `CompiledModel` and the model's bytes.
-    `scheduled(module)` is called once the pipeline ran and codegen's one change to the
-    module (`settle_host_trees`) is made: the module is final, the emission only reads it."""
+    `scheduled(module, source)` (`source`: the model's bytes, None for MLIR text) is called
+    once the pipeline ran and codegen's one change to the module (`settle_host_trees`) is
+    made: the module is final, the emission only reads it."""
     from xdsl.dialects import func
 
     from qaccel.dialects.macs import model_macs
@@ -196,7 +197,7 @@ def compile_model(
         check_runnable(module)  # before the compile's work (write_artifact checks it too)
         settled = settle_host_trees(module)
         if scheduled is not None:
-            scheduled(module)
+            scheduled(module, source)
         compiled = compile_module(module, total_macs=total_macs, progress=progress,
                                   settled=settled)  # fmt: skip
     sys.stderr.write(summaries.getvalue())
@@ -236,12 +237,16 @@ def run(argv: Sequence[str] | None = None) -> int:
             staging.append(Staging(args.output))
         return staging[0]
 
-    def print_host_ir(module) -> None:
+    def print_host_ir(module, source: bytes | None) -> None:
         # The module is final once the pipeline ran and the host trees are settled (the
         # emission only reads it): its text is printed on the second core from then on,
-        # alongside the emission.
-        nonlocal host_text
+        # alongside the emission; and the LiteRT models of a .tflite are begun (the model
+        # read, its partitions proven, the dispatch model's flatbuffer made), to be finished
+        # with the emitted functions, which are fed to them.
+        nonlocal host_text, litert
         host_text = background.start(_write_host_ir, module, staged())
+        if source is not None:
+            litert = background.start_fed(_write_spliced_models, module, source, staged())
 
     try:
         # --quiet: the passes' summaries (e.g. partition-graph's) too; errors still raise.
@@ -257,7 +262,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         # prints the host IR); write_artifact asks for them last.
         if host_text is None:
             host_text = background.start(_write_host_ir, compiled.module, staged())
-        litert = background.start(_write_aot_models, compiled, data, staged())
+        if litert is None:
+            litert = background.start(_write_aot_models, compiled, data, staged())
+        else:
+            litert.feed(_emitted(compiled))
         aot_lines: list[str] = []
 
         def litert_models():
@@ -286,21 +294,57 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def _write_host_ir(module, staging):
     """OUTDIR/host.mlir written into the artifact's folder (by a helper process)."""
-    return staging.write("host.mlir", module_text(module).encode())
+    return staging.write("host.mlir", module_bytes(module))
 
 
 def _write_aot_models(compiled, source: bytes | None, staging):
     """`_aot_models`' files written into the artifact's folder (by a helper process)."""
+    models, lines = _aot_models(compiled, source)
+    return _written(models, staging), lines
+
+
+def _emitted(compiled):
+    """What `_write_spliced_models` needs of the compile besides its module: the hardware
+    configuration and the accelerator functions (their layers' emitters left out)."""
+    from dataclasses import replace
+
+    from qaccel.backends.vta.compiled import CompiledFunction
+
+    functions = {name: CompiledFunction(fn.name, [replace(lay, program=None) for lay in fn.layers],
+                                        fn.slots, fn.arena_nbytes, fn.image)
+                 for name, fn in compiled.functions.items()}  # fmt: skip
+    return compiled.config, functions
+
+
+def _write_spliced_models(module, source: bytes, staging, receive):
+    """`_write_aot_models` for a .tflite, begun from the final module alone (by a helper
+    process started before the emission): the rest once `receive()` gives `_emitted`."""
+    from qaccel.backends.litert.partitions import finish_litert_files, prepare_litert_files
+    from qaccel.backends.vta.compiled import CompiledModel, accelerator_functions
+
+    names = {f.sym_name.data for f in accelerator_functions(module)}
+    prepared = prepare_litert_files(source, module, names)
+    config, functions = receive()
+    if set(functions) != names:  # (never seen) decided again for the compile's functions
+        prepared = prepare_litert_files(source, module, set(functions))
+    compiled = CompiledModel(module, config, functions, [], {})
+    models, lines = finish_litert_files(prepared, compiled, _partition_compiler(compiled),
+                                        joined=False)  # fmt: skip
+    return _written(models, staging), "\n".join(lines)
+
+
+def _written(models: dict[str, bytes | list], staging):
+    """Each file of `models` (its bytes, or pieces of them) written into the artifact's
+    folder; their digests."""
     import json
 
     from qaccel.backends.litert.partitions import PARTITIONS_FILE
 
-    models, lines = _aot_models(compiled, source)
     known = {}  # each program's digest, as partitions.json records it
     if PARTITIONS_FILE in models:
         known = {p["program"]: p["program_sha256"]
                  for p in json.loads(models[PARTITIONS_FILE])["partitions"]}  # fmt: skip
-    return {rel: staging.write(rel, blob, known.get(rel)) for rel, blob in models.items()}, lines
+    return {rel: staging.write(rel, blob, known.get(rel)) for rel, blob in models.items()}
 
 
 def _aot_models(compiled, source: bytes | None) -> tuple[dict[str, bytes], str]:
@@ -329,6 +373,11 @@ def _aot_models(compiled, source: bytes | None) -> tuple[dict[str, bytes], str]:
 def _spliced_models(compiled, source: bytes) -> tuple[dict[str, bytes], str]:
     from qaccel.backends.litert.partitions import litert_files
 
+    models, lines = litert_files(source, compiled, _partition_compiler(compiled))
+    return models, "\n".join(lines)
+
+
+def _partition_compiler(compiled):
     def compile_bytes(model: bytes):
         # `qaccel.api` (with the sweep machinery it imports) only for a model with another
         # subgraph to compile; a single-subgraph model never asks.
@@ -336,8 +385,7 @@ def _spliced_models(compiled, source: bytes) -> tuple[dict[str, bytes], str]:
 
         return partition_compiler(compiled.config)(model)
 
-    models, lines = litert_files(source, compiled, compile_bytes)
-    return models, "\n".join(lines)
+    return compile_bytes
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -54,6 +54,13 @@ external constant tensor), in a topological order that keeps the original order 
 every other operator, tensor, buffer, signature and metadata entry is the original's (the
 program tensors of the custom-op flavour are appended after the original tensors).
 `partition_files` gives `partitions.json` and `programs/<name>.qprog`.
+
+`litert_files` is two steps, so that `qaccel-compile` can begin it once the module is final,
+while the layers are emitted: `prepare_litert_files` reads the module only (the model read,
+the partitions decided and proven, and both models' flatbuffers made for them: neither
+depends on the programs' bytes, only on fixed-width fields set once they are known), and
+`finish_litert_files` takes the programs from the compile and sets those fields. A partition
+set that changes on the way (a program that cannot be taken) is spliced again.
 """
 
 from __future__ import annotations
@@ -64,6 +71,7 @@ import hashlib
 import heapq
 import json
 import re
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -311,6 +319,12 @@ def partitions_of(compiled, model_bytes: bytes) -> Plan:
 def _plan(compiled, model_bytes: bytes):
     """`partitions_of`'s plan, with the graph, the names and each partition's call (in the
     order of `plan.partitions`), for taking the programs from the same compile (`_reused`)."""
+    return _module_plan(compiled.module, set(compiled.functions), model_bytes)
+
+
+def _module_plan(module, functions: set[str], model_bytes: bytes):
+    """`_plan` from the compiled module and the names of its accelerator functions (the
+    compile's `functions`) alone."""
     from xdsl.dialects import func
 
     from qaccel.dialects.names import public_functions
@@ -321,14 +335,14 @@ def _plan(compiled, model_bytes: bytes):
     if not spec.subgraphs:
         return plan, None, None, calls
     graph = _Graph(spec.subgraphs[0])
-    public = public_functions(compiled.module)
+    public = public_functions(module)
     if not public:
         return plan, graph, None, calls
     entry = public[0]
-    names = _Names(graph, compiled.module, entry)
+    names = _Names(graph, module, entry)
     taken: set[int] = set()
     for call in entry.body.block.ops:
-        if not isinstance(call, func.CallOp) or call.callee.string_value() not in compiled.functions:
+        if not isinstance(call, func.CallOp) or call.callee.string_value() not in functions:
             continue
         name = call.callee.string_value()
         inputs = [names.tensor(v) for v in call.arguments]
@@ -622,7 +636,42 @@ def _reused(compiled, graph: _Graph, names: _Names, computed: dict[str, dict[int
     to the partition's outputs (each once), at their original shapes; every original operator
     the function's ops name is one of the partition's, and no host op nor other function
     computes (part of) one of them. Else `_NotProven`."""
-    from qaccel.backends.vta.program.writer import ProgramWriteError, program_blob
+    from qaccel.backends.vta.program.writer import ProgramWriteError
+
+    proof = _proof(graph, names, computed, call, part)
+    try:
+        return _proven_program(compiled, proof)
+    except ProgramWriteError as e:
+        raise _NotProven(str(e)) from None
+
+
+@dataclass(frozen=True)
+class _Proof:
+    """What `_reused` needs of the module to take a partition's program from the compile:
+    the function, the (packing, shape, padding) of each argument and (packing, shape) of each
+    result, and the partition's tensors in their order."""
+
+    part: Partition
+    name: str
+    function: object
+    inputs: tuple
+    outputs: tuple
+    order_in: tuple[int, ...]
+    order_out: tuple[int, ...]
+
+
+def _proven_program(compiled, proof: _Proof) -> CompiledPartition:
+    """The proven partition's program from `compiled` (ProgramWriteError: none)."""
+    from qaccel.backends.vta.program.writer import program_blob
+
+    blob = program_blob(compiled, proof.name, proof.function, list(proof.inputs),
+                        list(proof.outputs))  # fmt: skip
+    return CompiledPartition(proof.part, blob, proof.order_in, proof.order_out, reused=True)
+
+
+def _proof(graph: _Graph, names: _Names, computed: dict[str, dict[int, str]], call,
+           part: Partition) -> _Proof:  # fmt: skip
+    """`_reused`'s checks, which read only the module (`_NotProven` when one fails)."""
     from qaccel.dialects import accel
 
     name = call.callee.string_value()
@@ -683,11 +732,8 @@ def _reused(compiled, graph: _Graph, names: _Names, computed: dict[str, dict[int
             where = "the host" if other == entry.sym_name.data else f"@{other}"
             raise _NotProven(f"{seen[k]} on {where} computes operator {k} "
                              f"({graph.sg.operators[k].op}) of the partition")  # fmt: skip
-    try:
-        blob = program_blob(compiled, name, f, inputs, outputs)
-    except ProgramWriteError as e:
-        raise _NotProven(str(e)) from None
-    return CompiledPartition(part, blob, tuple(order_in), tuple(order_out), reused=True)
+    return _Proof(part, name, f, tuple(inputs), tuple(outputs), tuple(order_in),
+                  tuple(order_out))  # fmt: skip
 
 
 def compile_partition_model(model_bytes: bytes, compiler: Compiler) -> list[bytes]:
@@ -741,20 +787,57 @@ def compile_partitions(model_bytes: bytes, compiled, compiler: Compiler,
     the original operators its ops and the host's name); otherwise, or with `recompile`
     (default: QACCEL_PARTITION_RECOMPILE=1), the partition is extracted and compiled again
     (`compile_partition`), the check that cannot be wrong."""
-    plan, graph, names, calls = _plan(compiled, model_bytes)
+    proven = _prove_partitions(model_bytes, compiled.module, set(compiled.functions), recompile)
+    return _partition_programs(model_bytes, compiled, compiler, proven)
+
+
+@dataclass
+class _Proven:
+    """`compile_partitions`' first step, which reads only the module: the partitions, each
+    with its `_Proof` (None: compiled again), and the plan's lines."""
+
+    partitions: list[tuple[Partition, _Proof | None]]
+    lines: list[str]
+    functions: set[str]
+
+
+def _prove_partitions(model_bytes: bytes, module, functions: set[str],
+                      recompile: bool | None = None) -> _Proven:  # fmt: skip
+    plan, graph, names, calls = _module_plan(module, functions, model_bytes)
     lines = [f"@{n.function} stays on the CPU in the LiteRT models: {n.reason}" for n in plan.notes]
     if recompile is None:
         recompile = recompile_default()
     computed = None
-    done = []
+    partitions: list[tuple[Partition, _Proof | None]] = []
     for part, call in zip(plan.partitions, calls):
+        proof = None
         if not recompile:
             if computed is None:
-                computed = _Provenance(graph).by_function(compiled.module, names.entry)
+                computed = _Provenance(graph).by_function(module, names.entry)
             try:
-                done.append(_reused(compiled, graph, names, computed, call, part))
-                continue
+                proof = _proof(graph, names, computed, call, part)
             except _NotProven:
+                pass
+        partitions.append((part, proof))
+    return _Proven(partitions, lines, functions)
+
+
+def _partition_programs(model_bytes: bytes, compiled, compiler: Compiler, proven: _Proven
+                        ) -> tuple[list[CompiledPartition], list[str]]:  # fmt: skip
+    """`compile_partitions`' second step: each partition's program, from `compiled` when
+    proven (and it has one), else compiled again."""
+    from qaccel.backends.vta.program.writer import ProgramWriteError
+
+    if set(compiled.functions) != proven.functions:  # not the compile the proofs read
+        raise AssertionError("the partitions were proven for another compile")
+    lines = list(proven.lines)
+    done = []
+    for part, proof in proven.partitions:
+        if proof is not None:
+            try:
+                done.append(_proven_program(compiled, proof))
+                continue
+            except ProgramWriteError:
                 pass
         try:
             done.append(compile_partition(model_bytes, part, compiler))
@@ -874,10 +957,183 @@ def _spliced_order(sg, parts: Sequence[CompiledPartition]) -> list[tuple[str, in
 def splice(model_bytes: bytes, parts: Sequence[CompiledPartition], flavour: str) -> bytes:
     """The original model with each partition one `DISPATCH_OP` (`flavour` "dispatch") or one
     `QACCEL_VTA` op ("custom-op"); see the module docstring."""
+    if flavour == "dispatch":
+        return _dispatch_model(_dispatch_head(model_bytes, parts), [p.program for p in parts])
+    return _spliced(model_bytes, parts, flavour)
+
+
+@dataclass
+class _DispatchHead:
+    """The dispatch model's flatbuffer before its programs are known: its DISPATCH_OP options
+    hold placeholders for where each program goes (`_dispatch_pieces` sets them)."""
+
+    spec: object
+    head: bytes
+    ops: list  # (the DISPATCH_OP's OperatorSpec, the partition's name), in program order
+    where: list[int] | None
+    """Where each op's placeholder options are in `head` (None: not each found once)."""
+
+
+def _dispatch_head(model_bytes: bytes, parts: Sequence[CompiledPartition]) -> _DispatchHead:
+    """`splice(..., "dispatch")`'s flatbuffer, which does not depend on the programs' bytes:
+    the options' integers are 64 bits whatever their values, so the flatbuffer's size does
+    not depend on where the bytecode goes (a first pass with placeholders tells where)."""
+    from qaccel.backends.litert import aot
+
+    spec, dispatch_ops = _spliced(model_bytes, parts, "dispatch")
+    spec.metadata[aot.BUILD_STAMP_KEY] = aot.build_stamp()
+    from qaccel.frontend.tflite_writer import write_model
+
+    head = write_model(spec)
+    ops = [(op, name) for op, name, _ in dispatch_ops]
+    return _DispatchHead(spec, head, ops, _found_once(head, [op.custom_options for op, _ in ops]))
+
+
+def _found_once(data: bytes, marks: Sequence[bytes]) -> list[int] | None:
+    """Where each of `marks` is in `data`, when each occurs there exactly once."""
+    where = [data.find(mark) for mark in marks]
+    if any(at < 0 or data.find(mark, at + 1) >= 0 for mark, at in zip(marks, where)):
+        return None
+    return where
+
+
+def _patched(data: bytes, patches: Sequence[tuple[int, bytes]]) -> list | None:
+    """`data` with each (place, bytes) of `patches` set, as pieces (views of `data` between
+    them); None when they overlap."""
+    view, out, pos = memoryview(data), [], 0
+    for at, value in sorted(patches, key=lambda p: p[0]):
+        if at < pos:
+            return None
+        out += [view[pos:at], value]
+        pos = at + len(value)
+    out.append(view[pos:])
+    return out
+
+
+def _dispatch_model(head: _DispatchHead, programs: Sequence[bytes]) -> bytes:
+    """The dispatch model: `head` with each program after the flatbuffer (LiteRT's
+    `bytecode_offset`), its place and size set in its DISPATCH_OP's options."""
+    return b"".join(_dispatch_pieces(head, programs))
+
+
+def _dispatch_pieces(head: _DispatchHead, programs: Sequence[bytes]) -> list:
+    """`_dispatch_model`'s bytes as pieces (the flatbuffer's between the options, the
+    programs), never joined: written and hashed as they are."""
+    from qaccel.backends.litert import aot
+    from qaccel.frontend.tflite_writer import write_model
+
+    places, end = [], len(head.head)
+    for program in programs:
+        end += -end % aot.BYTECODE_ALIGNMENT
+        places.append(end)
+        end += len(program)
+    patches = []
+    for (op, name), program, at in zip(head.ops, programs, places):
+        placeholder = op.custom_options
+        op.custom_options = aot.dispatch_options(name, at, len(program))
+        if len(op.custom_options) == len(placeholder) and head.where is not None:
+            patches.append((head.where[len(patches)], op.custom_options))
+    # The options are a byte vector of the flatbuffer, at the same size: set in place (as
+    # LiteRT updates them), unless the placeholders' bytes were not found exactly once.
+    pieces = _patched(head.head, patches) if len(patches) == len(head.ops) else None
+    if pieces is None:
+        flat = write_model(head.spec)
+        if len(flat) != len(head.head):
+            raise AssertionError("splice: the flatbuffer changed size between passes")
+        pieces = [flat]
+    end = len(head.head)
+    for program, at in zip(programs, places):
+        pieces += [bytes(at - end), program]
+        end = at + len(program)
+    return pieces
+
+
+@dataclass
+class _CustomHead:
+    """The custom-op model's flatbuffer before its programs are known: each program's size
+    (its tensor's shape, its buffer's size, its op's options) and place are placeholders
+    (`_custom_marks`), found once each at `where`; `order`: the partitions (indices) in the
+    order of their programs."""
+
+    head: bytes
+    order: list[int]
+    where: list[int]
+
+
+def _custom_mark_values(k: int) -> tuple[int, int, int, int]:
+    """The k-th program's placeholders: its buffer's offset (the writer's own first-pass
+    placeholder) and size, its tensor's one dimension, its op's options' program size."""
+    from qaccel.frontend.tflite_writer import _OFFSET_PLACEHOLDER
+
+    return (_OFFSET_PLACEHOLDER + k, 0x5C3E_7A61_0000_0000 + k, 0x3E5A_9C00 + 2 * k,
+            0x3E5A_9C01 + 2 * k)  # fmt: skip
+
+
+def _custom_marks(k: int) -> list[bytes]:
+    """`_custom_mark_values(k)` as they are stored (u64, u64, i32, u32, little-endian)."""
+    offset, size, dim, option = _custom_mark_values(k)
+    return [struct.pack("<Q", offset), struct.pack("<Q", size), struct.pack("<i", dim),
+            struct.pack("<I", option)]  # fmt: skip
+
+
+def _custom_head(model_bytes: bytes, parts: Sequence[CompiledPartition]) -> _CustomHead | None:
+    """`splice(..., "custom-op")`'s flatbuffer with the programs' sizes and places left as
+    placeholders: every field they set is a fixed-width scalar, so the flatbuffer's layout
+    does not depend on them (None: the model has external data of its own, or a
+    placeholder's bytes do not occur exactly once)."""
+    from qaccel.frontend.tflite_writer import _write_flatbuffer
+
+    if any(t.external for sg in _parsed(model_bytes).subgraphs for t in sg.tensors):
+        return None
+    spec, order = _spliced(model_bytes, parts, "custom-op", marked=True)
+    head = _write_flatbuffer(spec, [_custom_mark_values(k)[:2] for k in range(len(order))])
+    where = _found_once(head, [b for k in range(len(order)) for b in _custom_marks(k)])
+    return None if where is None else _CustomHead(head, order, where)
+
+
+def _custom_model(head: _CustomHead, programs: Sequence[bytes]) -> bytes | None:
+    """The custom-op model: `head` with its placeholders set for `programs` (in the
+    partitions' order) and the programs after it, as `write_model` places external data
+    (None: a program too large for the tensor's int32 dimension)."""
+    pieces = _custom_pieces(head, programs)
+    return None if pieces is None else b"".join(pieces)
+
+
+def _custom_pieces(head: _CustomHead, programs: Sequence[bytes]) -> list | None:
+    """`_custom_model`'s bytes as pieces, never joined."""
+    from qaccel.frontend.tflite_writer import EXTERNAL_ALIGNMENT
+
+    blobs, used_sizes = [], set()
+    for i in head.order:
+        blob = programs[i]
+        while len(blob) in used_sizes:  # as `_spliced`
+            blob += bytes(8)
+        used_sizes.add(len(blob))
+        blobs.append(blob)
+    if any(len(blob) >= 2**31 for blob in blobs):  # no int32 dimension: as `_spliced` says
+        return None
+    values, tail, end = [], [], len(head.head)
+    for blob in blobs:
+        pad = -end % EXTERNAL_ALIGNMENT
+        tail += [bytes(pad), blob]
+        values += [struct.pack("<Q", end + pad), struct.pack("<Q", len(blob)),
+                   struct.pack("<i", len(blob)), struct.pack("<I", len(blob))]  # fmt: skip
+        end += pad + len(blob)
+    pieces = _patched(head.head, list(zip(head.where, values)))
+    return None if pieces is None else pieces + tail
+
+
+def _spliced(model_bytes: bytes, parts: Sequence[CompiledPartition], flavour: str,
+             marked: bool = False):  # fmt: skip
+    """The custom-op model (`flavour` "custom-op"); for "dispatch", its spec and its
+    DISPATCH_OPs (with placeholder options), (op, partition name, program) each. `marked`
+    (custom-op): its spec with `_custom_marks` for the programs' sizes, and the partitions
+    (indices into `parts`) in the order of their programs."""
     from qaccel.backends.litert import aot
     from qaccel.frontend.tflite_writer import OperatorSpec, TensorSpec, write_model
 
     spec = _copy(_parsed(model_bytes))
+    order: list[int] = []
     by_subgraph: dict[int, list[CompiledPartition]] = {}
     for p in parts:
         by_subgraph.setdefault(p.partition.subgraph, []).append(p)
@@ -901,58 +1157,103 @@ def splice(model_bytes: bytes, parts: Sequence[CompiledPartition], flavour: str)
                 while len(blob) in used_sizes:  # the kernel tells nodes apart by program size
                     blob += bytes(8)
                 used_sizes.add(len(blob))
-                sg.tensors.append(TensorSpec(aot.PROGRAM_PREFIX + p.partition.name, (len(blob),),
+                size = option = len(blob)
+                if marked:
+                    _, _, size, option = _custom_mark_values(len(order))
+                    blob = b""
+                order.append(next(j for j, q in enumerate(parts) if q is p))
+                sg.tensors.append(TensorSpec(aot.PROGRAM_PREFIX + p.partition.name, (size,),
                                              np.uint8, data=blob, external=True))  # fmt: skip
                 op = OperatorSpec("CUSTOM", [*p.inputs, len(sg.tensors) - 1], list(p.outputs),
                                   {}, aot.CUSTOM_VERSION, CUSTOM_CODE,
-                                  aot.custom_options(len(blob), shapes))  # fmt: skip
+                                  aot.custom_options(option, shapes))  # fmt: skip
             new_ops.append(op)
         sg.operators = new_ops
+    if marked:
+        return spec, order
     if flavour != "dispatch":
         return write_model(spec)
-    spec.metadata[aot.BUILD_STAMP_KEY] = aot.build_stamp()
-    # The options' integers are 64 bits whatever their values: the flatbuffer's size does not
-    # depend on where the bytecode goes, so a first pass with placeholders tells where.
-    head = write_model(spec)
-    places, end = [], len(head)
-    for _, _, program in dispatch_ops:
-        end += -end % aot.BYTECODE_ALIGNMENT
-        places.append(end)
-        end += len(program)
-    data = bytearray(head)
-    patched = True
-    for (op, name, program), at in zip(dispatch_ops, places):
-        placeholder = op.custom_options
-        op.custom_options = aot.dispatch_options(name, at, len(program))
-        # The options are a byte vector of the flatbuffer, at the same size: set in place
-        # (as LiteRT updates them), unless the placeholder's bytes are not found exactly once.
-        where = data.find(placeholder)
-        if (not patched or where < 0 or data.find(placeholder, where + 1) >= 0
-                or len(op.custom_options) != len(placeholder)):  # fmt: skip
-            patched = False
-            continue
-        data[where:where + len(placeholder)] = op.custom_options
-    if not patched:
-        data = bytearray(write_model(spec))
-    if len(data) != len(head):
-        raise AssertionError("splice: the flatbuffer changed size between passes")
-    for (_, _, program), at in zip(dispatch_ops, places):
-        data += bytes(at - len(data)) + program
-    return bytes(data)
+    return spec, dispatch_ops
 
 
 def litert_files(model_bytes: bytes, compiled, compiler: Compiler) -> tuple[dict[str, bytes], list[str]]:
     """Every file of the LiteRT deployment of `model_bytes` (compiled as `compiled`): both
     spliced models, `partitions.json` and the programs; and the report's lines (the first
     names the partitions, then one per accelerator function left on the CPU)."""
+    return finish_litert_files(prepare_litert_files(model_bytes, compiled.module,
+                                                    set(compiled.functions)),
+                               compiled, compiler)  # fmt: skip
+
+
+@dataclass
+class PreparedLiteRT:
+    """`litert_files`' work that reads only the compiled module (`prepare_litert_files`):
+    `qaccel-compile` does it while the module's layers are emitted."""
+
+    model_bytes: bytes
+    proven: _Proven
+    others: bool
+    """Another subgraph to partition (compiled as a model of its own)."""
+    head: _DispatchHead | None
+    """The dispatch model's flatbuffer for the partitions as proven (None: not made)."""
+    custom: _CustomHead | None = None
+    """The custom-op model's flatbuffer for them (None: not made)."""
+
+
+def prepare_litert_files(model_bytes: bytes, module, functions: set[str]) -> PreparedLiteRT:
+    """What `litert_files` does before it needs the emitted layers: the original model read,
+    the partitions decided and proven from `module` (the final module of the compile, whose
+    accelerator functions are `functions`), and the dispatch model's flatbuffer made for them
+    (it does not depend on the programs' bytes) when every partition is proven and the model
+    has no other subgraph to partition."""
+    proven = _prove_partitions(model_bytes, module, functions)
+    spec = _parsed(model_bytes)
+    skip = decomposition_subgraphs(spec)
+    others = any(s not in skip and spec.subgraphs[s].operators
+                 for s in range(1, len(spec.subgraphs)))  # fmt: skip
+    head = custom = None
+    if not others and all(proof is not None for _, proof in proven.partitions):
+        guessed = [_placeholder(proof) for _, proof in proven.partitions]  # type: ignore[arg-type]
+        try:
+            head = _dispatch_head(model_bytes, guessed)
+            custom = _custom_head(model_bytes, guessed)
+        except PartitionError:  # `finish_litert_files` splices again, and says why
+            head = custom = None
+    return PreparedLiteRT(model_bytes, proven, others, head, custom)
+
+
+def _placeholder(proof: _Proof) -> CompiledPartition:
+    """The proven partition with no program yet (the dispatch flatbuffer does not read it)."""
+    return CompiledPartition(proof.part, b"", proof.order_in, proof.order_out, reused=True)
+
+
+def finish_litert_files(prepared: PreparedLiteRT, compiled, compiler: Compiler,
+                        joined: bool = True) -> tuple[dict[str, bytes | list], list[str]]:  # fmt: skip
+    """`litert_files` from its prepared part (see `prepare_litert_files`) and the compile.
+    `joined=False`: a model made from a prepared flatbuffer is given as a list of pieces
+    (bytes-like, their concatenation the file) instead of one copy of them all."""
     from qaccel.backends.litert.names import AOT_FILE, DISPATCH_FILE
 
-    done, lines = compile_partitions(model_bytes, compiled, compiler)
-    others, other_lines = other_subgraph_partitions(model_bytes, compiler)
+    model_bytes = prepared.model_bytes
+    done, lines = _partition_programs(model_bytes, compiled, compiler, prepared.proven)
+    others, other_lines = ([], []) if not prepared.others else other_subgraph_partitions(
+        model_bytes, compiler)  # fmt: skip
     done, lines = done + others, lines + other_lines
+    head, custom = prepared.head, prepared.custom
+    if head is not None and [_placeholder_key(p) for p in done] != [
+            _placeholder_key(_placeholder(proof)) for _, proof in prepared.proven.partitions  # type: ignore[arg-type]
+    ]:  # fmt: skip
+        head = custom = None  # a proven partition's program could not be written: spliced again
     try:
-        models = {DISPATCH_FILE: splice(model_bytes, done, "dispatch"),
-                  AOT_FILE: splice(model_bytes, done, "custom-op")}  # fmt: skip
+        programs = [p.program for p in done]
+        dispatch: bytes | list = (_dispatch_pieces(head, programs) if head is not None
+                                  else splice(model_bytes, done, "dispatch"))  # fmt: skip
+        aot_model = _custom_pieces(custom, programs) if custom is not None else None
+        if aot_model is None:
+            aot_model = splice(model_bytes, done, "custom-op")
+        models: dict[str, bytes | list] = {DISPATCH_FILE: dispatch, AOT_FILE: aot_model}
+        if joined:
+            models = {rel: b"".join(m) if isinstance(m, list) else m for rel, m in models.items()}
     except PartitionError as e:
         lines.append(f"every accelerator function stays on the CPU in the LiteRT models: {e}")
         done = []
@@ -964,6 +1265,10 @@ def litert_files(model_bytes: bytes, compiled, compiler: Compiler) -> tuple[dict
     lines.insert(0, f"LiteRT models {DISPATCH_FILE} (DISPATCH_OP) and {AOT_FILE} (QACCEL_VTA "
                     f"custom op), the original model with partition(s) {parts or 'none'}")
     return models, lines
+
+
+def _placeholder_key(p: CompiledPartition) -> tuple:
+    return (p.partition, p.inputs, p.outputs)
 
 
 def partition_files(parts: Sequence[CompiledPartition]) -> dict[str, bytes]:
@@ -985,5 +1290,6 @@ def partition_files(parts: Sequence[CompiledPartition]) -> dict[str, bytes]:
 __all__ = ["PARTITIONS_FILE", "PROGRAMS_DIR", "CompiledPartition", "Compiler", "Partition",
            "PartitionError", "Plan", "PlanNote", "compile_partition", "compile_partition_model",
            "compile_partitions", "decomposition_subgraphs", "extract_partition", "litert_files",
+           "PreparedLiteRT", "finish_litert_files", "prepare_litert_files",
            "other_subgraph_partitions", "partition_files", "partition_submodel", "partitions_of",
            "plan_partitions", "splice", "subgraph_model"]  # fmt: skip

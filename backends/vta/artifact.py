@@ -68,16 +68,43 @@ _READS = (3, ARTIFACT_FORMAT)  # format 4 only adds files `load_artifact` does n
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """An .npz that `np.load` reads, with fixed member dates (np.savez stamps the time)."""
+    """An .npz that `np.load` reads, with fixed member dates (np.savez stamps the time).
+    Each member's .npy is written straight into its deflate stream, never held whole (the
+    bytes of `_npz_bytes_whole`: deflate's output does not depend on how its input comes in
+    pieces, and `writestr` is this same member stream given the .npy in one piece)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for key in sorted(arrays):
-            member = io.BytesIO()
-            np.lib.format.write_array(member, np.asarray(arrays[key]),
-                                      allow_pickle=False)  # fmt: skip
+            array = np.asarray(arrays[key])
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
             info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, member.getvalue())
+            if array.nbytes >= _STREAM_BELOW:  # near ZIP64's sizes: exactly as writestr
+                _write_whole(z, info, array)
+                continue
+            info.file_size = array.nbytes  # (read only for the ZIP64 decision, as writestr's)
+            with z.open(info, "w") as member:
+                np.lib.format.write_array(member, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+_STREAM_BELOW = 1 << 30
+"""Members of fewer bytes are streamed (ZIP64 is decided for members of about 2 GB)."""
+
+
+def _write_whole(z: zipfile.ZipFile, info: zipfile.ZipInfo, array: np.ndarray) -> None:
+    member = io.BytesIO()
+    np.lib.format.write_array(member, array, allow_pickle=False)
+    z.writestr(info, member.getvalue())
+
+
+def _npz_bytes_whole(arrays: dict[str, np.ndarray]) -> bytes:
+    """`_npz_bytes` with each member's .npy made whole first (the reference)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for key in sorted(arrays):
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            _write_whole(z, info, np.asarray(arrays[key]))
     return buf.getvalue()
 
 
@@ -109,6 +136,13 @@ def module_text(module: ModuleOp) -> str:
     from qaccel.dialects.printing import op_text  # xDSL's text, printed faster
 
     return op_text(module)
+
+
+def module_bytes(module: ModuleOp) -> bytes:
+    """`module_text(module).encode()` (host.mlir's bytes), made faster."""
+    from qaccel.dialects.printing import op_bytes
+
+    return op_bytes(module)
 
 
 def _versions() -> dict:
@@ -159,7 +193,7 @@ def check_artifact_destination(outdir: str | Path) -> None:
 def write_artifact(
     compiled: CompiledModel, outdir: str | Path, source: bytes | None = None,
     extra: dict[str, bytes | Written] | Callable[[], dict[str, bytes | Written]] | None = None,
-    host_text: str | Written | Callable[[], str | Written] | None = None,
+    host_text: str | bytes | Written | Callable[[], str | bytes | Written] | None = None,
     staging: Staging | None = None,
 ) -> None:
     """Write the artifact (see the module docstring) as the folder `outdir`, whole; a model
@@ -171,13 +205,14 @@ def write_artifact(
     for `outdir` the caller made (and removes should this raise), into which helper processes
     wrote files already: a file given as `Written` (host.mlir, a file of `extra`) is one of
     those, with its SHA-256, and must be a file the artifact does not make itself."""
+    # The DRAM images are compressed on a thread (zlib lets go of the GIL while it works)
+    # while the other files are made here; first of all, as it takes longest (they are
+    # written only once the checks below passed).
+    images = _on_thread(lambda: {f"{name}/dram.npz": _npz_bytes({"dram": fn.image})
+                                 for name, fn in compiled.functions.items()})  # fmt: skip
     check_runnable(compiled.module)
     root = Path(outdir)
     check_artifact_destination(root)
-    # The DRAM images are compressed on a thread (zlib lets go of the GIL while it works)
-    # while the other files are made here.
-    images = _on_thread(lambda: {f"{name}/dram.npz": _npz_bytes({"dram": fn.image})
-                                 for name, fn in compiled.functions.items()})  # fmt: skip
     files: dict[str, bytes] = {}
     functions = {}
     for name, fn in compiled.functions.items():
@@ -215,7 +250,7 @@ def write_artifact(
         for rel, data in images().items():
             staging.write(rel, data)
         if host_text is None:
-            host_text = module_text(compiled.module)
+            host_text = module_bytes(compiled.module)
         host = host_text() if callable(host_text) else host_text
         later: dict[str, bytes | str | Written] = {"host.mlir": host}
         later.update((extra() if callable(extra) else extra) or {})
@@ -273,9 +308,11 @@ class Staging:
         self._dirs = {self.folder}
         self._large: dict[int, list[tuple[bytes, str]]] = {}  # size -> (bytes, rel)
 
-    def write(self, rel: str, data: bytes, sha256: str | None = None) -> Written:
+    def write(self, rel: str, data: bytes | list, sha256: str | None = None) -> Written:
         """Write (or link) the file `rel` with `data`; its digest, also in `digests`.
-        `sha256`: the digest of `data` when the caller has it already."""
+        `sha256`: the digest of `data` when the caller has it already. `data` may be a list
+        of bytes-like pieces, the file their concatenation: written and hashed piece by
+        piece, never joined (and never linked)."""
         path = self.folder / rel
         if rel in self.digests:  # replaced: never through a link another file shares
             path.unlink(missing_ok=True)
@@ -284,7 +321,15 @@ class Staging:
         elif path.parent not in self._dirs:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._dirs.add(path.parent)
-        if len(data) < _LINK_ABOVE:
+        if isinstance(data, list):
+            hashed = None if sha256 else hashlib.sha256()
+            with open(path, "wb") as out:
+                for piece in data:
+                    out.write(piece)
+                    if hashed is not None:
+                        hashed.update(piece)
+            digest = sha256 or hashed.hexdigest()  # type: ignore[union-attr]
+        elif len(data) < _LINK_ABOVE:
             path.write_bytes(data)
             digest = sha256 or hashlib.sha256(data).hexdigest()
         else:
@@ -402,4 +447,4 @@ def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
 
 
 __all__ = ["ARTIFACT_FORMAT", "Staging", "Written", "check_runnable", "is_artifact", "load_artifact",
-           "module_text", "write_artifact"]
+           "module_bytes", "module_text", "write_artifact"]
