@@ -124,6 +124,18 @@ def litert_library(name: str, files, macros=()) -> Extension:
     )
 
 
+# libqaccel_stream, the emitters' stream resolver (lowering/vta/stream/): as
+# lowering/vta/cstream.py's SOURCES and HEADERS (hashed in this order).
+STREAM = Path("lowering") / "vta" / "stream"
+STREAM_SOURCES, STREAM_HEADERS = ("vta_stream.c",), ("vta_stream.h",)
+
+
+def stream_hash() -> str:
+    """As cstream.source_hash()."""
+    here = Path(__file__).parent / STREAM
+    return cbuild.source_hash(here / name for name in STREAM_SOURCES + STREAM_HEADERS)
+
+
 class BuildCLibrary(build_ext):
     def get_export_symbols(self, ext):
         return []  # no PyInit_ function: this is not a Python module
@@ -152,6 +164,14 @@ setup(
         litert_library("qaccel.backends.litert.libplugin.libLiteRtCompilerPlugin_Qaccel",
                        PLUGIN_FILES, python_paths()),
         litert_library(DELEGATE_EXT, DELEGATE_FILES, python_paths()),
+        Extension(
+            "qaccel.lowering.vta._vta_stream",
+            sources=[str(STREAM / s) for s in STREAM_SOURCES],
+            depends=[str(STREAM / h) for h in STREAM_HEADERS],
+            define_macros=[("VTA_STREAM_SOURCE_HASH", f'"{stream_hash()}"')],
+            extra_compile_args=list(cbuild.CFLAGS),
+            optional=True,
+        ),
     ],
     cmdclass={"build_ext": BuildCLibrary},
 )

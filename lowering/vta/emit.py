@@ -38,9 +38,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 from qaccel.dialects import accel
+from qaccel.lowering.vta import cstream
+from qaccel.lowering.vta.cstream import StreamDescriptor
 from qaccel.targets.vta.alu import output_stage_block
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.targets.vta.isa import (
@@ -339,91 +342,56 @@ class _Stream:
     """An instruction stream under construction: records with the buffer slots each reads and
     writes (dependency tokens are derived from them), micro-op kernels, and the encoding. The
     layer emitters (GEMM layers here, element-wise and pool layers in `emit_alu.py`) build on
-    it."""
+    it.
+
+    Instructions are recorded, not resolved, as they are added: each is a tuple (row index,
+    module, access signature, kernel, micro-op) over rows of fields that replays share, and
+    the whole stream is resolved at the end in one call (`encode_stream`: dependency tokens,
+    micro-op placement, encoding), by libqaccel_stream (`cstream.py`) when it is built, else
+    by `resolve_stream_py`, the reference; both give the same program."""
 
     def __init__(self, config: HardwareConfig):
         self.c = config
-        self.recs: list[list] = []  # [module, row, deps (FINISH only), (kernel key, sub) or None]
-        self.slots: dict = {}  # slot -> its last writer and readers (`add`)
+        self.rows: list[list[int]] = []  # fields each record starts from (replays share them)
+        self.recs: list[tuple] = []  # (row index, module, signature, kernel id or -1, sub or -1)
+        self.sigs: dict = {}  # (reads, writes) -> access signature id
+        self.sig_slots: list[tuple[tuple[int, ...], tuple[int, ...]]] = []  # its slot ids
+        self.slot_ids: dict = {}  # slot -> id
         self.kernels: dict = {}  # key -> uint32 micro-ops
+        self.kernel_ids: dict = {}  # key -> its position in `kernels`
         self.replays: dict = {}  # `replay`'s recorded instructions by key
         self.recording: list | None = None
-        self.synced: dict[tuple[int, int], int] = {}  # token queue -> latest producer popped
+        self.finished = False  # the last record is FINISH (`finish`)
+
+    def signature(self, key: tuple[tuple, tuple]) -> int:
+        """The id of a new access signature (the slots an instruction reads and writes)."""
+        ids = self.slot_ids
+        sig = self.sigs[key] = len(self.sig_slots)
+        self.sig_slots.append(tuple(tuple(ids.setdefault(s, len(ids)) for s in part)
+                                    for part in key))  # fmt: skip
+        return sig
 
     def add(self, module: int, row: list[int], reads=(), writes=(), kernel=None) -> int:
-        """Append an instruction of `module` that reads and writes these slots; it waits (a
-        dependency token) for the latest instruction of another module that last wrote a
-        slot it accesses, or read a slot it writes."""
-        recs = self.recs
-        i = len(recs)
-        if self.recording is not None:  # before the tokens change the row
-            self.recording.append((module, row.copy(), reads, writes, kernel))
-        # Per slot: [last writer, its module, last reader in module 0, 1, 2] (-1: none; a
-        # slot never written has module 3). `latest`: per module, the latest instruction
-        # this one waits for (its own module's are dropped: a module runs in order).
-        slots = self.slots
-        latest = [-1, -1, -1, -1]
-        read = []
-        for r in reads:
-            st = slots.get(r)
-            if st is None:
-                st = slots[r] = [-1, 3, -1, -1, -1]
-            elif st[0] > latest[st[1]]:
-                latest[st[1]] = st[0]
-            read.append(st)
-        for r in writes:
-            st = slots.get(r)
-            if st is None:
-                slots[r] = [i, module, -1, -1, -1]
-                continue
-            if st[0] > latest[st[1]]:
-                latest[st[1]] = st[0]
-            if st[2] > latest[0]:
-                latest[0] = st[2]
-            if st[3] > latest[1]:
-                latest[1] = st[3]
-            if st[4] > latest[2]:
-                latest[2] = st[4]
-            st[:] = (i, module, -1, -1, -1)
-        reader = 2 + module
-        for st in read:
-            st[reader] = i
-        recs.append([module, row, (), kernel])
-        latest[module] = -1
-        for p in (0, 1, 2):
-            d = latest[p]
-            if d < 0:
-                continue
-            pair = (p, module)
-            flags = _TOKEN_COLUMNS.get(pair)
-            if flags is None:
-                raise AssertionError(f"no token queue from module {p} to module {module}")
-            if d > self.synced.get(pair, -1):  # else an earlier pop covered it
-                self.synced[pair] = d
-                recs[d][1][flags[0]] = 1
-                row[flags[1]] = 1
-        return i
-
-    def tokens(self, module: int, row: list[int], deps: list[int]) -> None:
-        """The dependency tokens of a new instruction (`row`) that needs records `deps` of
-        other modules first: a push on the latest of each module and a pop here. Pops only
-        ever advance to the latest producer needed, so each instruction pops at most one
-        token per queue, and a producer an earlier pop covered needs none."""
-        recs, synced = self.recs, self.synced
-        latest: dict[int, int] = {}
-        for d in deps:
-            p = recs[d][0]
-            if d > latest.get(p, -1):
-                latest[p] = d
-        for p, d in latest.items():
-            pair = (p, module)
-            flags = _TOKEN_COLUMNS.get(pair)
-            if flags is None:
-                raise AssertionError(f"no token queue from module {p} to module {module}")
-            if d > synced.get(pair, -1):
-                synced[pair] = d
-                recs[d][1][flags[0]] = 1
-                row[flags[1]] = 1
+        """Append an instruction of `module` that reads and writes these slots; it will wait
+        (a dependency token) for the latest instruction of another module that last wrote a
+        slot it accesses, or read a slot it writes. `row` is not changed (and must not be
+        after this)."""
+        key = (reads if type(reads) is tuple else tuple(reads),
+               writes if type(writes) is tuple else tuple(writes))  # fmt: skip
+        sig = self.sigs.get(key)
+        if sig is None:
+            sig = self.signature(key)
+        rows = self.rows
+        if kernel is None:
+            rec = (len(rows), module, sig, -1, -1)
+        else:
+            sub = kernel[1]
+            rec = (len(rows), module, sig, self.kernel_ids[kernel[0]], -1 if sub is None else sub)
+        rows.append(row)
+        if self.recording is not None:
+            self.recording.append(rec)
+        self.recs.append(rec)
+        return len(self.recs) - 1
 
     def replay(self, key, emit_fn) -> None:
         """`emit_fn()`, whose instructions depend on nothing but `key` (no DRAM address, no
@@ -441,9 +409,9 @@ class _Stream:
             finally:
                 self.recording = None
             return
-        add = self.add
-        for module, row, reads, writes, kernel in known:
-            add(module, row.copy(), reads, writes, kernel)
+        self.recs.extend(known)
+        if self.recording is not None:
+            self.recording.extend(known)
 
     def load(self, mem, sram, dram, y, x, stride=None, ypad=(0, 0), xpad=(0, 0), *, module,
              reads=(), writes=()) -> int:  # fmt: skip
@@ -508,79 +476,155 @@ class _Stream:
     def kernel(self, key, build) -> tuple:
         if key not in self.kernels:
             self.kernels[key] = build()
+            self.kernel_ids[key] = len(self.kernel_ids)
         return key
 
     def finish(self) -> None:
         """FINISH after the last instruction of every module."""
-        last = {m: i for i, rec in enumerate(self.recs) for m in (rec[0],) if m != COMPUTE}
-        fin = self.add(COMPUTE, _row(Opcode.FINISH))
-        self.recs[fin][2] = deps = sorted(last.values())
-        self.tokens(COMPUTE, self.recs[fin][1], deps)
+        self.add(COMPUTE, _row(Opcode.FINISH))
+        self.finished = True
+
+    def descriptor(self) -> StreamDescriptor:
+        """The stream as flat int64 arrays (`cstream.StreamDescriptor`)."""
+        n = len(self.recs)
+        recs = np.fromiter(chain.from_iterable(self.recs), np.int64, 5 * n).reshape(n, 5)
+        rows = np.array(self.rows, np.int64).reshape(len(self.rows), _NF)
+        parts = []
+        for w in (0, 1):
+            ptr = np.zeros(len(self.sig_slots) + 1, np.int64)
+            ptr[1:] = np.cumsum([len(s[w]) for s in self.sig_slots])
+            slots = np.array([i for s in self.sig_slots for i in s[w]], np.int64)
+            parts += [ptr, slots]
+        sizes = np.array([len(k) for k in self.kernels.values()], np.int64)
+        return StreamDescriptor(recs, rows, *parts, len(self.slot_ids), sizes, self.finished)
 
     def encode_stream(self) -> tuple[Program, int]:
-        """Micro-ops placed, the records encoded (their dependency tokens were set as they
-        were added): the program and its number of LOAD UOPs."""
-        rows, uop_image, n_uop_loads = self.place_uops()
+        """Micro-ops placed, the records' dependency tokens set and the records encoded:
+        the program and its number of LOAD UOPs."""
+        keys = list(self.kernels)
+        image = np.concatenate([self.kernels[k] for k in keys]) if keys else np.zeros(0, np.uint32)
+        done = cstream.resolve(self.descriptor(), self.c) if cstream.library() else None
+        if done is None:
+            return self.encode_stream_py()
+        fields, words, n_uop_loads = done
+        return Program(self.c, words, image), n_uop_loads
+
+    def encode_stream_py(self) -> tuple[Program, int]:
+        """`encode_stream` by the reference, `resolve_stream_py`."""
+        keys = list(self.kernels)
+        image = np.concatenate([self.kernels[k] for k in keys]) if keys else np.zeros(0, np.uint32)
+        rows, n_uop_loads = resolve_stream_py(self)
         # The rows are the fields in FIELD_NAMES order, all int64: one matrix, viewed as records.
         fields = np.array(rows, np.int64).reshape(len(rows), _NF).view(FIELDS_DTYPE).reshape(-1)
         words = encode(fields, self.c)
-        return Program(self.c, words, uop_image), n_uop_loads
+        return Program(self.c, words, image), n_uop_loads
 
-    def place_uops(self):
-        """Micro-op image and LOAD UOPs: every kernel once up front when they all fit in the
-        micro-op buffer, else each loaded before use into a ring, reusing resident copies."""
-        depth = self.c.depth("uop")
-        keys = list(self.kernels)
-        sizes = {k: len(self.kernels[k]) for k in keys}
-        offsets, at = {}, 0
-        for k in keys:
-            offsets[k] = at
-            at += sizes[k]
-        image = np.concatenate([self.kernels[k] for k in keys]) if keys else np.zeros(0, np.uint32)
-        out_rows: list[list[int]] = []
-        uop_bgn, uop_end = _IDX["uop_bgn"], _IDX["uop_end"]
 
-        def load_row(sram, dram, n):
-            return _row(Opcode.LOAD, memory_type=int(MemType.UOP), sram_base=sram,
-                        dram_base=dram, y_size=1, x_size=n, x_stride=n)  # fmt: skip
+def resolve_stream_py(stream: _Stream) -> tuple[list[list[int]], int]:
+    """The reference of libqaccel_stream: the stream's rows with their dependency tokens set
+    and its micro-ops placed (the LOAD UOPs inserted), and the number of LOAD UOPs.
 
-        if at <= depth:
-            first = next(i for i, r in enumerate(self.recs) if r[0] == COMPUTE)
-            for i, (module, row, _, kern) in enumerate(self.recs):
-                if i == first and at:
-                    out_rows.append(load_row(0, 0, at))
-                if kern is not None:
-                    k, sub = kern
-                    base = offsets[k] + (sub or 0)
-                    row[uop_bgn] = base
-                    row[uop_end] = base + 1 if sub is not None else offsets[k] + sizes[k]
-                out_rows.append(row)
-            return out_rows, image, 1 if at else 0
-        # Ring cache: place each kernel at a bump pointer, evicting what it overlaps.
-        resident: dict = {}  # key -> sram offset
-        ptr, loads = 0, 0
-        for module, row, _, kern in self.recs:
-            if kern is not None:
-                k, sub = kern
-                n = sizes[k]
-                if n > depth:
-                    raise LayerError(f"a micro-op kernel of {n} micro-ops exceeds the buffer")
-                if k not in resident:
-                    if ptr + n > depth:
-                        ptr = 0
-                    lo, hi = ptr, ptr + n
-                    for other, o in list(resident.items()):
-                        if o < hi and lo < o + sizes[other]:
-                            del resident[other]
-                    resident[k] = ptr
-                    out_rows.append(load_row(ptr, offsets[k], n))
-                    loads += 1
-                    ptr += n
-                base = resident[k] + (sub or 0)
+    Tokens: an instruction waits for the latest instruction of another module that last
+    wrote a slot it accesses, or read a slot it writes (FINISH: for the last instruction of
+    every module); that is a push on the producer and a pop here. Pops only ever advance to
+    the latest producer needed, so each instruction pops at most one token per queue, and a
+    producer an earlier pop covered needs none. Micro-ops: every kernel once up front when
+    they all fit in the micro-op buffer, else each loaded before use into a ring, reusing
+    resident copies."""
+    recs, c = stream.recs, stream.c
+    rows = [stream.rows[r[0]].copy() for r in recs]
+    # Per slot: [last writer, its module, last reader in module 0, 1, 2] (-1: none; a slot
+    # never written has module 3).
+    slots = [[-1, 3, -1, -1, -1] for _ in stream.slot_ids]
+    synced: dict[tuple[int, int], int] = {}  # token queue -> latest producer popped
+    last = [-1, -1, -1]
+    n = len(recs)
+    for i, (_, module, sig, _, _) in enumerate(recs):
+        reads, writes = stream.sig_slots[sig]
+        latest = [-1, -1, -1, -1]
+        for r in reads:
+            st = slots[r]
+            if st[0] > latest[st[1]]:
+                latest[st[1]] = st[0]
+        for w in writes:
+            st = slots[w]
+            if st[0] > latest[st[1]]:
+                latest[st[1]] = st[0]
+            for m in (0, 1, 2):
+                if st[2 + m] > latest[m]:
+                    latest[m] = st[2 + m]
+            st[:] = (i, module, -1, -1, -1)
+        for r in reads:
+            slots[r][2 + module] = i
+        if stream.finished and i == n - 1:
+            for m in (0, 1, 2):
+                if m != module and last[m] > latest[m]:
+                    latest[m] = last[m]
+        latest[module] = -1
+        for p in (0, 1, 2):
+            d = latest[p]
+            if d < 0:
+                continue
+            pair = (p, module)
+            flags = _TOKEN_COLUMNS.get(pair)
+            if flags is None:
+                raise AssertionError(f"no token queue from module {p} to module {module}")
+            if d > synced.get(pair, -1):  # else an earlier pop covered it
+                synced[pair] = d
+                rows[d][flags[0]] = 1
+                rows[i][flags[1]] = 1
+        last[module] = i
+
+    depth = c.depth("uop")
+    sizes = [len(k) for k in stream.kernels.values()]
+    offsets, at = [], 0
+    for size in sizes:
+        offsets.append(at)
+        at += size
+    out_rows: list[list[int]] = []
+    uop_bgn, uop_end = _IDX["uop_bgn"], _IDX["uop_end"]
+
+    def load_row(sram, dram, n):
+        return _row(Opcode.LOAD, memory_type=int(MemType.UOP), sram_base=sram,
+                    dram_base=dram, y_size=1, x_size=n, x_stride=n)  # fmt: skip
+
+    if at <= depth:
+        first = next(i for i, r in enumerate(recs) if r[1] == COMPUTE)
+        for i, (rec, row) in enumerate(zip(recs, rows)):
+            if i == first and at:
+                out_rows.append(load_row(0, 0, at))
+            k, sub = rec[3], rec[4]
+            if k >= 0:
+                base = offsets[k] + max(sub, 0)
                 row[uop_bgn] = base
-                row[uop_end] = base + 1 if sub is not None else resident[k] + n
+                row[uop_end] = base + 1 if sub >= 0 else offsets[k] + sizes[k]
             out_rows.append(row)
-        return out_rows, image, loads
+        return out_rows, 1 if at else 0
+    # Ring cache: place each kernel at a bump pointer, evicting what it overlaps.
+    resident: dict = {}  # kernel -> sram offset
+    ptr, loads = 0, 0
+    for rec, row in zip(recs, rows):
+        k, sub = rec[3], rec[4]
+        if k >= 0:
+            n = sizes[k]
+            if n > depth:
+                raise LayerError(f"a micro-op kernel of {n} micro-ops exceeds the buffer")
+            if k not in resident:
+                if ptr + n > depth:
+                    ptr = 0
+                lo, hi = ptr, ptr + n
+                for other, o in list(resident.items()):
+                    if o < hi and lo < o + sizes[other]:
+                        del resident[other]
+                resident[k] = ptr
+                out_rows.append(load_row(ptr, offsets[k], n))
+                loads += 1
+                ptr += n
+            base = resident[k] + max(sub, 0)
+            row[uop_bgn] = base
+            row[uop_end] = base + 1 if sub >= 0 else resident[k] + n
+        out_rows.append(row)
+    return out_rows, loads
 
 
 class _Emitter(_Stream):
@@ -783,9 +827,7 @@ class _Emitter(_Stream):
         key = ("gemm", st.th, st.tw, st.nco, st.nci, diag_off, islot, wslot, aslot)
         known = self.replays.get(key)
         if known is not None and self.recording is None:  # `replay`, most steps
-            add = self.add
-            for module, row, reads, writes, kernel in known:
-                add(module, row.copy(), reads, writes, kernel)
+            self.recs.extend(known)
             return
         self.replay(key, lambda: self._gemm_step(st, islot, wslot, aslot))
 
