@@ -17,7 +17,7 @@ import pytest
 from qaccel.lowering.vta import cstream, emit
 from qaccel.lowering.vta.emit import COMPUTE, LOAD, STORE, _Stream
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.targets.vta.isa import AluOp, MemType, encode_uops
+from qaccel.targets.vta.isa import AluOp, MemType, decode, encode_uops
 
 pytestmark = pytest.mark.skipif(not cstream.available(),
                                 reason=f"libqaccel_stream: {cstream.unavailable_reason()}")  # fmt: skip
@@ -32,6 +32,8 @@ def _same(stream: _Stream, label: str, encode=None) -> tuple:
     ref, ref_loads = stream.encode_stream_py()
     assert np.array_equal(prog.words, ref.words), label
     assert np.array_equal(prog.uops, ref.uops) and loads == ref_loads, label
+    # The library's fields, which `decode` returns for its program, are the words decoded.
+    assert np.array_equal(prog.fields(), decode(prog.words.copy(), prog.config)), label
     return prog, loads
 
 
@@ -173,12 +175,14 @@ def malformed_descriptors():
         d = cstream.StreamDescriptor(**{**good.__dict__, **fields})
         return label, d, cstream.BAD_INPUT
 
-    for col, bad in ((0, -1), (0, 99), (1, 3), (1, -1), (2, 7), (3, 5), (3, -2), (4, 4), (4, -2)):
+    n_sigs = len(good.sig_read_ptr) - 1
+    for col, bad in ((0, -1), (0, 99), (1, 3), (1, -1), (2, n_sigs), (2, -1), (3, 5), (3, -2),
+                     (4, 4), (4, -2)):  # fmt: skip
         recs = good.recs.copy()
         recs[1, col] = bad
         yield changed(f"recs[1, {col}] = {bad}", recs=recs)
-    yield changed("a slot id", sig_reads=good.sig_reads + 50)
-    yield changed("a negative slot id", sig_writes=good.sig_writes - 50)
+    yield changed("a slot id", sig_reads=good.sig_reads + good.n_slots)
+    yield changed("a negative slot id", sig_writes=good.sig_writes - good.n_slots - 1)
     ptr = good.sig_read_ptr.copy()
     ptr[-1] += 100
     yield changed("a signature past its slots", sig_read_ptr=ptr)

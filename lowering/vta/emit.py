@@ -338,6 +338,14 @@ def _placed_kernel(shape: tuple, bases: tuple[int, int, int], indices, c: Hardwa
     return (words + np.uint64(offset)).astype(np.uint32)
 
 
+# Access signatures (the slots an instruction reads and writes) by id, shared by every stream:
+# layers use the same few.
+_SIGS: dict[tuple[tuple, tuple], int] = {}
+_SIG_SLOTS: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+_SLOT_IDS: dict = {}
+_SIG_CSR: dict = {}  # the signatures as `StreamDescriptor` arrays, and how many they hold
+
+
 class _Stream:
     """An instruction stream under construction: records with the buffer slots each reads and
     writes (dependency tokens are derived from them), micro-op kernels, and the encoding. The
@@ -354,9 +362,11 @@ class _Stream:
         self.c = config
         self.rows: list[list[int]] = []  # fields each record starts from (replays share them)
         self.recs: list[tuple] = []  # (row index, module, signature, kernel id or -1, sub or -1)
-        self.sigs: dict = {}  # (reads, writes) -> access signature id
-        self.sig_slots: list[tuple[tuple[int, ...], tuple[int, ...]]] = []  # its slot ids
-        self.slot_ids: dict = {}  # slot -> id
+        if len(_SIGS) > 65536:  # ids stay fixed while a stream is built
+            _SIGS.clear(), _SIG_SLOTS.clear(), _SLOT_IDS.clear(), _SIG_CSR.clear()
+        self.sigs = _SIGS  # (reads, writes) -> access signature id (shared by every stream)
+        self.sig_slots = _SIG_SLOTS  # per signature, the ids of the slots read and written
+        self.slot_ids = _SLOT_IDS  # slot -> id
         self.kernels: dict = {}  # key -> uint32 micro-ops
         self.kernel_ids: dict = {}  # key -> its position in `kernels`
         self.replays: dict = {}  # `replay`'s recorded instructions by key
@@ -489,14 +499,17 @@ class _Stream:
         n = len(self.recs)
         recs = np.fromiter(chain.from_iterable(self.recs), np.int64, 5 * n).reshape(n, 5)
         rows = np.array(self.rows, np.int64).reshape(len(self.rows), _NF)
-        parts = []
-        for w in (0, 1):
-            ptr = np.zeros(len(self.sig_slots) + 1, np.int64)
-            ptr[1:] = np.cumsum([len(s[w]) for s in self.sig_slots])
-            slots = np.array([i for s in self.sig_slots for i in s[w]], np.int64)
-            parts += [ptr, slots]
+        if _SIG_CSR.get("n") != len(self.sig_slots):  # signatures were added since
+            parts = []
+            for w in (0, 1):
+                ptr = np.zeros(len(self.sig_slots) + 1, np.int64)
+                ptr[1:] = np.cumsum([len(s[w]) for s in self.sig_slots])
+                slots = np.array([i for s in self.sig_slots for i in s[w]], np.int64)
+                parts += [ptr, slots]
+            _SIG_CSR.update(n=len(self.sig_slots), parts=parts)
         sizes = np.array([len(k) for k in self.kernels.values()], np.int64)
-        return StreamDescriptor(recs, rows, *parts, len(self.slot_ids), sizes, self.finished)
+        return StreamDescriptor(recs, rows, *_SIG_CSR["parts"], len(self.slot_ids), sizes,
+                                self.finished)  # fmt: skip
 
     def encode_stream(self) -> tuple[Program, int]:
         """Micro-ops placed, the records' dependency tokens set and the records encoded:
@@ -507,7 +520,9 @@ class _Stream:
         if done is None:
             return self.encode_stream_py()
         fields, words, n_uop_loads = done
-        return Program(self.c, words, image), n_uop_loads
+        program = Program(self.c, words, image)
+        program.know_fields(fields.view(FIELDS_DTYPE).reshape(-1))  # the report decodes it
+        return program, n_uop_loads
 
     def encode_stream_py(self) -> tuple[Program, int]:
         """`encode_stream` by the reference, `resolve_stream_py`."""

@@ -244,10 +244,13 @@ static int place(vta_stream_io *io, int64_t *work) {
 }
 
 /* The 128-bit encodings of the output rows (`isa.encode`): a field outside its range is an
- * error the caller reports by encoding in Python. */
+ * error the caller reports by encoding in Python. The rows are left as `isa.decode` gives
+ * the encodings back: the fields the opcode's format does not have are zeroed. */
 static int encode(vta_stream_io *io) {
     for (int64_t i = 0; i < io->n_out; i++) {
-        const int64_t *row = io->fields + VTA_STREAM_NF * i;
+        int64_t *row = io->fields + VTA_STREAM_NF * i;
+        int64_t clean[VTA_STREAM_NF];
+        memset(clean, 0, sizeof clean);
         uint64_t w[2] = {0, 0};
         int64_t op = row[0];
         if (op < 0 || op >= VTA_STREAM_OPCODES)
@@ -258,7 +261,10 @@ static int encode(vta_stream_io *io) {
                 return fail(io, VTA_STREAM_OVERFLOW, i);
             uint64_t mask = (uint64_t)(io->enc_hi[j] - io->enc_lo[j]) - 1;
             w[io->enc_word[j]] |= ((uint64_t)v & mask) << io->enc_shift[j];
+            clean[io->enc_col[j]] = v;
         }
+        clean[0] = op;
+        memcpy(row, clean, sizeof clean);
         io->words[2 * i] = w[0];
         io->words[2 * i + 1] = w[1];
     }

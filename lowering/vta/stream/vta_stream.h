@@ -46,7 +46,7 @@ typedef struct vta_stream_io {
     const int64_t *enc_col, *enc_lo, *enc_hi, *enc_shift, *enc_word;
     int64_t capacity;     /* rows of fields / words */
     /* outputs */
-    int64_t *fields;      /* [capacity][nf] */
+    int64_t *fields;      /* [capacity][nf]: as isa.decode gives the words back */
     uint64_t *words;      /* [capacity][2] */
     int64_t n_out, n_uop_loads;
     int64_t error_index, error_value;
