@@ -498,7 +498,8 @@ class _Stream:
         """The stream as flat int64 arrays (`cstream.StreamDescriptor`)."""
         n = len(self.recs)
         recs = np.fromiter(chain.from_iterable(self.recs), np.int64, 5 * n).reshape(n, 5)
-        rows = np.array(self.rows, np.int64).reshape(len(self.rows), _NF)
+        m = len(self.rows)
+        rows = np.fromiter(chain.from_iterable(self.rows), np.int64, _NF * m).reshape(m, _NF)
         if _SIG_CSR.get("n") != len(self.sig_slots):  # signatures were added since
             parts = []
             for w in (0, 1):
@@ -893,16 +894,16 @@ class _Emitter(_Stream):
                  s_ci, s_fy, s_fx, *key[:6])  # fmt: skip
         shared = (*shape, *key[6:])
         kern = self.kernel(key, lambda: _shared_kernel(shared, build))
-        reads = [("inp", islot), ("wgt", wslot), ("acc", aslot)]
+        reads = (("inp", islot), ("wgt", wslot), ("acc", aslot))
         if pb is None:
-            self.gemm(kern, 1, 1, reads=reads, writes=[("acc", aslot)])
+            self.gemm(kern, 1, 1, reads=reads, writes=(("acc", aslot),))
             return
         uy, ux = pb
         self.gemm(
             kern, st.th // uy, st.tw // ux,
             dst=(uy * st.tw * s_p, ux * s_p),
             src=(uy * sy * s_fy, ux * g.sw * s_fx),
-            reads=reads, writes=[("acc", aslot)],
+            reads=reads, writes=(("acc", aslot),),
         )  # fmt: skip
 
     def tail_kernel(self, aslot: int, co0: int):
@@ -954,7 +955,7 @@ class _Emitter(_Stream):
         acc_base = plan.acc_base + aslot * plan.acc_slot_rows
         key, idx = self.tail_kernel(aslot, st.co0)
         rows = st.th * st.tw * st.nco
-        res = [("acc", aslot)]
+        res = (("acc", aslot),)
         if self.layer.runtime_init:
             self.load_init(st, acc_base, key, idx, split, res)
             if self.store_tail:
@@ -983,7 +984,7 @@ class _Emitter(_Stream):
                   sub=idx["row"])  # fmt: skip
         if self.gemm_bias:  # [127]*15 + [1] times the block's digit tile: + bias, one cycle
             n_out, n_in, dst, per_block = self.tile_loops(st)
-            self.gemm(key, n_out, n_in, dst=dst, wgt=per_block, reads=res + [("biasc",)],
+            self.gemm(key, n_out, n_in, dst=dst, wgt=per_block, reads=res + (("biasc",),),
                       writes=res, sub=idx["bias_gemm"])  # fmt: skip
 
     def load_init(self, st: Step, acc_base: int, key, idx, split: bool, res):
@@ -1017,7 +1018,7 @@ class _Emitter(_Stream):
         g = self.g
         key, idx = self.tail_kernel(aslot, st.co0)
         n_out, n_in, dst, psrc = self.tile_loops(st)
-        res = [("acc", aslot)]
+        res = (("acc", aslot),)
         if split:
             self.alu(AluOp.ADD, key, idx["split"], 1, 1, reads=res, writes=res)
             if self.store_tail:  # the scratch row is not stored, so not cleared
@@ -1046,7 +1047,7 @@ class _Emitter(_Stream):
                 self.alu(AluOp.MIN, key, idx["row"], n_out, n_in, dst, imm=hi - z, reads=res,
                          writes=res)  # fmt: skip
             elif op == "zp":
-                self.gemm(key, n_out, n_in, dst=dst, reads=res + [("inpc",), ("wgtc",)],
+                self.gemm(key, n_out, n_in, dst=dst, reads=res + (("inpc",), ("wgtc",)),
                           writes=res, sub=idx["row"])  # fmt: skip
 
     def store_tile(self, st: Step, aslot: int):
@@ -1056,14 +1057,14 @@ class _Emitter(_Stream):
         acc_base = plan.acc_base + aslot * plan.acc_slot_rows
         mem = MemType.ACC if g.int32_output else MemType.OUT
         out = self.elem("output", self.out_eb)
-        res = [("acc", aslot)]
+        res = (("acc", aslot),)
 
         def store(sram, dram, y, x, stride, block, param_step):
             if not self.store_tail:
                 self.store(mem, sram, dram, y, x, stride, reads=res)
                 return
             param_row = self.param_layout["store"][0] + PARAM_ROWS * block
-            self.store(mem, sram, dram, y, x, stride, reads=res + [("params",)], writes=res,
+            self.store(mem, sram, dram, y, x, stride, reads=res + (("params",),), writes=res,
                        param_row=param_row, param_step=param_step)  # fmt: skip
 
         if g.kind == "dense":  # [pixel][co]: the parameters advance with x
