@@ -17,7 +17,7 @@ import pytest
 from qaccel.lowering.vta import cstream, emit
 from qaccel.lowering.vta.emit import COMPUTE, LOAD, STORE, _Stream
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.targets.vta.isa import AluOp, MemType, decode, encode_uops
+from qaccel.targets.vta.isa import AluOp, MemType, decode, encode_uops, layout_of
 
 pytestmark = pytest.mark.skipif(not cstream.available(),
                                 reason=f"libqaccel_stream: {cstream.unavailable_reason()}")  # fmt: skip
@@ -265,3 +265,18 @@ def test_sanitizers(tmp_path):
     assert out.returncode == 0, out.stderr[-4000:]
     assert "runtime error" not in out.stderr and "AddressSanitizer" not in out.stderr
     assert "sanitized: ok" in out.stdout
+
+
+def test_small_uops_as_encode_uops():
+    """The emitters' few-micro-op encoder: `encode_uops`'s words, and its error past a field."""
+    rng = np.random.default_rng(3)
+    for config in (DEFAULT_CONFIG, HardwareConfig.from_json("vta-store-requant")):
+        top = [1 << f.width for f in layout_of(config).uop]
+        for n in (1, 2, 7):
+            idx = [rng.integers(0, t, n).tolist() for t in top]
+            assert np.array_equal(emit.small_uops(*idx, config), encode_uops(*idx, config))
+        for k in range(3):
+            idx = [[0], [0], [0]]
+            idx[k] = [top[k]]
+            with pytest.raises(ValueError, match="out of its"):
+                emit.small_uops(*idx, config)

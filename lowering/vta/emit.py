@@ -306,6 +306,20 @@ def _shared_kernel(key: tuple, build) -> np.ndarray:
     return found
 
 
+def small_uops(dst, src, wgt, c: HardwareConfig) -> np.ndarray:
+    """`encode_uops(dst, src, wgt, c)` of a few micro-ops (index sequences of one length),
+    with Python integers: a handful of numpy calls cost more than the work. An index outside
+    its field goes to `encode_uops`, which raises."""
+    fields = layout_of(c).uop
+    (_, b0, w0), (_, b1, w1), (_, b2, w2) = ((f.name, f.bit, 1 << f.width) for f in fields)
+    words = []
+    for d, s, w in zip(dst, src, wgt):
+        if not (0 <= d < w0 and 0 <= s < w1 and 0 <= w < w2):
+            return encode_uops(dst, src, wgt, c)
+        words.append(((d << b0) | (s << b1) | (w << b2)) & 0xFFFFFFFF)
+    return np.array(words, np.uint32)
+
+
 _RELATIVE: dict[tuple, tuple] = {}
 
 
@@ -925,7 +939,7 @@ class _Emitter(_Stream):
         srcs, wgts = tuple(e[1] for e in entries), tuple(e[2] for e in entries)
 
         def build():
-            return encode_uops(np.full(len(entries), acc_base), srcs, wgts, c)
+            return small_uops([acc_base] * len(entries), srcs, wgts, c)
 
         self.kernel(key, lambda: _shared_kernel(("tail", c, acc_base, srcs, wgts), build))
         known = self.tail_kernels[key] = {n: i for i, n in enumerate(names)}

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.lowering.vta.emit import COMPUTE, _Stream
-from qaccel.targets.vta.isa import AluOp, MemType, Program, encode_uops
+from qaccel.lowering.vta.emit import COMPUTE, _Stream, small_uops
+from qaccel.targets.vta.isa import AluOp, MemType, Program
 from qaccel.lowering.vta.layers import AluLayer, PoolLayer, output_stage
 from qaccel.lowering.vta.geometry import LayerError
 
@@ -133,7 +133,7 @@ class _AluEmitter(_Stream):
 
     def uop(self, dst: int, src: int):
         key = ("alu", dst, src)
-        return self.kernel(key, lambda: encode_uops([dst], [src], [0], self.c))
+        return self.kernel(key, lambda: small_uops((dst,), (src,), (0,), self.c))
 
     def load_params(self) -> None:
         if self.n_params:
