@@ -81,6 +81,29 @@ def test_library_is_used(monkeypatch):
     assert sum(len(f.layers) for f in compiled.functions.values()) > 0
 
 
+def test_reference_without_the_library(monkeypatch):
+    """`QACCEL_NO_CSTREAM=1`: no library, the reference resolves every stream (the same
+    program)."""
+    from conftest import vta_lowered
+    from qaccel.backends.vta.codegen import compile_module
+
+    module, _ = vta_lowered("small_cnn")
+    with_c = compile_module(module.clone(), DEFAULT_CONFIG)
+    monkeypatch.setenv("QACCEL_NO_CSTREAM", "1")
+    cstream._reset_for_tests()
+    try:
+        assert not cstream.available() and "QACCEL_NO_CSTREAM" in cstream.unavailable_reason()
+        without = compile_module(module, DEFAULT_CONFIG)
+    finally:
+        monkeypatch.delenv("QACCEL_NO_CSTREAM")
+        cstream._reset_for_tests()
+    assert cstream.available()
+    pairs = [(a, b) for f in with_c.functions
+             for a, b in zip(with_c.functions[f].layers, without.functions[f].layers)]  # fmt: skip
+    assert pairs and all(np.array_equal(a.words, b.words) and np.array_equal(a.uops, b.uops)
+                         for a, b in pairs)  # fmt: skip
+
+
 def random_stream(rng, config: HardwareConfig, ring: bool) -> _Stream:
     """Loads, GEMMs, ALU ops and stores over random slots: loads write input and weight
     slots, compute reads those and the accumulators, stores read (and may clear) them."""
