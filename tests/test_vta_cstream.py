@@ -227,6 +227,33 @@ def test_malformed_descriptors_refused(label, desc, rc):
         assert io.n_out == 0 and not fields.any(), label
 
 
+def _bad_statics():
+    """The configuration's constant inputs with one of them out of range."""
+    columns, push, pop, ptr, arrays = cstream._static(DEFAULT_CONFIG)
+
+    def arrays_with(k, j, value):
+        out = [a.copy() for a in arrays]
+        out[k][j] = value
+        return out
+
+    yield "a column", ([99] + columns[1:], push, pop, ptr, arrays)
+    yield "a push without its pop", (columns, [3] + push[1:], [-1] + pop[1:], ptr, arrays)
+    yield "the encoding's length", (columns, push, pop, ptr[:-1] + [ptr[-1] + 1], arrays)
+    yield "opcodes' fields decreasing", (columns, push, pop, [0, 5, 2] + ptr[3:], arrays)
+    yield "an encoded column", (columns, push, pop, ptr, arrays_with(0, 3, 34))
+    yield "an empty range", (columns, push, pop, ptr, arrays_with(2, 1, -(1 << 40)))
+    yield "a shift", (columns, push, pop, ptr, arrays_with(3, 2, 64))
+    yield "a word", (columns, push, pop, ptr, arrays_with(4, 2, 2))
+
+
+@pytest.mark.parametrize("label", [b[0] for b in _bad_statics()])
+def test_malformed_static_inputs_refused(label, monkeypatch):
+    bad = dict(_bad_statics())[label]
+    desc = next(malformed_descriptors())[1]
+    monkeypatch.setattr(cstream, "_static", lambda config: bad)
+    assert cstream.call(desc, DEFAULT_CONFIG)[0] == cstream.BAD_INPUT, label
+
+
 def test_too_small_capacity_refused():
     s = _Stream(DEFAULT_CONFIG)
     key = s.kernel("k", lambda: np.zeros(4, np.uint32))
@@ -269,6 +296,12 @@ def test_sanitizers(tmp_path):
         for label, desc, rc in t.malformed_descriptors():
             t.test_malformed_descriptors_refused(label, desc, rc)
         t.test_too_small_capacity_refused()
+        for label, bad in t._bad_statics():
+            static, cstream._static = cstream._static, lambda config: bad
+            try:
+                assert cstream.call(next(t.malformed_descriptors())[1], t.DEFAULT_CONFIG)[0] == 1
+            finally:
+                cstream._static = static
         from conftest import vta_lowered
         from qaccel.backends.vta.codegen import compile_module
         for hw in ("vta-default", "vta-store-requant"):

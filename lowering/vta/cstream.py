@@ -47,7 +47,8 @@ class _IO(ctypes.Structure):  # vta_stream_io
         ("sig_read_ptr", _P), ("sig_reads", _P), ("sig_write_ptr", _P), ("sig_writes", _P),
         ("sig_entries", _I * 2), ("n_slots", _I), ("n_kernels", _I), ("kernel_sizes", _P),
         ("uop_depth", _I), ("finish", _I), ("columns", _I * 8), ("token_push", _I * 9),
-        ("token_pop", _I * 9), ("enc_ptr", _I * 7), ("enc_col", _P), ("enc_lo", _P),
+        ("token_pop", _I * 9), ("enc_ptr", _I * 7), ("enc_entries", _I), ("enc_col", _P),
+        ("enc_lo", _P),
         ("enc_hi", _P), ("enc_shift", _P), ("enc_word", _P), ("capacity", _I),
         ("fields", _P), ("words", _P), ("n_out", _I), ("n_uop_loads", _I),
         ("error_index", _I), ("error_value", _I),
@@ -224,6 +225,7 @@ def call(desc: StreamDescriptor, config, capacity: int | None = None):
         io.token_push[k], io.token_pop[k] = push[k], pop[k]
     for k in range(7):
         io.enc_ptr[k] = ptr[k]
+    io.enc_entries = len(arrays[0])
     io.enc_col, io.enc_lo, io.enc_hi, io.enc_shift, io.enc_word = (_ptr(a) for a in arrays)
     io.capacity, io.fields, io.words = capacity, _ptr(fields), _ptr(words)
     rc = lib.vta_stream_resolve(ctypes.byref(io))

@@ -40,7 +40,9 @@ static int check(vta_stream_io *io) {
             (io->token_pop[k] < -1 || io->token_pop[k] >= VTA_STREAM_NF) ||
             ((io->token_push[k] < 0) != (io->token_pop[k] < 0)))
             return fail(io, VTA_STREAM_BAD_INPUT, -1);
-    if (io->enc_ptr[0] != 0)
+    if (io->enc_ptr[0] != 0 || io->enc_ptr[VTA_STREAM_OPCODES] != io->enc_entries ||
+        (io->enc_entries > 0 && (!io->enc_col || !io->enc_lo || !io->enc_hi ||
+                                 !io->enc_shift || !io->enc_word)))
         return fail(io, VTA_STREAM_BAD_INPUT, -1);
     for (int op = 0; op < VTA_STREAM_OPCODES; op++)
         if (io->enc_ptr[op + 1] < io->enc_ptr[op] ||

@@ -43,6 +43,7 @@ typedef struct vta_stream_io {
                              x_size, x_stride */
     int64_t token_push[9], token_pop[9]; /* [producer * 3 + consumer]: columns, -1: none */
     int64_t enc_ptr[VTA_STREAM_OPCODES + 1]; /* per opcode its fields in enc_* */
+    int64_t enc_entries;  /* the length of each enc_* array */
     const int64_t *enc_col, *enc_lo, *enc_hi, *enc_shift, *enc_word;
     int64_t capacity;     /* rows of fields / words */
     /* outputs */
