@@ -331,13 +331,13 @@ def fused_bias(layer: ConvLayer, g: LayerGeometry | None = None) -> np.ndarray:
     like TFLite's int32 arithmetic: padded taps hold zp_in, so the GEMM over raw inputs plus
     this bias is exactly `sum(w * (x - zp_in)) + bias`."""
     g = g or layer.geometry
-    w = layer.weights.astype(np.int64)
+    w = layer.weights  # summed in int64 without an int64 copy of every weight
     if g.kind == "conv":
-        wsum = w.reshape(g.O, -1).sum(axis=1)
+        wsum = w.reshape(g.O, -1).sum(axis=1, dtype=np.int64)
     elif g.kind == "depthwise":
-        wsum = w.reshape(-1, g.O).sum(axis=0)
+        wsum = w.reshape(-1, g.O).sum(axis=0, dtype=np.int64)
     else:
-        wsum = w.sum(axis=1)
+        wsum = w.sum(axis=1, dtype=np.int64)
     bias = np.zeros(g.O, np.int64) if layer.bias is None else np.asarray(layer.bias, np.int64)
     total = bias - layer.input_zero_point * wsum - layer.requant_input_zero_point
     return total.astype(np.int32)  # int64 -> int32 keeps the low 32 bits
