@@ -37,6 +37,7 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -92,8 +93,10 @@ def _factors(f, n_out: int, n_in: int) -> tuple[int, int]:
     return (f[0] if n_out > 1 else 0, f[1] if n_in > 1 else 0)
 
 
-def _row(opcode: int, **values) -> list[int]:
-    row = [0] * _NF
+def _row(opcode: int, **values) -> array:
+    """A record's fields (`FIELD_NAMES` order) as int64s: `_Stream.descriptor` joins the
+    rows' bytes into one matrix."""
+    row = array("q", bytes(8 * _NF))
     row[0] = int(opcode)
     for k, v in values.items():
         row[_IDX[k]] = int(v)
@@ -108,7 +111,7 @@ def _row(opcode: int, **values) -> list[int]:
     "y_pad_1", "x_pad_0", "x_pad_1", "reset", "iter_out", "iter_in", "dst_factor_out",
     "dst_factor_in", "src_factor_out", "src_factor_in", "wgt_factor_out", "wgt_factor_in",
     "alu_opcode", "use_imm", "imm"))  # fmt: skip
-_EMPTY = {int(op): [int(op)] + [0] * (_NF - 1) for op in Opcode}  # a zero row per opcode
+_EMPTY = {int(op): _row(op) for op in Opcode}  # a zero row per opcode (copied by slicing)
 _GEMM, _ALU = int(Opcode.GEMM), int(Opcode.ALU)
 
 
@@ -374,7 +377,7 @@ class _Stream:
 
     def __init__(self, config: HardwareConfig):
         self.c = config
-        self.rows: list[list[int]] = []  # fields each record starts from (replays share them)
+        self.rows: list[array] = []  # int64 fields each record starts from (replays share them)
         self.recs: list[tuple] = []  # (row index, module, signature, kernel id or -1, sub or -1)
         if len(_SIGS) > 65536:  # ids stay fixed while a stream is built
             _SIGS.clear(), _SIG_SLOTS.clear(), _SLOT_IDS.clear(), _SIG_CSR.clear()
@@ -395,16 +398,18 @@ class _Stream:
                                     for part in key))  # fmt: skip
         return sig
 
-    def add(self, module: int, row: list[int], reads=(), writes=(), kernel=None) -> int:
+    def add(self, module: int, row, reads=(), writes=(), kernel=None) -> int:
         """Append an instruction of `module` that reads and writes these slots; it will wait
         (a dependency token) for the latest instruction of another module that last wrote a
         slot it accesses, or read a slot it writes. `row` is not changed (and must not be
-        after this)."""
+        after this); int64 fields, an `array("q")` like `_row`'s, or a list of ints."""
         key = (reads if type(reads) is tuple else tuple(reads),
                writes if type(writes) is tuple else tuple(writes))  # fmt: skip
         sig = self.sigs.get(key)
         if sig is None:
             sig = self.signature(key)
+        if type(row) is not array:
+            row = array("q", row)
         rows = self.rows
         if kernel is None:
             rec = (len(rows), module, sig, -1, -1)
@@ -439,7 +444,7 @@ class _Stream:
 
     def load(self, mem, sram, dram, y, x, stride=None, ypad=(0, 0), xpad=(0, 0), *, module,
              reads=(), writes=()) -> int:  # fmt: skip
-        row = _EMPTY[0].copy()
+        row = _EMPTY[0][:]
         row[_MEM] = int(mem)
         row[_SRAM] = sram
         row[_DRAM] = dram
@@ -455,7 +460,7 @@ class _Stream:
         """A STORE; with `param_row` a STORE OUTQ through the parameter blocks from that row
         (`param_step`: whether they advance with y, x) that clears the rows it reads
         (`writes` then names them)."""
-        row = _EMPTY[1].copy()
+        row = _EMPTY[1][:]
         row[_MEM] = int(mem)
         row[_SRAM] = sram
         row[_DRAM] = dram
@@ -471,7 +476,7 @@ class _Stream:
 
     def gemm(self, kernel, n_out, n_in, dst=(0, 0), src=(0, 0), wgt=(0, 0), reset=False,
              reads=(), writes=(), sub=None) -> int:  # fmt: skip
-        row = _EMPTY[_GEMM].copy()
+        row = _EMPTY[_GEMM][:]
         row[_RESET] = 1 if reset else 0
         row[_ITER_OUT] = n_out
         row[_ITER_IN] = n_in
@@ -484,7 +489,7 @@ class _Stream:
 
     def alu(self, op, kernel, sub, n_out, n_in, dst=(0, 0), src=(0, 0), imm=None, reads=(),
             writes=()) -> int:  # fmt: skip
-        row = _EMPTY[_ALU].copy()
+        row = _EMPTY[_ALU][:]
         row[_ALU_OP] = int(op)
         if imm is not None:
             row[_USE_IMM] = 1
@@ -513,7 +518,7 @@ class _Stream:
         n = len(self.recs)
         recs = np.fromiter(chain.from_iterable(self.recs), np.int64, 5 * n).reshape(n, 5)
         m = len(self.rows)
-        rows = np.fromiter(chain.from_iterable(self.rows), np.int64, _NF * m).reshape(m, _NF)
+        rows = np.frombuffer(b"".join(self.rows), np.int64).reshape(m, _NF)  # read-only
         if _SIG_CSR.get("n") != len(self.sig_slots):  # signatures were added since
             parts = []
             for w in (0, 1):
@@ -550,7 +555,7 @@ class _Stream:
         return Program(self.c, words, image), n_uop_loads
 
 
-def resolve_stream_py(stream: _Stream) -> tuple[list[list[int]], int]:
+def resolve_stream_py(stream: _Stream) -> tuple[list[array], int]:
     """The reference of libqaccel_stream: the stream's rows with their dependency tokens set
     and its micro-ops placed (the LOAD UOPs inserted), and the number of LOAD UOPs.
 
@@ -562,7 +567,7 @@ def resolve_stream_py(stream: _Stream) -> tuple[list[list[int]], int]:
     they all fit in the micro-op buffer, else each loaded before use into a ring, reusing
     resident copies."""
     recs, c = stream.recs, stream.c
-    rows = [stream.rows[r[0]].copy() for r in recs]
+    rows = [stream.rows[r[0]][:] for r in recs]
     # Per slot: [last writer, its module, last reader in module 0, 1, 2] (-1: none; a slot
     # never written has module 3).
     slots = [[-1, 3, -1, -1, -1] for _ in stream.slot_ids]
@@ -611,7 +616,7 @@ def resolve_stream_py(stream: _Stream) -> tuple[list[list[int]], int]:
     for size in sizes:
         offsets.append(at)
         at += size
-    out_rows: list[list[int]] = []
+    out_rows: list[array] = []
     uop_bgn, uop_end = _IDX["uop_bgn"], _IDX["uop_end"]
 
     def load_row(sram, dram, n):
