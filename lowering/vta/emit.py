@@ -966,8 +966,12 @@ class _Emitter(_Stream):
         if self.layer.runtime_init or self.store_tail:
             self._init_tile(st, aslot, split)
             return
-        self.replay(("init", aslot, st.co0, st.th, st.tw, st.nco, split),
-                    lambda: self._init_tile(st, aslot, split))
+        key = ("init", aslot, st.co0, st.th, st.tw, st.nco, split)
+        known = self.replays.get(key)
+        if known is not None and self.recording is None:  # `replay`, most tiles
+            self.recs.extend(known)
+            return
+        self.replay(key, lambda: self._init_tile(st, aslot, split))
 
     def _init_tile(self, st: Step, aslot: int, split: bool):
         g, plan = self.g, self.plan
@@ -1030,8 +1034,12 @@ class _Emitter(_Stream):
         if self.store_tail:
             self._tail(st, aslot, split)
             return
-        self.replay(("tail", aslot, st.co0, st.th, st.tw, st.nco, split),
-                    lambda: self._tail(st, aslot, split))
+        key = ("tail", aslot, st.co0, st.th, st.tw, st.nco, split)
+        known = self.replays.get(key)
+        if known is not None and self.recording is None:  # `replay`, most tiles
+            self.recs.extend(known)
+            return
+        self.replay(key, lambda: self._tail(st, aslot, split))
 
     def _tail(self, st: Step, aslot: int, split: bool):
         g = self.g
