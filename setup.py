@@ -135,6 +135,18 @@ def search_hash() -> str:
     return cbuild.source_hash(here / name for name in SEARCH_SOURCES + SEARCH_HEADERS)
 
 
+# libqaccel_stream, the emitters' stream resolver (lowering/vta/stream/): as
+# lowering/vta/cstream.py's SOURCES and HEADERS (hashed in this order).
+STREAM = Path("lowering") / "vta" / "stream"
+STREAM_SOURCES, STREAM_HEADERS = ("vta_stream.c",), ("vta_stream.h",)
+
+
+def stream_hash() -> str:
+    """As cstream.source_hash()."""
+    here = Path(__file__).parent / STREAM
+    return cbuild.source_hash(here / name for name in STREAM_SOURCES + STREAM_HEADERS)
+
+
 class BuildCLibrary(build_ext):
     def get_export_symbols(self, ext):
         return []  # no PyInit_ function: this is not a Python module
@@ -168,6 +180,14 @@ setup(
             sources=[str(SEARCH / s) for s in SEARCH_SOURCES],
             depends=[str(SEARCH / h) for h in SEARCH_HEADERS],
             define_macros=[("VTA_SEARCH_SOURCE_HASH", f'"{search_hash()}"')],
+            extra_compile_args=list(cbuild.CFLAGS),
+            optional=True,
+        ),
+        Extension(
+            "qaccel.lowering.vta._vta_stream",
+            sources=[str(STREAM / s) for s in STREAM_SOURCES],
+            depends=[str(STREAM / h) for h in STREAM_HEADERS],
+            define_macros=[("VTA_STREAM_SOURCE_HASH", f'"{stream_hash()}"')],
             extra_compile_args=list(cbuild.CFLAGS),
             optional=True,
         ),

@@ -15,7 +15,7 @@ Target (2-core machine): MobileNetV2 under 3 s.
 
 splits one compile into its phases instead, each run in a fresh process doing what
 `qaccel-compile` does step by step (with its work on the second core: half the schedule
-searches and GEMM streams, the host IR's text from the end of the passes on, then the
+searches, the host IR's text from the end of the passes on, then the
 LiteRT models while the artifact is written, in forked children, whose CPU time the
 process's own CPU seconds do not count; `QACCEL_COMPILE_JOBS=1` runs it all here): the imports, the importer, every pass of
 `vta-pipeline` (with the verifier of the input and of the result), `compile_module`

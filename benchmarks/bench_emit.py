@@ -6,11 +6,12 @@ Each model (default: MobileNetV2 1.0/224, tests/fixtures/models/mobilenet_v2.tfl
 imported and run through `vta-pipeline` once; then `compile_module` runs N times (default 5)
 on the scheduled module, with the emitters' micro-op kernel caches emptied before each run
 (so every run is as cold as a fresh `qaccel-compile`). The table gives this process's best
-and median CPU seconds, the CPU seconds of the forked child that emits half the layers
-(`--jobs 2`, the default when the machine has two cores: as `qaccel-compile` runs it), and
-the best wall seconds. `--jobs 1` keeps it all in this process (`QACCEL_COMPILE_JOBS=1`).
-CPU time is the figure to compare on a loaded machine; `bench_compile.py --phases` puts the
-phase in the whole compile.
+and median CPU seconds, the CPU seconds of any forked children (none: the emission runs in
+one process; `--jobs 2`, the default, allows them as `qaccel-compile` does, `--jobs 1` sets
+`QACCEL_COMPILE_JOBS=1`), and the best wall seconds. CPU time is the figure to compare on a
+loaded machine; `bench_compile.py --phases` puts the phase in the whole compile. With
+`QACCEL_NO_CSTREAM=1` the streams are resolved by the Python reference (the C library's
+share of the figure).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from qaccel.targets.vta.energy import (
     OUTPUT_STAGE_MULS,
     OUTPUT_STAGE_OPS,
     access_counts,
+    access_counts_reference,
     program_energy,
 )
 from qaccel.targets.vta.isa import PARAM_ROWS, AluOp, MemType, Program, encode_uops
@@ -165,3 +166,23 @@ def test_one_utilization_definition_labelled_everywhere(compiled_small_cnn):
     assert (f"GEMM utilization {totals['gemm_utilization']:.1%} of useful MACs "
             f"({totals['executed_utilization']:.1%} of executed MACs)") in text
     assert "util = GEMM utilization of useful MACs" in text
+
+
+def test_grouped_counts_equal_the_reference_on_layers_and_arbitrary_words(compiled_small_cnn):
+    """`access_counts` sums per class key; `access_counts_reference` mask by mask: the same
+    counts on every compiled layer (the emitter's known fields, and decoded from the words)
+    and on random words (any opcode, memory type and field value decode can give)."""
+    for compiled in compiled_small_cnn.values():
+        c = compiled.config
+        for layers in compiled.layers.values():
+            for lay in layers:
+                program = lay.program.program
+                assert access_counts(program, c) == access_counts_reference(program, c)
+                words = program.words.copy()
+                assert access_counts(words, c) == access_counts_reference(words, c)
+    rng = np.random.default_rng(25)
+    c = HardwareConfig()
+    for n in (0, 1, 7, 64, 300):
+        words = rng.integers(0, 2**63, size=(n, 2), dtype=np.uint64) * np.uint64(2)
+        words[: n // 2, 0] |= np.uint64(1)
+        assert access_counts(words, c) == access_counts_reference(words, c)

@@ -258,8 +258,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         if tty:
             print("\r\033[K", end="", file=stderr, flush=True)
         # The LiteRT models are made on the second core while the artifact's own files are
-        # (during the emission, the second core emits half of the GEMM layers' streams and
-        # prints the host IR); write_artifact asks for them last.
+        # (during the emission, the second core prints the host IR); write_artifact asks for
+        # them last.
         if host_text is None:
             host_text = background.start(_write_host_ir, compiled.module, staged())
         if litert is None:

@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
-from qaccel.kernels import background
 from qaccel.backends.vta.arena import ALIGN as ARENA_ALIGN
 from qaccel.backends.vta.arena import Slot, allocate
 from qaccel.backends.vta.compiled import (
@@ -67,7 +66,6 @@ from qaccel.lowering.vta.geometry import LayerError
 from qaccel.lowering.vta.planning import Schedule
 from qaccel.lowering.vta.search import schedule
 from qaccel.targets.vta.config import HardwareConfig
-from qaccel.targets.vta.isa import Program
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
@@ -478,9 +476,9 @@ def _emit_layers(name: str, layers_read: list[_Layer], slots, slot_of, arena: in
     """Emit the layers in body order, each layer's constants after the last one's: (compiled
     layers, (offset, constants) of each, the image's size, None), or (..., (the first layer
     the emitter refuses, why)). Every layer's constants are laid out first and its stream
-    emitted after (`prepare_emit`, `prepare_alu`), so the streams and the report rows (timing
-    and energy), most of the work, are made on two cores (`_run_emitters`); the first refusal
-    in body order is the one reported, as when they were emitted one by one."""
+    emitted after (`prepare_emit`, `prepare_alu`), then the streams and the report rows
+    (timing and energy) in body order (`_run_emitters`); the first refusal in body order is
+    the one reported, as when they were emitted one by one."""
     at = -(-arena // c.dram_align) * c.dram_align  # constants: weights need whole tiles
     entries: list[tuple[_Layer, object, int]] = []  # (layer, emitter or program, offset)
     failed = None
@@ -537,17 +535,6 @@ class _LayerJob:
     prepared: object  # the layer's emitter: a GEMM layer's or an element-wise/pool layer's
     config: HardwareConfig
 
-    @property
-    def gemm(self) -> bool:
-        return isinstance(self.layer.match, LayerMatch)
-
-    def weight(self) -> int:
-        """The work, roughly: a GEMM stream's length follows its loop steps (about eight
-        instructions each); an element-wise or pool layer's, its chunks."""
-        if self.gemm:
-            return _step_weight(self.prepared.s)
-        return self.prepared.instructions() // 8 + 1
-
     def run(self) -> tuple:
         try:
             prog = self.prepared.run()
@@ -557,57 +544,15 @@ class _LayerJob:
 
 
 def _run_emitters(jobs: list[_LayerJob]) -> list:
-    """Each job's result, every other one (by weight) in a forked child
-    (`kernels/background.py`) when there is more than one."""
-    out: list = [None] * len(jobs)
-    if not jobs:
-        return out
-    # Balance the halves by the work's estimate.
-    weight = [job.weight() for job in jobs]
-    halves: tuple[list[int], list[int]] = ([], [])
-    loads = [0, 0]
-    for i in sorted(range(len(jobs)), key=lambda i: -weight[i]):
-        k = 0 if loads[0] <= loads[1] or len(jobs) == 1 else 1
-        halves[k].append(i)
-        loads[k] += weight[i]
-    mine, theirs = sorted(halves[0]), sorted(halves[1])  # one layer: all mine, no child
-    pending = background.start(_run_jobs_sent, [jobs[i] for i in theirs]) if theirs else None
-    try:
-        for i in mine:
-            out[i] = jobs[i].run()
-        for i, sent in zip(theirs, pending.result() if pending else []):
-            out[i] = _received(jobs[i], sent)
-    finally:
-        if pending is not None:
-            pending.cancel()  # when this half raised
-    return out
-
-
-def _step_weight(s: Schedule) -> int:
-    return s.geometry.batch * s.tiles_y * s.tiles_x * s.co_groups * s.ci_groups + 1
-
-
-def _run_jobs_sent(jobs: list[_LayerJob]) -> list:
-    """The jobs' results as a child sends them back: only what the caller's copy of each
-    job does not have (a GEMM stream's words, micro-ops and LOAD UOPs; the report rows),
-    not the layers' constants and weights again."""
-    out: list = []
+    """Each job's result, in this process, in order. (Half of them used to run in a forked
+    child: since the streams are resolved in C that cost more CPU, forking and sending the
+    words back, than it saved, and the second core is the host IR's and the LiteRT models'.)"""
+    out = []
     for job in jobs:
-        prog, report = job.run()
-        if isinstance(prog, LayerError) or not job.gemm:  # an ALU program: small
-            out.append((prog, report))
-        else:
-            out.append(((prog.program.words, prog.program.uops, prog.uop_loads), report))
+        out.append(job.run())
+        if isinstance(out[-1][0], LayerError):  # the layers after it are not compiled
+            break
     return out
-
-
-def _received(job: _LayerJob, sent: tuple) -> tuple:
-    """A job's result (as `_LayerJob.run` gives it) from what `_run_jobs_sent` sent."""
-    prog, report = sent
-    if not isinstance(prog, tuple):
-        return prog, report
-    words, uops, uop_loads = prog
-    return job.prepared.program_of(Program(job.config, words, uops), uop_loads), report
 
 
 def _layer_report(name: str, index: int, lay: _Layer, prog, c: HardwareConfig) -> dict:

@@ -37,10 +37,14 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 from qaccel.dialects import accel
+from qaccel.lowering.vta import cstream
+from qaccel.lowering.vta.cstream import StreamDescriptor
 from qaccel.targets.vta.alu import output_stage_block
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
 from qaccel.targets.vta.isa import (
@@ -89,8 +93,10 @@ def _factors(f, n_out: int, n_in: int) -> tuple[int, int]:
     return (f[0] if n_out > 1 else 0, f[1] if n_in > 1 else 0)
 
 
-def _row(opcode: int, **values) -> list[int]:
-    row = [0] * _NF
+def _row(opcode: int, **values) -> array:
+    """A record's fields (`FIELD_NAMES` order) as int64s: `_Stream.descriptor` joins the
+    rows' bytes into one matrix."""
+    row = array("q", bytes(8 * _NF))
     row[0] = int(opcode)
     for k, v in values.items():
         row[_IDX[k]] = int(v)
@@ -105,7 +111,7 @@ def _row(opcode: int, **values) -> list[int]:
     "y_pad_1", "x_pad_0", "x_pad_1", "reset", "iter_out", "iter_in", "dst_factor_out",
     "dst_factor_in", "src_factor_out", "src_factor_in", "wgt_factor_out", "wgt_factor_in",
     "alu_opcode", "use_imm", "imm"))  # fmt: skip
-_EMPTY = {int(op): [int(op)] + [0] * (_NF - 1) for op in Opcode}  # a zero row per opcode
+_EMPTY = {int(op): _row(op) for op in Opcode}  # a zero row per opcode (copied by slicing)
 _GEMM, _ALU = int(Opcode.GEMM), int(Opcode.ALU)
 
 
@@ -303,6 +309,20 @@ def _shared_kernel(key: tuple, build) -> np.ndarray:
     return found
 
 
+def small_uops(dst, src, wgt, c: HardwareConfig) -> np.ndarray:
+    """`encode_uops(dst, src, wgt, c)` of a few micro-ops (index sequences of one length),
+    with Python integers: a handful of numpy calls cost more than the work. An index outside
+    its field goes to `encode_uops`, which raises."""
+    fields = layout_of(c).uop
+    (_, b0, w0), (_, b1, w1), (_, b2, w2) = ((f.name, f.bit, 1 << f.width) for f in fields)
+    words = []
+    for d, s, w in zip(dst, src, wgt):
+        if not (0 <= d < w0 and 0 <= s < w1 and 0 <= w < w2):
+            return encode_uops(dst, src, wgt, c)
+        words.append(((d << b0) | (s << b1) | (w << b2)) & 0xFFFFFFFF)
+    return np.array(words, np.uint32)
+
+
 _RELATIVE: dict[tuple, tuple] = {}
 
 
@@ -335,95 +355,72 @@ def _placed_kernel(shape: tuple, bases: tuple[int, int, int], indices, c: Hardwa
     return (words + np.uint64(offset)).astype(np.uint32)
 
 
+# Access signatures (the slots an instruction reads and writes) by id, shared by every stream:
+# layers use the same few.
+_SIGS: dict[tuple[tuple, tuple], int] = {}
+_SIG_SLOTS: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+_SLOT_IDS: dict = {}
+_SIG_CSR: dict = {}  # the signatures as `StreamDescriptor` arrays, and how many they hold
+
+
 class _Stream:
     """An instruction stream under construction: records with the buffer slots each reads and
     writes (dependency tokens are derived from them), micro-op kernels, and the encoding. The
     layer emitters (GEMM layers here, element-wise and pool layers in `emit_alu.py`) build on
-    it."""
+    it.
+
+    Instructions are recorded, not resolved, as they are added: each is a tuple (row index,
+    module, access signature, kernel, micro-op) over rows of fields that replays share, and
+    the whole stream is resolved at the end in one call (`encode_stream`: dependency tokens,
+    micro-op placement, encoding), by libqaccel_stream (`cstream.py`) when it is built, else
+    by `resolve_stream_py`, the reference; both give the same program."""
 
     def __init__(self, config: HardwareConfig):
         self.c = config
-        self.recs: list[list] = []  # [module, row, deps (FINISH only), (kernel key, sub) or None]
-        self.slots: dict = {}  # slot -> its last writer and readers (`add`)
+        self.rows: list[array] = []  # int64 fields each record starts from (replays share them)
+        self.recs: list[tuple] = []  # (row index, module, signature, kernel id or -1, sub or -1)
+        if len(_SIGS) > 65536:  # ids stay fixed while a stream is built
+            _SIGS.clear(), _SIG_SLOTS.clear(), _SLOT_IDS.clear(), _SIG_CSR.clear()
+        self.sigs = _SIGS  # (reads, writes) -> access signature id (shared by every stream)
+        self.sig_slots = _SIG_SLOTS  # per signature, the ids of the slots read and written
+        self.slot_ids = _SLOT_IDS  # slot -> id
         self.kernels: dict = {}  # key -> uint32 micro-ops
+        self.kernel_ids: dict = {}  # key -> its position in `kernels`
         self.replays: dict = {}  # `replay`'s recorded instructions by key
         self.recording: list | None = None
-        self.synced: dict[tuple[int, int], int] = {}  # token queue -> latest producer popped
+        self.finished = False  # the last record is FINISH (`finish`)
 
-    def add(self, module: int, row: list[int], reads=(), writes=(), kernel=None) -> int:
-        """Append an instruction of `module` that reads and writes these slots; it waits (a
-        dependency token) for the latest instruction of another module that last wrote a
-        slot it accesses, or read a slot it writes."""
-        recs = self.recs
-        i = len(recs)
-        if self.recording is not None:  # before the tokens change the row
-            self.recording.append((module, row.copy(), reads, writes, kernel))
-        # Per slot: [last writer, its module, last reader in module 0, 1, 2] (-1: none; a
-        # slot never written has module 3). `latest`: per module, the latest instruction
-        # this one waits for (its own module's are dropped: a module runs in order).
-        slots = self.slots
-        latest = [-1, -1, -1, -1]
-        read = []
-        for r in reads:
-            st = slots.get(r)
-            if st is None:
-                st = slots[r] = [-1, 3, -1, -1, -1]
-            elif st[0] > latest[st[1]]:
-                latest[st[1]] = st[0]
-            read.append(st)
-        for r in writes:
-            st = slots.get(r)
-            if st is None:
-                slots[r] = [i, module, -1, -1, -1]
-                continue
-            if st[0] > latest[st[1]]:
-                latest[st[1]] = st[0]
-            if st[2] > latest[0]:
-                latest[0] = st[2]
-            if st[3] > latest[1]:
-                latest[1] = st[3]
-            if st[4] > latest[2]:
-                latest[2] = st[4]
-            st[:] = (i, module, -1, -1, -1)
-        reader = 2 + module
-        for st in read:
-            st[reader] = i
-        recs.append([module, row, (), kernel])
-        latest[module] = -1
-        for p in (0, 1, 2):
-            d = latest[p]
-            if d < 0:
-                continue
-            pair = (p, module)
-            flags = _TOKEN_COLUMNS.get(pair)
-            if flags is None:
-                raise AssertionError(f"no token queue from module {p} to module {module}")
-            if d > self.synced.get(pair, -1):  # else an earlier pop covered it
-                self.synced[pair] = d
-                recs[d][1][flags[0]] = 1
-                row[flags[1]] = 1
-        return i
+    def signature(self, key: tuple[tuple, tuple]) -> int:
+        """The id of a new access signature (the slots an instruction reads and writes)."""
+        ids = self.slot_ids
+        sig = self.sigs[key] = len(self.sig_slots)
+        self.sig_slots.append(tuple(tuple(ids.setdefault(s, len(ids)) for s in part)
+                                    for part in key))  # fmt: skip
+        return sig
 
-    def tokens(self, module: int, row: list[int], deps: list[int]) -> None:
-        """The dependency tokens of a new instruction (`row`) that needs records `deps` of
-        other modules first: a push on the latest of each module and a pop here. Pops only
-        ever advance to the latest producer needed, so each instruction pops at most one
-        token per queue, and a producer an earlier pop covered needs none."""
-        recs, synced = self.recs, self.synced
-        latest: dict[int, int] = {}
-        for d in deps:
-            p = recs[d][0]
-            if d > latest.get(p, -1):
-                latest[p] = d
-        for p, d in latest.items():
-            pair = (p, module)
-            flags = _TOKEN_COLUMNS.get(pair)
-            if flags is None:
-                raise AssertionError(f"no token queue from module {p} to module {module}")
-            if d > synced.get(pair, -1):
-                synced[pair] = d
-                recs[d][1][flags[0]] = 1
-                row[flags[1]] = 1
+    def add(self, module: int, row, reads=(), writes=(), kernel=None) -> int:
+        """Append an instruction of `module` that reads and writes these slots; it will wait
+        (a dependency token) for the latest instruction of another module that last wrote a
+        slot it accesses, or read a slot it writes. `row` is not changed (and must not be
+        after this); int64 fields, an `array("q")` like `_row`'s, or a list of ints."""
+        key = (reads if type(reads) is tuple else tuple(reads),
+               writes if type(writes) is tuple else tuple(writes))  # fmt: skip
+        sig = self.sigs.get(key)
+        if sig is None:
+            sig = self.signature(key)
+        if type(row) is not array:
+            row = array("q", row)
+        rows = self.rows
+        if kernel is None:
+            rec = (len(rows), module, sig, -1, -1)
+        else:
+            sub = kernel[1]
+            rec = (len(rows), module, sig, self.kernel_ids[kernel[0]], -1 if sub is None else sub)
+        rows.append(row)
+        if self.recording is not None:
+            self.recording.append(rec)
+        self.recs.append(rec)
+        return len(self.recs) - 1
 
     def replay(self, key, emit_fn) -> None:
         """`emit_fn()`, whose instructions depend on nothing but `key` (no DRAM address, no
@@ -441,13 +438,13 @@ class _Stream:
             finally:
                 self.recording = None
             return
-        add = self.add
-        for module, row, reads, writes, kernel in known:
-            add(module, row.copy(), reads, writes, kernel)
+        self.recs.extend(known)
+        if self.recording is not None:
+            self.recording.extend(known)
 
     def load(self, mem, sram, dram, y, x, stride=None, ypad=(0, 0), xpad=(0, 0), *, module,
              reads=(), writes=()) -> int:  # fmt: skip
-        row = _EMPTY[0].copy()
+        row = _EMPTY[0][:]
         row[_MEM] = int(mem)
         row[_SRAM] = sram
         row[_DRAM] = dram
@@ -463,7 +460,7 @@ class _Stream:
         """A STORE; with `param_row` a STORE OUTQ through the parameter blocks from that row
         (`param_step`: whether they advance with y, x) that clears the rows it reads
         (`writes` then names them)."""
-        row = _EMPTY[1].copy()
+        row = _EMPTY[1][:]
         row[_MEM] = int(mem)
         row[_SRAM] = sram
         row[_DRAM] = dram
@@ -479,7 +476,7 @@ class _Stream:
 
     def gemm(self, kernel, n_out, n_in, dst=(0, 0), src=(0, 0), wgt=(0, 0), reset=False,
              reads=(), writes=(), sub=None) -> int:  # fmt: skip
-        row = _EMPTY[_GEMM].copy()
+        row = _EMPTY[_GEMM][:]
         row[_RESET] = 1 if reset else 0
         row[_ITER_OUT] = n_out
         row[_ITER_IN] = n_in
@@ -492,7 +489,7 @@ class _Stream:
 
     def alu(self, op, kernel, sub, n_out, n_in, dst=(0, 0), src=(0, 0), imm=None, reads=(),
             writes=()) -> int:  # fmt: skip
-        row = _EMPTY[_ALU].copy()
+        row = _EMPTY[_ALU][:]
         row[_ALU_OP] = int(op)
         if imm is not None:
             row[_USE_IMM] = 1
@@ -508,79 +505,161 @@ class _Stream:
     def kernel(self, key, build) -> tuple:
         if key not in self.kernels:
             self.kernels[key] = build()
+            self.kernel_ids[key] = len(self.kernel_ids)
         return key
 
     def finish(self) -> None:
         """FINISH after the last instruction of every module."""
-        last = {m: i for i, rec in enumerate(self.recs) for m in (rec[0],) if m != COMPUTE}
-        fin = self.add(COMPUTE, _row(Opcode.FINISH))
-        self.recs[fin][2] = deps = sorted(last.values())
-        self.tokens(COMPUTE, self.recs[fin][1], deps)
+        self.add(COMPUTE, _row(Opcode.FINISH))
+        self.finished = True
+
+    def descriptor(self) -> StreamDescriptor:
+        """The stream as flat int64 arrays (`cstream.StreamDescriptor`)."""
+        n = len(self.recs)
+        recs = np.fromiter(chain.from_iterable(self.recs), np.int64, 5 * n).reshape(n, 5)
+        m = len(self.rows)
+        rows = np.frombuffer(b"".join(self.rows), np.int64).reshape(m, _NF)  # read-only
+        if _SIG_CSR.get("n") != len(self.sig_slots):  # signatures were added since
+            parts = []
+            for w in (0, 1):
+                ptr = np.zeros(len(self.sig_slots) + 1, np.int64)
+                ptr[1:] = np.cumsum([len(s[w]) for s in self.sig_slots])
+                slots = np.array([i for s in self.sig_slots for i in s[w]], np.int64)
+                parts += [ptr, slots]
+            _SIG_CSR.update(n=len(self.sig_slots), parts=parts)
+        sizes = np.array([len(k) for k in self.kernels.values()], np.int64)
+        return StreamDescriptor(recs, rows, *_SIG_CSR["parts"], len(self.slot_ids), sizes,
+                                self.finished)  # fmt: skip
 
     def encode_stream(self) -> tuple[Program, int]:
-        """Micro-ops placed, the records encoded (their dependency tokens were set as they
-        were added): the program and its number of LOAD UOPs."""
-        rows, uop_image, n_uop_loads = self.place_uops()
+        """Micro-ops placed, the records' dependency tokens set and the records encoded:
+        the program and its number of LOAD UOPs."""
+        keys = list(self.kernels)
+        image = np.concatenate([self.kernels[k] for k in keys]) if keys else np.zeros(0, np.uint32)
+        done = cstream.resolve(self.descriptor(), self.c) if cstream.library() else None
+        if done is None:
+            return self.encode_stream_py()
+        fields, words, n_uop_loads = done
+        program = Program(self.c, words, image)
+        program.know_fields(fields.view(FIELDS_DTYPE).reshape(-1))  # the report decodes it
+        return program, n_uop_loads
+
+    def encode_stream_py(self) -> tuple[Program, int]:
+        """`encode_stream` by the reference, `resolve_stream_py`."""
+        keys = list(self.kernels)
+        image = np.concatenate([self.kernels[k] for k in keys]) if keys else np.zeros(0, np.uint32)
+        rows, n_uop_loads = resolve_stream_py(self)
         # The rows are the fields in FIELD_NAMES order, all int64: one matrix, viewed as records.
         fields = np.array(rows, np.int64).reshape(len(rows), _NF).view(FIELDS_DTYPE).reshape(-1)
         words = encode(fields, self.c)
-        return Program(self.c, words, uop_image), n_uop_loads
+        return Program(self.c, words, image), n_uop_loads
 
-    def place_uops(self):
-        """Micro-op image and LOAD UOPs: every kernel once up front when they all fit in the
-        micro-op buffer, else each loaded before use into a ring, reusing resident copies."""
-        depth = self.c.depth("uop")
-        keys = list(self.kernels)
-        sizes = {k: len(self.kernels[k]) for k in keys}
-        offsets, at = {}, 0
-        for k in keys:
-            offsets[k] = at
-            at += sizes[k]
-        image = np.concatenate([self.kernels[k] for k in keys]) if keys else np.zeros(0, np.uint32)
-        out_rows: list[list[int]] = []
-        uop_bgn, uop_end = _IDX["uop_bgn"], _IDX["uop_end"]
 
-        def load_row(sram, dram, n):
-            return _row(Opcode.LOAD, memory_type=int(MemType.UOP), sram_base=sram,
-                        dram_base=dram, y_size=1, x_size=n, x_stride=n)  # fmt: skip
+def resolve_stream_py(stream: _Stream) -> tuple[list[array], int]:
+    """The reference of libqaccel_stream: the stream's rows with their dependency tokens set
+    and its micro-ops placed (the LOAD UOPs inserted), and the number of LOAD UOPs.
 
-        if at <= depth:
-            first = next(i for i, r in enumerate(self.recs) if r[0] == COMPUTE)
-            for i, (module, row, _, kern) in enumerate(self.recs):
-                if i == first and at:
-                    out_rows.append(load_row(0, 0, at))
-                if kern is not None:
-                    k, sub = kern
-                    base = offsets[k] + (sub or 0)
-                    row[uop_bgn] = base
-                    row[uop_end] = base + 1 if sub is not None else offsets[k] + sizes[k]
-                out_rows.append(row)
-            return out_rows, image, 1 if at else 0
-        # Ring cache: place each kernel at a bump pointer, evicting what it overlaps.
-        resident: dict = {}  # key -> sram offset
-        ptr, loads = 0, 0
-        for module, row, _, kern in self.recs:
-            if kern is not None:
-                k, sub = kern
-                n = sizes[k]
-                if n > depth:
-                    raise LayerError(f"a micro-op kernel of {n} micro-ops exceeds the buffer")
-                if k not in resident:
-                    if ptr + n > depth:
-                        ptr = 0
-                    lo, hi = ptr, ptr + n
-                    for other, o in list(resident.items()):
-                        if o < hi and lo < o + sizes[other]:
-                            del resident[other]
-                    resident[k] = ptr
-                    out_rows.append(load_row(ptr, offsets[k], n))
-                    loads += 1
-                    ptr += n
-                base = resident[k] + (sub or 0)
+    Tokens: an instruction waits for the latest instruction of another module that last
+    wrote a slot it accesses, or read a slot it writes (FINISH: for the last instruction of
+    every module); that is a push on the producer and a pop here. Pops only ever advance to
+    the latest producer needed, so each instruction pops at most one token per queue, and a
+    producer an earlier pop covered needs none. Micro-ops: every kernel once up front when
+    they all fit in the micro-op buffer, else each loaded before use into a ring, reusing
+    resident copies."""
+    recs, c = stream.recs, stream.c
+    rows = [stream.rows[r[0]][:] for r in recs]
+    # Per slot: [last writer, its module, last reader in module 0, 1, 2] (-1: none; a slot
+    # never written has module 3).
+    slots = [[-1, 3, -1, -1, -1] for _ in stream.slot_ids]
+    synced: dict[tuple[int, int], int] = {}  # token queue -> latest producer popped
+    last = [-1, -1, -1]
+    n = len(recs)
+    for i, (_, module, sig, _, _) in enumerate(recs):
+        reads, writes = stream.sig_slots[sig]
+        latest = [-1, -1, -1, -1]
+        for r in reads:
+            st = slots[r]
+            if st[0] > latest[st[1]]:
+                latest[st[1]] = st[0]
+        for w in writes:
+            st = slots[w]
+            if st[0] > latest[st[1]]:
+                latest[st[1]] = st[0]
+            for m in (0, 1, 2):
+                if st[2 + m] > latest[m]:
+                    latest[m] = st[2 + m]
+            st[:] = (i, module, -1, -1, -1)
+        for r in reads:
+            slots[r][2 + module] = i
+        if stream.finished and i == n - 1:
+            for m in (0, 1, 2):
+                if m != module and last[m] > latest[m]:
+                    latest[m] = last[m]
+        latest[module] = -1
+        for p in (0, 1, 2):
+            d = latest[p]
+            if d < 0:
+                continue
+            pair = (p, module)
+            flags = _TOKEN_COLUMNS.get(pair)
+            if flags is None:
+                raise AssertionError(f"no token queue from module {p} to module {module}")
+            if d > synced.get(pair, -1):  # else an earlier pop covered it
+                synced[pair] = d
+                rows[d][flags[0]] = 1
+                rows[i][flags[1]] = 1
+        last[module] = i
+
+    depth = c.depth("uop")
+    sizes = [len(k) for k in stream.kernels.values()]
+    offsets, at = [], 0
+    for size in sizes:
+        offsets.append(at)
+        at += size
+    out_rows: list[array] = []
+    uop_bgn, uop_end = _IDX["uop_bgn"], _IDX["uop_end"]
+
+    def load_row(sram, dram, n):
+        return _row(Opcode.LOAD, memory_type=int(MemType.UOP), sram_base=sram,
+                    dram_base=dram, y_size=1, x_size=n, x_stride=n)  # fmt: skip
+
+    if at <= depth:
+        first = next(i for i, r in enumerate(recs) if r[1] == COMPUTE)
+        for i, (rec, row) in enumerate(zip(recs, rows)):
+            if i == first and at:
+                out_rows.append(load_row(0, 0, at))
+            k, sub = rec[3], rec[4]
+            if k >= 0:
+                base = offsets[k] + max(sub, 0)
                 row[uop_bgn] = base
-                row[uop_end] = base + 1 if sub is not None else resident[k] + n
+                row[uop_end] = base + 1 if sub >= 0 else offsets[k] + sizes[k]
             out_rows.append(row)
-        return out_rows, image, loads
+        return out_rows, 1 if at else 0
+    # Ring cache: place each kernel at a bump pointer, evicting what it overlaps.
+    resident: dict = {}  # kernel -> sram offset
+    ptr, loads = 0, 0
+    for rec, row in zip(recs, rows):
+        k, sub = rec[3], rec[4]
+        if k >= 0:
+            n = sizes[k]
+            if n > depth:
+                raise LayerError(f"a micro-op kernel of {n} micro-ops exceeds the buffer")
+            if k not in resident:
+                if ptr + n > depth:
+                    ptr = 0
+                lo, hi = ptr, ptr + n
+                for other, o in list(resident.items()):
+                    if o < hi and lo < o + sizes[other]:
+                        del resident[other]
+                resident[k] = ptr
+                out_rows.append(load_row(ptr, offsets[k], n))
+                loads += 1
+                ptr += n
+            base = resident[k] + max(sub, 0)
+            row[uop_bgn] = base
+            row[uop_end] = base + 1 if sub >= 0 else resident[k] + n
+        out_rows.append(row)
+    return out_rows, loads
 
 
 class _Emitter(_Stream):
@@ -783,9 +862,7 @@ class _Emitter(_Stream):
         key = ("gemm", st.th, st.tw, st.nco, st.nci, diag_off, islot, wslot, aslot)
         known = self.replays.get(key)
         if known is not None and self.recording is None:  # `replay`, most steps
-            add = self.add
-            for module, row, reads, writes, kernel in known:
-                add(module, row.copy(), reads, writes, kernel)
+            self.recs.extend(known)
             return
         self.replay(key, lambda: self._gemm_step(st, islot, wslot, aslot))
 
@@ -836,16 +913,16 @@ class _Emitter(_Stream):
                  s_ci, s_fy, s_fx, *key[:6])  # fmt: skip
         shared = (*shape, *key[6:])
         kern = self.kernel(key, lambda: _shared_kernel(shared, build))
-        reads = [("inp", islot), ("wgt", wslot), ("acc", aslot)]
+        reads = (("inp", islot), ("wgt", wslot), ("acc", aslot))
         if pb is None:
-            self.gemm(kern, 1, 1, reads=reads, writes=[("acc", aslot)])
+            self.gemm(kern, 1, 1, reads=reads, writes=(("acc", aslot),))
             return
         uy, ux = pb
         self.gemm(
             kern, st.th // uy, st.tw // ux,
             dst=(uy * st.tw * s_p, ux * s_p),
             src=(uy * sy * s_fy, ux * g.sw * s_fx),
-            reads=reads, writes=[("acc", aslot)],
+            reads=reads, writes=(("acc", aslot),),
         )  # fmt: skip
 
     def tail_kernel(self, aslot: int, co0: int):
@@ -867,7 +944,7 @@ class _Emitter(_Stream):
         srcs, wgts = tuple(e[1] for e in entries), tuple(e[2] for e in entries)
 
         def build():
-            return encode_uops(np.full(len(entries), acc_base), srcs, wgts, c)
+            return small_uops([acc_base] * len(entries), srcs, wgts, c)
 
         self.kernel(key, lambda: _shared_kernel(("tail", c, acc_base, srcs, wgts), build))
         known = self.tail_kernels[key] = {n: i for i, n in enumerate(names)}
@@ -889,15 +966,19 @@ class _Emitter(_Stream):
         if self.layer.runtime_init or self.store_tail:
             self._init_tile(st, aslot, split)
             return
-        self.replay(("init", aslot, st.co0, st.th, st.tw, st.nco, split),
-                    lambda: self._init_tile(st, aslot, split))
+        key = ("init", aslot, st.co0, st.th, st.tw, st.nco, split)
+        known = self.replays.get(key)
+        if known is not None and self.recording is None:  # `replay`, most tiles
+            self.recs.extend(known)
+            return
+        self.replay(key, lambda: self._init_tile(st, aslot, split))
 
     def _init_tile(self, st: Step, aslot: int, split: bool):
         g, plan = self.g, self.plan
         acc_base = plan.acc_base + aslot * plan.acc_slot_rows
         key, idx = self.tail_kernel(aslot, st.co0)
         rows = st.th * st.tw * st.nco
-        res = [("acc", aslot)]
+        res = (("acc", aslot),)
         if self.layer.runtime_init:
             self.load_init(st, acc_base, key, idx, split, res)
             if self.store_tail:
@@ -926,7 +1007,7 @@ class _Emitter(_Stream):
                   sub=idx["row"])  # fmt: skip
         if self.gemm_bias:  # [127]*15 + [1] times the block's digit tile: + bias, one cycle
             n_out, n_in, dst, per_block = self.tile_loops(st)
-            self.gemm(key, n_out, n_in, dst=dst, wgt=per_block, reads=res + [("biasc",)],
+            self.gemm(key, n_out, n_in, dst=dst, wgt=per_block, reads=res + (("biasc",),),
                       writes=res, sub=idx["bias_gemm"])  # fmt: skip
 
     def load_init(self, st: Step, acc_base: int, key, idx, split: bool, res):
@@ -953,14 +1034,18 @@ class _Emitter(_Stream):
         if self.store_tail:
             self._tail(st, aslot, split)
             return
-        self.replay(("tail", aslot, st.co0, st.th, st.tw, st.nco, split),
-                    lambda: self._tail(st, aslot, split))
+        key = ("tail", aslot, st.co0, st.th, st.tw, st.nco, split)
+        known = self.replays.get(key)
+        if known is not None and self.recording is None:  # `replay`, most tiles
+            self.recs.extend(known)
+            return
+        self.replay(key, lambda: self._tail(st, aslot, split))
 
     def _tail(self, st: Step, aslot: int, split: bool):
         g = self.g
         key, idx = self.tail_kernel(aslot, st.co0)
         n_out, n_in, dst, psrc = self.tile_loops(st)
-        res = [("acc", aslot)]
+        res = (("acc", aslot),)
         if split:
             self.alu(AluOp.ADD, key, idx["split"], 1, 1, reads=res, writes=res)
             if self.store_tail:  # the scratch row is not stored, so not cleared
@@ -989,7 +1074,7 @@ class _Emitter(_Stream):
                 self.alu(AluOp.MIN, key, idx["row"], n_out, n_in, dst, imm=hi - z, reads=res,
                          writes=res)  # fmt: skip
             elif op == "zp":
-                self.gemm(key, n_out, n_in, dst=dst, reads=res + [("inpc",), ("wgtc",)],
+                self.gemm(key, n_out, n_in, dst=dst, reads=res + (("inpc",), ("wgtc",)),
                           writes=res, sub=idx["row"])  # fmt: skip
 
     def store_tile(self, st: Step, aslot: int):
@@ -999,14 +1084,14 @@ class _Emitter(_Stream):
         acc_base = plan.acc_base + aslot * plan.acc_slot_rows
         mem = MemType.ACC if g.int32_output else MemType.OUT
         out = self.elem("output", self.out_eb)
-        res = [("acc", aslot)]
+        res = (("acc", aslot),)
 
         def store(sram, dram, y, x, stride, block, param_step):
             if not self.store_tail:
                 self.store(mem, sram, dram, y, x, stride, reads=res)
                 return
             param_row = self.param_layout["store"][0] + PARAM_ROWS * block
-            self.store(mem, sram, dram, y, x, stride, reads=res + [("params",)], writes=res,
+            self.store(mem, sram, dram, y, x, stride, reads=res + (("params",),), writes=res,
                        param_row=param_row, param_step=param_step)  # fmt: skip
 
         if g.kind == "dense":  # [pixel][co]: the parameters advance with x

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
-from qaccel.lowering.vta.emit import COMPUTE, _Stream
-from qaccel.targets.vta.isa import AluOp, MemType, Program, encode_uops
+from qaccel.lowering.vta.emit import COMPUTE, _Stream, small_uops
+from qaccel.targets.vta.isa import AluOp, MemType, Program
 from qaccel.lowering.vta.layers import AluLayer, PoolLayer, output_stage
 from qaccel.lowering.vta.geometry import LayerError
 
@@ -133,7 +133,7 @@ class _AluEmitter(_Stream):
 
     def uop(self, dst: int, src: int):
         key = ("alu", dst, src)
-        return self.kernel(key, lambda: encode_uops([dst], [src], [0], self.c))
+        return self.kernel(key, lambda: small_uops((dst,), (src,), (0,), self.c))
 
     def load_params(self) -> None:
         if self.n_params:
@@ -205,7 +205,7 @@ class _AluEmitter(_Stream):
              block_f, res):  # fmt: skip
         """One step over n_out x n_in rows: `src_temp(t)` is temp t's first row, `block_f`
         the source factors of per-block parameter rows."""
-        reads = res + ([("params",)] if s.kind == "param" else [])
+        reads = res + ((("params",),) if s.kind == "param" else ())
         if s.kind == "temp":
             key = self.uop(dst, src_temp(s.operand))
             self.alu(AluOp[s.op], key, None, n_out, n_in, dst_f, temp_f, reads=reads, writes=res)
@@ -225,13 +225,13 @@ class _AluEmitter(_Stream):
         if self.stage_row is None:
             self.store(MemType.OUT, sram, dram, 1, n, n, reads=res)
         else:
-            self.store(MemType.OUTQ, sram, dram, 1, n, n, reads=res + [("params",)],
+            self.store(MemType.OUTQ, sram, dram, 1, n, n, reads=res + (("params",),),
                        param_row=self.stage_row)  # fmt: skip
 
     def chunk(self, slot: int, b: int, row: int, n: int):
         """`n` rows of channel block `b` from output row `row`."""
         lay = self.layer
-        res = [("acc", slot)]
+        res = (("acc", slot),)
         bcast = lay.broadcast
         for k, at in enumerate(self.inputs_at):
             # A broadcast input: block b's one row, read by every row of the chunk.
@@ -250,7 +250,7 @@ class _AluEmitter(_Stream):
         loop over blocks, inner over the block's rows), the sum, the rest on the n sums."""
         lay = self.layer
         r = lay.reduce
-        res = [("acc", slot)]
+        res = (("acc", slot),)
         for k, at in enumerate(self.inputs_at):
             self.load(MemType.ACC8, self.temp_row(slot, k), at // lay.block + b0 * r, 1, n * r,
                       module=COMPUTE, writes=res)  # fmt: skip
@@ -368,7 +368,7 @@ class _PoolEmitter(_AluEmitter):
     def pool_tile(self, slot: int, b: int, oy0: int, th: int):
         lay = self.layer
         t, _, left, _ = lay.pad
-        res = [("acc", slot)]
+        res = (("acc", slot),)
         iy_lo = max(0, oy0 * lay.sh - t)
         iy_hi = min(lay.H - 1, (oy0 + th - 1) * lay.sh - t + lay.KH - 1)
         tile, rows = self.tile(slot), th * lay.OW

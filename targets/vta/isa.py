@@ -231,14 +231,24 @@ def as_words(program) -> np.ndarray:
     return words
 
 
-def decode(program, config: HardwareConfig | None = None) -> np.ndarray:
+def decode(program, config: HardwareConfig | None = None, *, copy: bool = True) -> np.ndarray:
     """All fields of every instruction as a structured array (`FIELDS_DTYPE`), vectorized.
 
     Fields an instruction's format does not have are 0. Opcodes outside `Opcode` decode to
-    their opcode only; `validate` reports them.
+    their opcode only; `validate` reports them. With `copy=False` the fields a `Program`
+    knows (`know_fields`) are returned read-only instead of copied, for callers that only
+    read them.
     """
     layout = _layout(config)
     words = as_words(program)
+    if isinstance(program, Program) and program._decoded is not None:
+        known_words, fields = program._decoded  # the emitter's fields of these encodings
+        if layout.config == program.config and np.array_equal(known_words, words):
+            if copy:
+                return fields.copy()
+            view = fields.view()
+            view.flags.writeable = False
+            return view
     out = np.zeros(len(words), FIELDS_DTYPE)
     opcode = (words[:, 0] & np.uint64(7)).astype(np.int64)
     # All fields of one opcode at once, into the records viewed as an int64 matrix.
@@ -475,6 +485,12 @@ class Program:
         self.uops = np.zeros(0, np.uint32) if uops is None else np.asarray(uops, np.uint32)
         self.dram_init: list[tuple[int, bytes]] = []
         self.dram_size = 0
+        self._decoded: tuple[np.ndarray, np.ndarray] | None = None  # `know_fields`
+
+    def know_fields(self, fields: np.ndarray) -> None:
+        """Record what `decode` of the current words gives (`FIELDS_DTYPE` records, e.g. the
+        emitter's, which encoded them): `decode` returns a copy while the words are unchanged."""
+        self._decoded = (self.words.copy(), fields)
 
     # --- container ---
     @property

@@ -1,0 +1,244 @@
+"""libqaccel_stream (lowering/vta/stream/, C99): an instruction stream resolved in one call.
+
+    out = resolve(desc, config)     # (fields, words, LOAD UOPs), or None: use the reference
+
+The emitters (`emit.py`, `emit_alu.py`) describe a layer's stream as flat arrays (a
+`StreamDescriptor`); the library sets its dependency tokens, places its micro-op kernels and
+encodes it, as `emit.resolve_stream_py` (the reference, and the fallback) does.
+tests/test_vta_cstream.py checks that both give identical programs on the corpus.
+
+Finding the library, first hit wins:
+  1. `QACCEL_NO_CSTREAM=1`: none (the Python reference runs; for tests and debugging);
+  2. `QACCEL_CSTREAM_LIB=path`: that shared object (e.g. a sanitizer build);
+  3. the extension `pip install` built next to this file (setup.py, optional);
+  4. compiled on first use with the system C compiler into a per-user cache directory.
+A library built from other sources than the ones next to this file is not used. When none
+loads, `available()` is False and `unavailable_reason()` says why; the emitters then resolve
+their streams in Python (the same programs, more slowly).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.machinery
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from qaccel.targets import cbuild
+
+STREAM_DIR = Path(__file__).with_name("stream")
+SOURCES = ("vta_stream.c",)
+HEADERS = ("vta_stream.h",)
+ABI = 1  # VTA_STREAM_ABI
+NF = 34  # VTA_STREAM_NF
+LIB_NAME = "libqaccel_stream.so"
+OK, BAD_INPUT, NOMEM, NO_QUEUE, KERNEL_TOO_BIG, OVERFLOW, NO_COMPUTE = range(7)
+
+_I = ctypes.c_int64
+_P = ctypes.c_void_p
+
+
+class _IO(ctypes.Structure):  # vta_stream_io
+    _fields_ = [
+        ("nf", _I), ("n", _I), ("recs", _P), ("n_rows", _I), ("rows", _P), ("n_sigs", _I),
+        ("sig_read_ptr", _P), ("sig_reads", _P), ("sig_write_ptr", _P), ("sig_writes", _P),
+        ("sig_entries", _I * 2), ("n_slots", _I), ("n_kernels", _I), ("kernel_sizes", _P),
+        ("uop_depth", _I), ("finish", _I), ("columns", _I * 8), ("token_push", _I * 9),
+        ("token_pop", _I * 9), ("enc_ptr", _I * 7), ("enc_entries", _I), ("enc_col", _P),
+        ("enc_lo", _P),
+        ("enc_hi", _P), ("enc_shift", _P), ("enc_word", _P), ("capacity", _I),
+        ("fields", _P), ("words", _P), ("n_out", _I), ("n_uop_loads", _I),
+        ("error_index", _I), ("error_value", _I),
+    ]  # fmt: skip
+
+
+def source_hash() -> str:
+    """Identifies the C sources; `setup.py` compiles the same digest into the library."""
+    return cbuild.source_hash(STREAM_DIR / name for name in SOURCES + HEADERS)
+
+
+def build_library(out_dir, cc: str | None = None, extra_flags=()) -> Path:
+    """Compile the sources into `out_dir/libqaccel_stream.so` (raises CalledProcessError or
+    OSError)."""
+    return cbuild.build_shared(Path(out_dir) / LIB_NAME, [STREAM_DIR / s for s in SOURCES],
+                               defines={"VTA_STREAM_SOURCE_HASH": source_hash()},
+                               extra_flags=extra_flags, cc=cc)  # fmt: skip
+
+
+def _open(path: Path, check_hash: bool):
+    lib = ctypes.CDLL(str(path))
+    lib.vta_stream_abi.restype = _I
+    if lib.vta_stream_abi() != ABI:
+        raise OSError(f"{path}: ABI {lib.vta_stream_abi()}, expected {ABI}")
+    lib.vta_stream_source_hash.restype = ctypes.c_char_p
+    if check_hash and lib.vta_stream_source_hash().decode() != source_hash():
+        raise OSError(f"{path} was built from other sources")
+    lib.vta_stream_resolve.restype = ctypes.c_int
+    lib.vta_stream_resolve.argtypes = [ctypes.POINTER(_IO)]
+    return lib
+
+
+def _load():
+    """(library, None) or (None, reason)."""
+    if os.environ.get("QACCEL_NO_CSTREAM", "") not in ("", "0"):
+        return None, "QACCEL_NO_CSTREAM is set"
+    explicit = os.environ.get("QACCEL_CSTREAM_LIB")
+    if explicit:
+        try:
+            return _open(Path(explicit), check_hash=False), None
+        except OSError as e:
+            return None, f"cannot load QACCEL_CSTREAM_LIB: {e}"
+    here = Path(__file__).parent
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:  # built by setup.py
+        ext = here / f"_vta_stream{suffix}"
+        if ext.is_file():
+            try:
+                return _open(ext, check_hash=True), None
+            except OSError:
+                break  # stale or foreign build: compile the current sources instead
+    cached = cbuild.cache_root() / f"vta-stream-{source_hash()}" / LIB_NAME
+    try:
+        if not cached.is_file():
+            build_library(cached.parent)
+        return _open(cached, check_hash=True), None
+    except subprocess.CalledProcessError as e:
+        lines = (e.stderr or "").strip().splitlines()
+        return None, f"compiling it failed ({lines[0] if lines else e})"
+    except OSError as e:
+        return None, f"no C compiler or library ({e})"
+
+
+_LIB = None
+_REASON: str | None = None
+_LOADED = False
+
+
+def library():
+    """The loaded ctypes library, or None."""
+    global _LIB, _REASON, _LOADED
+    if not _LOADED:
+        _LIB, _REASON = _load()
+        _LOADED = True
+    return _LIB
+
+
+def available() -> bool:
+    return library() is not None
+
+
+def unavailable_reason() -> str | None:
+    library()
+    return _REASON
+
+
+def _reset_for_tests():
+    """Forget the loaded library so the next call searches again (environment changed)."""
+    global _LIB, _REASON, _LOADED
+    _LIB, _REASON, _LOADED = None, None, False
+
+
+@dataclass
+class StreamDescriptor:
+    """A stream as the library takes it (all int64): `recs` `[n][5]` (row index, module,
+    access signature, kernel or -1, micro-op within it or -1), `rows` `[m][34]` the fields
+    each instruction starts from, the signatures' read and written slots (CSR), the kernels'
+    sizes, and whether the last instruction is FINISH."""
+
+    recs: np.ndarray
+    rows: np.ndarray
+    sig_read_ptr: np.ndarray
+    sig_reads: np.ndarray
+    sig_write_ptr: np.ndarray
+    sig_writes: np.ndarray
+    n_slots: int
+    kernel_sizes: np.ndarray
+    finish: bool
+
+
+_STATIC: dict = {}
+
+
+def _static(config):
+    """The configuration's constant inputs: columns, token queues, encoding plan."""
+    found = _STATIC.get(config)
+    if found is not None:
+        return found
+    from qaccel.targets.vta.isa import FIELD_NAMES, TOKEN_FIFOS, layout_of
+
+    idx = {name: i for i, name in enumerate(FIELD_NAMES)}
+    columns = [idx[n] for n in ("uop_bgn", "uop_end", "memory_type", "sram_base", "dram_base",
+                                "y_size", "x_size", "x_stride")]  # fmt: skip
+    push, pop = [-1] * 9, [-1] * 9
+    for p, c, push_flag, pop_flag in TOKEN_FIFOS.values():
+        push[3 * int(p) + int(c)], pop[3 * int(p) + int(c)] = idx[push_flag], idx[pop_flag]
+    plan = layout_of(config).encode_plan
+    ptr, cols, lo, hi, shift, word = [0], [], [], [], [], []
+    for op in range(6):
+        c_, lo_, hi_, _, shift_, word_ = plan[op]
+        cols += c_.tolist()
+        lo += lo_.tolist()
+        hi += hi_.tolist()
+        shift += [int(s) for s in shift_]
+        word += word_.tolist()
+        ptr.append(len(cols))
+    arrays = [np.array(a, np.int64) for a in (cols, lo, hi, shift, word)]
+    found = _STATIC[config] = (columns, push, pop, ptr, arrays)
+    return found
+
+
+def _ptr(a: np.ndarray) -> int:
+    return a.ctypes.data
+
+
+def call(desc: StreamDescriptor, config, capacity: int | None = None):
+    """Run the library on `desc`: (return code, the `_IO` record, fields, words)."""
+    lib = library()
+    if lib is None:
+        raise RuntimeError(f"libqaccel_stream is unavailable: {_REASON}")
+    columns, push, pop, ptr, arrays = _static(config)
+    arrs = [np.ascontiguousarray(a, np.int64) for a in (
+        desc.recs, desc.rows, desc.sig_read_ptr, desc.sig_reads, desc.sig_write_ptr,
+        desc.sig_writes, desc.kernel_sizes)]  # fmt: skip
+    recs, rows, rptr, reads, wptr, writes, ksizes = arrs
+    n = len(recs)
+    if capacity is None:
+        capacity = n + int((recs[:, 3] >= 0).sum()) + 1 if n else 1
+    fields = np.zeros((capacity, NF), np.int64)
+    words = np.zeros((capacity, 2), np.uint64)
+    io = _IO()
+    io.nf, io.n, io.recs = NF, n, _ptr(recs)
+    io.n_rows, io.rows = len(rows), _ptr(rows)
+    io.n_sigs = len(rptr) - 1
+    io.sig_read_ptr, io.sig_reads = _ptr(rptr), _ptr(reads)
+    io.sig_write_ptr, io.sig_writes = _ptr(wptr), _ptr(writes)
+    io.sig_entries[0], io.sig_entries[1] = len(reads), len(writes)
+    io.n_slots = desc.n_slots
+    io.n_kernels, io.kernel_sizes = len(ksizes), _ptr(ksizes)
+    io.uop_depth = config.depth("uop")
+    io.finish = int(desc.finish)
+    for k in range(8):
+        io.columns[k] = columns[k]
+    for k in range(9):
+        io.token_push[k], io.token_pop[k] = push[k], pop[k]
+    for k in range(7):
+        io.enc_ptr[k] = ptr[k]
+    io.enc_entries = len(arrays[0])
+    io.enc_col, io.enc_lo, io.enc_hi, io.enc_shift, io.enc_word = (_ptr(a) for a in arrays)
+    io.capacity, io.fields, io.words = capacity, _ptr(fields), _ptr(words)
+    rc = lib.vta_stream_resolve(ctypes.byref(io))
+    return rc, io, fields, words
+
+
+def resolve(desc: StreamDescriptor, config):
+    """(fields `[n][34]`, words `[n][2]`, LOAD UOPs) of the resolved stream, or None when the
+    library is unavailable or refuses (the reference then resolves it, raising as it does)."""
+    if library() is None:
+        return None
+    rc, io, fields, words = call(desc, config)
+    if rc != OK:
+        return None
+    n = io.n_out
+    return fields[:n], words[:n], io.n_uop_loads

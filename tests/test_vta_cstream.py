@@ -1,0 +1,338 @@
+"""libqaccel_stream (lowering/vta/stream/) against its Python reference
+(`emit.resolve_stream_py`): the same programs on the fixture models at both bundled
+configurations and on random streams (the micro-op ring included), the library used when it
+is built, malformed descriptors refused, and an AddressSanitizer/UBSan build clean."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from qaccel.lowering.vta import cstream, emit
+from qaccel.lowering.vta.emit import COMPUTE, LOAD, STORE, _Stream
+from qaccel.targets.vta.config import DEFAULT_CONFIG, HardwareConfig
+from qaccel.targets.vta.isa import AluOp, MemType, decode, encode_uops, layout_of
+
+pytestmark = pytest.mark.skipif(not cstream.available(),
+                                reason=f"libqaccel_stream: {cstream.unavailable_reason()}")  # fmt: skip
+
+MODELS = Path(__file__).parent / "fixtures" / "models"
+FIXTURES = sorted(p.stem for p in MODELS.glob("*.tflite"))
+
+
+def _same(stream: _Stream, label: str, encode=None) -> tuple:
+    """The stream encoded by the library and by the reference: equal; the library's."""
+    prog, loads = (encode or _Stream.encode_stream)(stream)
+    ref, ref_loads = stream.encode_stream_py()
+    assert np.array_equal(prog.words, ref.words), label
+    assert np.array_equal(prog.uops, ref.uops) and loads == ref_loads, label
+    # The library's fields, which `decode` returns for its program, are the words decoded.
+    assert np.array_equal(prog.fields(), decode(prog.words.copy(), prog.config)), label
+    return prog, loads
+
+
+@pytest.fixture
+def cross_checked(monkeypatch):
+    """Every stream `compile_module` encodes (all in this process) is encoded both ways and
+    compared; the number of streams and of those with a micro-op ring."""
+    seen = {"streams": 0, "ring": 0}
+    original = _Stream.encode_stream
+
+    def checked(self):
+        prog, loads = _same(self, f"stream {seen['streams']}", original)
+        seen["streams"] += 1
+        seen["ring"] += loads > 1
+        return prog, loads
+
+    monkeypatch.setenv("QACCEL_COMPILE_JOBS", "1")
+    monkeypatch.setattr(_Stream, "encode_stream", checked)
+    return seen
+
+
+@pytest.mark.parametrize("hw", ["vta-default", "vta-store-requant"])
+@pytest.mark.parametrize("name", FIXTURES)
+def test_fixture_models_match_reference(name, hw, cross_checked):
+    from conftest import vta_lowered
+    from qaccel.backends.vta.codegen import compile_module
+
+    module, _ = vta_lowered(name, hw)
+    compile_module(module, HardwareConfig.from_json(hw))
+    assert cross_checked["streams"] > 0 or name == "pad_concat_slice"
+
+
+def test_library_is_used(monkeypatch):
+    """With the library built, no stream is resolved by the reference."""
+    from conftest import vta_lowered
+    from qaccel.backends.vta.codegen import compile_module
+
+    def refuse(stream):
+        raise AssertionError("the reference resolved a stream")
+
+    monkeypatch.setattr(emit, "resolve_stream_py", refuse)
+    monkeypatch.setenv("QACCEL_COMPILE_JOBS", "1")
+    module, _ = vta_lowered("small_cnn")
+    compiled = compile_module(module, DEFAULT_CONFIG)
+    assert sum(len(f.layers) for f in compiled.functions.values()) > 0
+
+
+def test_reference_without_the_library(monkeypatch):
+    """`QACCEL_NO_CSTREAM=1`: no library, the reference resolves every stream (the same
+    program)."""
+    from conftest import vta_lowered
+    from qaccel.backends.vta.codegen import compile_module
+
+    module, _ = vta_lowered("small_cnn")
+    with_c = compile_module(module.clone(), DEFAULT_CONFIG)
+    monkeypatch.setenv("QACCEL_NO_CSTREAM", "1")
+    cstream._reset_for_tests()
+    try:
+        assert not cstream.available() and "QACCEL_NO_CSTREAM" in cstream.unavailable_reason()
+        without = compile_module(module, DEFAULT_CONFIG)
+    finally:
+        monkeypatch.delenv("QACCEL_NO_CSTREAM")
+        cstream._reset_for_tests()
+    assert cstream.available()
+    pairs = [(a, b) for f in with_c.functions
+             for a, b in zip(with_c.functions[f].layers, without.functions[f].layers)]  # fmt: skip
+    assert pairs and all(np.array_equal(a.words, b.words) and np.array_equal(a.uops, b.uops)
+                         for a, b in pairs)  # fmt: skip
+
+
+def random_stream(rng, config: HardwareConfig, ring: bool) -> _Stream:
+    """Loads, GEMMs, ALU ops and stores over random slots: loads write input and weight
+    slots, compute reads those and the accumulators, stores read (and may clear) them."""
+    s = _Stream(config)
+    depth = config.depth("uop")
+    sizes = [int(v) for v in rng.integers(1, depth // 3 if ring else 8, 6)]
+    keys = [s.kernel(("k", k), lambda n=n: encode_uops(np.arange(n) % 64, 0, 0, config))
+            for k, n in enumerate(sizes)]  # fmt: skip
+    inp = [("inp", k) for k in range(3)]
+    wgt = [("wgt", k) for k in range(2)]
+    acc = [("acc", k) for k in range(3)]
+
+    def some(slots):
+        return tuple(slots[k] for k in sorted(set(rng.integers(0, len(slots), 2).tolist())))
+
+    for _ in range(int(rng.integers(1, 120))):
+        kind = int(rng.integers(0, 6))
+        k = int(rng.integers(0, len(keys)))
+        if kind == 0:
+            s.load(MemType.INP, int(rng.integers(0, 64)), int(rng.integers(0, 1000)), 2, 3,
+                   module=LOAD, writes=some(inp))  # fmt: skip
+        elif kind == 1:
+            s.load(MemType.WGT, 0, int(rng.integers(0, 1000)), 1, 4, module=LOAD, writes=some(wgt))
+        elif kind == 2:
+            sub = None if rng.integers(0, 2) else int(rng.integers(0, sizes[k]))
+            s.gemm(keys[k], 2, 3, (1, 2), (3, 4), (0, 1), reset=bool(rng.integers(0, 2)),
+                   reads=some(inp) + some(wgt) + some(acc), writes=some(acc), sub=sub)  # fmt: skip
+        elif kind == 3:
+            imm = int(rng.integers(-5, 5)) if rng.integers(0, 2) else None
+            s.alu(AluOp.ADD, keys[k], None, 1, 2, (0, 1), (0, 1), imm=imm, reads=list(some(acc)),
+                  writes=list(some(acc)))  # fmt: skip
+        elif kind == 4:
+            s.load(MemType.ACC, 0, 0, 1, 2, module=COMPUTE, writes=some(acc))
+        else:
+            s.store(MemType.OUT, 0, int(rng.integers(0, 500)), 1, 2, 2, reads=list(some(acc)))
+        if rng.integers(0, 8) == 0:  # a replayed block of what was just added
+            s.recs.extend(s.recs[-3:])
+    s.finish()
+    return s
+
+
+@pytest.mark.parametrize("ring", [False, True])
+def test_random_streams_match_reference(ring):
+    rng = np.random.default_rng(7 + ring)
+    loads = []
+    for config in (DEFAULT_CONFIG, HardwareConfig.from_json("vta-store-requant")):
+        for n in range(40):
+            _, k = _same(random_stream(rng, config, ring), f"{config.name} {n}")
+            loads.append(k)
+    assert (max(loads) > 1) == ring  # the ring reloads kernels; without it one LOAD UOP
+
+
+def test_refusals_raise_as_the_reference():
+    """What the library refuses (a dependency between load and store, a field that
+    overflows, a kernel larger than the buffer) the reference raises, as before."""
+    s = _Stream(DEFAULT_CONFIG)
+    s.load(MemType.INP, 0, 0, 1, 1, module=LOAD, writes=(("x",),))
+    s.store(MemType.OUT, 0, 0, 1, 1, 1, reads=(("x",),))
+    s.finish()
+    assert cstream.call(s.descriptor(), DEFAULT_CONFIG)[0] == cstream.NO_QUEUE
+    with pytest.raises(AssertionError, match="no token queue"):
+        s.encode_stream()
+    s = _Stream(DEFAULT_CONFIG)
+    s.load(MemType.INP, 0, 1 << 40, 1, 1, module=LOAD)
+    s.finish()
+    assert cstream.call(s.descriptor(), DEFAULT_CONFIG)[0] == cstream.OVERFLOW
+    with pytest.raises(ValueError, match="dram_base"):
+        s.encode_stream()
+    s = _Stream(DEFAULT_CONFIG)
+    n = DEFAULT_CONFIG.depth("uop") + 1
+    key = s.kernel("big", lambda: np.zeros(n, np.uint32))
+    s.gemm(key, 1, 1)
+    s.finish()
+    rc, io, _, _ = cstream.call(s.descriptor(), DEFAULT_CONFIG)
+    assert rc == cstream.KERNEL_TOO_BIG and io.error_value == n
+    with pytest.raises(emit.LayerError, match="exceeds the buffer"):
+        s.encode_stream()
+
+
+def malformed_descriptors():
+    """A valid stream's descriptor, then copies with one index or size out of range."""
+    s = _Stream(DEFAULT_CONFIG)
+    key = s.kernel("k", lambda: np.zeros(4, np.uint32))
+    s.load(MemType.INP, 0, 0, 1, 1, module=LOAD, writes=(("i",),))
+    s.gemm(key, 1, 1, reads=(("i",),), writes=(("a",),), sub=2)
+    s.store(MemType.OUT, 0, 0, 1, 1, 1, reads=(("a",),))
+    s.finish()
+    good = s.descriptor()
+    yield "valid", good, cstream.OK
+
+    def changed(label, **fields):
+        d = cstream.StreamDescriptor(**{**good.__dict__, **fields})
+        return label, d, cstream.BAD_INPUT
+
+    n_sigs = len(good.sig_read_ptr) - 1
+    for col, bad in ((0, -1), (0, 99), (1, 3), (1, -1), (2, n_sigs), (2, -1), (3, 5), (3, -2),
+                     (4, 4), (4, -2)):  # fmt: skip
+        recs = good.recs.copy()
+        recs[1, col] = bad
+        yield changed(f"recs[1, {col}] = {bad}", recs=recs)
+    yield changed("a slot id", sig_reads=good.sig_reads + good.n_slots)
+    yield changed("a negative slot id", sig_writes=good.sig_writes - good.n_slots - 1)
+    ptr = good.sig_read_ptr.copy()
+    ptr[-1] += 100
+    yield changed("a signature past its slots", sig_read_ptr=ptr)
+    ptr = good.sig_write_ptr.copy()
+    ptr[1], ptr[0] = 0, 1
+    yield changed("a signature's slots decreasing", sig_write_ptr=ptr)
+    yield changed("a kernel of no micro-ops", kernel_sizes=np.zeros(1, np.int64))
+    recs = good.recs.copy()
+    recs[-1, 1] = LOAD
+    yield changed("FINISH not on compute", recs=recs)
+
+
+@pytest.mark.parametrize("label, desc, rc", list(malformed_descriptors()),
+                         ids=[m[0] for m in malformed_descriptors()])  # fmt: skip
+def test_malformed_descriptors_refused(label, desc, rc):
+    got, io, fields, _ = cstream.call(desc, DEFAULT_CONFIG)
+    assert got == rc, label
+    if rc != cstream.OK:
+        assert io.n_out == 0 and not fields.any(), label
+
+
+def _bad_statics():
+    """The configuration's constant inputs with one of them out of range."""
+    columns, push, pop, ptr, arrays = cstream._static(DEFAULT_CONFIG)
+
+    def arrays_with(k, j, value):
+        out = [a.copy() for a in arrays]
+        out[k][j] = value
+        return out
+
+    yield "a column", ([99] + columns[1:], push, pop, ptr, arrays)
+    yield "a push without its pop", (columns, [3] + push[1:], [-1] + pop[1:], ptr, arrays)
+    yield "the encoding's length", (columns, push, pop, ptr[:-1] + [ptr[-1] + 1], arrays)
+    yield "opcodes' fields decreasing", (columns, push, pop, [0, 5, 2] + ptr[3:], arrays)
+    yield "an encoded column", (columns, push, pop, ptr, arrays_with(0, 3, 34))
+    yield "an empty range", (columns, push, pop, ptr, arrays_with(2, 1, -(1 << 40)))
+    yield "a shift", (columns, push, pop, ptr, arrays_with(3, 2, 64))
+    yield "a word", (columns, push, pop, ptr, arrays_with(4, 2, 2))
+
+
+@pytest.mark.parametrize("label", [b[0] for b in _bad_statics()])
+def test_malformed_static_inputs_refused(label, monkeypatch):
+    bad = dict(_bad_statics())[label]
+    desc = next(malformed_descriptors())[1]
+    monkeypatch.setattr(cstream, "_static", lambda config: bad)
+    assert cstream.call(desc, DEFAULT_CONFIG)[0] == cstream.BAD_INPUT, label
+
+
+def test_too_small_capacity_refused():
+    s = _Stream(DEFAULT_CONFIG)
+    key = s.kernel("k", lambda: np.zeros(4, np.uint32))
+    s.gemm(key, 1, 1)
+    s.finish()
+    assert cstream.call(s.descriptor(), DEFAULT_CONFIG, capacity=2)[0] == cstream.BAD_INPUT
+    assert cstream.call(s.descriptor(), DEFAULT_CONFIG, capacity=3)[0] == cstream.OK
+
+
+def _libasan():
+    out = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True)
+    path = out.stdout.strip()
+    return path if os.path.isabs(path) and os.path.exists(path) else None
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or _libasan() is None,
+                    reason="needs gcc with AddressSanitizer")  # fmt: skip
+def test_sanitizers(tmp_path):
+    """The library built with -fsanitize=address,undefined: random streams (ring included),
+    the malformed descriptors and a compiled model, with no ASan/UBSan report."""
+    from qaccel.targets import cbuild
+    from sanitized_build import cached
+
+    flags = ("-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+             "-fno-sanitize-recover=all", "-Wall", "-Wextra", "-Werror")  # fmt: skip
+    cached(tmp_path / cstream.LIB_NAME,
+           lambda out: cstream.build_library(out.parent, cc="gcc", extra_flags=flags),
+           label="cstream", flags=flags,
+           inputs=[cstream.STREAM_DIR, Path(cstream.__file__), Path(cbuild.__file__)])
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.path.insert(0, %r)
+        import test_vta_cstream as t
+        from qaccel.lowering.vta import cstream
+        assert cstream.available(), cstream.unavailable_reason()
+        t.test_random_streams_match_reference(False)
+        t.test_random_streams_match_reference(True)
+        t.test_refusals_raise_as_the_reference()
+        for label, desc, rc in t.malformed_descriptors():
+            t.test_malformed_descriptors_refused(label, desc, rc)
+        t.test_too_small_capacity_refused()
+        for label, bad in t._bad_statics():
+            static, cstream._static = cstream._static, lambda config: bad
+            try:
+                assert cstream.call(next(t.malformed_descriptors())[1], t.DEFAULT_CONFIG)[0] == 1
+            finally:
+                cstream._static = static
+        from conftest import vta_lowered
+        from qaccel.backends.vta.codegen import compile_module
+        for hw in ("vta-default", "vta-store-requant"):
+            module, _ = vta_lowered("small_cnn", hw)
+            compile_module(module, t.HardwareConfig.from_json(hw))
+        print("sanitized: ok")
+        """
+        % str(Path(__file__).parent)
+    )
+    env = {**os.environ, "QACCEL_CSTREAM_LIB": str(tmp_path / cstream.LIB_NAME),
+           "QACCEL_COMPILE_JOBS": "1", "LD_PRELOAD": _libasan(),
+           "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+           "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}  # fmt: skip
+    env.pop("QACCEL_NO_CSTREAM", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "runtime error" not in out.stderr and "AddressSanitizer" not in out.stderr
+    assert "sanitized: ok" in out.stdout
+
+
+def test_small_uops_as_encode_uops():
+    """The emitters' few-micro-op encoder: `encode_uops`'s words, and its error past a field."""
+    rng = np.random.default_rng(3)
+    for config in (DEFAULT_CONFIG, HardwareConfig.from_json("vta-store-requant")):
+        top = [1 << f.width for f in layout_of(config).uop]
+        for n in (1, 2, 7):
+            idx = [rng.integers(0, t, n).tolist() for t in top]
+            assert np.array_equal(emit.small_uops(*idx, config), encode_uops(*idx, config))
+        for k in range(3):
+            idx = [[0], [0], [0]]
+            idx[k] = [top[k]]
+            with pytest.raises(ValueError, match="out of its"):
+                emit.small_uops(*idx, config)
