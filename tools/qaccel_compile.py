@@ -137,6 +137,7 @@ def compile_model(
     args: argparse.Namespace | None = None,
     config_path: Path | None = None,
     scheduled=None,
+    image_ready=None,
 ):
     """Import, run the pipeline, compile: the `CompiledModel` and the model's bytes.
     `scheduled(module, source)` (`source`: the model's bytes, None for MLIR text) is called
@@ -199,7 +200,7 @@ def compile_model(
         if scheduled is not None:
             scheduled(module, source)
         compiled = compile_module(module, total_macs=total_macs, progress=progress,
-                                  settled=settled)  # fmt: skip
+                                  settled=settled, image_ready=image_ready)  # fmt: skip
     sys.stderr.write(summaries.getvalue())
     return compiled, source
 
@@ -228,9 +229,16 @@ def run(argv: Sequence[str] | None = None) -> int:
     host_text = litert = None
     # The artifact's folder, made once the module is final: the helpers write their files
     # (host.mlir, the LiteRT models) into it themselves and hand back only their digests.
-    from qaccel.backends.vta.artifact import Staging
+    from qaccel.backends.vta.artifact import ImageAhead, Staging
 
     staging: list[Staging] = []
+    # Each accelerator function's DRAM image is compressed on a thread from the moment its
+    # layout is known, while its streams are emitted (write_artifact takes it when the
+    # emitter kept that layout).
+    images_ahead: dict[str, ImageAhead] = {}
+
+    def image_ready(name: str, image) -> None:
+        images_ahead[name] = ImageAhead(image)
 
     def staged() -> Staging:
         if not staging:
@@ -254,12 +262,16 @@ def run(argv: Sequence[str] | None = None) -> int:
               else contextlib.nullcontext()):  # fmt: skip
             passes = args.passes if getattr(args, "passes_given", False) else None
             compiled, data = compile_model(Path(args.model), passes, progress if tty else None,
-                                           args, args.config, print_host_ir)  # fmt: skip
+                                           args, args.config, print_host_ir,
+                                           image_ready)  # fmt: skip
         if tty:
             print("\r\033[K", end="", file=stderr, flush=True)
         # The LiteRT models are made on the second core while the artifact's own files are
-        # (during the emission, the second core prints the host IR); write_artifact asks for
-        # them last.
+        # (during the emission, the second core prints the host IR and begins them);
+        # write_artifact asks for them last.
+        if host_text is None or litert is None:
+            for early in images_ahead.values():  # a process forks with no other thread
+                early.result()
         if host_text is None:
             host_text = background.start(_write_host_ir, compiled.module, staged())
         if litert is None:
@@ -274,7 +286,8 @@ def run(argv: Sequence[str] | None = None) -> int:
             return models
 
         write_artifact(compiled, args.output, data, extra=litert_models,
-                       host_text=host_text.result, staging=staged())  # fmt: skip
+                       host_text=host_text.result, staging=staged(),
+                       images_ahead=images_ahead)  # fmt: skip
         aot = aot_lines[0]
     finally:
         for pending in (host_text, litert):

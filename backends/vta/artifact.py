@@ -132,6 +132,21 @@ def _on_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
     return result
 
 
+class ImageAhead:
+    """A DRAM image's `dram.npz` compressed on a thread from now on, for `write_artifact`
+    (`compile_module`'s `image_ready`: a function's layout is known before its streams are
+    emitted). The image must not change afterwards."""
+
+    def __init__(self, image: np.ndarray) -> None:
+        self._image = image
+        self.result = _on_thread(lambda: _npz_bytes({"dram": image}))
+
+    def image_is(self, image: np.ndarray) -> bool:
+        """Whether `image` is the one compressed (the emitter may have refused a layer
+        after the image was given, and laid the constants out again)."""
+        return self._image.shape == image.shape and bool(np.array_equal(self._image, image))
+
+
 def module_text(module: ModuleOp) -> str:
     from qaccel.dialects.printing import op_text  # xDSL's text, printed faster
 
@@ -195,6 +210,7 @@ def write_artifact(
     extra: dict[str, bytes | Written] | Callable[[], dict[str, bytes | Written]] | None = None,
     host_text: str | bytes | Written | Callable[[], str | bytes | Written] | None = None,
     staging: Staging | None = None,
+    images_ahead: dict[str, ImageAhead] | None = None,
 ) -> None:
     """Write the artifact (see the module docstring) as the folder `outdir`, whole; a model
     that could not run is refused first (`check_runnable`), so no such artifact is ever
@@ -204,12 +220,25 @@ def write_artifact(
     makes its LiteRT models meanwhile on the second core). `staging`: the `Staging` folder
     for `outdir` the caller made (and removes should this raise), into which helper processes
     wrote files already: a file given as `Written` (host.mlir, a file of `extra`) is one of
-    those, with its SHA-256, and must be a file the artifact does not make itself."""
+    those, with its SHA-256, and must be a file the artifact does not make itself.
+    `images_ahead`: the functions' `dram.npz` begun ahead (`ImageAhead`), by function name."""
     # The DRAM images are compressed on a thread (zlib lets go of the GIL while it works)
     # while the other files are made here; first of all, as it takes longest (they are
-    # written only once the checks below passed).
-    images = _on_thread(lambda: {f"{name}/dram.npz": _npz_bytes({"dram": fn.image})
-                                 for name, fn in compiled.functions.items()})  # fmt: skip
+    # written only once the checks below passed). An image compressed ahead of time
+    # (`ImageAhead`) is taken when it is the function's final image.
+    ahead = dict(images_ahead or {})
+
+    def compressed() -> dict[str, bytes]:
+        out = {}
+        for name, fn in compiled.functions.items():
+            early = ahead.get(name)
+            if early is not None and early.image_is(fn.image):
+                out[f"{name}/dram.npz"] = early.result()
+            else:
+                out[f"{name}/dram.npz"] = _npz_bytes({"dram": fn.image})
+        return out
+
+    images = _on_thread(compressed)
     check_runnable(compiled.module)
     root = Path(outdir)
     check_artifact_destination(root)

@@ -203,15 +203,20 @@ def compile_module(
     total_macs: int | None = None,
     progress: Callable[[str], None] | None = None,
     settled: dict | None = None,
+    image_ready: Callable[[str, np.ndarray], None] | None = None,
 ) -> CompiledModel:
     """Emit every formed, scheduled accelerator layer (`vta.layer`) of `module` (the
     output of `vta-pipeline`) into one DRAM image per accelerator function. `total_macs`
     (the model's MACs, e.g. of the imported IR) gives the report's MAC share. `config`
     defaults to the module's (`#accel.target`, from `attach-target`). `settled`: what
     `settle_host_trees(module)` returned when the caller ran it already (it changes the
-    module; everything after it only reads the module)."""
+    module; everything after it only reads the module). `image_ready(name, image)` is called
+    with a function's DRAM image as soon as its layout is known, before the streams are
+    emitted (`qaccel-compile` compresses it meanwhile); should the emitter then refuse a layer,
+    the layout is made again and the function's final image (`CompiledFunction.image`) differs
+    from the one given."""
     with _no_collections():
-        return _compile_module(module, config, total_macs, progress, settled)
+        return _compile_module(module, config, total_macs, progress, settled, image_ready)
 
 
 @contextlib.contextmanager
@@ -229,7 +234,8 @@ def _no_collections() -> Iterator[None]:
 
 
 def _compile_module(module: ModuleOp, config: HardwareConfig | None, total_macs: int | None,
-                    progress: Callable[[str], None] | None, settled: dict | None) -> CompiledModel:
+                    progress: Callable[[str], None] | None, settled: dict | None,
+                    image_ready: Callable[[str, np.ndarray], None] | None) -> CompiledModel:
     try:
         c = config or hardware_config(module, "vta")
     except (TargetError, ValueError) as e:
@@ -245,7 +251,8 @@ def _compile_module(module: ModuleOp, config: HardwareConfig | None, total_macs:
         name = f.sym_name.data
         ops = list(f.body.block.ops)
         reasons: dict[Operation, str] = dict(settled[f][0])
-        fn = _compile_function(name, ops, reasons, c, progress, count, settled[f][1])
+        fn = _compile_function(name, ops, reasons, c, progress, count, settled[f][1],
+                               image_ready)  # fmt: skip
         functions[name] = fn
         covered = {ops[i] for lay in fn.layers for i in lay.ops}
         for i, op in enumerate(ops):
@@ -447,6 +454,7 @@ def _settle_host_trees(name: str, f: func.FuncOp,
 def _compile_function(
     name: str, ops: list[Operation], reasons: dict[Operation, str], c: HardwareConfig,
     progress=None, count=None, kept: dict[Operation, str] | None = None,
+    image_ready: Callable[[str, np.ndarray], None] | None = None,
 ) -> CompiledFunction:
     """Arena, placement and emission of one accelerator function's layers, in body order.
     A layer the emitter refuses goes back to the host (its reason reported) and the arena
@@ -457,22 +465,28 @@ def _compile_function(
         planned = [lay.planned(index_of[lay.op]) for lay in layers_read]
         slots, slot_of, arena = _plan_arena(planned, ops)
         layers, constants, at, failed = _emit_layers(name, layers_read, slots, slot_of, arena,
-                                                     index_of, c)  # fmt: skip
+                                                     index_of, c, image_ready)  # fmt: skip
         if failed is None:
             break
         reasons[failed[0].op] = failed[1]
         layers_read = _read_layers(name, ops, reasons, c, kept=kept)
-    image = np.zeros(at, np.uint8)
-    for offset, data in constants:
-        image[offset : offset + len(data)] = data
+    image = _dram_image(at, constants)
     for lay in layers:
         if isinstance(lay.program, LayerProgram):
             lay.program.dram_size = len(image)
     return CompiledFunction(name, layers, slots, arena, image)
 
 
+def _dram_image(size: int, constants: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """A function's DRAM image: the arena zero, each layer's constants at its offset."""
+    image = np.zeros(size, np.uint8)
+    for offset, data in constants:
+        image[offset : offset + len(data)] = data
+    return image
+
+
 def _emit_layers(name: str, layers_read: list[_Layer], slots, slot_of, arena: int, index_of,
-                 c: HardwareConfig):  # fmt: skip
+                 c: HardwareConfig, image_ready=None):  # fmt: skip
     """Emit the layers in body order, each layer's constants after the last one's: (compiled
     layers, (offset, constants) of each, the image's size, None), or (..., (the first layer
     the emitter refuses, why)). Every layer's constants are laid out first and its stream
@@ -481,6 +495,7 @@ def _emit_layers(name: str, layers_read: list[_Layer], slots, slot_of, arena: in
     the one reported, as when they were emitted one by one."""
     at = -(-arena // c.dram_align) * c.dram_align  # constants: weights need whole tiles
     entries: list[tuple[_Layer, object, int]] = []  # (layer, emitter or program, offset)
+    laid_out: list[tuple[int, np.ndarray]] = []  # (offset, constants) of each
     failed = None
     for lay in layers_read:
         try:
@@ -489,7 +504,10 @@ def _emit_layers(name: str, layers_read: list[_Layer], slots, slot_of, arena: in
             failed = (lay, str(err))
             break
         entries.append((lay, prepared, at))
+        laid_out.append((at, consts))
         at = -(-(at + len(consts)) // c.dram_align) * c.dram_align
+    if image_ready is not None and failed is None:
+        image_ready(name, _dram_image(at, laid_out))
     # A layer's index is its entry's: the layers after a refusal are not compiled.
     jobs = [_LayerJob(name, i, lay, prepared, c) for i, (lay, prepared, _) in enumerate(entries)]
     done = _run_emitters(jobs)
