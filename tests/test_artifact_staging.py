@@ -129,3 +129,80 @@ def test_npz_streamed_is_the_npz_made_whole():
     ]  # fmt: skip
     for arrays in cases:
         assert _npz_bytes(arrays) == _npz_bytes_whole(arrays)
+
+
+def test_an_image_compressed_ahead_is_taken_only_when_it_is_the_final_one(small_cnn, tmp_path,
+                                                                          monkeypatch):  # fmt: skip
+    """`ImageAhead`: write_artifact takes the dram.npz compressed ahead when its image is the
+    function's final one (and compresses nothing then), and compresses the final image when
+    it is not; the artifact is the same either way."""
+    from qaccel.backends.vta import artifact
+    from qaccel.backends.vta.artifact import ImageAhead
+
+    compiled, data = small_cnn
+    write_artifact(compiled, tmp_path / "plain", data)
+    same = {name: ImageAhead(fn.image.copy()) for name, fn in compiled.functions.items()}
+    stale = dict(same)
+    name, fn = next(iter(compiled.functions.items()))
+    changed = fn.image.copy()
+    changed[-1] ^= 1
+    stale[name] = ImageAhead(changed)
+    for ahead in [*same.values(), *stale.values()]:
+        ahead.result()  # compressed before the compressor is taken away
+    npz_bytes = artifact._npz_bytes
+
+    def no_image(arrays):  # the run plan's own .npz is still made here
+        if "dram" in arrays:
+            raise AssertionError("compressed again")
+        return npz_bytes(arrays)
+
+    monkeypatch.setattr(artifact, "_npz_bytes", no_image)
+    write_artifact(compiled, tmp_path / "same", data, images_ahead=same)
+    with pytest.raises(AssertionError, match="compressed again"):
+        write_artifact(compiled, tmp_path / "refused", data, images_ahead=stale)
+    monkeypatch.setattr(artifact, "_npz_bytes", npz_bytes)
+    write_artifact(compiled, tmp_path / "stale", data, images_ahead=stale)
+    plain = _check_manifest(tmp_path / "plain")
+    for out in ("same", "stale"):
+        assert _check_manifest(tmp_path / out) == plain
+        for rel in plain["files"]:
+            assert (tmp_path / out / rel).read_bytes() == (tmp_path / "plain" / rel).read_bytes()
+
+
+def test_the_last_image_given_ahead_is_the_final_one(monkeypatch):
+    """compile_module's `image_ready` gets each function's image once its layout is known;
+    when the emitter then refuses a layer, the layout is made again and given again, and
+    the last image given is the function's final one."""
+    from qaccel.backends.vta import codegen
+    from qaccel.lowering.vta.geometry import LayerError
+
+    given: list[tuple[str, np.ndarray]] = []
+
+    def ready(name, image):
+        given.append((name, image.copy()))
+
+    compiled, _ = qaccel_compile.compile_model(MODELS / "small_cnn.tflite", image_ready=ready)
+    assert [n for n, _ in given] == list(compiled.functions)
+    for name, image in given:
+        assert np.array_equal(image, compiled.functions[name].image)
+
+    run = codegen._LayerJob.run
+    refused: list[int] = []
+
+    def refuse_once(job):  # the second layer's stream is refused the first time
+        if job.index == 1 and not refused:
+            refused.append(job.index)
+            return LayerError("refused for the test"), None
+        return run(job)
+
+    monkeypatch.setattr(codegen._LayerJob, "run", refuse_once)
+    given.clear()
+    compiled, _ = qaccel_compile.compile_model(MODELS / "small_cnn.tflite", image_ready=ready)
+    names = [n for n, _ in given]
+    assert refused and len(given) == len(compiled.functions) + 1
+    twice = names[0]  # the first function's second layer was refused: its layout made again
+    assert names[:2] == [twice, twice] and set(names) == set(compiled.functions)
+    assert not np.array_equal(given[0][1], compiled.functions[twice].image)
+    last = {n: image for n, image in given}
+    for name, fn in compiled.functions.items():
+        assert np.array_equal(last[name], fn.image)
