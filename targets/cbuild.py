@@ -97,3 +97,84 @@ def build_once(path: Path, build: Callable[[Path], object]) -> str | None:
         lines = (getattr(e, "stderr", None) or str(e)).strip().splitlines()
         return lines[-1] if lines else type(e).__name__
     return None
+
+
+class Loader:
+    """One C library, found, checked and loaded once, the same way for every library that has
+    a Python reference to fall back on (the C machine, the schedule search, the stream
+    resolver). With `key` e.g. "CSEARCH":
+
+      1. `$QACCEL_NO_<key>` set (to anything but "" or "0"): no library, the reference runs;
+      2. `$QACCEL_<key>_LIB=path`: that shared object (e.g. a sanitizer build), whatever
+         sources it was built from;
+      3. the extension `pip install` built beside the module (`here/<extension><suffix>`),
+         when it was built from the current sources;
+      4. else the current sources, compiled on first use into
+         `cache_root()/<cache_prefix>-<digest>/<lib_name>`.
+
+    `open_(path, check_hash)` loads a file and declares its functions; it raises OSError when
+    the file's ABI, or with `check_hash` its stamp, is not the current sources'. `build(folder)`
+    compiles the sources into `folder/<lib_name>`. `notice(reason)`, when given, is called once
+    when no library could be had."""
+
+    def __init__(self, key: str, here: Path, extension: str, cache_prefix: str, lib_name: str,
+                 digest: Callable[[], str], build: Callable[[Path], object],
+                 open_: Callable[[Path, bool], ctypes.CDLL],
+                 notice: Callable[[str], None] | None = None) -> None:  # fmt: skip
+        self.key, self.here, self.extension = key, Path(here), extension
+        self.cache_prefix, self.lib_name, self.digest = cache_prefix, lib_name, digest
+        self.build, self.open, self.notice = build, open_, notice
+        self.reset()
+
+    def cache_dir(self) -> Path:
+        return cache_root() / f"{self.cache_prefix}-{self.digest()}"
+
+    def _load(self) -> tuple[ctypes.CDLL | None, str | None]:
+        off, explicit = f"QACCEL_NO_{self.key}", f"QACCEL_{self.key}_LIB"
+        if os.environ.get(off, "") not in ("", "0"):
+            return None, f"{off} is set"
+        path = os.environ.get(explicit)
+        if path:
+            try:
+                return self.open(Path(path), False), None
+            except OSError as e:
+                return None, f"cannot load {explicit}: {e}"
+        import importlib.machinery
+
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:  # built by setup.py
+            ext = self.here / f"{self.extension}{suffix}"
+            if ext.is_file():
+                try:
+                    return self.open(ext, True), None
+                except OSError:
+                    break  # stale or foreign build: compile the current sources instead
+        cached = self.cache_dir() / self.lib_name
+        failed = build_once(cached, lambda p: self.build(p.parent))
+        if failed is not None:
+            return None, f"compiling it failed ({failed})"
+        try:
+            return self.open(cached, True), None
+        except OSError as e:
+            return None, f"cannot load {cached}: {e}"
+
+    def library(self) -> ctypes.CDLL | None:
+        """The loaded library, or None (`unavailable_reason()` says why)."""
+        if not self._loaded:
+            self._lib, self._reason = self._load()
+            self._loaded = True
+            if self._lib is None and self.notice is not None:
+                self.notice(self._reason or "")
+        return self._lib
+
+    def available(self) -> bool:
+        return self.library() is not None
+
+    def unavailable_reason(self) -> str | None:
+        self.library()
+        return self._reason
+
+    def reset(self) -> None:
+        """Forget the loaded library: the next call looks again (the environment changed)."""
+        self._lib: ctypes.CDLL | None = None
+        self._reason: str | None = None
+        self._loaded = False

@@ -62,3 +62,59 @@ def test_the_program_runner_loads_the_library_pip_install_built():
     if not list(program_runner.PROGRAM_DIR.glob("_qaccel_program*.so")):
         pytest.skip("libqaccel_program was not built by pip install")
     assert program_runner.library_path().parent == program_runner.PROGRAM_DIR
+
+
+def test_the_libraries_with_a_python_reference_are_found_one_way(tmp_path, monkeypatch):
+    """`cbuild.Loader`, shared by the C machine, the schedule search and the stream resolver:
+    off by `QACCEL_NO_<KEY>`, a named file by `QACCEL_<KEY>_LIB`, else setup.py's current
+    extension, else the current sources built once into the cache; each outcome's reason."""
+    from qaccel.lowering.vta import csearch, cstream
+
+    monkeypatch.setenv("QACCEL_CACHE_DIR", str(tmp_path / "cache"))
+    opened, built = [], []
+
+    def open_(path, check_hash):
+        opened.append((path.name, check_hash))
+        if path.read_text() != "current":
+            raise OSError("built from other sources")
+        return path.name
+
+    def build(folder):
+        built.append(folder.name)
+        (folder / "libx.so").write_text("current")
+
+    here = tmp_path / "pkg"
+    here.mkdir()
+    monkeypatch.setattr(cbuild, "build_once",
+                        lambda path, fn: (path.parent.mkdir(parents=True, exist_ok=True),
+                                          fn(path))[0] if not path.is_file() else None)  # fmt: skip
+    loader = cbuild.Loader("CTEST", here, "_x", "x", "libx.so", lambda: "d1", build, open_)
+    monkeypatch.setenv("QACCEL_NO_CTEST", "1")
+    assert loader.library() is None and loader.unavailable_reason() == "QACCEL_NO_CTEST is set"
+    monkeypatch.setenv("QACCEL_NO_CTEST", "0")
+    named = tmp_path / "named.so"
+    named.write_text("old")
+    monkeypatch.setenv("QACCEL_CTEST_LIB", str(named))
+    loader.reset()
+    assert not loader.available() and "cannot load QACCEL_CTEST_LIB" in loader.unavailable_reason()
+    monkeypatch.delenv("QACCEL_CTEST_LIB")
+    import importlib.machinery
+
+    ext = here / f"_x{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    ext.write_text("current")
+    loader.reset()
+    assert loader.library() == ext.name and opened[-1] == (ext.name, True) and not built
+    ext.write_text("stale")  # a stale extension: the current sources are built once
+    loader.reset()
+    assert loader.library() == "libx.so" and built == ["x-d1"]
+    assert loader.cache_dir() == tmp_path / "cache" / "x-d1"
+    loader.reset()
+    assert loader.library() == "libx.so" and built == ["x-d1"]  # cached: not built again
+    notices = []
+    failing = cbuild.Loader("CTEST", here, "_none", "y", "liby.so", lambda: "d2",
+                            lambda folder: 1 / 0, open_, notices.append)  # fmt: skip
+    monkeypatch.setattr(cbuild, "build_once", lambda path, fn: "error: no compiler")
+    assert failing.library() is None and notices == ["compiling it failed (error: no compiler)"]
+    for module in (cmachine, csearch, cstream):
+        assert isinstance(module._LOADER, cbuild.Loader)
+        assert module.library == module._LOADER.library

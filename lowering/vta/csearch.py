@@ -23,8 +23,6 @@ A library built from other sources is not used. When none loads the Python searc
 from __future__ import annotations
 
 import ctypes
-import importlib.machinery
-import os
 from pathlib import Path
 
 import numpy as np
@@ -84,61 +82,13 @@ def _open(path: Path, check_hash: bool):
     return lib
 
 
-def _load():
-    """(library, None) or (None, reason)."""
-    if os.environ.get("QACCEL_NO_CSEARCH", "") not in ("", "0"):
-        return None, "QACCEL_NO_CSEARCH is set"
-    explicit = os.environ.get("QACCEL_CSEARCH_LIB")
-    if explicit:
-        try:
-            return _open(Path(explicit), check_hash=False), None
-        except OSError as e:
-            return None, f"cannot load QACCEL_CSEARCH_LIB: {e}"
-    here = Path(__file__).parent
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:  # built by setup.py
-        ext = here / f"_vta_search{suffix}"
-        if ext.is_file():
-            try:
-                return _open(ext, check_hash=True), None
-            except OSError:
-                break  # stale or foreign build: compile the current sources instead
-    cached = cbuild.cache_root() / f"vta-search-{source_hash()}" / LIB_NAME
-    failed = cbuild.build_once(cached, lambda p: build_library(p.parent))
-    if failed is not None:
-        return None, f"compiling it failed ({failed})"
-    try:
-        return _open(cached, check_hash=True), None
-    except OSError as e:
-        return None, str(e)
-
-
-_LIB = None
-_REASON: str | None = None
-_LOADED = False
-
-
-def library():
-    """The loaded ctypes library, or None (`unavailable_reason()` says why)."""
-    global _LIB, _REASON, _LOADED
-    if not _LOADED:
-        _LIB, _REASON = _load()
-        _LOADED = True
-    return _LIB
-
-
-def available() -> bool:
-    return library() is not None
-
-
-def unavailable_reason() -> str | None:
-    library()
-    return _REASON
-
-
-def _reset_for_tests():
-    """Forget the loaded library so the next call searches again (environment changed)."""
-    global _LIB, _REASON, _LOADED
-    _LIB, _REASON, _LOADED = None, None, False
+_LOADER = cbuild.Loader("CSEARCH", Path(__file__).parent, "_vta_search", "vta-search", LIB_NAME,
+                        source_hash, build_library, _open)  # fmt: skip
+library = _LOADER.library
+"""The loaded ctypes library, or None (`unavailable_reason()` says why)."""
+available = _LOADER.available
+unavailable_reason = _LOADER.unavailable_reason
+_reset_for_tests = _LOADER.reset
 
 
 def _primary(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...]) -> str:

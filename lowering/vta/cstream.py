@@ -20,9 +20,6 @@ their streams in Python (the same programs, more slowly).
 from __future__ import annotations
 
 import ctypes
-import importlib.machinery
-import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,63 +78,13 @@ def _open(path: Path, check_hash: bool):
     return lib
 
 
-def _load():
-    """(library, None) or (None, reason)."""
-    if os.environ.get("QACCEL_NO_CSTREAM", "") not in ("", "0"):
-        return None, "QACCEL_NO_CSTREAM is set"
-    explicit = os.environ.get("QACCEL_CSTREAM_LIB")
-    if explicit:
-        try:
-            return _open(Path(explicit), check_hash=False), None
-        except OSError as e:
-            return None, f"cannot load QACCEL_CSTREAM_LIB: {e}"
-    here = Path(__file__).parent
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:  # built by setup.py
-        ext = here / f"_vta_stream{suffix}"
-        if ext.is_file():
-            try:
-                return _open(ext, check_hash=True), None
-            except OSError:
-                break  # stale or foreign build: compile the current sources instead
-    cached = cbuild.cache_root() / f"vta-stream-{source_hash()}" / LIB_NAME
-    try:
-        if not cached.is_file():
-            build_library(cached.parent)
-        return _open(cached, check_hash=True), None
-    except subprocess.CalledProcessError as e:
-        lines = (e.stderr or "").strip().splitlines()
-        return None, f"compiling it failed ({lines[0] if lines else e})"
-    except OSError as e:
-        return None, f"no C compiler or library ({e})"
-
-
-_LIB = None
-_REASON: str | None = None
-_LOADED = False
-
-
-def library():
-    """The loaded ctypes library, or None."""
-    global _LIB, _REASON, _LOADED
-    if not _LOADED:
-        _LIB, _REASON = _load()
-        _LOADED = True
-    return _LIB
-
-
-def available() -> bool:
-    return library() is not None
-
-
-def unavailable_reason() -> str | None:
-    library()
-    return _REASON
-
-
-def _reset_for_tests():
-    """Forget the loaded library so the next call searches again (environment changed)."""
-    global _LIB, _REASON, _LOADED
-    _LIB, _REASON, _LOADED = None, None, False
+_LOADER = cbuild.Loader("CSTREAM", Path(__file__).parent, "_vta_stream", "vta-stream", LIB_NAME,
+                        source_hash, build_library, _open)  # fmt: skip
+library = _LOADER.library
+"""The loaded ctypes library, or None (`unavailable_reason()` says why)."""
+available = _LOADER.available
+unavailable_reason = _LOADER.unavailable_reason
+_reset_for_tests = _LOADER.reset
 
 
 @dataclass

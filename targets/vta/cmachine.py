@@ -23,10 +23,8 @@ same sums, and the cross-check runs each.
 from __future__ import annotations
 
 import ctypes
-import importlib.machinery
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -93,10 +91,6 @@ def build_library(out_dir, cc: str | None = None, extra_flags=()) -> Path:
                                extra_flags=extra_flags, cc=cc)  # fmt: skip
 
 
-def _cache_dir() -> Path:
-    return cbuild.cache_root() / f"vta-machine-{source_hash()}"
-
-
 def _open(path: Path, check_hash: bool):
     lib = ctypes.CDLL(str(path))
     lib.vta_machine_abi.restype = ctypes.c_int
@@ -127,67 +121,19 @@ def _open(path: Path, check_hash: bool):
     return lib
 
 
-def _load():
-    """(library, None) or (None, reason)."""
-    if os.environ.get("QACCEL_NO_CMACHINE", "") not in ("", "0"):
-        return None, "QACCEL_NO_CMACHINE is set"
-    explicit = os.environ.get("QACCEL_CMACHINE_LIB")
-    if explicit:
-        try:
-            return _open(Path(explicit), check_hash=False), None
-        except OSError as e:
-            return None, f"cannot load QACCEL_CMACHINE_LIB: {e}"
-    here = Path(__file__).parent
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:  # built by setup.py
-        ext = here / f"_vta_machine{suffix}"
-        if ext.is_file():
-            try:
-                return _open(ext, check_hash=True), None
-            except OSError:
-                break  # stale or foreign build: compile the current sources instead
-    cached = _cache_dir() / LIB_NAME
-    try:
-        if not cached.is_file():
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            build_library(cached.parent)
-        return _open(cached, check_hash=True), None
-    except subprocess.CalledProcessError as e:
-        lines = (e.stderr or "").strip().splitlines()
-        return None, f"compiling it failed ({lines[0] if lines else e})"
-    except OSError as e:
-        return None, f"no C compiler or library ({e})"
+def _notice(reason: str) -> None:
+    print(f"qaccel: C simulator unavailable ({reason}); using the Python simulator",
+          file=sys.stderr)  # fmt: skip
 
 
-_LIB = None
-_REASON = None
-_LOADED = False
-
-
-def library():
-    """The loaded ctypes library, or None (after one notice on stderr)."""
-    global _LIB, _REASON, _LOADED
-    if not _LOADED:
-        _LIB, _REASON = _load()
-        _LOADED = True
-        if _LIB is None:
-            print(f"qaccel: C simulator unavailable ({_REASON}); using the Python simulator",
-                  file=sys.stderr)  # fmt: skip
-    return _LIB
-
-
-def available() -> bool:
-    return library() is not None
-
-
-def unavailable_reason() -> str | None:
-    library()
-    return _REASON
-
-
-def _reset_for_tests():
-    """Forget the loaded library so the next call searches again (environment changed)."""
-    global _LIB, _REASON, _LOADED
-    _LIB, _REASON, _LOADED = None, None, False
+_LOADER = cbuild.Loader("CMACHINE", Path(__file__).parent, "_vta_machine", "vta-machine", LIB_NAME,
+                        source_hash, build_library, _open, _notice)  # fmt: skip
+library = _LOADER.library
+"""The loaded ctypes library, or None (after one notice on stderr)."""
+available = _LOADER.available
+unavailable_reason = _LOADER.unavailable_reason
+_reset_for_tests = _LOADER.reset
+_cache_dir = _LOADER.cache_dir
 
 
 # --------------------------------------------------------------------------------------------
