@@ -211,11 +211,11 @@ def write_model(spec: ModelSpec) -> bytes:
     external = [t.data_bytes() for sg in spec.subgraphs for t in sg.tensors
                 if t.data is not None and t.external]  # fmt: skip
     if not external:
-        return _write_flatbuffer(spec, [])
+        return write_flatbuffer(spec, [])
     # Offsets are uint64 scalars: the flatbuffer's size does not depend on their values, so a
     # first pass with placeholders tells where the data goes.
-    placeholders = [_OFFSET_PLACEHOLDER + i for i in range(len(external))]
-    head = _write_flatbuffer(spec, [(p, len(d)) for p, d in zip(placeholders, external)])
+    placeholders = [OFFSET_PLACEHOLDER + i for i in range(len(external))]
+    head = write_flatbuffer(spec, [(p, len(d)) for p, d in zip(placeholders, external)])
     blob, places = bytearray(head), []
     for data in external:
         blob += bytes(-len(blob) % EXTERNAL_ALIGNMENT)
@@ -229,18 +229,18 @@ def write_model(spec: ModelSpec) -> bytes:
         for at, (offset, _) in zip(where, places):
             struct.pack_into("<Q", blob, at, offset)
         return bytes(blob)
-    final = _write_flatbuffer(spec, places)
+    final = write_flatbuffer(spec, places)
     if len(final) != len(head):
         raise AssertionError("tflite writer: the flatbuffer changed size between passes")
     blob[: len(final)] = final
     return bytes(blob)
 
 
-_OFFSET_PLACEHOLDER = 0x7151_6163_6365_6C00
+OFFSET_PLACEHOLDER = 0x7151_6163_6365_6C00
 """Placeholder offsets of the first pass (distinctive bytes, found once in the flatbuffer)."""
 
 
-def _write_flatbuffer(spec: ModelSpec, places: list[tuple[int, int]]) -> bytes:
+def write_flatbuffer(spec: ModelSpec, places: list[tuple[int, int]]) -> bytes:
     """The flatbuffer; `places`: (offset, size) of each external tensor's data, in order."""
     import flatbuffers
 

@@ -206,12 +206,12 @@ def test_external_offsets_set_in_place_are_the_second_passes_bytes(monkeypatch):
         tw.TensorSpec("y", (1, 4), np.int8)], [0], [4],
         [tw.OperatorSpec("CUSTOM", [0, 1, 2, 3], [4], custom_code="X", custom_options=b"o")])])
     passes = []
-    real = tw._write_flatbuffer
-    monkeypatch.setattr(tw, "_write_flatbuffer", lambda *a: passes.append(1) or real(*a))
+    real = tw.write_flatbuffer
+    monkeypatch.setattr(tw, "write_flatbuffer", lambda *a: passes.append(1) or real(*a))
     patched = tw.write_model(spec)
     assert len(passes) == 1
     # a placeholder whose bytes the constant `c` holds too: found twice, a second pass
-    monkeypatch.setattr(tw, "_OFFSET_PLACEHOLDER", int.from_bytes(bytes(range(8)), "little"))
+    monkeypatch.setattr(tw, "OFFSET_PLACEHOLDER", int.from_bytes(bytes(range(8)), "little"))
     assert tw.write_model(spec) == patched and len(passes) == 3
     assert read_model(patched) == spec
 

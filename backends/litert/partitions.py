@@ -1063,9 +1063,9 @@ class _CustomHead:
 def _custom_mark_values(k: int) -> tuple[int, int, int, int]:
     """The k-th program's placeholders: its buffer's offset (the writer's own first-pass
     placeholder) and size, its tensor's one dimension, its op's options' program size."""
-    from qaccel.frontend.tflite_writer import _OFFSET_PLACEHOLDER
+    from qaccel.frontend.tflite_writer import OFFSET_PLACEHOLDER
 
-    return (_OFFSET_PLACEHOLDER + k, 0x5C3E_7A61_0000_0000 + k, 0x3E5A_9C00 + 2 * k,
+    return (OFFSET_PLACEHOLDER + k, 0x5C3E_7A61_0000_0000 + k, 0x3E5A_9C00 + 2 * k,
             0x3E5A_9C01 + 2 * k)  # fmt: skip
 
 
@@ -1081,12 +1081,12 @@ def _custom_head(model_bytes: bytes, parts: Sequence[CompiledPartition]) -> _Cus
     placeholders: every field they set is a fixed-width scalar, so the flatbuffer's layout
     does not depend on them (None: the model has external data of its own, or a
     placeholder's bytes do not occur exactly once)."""
-    from qaccel.frontend.tflite_writer import _write_flatbuffer
+    from qaccel.frontend.tflite_writer import write_flatbuffer
 
     if any(t.external for sg in _parsed(model_bytes).subgraphs for t in sg.tensors):
         return None
     spec, order = _spliced(model_bytes, parts, "custom-op", marked=True)
-    head = _write_flatbuffer(spec, [_custom_mark_values(k)[:2] for k in range(len(order))])
+    head = write_flatbuffer(spec, [_custom_mark_values(k)[:2] for k in range(len(order))])
     where = _found_once(head, [b for k in range(len(order)) for b in _custom_marks(k)])
     return None if where is None else _CustomHead(head, order, where)
 
