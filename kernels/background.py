@@ -112,9 +112,11 @@ class Pending(Generic[T]):
             return
 
         def send() -> None:
+            # The pipe is closed whatever happens: a value that does not pickle leaves the
+            # child an empty pipe (it fails, and result() computes the value here).
             try:
-                data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(fd, "wb") as pipe:  # its length first: a child forked
+                    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
                     pipe.write(len(data).to_bytes(8, "little"))  # later holds this pipe
                     pipe.write(data)  # too, so its end is no end of the data
             except BaseException:  # noqa: BLE001  the child is gone: result() computes it here

@@ -158,3 +158,19 @@ def test_qaccel_compile_writes_the_same_artifact_on_one_core(tmp_path):
     for rel in files:
         if (tmp_path / "one" / rel).is_file():
             assert (tmp_path / "one" / rel).read_bytes() == (tmp_path / "two" / rel).read_bytes()
+
+
+def test_a_fed_value_that_does_not_pickle_leaves_the_work_to_the_caller(forking):
+    """The child gets an empty pipe (and fails) instead of waiting for ever; `result()`
+    then computes the value here with what was fed."""
+    import threading
+
+    pending = background.start_fed(_with_fed, os.getpid(), "before")
+    assert pending._pid is not None
+    value = lambda: 0  # noqa: E731  not picklable
+    pending.feed(value)
+    out = []
+    waiter = threading.Thread(target=lambda: out.append(pending.result()), daemon=True)
+    waiter.start()
+    waiter.join(60)
+    assert out == [(os.getpid(), "before", value)]
