@@ -129,7 +129,7 @@ def sweep(repeat: int) -> None:
     ran, fallback, differ = [], 0, []
     for d, (name, modes, orders, try_modes, steps) in cases:
         key = (geometry(d), cfgs[name], modes, orders, try_modes, steps)
-        got = csearch.search(*key)
+        got = csearch.search(*key, strict=True)
         if got is None:
             fallback += 1
             continue

@@ -113,7 +113,8 @@ class Loader:
          `cache_root()/<cache_prefix>-<digest>/<lib_name>`.
 
     `open_(path, check_hash)` loads a file and declares its functions; it raises OSError when
-    the file's ABI, or with `check_hash` its stamp, is not the current sources'. `build(folder)`
+    the file's ABI, or with `check_hash` its stamp, is not the current sources' (and ctypes
+    raises AttributeError for a file without the library's functions). `build(folder)`
     compiles the sources into `folder/<lib_name>`. `notice(reason)`, when given, is called once
     when no library could be had."""
 
@@ -137,7 +138,7 @@ class Loader:
         if path:
             try:
                 return self.open(Path(path), False), None
-            except OSError as e:
+            except (OSError, AttributeError) as e:  # AttributeError: a symbol is missing
                 return None, f"cannot load {explicit}: {e}"
         import importlib.machinery
 
@@ -146,7 +147,7 @@ class Loader:
             if ext.is_file():
                 try:
                     return self.open(ext, True), None
-                except OSError:
+                except (OSError, AttributeError):
                     break  # stale or foreign build: compile the current sources instead
         cached = self.cache_dir() / self.lib_name
         failed = build_once(cached, lambda p: self.build(p.parent))
@@ -154,7 +155,7 @@ class Loader:
             return None, f"compiling it failed ({failed})"
         try:
             return self.open(cached, True), None
-        except OSError as e:
+        except (OSError, AttributeError) as e:
             return None, f"cannot load {cached}: {e}"
 
     def library(self) -> ctypes.CDLL | None:

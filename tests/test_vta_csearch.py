@@ -58,7 +58,7 @@ def _compare(keys) -> int:
     """Checks every key the C search runs; returns how many it ran."""
     ran = 0
     for key in keys:
-        got = csearch.search(*key)
+        got = csearch.search(*key, strict=True)
         if got is None:
             continue
         ran += 1
@@ -220,7 +220,7 @@ def test_sanitizers(tmp_path):
         ran = 0
         for case in pins._cases():
             key = pins._key(case)
-            got = csearch.search(*key)
+            got = csearch.search(*key, strict=True)
             if got is not None:
                 ran += 1
                 assert t._found(got) == case["found"], case["geometry"]
@@ -270,3 +270,34 @@ def test_bias_fits_is_whether_bias_tiles_exist():
         for block in (2, 16) if len(fused) <= 16 else (32,):
             cob = -(-len(fused) // block)
             assert bias_fits(fused, cob, block) == (bias_tiles(fused, cob, block) is not None)
+
+
+def test_a_refusal_or_a_disagreement_leaves_the_search_to_python(monkeypatch):
+    """A refusal of its arguments, or a schedule plan_buffers would place otherwise, is a bug
+    of the C search: the compile goes on with the Python search; the tests (`strict`) raise."""
+    key = (_geometries()[0], DEFAULT, BIAS_MODES, LOOP_ORDERS, True, 600)
+    monkeypatch.setattr(csearch, "run", lambda *args: (csearch.INVALID, None))
+    assert csearch.search(*key) is None
+    with pytest.raises(ValueError, match="refused its arguments"):
+        csearch.search(*key, strict=True)
+    monkeypatch.undo()
+    monkeypatch.setattr(csearch, "plan_buffers", lambda *args: None)
+    assert csearch.search(*key) is None
+    with pytest.raises(AssertionError, match="differs from plan_buffers"):
+        csearch.search(*key, strict=True)
+
+
+def test_a_file_without_the_search_is_not_loaded(monkeypatch):
+    import ctypes.util
+
+    libm = ctypes.util.find_library("m")
+    if libm is None:
+        pytest.skip("no libm to load")
+    monkeypatch.setenv("QACCEL_CSEARCH_LIB", libm)
+    csearch._reset_for_tests()
+    try:
+        assert not csearch.available()
+        assert "cannot load QACCEL_CSEARCH_LIB" in csearch.unavailable_reason()
+    finally:
+        monkeypatch.delenv("QACCEL_CSEARCH_LIB")
+        csearch._reset_for_tests()

@@ -33,7 +33,9 @@ def _same(stream: _Stream, label: str, encode=None) -> tuple:
     assert np.array_equal(prog.words, ref.words), label
     assert np.array_equal(prog.uops, ref.uops) and loads == ref_loads, label
     # The library's fields, which `decode` returns for its program, are the words decoded.
-    assert np.array_equal(prog.fields(), decode(prog.words.copy(), prog.config)), label
+    known = decode(prog, prog.config)
+    assert np.array_equal(known, decode(prog.words.copy(), prog.config)), label
+    assert prog._decoded is not None or not len(prog.words), label  # (decode(prog) used them)
     return prog, loads
 
 
@@ -244,6 +246,8 @@ def _bad_statics():
     yield "an empty range", (columns, push, pop, ptr, arrays_with(2, 1, -(1 << 40)))
     yield "a shift", (columns, push, pop, ptr, arrays_with(3, 2, 64))
     yield "a word", (columns, push, pop, ptr, arrays_with(4, 2, 2))
+    yield "a range of no power of two", (columns, push, pop, ptr,
+                                         arrays_with(2, 1, arrays[2][1] + 1))  # fmt: skip
 
 
 @pytest.mark.parametrize("label", [b[0] for b in _bad_statics()])
@@ -252,6 +256,31 @@ def test_malformed_static_inputs_refused(label, monkeypatch):
     desc = next(malformed_descriptors())[1]
     monkeypatch.setattr(cstream, "_static", lambda config: bad)
     assert cstream.call(desc, DEFAULT_CONFIG)[0] == cstream.BAD_INPUT, label
+
+
+def test_arrays_of_other_shapes_than_their_sizes_say_are_refused():
+    """The library reads each array by the sizes it is given: arrays of another shape never
+    reach it."""
+    good = next(malformed_descriptors())[1]
+    cases = (("rows of one dimension", {"rows": good.rows.reshape(-1)}),
+             ("records of 4 fields", {"recs": good.recs[:, :4]}),
+             ("no signature pointer", {"sig_read_ptr": good.sig_read_ptr[:0]}),
+             ("unequal pointers", {"sig_write_ptr": good.sig_write_ptr[:-1]}))
+    for label, fields in cases:
+        desc = cstream.StreamDescriptor(**{**good.__dict__, **fields})
+        assert cstream.call(desc, DEFAULT_CONFIG)[0] == cstream.BAD_INPUT, label
+        assert cstream.resolve(desc, DEFAULT_CONFIG) is None, label
+
+
+def test_without_the_library_a_call_says_why(monkeypatch):
+    monkeypatch.setenv("QACCEL_NO_CSTREAM", "1")
+    cstream._reset_for_tests()
+    try:
+        with pytest.raises(RuntimeError, match="QACCEL_NO_CSTREAM is set"):
+            cstream.call(next(malformed_descriptors())[1], DEFAULT_CONFIG)
+    finally:
+        monkeypatch.delenv("QACCEL_NO_CSTREAM")
+        cstream._reset_for_tests()
 
 
 def test_too_small_capacity_refused():

@@ -133,10 +133,12 @@ def run(lib, geo, cfg, info, rank_modes, orders, primary: int, try_modes: bool,
 
 def search(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...], orders: tuple[str, ...],
            try_modes: bool, model_steps: int,
-           first: bool = False) -> list[Schedule] | None:  # fmt: skip
+           first: bool = False, strict: bool = False) -> list[Schedule] | None:  # fmt: skip
     """`search._search(g, c, modes, orders, try_modes, model_steps)` in C, or None where the
     Python search must run (no library; a batch; a search the C code leaves to Python).
-    `first`: only the best schedule (the others are not placed on chip by `plan_buffers`)."""
+    `first`: only the best schedule (the others are not placed on chip by `plan_buffers`).
+    A refusal of its arguments, or a schedule `plan_buffers` would place otherwise, is a bug
+    of the C search: the Python search runs then, and `strict` (the tests) raises instead."""
     lib = library()
     if lib is None or g.batch != 1:
         return None
@@ -146,7 +148,9 @@ def search(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...], orders: 
     if rc in (FALLBACK, NOMEM, CAPACITY):
         return None
     if rc < 0:
-        raise ValueError(f"the C schedule search refused its arguments (code {rc})")
+        if strict:
+            raise ValueError(f"the C schedule search refused its arguments (code {rc})")
+        return None
     found = []
     if rc == 0:  # (the C search models one schedule at least)
         return None
@@ -155,6 +159,8 @@ def search(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...], orders: 
         o, m = LOOP_ORDERS[order], BIAS_MODES[mode]
         planned = plan_buffers(g, th, tw, tco, tci, o, m, c)
         if planned is None or list(planned[:3]) != [inp, wgt, acc]:
+            if not strict:
+                return None
             raise AssertionError(f"the C search's schedule {th}x{tw}x{tco}x{tci} {o} {m} "
                                  f"slots {inp}/{wgt}/{acc} differs from plan_buffers")  # fmt: skip
         found.append(Schedule(g, th, tw, tco, tci, o, m, inp, wgt, acc, planned[3],

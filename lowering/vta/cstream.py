@@ -144,12 +144,14 @@ def call(desc: StreamDescriptor, config, capacity: int | None = None):
     """Run the library on `desc`: (return code, the `_IO` record, fields, words)."""
     lib = library()
     if lib is None:
-        raise RuntimeError(f"libqaccel_stream is unavailable: {_REASON}")
+        raise RuntimeError(f"libqaccel_stream is unavailable: {unavailable_reason()}")
     columns, push, pop, ptr, arrays = _static(config)
     arrs = [np.ascontiguousarray(a, np.int64) for a in (
         desc.recs, desc.rows, desc.sig_read_ptr, desc.sig_reads, desc.sig_write_ptr,
         desc.sig_writes, desc.kernel_sizes)]  # fmt: skip
     recs, rows, rptr, reads, wptr, writes, ksizes = arrs
+    if not _well_shaped(recs, rows, rptr, wptr, reads, writes, ksizes):
+        return BAD_INPUT, None, None, None  # the library reads the arrays by these sizes
     n = len(recs)
     if capacity is None:
         capacity = n + int((recs[:, 3] >= 0).sum()) + 1 if n else 1
@@ -177,6 +179,13 @@ def call(desc: StreamDescriptor, config, capacity: int | None = None):
     io.capacity, io.fields, io.words = capacity, _ptr(fields), _ptr(words)
     rc = lib.vta_stream_resolve(ctypes.byref(io))
     return rc, io, fields, words
+
+
+def _well_shaped(recs, rows, rptr, wptr, reads, writes, ksizes) -> bool:
+    """Whether the arrays have the shapes the sizes handed to the library say."""
+    return (recs.ndim == 2 and recs.shape[1] == 5 and rows.ndim == 2 and rows.shape[1] == NF
+            and rptr.ndim == wptr.ndim == reads.ndim == writes.ndim == ksizes.ndim == 1
+            and len(rptr) >= 1 and len(wptr) == len(rptr))  # fmt: skip
 
 
 def resolve(desc: StreamDescriptor, config):

@@ -23,6 +23,13 @@ static int fail(vta_stream_io *io, int code, int64_t index) {
     return code;
 }
 
+/* A field's range of values, hi - lo, in unsigned arithmetic (2^63 at most once checked). */
+static uint64_t span(const vta_stream_io *io, int64_t j) {
+    return (uint64_t)io->enc_hi[j] - (uint64_t)io->enc_lo[j];
+}
+
+static int power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
 /* The descriptors' indices and sizes, all checked; 0 or VTA_STREAM_BAD_INPUT. */
 static int check(vta_stream_io *io) {
     if (io->nf != VTA_STREAM_NF || io->n < 0 || io->n_rows < 0 || io->n_sigs < 0 ||
@@ -52,7 +59,7 @@ static int check(vta_stream_io *io) {
         if (io->enc_col[j] < 0 || io->enc_col[j] >= VTA_STREAM_NF || io->enc_word[j] < 0 ||
             io->enc_word[j] > 1 || io->enc_shift[j] < 0 || io->enc_shift[j] > 63 ||
             io->enc_lo[j] >= io->enc_hi[j] || io->enc_lo[j] < -((int64_t)1 << 62) ||
-            io->enc_hi[j] > ((int64_t)1 << 62))
+            io->enc_hi[j] > ((int64_t)1 << 62) || !power_of_two(span(io, j)))
             return fail(io, VTA_STREAM_BAD_INPUT, -1);
     if (io->sig_read_ptr[0] != 0 || io->sig_write_ptr[0] != 0)
         return fail(io, VTA_STREAM_BAD_INPUT, -1);
@@ -261,7 +268,7 @@ static int encode(vta_stream_io *io) {
             int64_t v = row[io->enc_col[j]];
             if (v < io->enc_lo[j] || v >= io->enc_hi[j])
                 return fail(io, VTA_STREAM_OVERFLOW, i);
-            uint64_t mask = (uint64_t)(io->enc_hi[j] - io->enc_lo[j]) - 1;
+            uint64_t mask = span(io, j) - 1;
             w[io->enc_word[j]] |= ((uint64_t)v & mask) << io->enc_shift[j];
             clean[io->enc_col[j]] = v;
         }
