@@ -238,7 +238,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     images_ahead: dict[str, ImageAhead] = {}
 
     def image_ready(name: str, image) -> None:
-        images_ahead[name] = ImageAhead(image)
+        if litert is not None:  # nothing forks after the emission (else the thread waits)
+            images_ahead[name] = ImageAhead(image)
 
     def staged() -> Staging:
         if not staging:
