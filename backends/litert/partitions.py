@@ -1091,16 +1091,10 @@ def _custom_head(model_bytes: bytes, parts: Sequence[CompiledPartition]) -> _Cus
     return None if where is None else _CustomHead(head, order, where)
 
 
-def _custom_model(head: _CustomHead, programs: Sequence[bytes]) -> bytes | None:
-    """The custom-op model: `head` with its placeholders set for `programs` (in the
-    partitions' order) and the programs after it, as `write_model` places external data
-    (None: a program too large for the tensor's int32 dimension)."""
-    pieces = _custom_pieces(head, programs)
-    return None if pieces is None else b"".join(pieces)
-
-
 def _custom_pieces(head: _CustomHead, programs: Sequence[bytes]) -> list | None:
-    """`_custom_model`'s bytes as pieces, never joined."""
+    """The custom-op model as pieces, never joined: `head` with its placeholders set for
+    `programs` (in the partitions' order) and the programs after it, as `write_model` places
+    external data (None: a program too large for the tensor's int32 dimension)."""
     from qaccel.frontend.tflite_writer import EXTERNAL_ALIGNMENT
 
     blobs, used_sizes = [], set()

@@ -153,12 +153,6 @@ class _AluEmitter(_Stream):
         """The parameter rows' bytes (known before the program is emitted)."""
         return np.ascontiguousarray(self.params, dtype="<i4").reshape(-1).view(np.uint8)
 
-    def instructions(self) -> int:
-        """About how many instructions `run()` emits (a chunk's loads, steps and store)."""
-        lay = self.layer
-        chunks = lay.images * lay.blocks * -(-lay.rows // self.R)
-        return chunks * (lay.n_inputs + len(self.steps) + 1)
-
     def image_bytes(self) -> tuple[int, int]:
         """(bytes of one image of each input, of the output): a batch's outer loop steps by
         them."""
@@ -359,11 +353,6 @@ class _PoolEmitter(_AluEmitter):
 
     def rows_per_chunk(self) -> int:
         return self.th
-
-    def instructions(self) -> int:
-        lay = self.layer
-        tiles = lay.images * lay.blocks * -(-lay.OH // self.th)
-        return tiles * (lay.n_inputs + len(lay.pre_steps) + lay.KH * lay.KW + len(self.steps) + 3)
 
     def pool_tile(self, slot: int, b: int, oy0: int, th: int):
         lay = self.layer
