@@ -94,7 +94,15 @@ def test_ops_verify_through_it(monkeypatch):
     op_def = type(op).get_irdl_definition()
     called = []
     monkeypatch.setattr(op_def, "verify", lambda o: called.append(o))
-    op.verify_()
+    fast = _fixed_arity_verifier(op_def)  # it holds xDSL's verifier (here the stand-in)
+    assert fast is not None
+    fast(op)
+    assert called == []
+    extra = _broken(op)[3]  # one operand too many: left to xDSL's verifier
+    fast(extra)
+    assert called == [extra]
+    called.clear()
+    op.verify_()  # the op's own verification: through the fast one too
     assert called == []
     assert _fixed_arity_verifier(vta.LayerOp.get_irdl_definition()) is None
     defined = [c for m in (accel, q, tfl, vta) for c in vars(m).values()
