@@ -215,6 +215,8 @@ def malformed_descriptors():
     ptr[1], ptr[0] = 0, 1
     yield changed("a signature's slots decreasing", sig_write_ptr=ptr)
     yield changed("a kernel of no micro-ops", kernel_sizes=np.zeros(1, np.int64))
+    yield changed("kernels too large together (their offsets would overflow)",
+                  kernel_sizes=np.full((1 << 22) + 1, 1 << 40, np.int64))  # fmt: skip
     recs = good.recs.copy()
     recs[-1, 1] = LOAD
     yield changed("FINISH not on compute", recs=recs)

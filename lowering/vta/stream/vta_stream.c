@@ -39,6 +39,9 @@ static int check(vta_stream_io *io) {
         return fail(io, VTA_STREAM_BAD_INPUT, -1);
     if (!io->sig_read_ptr || !io->sig_write_ptr || (io->n_kernels > 0 && !io->kernel_sizes))
         return fail(io, VTA_STREAM_BAD_INPUT, -1);
+    if (io->sig_entries[0] < 0 || io->sig_entries[1] < 0 ||
+        (io->sig_entries[0] > 0 && !io->sig_reads) || (io->sig_entries[1] > 0 && !io->sig_writes))
+        return fail(io, VTA_STREAM_BAD_INPUT, -1);
     for (int k = 0; k < 8; k++)
         if (io->columns[k] < 0 || io->columns[k] >= VTA_STREAM_NF)
             return fail(io, VTA_STREAM_BAD_INPUT, -1);
@@ -74,9 +77,14 @@ static int check(vta_stream_io *io) {
                     return fail(io, VTA_STREAM_BAD_INPUT, -1);
         }
     }
-    for (int64_t k = 0; k < io->n_kernels; k++)
+    int64_t total = 0; /* the kernels laid end to end (`place`): bounded, never overflowing */
+    for (int64_t k = 0; k < io->n_kernels; k++) {
         if (io->kernel_sizes[k] < 1 || io->kernel_sizes[k] > ((int64_t)1 << 40))
             return fail(io, VTA_STREAM_BAD_INPUT, -1);
+        total += io->kernel_sizes[k];
+        if (total > ((int64_t)1 << 62))
+            return fail(io, VTA_STREAM_BAD_INPUT, -1);
+    }
     for (int64_t i = 0; i < io->n; i++) {
         const int64_t *r = io->recs + 5 * i;
         if (r[0] < 0 || r[0] >= io->n_rows || r[1] < 0 || r[1] > 2 || r[2] < 0 ||
