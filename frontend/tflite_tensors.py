@@ -82,16 +82,17 @@ _NO_SHAPE = np.zeros(0, np.int32)
 
 def tensor_fields(data, graph_pos: int) -> list[TensorFields]:
     """Every tensor of the subgraph table at `graph_pos` (`SubGraph._tab.Pos`), in order."""
-    graph = _Table(data, graph_pos)
-    at = graph.at(4)  # SubGraph.tensors
+    return [_tensor(data, pos) for pos in _tables(data, _Table(data, graph_pos).at(_TENSORS))]
+
+
+def _tables(data, at: int) -> list[int]:
+    """The positions of the tables of the vector of tables whose offset field is at `at`
+    (none when the field is absent, `at` 0)."""
     if not at:
         return []
     start = at + _U32(data, at)[0]
-    out = []
-    for i in range(_U32(data, start)[0]):
-        elem = start + 4 + 4 * i
-        out.append(_tensor(data, elem + _U32(data, elem)[0]))
-    return out
+    return [elem + _U32(data, elem)[0]
+            for elem in range(start + 4, start + 4 + 4 * _U32(data, start)[0], 4)]  # fmt: skip
 
 
 def _tensor(data, pos: int) -> TensorFields:
@@ -194,19 +195,11 @@ def _union(t: _Table, type_slot: int, value_slot: int) -> tuple[int, int]:
 
 def operator_fields(data, graph_pos: int) -> list[OperatorFields]:
     """Every operator of the subgraph table at `graph_pos` (`SubGraph._tab.Pos`), in order."""
-    graph = _Table(data, graph_pos)
-    at = graph.at(_OPERATORS)
-    if not at:
-        return []
-    start = at + _U32(data, at)[0]
-    out = []
-    for i in range(_U32(data, start)[0]):
-        elem = start + 4 + 4 * i
-        out.append(OperatorFields(data, elem + _U32(data, elem)[0]))
-    return out
+    return [OperatorFields(data, pos)
+            for pos in _tables(data, _Table(data, graph_pos).at(_OPERATORS))]  # fmt: skip
 
 
-_OPERATORS = 10  # SubGraph.operators
+_TENSORS, _OPERATORS = 4, 10  # SubGraph.tensors, SubGraph.operators
 
 
 __all__ = ["OperatorFields", "TensorFields", "buffer_fields", "operator_fields", "tensor_fields"]
