@@ -144,7 +144,8 @@ class ImageAhead:
     def image_is(self, image: np.ndarray) -> bool:
         """Whether `image` is the one compressed (the emitter may have refused a layer
         after the image was given, and laid the constants out again)."""
-        return self._image.shape == image.shape and bool(np.array_equal(self._image, image))
+        return self._image is image or (self._image.shape == image.shape
+                                         and bool(np.array_equal(self._image, image)))
 
 
 def module_text(module: ModuleOp) -> str:

@@ -464,13 +464,12 @@ def _compile_function(
     while True:
         planned = [lay.planned(index_of[lay.op]) for lay in layers_read]
         slots, slot_of, arena = _plan_arena(planned, ops)
-        layers, constants, at, failed = _emit_layers(name, layers_read, slots, slot_of, arena,
-                                                     index_of, c, image_ready)  # fmt: skip
+        layers, image, failed = _emit_layers(name, layers_read, slots, slot_of, arena, index_of,
+                                             c, image_ready)  # fmt: skip
         if failed is None:
             break
         reasons[failed[0].op] = failed[1]
         layers_read = _read_layers(name, ops, reasons, c, kept=kept)
-    image = _dram_image(at, constants)
     for lay in layers:
         if isinstance(lay.program, LayerProgram):
             lay.program.dram_size = len(image)
@@ -488,13 +487,14 @@ def _dram_image(size: int, constants: list[tuple[int, np.ndarray]]) -> np.ndarra
 def _emit_layers(name: str, layers_read: list[_Layer], slots, slot_of, arena: int, index_of,
                  c: HardwareConfig, image_ready=None):  # fmt: skip
     """Emit the layers in body order, each layer's constants after the last one's: (compiled
-    layers, (offset, constants) of each, the image's size, None), or (..., (the first layer
-    the emitter refuses, why)). Every layer's constants are laid out first and its stream
+    layers, the DRAM image, None), or (..., (the first layer the emitter refuses, why)).
+    Every layer's constants are laid out first (the image is final then, and given to
+    `image_ready` before the streams are emitted) and its stream
     emitted after (`prepare_emit`, `prepare_alu`), then the streams and the report rows
     (timing and energy) in body order (`_run_emitters`); the first refusal in body order is
     the one reported, as when they were emitted one by one."""
     at = -(-arena // c.dram_align) * c.dram_align  # constants: weights need whole tiles
-    entries: list[tuple[_Layer, object, int]] = []  # (layer, emitter or program, offset)
+    entries: list[tuple[_Layer, object]] = []  # (layer, emitter)
     laid_out: list[tuple[int, np.ndarray]] = []  # (offset, constants) of each
     failed = None
     for lay in layers_read:
@@ -503,22 +503,22 @@ def _emit_layers(name: str, layers_read: list[_Layer], slots, slot_of, arena: in
         except LayerError as err:
             failed = (lay, str(err))
             break
-        entries.append((lay, prepared, at))
+        entries.append((lay, prepared))
         laid_out.append((at, consts))
         at = -(-(at + len(consts)) // c.dram_align) * c.dram_align
+    image = _dram_image(at, laid_out)
     if image_ready is not None and failed is None:
-        image_ready(name, _dram_image(at, laid_out))
+        image_ready(name, image)
     # A layer's index is its entry's: the layers after a refusal are not compiled.
-    jobs = [_LayerJob(name, i, lay, prepared, c) for i, (lay, prepared, _) in enumerate(entries)]
+    jobs = [_LayerJob(name, i, lay, prepared, c) for i, (lay, prepared) in enumerate(entries)]
     done = _run_emitters(jobs)
-    layers, constants = [], []
-    for (lay, _, offset), (prog, report) in zip(entries, done):
+    layers = []
+    for (lay, _), (prog, report) in zip(entries, done):
         if isinstance(prog, LayerError):
             failed = (lay, str(prog))
             break
         layers.append(_compiled_layer(name, len(layers), lay, prog, report, slot_of, index_of))
-        constants.append((offset, prog.constants))
-    return layers, constants, at, failed
+    return layers, image, failed
 
 
 def _prepare_layer(lay: _Layer, slots, slot_of, at: int, c: HardwareConfig):
