@@ -191,6 +191,66 @@ def test_out_of_room_and_out_of_range_leave_the_search_to_python():
     assert rc >= 3 and out[:rc, 9].min() > 0
 
 
+def _conv1x1(OH: int, C: int, O: int) -> LayerGeometry:
+    return LayerGeometry(kind="conv", H=OH, W=16, C=C, O=O, KH=1, KW=1, sh=1, sw=1, dh=1, dw=1,
+                         pad_t=0, pad_b=0, pad_l=0, pad_r=0, OH=OH, OW=16, block=16,
+                         depth_multiplier=1, tail=("rdmul", "clamp"), per_channel=False,
+                         has_bias=False, small_bias=True, int32_output=False,
+                         input_zero_point=0, batch=1, runtime_init=False)  # fmt: skip
+
+
+def _walks() -> tuple[int, int, int]:
+    """The C search's codes for a layer whose best schedules walk about 30,000 loop steps,
+    and for one whose walk would take 8 M steps (about 1 GB, before `WALK_BYTES` bounded it):
+    both with a 256-byte input buffer; and how much the process grew (KB) in the second."""
+    import resource
+
+    tiny_inp = HardwareConfig(name="tiny-inp", log_inp_buff_size=8)
+    lib = csearch.library()
+
+    def code(g: LayerGeometry) -> int:
+        args = csearch.arguments(g, tiny_inp, BIAS_MODES, LOOP_ORDERS, True)
+        return csearch.run(lib, *args, True, 600, 604)[0]
+
+    small = code(_conv1x1(4096, 64, 64))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    huge = code(_conv1x1(32768, 2048, 1024))
+    return small, huge, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+
+
+def test_a_walk_too_large_is_left_to_python_before_anything_is_allocated():
+    """The memory a schedule's walk needs is computed before it is allocated: above
+    `WALK_BYTES` the search is left to Python at once (the process grows by a few MB, not by
+    the walk's gigabyte). In a child: its peak memory is its own."""
+    code = f"import sys; sys.path.insert(0, {str(HERE)!r}); import test_vta_csearch as t; " \
+           "print(*t._walks())"  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-4000:]
+    small, huge, grown_kb = map(int, out.stdout.split())
+    assert small >= 3 and huge == csearch.FALLBACK
+    assert grown_kb < 32 << 10
+
+
+def test_an_inconsistent_c_search_is_a_bug_and_running_out_of_memory_is_not(monkeypatch):
+    """INTERNAL (the C search found its own state inconsistent) is a bug, as a refusal is: the
+    Python search runs, and `strict` raises; NOMEM leaves the search to Python quietly."""
+    key = (_geometries()[0], DEFAULT, BIAS_MODES, LOOP_ORDERS, True, 600)
+    monkeypatch.setattr(csearch, "run", lambda *args: (csearch.INTERNAL, None))
+    assert csearch.search(*key) is None
+    with pytest.raises(ValueError, match="found itself inconsistent"):
+        csearch.search(*key, strict=True)
+    monkeypatch.setattr(csearch, "run", lambda *args: (csearch.NOMEM, None))
+    assert csearch.search(*key) is None and csearch.search(*key, strict=True) is None
+
+
+def test_the_codes_are_the_headers():
+    header = (csearch.SEARCH_DIR / "vta_search.h").read_text()
+    for name in ("INVALID", "FALLBACK", "NOMEM", "CAPACITY", "INTERNAL"):
+        assert f"#define VTA_SEARCH_{name} ({getattr(csearch, name)})" in header
+    assert "#define VTA_SEARCH_WALK_BYTES (64LL << 20)" in header and csearch.WALK_BYTES == 64 << 20
+
+
 def _libasan() -> str:
     return subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
                           text=True, check=True).stdout.strip()  # fmt: skip
@@ -230,6 +290,8 @@ def test_sanitizers(tmp_path):
         for what in ("kind", "zero size", "mode index", "null out"):
             t.test_malformed_arguments_are_refused(what)
         t.test_out_of_room_and_out_of_range_leave_the_search_to_python()
+        small, huge, _ = t._walks()
+        assert small >= 3 and huge == csearch.FALLBACK, (small, huge)
         print("ran", ran)
         """
         % str(HERE)

@@ -7,8 +7,9 @@
 The C search enumerates, ranks and models the candidates exactly as the Python search does
 (`search._Ranked`, `cost_model.quick_estimate`, `planning.plan_steps` and
 `cost_model.estimate`), which stays the specification and the fallback: the grids too large
-to rank at once and the exhaustive enumeration (no candidate fits) run in Python, and so does
-every search when the library is not there. tests/test_vta_csearch.py checks that both give
+to rank at once, the exhaustive enumeration (no candidate fits) and the schedules whose loop
+nest would take more than `WALK_BYTES` to walk run in Python, and so does every search when
+the library is not there. tests/test_vta_csearch.py checks that both give
 the same schedules on the corpus.
 
 Finding the library, first hit wins (as `targets/vta/cmachine.py`):
@@ -48,8 +49,9 @@ HEADERS = ("vta_search.h",)
 ABI = 1  # VTA_SEARCH_ABI in vta_search.h
 LIB_NAME = "libqaccel_search.so"
 GEO_N, CFG_N, OUT_N = 24, 9, 10
-INVALID, FALLBACK, NOMEM, CAPACITY = -1, -2, -3, -4
+INVALID, FALLBACK, NOMEM, CAPACITY, INTERNAL = -1, -2, -3, -4, -5
 OUT_CAP = 1 << 16
+WALK_BYTES = 64 << 20  # VTA_SEARCH_WALK_BYTES: a longer walk's search runs in Python
 
 _I64 = ctypes.c_int64
 _P = ctypes.c_void_p
@@ -137,8 +139,10 @@ def search(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...], orders: 
     """`search._search(g, c, modes, orders, try_modes, model_steps)` in C, or None where the
     Python search must run (no library; a batch; a search the C code leaves to Python).
     `first`: only the best schedule (the others are not placed on chip by `plan_buffers`).
-    A refusal of its arguments, or a schedule `plan_buffers` would place otherwise, is a bug
-    of the C search: the Python search runs then, and `strict` (the tests) raises instead."""
+    A refusal of its arguments, an inconsistency the C search finds in itself (INTERNAL), or
+    a schedule `plan_buffers` would place otherwise, is a bug of the C search: the Python
+    search runs then, and `strict` (the tests) raises instead. Running out of memory (NOMEM)
+    is not a bug: the Python search runs, whatever `strict`."""
     lib = library()
     if lib is None or g.batch != 1:
         return None
@@ -149,7 +153,9 @@ def search(g: LayerGeometry, c: HardwareConfig, modes: tuple[str, ...], orders: 
         return None
     if rc < 0:
         if strict:
-            raise ValueError(f"the C schedule search refused its arguments (code {rc})")
+            what = ("found itself inconsistent" if rc == INTERNAL
+                    else "refused its arguments")  # fmt: skip
+            raise ValueError(f"the C schedule search {what} (code {rc})")
         return None
     found = []
     if rc == 0:  # (the C search models one schedule at least)

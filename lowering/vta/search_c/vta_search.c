@@ -7,10 +7,12 @@
  * `cost_model.estimate`) until `model_steps` loop steps have been walked (three at least).
  * The Python code is the specification: the same integers, the same order, ties broken by
  * the candidate's index. What this file does not handle (a grid of more than 2^18 points,
- * or no candidate that fits: the one-by-one and exhaustive enumerations) it reports with
- * VTA_SEARCH_FALLBACK and the Python search runs.
+ * no candidate that fits: the one-by-one and exhaustive enumerations, or a loop nest to walk
+ * that needs more than VTA_SEARCH_WALK_BYTES) it reports with VTA_SEARCH_FALLBACK and the
+ * Python search runs.
  *
- * Every input is validated; every array index is within its allocation. */
+ * Every input is validated; every array index is within its allocation. A walk that finds
+ * its own state inconsistent ends the search with VTA_SEARCH_INTERNAL, never with a guess. */
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -489,7 +491,27 @@ static int kset_add(kset_t *s, const int64_t *k) {
     return 1;
 }
 
-/* cost_model.estimate(...).cycles of a candidate; -1 when out of memory. */
+/* The bytes estimate() allocates to walk `n` loop steps of `n_tiles` tiles (the arrays
+   below, in the same order); `limit` + 1 once that is more than `limit` (computed without
+   overflow: a walk of more than `limit` / 8 steps is over it whatever its slots). */
+static int64_t walk_bytes(int64_t n, int64_t n_tiles, int64_t tails, int64_t n_inp,
+                          int64_t n_wgt, int64_t COB, int64_t limit) {
+    if (n > limit / 8 || n_tiles > n || tails > limit || n_inp > n || n_wgt > n ||
+        COB > limit / 8)
+        return limit + 1;
+    int64_t kcap = 2;
+    while (kcap < 2 * n + 2) kcap *= 2;
+    int64_t bytes = n * (int64_t)sizeof(step_t) + 5 * n * 8 + n_tiles * 8 + 7 * n * 8 +
+                    kcap * 7 * 8 + kcap + tails + (2 * n_inp + 2 * n_wgt) * 8 +
+                    (2 * (n_inp + 1) + 2 * (n_wgt + 1)) * 8 +
+                    (n + COB + 1) * (int64_t)sizeof(later_t);
+    return bytes > limit ? limit + 1 : bytes;
+}
+
+/* cost_model.estimate(...).cycles of a candidate, or a negative code: VTA_SEARCH_FALLBACK
+   when the walk needs more than VTA_SEARCH_WALK_BYTES (checked before allocating),
+   VTA_SEARCH_NOMEM when an allocation fails, VTA_SEARCH_INTERNAL when the walk contradicts
+   itself (a bug of this file). */
 static int64_t estimate(const ctx_t *x, const cand_t *s) {
     const geo_t *g = x->g;
     const cfg_t *c = x->c;
@@ -500,9 +522,14 @@ static int64_t estimate(const ctx_t *x, const cand_t *s) {
     int64_t R = g->diagonal ? 1 : cdiv(CIB, tci);
     int64_t n_sp = Ty * Tx, n_tiles = n_sp * G, n = n_tiles * R;
     int64_t I = c->I, IS = c->I + c->setup, bw = c->bw, blk = g->block, K = g->taps;
-    int64_t result = -1;
     int64_t n_inp = s->inp_slots, n_wgt = s->wgt_slots, acc_slots = s->acc_slots;
-    if (n > (1 << 24) || n_inp > n || n_wgt > n || acc_slots > n_tiles) return -1;
+    if (n_inp < 1 || n_wgt < 1 || acc_slots < 1 || n_inp > n || n_wgt > n ||
+        acc_slots > n_tiles)
+        return VTA_SEARCH_INTERNAL; /* plan_buffers gives 1 <= slots <= chunks */
+    if (walk_bytes(n, n_tiles, acc_slots * G, n_inp, n_wgt, COB, VTA_SEARCH_WALK_BYTES) >
+        VTA_SEARCH_WALK_BYTES)
+        return VTA_SEARCH_FALLBACK;
+    int64_t result = VTA_SEARCH_INTERNAL; /* until the walk ends consistently */
 
     step_t *steps = calloc((size_t)n, sizeof *steps);
     int64_t *ikey = calloc((size_t)n, sizeof(int64_t)), *wkey = calloc((size_t)n, sizeof(int64_t));
@@ -520,8 +547,10 @@ static int64_t estimate(const ctx_t *x, const cand_t *s) {
     int64_t *lru_mem = calloc((size_t)(2 * (n_inp + 1) + 2 * (n_wgt + 1)), sizeof(int64_t));
     later_t *later = calloc((size_t)n + (size_t)COB + 1, sizeof *later);
     if (!steps || !ikey || !wkey || !iahead || !wahead || !cend || !store_end || !kern ||
-        !kset_keys || !kset_used || !tails || !islots || !lru_mem || !later)
+        !kset_keys || !kset_used || !tails || !islots || !lru_mem || !later) {
+        result = VTA_SEARCH_NOMEM;
         goto done;
+    }
 
     /* Schedule.step_list */
     {
@@ -956,7 +985,10 @@ int vta_search(const int64_t *geo, int64_t n_geo, const int64_t *cfg, int64_t n_
         if (n_modeled >= 3 && walked + s->steps > model_steps) break;
         walked += s->steps;
         int64_t e = estimate(&x, s);
-        if (e < 0) goto out;
+        if (e < 0) {
+            rc = (int)e;
+            goto out;
+        }
         modeled[2 * n_modeled] = e;
         modeled[2 * n_modeled + 1] = rank[r];
         n_modeled++;

@@ -28,6 +28,12 @@
 #define VTA_SEARCH_FALLBACK (-2) /* a search this library does not do: run the Python one */
 #define VTA_SEARCH_NOMEM (-3)
 #define VTA_SEARCH_CAPACITY (-4) /* more modeled schedules than out_cap */
+#define VTA_SEARCH_INTERNAL (-5) /* the search contradicted itself: a bug of this library */
+
+/* The most memory the step-level model may take to walk one schedule's loop nest (computed
+ * before allocating it); a search with a schedule to walk that needs more is
+ * VTA_SEARCH_FALLBACK. The corpus' largest walk takes about 2 MB. */
+#define VTA_SEARCH_WALK_BYTES (64LL << 20)
 
 int vta_search_abi(void);
 const char *vta_search_source_hash(void);
