@@ -146,6 +146,19 @@ def test_bias_gemm_digits_and_limits():
     check(big)
 
 
+def test_bias_digits_of_no_channels_and_of_zero_padded_blocks():
+    """`bias_fits` and `bias_tiles` share one digit rule, which holds for no lanes at all (an
+    empty bias fits, as zero tiles) and for a block padded with zeros."""
+    from qaccel.lowering.vta.geometry import bias_fits, bias_tiles
+
+    empty = np.zeros(0, np.int32)
+    assert bias_fits(empty, 0) and bias_tiles(empty, 0).shape == (0, 16, 16)
+    assert bias_fits(empty, 2, 4) and not bias_tiles(empty, 2, 4).any()
+    for fused in (np.array([241871], np.int32), np.array([241872 + 127], np.int32)):
+        tiles = bias_tiles(fused, 1)
+        assert bias_fits(fused, 1) == (tiles is not None)
+
+
 def test_per_tensor_left_shift_immediate():
     layer = conv_layer(C=16, O=16, per_channel=False, shift_range=(2, 2))
     prog = check(layer)

@@ -346,14 +346,22 @@ def _fused_bias(layer: ConvLayer, kind: str, O: int) -> np.ndarray:
     total = bias - layer.input_zero_point * wsum - layer.requant_input_zero_point
     return total.astype(np.int32)  # int64 -> int32 keeps the low 32 bits
 
-def bias_fits(fused: np.ndarray, cob: int, block: int = 16) -> bool:
-    """`bias_tiles(fused, cob, block) is not None`, without building the tiles: each lane's
-    digits are `base` and, when `rem` > 0, `base + 1`."""
+def _bias_digits(fused: np.ndarray, cob: int, block: int):
+    """The "gemm" bias mode's digits of `fused` (padded to `cob * block` lanes): each lane's
+    `BIAS_DIGIT * high + low` (|low| <= 63), `high = (block - 1) * base + rem` spread over its
+    `block - 1` digits as `rem` digits of `base + 1` and the others of `base`; and whether
+    every digit is an int8 (the one rule of `bias_fits` and `bias_tiles`; no lanes fit)."""
     b = np.zeros(cob * block, np.int64)
     b[: len(fused)] = fused
-    high = np.round(b / BIAS_DIGIT).astype(np.int64)
-    base, rem = np.divmod(high, block - 1)
-    return bool(base.min() >= -128 and (base + (rem > 0)).max() <= 127)
+    high = np.round(b / BIAS_DIGIT).astype(np.int64)  # |low| <= 63
+    base, rem = np.divmod(high, block - 1)  # 0 <= rem < block - 1
+    fits = base.min(initial=0) >= -128 and (base + (rem > 0)).max(initial=0) <= 127
+    return b - BIAS_DIGIT * high, base, rem, bool(fits)
+
+
+def bias_fits(fused: np.ndarray, cob: int, block: int = 16) -> bool:
+    """`bias_tiles(fused, cob, block) is not None`, without building the tiles."""
+    return _bias_digits(fused, cob, block)[3]
 
 
 def bias_tiles(fused: np.ndarray, cob: int, block: int = 16):
@@ -361,15 +369,10 @@ def bias_tiles(fused: np.ndarray, cob: int, block: int = 16):
     in one GEMM cycle, with the constant input row `[127] * 15 + [1]`: lane j gets
     127 * sum(w[j][:15]) + w[j][15]. None when some |bias| exceeds what int8 digits reach
     (about 127 * 15 * 127)."""
-    b = np.zeros(cob * block, np.int64)
-    b[: len(fused)] = fused
-    high = np.round(b / BIAS_DIGIT).astype(np.int64)  # |low| <= 63
-    low = b - BIAS_DIGIT * high
-    n = block - 1
-    base, rem = np.divmod(high, n)  # high = n * base + rem, 0 <= rem < n
-    digits = base[:, None] + (np.arange(n)[None, :] < rem[:, None])
-    if digits.min(initial=0) < -128 or digits.max(initial=0) > 127:
+    low, base, rem, fits = _bias_digits(fused, cob, block)
+    if not fits:
         return None
+    digits = base[:, None] + (np.arange(block - 1)[None, :] < rem[:, None])
     tiles = np.concatenate([digits, low[:, None]], axis=1).astype(np.int8)
     return tiles.reshape(cob, block, block)
 
