@@ -98,13 +98,30 @@ def test_a_failed_write_leaves_nothing_beside_the_artifact(small_cnn, tmp_path):
 
 def test_forked_helpers_write_the_same_artifact(small_cnn, tmp_path, monkeypatch):
     """qaccel-compile's children write host.mlir and the LiteRT models into the folder; the
-    artifact is byte for byte the one the process writes alone."""
+    artifact is byte for byte the one the process writes alone. Every child's answer is the
+    one taken: none of their work is done again in the process (which would write the same
+    bytes)."""
     args = [str(MODELS / "small_cnn.tflite"), "--quiet", "-o"]
     assert qaccel_compile.run([*args, str(tmp_path / "one")]) == 0
     if not hasattr(os, "fork"):
         pytest.skip("no os.fork")
     monkeypatch.setattr(background, "enabled", lambda: True)
+    forked, computed_here = [], []
+    result, compute = background.Pending.result, background.Pending._compute
+
+    def taken(self):
+        if self._pid is not None:
+            forked.append(self._fn.__name__)
+        return result(self)
+
+    def counted(self):
+        computed_here.append(self._fn.__name__)
+        return compute(self)
+
+    monkeypatch.setattr(background.Pending, "result", taken)
+    monkeypatch.setattr(background.Pending, "_compute", counted)
     assert qaccel_compile.run([*args, str(tmp_path / "two")]) == 0
+    assert len(forked) >= 2 and computed_here == []  # host.mlir, the LiteRT models
     one, two = _check_manifest(tmp_path / "one"), _check_manifest(tmp_path / "two")
     assert one == two
     for rel in one["files"]:

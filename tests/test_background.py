@@ -89,19 +89,48 @@ def _with_fed(parent: int, value, receive):
     return os.getpid(), value, receive()
 
 
-def test_a_fed_child_gets_the_value_fed_later(forking):
+def _through_the_pipe(parent: int, receive):
+    """What only a child that read the fed value from its pipe can answer: its pid, and
+    whether its `receive` is the pipe's reader (the caller's own is a plain function)."""
+    got = receive()
+    return os.getpid(), isinstance(receive, background._Receiver), got
+
+
+@pytest.fixture
+def computed_here(monkeypatch):
+    """The values `Pending` computed in the caller (no child, or its answer not taken)."""
+    calls = []
+    compute = background.Pending._compute
+
+    def counted(self):
+        calls.append(self._fn.__name__)
+        return compute(self)
+
+    monkeypatch.setattr(background.Pending, "_compute", counted)
+    return calls
+
+
+def test_a_fed_child_gets_the_value_fed_later(forking, computed_here):
     """`start_fed`: the child works, then reads the value the caller feeds (larger than a
-    pipe holds: the caller does not wait for the child to read it); a failed child, or none,
-    leaves the work to the caller, who passes the fed value itself."""
+    pipe holds: the caller does not wait for the child to read it), and its answer is the one
+    taken (nothing computed here); a failed child leaves the work to the caller, who passes
+    the fed value itself."""
     fed = bytes(1 << 20)
     pending = background.start_fed(_with_fed, os.getpid(), "before")
     assert pending._pid is not None
     pending.feed(fed)
     pid, value, got = pending.result()
     assert pid != os.getpid() and value == "before" and got == fed
+    pending = background.start_fed(_through_the_pipe, os.getpid())
+    child = pending._pid
+    pending.feed(fed)
+    assert pending.result() == (child, True, fed) and child != os.getpid()
+    assert computed_here == []
     pending = background.start_fed(_with_fed, os.getpid(), "fail in the child")
+    assert pending._pid is not None  # a child was started, and failed
     pending.feed([3])
     assert pending.result() == (os.getpid(), "fail in the child", [3])
+    assert computed_here == ["_with_fed"]
 
 
 def test_a_fed_child_without_fork_and_never_fed(forking, monkeypatch):
