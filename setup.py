@@ -30,7 +30,6 @@ def _load_cbuild():
 cbuild = _load_cbuild()
 
 MACHINE = Path("targets") / "vta" / "machine"
-SOURCES, HEADERS = ("vta_machine.c",), ("vta_machine.h",)
 # libqaccel_litert, the QACCEL_VTA LiteRT kernel, and libLiteRtDispatch_Qaccel, the dispatch
 # library (backends/litert/): their C files, then their headers, as backends/litert/runtime.py's
 # SOURCES and DISPATCH_SOURCES (hashed in this order). Neither links LiteRT (the kernel resolves
@@ -77,12 +76,6 @@ DELEGATE_EXT = "qaccel.backends.litert.libqaccel_delegate"
 STRICT_C = [*cbuild.CFLAGS, "-fvisibility=hidden"]
 
 
-def source_hash() -> str:
-    """As cmachine.source_hash(): lets the loader tell a stale build from a current one."""
-    here = Path(__file__).parent / MACHINE
-    return cbuild.source_hash(here / name for name in SOURCES + HEADERS)
-
-
 def kernel_hash(files=KERNEL_FILES) -> str:
     """As backends/litert/runtime.source_hash(files)."""
     return cbuild.source_hash(Path(__file__).parent / path for path in files)
@@ -124,27 +117,19 @@ def litert_library(name: str, files, macros=()) -> Extension:
     )
 
 
-# libqaccel_search, the schedule search (lowering/vta/search_c/, lowering/vta/csearch.py).
-SEARCH = Path("lowering") / "vta" / "search_c"
-SEARCH_SOURCES, SEARCH_HEADERS = ("vta_search.c",), ("vta_search.h",)
-
-
-def search_hash() -> str:
-    """As csearch.source_hash()."""
-    here = Path(__file__).parent / SEARCH
-    return cbuild.source_hash(here / name for name in SEARCH_SOURCES + SEARCH_HEADERS)
-
-
-# libqaccel_stream, the emitters' stream resolver (lowering/vta/stream/): as
-# lowering/vta/cstream.py's SOURCES and HEADERS (hashed in this order).
-STREAM = Path("lowering") / "vta" / "stream"
-STREAM_SOURCES, STREAM_HEADERS = ("vta_stream.c",), ("vta_stream.h",)
-
-
-def stream_hash() -> str:
-    """As cstream.source_hash()."""
-    here = Path(__file__).parent / STREAM
-    return cbuild.source_hash(here / name for name in STREAM_SOURCES + STREAM_HEADERS)
+def reference_library(library) -> Extension:
+    """A C library with a Python reference (libqaccel_vta, the C machine; libqaccel_search,
+    the schedule search; libqaccel_stream, the stream resolver) as targets/cbuild.py declares
+    it for the module that loads it: the same files, the same digest in the same macro."""
+    files = library.files(Path())  # relative to this folder, as setuptools takes them
+    return Extension(
+        library.extension,
+        sources=[str(f) for f in files if f.suffix == ".c"],
+        depends=[str(f) for f in files if f.suffix == ".h"],
+        define_macros=[(library.hash_macro, f'"{library.source_hash()}"')],
+        extra_compile_args=list(cbuild.CFLAGS),
+        optional=True,
+    )
 
 
 class BuildCLibrary(build_ext):
@@ -160,14 +145,7 @@ class BuildCLibrary(build_ext):
 
 setup(
     ext_modules=[
-        Extension(
-            "qaccel.targets.vta._vta_machine",
-            sources=[str(MACHINE / s) for s in SOURCES],
-            depends=[str(MACHINE / h) for h in HEADERS],
-            define_macros=[("VTA_SOURCE_HASH", f'"{source_hash()}"')],
-            extra_compile_args=list(cbuild.CFLAGS),
-            optional=True,
-        ),
+        reference_library(cbuild.MACHINE_LIBRARY),
         litert_library("qaccel.backends.vta.program._qaccel_program", PROGRAM_FILES),
         litert_library("qaccel.backends.litert._qaccel_litert", KERNEL_FILES),
         litert_library("qaccel.backends.litert.libdispatch.libLiteRtDispatch_Qaccel",
@@ -175,22 +153,8 @@ setup(
         litert_library("qaccel.backends.litert.libplugin.libLiteRtCompilerPlugin_Qaccel",
                        PLUGIN_FILES, python_paths()),
         litert_library(DELEGATE_EXT, DELEGATE_FILES, python_paths()),
-        Extension(
-            "qaccel.lowering.vta._vta_search",
-            sources=[str(SEARCH / s) for s in SEARCH_SOURCES],
-            depends=[str(SEARCH / h) for h in SEARCH_HEADERS],
-            define_macros=[("VTA_SEARCH_SOURCE_HASH", f'"{search_hash()}"')],
-            extra_compile_args=list(cbuild.CFLAGS),
-            optional=True,
-        ),
-        Extension(
-            "qaccel.lowering.vta._vta_stream",
-            sources=[str(STREAM / s) for s in STREAM_SOURCES],
-            depends=[str(STREAM / h) for h in STREAM_HEADERS],
-            define_macros=[("VTA_STREAM_SOURCE_HASH", f'"{stream_hash()}"')],
-            extra_compile_args=list(cbuild.CFLAGS),
-            optional=True,
-        ),
+        reference_library(cbuild.SEARCH_LIBRARY),
+        reference_library(cbuild.STREAM_LIBRARY),
     ],
     cmdclass={"build_ext": BuildCLibrary},
 )

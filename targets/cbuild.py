@@ -179,3 +179,71 @@ class Loader:
         self._lib: ctypes.CDLL | None = None
         self._reason: str | None = None
         self._loaded = False
+
+
+PACKAGE_ROOT = Path(__file__).parents[1]
+"""The package's folder (the repository's root, where `setup.py` loads this file by path)."""
+
+
+class CLibrary:
+    """One C library with a Python reference, declared once: the module that loads it
+    (`loader()`) and `setup.py`, which builds it at install time, read the same declaration,
+    so both compile the same files and stamp the same digest.
+
+      extension     the extension setup.py builds, beside the module that loads it
+                    (`qaccel.lowering.vta._vta_search`); the module's folder is `Loader`'s `here`
+      folder        the sources' folder, relative to the package root
+      sources       its C files, then headers (only hashed), in the order they are hashed
+      hash_macro    the macro the digest is compiled into (the library returns it)
+      key, cache_prefix, lib_name    as `Loader`'s
+    """
+
+    def __init__(self, key: str, extension: str, folder: str, sources: tuple[str, ...],
+                 headers: tuple[str, ...], hash_macro: str, cache_prefix: str,
+                 lib_name: str) -> None:  # fmt: skip
+        self.key, self.extension, self.folder = key, extension, folder
+        self.sources, self.headers, self.hash_macro = tuple(sources), tuple(headers), hash_macro
+        self.cache_prefix, self.lib_name = cache_prefix, lib_name
+
+    def directory(self, root: Path = PACKAGE_ROOT) -> Path:
+        return Path(root) / self.folder
+
+    def files(self, root: Path = PACKAGE_ROOT) -> list[Path]:
+        """The sources, then the headers, under `root` (setup.py: relative to its folder)."""
+        folder = self.directory(root)
+        return [folder / name for name in self.sources + self.headers]
+
+    def source_hash(self) -> str:
+        """Identifies the sources; the library is compiled with it (`hash_macro`)."""
+        return source_hash(self.files())
+
+    def build(self, out_dir, cc: str | None = None, extra_flags: Sequence[str] = ()) -> Path:
+        """Compile the sources into `out_dir/<lib_name>` (raises CalledProcessError or
+        OSError)."""
+        folder = self.directory()
+        return build_shared(Path(out_dir) / self.lib_name, [folder / s for s in self.sources],
+                            defines={self.hash_macro: self.source_hash()},
+                            extra_flags=extra_flags, cc=cc)  # fmt: skip
+
+    def loader(self, open_: Callable[[Path, bool], ctypes.CDLL],
+               notice: Callable[[str], None] | None = None) -> Loader:  # fmt: skip
+        package, _, name = self.extension.rpartition(".")
+        here = PACKAGE_ROOT.joinpath(*package.split(".")[1:])
+        return Loader(self.key, here, name, self.cache_prefix, self.lib_name, self.source_hash,
+                      self.build, open_, notice)  # fmt: skip
+
+
+MACHINE_LIBRARY = CLibrary("CMACHINE", "qaccel.targets.vta._vta_machine", "targets/vta/machine",
+                           ("vta_machine.c",), ("vta_machine.h",), "VTA_SOURCE_HASH",
+                           "vta-machine", "libqaccel_vta.so")  # fmt: skip
+"""libqaccel_vta, the C machine (`targets/vta/cmachine.py`)."""
+SEARCH_LIBRARY = CLibrary("CSEARCH", "qaccel.lowering.vta._vta_search", "lowering/vta/search_c",
+                          ("vta_search.c",), ("vta_search.h",), "VTA_SEARCH_SOURCE_HASH",
+                          "vta-search", "libqaccel_search.so")  # fmt: skip
+"""libqaccel_search, the schedule search (`lowering/vta/csearch.py`)."""
+STREAM_LIBRARY = CLibrary("CSTREAM", "qaccel.lowering.vta._vta_stream", "lowering/vta/stream",
+                          ("vta_stream.c",), ("vta_stream.h",), "VTA_STREAM_SOURCE_HASH",
+                          "vta-stream", "libqaccel_stream.so")  # fmt: skip
+"""libqaccel_stream, the emitters' stream resolver (`lowering/vta/cstream.py`)."""
+REFERENCE_LIBRARIES = (MACHINE_LIBRARY, SEARCH_LIBRARY, STREAM_LIBRARY)
+"""The C libraries with a Python reference, as setup.py builds them."""

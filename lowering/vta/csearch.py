@@ -43,11 +43,11 @@ from qaccel.lowering.vta.planning import (
 from qaccel.targets import cbuild
 from qaccel.targets.vta.config import HardwareConfig
 
-SEARCH_DIR = Path(__file__).with_name("search_c")
-SOURCES = ("vta_search.c",)
-HEADERS = ("vta_search.h",)
+LIBRARY = cbuild.SEARCH_LIBRARY  # its sources, digest and extension, declared once
+SEARCH_DIR = LIBRARY.directory()
+SOURCES, HEADERS = LIBRARY.sources, LIBRARY.headers
 ABI = 1  # VTA_SEARCH_ABI in vta_search.h
-LIB_NAME = "libqaccel_search.so"
+LIB_NAME = LIBRARY.lib_name
 GEO_N, CFG_N, OUT_N = 24, 9, 10
 INVALID, FALLBACK, NOMEM, CAPACITY, INTERNAL = -1, -2, -3, -4, -5
 OUT_CAP = 1 << 16
@@ -59,15 +59,13 @@ _P = ctypes.c_void_p
 
 def source_hash() -> str:
     """Identifies the C sources; `setup.py` compiles the same digest into the library."""
-    return cbuild.source_hash(SEARCH_DIR / name for name in SOURCES + HEADERS)
+    return LIBRARY.source_hash()
 
 
 def build_library(out_dir, cc: str | None = None, extra_flags=()) -> Path:
     """Compile the sources into `out_dir/libqaccel_search.so` (raises CalledProcessError or
     OSError)."""
-    return cbuild.build_shared(Path(out_dir) / LIB_NAME, [SEARCH_DIR / s for s in SOURCES],
-                               defines={"VTA_SEARCH_SOURCE_HASH": source_hash()},
-                               extra_flags=extra_flags, cc=cc)  # fmt: skip
+    return LIBRARY.build(out_dir, cc, extra_flags)
 
 
 def _open(path: Path, check_hash: bool):
@@ -84,8 +82,7 @@ def _open(path: Path, check_hash: bool):
     return lib
 
 
-_LOADER = cbuild.Loader("CSEARCH", Path(__file__).parent, "_vta_search", "vta-search", LIB_NAME,
-                        source_hash, build_library, _open)  # fmt: skip
+_LOADER = LIBRARY.loader(_open)
 library = _LOADER.library
 """The loaded ctypes library, or None (`unavailable_reason()` says why)."""
 available = _LOADER.available

@@ -42,16 +42,16 @@ from qaccel.targets.vta.simulation_result import (
     TimingReport,
 )
 
-MACHINE_DIR = Path(__file__).with_name("machine")
-SOURCES = ("vta_machine.c",)
-HEADERS = ("vta_machine.h",)
+LIBRARY = cbuild.MACHINE_LIBRARY  # its sources, digest and extension, declared once
+MACHINE_DIR = LIBRARY.directory()
+SOURCES, HEADERS = LIBRARY.sources, LIBRARY.headers
 ABI = 4  # VTA_MACHINE_ABI in vta_machine.h
 # GEMM kernels (enum vta_kernel): all compute the same sums; "auto" is the fastest the CPU has.
 KERNELS = {"auto": 0, "c": 1, "sse2": 2, "avx2": 3, "avx-vnni": 4, "avx512-vnni": 5}
 kernel = os.environ.get("QACCEL_CMACHINE_KERNEL", "auto")  # tests set it to check each one
 last_kernel: str | None = None  # the kernel the last functional run used
 CFLAGS = (*cbuild.CFLAGS, *cbuild.SHARED_FLAGS)  # as every C library qaccel builds
-LIB_NAME = "libqaccel_vta.so"
+LIB_NAME = LIBRARY.lib_name
 
 _CONFIG_KEYS = MACHINE_KEYS  # vta_config's fields, in order
 _P = ctypes.c_void_p
@@ -81,14 +81,12 @@ VTA_OK, VTA_ERROR, VTA_ERR_CONFIG, VTA_ERR_NOMEM = 0, 1, 2, 3
 
 def source_hash() -> str:
     """Identifies the C sources; `setup.py` compiles the same digest into the library."""
-    return cbuild.source_hash(MACHINE_DIR / name for name in SOURCES + HEADERS)
+    return LIBRARY.source_hash()
 
 
 def build_library(out_dir, cc: str | None = None, extra_flags=()) -> Path:
     """Compile the sources into `out_dir/libqaccel_vta.so` (raises CalledProcessError/OSError)."""
-    return cbuild.build_shared(Path(out_dir) / LIB_NAME, [MACHINE_DIR / s for s in SOURCES],
-                               defines={"VTA_SOURCE_HASH": source_hash()},
-                               extra_flags=extra_flags, cc=cc)  # fmt: skip
+    return LIBRARY.build(out_dir, cc, extra_flags)
 
 
 def _open(path: Path, check_hash: bool):
@@ -126,8 +124,7 @@ def _notice(reason: str) -> None:
           file=sys.stderr)  # fmt: skip
 
 
-_LOADER = cbuild.Loader("CMACHINE", Path(__file__).parent, "_vta_machine", "vta-machine", LIB_NAME,
-                        source_hash, build_library, _open, _notice)  # fmt: skip
+_LOADER = LIBRARY.loader(_open, _notice)
 library = _LOADER.library
 """The loaded ctypes library, or None (after one notice on stderr)."""
 available = _LOADER.available
