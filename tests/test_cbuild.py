@@ -118,3 +118,41 @@ def test_the_libraries_with_a_python_reference_are_found_one_way(tmp_path, monke
     for module in (cmachine, csearch, cstream):
         assert isinstance(module._LOADER, cbuild.Loader)
         assert module.library == module._LOADER.library
+
+
+def test_each_library_with_a_reference_is_declared_once_for_its_module_and_setup_py(
+    monkeypatch,
+):
+    """cbuild's declarations of libqaccel_vta, libqaccel_search and libqaccel_stream: the
+    module that loads each hashes, builds and finds it by the declaration, and setup.py (run
+    here with `setup()` stood in) builds the same C files, with the same digest in the same
+    macro, from the same declaration (no copy of the file lists in setup.py)."""
+    import runpy
+
+    import setuptools
+    from qaccel.lowering.vta import csearch, cstream
+
+    captured = {}
+    monkeypatch.setattr(setuptools, "setup", lambda **kwargs: captured.update(kwargs))
+    runpy.run_path(str(ROOT / "setup.py"), run_name="qaccel_setup")
+    built = {ext.name: ext for ext in captured["ext_modules"]}
+    setup_text = (ROOT / "setup.py").read_text()
+    pairs = ((cmachine, cbuild.MACHINE_LIBRARY), (csearch, cbuild.SEARCH_LIBRARY),
+             (cstream, cbuild.STREAM_LIBRARY))  # fmt: skip
+    assert tuple(lib for _, lib in pairs) == cbuild.REFERENCE_LIBRARIES
+    for module, lib in pairs:
+        here, extension = Path(module.__file__).parent, lib.extension.rsplit(".", 1)[-1]
+        folder = here / lib.folder.rsplit("/", 1)[-1]  # the sources beside the module
+        files = [folder / name for name in lib.sources + lib.headers]
+        assert module.LIBRARY is lib and module.source_hash() == cbuild.source_hash(files)
+        assert (module._LOADER.here, module._LOADER.extension) == (here, extension)
+        assert module._LOADER.digest() == lib.source_hash() == module.source_hash()
+        ext = built[lib.extension]
+        assert ext.sources == [f"{lib.folder}/{name}" for name in lib.sources]
+        assert ext.depends == [f"{lib.folder}/{name}" for name in lib.headers]
+        assert ext.define_macros == [(lib.hash_macro, f'"{lib.source_hash()}"')]
+        assert ext.extra_compile_args == list(cbuild.CFLAGS) and ext.optional
+        assert extension not in setup_text
+    for lib in (cbuild.SEARCH_LIBRARY, cbuild.STREAM_LIBRARY):
+        assert lib.hash_macro not in setup_text
+        assert not any(name in setup_text for name in lib.sources + lib.headers)

@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 from qaccel.targets import cbuild
 
-STREAM_DIR = Path(__file__).with_name("stream")
-SOURCES = ("vta_stream.c",)
-HEADERS = ("vta_stream.h",)
+LIBRARY = cbuild.STREAM_LIBRARY  # its sources, digest and extension, declared once
+STREAM_DIR = LIBRARY.directory()
+SOURCES, HEADERS = LIBRARY.sources, LIBRARY.headers
 ABI = 1  # VTA_STREAM_ABI
 NF = 34  # VTA_STREAM_NF
-LIB_NAME = "libqaccel_stream.so"
+LIB_NAME = LIBRARY.lib_name
 OK, BAD_INPUT, NOMEM, NO_QUEUE, KERNEL_TOO_BIG, OVERFLOW, NO_COMPUTE = range(7)
 
 _I = ctypes.c_int64
@@ -54,15 +54,13 @@ class _IO(ctypes.Structure):  # vta_stream_io
 
 def source_hash() -> str:
     """Identifies the C sources; `setup.py` compiles the same digest into the library."""
-    return cbuild.source_hash(STREAM_DIR / name for name in SOURCES + HEADERS)
+    return LIBRARY.source_hash()
 
 
 def build_library(out_dir, cc: str | None = None, extra_flags=()) -> Path:
     """Compile the sources into `out_dir/libqaccel_stream.so` (raises CalledProcessError or
     OSError)."""
-    return cbuild.build_shared(Path(out_dir) / LIB_NAME, [STREAM_DIR / s for s in SOURCES],
-                               defines={"VTA_STREAM_SOURCE_HASH": source_hash()},
-                               extra_flags=extra_flags, cc=cc)  # fmt: skip
+    return LIBRARY.build(out_dir, cc, extra_flags)
 
 
 def _open(path: Path, check_hash: bool):
@@ -78,8 +76,7 @@ def _open(path: Path, check_hash: bool):
     return lib
 
 
-_LOADER = cbuild.Loader("CSTREAM", Path(__file__).parent, "_vta_stream", "vta-stream", LIB_NAME,
-                        source_hash, build_library, _open)  # fmt: skip
+_LOADER = LIBRARY.loader(_open)
 library = _LOADER.library
 """The loaded ctypes library, or None (`unavailable_reason()` says why)."""
 available = _LOADER.available
