@@ -138,7 +138,7 @@ def search_hash() -> str:
 # libqaccel_stream, the emitters' stream resolver (lowering/vta/stream/): as
 # lowering/vta/cstream.py's SOURCES and HEADERS (hashed in this order).
 STREAM = Path("lowering") / "vta" / "stream"
-STREAM_SOURCES, STREAM_HEADERS = ("vta_stream.c",), ("vta_stream.h",)
+STREAM_SOURCES, STREAM_HEADERS = ("vta_stream.c", "vta_gemm.c"), ("vta_stream.h",)
 
 
 def stream_hash() -> str:
