@@ -338,6 +338,7 @@ def test_sanitizers(tmp_path):
             finally:
                 cstream._static = static
         t.test_random_gemm_layers_match_python_emitter()
+        t.test_gemm_micro_op_ring_matches_python_emitter()
         for label, params, rc in t.malformed_gemm_params():
             t.test_malformed_gemm_params_refused(label, params, rc)
         from conftest import vta_lowered
@@ -475,6 +476,20 @@ def test_random_gemm_layers_match_python_emitter():
         modes.add(emitter.s.bias_mode)
         modes.add(emitter.s.loop_order)
     assert modes >= {"alu", "dma", "gemm", "store", "spatial", "channel"}, modes
+
+
+def test_gemm_micro_op_ring_matches_python_emitter():
+    """Micro-op buffers too small for every kernel: the kernels reloaded through the ring."""
+    from qaccel.lowering.vta.search import make_schedule, schedule
+    from test_vta_codegen import conv_layer
+
+    cfg = HardwareConfig(name="tiny", log_uop_buff_size=9, log_inp_buff_size=11,
+                         log_wgt_buff_size=14, log_acc_buff_size=12)  # fmt: skip
+    layer = conv_layer(H=10, W=10, C=40, O=40, k=3)
+    for sched in (schedule(layer, cfg, refine=0),
+                  make_schedule(layer, cfg, tile_h=2, tile_w=5, tile_co=1, tile_ci=1)):
+        prog = _both_ways(emit.prepare_emit(layer, sched, cfg), sched.describe())
+    assert prog.uop_loads > 1
 
 
 def test_gemm_library_is_used_and_can_be_disabled(monkeypatch):
