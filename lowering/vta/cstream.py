@@ -186,8 +186,15 @@ def _ptr(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
+_STATIC_IO: dict = {}
+
+
 def _statics_io(config) -> _IO:
-    """A `_IO` with the configuration's constant inputs set (the rest zero)."""
+    """A `_IO` with the configuration's constant inputs set (the rest zero), made once per
+    configuration (`vta_gemm_emit` only reads it; its arrays are `_STATIC`'s, kept)."""
+    found = _STATIC_IO.get(config)
+    if found is not None:
+        return found
     columns, push, pop, ptr, arrays = _static(config)
     io = _IO()
     io.nf = NF
@@ -200,6 +207,7 @@ def _statics_io(config) -> _IO:
         io.enc_ptr[k] = ptr[k]
     io.enc_entries = len(arrays[0])
     io.enc_col, io.enc_lo, io.enc_hi, io.enc_shift, io.enc_word = (_ptr(a) for a in arrays)
+    _STATIC_IO[config] = io
     return io
 
 

@@ -36,14 +36,23 @@ typedef struct { /* a growable array of int64 */
     int64_t n, cap;
 } vec_t;
 
+/* Room for `more` values: 0, or -1 when out of memory. */
+static int reserve(vec_t *a, int64_t more) {
+    if (a->n + more <= a->cap)
+        return 0;
+    int64_t cap = a->cap ? 2 * a->cap : 256;
+    while (cap < a->n + more)
+        cap *= 2;
+    int64_t *v = realloc(a->v, sizeof(int64_t) * (size_t)cap);
+    if (!v)
+        return -1;
+    a->v = v, a->cap = cap;
+    return 0;
+}
+
 static int push(vec_t *a, int64_t x) {
-    if (a->n == a->cap) {
-        int64_t cap = a->cap ? 2 * a->cap : 256;
-        int64_t *v = realloc(a->v, sizeof(int64_t) * (size_t)cap);
-        if (!v)
-            return -1;
-        a->v = v, a->cap = cap;
-    }
+    if (a->n == a->cap && reserve(a, 1))
+        return -1;
     a->v[a->n++] = x;
     return 0;
 }
@@ -87,9 +96,11 @@ static void add(em_t *e, const int64_t *row, int64_t module, int64_t kernel, int
         e->failed = VTA_STREAM_BAD_INPUT;
         return;
     }
-    int bad = 0;
-    for (int k = 0; k < VTA_STREAM_NF; k++)
-        bad |= push(&e->rows, row[k]);
+    int bad = reserve(&e->rows, VTA_STREAM_NF);
+    if (!bad) {
+        memcpy(e->rows.v + e->rows.n, row, sizeof(int64_t) * VTA_STREAM_NF);
+        e->rows.n += VTA_STREAM_NF;
+    }
     bad |= push(&e->recs, module) | push(&e->recs, kernel) | push(&e->recs, sub);
     for (int k = 0; k < nr; k++)
         bad |= push(&e->reads, reads[k]);
