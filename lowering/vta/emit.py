@@ -33,6 +33,11 @@
   the images after the first reuse the weights the last pass left (run-time weights,
   `ConvLayer.runtime_weights`, are each image's own: image n's tiles are loaded in its pass).
   The loads of image n+1 overlap the stores of image n as within one image.
+
+With libqaccel_stream built (`cstream.py`), a GEMM layer's whole stream is emitted by it in
+one call (`_Emitter.run_c`: `vta_gemm_emit` walks the same loop nest); the step loop here
+(`_Emitter.run_py`) is its reference and fallback, and `QACCEL_NO_CGEMM=1` makes it the one
+used (the same programs, more slowly).
 """
 
 from __future__ import annotations
@@ -112,8 +117,7 @@ def _row(opcode: int, **values) -> array:
     "y_pad_1", "x_pad_0", "x_pad_1", "reset", "iter_out", "iter_in", "dst_factor_out",
     "dst_factor_in", "src_factor_out", "src_factor_in", "wgt_factor_out", "wgt_factor_in",
     "alu_opcode", "use_imm", "imm"))  # fmt: skip
-_EMPTY = {int(op): _row(op) for op in Opcode}
-  # a zero row per opcode (copied by slicing)
+_EMPTY = {int(op): _row(op) for op in Opcode}  # a zero row per opcode (copied by slicing)
 _GEMM, _ALU = int(Opcode.GEMM), int(Opcode.ALU)
 
 
@@ -1154,6 +1158,7 @@ class _Emitter(_Stream):
         g, s, plan, layer, blk = self.g, self.s, self.plan, self.layer, self.blk
         if (s.bias_mode not in cstream.GEMM_BIAS_MODES or len(g.tail) > 8
                 or any(op not in cstream.GEMM_TAIL_OPS for op in g.tail)
+                or len(self.param_layout) > 5
                 or any(k not in cstream.GEMM_PARAM_KINDS for k in self.param_layout)):  # fmt: skip
             return None
         ix = cstream.GEMM_INDEX
