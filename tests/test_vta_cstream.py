@@ -41,6 +41,47 @@ def _same(stream: _Stream, label: str, encode=None) -> tuple:
     return prog, loads
 
 
+# --- GEMM layers emitted by the library (`vta_gemm_emit`) against the Python step loop ---
+
+
+def _python_twin(emitter: emit._Emitter) -> emit._Emitter:
+    """A fresh emitter of the same layer, schedule and DRAM layout (its stream not begun)."""
+    twin = emit._Emitter(emitter.layer, emitter.s, emitter.c)
+    twin.regions, twin.constants = dict(emitter.regions), emitter.constants
+    twin.dram_size, twin.constants_offset = emitter.dram_size, emitter.constants_offset
+    return twin
+
+
+def _same_program(got, want, label: str) -> None:
+    assert np.array_equal(got.program.words, want.program.words), label
+    assert np.array_equal(got.program.uops, want.program.uops), label
+    assert got.uop_loads == want.uop_loads, label
+    assert np.array_equal(decode(got.program, got.config), decode(want.program, want.config)), label
+
+
+def _both_ways(emitter: emit._Emitter, label: str):
+    """The layer's program by the library (which must take it) and by the Python step loop:
+    the same; the library's."""
+    got = emitter.run_c()
+    assert got is not None, f"{label}: the library refused the layer"
+    _same_program(got, _python_twin(emitter).run_py(), label)
+    return got
+
+
+@pytest.fixture
+def gemm_cross_checked(monkeypatch):
+    """Every GEMM layer `compile_module` emits is emitted both ways and compared; how many."""
+    seen = {"layers": 0}
+
+    def run(self):
+        seen["layers"] += 1
+        return _both_ways(self, f"layer {seen['layers']} ({self.s.describe()})")
+
+    monkeypatch.setenv("QACCEL_COMPILE_JOBS", "1")
+    monkeypatch.setattr(emit._Emitter, "run", run)
+    return seen
+
+
 @pytest.fixture
 def cross_checked(monkeypatch):
     """Every stream `compile_module` encodes (all in this process) is encoded both ways and
@@ -55,20 +96,23 @@ def cross_checked(monkeypatch):
         return prog, loads
 
     monkeypatch.setenv("QACCEL_COMPILE_JOBS", "1")
-    monkeypatch.setenv("QACCEL_NO_CGEMM", "1")  # the GEMM layers' streams described in Python
     monkeypatch.setattr(_Stream, "encode_stream", checked)
     return seen
 
 
 @pytest.mark.parametrize("hw", ["vta-default", "vta-store-requant"])
 @pytest.mark.parametrize("name", FIXTURES)
-def test_fixture_models_match_reference(name, hw, cross_checked):
+def test_fixture_models_match_reference(name, hw, cross_checked, gemm_cross_checked):
+    """Every GEMM layer emitted by `vta_gemm_emit` and by the Python step loop (whose stream,
+    like every element-wise and pool layer's, is resolved by the library and by the
+    reference): the same programs."""
     from conftest import vta_lowered
     from qaccel.backends.vta.codegen import compile_module
 
     module, _ = vta_lowered(name, hw)
     compile_module(module, HardwareConfig.from_json(hw))
     assert cross_checked["streams"] > 0 or name == "pad_concat_slice"
+    assert gemm_cross_checked["layers"] > 0
 
 
 def test_library_is_used(monkeypatch):
@@ -375,58 +419,6 @@ def test_small_uops_as_encode_uops():
             idx[k] = [top[k]]
             with pytest.raises(ValueError, match="out of its"):
                 emit.small_uops(*idx, config)
-
-
-# --- GEMM layers emitted by the library (`vta_gemm_emit`) against the Python step loop ---
-
-
-def _python_twin(emitter: emit._Emitter) -> emit._Emitter:
-    """A fresh emitter of the same layer, schedule and DRAM layout (its stream not begun)."""
-    twin = emit._Emitter(emitter.layer, emitter.s, emitter.c)
-    twin.regions, twin.constants = dict(emitter.regions), emitter.constants
-    twin.dram_size, twin.constants_offset = emitter.dram_size, emitter.constants_offset
-    return twin
-
-
-def _same_program(got, want, label: str) -> None:
-    assert np.array_equal(got.program.words, want.program.words), label
-    assert np.array_equal(got.program.uops, want.program.uops), label
-    assert got.uop_loads == want.uop_loads, label
-    assert np.array_equal(decode(got.program, got.config), decode(want.program, want.config)), label
-
-
-def _both_ways(emitter: emit._Emitter, label: str):
-    """The layer's program by the library (which must take it) and by the Python step loop:
-    the same; the library's."""
-    got = emitter.run_c()
-    assert got is not None, f"{label}: the library refused the layer"
-    _same_program(got, _python_twin(emitter).run_py(), label)
-    return got
-
-
-@pytest.fixture
-def gemm_cross_checked(monkeypatch):
-    """Every GEMM layer `compile_module` emits is emitted both ways and compared; how many."""
-    seen = {"layers": 0}
-
-    def run(self):
-        seen["layers"] += 1
-        return _both_ways(self, f"layer {seen['layers']} ({self.s.describe()})")
-
-    monkeypatch.setenv("QACCEL_COMPILE_JOBS", "1")
-    monkeypatch.setattr(emit._Emitter, "run", run)
-    return seen
-
-
-@pytest.mark.parametrize("hw", ["vta-default", "vta-store-requant"])
-@pytest.mark.parametrize("name", FIXTURES)
-def test_gemm_layers_match_python_emitter(name, hw, gemm_cross_checked):
-    from conftest import vta_lowered
-    from qaccel.backends.vta.codegen import compile_module
-
-    module, _ = vta_lowered(name, hw)
-    compile_module(module, HardwareConfig.from_json(hw))
-    assert gemm_cross_checked["layers"] > 0
 
 
 def _random_gemm_cases(n: int, seed: int):

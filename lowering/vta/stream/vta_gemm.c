@@ -924,7 +924,8 @@ static int check_params(const int64_t *p, int64_t n_params) {
     if (p[VTA_GEMM_WGT_SLOTS] * (p[VTA_GEMM_TCO] + 1) > (1 << 26))
         return 0;
     int64_t reds = p[VTA_GEMM_DIAGONAL] ? 1 : cdiv(p[VTA_GEMM_CIB], p[VTA_GEMM_TCI]);
-    if (tiles > (1 << 24) || tiles * cdiv(p[VTA_GEMM_COB], p[VTA_GEMM_TCO]) * reds > (1 << 24))
+    if (tiles > VTA_GEMM_MAX_STEPS ||
+        tiles * cdiv(p[VTA_GEMM_COB], p[VTA_GEMM_TCO]) * reds > VTA_GEMM_MAX_STEPS)
         return 0;
     return 1;
 #undef IN

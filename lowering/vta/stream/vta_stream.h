@@ -95,8 +95,11 @@ enum {
 };
 #define VTA_GEMM_N_PARAMS 5
 #define VTA_GEMM_N_TAIL 8
-#define VTA_GEMM_MAX_UOPS (1 << 24)
-#define VTA_GEMM_MAX_INSNS (1 << 24)
+/* Bounds on what one call builds (memory), far above real layers' (MobileNetV2's largest: about
+ * 1,100 instructions); a layer past them is refused and emitted by the Python step loop. */
+#define VTA_GEMM_MAX_UOPS (1 << 22)
+#define VTA_GEMM_MAX_INSNS (1 << 21)
+#define VTA_GEMM_MAX_STEPS (1 << 20)
 enum { VTA_GEMM_BIAS_ALU, VTA_GEMM_BIAS_DMA, VTA_GEMM_BIAS_GEMM, VTA_GEMM_BIAS_STORE };
 enum {
     VTA_GEMM_TAIL_NONE, VTA_GEMM_TAIL_LSH, VTA_GEMM_TAIL_RDMUL, VTA_GEMM_TAIL_RSHR,
