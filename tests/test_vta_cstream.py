@@ -530,12 +530,12 @@ def test_gemm_parameter_and_field_order():
 
 def malformed_gemm_params():
     """A valid layer's parameters, then copies with one value out of range."""
+    from qaccel.lowering.vta.search import schedule
     from test_vta_codegen import conv_layer
 
     layer = conv_layer(H=6, W=6, C=20, O=20, k=3)
-    sched = emit.prepare_emit(layer, __import__("qaccel.lowering.vta.search", fromlist=["x"])
-                              .schedule(layer, DEFAULT_CONFIG, refine=0), DEFAULT_CONFIG)  # fmt: skip
-    good = sched.c_params()
+    emitter = emit.prepare_emit(layer, schedule(layer, DEFAULT_CONFIG, refine=0), DEFAULT_CONFIG)
+    good = emitter.c_params()
     yield "valid", good, cstream.OK
     ix = cstream.GEMM_INDEX
     for name, bad in (("KIND", 3), ("H", 0), ("KH", -1), ("TH", 0), ("TCO", 0), ("INP_SLOTS", 0),

@@ -581,9 +581,9 @@ static void tail(em_t *e, const step_t *st, int64_t aslot, int split) {
     for (int k = 0; k < VTA_GEMM_N_TAIL; k++) {
         int64_t op = e->p[VTA_GEMM_TAIL + k];
         if (op == VTA_GEMM_TAIL_LSH || op == VTA_GEMM_TAIL_RDMUL || op == VTA_GEMM_TAIL_RSHR) {
-            int name = op == VTA_GEMM_TAIL_LSH ? T_LSH : op == VTA_GEMM_TAIL_RDMUL ? T_RDMUL : T_RSHR;
-            int64_t alu_op = op == VTA_GEMM_TAIL_LSH ? ALU_SHR : op == VTA_GEMM_TAIL_RDMUL ? ALU_RDMUL
-                                                                                          : ALU_RSHR;
+            int lsh = op == VTA_GEMM_TAIL_LSH, rdmul = op == VTA_GEMM_TAIL_RDMUL;
+            int name = lsh ? T_LSH : rdmul ? T_RDMUL : T_RSHR;
+            int64_t alu_op = lsh ? ALU_SHR : rdmul ? ALU_RDMUL : ALU_RSHR;
             if (idx[name] >= 0) {
                 int64_t per = 0;
                 for (int j = 0; j < VTA_GEMM_N_PARAMS; j++)
@@ -765,7 +765,8 @@ static int plan_steps(em_t *e, const step_t *steps, int64_t n, plan_t *plans, ve
     int64_t *inp_ahead = malloc(sizeof(int64_t) * (size_t)n);
     int64_t *wgt_ahead = malloc(sizeof(int64_t) * (size_t)n);
     /* weight parts for later steps: per step a linked list (head/tail), entries in `later` */
-    int64_t *head = malloc(sizeof(int64_t) * (size_t)n), *tail_ = malloc(sizeof(int64_t) * (size_t)n);
+    int64_t *head = malloc(sizeof(int64_t) * (size_t)n);
+    int64_t *tail_ = malloc(sizeof(int64_t) * (size_t)n);
     vec_t later = {0}; /* [4 each]: step, slot, part, next */
     inp.keys = malloc(sizeof(int64_t) * 4 * (size_t)ni);
     inp.stamp = calloc((size_t)ni, sizeof(int64_t));
