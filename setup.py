@@ -119,8 +119,9 @@ def litert_library(name: str, files, macros=()) -> Extension:
 
 def reference_library(library) -> Extension:
     """A C library with a Python reference (libqaccel_vta, the C machine; libqaccel_search,
-    the schedule search; libqaccel_stream, the stream resolver) as targets/cbuild.py declares
-    it for the module that loads it: the same files, the same digest in the same macro."""
+    the schedule search; libqaccel_stream, the stream resolver and GEMM emitter) as
+    targets/cbuild.py declares it for the module that loads it: the same files, the same digest
+    in the same macro."""
     files = library.files(Path())  # relative to this folder, as setuptools takes them
     return Extension(
         library.extension,

@@ -10,8 +10,9 @@ and median CPU seconds, the CPU seconds of any forked children (none: the emissi
 one process; `--jobs 2`, the default, allows them as `qaccel-compile` does, `--jobs 1` sets
 `QACCEL_COMPILE_JOBS=1`), and the best wall seconds. CPU time is the figure to compare on a
 loaded machine; `bench_compile.py --phases` puts the phase in the whole compile. With
-`QACCEL_NO_CSTREAM=1` the streams are resolved by the Python reference (the C library's
-share of the figure).
+`QACCEL_NO_CSTREAM=1` the streams are emitted and resolved by the Python references (the C
+library's share of the figure); with `QACCEL_NO_CGEMM=1` only the GEMM layers' step loop runs
+in Python (`vta_gemm_emit`'s share).
 """
 
 from __future__ import annotations

@@ -242,8 +242,8 @@ SEARCH_LIBRARY = CLibrary("CSEARCH", "qaccel.lowering.vta._vta_search", "lowerin
                           "vta-search", "libqaccel_search.so")  # fmt: skip
 """libqaccel_search, the schedule search (`lowering/vta/csearch.py`)."""
 STREAM_LIBRARY = CLibrary("CSTREAM", "qaccel.lowering.vta._vta_stream", "lowering/vta/stream",
-                          ("vta_stream.c",), ("vta_stream.h",), "VTA_STREAM_SOURCE_HASH",
-                          "vta-stream", "libqaccel_stream.so")  # fmt: skip
-"""libqaccel_stream, the emitters' stream resolver (`lowering/vta/cstream.py`)."""
+                          ("vta_stream.c", "vta_gemm.c"), ("vta_stream.h",),
+                          "VTA_STREAM_SOURCE_HASH", "vta-stream", "libqaccel_stream.so")  # fmt: skip
+"""libqaccel_stream, the emitters' stream resolver and GEMM emitter (`lowering/vta/cstream.py`)."""
 REFERENCE_LIBRARIES = (MACHINE_LIBRARY, SEARCH_LIBRARY, STREAM_LIBRARY)
 """The C libraries with a Python reference, as setup.py builds them."""

@@ -1,7 +1,9 @@
-"""libqaccel_stream (lowering/vta/stream/) against its Python reference
-(`emit.resolve_stream_py`): the same programs on the fixture models at both bundled
-configurations and on random streams (the micro-op ring included), the library used when it
-is built, malformed descriptors refused, and an AddressSanitizer/UBSan build clean."""
+"""libqaccel_stream (lowering/vta/stream/) against its Python references
+(`emit.resolve_stream_py`; the GEMM emitter's step loop, `_Emitter.run_py`, for
+`vta_gemm_emit`): the same programs on the fixture models at both bundled configurations, on
+random streams (the micro-op ring included) and on random GEMM layers and schedules, the
+library used when it is built, malformed descriptors and parameters refused, and an
+AddressSanitizer/UBSan build clean."""
 
 from __future__ import annotations
 
@@ -39,6 +41,47 @@ def _same(stream: _Stream, label: str, encode=None) -> tuple:
     return prog, loads
 
 
+# --- GEMM layers emitted by the library (`vta_gemm_emit`) against the Python step loop ---
+
+
+def _python_twin(emitter: emit._Emitter) -> emit._Emitter:
+    """A fresh emitter of the same layer, schedule and DRAM layout (its stream not begun)."""
+    twin = emit._Emitter(emitter.layer, emitter.s, emitter.c)
+    twin.regions, twin.constants = dict(emitter.regions), emitter.constants
+    twin.dram_size, twin.constants_offset = emitter.dram_size, emitter.constants_offset
+    return twin
+
+
+def _same_program(got, want, label: str) -> None:
+    assert np.array_equal(got.program.words, want.program.words), label
+    assert np.array_equal(got.program.uops, want.program.uops), label
+    assert got.uop_loads == want.uop_loads, label
+    assert np.array_equal(decode(got.program, got.config), decode(want.program, want.config)), label
+
+
+def _both_ways(emitter: emit._Emitter, label: str):
+    """The layer's program by the library (which must take it) and by the Python step loop:
+    the same; the library's."""
+    got = emitter.run_c()
+    assert got is not None, f"{label}: the library refused the layer"
+    _same_program(got, _python_twin(emitter).run_py(), label)
+    return got
+
+
+@pytest.fixture
+def gemm_cross_checked(monkeypatch):
+    """Every GEMM layer `compile_module` emits is emitted both ways and compared; how many."""
+    seen = {"layers": 0}
+
+    def run(self):
+        seen["layers"] += 1
+        return _both_ways(self, f"layer {seen['layers']} ({self.s.describe()})")
+
+    monkeypatch.setenv("QACCEL_COMPILE_JOBS", "1")
+    monkeypatch.setattr(emit._Emitter, "run", run)
+    return seen
+
+
 @pytest.fixture
 def cross_checked(monkeypatch):
     """Every stream `compile_module` encodes (all in this process) is encoded both ways and
@@ -59,13 +102,17 @@ def cross_checked(monkeypatch):
 
 @pytest.mark.parametrize("hw", ["vta-default", "vta-store-requant"])
 @pytest.mark.parametrize("name", FIXTURES)
-def test_fixture_models_match_reference(name, hw, cross_checked):
+def test_fixture_models_match_reference(name, hw, cross_checked, gemm_cross_checked):
+    """Every GEMM layer emitted by `vta_gemm_emit` and by the Python step loop (whose stream,
+    like every element-wise and pool layer's, is resolved by the library and by the
+    reference): the same programs."""
     from conftest import vta_lowered
     from qaccel.backends.vta.codegen import compile_module
 
     module, _ = vta_lowered(name, hw)
     compile_module(module, HardwareConfig.from_json(hw))
     assert cross_checked["streams"] > 0 or name == "pad_concat_slice"
+    assert gemm_cross_checked["layers"] > 0
 
 
 def test_library_is_used(monkeypatch):
@@ -304,7 +351,8 @@ def _libasan():
                     reason="needs gcc with AddressSanitizer")  # fmt: skip
 def test_sanitizers(tmp_path):
     """The library built with -fsanitize=address,undefined: random streams (ring included),
-    the malformed descriptors and a compiled model, with no ASan/UBSan report."""
+    the malformed descriptors, random GEMM layers emitted by `vta_gemm_emit`, its malformed
+    parameters and a compiled model, with no ASan/UBSan report."""
     from qaccel.targets import cbuild
     from sanitized_build import cached
 
@@ -333,6 +381,11 @@ def test_sanitizers(tmp_path):
                 assert cstream.call(next(t.malformed_descriptors())[1], t.DEFAULT_CONFIG)[0] == 1
             finally:
                 cstream._static = static
+        for label, emitter in t._random_gemm_cases(50, 11):
+            t._both_ways(emitter, label)
+        t.test_gemm_micro_op_ring_matches_python_emitter()
+        for label, params, rc in t.malformed_gemm_params():
+            t.test_malformed_gemm_params_refused(label, params, rc)
         from conftest import vta_lowered
         from qaccel.backends.vta.codegen import compile_module
         for hw in ("vta-default", "vta-store-requant"):
@@ -367,3 +420,149 @@ def test_small_uops_as_encode_uops():
             idx[k] = [top[k]]
             with pytest.raises(ValueError, match="out of its"):
                 emit.small_uops(*idx, config)
+
+
+def _random_gemm_cases(n: int, seed: int):
+    """(label, emitter) of random small layers under random legal schedules (every bias mode
+    and loop order the search considers), at three configurations, a batch of two and
+    run-time weights and accumulators among them."""
+    from dataclasses import replace
+
+    from qaccel.lowering.vta.search import candidates
+    from test_vta_codegen import random_layer
+
+    rng = np.random.default_rng(seed)
+    small = HardwareConfig(name="small", log_uop_buff_size=10, log_inp_buff_size=12,
+                           log_wgt_buff_size=15, log_acc_buff_size=13)  # fmt: skip
+    configs = (DEFAULT_CONFIG, HardwareConfig.from_json("vta-store-requant"), small)
+    made = 0
+    while made < n:
+        layer = random_layer(rng)
+        if layer is None:
+            continue
+        config = configs[int(rng.integers(3))]
+        if layer.geometry.kind == "conv" and rng.integers(4) == 0:  # a batch, run-time data
+            try:
+                layer = replace(layer, input_shape=(2, *layer.input_shape[1:]),
+                                runtime_init=bool(rng.integers(2)),
+                                runtime_weights=bool(rng.integers(2)))  # fmt: skip
+            except emit.LayerError:
+                continue
+        try:
+            cands = candidates(layer.geometry, config)
+        except emit.LayerError:
+            continue
+        for i in rng.choice(len(cands), min(3, len(cands)), replace=False):
+            sched = cands[int(i)]
+            try:
+                emitter = emit.prepare_emit(layer, sched, config)
+            except emit.LayerError:
+                continue
+            made += 1
+            yield f"{layer.geometry.kind} {sched.describe()} on {config.name}", emitter
+
+
+def test_random_gemm_layers_match_python_emitter():
+    modes = set()
+    for label, emitter in _random_gemm_cases(150, 11):
+        _both_ways(emitter, label)
+        modes.add(emitter.s.bias_mode)
+        modes.add(emitter.s.loop_order)
+    assert modes >= {"alu", "dma", "gemm", "store", "spatial", "channel"}, modes
+
+
+def test_gemm_micro_op_ring_matches_python_emitter():
+    """Micro-op buffers too small for every kernel: the kernels reloaded through the ring."""
+    from qaccel.lowering.vta.search import make_schedule, schedule
+    from test_vta_codegen import conv_layer
+
+    cfg = HardwareConfig(name="tiny", log_uop_buff_size=9, log_inp_buff_size=11,
+                         log_wgt_buff_size=14, log_acc_buff_size=12)  # fmt: skip
+    layer = conv_layer(H=10, W=10, C=40, O=40, k=3)
+    for sched in (schedule(layer, cfg, refine=0),
+                  make_schedule(layer, cfg, tile_h=2, tile_w=5, tile_co=1, tile_ci=1)):
+        prog = _both_ways(emit.prepare_emit(layer, sched, cfg), sched.describe())
+    assert prog.uop_loads > 1
+
+
+def test_gemm_library_is_used_and_can_be_disabled(monkeypatch):
+    """`compile_module` emits GEMM layers through the library; `QACCEL_NO_CGEMM=1` makes the
+    Python step loop emit them (the same programs)."""
+    from conftest import vta_lowered
+    from qaccel.backends.vta.codegen import compile_module
+
+    used = []
+    run_c = emit._Emitter.run_c
+    monkeypatch.setattr(emit._Emitter, "run_c", lambda self: used.append(run_c(self)) or used[-1])
+    monkeypatch.setenv("QACCEL_COMPILE_JOBS", "1")
+    module, _ = vta_lowered("small_cnn")
+    with_c = compile_module(module.clone(), DEFAULT_CONFIG)
+    assert used and all(p is not None for p in used)
+    monkeypatch.setenv("QACCEL_NO_CGEMM", "1")
+    used.clear()
+    without = compile_module(module, DEFAULT_CONFIG)
+    assert used == [None] * len(used) and used
+    pairs = [(a, b) for f in with_c.functions
+             for a, b in zip(with_c.functions[f].layers, without.functions[f].layers)]  # fmt: skip
+    assert pairs and all(np.array_equal(a.words, b.words) and np.array_equal(a.uops, b.uops)
+                         for a, b in pairs)  # fmt: skip
+
+
+def test_gemm_parameter_and_field_order():
+    """cstream's names of `vta_gemm_emit`'s parameters and vta_gemm.c's row columns are the
+    header's enum and `isa.FIELD_NAMES`."""
+    import re
+
+    from qaccel.targets.vta.isa import FIELD_NAMES
+
+    assert cstream.C_FIELDS == FIELD_NAMES
+    header = (cstream.STREAM_DIR / "vta_stream.h").read_text()
+    body = header[header.index("VTA_GEMM_KIND,") : header.index("VTA_GEMM_UOP_BIT")]
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    names = tuple(n.strip().removeprefix("VTA_GEMM_") for n in body.split(",") if n.strip())
+    assert names == cstream.GEMM_PARAMS
+    c = (cstream.STREAM_DIR / "vta_gemm.c").read_text()
+    columns = c[c.index("F_OPCODE = 0") : c.index("};", c.index("F_OPCODE = 0"))]
+    assert [n.strip().split(" ")[0] for n in columns.split(",")][:3] == ["F_OPCODE", "F_POP_PREV",
+                                                                         "F_POP_NEXT"]
+    assert len(columns.split(",")) == len(FIELD_NAMES)
+
+
+def malformed_gemm_params():
+    """A valid layer's parameters, then copies with one value out of range."""
+    from qaccel.lowering.vta.search import schedule
+    from test_vta_codegen import conv_layer
+
+    layer = conv_layer(H=6, W=6, C=20, O=20, k=3)
+    emitter = emit.prepare_emit(layer, schedule(layer, DEFAULT_CONFIG, refine=0), DEFAULT_CONFIG)
+    good = emitter.c_params()
+    yield "valid", good, cstream.OK
+    ix = cstream.GEMM_INDEX
+    for name, bad in (("KIND", 3), ("H", 0), ("KH", -1), ("TH", 0), ("TCO", 0), ("INP_SLOTS", 0),
+                      ("ACC_SLOTS", -2), ("WGT_SLOTS", 1 << 30), ("DEPTH_MULTIPLIER", 0),
+                      ("BIAS_MODE", 7), ("E_INPUT", 1 << 50), ("INP_BASE", -5),
+                      ("LSH_IMM", 1 << 62)):  # fmt: skip
+        p = good.copy()
+        p[ix[name]] = bad
+        yield f"{name} = {bad}", p, cstream.BAD_INPUT
+    p = good.copy()
+    p[ix["UOP_WIDTH"]] = 70
+    yield "a micro-op field past the word", p, cstream.BAD_INPUT
+    p = good.copy()
+    p[ix["PARAMS"]] = 9
+    yield "a parameter kind", p, cstream.BAD_INPUT
+    p = good.copy()
+    p[ix["TH"]], p[ix["OH"]], p[ix["TW"]], p[ix["OW"]] = 1, 1 << 20, 1, 1 << 20
+    yield "too many steps", p, cstream.BAD_INPUT
+    p = good.copy()
+    p[ix["UOP_WIDTH"]] = 1  # the destination index outside its field: the layer is refused
+    yield "a micro-op index outside its field", p, cstream.OVERFLOW
+    yield "too few parameters", good[:-1], cstream.BAD_INPUT
+
+
+@pytest.mark.parametrize("label, params, rc", list(malformed_gemm_params()),
+                         ids=[m[0] for m in malformed_gemm_params()])  # fmt: skip
+def test_malformed_gemm_params_refused(label, params, rc):
+    got = cstream.gemm_call(params, DEFAULT_CONFIG)
+    assert got[0] == rc, label
+    assert (got[1] is None) == (rc != cstream.OK), label

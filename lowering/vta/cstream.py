@@ -1,11 +1,16 @@
 """libqaccel_stream (lowering/vta/stream/, C99): an instruction stream resolved in one call.
 
     out = resolve(desc, config)     # (fields, words, LOAD UOPs), or None: use the reference
+    rc, fields, words, uops, loads = gemm_call(params, config)   # a whole GEMM layer
 
 The emitters (`emit.py`, `emit_alu.py`) describe a layer's stream as flat arrays (a
 `StreamDescriptor`); the library sets its dependency tokens, places its micro-op kernels and
-encodes it, as `emit.resolve_stream_py` (the reference, and the fallback) does.
-tests/test_vta_cstream.py checks that both give identical programs on the corpus.
+encodes it, as `emit.resolve_stream_py` (the reference, and the fallback) does. A GEMM
+layer's stream is also described by the library (`vta_gemm_emit`, vta_gemm.c: the schedule's
+loop nest walked step by step, micro-op kernels built, then resolved), from the parameters
+`emit._Emitter.c_params` gives (`GEMM_PARAMS`); the emitter's Python step loop
+(`_Emitter.run_py`) is its reference and fallback, and `QACCEL_NO_CGEMM=1` makes it the one
+used. tests/test_vta_cstream.py checks that both give identical programs.
 
 Finding the library, first hit wins:
   1. `QACCEL_NO_CSTREAM=1`: none (the Python reference runs; for tests and debugging);
@@ -29,7 +34,7 @@ from qaccel.targets import cbuild
 LIBRARY = cbuild.STREAM_LIBRARY  # its sources, digest and extension, declared once
 STREAM_DIR = LIBRARY.directory()
 SOURCES, HEADERS = LIBRARY.sources, LIBRARY.headers
-ABI = 1  # VTA_STREAM_ABI
+ABI = 2  # VTA_STREAM_ABI
 NF = 34  # VTA_STREAM_NF
 LIB_NAME = LIBRARY.lib_name
 OK, BAD_INPUT, NOMEM, NO_QUEUE, KERNEL_TOO_BIG, OVERFLOW, NO_COMPUTE = range(7)
@@ -50,6 +55,43 @@ class _IO(ctypes.Structure):  # vta_stream_io
         ("fields", _P), ("words", _P), ("n_out", _I), ("n_uop_loads", _I),
         ("error_index", _I), ("error_value", _I),
     ]  # fmt: skip
+
+
+class _GemmResult(ctypes.Structure):  # vta_gemm_result
+    _fields_ = [("n_out", _I), ("n_uop_loads", _I), ("n_uops", _I), ("fields", _P),
+                ("words", _P), ("uops", _P)]  # fmt: skip
+
+
+# The parameters of `vta_gemm_emit`, in the order of vta_stream.h's VTA_GEMM_* enum
+# (tests/test_vta_cstream.py checks it); `UOP_*`, `PARAMS` and `TAIL` are runs of values.
+GEMM_PARAMS = (
+    "KIND", "H", "W", "KH", "KW", "SH", "SW", "DH", "DW", "PAD_T", "PAD_L", "OH", "OW", "CIB",
+    "COB", "DEPTH_MULTIPLIER", "BATCH", "ROW_SUBSAMPLE", "DIAGONAL", "INT32_OUTPUT", "HAS_BIAS",
+    "IZP", "TH", "TW", "TCO", "TCI", "LOOP_SPATIAL", "INP_SLOTS", "WGT_SLOTS", "ACC_SLOTS",
+    "ZP", "GEMM_BIAS", "STORE_TAIL", "RUNTIME_WEIGHTS", "RUNTIME_INIT", "BIAS_MODE",
+    "PARAM_ROWS", "HAS_SHIFT", "INP_CONST", "INP_BIAS", "INP_BASE", "INP_SLOT_ROWS",
+    "WGT_CONST", "WGT_BIAS", "WGT_BASE", "WGT_SLOT_TILES", "ACC_BASE", "ACC_SLOT_ROWS",
+    "E_INPUT", "E_OUTPUT", "E_WEIGHTS", "E_INIT", "E_BIAS", "E_PAD_ROW", "E_PARAMS",
+    "PARAMS_N", "E_ONE_ROW", "E_ZP_TILE", "E_BIAS_ROW", "E_BIAS_TILES", "LSH_IMM", "RSHR_IMM",
+    "CLAMP_LO", "CLAMP_HI",
+)  # fmt: skip
+GEMM_INDEX = {name: i for i, name in enumerate(GEMM_PARAMS)}
+GEMM_INDEX["UOP_BIT"] = len(GEMM_PARAMS)
+GEMM_INDEX["UOP_WIDTH"] = GEMM_INDEX["UOP_BIT"] + 3
+GEMM_INDEX["PARAMS"] = GEMM_INDEX["UOP_WIDTH"] + 3  # 5 x (kind, first row, per block)
+GEMM_INDEX["TAIL"] = GEMM_INDEX["PARAMS"] + 15  # 8 ops
+GEMM_N = GEMM_INDEX["TAIL"] + 8
+GEMM_BIAS_MODES = ("alu", "dma", "gemm", "store")
+GEMM_PARAM_KINDS = ("bias", "lsh", "rdmul", "rshr", "store")
+GEMM_TAIL_OPS = (None, "lsh", "rdmul", "rshr", "clamp", "zp")
+# The field order vta_gemm.c writes rows in (its F_* enum): isa.FIELD_NAMES'.
+C_FIELDS = (
+    "opcode", "pop_prev", "pop_next", "push_prev", "push_next", "memory_type", "sram_base",
+    "dram_base", "y_size", "x_size", "x_stride", "y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1",
+    "reset", "uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in",
+    "src_factor_out", "src_factor_in", "wgt_factor_out", "wgt_factor_in", "alu_opcode",
+    "use_imm", "imm", "pad_value", "clear", "param_row", "param_y", "param_x",
+)  # fmt: skip
 
 
 def source_hash() -> str:
@@ -73,6 +115,10 @@ def _open(path: Path, check_hash: bool):
         raise OSError(f"{path} was built from other sources")
     lib.vta_stream_resolve.restype = ctypes.c_int
     lib.vta_stream_resolve.argtypes = [ctypes.POINTER(_IO)]
+    lib.vta_gemm_emit.restype = ctypes.c_int
+    lib.vta_gemm_emit.argtypes = [_P, _I, ctypes.POINTER(_IO), ctypes.POINTER(_GemmResult)]
+    lib.vta_gemm_free.restype = None
+    lib.vta_gemm_free.argtypes = [ctypes.POINTER(_GemmResult)]
     return lib
 
 
@@ -135,6 +181,55 @@ def _static(config):
 
 def _ptr(a: np.ndarray) -> int:
     return a.ctypes.data
+
+
+_STATIC_IO: dict = {}
+
+
+def _statics_io(config) -> _IO:
+    """A `_IO` with the configuration's constant inputs set (the rest zero), made once per
+    configuration (`vta_gemm_emit` only reads it; its arrays are `_STATIC`'s, kept)."""
+    found = _STATIC_IO.get(config)
+    if found is not None:
+        return found
+    columns, push, pop, ptr, arrays = _static(config)
+    io = _IO()
+    io.nf = NF
+    io.uop_depth = config.depth("uop")
+    for k in range(8):
+        io.columns[k] = columns[k]
+    for k in range(9):
+        io.token_push[k], io.token_pop[k] = push[k], pop[k]
+    for k in range(7):
+        io.enc_ptr[k] = ptr[k]
+    io.enc_entries = len(arrays[0])
+    io.enc_col, io.enc_lo, io.enc_hi, io.enc_shift, io.enc_word = (_ptr(a) for a in arrays)
+    _STATIC_IO[config] = io
+    return io
+
+
+def gemm_call(params: np.ndarray, config):
+    """Run `vta_gemm_emit` on `params` (int64, `GEMM_N` of them): (return code, fields
+    `[n][34]`, words `[n][2]`, micro-ops, LOAD UOPs); the arrays None unless it succeeded."""
+    lib = library()
+    if lib is None:
+        raise RuntimeError(f"libqaccel_stream is unavailable: {unavailable_reason()}")
+    params = np.ascontiguousarray(params, np.int64)
+    io = _statics_io(config)
+    res = _GemmResult()
+    rc = lib.vta_gemm_emit(_ptr(params), len(params), ctypes.byref(io), ctypes.byref(res))
+    if rc != OK:
+        return rc, None, None, None, 0
+    try:
+        n, k = res.n_out, res.n_uops
+        fields = np.ctypeslib.as_array((ctypes.c_int64 * (n * NF)).from_address(res.fields))
+        words = np.ctypeslib.as_array((ctypes.c_uint64 * (2 * n)).from_address(res.words))
+        uops = (np.ctypeslib.as_array((ctypes.c_uint32 * k).from_address(res.uops)).copy()
+                if k else np.zeros(0, np.uint32))  # fmt: skip
+        out = fields.reshape(n, NF).copy(), words.reshape(n, 2).copy(), uops, res.n_uop_loads
+    finally:
+        lib.vta_gemm_free(ctypes.byref(res))
+    return (rc, *out)
 
 
 def call(desc: StreamDescriptor, config, capacity: int | None = None):

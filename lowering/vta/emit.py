@@ -33,10 +33,16 @@
   the images after the first reuse the weights the last pass left (run-time weights,
   `ConvLayer.runtime_weights`, are each image's own: image n's tiles are loaded in its pass).
   The loads of image n+1 overlap the stores of image n as within one image.
+
+With libqaccel_stream built (`cstream.py`), a GEMM layer's whole stream is emitted by it in
+one call (`_Emitter.run_c`: `vta_gemm_emit` walks the same loop nest); the step loop here
+(`_Emitter.run_py`) is its reference and fallback, and `QACCEL_NO_CGEMM=1` makes it the one
+used (the same programs, more slowly).
 """
 
 from __future__ import annotations
 
+import os
 from array import array
 from dataclasses import dataclass, field
 from itertools import chain
@@ -1123,6 +1129,97 @@ class _Emitter(_Stream):
 
     # --- the whole layer ---
     def run(self) -> LayerProgram:
+        """The layer's program: emitted and resolved by libqaccel_stream (`run_c`) when it is
+        built, else (or when it refuses the layer) by this emitter's step loop (`run_py`, the
+        reference; both give the same program)."""
+        done = self.run_c()
+        return done if done is not None else self.run_py()
+
+    def run_c(self) -> LayerProgram | None:
+        """`run()` by libqaccel_stream's `vta_gemm_emit`: the loop nest walked and the stream
+        resolved in one call; None when the library is unavailable, disabled
+        (`QACCEL_NO_CGEMM=1`) or refuses the layer (e.g. a micro-op index outside its field:
+        `run_py` then raises as it does)."""
+        if os.environ.get("QACCEL_NO_CGEMM") == "1" or not cstream.library():
+            return None
+        params = self.c_params()
+        if params is None:
+            return None
+        rc, fields, words, uops, n_uop_loads = cstream.gemm_call(params, self.c)
+        if rc != cstream.OK:
+            return None
+        program = Program(self.c, words, uops)
+        program.know_fields(fields.view(FIELDS_DTYPE).reshape(-1))  # the report decodes it
+        return self.program_of(program, n_uop_loads)
+
+    def c_params(self) -> np.ndarray | None:
+        """`vta_gemm_emit`'s parameters (`cstream.GEMM_INDEX`), or None for a layer it does
+        not describe (a tail op or bias mode it does not know)."""
+        g, s, plan, layer, blk = self.g, self.s, self.plan, self.layer, self.blk
+        if (s.bias_mode not in cstream.GEMM_BIAS_MODES or len(g.tail) > 8
+                or any(op not in cstream.GEMM_TAIL_OPS for op in g.tail)
+                or len(self.param_layout) > 5
+                or any(k not in cstream.GEMM_PARAM_KINDS for k in self.param_layout)):  # fmt: skip
+            return None
+        ix = cstream.GEMM_INDEX
+        p = np.zeros(cstream.GEMM_N, np.int64)
+        regions = self.regions
+
+        def elem(name: str, nbytes: int) -> int:
+            return regions[name][0] // nbytes if name in regions else -1
+
+        shift = None if layer.shift is None else np.asarray(layer.shift).reshape(-1)
+        has_shift = shift is not None and len(shift) > 0  # `shift[0]`: the tail's immediates
+        lo, hi = max(layer.act_min, -128), min(layer.act_max, 127)
+        z = layer.output_zero_point
+        values = {
+            "KIND": ("conv", "depthwise", "dense").index(g.kind) if g.kind in (
+                "conv", "depthwise", "dense") else -1,
+            "H": g.H, "W": g.W, "KH": g.KH, "KW": g.KW, "SH": g.sh, "SW": g.sw, "DH": g.dh,
+            "DW": g.dw, "PAD_T": g.pad_t, "PAD_L": g.pad_l, "OH": g.OH, "OW": g.OW,
+            "CIB": g.CIB, "COB": g.COB, "DEPTH_MULTIPLIER": g.depth_multiplier,
+            "BATCH": g.batch, "ROW_SUBSAMPLE": g.row_subsample, "DIAGONAL": g.diagonal,
+            "INT32_OUTPUT": g.int32_output, "HAS_BIAS": g.has_bias, "IZP": g.input_zero_point,
+            "TH": s.tile_h, "TW": s.tile_w, "TCO": s.tile_co, "TCI": s.tile_ci,
+            "LOOP_SPATIAL": s.loop_order == "spatial", "INP_SLOTS": s.inp_slots,
+            "WGT_SLOTS": s.wgt_slots, "ACC_SLOTS": s.acc_slots, "ZP": self.zp,
+            "GEMM_BIAS": self.gemm_bias, "STORE_TAIL": self.store_tail,
+            "RUNTIME_WEIGHTS": bool(layer.runtime_weights),
+            "RUNTIME_INIT": bool(layer.runtime_init),
+            "BIAS_MODE": cstream.GEMM_BIAS_MODES.index(s.bias_mode), "PARAM_ROWS": PARAM_ROWS,
+            "HAS_SHIFT": has_shift,
+            "INP_CONST": plan.inp_const, "INP_BIAS": plan.inp_bias, "INP_BASE": plan.inp_base,
+            "INP_SLOT_ROWS": plan.inp_slot_rows, "WGT_CONST": plan.wgt_const,
+            "WGT_BIAS": plan.wgt_bias, "WGT_BASE": plan.wgt_base,
+            "WGT_SLOT_TILES": plan.wgt_slot_tiles, "ACC_BASE": plan.acc_base,
+            "ACC_SLOT_ROWS": plan.acc_slot_rows,
+            "E_INPUT": elem("input", blk), "E_OUTPUT": elem("output", self.out_eb),
+            "E_WEIGHTS": elem("weights", blk * blk), "E_INIT": elem("init", 4 * blk),
+            "E_BIAS": elem("bias", 4 * blk), "E_PAD_ROW": elem("pad_row", blk),
+            "E_PARAMS": elem("params", 4 * blk),
+            "PARAMS_N": regions["params"][1] // (4 * blk) if "params" in regions else -1,
+            "E_ONE_ROW": elem("one_row", blk), "E_ZP_TILE": elem("zp_tile", blk * blk),
+            "E_BIAS_ROW": elem("bias_row", blk), "E_BIAS_TILES": elem("bias_tiles", blk * blk),
+            "LSH_IMM": -max(int(shift[0]), 0) if has_shift else 0,
+            "RSHR_IMM": max(-int(shift[0]), 0) if has_shift else 0,
+            "CLAMP_LO": lo - z, "CLAMP_HI": hi - z,
+        }  # fmt: skip
+        if values["KIND"] < 0:
+            return None
+        for name, v in values.items():
+            p[ix[name]] = int(v)
+        for k, f in enumerate(layout_of(self.c).uop):
+            p[ix["UOP_BIT"] + k], p[ix["UOP_WIDTH"] + k] = f.bit, f.width
+        p[ix["PARAMS"] : ix["PARAMS"] + 15] = -1
+        for k, (kind, (start, per)) in enumerate(self.param_layout.items()):
+            at = ix["PARAMS"] + 3 * k
+            p[at : at + 3] = cstream.GEMM_PARAM_KINDS.index(kind), start, per
+        for k, op in enumerate(g.tail):
+            p[ix["TAIL"] + k] = cstream.GEMM_TAIL_OPS.index(op)
+        return p
+
+    def run_py(self) -> LayerProgram:
+        """`run()` by this emitter's step loop (the reference of `run_c`)."""
         g, s = self.g, self.s
         blk = self.blk
         if g.input_zero_point != 0 and g.kind != "dense":
