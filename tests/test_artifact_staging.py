@@ -6,8 +6,10 @@ or when the write fails."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -129,6 +131,37 @@ def test_npz_streamed_is_the_npz_made_whole():
     ]  # fmt: skip
     for arrays in cases:
         assert _npz_bytes(arrays) == _npz_bytes_whole(arrays)
+        stored = _npz_bytes(arrays, zipfile.ZIP_STORED)
+        assert stored == _npz_bytes_whole(arrays, zipfile.ZIP_STORED)
+        with np.load(io.BytesIO(stored)) as z:
+            assert sorted(z.files) == sorted(arrays)
+            for key, array in arrays.items():
+                assert np.array_equal(z[key], array)
+
+
+def test_dram_images_are_stored_and_deflated_ones_still_load(small_cnn, tmp_path):
+    """`dram.npz`'s member is stored, not deflated (the run plan's `runtime.npz` stays
+    deflated); an artifact whose images are deflated (as written before) loads the same."""
+    from qaccel.backends.vta.artifact import _npz_bytes, load_artifact
+
+    compiled, data = small_cnn
+    out = tmp_path / "out"
+    write_artifact(compiled, out, data)
+    manifest = _check_manifest(out)
+    for name, fn in compiled.functions.items():
+        with zipfile.ZipFile(out / name / "dram.npz") as z:
+            assert [i.compress_type for i in z.infolist()] == [zipfile.ZIP_STORED]
+    with zipfile.ZipFile(out / "runtime.npz") as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_DEFLATED}
+    for name, fn in compiled.functions.items():  # as an earlier qaccel wrote it
+        rel = f"{name}/dram.npz"
+        blob = _npz_bytes({"dram": fn.image})
+        (out / rel).write_bytes(blob)
+        manifest["files"][rel] = hashlib.sha256(blob).hexdigest()
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    loaded = load_artifact(out)
+    for name, fn in compiled.functions.items():
+        assert np.array_equal(loaded.functions[name].image, fn.image)
 
 
 def test_an_image_compressed_ahead_is_taken_only_when_it_is_the_final_one(small_cnn, tmp_path,
@@ -151,10 +184,10 @@ def test_an_image_compressed_ahead_is_taken_only_when_it_is_the_final_one(small_
         ahead.result()  # compressed before the compressor is taken away
     npz_bytes = artifact._npz_bytes
 
-    def no_image(arrays):  # the run plan's own .npz is still made here
+    def no_image(arrays, *compression):  # the run plan's own .npz is still made here
         if "dram" in arrays:
             raise AssertionError("compressed again")
-        return npz_bytes(arrays)
+        return npz_bytes(arrays, *compression)
 
     monkeypatch.setattr(artifact, "_npz_bytes", no_image)
     write_artifact(compiled, tmp_path / "same", data, images_ahead=same)

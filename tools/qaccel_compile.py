@@ -232,8 +232,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     from qaccel.backends.vta.artifact import ImageAhead, Staging
 
     staging: list[Staging] = []
-    # Each accelerator function's DRAM image is compressed on a thread from the moment its
-    # layout is known, while its streams are emitted (write_artifact takes it when the
+    # Each accelerator function's DRAM image is made into its dram.npz on a thread from the
+    # moment its layout is known, while its streams are emitted (write_artifact takes it when the
     # emitter kept that layout).
     images_ahead: dict[str, ImageAhead] = {}
 

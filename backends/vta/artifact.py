@@ -6,7 +6,8 @@
 **Files.** `host.mlir` (the whole module as text: host functions and accelerator functions,
 whose bodies show every formed layer as a `vta.layer` op with its `#vta.<kind>_schedule`; the
 runtime interprets the ops outside the layers); for every accelerator function
-`vta_fn_k/dram.npz` (`dram`: the function's DRAM image, constants in place and the arena zero)
+`vta_fn_k/dram.npz` (`dram`: the function's DRAM image, constants in place and the arena zero;
+its member stored, not deflated: `IMAGE_COMPRESSION`)
 and per layer `vta_fn_k/layer_i.bin` (16-byte instructions) and `vta_fn_k/layer_i.uops.bin`
 (the micro-op image, little-endian uint32):
 `qaccel-sim vta_fn_0/layer_0.bin --dram vta_fn_0/dram.npz --uops vta_fn_0/layer_0.uops.bin`
@@ -61,23 +62,27 @@ from xdsl.dialects.builtin import ModuleOp
 
 ARTIFACT_FORMAT = 4
 """4: the run plan, `runtime.json` + `runtime.npz` (every other file as in 3; `load_artifact`
-reads 3 too). 3: layers are `vta.layer` ops of host.mlir (a layer's `ops`, `anchor` and `widened` are
+reads 3 too; `dram.npz`'s member is stored since a later 4, deflated before: the same .npz to
+every reader, so the number stayed). 3: layers are `vta.layer` ops of host.mlir (a layer's `ops`, `anchor` and `widened` are
 the position of its `vta.layer`; `widened` names its result 1). 2: layers were groups of
 ops found by pattern matching (positions of every op of the group)."""
 _READS = (3, ARTIFACT_FORMAT)  # format 4 only adds files `load_artifact` does not need
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
-def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """An .npz that `np.load` reads, with fixed member dates (np.savez stamps the time).
-    Each member's .npy is written straight into its deflate stream, never held whole (the
-    bytes of `_npz_bytes_whole`: deflate's output does not depend on how its input comes in
-    pieces, and `writestr` is this same member stream given the .npy in one piece)."""
+def _npz_bytes(arrays: dict[str, np.ndarray],
+               compression: int = zipfile.ZIP_DEFLATED) -> bytes:  # fmt: skip
+    """An .npz that `np.load` reads, with fixed member dates (np.savez stamps the time), its
+    members deflated (`compression`: `zipfile.ZIP_STORED` stores them as they are, as
+    `np.savez` does; the DRAM images' `IMAGE_COMPRESSION`). Each member's .npy is written
+    straight into its member stream, never held whole (the bytes of `_npz_bytes_whole`:
+    deflate's output does not depend on how its input comes in pieces, and `writestr` is
+    this same member stream given the .npy in one piece)."""
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+    with zipfile.ZipFile(buf, "w", compression) as z:
         for key in sorted(arrays):
             array = np.asarray(arrays[key])
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = compression
             if array.nbytes >= _STREAM_BELOW:  # near ZIP64's sizes: exactly as writestr
                 _write_whole(z, info, array)
                 continue
@@ -86,6 +91,13 @@ def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
                 np.lib.format.write_array(member, array, allow_pickle=False)
     return buf.getvalue()
 
+
+IMAGE_COMPRESSION = zipfile.ZIP_STORED
+"""How `dram.npz`'s member is kept: stored, not deflated. A DRAM image is mostly int8
+weights, which deflate shrinks little (MobileNetV2's 6.4 MB image to 3.7 MB, most of that
+its arena's zeros), at some 0.13 s of CPU per compile and an inflating at every load; the
+run plan reads `constants.bin` raw anyway. Artifacts written before hold it deflated, which
+every reader (`np.load`, `load_artifact`, `qaccel-sim --dram`) takes as well."""
 
 _STREAM_BELOW = 1 << 30
 """Members of fewer bytes are streamed (ZIP64 is decided for members of about 2 GB)."""
@@ -97,15 +109,21 @@ def _write_whole(z: zipfile.ZipFile, info: zipfile.ZipInfo, array: np.ndarray) -
     z.writestr(info, member.getvalue())
 
 
-def _npz_bytes_whole(arrays: dict[str, np.ndarray]) -> bytes:
+def _npz_bytes_whole(arrays: dict[str, np.ndarray],
+                     compression: int = zipfile.ZIP_DEFLATED) -> bytes:  # fmt: skip
     """`_npz_bytes` with each member's .npy made whole first (the reference)."""
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+    with zipfile.ZipFile(buf, "w", compression) as z:
         for key in sorted(arrays):
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = compression
             _write_whole(z, info, np.asarray(arrays[key]))
     return buf.getvalue()
+
+
+def _image_npz(image: np.ndarray) -> bytes:
+    """A function's `dram.npz`: its DRAM image as the member `dram`, stored."""
+    return _npz_bytes({"dram": image}, IMAGE_COMPRESSION)
 
 
 def _on_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -133,16 +151,16 @@ def _on_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
 
 
 class ImageAhead:
-    """A DRAM image's `dram.npz` compressed on a thread from now on, for `write_artifact`
+    """A DRAM image's `dram.npz` made on a thread from now on, for `write_artifact`
     (`compile_module`'s `image_ready`: a function's layout is known before its streams are
     emitted). The image must not change afterwards."""
 
     def __init__(self, image: np.ndarray) -> None:
         self._image = image
-        self.result = _on_thread(lambda: _npz_bytes({"dram": image}))
+        self.result = _on_thread(lambda: _image_npz(image))
 
     def image_is(self, image: np.ndarray) -> bool:
-        """Whether `image` is the one compressed (the emitter may have refused a layer
+        """Whether `image` is the one made into `dram.npz` (the emitter may have refused a layer
         after the image was given, and laid the constants out again)."""
         return self._image is image or (self._image.shape == image.shape
                                          and bool(np.array_equal(self._image, image)))
@@ -223,23 +241,23 @@ def write_artifact(
     wrote files already: a file given as `Written` (host.mlir, a file of `extra`) is one of
     those, with its SHA-256, and must be a file the artifact does not make itself.
     `images_ahead`: the functions' `dram.npz` begun ahead (`ImageAhead`), by function name."""
-    # The DRAM images are compressed on a thread (zlib lets go of the GIL while it works)
-    # while the other files are made here; first of all, as it takes longest (they are
-    # written only once the checks below passed). An image compressed ahead of time
-    # (`ImageAhead`) is taken when it is the function's final image.
+    # The DRAM images' `dram.npz` are made on a thread (their CRC and copies let go of the
+    # GIL) while the other files are made here (they are written only once the checks below
+    # passed). An image made ahead of time (`ImageAhead`) is taken when it is the
+    # function's final image.
     ahead = dict(images_ahead or {})
 
-    def compressed() -> dict[str, bytes]:
+    def image_files() -> dict[str, bytes]:
         out = {}
         for name, fn in compiled.functions.items():
             early = ahead.get(name)
             if early is not None and early.image_is(fn.image):
                 out[f"{name}/dram.npz"] = early.result()
             else:
-                out[f"{name}/dram.npz"] = _npz_bytes({"dram": fn.image})
+                out[f"{name}/dram.npz"] = _image_npz(fn.image)
         return out
 
-    images = _on_thread(compressed)
+    images = _on_thread(image_files)
     check_runnable(compiled.module)
     root = Path(outdir)
     check_artifact_destination(root)
