@@ -63,9 +63,10 @@ from xdsl.dialects.builtin import ModuleOp
 ARTIFACT_FORMAT = 4
 """4: the run plan, `runtime.json` + `runtime.npz` (every other file as in 3; `load_artifact`
 reads 3 too; `dram.npz`'s member is stored since a later 4, deflated before: the same .npz to
-every reader, so the number stayed). 3: layers are `vta.layer` ops of host.mlir (a layer's `ops`, `anchor` and `widened` are
-the position of its `vta.layer`; `widened` names its result 1). 2: layers were groups of
-ops found by pattern matching (positions of every op of the group)."""
+every reader, so the number stayed). 3: layers are `vta.layer` ops of host.mlir (a layer's
+`ops`, `anchor` and `widened` are the position of its `vta.layer`; `widened` names its result
+1). 2: layers were groups of ops found by pattern matching (positions of every op of the
+group)."""
 _READS = (3, ARTIFACT_FORMAT)  # format 4 only adds files `load_artifact` does not need
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
