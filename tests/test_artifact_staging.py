@@ -57,6 +57,12 @@ def test_equal_large_files_are_written_once_and_hashed_once(tmp_path):
     assert staging.digests["b/program.bin"] == replaced.sha256 == hashlib.sha256(b"new").hexdigest()
     staging.write("f/program.bin", big)  # links to the file that still holds these bytes
     assert os.path.samefile(folder / "a/program.bin", folder / "f/program.bin")
+    # Pieces (a list, or an iterator of them): written and hashed as they come.
+    pieces = [big[:5], memoryview(big)[5:1000], bytearray(big[1000:])]
+    assert staging.write("g/pieces.bin", pieces) == first
+    assert staging.write("h/pieces.bin", iter(pieces)) == first
+    assert (folder / "h/pieces.bin").read_bytes() == big
+    assert not os.path.samefile(folder / "a/program.bin", folder / "h/pieces.bin")
     staging.discard()
     assert not folder.exists()
 

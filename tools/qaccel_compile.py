@@ -60,7 +60,7 @@ from typing import NoReturn
 from qaccel.backends.vta.artifact import (
     check_artifact_destination,
     check_runnable,
-    module_bytes,
+    module_pieces,
     write_artifact,
 )
 from qaccel.backends.vta.codegen import compile_module, settle_host_trees
@@ -308,7 +308,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def _write_host_ir(module, staging):
     """OUTDIR/host.mlir written into the artifact's folder (by a helper process)."""
-    return staging.write("host.mlir", module_bytes(module))
+    return staging.write("host.mlir", module_pieces(module))
 
 
 def _write_aot_models(compiled, source: bytes | None, staging):

@@ -40,7 +40,7 @@ import secrets
 import shutil
 import threading
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,6 +180,14 @@ def module_bytes(module: ModuleOp) -> bytes:
     return op_bytes(module)
 
 
+def module_pieces(module: ModuleOp) -> Iterator[bytes]:
+    """`module_bytes(module)` as pieces made as they are asked for (`Staging.write` writes
+    and hashes each as it comes, never holding the whole text)."""
+    from qaccel.dialects.printing import op_pieces
+
+    return op_pieces(module)
+
+
 def _versions() -> dict:
     # importlib.metadata's answers, read without importing it (and the email package) where
     # the environment allows: ~20 ms of every compile (kernels/entry_points.py).
@@ -299,9 +307,9 @@ def write_artifact(
         for rel, data in images().items():
             staging.write(rel, data)
         if host_text is None:
-            host_text = module_bytes(compiled.module)
+            host_text = module_pieces(compiled.module)
         host = host_text() if callable(host_text) else host_text
-        later: dict[str, bytes | str | Written] = {"host.mlir": host}
+        later: dict[str, bytes | str | Iterator[bytes] | Written] = {"host.mlir": host}
         later.update((extra() if callable(extra) else extra) or {})
         for rel, data in later.items():  # a file of `extra` replaces one written above
             if isinstance(data, Written):
@@ -357,11 +365,11 @@ class Staging:
         self._dirs = {self.folder}
         self._large: dict[int, list[tuple[bytes, str]]] = {}  # size -> (bytes, rel)
 
-    def write(self, rel: str, data: bytes | list, sha256: str | None = None) -> Written:
+    def write(self, rel: str, data: bytes | Iterable, sha256: str | None = None) -> Written:
         """Write (or link) the file `rel` with `data`; its digest, also in `digests`.
         `sha256`: the digest of `data` when the caller has it already. `data` may be a list
-        of bytes-like pieces, the file their concatenation: written and hashed piece by
-        piece, never joined (and never linked)."""
+        (or an iterator) of bytes-like pieces, the file their concatenation: written and
+        hashed piece by piece, never joined (and never linked)."""
         path = self.folder / rel
         if rel in self.digests:  # replaced: never through a link another file shares
             path.unlink(missing_ok=True)
@@ -370,7 +378,7 @@ class Staging:
         elif path.parent not in self._dirs:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._dirs.add(path.parent)
-        if isinstance(data, list):
+        if not isinstance(data, bytes | bytearray | memoryview):
             hashed = None if sha256 else hashlib.sha256()
             with open(path, "wb") as out:
                 for piece in data:
@@ -496,4 +504,4 @@ def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
 
 
 __all__ = ["ARTIFACT_FORMAT", "Staging", "Written", "check_runnable", "is_artifact", "load_artifact",
-           "module_bytes", "module_text", "write_artifact"]
+           "module_bytes", "module_pieces", "module_text", "write_artifact"]
