@@ -217,6 +217,52 @@ def test_dram_images_are_stored_and_deflated_ones_still_load(small_cnn, tmp_path
         assert np.array_equal(loaded.functions[name].image, fn.image)
 
 
+def test_images_written_ahead_into_the_folder_are_taken_or_written_again(small_cnn, tmp_path,
+                                                                        monkeypatch):  # fmt: skip
+    """`ImageAhead` given the artifact's `Staging` writes `dram.npz` into it on its thread:
+    write_artifact takes that file when the image is the function's final one (making no
+    .npz itself), writes it again when it is not, and removes one of a function the artifact
+    does not have; the artifact is the same every way."""
+    from qaccel.backends.vta import artifact
+    from qaccel.backends.vta.artifact import ImageAhead
+
+    compiled, data = small_cnn
+    write_artifact(compiled, tmp_path / "plain", data)
+    plain = _check_manifest(tmp_path / "plain")
+    npz_bytes = artifact._npz_bytes
+
+    def no_image(arrays, *compression):
+        if "dram" in arrays:
+            raise AssertionError("made again")
+        return npz_bytes(arrays, *compression)
+
+    name, fn = next(iter(compiled.functions.items()))
+    staging = Staging(tmp_path / "same")
+    same = {n: ImageAhead(f.image.copy(), staging, f"{n}/dram.npz")
+            for n, f in compiled.functions.items()}  # fmt: skip
+    same["vta_fn_99"] = ImageAhead(fn.image, staging, "vta_fn_99/dram.npz")  # no such function
+    for ahead in same.values():
+        assert isinstance(ahead.result(), Written)
+    monkeypatch.setattr(artifact, "_npz_bytes", no_image)
+    write_artifact(compiled, tmp_path / "same", data, staging=staging, images_ahead=same)
+    monkeypatch.setattr(artifact, "_npz_bytes", npz_bytes)
+    staging = Staging(tmp_path / "stale")
+    changed = fn.image.copy()
+    changed[-1] ^= 1
+    stale = {name: ImageAhead(changed, staging, f"{name}/dram.npz")}
+    write_artifact(compiled, tmp_path / "stale", data, staging=staging, images_ahead=stale)
+    other = {name: ImageAhead(fn.image, Staging(tmp_path / "other"), f"{name}/dram.npz")}
+    other[name].result()  # written into another folder: made again here
+    write_artifact(compiled, tmp_path / "elsewhere", data, images_ahead=other)
+    other[name].staging.discard()
+    for out in ("same", "stale", "elsewhere"):
+        assert _check_manifest(tmp_path / out) == plain
+        for rel in plain["files"]:
+            assert (tmp_path / out / rel).read_bytes() == (tmp_path / "plain" / rel).read_bytes()
+        assert _siblings(tmp_path / out) == []
+    assert not (tmp_path / "same" / "vta_fn_99").exists()
+
+
 def test_an_image_compressed_ahead_is_taken_only_when_it_is_the_final_one(small_cnn, tmp_path,
                                                                           monkeypatch):  # fmt: skip
     """`ImageAhead`: write_artifact takes the dram.npz compressed ahead when its image is the

@@ -232,14 +232,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     from qaccel.backends.vta.artifact import ImageAhead, Staging
 
     staging: list[Staging] = []
-    # Each accelerator function's DRAM image is made into its dram.npz on a thread from the
-    # moment its layout is known, while its streams are emitted (write_artifact takes it when the
-    # emitter kept that layout).
+    # Each accelerator function's DRAM image is made into its dram.npz and written into the
+    # artifact's folder on a thread from the moment its layout is known, while its streams
+    # are emitted (write_artifact takes it when the emitter kept that layout).
     images_ahead: dict[str, ImageAhead] = {}
 
     def image_ready(name: str, image) -> None:
         if litert is not None:  # nothing forks after the emission (else the thread waits)
-            images_ahead[name] = ImageAhead(image)
+            images_ahead[name] = ImageAhead(image, staged(), f"{name}/dram.npz")
 
     def staged() -> Staging:
         if not staging:

@@ -155,11 +155,20 @@ def _on_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
 class ImageAhead:
     """A DRAM image's `dram.npz` made on a thread from now on, for `write_artifact`
     (`compile_module`'s `image_ready`: a function's layout is known before its streams are
-    emitted). The image must not change afterwards."""
+    emitted), and written as `rel` into `staging` when given (during the emission, its
+    writing and hashing off the artifact's tail). The image must not change afterwards.
+    `result()`: the file's bytes, or its `Written` digest when written."""
 
-    def __init__(self, image: np.ndarray) -> None:
+    def __init__(self, image: np.ndarray, staging: Staging | None = None,
+                 rel: str | None = None) -> None:  # fmt: skip
         self._image = image
-        self.result = _on_thread(lambda: _image_npz(image))
+        self.staging = staging if rel is not None else None
+
+        def made() -> bytes | Written:
+            blob = _image_npz(image)
+            return blob if self.staging is None else self.staging.write(rel, blob)  # type: ignore[arg-type]
+
+        self.result = _on_thread(made)
 
     def image_is(self, image: np.ndarray) -> bool:
         """Whether `image` is the one made into `dram.npz` (the emitter may have refused a layer
@@ -250,21 +259,33 @@ def write_artifact(
     for `outdir` the caller made (and removes should this raise), into which helper processes
     wrote files already: a file given as `Written` (host.mlir, a file of `extra`) is one of
     those, with its SHA-256, and must be a file the artifact does not make itself.
-    `images_ahead`: the functions' `dram.npz` begun ahead (`ImageAhead`), by function name."""
+    `images_ahead`: the functions' `dram.npz` begun ahead (`ImageAhead`), by function name
+    (written into `staging` already when made for it)."""
     # The DRAM images' `dram.npz` are made on a thread (their CRC and copies let go of the
     # GIL) while the other files are made here (they are written only once the checks below
     # passed). An image made ahead of time (`ImageAhead`) is taken when it is the
     # function's final image.
     ahead = dict(images_ahead or {})
+    given = staging  # the folder the images made ahead may have been written into
 
-    def image_files() -> dict[str, bytes]:
-        out = {}
+    def image_files() -> dict[str, bytes | Written]:
+        out: dict[str, bytes | Written] = {}
+        taken = set()
         for name, fn in compiled.functions.items():
             early = ahead.get(name)
             if early is not None and early.image_is(fn.image):
-                out[f"{name}/dram.npz"] = early.result()
-            else:
-                out[f"{name}/dram.npz"] = _image_npz(fn.image)
+                made = early.result()
+                if not isinstance(made, Written) or early.staging is given:
+                    out[f"{name}/dram.npz"] = made
+                    taken.add(name)
+                    continue
+            out[f"{name}/dram.npz"] = _image_npz(fn.image)
+        for name, early in ahead.items():  # one not taken: its file written again, or none
+            if name not in taken and early.staging is not None and early.staging is given:
+                with contextlib.suppress(Exception):
+                    early.result()  # (ended before the file is written again)
+                if f"{name}/dram.npz" not in out:
+                    given.remove(f"{name}/dram.npz")
         return out
 
     images = _on_thread(image_files)
@@ -305,8 +326,9 @@ def write_artifact(
     try:
         for rel, data in files.items():
             staging.write(rel, data)
-        for rel, data in images().items():
-            staging.write(rel, data)
+        for rel, data in images().items():  # (a file written ahead: its digest, written)
+            if not isinstance(data, Written):
+                staging.write(rel, data)
         if host_text is None:
             host_text = module_pieces(compiled.module)
         host = host_text() if callable(host_text) else host_text
@@ -376,6 +398,7 @@ class Staging:
         self._dirs = {self._root}
         self._large: dict[int, list[tuple[bytes, str]]] = {}  # size -> (bytes, rel)
         self._owner = os.getpid()
+        self._lock = threading.Lock()  # (`ImageAhead`'s threads write too)
         self._spare: int | None = 0
         """The next spare file to take (None: none are taken any more)."""
 
@@ -414,6 +437,23 @@ class Staging:
         `sha256`: the digest of `data` when the caller has it already. `data` may be a list
         (or an iterator) of bytes-like pieces, the file their concatenation: written and
         hashed piece by piece, never joined (and never linked)."""
+        with self._lock:
+            return self._write(rel, data, sha256)
+
+    def remove(self, rel: str) -> None:
+        """The file `rel` written before removed (it is no file of the artifact)."""
+        with self._lock:
+            if self.digests.pop(rel, None) is not None:
+                os.unlink(f"{self._root}/{rel}")
+                for same in self._large.values():
+                    same[:] = [(b, r) for b, r in same if r != rel]
+                parent = os.path.dirname(f"{self._root}/{rel}")
+                if parent != self._root:  # its folder too, when that holds nothing else
+                    with contextlib.suppress(OSError):
+                        os.rmdir(parent)
+                        self._dirs.discard(parent)
+
+    def _write(self, rel: str, data: bytes | Iterable, sha256: str | None) -> Written:
         path = f"{self._root}/{rel}"  # (strings: some 0.1 ms a file less than Paths)
         if rel in self.digests:  # replaced: never through a link another file shares
             with contextlib.suppress(FileNotFoundError):
