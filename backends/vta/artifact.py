@@ -166,7 +166,9 @@ class ImageAhead:
 
         def made() -> bytes | Written:
             blob = _image_npz(image)
-            return blob if self.staging is None else self.staging.write(rel, blob)  # type: ignore[arg-type]
+            if self.staging is None:
+                return blob
+            return self.staging.write(rel, blob)  # type: ignore[arg-type]
 
         self.result = _on_thread(made)
 
