@@ -133,6 +133,33 @@ def test_files_written_by_helpers_are_taken_with_their_digests(small_cnn, tmp_pa
         assert (root / rel).read_bytes() == (tmp_path / "plain" / rel).read_bytes()
 
 
+def test_the_source_written_by_a_helper_is_taken(small_cnn, tmp_path, monkeypatch):
+    """`source_by_helper`: model.tflite comes from `extra` as `Written` (write_artifact does
+    not write it, nor hash the source again); when `extra` lacks it, it is written here."""
+    from qaccel.backends.vta import artifact
+
+    compiled, data = small_cnn
+    write_artifact(compiled, tmp_path / "plain", data)
+    plain = _check_manifest(tmp_path / "plain")
+    staging = Staging(tmp_path / "helped")
+    helper = staging.write("model.tflite", data)
+    writes = []
+    write = artifact.Staging._write
+
+    def counted(self, rel, blob, sha256):
+        writes.append(rel)
+        return write(self, rel, blob, sha256)
+
+    monkeypatch.setattr(artifact.Staging, "_write", counted)
+    write_artifact(compiled, tmp_path / "helped", data, staging=staging,
+                   extra={"model.tflite": helper}, source_by_helper=True)  # fmt: skip
+    assert "model.tflite" not in writes
+    write_artifact(compiled, tmp_path / "not_helped", data, source_by_helper=True)
+    assert "model.tflite" in writes
+    for out in ("helped", "not_helped"):
+        assert _check_manifest(tmp_path / out) == plain
+
+
 def test_a_failed_write_leaves_nothing_beside_the_artifact(small_cnn, tmp_path):
     compiled, data = small_cnn
     root = tmp_path / "out"

@@ -275,6 +275,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                 early.result()
         if host_text is None:
             host_text = background.start(_write_host_ir, compiled.module, staged())
+        fed = litert is not None  # `_write_spliced_models`, which writes model.tflite too
         if litert is None:
             litert = background.start(_write_aot_models, compiled, data, staged())
         else:
@@ -288,7 +289,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
         write_artifact(compiled, args.output, data, extra=litert_models,
                        host_text=host_text.result, staging=staged(),
-                       images_ahead=images_ahead)  # fmt: skip
+                       images_ahead=images_ahead, source_by_helper=fed)  # fmt: skip
         aot = aot_lines[0]
     finally:
         for pending in (host_text, litert):
@@ -349,19 +350,22 @@ def _emitted(compiled):
 
 def _write_spliced_models(module, source: bytes, staging, receive):
     """`_write_aot_models` for a .tflite, begun from the final module alone (by a helper
-    process started before the emission): the rest once `receive()` gives `_emitted`."""
+    process started before the emission): the rest once `receive()` gives `_emitted`. Writes
+    OUTDIR/model.tflite (`source`) too, meanwhile."""
     from qaccel.backends.litert.partitions import finish_litert_files, prepare_litert_files
     from qaccel.backends.vta.compiled import CompiledModel, accelerator_functions
 
     names = {f.sym_name.data for f in accelerator_functions(module)}
     prepared = prepare_litert_files(source, module, names)
+    # OUTDIR/model.tflite too, while the emission runs (write_artifact leaves it to this).
+    original = staging.write("model.tflite", source)
     config, functions = receive()
     if set(functions) != names:  # (never seen) decided again for the compile's functions
         prepared = prepare_litert_files(source, module, set(functions))
     compiled = CompiledModel(module, config, functions, [], {})
     models, lines = finish_litert_files(prepared, compiled, _partition_compiler(compiled),
                                         joined=False)  # fmt: skip
-    return _written(models, staging), "\n".join(lines)
+    return {"model.tflite": original, **_written(models, staging)}, "\n".join(lines)
 
 
 def _written(models: dict[str, bytes | list], staging):

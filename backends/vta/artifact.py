@@ -251,6 +251,7 @@ def write_artifact(
     host_text: str | bytes | Written | Callable[[], str | bytes | Written] | None = None,
     staging: Staging | None = None,
     images_ahead: dict[str, ImageAhead] | None = None,
+    source_by_helper: bool = False,
 ) -> None:
     """Write the artifact (see the module docstring) as the folder `outdir`, whole; a model
     that could not run is refused first (`check_runnable`), so no such artifact is ever
@@ -262,7 +263,8 @@ def write_artifact(
     wrote files already: a file given as `Written` (host.mlir, a file of `extra`) is one of
     those, with its SHA-256, and must be a file the artifact does not make itself.
     `images_ahead`: the functions' `dram.npz` begun ahead (`ImageAhead`), by function name
-    (written into `staging` already when made for it)."""
+    (written into `staging` already when made for it). `source_by_helper`: `model.tflite`
+    (`source`'s bytes) is written by a helper, and given by `extra` as `Written`."""
     # The DRAM images' `dram.npz` are made on a thread (their CRC and copies let go of the
     # GIL) while the other files are made here (they are written only once the checks below
     # passed). An image made ahead of time (`ImageAhead`) is taken when it is the
@@ -316,7 +318,7 @@ def write_artifact(
     files.update(driver_files(compiled, programs))
     for name, fn in compiled.functions.items():  # the run plan's DRAM image, uncompressed
         files[f"{name}/constants.bin"] = fn.image[fn.arena_nbytes :].tobytes()
-    if source is not None:
+    if source is not None and not source_by_helper:
         files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
     files["report.json"] = _dumps(compiled.report).encode()
     files.update(_run_plan_files(compiled, programs))
@@ -344,7 +346,11 @@ def write_artifact(
         # Each file hashed once: the source is model.tflite (unless `extra` replaced it).
         source_digest = None
         if source is not None:
-            source_digest = (staging.digests["model.tflite"] if "model.tflite" not in later
+            by_helper = source_by_helper and isinstance(later.get("model.tflite"), Written)
+            if source_by_helper and not by_helper:  # (never seen) the helper did not write it
+                staging.write("model.tflite", source)
+            source_digest = (staging.digests["model.tflite"]
+                             if "model.tflite" not in later or by_helper
                              else hashlib.sha256(source).hexdigest())  # fmt: skip
         manifest = {
             "format": ARTIFACT_FORMAT, "versions": _versions(),
