@@ -5,7 +5,9 @@
 Compiles the model once in this process (default MobileNetV2 1.0/224), then measures, each in
 a freshly forked child as `qaccel-compile`'s helpers run (cold caches, copy-on-write pages):
 
-- host IR: `module_bytes` (host.mlir's bytes), and `module_text(...).encode()` for comparison;
+- host IR: `_write_host_ir`'s host.mlir (`module_pieces` written and hashed as it is made),
+  `module_bytes` (host.mlir's bytes whole), and `module_text(...).encode()` for comparison;
+- the spare files the host IR helper makes first (`Staging.make_spares`);
 - LiteRT models of the original .tflite: the plain `litert_files` (what a helper started after
   the emission did), and its two steps as `qaccel-compile` runs them now:
   `prepare_litert_files` (begun once the module is final, alongside the emission) and
@@ -130,11 +132,24 @@ def main() -> None:
         os.waitpid(pid, 0)
         return pickle.loads(data)
 
+    def host_ir_written():
+        staging = artifact.Staging(tmp / f"h{os.getpid()}")
+        staging.write("host.mlir", artifact.module_pieces(module))
+        staging.discard()
+
+    def spares() -> float:
+        staging = artifact.Staging(tmp / f"s{os.getpid()}")
+        spent = _in_child(lambda: staging.make_spares(qc._own_files(module)))
+        staging.discard()
+        return spent
+
     rows = {
+        "host IR: written as made (helper)": lambda: _in_child(host_ir_written),
         "host IR: module_bytes": lambda: _in_child(lambda: artifact.module_bytes(module)),
         "host IR: module_text().encode()": lambda: _in_child(
             lambda: artifact.module_text(module).encode()),
         "LiteRT plain, written (old helper)": lambda: _in_child(plain_and_write),
+        "spare files (helper, before host IR)": spares,
         "LiteRT prepare (before emission ends)": lambda: _in_child(prepared),
         "LiteRT finish, not written": lambda: child_value(finish_only),
         "LiteRT finish + write + hash (after)": lambda: child_value(finish_and_write),
