@@ -178,6 +178,18 @@ def op_text(op: Operation, elide_larger_than: int | None = None, **options: Any)
 def op_bytes(op: Operation) -> bytes:
     """`op_text(op).encode()`, made faster: the large constants' hex digits (most of a
     model's text) are made as bytes and joined once, never held as text."""
+    return b"".join(op_pieces(op))
+
+
+_HEX_CHUNK = 1 << 15
+"""Bytes of a large constant whose hex digits `op_pieces` makes at a time."""
+
+
+def op_pieces(op: Operation) -> Iterator[bytes]:
+    """`op_bytes(op)` as consecutive pieces, made as they are asked for: the text between
+    the large constants, and each constant's upper-case hex digits `_HEX_CHUNK` bytes at a
+    time (a writer that writes and hashes each piece as it comes never holds the digits
+    whole: some 10 MB for MobileNetV2, made and copied into fresh memory otherwise)."""
     stream = io.StringIO()
     blobs: list[bytes] = []
     with _array_checks_remembered():
@@ -185,12 +197,15 @@ def op_bytes(op: Operation) -> bytes:
     stream.write("\n")
     parts = stream.getvalue().split(_BLOB)
     if len(parts) != len(blobs) + 1:  # a NUL printed elsewhere (never seen): text
-        return op_text(op).encode()
-    out = [parts[0].encode()]
+        yield op_text(op).encode()
+        return
+    yield parts[0].encode()
     for data, part in zip(blobs, parts[1:]):
-        out.append(base64.b16encode(data))  # upper-case hex digits, as xDSL prints them
-        out.append(part.encode())
-    return b"".join(out)
+        view = memoryview(data)
+        for start in range(0, len(view), _HEX_CHUNK):
+            # upper-case hex digits, as xDSL prints them
+            yield base64.b16encode(view[start : start + _HEX_CHUNK])
+        yield part.encode()
 
 
 @contextmanager
@@ -221,4 +236,4 @@ def _array_checks_remembered() -> Iterator[None]:
         formats.isa = isa
 
 
-__all__ = ["ELIDED", "FastPrinter", "op_bytes", "op_text"]
+__all__ = ["ELIDED", "FastPrinter", "op_bytes", "op_pieces", "op_text"]

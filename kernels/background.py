@@ -17,7 +17,8 @@ one-line messages. The child never runs the caller's exit handlers or flushes it
 
 A child may also need a value the caller has only later (`start_fed`): it does what it can
 before, then waits for the value, which the caller hands over with `feed(value)` (pickled,
-through a second pipe, from a thread: the caller does not wait for the child to read it):
+its large arrays' memory written as it is, through a second pipe, from a thread: the caller
+does not wait for the child to read it, and does not change the value until `result()`):
 
     pending = start_fed(work, module)         # work(module, receive): ...; later = receive()
     ...
@@ -105,7 +106,9 @@ class Pending(Generic[T]):
 
     def feed(self, value: Any) -> None:
         """Hand `value` to the child's `receive()` (`start_fed`; once, before `result()`):
-        pickled and written on a thread, so this does not wait for the child."""
+        pickled and written on a thread, so this does not wait for the child; large
+        contiguous buffers are written from `value`'s own memory, which must not change
+        until `result()` or `cancel()`."""
         self._value = value
         fd, self._feed_fd = self._feed_fd, None
         if fd is None:
@@ -113,12 +116,19 @@ class Pending(Generic[T]):
 
         def send() -> None:
             # The pipe is closed whatever happens: a value that does not pickle leaves the
-            # child an empty pipe (it fails, and result() computes the value here).
+            # child an empty pipe (it fails, and result() computes the value here). Large
+            # contiguous buffers (numpy arrays: a DRAM image) go out of band, written to the
+            # pipe as they are instead of copied into the pickle with the GIL held.
             try:
-                with os.fdopen(fd, "wb") as pipe:  # its length first: a child forked
-                    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-                    pipe.write(len(data).to_bytes(8, "little"))  # later holds this pipe
-                    pipe.write(data)  # too, so its end is no end of the data
+                with os.fdopen(fd, "wb", buffering=0) as pipe:  # lengths first: a child
+                    buffers: list[memoryview] = []  # forked later holds this pipe too, so
+                    data = pickle.dumps(value, protocol=5,  # its end is no end of the data
+                                        buffer_callback=_out_of_band(buffers))  # fmt: skip
+                    sizes = [len(data)] + [b.nbytes for b in buffers]
+                    head = len(buffers).to_bytes(8, "little")
+                    head += b"".join(n.to_bytes(8, "little") for n in sizes)
+                    for piece in (head, data, *buffers):
+                        _write_all(pipe, piece)
             except BaseException:  # noqa: BLE001  the child is gone: result() computes it here
                 pass
 
@@ -191,11 +201,53 @@ class _Receiver:
         if fd is None:
             raise RuntimeError("background: the fed value was read already")
         with os.fdopen(fd, "rb") as pipe:
-            size = int.from_bytes(pipe.read(8), "little")
-            data = pipe.read(size)
-        if len(data) != size:
+            count = int.from_bytes(_read_exactly(pipe, 8), "little")
+            if count > _MAX_BUFFERS:
+                raise EOFError("background: the fed value is malformed")
+            sizes = [int.from_bytes(_read_exactly(pipe, 8), "little") for _ in range(count + 1)]
+            data = _read_exactly(pipe, sizes[0])
+            buffers = [_read_exactly(pipe, n) for n in sizes[1:]]
+        return pickle.loads(data, buffers=buffers)
+
+
+_MAX_BUFFERS = 1 << 20
+_OUT_OF_BAND_ABOVE = 1 << 16
+"""Buffers of at least this many bytes are fed out of band (smaller ones stay in the pickle)."""
+
+
+def _out_of_band(buffers: list[memoryview]) -> Callable[[pickle.PickleBuffer], bool]:
+    """pickle's `buffer_callback`: a large contiguous buffer's memory appended to `buffers`
+    (False: out of band), any other kept in the pickle (True)."""
+
+    def callback(buffer: pickle.PickleBuffer) -> bool:
+        try:
+            raw = buffer.raw()
+        except BufferError:  # not contiguous: copied into the pickle
+            return True
+        if raw.nbytes < _OUT_OF_BAND_ABOVE:
+            return True
+        buffers.append(raw)
+        return False
+
+    return callback
+
+
+def _write_all(pipe, data) -> None:
+    view = memoryview(data).cast("B")
+    while view:
+        view = view[pipe.write(view) :]
+
+
+def _read_exactly(pipe, size: int) -> bytearray:
+    """`size` bytes from `pipe` (EOFError when it ends before)."""
+    out = bytearray(size)
+    view, got = memoryview(out), 0
+    while got < size:
+        n = pipe.readinto(view[got:])
+        if not n:
             raise EOFError("background: the fed value was cut short")
-        return pickle.loads(data)
+        got += n
+    return out
 
 
 def _end(pid: int) -> None:

@@ -6,8 +6,10 @@ or when the write fails."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -55,8 +57,61 @@ def test_equal_large_files_are_written_once_and_hashed_once(tmp_path):
     assert staging.digests["b/program.bin"] == replaced.sha256 == hashlib.sha256(b"new").hexdigest()
     staging.write("f/program.bin", big)  # links to the file that still holds these bytes
     assert os.path.samefile(folder / "a/program.bin", folder / "f/program.bin")
+    # Pieces (a list, or an iterator of them): written and hashed as they come.
+    pieces = [big[:5], memoryview(big)[5:1000], bytearray(big[1000:])]
+    assert staging.write("g/pieces.bin", pieces) == first
+    assert staging.write("h/pieces.bin", iter(pieces)) == first
+    assert (folder / "h/pieces.bin").read_bytes() == big
+    assert not os.path.samefile(folder / "a/program.bin", folder / "h/pieces.bin")
     staging.discard()
     assert not folder.exists()
+
+
+def _in_child(fn) -> None:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fn()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork")
+def test_spare_files_made_by_a_helper_are_taken_in_order_and_the_rest_dropped(tmp_path):
+    """`Staging.make_spares` in a helper: `write` renames the spares into place, in order,
+    and makes its files itself once none is left (or none was made); `drop_spares` removes
+    those not taken. The process that made the folder makes none itself."""
+    staging = Staging(tmp_path / "out")
+    folder = staging.folder
+    staging.make_spares(3)  # the folder's own process: nothing
+    assert list(folder.iterdir()) == []
+    _in_child(lambda: staging.make_spares(4))
+    spares = sorted(p.name for p in folder.iterdir())
+    assert spares == [".spare-0", ".spare-1", ".spare-2", ".spare-3"]
+    inode = (folder / ".spare-0").stat().st_ino
+    big = os.urandom(1 << 17)
+    staging.write("a/layer_0.bin", b"abc")
+    assert (folder / "a/layer_0.bin").stat().st_ino == inode
+    staging.write("a/big.bin", big)
+    staging.write("b/same.bin", bytes(bytearray(big)))  # a link: no spare taken
+    staging.write("c/pieces.bin", iter([b"x", b"yz"]))
+    staging.write("a/layer_0.bin", b"replaced")  # replaced: takes the last spare
+    staging.write("d/made.bin", b"no spare left")
+    assert not any(p.name.startswith(".spare-") for p in folder.iterdir())
+    assert os.path.samefile(folder / "a/big.bin", folder / "b/same.bin")
+    assert (folder / "a/layer_0.bin").read_bytes() == b"replaced"
+    assert (folder / "c/pieces.bin").read_bytes() == b"xyz"
+    assert (folder / "d/made.bin").read_bytes() == b"no spare left"
+    _in_child(lambda: staging.make_spares(2))
+    staging.drop_spares()
+    assert sorted(p.name for p in folder.iterdir()) == ["a", "b", "c", "d"]
+    _in_child(lambda: staging.make_spares(1))  # (never happens) none is taken once dropped
+    staging.write("e/after.bin", b"made")
+    assert (folder / ".spare-0").exists()
+    for rel, digest in staging.digests.items():
+        assert hashlib.sha256((folder / rel).read_bytes()).hexdigest() == digest
+    staging.discard()
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +131,33 @@ def test_files_written_by_helpers_are_taken_with_their_digests(small_cnn, tmp_pa
     assert plain == staged
     for rel in plain["files"]:
         assert (root / rel).read_bytes() == (tmp_path / "plain" / rel).read_bytes()
+
+
+def test_the_source_written_by_a_helper_is_taken(small_cnn, tmp_path, monkeypatch):
+    """`source_by_helper`: model.tflite comes from `extra` as `Written` (write_artifact does
+    not write it, nor hash the source again); when `extra` lacks it, it is written here."""
+    from qaccel.backends.vta import artifact
+
+    compiled, data = small_cnn
+    write_artifact(compiled, tmp_path / "plain", data)
+    plain = _check_manifest(tmp_path / "plain")
+    staging = Staging(tmp_path / "helped")
+    helper = staging.write("model.tflite", data)
+    writes = []
+    write = artifact.Staging._write
+
+    def counted(self, rel, blob, sha256):
+        writes.append(rel)
+        return write(self, rel, blob, sha256)
+
+    monkeypatch.setattr(artifact.Staging, "_write", counted)
+    write_artifact(compiled, tmp_path / "helped", data, staging=staging,
+                   extra={"model.tflite": helper}, source_by_helper=True)  # fmt: skip
+    assert "model.tflite" not in writes
+    write_artifact(compiled, tmp_path / "not_helped", data, source_by_helper=True)
+    assert "model.tflite" in writes
+    for out in ("helped", "not_helped"):
+        assert _check_manifest(tmp_path / out) == plain
 
 
 def test_a_failed_write_leaves_nothing_beside_the_artifact(small_cnn, tmp_path):
@@ -146,6 +228,83 @@ def test_npz_streamed_is_the_npz_made_whole():
     ]  # fmt: skip
     for arrays in cases:
         assert _npz_bytes(arrays) == _npz_bytes_whole(arrays)
+        stored = _npz_bytes(arrays, zipfile.ZIP_STORED)
+        assert stored == _npz_bytes_whole(arrays, zipfile.ZIP_STORED)
+        with np.load(io.BytesIO(stored)) as z:
+            assert sorted(z.files) == sorted(arrays)
+            for key, array in arrays.items():
+                assert np.array_equal(z[key], array)
+
+
+def test_dram_images_are_stored_and_deflated_ones_still_load(small_cnn, tmp_path):
+    """`dram.npz`'s member is stored, not deflated (the run plan's `runtime.npz` stays
+    deflated); an artifact whose images are deflated (as written before) loads the same."""
+    from qaccel.backends.vta.artifact import _npz_bytes, load_artifact
+
+    compiled, data = small_cnn
+    out = tmp_path / "out"
+    write_artifact(compiled, out, data)
+    manifest = _check_manifest(out)
+    for name, fn in compiled.functions.items():
+        with zipfile.ZipFile(out / name / "dram.npz") as z:
+            assert [i.compress_type for i in z.infolist()] == [zipfile.ZIP_STORED]
+    with zipfile.ZipFile(out / "runtime.npz") as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_DEFLATED}
+    for name, fn in compiled.functions.items():  # as an earlier qaccel wrote it
+        rel = f"{name}/dram.npz"
+        blob = _npz_bytes({"dram": fn.image})
+        (out / rel).write_bytes(blob)
+        manifest["files"][rel] = hashlib.sha256(blob).hexdigest()
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    loaded = load_artifact(out)
+    for name, fn in compiled.functions.items():
+        assert np.array_equal(loaded.functions[name].image, fn.image)
+
+
+def test_images_written_ahead_into_the_folder_are_taken_or_written_again(small_cnn, tmp_path,
+                                                                        monkeypatch):  # fmt: skip
+    """`ImageAhead` given the artifact's `Staging` writes `dram.npz` into it on its thread:
+    write_artifact takes that file when the image is the function's final one (making no
+    .npz itself), writes it again when it is not, and removes one of a function the artifact
+    does not have; the artifact is the same every way."""
+    from qaccel.backends.vta import artifact
+    from qaccel.backends.vta.artifact import ImageAhead
+
+    compiled, data = small_cnn
+    write_artifact(compiled, tmp_path / "plain", data)
+    plain = _check_manifest(tmp_path / "plain")
+    npz_bytes = artifact._npz_bytes
+
+    def no_image(arrays, *compression):
+        if "dram" in arrays:
+            raise AssertionError("made again")
+        return npz_bytes(arrays, *compression)
+
+    name, fn = next(iter(compiled.functions.items()))
+    staging = Staging(tmp_path / "same")
+    same = {n: ImageAhead(f.image.copy(), staging, f"{n}/dram.npz")
+            for n, f in compiled.functions.items()}  # fmt: skip
+    same["vta_fn_99"] = ImageAhead(fn.image, staging, "vta_fn_99/dram.npz")  # no such function
+    for ahead in same.values():
+        assert isinstance(ahead.result(), Written)
+    monkeypatch.setattr(artifact, "_npz_bytes", no_image)
+    write_artifact(compiled, tmp_path / "same", data, staging=staging, images_ahead=same)
+    monkeypatch.setattr(artifact, "_npz_bytes", npz_bytes)
+    staging = Staging(tmp_path / "stale")
+    changed = fn.image.copy()
+    changed[-1] ^= 1
+    stale = {name: ImageAhead(changed, staging, f"{name}/dram.npz")}
+    write_artifact(compiled, tmp_path / "stale", data, staging=staging, images_ahead=stale)
+    other = {name: ImageAhead(fn.image, Staging(tmp_path / "other"), f"{name}/dram.npz")}
+    other[name].result()  # written into another folder: made again here
+    write_artifact(compiled, tmp_path / "elsewhere", data, images_ahead=other)
+    other[name].staging.discard()
+    for out in ("same", "stale", "elsewhere"):
+        assert _check_manifest(tmp_path / out) == plain
+        for rel in plain["files"]:
+            assert (tmp_path / out / rel).read_bytes() == (tmp_path / "plain" / rel).read_bytes()
+        assert _siblings(tmp_path / out) == []
+    assert not (tmp_path / "same" / "vta_fn_99").exists()
 
 
 def test_an_image_compressed_ahead_is_taken_only_when_it_is_the_final_one(small_cnn, tmp_path,
@@ -168,10 +327,10 @@ def test_an_image_compressed_ahead_is_taken_only_when_it_is_the_final_one(small_
         ahead.result()  # compressed before the compressor is taken away
     npz_bytes = artifact._npz_bytes
 
-    def no_image(arrays):  # the run plan's own .npz is still made here
+    def no_image(arrays, *compression):  # the run plan's own .npz is still made here
         if "dram" in arrays:
             raise AssertionError("compressed again")
-        return npz_bytes(arrays)
+        return npz_bytes(arrays, *compression)
 
     monkeypatch.setattr(artifact, "_npz_bytes", no_image)
     write_artifact(compiled, tmp_path / "same", data, images_ahead=same)

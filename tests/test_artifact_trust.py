@@ -182,7 +182,7 @@ def test_a_compile_replaces_the_artifact_whole(compiled, tmp_path, capsys):
 def test_a_failed_write_leaves_nothing_that_runs(tmp_path, capsys, monkeypatch):
     from qaccel.backends.vta import artifact
 
-    real = Path.write_bytes
+    real, real_file = Path.write_bytes, artifact._write_file
     calls = []
 
     def full_disk(self, data):
@@ -191,7 +191,14 @@ def test_a_failed_write_leaves_nothing_that_runs(tmp_path, capsys, monkeypatch):
             raise OSError(28, "No space left on device", str(self))
         return real(self, data)
 
+    def full_disk_file(path, data):  # Staging's own writes (os.write, no Path)
+        calls.append(path)
+        if len(calls) > 3:
+            raise OSError(28, "No space left on device", str(path))
+        return real_file(path, data)
+
     monkeypatch.setattr(artifact.Path, "write_bytes", full_disk)
+    monkeypatch.setattr(artifact, "_write_file", full_disk_file)
     out = tmp_path / "out"
     refused(capsys, qaccel_compile, [SMALL_CNN.parent / "mlp.tflite", "-o", out, "--quiet"],
             prog="qaccel-compile", expect="No space left on device", absent=[out])

@@ -108,9 +108,10 @@ def test_array_checks_are_remembered_only_while_printing():
 def test_host_ir_bytes_are_the_text_encoded(monkeypatch):
     """`op_bytes` (host.mlir's bytes, its large constants' digits made as bytes) is
     `op_text(...).encode()`: large constants, repeated and equal tensor types; and when the
-    mark left for the digits occurs in the text elsewhere, the text is printed plainly."""
+    mark left for the digits occurs in the text elsewhere, the text is printed plainly.
+    `op_pieces` gives the same bytes in pieces, a large constant's digits in several."""
     from qaccel.dialects import printing
-    from qaccel.dialects.printing import op_bytes
+    from qaccel.dialects.printing import op_bytes, op_pieces
 
     consts = [
         _const(i8, np.int8, RNG.integers(-128, 128, (10, 20))),
@@ -123,5 +124,10 @@ def test_host_ir_bytes_are_the_text_encoded(monkeypatch):
     path = Path(__file__).parent / "fixtures" / "models" / "small_cnn.tflite"
     small = import_tflite(path.read_bytes(), str(path))
     assert op_bytes(small) == _xdsl_text(small).encode()
+    monkeypatch.setattr(printing, "_HEX_CHUNK", 64)  # the (10, 20) constants: 4 pieces each
+    pieces = list(op_pieces(module))
+    assert all(type(p) is bytes for p in pieces) and len(pieces) > 3 * 4
+    assert b"".join(pieces) == _xdsl_text(module).encode()
     monkeypatch.setattr(printing, "_BLOB", "%")  # every SSA name holds one
     assert op_bytes(module) == _xdsl_text(module).encode()
+    assert b"".join(op_pieces(module)) == _xdsl_text(module).encode()

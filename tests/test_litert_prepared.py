@@ -7,6 +7,7 @@ writes the files `_write_aot_models` writes."""
 from __future__ import annotations
 
 import functools
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from qaccel.backends.litert.partitions import (
     prepare_litert_files,
     splice,
 )
-from qaccel.backends.vta.artifact import Staging
+from qaccel.backends.vta.artifact import Staging, Written
 from qaccel.backends.vta.program.writer import ProgramWriteError
 from qaccel.tools import qaccel_compile
 
@@ -111,6 +112,9 @@ def test_the_helper_begun_early_writes_the_same_files(tmp_path: Path):
         fed = qaccel_compile._emitted(compiled)
         got = qaccel_compile._write_spliced_models(compiled.module, source, early, lambda: fed)
         want = qaccel_compile._write_aot_models(compiled, source, plain)
+        # It writes model.tflite (the source) too, which write_artifact then leaves to it.
+        assert got[0].pop("model.tflite") == Written(hashlib.sha256(source).hexdigest())
+        assert (early.folder / "model.tflite").read_bytes() == source
         assert got == want
         for rel in want[0]:
             assert (early.folder / rel).read_bytes() == (plain.folder / rel).read_bytes()

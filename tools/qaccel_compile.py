@@ -60,7 +60,7 @@ from typing import NoReturn
 from qaccel.backends.vta.artifact import (
     check_artifact_destination,
     check_runnable,
-    module_bytes,
+    module_pieces,
     write_artifact,
 )
 from qaccel.backends.vta.codegen import compile_module, settle_host_trees
@@ -232,14 +232,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     from qaccel.backends.vta.artifact import ImageAhead, Staging
 
     staging: list[Staging] = []
-    # Each accelerator function's DRAM image is compressed on a thread from the moment its
-    # layout is known, while its streams are emitted (write_artifact takes it when the
-    # emitter kept that layout).
+    # Each accelerator function's DRAM image is made into its dram.npz and written into the
+    # artifact's folder on a thread from the moment its layout is known, while its streams
+    # are emitted (write_artifact takes it when the emitter kept that layout).
     images_ahead: dict[str, ImageAhead] = {}
 
     def image_ready(name: str, image) -> None:
         if litert is not None:  # nothing forks after the emission (else the thread waits)
-            images_ahead[name] = ImageAhead(image)
+            images_ahead[name] = ImageAhead(image, staged(), f"{name}/dram.npz")
 
     def staged() -> Staging:
         if not staging:
@@ -275,6 +275,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                 early.result()
         if host_text is None:
             host_text = background.start(_write_host_ir, compiled.module, staged())
+        fed = litert is not None  # `_write_spliced_models`, which writes model.tflite too
         if litert is None:
             litert = background.start(_write_aot_models, compiled, data, staged())
         else:
@@ -288,7 +289,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
         write_artifact(compiled, args.output, data, extra=litert_models,
                        host_text=host_text.result, staging=staged(),
-                       images_ahead=images_ahead)  # fmt: skip
+                       images_ahead=images_ahead, source_by_helper=fed)  # fmt: skip
         aot = aot_lines[0]
     finally:
         for pending in (host_text, litert):
@@ -307,8 +308,25 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _write_host_ir(module, staging):
-    """OUTDIR/host.mlir written into the artifact's folder (by a helper process)."""
-    return staging.write("host.mlir", module_bytes(module))
+    """OUTDIR/host.mlir written into the artifact's folder (by a helper process), after the
+    empty files write_artifact takes for its own (`Staging.make_spares`: made here, on the
+    second core, during the emission)."""
+    staging.make_spares(_own_files(module))
+    return staging.write("host.mlir", module_pieces(module))
+
+
+def _own_files(module) -> int:
+    """About how many files write_artifact makes itself for `module` (more is harmless):
+    per accelerator function, two per layer, its dram.npz, constants.bin and driver program;
+    the driver's four sources, model.tflite, report.json, the run plan's two files and
+    manifest.json."""
+    from qaccel.backends.vta.compiled import accelerator_functions
+    from qaccel.dialects.vta import LayerOp
+
+    count = 9
+    for f in accelerator_functions(module):
+        count += 3 + 2 * sum(isinstance(op, LayerOp) for op in f.walk())
+    return count
 
 
 def _write_aot_models(compiled, source: bytes | None, staging):
@@ -332,19 +350,22 @@ def _emitted(compiled):
 
 def _write_spliced_models(module, source: bytes, staging, receive):
     """`_write_aot_models` for a .tflite, begun from the final module alone (by a helper
-    process started before the emission): the rest once `receive()` gives `_emitted`."""
+    process started before the emission): the rest once `receive()` gives `_emitted`. Writes
+    OUTDIR/model.tflite (`source`) too, meanwhile."""
     from qaccel.backends.litert.partitions import finish_litert_files, prepare_litert_files
     from qaccel.backends.vta.compiled import CompiledModel, accelerator_functions
 
     names = {f.sym_name.data for f in accelerator_functions(module)}
     prepared = prepare_litert_files(source, module, names)
+    # OUTDIR/model.tflite too, while the emission runs (write_artifact leaves it to this).
+    original = staging.write("model.tflite", source)
     config, functions = receive()
     if set(functions) != names:  # (never seen) decided again for the compile's functions
         prepared = prepare_litert_files(source, module, set(functions))
     compiled = CompiledModel(module, config, functions, [], {})
     models, lines = finish_litert_files(prepared, compiled, _partition_compiler(compiled),
                                         joined=False)  # fmt: skip
-    return _written(models, staging), "\n".join(lines)
+    return {"model.tflite": original, **_written(models, staging)}, "\n".join(lines)
 
 
 def _written(models: dict[str, bytes | list], staging):

@@ -6,7 +6,8 @@
 **Files.** `host.mlir` (the whole module as text: host functions and accelerator functions,
 whose bodies show every formed layer as a `vta.layer` op with its `#vta.<kind>_schedule`; the
 runtime interprets the ops outside the layers); for every accelerator function
-`vta_fn_k/dram.npz` (`dram`: the function's DRAM image, constants in place and the arena zero)
+`vta_fn_k/dram.npz` (`dram`: the function's DRAM image, constants in place and the arena zero;
+its member stored, not deflated: `IMAGE_COMPRESSION`)
 and per layer `vta_fn_k/layer_i.bin` (16-byte instructions) and `vta_fn_k/layer_i.uops.bin`
 (the micro-op image, little-endian uint32):
 `qaccel-sim vta_fn_0/layer_0.bin --dram vta_fn_0/dram.npz --uops vta_fn_0/layer_0.uops.bin`
@@ -31,6 +32,7 @@ artifact: a folder holding anything else is refused, never replaced.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -39,7 +41,7 @@ import secrets
 import shutil
 import threading
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,23 +63,28 @@ from xdsl.dialects.builtin import ModuleOp
 
 ARTIFACT_FORMAT = 4
 """4: the run plan, `runtime.json` + `runtime.npz` (every other file as in 3; `load_artifact`
-reads 3 too). 3: layers are `vta.layer` ops of host.mlir (a layer's `ops`, `anchor` and `widened` are
-the position of its `vta.layer`; `widened` names its result 1). 2: layers were groups of
-ops found by pattern matching (positions of every op of the group)."""
+reads 3 too; `dram.npz`'s member is stored since a later 4, deflated before: the same .npz to
+every reader, so the number stayed). 3: layers are `vta.layer` ops of host.mlir (a layer's
+`ops`, `anchor` and `widened` are the position of its `vta.layer`; `widened` names its result
+1). 2: layers were groups of ops found by pattern matching (positions of every op of the
+group)."""
 _READS = (3, ARTIFACT_FORMAT)  # format 4 only adds files `load_artifact` does not need
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
-def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """An .npz that `np.load` reads, with fixed member dates (np.savez stamps the time).
-    Each member's .npy is written straight into its deflate stream, never held whole (the
-    bytes of `_npz_bytes_whole`: deflate's output does not depend on how its input comes in
-    pieces, and `writestr` is this same member stream given the .npy in one piece)."""
+def _npz_bytes(arrays: dict[str, np.ndarray],
+               compression: int = zipfile.ZIP_DEFLATED) -> bytes:  # fmt: skip
+    """An .npz that `np.load` reads, with fixed member dates (np.savez stamps the time), its
+    members deflated (`compression`: `zipfile.ZIP_STORED` stores them as they are, as
+    `np.savez` does; the DRAM images' `IMAGE_COMPRESSION`). Each member's .npy is written
+    straight into its member stream, never held whole (the bytes of `_npz_bytes_whole`:
+    deflate's output does not depend on how its input comes in pieces, and `writestr` is
+    this same member stream given the .npy in one piece)."""
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+    with zipfile.ZipFile(buf, "w", compression) as z:
         for key in sorted(arrays):
             array = np.asarray(arrays[key])
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = compression
             if array.nbytes >= _STREAM_BELOW:  # near ZIP64's sizes: exactly as writestr
                 _write_whole(z, info, array)
                 continue
@@ -86,6 +93,13 @@ def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
                 np.lib.format.write_array(member, array, allow_pickle=False)
     return buf.getvalue()
 
+
+IMAGE_COMPRESSION = zipfile.ZIP_STORED
+"""How `dram.npz`'s member is kept: stored, not deflated. A DRAM image is mostly int8
+weights, which deflate shrinks little (MobileNetV2's 6.4 MB image to 3.7 MB, most of that
+its arena's zeros), at some 0.13 s of CPU per compile and an inflating at every load; the
+run plan reads `constants.bin` raw anyway. Artifacts written before hold it deflated, which
+every reader (`np.load`, `load_artifact`, `qaccel-sim --dram`) takes as well."""
 
 _STREAM_BELOW = 1 << 30
 """Members of fewer bytes are streamed (ZIP64 is decided for members of about 2 GB)."""
@@ -97,15 +111,21 @@ def _write_whole(z: zipfile.ZipFile, info: zipfile.ZipInfo, array: np.ndarray) -
     z.writestr(info, member.getvalue())
 
 
-def _npz_bytes_whole(arrays: dict[str, np.ndarray]) -> bytes:
+def _npz_bytes_whole(arrays: dict[str, np.ndarray],
+                     compression: int = zipfile.ZIP_DEFLATED) -> bytes:  # fmt: skip
     """`_npz_bytes` with each member's .npy made whole first (the reference)."""
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+    with zipfile.ZipFile(buf, "w", compression) as z:
         for key in sorted(arrays):
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = compression
             _write_whole(z, info, np.asarray(arrays[key]))
     return buf.getvalue()
+
+
+def _image_npz(image: np.ndarray) -> bytes:
+    """A function's `dram.npz`: its DRAM image as the member `dram`, stored."""
+    return _npz_bytes({"dram": image}, IMAGE_COMPRESSION)
 
 
 def _on_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -133,16 +153,27 @@ def _on_thread(fn: Callable[[], Any]) -> Callable[[], Any]:
 
 
 class ImageAhead:
-    """A DRAM image's `dram.npz` compressed on a thread from now on, for `write_artifact`
+    """A DRAM image's `dram.npz` made on a thread from now on, for `write_artifact`
     (`compile_module`'s `image_ready`: a function's layout is known before its streams are
-    emitted). The image must not change afterwards."""
+    emitted), and written as `rel` into `staging` when given (during the emission, its
+    writing and hashing off the artifact's tail). The image must not change afterwards.
+    `result()`: the file's bytes, or its `Written` digest when written."""
 
-    def __init__(self, image: np.ndarray) -> None:
+    def __init__(self, image: np.ndarray, staging: Staging | None = None,
+                 rel: str | None = None) -> None:  # fmt: skip
         self._image = image
-        self.result = _on_thread(lambda: _npz_bytes({"dram": image}))
+        self.staging = staging if rel is not None else None
+
+        def made() -> bytes | Written:
+            blob = _image_npz(image)
+            if self.staging is None:
+                return blob
+            return self.staging.write(rel, blob)  # type: ignore[arg-type]
+
+        self.result = _on_thread(made)
 
     def image_is(self, image: np.ndarray) -> bool:
-        """Whether `image` is the one compressed (the emitter may have refused a layer
+        """Whether `image` is the one made into `dram.npz` (the emitter may have refused a layer
         after the image was given, and laid the constants out again)."""
         return self._image is image or (self._image.shape == image.shape
                                          and bool(np.array_equal(self._image, image)))
@@ -159,6 +190,14 @@ def module_bytes(module: ModuleOp) -> bytes:
     from qaccel.dialects.printing import op_bytes
 
     return op_bytes(module)
+
+
+def module_pieces(module: ModuleOp) -> Iterator[bytes]:
+    """`module_bytes(module)` as pieces made as they are asked for (`Staging.write` writes
+    and hashes each as it comes, never holding the whole text)."""
+    from qaccel.dialects.printing import op_pieces
+
+    return op_pieces(module)
 
 
 def _versions() -> dict:
@@ -212,6 +251,7 @@ def write_artifact(
     host_text: str | bytes | Written | Callable[[], str | bytes | Written] | None = None,
     staging: Staging | None = None,
     images_ahead: dict[str, ImageAhead] | None = None,
+    source_by_helper: bool = False,
 ) -> None:
     """Write the artifact (see the module docstring) as the folder `outdir`, whole; a model
     that could not run is refused first (`check_runnable`), so no such artifact is ever
@@ -222,24 +262,37 @@ def write_artifact(
     for `outdir` the caller made (and removes should this raise), into which helper processes
     wrote files already: a file given as `Written` (host.mlir, a file of `extra`) is one of
     those, with its SHA-256, and must be a file the artifact does not make itself.
-    `images_ahead`: the functions' `dram.npz` begun ahead (`ImageAhead`), by function name."""
-    # The DRAM images are compressed on a thread (zlib lets go of the GIL while it works)
-    # while the other files are made here; first of all, as it takes longest (they are
-    # written only once the checks below passed). An image compressed ahead of time
-    # (`ImageAhead`) is taken when it is the function's final image.
+    `images_ahead`: the functions' `dram.npz` begun ahead (`ImageAhead`), by function name
+    (written into `staging` already when made for it). `source_by_helper`: `model.tflite`
+    (`source`'s bytes) is written by a helper, and given by `extra` as `Written`."""
+    # The DRAM images' `dram.npz` are made on a thread (their CRC and copies let go of the
+    # GIL) while the other files are made here (they are written only once the checks below
+    # passed). An image made ahead of time (`ImageAhead`) is taken when it is the
+    # function's final image.
     ahead = dict(images_ahead or {})
+    given = staging  # the folder the images made ahead may have been written into
 
-    def compressed() -> dict[str, bytes]:
-        out = {}
+    def image_files() -> dict[str, bytes | Written]:
+        out: dict[str, bytes | Written] = {}
+        taken = set()
         for name, fn in compiled.functions.items():
             early = ahead.get(name)
             if early is not None and early.image_is(fn.image):
-                out[f"{name}/dram.npz"] = early.result()
-            else:
-                out[f"{name}/dram.npz"] = _npz_bytes({"dram": fn.image})
+                made = early.result()
+                if not isinstance(made, Written) or early.staging is given:
+                    out[f"{name}/dram.npz"] = made
+                    taken.add(name)
+                    continue
+            out[f"{name}/dram.npz"] = _image_npz(fn.image)
+        for name, early in ahead.items():  # one not taken: its file written again, or none
+            if name not in taken and early.staging is not None and early.staging is given:
+                with contextlib.suppress(Exception):
+                    early.result()  # (ended before the file is written again)
+                if f"{name}/dram.npz" not in out:
+                    given.remove(f"{name}/dram.npz")
         return out
 
-    images = _on_thread(compressed)
+    images = _on_thread(image_files)
     check_runnable(compiled.module)
     root = Path(outdir)
     check_artifact_destination(root)
@@ -265,7 +318,7 @@ def write_artifact(
     files.update(driver_files(compiled, programs))
     for name, fn in compiled.functions.items():  # the run plan's DRAM image, uncompressed
         files[f"{name}/constants.bin"] = fn.image[fn.arena_nbytes :].tobytes()
-    if source is not None:
+    if source is not None and not source_by_helper:
         files["model.tflite"] = source  # for `qaccel-run OUTDIR --compare-litert`
     files["report.json"] = _dumps(compiled.report).encode()
     files.update(_run_plan_files(compiled, programs))
@@ -277,12 +330,13 @@ def write_artifact(
     try:
         for rel, data in files.items():
             staging.write(rel, data)
-        for rel, data in images().items():
-            staging.write(rel, data)
+        for rel, data in images().items():  # (a file written ahead: its digest, written)
+            if not isinstance(data, Written):
+                staging.write(rel, data)
         if host_text is None:
-            host_text = module_bytes(compiled.module)
+            host_text = module_pieces(compiled.module)
         host = host_text() if callable(host_text) else host_text
-        later: dict[str, bytes | str | Written] = {"host.mlir": host}
+        later: dict[str, bytes | str | Iterator[bytes] | Written] = {"host.mlir": host}
         later.update((extra() if callable(extra) else extra) or {})
         for rel, data in later.items():  # a file of `extra` replaces one written above
             if isinstance(data, Written):
@@ -292,7 +346,11 @@ def write_artifact(
         # Each file hashed once: the source is model.tflite (unless `extra` replaced it).
         source_digest = None
         if source is not None:
-            source_digest = (staging.digests["model.tflite"] if "model.tflite" not in later
+            by_helper = source_by_helper and isinstance(later.get("model.tflite"), Written)
+            if source_by_helper and not by_helper:  # (never seen) the helper did not write it
+                staging.write("model.tflite", source)
+            source_digest = (staging.digests["model.tflite"]
+                             if "model.tflite" not in later or by_helper
                              else hashlib.sha256(source).hexdigest())  # fmt: skip
         manifest = {
             "format": ARTIFACT_FORMAT, "versions": _versions(),
@@ -301,7 +359,10 @@ def write_artifact(
             "source_sha256": source_digest,
             "files": dict(sorted(staging.digests.items())),
         }  # fmt: skip
-        (staging.folder / "manifest.json").write_bytes(_dumps(manifest).encode())
+        manifest_path = staging.folder / "manifest.json"
+        staging._take_spare(manifest_path)
+        manifest_path.write_bytes(_dumps(manifest).encode())
+        staging.drop_spares()  # the helpers that made them are done (host_text, extra)
         _put_in_place(staging.folder, root)
         staging.placed = True
     except BaseException:
@@ -327,7 +388,13 @@ class Staging:
     `write(rel, data)` writes each file once and hashes it once: a file whose bytes equal
     those of a large file this process wrote into the folder before is a hard link to it,
     and takes its digest (a copy where the file system has no links). A forked helper sees
-    the files written before it was forked."""
+    the files written before it was forked.
+
+    Making a file (its inode) costs far more than renaming one or writing into it (some 1 ms
+    against 0.04 ms each on a busy ext4), and an artifact is some 140 files: a helper process
+    may make empty spare files in the folder beforehand (`make_spares`), which `write` in the
+    process that made the folder renames into place and writes into (the same files, made on
+    the second core); `drop_spares()` removes those not taken, once no helper makes more."""
 
     def __init__(self, outdir: str | Path) -> None:
         root = Path(outdir)
@@ -335,24 +402,80 @@ class Staging:
         self.folder = _fresh_sibling(root, "partial")
         self.digests: dict[str, str] = {}
         self.placed = False
-        self._dirs = {self.folder}
+        self._root = str(self.folder)
+        self._dirs = {self._root}
         self._large: dict[int, list[tuple[bytes, str]]] = {}  # size -> (bytes, rel)
+        self._owner = os.getpid()
+        self._lock = threading.Lock()  # (`ImageAhead`'s threads write too)
+        self._spare: int | None = 0
+        """The next spare file to take (None: none are taken any more)."""
 
-    def write(self, rel: str, data: bytes | list, sha256: str | None = None) -> Written:
+    def make_spares(self, count: int) -> None:
+        """Make `count` empty spare files for `write` to take, in the order it takes them
+        (nothing in the process that made the folder: only a helper's work is saved). Only
+        from a helper whose result is waited for before `drop_spares()`."""
+        if os.getpid() == self._owner:
+            return
+        for k in range(count):
+            os.close(os.open(f"{self._root}/{_SPARE}{k}", os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                             0o666))  # fmt: skip
+
+    def drop_spares(self) -> None:
+        """Remove the spare files not taken; `write` makes its files from now on."""
+        if os.getpid() != self._owner or self._spare is None:
+            return
+        self._spare = None
+        with os.scandir(self.folder) as entries:
+            for entry in entries:
+                if entry.name.startswith(_SPARE):
+                    os.unlink(entry.path)
+
+    def _take_spare(self, path: str | Path) -> None:
+        """The next spare file renamed to `path` when one is made (else `path` is made)."""
+        if self._spare is None or os.getpid() != self._owner:
+            return
+        try:
+            os.rename(f"{self._root}/{_SPARE}{self._spare}", path)
+        except FileNotFoundError:  # not made (yet): the helper makes them in this order
+            return
+        self._spare += 1
+
+    def write(self, rel: str, data: bytes | Iterable, sha256: str | None = None) -> Written:
         """Write (or link) the file `rel` with `data`; its digest, also in `digests`.
         `sha256`: the digest of `data` when the caller has it already. `data` may be a list
-        of bytes-like pieces, the file their concatenation: written and hashed piece by
-        piece, never joined (and never linked)."""
-        path = self.folder / rel
+        (or an iterator) of bytes-like pieces, the file their concatenation: written and
+        hashed piece by piece, never joined (and never linked)."""
+        with self._lock:
+            return self._write(rel, data, sha256)
+
+    def remove(self, rel: str) -> None:
+        """The file `rel` written before removed (it is no file of the artifact)."""
+        with self._lock:
+            if self.digests.pop(rel, None) is not None:
+                os.unlink(f"{self._root}/{rel}")
+                for same in self._large.values():
+                    same[:] = [(b, r) for b, r in same if r != rel]
+                parent = os.path.dirname(f"{self._root}/{rel}")
+                if parent != self._root:  # its folder too, when that holds nothing else
+                    with contextlib.suppress(OSError):
+                        os.rmdir(parent)
+                        self._dirs.discard(parent)
+
+    def _write(self, rel: str, data: bytes | Iterable, sha256: str | None) -> Written:
+        path = f"{self._root}/{rel}"  # (strings: some 0.1 ms a file less than Paths)
         if rel in self.digests:  # replaced: never through a link another file shares
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
             for same in self._large.values():
                 same[:] = [(b, r) for b, r in same if r != rel]
-        elif path.parent not in self._dirs:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._dirs.add(path.parent)
-        if isinstance(data, list):
+        else:
+            parent = os.path.dirname(path)
+            if parent not in self._dirs:
+                os.makedirs(parent, exist_ok=True)
+                self._dirs.add(parent)
+        if not isinstance(data, bytes | bytearray | memoryview):
             hashed = None if sha256 else hashlib.sha256()
+            self._take_spare(path)
             with open(path, "wb") as out:
                 for piece in data:
                     out.write(piece)
@@ -360,17 +483,19 @@ class Staging:
                         hashed.update(piece)
             digest = sha256 or hashed.hexdigest()  # type: ignore[union-attr]
         elif len(data) < _LINK_ABOVE:
-            path.write_bytes(data)
+            self._take_spare(path)
+            _write_file(path, data)
             digest = sha256 or hashlib.sha256(data).hexdigest()
         else:
             same = self._large.setdefault(len(data), [])
             earlier = next((r for b, r in same if b is data or b == data), None)
             if earlier is None:
-                path.write_bytes(data)
+                self._take_spare(path)
+                _write_file(path, data)
                 digest = sha256 or hashlib.sha256(data).hexdigest()
                 same.append((data, rel))
             else:
-                _link(self.folder / earlier, path)
+                _link(f"{self._root}/{earlier}", path)
                 digest = self.digests[earlier]
         self.digests[rel] = digest
         return Written(digest)
@@ -384,8 +509,22 @@ class Staging:
 _LINK_ABOVE = 1 << 16
 """Files of at least this many bytes are compared with the earlier ones, and linked."""
 
+_SPARE = ".spare-"
+"""The names of `Staging`'s spare files (numbered), never an artifact's file's."""
 
-def _link(existing: Path, path: Path) -> None:
+
+def _write_file(path: str, data: bytes | bytearray | memoryview) -> None:
+    """`Path(path).write_bytes(data)` without its buffered file object."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        view = memoryview(data).cast("B")
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def _link(existing: str | Path, path: str | Path) -> None:
     """`path` a hard link to `existing`, or a copy of it where links are not possible."""
     try:
         os.link(existing, path)
@@ -477,4 +616,4 @@ def load_artifact(outdir: str | Path, ctx=None) -> CompiledModel:
 
 
 __all__ = ["ARTIFACT_FORMAT", "Staging", "Written", "check_runnable", "is_artifact", "load_artifact",
-           "module_bytes", "module_text", "write_artifact"]
+           "module_bytes", "module_pieces", "module_text", "write_artifact"]
