@@ -26,6 +26,7 @@ once (a test compiles every op's format, so a broken one is still found).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -125,6 +126,8 @@ def _hooks(owner: type[IRDLOperation]) -> dict[str, Any]:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         complete(type(self))
         owner.__init__(self, *args, **kwargs)  # owner's own, now that it is complete
+
+    functools.update_wrapper(__init__, owner.__init__)  # its signature and docstring
 
     @classmethod
     def create(cls, *args: Any, **kwargs: Any):
