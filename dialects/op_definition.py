@@ -336,8 +336,10 @@ def format_program(cls: type[IRDLOperation]) -> FormatProgram:
     subclass of such an op), built on the first call."""
     from xdsl.irdl.declarative_assembly_format import FormatProgram
 
-    complete(cls)
-    owner = next(c for c in cls.__mro__ if _PROGRAM in c.__dict__)
+    owner = next((c for c in cls.__mro__ if _PROGRAM in c.__dict__), None)
+    if owner is None:  # a pending op: its definition first (it gives the op its program)
+        complete(cls)
+        owner = next(c for c in cls.__mro__ if _PROGRAM in c.__dict__)
     built: list[Any] = owner.__dict__[_PROGRAM]
     if not built:
         op_def = owner.get_irdl_definition()
