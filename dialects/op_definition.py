@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from xdsl.ir import Operation
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl import irdl_op_definition as _xdsl_definition
+from xdsl.irdl.operations import BeforeVariadicSingleAccessor, VarIRConstruct
 from xdsl.utils.exceptions import ParseError, PyRDLOpDefinitionError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,6 +39,7 @@ def irdl_op_definition(cls: type[OpT]) -> type[OpT]:
     results and no regions or successors."""
     custom_verify = getattr(cls, "verify_", None)
     defined = _define(cls)
+    _direct_accessors(defined)
     fast = _fixed_arity_verifier(defined.get_irdl_definition())
     if fast is not None:
         if custom_verify is None or custom_verify is Operation.verify_:
@@ -142,6 +144,54 @@ def _fixed_arity_verifier(op_def: OpDef) -> Callable[[IRDLOperation], None] | No
             verify_trait(op)
 
     return verify_definition
+
+
+class _DirectOperand(BeforeVariadicSingleAccessor):
+    """xDSL's accessor of an operand before any variadic one (`op.operands[idx]`), reading
+    the op's operand tuple directly: xDSL's builds an `OpOperands` view and goes through
+    three calls to index it, some 1 µs per `op.input`, and the passes read operands by name
+    tens of thousands of times per model."""
+
+    def __get__(self, obj: Operation | None, objtype=None) -> Any:
+        if obj is None:
+            return super().__get__(obj, objtype)  # as xDSL's does on the class
+        return obj._operands[self.idx]  # pyright: ignore[reportPrivateUsage]
+
+
+class _DirectResult(BeforeVariadicSingleAccessor):
+    """xDSL's accessor of a result before any variadic one (`op.results[idx]`), without the
+    dispatch on the construct kind."""
+
+    def __get__(self, obj: Operation | None, objtype=None) -> Any:
+        if obj is None:
+            return super().__get__(obj, objtype)
+        return obj.results[self.idx]
+
+
+class _DirectRegion(BeforeVariadicSingleAccessor):
+    """xDSL's accessor of a region before any variadic one (`op.regions[idx]`), without the
+    dispatch on the construct kind."""
+
+    def __get__(self, obj: Operation | None, objtype=None) -> Any:
+        if obj is None:
+            return super().__get__(obj, objtype)
+        return obj.regions[self.idx]
+
+
+_DIRECT = {
+    VarIRConstruct.OPERAND: _DirectOperand,
+    VarIRConstruct.RESULT: _DirectResult,
+    VarIRConstruct.REGION: _DirectRegion,
+}
+
+
+def _direct_accessors(cls: type[IRDLOperation]) -> None:
+    """The op's accessors of single operands, results and regions before any variadic one
+    (exactly `BeforeVariadicSingleAccessor`s) replaced by ones that return the same value
+    directly."""
+    for name, accessor in list(vars(cls).items()):
+        if type(accessor) is BeforeVariadicSingleAccessor and accessor.construct in _DIRECT:
+            setattr(cls, name, _DIRECT[accessor.construct](accessor.construct, accessor.idx))
 
 
 def _define(cls: type[OpT]) -> type[OpT]:
