@@ -158,6 +158,9 @@ class _DirectOperand(BeforeVariadicSingleAccessor):
         return obj._operands[self.idx]  # pyright: ignore[reportPrivateUsage]
 
 
+_tuple_item = tuple.__getitem__
+
+
 class _DirectResult(BeforeVariadicSingleAccessor):
     """xDSL's accessor of a result before any variadic one (`op.results[idx]`), without the
     dispatch on the construct kind."""
@@ -165,7 +168,7 @@ class _DirectResult(BeforeVariadicSingleAccessor):
     def __get__(self, obj: Operation | None, objtype=None) -> Any:
         if obj is None:
             return super().__get__(obj, objtype)
-        return obj.results[self.idx]
+        return _tuple_item(obj.results, self.idx)  # SSAValues.__getitem__ is a Python call
 
 
 class _DirectRegion(BeforeVariadicSingleAccessor):
