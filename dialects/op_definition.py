@@ -188,13 +188,24 @@ _DIRECT = {
 }
 
 
+_DIRECT_MADE: dict[tuple[VarIRConstruct, int], BeforeVariadicSingleAccessor] = {}
+
+
 def _direct_accessors(cls: type[IRDLOperation]) -> None:
     """The op's accessors of single operands, results and regions before any variadic one
     (exactly `BeforeVariadicSingleAccessor`s) replaced by ones that return the same value
     directly."""
-    for name, accessor in list(vars(cls).items()):
-        if type(accessor) is BeforeVariadicSingleAccessor and accessor.construct in _DIRECT:
-            setattr(cls, name, _DIRECT[accessor.construct](accessor.construct, accessor.idx))
+    op_def = cls.get_irdl_definition()
+    own = vars(cls)
+    for defs in (op_def.operands, op_def.results, op_def.regions):
+        for name, _ in defs:
+            accessor = own.get(name)
+            if type(accessor) is BeforeVariadicSingleAccessor:
+                key = (accessor.construct, accessor.idx)
+                direct = _DIRECT_MADE.get(key)
+                if direct is None:  # immutable and stateless: one per construct and index
+                    direct = _DIRECT_MADE[key] = _DIRECT[key[0]](*key)
+                setattr(cls, name, direct)
 
 
 def _define(cls: type[OpT]) -> type[OpT]:
