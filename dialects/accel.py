@@ -704,17 +704,18 @@ class Conv2DZpOp(_ComputeOp):
                 f"{self.name}: {groups} groups do not split {ib} input blocks into groups of "
                 f"{ibg} and {ob} output blocks evenly"
             )
+        checked = {}  # as Python ints: the few values are compared one by one
         for name, n_values in (("strides", 2), ("dilations", 2), ("padding", 4)):
-            values = self.array_prop(name)
-            if len(values) != n_values or np.any(values < (0 if name == "padding" else 1)):
+            values = checked[name] = self.array_prop(name).tolist()
+            if len(values) != n_values or min(values) < (0 if name == "padding" else 1):
                 raise VerifyException(
                     f"{self.name}: {name} needs {n_values} "
                     f"{'non-negative' if name == 'padding' else 'positive'} values, got "
-                    f"{values.tolist()}"
+                    f"{values}"
                 )
-        sh, sw = (int(v) for v in self.array_prop("strides"))
-        dh, dw = (int(v) for v in self.array_prop("dilations"))
-        top, bottom, left, right = (int(v) for v in self.array_prop("padding"))
+        sh, sw = checked["strides"]
+        dh, dw = checked["dilations"]
+        top, bottom, left, right = checked["padding"]
         expected = (
             n, ob, _window_extent(h, top + bottom, kh, sh, dh),
             _window_extent(w, left + right, kw, sw, dw), 1, block,

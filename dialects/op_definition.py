@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from xdsl.ir import Operation, OpTraits
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl import irdl_op_definition as _xdsl_definition
+from xdsl.irdl.operations import BeforeVariadicSingleAccessor, VarIRConstruct
 from xdsl.utils.exceptions import ParseError, PyRDLOpDefinitionError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -196,6 +197,7 @@ def define_now(cls: type[OpT]) -> type[OpT]:
     or successors."""
     custom_verify = getattr(cls, "verify_", None)
     defined = _define(cls)
+    _direct_accessors(defined)
     fast = _fixed_arity_verifier(defined.get_irdl_definition())
     if fast is not None:
         if custom_verify is None or custom_verify is Operation.verify_:
@@ -300,6 +302,68 @@ def _fixed_arity_verifier(op_def: OpDef) -> Callable[[IRDLOperation], None] | No
             verify_trait(op)
 
     return verify_definition
+
+
+class _DirectOperand(BeforeVariadicSingleAccessor):
+    """xDSL's accessor of an operand before any variadic one (`op.operands[idx]`), reading
+    the op's operand tuple directly: xDSL's builds an `OpOperands` view and goes through
+    three calls to index it, some 1 µs per `op.input`, and the passes read operands by name
+    tens of thousands of times per model."""
+
+    def __get__(self, obj: Operation | None, objtype=None) -> Any:
+        if obj is None:
+            return super().__get__(obj, objtype)  # as xDSL's does on the class
+        return obj._operands[self.idx]  # pyright: ignore[reportPrivateUsage]
+
+
+_tuple_item = tuple.__getitem__
+
+
+class _DirectResult(BeforeVariadicSingleAccessor):
+    """xDSL's accessor of a result before any variadic one (`op.results[idx]`), without the
+    dispatch on the construct kind."""
+
+    def __get__(self, obj: Operation | None, objtype=None) -> Any:
+        if obj is None:
+            return super().__get__(obj, objtype)
+        return _tuple_item(obj.results, self.idx)  # SSAValues.__getitem__ is a Python call
+
+
+class _DirectRegion(BeforeVariadicSingleAccessor):
+    """xDSL's accessor of a region before any variadic one (`op.regions[idx]`), without the
+    dispatch on the construct kind."""
+
+    def __get__(self, obj: Operation | None, objtype=None) -> Any:
+        if obj is None:
+            return super().__get__(obj, objtype)
+        return obj.regions[self.idx]
+
+
+_DIRECT = {
+    VarIRConstruct.OPERAND: _DirectOperand,
+    VarIRConstruct.RESULT: _DirectResult,
+    VarIRConstruct.REGION: _DirectRegion,
+}
+
+
+_DIRECT_MADE: dict[tuple[VarIRConstruct, int], BeforeVariadicSingleAccessor] = {}
+
+
+def _direct_accessors(cls: type[IRDLOperation]) -> None:
+    """The op's accessors of single operands, results and regions before any variadic one
+    (exactly `BeforeVariadicSingleAccessor`s) replaced by ones that return the same value
+    directly."""
+    op_def = cls.get_irdl_definition()
+    own = vars(cls)
+    for defs in (op_def.operands, op_def.results, op_def.regions):
+        for name, _ in defs:
+            accessor = own.get(name)
+            if type(accessor) is BeforeVariadicSingleAccessor:
+                key = (accessor.construct, accessor.idx)
+                direct = _DIRECT_MADE.get(key)
+                if direct is None:  # immutable and stateless: one per construct and index
+                    direct = _DIRECT_MADE[key] = _DIRECT[key[0]](*key)
+                setattr(cls, name, direct)
 
 
 def _refuse_format_with_methods(cls: type[IRDLOperation]) -> None:

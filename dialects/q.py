@@ -64,31 +64,40 @@ from qaccel.dialects.types import tensor_dtype
 
 
 def i64_array(values: Sequence[int] | np.ndarray) -> DenseArrayBase:
-    return _dense_array(i64, np.asarray(values, dtype="<i8").tobytes())
+    return _dense_array("<i8", np.asarray(values, dtype="<i8").tobytes())
 
 
 def i32_array(values: Sequence[int] | np.ndarray) -> DenseArrayBase:
-    return _dense_array(i32, np.asarray(values, dtype="<i4").tobytes())
+    return _dense_array("<i4", np.asarray(values, dtype="<i4").tobytes())
 
 
 def f64_array(values: Sequence[float] | np.ndarray) -> DenseArrayBase:
-    return _dense_array(f64, np.asarray(values, dtype="<f8").tobytes())
-
-
-@functools.lru_cache(maxsize=4096)
-def _dense_array(element: Attribute, data: bytes) -> DenseArrayBase:
-    """One attribute per element type and bytes (attributes are immutable: ops share them;
-    the passes ask for the same strides, paddings, clamps and zero points again and again,
-    MobileNetV2: 889 arrays, 342 distinct)."""
-    return DenseArrayBase(element, BytesAttr(data))
+    return _dense_array("<f8", np.asarray(values, dtype="<f8").tobytes())
 
 
 _ARRAY_DTYPES = {i64: "<i8", i32: "<i4", f64: "<f8"}
+_ARRAY_ELEMENTS = {dtype: element for element, dtype in _ARRAY_DTYPES.items()}
+_ARRAY_DTYPES_BY_ID = {id(element): dtype for element, dtype in _ARRAY_DTYPES.items()}
+"""The dtypes of this module's own `i64`, `i32` and `f64` by identity (they live as long as the
+module, so no other object has their id): a lookup by value hashes the whole type, and the
+passes ask for a property's values thousands of times (MobileNetV2: some 4,300)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _dense_array(dtype: str, data: bytes) -> DenseArrayBase:
+    """One attribute per element type (by its dtype) and bytes (attributes are immutable: ops
+    share them; the passes ask for the same strides, paddings, clamps and zero points again
+    and again, MobileNetV2: 889 arrays, 342 distinct)."""
+    return DenseArrayBase(_ARRAY_ELEMENTS[dtype], BytesAttr(data))
 
 
 def array_values(attr: DenseArrayBase) -> np.ndarray:
     """A dense array property as a numpy array of its element type."""
-    return np.frombuffer(attr.data.data, dtype=_ARRAY_DTYPES[attr.elt_type])
+    element = attr.elt_type
+    dtype = _ARRAY_DTYPES_BY_ID.get(id(element))
+    if dtype is None:  # an equal type made elsewhere (e.g. parsed)
+        dtype = _ARRAY_DTYPES[element]
+    return np.frombuffer(attr.data.data, dtype=dtype)
 
 
 def i32_attr(value: int) -> IntegerAttr:

@@ -20,6 +20,11 @@ from xdsl.ir import Attribute
 from qaccel.dialects.quant import UniformQuantizedType
 
 
+_INTEGER_DTYPES: dict[tuple[int, bool], np.dtype] = {}
+"""`numpy_dtype` of the integer types by (width, unsigned): the passes ask some 1,500 times
+per model, and building a dtype from its name parses it each time."""
+
+
 def numpy_dtype(element_type: Attribute) -> np.dtype:
     """The numpy dtype a value of this element type is stored as (quantized: its storage)."""
     if isinstance(element_type, UniformQuantizedType):
@@ -29,7 +34,12 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
         if width == 1:
             return np.dtype(np.bool_)
         unsigned = element_type.signedness.data == Signedness.UNSIGNED
-        return np.dtype(f"{'u' if unsigned else 'i'}{width // 8}")
+        found = _INTEGER_DTYPES.get((width, unsigned))
+        if found is None:  # dtypes are immutable: one per width and signedness
+            found = _INTEGER_DTYPES[width, unsigned] = np.dtype(
+                f"{'u' if unsigned else 'i'}{width // 8}"
+            )
+        return found
     if isinstance(element_type, Float32Type):
         return np.dtype(np.float32)
     if isinstance(element_type, Float16Type):

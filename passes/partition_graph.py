@@ -194,8 +194,10 @@ class _Edges:
         inside = set(map(id, ops))
         inputs: dict[SSAValue, None] = {}
         outputs: list[SSAValue] = []
+        edges = self.edges
         for op in ops:
-            reads, users = self._of(op)
+            found = edges.get(id(op))  # `_of(op)`, without a call for the ops read already
+            reads, users = found if found is not None else self._of(op)
             for v, owner in reads:
                 if owner not in inside:
                     inputs.setdefault(v, None)

@@ -208,3 +208,40 @@ def test_a_broken_definition_fails_at_each_use():
             op_type.get_irdl_definition()
         with pytest.raises(PyRDLOpDefinitionError, match="stray"):
             op_type.create(result_types=[i32])
+
+
+def test_direct_accessors_return_what_xdsls_return():
+    """Single operands, results and regions before any variadic one are read directly;
+    every accessor gives what xDSL's would, on an op whose optional operand is present and
+    absent, and its class still refuses writes."""
+    from xdsl.dialects.builtin import TensorType
+    from xdsl.ir import Block, Region
+    from xdsl.irdl.operations import BeforeVariadicSingleAccessor
+    from xdsl.utils.test_value import create_ssa_value
+
+    from qaccel.dialects import accel
+    from qaccel.dialects import vta
+    from qaccel.dialects.op_definition import _DirectOperand, _DirectRegion, _DirectResult
+
+    t = TensorType(i32, [1, 1, 2, 2, 1, 16])
+    x, y = create_ssa_value(t), create_ssa_value(t)
+    ops = [accel.MaxOp(x, value=[0]), accel.MaxOp(x, y), accel.RoundRShiftOp(x, [1]),
+           vta.LayerOp("eltwise", [t], Region(Block()))]  # fmt: skip
+    direct = 0
+    for op in ops:
+        for name, accessor in vars(type(op)).items():
+            if isinstance(accessor, _DirectOperand | _DirectResult | _DirectRegion):
+                xdsls = BeforeVariadicSingleAccessor(accessor.construct, accessor.idx)
+                assert getattr(op, name) is xdsls.__get__(op, type(op)), (op.name, name)
+                with pytest.raises(NotImplementedError):
+                    setattr(op, name, x)
+                direct += 1
+    assert direct >= 7  # lhs, output of both max ops; input, output of the shift; body
+    assert ops[0].rhs is None and ops[1].rhs is y  # the optional operand keeps xDSL's accessor
+    # Every qaccel op with such an operand or result has the direct accessor for it, once its
+    # definition is complete.
+    for load in get_all_dialects().values():
+        for op_type in load().operations:
+            op_type.get_irdl_definition()  # completes an op defined on first use
+            assert not any(type(a) is BeforeVariadicSingleAccessor
+                           for a in vars(op_type).values()), op_type.name  # fmt: skip

@@ -72,3 +72,20 @@ def test_plan_steps_uses_at_most_the_schedule_slots():
         assert max(p.wgt_slot for p in plans) < s.wgt_slots
         loaded = {(kind, slot) for p in plans for kind, _, slot, _ in p.loads}
         assert ("inp", plans[0].inp_slot) in loaded and ("wgt", plans[0].wgt_slot) in loaded
+
+
+def test_weight_sums_equal_int64_sums():
+    """`weight_sums` (int32 when no sum can overflow) gives the int64 sums: random and extreme
+    int8 weights along either axis, and other dtypes as before."""
+    from qaccel.lowering.vta.geometry import weight_sums
+
+    rng = np.random.default_rng(7)
+    for shape in ((1, 1), (3, 5), (64, 288), (320, 1280)):
+        for w in (rng.integers(-128, 128, shape, dtype=np.int8),
+                  np.full(shape, -128, np.int8), np.full(shape, 127, np.int8)):  # fmt: skip
+            for axis in (0, 1):
+                got = weight_sums(w, axis)
+                assert got.dtype == np.int64
+                assert np.array_equal(got, w.sum(axis=axis, dtype=np.int64))
+    wide = np.full((2, 3), 2**40, np.int64)
+    assert np.array_equal(weight_sums(wide, 1), [3 * 2**40] * 2)

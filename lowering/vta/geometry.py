@@ -334,14 +334,23 @@ def fused_bias(layer: ConvLayer, g: LayerGeometry | None = None) -> np.ndarray:
     return _fused_bias(layer, g.kind, g.O)
 
 
+def weight_sums(w: np.ndarray, axis: int) -> np.ndarray:
+    """`w.sum(axis=axis, dtype=np.int64)` of a 2-D weight array, without an int64 copy; int8
+    weights are summed in int32 when no sum can overflow it (fewer than 2^24 terms): the same
+    values, twice as fast (MobileNetV2's layers are read two or three times per compile)."""
+    if w.dtype == np.int8 and w.shape[axis] < 1 << 24:
+        return w.sum(axis=axis, dtype=np.int32).astype(np.int64)
+    return w.sum(axis=axis, dtype=np.int64)
+
+
 def _fused_bias(layer: ConvLayer, kind: str, O: int) -> np.ndarray:
-    w = layer.weights  # summed in int64, without an int64 copy
+    w = layer.weights
     if kind == "conv":
-        wsum = w.reshape(O, -1).sum(axis=1, dtype=np.int64)
+        wsum = weight_sums(w.reshape(O, -1), 1)
     elif kind == "depthwise":
-        wsum = w.reshape(-1, O).sum(axis=0, dtype=np.int64)
+        wsum = weight_sums(w.reshape(-1, O), 0)
     else:
-        wsum = w.sum(axis=1, dtype=np.int64)
+        wsum = weight_sums(w, 1)
     bias = np.zeros(O, np.int64) if layer.bias is None else np.asarray(layer.bias, np.int64)
     total = bias - layer.input_zero_point * wsum - layer.requant_input_zero_point
     return total.astype(np.int32)  # int64 -> int32 keeps the low 32 bits

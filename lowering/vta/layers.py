@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from qaccel.dialects import accel, tfl, vta
 from qaccel.dialects.types import tensor_dtype
-from qaccel.lowering.vta.geometry import ConvLayer
+from qaccel.lowering.vta.geometry import ConvLayer, weight_sums
 from xdsl.ir import Operation, SSAValue
 
 
@@ -195,11 +195,11 @@ def match_layer(op: Operation, name: str) -> LayerMatch:
         ops.append(nxt)
         cur, nxt = nxt.output, _sole_user(nxt.output)
     # qbias such that the library's fused bias `qbias - zp_in Σw` is `fused` modulo 2^32.
-    w = kw["weights"]  # summed in int64, without an int64 copy
+    w = kw["weights"]
     if kind == "depthwise":
-        wsum = w.reshape(-1, lanes).sum(axis=0, dtype=np.int64)
+        wsum = weight_sums(w.reshape(-1, lanes), 0)
     else:
-        wsum = w.reshape(lanes, -1).sum(axis=1, dtype=np.int64)
+        wsum = weight_sums(w.reshape(lanes, -1), 1)
     qbias = (fused + kw["input_zero_point"] * wsum) & 0xFFFFFFFF
     kw["bias"] = qbias.astype(np.uint32).view(np.int32)
     if isinstance(op, accel.Conv2DZpOp) and isinstance(nxt, accel.Col2ImOp):
