@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 # Modules a compile of a .tflite or .mlir model never needs at import time.
 KEPT_OUT = [
     "xdsl.xdsl_opt_main",  # xdsl-opt's driver (qaccel-opt's base class)
@@ -111,22 +113,25 @@ _FORK_PROBE = """
 import json, os, sys, tempfile
 import qaccel.tools.qaccel_compile as qc
 seen = []
-os.register_at_fork(before=lambda: seen.append(sorted(sys.modules)) if not seen else None)
+os.register_at_fork(before=lambda: seen.append(sorted(sys.modules)))
 out = tempfile.mkdtemp()
 try:
     qc.main([sys.argv[1], "-o", os.path.join(out, "a"), "--quiet"])
 except SystemExit as e:
     assert not e.code, e.code
-print(json.dumps(seen[0] if seen else None))
+print(json.dumps(seen))
 """
 
 
 def test_the_parent_leaves_the_childrens_modules_to_them():
-    model = Path(__file__).parent / "fixtures" / "models" / "small_cnn.tflite"
+    if len(os.sched_getaffinity(0)) < 2:  # as kernels/background.enabled()
+        pytest.skip("the compile forks no helper here (one usable core)")
     env = {k: v for k, v in os.environ.items() if k != "QACCEL_COMPILE_JOBS"}
+    model = Path(__file__).parent / "fixtures" / "models" / "small_cnn.tflite"
     done = subprocess.run([sys.executable, "-c", _FORK_PROBE, str(model)],
                           capture_output=True, text=True, check=True, env=env)  # fmt: skip
-    at_fork = json.loads(done.stdout.strip().splitlines()[-1])
-    assert at_fork is not None, "the compile forked no helper"
-    assert "qaccel.backends.vta.codegen" in at_fork
-    assert [m for m in CHILD_ONLY if m in at_fork] == []
+    forks = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(forks) >= 2, "the compile forked fewer helpers than the host IR and LiteRT's"
+    for at_fork in forks:  # every fork, not the first only
+        assert "qaccel.backends.vta.codegen" in at_fork
+        assert [m for m in CHILD_ONLY if m in at_fork] == []
