@@ -308,25 +308,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _write_host_ir(module, staging):
-    """OUTDIR/host.mlir written into the artifact's folder (by a helper process), after the
-    empty files write_artifact takes for its own (`Staging.make_spares`: made here, on the
-    second core, during the emission)."""
-    staging.make_spares(_own_files(module))
+    """OUTDIR/host.mlir written into the artifact's folder (by a helper process)."""
     return staging.write("host.mlir", module_pieces(module))
-
-
-def _own_files(module) -> int:
-    """About how many files write_artifact makes itself for `module` (more is harmless):
-    per accelerator function, two per layer, its dram.npz, constants.bin and driver program;
-    the driver's four sources, model.tflite, report.json, the run plan's two files and
-    manifest.json."""
-    from qaccel.backends.vta.compiled import accelerator_functions
-    from qaccel.dialects.vta import LayerOp
-
-    count = 9
-    for f in accelerator_functions(module):
-        count += 3 + 2 * sum(isinstance(op, LayerOp) for op in f.walk())
-    return count
 
 
 def _write_aot_models(compiled, source: bytes | None, staging):

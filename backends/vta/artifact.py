@@ -359,10 +359,7 @@ def write_artifact(
             "source_sha256": source_digest,
             "files": dict(sorted(staging.digests.items())),
         }  # fmt: skip
-        manifest_path = staging.folder / "manifest.json"
-        staging._take_spare(manifest_path)
-        manifest_path.write_bytes(_dumps(manifest).encode())
-        staging.drop_spares()  # the helpers that made them are done (host_text, extra)
+        (staging.folder / "manifest.json").write_bytes(_dumps(manifest).encode())
         _put_in_place(staging.folder, root)
         staging.placed = True
     except BaseException:
@@ -388,13 +385,7 @@ class Staging:
     `write(rel, data)` writes each file once and hashes it once: a file whose bytes equal
     those of a large file this process wrote into the folder before is a hard link to it,
     and takes its digest (a copy where the file system has no links). A forked helper sees
-    the files written before it was forked.
-
-    Making a file (its inode) costs far more than renaming one or writing into it (some 1 ms
-    against 0.04 ms each on a busy ext4), and an artifact is some 140 files: a helper process
-    may make empty spare files in the folder beforehand (`make_spares`), which `write` in the
-    process that made the folder renames into place and writes into (the same files, made on
-    the second core); `drop_spares()` removes those not taken, once no helper makes more."""
+    the files written before it was forked."""
 
     def __init__(self, outdir: str | Path) -> None:
         root = Path(outdir)
@@ -407,38 +398,6 @@ class Staging:
         self._large: dict[int, list[tuple[bytes, str]]] = {}  # size -> (bytes, rel)
         self._owner = os.getpid()
         self._lock = threading.Lock()  # (`ImageAhead`'s threads write too)
-        self._spare: int | None = 0
-        """The next spare file to take (None: none are taken any more)."""
-
-    def make_spares(self, count: int) -> None:
-        """Make `count` empty spare files for `write` to take, in the order it takes them
-        (nothing in the process that made the folder: only a helper's work is saved). Only
-        from a helper whose result is waited for before `drop_spares()`."""
-        if os.getpid() == self._owner:
-            return
-        for k in range(count):
-            os.close(os.open(f"{self._root}/{_SPARE}{k}", os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                             0o666))  # fmt: skip
-
-    def drop_spares(self) -> None:
-        """Remove the spare files not taken; `write` makes its files from now on."""
-        if os.getpid() != self._owner or self._spare is None:
-            return
-        self._spare = None
-        with os.scandir(self.folder) as entries:
-            for entry in entries:
-                if entry.name.startswith(_SPARE):
-                    os.unlink(entry.path)
-
-    def _take_spare(self, path: str | Path) -> None:
-        """The next spare file renamed to `path` when one is made (else `path` is made)."""
-        if self._spare is None or os.getpid() != self._owner:
-            return
-        try:
-            os.rename(f"{self._root}/{_SPARE}{self._spare}", path)
-        except FileNotFoundError:  # not made (yet): the helper makes them in this order
-            return
-        self._spare += 1
 
     def write(self, rel: str, data: bytes | Iterable, sha256: str | None = None) -> Written:
         """Write (or link) the file `rel` with `data`; its digest, also in `digests`.
@@ -475,7 +434,6 @@ class Staging:
                 self._dirs.add(parent)
         if not isinstance(data, bytes | bytearray | memoryview):
             hashed = None if sha256 else hashlib.sha256()
-            self._take_spare(path)
             with open(path, "wb") as out:
                 for piece in data:
                     out.write(piece)
@@ -483,14 +441,12 @@ class Staging:
                         hashed.update(piece)
             digest = sha256 or hashed.hexdigest()  # type: ignore[union-attr]
         elif len(data) < _LINK_ABOVE:
-            self._take_spare(path)
             _write_file(path, data)
             digest = sha256 or hashlib.sha256(data).hexdigest()
         else:
             same = self._large.setdefault(len(data), [])
             earlier = next((r for b, r in same if b is data or b == data), None)
             if earlier is None:
-                self._take_spare(path)
                 _write_file(path, data)
                 digest = sha256 or hashlib.sha256(data).hexdigest()
                 same.append((data, rel))
@@ -508,9 +464,6 @@ class Staging:
 
 _LINK_ABOVE = 1 << 16
 """Files of at least this many bytes are compared with the earlier ones, and linked."""
-
-_SPARE = ".spare-"
-"""The names of `Staging`'s spare files (numbered), never an artifact's file's."""
 
 
 def _write_file(path: str, data: bytes | bytearray | memoryview) -> None:
