@@ -7,16 +7,13 @@ a freshly forked child as `qaccel-compile`'s helpers run (cold caches, copy-on-w
 
 - host IR: `_write_host_ir`'s host.mlir (`module_pieces` written and hashed as it is made),
   `module_bytes` (host.mlir's bytes whole), and `module_text(...).encode()` for comparison;
-- the spare files the host IR helper makes first (`Staging.make_spares`);
 - LiteRT models of the original .tflite: the plain `litert_files` (what a helper started after
   the emission did), and its two steps as `qaccel-compile` runs them now:
   `prepare_litert_files` (begun once the module is final, alongside the emission) and
   `finish_litert_files` (once fed the emitted functions), without and with writing and
   hashing the files (`_written`);
 - `write_artifact` in the caller, its main thread only (the DRAM images' .npz are made on a
-  thread beside it), with the helpers' files given as written: making every file itself,
-  and taking the spare files a helper made beforehand (`Staging.make_spares`), as
-  `qaccel-compile` does.
+  thread beside it), with the helpers' files given as written.
 
 CPU time is the figure to compare on a loaded machine.
 """
@@ -107,11 +104,9 @@ def main() -> None:
         qc._write_aot_models(compiled, source, staging)
         staging.discard()
 
-    def write_artifact_main(spares: bool = False):
+    def write_artifact_main():
         out = tmp / f"a{os.getpid()}"
         staging = artifact.Staging(out)
-        if spares:
-            _in_child(lambda: staging.make_spares(qc._own_files(module)))
         start = time.thread_time()
         artifact.write_artifact(compiled, out, source, host_text=artifact.Written("0" * 64),
                                 extra={}, staging=staging)  # fmt: skip
@@ -137,25 +132,16 @@ def main() -> None:
         staging.write("host.mlir", artifact.module_pieces(module))
         staging.discard()
 
-    def spares() -> float:
-        staging = artifact.Staging(tmp / f"s{os.getpid()}")
-        spent = _in_child(lambda: staging.make_spares(qc._own_files(module)))
-        staging.discard()
-        return spent
-
     rows = {
         "host IR: written as made (helper)": lambda: _in_child(host_ir_written),
         "host IR: module_bytes": lambda: _in_child(lambda: artifact.module_bytes(module)),
         "host IR: module_text().encode()": lambda: _in_child(
             lambda: artifact.module_text(module).encode()),
         "LiteRT plain, written (old helper)": lambda: _in_child(plain_and_write),
-        "spare files (helper, before host IR)": spares,
         "LiteRT prepare (before emission ends)": lambda: _in_child(prepared),
         "LiteRT finish, not written": lambda: child_value(finish_only),
         "LiteRT finish + write + hash (after)": lambda: child_value(finish_and_write),
         "write_artifact, main thread": lambda: child_value(write_artifact_main),
-        "write_artifact, main thread, spares": lambda: child_value(
-            lambda: write_artifact_main(spares=True)),
     }
     print(f"{args.model.name}: CPU seconds, median of {args.repeat} (each in a fresh child)")
     try:

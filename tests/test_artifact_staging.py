@@ -77,43 +77,6 @@ def _in_child(fn) -> None:
     os.waitpid(pid, 0)
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork")
-def test_spare_files_made_by_a_helper_are_taken_in_order_and_the_rest_dropped(tmp_path):
-    """`Staging.make_spares` in a helper: `write` renames the spares into place, in order,
-    and makes its files itself once none is left (or none was made); `drop_spares` removes
-    those not taken. The process that made the folder makes none itself."""
-    staging = Staging(tmp_path / "out")
-    folder = staging.folder
-    staging.make_spares(3)  # the folder's own process: nothing
-    assert list(folder.iterdir()) == []
-    _in_child(lambda: staging.make_spares(4))
-    spares = sorted(p.name for p in folder.iterdir())
-    assert spares == [".spare-0", ".spare-1", ".spare-2", ".spare-3"]
-    inode = (folder / ".spare-0").stat().st_ino
-    big = os.urandom(1 << 17)
-    staging.write("a/layer_0.bin", b"abc")
-    assert (folder / "a/layer_0.bin").stat().st_ino == inode
-    staging.write("a/big.bin", big)
-    staging.write("b/same.bin", bytes(bytearray(big)))  # a link: no spare taken
-    staging.write("c/pieces.bin", iter([b"x", b"yz"]))
-    staging.write("a/layer_0.bin", b"replaced")  # replaced: takes the last spare
-    staging.write("d/made.bin", b"no spare left")
-    assert not any(p.name.startswith(".spare-") for p in folder.iterdir())
-    assert os.path.samefile(folder / "a/big.bin", folder / "b/same.bin")
-    assert (folder / "a/layer_0.bin").read_bytes() == b"replaced"
-    assert (folder / "c/pieces.bin").read_bytes() == b"xyz"
-    assert (folder / "d/made.bin").read_bytes() == b"no spare left"
-    _in_child(lambda: staging.make_spares(2))
-    staging.drop_spares()
-    assert sorted(p.name for p in folder.iterdir()) == ["a", "b", "c", "d"]
-    _in_child(lambda: staging.make_spares(1))  # (never happens) none is taken once dropped
-    staging.write("e/after.bin", b"made")
-    assert (folder / ".spare-0").exists()
-    for rel, digest in staging.digests.items():
-        assert hashlib.sha256((folder / rel).read_bytes()).hexdigest() == digest
-    staging.discard()
-
-
 @pytest.fixture(scope="module")
 def small_cnn():
     return qaccel_compile.compile_model(MODELS / "small_cnn.tflite")
