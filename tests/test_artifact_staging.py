@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import time
 import zipfile
 from pathlib import Path
 
@@ -345,3 +346,77 @@ def test_the_last_image_given_ahead_is_the_final_one(monkeypatch):
     last = {n: image for n, image in given}
     for name, fn in compiled.functions.items():
         assert np.array_equal(last[name], fn.image)
+
+
+def test_a_compile_that_fails_leaves_no_image_written_beside_it(tmp_path, monkeypatch):
+    """A DRAM image written ahead on a thread is waited for before the failed compile's
+    folder is discarded: nothing is written beside the artifact afterwards."""
+    from qaccel.backends.vta import artifact, codegen
+
+    if not hasattr(os, "fork"):
+        pytest.skip("no os.fork")
+    monkeypatch.setattr(background, "enabled", lambda: True)
+    made, slow = [], artifact._image_npz
+
+    def late(image):
+        made.append(1)
+        time.sleep(0.3)  # still writing when the compile has failed
+        return slow(image)
+
+    def broken(*args, **kwargs):
+        raise OSError("emission failed")
+
+    monkeypatch.setattr(artifact, "_image_npz", late)
+    monkeypatch.setattr(codegen, "_run_emitters", broken)
+    out = tmp_path / "out"
+    with pytest.raises(OSError, match="emission failed"):
+        qaccel_compile.run([str(MODELS / "small_cnn.tflite"), "--quiet", "-o", str(out)])
+    assert made  # an image was being written ahead
+    time.sleep(0.5)
+    assert not out.exists() and _siblings(out) == []
+
+
+def test_an_image_laid_out_again_is_not_overwritten_by_the_first(tmp_path, monkeypatch):
+    """When the emitter refuses a layer after a function's image was given ahead, the image
+    is given again: the first one's thread is done before the second starts, so the
+    artifact's dram.npz (and its digest) is the final image, however slow the first is."""
+    from qaccel.backends.vta import artifact, codegen
+    from qaccel.lowering.vta.geometry import LayerError
+
+    if not hasattr(os, "fork"):
+        pytest.skip("no os.fork")
+    monkeypatch.setattr(background, "enabled", lambda: True)
+    calls, slow = [], artifact._image_npz
+
+    def first_late(image):
+        calls.append(image.copy())
+        if len(calls) == 1:
+            time.sleep(0.3)
+        return slow(image)
+
+    run, refused = codegen._LayerJob.run, []
+
+    def refuse_once(job):
+        if job.index == 1 and not refused:
+            refused.append(job.index)
+            return LayerError("refused for the test"), None
+        return run(job)
+
+    monkeypatch.setattr(artifact, "_image_npz", first_late)
+    monkeypatch.setattr(codegen._LayerJob, "run", refuse_once)
+    out = tmp_path / "out"
+    assert qaccel_compile.run([str(MODELS / "small_cnn.tflite"), "--quiet", "-o", str(out)]) == 0
+    # The first function's image given twice (its second layer refused), then the others'.
+    assert refused and len(calls) == len(compiled_functions(out)) + 1
+    assert not np.array_equal(calls[0], calls[1])
+    time.sleep(0.4)
+    manifest = _check_manifest(out)  # every file's digest is its bytes'
+    first = manifest["functions"][compiled_functions(out)[0]]
+    with np.load(out / first["image"]) as npz:
+        assert np.array_equal(npz["dram"], calls[1])  # the image laid out again
+    assert _siblings(out) == []  # nor was the first written after the artifact was placed
+
+
+def compiled_functions(out: Path) -> list[str]:
+    """The artifact's accelerator functions by name (vta_fn_0, compiled first, first)."""
+    return list(json.loads((out / "manifest.json").read_text())["functions"])

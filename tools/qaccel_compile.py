@@ -239,6 +239,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     def image_ready(name: str, image) -> None:
         if litert is not None:  # nothing forks after the emission (else the thread waits)
+            _settle(images_ahead.get(name))  # (laid out again: the earlier one writes first)
             images_ahead[name] = ImageAhead(image, staged(), f"{name}/dram.npz")
 
     def staged() -> Staging:
@@ -295,6 +296,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         for pending in (host_text, litert):
             if pending is not None:
                 pending.cancel()
+        for early in images_ahead.values():  # no thread writes into a folder discarded
+            _settle(early)
         if staging:  # nothing once the artifact is in place
             staging[0].discard()
     if args.plot:
@@ -305,6 +308,14 @@ def run(argv: Sequence[str] | None = None) -> int:
         plot = f" and {args.plot}" if args.plot else ""
         print(f"wrote {args.output}{plot} in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def _settle(early) -> None:
+    """Wait for an `ImageAhead`'s thread to be done, whatever it ended with (its error, if
+    any, is the caller's when it asks for the result)."""
+    if early is not None:
+        with contextlib.suppress(Exception):
+            early.result()
 
 
 def _write_host_ir(module, staging):
