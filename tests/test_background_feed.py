@@ -50,18 +50,29 @@ def _check(got, want) -> None:
             assert got[key] == value
 
 
-def test_large_buffers_are_fed_out_of_band_and_arrive_equal(forking):
+def test_large_buffers_are_fed_out_of_band_and_arrive_equal(forking, monkeypatch):
     want = _value()
     buffers: list = []
     data = pickle.dumps(want, protocol=5, buffer_callback=background._out_of_band(buffers))
     assert sorted(b.nbytes for b in buffers) == [want["fortran"].nbytes, 3 << 20]
     assert len(data) < (1 << 20)  # the image is not copied into the pickle
+    written: list[int] = []  # what `feed` itself writes into the pipe, piece by piece
+    write_all = background._write_all
+
+    def recorded(pipe, piece) -> None:
+        written.append(memoryview(piece).nbytes)
+        write_all(pipe, piece)
+
+    monkeypatch.setattr(background, "_write_all", recorded)
     pending = background.start_fed(_received)
     assert pending._pid is not None
     pending.feed(want)
     pid, got = pending.result()
     assert pid != os.getpid()
     _check(got, want)
+    # The two large buffers went through the pipe as pieces of their own, not in the pickle.
+    assert 3 << 20 in written and want["fortran"].nbytes in written
+    assert max(n for n in written if n not in (3 << 20, want["fortran"].nbytes)) < (1 << 20)
 
 
 def test_a_fed_value_cut_short_is_computed_by_the_caller(forking, monkeypatch):
