@@ -12,7 +12,7 @@ repetitions. Per pass: the median and the least CPU seconds (`time.process_time`
 machine the least is the steadier figure), and their sums.
 
 `--digest` prints instead the SHA-256 of the printed IR after every pass, for the default
-configuration and `vta-store-requant`: run it at two revisions and compare, to check that a
+configuration and `vta-store-requant` (or `--config`'s): run it at two revisions and compare, to check that a
 change to the passes leaves every stage's IR as it was.
 """
 
@@ -67,15 +67,16 @@ def run_passes(data: bytes, name: str, config: str | None, after=None) -> dict[s
 
 
 def timings(model: Path, repeat: int, config: str | None) -> None:
+    from qaccel.tools.cli import fewer_collections
+
     data = model.read_bytes()
     run_passes(data, str(model), config)  # imports the passes' modules
-    gc.freeze()
-    gc.set_threshold(50_000)
     runs: dict[str, list[float]] = {}
-    for _ in range(repeat):
-        gc.collect()
-        for name, s in run_passes(data, str(model), config).items():
-            runs.setdefault(name, []).append(s)
+    with fewer_collections():
+        for _ in range(repeat):
+            gc.collect()
+            for name, s in run_passes(data, str(model), config).items():
+                runs.setdefault(name, []).append(s)
     print(f"{model.name} ({config or 'vta-default'}), {repeat} runs: CPU ms")
     print(f"  {'pass':22s} {'median':>8s} {'least':>8s}")
     for name, values in runs.items():
@@ -85,11 +86,11 @@ def timings(model: Path, repeat: int, config: str | None) -> None:
     print(f"  {'total':22s} {1e3 * medians:8.1f} {1e3 * least:8.1f}")
 
 
-def digests(model: Path) -> None:
+def digests(model: Path, configs=CONFIGS) -> None:
     from qaccel.dialects.printing import op_text
 
     data = model.read_bytes()
-    for config in CONFIGS:
+    for config in configs:
         def after(name: str, module) -> None:
             digest = hashlib.sha256(op_text(module).encode()).hexdigest()
             print(f"{model.name} {config or 'vta-default'} {name} {digest}")
@@ -106,7 +107,7 @@ def main() -> None:
     args = ap.parse_args()
     for model in args.models:
         if args.digest:
-            digests(model)
+            digests(model, CONFIGS if args.config is None else (args.config,))
         else:
             timings(model, max(1, args.repeat), args.config)
     sys.stdout.flush()
