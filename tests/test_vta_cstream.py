@@ -560,6 +560,23 @@ def malformed_gemm_params():
     yield "too few parameters", good[:-1], cstream.BAD_INPUT
 
 
+def test_gemm_statics_keep_their_arrays():
+    """The configuration's `_IO` record and the arrays it points into are cached together: the
+    record stays usable when `_static`'s cache is emptied."""
+    import gc
+
+    config = HardwareConfig(name="statics", log_uop_buff_size=13)  # not cached yet
+    io = cstream._statics_io(config)
+    record, arrays = cstream._STATIC_IO[config]
+    assert record is io
+    assert [io.enc_col, io.enc_lo, io.enc_hi, io.enc_shift, io.enc_word] == [
+        a.ctypes.data for a in arrays]
+    cstream._STATIC.pop(config, None)
+    gc.collect()
+    good = next(malformed_gemm_params())[1]
+    assert cstream.gemm_call(good, config)[0] == cstream.OK
+
+
 @pytest.mark.parametrize("label, params, rc", list(malformed_gemm_params()),
                          ids=[m[0] for m in malformed_gemm_params()])  # fmt: skip
 def test_malformed_gemm_params_refused(label, params, rc):
