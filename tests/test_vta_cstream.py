@@ -577,6 +577,29 @@ def test_gemm_statics_keep_their_arrays():
     assert cstream.gemm_call(good, config)[0] == cstream.OK
 
 
+@pytest.mark.parametrize("rc", [cstream.NOMEM, cstream.BAD_INPUT, cstream.KERNEL_TOO_BIG])
+def test_gemm_refused_by_the_library_falls_back_to_python(monkeypatch, rc):
+    """When `vta_gemm_emit` refuses a layer (out of memory, or past a cap), `run()` gives the
+    Python step loop's program."""
+    from qaccel.lowering.vta.search import schedule
+    from test_vta_codegen import conv_layer
+
+    layer = conv_layer(H=6, W=6, C=20, O=20, k=3)
+    emitter = emit.prepare_emit(layer, schedule(layer, DEFAULT_CONFIG, refine=0), DEFAULT_CONFIG)
+    want = _python_twin(emitter).run_py()
+    calls = []
+
+    def refuse(params, config):
+        calls.append(params)
+        return rc, None, None, None, 0
+
+    monkeypatch.delenv("QACCEL_NO_CGEMM", raising=False)
+    monkeypatch.setattr(cstream, "gemm_call", refuse)
+    got = emitter.run()
+    assert len(calls) == 1
+    _same_program(got, want, f"refused with {rc}")
+
+
 @pytest.mark.parametrize("label, params, rc", list(malformed_gemm_params()),
                          ids=[m[0] for m in malformed_gemm_params()])  # fmt: skip
 def test_malformed_gemm_params_refused(label, params, rc):
