@@ -558,6 +558,33 @@ def malformed_gemm_params():
     p[ix["UOP_WIDTH"]] = 1  # the destination index outside its field: the layer is refused
     yield "a micro-op index outside its field", p, cstream.OVERFLOW
     yield "too few parameters", good[:-1], cstream.BAD_INPUT
+    # Every value in its range, their products not: each refused before anything is built.
+    for label, changes in (
+            ("the input frame of a tile", dict(H=1 << 20, W=1 << 20, OH=1 << 20, OW=1 << 20,
+                                               TH=1 << 20, TW=1 << 20, KH=64, SH=64, DH=64,
+                                               CIB=1 << 16, TCI=1 << 16)),
+            ("the input frame's rows", dict(OH=1 << 20, TH=1 << 20, SH=64, H=1 << 20)),
+            ("the input images", dict(BATCH=1 << 16, H=1 << 20, W=1 << 20)),
+            ("the input image", dict(H=1 << 20, W=1 << 20, CIB=1 << 16, TCI=1 << 16)),
+            ("the output image and tile", dict(OH=1 << 20, OW=1 << 20, TH=1 << 20, TW=1 << 20,
+                                               COB=1 << 16, TCO=1 << 16, WGT_SLOTS=1)),
+            ("the weights", dict(COB=1 << 16, CIB=1 << 16, KH=64, KW=64, TCO=1 << 16,
+                                 TCI=1 << 16, WGT_SLOTS=1, RUNTIME_WEIGHTS=1)),
+            ("the weight slots' parts", dict(WGT_SLOTS=1 << 16, TCO=1 << 16, COB=1 << 16))):
+        p = good.copy()
+        for name, value in changes.items():
+            p[ix[name]] = value
+        yield f"too large: {label}", p, cstream.BAD_INPUT
+    for name in ("ROW_SUBSAMPLE", "DIAGONAL", "INT32_OUTPUT", "HAS_BIAS", "ZP", "GEMM_BIAS",
+                 "STORE_TAIL", "RUNTIME_WEIGHTS", "RUNTIME_INIT", "HAS_SHIFT"):
+        p = good.copy()
+        p[ix[name]] = 2
+        yield f"the flag {name} = 2", p, cstream.BAD_INPUT
+    for at, bad in ((ix["PARAMS"] + 1, -2), (ix["PARAMS"] + 1, 1 << 50), (ix["PARAMS"] + 2, 65),
+                    (ix["TAIL"], 6), (ix["TAIL"] + 7, -1)):
+        p = good.copy()
+        p[at] = bad
+        yield f"parameter {at} = {bad}", p, cstream.BAD_INPUT
 
 
 def test_gemm_statics_keep_their_arrays():

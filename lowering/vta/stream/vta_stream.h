@@ -100,6 +100,8 @@ enum {
 #define VTA_GEMM_MAX_UOPS (1 << 22)
 #define VTA_GEMM_MAX_INSNS (1 << 21)
 #define VTA_GEMM_MAX_STEPS (1 << 20)
+/* Every DRAM element and derived size (image, weights, frame, tile) stays below it. */
+#define VTA_GEMM_MAX_ELEMS ((int64_t)1 << 40)
 enum { VTA_GEMM_BIAS_ALU, VTA_GEMM_BIAS_DMA, VTA_GEMM_BIAS_GEMM, VTA_GEMM_BIAS_STORE };
 enum {
     VTA_GEMM_TAIL_NONE, VTA_GEMM_TAIL_LSH, VTA_GEMM_TAIL_RDMUL, VTA_GEMM_TAIL_RSHR,
