@@ -585,6 +585,16 @@ def malformed_gemm_params():
         p = good.copy()
         p[at] = bad
         yield f"parameter {at} = {bad}", p, cstream.BAD_INPUT
+    # Kernels of 2^38 and 2^28 micro-ops (a GEMM of 64x64 taps on 2^13 x 2^13 blocks; one
+    # output block on 2^16 input blocks): counted, and refused, before being built.
+    p = good.copy()
+    for name, value in dict(H=64, W=64, KH=64, KW=64, PAD_T=0, PAD_L=0, OH=1, OW=1, TH=1, TW=1,
+                            CIB=1 << 13, COB=1 << 13, TCI=1 << 13, TCO=1 << 13).items():
+        p[ix[name]] = value
+    yield "a kernel of 2^38 micro-ops", p, cstream.KERNEL_TOO_BIG
+    for name, value in dict(CIB=1 << 16, TCI=1 << 16, COB=1, TCO=1).items():
+        p[ix[name]] = value
+    yield "a kernel of 2^28 micro-ops, one output block", p, cstream.KERNEL_TOO_BIG
 
 
 def test_gemm_statics_keep_their_arrays():

@@ -66,6 +66,7 @@ typedef struct {
     /* kernels: keys [9 each], sizes, the micro-op words of all, in registration order */
     vec_t kkeys, ksizes, uops;
     int64_t image;
+    int64_t uop_depth;     /* the micro-op buffer's: no kernel is larger */
     /* weight slots: the chunk each holds (5 ints) and the output blocks of it loaded */
     int64_t *held;         /* [wgt_slots][5], held[0] = -1: none */
     unsigned char *parts;  /* [wgt_slots][tco + 1]: part loaded (index tco: the whole) */
@@ -432,20 +433,29 @@ static void gemm_step(em_t *e, const step_t *st, int64_t islot, int64_t wslot, i
     int64_t key[9] = {1, st->th, st->tw, st->nco, st->nci, diag_off, inp_b, wgt_b, acc_b};
     int64_t kern = kernel_find(e, key);
     if (kern < 0) {
+        /* the kernel's micro-ops, counted before it is built: larger than the micro-op buffer
+           (the resolver would refuse it) or past the cap, the layer is refused unbuilt */
+        int64_t f[5] = {K, diag ? 1 : st->nci, st->nco, uy, ux};
+        int64_t size = pb ? product_upto(f, 5, VTA_GEMM_MAX_UOPS) : red;
+        if (size > e->uop_depth || size > VTA_GEMM_MAX_UOPS - e->uops.n) {
+            if (!e->failed)
+                e->failed = size > e->uop_depth ? VTA_STREAM_KERNEL_TOO_BIG : VTA_STREAM_BAD_INPUT;
+            return;
+        }
         int64_t start = kernel_begin(e, key);
         if (!pb) {
-            for (int64_t r = 0; r < red; r++) {
+            for (int64_t r = 0; r < red && !e->failed; r++) {
                 int64_t ci = diag ? 0 : r / K, tap = diag ? r : r % K;
                 int64_t ky = tap / KW, kx = tap % KW;
                 uop(e, acc_b + r % 2, inp_b + ci * s_ci + ky * dyf * s_fy + kx * dw * s_fx,
                     wgt_b + ci * K + tap);
             }
         } else if (diag) {
-            for (int64_t ky = 0; ky < KH; ky++)
-                for (int64_t kx = 0; kx < KW; kx++)
-                    for (int64_t co = 0; co < st->nco; co++)
-                        for (int64_t py = 0; py < uy; py++)
-                            for (int64_t px = 0; px < ux; px++) {
+            for (int64_t ky = 0; ky < KH && !e->failed; ky++)
+                for (int64_t kx = 0; kx < KW && !e->failed; kx++)
+                    for (int64_t co = 0; co < st->nco && !e->failed; co++)
+                        for (int64_t py = 0; py < uy && !e->failed; py++)
+                            for (int64_t px = 0; px < ux && !e->failed; px++) {
                                 int64_t ci = (st->co0 + co) / m - st->co0 / m;
                                 uop(e, acc_b + co * s_co + (py * st->tw + px) * s_p,
                                     inp_b + ci * s_ci + (py * sy + ky * dyf) * s_fy +
@@ -453,12 +463,12 @@ static void gemm_step(em_t *e, const step_t *st, int64_t islot, int64_t wslot, i
                                     wgt_b + co * K + ky * KW + kx);
                             }
         } else {
-            for (int64_t ci = 0; ci < st->nci; ci++)
-                for (int64_t ky = 0; ky < KH; ky++)
-                    for (int64_t kx = 0; kx < KW; kx++)
-                        for (int64_t co = 0; co < st->nco; co++)
-                            for (int64_t py = 0; py < uy; py++)
-                                for (int64_t px = 0; px < ux; px++)
+            for (int64_t ci = 0; ci < st->nci && !e->failed; ci++)
+                for (int64_t ky = 0; ky < KH && !e->failed; ky++)
+                    for (int64_t kx = 0; kx < KW && !e->failed; kx++)
+                        for (int64_t co = 0; co < st->nco && !e->failed; co++)
+                            for (int64_t py = 0; py < uy && !e->failed; py++)
+                                for (int64_t px = 0; px < ux && !e->failed; px++)
                                     uop(e, acc_b + co * s_co + (py * st->tw + px) * s_p,
                                         inp_b + ci * s_ci + (py * sy + ky * dyf) * s_fy +
                                             (px * sw + kx * dw) * s_fx,
@@ -1003,6 +1013,7 @@ int vta_gemm_emit(const int64_t *params, int64_t n_params, const vta_stream_io *
     em_t em, *e = &em;
     memset(e, 0, sizeof em);
     e->p = params;
+    e->uop_depth = statics->uop_depth;
     int64_t ni = P(INP_SLOTS), nw = P(WGT_SLOTS), na = P(ACC_SLOTS);
     e->slot_base[0] = 0, e->slot_base[1] = ni, e->slot_base[2] = ni + nw;
     e->slot_base[3] = ni + nw + na;
