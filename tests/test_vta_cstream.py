@@ -521,6 +521,7 @@ def test_gemm_parameter_and_field_order():
     body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
     names = tuple(n.strip().removeprefix("VTA_GEMM_") for n in body.split(",") if n.strip())
     assert names == cstream.GEMM_PARAMS
+    assert f"#define VTA_GEMM_MAX_STEPS (1 << {cstream.GEMM_MAX_STEPS.bit_length() - 1})" in header
     c = (cstream.STREAM_DIR / "vta_gemm.c").read_text()
     columns = c[c.index("F_OPCODE = 0") : c.index("};", c.index("F_OPCODE = 0"))]
     assert [n.strip().split(" ")[0] for n in columns.split(",")][:3] == ["F_OPCODE", "F_POP_PREV",
@@ -570,6 +571,7 @@ def malformed_gemm_params():
                                                COB=1 << 16, TCO=1 << 16, WGT_SLOTS=1)),
             ("the weights", dict(COB=1 << 16, CIB=1 << 16, KH=64, KW=64, TCO=1 << 16,
                                  TCI=1 << 16, WGT_SLOTS=1, RUNTIME_WEIGHTS=1)),
+            ("the steps of a batch", dict(BATCH=1 << 16)),
             ("the weight slots' parts", dict(WGT_SLOTS=1 << 16, TCO=1 << 16, COB=1 << 16))):
         p = good.copy()
         for name, value in changes.items():
@@ -595,6 +597,10 @@ def malformed_gemm_params():
     for name, value in dict(CIB=1 << 16, TCI=1 << 16, COB=1, TCO=1).items():
         p[ix[name]] = value
     yield "a kernel of 2^28 micro-ops, one output block", p, cstream.KERNEL_TOO_BIG
+    # Steps within their cap, their instructions past it (about 20 per image).
+    p = good.copy()
+    p[ix["BATCH"]] = cstream.GEMM_MAX_STEPS // 4
+    yield "too many instructions", p, cstream.BAD_INPUT
 
 
 def test_gemm_statics_keep_their_arrays():

@@ -81,6 +81,7 @@ GEMM_INDEX["UOP_WIDTH"] = GEMM_INDEX["UOP_BIT"] + 3
 GEMM_INDEX["PARAMS"] = GEMM_INDEX["UOP_WIDTH"] + 3  # 5 x (kind, first row, per block)
 GEMM_INDEX["TAIL"] = GEMM_INDEX["PARAMS"] + 15  # 8 ops
 GEMM_N = GEMM_INDEX["TAIL"] + 8
+GEMM_MAX_STEPS = 1 << 14  # VTA_GEMM_MAX_STEPS: the steps of all images one call walks
 GEMM_BIAS_MODES = ("alu", "dma", "gemm", "store")
 GEMM_PARAM_KINDS = ("bias", "lsh", "rdmul", "rshr", "store")
 GEMM_TAIL_OPS = (None, "lsh", "rdmul", "rshr", "clamp", "zp")
