@@ -521,6 +521,7 @@ def test_gemm_parameter_and_field_order():
     body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
     names = tuple(n.strip().removeprefix("VTA_GEMM_") for n in body.split(",") if n.strip())
     assert names == cstream.GEMM_PARAMS
+    assert f"#define VTA_GEMM_MAX_STEPS (1 << {cstream.GEMM_MAX_STEPS.bit_length() - 1})" in header
     c = (cstream.STREAM_DIR / "vta_gemm.c").read_text()
     columns = c[c.index("F_OPCODE = 0") : c.index("};", c.index("F_OPCODE = 0"))]
     assert [n.strip().split(" ")[0] for n in columns.split(",")][:3] == ["F_OPCODE", "F_POP_PREV",
@@ -558,6 +559,88 @@ def malformed_gemm_params():
     p[ix["UOP_WIDTH"]] = 1  # the destination index outside its field: the layer is refused
     yield "a micro-op index outside its field", p, cstream.OVERFLOW
     yield "too few parameters", good[:-1], cstream.BAD_INPUT
+    # Every value in its range, their products not: each refused before anything is built.
+    for label, changes in (
+            ("the input frame of a tile", dict(H=1 << 20, W=1 << 20, OH=1 << 20, OW=1 << 20,
+                                               TH=1 << 20, TW=1 << 20, KH=64, SH=64, DH=64,
+                                               CIB=1 << 16, TCI=1 << 16)),
+            ("the input frame's rows", dict(OH=1 << 20, TH=1 << 20, SH=64, H=1 << 20)),
+            ("the input images", dict(BATCH=1 << 16, H=1 << 20, W=1 << 20)),
+            ("the input image", dict(H=1 << 20, W=1 << 20, CIB=1 << 16, TCI=1 << 16)),
+            ("the output image and tile", dict(OH=1 << 20, OW=1 << 20, TH=1 << 20, TW=1 << 20,
+                                               COB=1 << 16, TCO=1 << 16, WGT_SLOTS=1)),
+            ("the weights", dict(COB=1 << 16, CIB=1 << 16, KH=64, KW=64, TCO=1 << 16,
+                                 TCI=1 << 16, WGT_SLOTS=1, RUNTIME_WEIGHTS=1)),
+            ("the steps of a batch", dict(BATCH=1 << 16)),
+            ("the weight slots' parts", dict(WGT_SLOTS=1 << 16, TCO=1 << 16, COB=1 << 16))):
+        p = good.copy()
+        for name, value in changes.items():
+            p[ix[name]] = value
+        yield f"too large: {label}", p, cstream.BAD_INPUT
+    for name in ("ROW_SUBSAMPLE", "DIAGONAL", "INT32_OUTPUT", "HAS_BIAS", "ZP", "GEMM_BIAS",
+                 "STORE_TAIL", "RUNTIME_WEIGHTS", "RUNTIME_INIT", "HAS_SHIFT"):
+        p = good.copy()
+        p[ix[name]] = 2
+        yield f"the flag {name} = 2", p, cstream.BAD_INPUT
+    for at, bad in ((ix["PARAMS"] + 1, -2), (ix["PARAMS"] + 1, 1 << 50), (ix["PARAMS"] + 2, 65),
+                    (ix["TAIL"], 6), (ix["TAIL"] + 7, -1)):
+        p = good.copy()
+        p[at] = bad
+        yield f"parameter {at} = {bad}", p, cstream.BAD_INPUT
+    # Kernels of 2^38 and 2^28 micro-ops (a GEMM of 64x64 taps on 2^13 x 2^13 blocks; one
+    # output block on 2^16 input blocks): counted, and refused, before being built.
+    p = good.copy()
+    for name, value in dict(H=64, W=64, KH=64, KW=64, PAD_T=0, PAD_L=0, OH=1, OW=1, TH=1, TW=1,
+                            CIB=1 << 13, COB=1 << 13, TCI=1 << 13, TCO=1 << 13).items():
+        p[ix[name]] = value
+    yield "a kernel of 2^38 micro-ops", p, cstream.KERNEL_TOO_BIG
+    for name, value in dict(CIB=1 << 16, TCI=1 << 16, COB=1, TCO=1).items():
+        p[ix[name]] = value
+    yield "a kernel of 2^28 micro-ops, one output block", p, cstream.KERNEL_TOO_BIG
+    # Steps within their cap, their instructions past it (about 20 per image).
+    p = good.copy()
+    p[ix["BATCH"]] = cstream.GEMM_MAX_STEPS // 4
+    yield "too many instructions", p, cstream.BAD_INPUT
+
+
+def test_gemm_statics_keep_their_arrays():
+    """The configuration's `_IO` record and the arrays it points into are cached together: the
+    record stays usable when `_static`'s cache is emptied."""
+    import gc
+
+    config = HardwareConfig(name="statics", log_uop_buff_size=13)  # not cached yet
+    io = cstream._statics_io(config)
+    record, arrays = cstream._STATIC_IO[config]
+    assert record is io
+    assert [io.enc_col, io.enc_lo, io.enc_hi, io.enc_shift, io.enc_word] == [
+        a.ctypes.data for a in arrays]
+    cstream._STATIC.pop(config, None)
+    gc.collect()
+    good = next(malformed_gemm_params())[1]
+    assert cstream.gemm_call(good, config)[0] == cstream.OK
+
+
+@pytest.mark.parametrize("rc", [cstream.NOMEM, cstream.BAD_INPUT, cstream.KERNEL_TOO_BIG])
+def test_gemm_refused_by_the_library_falls_back_to_python(monkeypatch, rc):
+    """When `vta_gemm_emit` refuses a layer (out of memory, or past a cap), `run()` gives the
+    Python step loop's program."""
+    from qaccel.lowering.vta.search import schedule
+    from test_vta_codegen import conv_layer
+
+    layer = conv_layer(H=6, W=6, C=20, O=20, k=3)
+    emitter = emit.prepare_emit(layer, schedule(layer, DEFAULT_CONFIG, refine=0), DEFAULT_CONFIG)
+    want = _python_twin(emitter).run_py()
+    calls = []
+
+    def refuse(params, config):
+        calls.append(params)
+        return rc, None, None, None, 0
+
+    monkeypatch.delenv("QACCEL_NO_CGEMM", raising=False)
+    monkeypatch.setattr(cstream, "gemm_call", refuse)
+    got = emitter.run()
+    assert len(calls) == 1
+    _same_program(got, want, f"refused with {rc}")
 
 
 @pytest.mark.parametrize("label, params, rc", list(malformed_gemm_params()),

@@ -81,6 +81,7 @@ GEMM_INDEX["UOP_WIDTH"] = GEMM_INDEX["UOP_BIT"] + 3
 GEMM_INDEX["PARAMS"] = GEMM_INDEX["UOP_WIDTH"] + 3  # 5 x (kind, first row, per block)
 GEMM_INDEX["TAIL"] = GEMM_INDEX["PARAMS"] + 15  # 8 ops
 GEMM_N = GEMM_INDEX["TAIL"] + 8
+GEMM_MAX_STEPS = 1 << 14  # VTA_GEMM_MAX_STEPS: the steps of all images one call walks
 GEMM_BIAS_MODES = ("alu", "dma", "gemm", "store")
 GEMM_PARAM_KINDS = ("bias", "lsh", "rdmul", "rshr", "store")
 GEMM_TAIL_OPS = (None, "lsh", "rdmul", "rshr", "clamp", "zp")
@@ -188,10 +189,11 @@ _STATIC_IO: dict = {}
 
 def _statics_io(config) -> _IO:
     """A `_IO` with the configuration's constant inputs set (the rest zero), made once per
-    configuration (`vta_gemm_emit` only reads it; its arrays are `_STATIC`'s, kept)."""
+    configuration (`vta_gemm_emit` only reads it). The record points into the encoding plan's
+    arrays, so the cache entry holds them too: they live as long as the record."""
     found = _STATIC_IO.get(config)
     if found is not None:
-        return found
+        return found[0]
     columns, push, pop, ptr, arrays = _static(config)
     io = _IO()
     io.nf = NF
@@ -204,7 +206,7 @@ def _statics_io(config) -> _IO:
         io.enc_ptr[k] = ptr[k]
     io.enc_entries = len(arrays[0])
     io.enc_col, io.enc_lo, io.enc_hi, io.enc_shift, io.enc_word = (_ptr(a) for a in arrays)
-    _STATIC_IO[config] = io
+    _STATIC_IO[config] = (io, arrays)
     return io
 
 

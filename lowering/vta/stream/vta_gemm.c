@@ -21,7 +21,8 @@ enum { OP_LOAD = 0, OP_STORE = 1, OP_GEMM = 2, OP_FINISH = 3, OP_ALU = 4, OP_SET
 enum { MEM_WGT = 1, MEM_INP = 2, MEM_ACC = 3, MEM_OUT = 4, MEM_OUTQ = 6 };
 enum { ALU_MIN = 0, ALU_MAX = 1, ALU_ADD = 2, ALU_SHR = 3, ALU_RDMUL = 5, ALU_RSHR = 6 };
 enum { M_LOAD = 0, M_COMPUTE = 1, M_STORE = 2 };
-enum { MAX_PAD = 15, MAX_STRIDE = 0xFFFF, MAX_SIDE = 1 << 20, MAX_ACCESS = 3 };
+enum { MAX_PAD = 15, MAX_STRIDE = 0xFFFF, MAX_SIDE = 1 << 20 };
+#define MAX_ELEMS VTA_GEMM_MAX_ELEMS
 
 typedef struct {
     int64_t tile, spatial, oy0, th, ox0, tw, co0, nco, ci0, nci, first, last;
@@ -65,6 +66,7 @@ typedef struct {
     /* kernels: keys [9 each], sizes, the micro-op words of all, in registration order */
     vec_t kkeys, ksizes, uops;
     int64_t image;
+    int64_t uop_depth;     /* the micro-op buffer's: no kernel is larger */
     /* weight slots: the chunk each holds (5 ints) and the output blocks of it loaded */
     int64_t *held;         /* [wgt_slots][5], held[0] = -1: none */
     unsigned char *parts;  /* [wgt_slots][tco + 1]: part loaded (index tco: the whole) */
@@ -77,6 +79,21 @@ typedef struct {
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* The product of `n` non-negative factors, or `limit` + 1 when it is above `limit` (> 0):
+ * computed without overflow whatever the factors. */
+static int64_t product_upto(const int64_t *f, int n, int64_t limit) {
+    int64_t acc = 1;
+    for (int k = 0; k < n; k++) {
+        if (f[k] == 0)
+            return 0;
+        if (acc > limit / f[k])
+            acc = limit + 1; /* stays above the limit: later factors are >= 1 or 0 */
+        else
+            acc *= f[k];
+    }
+    return acc;
+}
 
 /* Slot ids of the accesses (`_Stream.add`'s reads and writes). */
 static int64_t s_inp(em_t *e, int64_t s) { return e->slot_base[0] + s; }
@@ -343,7 +360,8 @@ static void load_weights(em_t *e, const step_t *st, int64_t slot, int64_t part) 
     unsigned char *parts = e->parts + (tco + 1) * slot;
     int64_t bit = part < 0 ? tco : part;
     if (part >= tco) { /* a part is an output block of a chunk of tco at most */
-        e->failed = VTA_STREAM_BAD_INPUT;
+        if (!e->failed)
+            e->failed = VTA_STREAM_BAD_INPUT;
         return;
     }
     int same = !memcmp(held, chunk, sizeof chunk);
@@ -398,7 +416,7 @@ static void layouts(em_t *e, const step_t *st, int64_t s[5]) {
 
 static void gemm_step(em_t *e, const step_t *st, int64_t islot, int64_t wslot, int64_t aslot) {
     int64_t KH = P(KH), KW = P(KW), K = KH * KW, m = P(DEPTH_MULTIPLIER);
-    int diag = (int)P(DIAGONAL);
+    int diag = P(DIAGONAL) != 0;
     int64_t inp_b = P(INP_BASE) + islot * P(INP_SLOT_ROWS);
     int64_t wgt_b = P(WGT_BASE) + wslot * P(WGT_SLOT_TILES);
     int64_t acc_b = P(ACC_BASE) + aslot * P(ACC_SLOT_ROWS);
@@ -415,20 +433,29 @@ static void gemm_step(em_t *e, const step_t *st, int64_t islot, int64_t wslot, i
     int64_t key[9] = {1, st->th, st->tw, st->nco, st->nci, diag_off, inp_b, wgt_b, acc_b};
     int64_t kern = kernel_find(e, key);
     if (kern < 0) {
+        /* the kernel's micro-ops, counted before it is built: larger than the micro-op buffer
+           (the resolver would refuse it) or past the cap, the layer is refused unbuilt */
+        int64_t f[5] = {K, diag ? 1 : st->nci, st->nco, uy, ux};
+        int64_t size = pb ? product_upto(f, 5, VTA_GEMM_MAX_UOPS) : red;
+        if (size > e->uop_depth || size > VTA_GEMM_MAX_UOPS - e->uops.n) {
+            if (!e->failed)
+                e->failed = size > e->uop_depth ? VTA_STREAM_KERNEL_TOO_BIG : VTA_STREAM_BAD_INPUT;
+            return;
+        }
         int64_t start = kernel_begin(e, key);
         if (!pb) {
-            for (int64_t r = 0; r < red; r++) {
+            for (int64_t r = 0; r < red && !e->failed; r++) {
                 int64_t ci = diag ? 0 : r / K, tap = diag ? r : r % K;
                 int64_t ky = tap / KW, kx = tap % KW;
                 uop(e, acc_b + r % 2, inp_b + ci * s_ci + ky * dyf * s_fy + kx * dw * s_fx,
                     wgt_b + ci * K + tap);
             }
         } else if (diag) {
-            for (int64_t ky = 0; ky < KH; ky++)
-                for (int64_t kx = 0; kx < KW; kx++)
-                    for (int64_t co = 0; co < st->nco; co++)
-                        for (int64_t py = 0; py < uy; py++)
-                            for (int64_t px = 0; px < ux; px++) {
+            for (int64_t ky = 0; ky < KH && !e->failed; ky++)
+                for (int64_t kx = 0; kx < KW && !e->failed; kx++)
+                    for (int64_t co = 0; co < st->nco && !e->failed; co++)
+                        for (int64_t py = 0; py < uy && !e->failed; py++)
+                            for (int64_t px = 0; px < ux && !e->failed; px++) {
                                 int64_t ci = (st->co0 + co) / m - st->co0 / m;
                                 uop(e, acc_b + co * s_co + (py * st->tw + px) * s_p,
                                     inp_b + ci * s_ci + (py * sy + ky * dyf) * s_fy +
@@ -436,12 +463,12 @@ static void gemm_step(em_t *e, const step_t *st, int64_t islot, int64_t wslot, i
                                     wgt_b + co * K + ky * KW + kx);
                             }
         } else {
-            for (int64_t ci = 0; ci < st->nci; ci++)
-                for (int64_t ky = 0; ky < KH; ky++)
-                    for (int64_t kx = 0; kx < KW; kx++)
-                        for (int64_t co = 0; co < st->nco; co++)
-                            for (int64_t py = 0; py < uy; py++)
-                                for (int64_t px = 0; px < ux; px++)
+            for (int64_t ci = 0; ci < st->nci && !e->failed; ci++)
+                for (int64_t ky = 0; ky < KH && !e->failed; ky++)
+                    for (int64_t kx = 0; kx < KW && !e->failed; kx++)
+                        for (int64_t co = 0; co < st->nco && !e->failed; co++)
+                            for (int64_t py = 0; py < uy && !e->failed; py++)
+                                for (int64_t px = 0; px < ux && !e->failed; px++)
                                     uop(e, acc_b + co * s_co + (py * st->tw + px) * s_p,
                                         inp_b + ci * s_ci + (py * sy + ky * dyf) * s_fy +
                                             (px * sw + kx * dw) * s_fx,
@@ -627,7 +654,8 @@ static void store_one(em_t *e, int64_t aslot, int64_t sram, int64_t dram, int64_
         if (e->p[VTA_GEMM_PARAMS + 3 * j] == T_STORE - T_BIAS)
             start = e->p[VTA_GEMM_PARAMS + 3 * j + 1];
     if (start < 0) {
-        e->failed = VTA_STREAM_BAD_INPUT;
+        if (!e->failed)
+            e->failed = VTA_STREAM_BAD_INPUT;
         return;
     }
     row[F_MEM] = MEM_OUTQ, row[F_PARAM_ROW] = start + P(PARAM_ROWS) * block;
@@ -919,14 +947,50 @@ static int check_params(const int64_t *p, int64_t n_params) {
     for (int k = VTA_GEMM_LSH_IMM; k <= VTA_GEMM_CLAMP_HI; k++)
         if (p[k] < -((int64_t)1 << 40) || p[k] > ((int64_t)1 << 40))
             return 0;
+    /* the flags are 0 or 1 (some are read as numbers) */
+    static const int flags[] = {VTA_GEMM_ROW_SUBSAMPLE, VTA_GEMM_DIAGONAL, VTA_GEMM_INT32_OUTPUT,
+                                VTA_GEMM_HAS_BIAS,      VTA_GEMM_ZP,       VTA_GEMM_GEMM_BIAS,
+                                VTA_GEMM_STORE_TAIL,    VTA_GEMM_RUNTIME_WEIGHTS,
+                                VTA_GEMM_RUNTIME_INIT,  VTA_GEMM_HAS_SHIFT};
+    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+        if (p[flags[k]] != 0 && p[flags[k]] != 1)
+            return 0;
+    for (int k = 0; k < VTA_GEMM_N_PARAMS; k++) /* first row, rows per block */
+        if (p[VTA_GEMM_PARAMS + 3 * k] >= 0 &&
+            (p[VTA_GEMM_PARAMS + 3 * k + 1] < 0 || p[VTA_GEMM_PARAMS + 3 * k + 1] > MAX_ELEMS ||
+             p[VTA_GEMM_PARAMS + 3 * k + 2] < 0 || p[VTA_GEMM_PARAMS + 3 * k + 2] > 64))
+            return 0;
+    for (int k = 0; k < VTA_GEMM_N_TAIL; k++)
+        if (p[VTA_GEMM_TAIL + k] < VTA_GEMM_TAIL_NONE || p[VTA_GEMM_TAIL + k] > VTA_GEMM_TAIL_ZP)
+            return 0;
     if (p[VTA_GEMM_WGT_SLOTS] * (p[VTA_GEMM_TCO] + 1) > (1 << 26))
         return 0;
-    int64_t tiles = cdiv(p[VTA_GEMM_OH], p[VTA_GEMM_TH]) * cdiv(p[VTA_GEMM_OW], p[VTA_GEMM_TW]);
-    if (p[VTA_GEMM_WGT_SLOTS] * (p[VTA_GEMM_TCO] + 1) > (1 << 26))
+    /* derived sizes, each value alone being bounded above: the images of the input, output and
+       weights (all images), a tile's rows and its input frame */
+    int64_t batch = p[VTA_GEMM_BATCH], kh = p[VTA_GEMM_KH], kw = p[VTA_GEMM_KW];
+    int64_t th = min64(p[VTA_GEMM_TH], p[VTA_GEMM_OH]), tw = min64(p[VTA_GEMM_TW], p[VTA_GEMM_OW]);
+    int64_t input[4] = {batch, p[VTA_GEMM_H], p[VTA_GEMM_W], p[VTA_GEMM_CIB]};
+    int64_t output[4] = {batch, p[VTA_GEMM_OH], p[VTA_GEMM_OW], p[VTA_GEMM_COB]};
+    int64_t weights[5] = {batch, p[VTA_GEMM_COB], p[VTA_GEMM_CIB], kh, kw};
+    int64_t rows[3] = {th, tw, min64(p[VTA_GEMM_TCO], p[VTA_GEMM_COB])};
+    if (product_upto(input, 4, MAX_ELEMS) > MAX_ELEMS ||
+        product_upto(output, 4, MAX_ELEMS) > MAX_ELEMS ||
+        product_upto(weights, 5, MAX_ELEMS) > MAX_ELEMS ||
+        product_upto(rows, 3, MAX_ELEMS) > MAX_ELEMS)
         return 0;
-    int64_t reds = p[VTA_GEMM_DIAGONAL] ? 1 : cdiv(p[VTA_GEMM_CIB], p[VTA_GEMM_TCI]);
-    if (tiles > VTA_GEMM_MAX_STEPS ||
-        tiles * cdiv(p[VTA_GEMM_COB], p[VTA_GEMM_TCO]) * reds > VTA_GEMM_MAX_STEPS)
+    if (p[VTA_GEMM_KIND] != 2) { /* `frame_h`, `frame_w` (below 2^27 here) */
+        int64_t fr = p[VTA_GEMM_ROW_SUBSAMPLE]
+                         ? th
+                         : (th - 1) * p[VTA_GEMM_SH] + (kh - 1) * p[VTA_GEMM_DH] + 1;
+        int64_t fc = (tw - 1) * p[VTA_GEMM_SW] + (kw - 1) * p[VTA_GEMM_DW] + 1;
+        if (fr > MAX_SIDE || fc > MAX_SIDE)
+            return 0;
+    }
+    /* the steps of all images (each at least one instruction), before they are allocated */
+    int64_t steps[5] = {cdiv(p[VTA_GEMM_OH], p[VTA_GEMM_TH]), cdiv(p[VTA_GEMM_OW], p[VTA_GEMM_TW]),
+                        cdiv(p[VTA_GEMM_COB], p[VTA_GEMM_TCO]),
+                        p[VTA_GEMM_DIAGONAL] ? 1 : cdiv(p[VTA_GEMM_CIB], p[VTA_GEMM_TCI]), batch};
+    if (product_upto(steps, 5, VTA_GEMM_MAX_STEPS) > VTA_GEMM_MAX_STEPS)
         return 0;
     return 1;
 #undef IN
@@ -949,6 +1013,7 @@ int vta_gemm_emit(const int64_t *params, int64_t n_params, const vta_stream_io *
     em_t em, *e = &em;
     memset(e, 0, sizeof em);
     e->p = params;
+    e->uop_depth = statics->uop_depth;
     int64_t ni = P(INP_SLOTS), nw = P(WGT_SLOTS), na = P(ACC_SLOTS);
     e->slot_base[0] = 0, e->slot_base[1] = ni, e->slot_base[2] = ni + nw;
     e->slot_base[3] = ni + nw + na;

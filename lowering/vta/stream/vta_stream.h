@@ -95,11 +95,17 @@ enum {
 };
 #define VTA_GEMM_N_PARAMS 5
 #define VTA_GEMM_N_TAIL 8
-/* Bounds on what one call builds (memory), far above real layers' (MobileNetV2's largest: about
- * 1,100 instructions); a layer past them is refused and emitted by the Python step loop. */
-#define VTA_GEMM_MAX_UOPS (1 << 22)
-#define VTA_GEMM_MAX_INSNS (1 << 21)
-#define VTA_GEMM_MAX_STEPS (1 << 20)
+/* Bounds on what one call builds, checked before anything is allocated or walked: the steps
+ * of all images, the instructions and the micro-ops. At the caps a call holds well under 64 MB
+ * (at most about 1.3 KB per instruction: its row, accesses, resolved fields and words; 20 B per
+ * micro-op), far above real layers' (the corpus's and MobileNetV2's largest: 336 steps, about
+ * 1,100 instructions, 4,700 micro-ops); a layer past them is refused and emitted by the Python
+ * step loop. */
+#define VTA_GEMM_MAX_UOPS (1 << 18)
+#define VTA_GEMM_MAX_INSNS (1 << 15)
+#define VTA_GEMM_MAX_STEPS (1 << 14)
+/* Every DRAM element and derived size (image, weights, frame, tile) stays below it. */
+#define VTA_GEMM_MAX_ELEMS ((int64_t)1 << 40)
 enum { VTA_GEMM_BIAS_ALU, VTA_GEMM_BIAS_DMA, VTA_GEMM_BIAS_GEMM, VTA_GEMM_BIAS_STORE };
 enum {
     VTA_GEMM_TAIL_NONE, VTA_GEMM_TAIL_LSH, VTA_GEMM_TAIL_RDMUL, VTA_GEMM_TAIL_RSHR,
