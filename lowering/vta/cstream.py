@@ -194,9 +194,17 @@ def _statics_io(config) -> _IO:
     found = _STATIC_IO.get(config)
     if found is not None:
         return found[0]
-    columns, push, pop, ptr, arrays = _static(config)
     io = _IO()
     io.nf = NF
+    arrays = _set_statics(io, config)
+    _STATIC_IO[config] = (io, arrays)
+    return io
+
+
+def _set_statics(io: _IO, config) -> tuple:
+    """Set the configuration's constant inputs of `io` (the columns, the tokens, the encoding
+    plan); the encoding plan's arrays `io` points into, which the caller keeps alive."""
+    columns, push, pop, ptr, arrays = _static(config)
     io.uop_depth = config.depth("uop")
     for k in range(8):
         io.columns[k] = columns[k]
@@ -206,8 +214,7 @@ def _statics_io(config) -> _IO:
         io.enc_ptr[k] = ptr[k]
     io.enc_entries = len(arrays[0])
     io.enc_col, io.enc_lo, io.enc_hi, io.enc_shift, io.enc_word = (_ptr(a) for a in arrays)
-    _STATIC_IO[config] = (io, arrays)
-    return io
+    return arrays
 
 
 def gemm_call(params: np.ndarray, config):
@@ -239,7 +246,6 @@ def call(desc: StreamDescriptor, config, capacity: int | None = None):
     lib = library()
     if lib is None:
         raise RuntimeError(f"libqaccel_stream is unavailable: {unavailable_reason()}")
-    columns, push, pop, ptr, arrays = _static(config)
     arrs = [np.ascontiguousarray(a, np.int64) for a in (
         desc.recs, desc.rows, desc.sig_read_ptr, desc.sig_reads, desc.sig_write_ptr,
         desc.sig_writes, desc.kernel_sizes)]  # fmt: skip
@@ -260,16 +266,8 @@ def call(desc: StreamDescriptor, config, capacity: int | None = None):
     io.sig_entries[0], io.sig_entries[1] = len(reads), len(writes)
     io.n_slots = desc.n_slots
     io.n_kernels, io.kernel_sizes = len(ksizes), _ptr(ksizes)
-    io.uop_depth = config.depth("uop")
     io.finish = int(desc.finish)
-    for k in range(8):
-        io.columns[k] = columns[k]
-    for k in range(9):
-        io.token_push[k], io.token_pop[k] = push[k], pop[k]
-    for k in range(7):
-        io.enc_ptr[k] = ptr[k]
-    io.enc_entries = len(arrays[0])
-    io.enc_col, io.enc_lo, io.enc_hi, io.enc_shift, io.enc_word = (_ptr(a) for a in arrays)
+    _set_statics(io, config)  # (its arrays are `_static`'s, cached for the process)
     io.capacity, io.fields, io.words = capacity, _ptr(fields), _ptr(words)
     rc = lib.vta_stream_resolve(ctypes.byref(io))
     return rc, io, fields, words
