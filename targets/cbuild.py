@@ -194,6 +194,8 @@ class CLibrary:
                     (`qaccel.lowering.vta._vta_search`); the module's folder is `Loader`'s `here`
       folder        the sources' folder, relative to the package root
       sources       its C files, then headers (only hashed), in the order they are hashed
+      headers       relative to `folder` as the sources are: a header shared with another
+                    library is named through its own folder (`../tiling_c/vta_tiling.h`)
       hash_macro    the macro the digest is compiled into (the library returns it)
       key, cache_prefix, lib_name    as `Loader`'s
     """
@@ -237,9 +239,13 @@ MACHINE_LIBRARY = CLibrary("CMACHINE", "qaccel.targets.vta._vta_machine", "targe
                            ("vta_machine.c",), ("vta_machine.h",), "VTA_SOURCE_HASH",
                            "vta-machine", "libqaccel_vta.so")  # fmt: skip
 """libqaccel_vta, the C machine (`targets/vta/cmachine.py`)."""
+TILING_HEADER = "../tiling_c/vta_tiling.h"
+"""The tiling arithmetic libqaccel_search and libqaccel_stream's GEMM emitter share
+(lowering/vta/tiling_c/), named from each library's folder: both digests cover it."""
 SEARCH_LIBRARY = CLibrary("CSEARCH", "qaccel.lowering.vta._vta_search", "lowering/vta/search_c",
-                          ("vta_search.c",), ("vta_search.h",), "VTA_SEARCH_SOURCE_HASH",
-                          "vta-search", "libqaccel_search.so")  # fmt: skip
+                          ("vta_search.c",), ("vta_search.h", TILING_HEADER),
+                          "VTA_SEARCH_SOURCE_HASH", "vta-search",
+                          "libqaccel_search.so")  # fmt: skip
 """libqaccel_search, the schedule search (`lowering/vta/csearch.py`)."""
 STREAM_LIBRARY = CLibrary("CSTREAM", "qaccel.lowering.vta._vta_stream", "lowering/vta/stream",
                           ("vta_stream.c", "vta_gemm.c"), ("vta_stream.h",),

@@ -268,7 +268,8 @@ def test_sanitizers(tmp_path):
     cached(tmp_path / csearch.LIB_NAME,
            lambda out: csearch.build_library(out.parent, cc="gcc", extra_flags=flags),
            label="csearch", flags=flags,
-           inputs=[csearch.SEARCH_DIR, Path(csearch.__file__), Path(cbuild.__file__)])  # fmt: skip
+           inputs=[*csearch.LIBRARY.files(), Path(csearch.__file__),
+                   Path(cbuild.__file__)])  # fmt: skip
     code = textwrap.dedent(
         """
         import sys

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "vta_search.h"
+#include "../tiling_c/vta_tiling.h"
 
 #ifndef VTA_SEARCH_SOURCE_HASH
 #define VTA_SEARCH_SOURCE_HASH "unknown"
@@ -62,45 +63,9 @@ typedef struct {
     int64_t *axis_x; /* [OW + 1][2] */
 } ctx_t;
 
-static int64_t cdiv(int64_t a, int64_t b) { /* Python's -(-a // b), b > 0 */
-    int64_t q = a / b;
-    return (a % b != 0 && a > 0) ? q + 1 : q;
-}
-
 static int64_t fdiv(int64_t a, int64_t b) { /* Python's a // b, b > 0 */
     int64_t q = a / b;
     return (a % b != 0 && a < 0) ? q - 1 : q;
-}
-
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-
-static int64_t smallest_factor(int64_t n) {
-    for (int64_t d = 2; d * d <= n; d++)
-        if (n % d == 0) return d;
-    return n > 1 ? n : 0;
-}
-
-/* geometry.pixel_block: (uy, ux) in *uy, *ux; 0 when None. */
-static int pixel_block(int64_t nco, int64_t red, int64_t th, int64_t tw, int64_t *uy,
-                       int64_t *ux) {
-    if (nco >= 2 || red == 1) {
-        *uy = *ux = 1;
-        return 1;
-    }
-    int64_t dx = smallest_factor(tw), dy = smallest_factor(th);
-    if (dx && (!dy || dx <= dy)) {
-        *uy = 1;
-        *ux = dx;
-        return 1;
-    }
-    if (dy) {
-        *uy = dy;
-        *ux = 1;
-        return 1;
-    }
-    *uy = *ux = 0;
-    return 0;
 }
 
 static int64_t pixel_block_size(int64_t nco, int64_t red, int64_t th, int64_t tw) {
@@ -116,15 +81,6 @@ static void frame_shape(const geo_t *g, int64_t th, int64_t tw, int64_t *fr, int
     }
     *fr = g->row_subsample ? th : (th - 1) * g->sh + (g->KH - 1) * g->dh + 1;
     *fc = (tw - 1) * g->sw + (g->KW - 1) * g->dw + 1;
-}
-
-static void real_span(int64_t start, int64_t count, int64_t step, int64_t size, int64_t *pad,
-                      int64_t *real) {
-    int64_t first = start >= 0 ? 0 : min64(count, cdiv(-start, step));
-    int64_t last = size - 1 >= start ? (size - 1 - start) / step : -1;
-    last = min64(last, count - 1);
-    *pad = first;
-    *real = max64(0, last - first + 1);
 }
 
 /* geometry.frame_rows: frame rows, DRAM row step, pad before, real rows. */
