@@ -248,7 +248,7 @@ SEARCH_LIBRARY = CLibrary("CSEARCH", "qaccel.lowering.vta._vta_search", "lowerin
                           "libqaccel_search.so")  # fmt: skip
 """libqaccel_search, the schedule search (`lowering/vta/csearch.py`)."""
 STREAM_LIBRARY = CLibrary("CSTREAM", "qaccel.lowering.vta._vta_stream", "lowering/vta/stream",
-                          ("vta_stream.c", "vta_gemm.c"), ("vta_stream.h",),
+                          ("vta_stream.c", "vta_gemm.c"), ("vta_stream.h", TILING_HEADER),
                           "VTA_STREAM_SOURCE_HASH", "vta-stream", "libqaccel_stream.so")  # fmt: skip
 """libqaccel_stream, the emitters' stream resolver and GEMM emitter (`lowering/vta/cstream.py`)."""
 REFERENCE_LIBRARIES = (MACHINE_LIBRARY, SEARCH_LIBRARY, STREAM_LIBRARY)

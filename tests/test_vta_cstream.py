@@ -361,7 +361,7 @@ def test_sanitizers(tmp_path):
     cached(tmp_path / cstream.LIB_NAME,
            lambda out: cstream.build_library(out.parent, cc="gcc", extra_flags=flags),
            label="cstream", flags=flags,
-           inputs=[cstream.STREAM_DIR, Path(cstream.__file__), Path(cbuild.__file__)])
+           inputs=[*cstream.LIBRARY.files(), Path(cstream.__file__), Path(cbuild.__file__)])
     code = textwrap.dedent(
         """
         import sys

@@ -5,6 +5,7 @@
  * programs. The parameters are untrusted: every size and index is checked, and anything
  * this file does not handle is refused (the caller then runs the Python emitter). */
 #include "vta_stream.h"
+#include "../tiling_c/vta_tiling.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -75,10 +76,6 @@ typedef struct {
 } em_t;
 
 #define P(k) (e->p[VTA_GEMM_##k])
-
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* The product of `n` non-negative factors, or `limit` + 1 when it is above `limit` (> 0):
  * computed without overflow whatever the factors. */
@@ -215,14 +212,6 @@ static int64_t kernel_done(em_t *e, int64_t start) {
 
 /* --- geometry (lowering/vta/geometry.py) --- */
 
-static void real_span(int64_t start, int64_t count, int64_t step, int64_t size, int64_t *first,
-                      int64_t *real) {
-    int64_t f = start >= 0 ? 0 : min64(count, cdiv(-start, step));
-    int64_t last = size - 1 >= start ? (size - 1 - start) / step : -1;
-    last = min64(last, count - 1);
-    *first = f, *real = max64(0, last - f + 1);
-}
-
 static int dense(em_t *e) { return P(KIND) == 2; }
 
 static int64_t frame_h(em_t *e, int64_t th) {
@@ -272,32 +261,6 @@ static int frame_mode(em_t *e, const frame_t *f) {
     if (f->yreal == f->fr && f->xreal == f->fc && f->fc == P(W) && f->ystep == 1)
         return FM_CONTIGUOUS;
     return FM_BLOCKS;
-}
-
-static int64_t smallest_factor(int64_t n) {
-    for (int64_t d = 2; d * d <= n; d++)
-        if (n % d == 0)
-            return d;
-    return n > 1 ? n : 0;
-}
-
-/* `pixel_block`: 0 for None. */
-static int pixel_block(int64_t nco, int64_t red, int64_t th, int64_t tw, int64_t *uy,
-                       int64_t *ux) {
-    if (nco >= 2 || red == 1) {
-        *uy = *ux = 1;
-        return 1;
-    }
-    int64_t dx = smallest_factor(tw), dy = smallest_factor(th);
-    if (dx && (!dy || dx <= dy)) {
-        *uy = 1, *ux = dx;
-        return 1;
-    }
-    if (dy) {
-        *uy = dy, *ux = 1;
-        return 1;
-    }
-    return 0;
 }
 
 /* --- DRAM elements --- */
