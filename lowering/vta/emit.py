@@ -428,18 +428,18 @@ class _Stream:
         self.recs.append(rec)
         return len(self.recs) - 1
 
-    def replay(self, key, emit_fn) -> None:
-        """`emit_fn()`, whose instructions depend on nothing but `key` (no DRAM address, no
-        state of the stream but its slots): the first time run and recorded, then the
+    def replay(self, key, emit_fn, *args) -> None:
+        """`emit_fn(*args)`, whose instructions depend on nothing but `key` (no DRAM address,
+        no state of the stream but its slots): the first time run and recorded, then the
         recorded instructions added again (their dependency tokens derived anew)."""
         known = self.replays.get(key)
         if known is None:
             if self.recording is not None:  # nested: the outer recording holds these too
-                emit_fn()
+                emit_fn(*args)
                 return
             self.recording = []
             try:
-                emit_fn()
+                emit_fn(*args)
                 self.replays[key] = self.recording
             finally:
                 self.recording = None
@@ -866,11 +866,7 @@ class _Emitter(_Stream):
         g = self.g
         diag_off = st.co0 % g.depth_multiplier if g.diagonal else 0
         key = ("gemm", st.th, st.tw, st.nco, st.nci, diag_off, islot, wslot, aslot)
-        known = self.replays.get(key)
-        if known is not None and self.recording is None:  # `replay`, most steps
-            self.recs.extend(known)
-            return
-        self.replay(key, lambda: self._gemm_step(st, islot, wslot, aslot))
+        self.replay(key, self._gemm_step, st, islot, wslot, aslot)
 
     def _gemm_step(self, st: Step, islot: int, wslot: int, aslot: int):
         g, plan, c = self.g, self.plan, self.c
@@ -973,11 +969,7 @@ class _Emitter(_Stream):
             self._init_tile(st, aslot, split)
             return
         key = ("init", aslot, st.co0, st.th, st.tw, st.nco, split)
-        known = self.replays.get(key)
-        if known is not None and self.recording is None:  # `replay`, most tiles
-            self.recs.extend(known)
-            return
-        self.replay(key, lambda: self._init_tile(st, aslot, split))
+        self.replay(key, self._init_tile, st, aslot, split)
 
     def _init_tile(self, st: Step, aslot: int, split: bool):
         g, plan = self.g, self.plan
@@ -1041,11 +1033,7 @@ class _Emitter(_Stream):
             self._tail(st, aslot, split)
             return
         key = ("tail", aslot, st.co0, st.th, st.tw, st.nco, split)
-        known = self.replays.get(key)
-        if known is not None and self.recording is None:  # `replay`, most tiles
-            self.recs.extend(known)
-            return
-        self.replay(key, lambda: self._tail(st, aslot, split))
+        self.replay(key, self._tail, st, aslot, split)
 
     def _tail(self, st: Step, aslot: int, split: bool):
         g = self.g
