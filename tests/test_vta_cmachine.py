@@ -664,3 +664,26 @@ def test_outcome_summary():
         pytest.skip("run with the other tests of this module")
     assert OUTCOMES["same error"] > 0
     assert OUTCOMES["fast: ran"] > 0 and OUTCOMES["fast: same error"] > 0
+
+
+def test_without_the_library_the_c_simulator_says_why():
+    """Asked for the C simulator when no library loads, `simulate` and `Scratch` raise one
+    RuntimeError naming the reason (the loader's), not a NameError."""
+    code = textwrap.dedent(
+        """
+        from qaccel.targets.vta import cmachine
+        from qaccel.targets.vta.asm import assemble
+        from qaccel.targets.vta.config import DEFAULT_CONFIG
+        p = assemble("finish\\n")
+        for call in (lambda: cmachine.simulate(p), lambda: cmachine.Scratch(DEFAULT_CONFIG)):
+            try:
+                call()
+            except RuntimeError as e:
+                print(e)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "QACCEL_NO_CMACHINE": "1"}, check=True)  # fmt: skip
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 2 and all("the C simulator is unavailable: " in x for x in lines), out
+    assert "QACCEL_NO_CMACHINE" in lines[0]

@@ -154,7 +154,7 @@ def _loaded(program, config):
     (a `Program`'s own configuration unless `config` is given)."""
     lib = library()
     if lib is None:
-        raise RuntimeError(f"the C simulator is unavailable: {_REASON}")
+        raise RuntimeError(f"the C simulator is unavailable: {unavailable_reason()}")
     if isinstance(program, Program):
         config = config or program.config
     c = config or DEFAULT_CONFIG
@@ -266,7 +266,7 @@ class Scratch:
     def __init__(self, config: HardwareConfig, memory_limit=budget.FROM_ENVIRONMENT):
         lib = library()
         if lib is None:
-            raise RuntimeError(f"the C simulator is unavailable: {_REASON}")
+            raise RuntimeError(f"the C simulator is unavailable: {unavailable_reason()}")
         self._lib, self.config = lib, config
         run = _Run()
         run.memory_limit = _limit(budget.resolve_limits(budget.FROM_ENVIRONMENT, memory_limit)[1])
