@@ -95,15 +95,10 @@ C_FIELDS = (
 )  # fmt: skip
 
 
-def source_hash() -> str:
-    """Identifies the C sources; `setup.py` compiles the same digest into the library."""
-    return LIBRARY.source_hash()
-
-
-def build_library(out_dir, cc: str | None = None, extra_flags=()) -> Path:
-    """Compile the sources into `out_dir/libqaccel_stream.so` (raises CalledProcessError or
-    OSError)."""
-    return LIBRARY.build(out_dir, cc, extra_flags)
+# The library's digest and its build, as its declaration gives them (setup.py compiles the
+# same digest into it): `source_hash()`, `build_library(out_dir, cc=None, extra_flags=())`.
+source_hash = LIBRARY.source_hash
+build_library = LIBRARY.build
 
 
 def _open(path: Path, check_hash: bool):

@@ -79,14 +79,10 @@ class _Run(ctypes.Structure):  # vta_run
 VTA_OK, VTA_ERROR, VTA_ERR_CONFIG, VTA_ERR_NOMEM = 0, 1, 2, 3
 
 
-def source_hash() -> str:
-    """Identifies the C sources; `setup.py` compiles the same digest into the library."""
-    return LIBRARY.source_hash()
-
-
-def build_library(out_dir, cc: str | None = None, extra_flags=()) -> Path:
-    """Compile the sources into `out_dir/libqaccel_vta.so` (raises CalledProcessError/OSError)."""
-    return LIBRARY.build(out_dir, cc, extra_flags)
+# The library's digest and its build, as its declaration gives them (setup.py compiles the
+# same digest into it): `source_hash()`, `build_library(out_dir, cc=None, extra_flags=())`.
+source_hash = LIBRARY.source_hash
+build_library = LIBRARY.build
 
 
 def _open(path: Path, check_hash: bool):
