@@ -148,7 +148,6 @@ def phases(model: Path, repeat: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(repeat):
             cmd = [sys.executable, "-c", _PHASES, str(model), str(Path(tmp) / f"a{k}")]
-            start = time.process_time(), time.perf_counter()
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
                 sys.exit(f"bench_compile: {model.name}: {done.stderr.strip()}")
